@@ -1,0 +1,31 @@
+//! berth's decision over an agent's proposed actions.
+//!
+//! Every action an agent proposes — a compound shell command, a file write, a
+//! commit, a push — passes one pure function, [`decide`], before anything runs.
+//! This crate holds that function and everything it needs: a shell parser that
+//! splits a command line into the simple commands that would really run
+//! (wrappers seen through), the rules files, the built-in deny templates, the
+//! external-effect limit, container-aware path scope, and autonomy resolution.
+//!
+//! It is pure: no async, no I/O but reading a rules file. The engine calls it
+//! in the frame where a command runs, and translates paths to the host with
+//! [`PathMap`] only after the decision. The contract is `design/POLICY.md`.
+
+pub mod action;
+pub mod autonomy;
+pub mod decide;
+pub mod decision;
+pub mod frame;
+pub mod pathmap;
+pub mod rules;
+
+pub use action::Action;
+pub use autonomy::{Autonomy, Mode, Origin, Resolved};
+pub use decide::{Context, Limits, decide};
+pub use decision::{
+    Decision, Finding, Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport,
+    SourceLoc, Stage, Verdict,
+};
+pub use frame::{Frame, Mount, MountKind};
+pub use pathmap::PathMap;
+pub use rules::{RuleSet, RulesError};

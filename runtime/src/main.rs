@@ -1,0 +1,5 @@
+//! The `berth` command.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}

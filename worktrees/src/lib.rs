@@ -1,0 +1,1 @@
+//! The forge, per-agent repositories and worktrees (git2 only).
