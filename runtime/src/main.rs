@@ -1,5 +1,16 @@
-//! The `berth` command.
+//! The `berth` command: one binary for the CLI, the server and the adapters.
 
-fn main() -> anyhow::Result<()> {
-    Ok(())
+mod cli;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(err) => {
+            eprintln!("berth: {err:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
 }
