@@ -1,1 +1,138 @@
-//! berth's engine.
+//! berth's engine: the store, the action pipeline, approvals, the event log
+//! with actors, autonomy, tasks and the agents' delivery chain.
+//!
+//! Every interface — the CLI, `berth serve`'s HTTP API, the MCP server, the
+//! Claude Code hook — is a thin layer over [`Engine`]'s calls, so that one
+//! code path decides, executes and records every action whoever asks. The
+//! store is the single source of truth: each step is a durable, idempotent
+//! state transition, and any `berth` process can perform any step (the CLI
+//! does one and exits; `berth agent run` drives a loop; a server drives all).
+//! Nothing here assumes one process or one host beyond what the store
+//! guarantees.
+
+pub mod actions;
+pub mod agent_io;
+pub mod agents;
+pub mod berths;
+pub mod config;
+pub mod error;
+pub mod events;
+mod execute;
+mod gate;
+pub mod git;
+pub mod ids;
+pub mod metrics;
+pub mod noop;
+pub mod permissions;
+pub mod projects;
+pub mod prs;
+pub mod recovery;
+pub mod state;
+pub mod store;
+pub mod tasks;
+
+use std::sync::Arc;
+
+pub use actions::{
+    ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approved, CreatedStatus,
+    Outcome, OutputSink, Proposal, ProposeStatus, Proposed,
+};
+pub use agent_io::{AgentIo, Delivery};
+pub use agents::{Agent, AgentImpl, AgentStatus, AutonomyReport};
+pub use berths::{BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, SandboxProvider};
+pub use config::{BerthMode, ProjectConfig};
+pub use error::{EngineError, Result};
+pub use events::{Actor, ActorKind, Event, EventFilter, OutboxMessage};
+pub use metrics::Metrics;
+pub use noop::{AgentRun, RunReport};
+pub use projects::{NewProject, Project};
+pub use prs::{PrStatus, PullRequest};
+pub use state::StateDir;
+pub use store::Store;
+pub use tasks::{Task, TaskStatus};
+
+/// One state directory's engine. Cheap to share behind an `Arc`.
+pub struct Engine {
+    state: StateDir,
+    store: Store,
+    git: git::Git,
+    provider: Arc<dyn SandboxProvider>,
+    sandboxes: berths::SandboxCache,
+}
+
+impl Engine {
+    /// Creates the state directory and its store (idempotent), then opens it.
+    pub async fn init(state: StateDir) -> Result<Engine> {
+        std::fs::create_dir_all(state.root()).map_err(EngineError::io("creating", state.root()))?;
+        let store = Store::open(&state.db(), true).await?;
+        Self::with_store(state, store, Arc::new(LocalProvider)).await
+    }
+
+    /// Opens an initialised state directory with the local sandbox provider.
+    pub async fn open(state: StateDir) -> Result<Engine> {
+        Self::open_with(state, Arc::new(LocalProvider)).await
+    }
+
+    /// Opens an initialised state directory with `provider` (the Docker
+    /// backend brings its own). Marks interrupted actions of dead processes.
+    pub async fn open_with(state: StateDir, provider: Arc<dyn SandboxProvider>) -> Result<Engine> {
+        if !state.db().is_file() {
+            return Err(EngineError::StateMissing {
+                path: state.root().to_path_buf(),
+            });
+        }
+        let store = Store::open(&state.db(), false).await?;
+        Self::with_store(state, store, provider).await
+    }
+
+    async fn with_store(
+        state: StateDir,
+        store: Store,
+        provider: Arc<dyn SandboxProvider>,
+    ) -> Result<Engine> {
+        let engine = Engine {
+            git: git::Git::new(state.clone()),
+            state,
+            store,
+            provider,
+            sandboxes: berths::SandboxCache::default(),
+        };
+        let interrupted = engine.recover().await?;
+        if !interrupted.is_empty() {
+            tracing::warn!(
+                count = interrupted.len(),
+                "actions interrupted by a crash were marked interrupted"
+            );
+        }
+        Ok(engine)
+    }
+
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub(crate) fn git(&self) -> &git::Git {
+        &self.git
+    }
+
+    /// The log, filtered.
+    pub async fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        events::list(self.store.pool(), filter).await
+    }
+
+    /// Drains the outbox: every unprocessed row, marked processed; rows
+    /// processed longer ago than the retention are pruned. Returns the rows
+    /// and how many were pruned.
+    pub async fn drain_outbox(&self) -> Result<(Vec<OutboxMessage>, u64)> {
+        events::drain(&self.store, events::OUTBOX_RETENTION_MS).await
+    }
+
+    /// Closes the store cleanly.
+    pub async fn close(&self) {
+        self.store.close().await;
+    }
+}

@@ -1,13 +1,33 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own module
-//! and returns the process exit code.
+//! and returns the process exit code. Engine commands are thin: they parse,
+//! call one engine function, and print (human text, or `--json`).
 
+mod actions;
+mod agent;
+mod berths;
 mod decide;
+mod log;
+mod pr;
+mod project;
+mod task;
 
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use berth_engine::{Engine, StateDir};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "berth", version, about = "An execution sandbox runtime for AI coding agents")]
+#[command(
+    name = "berth",
+    version,
+    about = "An execution sandbox runtime for AI coding agents"
+)]
 pub struct Cli {
+    /// The state directory (default: $BERTH_HOME, else ~/.local/share/berth).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -16,10 +36,99 @@ pub struct Cli {
 pub enum Command {
     /// Decide one action, or a batch of policy cases, without running anything.
     Decide(decide::DecideArgs),
+    /// Create the state directory and its store.
+    Init,
+    /// Projects: a forge imported from a repository, and its configuration.
+    #[command(subcommand)]
+    Project(project::ProjectCommand),
+    /// Agents: activation, the auto-mode switch, the noop loop.
+    #[command(subcommand)]
+    Agent(agent::AgentCommand),
+    /// An agent's autonomy per action type.
+    #[command(subcommand)]
+    Autonomy(agent::AutonomyCommand),
+    /// Tasks.
+    #[command(subcommand)]
+    Task(task::TaskCommand),
+    /// Bring an agent's berth up: its worktree and sandbox.
+    Up(berths::UpArgs),
+    /// Take an agent's berth down.
+    Down(berths::DownArgs),
+    /// List agents and their berths.
+    Ls(berths::LsArgs),
+    /// Propose a terminal command in an agent's berth; run it if approved.
+    Exec(berths::ExecArgs),
+    /// List proposed actions.
+    Actions(actions::ActionsArgs),
+    /// Approve a pending action and execute it.
+    Approve(actions::ApproveArgs),
+    /// Deny a pending action.
+    Deny(actions::DenyArgs),
+    /// The event log.
+    Events(log::EventsArgs),
+    /// Counts over the event log (human approvals, auto approvals, …).
+    Metrics(log::MetricsArgs),
+    /// The outbox.
+    #[command(subcommand)]
+    Outbox(log::OutboxCommand),
+    /// Pull requests in the local forge.
+    #[command(subcommand)]
+    Pr(pr::PrCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
-    match cli.command {
-        Command::Decide(args) => decide::run(args),
-    }
+    let state = cli.state;
+    let command = match cli.command {
+        Command::Decide(args) => return decide::run(args),
+        other => other,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(dispatch(state, command))
 }
+
+async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8> {
+    let dir = StateDir::locate(state.as_deref())
+        .context("no state directory: pass --state DIR or set BERTH_HOME")?;
+    if let Command::Init = command {
+        let engine = Engine::init(dir.clone()).await?;
+        println!("berth state ready at {}", dir.root().display());
+        engine.close().await;
+        return Ok(0);
+    }
+    let engine = Engine::open(dir).await?;
+    let code = match command {
+        Command::Decide(_) | Command::Init => 0,
+        Command::Project(c) => project::run(&engine, c).await?,
+        Command::Agent(c) => agent::run(&engine, c).await?,
+        Command::Autonomy(c) => agent::run_autonomy(&engine, c).await?,
+        Command::Task(c) => task::run(&engine, c).await?,
+        Command::Up(a) => berths::up(&engine, a).await?,
+        Command::Down(a) => berths::down(&engine, a).await?,
+        Command::Ls(a) => berths::ls(&engine, a).await?,
+        Command::Exec(a) => berths::exec(&engine, a).await?,
+        Command::Actions(a) => actions::list(&engine, a).await?,
+        Command::Approve(a) => actions::approve(&engine, a).await?,
+        Command::Deny(a) => actions::deny(&engine, a).await?,
+        Command::Events(a) => log::events(&engine, a).await?,
+        Command::Metrics(a) => log::metrics(&engine, a).await?,
+        Command::Outbox(c) => log::outbox(&engine, c).await?,
+        Command::Pr(c) => pr::run(&engine, c).await?,
+    };
+    engine.close().await;
+    Ok(code)
+}
+
+/// Prints a value as one line of JSON.
+fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string(v)?);
+    Ok(())
+}
+
+/// Exit codes of commands that propose: executed → the action's own result,
+/// pending and refused → these.
+pub const EXIT_PENDING: u8 = 3;
+pub const EXIT_REFUSED: u8 = 4;

@@ -1,0 +1,960 @@
+//! The action pipeline: one code path for every caller (agent loop, CLI,
+//! API, MCP).
+//!
+//! `propose` resolves the agent's autonomy, loads the project's rules and
+//! limits, decides in the berth's frame, records `proposed_action.created`
+//! with the final status and the decision (actor: the proposer), and — when
+//! auto-approved — translates and executes at once. `approve` and `deny`
+//! record the person's decision (actor: the user) and execute or refuse.
+//! Every caller gets `executed | pending | refused` and must look at it
+//! (ADR 0048: a caller that ignored the status closed tasks with no commit).
+//!
+//! State moves only through conditional UPDATEs (`… WHERE status = 'pending'`)
+//! checked by rows affected, so two processes approving one action execute it
+//! once. An action is marked `executing` with the process that runs it before
+//! anything runs; after a crash, `recover` marks it `interrupted` and nothing
+//! re-runs it on its own.
+
+use std::sync::Arc;
+
+use berth_policy::{Action, Context, Decision, Verdict};
+use berth_sandbox::{OutputChunk, Sandbox};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::Engine;
+use crate::agents::{Agent, load_autonomy};
+use crate::error::{EngineError, Result};
+use crate::events::{Actor, ActorKind, NewEvent, emit, kind};
+use crate::ids::{new_id, now_ms};
+use crate::permissions::{self, RuleChange};
+
+/// Inputs of an action beyond what the policy judges.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionParams {
+    /// terminal: the working directory in the frame (default `/work`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// terminal: the deadline in seconds (default: the project's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+    /// file_write: the new content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// git_commit: the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// pr_open: the title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// git_merge: the PR being merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pr: Option<String>,
+}
+
+/// A request to act.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub agent: String,
+    pub action: Action,
+    pub params: ActionParams,
+    /// The task the action serves, when it is part of its delivery.
+    pub task: Option<String>,
+    /// Makes a retry safe: the same key returns the first proposal's state
+    /// and never runs the action twice. A new random key when `None`.
+    pub idempotency_key: Option<String>,
+    /// Who asks: the agent, or a person acting on its berth (`berth pr merge`).
+    pub proposer: Actor,
+}
+
+impl Proposal {
+    /// A proposal by the agent itself.
+    pub fn by_agent(agent: &str, action: Action) -> Proposal {
+        Proposal {
+            agent: agent.to_string(),
+            action,
+            params: ActionParams::default(),
+            task: None,
+            idempotency_key: None,
+            proposer: Actor::agent(agent),
+        }
+    }
+
+    pub fn params(mut self, params: ActionParams) -> Self {
+        self.params = params;
+        self
+    }
+
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    pub fn task(mut self, task: Option<String>) -> Self {
+        self.task = task;
+        self
+    }
+}
+
+/// The status `proposed_action.created` records: what the decision (and the
+/// host-side guard) made of the proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CreatedStatus {
+    AutoApproved,
+    Pending,
+    Denied,
+}
+
+impl CreatedStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CreatedStatus::AutoApproved => "auto_approved",
+            CreatedStatus::Pending => "pending",
+            CreatedStatus::Denied => "denied",
+        }
+    }
+}
+
+/// Where an action stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionStatus {
+    /// Waits for a person.
+    Pending,
+    /// Approved and running (in the process named by `executor`).
+    Executing,
+    Executed,
+    Failed,
+    /// Denied by the policy.
+    Refused,
+    /// Denied by a person.
+    Denied,
+    /// Was executing when its process died; never re-run on its own.
+    Interrupted,
+}
+
+impl ActionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionStatus::Pending => "pending",
+            ActionStatus::Executing => "executing",
+            ActionStatus::Executed => "executed",
+            ActionStatus::Failed => "failed",
+            ActionStatus::Refused => "refused",
+            ActionStatus::Denied => "denied",
+            ActionStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ActionStatus> {
+        Some(match s {
+            "pending" => ActionStatus::Pending,
+            "executing" => ActionStatus::Executing,
+            "executed" => ActionStatus::Executed,
+            "failed" => ActionStatus::Failed,
+            "refused" => ActionStatus::Refused,
+            "denied" => ActionStatus::Denied,
+            "interrupted" => ActionStatus::Interrupted,
+            _ => return None,
+        })
+    }
+}
+
+/// What an executed action produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ActionResult {
+    Terminal {
+        /// The command as decided (frame) and as run (host).
+        command: String,
+        host_command: String,
+        cwd: String,
+        exit_code: i32,
+        timed_out: bool,
+        stdout: String,
+        stderr: String,
+        stdout_truncated: bool,
+        stderr_truncated: bool,
+        duration_ms: u64,
+    },
+    FileRead {
+        path: String,
+        host_path: String,
+        content: String,
+        bytes: u64,
+    },
+    FileWrite {
+        path: String,
+        host_path: String,
+        bytes: u64,
+    },
+    GitCommit {
+        branch: String,
+        commit: String,
+        /// False when a commit for this action already existed (a retry).
+        created: bool,
+    },
+    GitPush {
+        branch: String,
+        commit: String,
+    },
+    PrOpen {
+        pr: String,
+        number: i64,
+        branch: String,
+        base: String,
+        head: String,
+    },
+    GitMerge {
+        pr: String,
+        target: String,
+        commit: String,
+    },
+}
+
+impl ActionResult {
+    /// A copy small enough for the store: output kept to its last 64 KiB.
+    fn for_store(&self) -> ActionResult {
+        const KEEP: usize = 64 * 1024;
+        let mut r = self.clone();
+        match &mut r {
+            ActionResult::Terminal {
+                stdout,
+                stderr,
+                stdout_truncated,
+                stderr_truncated,
+                ..
+            } => {
+                *stdout_truncated |= keep_tail(stdout, KEEP);
+                *stderr_truncated |= keep_tail(stderr, KEEP);
+            }
+            ActionResult::FileRead { content, .. } => {
+                keep_tail(content, KEEP);
+            }
+            _ => {}
+        }
+        r
+    }
+
+    /// The fields the log keeps (no output: that stays with the action).
+    fn summary(&self) -> serde_json::Value {
+        match self {
+            ActionResult::Terminal {
+                command,
+                host_command,
+                cwd,
+                exit_code,
+                timed_out,
+                stdout,
+                stderr,
+                duration_ms,
+                ..
+            } => serde_json::json!({
+                "command": command, "host_command": host_command, "cwd": cwd,
+                "exit_code": exit_code, "timed_out": timed_out, "duration_ms": duration_ms,
+                "stdout_bytes": stdout.len(), "stderr_bytes": stderr.len(),
+            }),
+            ActionResult::FileRead {
+                path,
+                host_path,
+                bytes,
+                ..
+            } => {
+                serde_json::json!({ "path": path, "host_path": host_path, "bytes": bytes })
+            }
+            other => serde_json::to_value(other).unwrap_or_default(),
+        }
+    }
+}
+
+fn keep_tail(s: &mut String, keep: usize) -> bool {
+    if s.len() <= keep {
+        return false;
+    }
+    let mut cut = s.len() - keep;
+    while !s.is_char_boundary(cut) {
+        cut += 1;
+    }
+    s.drain(..cut);
+    true
+}
+
+/// How an executed action ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub succeeded: bool,
+    pub result: Option<ActionResult>,
+    /// Why it failed: never empty when `succeeded` is false.
+    pub diagnostic: Option<String>,
+}
+
+impl Outcome {
+    pub(crate) fn ok(result: ActionResult) -> Outcome {
+        Outcome {
+            succeeded: true,
+            result: Some(result),
+            diagnostic: None,
+        }
+    }
+
+    pub(crate) fn failed(diagnostic: impl Into<String>, result: Option<ActionResult>) -> Outcome {
+        let mut d: String = diagnostic.into();
+        if d.trim().is_empty() {
+            d = "failed with no diagnostic from the executor".into();
+        }
+        Outcome {
+            succeeded: false,
+            result,
+            diagnostic: Some(d),
+        }
+    }
+}
+
+/// What `propose` made of a proposal. Every caller handles all three.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ProposeStatus {
+    /// It ran (successfully or not: see the outcome).
+    Executed { outcome: Outcome },
+    /// It waits for a person (`berth approve ID`).
+    Pending { reason: String },
+    /// It will not run.
+    Refused { reason: String },
+}
+
+impl ProposeStatus {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProposeStatus::Executed { .. } => "executed",
+            ProposeStatus::Pending { .. } => "pending",
+            ProposeStatus::Refused { .. } => "refused",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Proposed {
+    pub id: String,
+    pub status: ProposeStatus,
+    pub decision: Decision,
+    /// True when the idempotency key had been used: nothing new happened.
+    pub replayed: bool,
+}
+
+/// A proposed action as the store holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    pub id: String,
+    pub idempotency_key: String,
+    pub agent: String,
+    pub project: String,
+    pub task: Option<String>,
+    pub action: Action,
+    pub params: ActionParams,
+    pub decision: Decision,
+    pub created_status: CreatedStatus,
+    pub status: ActionStatus,
+    /// Why a host-side guard held an auto-approved action for a person.
+    pub hold_reason: Option<String>,
+    pub proposer: Actor,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<i64>,
+    pub executor: Option<String>,
+    pub result: Option<ActionResult>,
+    pub diagnostic: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl ActionRecord {
+    /// The status a caller sees.
+    pub fn propose_status(&self) -> ProposeStatus {
+        match self.status {
+            ActionStatus::Executed | ActionStatus::Failed => ProposeStatus::Executed {
+                outcome: Outcome {
+                    succeeded: self.status == ActionStatus::Executed,
+                    result: self.result.clone(),
+                    diagnostic: self.diagnostic.clone(),
+                },
+            },
+            ActionStatus::Pending => ProposeStatus::Pending {
+                reason: self
+                    .hold_reason
+                    .clone()
+                    .unwrap_or_else(|| self.decision.reason.clone()),
+            },
+            ActionStatus::Executing => ProposeStatus::Pending {
+                reason: format!(
+                    "executing in {}",
+                    self.executor.as_deref().unwrap_or("another process")
+                ),
+            },
+            ActionStatus::Refused => ProposeStatus::Refused {
+                reason: self.decision.reason.clone(),
+            },
+            ActionStatus::Denied => ProposeStatus::Refused {
+                reason: format!(
+                    "denied by {}{}",
+                    self.decided_by.as_deref().unwrap_or("a person"),
+                    self.diagnostic
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+            },
+            ActionStatus::Interrupted => ProposeStatus::Refused {
+                reason: self
+                    .diagnostic
+                    .clone()
+                    .unwrap_or_else(|| "interrupted; never re-run on its own".into()),
+            },
+        }
+    }
+}
+
+const ACTION_COLUMNS: &str = "id, idempotency_key, agent, project, task_id, action, params, decision, \
+     created_status, status, hold_reason, proposer_kind, proposer_id, decided_by, decided_at, executor, \
+     result, diagnostic, created_at, updated_at";
+
+fn json<T: serde::de::DeserializeOwned>(s: &str, what: &str) -> Result<T> {
+    serde_json::from_str(s)
+        .map_err(|e| EngineError::corrupt("reading an action", format!("{what}: {e}")))
+}
+
+fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ActionRecord> {
+    let op = "reading an action";
+    let s =
+        |c: &str| -> Result<String> { r.try_get::<String, _>(c).map_err(EngineError::store(op)) };
+    let o = |c: &str| -> Result<Option<String>> {
+        r.try_get::<Option<String>, _>(c)
+            .map_err(EngineError::store(op))
+    };
+    let created = s("created_status")?;
+    let status = s("status")?;
+    let proposer_kind = s("proposer_kind")?;
+    Ok(ActionRecord {
+        id: s("id")?,
+        idempotency_key: s("idempotency_key")?,
+        agent: s("agent")?,
+        project: s("project")?,
+        task: o("task_id")?,
+        action: json(&s("action")?, "action")?,
+        params: json(&s("params")?, "params")?,
+        decision: json(&s("decision")?, "decision")?,
+        created_status: match created.as_str() {
+            "auto_approved" => CreatedStatus::AutoApproved,
+            "pending" => CreatedStatus::Pending,
+            "denied" => CreatedStatus::Denied,
+            other => {
+                return Err(EngineError::corrupt(
+                    op,
+                    format!("created status `{other}`"),
+                ));
+            }
+        },
+        status: ActionStatus::parse(&status)
+            .ok_or_else(|| EngineError::corrupt(op, format!("status `{status}`")))?,
+        hold_reason: o("hold_reason")?,
+        proposer: Actor {
+            kind: match proposer_kind.as_str() {
+                "agent" => ActorKind::Agent,
+                "user" => ActorKind::User,
+                _ => ActorKind::System,
+            },
+            id: s("proposer_id")?,
+        },
+        decided_by: o("decided_by")?,
+        decided_at: r.try_get("decided_at").map_err(EngineError::store(op))?,
+        executor: o("executor")?,
+        result: o("result")?.map(|j| json(&j, "result")).transpose()?,
+        diagnostic: o("diagnostic")?,
+        created_at: r.try_get("created_at").map_err(EngineError::store(op))?,
+        updated_at: r.try_get("updated_at").map_err(EngineError::store(op))?,
+    })
+}
+
+/// Which actions to list.
+#[derive(Debug, Clone, Default)]
+pub struct ActionFilter {
+    pub pending_only: bool,
+    pub agent: Option<String>,
+    pub task: Option<String>,
+}
+
+/// What `approve` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Approved {
+    pub id: String,
+    pub outcome: Outcome,
+    /// `--always`: what happened to each segment.
+    pub rules: Vec<RuleChange>,
+}
+
+/// A sink for a terminal action's output as it arrives.
+pub type OutputSink = UnboundedSender<OutputChunk>;
+
+impl Engine {
+    /// Proposes an action. See the module docs.
+    pub async fn propose(&self, proposal: Proposal, sink: Option<OutputSink>) -> Result<Proposed> {
+        let agent = self.agent(&proposal.agent).await?;
+        if let Some(key) = &proposal.idempotency_key {
+            if let Some(existing) = self.action_by_key(key).await? {
+                return replay(existing, &proposal);
+            }
+        }
+        let project = self.load_project(&agent.project).await?;
+        let sandbox = self
+            .sandbox_for(&agent, &project.config, needs_berth(&proposal.action))
+            .await?;
+        let autonomy = load_autonomy(self.store.pool(), &agent.name).await?;
+        let default_frame = crate::berths::runner_frame(&project.config);
+        let frame = sandbox
+            .as_ref()
+            .map(|s| s.frame().clone())
+            .unwrap_or(default_frame);
+        let cwd = proposal
+            .params
+            .cwd
+            .clone()
+            .unwrap_or_else(|| frame.project_root().to_string());
+        let limits = berth_policy::Limits {
+            privileged: project.config.policy.privileged.clone(),
+            deny: project.config.policy.deny.clone(),
+        };
+        let ctx = Context {
+            frame: &frame,
+            cwd: &cwd,
+            autonomy: &autonomy,
+            rules: &project.rules,
+            protected_branches: &project.config.git.protected_branches,
+            limits: &limits,
+        };
+        let decision = berth_policy::decide(&proposal.action, &ctx);
+
+        // The guard only raises: an auto-approved action whose judged paths
+        // escape the scope through a symlink on the host waits for a person.
+        let hold_reason = match (&decision.verdict, &sandbox) {
+            (Verdict::AutoApprove, Some(sb)) => {
+                crate::berths::symlink_hold(sb.as_ref(), &decision, &cwd)
+            }
+            _ => None,
+        };
+        let (created_status, status) = match (decision.verdict, &hold_reason) {
+            (Verdict::Deny, _) => (CreatedStatus::Denied, ActionStatus::Refused),
+            (Verdict::RequireApproval, _) | (Verdict::AutoApprove, Some(_)) => {
+                (CreatedStatus::Pending, ActionStatus::Pending)
+            }
+            (Verdict::AutoApprove, None) => (CreatedStatus::AutoApproved, ActionStatus::Executing),
+        };
+
+        let id = new_id();
+        let key = proposal
+            .idempotency_key
+            .clone()
+            .unwrap_or_else(|| id.clone());
+        let now = now_ms();
+        let executor = (status == ActionStatus::Executing).then(crate::recovery::executor_id);
+        let mut tx = self.store.write("recording a proposed action").await?;
+        let inserted = sqlx::query(
+            "INSERT INTO proposed_actions (id, idempotency_key, agent, project, task_id, action_type, action, params, \
+             decision, verdict, stage, created_status, status, hold_reason, proposer_kind, proposer_id, executor, \
+             created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18) \
+             ON CONFLICT (idempotency_key) DO NOTHING",
+        )
+        .bind(&id)
+        .bind(&key)
+        .bind(&agent.name)
+        .bind(&agent.project)
+        .bind(proposal.task.as_deref())
+        .bind(proposal.action.kind())
+        .bind(to_json(&proposal.action)?)
+        .bind(to_json(&proposal.params)?)
+        .bind(to_json(&decision)?)
+        .bind(decision.verdict.as_str())
+        .bind(decision.stage.as_str())
+        .bind(created_status.as_str())
+        .bind(status.as_str())
+        .bind(hold_reason.as_deref())
+        .bind(proposal.proposer.kind.as_str())
+        .bind(&proposal.proposer.id)
+        .bind(executor.as_deref())
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("recording a proposed action"))?
+        .rows_affected();
+        if inserted == 0 {
+            // Another process used the key between our read and our write.
+            drop(tx);
+            let existing = self.action_by_key(&key).await?.ok_or_else(|| {
+                EngineError::corrupt("recording a proposed action", "key vanished")
+            })?;
+            return replay(existing, &proposal);
+        }
+        emit(
+            &mut tx,
+            NewEvent::new(kind::ACTION_PROPOSED, &proposal.proposer)
+                .project(&agent.project)
+                .agent(&agent.name)
+                .task(proposal.task.as_deref())
+                .action(&id)
+                .payload(serde_json::json!({
+                    "status": created_status.as_str(),
+                    "action": proposal.action,
+                    "decision": decision,
+                    "held": hold_reason,
+                    "idempotency_key": key,
+                })),
+        )
+        .await?;
+        if status == ActionStatus::Pending {
+            self.note_awaiting(&mut tx, &agent, proposal.task.as_deref(), &id)
+                .await?;
+        }
+        tx.commit()
+            .await
+            .map_err(EngineError::store("recording a proposed action"))?;
+
+        let record = self.action(&id).await?;
+        let status = match status {
+            ActionStatus::Executing => {
+                let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
+                ProposeStatus::Executed { outcome }
+            }
+            ActionStatus::Refused => {
+                self.after_refusal(&record).await?;
+                record.propose_status()
+            }
+            _ => record.propose_status(),
+        };
+        Ok(Proposed {
+            id,
+            status,
+            decision,
+            replayed: false,
+        })
+    }
+
+    /// Approves a pending action as `user` and executes it. With `always`,
+    /// first adds an allow rule per segment to the project's rules file.
+    pub async fn approve(
+        &self,
+        id: &str,
+        user: &Actor,
+        always: bool,
+        sink: Option<OutputSink>,
+    ) -> Result<Approved> {
+        let record = self.action(id).await?;
+        let agent = self.agent(&record.agent).await?;
+        let rules = if always {
+            permissions::rules_for(&record.decision)
+        } else {
+            Vec::new()
+        };
+        let now = now_ms();
+        let mut tx = self.store.write("approving an action").await?;
+        let won = sqlx::query(
+            "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
+             updated_at = $2 WHERE id = $4 AND status = 'pending'",
+        )
+        .bind(&user.id)
+        .bind(now)
+        .bind(crate::recovery::executor_id())
+        .bind(&record.id)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("approving an action"))?
+        .rows_affected();
+        if won != 1 {
+            let current = self.action(&record.id).await?;
+            return Err(EngineError::NotPending {
+                id: current.id,
+                status: current.status.as_str().into(),
+            });
+        }
+        emit(
+            &mut tx,
+            NewEvent::new(kind::ACTION_APPROVED, user)
+                .project(&record.project)
+                .agent(&record.agent)
+                .task(record.task.as_deref())
+                .action(&record.id)
+                .payload(serde_json::json!({ "always": always, "rules": rules })),
+        )
+        .await?;
+        if let Some(task) = &record.task {
+            resume_agent(&mut tx, &agent.name, task).await?;
+        }
+        tx.commit()
+            .await
+            .map_err(EngineError::store("approving an action"))?;
+
+        if always {
+            let patterns: Vec<String> = rules.iter().filter_map(|r| r.pattern.clone()).collect();
+            if !patterns.is_empty() {
+                permissions::append_allow(&self.state.project_rules(&record.project), &patterns)?;
+            }
+        }
+        let project = self.load_project(&record.project).await?;
+        let record = self.action(&record.id).await?;
+        let sandbox = match self
+            .sandbox_for(&agent, &project.config, needs_berth(&record.action))
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                // Claimed but cannot run: record why instead of leaving it executing.
+                let outcome = Outcome::failed(e.to_string(), None);
+                self.finish(&record, &outcome).await?;
+                return Ok(Approved {
+                    id: record.id,
+                    outcome,
+                    rules,
+                });
+            }
+        };
+        let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
+        Ok(Approved {
+            id: record.id,
+            outcome,
+            rules,
+        })
+    }
+
+    /// Denies a pending action as `user`.
+    pub async fn deny(&self, id: &str, user: &Actor, reason: Option<&str>) -> Result<ActionRecord> {
+        let record = self.action(id).await?;
+        let now = now_ms();
+        let mut tx = self.store.write("denying an action").await?;
+        let won = sqlx::query(
+            "UPDATE proposed_actions SET status = 'denied', decided_by = $1, decided_at = $2, diagnostic = $3, \
+             updated_at = $2 WHERE id = $4 AND status = 'pending'",
+        )
+        .bind(&user.id)
+        .bind(now)
+        .bind(reason)
+        .bind(&record.id)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("denying an action"))?
+        .rows_affected();
+        if won != 1 {
+            let current = self.action(&record.id).await?;
+            return Err(EngineError::NotPending {
+                id: current.id,
+                status: current.status.as_str().into(),
+            });
+        }
+        emit(
+            &mut tx,
+            NewEvent::new(kind::ACTION_DENIED, user)
+                .project(&record.project)
+                .agent(&record.agent)
+                .task(record.task.as_deref())
+                .action(&record.id)
+                .payload(serde_json::json!({ "reason": reason })),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("denying an action"))?;
+        let record = self.action(&record.id).await?;
+        self.after_refusal(&record).await?;
+        Ok(record)
+    }
+
+    /// An action by id or unique prefix.
+    pub async fn action(&self, id: &str) -> Result<ActionRecord> {
+        let full = self
+            .resolve_id("proposed_actions", "action", "berth actions", id)
+            .await?;
+        let row = sqlx::query(&format!(
+            "SELECT {ACTION_COLUMNS} FROM proposed_actions WHERE id = $1"
+        ))
+        .bind(&full)
+        .fetch_one(self.store.pool())
+        .await
+        .map_err(EngineError::store("reading an action"))?;
+        from_row(&row)
+    }
+
+    pub async fn action_by_key(&self, key: &str) -> Result<Option<ActionRecord>> {
+        let row = sqlx::query(&format!(
+            "SELECT {ACTION_COLUMNS} FROM proposed_actions WHERE idempotency_key = $1"
+        ))
+        .bind(key)
+        .fetch_optional(self.store.pool())
+        .await
+        .map_err(EngineError::store("reading an action"))?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    pub async fn actions(&self, filter: &ActionFilter) -> Result<Vec<ActionRecord>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {ACTION_COLUMNS} FROM proposed_actions \
+             WHERE ($1 = 0 OR status = 'pending') AND (CAST($2 AS TEXT) IS NULL OR agent = $2) \
+               AND (CAST($3 AS TEXT) IS NULL OR task_id = $3) \
+             ORDER BY created_at, id"
+        ))
+        .bind(i64::from(filter.pending_only))
+        .bind(filter.agent.as_deref())
+        .bind(filter.task.as_deref())
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("listing actions"))?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Executes a claimed (`executing`) action and records how it ended.
+    async fn run_and_finish(
+        &self,
+        record: &ActionRecord,
+        agent: &Agent,
+        sandbox: Option<Arc<dyn Sandbox>>,
+        sink: Option<OutputSink>,
+    ) -> Result<Outcome> {
+        let outcome = self.execute(record, agent, sandbox, sink).await;
+        self.finish(record, &outcome).await?;
+        Ok(outcome)
+    }
+
+    /// Records the end of an executing action: `action.executed` or
+    /// `action.failed`, and what follows for its task.
+    pub(crate) async fn finish(&self, record: &ActionRecord, outcome: &Outcome) -> Result<()> {
+        let status = if outcome.succeeded {
+            ActionStatus::Executed
+        } else {
+            ActionStatus::Failed
+        };
+        let stored = outcome.result.as_ref().map(|r| r.for_store());
+        let mut tx = self.store.write("recording an action's outcome").await?;
+        let n = sqlx::query(
+            "UPDATE proposed_actions SET status = $1, result = $2, diagnostic = $3, updated_at = $4 \
+             WHERE id = $5 AND status = 'executing'",
+        )
+        .bind(status.as_str())
+        .bind(stored.as_ref().map(to_json).transpose()?)
+        .bind(outcome.diagnostic.as_deref())
+        .bind(now_ms())
+        .bind(&record.id)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("recording an action's outcome"))?
+        .rows_affected();
+        if n != 1 {
+            // Recovery marked it interrupted while we ran (we were thought
+            // dead): the log already says so; say what really happened too.
+            tracing::warn!(action = %record.id, "outcome of an action no longer executing");
+        }
+        let event = if outcome.succeeded {
+            kind::ACTION_EXECUTED
+        } else {
+            kind::ACTION_FAILED
+        };
+        let actor = Actor::system();
+        emit(
+            &mut tx,
+            NewEvent::new(event, &actor)
+                .project(&record.project)
+                .agent(&record.agent)
+                .task(record.task.as_deref())
+                .action(&record.id)
+                .payload(serde_json::json!({
+                    "action_type": record.action.kind(),
+                    "result": outcome.result.as_ref().map(ActionResult::summary),
+                    "diagnostic": outcome.diagnostic,
+                })),
+        )
+        .await?;
+        let after = self.settle_in_tx(&mut tx, record, outcome).await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("recording an action's outcome"))?;
+        self.after_settle(after).await
+    }
+
+    /// The agent waits on this action when it belongs to its delivery chain.
+    async fn note_awaiting(
+        &self,
+        tx: &mut crate::store::Tx,
+        agent: &Agent,
+        task: Option<&str>,
+        action_id: &str,
+    ) -> Result<()> {
+        let Some(task) = task else { return Ok(()) };
+        let n = sqlx::query(
+            "UPDATE agents SET status = 'awaiting_approval', updated_at = $1 WHERE name = $2 AND task_id = $3",
+        )
+        .bind(now_ms())
+        .bind(&agent.name)
+        .bind(task)
+        .execute(&mut **tx)
+        .await
+        .map_err(EngineError::store("recording that an agent waits"))?
+        .rows_affected();
+        if n == 1 {
+            crate::tasks::set_status(tx, task, crate::tasks::TaskStatus::AwaitingApproval, None)
+                .await?;
+            let actor = Actor::agent(&agent.name);
+            emit(
+                tx,
+                NewEvent::new(kind::AGENT_AWAITING, &actor)
+                    .project(&agent.project)
+                    .agent(&agent.name)
+                    .task(Some(task))
+                    .action(action_id),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The agent goes back to work on `task` (an action it waited on was approved).
+async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Result<()> {
+    let n = sqlx::query(
+        "UPDATE agents SET status = 'working', updated_at = $1 WHERE name = $2 AND task_id = $3 AND status = 'awaiting_approval'",
+    )
+    .bind(now_ms())
+    .bind(agent)
+    .bind(task)
+    .execute(&mut **tx)
+    .await
+    .map_err(EngineError::store("resuming an agent"))?
+    .rows_affected();
+    if n == 1 {
+        crate::tasks::set_status(tx, task, crate::tasks::TaskStatus::InProgress, None).await?;
+    }
+    Ok(())
+}
+
+fn needs_berth(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Terminal { .. } | Action::FileRead { .. } | Action::FileWrite { .. }
+    )
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| EngineError::corrupt("encoding a value for the store", e))
+}
+
+/// The answer to a proposal whose idempotency key was used before.
+fn replay(existing: ActionRecord, proposal: &Proposal) -> Result<Proposed> {
+    if existing.agent != proposal.agent || existing.action != proposal.action {
+        return Err(EngineError::KeyConflict {
+            key: existing.idempotency_key,
+            id: existing.id,
+            existing: format!("{} by {}", existing.action.kind(), existing.agent),
+        });
+    }
+    Ok(Proposed {
+        id: existing.id.clone(),
+        status: existing.propose_status(),
+        decision: existing.decision,
+        replayed: true,
+    })
+}

@@ -1,0 +1,254 @@
+//! The side effects every agent shares (ADR 0018's `AgentIo`): claim a task,
+//! bring up its worktree, emit, propose, and deliver the work as commit →
+//! push → PR. The noop agent drives exactly this code — a noop with its own
+//! copy would test the copy, not the infrastructure — and so will every real
+//! agent's driver.
+//!
+//! Delivery proposes each step only after the previous one executed, under a
+//! deterministic idempotency key (`task:<id>:<step>`), so running the chain
+//! again after an approval, a restart or a crash replays what already
+//! happened instead of doing it twice.
+
+use berth_policy::Action;
+use serde::Serialize;
+
+use crate::Engine;
+use crate::actions::{ActionParams, ActionRecord, ActionStatus, Proposal, ProposeStatus, Proposed};
+use crate::agents::Agent;
+use crate::error::{EngineError, Result};
+use crate::events::{Actor, NewEvent, emit, kind};
+use crate::tasks::{Task, TaskStatus};
+
+/// Where a task's delivery stands after one pass of the chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Delivery {
+    /// The PR is open; the task is in review (the gate).
+    InReview { pr_action: String },
+    /// A step waits for a person; nothing more is proposed.
+    Waiting { action: String, step: String },
+    /// A step was refused or failed; the task was returned.
+    Returned { diagnosis: String },
+    /// A step was interrupted and could not be verified; the task is blocked.
+    Blocked { diagnosis: String },
+}
+
+/// The steps of delivery, in order.
+const STEPS: [&str; 3] = ["git_commit", "git_push", "pr_open"];
+
+/// One agent's side effects.
+pub struct AgentIo<'e> {
+    engine: &'e Engine,
+    agent: String,
+}
+
+impl Engine {
+    pub fn agent_io(&self, agent: &str) -> AgentIo<'_> {
+        AgentIo {
+            engine: self,
+            agent: agent.to_string(),
+        }
+    }
+}
+
+impl AgentIo<'_> {
+    pub async fn agent(&self) -> Result<Agent> {
+        self.engine.agent(&self.agent).await
+    }
+
+    /// Claims the next task of the agent's project, if any.
+    pub async fn claim(&self) -> Result<Option<Task>> {
+        self.engine.claim_task(&self.agent).await
+    }
+
+    /// Brings the berth up on the task's branch (idempotent).
+    pub async fn worktree(&self) -> Result<Agent> {
+        let a = self.agent().await?;
+        self.engine
+            .up(&a.name, &a.project, None, &Actor::agent(&a.name))
+            .await?;
+        self.agent().await
+    }
+
+    /// Records a fact of the agent's own (actor: the agent).
+    pub async fn emit(
+        &self,
+        event: &str,
+        task: Option<&str>,
+        payload: serde_json::Value,
+    ) -> Result<()> {
+        let a = self.agent().await?;
+        let actor = Actor::agent(&a.name);
+        let mut tx = self.engine.store.write("recording an agent event").await?;
+        emit(
+            &mut tx,
+            NewEvent::new(event, &actor)
+                .project(&a.project)
+                .agent(&a.name)
+                .task(task)
+                .payload(payload),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("recording an agent event"))
+    }
+
+    /// Proposes an action on the agent's behalf.
+    pub async fn propose(
+        &self,
+        action: Action,
+        params: ActionParams,
+        task: Option<&str>,
+        key: &str,
+    ) -> Result<Proposed> {
+        let proposal = Proposal::by_agent(&self.agent, action)
+            .params(params)
+            .task(task.map(str::to_string))
+            .key(key);
+        self.engine.propose(proposal, None).await
+    }
+
+    pub async fn propose_commit(&self, task: &Task) -> Result<Proposed> {
+        let params = ActionParams {
+            message: Some(task.title.clone()),
+            ..ActionParams::default()
+        };
+        self.propose(
+            Action::GitCommit,
+            params,
+            Some(&task.id),
+            &step_key(task, "git_commit"),
+        )
+        .await
+    }
+
+    pub async fn propose_push(&self, task: &Task) -> Result<Proposed> {
+        let branch = self
+            .agent()
+            .await?
+            .branch
+            .unwrap_or_else(|| crate::berths::branch_for(&self.agent, Some(&task.id)));
+        self.propose(
+            Action::GitPush { branch },
+            ActionParams::default(),
+            Some(&task.id),
+            &step_key(task, "git_push"),
+        )
+        .await
+    }
+
+    pub async fn propose_pr(&self, task: &Task) -> Result<Proposed> {
+        let params = ActionParams {
+            title: Some(task.title.clone()),
+            ..ActionParams::default()
+        };
+        self.propose(
+            Action::PrOpen,
+            params,
+            Some(&task.id),
+            &step_key(task, "pr_open"),
+        )
+        .await
+    }
+
+    /// Blocks the task with a diagnosis (`task.blocked`); the agent keeps it
+    /// and its worktree until a person looks.
+    pub async fn block(&self, task: &Task, diagnosis: &str) -> Result<()> {
+        let a = self.agent().await?;
+        let actor = Actor::agent(&a.name);
+        let mut tx = self.engine.store.write("blocking a task").await?;
+        crate::tasks::set_status(&mut tx, &task.id, TaskStatus::Blocked, Some(diagnosis)).await?;
+        emit(
+            &mut tx,
+            NewEvent::new(kind::TASK_BLOCKED, &actor)
+                .project(&a.project)
+                .agent(&a.name)
+                .task(Some(&task.id))
+                .payload(serde_json::json!({ "diagnosis": diagnosis })),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("blocking a task"))
+    }
+
+    /// Runs the delivery chain as far as it can go now.
+    pub async fn deliver(&self, task: &Task) -> Result<Delivery> {
+        for step in STEPS {
+            let existing = self.engine.action_by_key(&step_key(task, step)).await?;
+            let proposed = match existing {
+                Some(rec) => match self.settled(&rec).await? {
+                    Some(done) => done,
+                    None => continue,
+                },
+                None => {
+                    let p = match step {
+                        "git_commit" => self.propose_commit(task).await?,
+                        "git_push" => self.propose_push(task).await?,
+                        _ => self.propose_pr(task).await?,
+                    };
+                    match &p.status {
+                        ProposeStatus::Executed { outcome } if outcome.succeeded => continue,
+                        ProposeStatus::Executed { outcome } => Delivery::Returned {
+                            diagnosis: outcome.diagnostic.clone().unwrap_or_default(),
+                        },
+                        ProposeStatus::Pending { .. } => Delivery::Waiting {
+                            action: p.id.clone(),
+                            step: step.to_string(),
+                        },
+                        ProposeStatus::Refused { reason } => Delivery::Returned {
+                            diagnosis: reason.clone(),
+                        },
+                    }
+                }
+            };
+            return Ok(proposed);
+        }
+        let pr = self
+            .engine
+            .action_by_key(&step_key(task, "pr_open"))
+            .await?
+            .map(|r| r.id)
+            .unwrap_or_default();
+        Ok(Delivery::InReview { pr_action: pr })
+    }
+
+    /// What an earlier proposal of a step means now: `None` to go on to the
+    /// next step, or where delivery stops.
+    async fn settled(&self, rec: &ActionRecord) -> Result<Option<Delivery>> {
+        Ok(match rec.status {
+            ActionStatus::Executed => None,
+            ActionStatus::Pending | ActionStatus::Executing => Some(Delivery::Waiting {
+                action: rec.id.clone(),
+                step: rec.action.kind().to_string(),
+            }),
+            ActionStatus::Failed | ActionStatus::Refused | ActionStatus::Denied => {
+                Some(Delivery::Returned {
+                    diagnosis: match rec.propose_status() {
+                        ProposeStatus::Refused { reason } => reason,
+                        _ => rec.diagnostic.clone().unwrap_or_default(),
+                    },
+                })
+            }
+            ActionStatus::Interrupted => {
+                if self.engine.verify_interrupted(rec).await? {
+                    None
+                } else {
+                    Some(Delivery::Blocked {
+                        diagnosis: format!(
+                            "{} {} was interrupted and its effect is not in the repositories; \
+                             nothing was re-run: inspect the worktree, then return or re-create the task",
+                            rec.action.kind(),
+                            crate::ids::short(&rec.id)
+                        ),
+                    })
+                }
+            }
+        })
+    }
+}
+
+fn step_key(task: &Task, step: &str) -> String {
+    format!("task:{}:{step}", task.id)
+}

@@ -1,0 +1,433 @@
+//! Agents: their durable implementation, their autonomy, their loop state.
+//!
+//! ADR 0018: `impl` is durable, so a noop agent never comes back as a real
+//! one (which would spend tokens nobody asked for) — and anything that is not
+//! `noop` reads as `real`, the safe default. Activation seeds `auto_approve`
+//! for the git delivery chain and `file_read`, never for `git_merge`.
+//! ADR 0167: auto mode is the wildcard `*` resolved to `auto_approve`; the
+//! switch writes or overwrites exactly that wildcard.
+
+use std::path::PathBuf;
+
+use berth_policy::{Autonomy, Mode};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::config::BerthMode;
+use crate::error::{EngineError, Result};
+use crate::events::{Actor, NewEvent, emit, kind};
+use crate::ids::now_ms;
+use crate::store::Tx;
+use crate::{Engine, state};
+
+/// Which loop drives an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentImpl {
+    /// Driven by a model (through `berth mcp`, the API, …).
+    Real,
+    /// The built-in agent that needs no model.
+    Noop,
+}
+
+impl AgentImpl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentImpl::Real => "real",
+            AgentImpl::Noop => "noop",
+        }
+    }
+
+    /// Anything but `noop` is `real` (ADR 0018: production is the safe default).
+    pub fn from_stored(s: &str) -> AgentImpl {
+        if s == "noop" {
+            AgentImpl::Noop
+        } else {
+            AgentImpl::Real
+        }
+    }
+}
+
+/// Where an agent's loop stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// No task.
+    Idle,
+    /// Working on its task.
+    Working,
+    /// An action of its delivery chain waits for a person.
+    AwaitingApproval,
+    /// Its PR is open; the gate is with a person.
+    InReview,
+    /// Stopped by the circuit breaker until resumed.
+    Paused,
+}
+
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Idle => "idle",
+            AgentStatus::Working => "working",
+            AgentStatus::AwaitingApproval => "awaiting_approval",
+            AgentStatus::InReview => "in_review",
+            AgentStatus::Paused => "paused",
+        }
+    }
+
+    fn parse(s: &str) -> Result<AgentStatus> {
+        Ok(match s {
+            "idle" => AgentStatus::Idle,
+            "working" => AgentStatus::Working,
+            "awaiting_approval" => AgentStatus::AwaitingApproval,
+            "in_review" => AgentStatus::InReview,
+            "paused" => AgentStatus::Paused,
+            other => {
+                return Err(EngineError::corrupt(
+                    "reading an agent",
+                    format!("status `{other}`"),
+                ));
+            }
+        })
+    }
+}
+
+/// An agent as the store holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    pub name: String,
+    pub project: String,
+    #[serde(rename = "impl")]
+    pub implementation: AgentImpl,
+    pub status: AgentStatus,
+    pub task: Option<String>,
+    /// The berth's mode while it is up.
+    pub berth: Option<BerthMode>,
+    pub worktree: Option<PathBuf>,
+    pub branch: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Agent {
+    /// The git identity of its commits.
+    pub fn identity(&self) -> String {
+        identity(&self.name)
+    }
+}
+
+/// `<agent>[bot]`.
+pub fn identity(agent: &str) -> String {
+    format!("{agent}[bot]")
+}
+
+/// The action types activation seeds with `auto_approve` (ADR 0018). Never
+/// `git_merge`: a merge is a person's call.
+pub const ACTIVATION_SEEDS: [&str; 4] = ["git_commit", "git_push", "pr_open", "file_read"];
+
+pub(crate) const AGENT_COLUMNS: &str =
+    "name, project, impl, status, task_id, berth_mode, worktree, branch, created_at, updated_at";
+
+pub(crate) fn agent_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Agent> {
+    let op = "reading an agent";
+    let s =
+        |c: &str| -> Result<String> { r.try_get::<String, _>(c).map_err(EngineError::store(op)) };
+    let o = |c: &str| -> Result<Option<String>> {
+        r.try_get::<Option<String>, _>(c)
+            .map_err(EngineError::store(op))
+    };
+    let berth = match o("berth_mode")? {
+        None => None,
+        Some(m) => Some(
+            BerthMode::parse(&m)
+                .ok_or_else(|| EngineError::corrupt(op, format!("berth mode `{m}`")))?,
+        ),
+    };
+    Ok(Agent {
+        name: s("name")?,
+        project: s("project")?,
+        implementation: AgentImpl::from_stored(&s("impl")?),
+        status: AgentStatus::parse(&s("status")?)?,
+        task: o("task_id")?,
+        berth,
+        worktree: o("worktree")?.map(PathBuf::from),
+        branch: o("branch")?,
+        created_at: r.try_get("created_at").map_err(EngineError::store(op))?,
+        updated_at: r.try_get("updated_at").map_err(EngineError::store(op))?,
+    })
+}
+
+/// What auto mode lifts for an agent, and what still asks (ADR 0167 D5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AutonomyReport {
+    pub agent: String,
+    /// Every written mode, by action type (`*` included).
+    pub modes: Vec<(String, Mode)>,
+    /// The mode and origin each known action type resolves to.
+    pub resolved: Vec<(String, berth_policy::Resolved)>,
+    pub auto_mode: bool,
+    /// What the switch lifts, when on.
+    pub lifts: Vec<String>,
+    /// What still asks (or is denied) in any mode.
+    pub still_asks: Vec<String>,
+}
+
+impl Engine {
+    /// Creates the agent (or updates its implementation) in `project`, and
+    /// seeds `auto_approve` for the delivery chain and `file_read` where no
+    /// mode is written yet.
+    pub async fn activate_agent(
+        &self,
+        name: &str,
+        project: &str,
+        implementation: AgentImpl,
+        actor: &Actor,
+    ) -> Result<Agent> {
+        state::check_name("agent name", name)?;
+        self.project(project).await?;
+        let now = now_ms();
+        let mut tx = self.store.write("activating an agent").await?;
+        let existing =
+            sqlx::query_scalar::<_, String>("SELECT project FROM agents WHERE name = $1")
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(EngineError::store("activating an agent"))?;
+        match existing {
+            Some(p) if p != project => {
+                return Err(EngineError::WrongProject {
+                    agent: name.to_string(),
+                    actual: p,
+                    requested: project.to_string(),
+                });
+            }
+            Some(_) => {
+                sqlx::query("UPDATE agents SET impl = $1, updated_at = $2 WHERE name = $3")
+                    .bind(implementation.as_str())
+                    .bind(now)
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(EngineError::store("activating an agent"))?;
+            }
+            None => {
+                sqlx::query(
+                    "INSERT INTO agents (name, project, impl, status, created_at, updated_at) \
+                     VALUES ($1, $2, $3, 'idle', $4, $4)",
+                )
+                .bind(name)
+                .bind(project)
+                .bind(implementation.as_str())
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(EngineError::store("activating an agent"))?;
+            }
+        }
+        let mut seeded = Vec::new();
+        for kind in ACTIVATION_SEEDS {
+            let n = sqlx::query(
+                "INSERT INTO autonomy (agent, action_type, mode, updated_at) VALUES ($1, $2, 'auto_approve', $3) \
+                 ON CONFLICT (agent, action_type) DO NOTHING",
+            )
+            .bind(name)
+            .bind(kind)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("seeding autonomy"))?
+            .rows_affected();
+            if n > 0 {
+                seeded.push(kind);
+            }
+        }
+        emit(
+            &mut tx,
+            NewEvent::new(kind::AGENT_ACTIVATED, actor)
+                .project(project)
+                .agent(name)
+                .payload(serde_json::json!({
+                    "impl": implementation.as_str(),
+                    "identity": identity(name),
+                    "seeded": seeded,
+                })),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("activating an agent"))?;
+        self.agent(name).await
+    }
+
+    pub async fn agent(&self, name: &str) -> Result<Agent> {
+        let row = sqlx::query(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"
+        ))
+        .bind(name)
+        .fetch_optional(self.store.pool())
+        .await
+        .map_err(EngineError::store("reading an agent"))?;
+        row.as_ref()
+            .map(agent_from_row)
+            .transpose()?
+            .ok_or_else(|| EngineError::UnknownAgent(name.to_string()))
+    }
+
+    pub async fn agents(&self) -> Result<Vec<Agent>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents ORDER BY project, name"
+        ))
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("listing agents"))?;
+        rows.iter().map(agent_from_row).collect()
+    }
+
+    /// The agent's autonomy map, as written.
+    pub async fn autonomy(&self, agent: &str) -> Result<Autonomy> {
+        self.agent(agent).await?;
+        load_autonomy(self.store.pool(), agent).await
+    }
+
+    /// Writes one mode for an action type or `*`.
+    pub async fn set_autonomy(
+        &self,
+        agent: &str,
+        action_type: &str,
+        mode: Mode,
+        actor: &Actor,
+    ) -> Result<()> {
+        let a = self.agent(agent).await?;
+        if action_type != berth_policy::autonomy::WILDCARD
+            && !berth_policy::Action::KNOWN_KINDS.contains(&action_type)
+        {
+            return Err(EngineError::Invalid {
+                what: "action type",
+                value: action_type.to_string(),
+                why: format!(
+                    "use `*` or one of: {}",
+                    berth_policy::Action::KNOWN_KINDS.join(", ")
+                ),
+            });
+        }
+        let mut tx = self.store.write("setting autonomy").await?;
+        write_mode(&mut tx, agent, action_type, mode).await?;
+        emit(
+            &mut tx,
+            NewEvent::new(kind::AGENT_AUTONOMY, actor)
+                .project(&a.project)
+                .agent(agent)
+                .payload(serde_json::json!({ "action_type": action_type, "mode": mode })),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("setting autonomy"))
+    }
+
+    /// The auto-mode switch: writes or overwrites the wildcard — `auto_approve`
+    /// on, `require_approval` off (ADR 0167: off restores the scope limit).
+    pub async fn set_auto_mode(&self, agent: &str, on: bool, actor: &Actor) -> Result<()> {
+        let mode = if on {
+            Mode::AutoApprove
+        } else {
+            Mode::RequireApproval
+        };
+        self.set_autonomy(agent, berth_policy::autonomy::WILDCARD, mode, actor)
+            .await
+    }
+
+    /// What auto mode lifts for this agent and what still asks.
+    pub async fn autonomy_report(&self, agent: &str) -> Result<AutonomyReport> {
+        let a = self.agent(agent).await?;
+        let autonomy = load_autonomy(self.store.pool(), agent).await?;
+        let (config, rules) = self.load_project_files(&a.project)?;
+        let wildcard = autonomy.resolve(berth_policy::autonomy::WILDCARD);
+        let auto_mode = wildcard.is_auto_mode();
+        let lifts = if auto_mode {
+            vec![
+                "the path scope limit: terminal commands and file writes may name paths outside the project without asking".into(),
+                "the partial allow: a compound command with some segments allowed by permissions.json and others unmatched no longer asks".into(),
+            ]
+        } else {
+            Vec::new()
+        };
+        let mut still = vec![
+            "deny rules of permissions.json and the built-in deny templates (rm -rf /, mkfs, fork bombs, …): denied".to_string(),
+            "privileged or external-effect commands (git push, PRs, publish, deploy, sudo, …) in a terminal: always ask".into(),
+            "never-auto action types: git_merge into a protected branch, instruction_patch, parallelize, raise_max_parallel, container_remove".into(),
+            "opaque commands berth cannot see into (a command from a variable, eval of a variable, a script from stdin, …)".into(),
+        ];
+        if !rules.ask.is_empty() {
+            still.push(format!(
+                "ask rules written in permissions.json: {}",
+                rules
+                    .ask
+                    .iter()
+                    .map(|(p, _)| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !config.policy.privileged.is_empty() {
+            still.push(format!(
+                "the project's extra privileged patterns: {}",
+                config.policy.privileged.join(", ")
+            ));
+        }
+        for (kind, mode) in autonomy.iter() {
+            if kind != berth_policy::autonomy::WILDCARD && mode != Mode::AutoApprove {
+                still.push(format!(
+                    "{kind}: a specific `{}` rule, which the wildcard does not override",
+                    mode.as_str()
+                ));
+            }
+        }
+        Ok(AutonomyReport {
+            agent: agent.to_string(),
+            modes: autonomy.iter().map(|(k, m)| (k.to_string(), m)).collect(),
+            resolved: berth_policy::Action::KNOWN_KINDS
+                .iter()
+                .map(|k| (k.to_string(), autonomy.resolve(k)))
+                .collect(),
+            auto_mode,
+            lifts,
+            still_asks: still,
+        })
+    }
+}
+
+pub(crate) async fn load_autonomy(pool: &sqlx::SqlitePool, agent: &str) -> Result<Autonomy> {
+    let rows = sqlx::query("SELECT action_type, mode FROM autonomy WHERE agent = $1")
+        .bind(agent)
+        .fetch_all(pool)
+        .await
+        .map_err(EngineError::store("reading autonomy"))?;
+    let mut a = Autonomy::new();
+    for r in rows {
+        let kind: String = r
+            .try_get("action_type")
+            .map_err(EngineError::store("reading autonomy"))?;
+        let mode: String = r
+            .try_get("mode")
+            .map_err(EngineError::store("reading autonomy"))?;
+        // A mode berth cannot read is the strictest one: fail closed.
+        a.set(&kind, Mode::parse(&mode).unwrap_or(Mode::Deny));
+    }
+    Ok(a)
+}
+
+async fn write_mode(tx: &mut Tx, agent: &str, action_type: &str, mode: Mode) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO autonomy (agent, action_type, mode, updated_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (agent, action_type) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
+    )
+    .bind(agent)
+    .bind(action_type)
+    .bind(mode.as_str())
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await
+    .map_err(EngineError::store("setting autonomy"))?;
+    Ok(())
+}

@@ -1,0 +1,443 @@
+//! Berths: an agent's worktree and the sandbox its commands run in.
+//!
+//! The engine knows sandboxes only through [`SandboxProvider`]: the local
+//! provider opens the runner (processes on the host inside the worktree —
+//! no container boundary) and answers "not available" for mounted mode until
+//! the Docker backend plugs in with the same trait. A berth is durable in the
+//! store (mode, worktree, branch), so any process can reopen it: the one that
+//! approves an action is rarely the one that proposed it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use berth_policy::{Decision, Frame};
+use berth_sandbox::Sandbox;
+use serde::Serialize;
+
+use crate::Engine;
+use crate::agents::Agent;
+use crate::config::{BerthMode, ProjectConfig};
+use crate::error::{EngineError, Result};
+use crate::events::{Actor, NewEvent, emit, kind};
+use crate::ids::now_ms;
+
+/// What a provider needs to open an agent's sandbox.
+#[derive(Debug, Clone)]
+pub struct BerthSpec {
+    pub agent: String,
+    pub project: String,
+    pub mode: BerthMode,
+    /// The worktree on the host (`/work` in the frame).
+    pub worktree: PathBuf,
+    /// The agent's own repository on the host.
+    pub agent_repo: PathBuf,
+    pub config: ProjectConfig,
+}
+
+/// An opened sandbox, and whether opening it created a container.
+pub struct OpenedSandbox {
+    pub sandbox: Arc<dyn Sandbox>,
+    pub created_container: Option<String>,
+}
+
+/// Opens and closes sandboxes. The Docker backend implements this too.
+#[async_trait::async_trait]
+pub trait SandboxProvider: Send + Sync {
+    /// Opens (or adopts) the sandbox of a berth.
+    async fn open(&self, spec: &BerthSpec) -> Result<OpenedSandbox>;
+    /// Removes what `open` created. Returns the container removed, if any.
+    async fn close(&self, spec: &BerthSpec) -> Result<Option<String>>;
+}
+
+/// The provider of this build: the runner; mounted mode is not here yet.
+#[derive(Debug, Default)]
+pub struct LocalProvider;
+
+#[async_trait::async_trait]
+impl SandboxProvider for LocalProvider {
+    async fn open(&self, spec: &BerthSpec) -> Result<OpenedSandbox> {
+        match spec.mode {
+            BerthMode::Runner => Ok(OpenedSandbox {
+                sandbox: open_runner(spec)?,
+                created_container: None,
+            }),
+            BerthMode::Mounted => Err(mounted_unavailable()),
+        }
+    }
+
+    async fn close(&self, spec: &BerthSpec) -> Result<Option<String>> {
+        match spec.mode {
+            BerthMode::Runner => Ok(None),
+            BerthMode::Mounted => Err(mounted_unavailable()),
+        }
+    }
+}
+
+fn mounted_unavailable() -> EngineError {
+    EngineError::ModeUnavailable {
+        mode: "mounted",
+        why: "this build has no Docker backend yet; use `--mode runner` (or sandbox.mode = \"runner\" in berth.toml)".into(),
+    }
+}
+
+/// The frame of a runner berth: the host frame as the agent sees it — the
+/// project at `/work` — plus the project's extra roots.
+pub fn runner_frame(config: &ProjectConfig) -> Frame {
+    Frame::Host {
+        project_root: berth_policy::frame::WORK.to_string(),
+        extra_roots: config.scope.extra_roots.clone(),
+        home: berth_policy::frame::DEFAULT_HOME.to_string(),
+    }
+}
+
+// TEMP until the runner lands.
+fn open_runner(_spec: &BerthSpec) -> Result<std::sync::Arc<dyn Sandbox>> {
+    Err(EngineError::ModeUnavailable {
+        mode: "runner",
+        why: "not merged yet".into(),
+    })
+}
+
+/// The judged paths of a decision that a host-side check must resolve: every
+/// path the policy placed in scope (a path it already found outside asks anyway).
+fn judged_paths(decision: &Decision, cwd: &str) -> Vec<String> {
+    let mut paths: Vec<String> = decision
+        .segments
+        .iter()
+        .flat_map(|s| s.paths.iter())
+        .filter(|p| p.location.in_scope())
+        .filter_map(|p| p.resolved.clone())
+        .collect();
+    paths.push(cwd.to_string());
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// Why an auto-approved action must wait for a person after all: a judged
+/// path that escapes the scope through a symlink on the host. Runner only —
+/// a container's mount namespace confines what its paths can reach.
+pub(crate) fn symlink_hold(
+    sandbox: &dyn Sandbox,
+    decision: &Decision,
+    cwd: &str,
+) -> Option<String> {
+    if sandbox.kind() != berth_sandbox::SandboxKind::Runner {
+        return None;
+    }
+    let map = sandbox.path_map();
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(root) = map.to_host(sandbox.frame().project_root()) {
+        roots.push(root);
+    }
+    if let Frame::Host { extra_roots, .. } = sandbox.frame() {
+        roots.extend(extra_roots.iter().map(PathBuf::from).filter(|p| p.is_dir()));
+    }
+    // TEMP until the runner lands.
+    let findings: Vec<String> = {
+        let _ = (roots, map, judged_paths(decision, cwd));
+        Vec::new()
+    };
+    if findings.is_empty() {
+        None
+    } else {
+        Some(
+            findings
+                .iter()
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    }
+}
+
+/// A berth as `berth ls` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct BerthInfo {
+    pub agent: String,
+    pub project: String,
+    #[serde(rename = "impl")]
+    pub implementation: crate::agents::AgentImpl,
+    pub status: crate::agents::AgentStatus,
+    pub mode: Option<BerthMode>,
+    pub worktree: Option<PathBuf>,
+    pub branch: Option<String>,
+    pub task: Option<String>,
+    /// What a person should know about this berth's isolation.
+    pub note: Option<String>,
+}
+
+impl BerthInfo {
+    fn of(a: &Agent) -> BerthInfo {
+        BerthInfo {
+            agent: a.name.clone(),
+            project: a.project.clone(),
+            implementation: a.implementation,
+            status: a.status,
+            mode: a.berth,
+            worktree: a.worktree.clone(),
+            branch: a.branch.clone(),
+            task: a.task.clone(),
+            note: (a.berth == Some(BerthMode::Runner)).then(|| RUNNER_NOTE.to_string()),
+        }
+    }
+}
+
+/// Said plainly wherever a runner berth is shown.
+pub const RUNNER_NOTE: &str = "runner mode: commands run on this host as your user, inside the worktree; there is no container boundary — only the policy stands between the agent and your machine";
+
+/// Sandboxes opened by this process, by agent and worktree.
+#[derive(Default)]
+pub(crate) struct SandboxCache {
+    open: Mutex<HashMap<(String, PathBuf), Arc<dyn Sandbox>>>,
+}
+
+impl SandboxCache {
+    fn get(&self, key: &(String, PathBuf)) -> Option<Arc<dyn Sandbox>> {
+        self.open.lock().ok().and_then(|m| m.get(key).cloned())
+    }
+    fn put(&self, key: (String, PathBuf), sb: Arc<dyn Sandbox>) {
+        if let Ok(mut m) = self.open.lock() {
+            m.insert(key, sb);
+        }
+    }
+    pub(crate) fn drop_agent(&self, agent: &str) {
+        if let Ok(mut m) = self.open.lock() {
+            m.retain(|(a, _), _| a != agent);
+        }
+    }
+}
+
+impl Engine {
+    pub(crate) fn berth_spec(
+        &self,
+        agent: &Agent,
+        mode: BerthMode,
+        worktree: PathBuf,
+        config: &ProjectConfig,
+    ) -> BerthSpec {
+        BerthSpec {
+            agent: agent.name.clone(),
+            project: agent.project.clone(),
+            mode,
+            agent_repo: self.git().agent_repo(&agent.project, &agent.name),
+            worktree,
+            config: config.clone(),
+        }
+    }
+
+    /// The agent's sandbox when its berth is up; `NoBerth` when `required`
+    /// and it is down.
+    pub(crate) async fn sandbox_for(
+        &self,
+        agent: &Agent,
+        config: &ProjectConfig,
+        required: bool,
+    ) -> Result<Option<Arc<dyn Sandbox>>> {
+        let (Some(mode), Some(worktree)) = (agent.berth, agent.worktree.clone()) else {
+            return if required {
+                Err(EngineError::NoBerth {
+                    agent: agent.name.clone(),
+                    project: agent.project.clone(),
+                })
+            } else {
+                Ok(None)
+            };
+        };
+        let key = (agent.name.clone(), worktree.clone());
+        if let Some(sb) = self.sandboxes.get(&key) {
+            return Ok(Some(sb));
+        }
+        let spec = self.berth_spec(agent, mode, worktree, config);
+        let opened = self.provider.open(&spec).await?;
+        self.sandboxes.put(key, opened.sandbox.clone());
+        Ok(Some(opened.sandbox))
+    }
+
+    /// Brings an agent's berth up: its worktree (on its task's branch, or its
+    /// scratch branch when it has no task) and its sandbox. Idempotent.
+    pub async fn up(
+        &self,
+        agent: &str,
+        project: &str,
+        mode: Option<BerthMode>,
+        actor: &Actor,
+    ) -> Result<BerthInfo> {
+        let a = self.agent(agent).await?;
+        if a.project != project {
+            return Err(EngineError::WrongProject {
+                agent: agent.to_string(),
+                actual: a.project,
+                requested: project.to_string(),
+            });
+        }
+        let loaded = self.load_project(project).await?;
+        let mode = mode.unwrap_or(loaded.config.sandbox.mode);
+        if let Some(current) = a.berth {
+            if current != mode {
+                return Err(EngineError::State(format!(
+                    "agent `{agent}` is already up in {} mode: run `berth down {agent} --keep-worktree` first",
+                    current.as_str()
+                )));
+            }
+        }
+        let branch = branch_for(&a.name, a.task.as_deref());
+        let provisioned = self
+            .git()
+            .provision(&loaded.project, &a.name, &branch)
+            .await?;
+        let spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
+        let opened = self.provider.open(&spec).await?;
+        self.sandboxes.put(
+            (a.name.clone(), provisioned.worktree.clone()),
+            opened.sandbox.clone(),
+        );
+
+        let system = Actor::system();
+        let mut tx = self.store.write("bringing a berth up").await?;
+        sqlx::query(
+            "UPDATE agents SET berth_mode = $1, worktree = $2, branch = $3, updated_at = $4 WHERE name = $5",
+        )
+        .bind(mode.as_str())
+        .bind(provisioned.worktree.display().to_string())
+        .bind(&branch)
+        .bind(now_ms())
+        .bind(agent)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("bringing a berth up"))?;
+        if provisioned.created {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::WORKTREE_CREATED, &system)
+                    .project(project)
+                    .agent(agent)
+                    .task(a.task.as_deref())
+                    .payload(serde_json::json!({
+                        "worktree": provisioned.worktree,
+                        "branch": branch,
+                        "base": provisioned.base,
+                    })),
+            )
+            .await?;
+        }
+        if let Some(container) = &opened.created_container {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::CONTAINER_CREATED, &system)
+                    .project(project)
+                    .agent(agent)
+                    .payload(serde_json::json!({ "container": container })),
+            )
+            .await?;
+        }
+        if a.berth.is_none() {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::BERTH_UP, actor)
+                    .project(project)
+                    .agent(agent)
+                    .payload(serde_json::json!({
+                        "mode": mode.as_str(),
+                        "worktree": provisioned.worktree,
+                        "branch": branch,
+                    })),
+            )
+            .await?;
+        }
+        tx.commit()
+            .await
+            .map_err(EngineError::store("bringing a berth up"))?;
+        Ok(BerthInfo::of(&self.agent(agent).await?))
+    }
+
+    /// Takes an agent's berth down; recycles its worktree unless `keep_worktree`.
+    /// Refuses to recycle the worktree of an agent holding a task: a pending
+    /// action must never outlive its worktree (ADR 0048, D5).
+    pub async fn down(&self, agent: &str, keep_worktree: bool, actor: &Actor) -> Result<BerthInfo> {
+        let a = self.agent(agent).await?;
+        if let (Some(task), false) = (&a.task, keep_worktree) {
+            return Err(EngineError::State(format!(
+                "agent `{agent}` holds task {} ({}): its worktree must outlive it; use `--keep-worktree`, or resolve the task first",
+                crate::ids::short(task),
+                a.status.as_str()
+            )));
+        }
+        let loaded = self.load_project(&a.project).await?;
+        let mut removed = None;
+        if let (Some(mode), Some(worktree)) = (a.berth, a.worktree.clone()) {
+            let spec = self.berth_spec(&a, mode, worktree, &loaded.config);
+            removed = self.provider.close(&spec).await?;
+        }
+        self.sandboxes.drop_agent(agent);
+        let recycled = if keep_worktree {
+            false
+        } else {
+            self.git().recycle(&loaded.project, &a.name).await?
+        };
+        let system = Actor::system();
+        let mut tx = self.store.write("taking a berth down").await?;
+        let (worktree, branch) = if keep_worktree {
+            (
+                a.worktree.as_ref().map(|p| p.display().to_string()),
+                a.branch.clone(),
+            )
+        } else {
+            (None, None)
+        };
+        sqlx::query("UPDATE agents SET berth_mode = NULL, worktree = $1, branch = $2, updated_at = $3 WHERE name = $4")
+            .bind(worktree)
+            .bind(branch)
+            .bind(now_ms())
+            .bind(agent)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("taking a berth down"))?;
+        if let Some(container) = removed {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::CONTAINER_REMOVED, &system)
+                    .project(&a.project)
+                    .agent(agent)
+                    .payload(serde_json::json!({ "container": container })),
+            )
+            .await?;
+        }
+        if recycled {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::WORKTREE_RECYCLED, &system)
+                    .project(&a.project)
+                    .agent(agent)
+                    .payload(serde_json::json!({ "worktree": a.worktree, "branch": a.branch })),
+            )
+            .await?;
+        }
+        emit(
+            &mut tx,
+            NewEvent::new(kind::BERTH_DOWN, actor)
+                .project(&a.project)
+                .agent(agent)
+                .payload(serde_json::json!({ "keep_worktree": keep_worktree })),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("taking a berth down"))?;
+        Ok(BerthInfo::of(&self.agent(agent).await?))
+    }
+
+    /// Every agent and its berth.
+    pub async fn berths(&self) -> Result<Vec<BerthInfo>> {
+        Ok(self.agents().await?.iter().map(BerthInfo::of).collect())
+    }
+}
+
+/// `agent/<agent>/<task id, 8 digits>`, or `agent/<agent>/scratch` with no task.
+pub fn branch_for(agent: &str, task: Option<&str>) -> String {
+    match task {
+        Some(t) => format!("agent/{agent}/{}", crate::ids::short(t)),
+        None => format!("agent/{agent}/scratch"),
+    }
+}

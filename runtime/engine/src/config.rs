@@ -1,0 +1,431 @@
+//! A project's `berth.toml`: what berth does for this project, read from the
+//! state directory (never from a worktree, which an agent can write).
+//!
+//! Parsing is strict: an unknown key or a bad value is an error naming the
+//! file, the line and column, and the key, so a typo never silently falls
+//! back to a default.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EngineError, Result};
+
+/// How a pipeline task ends (ARCHITECTURE.md: the execution mode, not auto mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionMode {
+    Auto,
+    #[default]
+    Review,
+}
+
+/// Where a berth runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BerthMode {
+    /// Processes on the host in the worktree: no container boundary.
+    #[default]
+    Runner,
+    /// A Docker container per agent, the worktree at `/work`.
+    Mounted,
+}
+
+impl BerthMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BerthMode::Runner => "runner",
+            BerthMode::Mounted => "mounted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<BerthMode> {
+        match s {
+            "runner" => Some(BerthMode::Runner),
+            "mounted" => Some(BerthMode::Mounted),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExecutionConfig {
+    pub mode: ExecutionMode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GitConfig {
+    pub protected_branches: Vec<String>,
+    /// `Name <email>`: the person agents work for.
+    pub co_author: String,
+}
+
+impl Default for GitConfig {
+    fn default() -> Self {
+        GitConfig {
+            protected_branches: vec!["main".into(), "master".into()],
+            co_author: "berth user <user@localhost>".into(),
+        }
+    }
+}
+
+impl GitConfig {
+    /// The co-author split into name and email.
+    pub fn co_author_parts(&self) -> Option<(&str, &str)> {
+        let (name, rest) = self.co_author.split_once('<')?;
+        let email = rest.strip_suffix('>')?;
+        let name = name.trim();
+        (!name.is_empty() && email.contains('@') && !email.contains(['<', '>', ' ']))
+            .then_some((name, email))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScopeConfig {
+    pub extra_roots: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    pub deny: Vec<String>,
+    pub privileged: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub mode: BerthMode,
+    pub image: String,
+    pub uid: u32,
+    pub memory_mb: u64,
+    pub cpus: f64,
+    pub pids: u64,
+    pub timeout_secs: u64,
+    pub output_cap_bytes: usize,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            mode: BerthMode::Runner,
+            image: String::new(),
+            uid: 1000,
+            memory_mb: 2048,
+            cpus: 2.0,
+            pids: 512,
+            timeout_secs: 600,
+            output_cap_bytes: 1 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentsConfig {
+    pub max_parallel: u32,
+    pub circuit_breaker: u32,
+}
+
+impl Default for AgentsConfig {
+    fn default() -> Self {
+        AgentsConfig {
+            max_parallel: 1,
+            circuit_breaker: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FollowupsConfig {
+    pub enabled: bool,
+    pub command: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    pub event: String,
+    pub command: String,
+    #[serde(default = "default_hook_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_hook_timeout() -> u64 {
+    30
+}
+
+/// The whole of `berth.toml`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectConfig {
+    pub execution: ExecutionConfig,
+    pub git: GitConfig,
+    pub scope: ScopeConfig,
+    pub policy: PolicyConfig,
+    pub sandbox: SandboxConfig,
+    pub agents: AgentsConfig,
+    pub followups: FollowupsConfig,
+    pub hooks: Vec<HookConfig>,
+}
+
+impl ProjectConfig {
+    /// Reads and checks a `berth.toml`.
+    pub fn load(path: &Path) -> Result<ProjectConfig> {
+        let text = std::fs::read_to_string(path).map_err(EngineError::io("reading", path))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses `text` as the file `file` (named in errors).
+    pub fn parse(text: &str, file: &str) -> Result<ProjectConfig> {
+        let config: ProjectConfig = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            let key = key_at(text, line);
+            let message = e.message().trim().to_string();
+            EngineError::Config {
+                file: file.to_string(),
+                line,
+                column,
+                message: match key {
+                    Some(k) if !message.contains(&k) => format!("key `{k}`: {message}"),
+                    _ => message,
+                },
+            }
+        })?;
+        config.check(text, file)?;
+        Ok(config)
+    }
+
+    /// Value checks serde cannot express; each names its key's line.
+    fn check(&self, text: &str, file: &str) -> Result<()> {
+        let problems: [(bool, &str, &str, &str); 6] = [
+            (
+                self.sandbox.memory_mb == 0,
+                "sandbox",
+                "memory_mb",
+                "must be at least 1",
+            ),
+            (
+                !(self.sandbox.cpus > 0.0 && self.sandbox.cpus.is_finite()),
+                "sandbox",
+                "cpus",
+                "must be a positive number",
+            ),
+            (
+                self.sandbox.timeout_secs == 0,
+                "sandbox",
+                "timeout_secs",
+                "must be at least 1",
+            ),
+            (
+                self.agents.max_parallel == 0,
+                "agents",
+                "max_parallel",
+                "must be at least 1",
+            ),
+            (
+                self.agents.circuit_breaker == 0,
+                "agents",
+                "circuit_breaker",
+                "must be at least 1",
+            ),
+            (
+                self.git.co_author_parts().is_none(),
+                "git",
+                "co_author",
+                "must look like `Name <email@host>`",
+            ),
+        ];
+        for (bad, table, key, why) in problems {
+            if bad {
+                let line = find_key_line(text, table, key).unwrap_or(1);
+                return Err(EngineError::Config {
+                    file: file.to_string(),
+                    line,
+                    column: 1,
+                    message: format!("key `{table}.{key}`: {why}"),
+                });
+            }
+        }
+        for (i, h) in self.hooks.iter().enumerate() {
+            if h.command.trim().is_empty() || h.event.trim().is_empty() {
+                return Err(EngineError::Config {
+                    file: file.to_string(),
+                    line: find_key_line(text, "hooks", "command").unwrap_or(1),
+                    column: 1,
+                    message: format!("hooks[{i}]: `event` and `command` must not be empty"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, column)
+}
+
+/// The dotted key written on `line` (1-based), with its table header.
+fn key_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.checked_sub(1)?)?;
+    let (key, _) = here.split_once('=')?;
+    let key = key.trim();
+    if key.is_empty() {
+        return None;
+    }
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
+}
+
+fn find_key_line(text: &str, table: &str, key: &str) -> Option<usize> {
+    let mut current = String::new();
+    for (i, l) in text.lines().enumerate() {
+        let t = l.trim();
+        if t.starts_with('[') {
+            current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+        } else if current == table && t.split_once('=').is_some_and(|(k, _)| k.trim() == key) {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// The commented default written by `berth project add`.
+pub fn default_toml(project: &str, co_author: &str) -> String {
+    DEFAULT_TOML
+        .replace("{project}", project)
+        .replace("{co_author}", &co_author.replace('"', "'"))
+}
+
+const DEFAULT_TOML: &str = r#"# berth configuration of project `{project}`.
+#
+# This file lives in berth's state directory, outside every worktree: agents
+# cannot write it. Unknown keys and bad values are errors (file:line:key).
+#
+# The command rules live beside it in permissions.json:
+#   {"allow": ["cargo test", ...], "ask": [...], "deny": [...]}
+# A plain pattern is a word prefix: "npm test" matches `npm test --watch` but
+# not `npm testx`. Claude Code's forms work too: "Bash(npm test:*)" (prefix) and
+# "Bash(npm test)" (exact). A settings.json of Claude Code ({"permissions": {...}})
+# is read the same way. `berth approve ID --always` appends allow rules to it,
+# never for shells, interpreters, wrappers or privileged commands.
+
+[execution]
+# How a pipeline task ends: "review" (in_review, waits for a person) or "auto".
+mode = "review"
+
+[git]
+# No merge into these is ever auto-approved.
+protected_branches = ["main", "master"]
+# The person the agents work for: the Co-authored-by trailer of their commits.
+co_author = "{co_author}"
+
+[scope]
+# Host directories besides the project that commands may touch without asking
+# (runner mode; in a container, everything not backed by a host mount is in scope).
+extra_roots = []
+
+[policy]
+# Extra deny templates (word prefixes): added to the built-in ones, never removing any.
+deny = []
+# Extra privileged / external-effect patterns: always ask, whatever autonomy says.
+privileged = []
+
+[sandbox]
+# Where `berth up` runs a berth when no --mode is given: "runner" (processes on
+# this host inside the worktree — no container boundary) or "mounted" (Docker).
+mode = "runner"
+# mounted: the agent image ("" = the default one built by `berth image build`).
+image = ""
+# mounted: the uid commands run as inside the container.
+uid = 1000
+memory_mb = 2048
+cpus = 2.0
+pids = 512
+# Default deadline of one command, in seconds (`berth exec --timeout` overrides).
+timeout_secs = 600
+# Bytes kept of each output stream; beyond it the tail is kept and the cut said.
+output_cap_bytes = 1048576
+
+[agents]
+# How many agents may work on this project at once.
+max_parallel = 1
+# Consecutive failures that pause an agent until `berth agent resume`.
+circuit_breaker = 3
+
+[followups]
+# A command that reads a finished task's output on stdin and prints JSON lines
+# of followup tasks.
+enabled = false
+command = ""
+
+# Commands run on the host on an event, with the event JSON on stdin:
+# [[hooks]]
+# event = "task.in_review"
+# command = "logger -t berth"
+# timeout_secs = 30
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_file_parses_to_the_defaults() {
+        let text = default_toml("p", "Ada Lovelace <ada@example.com>");
+        let c = ProjectConfig::parse(&text, "berth.toml").unwrap();
+        let mut want = ProjectConfig::default();
+        want.git.co_author = "Ada Lovelace <ada@example.com>".into();
+        assert_eq!(c, want);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "[sandbox]\nuid = 1\nmemroy_mb = 3\n",
+                "berth.toml:3:1: unknown field `memroy_mb`",
+            ),
+            (
+                "[sandbox]\n\ncpus = \"two\"\n",
+                "berth.toml:3:8: key `sandbox.cpus`: invalid type",
+            ),
+            ("[sandboxx]\n", "berth.toml:1:2: unknown field `sandboxx`"),
+            (
+                "[agents]\nmax_parallel = 0\n",
+                "berth.toml:2:1: key `agents.max_parallel`: must be at least 1",
+            ),
+            (
+                "[git]\nco_author = \"nobody\"\n",
+                "berth.toml:2:1: key `git.co_author`: must look like",
+            ),
+            (
+                "[sandbox]\nmode = \"vm\"\n",
+                "berth.toml:2:8: key `sandbox.mode`: unknown variant `vm`",
+            ),
+            ("x = = 1\n", "berth.toml:1:5:"),
+        ];
+        for (text, want) in cases {
+            let err = ProjectConfig::parse(text, "berth.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(want), "{text:?}: got {err}");
+        }
+    }
+}

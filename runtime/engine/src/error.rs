@@ -1,0 +1,143 @@
+//! The engine's errors. Each names what failed and, where a person can act,
+//! what to do about it: the CLI prints them as they are.
+
+use std::path::PathBuf;
+
+/// Every way an engine call can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(
+        "no berth state at {}: run `berth init` first (the state directory comes from --state, then $BERTH_HOME, then ~/.local/share/berth)",
+        path.display()
+    )]
+    StateMissing { path: PathBuf },
+
+    #[error("store: {op}: {source}")]
+    Store {
+        op: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+
+    #[error("store: migrating {}: {source}", path.display())]
+    Migrate {
+        path: PathBuf,
+        #[source]
+        source: sqlx::migrate::MigrateError,
+    },
+
+    #[error("store: {op}: a stored value is corrupt: {detail}")]
+    Corrupt { op: &'static str, detail: String },
+
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{file}:{line}:{column}: {message}")]
+    Config {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+
+    #[error("{0}")]
+    Rules(#[from] berth_policy::RulesError),
+
+    #[error(
+        "unknown project `{0}`: list them with `berth project ls`, add one with `berth project add NAME --from PATH`"
+    )]
+    UnknownProject(String),
+
+    #[error(
+        "unknown agent `{0}`: list them with `berth ls`, create one with `berth agent activate AGENT --project P`"
+    )]
+    UnknownAgent(String),
+
+    #[error("unknown {what} `{id}`: list them with `{list}`")]
+    UnknownId {
+        what: &'static str,
+        id: String,
+        list: &'static str,
+    },
+
+    #[error("{what} id `{id}` is ambiguous ({count} match): give more characters")]
+    AmbiguousId {
+        what: &'static str,
+        id: String,
+        count: usize,
+    },
+
+    #[error("{what} `{name}` already exists")]
+    AlreadyExists { what: &'static str, name: String },
+
+    #[error("invalid {what} `{value}`: {why}")]
+    Invalid {
+        what: &'static str,
+        value: String,
+        why: String,
+    },
+
+    #[error(
+        "action {id} is {status}, not pending: only a pending action can be approved or denied"
+    )]
+    NotPending { id: String, status: String },
+
+    #[error(
+        "idempotency key `{key}` was already used by action {id} for a different action ({existing}); use a new key"
+    )]
+    KeyConflict {
+        key: String,
+        id: String,
+        existing: String,
+    },
+
+    #[error("agent `{agent}` has no berth: run `berth up {agent} --project {project}`")]
+    NoBerth { agent: String, project: String },
+
+    #[error("agent `{agent}` belongs to project `{actual}`, not `{requested}`")]
+    WrongProject {
+        agent: String,
+        actual: String,
+        requested: String,
+    },
+
+    #[error("{mode} mode is not available: {why}")]
+    ModeUnavailable { mode: &'static str, why: String },
+
+    #[error("{0}")]
+    Sandbox(#[from] berth_sandbox::SandboxError),
+
+    #[error("{op}: {message}")]
+    Git { op: &'static str, message: String },
+
+    #[error("{0}")]
+    State(String),
+}
+
+impl EngineError {
+    pub(crate) fn store(op: &'static str) -> impl FnOnce(sqlx::Error) -> EngineError {
+        move |source| EngineError::Store { op, source }
+    }
+
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> EngineError {
+        let path = path.into();
+        move |source| EngineError::Io { op, path, source }
+    }
+
+    pub(crate) fn corrupt(op: &'static str, detail: impl std::fmt::Display) -> EngineError {
+        EngineError::Corrupt {
+            op,
+            detail: detail.to_string(),
+        }
+    }
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

@@ -1,0 +1,370 @@
+//! The event log (`session_events`) and the outbox.
+//!
+//! ADR 0048: the log is the memory — append-only, read by UIs and metrics —
+//! and every fact in it has a real actor: the agent that proposed, the user
+//! who decided, or berth itself for its own provisioning. The outbox carries
+//! the same facts as separate rows, for consumers that drain it; it is a
+//! transport, so it is marked processed and pruned, and the log never is.
+//! Both rows are written in the caller's transaction, with the state change
+//! they describe, so neither can exist without the other.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::error::{EngineError, Result};
+use crate::ids::now_ms;
+use crate::store::Tx;
+
+/// Who did something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub kind: ActorKind,
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActorKind {
+    /// An agent (`dev-1`).
+    Agent,
+    /// A person (their login name).
+    User,
+    /// berth itself: provisioning, recovery, the gate.
+    System,
+}
+
+impl ActorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorKind::Agent => "agent",
+            ActorKind::User => "user",
+            ActorKind::System => "system",
+        }
+    }
+
+    fn parse(s: &str) -> Result<ActorKind> {
+        match s {
+            "agent" => Ok(ActorKind::Agent),
+            "user" => Ok(ActorKind::User),
+            "system" => Ok(ActorKind::System),
+            other => Err(EngineError::corrupt(
+                "reading an actor",
+                format!("actor kind `{other}`"),
+            )),
+        }
+    }
+}
+
+impl Actor {
+    pub fn agent(name: &str) -> Actor {
+        Actor {
+            kind: ActorKind::Agent,
+            id: name.to_string(),
+        }
+    }
+
+    pub fn user(name: &str) -> Actor {
+        Actor {
+            kind: ActorKind::User,
+            id: name.to_string(),
+        }
+    }
+
+    pub fn system() -> Actor {
+        Actor {
+            kind: ActorKind::System,
+            id: "berth".to_string(),
+        }
+    }
+
+    /// The person running this process: `$USER`, else `uid:N`.
+    pub fn current_user() -> Actor {
+        let name = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "user".to_string());
+        Actor::user(&name)
+    }
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.kind.as_str(), self.id)
+    }
+}
+
+/// The event types berth writes. ARCHITECTURE.md, Events.
+pub mod kind {
+    pub const ACTION_PROPOSED: &str = "proposed_action.created";
+    pub const ACTION_APPROVED: &str = "proposed_action.approved";
+    pub const ACTION_DENIED: &str = "proposed_action.denied";
+    pub const ACTION_EXECUTED: &str = "action.executed";
+    pub const ACTION_FAILED: &str = "action.failed";
+    pub const ACTION_INTERRUPTED: &str = "action.interrupted";
+    pub const PROJECT_ADDED: &str = "project.added";
+    pub const AGENT_ACTIVATED: &str = "agent.activated";
+    pub const AGENT_AUTONOMY: &str = "agent.autonomy_set";
+    pub const AGENT_AWAITING: &str = "agent.awaiting_approval";
+    pub const AGENT_PAUSED: &str = "agent.paused";
+    pub const BERTH_UP: &str = "berth.up";
+    pub const BERTH_DOWN: &str = "berth.down";
+    pub const TASK_CREATED: &str = "task.created";
+    pub const TASK_CLAIMED: &str = "task.claimed";
+    pub const TASK_PR_SETTLED: &str = "task.pr_settled";
+    pub const TASK_IN_REVIEW: &str = "task.in_review";
+    pub const TASK_DONE: &str = "task.done";
+    pub const TASK_RETURNED: &str = "task.returned";
+    pub const TASK_BLOCKED: &str = "task.blocked";
+    pub const PR_MERGED: &str = "pr.merged";
+    pub const PR_CLOSED: &str = "pr.closed";
+    pub const WORKTREE_CREATED: &str = "worktree.created";
+    pub const WORKTREE_RECYCLED: &str = "worktree.recycled";
+    pub const CONTAINER_CREATED: &str = "container.created";
+    pub const CONTAINER_REMOVED: &str = "container.removed";
+}
+
+/// A fact to record.
+#[derive(Debug, Clone)]
+pub struct NewEvent<'a> {
+    pub kind: &'a str,
+    pub actor: &'a Actor,
+    pub project: Option<&'a str>,
+    pub agent: Option<&'a str>,
+    pub task: Option<&'a str>,
+    pub action: Option<&'a str>,
+    pub payload: serde_json::Value,
+}
+
+impl<'a> NewEvent<'a> {
+    pub fn new(kind: &'a str, actor: &'a Actor) -> Self {
+        NewEvent {
+            kind,
+            actor,
+            project: None,
+            agent: None,
+            task: None,
+            action: None,
+            payload: serde_json::Value::Object(Default::default()),
+        }
+    }
+    pub fn project(mut self, p: &'a str) -> Self {
+        self.project = Some(p);
+        self
+    }
+    pub fn agent(mut self, a: &'a str) -> Self {
+        self.agent = Some(a);
+        self
+    }
+    pub fn task(mut self, t: Option<&'a str>) -> Self {
+        self.task = t;
+        self
+    }
+    pub fn action(mut self, a: &'a str) -> Self {
+        self.action = Some(a);
+        self
+    }
+    pub fn payload(mut self, p: serde_json::Value) -> Self {
+        self.payload = p;
+        self
+    }
+}
+
+/// Writes the fact to the log and to the outbox, in `tx`. Returns the log id.
+pub(crate) async fn emit(tx: &mut Tx, ev: NewEvent<'_>) -> Result<i64> {
+    let at = now_ms();
+    let payload = ev.payload.to_string();
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO session_events (at, type, actor_kind, actor_id, project, agent, task_id, action_id, payload) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    )
+    .bind(at)
+    .bind(ev.kind)
+    .bind(ev.actor.kind.as_str())
+    .bind(&ev.actor.id)
+    .bind(ev.project)
+    .bind(ev.agent)
+    .bind(ev.task)
+    .bind(ev.action)
+    .bind(&payload)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(EngineError::store("appending to the event log"))?;
+
+    // The aggregate a consumer routes by: the task when there is one (ADR
+    // 0048: pr_settled wakes the task's agent), else the action, agent, project.
+    let (agg_type, agg_id) = match (ev.task, ev.action, ev.agent, ev.project) {
+        (Some(t), ..) => ("task", t),
+        (None, Some(a), ..) => ("action", a),
+        (None, None, Some(a), _) => ("agent", a),
+        (None, None, None, Some(p)) => ("project", p),
+        (None, None, None, None) => ("berth", "berth"),
+    };
+    let envelope = serde_json::json!({
+        "event_id": id,
+        "type": ev.kind,
+        "actor": ev.actor,
+        "project": ev.project,
+        "agent": ev.agent,
+        "task": ev.task,
+        "action": ev.action,
+        "payload": ev.payload,
+    });
+    sqlx::query(
+        "INSERT INTO outbox (at, type, aggregate_type, aggregate_id, payload) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(at)
+    .bind(ev.kind)
+    .bind(agg_type)
+    .bind(agg_id)
+    .bind(envelope.to_string())
+    .execute(&mut **tx)
+    .await
+    .map_err(EngineError::store("appending to the outbox"))?;
+    Ok(id)
+}
+
+/// One fact of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub id: i64,
+    pub at: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub actor: Actor,
+    pub project: Option<String>,
+    pub agent: Option<String>,
+    pub task: Option<String>,
+    pub action: Option<String>,
+    pub payload: serde_json::Value,
+}
+
+/// Which events to read.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub agent: Option<String>,
+    pub kind: Option<String>,
+    pub task: Option<String>,
+    pub action: Option<String>,
+    /// Only events with an id greater than this (a cursor for followers).
+    pub after: Option<i64>,
+    pub limit: Option<i64>,
+}
+
+pub(crate) async fn list(pool: &sqlx::SqlitePool, f: &EventFilter) -> Result<Vec<Event>> {
+    let rows = sqlx::query(
+        "SELECT id, at, type, actor_kind, actor_id, project, agent, task_id, action_id, payload \
+         FROM session_events \
+         WHERE (CAST($1 AS TEXT) IS NULL OR agent = $1) AND (CAST($2 AS TEXT) IS NULL OR type = $2) \
+           AND (CAST($3 AS TEXT) IS NULL OR task_id = $3) AND (CAST($4 AS TEXT) IS NULL OR action_id = $4) AND id > $5 \
+         ORDER BY id LIMIT $6",
+    )
+    .bind(f.agent.as_deref())
+    .bind(f.kind.as_deref())
+    .bind(f.task.as_deref())
+    .bind(f.action.as_deref())
+    .bind(f.after.unwrap_or(0))
+    .bind(f.limit.unwrap_or(i64::MAX))
+    .fetch_all(pool)
+    .await
+    .map_err(EngineError::store("reading the event log"))?;
+    rows.iter().map(event_from_row).collect()
+}
+
+fn event_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
+    let get = |e: sqlx::Error| EngineError::Store {
+        op: "reading the event log",
+        source: e,
+    };
+    let payload: String = r.try_get("payload").map_err(get)?;
+    Ok(Event {
+        id: r.try_get("id").map_err(get)?,
+        at: r.try_get("at").map_err(get)?,
+        kind: r.try_get("type").map_err(get)?,
+        actor: Actor {
+            kind: ActorKind::parse(&r.try_get::<String, _>("actor_kind").map_err(get)?)?,
+            id: r.try_get("actor_id").map_err(get)?,
+        },
+        project: r.try_get("project").map_err(get)?,
+        agent: r.try_get("agent").map_err(get)?,
+        task: r.try_get("task_id").map_err(get)?,
+        action: r.try_get("action_id").map_err(get)?,
+        payload: serde_json::from_str(&payload)
+            .map_err(|e| EngineError::corrupt("reading the event log", e))?,
+    })
+}
+
+/// One outbox row, as a consumer receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboxMessage {
+    pub id: i64,
+    pub at: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    pub payload: serde_json::Value,
+}
+
+/// How long processed outbox rows are kept before they are pruned.
+pub const OUTBOX_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// Takes every unprocessed outbox row, marks it processed, and prunes rows
+/// processed longer than `retention_ms` ago. Two drainers never get one row
+/// twice: the rows are read and marked in one write transaction.
+pub(crate) async fn drain(
+    store: &crate::store::Store,
+    retention_ms: i64,
+) -> Result<(Vec<OutboxMessage>, u64)> {
+    let now = now_ms();
+    let mut tx = store.write("draining the outbox").await?;
+    let rows = sqlx::query(
+        "SELECT id, at, type, aggregate_type, aggregate_id, payload FROM outbox \
+         WHERE processed_at IS NULL ORDER BY id",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(EngineError::store("draining the outbox"))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let get = EngineError::store("draining the outbox");
+        let payload: String = r.try_get("payload").map_err(get)?;
+        out.push(OutboxMessage {
+            id: r
+                .try_get("id")
+                .map_err(EngineError::store("draining the outbox"))?,
+            at: r
+                .try_get("at")
+                .map_err(EngineError::store("draining the outbox"))?,
+            kind: r
+                .try_get("type")
+                .map_err(EngineError::store("draining the outbox"))?,
+            aggregate_type: r
+                .try_get("aggregate_type")
+                .map_err(EngineError::store("draining the outbox"))?,
+            aggregate_id: r
+                .try_get("aggregate_id")
+                .map_err(EngineError::store("draining the outbox"))?,
+            payload: serde_json::from_str(&payload)
+                .map_err(|e| EngineError::corrupt("draining the outbox", e))?,
+        });
+    }
+    if let Some(last) = out.last() {
+        sqlx::query("UPDATE outbox SET processed_at = $1 WHERE processed_at IS NULL AND id <= $2")
+            .bind(now)
+            .bind(last.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("marking the outbox processed"))?;
+    }
+    let pruned =
+        sqlx::query("DELETE FROM outbox WHERE processed_at IS NOT NULL AND processed_at < $1")
+            .bind(now - retention_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("pruning the outbox"))?
+            .rows_affected();
+    tx.commit()
+        .await
+        .map_err(EngineError::store("draining the outbox"))?;
+    Ok((out, pruned))
+}

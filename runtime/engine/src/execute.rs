@@ -1,0 +1,206 @@
+//! Executing an approved action. Terminal commands run in the berth's
+//! sandbox; file and git actions are performed by the runtime itself, under
+//! its own restrictions (a push only of the agent's own branch, never forced;
+//! a PR only from that branch; file access only inside the worktree via the
+//! berth's path map). Every failure becomes an outcome with a diagnostic that
+//! is never empty.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_policy::Action;
+use berth_sandbox::{ExecRequest, Sandbox};
+
+use crate::Engine;
+use crate::actions::{ActionRecord, ActionResult, Outcome, OutputSink};
+use crate::agents::Agent;
+use crate::error::{EngineError, Result};
+
+/// The largest file `file_read` returns.
+const MAX_READ: u64 = 16 << 20;
+
+impl Engine {
+    /// Executes `record`; never fails: an error is a failed outcome.
+    pub(crate) async fn execute(
+        &self,
+        record: &ActionRecord,
+        agent: &Agent,
+        sandbox: Option<Arc<dyn Sandbox>>,
+        sink: Option<OutputSink>,
+    ) -> Outcome {
+        match self.try_execute(record, agent, sandbox, sink).await {
+            Ok(o) => o,
+            Err(e) => Outcome::failed(format!("{} failed: {e}", record.action.kind()), None),
+        }
+    }
+
+    async fn try_execute(
+        &self,
+        record: &ActionRecord,
+        agent: &Agent,
+        sandbox: Option<Arc<dyn Sandbox>>,
+        sink: Option<OutputSink>,
+    ) -> Result<Outcome> {
+        let no_berth = || EngineError::NoBerth {
+            agent: agent.name.clone(),
+            project: agent.project.clone(),
+        };
+        match &record.action {
+            Action::Terminal { command } => {
+                let sb = sandbox.ok_or_else(no_berth)?;
+                self.run_terminal(record, sb.as_ref(), command, sink).await
+            }
+            Action::FileRead { path } => {
+                let sb = sandbox.ok_or_else(no_berth)?;
+                let (frame_path, host) = host_path(sb.as_ref(), record, path)?;
+                let meta = tokio::fs::metadata(&host)
+                    .await
+                    .map_err(EngineError::io("reading", &host))?;
+                if meta.len() > MAX_READ {
+                    return Ok(Outcome::failed(
+                        format!(
+                            "{frame_path} is {} bytes; file_read returns at most {MAX_READ}",
+                            meta.len()
+                        ),
+                        None,
+                    ));
+                }
+                let bytes = tokio::fs::read(&host)
+                    .await
+                    .map_err(EngineError::io("reading", &host))?;
+                Ok(Outcome::ok(ActionResult::FileRead {
+                    path: frame_path,
+                    host_path: host.display().to_string(),
+                    bytes: bytes.len() as u64,
+                    content: String::from_utf8_lossy(&bytes).into_owned(),
+                }))
+            }
+            Action::FileWrite { path } => {
+                let sb = sandbox.ok_or_else(no_berth)?;
+                let (frame_path, host) = host_path(sb.as_ref(), record, path)?;
+                let content = record.params.content.clone().unwrap_or_default();
+                if let Some(parent) = host.parent() {
+                    tokio::fs::create_dir_all(parent)
+                        .await
+                        .map_err(EngineError::io("creating", parent))?;
+                }
+                tokio::fs::write(&host, content.as_bytes())
+                    .await
+                    .map_err(EngineError::io("writing", &host))?;
+                Ok(Outcome::ok(ActionResult::FileWrite {
+                    path: frame_path,
+                    host_path: host.display().to_string(),
+                    bytes: content.len() as u64,
+                }))
+            }
+            Action::GitCommit => self.exec_commit(record, agent).await,
+            Action::GitPush { branch } => self.exec_push(record, agent, branch).await,
+            Action::PrOpen => self.exec_pr_open(record, agent).await,
+            Action::GitMerge { target } => self.exec_merge(record, target).await,
+            other => Ok(Outcome::failed(
+                format!(
+                    "berth has no executor for `{}` actions in this version; nothing was done",
+                    other.kind()
+                ),
+                None,
+            )),
+        }
+    }
+
+    async fn run_terminal(
+        &self,
+        record: &ActionRecord,
+        sb: &dyn Sandbox,
+        command: &str,
+        sink: Option<OutputSink>,
+    ) -> Result<Outcome> {
+        let (config, _) = self.load_project_files(&record.project)?;
+        let cwd = record
+            .params
+            .cwd
+            .clone()
+            .unwrap_or_else(|| sb.frame().project_root().to_string());
+        // The sandbox translates frame paths itself; this is the host form
+        // for the log, so both forms are on record.
+        let host_command = sb.path_map().translate_command(command);
+        let mut req = ExecRequest::shell(command);
+        req.cwd = cwd.clone();
+        req.timeout = Duration::from_secs(
+            record
+                .params
+                .timeout_secs
+                .unwrap_or(config.sandbox.timeout_secs),
+        );
+        req.output_cap = config.sandbox.output_cap_bytes;
+        let out = sb.exec(req, sink).await?;
+        let exit_code = out.status.code();
+        let result = ActionResult::Terminal {
+            command: command.to_string(),
+            host_command,
+            cwd,
+            exit_code,
+            timed_out: out.timed_out,
+            stdout: String::from_utf8_lossy(&out.stdout.bytes).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr.bytes).into_owned(),
+            stdout_truncated: out.stdout.truncated,
+            stderr_truncated: out.stderr.truncated,
+            duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
+        };
+        if out.timed_out {
+            return Ok(Outcome::failed(
+                format!(
+                    "timed out after {} s; the whole process tree was killed",
+                    record
+                        .params
+                        .timeout_secs
+                        .unwrap_or(config.sandbox.timeout_secs)
+                ),
+                Some(result),
+            ));
+        }
+        if !out.status.success() {
+            let tail = last_line(&out.stderr.bytes).or_else(|| last_line(&out.stdout.bytes));
+            let what = match out.status {
+                berth_sandbox::ExitStatus::Signaled(s) => format!("killed by signal {s}"),
+                _ if out.status.not_found() => "exited with 127 (command not found)".to_string(),
+                _ if out.status.not_executable() => "exited with 126 (not executable)".to_string(),
+                _ => format!("exited with code {exit_code}"),
+            };
+            return Ok(Outcome::failed(
+                match tail {
+                    Some(t) => format!("{what}: {t}"),
+                    None => what,
+                },
+                Some(result),
+            ));
+        }
+        Ok(Outcome::ok(result))
+    }
+}
+
+fn last_line(bytes: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.chars().take(300).collect())
+}
+
+/// A file action's path: in the frame (relative paths against the action's
+/// cwd) and on the host (through the berth's path map, applied only now).
+fn host_path(sb: &dyn Sandbox, record: &ActionRecord, path: &str) -> Result<(String, PathBuf)> {
+    let root = sb.frame().project_root().to_string();
+    let cwd = record.params.cwd.clone().unwrap_or(root);
+    let frame_path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{}/{}", cwd.trim_end_matches('/'), path)
+    };
+    let host = sb
+        .path_map()
+        .to_host(&frame_path)
+        .unwrap_or_else(|| Path::new(&frame_path).to_path_buf());
+    Ok((frame_path, host))
+}

@@ -1,0 +1,144 @@
+//! The noop agent (ADR 0018): a dev agent that needs no model. It proves the
+//! execution infrastructure end to end — claim → worktree → a trivial file →
+//! commit → push → PR → task in review — through the same [`AgentIo`] every
+//! agent uses.
+//!
+//! The trivial file is the agent's *work*, written straight into its own
+//! worktree the way a real agent edits files in its berth; it is not a
+//! proposed action. What the runtime does on the agent's behalf afterwards —
+//! commit, push, PR — is proposed, decided and logged. (So the log shows
+//! exactly three proposals per task, the ones activation seeds.)
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::Engine;
+use crate::agent_io::{AgentIo, Delivery};
+use crate::agents::{AgentImpl, AgentStatus};
+use crate::error::{EngineError, Result};
+use crate::tasks::TaskStatus;
+
+/// Why `run_agent` returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum AgentRun {
+    /// No task to claim.
+    Idle,
+    /// An action waits for a person.
+    AwaitingApproval { action: String, step: String },
+    /// The task's PR is open; a person resolves the gate.
+    InReview { task: String },
+    /// The task is blocked.
+    Blocked { task: String, diagnosis: String },
+    /// Stopped by the circuit breaker.
+    Paused,
+}
+
+/// What one pass did, for the caller to print.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunReport {
+    /// Tasks delivered to review or returned in this run.
+    pub delivered: Vec<(String, String)>,
+    pub stopped: AgentRun,
+}
+
+/// The file the noop agent writes for a task.
+pub fn work_file(task: &str) -> String {
+    format!("noop/{}.md", crate::ids::short(task))
+}
+
+impl Engine {
+    /// Drives a noop agent's loop in the foreground. With `until_idle` it
+    /// returns as soon as it cannot go on (no task, waiting for a person, in
+    /// review); otherwise it polls until interrupted.
+    pub async fn run_agent(&self, agent: &str, until_idle: bool) -> Result<RunReport> {
+        let a = self.agent(agent).await?;
+        if a.implementation != AgentImpl::Noop {
+            return Err(EngineError::State(format!(
+                "agent `{agent}` is a real agent: its model drives it (through the API or `berth mcp`); \
+                 `berth agent run` drives noop agents — activate one with `--impl noop`"
+            )));
+        }
+        let io = self.agent_io(agent);
+        let mut delivered = Vec::new();
+        loop {
+            let stopped = self.noop_pass(&io, &mut delivered).await?;
+            match stopped {
+                None => continue,
+                Some(s) if until_idle => {
+                    return Ok(RunReport {
+                        delivered,
+                        stopped: s,
+                    });
+                }
+                Some(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        }
+    }
+
+    /// One step of the noop loop; `Some` when it cannot go on now.
+    async fn noop_pass(
+        &self,
+        io: &AgentIo<'_>,
+        delivered: &mut Vec<(String, String)>,
+    ) -> Result<Option<AgentRun>> {
+        let a = io.agent().await?;
+        if a.status == AgentStatus::Paused {
+            return Ok(Some(AgentRun::Paused));
+        }
+        let Some(task_id) = a.task.clone() else {
+            return Ok(match io.claim().await? {
+                Some(_) => None,
+                None => Some(AgentRun::Idle),
+            });
+        };
+        let task = self.task(&task_id).await?;
+        match task.status {
+            TaskStatus::InReview => return Ok(Some(AgentRun::InReview { task: task.id })),
+            TaskStatus::Blocked => {
+                return Ok(Some(AgentRun::Blocked {
+                    task: task.id,
+                    diagnosis: task.diagnosis.unwrap_or_default(),
+                }));
+            }
+            _ => {}
+        }
+        let a = io.worktree().await?;
+        let worktree = a.worktree.clone().ok_or_else(|| EngineError::NoBerth {
+            agent: a.name.clone(),
+            project: a.project.clone(),
+        })?;
+        let file = worktree.join(work_file(&task.id));
+        if !file.exists() {
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir).map_err(EngineError::io("creating", dir))?;
+            }
+            let text = format!(
+                "# {}\n\nDelivered by the noop agent {} for task {}.\n",
+                task.title, a.name, task.id
+            );
+            std::fs::write(&file, text).map_err(EngineError::io("writing", &file))?;
+        }
+        match io.deliver(&task).await? {
+            Delivery::InReview { .. } => {
+                delivered.push((task.id.clone(), "in_review".into()));
+                Ok(Some(AgentRun::InReview { task: task.id }))
+            }
+            Delivery::Waiting { action, step } => {
+                Ok(Some(AgentRun::AwaitingApproval { action, step }))
+            }
+            Delivery::Returned { .. } => {
+                delivered.push((task.id.clone(), "returned".into()));
+                Ok(None)
+            }
+            Delivery::Blocked { diagnosis } => {
+                io.block(&task, &diagnosis).await?;
+                Ok(Some(AgentRun::Blocked {
+                    task: task.id,
+                    diagnosis,
+                }))
+            }
+        }
+    }
+}

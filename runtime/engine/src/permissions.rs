@@ -1,0 +1,231 @@
+//! The project's `permissions.json`: the default written at `project add`, and
+//! the allow rules `berth approve --always` appends.
+//!
+//! `--always` turns what a person just approved into a rule per segment — the
+//! segment's argv as a word prefix — but never for a program that would allow
+//! far more than what was approved: a shell or an interpreter (any script),
+//! a wrapper (any command), a privileged or external-effect command (the policy
+//! asks for those whatever the rules say), or a segment the parser could not
+//! see into.
+
+use std::path::Path;
+
+use berth_policy::{Decision, RuleMatch};
+use serde::Serialize;
+
+use crate::error::{EngineError, Result};
+
+/// The default rules: read-only inspection commands that stay inside the
+/// project scope (the scope limit still applies to every path they name).
+pub const DEFAULT_PERMISSIONS: &str = r#"{
+  "allow": [
+    "ls",
+    "pwd",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "rg",
+    "git status",
+    "git diff",
+    "git log",
+    "git show"
+  ],
+  "ask": [],
+  "deny": []
+}
+"#;
+
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "ash", "busybox",
+];
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "awk",
+    "gawk",
+    "mawk",
+    "sed",
+    "java",
+    "jshell",
+    "irb",
+    "R",
+    "Rscript",
+    "julia",
+    "ghci",
+    "runghc",
+    "erl",
+    "elixir",
+    "iex",
+    "scala",
+    "groovy",
+    "kotlin",
+    "swift",
+    "dotnet",
+    "make",
+    "gdb",
+    "vim",
+    "vi",
+    "nvim",
+    "emacs",
+];
+const WRAPPERS: &[&str] = &[
+    "env", "command", "builtin", "exec", "nohup", "time", "timeout", "nice", "ionice", "stdbuf",
+    "setsid", "flock", "watch", "xargs", "find", "coproc", "npx", "npm", "pnpm", "yarn", "bunx",
+    "pipx", "uvx", "eval", "trap", "source", ".", "chroot", "unshare", "nsenter", "strace",
+    "ltrace", "taskset", "chrt", "script", "parallel", "ssh", "docker", "kubectl", "su", "sudo",
+    "doas",
+];
+
+/// What `--always` did with one segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleChange {
+    pub pattern: Option<String>,
+    pub argv: Vec<String>,
+    /// Why no rule was added, when none was.
+    pub skipped: Option<String>,
+}
+
+/// The rules `--always` would add for a decision, segment by segment.
+pub fn rules_for(decision: &Decision) -> Vec<RuleChange> {
+    decision
+        .segments
+        .iter()
+        .map(|seg| {
+            let skip = |why: String| RuleChange {
+                pattern: None,
+                argv: seg.argv.clone(),
+                skipped: Some(why),
+            };
+            let Some(program) = seg.argv.first() else {
+                return skip("not a command".into());
+            };
+            let base = program.rsplit('/').next().unwrap_or(program);
+            if let Some(why) = &seg.opaque {
+                return skip(format!("opaque: {why}"));
+            }
+            if let Some(class) = &seg.privileged {
+                return skip(format!("privileged or external effect ({class})"));
+            }
+            if seg.template.is_some() || matches!(seg.matched, RuleMatch::Deny { .. }) {
+                return skip("matches a deny rule".into());
+            }
+            if matches!(seg.matched, RuleMatch::NotACommand) {
+                return skip("not a command".into());
+            }
+            if matches!(seg.matched, RuleMatch::Allow { .. }) {
+                return skip("already allowed".into());
+            }
+            if !seg.wrappers.is_empty() {
+                return skip(format!(
+                    "runs through a wrapper ({})",
+                    seg.wrappers.join(", ")
+                ));
+            }
+            let lower = base.to_ascii_lowercase();
+            let family = lower.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+            if SHELLS.contains(&lower.as_str()) || SHELLS.contains(&family) {
+                return skip(format!("`{base}` is a shell"));
+            }
+            if INTERPRETERS.contains(&base) || INTERPRETERS.contains(&family) {
+                return skip(format!("`{base}` is an interpreter"));
+            }
+            if WRAPPERS.contains(&base) {
+                return skip(format!("`{base}` runs other commands"));
+            }
+            if program.contains('/') {
+                return skip(format!("`{program}` is a path, not a command name"));
+            }
+            if let Some(w) = seg.argv.iter().find(|w| {
+                w.is_empty()
+                    || w.chars()
+                        .any(|c| c.is_whitespace() || c == '"' || c == '\'' || c == '(' || c == ')')
+            }) {
+                return skip(format!(
+                    "the word {w:?} cannot be written as a word pattern"
+                ));
+            }
+            RuleChange {
+                pattern: Some(seg.argv.join(" ")),
+                argv: seg.argv.clone(),
+                skipped: None,
+            }
+        })
+        .collect()
+}
+
+/// Appends `patterns` to the allow list of the rules file at `path` (berth's
+/// form or Claude Code's `permissions` object), skipping ones already there.
+/// Returns the patterns actually added. The file is replaced atomically.
+pub fn append_allow(path: &Path, patterns: &[String]) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(EngineError::io("reading", path))?;
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| EngineError::Config {
+            file: path.display().to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+    let claude = doc.get("permissions").is_some_and(|p| p.is_object());
+    let root = if claude {
+        doc.get_mut("permissions")
+    } else {
+        Some(&mut doc)
+    };
+    let Some(obj) = root.and_then(|r| r.as_object_mut()) else {
+        return Err(EngineError::Config {
+            file: path.display().to_string(),
+            line: 1,
+            column: 1,
+            message: "the rules file must be a JSON object".into(),
+        });
+    };
+    let allow = obj
+        .entry("allow")
+        .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+    let Some(list) = allow.as_array_mut() else {
+        return Err(EngineError::Config {
+            file: path.display().to_string(),
+            line: 1,
+            column: 1,
+            message: "`allow` must be an array of patterns".into(),
+        });
+    };
+    let mut added = Vec::new();
+    for p in patterns {
+        let written = if claude {
+            format!("Bash({p}:*)")
+        } else {
+            p.clone()
+        };
+        if !list.iter().any(|v| v.as_str() == Some(written.as_str())) {
+            list.push(serde_json::Value::String(written.clone()));
+            added.push(written);
+        }
+    }
+    if !added.is_empty() {
+        let mut out = serde_json::to_string_pretty(&doc)
+            .map_err(|e| EngineError::corrupt("writing the rules file", e))?;
+        out.push('\n');
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, out).map_err(EngineError::io("writing", &tmp))?;
+        std::fs::rename(&tmp, path).map_err(EngineError::io("replacing", path))?;
+    }
+    Ok(added)
+}

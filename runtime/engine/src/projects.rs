@@ -1,0 +1,197 @@
+//! Projects: a forge imported from a source repository, and the project's
+//! configuration files in the state directory.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::config::ProjectConfig;
+use crate::error::{EngineError, Result};
+use crate::events::{Actor, NewEvent, emit, kind};
+use crate::ids::now_ms;
+use crate::{Engine, permissions, state};
+
+/// A project as the store holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Project {
+    pub name: String,
+    /// The repository it was imported from.
+    pub source: String,
+    pub base_branch: String,
+    /// The bare forge repository.
+    pub forge: PathBuf,
+    pub created_at: i64,
+}
+
+/// What `add_project` needs.
+#[derive(Debug, Clone)]
+pub struct NewProject {
+    pub name: String,
+    pub from: PathBuf,
+    /// The branch PRs target; the source's current branch when `None`.
+    pub base: Option<String>,
+}
+
+/// A project with its parsed configuration and rules, as a decision needs them.
+#[derive(Debug, Clone)]
+pub struct LoadedProject {
+    pub project: Project,
+    pub config: ProjectConfig,
+    pub rules: berth_policy::RuleSet,
+    pub config_path: PathBuf,
+    pub rules_path: PathBuf,
+}
+
+fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Project> {
+    let e = EngineError::store("reading a project");
+    let forge: String = r.try_get("forge").map_err(e)?;
+    Ok(Project {
+        name: r
+            .try_get("name")
+            .map_err(EngineError::store("reading a project"))?,
+        source: r
+            .try_get("source")
+            .map_err(EngineError::store("reading a project"))?,
+        base_branch: r
+            .try_get("base_branch")
+            .map_err(EngineError::store("reading a project"))?,
+        forge: PathBuf::from(forge),
+        created_at: r
+            .try_get("created_at")
+            .map_err(EngineError::store("reading a project"))?,
+    })
+}
+
+impl Engine {
+    /// Imports `from` into a new forge, writes the default `berth.toml` and
+    /// `permissions.json` (keeping files that already exist), and records it.
+    pub async fn add_project(&self, new: NewProject, actor: &Actor) -> Result<Project> {
+        state::check_name("project name", &new.name)?;
+        if self.project_opt(&new.name).await?.is_some() {
+            return Err(EngineError::AlreadyExists {
+                what: "project",
+                name: new.name,
+            });
+        }
+        let imported = self
+            .git()
+            .import_project(&new.name, &new.from, new.base.as_deref())
+            .await?;
+
+        let dir = self.state.project_dir(&new.name);
+        std::fs::create_dir_all(&dir).map_err(EngineError::io("creating", &dir))?;
+        let config_path = self.state.project_config(&new.name);
+        if !config_path.exists() {
+            let text = crate::config::default_toml(&new.name, &imported.co_author);
+            std::fs::write(&config_path, text).map_err(EngineError::io("writing", &config_path))?;
+        }
+        let rules_path = self.state.project_rules(&new.name);
+        if !rules_path.exists() {
+            std::fs::write(&rules_path, permissions::DEFAULT_PERMISSIONS)
+                .map_err(EngineError::io("writing", &rules_path))?;
+        }
+        // Fail now, not at the first decision, if a kept file is broken.
+        self.load_project_files(&new.name)?;
+
+        let project = Project {
+            name: new.name.clone(),
+            source: new.from.display().to_string(),
+            base_branch: imported.base_branch,
+            forge: imported.forge,
+            created_at: now_ms(),
+        };
+        let mut tx = self.store.write("adding a project").await?;
+        sqlx::query(
+            "INSERT INTO projects (name, source, base_branch, forge, created_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&project.name)
+        .bind(&project.source)
+        .bind(&project.base_branch)
+        .bind(project.forge.display().to_string())
+        .bind(project.created_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("adding a project"))?;
+        emit(
+            &mut tx,
+            NewEvent::new(kind::PROJECT_ADDED, actor)
+                .project(&project.name)
+                .payload(serde_json::json!({
+                    "source": project.source,
+                    "base_branch": project.base_branch,
+                    "forge": project.forge,
+                })),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("adding a project"))?;
+        Ok(project)
+    }
+
+    pub async fn projects(&self) -> Result<Vec<Project>> {
+        let rows = sqlx::query(
+            "SELECT name, source, base_branch, forge, created_at FROM projects ORDER BY name",
+        )
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("listing projects"))?;
+        rows.iter().map(from_row).collect()
+    }
+
+    pub async fn project(&self, name: &str) -> Result<Project> {
+        self.project_opt(name)
+            .await?
+            .ok_or_else(|| EngineError::UnknownProject(name.to_string()))
+    }
+
+    async fn project_opt(&self, name: &str) -> Result<Option<Project>> {
+        let row = sqlx::query(
+            "SELECT name, source, base_branch, forge, created_at FROM projects WHERE name = $1",
+        )
+        .bind(name)
+        .fetch_optional(self.store.pool())
+        .await
+        .map_err(EngineError::store("reading a project"))?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    /// The project's configuration and rules, freshly read: a broken file is
+    /// an error naming file, line and column, and nothing is decided from it.
+    pub fn load_project_files(&self, name: &str) -> Result<(ProjectConfig, berth_policy::RuleSet)> {
+        let config_path = self.state.project_config(name);
+        let rules_path = self.state.project_rules(name);
+        let config = ProjectConfig::load(&config_path)?;
+        let rules = if rules_path.exists() {
+            load_rules(&rules_path)?
+        } else {
+            berth_policy::RuleSet::default()
+        };
+        Ok((config, rules))
+    }
+
+    pub async fn load_project(&self, name: &str) -> Result<LoadedProject> {
+        let project = self.project(name).await?;
+        let (config, rules) = self.load_project_files(name)?;
+        Ok(LoadedProject {
+            project,
+            config,
+            rules,
+            config_path: self.state.project_config(name),
+            rules_path: self.state.project_rules(name),
+        })
+    }
+}
+
+// TEMP until the policy's RuleSet::load lands on main.
+fn load_rules(path: &std::path::Path) -> Result<berth_policy::RuleSet> {
+    let text = std::fs::read_to_string(path).map_err(EngineError::io("reading", path))?;
+    let _: serde_json::Value = serde_json::from_str(&text).map_err(|e| EngineError::Config {
+        file: path.display().to_string(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    Ok(berth_policy::RuleSet::default())
+}

@@ -1,0 +1,132 @@
+//! After a crash: actions that were executing when their process died.
+//!
+//! Each `executing` row names its executor (`host:pid:start-time`). At start,
+//! berth marks `interrupted` every one whose executor is gone from this host
+//! (the pid is dead or now belongs to a process started at another time) and
+//! never re-runs it on its own: a person or the agent's loop decides, and for
+//! commits and pushes the repositories are checked first. An executor on
+//! another host is left alone: only that host can tell whether it lives.
+
+use crate::Engine;
+use crate::error::{EngineError, Result};
+use crate::events::{Actor, NewEvent, emit, kind};
+use crate::ids::now_ms;
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty() && !h.contains(':'))
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The start time of `pid` in clock ticks since boot (field 22 of its stat).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: skip past
+    // its closing parenthesis, then field 22 is the 20th after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This process, as an executor id.
+pub fn executor_id() -> String {
+    let pid = std::process::id();
+    format!("{}:{pid}:{}", hostname(), start_time(pid).unwrap_or(0))
+}
+
+/// Whether the executor named by `id` is certainly gone.
+pub fn executor_is_dead(id: &str) -> bool {
+    let mut parts = id.rsplitn(3, ':');
+    let (Some(start), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    if host != hostname() {
+        return false;
+    }
+    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+        return false;
+    };
+    match start_time(pid) {
+        None => true,
+        Some(now) => now != start,
+    }
+}
+
+impl Engine {
+    /// Marks the actions of dead executors `interrupted` (`action.interrupted`).
+    /// Returns their ids.
+    pub async fn recover(&self) -> Result<Vec<String>> {
+        let rows: Vec<(String, Option<String>)> =
+            sqlx::query_as("SELECT id, executor FROM proposed_actions WHERE status = 'executing'")
+                .fetch_all(self.store.pool())
+                .await
+                .map_err(EngineError::store("finding interrupted actions"))?;
+        let mut interrupted = Vec::new();
+        for (id, executor) in rows {
+            let Some(executor) = executor else { continue };
+            if !executor_is_dead(&executor) {
+                continue;
+            }
+            let record = self.action(&id).await?;
+            let diagnostic = format!(
+                "the berth process that was executing it ({executor}) stopped before recording an outcome; \
+                 it was not re-run: check its effect, then propose it again"
+            );
+            let mut tx = self.store.write("marking an action interrupted").await?;
+            let n = sqlx::query(
+                "UPDATE proposed_actions SET status = 'interrupted', diagnostic = $1, updated_at = $2 \
+                 WHERE id = $3 AND status = 'executing' AND executor = $4",
+            )
+            .bind(&diagnostic)
+            .bind(now_ms())
+            .bind(&id)
+            .bind(&executor)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("marking an action interrupted"))?
+            .rows_affected();
+            if n == 1 {
+                let system = Actor::system();
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::ACTION_INTERRUPTED, &system)
+                        .project(&record.project)
+                        .agent(&record.agent)
+                        .task(record.task.as_deref())
+                        .action(&id)
+                        .payload(serde_json::json!({
+                            "action_type": record.action.kind(),
+                            "executor": executor,
+                            "diagnostic": diagnostic,
+                        })),
+                )
+                .await?;
+                interrupted.push(id);
+            }
+            tx.commit()
+                .await
+                .map_err(EngineError::store("marking an action interrupted"))?;
+        }
+        Ok(interrupted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_dead_pid_is_not() {
+        assert!(!executor_is_dead(&executor_id()));
+        // pid_max is at most 4194304: this pid cannot exist.
+        assert!(executor_is_dead(&format!("{}:4194305:1", hostname())));
+        // Same pid, other start time: a reused pid.
+        let pid = std::process::id();
+        assert!(executor_is_dead(&format!("{}:{pid}:1", hostname())));
+        // Another host: cannot tell, so never dead.
+        assert!(!executor_is_dead("elsewhere:4194305:1"));
+        assert!(!executor_is_dead("garbage"));
+    }
+}

@@ -1,0 +1,174 @@
+//! `berth actions|approve|deny`.
+
+use std::io::Write as _;
+
+use berth_engine::{ActionFilter, ActionRecord, ActionResult, Actor, Engine};
+use berth_sandbox::OutputChunk;
+
+use super::print_json;
+
+#[derive(Debug, clap::Args)]
+pub struct ActionsArgs {
+    /// Only the actions waiting for a person.
+    #[arg(long)]
+    pending: bool,
+    #[arg(long)]
+    agent: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ApproveArgs {
+    /// The action id (or a unique prefix of it).
+    id: String,
+    /// Also add an allow rule per segment to the project's permissions.json
+    /// (never for shells, interpreters, wrappers or privileged commands).
+    #[arg(long)]
+    always: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DenyArgs {
+    id: String,
+    #[arg(long)]
+    reason: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn describe(a: &ActionRecord) -> String {
+    match &a.action {
+        berth_policy::Action::Terminal { command } => format!("terminal: {command}"),
+        berth_policy::Action::FileRead { path } => format!("file_read {path}"),
+        berth_policy::Action::FileWrite { path } => format!("file_write {path}"),
+        berth_policy::Action::GitPush { branch } => format!("git_push {branch}"),
+        berth_policy::Action::GitMerge { target } => format!("git_merge into {target}"),
+        other => other.kind().to_string(),
+    }
+}
+
+pub async fn list(engine: &Engine, a: ActionsArgs) -> anyhow::Result<u8> {
+    let actions = engine
+        .actions(&ActionFilter {
+            pending_only: a.pending,
+            agent: a.agent,
+            task: None,
+        })
+        .await?;
+    if a.json {
+        print_json(&actions)?;
+        return Ok(0);
+    }
+    if actions.is_empty() {
+        println!(
+            "{}",
+            if a.pending {
+                "no pending actions"
+            } else {
+                "no actions"
+            }
+        );
+    }
+    for x in actions {
+        println!(
+            "{}  {:<11} {:<10} {:<15} {}",
+            &x.id[..8],
+            x.status.as_str(),
+            x.agent,
+            x.decision.stage.as_str(),
+            describe(&x)
+        );
+        if x.status == berth_engine::ActionStatus::Pending {
+            println!(
+                "          why: {}",
+                x.hold_reason.as_deref().unwrap_or(&x.decision.reason)
+            );
+            for (i, s) in x.decision.segments.iter().enumerate() {
+                let outside: Vec<&str> = s
+                    .paths
+                    .iter()
+                    .filter(|p| !p.location.in_scope())
+                    .map(|p| p.written.as_str())
+                    .collect();
+                println!(
+                    "          segment {}: {}{}",
+                    i + 1,
+                    s.argv.join(" "),
+                    if outside.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  (outside scope: {})", outside.join(", "))
+                    }
+                );
+            }
+        }
+    }
+    Ok(0)
+}
+
+pub async fn approve(engine: &Engine, a: ApproveArgs) -> anyhow::Result<u8> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<OutputChunk>();
+    let printer = (!a.json).then(|| {
+        tokio::spawn(async move {
+            while let Some(chunk) = rx.recv().await {
+                let _ = match chunk {
+                    OutputChunk::Stdout(b) => std::io::stdout().write_all(&b),
+                    OutputChunk::Stderr(b) => std::io::stderr().write_all(&b),
+                };
+            }
+        })
+    });
+    let approved = engine
+        .approve(&a.id, &Actor::current_user(), a.always, Some(tx))
+        .await?;
+    if let Some(p) = printer {
+        let _ = p.await;
+    }
+    if a.json {
+        print_json(&approved)?;
+        return Ok(if approved.outcome.succeeded { 0 } else { 1 });
+    }
+    for r in &approved.rules {
+        match (&r.pattern, &r.skipped) {
+            (Some(p), _) => println!("allow rule added: \"{p}\""),
+            (None, Some(why)) => println!("no rule for `{}`: {why}", r.argv.join(" ")),
+            _ => {}
+        }
+    }
+    let id = &approved.id[..8];
+    if approved.outcome.succeeded {
+        match &approved.outcome.result {
+            Some(ActionResult::Terminal { exit_code, .. }) => {
+                println!("{id} approved and executed (exit {exit_code})")
+            }
+            Some(ActionResult::FileRead { content, .. }) => print!("{content}"),
+            _ => println!("{id} approved and executed"),
+        }
+        Ok(0)
+    } else {
+        eprintln!(
+            "{id} approved; it failed: {}",
+            approved
+                .outcome
+                .diagnostic
+                .as_deref()
+                .unwrap_or("no diagnostic")
+        );
+        Ok(1)
+    }
+}
+
+pub async fn deny(engine: &Engine, a: DenyArgs) -> anyhow::Result<u8> {
+    let r = engine
+        .deny(&a.id, &Actor::current_user(), a.reason.as_deref())
+        .await?;
+    if a.json {
+        print_json(&r)?;
+    } else {
+        println!("{} denied", &r.id[..8]);
+    }
+    Ok(0)
+}

@@ -1,0 +1,182 @@
+//! `berth agent activate|auto-mode|run` and `berth autonomy set|show`.
+
+use berth_engine::{Actor, AgentImpl, AgentRun, Engine};
+use berth_policy::Mode;
+
+use super::print_json;
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ImplArg {
+    Real,
+    Noop,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AgentCommand {
+    /// Create an agent in a project (or change its implementation) and seed
+    /// auto_approve for git_commit, git_push, pr_open and file_read.
+    Activate {
+        agent: String,
+        #[arg(long)]
+        project: String,
+        #[arg(long = "impl", value_enum, default_value = "real")]
+        implementation: ImplArg,
+    },
+    /// Auto mode: writes the wildcard `*` as auto_approve (on) or require_approval (off).
+    AutoMode { agent: String, switch: Switch },
+    /// Drive a noop agent's loop in the foreground.
+    Run {
+        agent: String,
+        /// Return when it cannot go on (no task, waiting for a person, in review).
+        #[arg(long)]
+        until_idle: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AutonomyCommand {
+    /// Set the mode of an action type, or of `*` (the wildcard).
+    Set {
+        agent: String,
+        /// An action type (terminal, file_read, git_commit, …) or `*`.
+        action_type: String,
+        /// auto_approve | require_approval | deny
+        mode: String,
+    },
+    /// What the agent's autonomy resolves to, what auto mode lifts, what still asks.
+    Show {
+        agent: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
+    let user = Actor::current_user();
+    match cmd {
+        AgentCommand::Activate {
+            agent,
+            project,
+            implementation,
+        } => {
+            let i = match implementation {
+                ImplArg::Real => AgentImpl::Real,
+                ImplArg::Noop => AgentImpl::Noop,
+            };
+            let a = engine.activate_agent(&agent, &project, i, &user).await?;
+            println!(
+                "agent {} ({}) active in project {} as {}",
+                a.name,
+                a.implementation.as_str(),
+                a.project,
+                a.identity()
+            );
+        }
+        AgentCommand::AutoMode { agent, switch } => {
+            let on = matches!(switch, Switch::On);
+            engine.set_auto_mode(&agent, on, &user).await?;
+            if on {
+                println!(
+                    "auto mode on for {agent}: `*` = auto_approve. See `berth autonomy show {agent}` for what it lifts and what still asks."
+                );
+            } else {
+                println!(
+                    "auto mode off for {agent}: `*` = require_approval; the path scope limit applies again."
+                );
+            }
+        }
+        AgentCommand::Run {
+            agent,
+            until_idle,
+            json,
+        } => {
+            let report = engine.run_agent(&agent, until_idle).await?;
+            if json {
+                print_json(&report)?;
+            } else {
+                for (task, state) in &report.delivered {
+                    println!("task {} → {state}", &task[..8.min(task.len())]);
+                }
+                match &report.stopped {
+                    AgentRun::Idle => println!("{agent}: idle, no task to claim"),
+                    AgentRun::AwaitingApproval { action, step } => println!(
+                        "{agent}: awaiting approval of {step} {}: `berth approve {}` then run the agent again",
+                        &action[..8],
+                        &action[..8]
+                    ),
+                    AgentRun::InReview { task } => {
+                        println!("{agent}: task {} in review: `berth pr list`", &task[..8])
+                    }
+                    AgentRun::Blocked { task, diagnosis } => {
+                        println!("{agent}: task {} blocked: {diagnosis}", &task[..8])
+                    }
+                    AgentRun::Paused => println!("{agent}: paused"),
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Result<u8> {
+    match cmd {
+        AutonomyCommand::Set {
+            agent,
+            action_type,
+            mode,
+        } => {
+            let m = Mode::parse(&mode).ok_or_else(|| {
+                anyhow::anyhow!("invalid mode `{mode}`: use auto_approve, require_approval or deny")
+            })?;
+            engine
+                .set_autonomy(&agent, &action_type, m, &Actor::current_user())
+                .await?;
+            println!("{agent}: {action_type} = {}", m.as_str());
+        }
+        AutonomyCommand::Show { agent, json } => {
+            let r = engine.autonomy_report(&agent).await?;
+            if json {
+                print_json(&r)?;
+                return Ok(0);
+            }
+            println!("autonomy of {agent}:");
+            if r.modes.is_empty() {
+                println!("  (nothing written: every type resolves to require_approval by default)");
+            }
+            for (k, m) in &r.modes {
+                println!("  {k:<20} {}", m.as_str());
+            }
+            println!("resolved:");
+            for (k, res) in &r.resolved {
+                println!(
+                    "  {k:<20} {:<17} ({})",
+                    res.mode.as_str(),
+                    res.origin.as_str()
+                );
+            }
+            if r.auto_mode {
+                println!("auto mode is ON. It lifts:");
+                for l in &r.lifts {
+                    println!("  - {l}");
+                }
+            } else {
+                println!(
+                    "auto mode is off (`berth agent auto-mode {agent} on` lifts the path scope limit and the partial allow)."
+                );
+            }
+            println!("still asks (or denies) whatever the switch says:");
+            for s in &r.still_asks {
+                println!("  - {s}");
+            }
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,245 @@
+//! `berth up|down|ls|exec`.
+
+use std::io::Write as _;
+
+use berth_engine::{ActionParams, ActionResult, Actor, BerthMode, Engine, Proposal, ProposeStatus};
+use berth_policy::Action;
+use berth_sandbox::OutputChunk;
+
+use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ModeArg {
+    /// Processes on this host inside the worktree (no container boundary).
+    Runner,
+    /// A Docker container per agent.
+    Mounted,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpArgs {
+    agent: String,
+    #[arg(long)]
+    project: String,
+    /// Default: the project's sandbox.mode.
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DownArgs {
+    agent: String,
+    /// Keep the worktree (and its branch) for a later `berth up`.
+    #[arg(long)]
+    keep_worktree: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LsArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    agent: String,
+    /// Deadline in seconds (default: the project's sandbox.timeout_secs).
+    #[arg(long)]
+    timeout: Option<u64>,
+    /// Working directory in the berth's frame (default /work).
+    #[arg(long)]
+    cwd: Option<String>,
+    /// Print one JSON object instead of streaming.
+    #[arg(long)]
+    json: bool,
+    /// The command line (one argument is taken as a shell line; several are joined with spaces).
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
+    let mode = a.mode.map(|m| match m {
+        ModeArg::Runner => BerthMode::Runner,
+        ModeArg::Mounted => BerthMode::Mounted,
+    });
+    let info = engine
+        .up(&a.agent, &a.project, mode, &Actor::current_user())
+        .await?;
+    if a.json {
+        print_json(&info)?;
+    } else {
+        println!(
+            "{} up in {} mode: /work = {} on {}",
+            info.agent,
+            info.mode.map(BerthMode::as_str).unwrap_or("?"),
+            info.worktree
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            info.branch.as_deref().unwrap_or("?")
+        );
+        if let Some(note) = &info.note {
+            println!("note: {note}");
+        }
+    }
+    Ok(0)
+}
+
+pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
+    engine
+        .down(&a.agent, a.keep_worktree, &Actor::current_user())
+        .await?;
+    if a.keep_worktree {
+        println!("{} down; worktree kept", a.agent);
+    } else {
+        println!("{} down; worktree recycled", a.agent);
+    }
+    Ok(0)
+}
+
+pub async fn ls(engine: &Engine, a: LsArgs) -> anyhow::Result<u8> {
+    let berths = engine.berths().await?;
+    if a.json {
+        print_json(&berths)?;
+        return Ok(0);
+    }
+    if berths.is_empty() {
+        println!("no agents: `berth agent activate AGENT --project P`");
+    }
+    for b in berths {
+        println!(
+            "{:<12} {:<10} {:<5} {:<18} {:<8} {}",
+            b.agent,
+            b.project,
+            b.implementation.as_str(),
+            b.status.as_str(),
+            b.mode.map(BerthMode::as_str).unwrap_or("down"),
+            b.branch.as_deref().unwrap_or("-")
+        );
+    }
+    Ok(0)
+}
+
+pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
+    let command = a.command.join(" ");
+    let proposal =
+        Proposal::by_agent(&a.agent, Action::Terminal { command }).params(ActionParams {
+            cwd: a.cwd.clone(),
+            timeout_secs: a.timeout,
+            ..ActionParams::default()
+        });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<OutputChunk>();
+    let printer = (!a.json).then(|| {
+        tokio::spawn(async move {
+            while let Some(chunk) = rx.recv().await {
+                // A closed terminal is not our failure to report.
+                let _ = match chunk {
+                    OutputChunk::Stdout(b) => std::io::stdout()
+                        .write_all(&b)
+                        .and_then(|_| std::io::stdout().flush()),
+                    OutputChunk::Stderr(b) => std::io::stderr()
+                        .write_all(&b)
+                        .and_then(|_| std::io::stderr().flush()),
+                };
+            }
+        })
+    });
+    let proposed = engine.propose(proposal, Some(tx)).await?;
+    if let Some(p) = printer {
+        let _ = p.await;
+    }
+    let terminal = match &proposed.status {
+        ProposeStatus::Executed { outcome } => match &outcome.result {
+            Some(r @ ActionResult::Terminal { .. }) => Some(r.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if a.json {
+        let (exit_code, stdout, stderr, timed_out, truncated) = match &terminal {
+            Some(ActionResult::Terminal {
+                exit_code,
+                stdout,
+                stderr,
+                timed_out,
+                stdout_truncated,
+                stderr_truncated,
+                ..
+            }) => (
+                Some(*exit_code),
+                Some(stdout.clone()),
+                Some(stderr.clone()),
+                *timed_out,
+                *stdout_truncated || *stderr_truncated,
+            ),
+            _ => (None, None, None, false, false),
+        };
+        print_json(&serde_json::json!({
+            "action_id": proposed.id,
+            "status": proposed.status.name(),
+            "verdict": proposed.decision.verdict.as_str(),
+            "stage": proposed.decision.stage.as_str(),
+            "exit_code": exit_code,
+            "stdout": stdout,
+            "stderr": stderr,
+            "timed_out": timed_out,
+            "truncated": truncated,
+        }))?;
+    }
+    Ok(match &proposed.status {
+        ProposeStatus::Executed { outcome } => match &terminal {
+            Some(ActionResult::Terminal {
+                exit_code,
+                timed_out,
+                ..
+            }) => {
+                if !a.json {
+                    if *timed_out {
+                        eprintln!(
+                            "berth: {}",
+                            outcome.diagnostic.as_deref().unwrap_or("timed out")
+                        );
+                    }
+                    if proposed.replayed {
+                        eprintln!(
+                            "berth: action {} had already run; its recorded result:",
+                            &proposed.id[..8]
+                        );
+                    }
+                }
+                u8::try_from(*exit_code).unwrap_or(1)
+            }
+            _ => {
+                if !a.json {
+                    eprintln!(
+                        "berth: {}",
+                        outcome.diagnostic.as_deref().unwrap_or("failed")
+                    );
+                }
+                1
+            }
+        },
+        ProposeStatus::Pending { reason } => {
+            if !a.json {
+                eprintln!(
+                    "berth: pending ({}: {reason}); approve with `berth approve {}` or deny with `berth deny {}`",
+                    proposed.decision.stage.as_str(),
+                    &proposed.id[..8],
+                    &proposed.id[..8]
+                );
+            }
+            EXIT_PENDING
+        }
+        ProposeStatus::Refused { reason } => {
+            if !a.json {
+                eprintln!(
+                    "berth: refused ({}): {reason}",
+                    proposed.decision.stage.as_str()
+                );
+            }
+            EXIT_REFUSED
+        }
+    })
+}

@@ -1,0 +1,64 @@
+//! `berth project add|ls`.
+
+use std::path::PathBuf;
+
+use berth_engine::{Actor, Engine, NewProject};
+
+use super::print_json;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ProjectCommand {
+    /// Import a local git repository as a project.
+    Add {
+        name: String,
+        /// The repository to import (its directory).
+        #[arg(long)]
+        from: PathBuf,
+        /// The branch PRs target (default: the repository's current branch).
+        #[arg(long)]
+        base: Option<String>,
+    },
+    /// List projects.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
+    match cmd {
+        ProjectCommand::Add { name, from, base } => {
+            let from = std::fs::canonicalize(&from).unwrap_or(from);
+            let p = engine
+                .add_project(NewProject { name, from, base }, &Actor::current_user())
+                .await?;
+            println!(
+                "project {} added: base branch {}, forge {}",
+                p.name,
+                p.base_branch,
+                p.forge.display()
+            );
+            println!(
+                "configuration: {} and {}",
+                engine.state().project_config(&p.name).display(),
+                engine.state().project_rules(&p.name).display()
+            );
+        }
+        ProjectCommand::Ls { json } => {
+            let projects = engine.projects().await?;
+            if json {
+                print_json(&projects)?;
+            } else if projects.is_empty() {
+                println!("no projects: add one with `berth project add NAME --from PATH`");
+            } else {
+                for p in projects {
+                    println!(
+                        "{:<20} base {:<12} from {}",
+                        p.name, p.base_branch, p.source
+                    );
+                }
+            }
+        }
+    }
+    Ok(0)
+}
