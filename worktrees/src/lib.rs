@@ -1,1 +1,116 @@
-//! The forge, per-agent repositories and worktrees (git2 only).
+//! The forge, per-agent repositories and worktrees — git2 only.
+//!
+//! Each project has a bare *forge* that only berth writes. Each agent gets its
+//! own small bare repository that borrows the forge's objects through
+//! `objects/info/alternates` (cheap, and it cannot damage the forge) and one
+//! linked worktree on `agent/<agent>/<task>`. The agent may do anything to its
+//! own repository; only berth moves commits to the forge ([`Worktrees::push`]:
+//! the agent's own branch prefix, never forced) and between forge branches
+//! ([`Worktrees::merge`]).
+//!
+//! # Trust
+//!
+//! berth runs as root (or the operator) on directories the agent writes. So:
+//! - no `git` CLI: libgit2 runs no hooks, fsmonitor, pager or filter program;
+//! - no path is ever taken from agent-writable files: the worktree is opened
+//!   through its admin directory in the agent repository with the worktree
+//!   path from [`Layout`] forced in, never via the worktree's `.git` file;
+//!   `commondir` and `alternates` are checked against what berth wrote before
+//!   every use ([`Error::Tampered`]);
+//! - no remote of an agent repository is ever used (an agent's
+//!   `url.*.pushInsteadOf` would redirect a root-privileged push): objects are
+//!   copied from the agent repository into the forge in process;
+//! - destructive file operations (recycle, reconcile, chown) never follow a
+//!   symlink (`confined.rs`).
+//!
+//! A residual risk is an agent racing berth by swapping a directory inside its
+//! own repository for a symlink between berth's check and libgit2's use; berth's
+//! own deletions are immune to that, libgit2's reads and writes are not.
+//!
+//! # Concurrency
+//!
+//! All functions are synchronous (call them from `spawn_blocking`). [`Worktrees`]
+//! holds only paths: it is `Send + Sync + Clone`, and no libgit2 handle outlives
+//! a call. Writers of one repository are serialised across threads and
+//! processes (`lock.rs`).
+
+mod agent;
+mod commit;
+mod confined;
+mod error;
+mod forge;
+mod identity;
+mod layout;
+mod lock;
+mod merge;
+mod names;
+mod ownership;
+mod push;
+mod reconcile;
+mod recycle;
+
+use std::path::Path;
+
+pub use agent::WorktreeInfo;
+pub use commit::{ACTION_TRAILER, CommitOutcome, CommitRequest};
+pub use error::{Error, NameKind, Op, Result};
+pub use forge::ProjectInfo;
+pub use git2::Oid;
+pub use identity::Identity;
+pub use layout::{Layout, resolve_state_dir};
+pub use merge::{ChangeKind, ChangedFile, DiffStat, MergeKind, MergeOutcome, MergeRequest};
+pub use names::{AgentName, ProjectName, TaskName};
+pub use ownership::Owner;
+pub use push::PushOutcome;
+pub use reconcile::{ReconcileAction, ReconcileReport};
+pub use recycle::{RecycleOptions, RecycleReport};
+
+/// berth's repositories in one state directory. Cheap to clone; holds no
+/// libgit2 handle.
+#[derive(Debug, Clone)]
+pub struct Worktrees {
+    layout: Layout,
+}
+
+impl Worktrees {
+    /// Opens (creating it if needed) the state directory `state_dir` — see
+    /// [`resolve_state_dir`] — and its top-level directories.
+    ///
+    /// Also turns off libgit2's repository owner check for this process (see
+    /// `ownership.rs` for why and how berth narrows it): call it before other
+    /// threads use git2.
+    pub fn open(state_dir: impl AsRef<Path>) -> Result<Worktrees> {
+        let op = Op::OpenState;
+        let dir = state_dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(error::io(op, dir))?;
+        let root = dir.canonicalize().map_err(error::io(op, dir))?;
+        for sub in ["forge", "agents", "worktrees", "projects", "locks"] {
+            let path = root.join(sub);
+            std::fs::create_dir_all(&path).map_err(error::io(op, &path))?;
+        }
+        ownership::allow_agent_owned_repositories();
+        Ok(Worktrees {
+            layout: Layout::new(root),
+        })
+    }
+
+    /// Where everything lives.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn handle_and_results_cross_threads() {
+        assert_send_sync::<Worktrees>();
+        assert_send_sync::<Error>();
+        assert_send_sync::<WorktreeInfo>();
+        assert_send_sync::<ReconcileReport>();
+    }
+}

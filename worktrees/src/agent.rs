@@ -1,0 +1,593 @@
+//! An agent's repository and worktree: provisioning, and opening them safely.
+//!
+//! Provisioning is idempotent because every `berth` process may retry any step:
+//! asking again for the same task returns the live worktree (never "already
+//! exists"), and whatever a crash left behind — a half-checked-out worktree, an
+//! admin directory whose worktree is gone — is removed by name and built again.
+//! "Live" is decided by berth's own record (`<agent>.worktree`, outside the
+//! agent's reach, written last), not by anything inside the agent's directories.
+//!
+//! The agent repository is created complete (alternates included) under a
+//! temporary name and renamed into place. Its base ref `refs/remotes/forge/<base>`
+//! is refreshed from the forge on every provisioning; since the repository
+//! borrows the forge's objects there is nothing to transfer, only a ref to
+//! write (a libgit2 fetch would also read the agent's `url.*.insteadOf`).
+//!
+//! Opening: the agent can rewrite anything in its repository and worktree,
+//! including the worktree's `.git` file and the admin directory's `gitdir`
+//! file. `git_repository_open_from_worktree` follows both, so berth does not use
+//! it: it opens the admin directory itself as a bare repository and sets the
+//! working directory to the [`Layout`] path. The two files libgit2 still reads
+//! to find the object store (`commondir`, `objects/info/alternates`) are
+//! checked against what berth wrote first.
+
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags, WorktreeAddOptions};
+
+use crate::Worktrees;
+use crate::confined::{self, Kind};
+use crate::error::{self, Error, Op, Result};
+use crate::forge::{base_branch, open_forge, ref_tip};
+use crate::layout::Layout;
+use crate::lock::RepoLock;
+use crate::names::{AgentName, ProjectName, TaskName, agent_branch};
+use crate::ownership::{Owner, current_uid};
+
+/// The reason written into the worktree's `locked` file: `git worktree prune`
+/// run inside a container (where the worktree's host path is invisible) would
+/// otherwise delete its admin directory.
+const LOCK_REASON: &str = "berth: live until its task's gate resolves";
+
+/// A provisioned worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeInfo {
+    /// The worktree directory (`<state>/worktrees/<project>/<agent>`).
+    pub path: PathBuf,
+    /// The agent's repository (mount it at this same path in a container).
+    pub agent_repo: PathBuf,
+    /// The forge's object directory the repository borrows (mount read-only).
+    pub forge_objects: PathBuf,
+    /// The branch checked out, `agent/<agent>/<task>`.
+    pub branch: String,
+    /// The project's base branch it started from.
+    pub base_branch: String,
+    /// The branch's tip.
+    pub head: Oid,
+    /// Whether this call created the worktree (false: it was live already).
+    pub created: bool,
+}
+
+impl Worktrees {
+    /// Returns the agent's live worktree for `task`, creating its repository
+    /// and worktree first when needed.
+    ///
+    /// The branch `agent/<agent>/<task>` starts from the agent repository's
+    /// branch if it has one, else from the forge's branch of that name (work
+    /// pushed before), else from the base branch. With `owner`, the repository
+    /// and the worktree are chowned to it (mounted mode); later host-side writes
+    /// keep that owner. Fails with [`Error::AgentBusy`] when the agent has a
+    /// live worktree for another task.
+    pub fn provision(
+        &self,
+        project: &ProjectName,
+        agent: &AgentName,
+        task: &TaskName,
+        owner: Option<Owner>,
+    ) -> Result<WorktreeInfo> {
+        let op = Op::Provision;
+        let layout = &self.layout;
+        let branch = agent_branch(agent, task);
+        let refname = format!("refs/heads/{branch}");
+        let _lock = RepoLock::acquire(&layout.agent_lock(project, agent))?;
+
+        let forge = open_forge(layout, project, op)?;
+        let (base, base_tip) = base_branch(&forge, op)?;
+        let agents_dir = layout.agents_dir(project);
+        let worktrees_dir = layout.worktrees_dir(project);
+        for dir in [&agents_dir, &worktrees_dir] {
+            std::fs::create_dir_all(dir).map_err(error::io(op, dir))?;
+        }
+
+        let repo_path = layout.agent_repo(project, agent);
+        let repo_rel = PathBuf::from(Layout::agent_repo_name(agent));
+        if confined::kind(&agents_dir, &repo_rel)
+            .map_err(error::io(op, &repo_path))?
+            .is_none()
+        {
+            init_agent_repo(layout, project, agent, &base)?;
+        }
+        check_agent_repo(layout, project, agent, op)?;
+        let repo = Repository::open_bare(&repo_path).map_err(error::git(op, &repo_path, None))?;
+        let owner = match owner {
+            Some(o) => Some(o),
+            None => foreign_owner(&repo_path, op)?,
+        };
+
+        // Refresh the agent's view of the base branch. The objects are already
+        // there through alternates.
+        let base_mirror = format!("refs/remotes/forge/{base}");
+        repo.reference(&base_mirror, base_tip, true, "berth: refresh from forge")
+            .map_err(error::git(op, &repo_path, Some(&base_mirror)))?;
+
+        let worktree = layout.worktree(project, agent);
+        let admin = layout.worktree_admin(project, agent);
+        let record = read_record(layout, project, agent, op)?;
+        let worktree_kind = confined::kind(&worktrees_dir, Path::new(agent.as_str()))
+            .map_err(error::io(op, &worktree))?;
+        if let Some(live_branch) = record.as_deref() {
+            if worktree_kind == Some(Kind::Dir) && admin_present(layout, project, agent, op)? {
+                if live_branch != branch {
+                    return Err(Error::AgentBusy {
+                        project: project.to_string(),
+                        agent: agent.to_string(),
+                        worktree,
+                        live_branch: live_branch.to_owned(),
+                        requested_branch: branch,
+                    });
+                }
+                // Live: make sure it is still locked (the agent may have
+                // unlocked it) and owned as asked.
+                let wt = repo
+                    .find_worktree(agent.as_str())
+                    .map_err(error::git(op, &admin, None))?;
+                if !matches!(
+                    wt.is_locked().map_err(error::git(op, &admin, None))?,
+                    git2::WorktreeLockStatus::Locked(_)
+                ) {
+                    wt.lock(Some(LOCK_REASON))
+                        .map_err(error::git(op, &admin, None))?;
+                }
+                let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
+                    op,
+                    repo: repo_path.clone(),
+                    branch: branch.clone(),
+                })?;
+                drop(repo);
+                if let Some(owner) = owner {
+                    chown_agent(layout, project, agent, owner, true, op)?;
+                }
+                return Ok(WorktreeInfo {
+                    path: worktree,
+                    agent_repo: repo_path,
+                    forge_objects: layout.forge_objects(project),
+                    branch,
+                    base_branch: base,
+                    head,
+                    created: false,
+                });
+            }
+        }
+
+        // Not live: whatever is there is a leftover of a crash or of a
+        // worktree whose directory was deleted. Remove it by name.
+        remove_record(layout, project, agent, op)?;
+        if confined::remove(&worktrees_dir, Path::new(agent.as_str()))
+            .map_err(error::io(op, &worktree))?
+        {
+            tracing::warn!(worktree = %worktree.display(), "removed a half-created worktree");
+        }
+        let admin_rel = admin_rel(agent);
+        if confined::remove(&agents_dir, &admin_rel).map_err(error::io(op, &admin))? {
+            tracing::warn!(admin = %admin.display(), "removed a stale worktree admin directory");
+        }
+
+        // Refuses a `worktrees` directory that is a symlink.
+        admin_present(layout, project, agent, op)?;
+        let head = match ref_tip(&repo, &refname, op)? {
+            Some(tip) => tip,
+            None => {
+                let start = ref_tip(&forge, &refname, op)?.unwrap_or(base_tip);
+                repo.reference(&refname, start, false, "berth: branch for task")
+                    .map_err(error::git(op, &repo_path, Some(&refname)))?;
+                start
+            }
+        };
+        let branch_ref =
+            repo.find_reference(&refname)
+                .map_err(error::git(op, &repo_path, Some(&refname)))?;
+        let mut opts = WorktreeAddOptions::new();
+        opts.reference(Some(&branch_ref));
+        let wt = repo
+            .worktree(agent.as_str(), &worktree, Some(&opts))
+            .map_err(error::git(op, &repo_path, Some(&refname)))?;
+        wt.lock(Some(LOCK_REASON))
+            .map_err(error::git(op, &admin, None))?;
+        drop(wt);
+        drop(branch_ref);
+        drop(repo);
+
+        if let Some(owner) = owner {
+            chown_agent(layout, project, agent, owner, true, op)?;
+        }
+        write_record(layout, project, agent, &branch, op)?;
+        tracing::info!(project = %project, agent = %agent, branch = %branch, "worktree provisioned");
+        Ok(WorktreeInfo {
+            path: worktree,
+            agent_repo: repo_path,
+            forge_objects: layout.forge_objects(project),
+            branch,
+            base_branch: base,
+            head,
+            created: true,
+        })
+    }
+}
+
+/// `<agent>.git/worktrees/<agent>`, relative to the project's agents directory.
+pub(crate) fn admin_rel(agent: &AgentName) -> PathBuf {
+    Path::new(&Layout::agent_repo_name(agent))
+        .join("worktrees")
+        .join(agent.as_str())
+}
+
+/// Creates the agent repository under a temporary name, complete with its
+/// alternates, and renames it into place.
+fn init_agent_repo(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    base: &str,
+) -> Result<()> {
+    let op = Op::Provision;
+    let agents_dir = layout.agents_dir(project);
+    let staging_name = format!(".init-{agent}.git");
+    let staging = agents_dir.join(&staging_name);
+    confined::remove(&agents_dir, Path::new(&staging_name)).map_err(error::io(op, &staging))?;
+    let repo = Repository::init_opts(
+        &staging,
+        RepositoryInitOptions::new()
+            .bare(true)
+            .no_reinit(true)
+            .mkdir(true)
+            .mkpath(false)
+            .initial_head(base),
+    )
+    .map_err(error::git(op, &staging, None))?;
+    drop(repo);
+    let alternates = staging.join("objects/info/alternates");
+    std::fs::write(&alternates, alternates_content(layout, project))
+        .map_err(error::io(op, &alternates))?;
+    let path = layout.agent_repo(project, agent);
+    std::fs::rename(&staging, &path).map_err(error::io(op, &path))?;
+    Ok(())
+}
+
+fn alternates_content(layout: &Layout, project: &ProjectName) -> String {
+    format!("{}\n", layout.forge_objects(project).display())
+}
+
+/// Reads a small file berth wrote in an agent directory without following a
+/// symlink, for comparison only.
+fn read_small(path: &Path) -> std::io::Result<String> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)?;
+    let mut buf = Vec::new();
+    file.by_ref().take(4096).read_to_end(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn shown(found: &str) -> String {
+    let mut s: String = found.chars().take(120).collect();
+    if found.chars().count() > 120 {
+        s.push('…');
+    }
+    format!("{s:?}")
+}
+
+fn tampered(op: Op, path: PathBuf, expected: impl Into<String>, found: impl Into<String>) -> Error {
+    Error::Tampered {
+        op,
+        path,
+        expected: expected.into(),
+        found: found.into(),
+    }
+}
+
+fn expect_kind(agents_dir: &Path, rel: &Path, want: Kind, op: Op) -> Result<()> {
+    let path = agents_dir.join(rel);
+    match confined::kind(agents_dir, rel).map_err(error::io(op, &path))? {
+        Some(k) if k == want => Ok(()),
+        found => Err(tampered(
+            op,
+            path,
+            format!("a {}", kind_name(Some(want))),
+            kind_name(found),
+        )),
+    }
+}
+
+fn kind_name(kind: Option<Kind>) -> &'static str {
+    match kind {
+        Some(Kind::Dir) => "directory",
+        Some(Kind::File) => "regular file",
+        Some(Kind::Symlink) => "symlink",
+        Some(Kind::Other) => "special file",
+        None => "nothing",
+    }
+}
+
+/// Checks the parts of the agent repository through which libgit2 would find
+/// other repositories: no symlinked top-level directories, no `commondir`
+/// redirect, alternates naming exactly the forge's objects.
+pub(crate) fn check_agent_repo(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    op: Op,
+) -> Result<()> {
+    let agents_dir = layout.agents_dir(project);
+    let repo = PathBuf::from(Layout::agent_repo_name(agent));
+    let repo_path = agents_dir.join(&repo);
+    match confined::kind(&agents_dir, &repo).map_err(error::io(op, &repo_path))? {
+        None => {
+            return Err(Error::Missing {
+                op,
+                what: "agent repository",
+                path: repo_path,
+                hint: "provision the agent first",
+            });
+        }
+        Some(Kind::Dir) => {}
+        found => return Err(tampered(op, repo_path, "a directory", kind_name(found))),
+    }
+    for dir in ["objects", "objects/info", "refs"] {
+        expect_kind(&agents_dir, &repo.join(dir), Kind::Dir, op)?;
+    }
+    let commondir = repo.join("commondir");
+    if let Some(found) =
+        confined::kind(&agents_dir, &commondir).map_err(error::io(op, &repo_path))?
+    {
+        return Err(tampered(
+            op,
+            agents_dir.join(commondir),
+            "no commondir file",
+            kind_name(Some(found)),
+        ));
+    }
+    let alternates_rel = repo.join("objects/info/alternates");
+    expect_kind(&agents_dir, &alternates_rel, Kind::File, op)?;
+    let alternates = agents_dir.join(&alternates_rel);
+    let want = alternates_content(layout, project);
+    let found = read_small(&alternates).map_err(error::io(op, &alternates))?;
+    if found != want {
+        return Err(tampered(op, alternates, shown(&want), shown(&found)));
+    }
+    Ok(())
+}
+
+/// Whether the worktree's admin directory is there (a real directory under a
+/// real `worktrees` directory).
+fn admin_present(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    op: Op,
+) -> Result<bool> {
+    let agents_dir = layout.agents_dir(project);
+    let admin = admin_rel(agent);
+    let kind =
+        |rel: &Path| confined::kind(&agents_dir, rel).map_err(error::io(op, &agents_dir.join(rel)));
+    match kind(admin.parent().unwrap_or(&admin))? {
+        None => return Ok(false),
+        Some(Kind::Dir) => {}
+        found => {
+            return Err(tampered(
+                op,
+                agents_dir.join(admin.parent().unwrap_or(&admin)),
+                "a directory",
+                kind_name(found),
+            ));
+        }
+    }
+    match kind(&admin)? {
+        None => Ok(false),
+        Some(Kind::Dir) => Ok(true),
+        found => Err(tampered(
+            op,
+            agents_dir.join(&admin),
+            "a directory",
+            kind_name(found),
+        )),
+    }
+}
+
+/// Opens the agent's bare repository after [`check_agent_repo`].
+pub(crate) fn open_agent_repo(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    op: Op,
+) -> Result<Repository> {
+    check_agent_repo(layout, project, agent, op)?;
+    let path = layout.agent_repo(project, agent);
+    Repository::open_bare(&path).map_err(error::git(op, &path, None))
+}
+
+/// Opens the agent's worktree through its repository: the admin directory as
+/// the git directory, the [`Layout`] path as the working directory. Neither the
+/// worktree's `.git` file nor the admin `gitdir` file is read.
+pub(crate) fn open_worktree_repo(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    op: Op,
+) -> Result<Repository> {
+    check_agent_repo(layout, project, agent, op)?;
+    let agents_dir = layout.agents_dir(project);
+    let admin_path = layout.worktree_admin(project, agent);
+    let worktree = layout.worktree(project, agent);
+    let admin = admin_rel(agent);
+    let missing_worktree = || Error::Missing {
+        op,
+        what: "worktree directory",
+        path: worktree.clone(),
+        hint: "provision the agent again",
+    };
+    if confined::kind(&agents_dir, &admin)
+        .map_err(error::io(op, &admin_path))?
+        .is_none()
+    {
+        return Err(Error::Missing {
+            op,
+            what: "worktree admin directory",
+            path: admin_path,
+            hint: "provision the agent again",
+        });
+    }
+    expect_kind(&agents_dir, admin.parent().unwrap_or(&admin), Kind::Dir, op)?;
+    expect_kind(&agents_dir, &admin, Kind::Dir, op)?;
+    expect_kind(&agents_dir, &admin.join("HEAD"), Kind::File, op)?;
+    expect_kind(&agents_dir, &admin.join("commondir"), Kind::File, op)?;
+    let commondir_path = admin_path.join("commondir");
+    let found = read_small(&commondir_path).map_err(error::io(op, &commondir_path))?;
+    let repo_path = layout.agent_repo(project, agent);
+    if resolve_link(&admin_path, found.trim_end_matches(['\n', '\r'])) != repo_path {
+        return Err(tampered(
+            op,
+            commondir_path,
+            shown(&format!("{}/", repo_path.display())),
+            shown(&found),
+        ));
+    }
+    match confined::kind(&layout.worktrees_dir(project), Path::new(agent.as_str()))
+        .map_err(error::io(op, &worktree))?
+    {
+        Some(Kind::Dir) => {}
+        None => return Err(missing_worktree()),
+        found => {
+            return Err(tampered(
+                op,
+                worktree.clone(),
+                "a directory",
+                kind_name(found),
+            ));
+        }
+    }
+    let repo = Repository::open_ext(
+        &admin_path,
+        RepositoryOpenFlags::NO_SEARCH | RepositoryOpenFlags::BARE,
+        std::iter::empty::<&std::ffi::OsStr>(),
+    )
+    .map_err(error::git(op, &admin_path, None))?;
+    repo.set_workdir(&worktree, false)
+        .map_err(error::git(op, &worktree, None))?;
+    Ok(repo)
+}
+
+/// Resolves the content of a `commondir`-style file (absolute, or relative to
+/// `base`) lexically, without touching the filesystem.
+fn resolve_link(base: &Path, content: &str) -> PathBuf {
+    let joined = base.join(content);
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The uid:gid owning the agent repository when it is not this process's uid
+/// (it was provisioned for a container): host-side writes must keep it.
+pub(crate) fn foreign_owner(repo_path: &Path, op: Op) -> Result<Option<Owner>> {
+    let owner = Owner::of(repo_path).map_err(error::io(op, repo_path))?;
+    Ok((owner.uid != current_uid()).then_some(owner))
+}
+
+/// Gives the agent's repository (and, with `worktree`, its worktree) to `owner`.
+pub(crate) fn chown_agent(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    owner: Owner,
+    worktree: bool,
+    op: Op,
+) -> Result<()> {
+    let agents_dir = layout.agents_dir(project);
+    confined::chown_tree(
+        &agents_dir,
+        Path::new(&Layout::agent_repo_name(agent)),
+        owner.uid,
+        owner.gid,
+    )
+    .map_err(error::io(op, &layout.agent_repo(project, agent)))?;
+    if worktree {
+        confined::chown_tree(
+            &layout.worktrees_dir(project),
+            Path::new(agent.as_str()),
+            owner.uid,
+            owner.gid,
+        )
+        .map_err(error::io(op, &layout.worktree(project, agent)))?;
+    }
+    Ok(())
+}
+
+/// Keeps files berth just wrote into the agent repository owned by the
+/// repository's owner (mounted mode).
+pub(crate) fn restore_owner(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    op: Op,
+) -> Result<()> {
+    let repo_path = layout.agent_repo(project, agent);
+    if let Some(owner) = foreign_owner(&repo_path, op)? {
+        chown_agent(layout, project, agent, owner, false, op)?;
+    }
+    Ok(())
+}
+
+/// The branch in berth's record of the agent's live worktree.
+pub(crate) fn read_record(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    op: Op,
+) -> Result<Option<String>> {
+    let path = layout.worktree_record(project, agent);
+    match std::fs::read_to_string(&path) {
+        Ok(s) => Ok(Some(s.trim_end().to_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(error::io(op, &path)(e)),
+    }
+}
+
+fn write_record(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    branch: &str,
+    op: Op,
+) -> Result<()> {
+    let path = layout.worktree_record(project, agent);
+    let tmp = layout
+        .agents_dir(project)
+        .join(format!(".{agent}.worktree.tmp"));
+    std::fs::write(&tmp, format!("{branch}\n")).map_err(error::io(op, &tmp))?;
+    std::fs::rename(&tmp, &path).map_err(error::io(op, &path))
+}
+
+pub(crate) fn remove_record(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    op: Op,
+) -> Result<bool> {
+    let path = layout.worktree_record(project, agent);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(error::io(op, &path)(e)),
+    }
+}

@@ -1,0 +1,177 @@
+//! Committing an agent's worktree on its behalf.
+//!
+//! Like `git add -A && git commit`, but with git2 (no hooks, no fsmonitor, no
+//! filters run from the agent's configuration), under the agent's identity,
+//! and idempotent by action id: a retried action finds the commit it made
+//! earlier on the branch through its `Berth-Action:` trailer instead of making a
+//! second one (the engine may retry a step after a crash).
+
+use git2::{IndexAddOption, Oid, Repository, Sort};
+
+use crate::Worktrees;
+use crate::agent::{open_worktree_repo, restore_owner};
+use crate::error::{self, Error, Op, Result};
+pub use crate::identity::ACTION_TRAILER;
+use crate::identity::{Identity, action_trailers, check_action_id, compose_message};
+use crate::lock::RepoLock;
+use crate::names::{AgentName, ProjectName, agent_ref_prefix};
+
+/// How far back on the agent's branch a retried action is looked for.
+const ACTION_SEARCH_LIMIT: usize = 10_000;
+
+/// A commit to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitRequest {
+    /// The message (cleaned up like git does; the trailers are added).
+    pub message: String,
+    /// The id of the action, written as the `Berth-Action:` trailer.
+    pub action_id: String,
+    /// Author and committer; `None` is the agent's default identity.
+    pub identity: Option<Identity>,
+    /// The person the agent works for, as a `Co-authored-by:` trailer.
+    pub co_author: Option<Identity>,
+}
+
+/// What `commit` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitOutcome {
+    /// The commit (the new one, or the one the action made before).
+    pub oid: Oid,
+    /// The branch it is on (short name).
+    pub branch: String,
+    /// False when the action had already committed.
+    pub created: bool,
+}
+
+impl Worktrees {
+    /// Stages every change in the agent's worktree (additions, modifications,
+    /// deletions; `.gitignore` honoured) and commits it on the worktree's
+    /// branch, which must be one of the agent's (`agent/<agent>/…`).
+    ///
+    /// Returns the earlier commit with `created: false` when this action id
+    /// already committed on the branch; fails with [`Error::NothingToCommit`]
+    /// when there is nothing to commit.
+    pub fn commit(
+        &self,
+        project: &ProjectName,
+        agent: &AgentName,
+        request: &CommitRequest,
+    ) -> Result<CommitOutcome> {
+        let op = Op::Commit;
+        check_action_id(&request.action_id)?;
+        let message = compose_message(
+            &request.message,
+            request.co_author.as_ref(),
+            &request.action_id,
+        )?;
+        let identity = request
+            .identity
+            .clone()
+            .unwrap_or_else(|| Identity::for_agent(agent));
+        let signature = identity.signature(op)?;
+
+        let _lock = RepoLock::acquire(&self.layout.agent_lock(project, agent))?;
+        let repo = open_worktree_repo(&self.layout, project, agent, op)?;
+        let worktree = self.layout.worktree(project, agent);
+        let refname = checked_out_branch(&repo, agent, op)?;
+        let branch = refname.trim_start_matches("refs/heads/").to_owned();
+        let git = |r: Option<&str>| error::git(op, repo.path(), r);
+        let tip = repo.refname_to_id(&refname).map_err(git(Some(&refname)))?;
+
+        if let Some(oid) = find_action(&repo, tip, &request.action_id)? {
+            tracing::info!(%oid, action = %request.action_id, "action already committed");
+            return Ok(CommitOutcome {
+                oid,
+                branch,
+                created: false,
+            });
+        }
+
+        let mut index = repo.index().map_err(git(None))?;
+        index
+            .update_all(std::iter::empty::<&str>(), None)
+            .map_err(git(None))?;
+        index
+            .add_all(std::iter::empty::<&str>(), IndexAddOption::DEFAULT, None)
+            .map_err(git(None))?;
+        index.write().map_err(git(None))?;
+        let tree_id = index.write_tree().map_err(git(None))?;
+        let parent = repo.find_commit(tip).map_err(git(Some(&refname)))?;
+        if parent.tree_id() == tree_id {
+            return Err(Error::NothingToCommit { worktree, branch });
+        }
+        let tree = repo.find_tree(tree_id).map_err(git(None))?;
+        // Updating the ref checks that it is still at `tip` (an agent's own
+        // commit in between fails this instead of being lost).
+        let oid = repo
+            .commit(
+                Some(&refname),
+                &signature,
+                &signature,
+                &message,
+                &tree,
+                &[&parent],
+            )
+            .map_err(git(Some(&refname)))?;
+        drop((tree, parent, index));
+        drop(repo);
+        restore_owner(&self.layout, project, agent, op)?;
+        tracing::info!(%oid, branch = %branch, action = %request.action_id, "committed");
+        Ok(CommitOutcome {
+            oid,
+            branch,
+            created: true,
+        })
+    }
+}
+
+/// The branch the worktree's HEAD is on; it must be the agent's.
+fn checked_out_branch(repo: &Repository, agent: &AgentName, op: Op) -> Result<String> {
+    let prefix = agent_ref_prefix(agent);
+    let head = repo
+        .find_reference("HEAD")
+        .map_err(error::git(op, repo.path(), Some("HEAD")))?;
+    match head.symbolic_target().ok().flatten() {
+        Some(target) if target.starts_with(&prefix) => Ok(target.to_owned()),
+        target => Err(Error::RefNotAllowed {
+            op,
+            agent: agent.to_string(),
+            refname: target.map_or_else(
+                || {
+                    format!(
+                        "HEAD (detached at {})",
+                        head.target().map(|o| o.to_string()).unwrap_or_default()
+                    )
+                },
+                |t| format!("HEAD -> {t}"),
+            ),
+            allowed_prefix: prefix,
+        }),
+    }
+}
+
+/// The commit on the branch (before `tip`, back to the base) that carries
+/// `action_id`, if any.
+fn find_action(repo: &Repository, tip: Oid, action_id: &str) -> Result<Option<Oid>> {
+    let op = Op::Commit;
+    let git = |e| error::git(op, repo.path(), None)(e);
+    let mut walk = repo.revwalk().map_err(git)?;
+    walk.set_sorting(Sort::TOPOLOGICAL).map_err(git)?;
+    walk.push(tip).map_err(git)?;
+    // Commits of the base are not the agent's; stop there.
+    for r in repo.references_glob("refs/remotes/forge/*").map_err(git)? {
+        if let Some(oid) = r.ok().and_then(|r| r.target()) {
+            // A base the agent rewrote may not resolve; it only bounds the walk.
+            let _ = walk.hide(oid);
+        }
+    }
+    for oid in walk.take(ACTION_SEARCH_LIMIT) {
+        let oid = oid.map_err(git)?;
+        let commit = repo.find_commit(oid).map_err(git)?;
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        if action_trailers(&message).any(|v| v == action_id) {
+            return Ok(Some(oid));
+        }
+    }
+    Ok(None)
+}

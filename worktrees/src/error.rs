@@ -1,0 +1,350 @@
+//! One error type for the crate.
+//!
+//! Every variant names the operation that failed and the repository or path it
+//! was working on, and carries libgit2's own message when libgit2 failed, so a
+//! diagnostic is never empty (ADR 0048: a failed action with `{"", 2}` cost a
+//! task its commit). Variants a caller acts on (a non-fast-forward push, a merge
+//! conflict, a dirty worktree, an agent that is busy) are their own variants with
+//! the data needed to act, not strings.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use git2::Oid;
+
+/// What the crate was doing when an error happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Finding the state directory.
+    ResolveStateDir,
+    /// Preparing the state directory.
+    OpenState,
+    /// Importing a project into the forge.
+    ImportProject,
+    /// Reading the projects in the forge.
+    ListProjects,
+    /// Creating (or returning) an agent's repository and worktree.
+    Provision,
+    /// Committing an agent's worktree.
+    Commit,
+    /// Pushing an agent's branch to the forge.
+    Push,
+    /// Checking that the forge holds a commit.
+    ForgeHas,
+    /// Merging a forge branch into another.
+    Merge,
+    /// Computing the changes of a branch against its base.
+    DiffStat,
+    /// Removing an agent's worktree.
+    Recycle,
+    /// Repairing the state directory after a crash.
+    Reconcile,
+    /// Taking a repository's writer lock.
+    Lock,
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::ResolveStateDir => "resolve state directory",
+            Op::OpenState => "open state directory",
+            Op::ImportProject => "import project",
+            Op::ListProjects => "list projects",
+            Op::Provision => "provision",
+            Op::Commit => "commit",
+            Op::Push => "push",
+            Op::ForgeHas => "check forge",
+            Op::Merge => "merge",
+            Op::DiffStat => "diff stat",
+            Op::Recycle => "recycle",
+            Op::Reconcile => "reconcile",
+            Op::Lock => "lock",
+        })
+    }
+}
+
+/// Which kind of name failed validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameKind {
+    /// A project name (a path component of the forge and config directory).
+    Project,
+    /// An agent name (a path component and a ref component).
+    Agent,
+    /// A task name (a ref component).
+    Task,
+    /// A branch name given by a caller.
+    Branch,
+}
+
+impl fmt::Display for NameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NameKind::Project => "project",
+            NameKind::Agent => "agent",
+            NameKind::Task => "task",
+            NameKind::Branch => "branch",
+        })
+    }
+}
+
+/// Every failure of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A project, agent, task or branch name that cannot be used.
+    #[error("invalid {kind} name {name:?}: {reason}")]
+    InvalidName {
+        /// What the name was for.
+        kind: NameKind,
+        /// The rejected name.
+        name: String,
+        /// Why, and what is allowed.
+        reason: String,
+    },
+
+    /// A field of a request that cannot be used (identity, message, action id).
+    #[error("{op}: invalid {field} {value:?}: {reason}")]
+    InvalidInput {
+        /// The operation.
+        op: Op,
+        /// Which field.
+        field: &'static str,
+        /// The rejected value.
+        value: String,
+        /// Why, and what is allowed.
+        reason: String,
+    },
+
+    /// No state directory could be determined.
+    #[error("{op}: {reason}")]
+    StateDir {
+        /// The operation.
+        op: Op,
+        /// What was missing and what to set.
+        reason: String,
+    },
+
+    /// A directory, repository or file berth needs does not exist.
+    #[error("{op}: {what} {} is missing; {hint}", path.display())]
+    Missing {
+        /// The operation.
+        op: Op,
+        /// What the path should have been ("forge repository", "worktree directory").
+        what: &'static str,
+        /// The missing path.
+        path: PathBuf,
+        /// What to do about it.
+        hint: &'static str,
+    },
+
+    /// A path given as a source repository is not one.
+    #[error("{op}: {} is not a git repository: {message}", path.display())]
+    NotARepository {
+        /// The operation.
+        op: Op,
+        /// The path.
+        path: PathBuf,
+        /// libgit2's message.
+        message: String,
+    },
+
+    /// libgit2 failed.
+    #[error("{op} in {}{}: {source}", repo.display(), RefSuffix(refname.as_deref()))]
+    Git {
+        /// The operation.
+        op: Op,
+        /// The repository being worked on.
+        repo: PathBuf,
+        /// The ref involved, when there is one.
+        refname: Option<String>,
+        /// libgit2's error (message, class and code).
+        #[source]
+        source: git2::Error,
+    },
+
+    /// A filesystem call failed.
+    #[error("{op}: {}: {source}", path.display())]
+    Io {
+        /// The operation.
+        op: Op,
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// `import` was asked for a project name that is taken.
+    #[error("import project: project {name:?} already exists at {}; choose another name", forge.display())]
+    ProjectExists {
+        /// The project name.
+        name: String,
+        /// The existing forge repository.
+        forge: PathBuf,
+    },
+
+    /// A branch the operation needs does not exist.
+    #[error("{op}: branch {branch:?} does not exist in {}", repo.display())]
+    UnknownBranch {
+        /// The operation.
+        op: Op,
+        /// The repository.
+        repo: PathBuf,
+        /// The branch (short name).
+        branch: String,
+    },
+
+    /// The import source has no branch checked out and no base was given.
+    #[error("import project: {} has no current branch (HEAD is {head}); pass the base branch explicitly", source_repo.display())]
+    NoBaseBranch {
+        /// The source repository.
+        source_repo: PathBuf,
+        /// What HEAD is instead.
+        head: String,
+    },
+
+    /// A path outside the state directory is owned by another user.
+    #[error("{op}: {} is owned by uid {owner}, not by uid {current} running berth; libgit2 (like git) refuses repositories of other users — chown it or import a copy", path.display())]
+    UntrustedOwner {
+        /// The operation.
+        op: Op,
+        /// The path.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// The effective uid of this process.
+        current: u32,
+    },
+
+    /// The agent already has a live worktree for another task.
+    #[error("provision: agent {agent:?} of project {project:?} already has a live worktree on {live_branch} at {}; recycle it before provisioning {requested_branch}", worktree.display())]
+    AgentBusy {
+        /// The project.
+        project: String,
+        /// The agent.
+        agent: String,
+        /// The worktree directory.
+        worktree: PathBuf,
+        /// The branch it is on.
+        live_branch: String,
+        /// The branch that was asked for.
+        requested_branch: String,
+    },
+
+    /// `commit` found nothing to commit.
+    #[error("commit: nothing to commit in {} on {branch}: the worktree matches its last commit", worktree.display())]
+    NothingToCommit {
+        /// The worktree directory.
+        worktree: PathBuf,
+        /// The branch.
+        branch: String,
+    },
+
+    /// A ref outside the agent's own namespace.
+    #[error(
+        "{op}: {refname} is not a branch of agent {agent:?}; only {allowed_prefix}* is allowed"
+    )]
+    RefNotAllowed {
+        /// The operation.
+        op: Op,
+        /// The agent.
+        agent: String,
+        /// The ref that was refused (or HEAD's target).
+        refname: String,
+        /// The prefix the agent may use.
+        allowed_prefix: String,
+    },
+
+    /// A push that would not be a fast-forward.
+    #[error("push: {refname} rejected by {}: not a fast-forward (the forge has {forge_oid}, the agent has {local_oid} which does not contain it); berth never force-pushes — rebase onto the forge's branch or push to a new branch", forge.display())]
+    NonFastForward {
+        /// The ref.
+        refname: String,
+        /// The forge repository.
+        forge: PathBuf,
+        /// What the forge has.
+        forge_oid: Oid,
+        /// What the agent tried to push.
+        local_oid: Oid,
+    },
+
+    /// A merge with conflicts; the forge is unchanged.
+    #[error("merge: {source_branch} into {target_branch} in {} conflicts in {}: {}; the forge is unchanged", forge.display(), plural(paths.len(), "path"), paths.join(", "))]
+    MergeConflict {
+        /// The forge repository.
+        forge: PathBuf,
+        /// The branch being merged.
+        source_branch: String,
+        /// The branch merged into.
+        target_branch: String,
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
+
+    /// A worktree with uncommitted changes that was not force-recycled.
+    #[error("recycle: worktree {} has uncommitted changes: {}; commit them or recycle with force", worktree.display(), changes.join(", "))]
+    DirtyWorktree {
+        /// The worktree directory.
+        worktree: PathBuf,
+        /// The changed paths (at most a few dozen).
+        changes: Vec<String>,
+    },
+
+    /// Berth's own structure inside an agent repository was changed by the agent.
+    #[error("{op}: {} was changed from inside the berth (expected {expected}, found {found}); berth will not operate on it — recycle the agent with force and remove its repository, then provision again", path.display())]
+    Tampered {
+        /// The operation.
+        op: Op,
+        /// The path.
+        path: PathBuf,
+        /// What berth wrote.
+        expected: String,
+        /// What is there now.
+        found: String,
+    },
+}
+
+/// Shorthand for this crate's results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+struct RefSuffix<'a>(Option<&'a str>);
+
+impl fmt::Display for RefSuffix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, " ({name})"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// Builds `Error::Git` from a libgit2 error, keeping the context.
+pub(crate) fn git(
+    op: Op,
+    repo: &Path,
+    refname: Option<&str>,
+) -> impl FnOnce(git2::Error) -> Error + use<> {
+    let repo = repo.to_path_buf();
+    let refname = refname.map(str::to_owned);
+    move |source| Error::Git {
+        op,
+        repo,
+        refname,
+        source,
+    }
+}
+
+/// Builds `Error::Io`, naming a missing path as missing.
+pub(crate) fn io(op: Op, path: &Path) -> impl FnOnce(io::Error) -> Error + use<> {
+    let path = path.to_path_buf();
+    move |source| Error::Io { op, path, source }
+}
