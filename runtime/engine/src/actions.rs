@@ -171,6 +171,7 @@ pub enum ActionResult {
         command: String,
         host_command: String,
         cwd: String,
+        host_cwd: String,
         exit_code: i32,
         timed_out: bool,
         stdout: String,
@@ -245,6 +246,7 @@ impl ActionResult {
                 command,
                 host_command,
                 cwd,
+                host_cwd,
                 exit_code,
                 timed_out,
                 stdout,
@@ -252,7 +254,7 @@ impl ActionResult {
                 duration_ms,
                 ..
             } => serde_json::json!({
-                "command": command, "host_command": host_command, "cwd": cwd,
+                "command": command, "host_command": host_command, "cwd": cwd, "host_cwd": host_cwd,
                 "exit_code": exit_code, "timed_out": timed_out, "duration_ms": duration_ms,
                 "stdout_bytes": stdout.len(), "stderr_bytes": stderr.len(),
             }),
@@ -499,10 +501,10 @@ impl Engine {
     /// Proposes an action. See the module docs.
     pub async fn propose(&self, proposal: Proposal, sink: Option<OutputSink>) -> Result<Proposed> {
         let agent = self.agent(&proposal.agent).await?;
-        if let Some(key) = &proposal.idempotency_key {
-            if let Some(existing) = self.action_by_key(key).await? {
-                return replay(existing, &proposal);
-            }
+        if let Some(key) = &proposal.idempotency_key
+            && let Some(existing) = self.action_by_key(key).await?
+        {
+            return replay(existing, &proposal);
         }
         let project = self.load_project(&agent.project).await?;
         let sandbox = self
@@ -610,7 +612,7 @@ impl Engine {
                 })),
         )
         .await?;
-        if status == ActionStatus::Pending {
+        if status == ActionStatus::Pending && crate::gate::is_chain(proposal.action.kind()) {
             self.note_awaiting(&mut tx, &agent, proposal.task.as_deref(), &id)
                 .await?;
         }
@@ -685,7 +687,7 @@ impl Engine {
                 .payload(serde_json::json!({ "always": always, "rules": rules })),
         )
         .await?;
-        if let Some(task) = &record.task {
+        if let (Some(task), true) = (&record.task, crate::gate::is_chain(record.action.kind())) {
             resume_agent(&mut tx, &agent.name, task).await?;
         }
         tx.commit()

@@ -32,6 +32,8 @@ pub struct BerthSpec {
     pub worktree: PathBuf,
     /// The agent's own repository on the host.
     pub agent_repo: PathBuf,
+    /// `HOME` for its commands, on the host (`<state>/homes/<project>/<agent>`).
+    pub home: PathBuf,
     pub config: ProjectConfig,
 }
 
@@ -91,12 +93,16 @@ pub fn runner_frame(config: &ProjectConfig) -> Frame {
     }
 }
 
-// TEMP until the runner lands.
-fn open_runner(_spec: &BerthSpec) -> Result<std::sync::Arc<dyn Sandbox>> {
-    Err(EngineError::ModeUnavailable {
-        mode: "runner",
-        why: "not merged yet".into(),
-    })
+fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
+    let mut config = berth_sandbox::RunnerConfig::new(&spec.worktree, &spec.home);
+    config.extra_roots = spec
+        .config
+        .scope
+        .extra_roots
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    Ok(Arc::new(berth_sandbox::Runner::new(config)?))
 }
 
 /// The judged paths of a decision that a host-side check must resolve: every
@@ -123,22 +129,7 @@ pub(crate) fn symlink_hold(
     decision: &Decision,
     cwd: &str,
 ) -> Option<String> {
-    if sandbox.kind() != berth_sandbox::SandboxKind::Runner {
-        return None;
-    }
-    let map = sandbox.path_map();
-    let mut roots: Vec<PathBuf> = Vec::new();
-    if let Some(root) = map.to_host(sandbox.frame().project_root()) {
-        roots.push(root);
-    }
-    if let Frame::Host { extra_roots, .. } = sandbox.frame() {
-        roots.extend(extra_roots.iter().map(PathBuf::from).filter(|p| p.is_dir()));
-    }
-    // TEMP until the runner lands.
-    let findings: Vec<String> = {
-        let _ = (roots, map, judged_paths(decision, cwd));
-        Vec::new()
-    };
+    let findings = sandbox.check_host_paths(&judged_paths(decision, cwd));
     if findings.is_empty() {
         None
     } else {
@@ -222,6 +213,12 @@ impl Engine {
             project: agent.project.clone(),
             mode,
             agent_repo: self.git().agent_repo(&agent.project, &agent.name),
+            home: self
+                .state
+                .root()
+                .join("homes")
+                .join(&agent.project)
+                .join(&agent.name),
             worktree,
             config: config.clone(),
         }
@@ -273,41 +270,48 @@ impl Engine {
             });
         }
         let loaded = self.load_project(project).await?;
-        let mode = mode.unwrap_or(loaded.config.sandbox.mode);
-        if let Some(current) = a.berth {
-            if current != mode {
-                return Err(EngineError::State(format!(
-                    "agent `{agent}` is already up in {} mode: run `berth down {agent} --keep-worktree` first",
-                    current.as_str()
-                )));
-            }
+        let mode = mode.or(a.berth).unwrap_or(loaded.config.sandbox.mode);
+        if let Some(current) = a.berth
+            && current != mode
+        {
+            return Err(EngineError::State(format!(
+                "agent `{agent}` is already up in {} mode: run `berth down {agent} --keep-worktree` first",
+                current.as_str()
+            )));
         }
         let branch = branch_for(&a.name, a.task.as_deref());
+        let system = Actor::system();
+        if let Some(old) = a.branch.as_deref().filter(|b| *b != branch) {
+            // A worktree on another branch: its scratch branch, now that it has
+            // a task (a task's worktree is only recycled when the task leaves).
+            if self.git().recycle(&loaded.project, &a.name).await? {
+                let mut tx = self.store.write("recycling a worktree").await?;
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::WORKTREE_RECYCLED, &system)
+                        .project(project)
+                        .agent(agent)
+                        .payload(serde_json::json!({ "worktree": a.worktree, "branch": old })),
+                )
+                .await?;
+                tx.commit()
+                    .await
+                    .map_err(EngineError::store("recycling a worktree"))?;
+            }
+        }
+        let home = self.state.root().join("homes").join(project).join(agent);
+        std::fs::create_dir_all(&home).map_err(EngineError::io("creating", &home))?;
         let provisioned = self
             .git()
-            .provision(&loaded.project, &a.name, &branch)
+            .provision(
+                &loaded.project,
+                &a.name,
+                &crate::git::task_part(a.task.as_deref()),
+            )
             .await?;
-        let spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
-        let opened = self.provider.open(&spec).await?;
-        self.sandboxes.put(
-            (a.name.clone(), provisioned.worktree.clone()),
-            opened.sandbox.clone(),
-        );
-
-        let system = Actor::system();
-        let mut tx = self.store.write("bringing a berth up").await?;
-        sqlx::query(
-            "UPDATE agents SET berth_mode = $1, worktree = $2, branch = $3, updated_at = $4 WHERE name = $5",
-        )
-        .bind(mode.as_str())
-        .bind(provisioned.worktree.display().to_string())
-        .bind(&branch)
-        .bind(now_ms())
-        .bind(agent)
-        .execute(&mut *tx)
-        .await
-        .map_err(EngineError::store("bringing a berth up"))?;
         if provisioned.created {
+            // Logged at once: a sandbox that fails to open must not hide it.
+            let mut tx = self.store.write("recording a worktree").await?;
             emit(
                 &mut tx,
                 NewEvent::new(kind::WORKTREE_CREATED, &system)
@@ -316,12 +320,34 @@ impl Engine {
                     .task(a.task.as_deref())
                     .payload(serde_json::json!({
                         "worktree": provisioned.worktree,
-                        "branch": branch,
+                        "branch": provisioned.branch,
                         "base": provisioned.base,
                     })),
             )
             .await?;
+            tx.commit()
+                .await
+                .map_err(EngineError::store("recording a worktree"))?;
         }
+        let spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
+        let opened = self.provider.open(&spec).await?;
+        self.sandboxes.put(
+            (a.name.clone(), provisioned.worktree.clone()),
+            opened.sandbox.clone(),
+        );
+
+        let mut tx = self.store.write("bringing a berth up").await?;
+        sqlx::query(
+            "UPDATE agents SET berth_mode = $1, worktree = $2, branch = $3, updated_at = $4 WHERE name = $5",
+        )
+        .bind(mode.as_str())
+        .bind(provisioned.worktree.display().to_string())
+        .bind(&provisioned.branch)
+        .bind(now_ms())
+        .bind(agent)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("bringing a berth up"))?;
         if let Some(container) = &opened.created_container {
             emit(
                 &mut tx,

@@ -112,8 +112,8 @@ pub enum EngineError {
     #[error("{0}")]
     Sandbox(#[from] berth_sandbox::SandboxError),
 
-    #[error("{op}: {message}")]
-    Git { op: &'static str, message: String },
+    #[error("{0}")]
+    Worktrees(#[from] berth_worktrees::Error),
 
     #[error("{0}")]
     State(String),

@@ -121,9 +121,6 @@ impl Engine {
             .cwd
             .clone()
             .unwrap_or_else(|| sb.frame().project_root().to_string());
-        // The sandbox translates frame paths itself; this is the host form
-        // for the log, so both forms are on record.
-        let host_command = sb.path_map().translate_command(command);
         let mut req = ExecRequest::shell(command);
         req.cwd = cwd.clone();
         req.timeout = Duration::from_secs(
@@ -133,12 +130,21 @@ impl Engine {
                 .unwrap_or(config.sandbox.timeout_secs),
         );
         req.output_cap = config.sandbox.output_cap_bytes;
+        // The sandbox translates frame paths itself (after the decision); this
+        // is its host form, so both forms go on record.
+        let prepared = sb.prepare(&req)?;
+        let host_command = match &prepared.program {
+            berth_sandbox::Program::Shell(line) => line.clone(),
+            berth_sandbox::Program::Argv(argv) => argv.join(" "),
+        };
+        let host_cwd = prepared.cwd.display().to_string();
         let out = sb.exec(req, sink).await?;
         let exit_code = out.status.code();
         let result = ActionResult::Terminal {
             command: command.to_string(),
             host_command,
             cwd,
+            host_cwd,
             exit_code,
             timed_out: out.timed_out,
             stdout: String::from_utf8_lossy(&out.stdout.bytes).into_owned(),

@@ -25,7 +25,7 @@ pub(crate) struct AfterSettle {
     recycle: Option<(String, String)>,
 }
 
-fn is_chain(kind: &str) -> bool {
+pub(crate) fn is_chain(kind: &str) -> bool {
     matches!(kind, "git_commit" | "git_push" | "pr_open")
 }
 

@@ -1,22 +1,28 @@
-//! The engine's view of the repositories: the forge, the agents' own
-//! repositories and worktrees, through `berth-worktrees` (git2 only, no
-//! `git` CLI against anything an agent can write). Every call runs in
-//! `spawn_blocking`: libgit2 is synchronous, and writers of one repository
-//! are serialised across processes by that crate's file locks.
+//! The engine's view of the repositories — the forge, the agents' own
+//! repositories and worktrees — through `berth-worktrees` (git2 only, never
+//! the `git` CLI against anything an agent can write). libgit2 is
+//! synchronous, so every call runs in `spawn_blocking`; writers of one
+//! repository are serialised across processes by that crate's file locks.
 
 use std::path::{Path, PathBuf};
 
+use berth_worktrees::{
+    AgentName, CommitRequest, Identity, MergeRequest, ProjectName, RecycleOptions, TaskName,
+    Worktrees,
+};
+
+use crate::Engine;
+use crate::actions::{ActionRecord, ActionResult, ActionStatus, Outcome};
+use crate::agents::Agent;
 use crate::error::{EngineError, Result};
 use crate::projects::Project;
-use crate::state::StateDir;
 
 /// A project imported into its forge.
 #[derive(Debug, Clone)]
 pub struct Imported {
     pub forge: PathBuf,
     pub base_branch: String,
-    /// `Name <email>` from the source repository's configuration, for the
-    /// default `git.co_author`.
+    /// `Name <email>` of the person importing, for the default `git.co_author`.
     pub co_author: String,
 }
 
@@ -24,102 +30,300 @@ pub struct Imported {
 #[derive(Debug, Clone)]
 pub struct Provisioned {
     pub worktree: PathBuf,
-    pub base: String,
-    pub created: bool,
-}
-
-/// A commit made for an action.
-#[derive(Debug, Clone)]
-pub struct Committed {
     pub branch: String,
-    pub commit: String,
+    pub base: String,
     pub created: bool,
 }
 
 /// The repositories of one state directory.
 #[derive(Debug, Clone)]
 pub struct Git {
-    state: StateDir,
+    wt: Worktrees,
+}
+
+fn project_name(p: &str) -> Result<ProjectName> {
+    Ok(ProjectName::new(p)?)
+}
+
+fn agent_name(a: &str) -> Result<AgentName> {
+    Ok(AgentName::new(a)?)
+}
+
+/// The task part of an agent's branch: the task's short id, or `scratch`.
+pub fn task_part(task: Option<&str>) -> String {
+    task.map(|t| crate::ids::short(t).to_string())
+        .unwrap_or_else(|| "scratch".into())
+}
+
+/// `Name <email>` parsed into an identity.
+pub fn parse_identity(s: &str) -> Option<Identity> {
+    let (name, rest) = s.split_once('<')?;
+    let email = rest.trim().strip_suffix('>')?;
+    Identity::new(name.trim(), email.trim()).ok()
 }
 
 impl Git {
-    pub fn new(state: StateDir) -> Git {
-        Git { state }
+    pub fn open(state_root: &Path) -> Result<Git> {
+        Ok(Git {
+            wt: Worktrees::open(state_root)?,
+        })
+    }
+
+    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Worktrees) -> Result<T> + Send + 'static,
+    {
+        let wt = self.wt.clone();
+        tokio::task::spawn_blocking(move || f(&wt))
+            .await
+            .map_err(|e| EngineError::State(format!("a git operation did not complete: {e}")))?
     }
 
     pub fn agent_repo(&self, project: &str, agent: &str) -> PathBuf {
-        self.state
-            .root()
-            .join("agents")
-            .join(project)
-            .join(format!("{agent}.git"))
+        match (ProjectName::new(project), AgentName::new(agent)) {
+            (Ok(p), Ok(a)) => self.wt.layout().agent_repo(&p, &a),
+            _ => self
+                .wt
+                .layout()
+                .state_dir()
+                .join("agents")
+                .join(project)
+                .join(agent),
+        }
     }
 
     pub async fn import_project(
         &self,
-        _name: &str,
-        _from: &Path,
-        _base: Option<&str>,
+        name: &str,
+        from: &Path,
+        base: Option<&str>,
     ) -> Result<Imported> {
-        Err(pending())
+        let name = project_name(name)?;
+        let from = from.to_path_buf();
+        let base = base.map(str::to_string);
+        self.blocking(move |wt| {
+            let info = wt.import_project(&name, &from, base.as_deref())?;
+            Ok(Imported {
+                forge: info.forge,
+                base_branch: info.base_branch,
+                co_author: default_co_author(&from),
+            })
+        })
+        .await
     }
 
+    /// The agent's worktree for `task` (its short id, or `scratch`).
     pub async fn provision(
         &self,
-        _project: &Project,
-        _agent: &str,
-        _branch: &str,
+        project: &Project,
+        agent: &str,
+        task: &str,
     ) -> Result<Provisioned> {
-        Err(pending())
+        let p = project_name(&project.name)?;
+        let a = agent_name(agent)?;
+        let t = TaskName::new(task)?;
+        self.blocking(move |wt| {
+            let info = wt.provision(&p, &a, &t, None)?;
+            Ok(Provisioned {
+                worktree: info.path,
+                branch: info.branch,
+                base: info.base_branch,
+                created: info.created,
+            })
+        })
+        .await
     }
 
-    pub async fn recycle(&self, _project: &Project, _agent: &str) -> Result<bool> {
-        Ok(false)
+    /// Removes the agent's worktree (and its local branch; the forge keeps
+    /// what was pushed). Whatever was left uncommitted is discarded: this runs
+    /// only once the task has left the agent, or for a scratch worktree.
+    pub async fn recycle(&self, project: &Project, agent: &str) -> Result<bool> {
+        let p = project_name(&project.name)?;
+        let a = agent_name(agent)?;
+        self.blocking(move |wt| {
+            let r = wt.recycle(
+                &p,
+                &a,
+                RecycleOptions {
+                    force: true,
+                    delete_branch: true,
+                    remove_repository: false,
+                },
+            )?;
+            Ok(r.worktree_removed || r.admin_removed)
+        })
+        .await
     }
 
-    pub async fn forge_head(&self, _project: &Project, _branch: &str) -> Result<Option<String>> {
-        Err(pending())
+    /// The tip of `branch` in the forge, if it is there.
+    pub async fn forge_head(&self, project: &Project, branch: &str) -> Result<Option<String>> {
+        let p = project_name(&project.name)?;
+        let branch = branch.to_string();
+        let base = project.base_branch.clone();
+        self.blocking(move |wt| match wt.branch_diff_stat(&p, &branch, &base) {
+            Ok(stat) => Ok(Some(stat.head.to_string())),
+            Err(berth_worktrees::Error::UnknownBranch { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        })
+        .await
     }
 
+    /// Whether the forge's `branch` contains `commit`.
+    pub async fn forge_has(&self, project: &Project, branch: &str, commit: &str) -> Result<bool> {
+        let p = project_name(&project.name)?;
+        let branch = branch.to_string();
+        let Ok(oid) = berth_worktrees::Oid::from_str(commit) else {
+            return Ok(false);
+        };
+        self.blocking(move |wt| match wt.forge_has(&p, &branch, oid) {
+            Ok(b) => Ok(b),
+            Err(berth_worktrees::Error::UnknownBranch { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        })
+        .await
+    }
+
+    /// Merges forge `branch` into `target`: `Ok(commit)`, or the conflicting paths.
     pub async fn merge(
         &self,
-        _project: &Project,
-        _branch: &str,
-        _target: &str,
-        _message: &str,
-        _co_author: &str,
+        project: &Project,
+        branch: &str,
+        target: &str,
+        message: &str,
+        merger: &str,
     ) -> Result<std::result::Result<String, Vec<String>>> {
-        Err(pending())
+        let p = project_name(&project.name)?;
+        let identity = parse_identity(merger).ok_or_else(|| EngineError::Invalid {
+            what: "git.co_author",
+            value: merger.to_string(),
+            why: "it must look like `Name <email@host>`".into(),
+        })?;
+        let request = MergeRequest {
+            source: branch.to_string(),
+            target: target.to_string(),
+            identity,
+            message: Some(message.to_string()),
+        };
+        self.blocking(move |wt| match wt.merge(&p, &request) {
+            Ok(o) => Ok(Ok(o.oid.to_string())),
+            Err(berth_worktrees::Error::MergeConflict { paths, .. }) => Ok(Err(paths)),
+            Err(e) => Err(e.into()),
+        })
+        .await
     }
 }
 
-fn pending() -> EngineError {
-    EngineError::Git {
-        op: "git",
-        message: "the worktrees integration is not built yet".into(),
-    }
+/// The importing person's git identity (`user.name`/`user.email` of the
+/// source repository's configuration, which includes the global one), else
+/// `$USER <$USER@localhost>`.
+fn default_co_author(source: &Path) -> String {
+    let from_git = git2_identity(source);
+    from_git.unwrap_or_else(|| {
+        let user = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "berth-user".into());
+        format!("{user} <{user}@localhost>")
+    })
 }
 
-impl crate::Engine {
+fn git2_identity(source: &Path) -> Option<String> {
+    let repo = git2::Repository::open(source).ok()?;
+    let cfg = repo.config().ok()?;
+    let name = cfg.get_string("user.name").ok()?;
+    let email = cfg.get_string("user.email").ok()?;
+    Identity::new(name.trim(), email.trim()).ok()?;
+    Some(format!("{} <{}>", name.trim(), email.trim()))
+}
+
+impl Engine {
+    /// `git_commit`: every change of the agent's worktree, under
+    /// `<agent>[bot]`, with the co-author and the action-id trailers. A retry
+    /// of the same action finds its earlier commit instead of making another.
     pub(crate) async fn exec_commit(
         &self,
-        _record: &crate::actions::ActionRecord,
-        _agent: &crate::agents::Agent,
-    ) -> Result<crate::actions::Outcome> {
-        Err(pending())
+        record: &ActionRecord,
+        agent: &Agent,
+    ) -> Result<Outcome> {
+        let (config, _) = self.load_project_files(&record.project)?;
+        let p = project_name(&record.project)?;
+        let a = agent_name(&agent.name)?;
+        let request = CommitRequest {
+            message: record
+                .params
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("Work of {}", agent.identity())),
+            action_id: record.id.clone(),
+            identity: None,
+            co_author: parse_identity(&config.git.co_author),
+        };
+        let result = self
+            .git
+            .blocking(move |wt| Ok(wt.commit(&p, &a, &request)))
+            .await?;
+        match result {
+            Ok(c) => Ok(Outcome::ok(ActionResult::GitCommit {
+                branch: c.branch,
+                commit: c.oid.to_string(),
+                created: c.created,
+            })),
+            Err(e) => Ok(Outcome::failed(e.to_string(), None)),
+        }
     }
+
+    /// `git_push`: the agent's own branch to the forge, fast-forward only.
     pub(crate) async fn exec_push(
         &self,
-        _record: &crate::actions::ActionRecord,
-        _agent: &crate::agents::Agent,
-        _branch: &str,
-    ) -> Result<crate::actions::Outcome> {
-        Err(pending())
+        record: &ActionRecord,
+        agent: &Agent,
+        branch: &str,
+    ) -> Result<Outcome> {
+        let p = project_name(&record.project)?;
+        let a = agent_name(&agent.name)?;
+        let b = branch.to_string();
+        let result = self.git.blocking(move |wt| Ok(wt.push(&p, &a, &b))).await?;
+        match result {
+            Ok(o) => Ok(Outcome::ok(ActionResult::GitPush {
+                branch: branch.to_string(),
+                commit: o.oid.to_string(),
+            })),
+            Err(e) => Ok(Outcome::failed(e.to_string(), None)),
+        }
     }
-    pub(crate) async fn verify_interrupted(
-        &self,
-        _record: &crate::actions::ActionRecord,
-    ) -> Result<bool> {
-        Ok(false)
+
+    /// Whether an interrupted delivery step's effect is in the repositories
+    /// (or the store) after all — checked, never assumed, and never re-run.
+    /// A push is verified against the forge (it holds the commit the task's
+    /// commit action made); a PR by its record. A commit cannot be told apart
+    /// from an agent's own commit without its trailer, so it is not verified
+    /// here: `berth retry` re-executes it, and the commit's action-id
+    /// trailer makes that find the earlier commit instead of making another.
+    pub(crate) async fn verify_interrupted(&self, record: &ActionRecord) -> Result<bool> {
+        if record.status != ActionStatus::Interrupted {
+            return Ok(false);
+        }
+        match &record.action {
+            berth_policy::Action::GitPush { branch } => {
+                let Some(task) = &record.task else {
+                    return Ok(false);
+                };
+                let commit = self
+                    .action_by_key(&format!("task:{task}:git_commit"))
+                    .await?
+                    .and_then(|c| match c.result {
+                        Some(ActionResult::GitCommit { commit, .. }) => Some(commit),
+                        _ => None,
+                    });
+                let Some(commit) = commit else {
+                    return Ok(false);
+                };
+                let project = self.project(&record.project).await?;
+                self.git.forge_has(&project, branch, &commit).await
+            }
+            berth_policy::Action::PrOpen => Ok(self.pr_exists_for(&record.id).await?),
+            _ => Ok(false),
+        }
     }
 }

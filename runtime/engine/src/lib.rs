@@ -91,7 +91,7 @@ impl Engine {
         provider: Arc<dyn SandboxProvider>,
     ) -> Result<Engine> {
         let engine = Engine {
-            git: git::Git::new(state.clone()),
+            git: git::Git::open(state.root())?,
             state,
             store,
             provider,

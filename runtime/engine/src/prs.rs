@@ -123,6 +123,10 @@ impl Engine {
             })
     }
 
+    pub(crate) async fn pr_exists_for(&self, action: &str) -> Result<bool> {
+        Ok(self.pr_by_action(action).await?.is_some())
+    }
+
     async fn pr_by_action(&self, action: &str) -> Result<Option<PullRequest>> {
         let row = sqlx::query(&format!(
             "SELECT {PR_COLUMNS} FROM prs WHERE action_id = $1"
@@ -168,7 +172,7 @@ impl Engine {
             .params
             .title
             .clone()
-            .unwrap_or_else(|| format!("{branch}"));
+            .unwrap_or_else(|| branch.clone());
         let mut tx = self.store.write("opening a PR").await?;
         let number: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(number), 0) + 1 FROM prs")
             .fetch_one(&mut *tx)
