@@ -400,7 +400,7 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             (
                 "[sandbox]\nuid = 1\nmemroy_mb = 3\n",
-                "berth.toml:3:1: unknown field `memroy_mb`",
+                "berth.toml:3:1: key `sandbox.memroy_mb`: unknown field `memroy_mb`",
             ),
             (
                 "[sandbox]\n\ncpus = \"two\"\n",
