@@ -1,0 +1,111 @@
+//! A real state directory with a real project: a git repository made with
+//! the git CLI (a test may; the runtime never does), imported by the engine.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub engine: Engine,
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Ada",
+            "-c",
+            "user.email=ada@example.com",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A source repository with one commit on `main`.
+pub fn source_repo(root: &Path) -> PathBuf {
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    git(&src, &["init", "-q"]);
+    std::fs::write(src.join("README.md"), "# demo\n").unwrap();
+    git(&src, &["add", "README.md"]);
+    git(&src, &["commit", "-q", "-m", "init"]);
+    src
+}
+
+pub fn user() -> Actor {
+    Actor::user("ada")
+}
+
+impl Fixture {
+    /// A state directory with project `demo`.
+    pub async fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let src = source_repo(dir.path());
+        let engine = Engine::init(StateDir::new(dir.path().join("state")))
+            .await
+            .unwrap();
+        engine
+            .add_project(
+                NewProject {
+                    name: "demo".into(),
+                    from: src,
+                    base: None,
+                },
+                &user(),
+            )
+            .await
+            .unwrap();
+        Fixture { dir, engine }
+    }
+
+    pub fn state(&self) -> StateDir {
+        StateDir::new(self.dir.path().join("state"))
+    }
+
+    /// Another engine on the same state directory: another process's view.
+    pub async fn second(&self) -> Engine {
+        Engine::open(self.state()).await.unwrap()
+    }
+
+    pub async fn agent(&self, name: &str, imp: AgentImpl) {
+        self.engine
+            .activate_agent(name, "demo", imp, &user())
+            .await
+            .unwrap();
+    }
+
+    pub fn forge(&self) -> PathBuf {
+        self.dir.path().join("state/forge/demo.git")
+    }
+
+    /// `git --git-dir=<forge> ARGS` (the forge is not agent-writable).
+    pub fn forge_git(&self, args: &[&str]) -> String {
+        let forge = self.forge();
+        let mut all = vec!["--git-dir", forge.to_str().unwrap()];
+        all.extend_from_slice(args);
+        git(self.dir.path(), &all)
+    }
+
+    pub async fn event_types(&self) -> Vec<String> {
+        self.engine
+            .events(&Default::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect()
+    }
+}

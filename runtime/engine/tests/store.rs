@@ -1,0 +1,215 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The store on disk: WAL, migrations, the missing-state error, atomic
+//! claims across processes' worth of connections, the log and the outbox.
+
+mod common;
+
+use std::collections::HashSet;
+
+use berth_engine::{ActorKind, AgentImpl, Engine, EngineError, EventFilter, StateDir};
+use common::{Fixture, user};
+
+#[tokio::test]
+async fn init_creates_a_wal_store_with_every_table() {
+    let f = Fixture::new().await;
+    let pool = f.engine.store().pool();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let mut tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    tables.sort();
+    assert_eq!(
+        tables,
+        [
+            "agents",
+            "autonomy",
+            "outbox",
+            "projects",
+            "proposed_actions",
+            "prs",
+            "session_events",
+            "tasks"
+        ]
+    );
+    let applied: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(applied, [1]);
+    // Opening again applies nothing new and keeps the data.
+    let again = f.second().await;
+    assert_eq!(again.projects().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_missing_state_directory_says_to_run_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Engine::open(StateDir::new(dir.path().join("nope")))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, EngineError::StateMissing { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("run `berth init`"), "{msg}");
+    assert!(
+        !dir.path().join("nope").exists(),
+        "opening must not create the state"
+    );
+}
+
+#[tokio::test]
+async fn unknown_names_and_ids_say_what_to_do() {
+    let f = Fixture::new().await;
+    let cases: Vec<(EngineError, &str)> = vec![
+        (
+            f.engine.agent("ghost").await.unwrap_err(),
+            "unknown agent `ghost`",
+        ),
+        (
+            f.engine.project("ghost").await.unwrap_err(),
+            "unknown project `ghost`",
+        ),
+        (
+            f.engine.action("abcd1234").await.unwrap_err(),
+            "unknown action `abcd1234`: list them with `berth actions`",
+        ),
+        (f.engine.task("zz").await.unwrap_err(), "unknown task `zz`"),
+        (f.engine.pr("7").await.unwrap_err(), "unknown PR `7`"),
+        (
+            f.engine
+                .create_task("ghost", "t", &user())
+                .await
+                .unwrap_err(),
+            "unknown project `ghost`",
+        ),
+    ];
+    for (err, want) in cases {
+        assert!(err.to_string().starts_with(want), "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_are_atomic_across_connections() {
+    let f = Fixture::new().await;
+    const AGENTS: usize = 6;
+    const TASKS: usize = 4;
+    for i in 0..AGENTS {
+        f.agent(&format!("dev-{i}"), AgentImpl::Noop).await;
+    }
+    for i in 0..TASKS {
+        f.engine
+            .create_task("demo", &format!("task {i}"), &user())
+            .await
+            .unwrap();
+    }
+    // One engine (its own pool of connections) per agent, all at once.
+    let mut engines = Vec::new();
+    for _ in 0..AGENTS {
+        engines.push(std::sync::Arc::new(f.second().await));
+    }
+    let mut handles = Vec::new();
+    for (i, e) in engines.iter().enumerate() {
+        let e = e.clone();
+        handles.push(tokio::spawn(async move {
+            // Twice: an agent that holds a task never takes a second.
+            let a = e.claim_task(&format!("dev-{i}")).await.unwrap();
+            let b = e.claim_task(&format!("dev-{i}")).await.unwrap();
+            (a.map(|t| t.id), b.map(|t| t.id))
+        }));
+    }
+    let mut won = Vec::new();
+    for h in handles {
+        let (a, b) = h.await.unwrap();
+        assert!(
+            a.is_none() || b.is_none(),
+            "an agent claimed twice: {a:?} {b:?}"
+        );
+        won.extend(a.into_iter().chain(b));
+    }
+    let distinct: HashSet<_> = won.iter().collect();
+    assert_eq!(won.len(), TASKS, "every task claimed once: {won:?}");
+    assert_eq!(distinct.len(), TASKS);
+    let claimed = f
+        .engine
+        .events(&EventFilter {
+            kind: Some("task.claimed".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), TASKS);
+    assert!(claimed.iter().all(|e| e.actor.kind == ActorKind::Agent));
+}
+
+#[tokio::test]
+async fn the_outbox_carries_the_same_facts_and_drains_once() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Real).await;
+    f.engine.create_task("demo", "one", &user()).await.unwrap();
+    let events = f.engine.events(&Default::default()).await.unwrap();
+    let (drained, pruned) = f.engine.drain_outbox().await.unwrap();
+    assert_eq!(pruned, 0);
+    let kinds = |v: Vec<String>| v;
+    assert_eq!(
+        kinds(drained.iter().map(|m| m.kind.clone()).collect()),
+        kinds(events.iter().map(|e| e.kind.clone()).collect()),
+        "one outbox row per logged fact, in order"
+    );
+    for (m, e) in drained.iter().zip(&events) {
+        assert_eq!(m.payload["event_id"], e.id);
+        assert_eq!(m.payload["payload"], e.payload);
+    }
+    let task_row = drained.iter().find(|m| m.kind == "task.created").unwrap();
+    assert_eq!(task_row.aggregate_type, "task");
+    // A second drain (another process) gets nothing; the log keeps everything.
+    let (again, _) = f.second().await.drain_outbox().await.unwrap();
+    assert!(again.is_empty());
+    assert_eq!(f.engine.events(&Default::default()).await.unwrap(), events);
+
+    // Rows processed longer ago than the retention are pruned.
+    sqlx::query("UPDATE outbox SET processed_at = 1")
+        .execute(f.engine.store().pool())
+        .await
+        .unwrap();
+    let (_, pruned) = f.engine.drain_outbox().await.unwrap();
+    assert_eq!(pruned as usize, events.len());
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox")
+        .fetch_one(f.engine.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[tokio::test]
+async fn agent_impl_is_durable_and_unknown_reads_as_real() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Noop).await;
+    assert_eq!(
+        f.second()
+            .await
+            .agent("dev-1")
+            .await
+            .unwrap()
+            .implementation,
+        AgentImpl::Noop
+    );
+    for stored in ["real", "REAL", "mystery", ""] {
+        sqlx::query("UPDATE agents SET impl = $1 WHERE name = 'dev-1'")
+            .bind(stored)
+            .execute(f.engine.store().pool())
+            .await
+            .unwrap();
+        assert_eq!(
+            f.engine.agent("dev-1").await.unwrap().implementation,
+            AgentImpl::Real,
+            "{stored:?}"
+        );
+    }
+}
