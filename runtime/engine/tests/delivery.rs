@@ -1,0 +1,413 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The delivery chain and the gate (ADR 0048), driven by the noop agent
+//! through the shared agent code, against real git: one pending step at a
+//! time, the gate only after the PR, refusals return the task, merging and
+//! closing resolve the gate and recycle the worktree.
+
+mod common;
+
+use berth_engine::{
+    ActionStatus, AgentImpl, AgentRun, AgentStatus, EventFilter, PrStatus, ProposeStatus,
+    TaskStatus,
+};
+use berth_policy::Mode;
+use common::{Fixture, user};
+
+/// dev-1 as a noop agent whose activation seeds ask a person.
+async fn manual_noop(f: &Fixture, agent: &str) {
+    f.agent(agent, AgentImpl::Noop).await;
+    for kind in ["git_commit", "git_push", "pr_open"] {
+        f.engine
+            .set_autonomy(agent, kind, Mode::RequireApproval, &user())
+            .await
+            .unwrap();
+    }
+}
+
+async fn step(f: &Fixture, agent: &str) -> AgentRun {
+    f.engine.run_agent(agent, true).await.unwrap().stopped
+}
+
+async fn created_kinds(f: &Fixture, agent: &str) -> Vec<(String, String)> {
+    f.engine
+        .events(&EventFilter {
+            agent: Some(agent.into()),
+            kind: Some("proposed_action.created".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            (
+                e.payload["action"]["type"].as_str().unwrap().to_string(),
+                e.payload["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn one_pending_step_at_a_time_and_the_gate_only_after_the_pr() {
+    let f = Fixture::new().await;
+    manual_noop(&f, "dev-2").await;
+    let task = f
+        .engine
+        .create_task("demo", "Add a file", &user())
+        .await
+        .unwrap();
+
+    for (i, step_name) in ["git_commit", "git_push", "pr_open"].iter().enumerate() {
+        let AgentRun::AwaitingApproval { action, step: s } = step(&f, "dev-2").await else {
+            panic!("step {i}")
+        };
+        assert_eq!(&s, step_name);
+        // Running again while it waits proposes nothing more.
+        assert_eq!(
+            step(&f, "dev-2").await,
+            AgentRun::AwaitingApproval {
+                action: action.clone(),
+                step: s
+            }
+        );
+        assert_eq!(created_kinds(&f, "dev-2").await.len(), i + 1);
+        let t = f.engine.task(&task.id).await.unwrap();
+        assert_eq!(
+            t.status,
+            TaskStatus::AwaitingApproval,
+            "the gate stays shut before the PR"
+        );
+        assert_eq!(
+            f.engine.agent("dev-2").await.unwrap().status,
+            AgentStatus::AwaitingApproval
+        );
+        assert!(f.engine.prs(None).await.unwrap().is_empty());
+        let approved = f
+            .engine
+            .approve(&action, &user(), false, None)
+            .await
+            .unwrap();
+        assert!(approved.outcome.succeeded, "{approved:?}");
+    }
+    // Approving the PR executed it: pr_settled opened the gate at once.
+    let t = f.engine.task(&task.id).await.unwrap();
+    assert_eq!(t.status, TaskStatus::InReview);
+    assert_eq!(
+        step(&f, "dev-2").await,
+        AgentRun::InReview {
+            task: task.id.clone()
+        }
+    );
+    assert_eq!(
+        created_kinds(&f, "dev-2").await,
+        [
+            ("git_commit", "pending"),
+            ("git_push", "pending"),
+            ("pr_open", "pending")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+
+    let types = f.event_types().await;
+    let pos = |t: &str| {
+        types
+            .iter()
+            .position(|x| x == t)
+            .unwrap_or_else(|| panic!("{t} in {types:?}"))
+    };
+    assert!(pos("task.claimed") < pos("worktree.created"));
+    assert!(pos("action.executed") < pos("task.pr_settled"));
+    assert!(pos("task.pr_settled") < pos("task.in_review"));
+    let settled = f
+        .engine
+        .events(&EventFilter {
+            kind: Some("task.pr_settled".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0].payload["opened"], true);
+
+    // The commit in the forge: the agent's identity, the person, the action.
+    let branch = format!("agent/dev-2/{}", &task.id[..8]);
+    let log = f.forge_git(&["log", "-1", "--format=%an <%ae>%n%B", &branch]);
+    let commit_action = f
+        .engine
+        .action_by_key(&format!("task:{}:git_commit", task.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        log.starts_with("dev-2[bot] <dev-2@berth.local>\nAdd a file\n"),
+        "{log}"
+    );
+    assert!(log.contains("Co-authored-by: "), "{log}");
+    assert!(
+        log.contains(&format!("Berth-Action: {}", commit_action.id)),
+        "{log}"
+    );
+    let files = f.forge_git(&["show", "--name-only", "--format=", &branch]);
+    assert_eq!(files.trim(), format!("noop/{}.md", &task.id[..8]));
+    let prs = f.engine.prs(Some("demo")).await.unwrap();
+    assert_eq!(prs.len(), 1);
+    assert_eq!(
+        (prs[0].branch.as_str(), prs[0].base.as_str(), prs[0].status),
+        (branch.as_str(), "main", PrStatus::Open)
+    );
+    assert_eq!(prs[0].head, f.forge_git(&["rev-parse", &branch]).trim());
+}
+
+#[tokio::test]
+async fn a_denied_step_returns_the_task_and_recycles_the_worktree() {
+    let f = Fixture::new().await;
+    manual_noop(&f, "dev-1").await;
+    let task = f.engine.create_task("demo", "t", &user()).await.unwrap();
+    let AgentRun::AwaitingApproval { action, .. } = step(&f, "dev-1").await else {
+        panic!()
+    };
+    let wt = f.engine.agent("dev-1").await.unwrap().worktree.unwrap();
+    assert!(wt.is_dir());
+    f.engine
+        .deny(&action, &user(), Some("wrong approach"))
+        .await
+        .unwrap();
+
+    let t = f.engine.task(&task.id).await.unwrap();
+    assert_eq!(t.status, TaskStatus::Returned);
+    assert_eq!(
+        t.diagnosis.as_deref(),
+        Some("git_commit denied by ada: wrong approach")
+    );
+    let a = f.engine.agent("dev-1").await.unwrap();
+    assert_eq!(
+        (a.status, a.task.as_deref(), a.worktree.as_deref()),
+        (AgentStatus::Idle, None, None)
+    );
+    assert!(!wt.exists(), "recycled once the task left the agent");
+    let types = f.event_types().await;
+    let tail: Vec<&str> = types
+        .iter()
+        .rev()
+        .take(4)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "proposed_action.denied",
+            "task.pr_settled",
+            "task.returned",
+            "worktree.recycled"
+        ]
+    );
+    // Nothing more to do.
+    assert_eq!(step(&f, "dev-1").await, AgentRun::Idle);
+}
+
+#[tokio::test]
+async fn merging_resolves_the_gate_closing_returns_the_task() {
+    let f = Fixture::new().await;
+    manual_noop(&f, "dev-1").await;
+    let t1 = f
+        .engine
+        .create_task("demo", "first", &user())
+        .await
+        .unwrap();
+    let t2 = f
+        .engine
+        .create_task("demo", "second", &user())
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        let AgentRun::AwaitingApproval { action, .. } = step(&f, "dev-1").await else {
+            panic!()
+        };
+        f.engine
+            .approve(&action, &user(), false, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        step(&f, "dev-1").await,
+        AgentRun::InReview {
+            task: t1.id.clone()
+        }
+    );
+    // While its PR waits, the agent keeps its worktree and takes nothing else.
+    assert_eq!(
+        f.engine.task(&t2.id).await.unwrap().status,
+        TaskStatus::Todo
+    );
+    let err = f.engine.down("dev-1", false, &user()).await.unwrap_err();
+    assert!(
+        err.to_string().contains("its worktree must outlive it"),
+        "{err}"
+    );
+
+    // Merging into the protected base is never auto-approved.
+    let merge = f.engine.merge_pr("1", &user()).await.unwrap();
+    assert!(
+        matches!(merge.status, ProposeStatus::Pending { .. }),
+        "{:?}",
+        merge.status
+    );
+    assert_eq!(
+        merge.decision.verdict,
+        berth_policy::Verdict::RequireApproval
+    );
+    let done = f
+        .engine
+        .approve(&merge.id, &user(), false, None)
+        .await
+        .unwrap();
+    assert!(done.outcome.succeeded, "{done:?}");
+    assert_eq!(
+        f.engine.task(&t1.id).await.unwrap().status,
+        TaskStatus::Done
+    );
+    assert_eq!(f.engine.pr("1").await.unwrap().status, PrStatus::Merged);
+    let main_files = f.forge_git(&["ls-tree", "-r", "--name-only", "main"]);
+    assert!(
+        main_files.contains(&format!("noop/{}.md", &t1.id[..8])),
+        "{main_files}"
+    );
+    assert!(f.engine.agent("dev-1").await.unwrap().worktree.is_none());
+
+    // The agent is free: it takes the second task; closing its PR returns it.
+    for _ in 0..3 {
+        let AgentRun::AwaitingApproval { action, .. } = step(&f, "dev-1").await else {
+            panic!()
+        };
+        f.engine
+            .approve(&action, &user(), false, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        step(&f, "dev-1").await,
+        AgentRun::InReview {
+            task: t2.id.clone()
+        }
+    );
+    let closed = f
+        .engine
+        .close_pr("2", &user(), Some("duplicate"))
+        .await
+        .unwrap();
+    assert_eq!(closed.status, PrStatus::Closed);
+    let t = f.engine.task(&t2.id).await.unwrap();
+    assert_eq!(
+        (t.status, t.diagnosis.as_deref()),
+        (TaskStatus::Returned, Some("PR #2 closed by ada: duplicate"))
+    );
+    let a = f.engine.agent("dev-1").await.unwrap();
+    assert_eq!((a.status, a.task), (AgentStatus::Idle, None));
+    let recycled = f
+        .engine
+        .events(&EventFilter {
+            kind: Some("worktree.recycled".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(recycled.len(), 2);
+    assert!(
+        f.engine.close_pr("2", &user(), None).await.is_err(),
+        "closed once"
+    );
+    // Every executed action of the chain is on record, none duplicated.
+    let executed = f
+        .engine
+        .actions(&Default::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.status == ActionStatus::Executed)
+        .count();
+    assert_eq!(executed, 7, "3 + merge + 3");
+}
+
+#[tokio::test]
+async fn a_real_agent_is_not_driven_by_agent_run() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Real).await;
+    let err = f.engine.run_agent("dev-1", true).await.unwrap_err();
+    assert!(err.to_string().contains("is a real agent"), "{err}");
+}
+
+#[tokio::test]
+async fn activation_seeds_and_the_auto_switch() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Noop).await;
+    let a = f.engine.autonomy("dev-1").await.unwrap();
+    let written: Vec<(&str, Mode)> = a.iter().collect();
+    assert_eq!(
+        written,
+        [
+            ("file_read", Mode::AutoApprove),
+            ("git_commit", Mode::AutoApprove),
+            ("git_push", Mode::AutoApprove),
+            ("pr_open", Mode::AutoApprove),
+        ]
+    );
+    assert_eq!(
+        a.resolve("git_merge").mode,
+        Mode::RequireApproval,
+        "never seeded"
+    );
+    // Re-activation keeps what a person wrote since.
+    f.engine
+        .set_autonomy("dev-1", "git_push", Mode::RequireApproval, &user())
+        .await
+        .unwrap();
+    f.agent("dev-1", AgentImpl::Noop).await;
+    assert_eq!(
+        f.engine.autonomy("dev-1").await.unwrap().get("git_push"),
+        Some(Mode::RequireApproval)
+    );
+
+    let off = f.engine.autonomy_report("dev-1").await.unwrap();
+    assert!(!off.auto_mode && off.lifts.is_empty());
+    f.engine
+        .set_auto_mode("dev-1", true, &user())
+        .await
+        .unwrap();
+    let on = f.engine.autonomy_report("dev-1").await.unwrap();
+    assert!(on.auto_mode);
+    assert!(
+        on.lifts.iter().any(|l| l.contains("path scope")),
+        "{:?}",
+        on.lifts
+    );
+    assert!(
+        on.still_asks.iter().any(|s| s.contains("git push")),
+        "{:?}",
+        on.still_asks
+    );
+    assert!(
+        on.still_asks
+            .iter()
+            .any(|s| s.starts_with("git_push: a specific")),
+        "{:?}",
+        on.still_asks
+    );
+    f.engine
+        .set_auto_mode("dev-1", false, &user())
+        .await
+        .unwrap();
+    assert_eq!(
+        f.engine.autonomy("dev-1").await.unwrap().get("*"),
+        Some(Mode::RequireApproval)
+    );
+    let err = f
+        .engine
+        .set_autonomy("dev-1", "teleport", Mode::AutoApprove, &user())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("use `*` or one of: terminal"),
+        "{err}"
+    );
+}
