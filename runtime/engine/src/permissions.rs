@@ -229,3 +229,107 @@ pub fn append_allow(path: &Path, patterns: &[String]) -> Result<Vec<String>> {
     }
     Ok(added)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_policy::{Autonomy, Mode, RuleList, RuleRef, SegmentReport, Stage, Verdict};
+
+    fn seg(argv: &[&str]) -> SegmentReport {
+        SegmentReport {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            wrappers: Vec::new(),
+            matched: RuleMatch::None,
+            opaque: None,
+            privileged: None,
+            template: None,
+            paths: Vec::new(),
+        }
+    }
+
+    fn decision(segments: Vec<SegmentReport>) -> Decision {
+        Decision {
+            verdict: Verdict::RequireApproval,
+            stage: Stage::Autonomy,
+            reason: "r".into(),
+            autonomy: Autonomy::new().with("terminal", Mode::RequireApproval).resolve("terminal"),
+            segments,
+            findings: Vec::new(),
+            lifted: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn always_adds_a_rule_per_plain_segment_and_says_why_it_skips_others() {
+        let mut wrapped = seg(&["rm", "x"]);
+        wrapped.wrappers = vec!["timeout".into()];
+        let mut privileged = seg(&["sudo", "ls"]);
+        privileged.privileged = Some("privilege".into());
+        let mut opaque = seg(&["x"]);
+        opaque.opaque = Some("command name from a variable".into());
+        let mut allowed = seg(&["ls"]);
+        allowed.matched = RuleMatch::Allow {
+            rule: RuleRef {
+                list: RuleList::Allow,
+                pattern: "ls".into(),
+                source: None,
+            },
+        };
+        let d = decision(vec![
+            seg(&["cargo", "test", "-p", "x"]),
+            seg(&["bash", "script.sh"]),
+            seg(&["python3", "x.py"]),
+            seg(&["xargs", "rm"]),
+            wrapped,
+            privileged,
+            opaque,
+            allowed,
+            seg(&["/tmp/x/cat", "f"]),
+            seg(&["echo", "a b"]),
+        ]);
+        let got: Vec<(Option<String>, Option<String>)> = rules_for(&d)
+            .into_iter()
+            .map(|r| (r.pattern, r.skipped))
+            .collect();
+        let want: Vec<(Option<&str>, Option<&str>)> = vec![
+            (Some("cargo test -p x"), None),
+            (None, Some("`bash` is a shell")),
+            (None, Some("`python3` is an interpreter")),
+            (None, Some("`xargs` runs other commands")),
+            (None, Some("runs through a wrapper (timeout)")),
+            (None, Some("privileged or external effect (privilege)")),
+            (None, Some("opaque: command name from a variable")),
+            (None, Some("already allowed")),
+            (None, Some("`/tmp/x/cat` is a path, not a command name")),
+            (None, Some("the word \"a b\" cannot be written as a word pattern")),
+        ];
+        let want: Vec<(Option<String>, Option<String>)> = want
+            .into_iter()
+            .map(|(a, b)| (a.map(String::from), b.map(String::from)))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn append_allow_keeps_the_file_form_and_skips_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let berth = dir.path().join("permissions.json");
+        std::fs::write(&berth, DEFAULT_PERMISSIONS).unwrap();
+        let added = append_allow(&berth, &["cargo test".into(), "ls".into()]).unwrap();
+        assert_eq!(added, ["cargo test"]);
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&berth).unwrap()).unwrap();
+        assert_eq!(v["allow"].as_array().unwrap().last().unwrap(), "cargo test");
+
+        let claude = dir.path().join("settings.json");
+        std::fs::write(&claude, r#"{"permissions": {"allow": ["Bash(ls:*)"], "deny": []}, "model": "x"}"#).unwrap();
+        let added = append_allow(&claude, &["npm test".into()]).unwrap();
+        assert_eq!(added, ["Bash(npm test:*)"]);
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();
+        assert_eq!(v["permissions"]["allow"], serde_json::json!(["Bash(ls:*)", "Bash(npm test:*)"]));
+        assert_eq!(v["model"], "x");
+
+        std::fs::write(&berth, "{\n  \"allow\": [,]\n}").unwrap();
+        let err = append_allow(&berth, &["x".into()]).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}:2:", berth.display())), "{err}");
+    }
+}

@@ -1,0 +1,98 @@
+//! Proposed actions per second through the whole path — decide, log,
+//! execute `true` in the runner, log the outcome — and the store's size per
+//! 10k actions.
+//!
+//!   cargo bench -p berth-engine --bench propose [-- N]
+//!
+//! N (default 10000) actions are proposed one after another by one agent
+//! whose autonomy auto-approves `terminal` (a specific rule, not auto mode),
+//! so every one of them is decided, logged, run and logged again. A second
+//! pass measures the pending path (decide and log only) for comparison.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::Instant;
+
+use berth_engine::{Actor, AgentImpl, Engine, NewProject, ProposeStatus, Proposal, StateDir};
+use berth_policy::{Action, Mode};
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=Bench", "-c", "user.email=bench@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+fn dir_bytes(path: &std::path::Path, prefix: &str) -> u64 {
+    std::fs::read_dir(path)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+        .sum()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(10_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    git(&src, &["init", "-q", "-b", "main"]);
+    git(&src, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let state = StateDir::new(tmp.path().join("state"));
+    let engine = Engine::init(state.clone()).await.unwrap();
+    let user = Actor::user("bench");
+    engine
+        .add_project(NewProject { name: "bench".into(), from: src, base: None }, &user)
+        .await
+        .unwrap();
+    engine.activate_agent("dev-1", "bench", AgentImpl::Real, &user).await.unwrap();
+    engine.set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user).await.unwrap();
+    engine.up("dev-1", "bench", None, &user).await.unwrap();
+    let before = dir_bytes(state.root(), "berth.db");
+
+    let start = Instant::now();
+    let mut executed = 0usize;
+    for _ in 0..n {
+        let p = engine
+            .propose(Proposal::by_agent("dev-1", Action::Terminal { command: "true".into() }), None)
+            .await
+            .unwrap();
+        if let ProposeStatus::Executed { outcome } = &p.status {
+            executed += usize::from(outcome.succeeded);
+        }
+    }
+    let full = start.elapsed();
+    assert_eq!(executed, n, "every `true` must be auto-approved and executed (is the real policy merged?)");
+
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(engine.store().pool()).await.unwrap();
+    let after = dir_bytes(state.root(), "berth.db");
+    let per_10k = (after - before) as f64 * 10_000.0 / n as f64;
+
+    engine.set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user).await.unwrap();
+    let m = n.min(2_000);
+    let start = Instant::now();
+    for _ in 0..m {
+        engine
+            .propose(Proposal::by_agent("dev-1", Action::Terminal { command: "true".into() }), None)
+            .await
+            .unwrap();
+    }
+    let pending = start.elapsed();
+
+    println!("proposed actions, decide + log + execute `true` in the runner + log: {n} in {:.2} s = {:.0} actions/s ({:.2} ms each)",
+        full.as_secs_f64(), n as f64 / full.as_secs_f64(), full.as_secs_f64() * 1000.0 / n as f64);
+    println!("pending path, decide + log only: {m} in {:.2} s = {:.0} actions/s",
+        pending.as_secs_f64(), m as f64 / pending.as_secs_f64());
+    println!("store growth: {:.2} MiB per 10k executed actions ({} bytes for {n}; events, outbox rows and action rows)",
+        per_10k / (1024.0 * 1024.0), after - before);
+    engine.close().await;
+}
