@@ -31,14 +31,21 @@ impl Cli {
 
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(out.status.success(), "berth {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "berth {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 
     fn err(&self, args: &[&str]) -> (i32, String) {
         let out = self.run(args);
         assert!(!out.status.success(), "berth {args:?} succeeded");
-        (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap())
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
     }
 
     /// An initialised state with project `demo` and real agent `dev-1`, up.
@@ -76,7 +83,10 @@ fn a_missing_state_says_to_run_init() {
     let cli = Cli::new();
     let (code, err) = cli.err(&["ls"]);
     assert_eq!(code, 2);
-    assert!(err.contains("no berth state at") && err.contains("run `berth init` first"), "{err}");
+    assert!(
+        err.contains("no berth state at") && err.contains("run `berth init` first"),
+        "{err}"
+    );
     assert!(!cli.state().exists());
 }
 
@@ -84,19 +94,43 @@ fn a_missing_state_says_to_run_init() {
 fn unknown_names_say_what_to_do() {
     let cli = Cli::new().with_project();
     let cases: &[(&[&str], &str)] = &[
-        (&["exec", "ghost", "--", "ls"], "unknown agent `ghost`: list them with `berth ls`"),
-        (&["up", "dev-1", "--project", "nope"], "agent `dev-1` belongs to project `demo`, not `nope`"),
-        (&["task", "create", "--project", "nope", "--title", "t"], "unknown project `nope`"),
-        (&["approve", "abcdef12"], "unknown action `abcdef12`: list them with `berth actions`"),
+        (
+            &["exec", "ghost", "--", "ls"],
+            "unknown agent `ghost`: list them with `berth ls`",
+        ),
+        (
+            &["up", "dev-1", "--project", "nope"],
+            "agent `dev-1` belongs to project `demo`, not `nope`",
+        ),
+        (
+            &["task", "create", "--project", "nope", "--title", "t"],
+            "unknown project `nope`",
+        ),
+        (
+            &["approve", "abcdef12"],
+            "unknown action `abcdef12`: list them with `berth actions`",
+        ),
         (&["deny", "zz"], "unknown action `zz`"),
-        (&["pr", "show", "9"], "unknown PR `9`: list them with `berth pr list`"),
-        (&["autonomy", "set", "dev-1", "terminal", "sometimes"], "invalid mode `sometimes`"),
-        (&["up", "dev-1", "--project", "demo", "--mode", "mounted"], "agent `dev-1` is already up in runner mode"),
+        (
+            &["pr", "show", "9"],
+            "unknown PR `9`: list them with `berth pr list`",
+        ),
+        (
+            &["autonomy", "set", "dev-1", "terminal", "sometimes"],
+            "invalid mode `sometimes`",
+        ),
+        (
+            &["up", "dev-1", "--project", "demo", "--mode", "mounted"],
+            "agent `dev-1` is already up in runner mode",
+        ),
     ];
     for (args, want) in cases {
         let (code, err) = cli.err(args);
         assert_eq!(code, 2, "{args:?}");
-        assert!(err.starts_with(&format!("berth: {want}")), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("berth: {want}")),
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -105,11 +139,18 @@ fn a_broken_config_names_file_line_and_key_and_nothing_is_decided() {
     let cli = Cli::new().with_project();
     let text = std::fs::read_to_string(cli.config()).unwrap();
     let broken = text.replace("pids = 512", "pids = \"many\"");
-    let line = broken.lines().position(|l| l.starts_with("pids = ")).unwrap() + 1;
+    let line = broken
+        .lines()
+        .position(|l| l.starts_with("pids = "))
+        .unwrap()
+        + 1;
     std::fs::write(cli.config(), broken).unwrap();
     let (code, err) = cli.err(&["exec", "dev-1", "--", "ls"]);
     assert_eq!(code, 2);
-    let want = format!("berth: {}:{line}:8: key `sandbox.pids`: invalid type", cli.config().display());
+    let want = format!(
+        "berth: {}:{line}:8: key `sandbox.pids`: invalid type",
+        cli.config().display()
+    );
     assert!(err.starts_with(&want), "{err}");
     let events = cli.ok(&["events", "--type", "proposed_action.created", "--json"]);
     assert_eq!(events.trim(), "[]", "nothing decided from a broken file");
@@ -119,13 +160,28 @@ fn a_broken_config_names_file_line_and_key_and_nothing_is_decided() {
 fn exec_json_has_the_documented_shape_and_pending_exits_3() {
     let cli = Cli::new().with_project();
     let out = cli.run(&["exec", "dev-1", "--json", "--", "echo", "hi"]);
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(
         keys,
-        ["action_id", "exit_code", "stage", "status", "stderr", "stdout", "timed_out", "truncated", "verdict"]
+        [
+            "action_id",
+            "exit_code",
+            "stage",
+            "status",
+            "stderr",
+            "stdout",
+            "timed_out",
+            "truncated",
+            "verdict"
+        ]
     );
     assert_eq!(v["status"], "pending");
     assert_eq!(v["verdict"], "require_approval");
@@ -154,15 +210,42 @@ fn metrics_and_outbox_over_the_log() {
     let id = v["action_id"].as_str().unwrap().to_string();
     cli.ok(&["deny", &id, "--reason", "no"]);
     let m: serde_json::Value = serde_json::from_str(&cli.ok(&["metrics", "--json"])).unwrap();
-    assert_eq!((m["proposed"].as_i64(), m["human_approvals"].as_i64(), m["human_denials"].as_i64()), (Some(1), Some(0), Some(1)));
-    let drained: serde_json::Value = serde_json::from_str(&cli.ok(&["outbox", "drain", "--json"])).unwrap();
-    let types: Vec<&str> = drained["messages"].as_array().unwrap().iter().map(|m| m["type"].as_str().unwrap()).collect();
-    assert!(types.ends_with(&["proposed_action.created", "proposed_action.denied"]), "{types:?}");
-    let again: serde_json::Value = serde_json::from_str(&cli.ok(&["outbox", "drain", "--json"])).unwrap();
+    assert_eq!(
+        (
+            m["proposed"].as_i64(),
+            m["human_approvals"].as_i64(),
+            m["human_denials"].as_i64()
+        ),
+        (Some(1), Some(0), Some(1))
+    );
+    let drained: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["outbox", "drain", "--json"])).unwrap();
+    let types: Vec<&str> = drained["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        types.ends_with(&["proposed_action.created", "proposed_action.denied"]),
+        "{types:?}"
+    );
+    let again: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["outbox", "drain", "--json"])).unwrap();
     assert_eq!(again["messages"], serde_json::json!([]));
-    let denied = cli.ok(&["events", "--type", "proposed_action.denied", "--agent", "dev-1", "--json"]);
+    let denied = cli.ok(&[
+        "events",
+        "--type",
+        "proposed_action.denied",
+        "--agent",
+        "dev-1",
+        "--json",
+    ]);
     let evs: serde_json::Value = serde_json::from_str(&denied).unwrap();
-    assert_eq!(evs[0]["actor"], serde_json::json!({"kind": "user", "id": "ada"}));
+    assert_eq!(
+        evs[0]["actor"],
+        serde_json::json!({"kind": "user", "id": "ada"})
+    );
 }
 
 #[test]
@@ -177,7 +260,10 @@ fn up_says_the_runner_has_no_container_boundary_and_down_recycles() {
     cli.ok(&["down", "dev-1", "--keep-worktree"]);
     assert!(wt.is_dir());
     let (_, err) = cli.err(&["up", "dev-1", "--project", "demo", "--mode", "mounted"]);
-    assert!(err.starts_with("berth: mounted mode is not available: "), "{err}");
+    assert!(
+        err.starts_with("berth: mounted mode is not available: "),
+        "{err}"
+    );
     cli.ok(&["up", "dev-1", "--project", "demo"]);
     cli.ok(&["down", "dev-1"]);
     assert!(!wt.exists());

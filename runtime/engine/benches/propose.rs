@@ -13,12 +13,17 @@
 use std::process::Command;
 use std::time::Instant;
 
-use berth_engine::{Actor, AgentImpl, Engine, NewProject, ProposeStatus, Proposal, StateDir};
+use berth_engine::{Actor, AgentImpl, Engine, NewProject, Proposal, ProposeStatus, StateDir};
 use berth_policy::{Action, Mode};
 
 fn git(dir: &std::path::Path, args: &[&str]) {
     let ok = Command::new("git")
-        .args(["-c", "user.name=Bench", "-c", "user.email=bench@example.com"])
+        .args([
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
         .args(args)
         .current_dir(dir)
         .status()
@@ -51,11 +56,24 @@ async fn main() {
     let engine = Engine::init(state.clone()).await.unwrap();
     let user = Actor::user("bench");
     engine
-        .add_project(NewProject { name: "bench".into(), from: src, base: None }, &user)
+        .add_project(
+            NewProject {
+                name: "bench".into(),
+                from: src,
+                base: None,
+            },
+            &user,
+        )
         .await
         .unwrap();
-    engine.activate_agent("dev-1", "bench", AgentImpl::Real, &user).await.unwrap();
-    engine.set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user).await.unwrap();
+    engine
+        .activate_agent("dev-1", "bench", AgentImpl::Real, &user)
+        .await
+        .unwrap();
+    engine
+        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
+        .await
+        .unwrap();
     engine.up("dev-1", "bench", None, &user).await.unwrap();
     let before = dir_bytes(state.root(), "berth.db");
 
@@ -63,7 +81,15 @@ async fn main() {
     let mut executed = 0usize;
     for _ in 0..n {
         let p = engine
-            .propose(Proposal::by_agent("dev-1", Action::Terminal { command: "true".into() }), None)
+            .propose(
+                Proposal::by_agent(
+                    "dev-1",
+                    Action::Terminal {
+                        command: "true".into(),
+                    },
+                ),
+                None,
+            )
             .await
             .unwrap();
         if let ProposeStatus::Executed { outcome } = &p.status {
@@ -71,28 +97,55 @@ async fn main() {
         }
     }
     let full = start.elapsed();
-    assert_eq!(executed, n, "every `true` must be auto-approved and executed (is the real policy merged?)");
+    assert_eq!(
+        executed, n,
+        "every `true` must be auto-approved and executed (is the real policy merged?)"
+    );
 
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(engine.store().pool()).await.unwrap();
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(engine.store().pool())
+        .await
+        .unwrap();
     let after = dir_bytes(state.root(), "berth.db");
     let per_10k = (after - before) as f64 * 10_000.0 / n as f64;
 
-    engine.set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user).await.unwrap();
+    engine
+        .set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user)
+        .await
+        .unwrap();
     let m = n.min(2_000);
     let start = Instant::now();
     for _ in 0..m {
         engine
-            .propose(Proposal::by_agent("dev-1", Action::Terminal { command: "true".into() }), None)
+            .propose(
+                Proposal::by_agent(
+                    "dev-1",
+                    Action::Terminal {
+                        command: "true".into(),
+                    },
+                ),
+                None,
+            )
             .await
             .unwrap();
     }
     let pending = start.elapsed();
 
-    println!("proposed actions, decide + log + execute `true` in the runner + log: {n} in {:.2} s = {:.0} actions/s ({:.2} ms each)",
-        full.as_secs_f64(), n as f64 / full.as_secs_f64(), full.as_secs_f64() * 1000.0 / n as f64);
-    println!("pending path, decide + log only: {m} in {:.2} s = {:.0} actions/s",
-        pending.as_secs_f64(), m as f64 / pending.as_secs_f64());
-    println!("store growth: {:.2} MiB per 10k executed actions ({} bytes for {n}; events, outbox rows and action rows)",
-        per_10k / (1024.0 * 1024.0), after - before);
+    println!(
+        "proposed actions, decide + log + execute `true` in the runner + log: {n} in {:.2} s = {:.0} actions/s ({:.2} ms each)",
+        full.as_secs_f64(),
+        n as f64 / full.as_secs_f64(),
+        full.as_secs_f64() * 1000.0 / n as f64
+    );
+    println!(
+        "pending path, decide + log only: {m} in {:.2} s = {:.0} actions/s",
+        pending.as_secs_f64(),
+        m as f64 / pending.as_secs_f64()
+    );
+    println!(
+        "store growth: {:.2} MiB per 10k executed actions ({} bytes for {n}; events, outbox rows and action rows)",
+        per_10k / (1024.0 * 1024.0),
+        after - before
+    );
     engine.close().await;
 }

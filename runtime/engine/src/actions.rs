@@ -726,6 +726,91 @@ impl Engine {
         })
     }
 
+    /// Re-executes an interrupted action, as `user` decided (never on its
+    /// own). Safe for the delivery chain: a commit finds the earlier commit
+    /// of the same action by its trailer, a push of what the forge already
+    /// has is a no-op, a PR is found by its action. Recorded as a human
+    /// approval with `retry: true`.
+    pub async fn retry(
+        &self,
+        id: &str,
+        user: &Actor,
+        sink: Option<OutputSink>,
+    ) -> Result<Approved> {
+        let record = self.action(id).await?;
+        let agent = self.agent(&record.agent).await?;
+        let now = now_ms();
+        let mut tx = self.store.write("retrying an action").await?;
+        let won = sqlx::query(
+            "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
+             diagnostic = NULL, updated_at = $2 WHERE id = $4 AND status = 'interrupted'",
+        )
+        .bind(&user.id)
+        .bind(now)
+        .bind(crate::recovery::executor_id())
+        .bind(&record.id)
+        .execute(&mut *tx)
+        .await
+        .map_err(EngineError::store("retrying an action"))?
+        .rows_affected();
+        if won != 1 {
+            let current = self.action(&record.id).await?;
+            return Err(EngineError::State(format!(
+                "action {} is {}: only an interrupted action can be retried",
+                current.id,
+                current.status.as_str()
+            )));
+        }
+        emit(
+            &mut tx,
+            NewEvent::new(kind::ACTION_APPROVED, user)
+                .project(&record.project)
+                .agent(&record.agent)
+                .task(record.task.as_deref())
+                .action(&record.id)
+                .payload(serde_json::json!({ "retry": true })),
+        )
+        .await?;
+        if let Some(task) = &record.task {
+            // A task blocked on this interruption goes back to work.
+            sqlx::query(
+                "UPDATE tasks SET status = 'in_progress', updated_at = $1 WHERE id = $2 AND status = 'blocked' AND agent = $3",
+            )
+            .bind(now)
+            .bind(task)
+            .bind(&record.agent)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("retrying an action"))?;
+        }
+        tx.commit()
+            .await
+            .map_err(EngineError::store("retrying an action"))?;
+        let project = self.load_project(&record.project).await?;
+        let record = self.action(&record.id).await?;
+        let sandbox = match self
+            .sandbox_for(&agent, &project.config, needs_berth(&record.action))
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                let outcome = Outcome::failed(e.to_string(), None);
+                self.finish(&record, &outcome).await?;
+                return Ok(Approved {
+                    id: record.id,
+                    outcome,
+                    rules: Vec::new(),
+                });
+            }
+        };
+        let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
+        Ok(Approved {
+            id: record.id,
+            outcome,
+            rules: Vec::new(),
+        })
+    }
+
     /// Denies a pending action as `user`.
     pub async fn deny(&self, id: &str, user: &Actor, reason: Option<&str>) -> Result<ActionRecord> {
         let record = self.action(id).await?;

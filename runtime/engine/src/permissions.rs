@@ -252,7 +252,9 @@ mod tests {
             verdict: Verdict::RequireApproval,
             stage: Stage::Autonomy,
             reason: "r".into(),
-            autonomy: Autonomy::new().with("terminal", Mode::RequireApproval).resolve("terminal"),
+            autonomy: Autonomy::new()
+                .with("terminal", Mode::RequireApproval)
+                .resolve("terminal"),
             segments,
             findings: Vec::new(),
             lifted: Vec::new(),
@@ -301,7 +303,10 @@ mod tests {
             (None, Some("opaque: command name from a variable")),
             (None, Some("already allowed")),
             (None, Some("`/tmp/x/cat` is a path, not a command name")),
-            (None, Some("the word \"a b\" cannot be written as a word pattern")),
+            (
+                None,
+                Some("the word \"a b\" cannot be written as a word pattern"),
+            ),
         ];
         let want: Vec<(Option<String>, Option<String>)> = want
             .into_iter()
@@ -317,15 +322,24 @@ mod tests {
         std::fs::write(&berth, DEFAULT_PERMISSIONS).unwrap();
         let added = append_allow(&berth, &["cargo test".into(), "ls".into()]).unwrap();
         assert_eq!(added, ["cargo test"]);
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&berth).unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&berth).unwrap()).unwrap();
         assert_eq!(v["allow"].as_array().unwrap().last().unwrap(), "cargo test");
 
         let claude = dir.path().join("settings.json");
-        std::fs::write(&claude, r#"{"permissions": {"allow": ["Bash(ls:*)"], "deny": []}, "model": "x"}"#).unwrap();
+        std::fs::write(
+            &claude,
+            r#"{"permissions": {"allow": ["Bash(ls:*)"], "deny": []}, "model": "x"}"#,
+        )
+        .unwrap();
         let added = append_allow(&claude, &["npm test".into()]).unwrap();
         assert_eq!(added, ["Bash(npm test:*)"]);
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();
-        assert_eq!(v["permissions"]["allow"], serde_json::json!(["Bash(ls:*)", "Bash(npm test:*)"]));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();
+        assert_eq!(
+            v["permissions"]["allow"],
+            serde_json::json!(["Bash(ls:*)", "Bash(npm test:*)"])
+        );
         assert_eq!(v["model"], "x");
 
         std::fs::write(&berth, "{\n  \"allow\": [,]\n}").unwrap();

@@ -411,3 +411,86 @@ async fn activation_seeds_and_the_auto_switch() {
         "{err}"
     );
 }
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test]
+async fn interrupted_steps_are_checked_against_the_repositories_never_rerun_on_their_own() {
+    let f = Fixture::new().await;
+    manual_noop(&f, "dev-1").await;
+    let task = f.engine.create_task("demo", "t", &user()).await.unwrap();
+    let AgentRun::AwaitingApproval { action: commit, .. } = step(&f, "dev-1").await else {
+        panic!()
+    };
+    // A crash while the commit was executing, before it committed.
+    sqlx::query("UPDATE proposed_actions SET status = 'executing', executor = $1 WHERE id = $2")
+        .bind(format!("{}:4194305:1", hostname()))
+        .bind(&commit)
+        .execute(f.engine.store().pool())
+        .await
+        .unwrap();
+    let restarted = f.second().await;
+    assert_eq!(
+        restarted.action(&commit).await.unwrap().status,
+        ActionStatus::Interrupted
+    );
+    // The loop cannot prove a commit happened: it blocks instead of re-running.
+    let AgentRun::Blocked { diagnosis, .. } =
+        restarted.run_agent("dev-1", true).await.unwrap().stopped
+    else {
+        panic!()
+    };
+    assert!(diagnosis.contains("was interrupted"), "{diagnosis}");
+    assert_eq!(
+        restarted.task(&task.id).await.unwrap().status,
+        TaskStatus::Blocked
+    );
+    let branch = format!("agent/dev-1/{}", &task.id[..8]);
+    // A person retries it; the chain goes on.
+    let r = restarted.retry(&commit, &user(), None).await.unwrap();
+    assert!(r.outcome.succeeded, "{r:?}");
+    let AgentRun::AwaitingApproval {
+        action: push,
+        step: s,
+    } = step(&f, "dev-1").await
+    else {
+        panic!()
+    };
+    assert_eq!(s, "git_push");
+    f.engine.approve(&push, &user(), false, None).await.unwrap();
+    // A crash after the push reached the forge, before its outcome was recorded.
+    sqlx::query("UPDATE proposed_actions SET status = 'interrupted' WHERE id = $1")
+        .bind(&push)
+        .execute(f.engine.store().pool())
+        .await
+        .unwrap();
+    // The forge has the commit: the push is verified, not repeated.
+    let AgentRun::AwaitingApproval { step: s, .. } = step(&f, "dev-1").await else {
+        panic!()
+    };
+    assert_eq!(s, "pr_open");
+    let commits = f.forge_git(&["rev-list", "--count", &format!("main..{branch}")]);
+    assert_eq!(commits.trim(), "1", "one commit, never duplicated");
+    let pushes = f
+        .engine
+        .actions(&Default::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.action.kind() == "git_push")
+        .count();
+    assert_eq!(pushes, 1);
+    assert!(
+        f.engine.retry(&push, &user(), None).await.is_ok(),
+        "a person may still retry it: a no-op push"
+    );
+    assert!(
+        f.engine.retry(&push, &user(), None).await.is_err(),
+        "only interrupted actions"
+    );
+}

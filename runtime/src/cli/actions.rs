@@ -31,6 +31,14 @@ pub struct ApproveArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct RetryArgs {
+    /// The interrupted action's id (or a unique prefix of it).
+    id: String,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct DenyArgs {
     id: String,
     #[arg(long)]
@@ -171,4 +179,20 @@ pub async fn deny(engine: &Engine, a: DenyArgs) -> anyhow::Result<u8> {
         println!("{} denied", &r.id[..8]);
     }
     Ok(0)
+}
+
+pub async fn retry(engine: &Engine, a: RetryArgs) -> anyhow::Result<u8> {
+    let r = engine.retry(&a.id, &Actor::current_user(), None).await?;
+    if a.json {
+        print_json(&r)?;
+    } else if r.outcome.succeeded {
+        println!("{} re-executed", &r.id[..8]);
+    } else {
+        eprintln!(
+            "{} re-executed; it failed: {}",
+            &r.id[..8],
+            r.outcome.diagnostic.as_deref().unwrap_or("no diagnostic")
+        );
+    }
+    Ok(if r.outcome.succeeded { 0 } else { 1 })
 }

@@ -64,6 +64,8 @@ pub enum Command {
     Approve(actions::ApproveArgs),
     /// Deny a pending action.
     Deny(actions::DenyArgs),
+    /// Re-execute an action that a crash interrupted (never done on its own).
+    Retry(actions::RetryArgs),
     /// The event log.
     Events(log::EventsArgs),
     /// Counts over the event log (human approvals, auto approvals, …).
@@ -113,6 +115,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         Command::Actions(a) => actions::list(&engine, a).await?,
         Command::Approve(a) => actions::approve(&engine, a).await?,
         Command::Deny(a) => actions::deny(&engine, a).await?,
+        Command::Retry(a) => actions::retry(&engine, a).await?,
         Command::Events(a) => log::events(&engine, a).await?,
         Command::Metrics(a) => log::metrics(&engine, a).await?,
         Command::Outbox(c) => log::outbox(&engine, c).await?,
