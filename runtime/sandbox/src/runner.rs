@@ -442,7 +442,12 @@ impl Runner {
             _ => None,
         };
 
-        let deadline = tokio::time::Instant::from_std(started + request.timeout);
+        // A timeout too large to add is as good as none (a century).
+        let deadline = tokio::time::Instant::from_std(
+            started
+                .checked_add(request.timeout)
+                .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 86_400)),
+        );
         let grace = self.config.kill_grace;
         let (status, timed_out) = match tokio::time::timeout_at(deadline, child.wait()).await {
             Ok(status) => (status, false),

@@ -334,6 +334,20 @@ async fn a_cancelled_exec_kills_its_group() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extreme_timeouts_are_accepted() {
+    let b = berth();
+    for timeout in [Duration::MAX, Duration::ZERO] {
+        let mut request = ExecRequest::shell("sleep 5");
+        request.timeout = timeout;
+        let outcome = tokio::time::timeout(Duration::from_secs(60), b.runner.exec(request, None))
+            .await
+            .expect("exec did not return")
+            .unwrap();
+        assert_eq!(outcome.timed_out, timeout.is_zero(), "{timeout:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_sink_does_not_stop_the_exec() {
     let b = berth();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
