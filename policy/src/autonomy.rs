@@ -123,13 +123,13 @@ impl Autonomy {
     /// The mode for an action type and where it came from. Precedence lives
     /// here and nowhere else: specific > wildcard > default.
     pub fn resolve(&self, kind: &str) -> Resolved {
-        if kind != WILDCARD {
-            if let Some(mode) = self.modes.get(kind) {
-                return Resolved {
-                    mode: *mode,
-                    origin: Origin::Specific,
-                };
-            }
+        if kind != WILDCARD
+            && let Some(mode) = self.modes.get(kind)
+        {
+            return Resolved {
+                mode: *mode,
+                origin: Origin::Specific,
+            };
         }
         if let Some(mode) = self.modes.get(WILDCARD) {
             return Resolved {

@@ -1,18 +1,56 @@
 //! `decide`: the stages of POLICY.md, in order.
+//!
+//! 1. deny (rules, built-in templates, autonomy `deny`) — deny always wins;
+//! 2. the external-effect / privileged limit (terminal);
+//! 3. never-auto action types;
+//! 4. path scope (terminal and file actions) — lifted in auto mode;
+//! 5. the rules file: opaque segments, `ask`, all `allow`, or a synthesized
+//!    partial-allow `require_approval` (a file without opinion: lifted in auto
+//!    mode);
+//! 6. autonomy, when the file has no opinion.
+//!
+//! Stages 2–4 only raise. The verdict is the most restrictive finding that
+//! holds; its stage is the first in that order.
 
 use crate::action::Action;
-use crate::autonomy::Autonomy;
-use crate::decision::{Decision, Stage};
+use crate::arg::{self, Arg};
+use crate::autonomy::{Autonomy, Mode};
+use crate::decision::{
+    Decision, Finding, Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage,
+    Verdict,
+};
 use crate::frame::Frame;
-use crate::rules::RuleSet;
+use crate::pattern::{Match, Pattern, Side};
+use crate::program::git_normalized;
+use crate::rules::{PathRule, PathTool, RuleSet};
+use crate::scope::{self, normalize};
+use crate::segment::{self, SegKind, Segment};
+use crate::template;
+use crate::wrapper;
+use crate::{pattern, privileged};
 
 /// Project-level additions to the built-in limits: more may be added, none removed.
 #[derive(Debug, Clone, Default)]
 pub struct Limits {
-    /// Extra privileged / external-effect patterns (word prefixes).
-    pub privileged: Vec<String>,
-    /// Extra deny templates (word prefixes).
-    pub deny: Vec<String>,
+    /// Extra privileged / external-effect patterns.
+    pub privileged: Vec<Pattern>,
+    /// Extra deny templates.
+    pub deny: Vec<Pattern>,
+}
+
+impl Limits {
+    /// Builds limits from plain patterns (berth.toml).
+    pub fn from_patterns(privileged: &[String], deny: &[String]) -> Result<Limits, String> {
+        let compile = |v: &[String]| {
+            v.iter()
+                .map(|p| Pattern::plain(p).map_err(|e| format!("`{p}`: {e}")))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(Limits {
+            privileged: compile(privileged)?,
+            deny: compile(deny)?,
+        })
+    }
 }
 
 /// Everything `decide` looks at besides the action.
@@ -27,17 +65,813 @@ pub struct Context<'a> {
     pub limits: &'a Limits,
 }
 
+/// System directories: a program named by a path there matches an allow
+/// rule written with its basename.
+const SYSTEM_DIRS: &[&str] = &["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"];
+
 /// Decides one action. Total: every input gets a decision.
 pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
     let resolved = ctx.autonomy.resolve(action.kind());
-    // Placeholder until the stages land: fail closed.
-    Decision {
-        verdict: crate::Verdict::RequireApproval,
-        stage: Stage::Autonomy,
-        reason: "policy engine under construction".into(),
-        autonomy: resolved,
-        segments: Vec::new(),
+    let mut d = Decider {
+        ctx,
+        auto: resolved.is_auto_mode(),
         findings: Vec::new(),
         lifted: Vec::new(),
+        segments: Vec::new(),
+    };
+    if resolved.mode == Mode::Deny {
+        d.raise(
+            Stage::AutonomyDeny,
+            Verdict::Deny,
+            format!(
+                "the agent's autonomy for `{}` is deny ({})",
+                action.kind(),
+                resolved.origin.as_str()
+            ),
+            None,
+        );
+    }
+    let rules = match action {
+        Action::Terminal { command } => d.terminal(command),
+        Action::FileRead { path } => d.file(path, PathTool::Read),
+        Action::FileWrite { path } => d.file(path, PathTool::Write),
+        Action::GitCommit => d.structured(&["git", "commit"]),
+        Action::GitPush { branch } => {
+            if d.is_protected(branch) {
+                d.raise(
+                    Stage::NeverAuto,
+                    Verdict::RequireApproval,
+                    format!("a push of the protected branch `{branch}` is never auto-approved"),
+                    None,
+                );
+            }
+            d.structured(&["git", "push", "origin", branch])
+        }
+        Action::PrOpen => d.structured(&["gh", "pr", "create"]),
+        Action::GitMerge { target } => {
+            if d.is_protected(target) {
+                d.raise(
+                    Stage::NeverAuto,
+                    Verdict::RequireApproval,
+                    format!("a merge into the protected branch `{target}` is never auto-approved"),
+                    None,
+                );
+            }
+            d.structured(&["git", "merge", target])
+        }
+        Action::InstructionPatch
+        | Action::Parallelize
+        | Action::RaiseMaxParallel
+        | Action::ContainerRemove => {
+            d.raise(
+                Stage::NeverAuto,
+                Verdict::RequireApproval,
+                format!("`{}` is never auto-approved", action.kind()),
+                None,
+            );
+            RulesOutcome::NoOpinion
+        }
+        Action::Other { kind } => {
+            d.raise(
+                Stage::NeverAuto,
+                Verdict::RequireApproval,
+                format!("`{kind}` is not an action type berth knows: never auto-approved"),
+                None,
+            );
+            RulesOutcome::NoOpinion
+        }
+    };
+    d.finish(rules, resolved)
+}
+
+/// What stage 5 concluded.
+enum RulesOutcome {
+    NoOpinion,
+    /// No opinion, and why (the segments no rule matched).
+    Unmatched(String),
+    Allow(String),
+}
+
+struct Decider<'a> {
+    ctx: &'a Context<'a>,
+    auto: bool,
+    findings: Vec<Finding>,
+    lifted: Vec<Finding>,
+    segments: Vec<SegmentReport>,
+}
+
+impl Decider<'_> {
+    fn raise(&mut self, stage: Stage, verdict: Verdict, reason: String, segment: Option<usize>) {
+        let f = Finding {
+            stage,
+            verdict,
+            reason,
+            segment,
+        };
+        if !self.findings.contains(&f) {
+            self.findings.push(f);
+        }
+    }
+
+    /// A limit auto mode lifts: recorded as lifted in auto mode, raised otherwise.
+    fn liftable(&mut self, stage: Stage, reason: String, segment: Option<usize>) {
+        let f = Finding {
+            stage,
+            verdict: Verdict::RequireApproval,
+            reason,
+            segment,
+        };
+        let list = if self.auto {
+            &mut self.lifted
+        } else {
+            &mut self.findings
+        };
+        if !list.contains(&f) {
+            list.push(f);
+        }
+    }
+
+    fn is_protected(&self, branch: &str) -> bool {
+        let b = branch.strip_prefix("refs/heads/").unwrap_or(branch);
+        self.ctx.protected_branches.iter().any(|p| {
+            let p = p.strip_prefix("refs/heads/").unwrap_or(p);
+            p == b || (p.contains('*') && pattern::glob_match(p.as_bytes(), b.as_bytes()))
+        })
+    }
+
+    fn finish(mut self, rules: RulesOutcome, resolved: crate::autonomy::Resolved) -> Decision {
+        let base = match rules {
+            RulesOutcome::Allow(reason) => (Stage::AllowRule, Verdict::AutoApprove, reason),
+            RulesOutcome::NoOpinion | RulesOutcome::Unmatched(_) => {
+                let v = Verdict::from(resolved.mode);
+                let mut reason = match resolved.origin {
+                    crate::Origin::Default => {
+                        "no autonomy is set for this action type: approval is required by default"
+                            .to_string()
+                    }
+                    o => format!(
+                        "the agent's autonomy for this action is {} ({})",
+                        resolved.mode.as_str(),
+                        o.as_str()
+                    ),
+                };
+                if let RulesOutcome::Unmatched(why) = rules {
+                    reason = format!("{why}; {reason}");
+                }
+                (Stage::Autonomy, v, reason)
+            }
+        };
+        let mut verdict = base.1;
+        for f in &self.findings {
+            verdict = verdict.max(f.verdict);
+        }
+        let (stage, reason) = self
+            .findings
+            .iter()
+            .filter(|f| f.verdict == verdict)
+            .min_by_key(|f| f.stage)
+            .map(|f| (f.stage, f.reason.clone()))
+            .filter(|(s, _)| *s <= base.0 || base.1 != verdict)
+            .unwrap_or((base.0, base.2));
+        Decision {
+            verdict,
+            stage,
+            reason,
+            autonomy: resolved,
+            segments: std::mem::take(&mut self.segments),
+            findings: self.findings,
+            lifted: self.lifted,
+        }
+    }
+
+    // ---- terminal -----------------------------------------------------------
+
+    fn terminal(&mut self, command: &str) -> RulesOutcome {
+        let home = self.ctx.frame.home();
+        let analysis = segment::analyze(command.as_bytes(), &self.cwd_abs(), home);
+        let all_in_scope = scope::all_in_scope(self.ctx.frame);
+        let mut commands = 0usize;
+        let mut allowed: Vec<String> = Vec::new();
+        let mut unmatched: Vec<usize> = Vec::new();
+        for (idx, seg) in analysis.segments.iter().enumerate() {
+            let mut report = SegmentReport {
+                argv: seg.argv.iter().map(|a| a.text.clone()).collect(),
+                wrappers: seg
+                    .chain
+                    .iter()
+                    .filter_map(|inv| inv.first().map(|a| a.text.clone()))
+                    .collect(),
+                matched: if seg.kind == SegKind::Command {
+                    RuleMatch::None
+                } else {
+                    RuleMatch::NotACommand
+                },
+                opaque: seg.opaque.clone(),
+                privileged: None,
+                template: None,
+                paths: Vec::new(),
+            };
+            let shown = display(seg);
+            let mut opaque = seg.opaque.clone();
+
+            // Stage 1: deny rules and templates, against every invocation.
+            for inv in seg.invocations() {
+                let norm = template::normalized_argv(inv);
+                for rule in self
+                    .ctx
+                    .rules
+                    .commands
+                    .iter()
+                    .filter(|r| r.list == RuleList::Deny)
+                {
+                    match rule
+                        .pattern
+                        .matches(&norm, seg.trailing_dynamic, Side::Restrict)
+                    {
+                        Match::Yes => {
+                            let r = rule_ref(rule);
+                            self.raise(
+                                Stage::DenyRule,
+                                Verdict::Deny,
+                                format!("`{shown}` matches the deny rule {r}"),
+                                Some(idx),
+                            );
+                            report.matched = RuleMatch::Deny { rule: r };
+                        }
+                        Match::Maybe => {
+                            opaque.get_or_insert_with(|| {
+                                format!(
+                                    "a dynamic word where the deny rule `{}` compares",
+                                    rule.pattern.raw
+                                )
+                            });
+                        }
+                        Match::No => {}
+                    }
+                }
+            }
+            match template::check(seg, home, &self.ctx.limits.deny) {
+                Some(template::Hit::Deny(t)) => {
+                    self.raise(
+                        Stage::DenyTemplate,
+                        Verdict::Deny,
+                        format!("`{shown}` meets the built-in deny template: {t}"),
+                        Some(idx),
+                    );
+                    report.template = Some(t);
+                }
+                Some(template::Hit::Maybe(m)) => {
+                    opaque.get_or_insert(m);
+                }
+                None => {}
+            }
+
+            // Stage 2: the external-effect / privileged limit.
+            for inv in seg.invocations() {
+                let norm = template::normalized_argv(inv);
+                let mut hit = privileged::check(&norm);
+                if hit.is_none() {
+                    for p in &self.ctx.limits.privileged {
+                        match p.matches(&norm, seg.trailing_dynamic, Side::Restrict) {
+                            Match::Yes => {
+                                hit = Some(privileged::Hit::Yes(format!(
+                                    "the project's privileged pattern `{}`",
+                                    p.raw
+                                )))
+                            }
+                            Match::Maybe => {
+                                hit = Some(privileged::Hit::Maybe(format!(
+                                    "a dynamic word where the privileged pattern `{}` compares",
+                                    p.raw
+                                )))
+                            }
+                            Match::No => {}
+                        }
+                    }
+                }
+                match hit {
+                    Some(privileged::Hit::Yes(class)) => {
+                        self.raise(
+                            Stage::Privileged,
+                            Verdict::RequireApproval,
+                            format!("`{shown}`: {class} — approval is required in every mode"),
+                            Some(idx),
+                        );
+                        report.privileged.get_or_insert(class);
+                    }
+                    Some(privileged::Hit::Maybe(m)) => {
+                        opaque.get_or_insert(m);
+                    }
+                    None => {}
+                }
+            }
+
+            // Stage 4: path scope.
+            let paths = scope::judge(seg, self.ctx.frame);
+            for p in &paths {
+                let counts = match p.location {
+                    Location::Outside => true,
+                    Location::Unknown => !all_in_scope,
+                    _ => false,
+                };
+                if counts {
+                    let why = match (&p.resolved, p.location) {
+                        (Some(r), Location::Outside) => {
+                            format!("`{shown}` touches {r}, outside the project scope")
+                        }
+                        (None, Location::Outside) => {
+                            format!("`{shown}` touches {}, outside the project scope", p.written)
+                        }
+                        _ => format!(
+                            "`{shown}`: {} cannot be proven inside the project scope",
+                            p.written
+                        ),
+                    };
+                    self.liftable(Stage::Scope, why, Some(idx));
+                }
+            }
+            // Path rules (Read/Edit deny and ask) apply to the paths a command touches.
+            self.path_rules_for_command(seg, &paths, idx, &shown, &mut report);
+            report.paths = paths;
+
+            // Stage 5: the rules file.
+            if let Some(reason) = &opaque {
+                self.raise(
+                    Stage::Opaque,
+                    Verdict::RequireApproval,
+                    format!("`{shown}` cannot be analysed: {reason}"),
+                    Some(idx),
+                );
+                report.opaque = Some(reason.clone());
+            }
+            if seg.kind == SegKind::Command {
+                commands += 1;
+                let mut asked = false;
+                for inv in seg.invocations() {
+                    let norm = template::normalized_argv(inv);
+                    for rule in self
+                        .ctx
+                        .rules
+                        .commands
+                        .iter()
+                        .filter(|r| r.list == RuleList::Ask)
+                    {
+                        match rule
+                            .pattern
+                            .matches(&norm, seg.trailing_dynamic, Side::Restrict)
+                        {
+                            Match::Yes => {
+                                let r = rule_ref(rule);
+                                self.raise(
+                                    Stage::AskRule,
+                                    Verdict::RequireApproval,
+                                    format!("`{shown}` matches the ask rule {r}"),
+                                    Some(idx),
+                                );
+                                if !matches!(report.matched, RuleMatch::Deny { .. }) {
+                                    report.matched = RuleMatch::Ask { rule: r };
+                                }
+                                asked = true;
+                            }
+                            Match::Maybe => {
+                                let why = format!(
+                                    "a dynamic word where the ask rule `{}` compares",
+                                    rule.pattern.raw
+                                );
+                                self.raise(
+                                    Stage::Opaque,
+                                    Verdict::RequireApproval,
+                                    format!("`{shown}` cannot be analysed: {why}"),
+                                    Some(idx),
+                                );
+                                report.opaque.get_or_insert(why);
+                                asked = true;
+                            }
+                            Match::No => {}
+                        }
+                    }
+                }
+                let allow = if opaque.is_none() && !asked {
+                    self.allow_rule(seg)
+                } else {
+                    None
+                };
+                match allow {
+                    Some(r) => {
+                        if matches!(report.matched, RuleMatch::None) {
+                            report.matched = RuleMatch::Allow { rule: r.clone() };
+                        }
+                        allowed.push(format!("`{shown}` matches the allow rule {r}"));
+                    }
+                    None => unmatched.push(idx),
+                }
+            }
+            self.segments.push(report);
+        }
+        if commands > 0 && !allowed.is_empty() && !unmatched.is_empty() {
+            let names: Vec<String> = unmatched
+                .iter()
+                .filter_map(|i| analysis.segments.get(*i))
+                .map(display)
+                .collect();
+            self.liftable(
+                Stage::PartialAllow,
+                format!(
+                    "only part of the command is allowed: no allow rule matches {}",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                unmatched.first().copied(),
+            );
+            return RulesOutcome::NoOpinion;
+        }
+        if commands > 0 && unmatched.is_empty() {
+            return RulesOutcome::Allow(if allowed.len() == 1 {
+                allowed.remove(0)
+            } else {
+                format!(
+                    "every segment matches an allow rule ({} segments)",
+                    allowed.len()
+                )
+            });
+        }
+        if !unmatched.is_empty() {
+            let names: Vec<String> = unmatched
+                .iter()
+                .filter_map(|i| analysis.segments.get(*i))
+                .map(display)
+                .collect();
+            return RulesOutcome::Unmatched(format!(
+                "no rule matches {}",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        RulesOutcome::NoOpinion
+    }
+
+    /// The cwd as an absolute frame path.
+    fn cwd_abs(&self) -> String {
+        normalize(self.ctx.frame.project_root(), self.ctx.cwd)
+    }
+
+    /// The allow rule matching the program that runs, if any. A rule may
+    /// also name the wrappers as written when it reaches into the program
+    /// (`npx prettier` matches `npx prettier --check .`; `npx` alone does not
+    /// allow whatever npx runs).
+    fn allow_rule(&self, seg: &Segment) -> Option<RuleRef> {
+        let mut argv = template::without_toolchain(&seg.argv);
+        let name = argv.first()?.clone();
+        if name.dynamic {
+            return None;
+        }
+        // A path matches a basename rule only in a system directory.
+        if !name.package && name.text.contains('/') {
+            let dir = normalize("/", &name.text);
+            let parent = dir
+                .rsplit_once('/')
+                .map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
+            if SYSTEM_DIRS.contains(&parent) {
+                argv[0] = Arg {
+                    text: arg::basename(&name.text).to_string(),
+                    ..name.clone()
+                };
+            }
+        }
+        let allows = || {
+            self.ctx
+                .rules
+                .commands
+                .iter()
+                .filter(|r| r.list == RuleList::Allow)
+        };
+        if let Some(r) = allows()
+            .find(|r| r.pattern.matches(&argv, seg.trailing_dynamic, Side::Allow) == Match::Yes)
+        {
+            return Some(rule_ref(r));
+        }
+        // The wrappers of this command line itself (not an enclosing `sh -c`).
+        let own_chain: Vec<&Vec<Arg>> = seg
+            .chain
+            .iter()
+            .filter(|inv| !inv.iter().any(|a| a.is("-c")))
+            .collect();
+        if own_chain.is_empty() {
+            return None;
+        }
+        let prefix: usize = own_chain.iter().map(|inv| inv.len()).sum();
+        let mut full: Vec<Arg> = own_chain
+            .iter()
+            .flat_map(|inv| inv.iter().cloned())
+            .collect();
+        full.extend(seg.argv.iter().cloned());
+        allows()
+            .find(|r| {
+                let reaches = match &r.pattern.kind {
+                    pattern::Kind::Prefix(w) | pattern::Kind::Exact(w) => w.len() > prefix,
+                    _ => false,
+                };
+                reaches && r.pattern.matches(&full, seg.trailing_dynamic, Side::Allow) == Match::Yes
+            })
+            .map(rule_ref)
+    }
+
+    fn path_rules_for_command(
+        &mut self,
+        seg: &Segment,
+        paths: &[PathReport],
+        idx: usize,
+        shown: &str,
+        report: &mut SegmentReport,
+    ) {
+        if self.ctx.rules.paths.is_empty() {
+            return;
+        }
+        let written: Vec<&str> = seg
+            .redirects
+            .iter()
+            .filter(|r| r.writes)
+            .map(|r| r.target.text.as_str())
+            .collect();
+        for p in paths {
+            let Some(abs) = &p.resolved else { continue };
+            let writes = written.iter().any(|w| *w == p.written);
+            for rule in self.ctx.rules.paths.clone() {
+                if rule.list == RuleList::Allow {
+                    continue;
+                }
+                let applies = rule.tool == PathTool::Read || writes;
+                if applies && self.path_rule_matches(&rule, abs) {
+                    let r = RuleRef {
+                        list: rule.list,
+                        pattern: rule.raw.clone(),
+                        source: rule.source.clone(),
+                    };
+                    let (stage, verdict, word) = if rule.list == RuleList::Deny {
+                        (Stage::DenyRule, Verdict::Deny, "deny")
+                    } else {
+                        (Stage::AskRule, Verdict::RequireApproval, "ask")
+                    };
+                    self.raise(
+                        stage,
+                        verdict,
+                        format!("`{shown}` touches {abs}, which meets the {word} rule {r}"),
+                        Some(idx),
+                    );
+                    if rule.list == RuleList::Deny
+                        || !matches!(report.matched, RuleMatch::Deny { .. })
+                    {
+                        report.matched = if rule.list == RuleList::Deny {
+                            RuleMatch::Deny { rule: r }
+                        } else {
+                            RuleMatch::Ask { rule: r }
+                        };
+                    }
+                }
+            }
+        }
+    }
+
+    fn path_rule_matches(&self, rule: &PathRule, abs: &str) -> bool {
+        let g = rule.glob.as_str();
+        let root = normalize("/", self.ctx.frame.project_root());
+        let pattern = if let Some(rest) = g.strip_prefix("//") {
+            format!("/{rest}")
+        } else if let Some(rest) = g.strip_prefix("~/") {
+            format!("{}/{rest}", self.ctx.frame.home().trim_end_matches('/'))
+        } else if g == "~" {
+            self.ctx.frame.home().to_string()
+        } else if let Some(rest) = g.strip_prefix('/') {
+            format!("{}/{rest}", root.trim_end_matches('/'))
+        } else if let Some(rest) = g.strip_prefix("./") {
+            format!("{}/{rest}", self.cwd_abs().trim_end_matches('/'))
+        } else if g.contains('/') {
+            format!("{}/{g}", self.cwd_abs().trim_end_matches('/'))
+        } else {
+            // A bare name matches at any depth (gitignore).
+            format!("**/{g}")
+        };
+        path_glob(&pattern, abs)
+    }
+
+    // ---- file actions -----------------------------------------------------
+
+    fn file(&mut self, path: &str, tool: PathTool) -> RulesOutcome {
+        let abs = normalize(&self.cwd_abs(), path);
+        let location = scope::locate(self.ctx.frame, &abs);
+        if !location.in_scope() {
+            self.liftable(
+                Stage::Scope,
+                format!("{abs} is outside the project scope"),
+                None,
+            );
+        }
+        let mut outcome = RulesOutcome::NoOpinion;
+        let mut matched = RuleMatch::None;
+        for rule in self.ctx.rules.paths.clone() {
+            if rule.tool != tool || !self.path_rule_matches(&rule, &abs) {
+                continue;
+            }
+            let r = RuleRef {
+                list: rule.list,
+                pattern: rule.raw.clone(),
+                source: rule.source.clone(),
+            };
+            match rule.list {
+                RuleList::Deny => {
+                    self.raise(
+                        Stage::DenyRule,
+                        Verdict::Deny,
+                        format!("{abs} meets the deny rule {r}"),
+                        None,
+                    );
+                    matched = RuleMatch::Deny { rule: r };
+                }
+                RuleList::Ask => {
+                    self.raise(
+                        Stage::AskRule,
+                        Verdict::RequireApproval,
+                        format!("{abs} meets the ask rule {r}"),
+                        None,
+                    );
+                    if !matches!(matched, RuleMatch::Deny { .. }) {
+                        matched = RuleMatch::Ask { rule: r };
+                    }
+                }
+                RuleList::Allow => {
+                    if matches!(matched, RuleMatch::None) {
+                        outcome = RulesOutcome::Allow(format!("{abs} meets the allow rule {r}"));
+                        matched = RuleMatch::Allow { rule: r };
+                    }
+                }
+            }
+        }
+        self.segments.push(SegmentReport {
+            argv: vec![
+                if tool == PathTool::Read {
+                    "read"
+                } else {
+                    "write"
+                }
+                .to_string(),
+                path.to_string(),
+            ],
+            wrappers: Vec::new(),
+            matched,
+            opaque: None,
+            privileged: None,
+            template: None,
+            paths: vec![PathReport {
+                written: path.to_string(),
+                resolved: Some(abs),
+                location,
+            }],
+        });
+        outcome
+    }
+
+    // ---- structured actions -------------------------------------------------
+
+    /// Commits, pushes, PRs and merges the runtime executes itself: governed
+    /// by autonomy, but a deny or ask rule written for the equivalent command
+    /// (`git push`, `gh pr create`) still holds.
+    fn structured(&mut self, equivalent: &[&str]) -> RulesOutcome {
+        let argv: Vec<Arg> = equivalent.iter().map(|w| Arg::lit(*w)).collect();
+        let shown = equivalent.join(" ");
+        for rule in &self.ctx.rules.commands {
+            if rule.list == RuleList::Allow || matches!(rule.pattern.kind, pattern::Kind::All) {
+                continue;
+            }
+            if rule.pattern.matches(&argv, false, Side::Restrict) == Match::Yes {
+                let r = rule_ref(rule);
+                let (stage, verdict) = if rule.list == RuleList::Deny {
+                    (Stage::DenyRule, Verdict::Deny)
+                } else {
+                    (Stage::AskRule, Verdict::RequireApproval)
+                };
+                self.findings.push(Finding {
+                    stage,
+                    verdict,
+                    reason: format!("`{shown}` matches the {} rule {r}", rule.list.as_str()),
+                    segment: None,
+                });
+            }
+        }
+        RulesOutcome::NoOpinion
+    }
+}
+
+fn rule_ref(rule: &crate::rules::CommandRule) -> RuleRef {
+    RuleRef {
+        list: rule.list,
+        pattern: rule.pattern.raw.clone(),
+        source: rule.source.clone(),
+    }
+}
+
+/// A segment as people read it: wrappers and program.
+fn display(seg: &Segment) -> String {
+    let mut parts: Vec<String> = seg.chain.iter().map(|inv| arg::render(inv)).collect();
+    if !seg.argv.is_empty() {
+        parts.push(arg::render(&seg.argv));
+    }
+    let s = parts.join(" ");
+    let s = if s.is_empty() {
+        match seg.kind {
+            SegKind::NotACommand => "(assignment or redirection)".to_string(),
+            _ => "(unparsed)".to_string(),
+        }
+    } else {
+        s
+    };
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Gitignore-style match of an absolute path: `**` any number of
+/// components, `*` and `?` within one; a pattern without glob characters
+/// also matches everything under it.
+pub fn path_glob(pattern: &str, path: &str) -> bool {
+    let pat: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+    let comps: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let literal = !pattern.contains(['*', '?', '[']);
+    if literal {
+        return comps.len() >= pat.len() && comps[..pat.len()] == pat[..];
+    }
+    // Also match everything under a matched directory.
+    (0..=comps.len())
+        .rev()
+        .any(|n| match_components(&pat, &comps[..n]))
+}
+
+fn match_components(pat: &[&str], comps: &[&str]) -> bool {
+    // Iterative over (pattern index, component index) with `**` backtracking.
+    let mut states = vec![(0usize, 0usize)];
+    let mut seen = std::collections::HashSet::new();
+    while let Some((p, c)) = states.pop() {
+        if !seen.insert((p, c)) {
+            continue;
+        }
+        if p == pat.len() {
+            if c == comps.len() {
+                return true;
+            }
+            continue;
+        }
+        if pat[p] == "**" {
+            states.push((p + 1, c));
+            if c < comps.len() {
+                states.push((p, c + 1));
+            }
+        } else if c < comps.len() && pattern::glob_match(pat[p].as_bytes(), comps[c].as_bytes()) {
+            states.push((p + 1, c + 1));
+        }
+    }
+    false
+}
+
+/// Whether a program is one `--always` must never add an allow rule for:
+/// shells, interpreters, wrappers and privileged commands.
+pub fn never_always(program: &str) -> bool {
+    let name = arg::basename(program);
+    wrapper::is_wrapper(name)
+        || wrapper::is_interpreter(name)
+        || privileged::check(&[Arg::lit(name)]).is_some()
+}
+
+/// git's argv as deny rules see it (global options removed); exposed for
+/// `explain`.
+pub fn normalized_git(argv: &[Arg]) -> Vec<Arg> {
+    git_normalized(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_globs() {
+        let cases = [
+            ("/work/.env", "/work/.env", true),
+            ("/work/secrets", "/work/secrets/a/b", true),
+            ("/work/src/**/*.ts", "/work/src/a/b/c.ts", true),
+            ("/work/src/**/*.ts", "/work/src/c.ts", true),
+            ("/work/src/**/*.ts", "/work/lib/c.ts", false),
+            ("**/.env", "/work/x/.env", true),
+            ("/home/agent/.ssh/**", "/home/agent/.ssh/id_rsa", true),
+            ("/work/.env", "/work/.envrc", false),
+        ];
+        for (p, path, want) in cases {
+            assert_eq!(path_glob(p, path), want, "{p} {path}");
+        }
     }
 }

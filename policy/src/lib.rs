@@ -12,12 +12,25 @@
 //! [`PathMap`] only after the decision. The contract is `design/POLICY.md`.
 
 pub mod action;
+pub mod arg;
 pub mod autonomy;
+pub mod case;
 pub mod decide;
 pub mod decision;
+pub mod env;
+pub mod explain;
 pub mod frame;
+mod json_spans;
 pub mod pathmap;
+pub mod pattern;
+pub mod privileged;
+pub mod program;
 pub mod rules;
+pub mod scope;
+pub mod segment;
+pub mod shell;
+pub mod template;
+pub mod wrapper;
 
 pub use action::Action;
 pub use autonomy::{Autonomy, Mode, Origin, Resolved};

@@ -25,7 +25,7 @@ impl PathMap {
         let frame = trim_trailing_slash(frame).to_string();
         self.entries.push((frame, host.into()));
         // Longest first, so nested mounts map by their own entry.
-        self.entries.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.entries.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
         self
     }
 

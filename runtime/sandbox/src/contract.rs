@@ -20,8 +20,10 @@
 //! ```
 //!
 //! The fixture's `/work` must start empty and writable, and `/tmp` inside the
-//! sandbox must be writable. Needs `sh`, `cat`, `printf`, `seq`, `head`,
-//! `sleep`, `chmod`, `grep` and `/proc` inside the sandbox (busybox has them).
+//! sandbox must be writable. Needs `sh` with `kill`, `trap` and `wait`, and
+//! `cat`, `printf`, `tr`, `seq`, `head`, `sleep`, `chmod`, `grep`, `touch`,
+//! `mkdir`, `rm`, `rmdir`, `mv`, `ln`, `true`, `false` and `/proc` inside the
+//! sandbox (busybox has them all).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -12,6 +12,12 @@
 //! inode. A daemon that closed its descriptors escapes; only a cgroup (the
 //! Docker backend) contains it.
 //!
+//! berth does not make itself a child subreaper (`PR_SET_CHILD_SUBREAPER`),
+//! which would keep orphans findable: the attribute is process-wide, every
+//! orphan of every exec would then have to be reaped by berth, and reaping
+//! with `waitpid(-1)` would steal exit statuses from tokio's own child
+//! handling. Containment of daemons is the container's job.
+//!
 //! Pids are recorded with their start time and re-checked before each signal,
 //! so a reused pid is never signalled. Zombies count as gone: they hold nothing
 //! and cannot be killed (init on some hosts never reaps them).
@@ -115,13 +121,15 @@ pub(crate) fn tree_in(stats: &[Stat], root: Option<i32>, pgid: i32) -> Vec<ProcI
         .collect()
 }
 
+/// Whether the group has no member at all (not even a zombie).
+pub(crate) fn group_empty(pgid: i32) -> bool {
+    killpg(Pid::from_raw(pgid), None) == Err(Errno::ESRCH)
+}
+
 /// Whether the group has a member that is not a zombie.
 pub(crate) fn group_alive(pgid: i32) -> bool {
-    match killpg(Pid::from_raw(pgid), None) {
-        Err(Errno::ESRCH) => false,
-        // Members exist; they may all be zombies that no one reaps.
-        _ => all_stats().iter().any(|s| s.pgrp == pgid && !s.gone),
-    }
+    // Members may all be zombies that no one reaps.
+    !group_empty(pgid) && all_stats().iter().any(|s| s.pgrp == pgid && !s.gone)
 }
 
 /// Whether `p` is still the same, not-yet-dead process.

@@ -407,7 +407,11 @@ impl Runner {
         };
         // Leader of its own group: the group id is the pid.
         let pgid = pid;
-        let mut guard = GroupGuard { pgid, armed: true };
+        let mut guard = GroupGuard {
+            pgid,
+            armed: true,
+            readers: Vec::new(),
+        };
 
         let mut pipe_inodes = Vec::new();
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -425,6 +429,9 @@ impl Runner {
             pipe_inodes.extend(process_tree::pipe_inode(pipe.as_raw_fd()));
             tokio::spawn(drain(pipe, Stream::Stderr, cap, sink, stop_rx))
         });
+        guard
+            .readers
+            .extend(stdout.iter().chain(stderr.iter()).map(|r| r.abort_handle()));
         let stdin_writer = match (child.stdin.take(), request.stdin) {
             (Some(mut pipe), Some(data)) => Some(tokio::spawn(async move {
                 // A command that does not read its input closes the pipe:
@@ -435,7 +442,12 @@ impl Runner {
             _ => None,
         };
 
-        let deadline = tokio::time::Instant::from_std(started + request.timeout);
+        // A timeout too large to add is as good as none (a century).
+        let deadline = tokio::time::Instant::from_std(
+            started
+                .checked_add(request.timeout)
+                .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 86_400)),
+        );
         let grace = self.config.kill_grace;
         let (status, timed_out) = match tokio::time::timeout_at(deadline, child.wait()).await {
             Ok(status) => (status, false),
@@ -538,18 +550,22 @@ impl ChildSetup {
     }
 }
 
-/// Kills the exec's process group if the exec is dropped half-way (its
-/// caller cancelled), so nothing outlives it; `kill_on_drop` covers only the
-/// main process.
+/// Kills the exec's process group and stops its output readers if the exec
+/// is dropped half-way (its caller cancelled), so nothing outlives it;
+/// `kill_on_drop` covers only the main process.
 struct GroupGuard {
     pgid: i32,
     armed: bool,
+    readers: Vec<tokio::task::AbortHandle>,
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
             let _ = nix::sys::signal::killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+            for reader in &self.readers {
+                reader.abort();
+            }
         }
     }
 }
@@ -559,6 +575,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 async fn group_alive(pgid: i32) -> bool {
+    // The usual answer, an empty group, costs one system call.
+    if process_tree::group_empty(pgid) {
+        return false;
+    }
     blocking(move || process_tree::group_alive(pgid))
         .await
         .unwrap_or(true)

@@ -1,0 +1,362 @@
+//! Command patterns of rules files, and how they match a segment's argv.
+//!
+//! A plain pattern is a word prefix: `"npm test"` matches argv starting with
+//! the words `npm`, `test` — whole words, so `ls` does not match `lsof` and
+//! `npm run test` does not match `npm run test:e2e`. Claude Code's forms:
+//! `Bash(npm test:*)` (and `Bash(npm test *)`) is the prefix `npm test`,
+//! `Bash(npm test)` the exact command, `Bash(*)`/`Bash` every command; a `*`
+//! elsewhere is a glob over the words joined by spaces.
+
+use crate::arg::{Arg, basename};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Prefix(Vec<String>),
+    Exact(Vec<String>),
+    Glob(String),
+    All,
+}
+
+/// A compiled command pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    /// As written in the rules file.
+    pub raw: String,
+    pub kind: Kind,
+}
+
+/// Whether a pattern matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Match {
+    Yes,
+    No,
+    /// A dynamic word sits where the pattern compares: it might.
+    Maybe,
+}
+
+/// How the program name is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Allow rules: as written (a path matches a basename rule only in a
+    /// system directory — the caller passes the name accordingly).
+    Allow,
+    /// Deny, ask and privileged patterns: by basename on both sides.
+    Restrict,
+}
+
+impl Pattern {
+    /// A plain word-prefix pattern (native `permissions.json`, berth.toml).
+    pub fn plain(raw: &str) -> Result<Pattern, String> {
+        let words = split_words(raw)?;
+        if words.is_empty() {
+            return Err("an empty pattern".into());
+        }
+        if raw.ends_with(":*") {
+            return Pattern::claude_inner(raw, raw);
+        }
+        if words.iter().any(|w| w.contains('*')) {
+            return Ok(Pattern {
+                raw: raw.to_string(),
+                kind: glob_kind(raw),
+            });
+        }
+        Ok(Pattern {
+            raw: raw.to_string(),
+            kind: Kind::Prefix(words),
+        })
+    }
+
+    /// The inside of Claude Code's `Bash(…)`.
+    pub fn claude_inner(raw: &str, inner: &str) -> Result<Pattern, String> {
+        let inner = inner.trim();
+        if inner.is_empty() || inner == "*" {
+            return Ok(Pattern {
+                raw: raw.to_string(),
+                kind: Kind::All,
+            });
+        }
+        let (body, prefix) = if let Some(b) = inner.strip_suffix(":*") {
+            (b, true)
+        } else if let Some(b) = inner.strip_suffix(" *") {
+            (b, true)
+        } else {
+            (inner, false)
+        };
+        if body.contains('*') {
+            return Ok(Pattern {
+                raw: raw.to_string(),
+                kind: glob_kind(inner),
+            });
+        }
+        let words = split_words(body)?;
+        if words.is_empty() {
+            return Err(format!("an empty command in `{raw}`"));
+        }
+        let kind = if prefix {
+            Kind::Prefix(words)
+        } else {
+            Kind::Exact(words)
+        };
+        Ok(Pattern {
+            raw: raw.to_string(),
+            kind,
+        })
+    }
+
+    /// The pattern's first word (the program), if it has a fixed one.
+    pub fn program(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Prefix(w) | Kind::Exact(w) => w.first().map(String::as_str),
+            _ => None,
+        }
+    }
+
+    /// Matches argv. `trailing_dynamic`: more arguments follow from stdin.
+    pub fn matches(&self, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
+        match &self.kind {
+            Kind::All => Match::Yes,
+            Kind::Prefix(words) => compare(words, argv, side, false, trailing_dynamic),
+            Kind::Exact(words) => compare(words, argv, side, true, trailing_dynamic),
+            Kind::Glob(g) => {
+                if argv.iter().any(|a| a.dynamic) || trailing_dynamic {
+                    return Match::Maybe;
+                }
+                let joined = argv
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        if i == 0 && side == Side::Restrict {
+                            a.basename()
+                        } else {
+                            a.text.as_str()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if glob_match(g.as_bytes(), joined.as_bytes()) {
+                    Match::Yes
+                } else {
+                    Match::No
+                }
+            }
+        }
+    }
+}
+
+fn glob_kind(text: &str) -> Kind {
+    let t = text.trim();
+    // `git push *` also matches `git push`.
+    let t = t
+        .strip_suffix(":*")
+        .map(|s| format!("{s}*"))
+        .unwrap_or_else(|| t.to_string());
+    Kind::Glob(t)
+}
+
+fn compare(
+    words: &[String],
+    argv: &[Arg],
+    side: Side,
+    exact: bool,
+    trailing_dynamic: bool,
+) -> Match {
+    let mut maybe = false;
+    for (i, w) in words.iter().enumerate() {
+        let Some(a) = argv.get(i) else {
+            return if trailing_dynamic {
+                Match::Maybe
+            } else {
+                Match::No
+            };
+        };
+        if a.dynamic {
+            maybe = true;
+            continue;
+        }
+        let equal = if i == 0 && side == Side::Restrict {
+            a.basename() == basename(w)
+        } else {
+            a.text == *w
+        };
+        if !equal {
+            return Match::No;
+        }
+    }
+    if exact && (argv.len() != words.len() || trailing_dynamic) {
+        if argv.len() < words.len() || trailing_dynamic && argv.len() == words.len() {
+            return if maybe || trailing_dynamic {
+                Match::Maybe
+            } else {
+                Match::No
+            };
+        }
+        return Match::No;
+    }
+    if maybe { Match::Maybe } else { Match::Yes }
+}
+
+/// Splits a pattern into words, honouring single and double quotes.
+fn split_words(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => cur.push(x),
+                        None => return Err(format!("an unterminated quote in `{s}`")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => {
+                            if let Some(x) = chars.next() {
+                                cur.push(x);
+                            }
+                        }
+                        Some(x) => cur.push(x),
+                        None => return Err(format!("an unterminated quote in `{s}`")),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+/// `*` matches any run of bytes, `?` one byte. Iterative: linear-ish with
+/// backtracking to the last star only.
+pub fn glob_match(pat: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while t < text.len() {
+        if p < pat.len() && (pat[p] == b'?' || pat[p] == text[t]) {
+            p += 1;
+            t += 1;
+        } else if p < pat.len() && pat[p] == b'*' {
+            star = Some(p);
+            mark = t;
+            p += 1;
+        } else if let Some(s) = star {
+            p = s + 1;
+            mark += 1;
+            t = mark;
+        } else {
+            return false;
+        }
+    }
+    while p < pat.len() && pat[p] == b'*' {
+        p += 1;
+    }
+    p == pat.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<Arg> {
+        s.split_whitespace().map(Arg::lit).collect()
+    }
+
+    #[test]
+    fn plain_patterns_match_whole_words() {
+        let cases = [
+            ("ls", "ls -la", Match::Yes),
+            ("ls", "lsof", Match::No),
+            ("git diff", "git difftool", Match::No),
+            ("npm run test", "npm run test:e2e", Match::No),
+            ("npm run test", "npm run test -- --watch", Match::Yes),
+            ("npm test", "npm", Match::No),
+            ("git *", "git status", Match::Yes),
+            ("npm test:*", "npm test --x", Match::Yes),
+        ];
+        for (pat, cmd, want) in cases {
+            let p = Pattern::plain(pat).unwrap();
+            assert_eq!(
+                p.matches(&argv(cmd), false, Side::Allow),
+                want,
+                "{pat} vs {cmd}"
+            );
+        }
+    }
+
+    #[test]
+    fn claude_forms() {
+        let cases = [
+            (
+                "npm run test:*",
+                "npm run test -- --watch=false",
+                Match::Yes,
+            ),
+            ("npm run test", "npm run test -- --watch=false", Match::No),
+            ("npm run test", "npm run test", Match::Yes),
+            ("ls *", "ls -la", Match::Yes),
+            ("ls *", "lsof", Match::No),
+            ("git * main", "git merge main", Match::Yes),
+            ("*", "anything at all", Match::Yes),
+        ];
+        for (inner, cmd, want) in cases {
+            let p = Pattern::claude_inner(inner, inner).unwrap();
+            assert_eq!(
+                p.matches(&argv(cmd), false, Side::Allow),
+                want,
+                "{inner} vs {cmd}"
+            );
+        }
+    }
+
+    #[test]
+    fn dynamic_words_might_match() {
+        let p = Pattern::plain("git push").unwrap();
+        let a = vec![Arg::lit("git"), Arg::dynamic(""), Arg::lit("origin")];
+        assert_eq!(p.matches(&a, false, Side::Restrict), Match::Maybe);
+        let b = vec![Arg::lit("git"), Arg::lit("status"), Arg::dynamic("")];
+        assert_eq!(p.matches(&b, false, Side::Restrict), Match::No);
+        let c = vec![Arg::lit("git")];
+        assert_eq!(p.matches(&c, true, Side::Restrict), Match::Maybe);
+    }
+
+    #[test]
+    fn restrict_side_compares_basenames() {
+        let p = Pattern::plain("sudo").unwrap();
+        assert_eq!(
+            p.matches(&argv("/usr/bin/sudo ls"), false, Side::Restrict),
+            Match::Yes
+        );
+        assert_eq!(
+            p.matches(&argv("/usr/bin/sudo ls"), false, Side::Allow),
+            Match::No
+        );
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(b"a*c", b"abbbc"));
+        assert!(glob_match(b"*", b""));
+        assert!(!glob_match(b"a?c", b"ac"));
+        assert!(glob_match(b"git push*", b"git push origin"));
+    }
+}

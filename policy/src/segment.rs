@@ -1,0 +1,917 @@
+//! From a syntax tree to segments: every simple command that would run, with
+//! wrappers seen through, the directory it runs in, and what the parser could
+//! not know about it.
+//!
+//! The walk tracks the working directory through `cd`, `pushd` and `popd` the
+//! way bash would: changes in a subshell, a pipeline, a background job or a
+//! command substitution do not come back; after `a && b` or `a || b` the cwd
+//! is any of the directories a short-circuit could leave. A set of possible
+//! directories is kept (small), and anything it cannot follow is `Unknown` —
+//! which the scope stage treats as unprovable.
+
+use crate::arg::Arg;
+use crate::env::is_dangerous_env;
+use crate::program::{self, HiddenPath, Inner};
+use crate::scope::normalize;
+use crate::shell::ast::*;
+use crate::shell::parser::{MAX_DEPTH, parse_at_depth};
+use crate::shell::word::{self, Value};
+use crate::wrapper::{self, Unwrap};
+
+/// Most directories tracked as possible cwds before giving up.
+const MAX_CWDS: usize = 8;
+/// Most wrappers seen through in one command.
+const MAX_WRAPPERS: usize = 16;
+
+/// Where a segment runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cwd {
+    /// One of these directories (absolute, normalised).
+    Known(Vec<String>),
+    /// Could not be followed (`cd "$X"`, `cd -`, a loop that changes it).
+    Unknown,
+}
+
+impl Cwd {
+    fn union(&self, other: &Cwd) -> Cwd {
+        match (self, other) {
+            (Cwd::Known(a), Cwd::Known(b)) => {
+                let mut v = a.clone();
+                for d in b {
+                    if !v.contains(d) {
+                        v.push(d.clone());
+                    }
+                }
+                if v.len() > MAX_CWDS {
+                    Cwd::Unknown
+                } else {
+                    Cwd::Known(v)
+                }
+            }
+            _ => Cwd::Unknown,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct State {
+    cwd: Cwd,
+    /// `pushd` stack.
+    stack: Vec<Cwd>,
+}
+
+impl State {
+    fn union(&self, other: &State) -> State {
+        State {
+            cwd: self.cwd.union(&other.cwd),
+            stack: if self.stack == other.stack {
+                self.stack.clone()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn unknown() -> State {
+        State {
+            cwd: Cwd::Unknown,
+            stack: Vec::new(),
+        }
+    }
+}
+
+/// What a segment is, for the rules file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegKind {
+    /// A program runs: rules apply.
+    Command,
+    /// Assignments or redirections alone, `(( ))`: no program runs.
+    NotACommand,
+    /// A call of a function defined in the same line: its body is judged.
+    FunctionCall,
+}
+
+/// Where stdin comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stdin {
+    Inherited,
+    Pipe,
+    File,
+    HereDoc,
+    HereString,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegRedirect {
+    pub writes: bool,
+    pub target: Arg,
+}
+
+/// One simple command that would run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// Wrappers seen through on the way, outermost first, each with its argv.
+    pub chain: Vec<Vec<Arg>>,
+    /// The program that runs and its arguments.
+    pub argv: Vec<Arg>,
+    pub kind: SegKind,
+    /// Environment assignments (leading, or made by `env`).
+    pub assigns: Vec<(String, Arg)>,
+    pub redirects: Vec<SegRedirect>,
+    pub cwd: Cwd,
+    /// Relative arguments resolve against this (`git -C dir`).
+    pub arg_dir: Option<Arg>,
+    pub opaque: Option<String>,
+    pub hidden_paths: Vec<HiddenPath>,
+    /// What `{}` stands for (`find -exec`).
+    pub find_roots: Vec<Arg>,
+    /// Arguments are appended from stdin (`xargs`).
+    pub trailing_dynamic: bool,
+    pub stdin: Stdin,
+    /// `cd`/`pushd` to a static absolute target: it touches only its target.
+    pub cd_absolute: bool,
+    /// The function whose body holds it.
+    pub in_function: Option<String>,
+    /// Runs in a pipeline or in the background.
+    pub piped_or_background: bool,
+    /// The self-call of a function that runs itself in a pipeline or in the
+    /// background: a fork bomb.
+    pub fork_bomb: bool,
+}
+
+impl Segment {
+    fn new(state: &State) -> Segment {
+        Segment {
+            chain: Vec::new(),
+            argv: Vec::new(),
+            kind: SegKind::Command,
+            assigns: Vec::new(),
+            redirects: Vec::new(),
+            cwd: state.cwd.clone(),
+            arg_dir: None,
+            opaque: None,
+            hidden_paths: Vec::new(),
+            find_roots: Vec::new(),
+            trailing_dynamic: false,
+            stdin: Stdin::Inherited,
+            cd_absolute: false,
+            in_function: None,
+            piped_or_background: false,
+            fork_bomb: false,
+        }
+    }
+
+    fn set_opaque(&mut self, reason: impl Into<String>) {
+        if self.opaque.is_none() {
+            self.opaque = Some(reason.into());
+        }
+    }
+
+    /// The program's name as written (`/usr/bin/sudo`), if known.
+    pub fn program(&self) -> Option<&Arg> {
+        self.argv.first()
+    }
+
+    /// Every invocation in order: the wrappers, then the program.
+    pub fn invocations(&self) -> impl Iterator<Item = &[Arg]> {
+        self.chain
+            .iter()
+            .map(Vec::as_slice)
+            .chain(std::iter::once(self.argv.as_slice()).filter(|a| !a.is_empty()))
+    }
+}
+
+/// The segments of a command line, and the parse error if there was one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Analysis {
+    pub segments: Vec<Segment>,
+    /// The first parse error (the segment list then also holds an opaque
+    /// segment for the unparsed rest).
+    pub parse_error: Option<String>,
+}
+
+/// Splits a command line into segments. `cwd` and `home` are frame paths.
+pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
+    let script = crate::shell::parse(command);
+    let mut walker = Walker::new(home, command.len());
+    let state = State {
+        cwd: Cwd::Known(vec![normalize("/", cwd)]),
+        stack: Vec::new(),
+    };
+    walker.walk_list(&script.list, state);
+    let mut parse_error = None;
+    if let Some(e) = &script.error {
+        let mut seg = Segment::new(&State::unknown());
+        seg.kind = SegKind::Command;
+        seg.set_opaque(format!(
+            "the command line does not parse at byte {}: {}",
+            e.offset, e.message
+        ));
+        walker.segments.push(seg);
+        parse_error = Some(e.message.clone());
+    }
+    walker.mark_fork_bombs();
+    Analysis {
+        segments: walker.segments,
+        parse_error,
+    }
+}
+
+struct FunctionInfo {
+    name: String,
+    changes_cwd: bool,
+}
+
+struct Walker<'h> {
+    home: &'h str,
+    segments: Vec<Segment>,
+    functions: Vec<FunctionInfo>,
+    current_function: Option<String>,
+    piped_or_background: bool,
+    /// Wrappers of the enclosing `sh -c` / `eval` being walked.
+    via: Vec<Vec<Arg>>,
+    /// Nesting of scripts inside scripts (bounded with the parser's depth).
+    depth: usize,
+    /// Bytes of nested scripts still allowed to be parsed (keeps the whole
+    /// analysis linear in the input).
+    budget: usize,
+}
+
+impl<'h> Walker<'h> {
+    fn new(home: &'h str, input_len: usize) -> Self {
+        Walker {
+            home,
+            segments: Vec::new(),
+            functions: Vec::new(),
+            current_function: None,
+            piped_or_background: false,
+            via: Vec::new(),
+            depth: 0,
+            budget: input_len.saturating_mul(8).saturating_add(64 * 1024),
+        }
+    }
+
+    fn push(&mut self, mut seg: Segment) {
+        seg.in_function = self.current_function.clone();
+        seg.piped_or_background |= self.piped_or_background;
+        self.segments.push(seg);
+    }
+
+    fn walk_list(&mut self, list: &List, mut state: State) -> State {
+        for item in &list.items {
+            if item.background {
+                let saved = self.piped_or_background;
+                self.piped_or_background = true;
+                self.walk_and_or(&item.and_or, state.clone());
+                self.piped_or_background = saved;
+            } else {
+                state = self.walk_and_or(&item.and_or, state);
+            }
+        }
+        state
+    }
+
+    fn walk_and_or(&mut self, ao: &AndOr, state: State) -> State {
+        let (mut succ, mut fail) = self.walk_pipeline(&ao.first, state);
+        for (conn, p) in &ao.rest {
+            match conn {
+                Connector::And => {
+                    let (s, f) = self.walk_pipeline(p, succ.clone());
+                    fail = fail.union(&f);
+                    succ = s;
+                }
+                Connector::Or => {
+                    let (s, f) = self.walk_pipeline(p, fail.clone());
+                    succ = succ.union(&s);
+                    fail = f;
+                }
+            }
+        }
+        succ.union(&fail)
+    }
+
+    fn walk_pipeline(&mut self, p: &Pipeline, state: State) -> (State, State) {
+        let (s, f) = if p.commands.len() == 1 {
+            self.walk_command(&p.commands[0], state, Stdin::Inherited)
+        } else {
+            let saved = self.piped_or_background;
+            self.piped_or_background = true;
+            for (i, c) in p.commands.iter().enumerate() {
+                let stdin = if i == 0 {
+                    Stdin::Inherited
+                } else {
+                    Stdin::Pipe
+                };
+                self.walk_command(c, state.clone(), stdin);
+            }
+            self.piped_or_background = saved;
+            (state.clone(), state)
+        };
+        if p.negated { (f, s) } else { (s, f) }
+    }
+
+    fn walk_command(&mut self, cmd: &Command, state: State, stdin: Stdin) -> (State, State) {
+        match cmd {
+            Command::Simple(s) => self.walk_simple(s, state, stdin),
+            Command::Function { name, body } => {
+                // Registered before its body: a call inside is recursion.
+                self.functions.push(FunctionInfo {
+                    name: name.clone(),
+                    changes_cwd: false,
+                });
+                let index = self.functions.len() - 1;
+                let saved = self.current_function.replace(name.clone());
+                let (out, _) = self.walk_command(body, state.clone(), Stdin::Inherited);
+                self.current_function = saved;
+                if let Some(f) = self.functions.get_mut(index) {
+                    f.changes_cwd = out != state;
+                }
+                (state.clone(), state)
+            }
+            Command::Compound(c, redirects) => {
+                if !redirects.is_empty() {
+                    let mut seg = Segment::new(&state);
+                    seg.kind = SegKind::NotACommand;
+                    self.judge_redirects(redirects, &state, &mut seg);
+                    self.push(seg);
+                }
+                let out = self.walk_compound(c, state);
+                (out.clone(), out)
+            }
+        }
+    }
+
+    fn walk_compound(&mut self, c: &Compound, state: State) -> State {
+        match c {
+            Compound::Group(l) => self.walk_list(l, state),
+            Compound::Subshell(l) => {
+                self.walk_list(l, state.clone());
+                state
+            }
+            Compound::If {
+                branches,
+                otherwise,
+            } => {
+                let mut cur = state;
+                let mut outs: Vec<State> = Vec::new();
+                for (cond, body) in branches {
+                    let c_out = self.walk_list(cond, cur);
+                    outs.push(self.walk_list(body, c_out.clone()));
+                    cur = c_out;
+                }
+                match otherwise {
+                    Some(o) => outs.push(self.walk_list(o, cur)),
+                    None => outs.push(cur),
+                }
+                union_all(outs)
+            }
+            Compound::While { cond, body } => {
+                let c = self.walk_list(cond, state.clone());
+                let b = self.walk_list(body, c.clone());
+                if c == state && b == state {
+                    state
+                } else {
+                    State::unknown()
+                }
+            }
+            Compound::For { words, body, .. } => {
+                if let Some(ws) = words {
+                    for w in ws {
+                        self.walk_nested(&w.parts, &state);
+                        let v = word::evaluate(w, self.home);
+                        if v.arith_vars {
+                            let mut seg = Segment::new(&state);
+                            seg.kind = SegKind::NotACommand;
+                            seg.set_opaque("arithmetic over variables");
+                            self.push(seg);
+                        }
+                    }
+                }
+                let b = self.walk_list(body, state.clone());
+                if b == state { state } else { State::unknown() }
+            }
+            Compound::ArithFor { header, body } => {
+                self.arith_segment(header, &state);
+                let b = self.walk_list(body, state.clone());
+                if b == state { state } else { State::unknown() }
+            }
+            Compound::Case { subject, arms } => {
+                self.walk_nested(&subject.parts, &state);
+                let mut outs = vec![state.clone()];
+                for arm in arms {
+                    for p in &arm.patterns {
+                        self.walk_nested(&p.parts, &state);
+                    }
+                    outs.push(self.walk_list(&arm.body, state.clone()));
+                }
+                union_all(outs)
+            }
+            Compound::Arith(a) => {
+                self.arith_segment(a, &state);
+                state
+            }
+            Compound::Cond(words) => {
+                let mut args = vec![Arg::lit("[[")];
+                for w in words {
+                    self.walk_nested(&w.parts, &state);
+                    args.extend(self.eval_word(w).0);
+                }
+                args.push(Arg::lit("]]"));
+                let mut seg = Segment::new(&state);
+                let facts = program::analyze(&args);
+                if let Some(r) = facts.opaque {
+                    seg.set_opaque(r);
+                }
+                seg.argv = args;
+                self.push(seg);
+                state
+            }
+        }
+    }
+
+    fn arith_segment(&mut self, a: &Arith, state: &State) {
+        for l in &a.subs {
+            self.walk_subshell(l, state);
+        }
+        let mut seg = Segment::new(state);
+        seg.kind = SegKind::NotACommand;
+        if a.has_vars {
+            seg.set_opaque("arithmetic over variables (a variable can hold `$(…)` that bash runs)");
+        }
+        self.push(seg);
+    }
+
+    /// Walks command lists nested in word parts (`$(…)`, `<(…)`, …): each is
+    /// a subshell of the current state.
+    fn walk_nested(&mut self, parts: &[Part], state: &State) {
+        let mut lists = Vec::new();
+        word::nested_lists(parts, &mut lists);
+        for l in lists {
+            self.walk_subshell(l, state);
+        }
+    }
+
+    fn walk_subshell(&mut self, list: &List, state: &State) {
+        let saved_via = std::mem::take(&mut self.via);
+        // A substitution runs in the same privilege as its command's shell:
+        // keep the enclosing wrappers (`sudo sh -c 'echo $(id)'`).
+        self.via = saved_via.clone();
+        self.walk_list(list, state.clone());
+        self.via = saved_via;
+    }
+
+    /// Evaluates a word to arguments (brace expansion splices), and whether
+    /// it held arithmetic over variables.
+    fn eval_word(&self, w: &Word) -> (Vec<Arg>, Value) {
+        let v = word::evaluate(w, self.home);
+        let args = value_args(&v);
+        (args, v)
+    }
+
+    fn judge_redirects(&mut self, redirects: &[Redirect], state: &State, seg: &mut Segment) {
+        for r in redirects {
+            match &r.target {
+                RedirTarget::Word(w) => {
+                    self.walk_nested(&w.parts, state);
+                    let v = word::evaluate(w, self.home);
+                    if v.arith_vars {
+                        seg.set_opaque("arithmetic over variables");
+                    }
+                    if (r.op == RedirOp::In || r.op == RedirOp::ReadWrite)
+                        && (r.fd.is_none() || r.fd == Some(0))
+                    {
+                        seg.stdin = Stdin::File;
+                    }
+                    if r.op == RedirOp::HereString {
+                        seg.stdin = Stdin::HereString;
+                        continue;
+                    }
+                    for a in value_args(&v) {
+                        seg.redirects.push(SegRedirect {
+                            writes: r.op.writes(),
+                            target: a,
+                        });
+                    }
+                }
+                RedirTarget::HereDoc(doc) => {
+                    self.walk_nested(&doc.parts, state);
+                    if r.fd.is_none() || r.fd == Some(0) {
+                        seg.stdin = Stdin::HereDoc;
+                    }
+                }
+                RedirTarget::Fd => {}
+            }
+        }
+    }
+
+    fn walk_simple(&mut self, s: &Simple, state: State, stdin: Stdin) -> (State, State) {
+        let mut seg = Segment::new(&state);
+        seg.stdin = stdin;
+        // Assignments.
+        for a in &s.assigns {
+            let values: Vec<&Word> = match &a.value {
+                AssignValue::Scalar(w) => vec![w],
+                AssignValue::Array(ws) => ws.iter().collect(),
+            };
+            for w in values {
+                self.walk_nested(&w.parts, &state);
+                let (args, v) = self.eval_word(w);
+                if v.arith_vars {
+                    seg.set_opaque("arithmetic over variables");
+                }
+                for arg in args {
+                    seg.assigns.push((a.name.clone(), arg));
+                }
+            }
+            if matches!(a.value, AssignValue::Array(ref ws) if ws.is_empty()) {
+                seg.assigns.push((a.name.clone(), Arg::lit("")));
+            }
+            if is_dangerous_env(&a.name) {
+                seg.set_opaque(format!(
+                    "assigning `{}` changes what runs or where code loads from",
+                    a.name
+                ));
+            }
+        }
+        self.judge_redirects(&s.redirects, &state, &mut seg);
+        // Words.
+        let mut args = Vec::with_capacity(s.words.len());
+        let mut name_value: Option<Value> = None;
+        for (i, w) in s.words.iter().enumerate() {
+            self.walk_nested(&w.parts, &state);
+            let (a, v) = self.eval_word(w);
+            if v.arith_vars {
+                seg.set_opaque(
+                    "arithmetic over variables (a variable can hold `$(…)` that bash runs)",
+                );
+            }
+            if i == 0 {
+                name_value = Some(v);
+            }
+            args.extend(a);
+        }
+        if args.is_empty() {
+            seg.kind = SegKind::NotACommand;
+            self.push(seg);
+            return (state.clone(), state);
+        }
+        if let Some(v) = &name_value {
+            if v.dynamic {
+                seg.set_opaque("the command name comes from a variable or a substitution");
+            } else if v.braced {
+                seg.set_opaque("the command name comes from brace expansion");
+            } else if v.glob {
+                seg.set_opaque("the command name comes from a glob");
+            }
+        }
+        // A function defined earlier in the line.
+        if let Some(name) = args[0].known()
+            && let Some(f) = self.functions.iter().rev().find(|f| f.name == name)
+        {
+            let changes = f.changes_cwd;
+            seg.kind = SegKind::FunctionCall;
+            seg.argv = args;
+            self.push(seg);
+            let out = if changes {
+                State::unknown()
+            } else {
+                state.clone()
+            };
+            return (out.clone(), out);
+        }
+        self.emit_command(seg, args, state, Vec::new())
+    }
+
+    /// Sees through wrappers and emits the segment(s) for one command.
+    fn emit_command(
+        &mut self,
+        mut seg: Segment,
+        mut argv: Vec<Arg>,
+        state: State,
+        find_roots: Vec<Arg>,
+    ) -> (State, State) {
+        seg.chain = self.via.clone();
+        seg.find_roots = find_roots;
+        let mut cd_ok = true;
+        for _ in 0..MAX_WRAPPERS {
+            if seg.opaque.is_some() && argv.first().is_none_or(|a| a.dynamic) {
+                break;
+            }
+            match wrapper::unwrap(&argv) {
+                Unwrap::NotAWrapper | Unwrap::Itself => break,
+                Unwrap::Opaque(reason) => {
+                    seg.set_opaque(reason);
+                    break;
+                }
+                Unwrap::Command { start, info } => {
+                    let name = argv[0].basename().to_string();
+                    if name != "builtin" && name != "command" {
+                        cd_ok = false;
+                    }
+                    let mut rest = argv.split_off(start);
+                    seg.chain.push(std::mem::take(&mut argv));
+                    for (n, v) in info.assigns {
+                        if is_dangerous_env(&n) {
+                            seg.set_opaque(format!(
+                                "assigning `{n}` changes what runs or where code loads from"
+                            ));
+                        }
+                        seg.assigns.push((n, v));
+                    }
+                    if let Some(dir) = info.chdir {
+                        seg.cwd = match dir.known() {
+                            Some(d) => resolve_cwd(&seg.cwd, d),
+                            None => Cwd::Unknown,
+                        };
+                    }
+                    if info.trailing_dynamic {
+                        seg.trailing_dynamic = true;
+                    }
+                    if let Some(r) = &info.replace {
+                        for a in rest.iter_mut() {
+                            if !r.is_empty() && a.text.contains(r.as_str()) {
+                                a.dynamic = true;
+                            }
+                        }
+                    }
+                    if rest.is_empty() {
+                        seg.kind = SegKind::NotACommand;
+                        self.push(seg);
+                        return (state.clone(), state);
+                    }
+                    if info.package {
+                        rest[0] = package_name(&rest[0]);
+                    }
+                    if rest[0].dynamic {
+                        seg.set_opaque("the command name comes from a variable or a substitution");
+                    } else if rest[0].glob {
+                        seg.set_opaque("the command name comes from a glob");
+                    }
+                    argv = rest;
+                }
+                Unwrap::Script {
+                    script,
+                    new_process,
+                    ..
+                } => {
+                    seg.chain.push(argv.clone());
+                    if script.dynamic {
+                        seg.set_opaque("a shell command line from a dynamic string");
+                        seg.argv = argv;
+                        self.push(seg);
+                        return (state.clone(), state);
+                    }
+                    let before = self.segments.len();
+                    let out = self.walk_script(&script.text, &seg, state.clone());
+                    if self.segments.len() == before {
+                        // Nothing ran inside: judge the wrapper itself.
+                        seg.chain.pop();
+                        seg.argv = argv;
+                        self.push(seg);
+                    }
+                    let out = if new_process { state } else { out };
+                    return (out.clone(), out);
+                }
+            }
+        }
+        if argv.first().is_some_and(|a| a.is("exec")) && argv.len() == 1 {
+            seg.kind = SegKind::NotACommand;
+            seg.argv.clear();
+            self.push(seg);
+            return (state.clone(), state);
+        }
+        // cd / pushd / popd change the state.
+        let mut out_succ = state.clone();
+        let out_fail = state.clone();
+        let name = argv
+            .first()
+            .map(|a| a.basename().to_string())
+            .unwrap_or_default();
+        if cd_ok && seg.opaque.is_none() && matches!(name.as_str(), "cd" | "pushd" | "popd") {
+            out_succ = self.change_dir(&name, &argv, &state, &mut seg);
+        }
+        // Program-specific facts.
+        let facts = program::analyze(&argv);
+        if let Some(r) = facts.opaque {
+            seg.set_opaque(r);
+        }
+        seg.hidden_paths.extend(facts.paths);
+        if facts.arg_dir.is_some() {
+            seg.arg_dir = facts.arg_dir;
+        }
+        let roots = facts.find_roots;
+        if let Some(own) = facts.own_argv {
+            argv = own;
+        }
+        seg.argv = argv;
+        let via_for_inner = {
+            let mut v = seg.chain.clone();
+            v.push(seg.argv.clone());
+            v
+        };
+        let cwd_for_inner = if facts.filter_in_temp_dir {
+            State::unknown()
+        } else {
+            State {
+                cwd: seg.cwd.clone(),
+                stack: Vec::new(),
+            }
+        };
+        self.push(seg);
+        for inner in facts.inner {
+            let saved = std::mem::replace(&mut self.via, via_for_inner.clone());
+            match inner {
+                Inner::Argv(args) => {
+                    let mut s = Segment::new(&cwd_for_inner);
+                    if args.first().is_some_and(|a| a.dynamic) {
+                        s.set_opaque("a command run by another program comes from a variable");
+                    }
+                    self.emit_command(s, args, cwd_for_inner.clone(), roots.clone());
+                }
+                Inner::Script(script) => {
+                    let mut s = Segment::new(&cwd_for_inner);
+                    if script.dynamic {
+                        s.set_opaque("a command line run by another program comes from a variable");
+                        s.chain = self.via.clone();
+                        self.push(s);
+                    } else {
+                        self.walk_script(&script.text, &s, cwd_for_inner.clone());
+                    }
+                }
+            }
+            self.via = saved;
+        }
+        (out_succ, out_fail)
+    }
+
+    /// Parses and walks a nested script (`sh -c '…'`, `eval …`).
+    fn walk_script(&mut self, text: &str, outer: &Segment, state: State) -> State {
+        let opaque = |w: &mut Walker<'_>, reason: &str| {
+            let mut s = Segment::new(&state);
+            s.chain = outer.chain.clone();
+            s.set_opaque(reason.to_string());
+            w.push(s);
+        };
+        if self.depth >= MAX_DEPTH {
+            opaque(self, "nested scripts deeper than berth follows");
+            return State::unknown();
+        }
+        if text.len() > self.budget {
+            opaque(self, "nested scripts larger than berth follows");
+            return State::unknown();
+        }
+        self.budget -= text.len();
+        let script = parse_at_depth(text.as_bytes(), self.depth + 1);
+        let saved_via = std::mem::replace(&mut self.via, outer.chain.clone());
+        self.depth += 1;
+        let out = self.walk_list(
+            &script.list,
+            State {
+                cwd: state.cwd.clone(),
+                stack: Vec::new(),
+            },
+        );
+        self.depth -= 1;
+        if let Some(e) = &script.error {
+            let mut s = Segment::new(&state);
+            s.chain = outer.chain.clone();
+            s.set_opaque(format!(
+                "a nested command line does not parse: {}",
+                e.message
+            ));
+            self.push(s);
+        }
+        self.via = saved_via;
+        out
+    }
+
+    fn change_dir(&mut self, name: &str, argv: &[Arg], state: &State, seg: &mut Segment) -> State {
+        let operands: Vec<&Arg> = argv[1..]
+            .iter()
+            .filter(|a| {
+                a.dynamic || !(a.text.starts_with('-') && a.text.len() > 1 && a.text != "-")
+            })
+            .collect();
+        match name {
+            "popd" => {
+                let mut s = state.clone();
+                match s.stack.pop() {
+                    Some(c) if operands.is_empty() => s.cwd = c,
+                    _ => return State::unknown(),
+                }
+                s
+            }
+            _ => {
+                let target = match operands.first() {
+                    None if name == "cd" => Some(self.home.to_string()),
+                    None => return State::unknown(),
+                    Some(a)
+                        if a.dynamic || a.is("-") || a.text.starts_with('+') || a.tilde_user =>
+                    {
+                        None
+                    }
+                    Some(a) => Some(a.text.clone()),
+                };
+                let Some(t) = target else {
+                    return State {
+                        cwd: Cwd::Unknown,
+                        stack: state.stack.clone(),
+                    };
+                };
+                if t.starts_with('/') {
+                    seg.cd_absolute = true;
+                }
+                let mut s = state.clone();
+                if name == "pushd" {
+                    s.stack.push(state.cwd.clone());
+                }
+                s.cwd = resolve_cwd(&state.cwd, &t);
+                s
+            }
+        }
+    }
+
+    /// A function whose body runs itself in a pipeline or in the background,
+    /// and is called from outside: a fork bomb.
+    fn mark_fork_bombs(&mut self) {
+        let called_outside: Vec<String> = self
+            .segments
+            .iter()
+            .filter(|s| s.kind == SegKind::FunctionCall)
+            .filter(|s| {
+                s.argv
+                    .first()
+                    .is_some_and(|a| s.in_function.as_deref() != Some(a.text.as_str()))
+            })
+            .filter_map(|s| s.argv.first().map(|a| a.text.clone()))
+            .collect();
+        for seg in &mut self.segments {
+            if let (Some(f), Some(a)) = (&seg.in_function, seg.argv.first())
+                && seg.kind == SegKind::FunctionCall
+                && seg.piped_or_background
+                && &a.text == f
+                && called_outside.contains(f)
+            {
+                seg.fork_bomb = true;
+            }
+        }
+    }
+}
+
+fn union_all(states: Vec<State>) -> State {
+    let mut it = states.into_iter();
+    let Some(first) = it.next() else {
+        return State::unknown();
+    };
+    it.fold(first, |acc, s| acc.union(&s))
+}
+
+fn resolve_cwd(cwd: &Cwd, target: &str) -> Cwd {
+    if target.starts_with('/') {
+        return Cwd::Known(vec![normalize("/", target)]);
+    }
+    match cwd {
+        Cwd::Known(dirs) => Cwd::Known(dirs.iter().map(|d| normalize(d, target)).collect()),
+        Cwd::Unknown => Cwd::Unknown,
+    }
+}
+
+/// Arguments of an evaluated word.
+fn value_args(v: &Value) -> Vec<Arg> {
+    let base = Arg {
+        text: String::new(),
+        dynamic: v.dynamic || v.too_many,
+        glob: v.glob,
+        braced: v.braced,
+        tilde_user: v.tilde_user,
+        proc_sub: v.proc_sub,
+        package: false,
+        find_placeholder: false,
+    };
+    v.values
+        .iter()
+        .map(|t| Arg {
+            text: t.clone(),
+            ..base.clone()
+        })
+        .collect()
+}
+
+/// `prettier@3.1.0` → `prettier`; `@scope/pkg@1` → `@scope/pkg`.
+fn package_name(a: &Arg) -> Arg {
+    let t = &a.text;
+    let cut = if let Some(rest) = t.strip_prefix('@') {
+        rest.find('@').map(|i| i + 1)
+    } else {
+        t.find('@')
+    };
+    let name = match cut {
+        Some(i) if i > 0 => &t[..i],
+        _ => t.as_str(),
+    };
+    Arg {
+        text: name.to_string(),
+        package: !name.starts_with('.') && !name.starts_with('/'),
+        ..a.clone()
+    }
+}

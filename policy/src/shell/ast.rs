@@ -1,0 +1,190 @@
+//! The syntax tree the parser produces: just enough of bash to know every
+//! simple command that would run, where it runs, and what it reads and writes.
+
+/// A sequence of and-or lists separated by `;`, `&` or newlines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct List {
+    pub items: Vec<ListItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListItem {
+    pub and_or: AndOr,
+    /// Ended by `&`: runs in the background (a subshell for cwd purposes).
+    pub background: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Connector {
+    And,
+    Or,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AndOr {
+    pub first: Pipeline,
+    pub rest: Vec<(Connector, Pipeline)>,
+}
+
+/// Commands joined by `|` or `|&`. With more than one command each runs in
+/// its own subshell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pipeline {
+    pub negated: bool,
+    pub commands: Vec<Command>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Simple(Simple),
+    Compound(Compound, Vec<Redirect>),
+    Function { name: String, body: Box<Command> },
+}
+
+/// `NAME=value … word … redirections`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Simple {
+    pub assigns: Vec<Assign>,
+    pub words: Vec<Word>,
+    pub redirects: Vec<Redirect>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assign {
+    pub name: String,
+    pub value: AssignValue,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AssignValue {
+    Scalar(Word),
+    Array(Vec<Word>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Compound {
+    /// `{ list; }`: runs in the current shell.
+    Group(List),
+    /// `( list )`: a subshell.
+    Subshell(List),
+    If {
+        branches: Vec<(List, List)>,
+        otherwise: Option<List>,
+    },
+    While {
+        cond: List,
+        body: List,
+    },
+    For {
+        var: String,
+        words: Option<Vec<Word>>,
+        body: List,
+    },
+    ArithFor {
+        header: Arith,
+        body: List,
+    },
+    Case {
+        subject: Word,
+        arms: Vec<CaseArm>,
+    },
+    /// `(( expr ))`.
+    Arith(Arith),
+    /// `[[ … ]]`, its words in order (operators included).
+    Cond(Vec<Word>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseArm {
+    pub patterns: Vec<Word>,
+    pub body: List,
+}
+
+/// An arithmetic expression: whether it names variables (which can hold
+/// `$(…)` that bash would run), and the command substitutions inside it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Arith {
+    pub has_vars: bool,
+    pub subs: Vec<List>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirOp {
+    /// `<`
+    In,
+    /// `>`, `>|`
+    Out,
+    /// `>>`
+    Append,
+    /// `<>`
+    ReadWrite,
+    /// `&>`, `&>>`, `>&file`
+    OutBoth,
+    /// `<&n`, `>&n`, `<&-`
+    Dup,
+    /// `<<`, `<<-`
+    HereDoc,
+    /// `<<<`
+    HereString,
+}
+
+impl RedirOp {
+    /// Whether the target is written.
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            RedirOp::Out | RedirOp::Append | RedirOp::ReadWrite | RedirOp::OutBoth
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The file descriptor redirected, when written (`2>`).
+    pub fd: Option<u32>,
+    pub op: RedirOp,
+    pub target: RedirTarget,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedirTarget {
+    Word(Word),
+    /// A descriptor duplicated or closed (`&1`, `&-`).
+    Fd,
+    HereDoc(HereDoc),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HereDoc {
+    /// The delimiter was quoted: the body is literal.
+    pub quoted: bool,
+    /// The body's expansions (unquoted heredocs only): command substitutions
+    /// in them run.
+    pub parts: Vec<Part>,
+    /// The parser's handle for the body, read after the command's line.
+    pub id: usize,
+}
+
+/// A shell word: parts concatenated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Word {
+    pub parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Literal text after quote removal. `quoted` text is never subject to
+    /// globbing, brace expansion or tilde expansion.
+    Lit { text: String, quoted: bool },
+    /// `~` or `~user` where bash expands it.
+    Tilde(String),
+    /// `$name`, `${…}`: the inner parts are the operator's words
+    /// (`${X:-$(cmd)}` runs `cmd`).
+    Param { name: String, inner: Vec<Part> },
+    /// `$(…)` or backticks.
+    CmdSub(List),
+    /// `$((…))`.
+    Arith(Arith),
+    /// `<(…)` or `>(…)`.
+    ProcSub(List),
+}

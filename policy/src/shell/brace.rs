@@ -1,0 +1,231 @@
+//! Brace expansion (`{a,b}`, `{1..3}`), done before paths are judged:
+//! `/work/{a,../../etc}` names `/etc`.
+//!
+//! Works on a word flattened to bytes tagged quoted/unquoted: only unquoted
+//! braces expand. The number of results is capped; past the cap the caller
+//! treats the word as unknowable.
+
+/// Most words one word may expand to.
+pub const MAX_EXPANSIONS: usize = 256;
+
+/// A byte and whether it was quoted.
+pub type Tagged = (u8, bool);
+
+/// Expands `input`. `None` when the expansion exceeds [`MAX_EXPANSIONS`].
+/// A word without an unquoted brace pair expands to itself.
+pub fn expand(input: &[Tagged]) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    expand_into(input, &mut out, 0)?;
+    Some(out)
+}
+
+fn expand_into(input: &[Tagged], out: &mut Vec<Vec<u8>>, depth: usize) -> Option<()> {
+    if depth > 32 {
+        return None;
+    }
+    let Some((open, close, alternatives)) = find_brace_checked(input).map_err(|_| ()).ok()? else {
+        out.push(input.iter().map(|&(b, _)| b).collect());
+        return Some(());
+    };
+    let prefix = &input[..open];
+    let suffix = &input[close + 1..];
+    for alt in alternatives {
+        let mut word: Vec<Tagged> = Vec::with_capacity(prefix.len() + alt.len() + suffix.len());
+        word.extend_from_slice(prefix);
+        word.extend_from_slice(&alt);
+        word.extend_from_slice(suffix);
+        expand_into(&word, out, depth + 1)?;
+        if out.len() > MAX_EXPANSIONS {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// The first expandable brace pair: its positions and alternatives.
+/// `Err` when a sequence is too long to expand.
+/// An expandable brace: its open and close positions and alternatives.
+type Brace = (usize, usize, Vec<Vec<Tagged>>);
+
+fn find_brace_checked(input: &[Tagged]) -> Result<Option<Brace>, ()> {
+    let mut start = 0;
+    while start < input.len() {
+        let Some(rel) = input[start..].iter().position(|&(b, q)| b == b'{' && !q) else {
+            return Ok(None);
+        };
+        let open = start + rel;
+        // `${` is a parameter, not a brace.
+        if open > 0 && input[open - 1] == (b'$', false) {
+            start = open + 1;
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut commas = Vec::new();
+        let mut close = None;
+        for (i, &(b, q)) in input.iter().enumerate().skip(open) {
+            if q {
+                continue;
+            }
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                b',' if depth == 1 => commas.push(i),
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            start = open + 1;
+            continue;
+        };
+        if !commas.is_empty() {
+            let mut alts = Vec::with_capacity(commas.len() + 1);
+            let mut from = open + 1;
+            for c in commas.iter().copied().chain(std::iter::once(close)) {
+                alts.push(input[from..c].to_vec());
+                from = c + 1;
+            }
+            return Ok(Some((open, close, alts)));
+        }
+        match sequence(&input[open + 1..close]) {
+            Seq::Values(seq) => return Ok(Some((open, close, seq))),
+            Seq::TooMany => return Err(()),
+            Seq::NotASequence => {}
+        }
+        start = open + 1;
+    }
+    Ok(None)
+}
+
+enum Seq {
+    Values(Vec<Vec<Tagged>>),
+    TooMany,
+    NotASequence,
+}
+
+/// `{1..5}`, `{a..e}`, `{1..10..2}`.
+fn sequence(inner: &[Tagged]) -> Seq {
+    let text: Vec<u8> = inner.iter().map(|&(b, _)| b).collect();
+    let Ok(text) = std::str::from_utf8(&text) else {
+        return Seq::NotASequence;
+    };
+    let mut pieces = text.split("..");
+    let (Some(a), Some(b)) = (pieces.next(), pieces.next()) else {
+        return Seq::NotASequence;
+    };
+    let step = pieces.next();
+    if pieces.next().is_some() {
+        return Seq::NotASequence;
+    }
+    let step: i64 = match step {
+        Some(s) => match s.parse::<i64>().ok().and_then(i64::checked_abs) {
+            Some(v) => v.max(1),
+            None => return Seq::NotASequence,
+        },
+        None => 1,
+    };
+    let tag = |s: String| {
+        s.into_bytes()
+            .into_iter()
+            .map(|b| (b, false))
+            .collect::<Vec<_>>()
+    };
+    if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
+        let Some(span) = x.checked_sub(y).and_then(i64::checked_abs) else {
+            return Seq::TooMany;
+        };
+        let count = span / step + 1;
+        if count > MAX_EXPANSIONS as i64 {
+            return Seq::TooMany;
+        }
+        let width = if (a.starts_with('0') && a.len() > 1) || (b.starts_with('0') && b.len() > 1) {
+            a.len().max(b.len())
+        } else {
+            0
+        };
+        let mut v = Vec::new();
+        let mut i = x;
+        for _ in 0..count {
+            v.push(tag(format!("{i:0width$}")));
+            i = if x <= y { i + step } else { i - step };
+        }
+        return Seq::Values(v);
+    }
+    let (Some(ca), Some(cb)) = (single_char(a), single_char(b)) else {
+        return Seq::NotASequence;
+    };
+    if !ca.is_ascii_alphabetic() || !cb.is_ascii_alphabetic() {
+        return Seq::NotASequence;
+    }
+    let (lo, hi) = (ca.min(cb) as i64, ca.max(cb) as i64);
+    let mut v: Vec<Vec<Tagged>> = (lo..=hi)
+        .step_by(step as usize)
+        .map(|c| tag(((c as u8) as char).to_string()))
+        .collect();
+    if ca > cb {
+        v.reverse();
+    }
+    Seq::Values(v)
+}
+
+fn single_char(s: &str) -> Option<u8> {
+    let b = s.as_bytes();
+    (b.len() == 1).then(|| b[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unquoted(s: &str) -> Vec<Tagged> {
+        s.bytes().map(|b| (b, false)).collect()
+    }
+
+    fn exp(s: &str) -> Vec<String> {
+        expand(&unquoted(s))
+            .unwrap()
+            .into_iter()
+            .map(|v| String::from_utf8(v).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn expands_like_bash() {
+        let cases: &[(&str, &[&str])] = &[
+            ("a{b,c}d", &["abd", "acd"]),
+            ("/work/{a,../../etc}", &["/work/a", "/work/../../etc"]),
+            ("{a,b}{1,2}", &["a1", "a2", "b1", "b2"]),
+            ("x{1..3}", &["x1", "x2", "x3"]),
+            ("{3..1}", &["3", "2", "1"]),
+            ("{01..3}", &["01", "02", "03"]),
+            ("{a..c}", &["a", "b", "c"]),
+            ("{}", &["{}"]),
+            ("{a}", &["{a}"]),
+            ("${x}", &["${x}"]),
+            ("{a,{b,c}}", &["a", "b", "c"]),
+            ("{pu,}sh", &["push", "sh"]),
+            ("a{,}", &["a", "a"]),
+        ];
+        for (input, want) in cases {
+            assert_eq!(exp(input), want.to_vec(), "{input}");
+        }
+    }
+
+    #[test]
+    fn quoted_braces_stay() {
+        let mut w = unquoted("a");
+        w.extend("{b,c}".bytes().map(|b| (b, true)));
+        assert_eq!(expand(&w).unwrap(), vec![b"a{b,c}".to_vec()]);
+    }
+
+    #[test]
+    fn caps_the_count() {
+        assert!(expand(&unquoted("{1..100000}")).is_none());
+        assert!(expand(&unquoted("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}")).is_none());
+    }
+}

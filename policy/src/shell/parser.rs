@@ -1,0 +1,1935 @@
+//! A strict recursive-descent parser for the part of bash agents write.
+//!
+//! Why hand-written: the policy needs totality (any byte string gets a tree or
+//! an error, never a panic), linear time, and an explicit bound on nesting so
+//! that 5,000 nested `$(` cannot overflow the stack — a stack overflow aborts
+//! the process and a whole batch with it. Grammar crates either recurse
+//! without a bound or are several times slower than the decision's budget.
+//!
+//! On the first error the parser stops and returns what it built so far plus
+//! the error: the caller judges the visible commands (a deny rule still
+//! matches them) and treats the rest as opaque. Anything it does not support
+//! is an error, so it fails closed.
+
+use super::ast::*;
+
+/// Nesting deeper than this is an error (and so opaque). Each level costs a
+/// few stack frames; 100 levels fit comfortably in a 2 MiB test thread.
+pub const MAX_DEPTH: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub offset: usize,
+    pub message: String,
+}
+
+/// A parsed command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Script {
+    pub list: List,
+    /// The first error, if any: everything after it was not parsed.
+    pub error: Option<ParseError>,
+}
+
+/// Parses a whole command line. Total: never panics, linear in the input.
+pub fn parse(src: &[u8]) -> Script {
+    parse_at_depth(src, 0)
+}
+
+pub(crate) fn parse_at_depth(src: &[u8], depth: usize) -> Script {
+    let mut p = Parser::new(src, depth);
+    let mut list = p.parse_list(Stop::EOF);
+    if p.error.is_none() && !p.at_end() {
+        let msg = format!("unexpected {}", p.describe_here());
+        p.fail(msg);
+    }
+    p.finish_heredocs(&mut list);
+    Script {
+        list,
+        error: p.error,
+    }
+}
+
+/// What ends the list being parsed.
+#[derive(Clone, Copy)]
+struct Stop {
+    /// Reserved words that end it (`then`, `fi`, `done`, `}`, …).
+    words: &'static [&'static str],
+    /// A `)` ends it (subshell, command substitution).
+    paren: bool,
+    /// `;;`, `;&`, `;;&` end it (a case arm).
+    case_arm: bool,
+}
+
+impl Stop {
+    const EOF: Stop = Stop {
+        words: &[],
+        paren: false,
+        case_arm: false,
+    };
+    const PAREN: Stop = Stop {
+        words: &[],
+        paren: true,
+        case_arm: false,
+    };
+    const fn words(words: &'static [&'static str]) -> Stop {
+        Stop {
+            words,
+            paren: false,
+            case_arm: false,
+        }
+    }
+}
+
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
+];
+
+struct PendingHereDoc {
+    id: usize,
+    delimiter: Vec<u8>,
+    strip_tabs: bool,
+    quoted: bool,
+}
+
+struct Parser<'a> {
+    src: &'a [u8],
+    pos: usize,
+    depth: usize,
+    error: Option<ParseError>,
+    pending: Vec<PendingHereDoc>,
+    /// Bodies read so far, by heredoc id; moved into the tree at the end.
+    bodies: Vec<Option<HereDoc>>,
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Bytes that end an unquoted word.
+fn is_meta(b: u8) -> bool {
+    matches!(
+        b,
+        b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>'
+    )
+}
+
+fn is_name_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_name_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Appends literal bytes to a parts list, merging with a previous literal of
+/// the same quotedness.
+struct PartsBuilder {
+    parts: Vec<Part>,
+    buf: Vec<u8>,
+    buf_quoted: bool,
+}
+
+impl PartsBuilder {
+    fn new() -> Self {
+        PartsBuilder {
+            parts: Vec::new(),
+            buf: Vec::new(),
+            buf_quoted: false,
+        }
+    }
+
+    fn lit(&mut self, b: u8, quoted: bool) {
+        if !self.buf.is_empty() && self.buf_quoted != quoted {
+            self.flush();
+        }
+        self.buf_quoted = quoted;
+        self.buf.push(b);
+    }
+
+    fn lit_bytes(&mut self, bytes: &[u8], quoted: bool) {
+        for &b in bytes {
+            self.lit(b, quoted);
+        }
+    }
+
+    /// Marks a (possibly empty) quoted literal: `''` is a word.
+    fn empty_quoted(&mut self) {
+        if self.buf.is_empty() {
+            self.flush();
+            self.parts.push(Part::Lit {
+                text: String::new(),
+                quoted: true,
+            });
+        }
+    }
+
+    fn push(&mut self, part: Part) {
+        self.flush();
+        self.parts.push(part);
+    }
+
+    fn flush(&mut self) {
+        if !self.buf.is_empty() {
+            let text = lossy(&self.buf);
+            self.buf.clear();
+            self.parts.push(Part::Lit {
+                text,
+                quoted: self.buf_quoted,
+            });
+        }
+    }
+
+    /// The unquoted literal text so far, when the word is nothing else yet.
+    fn plain_prefix(&self) -> Option<&[u8]> {
+        if self.parts.is_empty() && !self.buf_quoted {
+            Some(&self.buf)
+        } else {
+            None
+        }
+    }
+
+    fn finish(mut self) -> Vec<Part> {
+        self.flush();
+        self.parts
+    }
+}
+
+impl<'a> Parser<'a> {
+    fn new(src: &'a [u8], depth: usize) -> Self {
+        Parser {
+            src,
+            pos: 0,
+            depth,
+            error: None,
+            pending: Vec::new(),
+            bodies: Vec::new(),
+        }
+    }
+
+    // ---- basics -------------------------------------------------------
+
+    fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    fn fail(&mut self, message: impl Into<String>) {
+        if self.error.is_none() {
+            self.error = Some(ParseError {
+                offset: self.pos,
+                message: message.into(),
+            });
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        self.pos >= self.src.len()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.src.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, n: usize) -> Option<u8> {
+        self.src.get(self.pos + n).copied()
+    }
+
+    fn starts_with(&self, s: &[u8]) -> bool {
+        self.src.get(self.pos..).is_some_and(|r| r.starts_with(s))
+    }
+
+    fn describe_here(&self) -> String {
+        match self.peek() {
+            None => "end of input".to_string(),
+            Some(b'\n') => "newline".to_string(),
+            Some(_) => {
+                let end = (self.pos + 12).min(self.src.len());
+                format!("`{}`", lossy(&self.src[self.pos..end]))
+            }
+        }
+    }
+
+    fn enter(&mut self) -> bool {
+        if self.depth >= MAX_DEPTH {
+            self.fail(format!("nesting deeper than {MAX_DEPTH} levels"));
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Whether the input is at a newline (`\n` or `\r\n`).
+    fn at_newline(&self) -> bool {
+        match self.peek() {
+            Some(b'\n') => true,
+            Some(b'\r') => self.peek_at(1) == Some(b'\n'),
+            _ => false,
+        }
+    }
+
+    /// Skips blanks and line continuations (not newlines). A lone `\r` before
+    /// a newline is part of the newline (CRLF input).
+    fn skip_blanks(&mut self) {
+        loop {
+            match self.peek() {
+                Some(b) if is_blank(b) => self.pos += 1,
+                Some(b'\\') if self.peek_at(1) == Some(b'\n') => self.pos += 2,
+                Some(b'\\') if self.peek_at(1) == Some(b'\r') && self.peek_at(2) == Some(b'\n') => {
+                    self.pos += 3
+                }
+                Some(b'\r')
+                    if self.peek_at(1) != Some(b'\n') && self.peek_at(1).is_none_or(is_blank) =>
+                {
+                    self.pos += 1
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Skips blanks and a comment (a `#` where a word would start).
+    fn skip_blanks_and_comment(&mut self) {
+        self.skip_blanks();
+        if self.peek() == Some(b'#') {
+            while let Some(b) = self.peek() {
+                if b == b'\n' {
+                    break;
+                }
+                self.pos += 1;
+            }
+        }
+    }
+
+    /// Consumes one newline and reads the heredoc bodies pending on it.
+    fn consume_newline(&mut self) {
+        if self.peek() == Some(b'\r') {
+            self.pos += 1;
+        }
+        if self.peek() == Some(b'\n') {
+            self.pos += 1;
+        }
+        if !self.pending.is_empty() {
+            self.read_heredoc_bodies();
+        }
+    }
+
+    /// Skips blanks, comments and newlines (a linebreak in the grammar).
+    fn skip_linebreaks(&mut self) {
+        loop {
+            self.skip_blanks_and_comment();
+            if self.at_newline() {
+                self.consume_newline();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The plain word at the cursor, if it is unquoted literal text followed
+    /// by a delimiter — used to recognise reserved words.
+    fn peek_plain_word(&self) -> Option<&'a [u8]> {
+        let start = self.pos;
+        let mut i = start;
+        while let Some(&b) = self.src.get(i) {
+            if is_meta(b) || matches!(b, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'\r') {
+                break;
+            }
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        match self.src.get(i) {
+            None => {}
+            Some(&b) if is_meta(b) || b == b'\r' => {}
+            Some(_) => return None,
+        }
+        Some(&self.src[start..i])
+    }
+
+    fn peek_reserved(&self) -> Option<&'static str> {
+        let w = self.peek_plain_word()?;
+        RESERVED.iter().copied().find(|r| r.as_bytes() == w)
+    }
+
+    fn eat_reserved(&mut self, word: &str) -> bool {
+        if self.peek_reserved() == Some(word) {
+            self.pos += word.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_reserved(&mut self, word: &str) {
+        self.skip_linebreaks();
+        if !self.eat_reserved(word) {
+            let found = self.describe_here();
+            self.fail(format!("expected `{word}`, found {found}"));
+        }
+    }
+
+    // ---- lists ----------------------------------------------------------
+
+    fn at_stop(&self, stop: Stop) -> bool {
+        if self.at_end() {
+            return true;
+        }
+        if stop.paren && self.peek() == Some(b')') {
+            return true;
+        }
+        if stop.case_arm
+            && self.peek() == Some(b';')
+            && matches!(self.peek_at(1), Some(b';') | Some(b'&'))
+        {
+            return true;
+        }
+        if let Some(r) = self.peek_reserved()
+            && stop.words.contains(&r)
+        {
+            return true;
+        }
+        false
+    }
+
+    fn parse_list(&mut self, stop: Stop) -> List {
+        let mut list = List::default();
+        loop {
+            self.skip_linebreaks();
+            if self.failed() || self.at_stop(stop) {
+                break;
+            }
+            let and_or = self.parse_and_or();
+            let mut item = ListItem {
+                and_or,
+                background: false,
+            };
+            if self.failed() {
+                list.items.push(item);
+                break;
+            }
+            self.skip_blanks_and_comment();
+            match self.peek() {
+                Some(b';') if !matches!(self.peek_at(1), Some(b';') | Some(b'&')) => self.pos += 1,
+                Some(b';') => {
+                    if !stop.case_arm {
+                        self.fail("`;;` outside a case arm");
+                    }
+                }
+                Some(b'&') if self.peek_at(1) != Some(b'&') && self.peek_at(1) != Some(b'>') => {
+                    self.pos += 1;
+                    item.background = true;
+                }
+                _ if self.at_newline() => self.consume_newline(),
+                None => {}
+                Some(b')') if stop.paren => {}
+                _ => {
+                    if !self.at_stop(stop) {
+                        let msg = format!("unexpected {}", self.describe_here());
+                        self.fail(msg);
+                    }
+                }
+            }
+            list.items.push(item);
+        }
+        list
+    }
+
+    fn parse_and_or(&mut self) -> AndOr {
+        let first = self.parse_pipeline();
+        let mut rest = Vec::new();
+        loop {
+            if self.failed() {
+                break;
+            }
+            self.skip_blanks_and_comment();
+            let conn = if self.starts_with(b"&&") {
+                Connector::And
+            } else if self.starts_with(b"||") {
+                Connector::Or
+            } else {
+                break;
+            };
+            self.pos += 2;
+            self.skip_linebreaks();
+            let p = self.parse_pipeline();
+            rest.push((conn, p));
+        }
+        AndOr { first, rest }
+    }
+
+    fn parse_pipeline(&mut self) -> Pipeline {
+        let mut negated = false;
+        loop {
+            self.skip_blanks();
+            if self.eat_reserved("!") {
+                negated = !negated;
+                continue;
+            }
+            if self.eat_reserved("time") {
+                self.skip_blanks();
+                if self.peek_plain_word() == Some(b"-p") {
+                    self.pos += 2;
+                }
+                continue;
+            }
+            break;
+        }
+        let mut commands = vec![self.parse_command()];
+        loop {
+            if self.failed() {
+                break;
+            }
+            self.skip_blanks_and_comment();
+            if self.peek() == Some(b'|') && self.peek_at(1) != Some(b'|') {
+                self.pos += 1;
+                if self.peek() == Some(b'&') {
+                    self.pos += 1;
+                }
+                self.skip_linebreaks();
+                commands.push(self.parse_command());
+            } else {
+                break;
+            }
+        }
+        Pipeline { negated, commands }
+    }
+
+    // ---- commands -------------------------------------------------------
+
+    fn parse_command(&mut self) -> Command {
+        if !self.enter() {
+            return Command::Simple(Simple::default());
+        }
+        let cmd = self.parse_command_inner();
+        self.leave();
+        cmd
+    }
+
+    fn parse_command_inner(&mut self) -> Command {
+        self.skip_blanks();
+        if self.peek() == Some(b'(') {
+            if self.peek_at(1) == Some(b'(') {
+                self.pos += 2;
+                let arith = self.parse_arith_body();
+                let redirects = self.parse_trailing_redirects();
+                return Command::Compound(Compound::Arith(arith), redirects);
+            }
+            self.pos += 1;
+            let list = self.parse_list(Stop::PAREN);
+            self.expect_byte(b')', "`)` closing a subshell");
+            let redirects = self.parse_trailing_redirects();
+            return Command::Compound(Compound::Subshell(list), redirects);
+        }
+        match self.peek_reserved() {
+            Some("{") => {
+                self.pos += 1;
+                let list = self.parse_list(Stop::words(&["}"]));
+                self.expect_reserved("}");
+                let redirects = self.parse_trailing_redirects();
+                Command::Compound(Compound::Group(list), redirects)
+            }
+            Some("if") => {
+                self.pos += 2;
+                let c = self.parse_if();
+                let r = self.parse_trailing_redirects();
+                Command::Compound(c, r)
+            }
+            Some(w @ ("while" | "until")) => {
+                self.pos += w.len();
+                let cond = self.parse_list(Stop::words(&["do"]));
+                self.expect_reserved("do");
+                let body = self.parse_list(Stop::words(&["done"]));
+                self.expect_reserved("done");
+                let r = self.parse_trailing_redirects();
+                Command::Compound(Compound::While { cond, body }, r)
+            }
+            Some(w @ ("for" | "select")) => {
+                self.pos += w.len();
+                let c = self.parse_for();
+                let r = self.parse_trailing_redirects();
+                Command::Compound(c, r)
+            }
+            Some("case") => {
+                self.pos += 4;
+                let c = self.parse_case();
+                let r = self.parse_trailing_redirects();
+                Command::Compound(c, r)
+            }
+            Some("[[") => {
+                self.pos += 2;
+                let words = self.parse_cond();
+                let r = self.parse_trailing_redirects();
+                Command::Compound(Compound::Cond(words), r)
+            }
+            Some("function") => {
+                self.pos += 8;
+                self.parse_function_keyword()
+            }
+            Some("coproc") => {
+                self.pos += 6;
+                self.skip_blanks();
+                // `coproc NAME compound`: skip the name when a compound follows.
+                if let Some(w) = self.peek_plain_word()
+                    && w.iter().all(|&b| is_name_char(b))
+                    && !RESERVED.iter().any(|r| r.as_bytes() == w)
+                {
+                    let save = self.pos;
+                    self.pos += w.len();
+                    self.skip_blanks();
+                    let compound_next = self.peek() == Some(b'(')
+                        || matches!(
+                            self.peek_reserved(),
+                            Some("{" | "if" | "while" | "until" | "for" | "select" | "case" | "[[")
+                        );
+                    if !compound_next {
+                        self.pos = save;
+                    }
+                }
+                self.parse_command()
+            }
+            Some(r) if !matches!(r, "in") => {
+                let msg = format!("unexpected reserved word `{r}`");
+                self.fail(msg);
+                Command::Simple(Simple::default())
+            }
+            _ => self.parse_simple(),
+        }
+    }
+
+    fn expect_byte(&mut self, b: u8, what: &str) {
+        self.skip_linebreaks();
+        if self.peek() == Some(b) {
+            self.pos += 1;
+        } else {
+            let found = self.describe_here();
+            self.fail(format!("expected {what}, found {found}"));
+        }
+    }
+
+    fn parse_if(&mut self) -> Compound {
+        let mut branches = Vec::new();
+        let mut otherwise = None;
+        let cond = self.parse_list(Stop::words(&["then"]));
+        self.expect_reserved("then");
+        let body = self.parse_list(Stop::words(&["elif", "else", "fi"]));
+        branches.push((cond, body));
+        loop {
+            if self.failed() {
+                break;
+            }
+            self.skip_linebreaks();
+            if self.eat_reserved("elif") {
+                let cond = self.parse_list(Stop::words(&["then"]));
+                self.expect_reserved("then");
+                let body = self.parse_list(Stop::words(&["elif", "else", "fi"]));
+                branches.push((cond, body));
+            } else if self.eat_reserved("else") {
+                otherwise = Some(self.parse_list(Stop::words(&["fi"])));
+                self.expect_reserved("fi");
+                break;
+            } else {
+                self.expect_reserved("fi");
+                break;
+            }
+        }
+        Compound::If {
+            branches,
+            otherwise,
+        }
+    }
+
+    fn parse_for(&mut self) -> Compound {
+        self.skip_blanks();
+        if self.starts_with(b"((") {
+            self.pos += 2;
+            let header = self.parse_arith_body();
+            self.skip_blanks();
+            if self.peek() == Some(b';') {
+                self.pos += 1;
+            }
+            self.expect_reserved("do");
+            let body = self.parse_list(Stop::words(&["done"]));
+            self.expect_reserved("done");
+            return Compound::ArithFor { header, body };
+        }
+        let var = match self.peek_plain_word() {
+            Some(w)
+                if !w.is_empty() && is_name_start(w[0]) && w.iter().all(|&b| is_name_char(b)) =>
+            {
+                self.pos += w.len();
+                lossy(w)
+            }
+            _ => {
+                self.fail("expected a variable name after `for`");
+                return Compound::For {
+                    var: String::new(),
+                    words: None,
+                    body: List::default(),
+                };
+            }
+        };
+        self.skip_linebreaks();
+        let mut words = None;
+        if self.eat_reserved("in") {
+            let mut ws = Vec::new();
+            loop {
+                self.skip_blanks_and_comment();
+                if self.failed() || self.at_end() || self.at_newline() || self.peek() == Some(b';')
+                {
+                    break;
+                }
+                if self.peek().is_some_and(is_meta) {
+                    let msg = format!("unexpected {} in a for list", self.describe_here());
+                    self.fail(msg);
+                    break;
+                }
+                ws.push(self.parse_word());
+            }
+            words = Some(ws);
+            if self.peek() == Some(b';') {
+                self.pos += 1;
+            }
+        } else if self.peek() == Some(b';') {
+            self.pos += 1;
+        }
+        self.expect_reserved("do");
+        let body = self.parse_list(Stop::words(&["done"]));
+        self.expect_reserved("done");
+        Compound::For { var, words, body }
+    }
+
+    fn parse_case(&mut self) -> Compound {
+        self.skip_blanks();
+        let subject = self.parse_word();
+        self.skip_linebreaks();
+        self.expect_reserved("in");
+        let mut arms = Vec::new();
+        loop {
+            self.skip_linebreaks();
+            if self.failed() {
+                break;
+            }
+            if self.eat_reserved("esac") {
+                return Compound::Case { subject, arms };
+            }
+            if self.at_end() {
+                self.fail("expected `esac`");
+                break;
+            }
+            if self.peek() == Some(b'(') {
+                self.pos += 1;
+            }
+            let mut patterns = Vec::new();
+            loop {
+                self.skip_blanks();
+                if self.failed() {
+                    break;
+                }
+                if self.peek().is_none_or(is_meta) {
+                    let msg = format!("expected a case pattern, found {}", self.describe_here());
+                    self.fail(msg);
+                    break;
+                }
+                patterns.push(self.parse_word());
+                self.skip_blanks();
+                match self.peek() {
+                    Some(b'|') => self.pos += 1,
+                    Some(b')') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => {
+                        let msg = format!(
+                            "expected `)` after a case pattern, found {}",
+                            self.describe_here()
+                        );
+                        self.fail(msg);
+                        break;
+                    }
+                }
+            }
+            let body = self.parse_list(Stop {
+                words: &["esac"],
+                paren: false,
+                case_arm: true,
+            });
+            arms.push(CaseArm { patterns, body });
+            self.skip_blanks();
+            if self.starts_with(b";;&") {
+                self.pos += 3;
+            } else if self.starts_with(b";;") || self.starts_with(b";&") {
+                self.pos += 2;
+            }
+        }
+        Compound::Case { subject, arms }
+    }
+
+    /// `[[ … ]]`: words until `]]`; operators become words of their own.
+    fn parse_cond(&mut self) -> Vec<Word> {
+        let mut words = Vec::new();
+        let mut regex_next = false;
+        loop {
+            self.skip_blanks();
+            while self.at_newline() {
+                self.consume_newline();
+                self.skip_blanks();
+            }
+            if self.failed() {
+                break;
+            }
+            if self.at_end() {
+                self.fail("expected `]]`");
+                break;
+            }
+            if self.eat_reserved("]]") {
+                break;
+            }
+            if regex_next {
+                regex_next = false;
+                words.push(self.parse_cond_regex());
+                continue;
+            }
+            let op: Option<&[u8]> = [&b"&&"[..], b"||", b"(", b")", b"<", b">", b"!"]
+                .into_iter()
+                .find(|op| self.starts_with(op));
+            if let Some(op) = op {
+                self.pos += op.len();
+                words.push(Word {
+                    parts: vec![Part::Lit {
+                        text: lossy(op),
+                        quoted: false,
+                    }],
+                });
+                continue;
+            }
+            let w = self.parse_word();
+            if w.parts.is_empty() {
+                let msg = format!("unexpected {} in [[ ]]", self.describe_here());
+                self.fail(msg);
+                break;
+            }
+            regex_next =
+                matches!(w.parts.as_slice(), [Part::Lit { text, quoted: false }] if text == "=~");
+            words.push(w);
+        }
+        words
+    }
+
+    /// The right side of `=~`: parentheses and `|` belong to the regex.
+    fn parse_cond_regex(&mut self) -> Word {
+        let mut b = PartsBuilder::new();
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            if self.failed() {
+                break;
+            }
+            match c {
+                b'(' => {
+                    depth += 1;
+                    b.lit(c, false);
+                    self.pos += 1;
+                }
+                b')' if depth > 0 => {
+                    depth -= 1;
+                    b.lit(c, false);
+                    self.pos += 1;
+                }
+                b'|' if depth > 0 => {
+                    b.lit(c, false);
+                    self.pos += 1;
+                }
+                b' ' | b'\t' | b'\n' if depth == 0 => break,
+                _ if is_meta(c) && depth == 0 => break,
+                _ => self.word_piece(&mut b, false),
+            }
+        }
+        Word { parts: b.finish() }
+    }
+
+    fn parse_function_keyword(&mut self) -> Command {
+        self.skip_blanks();
+        let name = match self.peek_plain_word() {
+            Some(w) => {
+                self.pos += w.len();
+                lossy(w)
+            }
+            None => {
+                self.fail("expected a function name after `function`");
+                return Command::Simple(Simple::default());
+            }
+        };
+        self.skip_blanks();
+        if self.peek() == Some(b'(') {
+            self.pos += 1;
+            self.skip_blanks();
+            if self.peek() != Some(b')') {
+                self.fail("expected `)` in a function definition");
+                return Command::Simple(Simple::default());
+            }
+            self.pos += 1;
+        }
+        self.parse_function_body(name)
+    }
+
+    fn parse_function_body(&mut self, name: String) -> Command {
+        self.skip_linebreaks();
+        let body = self.parse_command();
+        if !self.failed() && !matches!(body, Command::Compound(..)) {
+            self.fail(format!(
+                "the body of function `{name}` is not a compound command"
+            ));
+        }
+        Command::Function {
+            name,
+            body: Box::new(body),
+        }
+    }
+
+    fn parse_trailing_redirects(&mut self) -> Vec<Redirect> {
+        let mut redirects = Vec::new();
+        loop {
+            self.skip_blanks();
+            if self.failed() {
+                break;
+            }
+            match self.try_redirect() {
+                Some(r) => redirects.push(r),
+                None => break,
+            }
+        }
+        redirects
+    }
+
+    fn parse_simple(&mut self) -> Command {
+        let mut cmd = Simple::default();
+        loop {
+            self.skip_blanks();
+            if self.failed() {
+                break;
+            }
+            let Some(b) = self.peek() else { break };
+            if b == b'#' && !cmd.words.is_empty() {
+                // A comment ends the command.
+                break;
+            }
+            if b == b'(' {
+                // `name ()` starts a function definition.
+                if cmd.words.len() == 1
+                    && cmd.assigns.is_empty()
+                    && cmd.redirects.is_empty()
+                    && let Some(name) = plain_text(&cmd.words[0])
+                {
+                    self.pos += 1;
+                    self.skip_blanks();
+                    if self.peek() == Some(b')') {
+                        self.pos += 1;
+                        return self.parse_function_body(name);
+                    }
+                }
+                self.fail("unexpected `(`");
+                break;
+            }
+            if let Some(r) = self.try_redirect() {
+                cmd.redirects.push(r);
+                continue;
+            }
+            let proc_sub = matches!(b, b'<' | b'>') && self.peek_at(1) == Some(b'(');
+            if !proc_sub && (is_meta(b) || self.at_newline()) {
+                break;
+            }
+            let before = self.pos;
+            let word = self.parse_word();
+            if self.pos == before {
+                let msg = format!("unexpected {}", self.describe_here());
+                self.fail(msg);
+            }
+            if self.failed() && word.parts.is_empty() {
+                break;
+            }
+            if cmd.words.is_empty()
+                && let Some(assign) = self.as_assignment(&word)
+            {
+                cmd.assigns.push(assign);
+                continue;
+            }
+            // `declare a=(1 2)`, `export a=(…)`: the array belongs to the word.
+            if self.peek() == Some(b'(') && assignment_name(&word).is_some() {
+                cmd.words.push(word);
+                let items = self.parse_array();
+                cmd.words.extend(items);
+                continue;
+            }
+            cmd.words.push(word);
+        }
+        if !self.failed()
+            && cmd.words.is_empty()
+            && cmd.assigns.is_empty()
+            && cmd.redirects.is_empty()
+        {
+            let msg = format!("expected a command, found {}", self.describe_here());
+            self.fail(msg);
+        }
+        Command::Simple(cmd)
+    }
+
+    /// `NAME=value` (or `NAME+=`, `NAME[i]=`) before the command name.
+    fn as_assignment(&mut self, word: &Word) -> Option<Assign> {
+        let (name, value_parts) = assignment_name(word)?;
+        if self.peek() == Some(b'(') && value_parts.is_empty() {
+            let words = self.parse_array();
+            return Some(Assign {
+                name,
+                value: AssignValue::Array(words),
+            });
+        }
+        Some(Assign {
+            name,
+            value: AssignValue::Scalar(Word { parts: value_parts }),
+        })
+    }
+
+    fn parse_array(&mut self) -> Vec<Word> {
+        // at `(`
+        self.pos += 1;
+        let mut words = Vec::new();
+        loop {
+            self.skip_linebreaks();
+            if self.failed() {
+                break;
+            }
+            match self.peek() {
+                Some(b')') => {
+                    self.pos += 1;
+                    break;
+                }
+                None => {
+                    self.fail("unterminated array assignment");
+                    break;
+                }
+                Some(b) if is_meta(b) => {
+                    let msg = format!("unexpected {} in an array assignment", self.describe_here());
+                    self.fail(msg);
+                    break;
+                }
+                _ => words.push(self.parse_word()),
+            }
+        }
+        words
+    }
+
+    // ---- redirections ---------------------------------------------------
+
+    fn try_redirect(&mut self) -> Option<Redirect> {
+        let start = self.pos;
+        let mut fd = None;
+        // `2>`, `10<`: digits directly followed by an operator.
+        let mut i = self.pos;
+        while self.src.get(i).is_some_and(|b| b.is_ascii_digit()) {
+            i += 1;
+        }
+        if i > self.pos && matches!(self.src.get(i), Some(b'<') | Some(b'>')) {
+            fd = std::str::from_utf8(&self.src[self.pos..i])
+                .ok()
+                .and_then(|s| s.parse().ok());
+            self.pos = i;
+        } else if self.peek() == Some(b'{') {
+            // `{var}>file`
+            let mut j = self.pos + 1;
+            while self.src.get(j).is_some_and(|&b| is_name_char(b)) {
+                j += 1;
+            }
+            if j > self.pos + 1
+                && self.src.get(j) == Some(&b'}')
+                && matches!(self.src.get(j + 1), Some(b'<') | Some(b'>'))
+            {
+                self.pos = j + 1;
+            }
+        }
+        let op = if self.starts_with(b"<<<") {
+            self.pos += 3;
+            RedirOp::HereString
+        } else if self.starts_with(b"<<-") {
+            self.pos += 3;
+            return Some(self.parse_heredoc_op(fd, true));
+        } else if self.starts_with(b"<<") {
+            self.pos += 2;
+            return Some(self.parse_heredoc_op(fd, false));
+        } else if self.starts_with(b"<>") {
+            self.pos += 2;
+            RedirOp::ReadWrite
+        } else if self.starts_with(b"<&") {
+            self.pos += 2;
+            RedirOp::Dup
+        } else if self.starts_with(b"<(") {
+            self.pos = start;
+            return None;
+        } else if self.starts_with(b"<") {
+            self.pos += 1;
+            RedirOp::In
+        } else if self.starts_with(b">>") {
+            self.pos += 2;
+            RedirOp::Append
+        } else if self.starts_with(b">&") {
+            self.pos += 2;
+            RedirOp::Dup
+        } else if self.starts_with(b">|") {
+            self.pos += 2;
+            RedirOp::Out
+        } else if self.starts_with(b">(") {
+            self.pos = start;
+            return None;
+        } else if self.starts_with(b">") {
+            self.pos += 1;
+            RedirOp::Out
+        } else if fd.is_none() && self.starts_with(b"&>>") {
+            self.pos += 3;
+            RedirOp::OutBoth
+        } else if fd.is_none() && self.starts_with(b"&>") {
+            self.pos += 2;
+            RedirOp::OutBoth
+        } else {
+            self.pos = start;
+            return None;
+        };
+        self.skip_blanks();
+        if self
+            .peek()
+            .is_none_or(|b| is_meta(b) && b != b'<' && b != b'>')
+            || self.at_newline()
+        {
+            let msg = format!(
+                "expected a redirection target, found {}",
+                self.describe_here()
+            );
+            self.fail(msg);
+            return Some(Redirect {
+                fd,
+                op,
+                target: RedirTarget::Fd,
+            });
+        }
+        let word = self.parse_word();
+        if op == RedirOp::Dup {
+            let is_fd = match plain_text(&word) {
+                Some(t) => {
+                    t == "-"
+                        || (!t.is_empty()
+                            && t.trim_end_matches('-').bytes().all(|b| b.is_ascii_digit()))
+                }
+                None => false,
+            };
+            if is_fd {
+                return Some(Redirect {
+                    fd,
+                    op,
+                    target: RedirTarget::Fd,
+                });
+            }
+            // `>&file` writes the file (both streams).
+            return Some(Redirect {
+                fd,
+                op: RedirOp::OutBoth,
+                target: RedirTarget::Word(word),
+            });
+        }
+        Some(Redirect {
+            fd,
+            op,
+            target: RedirTarget::Word(word),
+        })
+    }
+
+    fn parse_heredoc_op(&mut self, fd: Option<u32>, strip_tabs: bool) -> Redirect {
+        self.skip_blanks();
+        if self.peek().is_none_or(is_meta) {
+            let msg = format!(
+                "expected a heredoc delimiter, found {}",
+                self.describe_here()
+            );
+            self.fail(msg);
+            return Redirect {
+                fd,
+                op: RedirOp::HereDoc,
+                target: RedirTarget::Fd,
+            };
+        }
+        let start = self.pos;
+        let word = self.parse_word();
+        let raw = &self.src[start..self.pos];
+        let quoted = raw.iter().any(|&b| matches!(b, b'\'' | b'"' | b'\\'));
+        let mut delimiter = Vec::new();
+        for part in &word.parts {
+            match part {
+                Part::Lit { text, .. } => delimiter.extend_from_slice(text.as_bytes()),
+                Part::Tilde(u) => {
+                    delimiter.push(b'~');
+                    delimiter.extend_from_slice(u.as_bytes());
+                }
+                // bash takes a `$x` delimiter literally.
+                _ => delimiter.extend_from_slice(raw),
+            }
+        }
+        let id = self.bodies.len();
+        self.bodies.push(None);
+        self.pending.push(PendingHereDoc {
+            id,
+            delimiter,
+            strip_tabs,
+            quoted,
+        });
+        Redirect {
+            fd,
+            op: RedirOp::HereDoc,
+            target: RedirTarget::HereDoc(HereDoc {
+                quoted,
+                parts: Vec::new(),
+                id,
+            }),
+        }
+    }
+
+    fn read_heredoc_bodies(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        for doc in pending {
+            let body_start = self.pos;
+            let mut body_end = self.src.len();
+            let mut after = self.src.len();
+            let mut line_start = self.pos;
+            while line_start < self.src.len() {
+                let line_end = self.src[line_start..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(self.src.len(), |n| line_start + n);
+                let mut line = &self.src[line_start..line_end];
+                if line.last() == Some(&b'\r') {
+                    line = &line[..line.len() - 1];
+                }
+                if doc.strip_tabs {
+                    while line.first() == Some(&b'\t') {
+                        line = &line[1..];
+                    }
+                }
+                if line == doc.delimiter.as_slice() {
+                    body_end = line_start;
+                    after = (line_end + 1).min(self.src.len());
+                    break;
+                }
+                line_start = line_end + 1;
+            }
+            self.pos = after;
+            let body = &self.src[body_start..body_end.max(body_start)];
+            let parts = if doc.quoted {
+                Vec::new()
+            } else {
+                let mut sub = Parser::new(body, self.depth);
+                let mut parts = sub.parse_heredoc_content();
+                let mut sub_bodies = std::mem::take(&mut sub.bodies);
+                fill_parts(&mut parts, &mut sub_bodies, 0);
+                if let Some(e) = sub.error {
+                    self.fail(format!("in a heredoc body: {}", e.message));
+                }
+                parts
+            };
+            if let Some(slot) = self.bodies.get_mut(doc.id) {
+                *slot = Some(HereDoc {
+                    quoted: doc.quoted,
+                    parts,
+                    id: doc.id,
+                });
+            }
+        }
+    }
+
+    /// An unquoted heredoc body: like double-quoted text without the quotes.
+    fn parse_heredoc_content(&mut self) -> Vec<Part> {
+        let mut b = PartsBuilder::new();
+        while let Some(c) = self.peek() {
+            if self.failed() {
+                break;
+            }
+            match c {
+                b'\\' => match self.peek_at(1) {
+                    Some(b'\n') => self.pos += 2,
+                    Some(e @ (b'$' | b'`' | b'\\')) => {
+                        b.lit(e, true);
+                        self.pos += 2;
+                    }
+                    _ => {
+                        b.lit(b'\\', true);
+                        self.pos += 1;
+                    }
+                },
+                b'$' => self.parse_dollar(&mut b, true),
+                b'`' => self.parse_backtick(&mut b, true),
+                _ => {
+                    b.lit(c, true);
+                    self.pos += 1;
+                }
+            }
+        }
+        b.finish()
+    }
+
+    /// Moves heredoc bodies read after their command into the tree.
+    fn finish_heredocs(&mut self, list: &mut List) {
+        if self.bodies.is_empty() {
+            return;
+        }
+        let mut bodies = std::mem::take(&mut self.bodies);
+        fill_list(list, &mut bodies, 0);
+    }
+
+    // ---- words ----------------------------------------------------------
+
+    /// Reads one word up to an unquoted metacharacter.
+    fn parse_word(&mut self) -> Word {
+        let mut b = PartsBuilder::new();
+        let start = self.pos;
+        // Process substitution at the start of a word.
+        if matches!(self.peek(), Some(b'<') | Some(b'>')) && self.peek_at(1) == Some(b'(') {
+            self.pos += 2;
+            if self.enter() {
+                let list = self.parse_list(Stop::PAREN);
+                self.leave();
+                self.expect_byte(b')', "`)` closing a process substitution");
+                b.push(Part::ProcSub(list));
+            }
+        }
+        while let Some(c) = self.peek() {
+            if self.failed() {
+                break;
+            }
+            if c == b'\r' && self.peek_at(1) == Some(b'\n') {
+                break;
+            }
+            if is_meta(c) {
+                break;
+            }
+            let at_start = self.pos == start;
+            self.word_piece_tilde(&mut b, at_start);
+        }
+        Word { parts: b.finish() }
+    }
+
+    /// One piece of an unquoted word, recognising tilde expansion at the
+    /// start of a word or after `=`/`:` in an assignment.
+    fn word_piece_tilde(&mut self, b: &mut PartsBuilder, at_start: bool) {
+        if self.peek() == Some(b'~') {
+            let tilde_ok = at_start
+                || b.plain_prefix().is_some_and(|p| {
+                    (p.last() == Some(&b'=') || p.last() == Some(&b':')) && assignment_prefix(p)
+                });
+            if tilde_ok {
+                let mut j = self.pos + 1;
+                while let Some(&c) = self.src.get(j) {
+                    if c == b'/'
+                        || c == b':'
+                        || is_meta(c)
+                        || matches!(c, b'\'' | b'"' | b'\\' | b'$' | b'`')
+                    {
+                        break;
+                    }
+                    j += 1;
+                }
+                // `~user` only when the user part ends the word or meets `/`.
+                let user = &self.src[self.pos + 1..j];
+                let valid = user
+                    .iter()
+                    .all(|&c| is_name_char(c) || c == b'-' || c == b'.' || c == b'+');
+                if valid {
+                    let user = lossy(user);
+                    self.pos = j;
+                    b.push(Part::Tilde(user));
+                    return;
+                }
+            }
+        }
+        self.word_piece(b, false);
+    }
+
+    /// One piece of an unquoted word: a quoted string, an expansion, an
+    /// escape or a literal byte.
+    fn word_piece(&mut self, b: &mut PartsBuilder, _in_regex: bool) {
+        let Some(c) = self.peek() else { return };
+        match c {
+            b'\'' => {
+                self.pos += 1;
+                let start = self.pos;
+                match self.src[start..].iter().position(|&x| x == b'\'') {
+                    Some(n) => {
+                        b.lit_bytes(&self.src[start..start + n], true);
+                        b.empty_quoted();
+                        self.pos = start + n + 1;
+                    }
+                    None => {
+                        self.pos = self.src.len();
+                        self.fail("unterminated single quote");
+                    }
+                }
+            }
+            b'"' => {
+                self.pos += 1;
+                self.parse_dquote(b);
+            }
+            b'\\' => match self.peek_at(1) {
+                Some(b'\n') => self.pos += 2,
+                Some(b'\r') if self.peek_at(2) == Some(b'\n') => self.pos += 3,
+                Some(e) => {
+                    b.lit(e, true);
+                    self.pos += 2;
+                }
+                None => {
+                    b.lit(b'\\', true);
+                    self.pos += 1;
+                }
+            },
+            b'$' => self.parse_dollar(b, false),
+            b'`' => self.parse_backtick(b, false),
+            _ => {
+                b.lit(c, false);
+                self.pos += 1;
+            }
+        }
+    }
+
+    fn parse_dquote(&mut self, b: &mut PartsBuilder) {
+        b.empty_quoted();
+        loop {
+            if self.failed() {
+                return;
+            }
+            let Some(c) = self.peek() else {
+                self.fail("unterminated double quote");
+                return;
+            };
+            match c {
+                b'"' => {
+                    self.pos += 1;
+                    return;
+                }
+                b'\\' => match self.peek_at(1) {
+                    Some(b'\n') => self.pos += 2,
+                    Some(e @ (b'$' | b'`' | b'"' | b'\\')) => {
+                        b.lit(e, true);
+                        self.pos += 2;
+                    }
+                    _ => {
+                        b.lit(b'\\', true);
+                        self.pos += 1;
+                    }
+                },
+                b'$' => self.parse_dollar(b, true),
+                b'`' => self.parse_backtick(b, true),
+                _ => {
+                    b.lit(c, true);
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+
+    fn parse_dollar(&mut self, b: &mut PartsBuilder, in_dquote: bool) {
+        // at `$`
+        match self.peek_at(1) {
+            Some(b'\'') if !in_dquote => {
+                self.pos += 2;
+                let bytes = self.parse_ansi_c();
+                b.lit_bytes(&bytes, true);
+                b.empty_quoted();
+            }
+            Some(b'"') if !in_dquote => {
+                self.pos += 2;
+                self.parse_dquote(b);
+            }
+            Some(b'(') if self.peek_at(2) == Some(b'(') => {
+                self.pos += 3;
+                let arith = self.parse_arith_body();
+                b.push(Part::Arith(arith));
+            }
+            Some(b'(') => {
+                self.pos += 2;
+                if self.enter() {
+                    let list = self.parse_list(Stop::PAREN);
+                    self.leave();
+                    self.expect_byte(b')', "`)` closing `$(`");
+                    b.push(Part::CmdSub(list));
+                }
+            }
+            Some(b'{') => {
+                self.pos += 2;
+                if self.enter() {
+                    let part = self.parse_braced_param();
+                    self.leave();
+                    b.push(part);
+                }
+            }
+            Some(c) if is_name_start(c) => {
+                let start = self.pos + 1;
+                let mut j = start;
+                while self.src.get(j).is_some_and(|&x| is_name_char(x)) {
+                    j += 1;
+                }
+                let name = lossy(&self.src[start..j]);
+                self.pos = j;
+                b.push(Part::Param {
+                    name,
+                    inner: Vec::new(),
+                });
+            }
+            Some(c)
+                if c.is_ascii_digit()
+                    || matches!(c, b'@' | b'*' | b'#' | b'?' | b'$' | b'!' | b'-') =>
+            {
+                self.pos += 2;
+                b.push(Part::Param {
+                    name: (c as char).to_string(),
+                    inner: Vec::new(),
+                });
+            }
+            _ => {
+                b.lit(b'$', in_dquote);
+                self.pos += 1;
+            }
+        }
+    }
+
+    /// `${…}` after the `${`: the name, and the operator's words as parts.
+    fn parse_braced_param(&mut self) -> Part {
+        let start = self.pos;
+        let mut j = start;
+        while self.src.get(j).is_some_and(|&x| {
+            is_name_char(x) || matches!(x, b'#' | b'!' | b'@' | b'*' | b'?' | b'$' | b'-')
+        }) {
+            j += 1;
+            if j - start > 256 {
+                break;
+            }
+        }
+        let name = lossy(&self.src[start..j]);
+        self.pos = j;
+        let mut b = PartsBuilder::new();
+        loop {
+            if self.failed() {
+                break;
+            }
+            let Some(c) = self.peek() else {
+                self.fail("unterminated `${`");
+                break;
+            };
+            match c {
+                b'}' => {
+                    self.pos += 1;
+                    break;
+                }
+                b'\'' | b'"' | b'\\' | b'$' | b'`' => self.word_piece(&mut b, false),
+                _ => {
+                    b.lit(c, false);
+                    self.pos += 1;
+                }
+            }
+        }
+        Part::Param {
+            name,
+            inner: b.finish(),
+        }
+    }
+
+    fn parse_backtick(&mut self, b: &mut PartsBuilder, in_dquote: bool) {
+        self.pos += 1;
+        let mut content = Vec::new();
+        loop {
+            let Some(c) = self.peek() else {
+                self.fail("unterminated backquote");
+                return;
+            };
+            match c {
+                b'`' => {
+                    self.pos += 1;
+                    break;
+                }
+                b'\\' => match self.peek_at(1) {
+                    Some(e @ (b'$' | b'`' | b'\\')) => {
+                        content.push(e);
+                        self.pos += 2;
+                    }
+                    Some(b'"') if in_dquote => {
+                        content.push(b'"');
+                        self.pos += 2;
+                    }
+                    Some(b'\n') => self.pos += 2,
+                    _ => {
+                        content.push(b'\\');
+                        self.pos += 1;
+                    }
+                },
+                _ => {
+                    content.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        if self.depth >= MAX_DEPTH {
+            self.fail(format!("nesting deeper than {MAX_DEPTH} levels"));
+            return;
+        }
+        let sub = parse_at_depth(&content, self.depth + 1);
+        if let Some(e) = sub.error {
+            self.fail(format!("in a backquoted command: {}", e.message));
+        }
+        b.push(Part::CmdSub(sub.list));
+    }
+
+    /// `$'…'` after the opening quote: bash's ANSI-C escapes.
+    fn parse_ansi_c(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let Some(c) = self.peek() else {
+                self.fail("unterminated $'");
+                return out;
+            };
+            self.pos += 1;
+            match c {
+                b'\'' => return out,
+                b'\\' => {
+                    let Some(e) = self.peek() else {
+                        out.push(b'\\');
+                        continue;
+                    };
+                    self.pos += 1;
+                    match e {
+                        b'a' => out.push(7),
+                        b'b' => out.push(8),
+                        b'e' | b'E' => out.push(27),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'v' => out.push(11),
+                        b'\\' | b'\'' | b'"' | b'?' => out.push(e),
+                        b'0'..=b'7' => {
+                            let mut v: u32 = u32::from(e - b'0');
+                            for _ in 0..2 {
+                                match self.peek() {
+                                    Some(d @ b'0'..=b'7') => {
+                                        v = v * 8 + u32::from(d - b'0');
+                                        self.pos += 1;
+                                    }
+                                    _ => break,
+                                }
+                            }
+                            out.push((v & 0xff) as u8);
+                        }
+                        b'x' => {
+                            let v = self.hex_digits(2);
+                            match v {
+                                Some(v) => out.push((v & 0xff) as u8),
+                                None => out.extend_from_slice(b"\\x"),
+                            }
+                        }
+                        b'u' | b'U' => {
+                            let max = if e == b'u' { 4 } else { 8 };
+                            match self.hex_digits(max).and_then(char::from_u32) {
+                                Some(ch) => {
+                                    let mut buf = [0u8; 4];
+                                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                                }
+                                None => {
+                                    out.push(b'\\');
+                                    out.push(e);
+                                }
+                            }
+                        }
+                        b'c' => {
+                            if let Some(x) = self.peek() {
+                                self.pos += 1;
+                                out.push(x & 0x1f);
+                            }
+                        }
+                        other => {
+                            out.push(b'\\');
+                            out.push(other);
+                        }
+                    }
+                }
+                _ => out.push(c),
+            }
+        }
+    }
+
+    fn hex_digits(&mut self, max: usize) -> Option<u32> {
+        let mut v: u32 = 0;
+        let mut n = 0;
+        while n < max {
+            match self.peek().and_then(|b| (b as char).to_digit(16)) {
+                Some(d) => {
+                    v = v.wrapping_mul(16).wrapping_add(d);
+                    self.pos += 1;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        (n > 0).then_some(v)
+    }
+
+    /// An arithmetic body after `((` or `$((`, up to the matching `))`.
+    fn parse_arith_body(&mut self) -> Arith {
+        let mut arith = Arith::default();
+        if !self.enter() {
+            return arith;
+        }
+        let mut depth = 0usize;
+        loop {
+            if self.failed() {
+                break;
+            }
+            let Some(c) = self.peek() else {
+                self.fail("unterminated arithmetic expression");
+                break;
+            };
+            match c {
+                b')' if depth == 0 => {
+                    if self.peek_at(1) == Some(b')') {
+                        self.pos += 2;
+                    } else {
+                        self.fail("expected `))` closing an arithmetic expression");
+                    }
+                    break;
+                }
+                b'(' => {
+                    depth += 1;
+                    self.pos += 1;
+                }
+                b')' => {
+                    depth -= 1;
+                    self.pos += 1;
+                }
+                b'$' => {
+                    arith.has_vars = true;
+                    let mut b = PartsBuilder::new();
+                    self.parse_dollar(&mut b, true);
+                    collect_subs(&b.finish(), &mut arith.subs);
+                }
+                b'`' => {
+                    arith.has_vars = true;
+                    let mut b = PartsBuilder::new();
+                    self.parse_backtick(&mut b, true);
+                    collect_subs(&b.finish(), &mut arith.subs);
+                }
+                b'\'' | b'"' => {
+                    arith.has_vars = true;
+                    let mut b = PartsBuilder::new();
+                    self.word_piece(&mut b, false);
+                    collect_subs(&b.finish(), &mut arith.subs);
+                }
+                c if is_name_start(c) => {
+                    arith.has_vars = true;
+                    self.pos += 1;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        self.leave();
+        arith
+    }
+}
+
+fn collect_subs(parts: &[Part], out: &mut Vec<List>) {
+    for part in parts {
+        match part {
+            Part::CmdSub(l) | Part::ProcSub(l) => out.push(l.clone()),
+            Part::Arith(a) => out.extend(a.subs.iter().cloned()),
+            Part::Param { inner, .. } => collect_subs(inner, out),
+            Part::Lit { .. } | Part::Tilde(_) => {}
+        }
+    }
+}
+
+/// The word's text when it is one unquoted literal.
+fn plain_text(word: &Word) -> Option<String> {
+    match word.parts.as_slice() {
+        [
+            Part::Lit {
+                text,
+                quoted: false,
+            },
+        ] => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// Whether the bytes start with `NAME=` (or `NAME+=`, `NAME[…]=`).
+fn assignment_prefix(p: &[u8]) -> bool {
+    let Some(eq) = p.iter().position(|&b| b == b'=') else {
+        return false;
+    };
+    valid_assign_lhs(&p[..eq])
+}
+
+fn valid_assign_lhs(lhs: &[u8]) -> bool {
+    let lhs = lhs.strip_suffix(b"+").unwrap_or(lhs);
+    let name_end = lhs.iter().position(|&b| b == b'[').unwrap_or(lhs.len());
+    let name = &lhs[..name_end];
+    if name.is_empty() || !is_name_start(name[0]) || !name.iter().all(|&b| is_name_char(b)) {
+        return false;
+    }
+    let rest = &lhs[name_end..];
+    rest.is_empty() || (rest.starts_with(b"[") && rest.ends_with(b"]"))
+}
+
+/// Splits `NAME=value` into the name and the value's parts.
+fn assignment_name(word: &Word) -> Option<(String, Vec<Part>)> {
+    let Some(Part::Lit {
+        text,
+        quoted: false,
+    }) = word.parts.first()
+    else {
+        return None;
+    };
+    let eq = text.find('=')?;
+    if !valid_assign_lhs(&text.as_bytes()[..eq]) {
+        return None;
+    }
+    let lhs = &text[..eq];
+    let name = lhs.trim_end_matches('+');
+    let name = name.split('[').next().unwrap_or(name).to_string();
+    let mut parts = Vec::new();
+    let rest = &text[eq + 1..];
+    if !rest.is_empty() {
+        parts.push(Part::Lit {
+            text: rest.to_string(),
+            quoted: false,
+        });
+    }
+    parts.extend(word.parts.iter().skip(1).cloned());
+    Some((name, parts))
+}
+
+// ---- moving heredoc bodies into the tree ---------------------------------
+
+fn fill_list(list: &mut List, bodies: &mut [Option<HereDoc>], depth: usize) {
+    if depth > MAX_DEPTH * 2 {
+        return;
+    }
+    for item in &mut list.items {
+        fill_pipeline(&mut item.and_or.first, bodies, depth);
+        for (_, p) in &mut item.and_or.rest {
+            fill_pipeline(p, bodies, depth);
+        }
+    }
+}
+
+fn fill_pipeline(p: &mut Pipeline, bodies: &mut [Option<HereDoc>], depth: usize) {
+    for c in &mut p.commands {
+        fill_command(c, bodies, depth + 1);
+    }
+}
+
+fn fill_redirects(rs: &mut [Redirect], bodies: &mut [Option<HereDoc>], depth: usize) {
+    for r in rs {
+        match &mut r.target {
+            RedirTarget::HereDoc(doc) => {
+                if let Some(body) = bodies.get_mut(doc.id).and_then(Option::take) {
+                    *doc = body;
+                }
+                fill_parts(&mut doc.parts, bodies, depth);
+            }
+            RedirTarget::Word(w) => fill_parts(&mut w.parts, bodies, depth),
+            RedirTarget::Fd => {}
+        }
+    }
+}
+
+fn fill_parts(parts: &mut [Part], bodies: &mut [Option<HereDoc>], depth: usize) {
+    for part in parts {
+        match part {
+            Part::CmdSub(l) | Part::ProcSub(l) => fill_list(l, bodies, depth + 1),
+            Part::Param { inner, .. } => fill_parts(inner, bodies, depth + 1),
+            Part::Arith(a) => {
+                for l in &mut a.subs {
+                    fill_list(l, bodies, depth + 1);
+                }
+            }
+            Part::Lit { .. } | Part::Tilde(_) => {}
+        }
+    }
+}
+
+fn fill_words(words: &mut [Word], bodies: &mut [Option<HereDoc>], depth: usize) {
+    for w in words {
+        fill_parts(&mut w.parts, bodies, depth);
+    }
+}
+
+fn fill_command(c: &mut Command, bodies: &mut [Option<HereDoc>], depth: usize) {
+    match c {
+        Command::Simple(s) => {
+            for a in &mut s.assigns {
+                match &mut a.value {
+                    AssignValue::Scalar(w) => fill_parts(&mut w.parts, bodies, depth),
+                    AssignValue::Array(ws) => fill_words(ws, bodies, depth),
+                }
+            }
+            fill_words(&mut s.words, bodies, depth);
+            fill_redirects(&mut s.redirects, bodies, depth);
+        }
+        Command::Function { body, .. } => fill_command(body, bodies, depth + 1),
+        Command::Compound(comp, redirects) => {
+            fill_redirects(redirects, bodies, depth);
+            match comp {
+                Compound::Group(l) | Compound::Subshell(l) => fill_list(l, bodies, depth + 1),
+                Compound::If {
+                    branches,
+                    otherwise,
+                } => {
+                    for (c, b) in branches {
+                        fill_list(c, bodies, depth + 1);
+                        fill_list(b, bodies, depth + 1);
+                    }
+                    if let Some(o) = otherwise {
+                        fill_list(o, bodies, depth + 1);
+                    }
+                }
+                Compound::While { cond, body } => {
+                    fill_list(cond, bodies, depth + 1);
+                    fill_list(body, bodies, depth + 1);
+                }
+                Compound::For { words, body, .. } => {
+                    if let Some(ws) = words {
+                        fill_words(ws, bodies, depth);
+                    }
+                    fill_list(body, bodies, depth + 1);
+                }
+                Compound::ArithFor { header, body } => {
+                    for l in &mut header.subs {
+                        fill_list(l, bodies, depth + 1);
+                    }
+                    fill_list(body, bodies, depth + 1);
+                }
+                Compound::Case { subject, arms } => {
+                    fill_parts(&mut subject.parts, bodies, depth);
+                    for arm in arms {
+                        fill_words(&mut arm.patterns, bodies, depth);
+                        fill_list(&mut arm.body, bodies, depth + 1);
+                    }
+                }
+                Compound::Arith(a) => {
+                    for l in &mut a.subs {
+                        fill_list(l, bodies, depth + 1);
+                    }
+                }
+                Compound::Cond(ws) => fill_words(ws, bodies, depth),
+            }
+        }
+    }
+}

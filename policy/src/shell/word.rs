@@ -1,0 +1,165 @@
+//! From a parsed word to what bash would pass to a program.
+//!
+//! A word is *static* when quote removal, tilde and brace expansion alone
+//! give its value; it is *dynamic* when it holds a parameter, a command or
+//! process substitution, or arithmetic — its value is then unknowable here.
+
+use super::ast::{List, Part, Word};
+use super::brace::{self, Tagged};
+
+/// A word's value as far as it can be known before running anything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Value {
+    /// Static words: the values after brace expansion (usually one).
+    /// Dynamic words: one value, the static text with every dynamic part
+    /// removed (the skeleton: `$X/` gives `/`).
+    pub values: Vec<String>,
+    pub dynamic: bool,
+    /// Holds an unquoted `*`, `?` or `[…]`.
+    pub glob: bool,
+    /// Brace expansion applied (an unquoted `{a,b}` or `{1..3}`).
+    pub braced: bool,
+    /// Brace expansion past its cap: the values are not all known.
+    pub too_many: bool,
+    /// Starts with `~user` (another user's home).
+    pub tilde_user: bool,
+    /// Is a process substitution (`<(…)` expands to `/dev/fd/N`).
+    pub proc_sub: bool,
+    /// Holds arithmetic over variables, which can run `$(…)` held in them.
+    pub arith_vars: bool,
+}
+
+impl Value {
+    /// The single static value, when the word is static and expands to one.
+    pub fn single(&self) -> Option<&str> {
+        if self.dynamic || self.too_many || self.values.len() != 1 {
+            None
+        } else {
+            self.values.first().map(String::as_str)
+        }
+    }
+}
+
+/// Evaluates a word; `home` replaces `~`.
+pub fn evaluate(word: &Word, home: &str) -> Value {
+    let mut v = Value::default();
+    let mut tagged: Vec<Tagged> = Vec::new();
+    let mut has_unquoted_brace = false;
+    for (i, part) in word.parts.iter().enumerate() {
+        match part {
+            Part::Lit { text, quoted } => {
+                if !quoted {
+                    if text.bytes().any(|b| b == b'*' || b == b'?') || has_bracket_glob(text) {
+                        v.glob = true;
+                    }
+                    if text.contains('{') {
+                        has_unquoted_brace = true;
+                    }
+                }
+                tagged.extend(text.bytes().map(|b| (b, *quoted)));
+            }
+            Part::Tilde(user) => match user.as_str() {
+                "" => tagged.extend(home.bytes().map(|b| (b, true))),
+                "+" | "-" => v.dynamic = true,
+                u => {
+                    if i == 0 {
+                        v.tilde_user = true;
+                    }
+                    tagged.push((b'~', true));
+                    tagged.extend(u.bytes().map(|b| (b, true)));
+                }
+            },
+            Part::Param { inner, .. } => {
+                v.dynamic = true;
+                if arith_vars_in(inner) {
+                    v.arith_vars = true;
+                }
+            }
+            Part::CmdSub(_) => v.dynamic = true,
+            Part::Arith(a) => {
+                v.dynamic = true;
+                if a.has_vars {
+                    v.arith_vars = true;
+                }
+            }
+            Part::ProcSub(_) => {
+                v.proc_sub = true;
+                tagged.extend(b"/dev/fd/63".iter().map(|&b| (b, true)));
+            }
+        }
+    }
+    if v.dynamic {
+        v.values.push(
+            String::from_utf8_lossy(&tagged.iter().map(|&(b, _)| b).collect::<Vec<_>>())
+                .into_owned(),
+        );
+        return v;
+    }
+    if has_unquoted_brace {
+        match brace::expand(&tagged) {
+            Some(list) => {
+                v.braced = list.len() != 1 || list.first().map(Vec::len) != Some(tagged.len());
+                v.values = list
+                    .into_iter()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .collect();
+            }
+            None => {
+                v.too_many = true;
+                v.braced = true;
+                v.values.push(
+                    String::from_utf8_lossy(&tagged.iter().map(|&(b, _)| b).collect::<Vec<_>>())
+                        .into_owned(),
+                );
+            }
+        }
+    } else {
+        v.values.push(
+            String::from_utf8_lossy(&tagged.iter().map(|&(b, _)| b).collect::<Vec<_>>())
+                .into_owned(),
+        );
+    }
+    v
+}
+
+fn has_bracket_glob(text: &str) -> bool {
+    match text.find('[') {
+        Some(i) => text[i + 1..].contains(']'),
+        None => false,
+    }
+}
+
+fn arith_vars_in(parts: &[Part]) -> bool {
+    parts.iter().any(|p| match p {
+        Part::Arith(a) => a.has_vars,
+        Part::Param { inner, .. } => arith_vars_in(inner),
+        _ => false,
+    })
+}
+
+/// The command lists nested in a word: `$(…)`, backticks, `<(…)`, and those
+/// inside `${…}` operators and arithmetic. Each runs when the word expands.
+pub fn nested_lists<'w>(parts: &'w [Part], out: &mut Vec<&'w List>) {
+    for part in parts {
+        match part {
+            Part::CmdSub(l) | Part::ProcSub(l) => out.push(l),
+            Part::Param { inner, .. } => nested_lists(inner, out),
+            Part::Arith(a) => out.extend(a.subs.iter()),
+            Part::Lit { .. } | Part::Tilde(_) => {}
+        }
+    }
+}
+
+/// The word's text when it is entirely unquoted literal text (reserved
+/// words, function names).
+pub fn plain(word: &Word) -> Option<&str> {
+    match word.parts.as_slice() {
+        [
+            Part::Lit {
+                text,
+                quoted: false,
+            },
+        ] => Some(text),
+        _ => None,
+    }
+}
