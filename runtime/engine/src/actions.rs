@@ -521,10 +521,7 @@ impl Engine {
             .cwd
             .clone()
             .unwrap_or_else(|| frame.project_root().to_string());
-        let limits = berth_policy::Limits {
-            privileged: project.config.policy.privileged.clone(),
-            deny: project.config.policy.deny.clone(),
-        };
+        let limits = project.config.limits(&project.config_path)?;
         let ctx = Context {
             frame: &frame,
             cwd: &cwd,

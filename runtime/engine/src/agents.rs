@@ -358,15 +358,16 @@ impl Engine {
             "never-auto action types: git_merge into a protected branch, instruction_patch, parallelize, raise_max_parallel, container_remove".into(),
             "opaque commands berth cannot see into (a command from a variable, eval of a variable, a script from stdin, …)".into(),
         ];
-        if !rules.ask.is_empty() {
+        let asks: Vec<&str> = rules
+            .commands
+            .iter()
+            .filter(|r| r.list == berth_policy::RuleList::Ask)
+            .map(|r| r.pattern.raw.as_str())
+            .collect();
+        if !asks.is_empty() {
             still.push(format!(
                 "ask rules written in permissions.json: {}",
-                rules
-                    .ask
-                    .iter()
-                    .map(|(p, _)| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                asks.join(", ")
             ));
         }
         if !config.policy.privileged.is_empty() {

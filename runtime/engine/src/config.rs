@@ -200,8 +200,31 @@ impl ProjectConfig {
         Ok(config)
     }
 
+    /// The policy's extra limits from `[policy]` (checked when parsed).
+    pub fn limits(&self, file: &Path) -> Result<berth_policy::Limits> {
+        berth_policy::Limits::from_patterns(&self.policy.privileged, &self.policy.deny).map_err(|e| {
+            EngineError::Config {
+                file: file.display().to_string(),
+                line: 1,
+                column: 1,
+                message: format!("key `policy`: {e}"),
+            }
+        })
+    }
+
     /// Value checks serde cannot express; each names its key's line.
     fn check(&self, text: &str, file: &str) -> Result<()> {
+        for (key, list) in [("privileged", &self.policy.privileged), ("deny", &self.policy.deny)] {
+            let (p, d): (&[String], &[String]) = if key == "deny" { (&[], list) } else { (list, &[]) };
+            if let Err(e) = berth_policy::Limits::from_patterns(p, d) {
+                return Err(EngineError::Config {
+                    file: file.to_string(),
+                    line: find_key_line(text, "policy", key).unwrap_or(1),
+                    column: 1,
+                    message: format!("key `policy.{key}`: {e}"),
+                });
+            }
+        }
         let problems: [(bool, &str, &str, &str); 6] = [
             (
                 self.sandbox.memory_mb == 0,

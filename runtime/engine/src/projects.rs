@@ -164,7 +164,7 @@ impl Engine {
         let rules_path = self.state.project_rules(name);
         let config = ProjectConfig::load(&config_path)?;
         let rules = if rules_path.exists() {
-            load_rules(&rules_path)?
+            berth_policy::RuleSet::load(&rules_path)?
         } else {
             berth_policy::RuleSet::default()
         };
@@ -182,16 +182,4 @@ impl Engine {
             rules_path: self.state.project_rules(name),
         })
     }
-}
-
-// TEMP until the policy's RuleSet::load lands on main.
-fn load_rules(path: &std::path::Path) -> Result<berth_policy::RuleSet> {
-    let text = std::fs::read_to_string(path).map_err(EngineError::io("reading", path))?;
-    let _: serde_json::Value = serde_json::from_str(&text).map_err(|e| EngineError::Config {
-        file: path.display().to_string(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
-    Ok(berth_policy::RuleSet::default())
 }
