@@ -202,20 +202,27 @@ impl ProjectConfig {
 
     /// The policy's extra limits from `[policy]` (checked when parsed).
     pub fn limits(&self, file: &Path) -> Result<berth_policy::Limits> {
-        berth_policy::Limits::from_patterns(&self.policy.privileged, &self.policy.deny).map_err(|e| {
-            EngineError::Config {
+        berth_policy::Limits::from_patterns(&self.policy.privileged, &self.policy.deny).map_err(
+            |e| EngineError::Config {
                 file: file.display().to_string(),
                 line: 1,
                 column: 1,
                 message: format!("key `policy`: {e}"),
-            }
-        })
+            },
+        )
     }
 
     /// Value checks serde cannot express; each names its key's line.
     fn check(&self, text: &str, file: &str) -> Result<()> {
-        for (key, list) in [("privileged", &self.policy.privileged), ("deny", &self.policy.deny)] {
-            let (p, d): (&[String], &[String]) = if key == "deny" { (&[], list) } else { (list, &[]) };
+        for (key, list) in [
+            ("privileged", &self.policy.privileged),
+            ("deny", &self.policy.deny),
+        ] {
+            let (p, d): (&[String], &[String]) = if key == "deny" {
+                (&[], list)
+            } else {
+                (list, &[])
+            };
             if let Err(e) = berth_policy::Limits::from_patterns(p, d) {
                 return Err(EngineError::Config {
                     file: file.to_string(),
