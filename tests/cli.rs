@@ -276,3 +276,96 @@ impl Cli {
         String::from_utf8(self.run(args).stdout).unwrap()
     }
 }
+
+#[test]
+fn exec_streams_and_exits_with_the_commands_code() {
+    let cli = Cli::new().with_project();
+    cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let out = cli.run(&["exec", "dev-1", "--", "echo out; echo err >&2; exit 5"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+    let out = cli.run(&[
+        "exec",
+        "dev-1",
+        "--timeout",
+        "1",
+        "--json",
+        "--",
+        "sleep 30",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["timed_out"].as_bool()),
+        (Some("executed"), Some(true))
+    );
+    assert_eq!(v["stage"], "autonomy");
+}
+
+#[test]
+fn noop_agents_in_separate_processes_each_deliver_one_task() {
+    let cli = Cli::new().with_project();
+    const N: usize = 3;
+    for i in 0..N {
+        cli.ok(&[
+            "agent",
+            "activate",
+            &format!("noop-{i}"),
+            "--project",
+            "demo",
+            "--impl",
+            "noop",
+        ]);
+        cli.ok(&[
+            "task",
+            "create",
+            "--project",
+            "demo",
+            "--title",
+            &format!("task {i}"),
+        ]);
+    }
+    // Run them truly at once.
+    let procs: Vec<_> = (0..N)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_berth"))
+                .args([
+                    "agent",
+                    "run",
+                    &format!("noop-{i}"),
+                    "--until-idle",
+                    "--json",
+                ])
+                .env("BERTH_HOME", cli.state())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for p in procs {
+        let out = p.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let tasks: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["task", "ls", "--json"])).unwrap();
+    let tasks = tasks.as_array().unwrap();
+    assert!(
+        tasks.iter().all(|t| t["status"] == "in_review"),
+        "{tasks:?}"
+    );
+    let mut agents: Vec<&str> = tasks.iter().map(|t| t["agent"].as_str().unwrap()).collect();
+    agents.sort();
+    assert_eq!(agents, ["noop-0", "noop-1", "noop-2"], "one task per agent");
+    let prs: serde_json::Value = serde_json::from_str(&cli.ok(&["pr", "list", "--json"])).unwrap();
+    assert_eq!(prs.as_array().unwrap().len(), N);
+    let m: serde_json::Value = serde_json::from_str(&cli.ok(&["metrics", "--json"])).unwrap();
+    assert_eq!(
+        (m["auto_approved"].as_i64(), m["human_approvals"].as_i64()),
+        (Some(3 * N as i64), Some(0))
+    );
+}

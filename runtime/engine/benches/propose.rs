@@ -109,6 +109,23 @@ async fn main() {
     let after = dir_bytes(state.root(), "berth.db");
     let per_10k = (after - before) as f64 * 10_000.0 / n as f64;
 
+    let mut shares = Vec::new();
+    for (table, cols) in [
+        (
+            "proposed_actions",
+            "LENGTH(action) + LENGTH(params) + LENGTH(decision) + COALESCE(LENGTH(result), 0)",
+        ),
+        ("session_events", "LENGTH(payload)"),
+        ("outbox", "LENGTH(payload)"),
+    ] {
+        let bytes: i64 =
+            sqlx::query_scalar(&format!("SELECT COALESCE(SUM({cols}), 0) FROM {table}"))
+                .fetch_one(engine.store().pool())
+                .await
+                .unwrap();
+        shares.push(format!("{table} {:.0} B", bytes as f64 / n as f64));
+    }
+
     engine
         .set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user)
         .await
@@ -131,6 +148,27 @@ async fn main() {
     }
     let pending = start.elapsed();
 
+    // The runner alone, for scale: the same `true`, no decision, no store.
+    let info = engine.agent("dev-1").await.unwrap();
+    let wt = info.worktree.unwrap();
+    let runner =
+        berth_sandbox::Runner::new(berth_sandbox::RunnerConfig::new(&wt, tmp.path())).unwrap();
+    let start = Instant::now();
+    for _ in 0..m {
+        use berth_sandbox::Sandbox as _;
+        let out = runner
+            .exec(berth_sandbox::ExecRequest::shell("true"), None)
+            .await
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let bare = start.elapsed();
+    println!(
+        "the runner alone, exec of `true`: {m} in {:.2} s = {:.0} execs/s ({:.2} ms each)",
+        bare.as_secs_f64(),
+        m as f64 / bare.as_secs_f64(),
+        bare.as_secs_f64() * 1000.0 / m as f64
+    );
     println!(
         "proposed actions, decide + log + execute `true` in the runner + log: {n} in {:.2} s = {:.0} actions/s ({:.2} ms each)",
         full.as_secs_f64(),
@@ -147,5 +185,6 @@ async fn main() {
         per_10k / (1024.0 * 1024.0),
         after - before
     );
+    println!("JSON per executed action, by table: {}", shares.join(", "));
     engine.close().await;
 }

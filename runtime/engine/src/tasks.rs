@@ -225,13 +225,17 @@ impl Engine {
         if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(unknown());
         }
-        let pattern = format!("{}%", id.to_ascii_lowercase());
-        let ids: Vec<String> =
-            sqlx::query_scalar(&format!("SELECT id FROM {table} WHERE id LIKE $1 LIMIT 2"))
-                .bind(&pattern)
-                .fetch_all(self.store.pool())
-                .await
-                .map_err(EngineError::store("looking up an id"))?;
+        // A prefix range instead of LIKE, so the primary key's index serves it.
+        let low = id.to_ascii_lowercase();
+        let high = format!("{low}g");
+        let ids: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT id FROM {table} WHERE id >= $1 AND id < $2 ORDER BY id LIMIT 2"
+        ))
+        .bind(&low)
+        .bind(&high)
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("looking up an id"))?;
         match ids.len() {
             0 => Err(unknown()),
             1 => Ok(ids.into_iter().next().unwrap_or_default()),
