@@ -369,3 +369,21 @@ fn noop_agents_in_separate_processes_each_deliver_one_task() {
         (Some(3 * N as i64), Some(0))
     );
 }
+
+#[test]
+fn a_broken_rules_file_names_file_line_and_column() {
+    let cli = Cli::new().with_project();
+    let rules = cli.state().join("projects/demo/permissions.json");
+    std::fs::write(&rules, "{\n  \"allow\": [\"ls\",,]\n}\n").unwrap();
+    let (code, err) = cli.err(&["exec", "dev-1", "--", "ls"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with(&format!("berth: {}:2:", rules.display())),
+        "{err}"
+    );
+    let (_, err) = cli.err(&["autonomy", "show", "dev-1"]);
+    assert!(
+        err.starts_with(&format!("berth: {}:2:", rules.display())),
+        "{err}"
+    );
+}
