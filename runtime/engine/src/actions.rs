@@ -648,6 +648,11 @@ impl Engine {
     ) -> Result<Approved> {
         let record = self.action(id).await?;
         let agent = self.agent(&record.agent).await?;
+        // The berth first: an action that cannot run now stays pending.
+        let project = self.load_project(&record.project).await?;
+        let sandbox = self
+            .sandbox_for(&agent, &project.config, needs_berth(&record.action))
+            .await?;
         let rules = if always {
             permissions::rules_for(&record.decision)
         } else {
@@ -697,24 +702,7 @@ impl Engine {
                 permissions::append_allow(&self.state.project_rules(&record.project), &patterns)?;
             }
         }
-        let project = self.load_project(&record.project).await?;
         let record = self.action(&record.id).await?;
-        let sandbox = match self
-            .sandbox_for(&agent, &project.config, needs_berth(&record.action))
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                // Claimed but cannot run: record why instead of leaving it executing.
-                let outcome = Outcome::failed(e.to_string(), None);
-                self.finish(&record, &outcome).await?;
-                return Ok(Approved {
-                    id: record.id,
-                    outcome,
-                    rules,
-                });
-            }
-        };
         let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
         Ok(Approved {
             id: record.id,
@@ -736,6 +724,11 @@ impl Engine {
     ) -> Result<Approved> {
         let record = self.action(id).await?;
         let agent = self.agent(&record.agent).await?;
+        // The berth first: an action that cannot run now stays pending.
+        let project = self.load_project(&record.project).await?;
+        let sandbox = self
+            .sandbox_for(&agent, &project.config, needs_berth(&record.action))
+            .await?;
         let now = now_ms();
         let mut tx = self.store.write("retrying an action").await?;
         let won = sqlx::query(
@@ -783,23 +776,7 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("retrying an action"))?;
-        let project = self.load_project(&record.project).await?;
         let record = self.action(&record.id).await?;
-        let sandbox = match self
-            .sandbox_for(&agent, &project.config, needs_berth(&record.action))
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                let outcome = Outcome::failed(e.to_string(), None);
-                self.finish(&record, &outcome).await?;
-                return Ok(Approved {
-                    id: record.id,
-                    outcome,
-                    rules: Vec::new(),
-                });
-            }
-        };
         let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
         Ok(Approved {
             id: record.id,

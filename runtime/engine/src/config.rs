@@ -385,6 +385,9 @@ mode = "runner"
 image = ""
 # mounted: the uid commands run as inside the container.
 uid = 1000
+# mounted: the container's memory, CPU and process limits. (The runner sets
+# rlimits of its own — no core dumps, open files — and cannot cap memory
+# without breaking runtimes that reserve address space.)
 memory_mb = 2048
 cpus = 2.0
 pids = 512
