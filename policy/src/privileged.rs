@@ -24,6 +24,9 @@ const PRIVILEGE: &[&str] = &[
     "sudo", "sudoedit", "doas", "su", "pkexec", "runuser", "run0",
 ];
 
+/// Commands that change the machine itself.
+const MACHINE: &[&str] = &["shutdown", "reboot", "poweroff", "halt", "telinit"];
+
 /// `(tool, verb sequence)`: the first positionals after the tool.
 const VERBS: &[(&str, &[&str])] = &[
     ("git", &["push"]),
@@ -101,6 +104,12 @@ const VERBS: &[(&str, &[&str])] = &[
     ("sls", &["deploy"]),
     ("wrangler", &["deploy"]),
     ("wrangler", &["publish"]),
+    ("systemctl", &["poweroff"]),
+    ("systemctl", &["reboot"]),
+    ("systemctl", &["halt"]),
+    ("systemctl", &["kexec"]),
+    ("init", &["0"]),
+    ("init", &["6"]),
 ];
 
 /// Global options that take a value, per tool (skipped with their value).
@@ -229,6 +238,11 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     let name = first.basename();
     if PRIVILEGE.contains(&name) {
         return Some(Hit::Yes(format!("`{name}` runs a command with privilege")));
+    }
+    if MACHINE.contains(&name) {
+        return Some(Hit::Yes(format!(
+            "`{name}` changes the machine's power state"
+        )));
     }
     let (pos, uncertain) = positionals(inv);
     for (tool, verbs) in VERBS {

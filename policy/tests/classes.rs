@@ -25,16 +25,40 @@ const DENY: Verdict = Verdict::Deny;
 const ASK: Verdict = Verdict::RequireApproval;
 const AUTO: Verdict = Verdict::AutoApprove;
 
-type Row = (&'static str, &'static [&'static str], &'static [&'static str], &'static [&'static str], M, F, Verdict);
+type Row = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+    M,
+    F,
+    Verdict,
+);
 
 fn decide(row: &Row) -> berth_policy::Decision {
     let (cmd, allow, ask, deny, mode, frame, _) = *row;
     let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let case = Case {
         command: Some(cmd.to_string()),
-        rules: Some(CaseRules { allow: list(allow), ask: list(ask), deny: list(deny) }),
-        mode: Some(match mode { M::Auto => "auto", M::Manual => "manual" }.to_string()),
-        frame: Some(match frame { F::Host => "host", F::Container => "container" }.to_string()),
+        rules: Some(CaseRules {
+            allow: list(allow),
+            ask: list(ask),
+            deny: list(deny),
+        }),
+        mode: Some(
+            match mode {
+                M::Auto => "auto",
+                M::Manual => "manual",
+            }
+            .to_string(),
+        ),
+        frame: Some(
+            match frame {
+                F::Host => "host",
+                F::Container => "container",
+            }
+            .to_string(),
+        ),
         ..Case::default()
     };
     case.inputs().unwrap().decide()
@@ -46,10 +70,22 @@ fn classes() {
     for row in TABLE {
         let d = decide(row);
         if d.verdict != row.6 {
-            failures.push(format!("{:?}: want {}, got {} [{}] {}", row.0, row.6.as_str(), d.verdict.as_str(), d.stage.as_str(), d.reason));
+            failures.push(format!(
+                "{:?}: want {}, got {} [{}] {}",
+                row.0,
+                row.6.as_str(),
+                d.verdict.as_str(),
+                d.stage.as_str(),
+                d.reason
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} rows failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} rows failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[rustfmt::skip]
@@ -245,4 +281,34 @@ const TABLE: &[Row] = &[
     ("tee /etc/x < f", &["tee"], &[], &[], Manual, Host, ASK),
     ("ln -s /etc/passwd x", &["ln"], &[], &[], Manual, Host, ASK),
     ("docker run -v /:/host img", &["docker run"], &[], &[], Manual, Host, ASK),
+    // more wrappers, interpreters calling out, destructive commands by meaning
+    ("cross-env NODE_ENV=x rm y", &["Bash(*)"], &[], &["rm"], AutoMode, Container, DENY),
+    ("setarch x86_64 rm y", &["Bash(*)"], &[], &["rm"], AutoMode, Container, DENY),
+    ("eatmydata rm y", &["Bash(*)"], &[], &["rm"], AutoMode, Container, DENY),
+    ("doppler run -- rm y", &["Bash(*)"], &[], &["rm"], AutoMode, Container, DENY),
+    ("concurrently 'npm:watch' 'rm -rf dist'", &["Bash(*)"], &[], &["rm"], AutoMode, Container, DENY),
+    ("nodemon --exec 'rm x'", &["Bash(*)"], &[], &["rm"], AutoMode, Container, DENY),
+    ("{rm,-rf,/}", &["Bash(*)"], &[], &[], AutoMode, Container, DENY),
+    ("python3 -c 'import os; os.system(\"rm -rf x\")'", &["python3"], &[], &[], AutoMode, Container, ASK),
+    ("python3 -c 'import sys; print(sys.version)'", &["python3"], &[], &[], Manual, Container, AUTO),
+    ("node -e 'require(\"child_process\").execSync(\"id\")'", &["node"], &[], &[], AutoMode, Container, ASK),
+    ("perl -e 'system(\"id\")'", &["perl"], &[], &[], AutoMode, Container, ASK),
+    ("find / -delete", &["find"], &[], &[], AutoMode, Container, DENY),
+    ("find ~ -type f -delete", &["find"], &[], &[], AutoMode, Host, DENY),
+    ("find . -name '*.o' -delete", &["find"], &[], &[], Manual, Container, AUTO),
+    ("kill -9 -1", &["kill"], &[], &[], AutoMode, Container, DENY),
+    ("kill -TERM 1234", &["kill"], &[], &[], Manual, Container, AUTO),
+    ("chmod -R 777 /", &["chmod"], &[], &[], AutoMode, Container, DENY),
+    ("shutdown -h now", &["shutdown"], &[], &[], AutoMode, Container, ASK),
+    ("cargo +nightly build", &["cargo build"], &[], &[], Manual, Container, AUTO),
+    ("cargo +nightly publish", &["cargo"], &[], &[], AutoMode, Container, ASK),
+    ("npx prettier --check .", &["prettier"], &[], &[], Manual, Container, AUTO),
+    ("npx prettier --check .", &["npx prettier"], &[], &[], Manual, Container, AUTO),
+    ("npx rimraf dist", &["npx"], &[], &[], Manual, Container, ASK),
+    ("timeout 30 npm test", &["timeout 30 npm test"], &[], &[], Manual, Container, AUTO),
+    ("env -S 'rm -rf x'", &["env"], &[], &["rm"], AutoMode, Container, DENY),
+    ("git filter-branch --tree-filter 'rm x' HEAD", &["git", "rm"], &[], &[], Manual, Container, AUTO),
+    ("git rebase -x 'git push' main", &["git"], &[], &[], AutoMode, Container, ASK),
+    ("git bisect run rm x", &["git"], &[], &["rm"], AutoMode, Container, DENY),
+    ("git submodule foreach 'rm -rf x'", &["git"], &[], &["rm"], AutoMode, Container, DENY),
 ];
