@@ -322,28 +322,25 @@ fn find_delete(inv: &[Arg], cwd: &Cwd, home: &str) -> Option<Hit> {
 
 /// `kill -9 -1`: every process the user may signal.
 fn kill_all(inv: &[Arg]) -> Option<Hit> {
-    let name = inv[0].basename();
-    if name == "kill" {
-        let mut options_done = false;
-        for a in inv.iter().skip(1) {
-            if a.is("--") {
-                options_done = true;
-                continue;
-            }
-            if a.is("-1")
-                && (options_done
-                    || inv
-                        .iter()
-                        .skip(1)
-                        .filter(|x| x.text.starts_with('-'))
-                        .count()
-                        > 1
-                    || inv.len() == 2)
-            {
-                return Some(Hit::Deny("`kill -1`: signals every process".to_string()));
-            }
-        }
+    if inv[0].basename() != "kill" {
         return None;
+    }
+    // `-1` is a signal number in `kill -1 PID`, and the pid of every process
+    // after another option or `--` (`kill -9 -1`, `kill -- -1`).
+    let options = inv
+        .iter()
+        .skip(1)
+        .filter(|x| !x.dynamic && x.text.starts_with('-'))
+        .count();
+    let mut options_done = false;
+    for a in inv.iter().skip(1) {
+        if a.is("--") {
+            options_done = true;
+            continue;
+        }
+        if a.is("-1") && (options_done || options > 1 || inv.len() == 2) {
+            return Some(Hit::Deny("`kill -1`: signals every process".to_string()));
+        }
     }
     None
 }
