@@ -6,7 +6,9 @@
 //! decides an action in the sandbox's [`frame`](Sandbox::frame) and translates
 //! paths with its [`path_map`](Sandbox::path_map) only after the decision.
 
+pub mod docker;
 pub mod exec;
+pub mod image;
 
 use std::time::Duration;
 

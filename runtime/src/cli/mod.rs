@@ -6,7 +6,11 @@ mod decide;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "berth", version, about = "An execution sandbox runtime for AI coding agents")]
+#[command(
+    name = "berth",
+    version,
+    about = "An execution sandbox runtime for AI coding agents"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
