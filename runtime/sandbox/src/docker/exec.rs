@@ -662,7 +662,9 @@ mod tests {
 
     #[test]
     fn tail_buffer_keeps_the_tail() {
-        let cases: &[(usize, &[&[u8]], &[u8], u64, bool)] = &[
+        // (cap, chunks pushed, bytes kept, total, truncated)
+        type Case<'a> = (usize, &'a [&'a [u8]], &'a [u8], u64, bool);
+        let cases: &[Case] = &[
             (4, &[b"ab", b"cd"], b"abcd", 4, false),
             (4, &[b"ab", b"cdef"], b"cdef", 6, true),
             (4, &[b"abcdefgh"], b"efgh", 8, true),
