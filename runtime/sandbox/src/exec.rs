@@ -2,7 +2,10 @@
 //! same for every backend.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::SandboxError;
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +45,41 @@ impl ExecRequest {
         Self::new(Program::Argv(argv.into_iter().map(Into::into).collect()))
     }
 
+    /// Checks what every backend refuses before running anything: a working
+    /// directory that is not `project_root` or inside it (relative, `.` or `..`
+    /// components, or elsewhere), an empty argv, environment names that cannot
+    /// be set, and NUL bytes (which no exec can pass).
+    pub fn validate(&self, project_root: &str) -> Result<(), SandboxError> {
+        check_cwd(project_root, &self.cwd)?;
+        match &self.program {
+            Program::Argv(argv) => {
+                if argv.is_empty() {
+                    return Err(SandboxError::InvalidRequest(
+                        "empty argv: name the program to run".to_string(),
+                    ));
+                }
+                if argv[0].is_empty() {
+                    return Err(SandboxError::InvalidRequest(
+                        "argv[0] is empty: name the program to run".to_string(),
+                    ));
+                }
+                for arg in argv {
+                    no_nul("an argv element", arg)?;
+                }
+            }
+            Program::Shell(line) => no_nul("the command line", line)?,
+        }
+        for (name, value) in &self.env {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(SandboxError::InvalidRequest(format!(
+                    "environment name {name:?} cannot be set: use a non-empty name without '=' or NUL"
+                )));
+            }
+            no_nul(&format!("the value of {name}"), value)?;
+        }
+        Ok(())
+    }
+
     fn new(program: Program) -> Self {
         ExecRequest {
             program,
@@ -52,6 +90,56 @@ impl ExecRequest {
             output_cap: crate::DEFAULT_OUTPUT_CAP,
         }
     }
+}
+
+/// Checks that `cwd` is `project_root` or a directory inside it, written as a
+/// plain absolute path. `..` and `.` are refused rather than normalised: the
+/// decision judged the path as written, and the backend must run what was
+/// judged.
+pub fn check_cwd(project_root: &str, cwd: &str) -> Result<(), SandboxError> {
+    let refuse = |why: &str| {
+        Err(SandboxError::InvalidRequest(format!(
+            "working directory {cwd:?} {why}: use {project_root} or an absolute path inside it"
+        )))
+    };
+    if !cwd.starts_with('/') {
+        return refuse("is not an absolute path");
+    }
+    if cwd.split('/').any(|c| c == "." || c == "..") {
+        return refuse("has a '.' or '..' component");
+    }
+    let root = project_root.trim_end_matches('/');
+    let cwd_trimmed = if cwd.len() > 1 {
+        cwd.trim_end_matches('/')
+    } else {
+        cwd
+    };
+    let inside = cwd_trimmed == root
+        || cwd_trimmed
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'));
+    if !inside {
+        return refuse("is outside the project");
+    }
+    no_nul("the working directory", cwd)
+}
+
+fn no_nul(what: &str, s: &str) -> Result<(), SandboxError> {
+    if s.contains('\0') {
+        return Err(SandboxError::InvalidRequest(format!(
+            "{what} contains a NUL byte, which no process can receive"
+        )));
+    }
+    Ok(())
+}
+
+/// A request as the backend will run it: after the frame → host translation in
+/// the runner, unchanged in a container. Logged beside the request as decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedExec {
+    pub program: Program,
+    /// The working directory where the process starts.
+    pub cwd: PathBuf,
 }
 
 /// How a process ended.
@@ -114,4 +202,84 @@ pub struct ExecOutcome {
     /// from the out-of-memory killer, not from a signal someone sent).
     pub oom_killed: bool,
     pub duration: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_must_lie_inside_the_project() {
+        let cases: &[(&str, bool)] = &[
+            ("/work", true),
+            ("/work/", true),
+            ("/work/src", true),
+            ("/work/src/deep/", true),
+            ("/workspace", false),
+            ("/work2/x", false),
+            ("/", false),
+            ("/etc", false),
+            ("work", false),
+            ("", false),
+            ("/work/../etc", false),
+            ("/work/./src", false),
+            ("/work/src/..", false),
+        ];
+        for (cwd, ok) in cases {
+            let result = check_cwd("/work", cwd);
+            assert_eq!(result.is_ok(), *ok, "{cwd:?}: {result:?}");
+            if let Err(e) = result {
+                assert!(
+                    matches!(e, SandboxError::InvalidRequest(_)),
+                    "{cwd:?}: {e:?}"
+                );
+                assert!(e.to_string().contains("/work"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn validate_refuses_what_no_exec_can_run() {
+        let mut with_bad_env = ExecRequest::shell("true");
+        with_bad_env.env.insert("A=B".into(), "x".into());
+        let mut with_nul_value = ExecRequest::shell("true");
+        with_nul_value.env.insert("A".into(), "x\0y".into());
+        let cases: Vec<(&str, ExecRequest, bool)> = vec![
+            ("plain shell", ExecRequest::shell("true"), true),
+            ("plain argv", ExecRequest::argv(["true"]), true),
+            ("empty argv", ExecRequest::argv(Vec::<String>::new()), false),
+            ("empty program", ExecRequest::argv([""]), false),
+            ("nul in argv", ExecRequest::argv(["echo", "a\0b"]), false),
+            ("nul in shell", ExecRequest::shell("echo a\0b"), false),
+            ("bad env name", with_bad_env, false),
+            ("nul in env value", with_nul_value, false),
+        ];
+        for (name, request, ok) in cases {
+            let result = request.validate("/work");
+            assert_eq!(result.is_ok(), ok, "{name}: {result:?}");
+        }
+    }
+
+    #[test]
+    fn exit_status_follows_the_shell_convention() {
+        let cases = [
+            (ExitStatus::Exited(0), 0, true, false, false),
+            (ExitStatus::Exited(126), 126, false, false, true),
+            (ExitStatus::Exited(127), 127, false, true, false),
+            (ExitStatus::Signaled(15), 143, false, false, false),
+            (ExitStatus::Signaled(9), 137, false, false, false),
+        ];
+        for (status, code, success, not_found, not_executable) in cases {
+            assert_eq!(
+                (
+                    status.code(),
+                    status.success(),
+                    status.not_found(),
+                    status.not_executable()
+                ),
+                (code, success, not_found, not_executable),
+                "{status:?}"
+            );
+        }
+    }
 }

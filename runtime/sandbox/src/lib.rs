@@ -6,15 +6,26 @@
 //! decides an action in the sandbox's [`frame`](Sandbox::frame) and translates
 //! paths with its [`path_map`](Sandbox::path_map) only after the decision.
 
+pub mod capture;
+#[cfg(feature = "contract")]
+pub mod contract;
 pub mod docker;
 pub mod exec;
+pub mod host_scope;
 pub mod image;
+mod process_tree;
+mod read_only;
+pub mod runner;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use berth_policy::{Frame, PathMap};
 
-pub use exec::{ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, Program};
+pub use capture::TailBuffer;
+pub use exec::{ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, PreparedExec, Program};
+pub use host_scope::{HostScope, ScopeFinding};
+pub use runner::{NO_CONTAINER_BOUNDARY, Rlimits, Runner, RunnerConfig};
 
 /// Which backend a sandbox is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,6 +74,34 @@ pub enum SandboxError {
     },
     #[error("invalid exec request: {0}")]
     InvalidRequest(String),
+    /// The request's working directory does not exist; `host` is where it was
+    /// looked for when the backend translates paths.
+    #[error("{}", missing_cwd_message(cwd, host.as_deref()))]
+    MissingCwd { cwd: String, host: Option<PathBuf> },
+    /// The process could not be started (not a missing or non-executable
+    /// program: those are exit codes 127 and 126, as a shell reports them).
+    #[error("start {program} in {}: {source}", cwd.display())]
+    Spawn {
+        program: String,
+        cwd: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A backend was configured with something it cannot use.
+    #[error("invalid sandbox configuration: {0}")]
+    InvalidConfig(String),
+}
+
+fn missing_cwd_message(cwd: &str, host: Option<&std::path::Path>) -> String {
+    match host {
+        Some(host) => format!(
+            "working directory {cwd} does not exist (host path {}): create it first or run from an existing directory inside /work",
+            host.display()
+        ),
+        None => format!(
+            "working directory {cwd} does not exist: create it first or run from an existing directory inside /work"
+        ),
+    }
 }
 
 /// Where an agent's approved actions execute.
@@ -86,6 +125,24 @@ pub trait Sandbox: Send + Sync {
 
     /// Sets write access to `/work` for later execs.
     async fn set_work_access(&self, access: WorkAccess) -> Result<AccessEnforcement, SandboxError>;
+
+    /// The request as it will run, after the frame → host translation, so the
+    /// caller can log both forms. Validates the request like `exec` does.
+    /// Backends whose frame is what runs (a container) return it unchanged.
+    fn prepare(&self, request: &ExecRequest) -> Result<PreparedExec, SandboxError> {
+        request.validate(self.frame().project_root())?;
+        Ok(PreparedExec {
+            program: request.program.clone(),
+            cwd: PathBuf::from(&request.cwd),
+        })
+    }
+
+    /// Judged frame paths that leave the scope on the host through a symlink
+    /// (see [`host_scope`]). Only backends without a mount boundary (the runner)
+    /// can have any; the engine holds such an action for approval.
+    fn check_host_paths(&self, _frame_paths: &[String]) -> Vec<ScopeFinding> {
+        Vec::new()
+    }
 }
 
 /// The default deadline of one exec.

@@ -224,14 +224,19 @@ async fn the_memory_limit_kills_and_is_reported_as_oom() {
         ..Limits::default()
     };
     let berth = backend.up(spec).await.unwrap();
-    // `tail` keeps a whole newline-free "line" in memory.
+    // `tail` keeps a whole newline-free "line" in memory. The killer takes
+    // `tail`, so the shell running the pipeline exits with 137 itself.
     let out = sh(&berth, "head -c 400m /dev/zero | tail > /dev/null").await;
-    assert_eq!(out.status, ExitStatus::Signaled(9), "{out:?}");
+    assert_eq!(out.status, ExitStatus::Exited(137), "{out:?}");
     assert!(
         out.oom_killed,
         "exit 137 from the memory limit must say OOM"
     );
     assert!(!out.timed_out);
+    // The victim itself at the top: a signal death, still out of memory.
+    let out = sh(&berth, "exec tail < /dev/zero").await;
+    assert_eq!(out.status, ExitStatus::Signaled(9), "{out:?}");
+    assert!(out.oom_killed);
     // A plain SIGKILL is not an out-of-memory kill.
     let out = sh(&berth, "kill -9 $$").await;
     assert_eq!(out.status, ExitStatus::Signaled(9));

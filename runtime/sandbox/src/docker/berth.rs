@@ -97,6 +97,17 @@ impl Sandbox for DockerBerth {
         request: ExecRequest,
         sink: Option<UnboundedSender<OutputChunk>>,
     ) -> Result<ExecOutcome, SandboxError> {
+        request.validate(self.frame.project_root())?;
+        // /work is the worktree on this host: a missing directory is a typed
+        // error, as in the runner, rather than Docker's exit 126.
+        if let Some(host) = self.path_map.to_host(&request.cwd)
+            && !host.is_dir()
+        {
+            return Err(SandboxError::MissingCwd {
+                cwd: request.cwd.clone(),
+                host: Some(host),
+            });
+        }
         let _access = self.access.read().await;
         let target = Target {
             docker: self.backend.docker(),

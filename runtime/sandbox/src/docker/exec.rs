@@ -45,13 +45,23 @@ use tokio::time::Instant;
 
 use super::{DockerError, is_conflict, is_not_found};
 use crate::SandboxError;
-use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, Program};
+use crate::capture::TailBuffer;
+use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, Program};
 
 /// Runs `"$@"` (after the token) in its own session and kills what is left of
 /// that session's process group when it ends. `$0` is `berth-exec`, `$1` the
 /// token. stdin reaches the command through fd 3 (a background job would
 /// otherwise get /dev/null).
-pub(crate) const WRAPPER: &str = "shift; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c; r=$?; kill -KILL -$c 2>/dev/null; exit $r";
+///
+/// Docker reports one integer, so "killed by SIGKILL" and "exited 137" look
+/// the same; so does `wait` in the shell. The shell's job table still knows
+/// (`Killed` against `Done(137)`), so for codes 129–192 the wrapper appends
+/// `jobs -l` to stderr behind a marker ([`JOBS_MARKER`]), which the reader
+/// strips. `{ }` keeps `jobs` in the wrapper's shell, where the job is.
+pub(crate) const WRAPPER: &str = "shift; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; exit $r";
+
+/// Starts the wrapper's report of how its command ended.
+const JOBS_MARKER: &[u8] = b"\x1eberth-jobs ";
 
 /// Kills every wrapper whose command line holds `$1` (a token or a token
 /// prefix), its child's process group and the child itself (the child may not
@@ -82,7 +92,6 @@ pub(crate) async fn run(
     request: ExecRequest,
     sink: Option<UnboundedSender<OutputChunk>>,
 ) -> Result<ExecOutcome, SandboxError> {
-    validate(&request)?;
     let started = Instant::now();
     let started_wall = SystemTime::now();
     let deadline = started + request.timeout;
@@ -188,11 +197,15 @@ pub(crate) async fn run(
     });
 
     let mut timed_out = false;
+    let mut filter = StderrFilter::default();
     let mut deliver = |log: LogOutput| match log {
         LogOutput::StdErr { message } => {
-            stderr.push(&message);
-            if let Some(s) = &sink {
-                let _ = s.send(OutputChunk::Stderr(message.to_vec()));
+            let pass = filter.push(&message);
+            if !pass.is_empty() {
+                stderr.push(&pass);
+                if let Some(s) = &sink {
+                    let _ = s.send(OutputChunk::Stderr(pass));
+                }
             }
         }
         LogOutput::StdOut { message } | LogOutput::Console { message } => {
@@ -228,6 +241,13 @@ pub(crate) async fn run(
     drop(output);
     if let Some(task) = stdin_task {
         task.abort();
+    }
+    let rest = filter.finish();
+    if !rest.is_empty() {
+        stderr.push(&rest);
+        if let Some(s) = &sink {
+            let _ = s.send(OutputChunk::Stderr(rest));
+        }
     }
 
     // The stream has ended; the exit code may lag it by a moment.
@@ -268,7 +288,7 @@ pub(crate) async fn run(
             ),
         })?;
         let code = i32::try_from(code).unwrap_or(i32::MAX);
-        let status = status_from_code(code);
+        let status = status_from_code(code, filter.jobs.as_deref());
         let oom = code == 128 + SIGKILL && oom_since(target, started_wall).await;
         (status, oom)
     };
@@ -280,44 +300,6 @@ pub(crate) async fn run(
         oom_killed,
         duration: started.elapsed(),
     })
-}
-
-fn validate(request: &ExecRequest) -> Result<(), SandboxError> {
-    let invalid = |m: String| Err(SandboxError::InvalidRequest(m));
-    let cwd = request.cwd.as_str();
-    let work = berth_policy::frame::WORK;
-    let inside = cwd == work
-        || (cwd.starts_with(work)
-            && cwd.as_bytes().get(work.len()) == Some(&b'/')
-            && cwd[work.len()..].split('/').all(|c| c != ".." && c != "."));
-    if !inside {
-        return invalid(format!(
-            "working directory {cwd:?} is not inside {work} (use {work} or a path under it)"
-        ));
-    }
-    match &request.program {
-        Program::Argv(argv) if argv.is_empty() => {
-            return invalid("an empty argv: name the program to run".to_string());
-        }
-        Program::Argv(argv) if argv.iter().any(|a| a.contains('\0')) => {
-            return invalid("an argument holds a NUL byte".to_string());
-        }
-        Program::Shell(line) if line.contains('\0') => {
-            return invalid("the command line holds a NUL byte".to_string());
-        }
-        _ => {}
-    }
-    for (k, v) in &request.env {
-        if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
-            return invalid(format!(
-                "environment variable {k:?}: a name without '=' or NUL, a value without NUL"
-            ));
-        }
-    }
-    if request.timeout.is_zero() {
-        return invalid("a zero timeout: give the command some time".to_string());
-    }
-    Ok(())
 }
 
 /// `create_exec`, starting the container once if it has stopped (an
@@ -504,12 +486,17 @@ pub(crate) async fn run_plain(
         })?
 }
 
-/// Docker reports a signal death as 128 + N; so does the wrapper's `wait`.
-fn status_from_code(code: i32) -> ExitStatus {
-    if (129..=128 + 64).contains(&code) {
-        ExitStatus::Signaled(code - 128)
-    } else {
-        ExitStatus::Exited(code)
+/// Docker reports a signal death as 128 + N, like an exit with that code;
+/// the wrapper's `jobs -l` line tells them apart (`Done(137)` or bash's
+/// `Exit 137` is an exit, a signal's name is a signal). Without the line (the
+/// wrapper itself was killed) 128 + N is a signal, as Docker means it.
+fn status_from_code(code: i32, jobs: Option<&str>) -> ExitStatus {
+    if !(129..=128 + 64).contains(&code) {
+        return ExitStatus::Exited(code);
+    }
+    match jobs {
+        Some(j) if j.contains("Done") || j.contains("Exit") => ExitStatus::Exited(code),
+        _ => ExitStatus::Signaled(code - 128),
     }
 }
 
@@ -622,36 +609,69 @@ impl ExecOwner {
     }
 }
 
-/// Keeps the last `cap` bytes of a stream and counts them all.
-struct TailBuffer {
-    cap: usize,
-    buf: std::collections::VecDeque<u8>,
-    total: u64,
+/// Passes stderr through, holding back and parsing the wrapper's
+/// [`JOBS_MARKER`] report. The marker starts with an ASCII record separator,
+/// which ordinary output does not contain, so output is held back only in the
+/// rare chunk that has one.
+#[derive(Default)]
+struct StderrFilter {
+    held: Vec<u8>,
+    /// The wrapper's `jobs -l` line, when it wrote one.
+    jobs: Option<String>,
 }
 
-impl TailBuffer {
-    fn new(cap: usize) -> Self {
-        TailBuffer {
-            cap,
-            buf: std::collections::VecDeque::with_capacity(cap.min(64 * 1024)),
-            total: 0,
+impl StderrFilter {
+    /// Takes a chunk; returns what may be passed on now.
+    fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+        if self.held.is_empty() && !chunk.contains(&0x1e) {
+            return chunk.to_vec();
         }
+        self.held.extend_from_slice(chunk);
+        self.drain(false)
     }
 
-    fn push(&mut self, bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        let keep = &bytes[bytes.len().saturating_sub(self.cap)..];
-        let overflow = (self.buf.len() + keep.len()).saturating_sub(self.cap);
-        self.buf.drain(..overflow.min(self.buf.len()));
-        self.buf.extend(keep);
+    /// At the end of the stream: whatever is still held.
+    fn finish(&mut self) -> Vec<u8> {
+        self.drain(true)
     }
 
-    fn finish(self) -> Output {
-        Output {
-            truncated: self.total > self.buf.len() as u64,
-            total: self.total,
-            bytes: self.buf.into(),
+    fn drain(&mut self, end: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let Some(i) = self.held.iter().position(|&b| b == 0x1e) else {
+                out.append(&mut self.held);
+                break;
+            };
+            out.extend(self.held.drain(..i));
+            let n = self.held.len().min(JOBS_MARKER.len());
+            if self.held[..n] != JOBS_MARKER[..n] {
+                out.push(self.held.remove(0));
+                continue;
+            }
+            if n < JOBS_MARKER.len() {
+                if end {
+                    out.append(&mut self.held);
+                }
+                break;
+            }
+            match self.held.iter().position(|&b| b == b'\n') {
+                Some(nl) => {
+                    let line: Vec<u8> = self.held.drain(..=nl).collect();
+                    self.jobs = Some(
+                        String::from_utf8_lossy(&line[JOBS_MARKER.len()..])
+                            .trim()
+                            .to_string(),
+                    );
+                }
+                None => {
+                    if end || self.held.len() > 4096 {
+                        out.append(&mut self.held);
+                    }
+                    break;
+                }
+            }
         }
+        out
     }
 }
 
@@ -661,66 +681,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tail_buffer_keeps_the_tail() {
-        // (cap, chunks pushed, bytes kept, total, truncated)
-        type Case<'a> = (usize, &'a [&'a [u8]], &'a [u8], u64, bool);
-        let cases: &[Case] = &[
-            (4, &[b"ab", b"cd"], b"abcd", 4, false),
-            (4, &[b"ab", b"cdef"], b"cdef", 6, true),
-            (4, &[b"abcdefgh"], b"efgh", 8, true),
-            (4, &[b"abc", b"d", b"e"], b"bcde", 5, true),
-            (0, &[b"abc"], b"", 3, true),
-        ];
-        for (cap, chunks, want, total, truncated) in cases {
-            let mut t = TailBuffer::new(*cap);
-            for c in *chunks {
-                t.push(c);
-            }
-            assert_eq!(
-                t.finish(),
-                Output {
-                    bytes: want.to_vec(),
-                    total: *total,
-                    truncated: *truncated
-                },
-                "cap {cap} chunks {chunks:?}"
-            );
-        }
-    }
-
-    #[test]
     fn codes_map_to_statuses() {
+        let killed = Some("[1]+  8346 Killed");
+        let done = Some("[1]+  8348 Done(137)");
         let cases = [
-            (0, ExitStatus::Exited(0)),
-            (1, ExitStatus::Exited(1)),
-            (126, ExitStatus::Exited(126)),
-            (127, ExitStatus::Exited(127)),
-            (128, ExitStatus::Exited(128)),
-            (137, ExitStatus::Signaled(9)),
-            (143, ExitStatus::Signaled(15)),
-            (255, ExitStatus::Exited(255)),
+            (0, None, ExitStatus::Exited(0)),
+            (1, None, ExitStatus::Exited(1)),
+            (126, None, ExitStatus::Exited(126)),
+            (127, None, ExitStatus::Exited(127)),
+            (128, None, ExitStatus::Exited(128)),
+            (137, killed, ExitStatus::Signaled(9)),
+            (137, done, ExitStatus::Exited(137)),
+            (
+                137,
+                Some("[1]+ Exit 137  sh -c ..."),
+                ExitStatus::Exited(137),
+            ),
+            (137, None, ExitStatus::Signaled(9)),
+            (143, Some("[1]+  9 Terminated"), ExitStatus::Signaled(15)),
+            (255, None, ExitStatus::Exited(255)),
         ];
-        for (code, want) in cases {
-            assert_eq!(status_from_code(code), want, "{code}");
+        for (code, jobs, want) in cases {
+            assert_eq!(status_from_code(code, jobs), want, "{code} {jobs:?}");
         }
     }
 
     #[test]
-    fn working_directories_stay_in_work() {
-        let cases = [
-            ("/work", true),
-            ("/work/src", true),
-            ("/workspace", false),
-            ("/work/../etc", false),
-            ("/work/./x", false),
-            ("/tmp", false),
-            ("work", false),
-        ];
-        for (cwd, ok) in cases {
-            let mut r = ExecRequest::shell("true");
-            r.cwd = cwd.to_string();
-            assert_eq!(validate(&r).is_ok(), ok, "{cwd}");
+    fn the_jobs_report_is_stripped_from_stderr_wherever_chunks_split() {
+        let stream: &[u8] = b"err1\nerr2\x1e not ours\n\x1eberth-jobs [1]+  12 Killed  \n";
+        let want_out: &[u8] = b"err1\nerr2\x1e not ours\n";
+        for split in 0..=stream.len() {
+            for split2 in split..=stream.len() {
+                let mut f = StderrFilter::default();
+                let mut out = f.push(&stream[..split]);
+                out.extend(f.push(&stream[split..split2]));
+                out.extend(f.push(&stream[split2..]));
+                out.extend(f.finish());
+                assert_eq!(out, want_out, "split at {split}/{split2}");
+                assert_eq!(
+                    f.jobs.as_deref(),
+                    Some("[1]+  12 Killed"),
+                    "split at {split}/{split2}"
+                );
+            }
         }
+        // A truncated marker at the end is output, not a report.
+        let mut f = StderrFilter::default();
+        let mut out = f.push(b"x\x1eberth-jo");
+        out.extend(f.finish());
+        assert_eq!(out, b"x\x1eberth-jo");
+        assert_eq!(f.jobs, None);
     }
 
     #[test]

@@ -1,0 +1,92 @@
+//! The fixed cost of one runner exec: `true` as an argv and as a command line,
+//! beside a bare `tokio::process` spawn of `true` for comparison. Prints the
+//! median and p99 of each.
+//!
+//! `cargo bench -p berth-sandbox --bench runner_exec` (iterations:
+//! `BERTH_BENCH_ITERATIONS`, default 500).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
+
+fn stats(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let n = samples.len();
+    let at = |q: f64| samples[((n as f64 * q).ceil() as usize).clamp(1, n) - 1];
+    let mean = samples.iter().sum::<Duration>() / n as u32;
+    println!(
+        "{name:<28} n={n:<5} median {:>8.3} ms   p99 {:>8.3} ms   mean {:>8.3} ms",
+        at(0.5).as_secs_f64() * 1e3,
+        at(0.99).as_secs_f64() * 1e3,
+        mean.as_secs_f64() * 1e3,
+    );
+}
+
+async fn measure<F, Fut>(iterations: usize, mut f: F) -> Vec<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for _ in 0..iterations.div_ceil(10) {
+        f().await;
+    }
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        f().await;
+        samples.push(start.elapsed());
+    }
+    samples
+}
+
+fn main() {
+    let iterations: usize = std::env::var("BERTH_BENCH_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("berth-bench-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let worktree = dir.path().join("wt");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&worktree).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let runner = Runner::new(RunnerConfig::new(&worktree, &home)).unwrap();
+
+    runtime.block_on(async {
+        let bare = measure(iterations, || async {
+            let status = tokio::process::Command::new("true").status().await.unwrap();
+            assert!(status.success());
+        })
+        .await;
+        stats("bare tokio spawn of true", bare);
+
+        for (name, request) in [
+            ("runner argv [true]", ExecRequest::argv(["true"])),
+            ("runner shell `true`", ExecRequest::shell("true")),
+            (
+                "runner shell, /work paths",
+                ExecRequest::shell("test -d /work && true"),
+            ),
+        ] {
+            let samples = measure(iterations, || {
+                let request = request.clone();
+                let runner = &runner;
+                async move {
+                    let outcome = runner.exec(request, None).await.unwrap();
+                    assert!(outcome.status.success());
+                }
+            })
+            .await;
+            stats(name, samples);
+        }
+    });
+}

@@ -1,0 +1,541 @@
+//! What only the local runner does: path translation, the clean environment,
+//! rlimits, the parent-death signal, processes that leave the group, the
+//! symlink check, configuration errors. The shared contract is in
+//! `runner_contract.rs`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use berth_sandbox::{
+    AccessEnforcement, ExecRequest, ExitStatus, Output, PreparedExec, Program, Rlimits, Runner,
+    RunnerConfig, Sandbox, SandboxError, ScopeFinding, WorkAccess,
+};
+
+struct Berth {
+    dir: tempfile::TempDir,
+    runner: Runner,
+}
+
+impl Berth {
+    fn worktree(&self) -> &Path {
+        self.runner.worktree()
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn pid(&self, name: &str) -> i32 {
+        let text = std::fs::read_to_string(self.worktree().join(name))
+            .unwrap_or_else(|e| panic!("pid file {name}: {e}"));
+        text.trim().parse().unwrap()
+    }
+}
+
+fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix("berth-runner-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let worktree = dir.path().join("wt");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&worktree).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    (dir, worktree, home)
+}
+
+fn berth_with(configure: impl FnOnce(&mut RunnerConfig)) -> Berth {
+    let (dir, worktree, home) = dirs();
+    let mut config = RunnerConfig::new(&worktree, &home);
+    config.kill_grace = Duration::from_secs(1);
+    configure(&mut config);
+    Berth {
+        runner: Runner::new(config).unwrap(),
+        dir,
+    }
+}
+
+fn berth() -> Berth {
+    berth_with(|_| {})
+}
+
+async fn run(runner: &Runner, request: ExecRequest) -> berth_sandbox::ExecOutcome {
+    tokio::time::timeout(
+        request.timeout + Duration::from_secs(60),
+        runner.exec(request, None),
+    )
+    .await
+    .expect("exec did not return")
+    .expect("exec failed")
+}
+
+fn shell(line: &str) -> ExecRequest {
+    let mut request = ExecRequest::shell(line);
+    request.timeout = Duration::from_secs(120);
+    request
+}
+
+fn text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.bytes).into_owned()
+}
+
+/// Alive and not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        !status
+            .lines()
+            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
+    })
+}
+
+/// Waits (bounded) for `pid` to be gone; true if it went.
+async fn gone(pid: i32) -> bool {
+    for _ in 0..100 {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_environment_is_an_allow_list() {
+    // cargo runs tests with CARGO_* set: they stand in for berth's secrets.
+    assert!(std::env::var("CARGO_MANIFEST_DIR").is_ok());
+    let b = berth();
+    let mut request = shell("env");
+    request.env.insert("FROM_REQUEST".into(), "yes".into());
+    let outcome = run(&b.runner, request).await;
+    let env: Vec<(String, String)> = text(&outcome.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect();
+    let names: BTreeSet<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    let allowed = [
+        "PATH",
+        "HOME",
+        "TERM",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "USER",
+        "LOGNAME",
+        "FROM_REQUEST",
+        // set by the shell itself
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+    ];
+    for name in &names {
+        assert!(
+            allowed.contains(name) || name.starts_with("LC_"),
+            "{name} leaked into the command's environment"
+        );
+    }
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("HOME"), b.home().to_str());
+    assert_eq!(get("TERM"), Some("dumb"));
+    assert_eq!(get("FROM_REQUEST"), Some("yes"));
+    assert!(get("PATH").is_some_and(|p| !p.is_empty()));
+
+    // Extra names are passed only when configured.
+    let b = berth_with(|c| c.inherit_env = vec!["CARGO_PKG_*".into()]);
+    let outcome = run(
+        &b.runner,
+        shell("printf %s \"$CARGO_PKG_NAME|$CARGO_MANIFEST_DIR\""),
+    )
+    .await;
+    assert_eq!(text(&outcome.stdout), "berth-sandbox|");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_are_translated_only_for_running() {
+    let b = berth();
+    let wt = b.worktree().to_str().unwrap().to_string();
+    std::fs::create_dir_all(b.worktree().join("sub")).unwrap();
+    std::fs::write(b.worktree().join("a.txt"), "alpha").unwrap();
+
+    let mut request =
+        shell("cat /work/a.txt > /work/sub/b.txt; ls /workspace x/work 2>/dev/null; true");
+    request.cwd = "/work/sub".into();
+    assert_eq!(
+        b.runner.prepare(&request).unwrap(),
+        PreparedExec {
+            program: Program::Shell(format!(
+                "cat {wt}/a.txt > {wt}/sub/b.txt; ls /workspace x/work 2>/dev/null; true"
+            )),
+            cwd: b.worktree().join("sub"),
+        }
+    );
+    let outcome = run(&b.runner, request.clone()).await;
+    assert_eq!(
+        outcome.status,
+        ExitStatus::Exited(0),
+        "{}",
+        text(&outcome.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.worktree().join("sub/b.txt")).unwrap(),
+        "alpha"
+    );
+    // The decided form is untouched.
+    assert!(matches!(&request.program, Program::Shell(l) if l.starts_with("cat /work/a.txt")));
+
+    let request = ExecRequest::argv(["cat", "/work/a.txt", "--out=/work", "/workspace/x"]);
+    assert_eq!(
+        b.runner.prepare(&request).unwrap().program,
+        Program::Argv(vec![
+            "cat".into(),
+            format!("{wt}/a.txt"),
+            format!("--out={wt}"),
+            "/workspace/x".into()
+        ])
+    );
+    let outcome = run(&b.runner, ExecRequest::argv(["cat", "/work/a.txt"])).await;
+    assert_eq!(text(&outcome.stdout), "alpha");
+
+    // Output is not translated back: the host path shows.
+    let outcome = run(&b.runner, shell("pwd")).await;
+    assert_eq!(text(&outcome.stdout), format!("{wt}\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rlimits_apply_to_each_exec() {
+    let b = berth_with(|c| {
+        c.rlimits = Rlimits {
+            nofile: Some(512),
+            address_space: Some(8 << 30),
+            file_size: Some(1 << 20),
+            ..Rlimits::default()
+        }
+    });
+    let outcome = run(
+        &b.runner,
+        shell("ulimit -c; ulimit -n; ulimit -v; ulimit -f"),
+    )
+    .await;
+    // dash reports -v in KiB and -f in 512-byte blocks.
+    assert_eq!(
+        text(&outcome.stdout),
+        "0\n512\n8388608\n2048\n",
+        "{}",
+        text(&outcome.stderr)
+    );
+
+    // A write past the file size limit fails (SIGXFSZ kills the writer).
+    let outcome = run(&b.runner, shell("head -c 2000000 /dev/zero > /work/big")).await;
+    assert!(!outcome.status.success(), "{:?}", outcome.status);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_caps_are_bounded_by_the_configuration() {
+    let b = berth_with(|c| c.max_output_cap = 100);
+    let mut request = shell("seq 1 1000");
+    request.output_cap = 10_000;
+    let outcome = run(&b.runner, request).await;
+    assert_eq!(
+        (
+            outcome.stdout.bytes.len(),
+            outcome.stdout.truncated,
+            outcome.stdout.total
+        ),
+        (100, true, 3893)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_that_leave_the_group_are_still_killed() {
+    let b = berth();
+    // On the deadline: a setsid'd child whose parent is still alive is found
+    // through the parent links.
+    let mut request = shell("setsid sleep 1000 & echo $! > /work/s1.pid; wait");
+    request.timeout = Duration::from_secs(2);
+    let outcome = run(&b.runner, request).await;
+    assert!(outcome.timed_out);
+    let s1 = b.pid("s1.pid");
+    assert!(gone(s1).await, "setsid'd child {s1} survived the timeout");
+
+    // After a finished exec: one that left the group and was orphaned, but
+    // holds the output pipe, is found through /proc.
+    let outcome = run(
+        &b.runner,
+        shell("(setsid sleep 1000 & echo $! > /work/s2.pid); echo done"),
+    )
+    .await;
+    assert_eq!(
+        (outcome.timed_out, text(&outcome.stdout)),
+        (false, "done\n".to_string())
+    );
+    let s2 = b.pid("s2.pid");
+    assert!(
+        gone(s2).await,
+        "setsid'd orphan {s2} holding stdout survived"
+    );
+}
+
+/// The documented limit (`NO_CONTAINER_BOUNDARY`): a process that leaves the
+/// group, is orphaned and closes its output is out of reach. If this starts
+/// failing, the runner contains more than it says: update the notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_escapes_the_runner_as_documented() {
+    let b = berth();
+    let outcome = run(
+        &b.runner,
+        shell("(setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > /work/d.pid); echo done"),
+    )
+    .await;
+    assert_eq!(text(&outcome.stdout), "done\n");
+    let daemon = b.pid("d.pid");
+    let escaped = alive(daemon);
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &daemon.to_string()])
+        .status();
+    assert!(
+        escaped,
+        "the daemon was killed: NO_CONTAINER_BOUNDARY overstates the limit"
+    );
+    assert!(berth_sandbox::NO_CONTAINER_BOUNDARY.contains("setsid"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_exec_kills_its_group() {
+    let b = berth();
+    let request = shell("echo $$ > /work/c.main; sleep 1000 & echo $! > /work/c.bg; wait");
+    let pids = b.worktree().join("c.bg");
+    let exec = b.runner.exec(request, None);
+    let waiter = async {
+        for _ in 0..600 {
+            if std::fs::read_to_string(&pids).is_ok_and(|s| s.ends_with('\n')) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the command never started");
+    };
+    tokio::select! {
+        result = exec => panic!("exec returned on its own: {result:?}"),
+        () = waiter => {} // drops the exec future: the caller gave up
+    }
+    for name in ["c.main", "c.bg"] {
+        let pid = b.pid(name);
+        assert!(
+            gone(pid).await,
+            "{name} ({pid}) outlived its cancelled exec"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extreme_timeouts_are_accepted() {
+    let b = berth();
+    for timeout in [Duration::MAX, Duration::ZERO] {
+        let mut request = ExecRequest::shell("sleep 5");
+        request.timeout = timeout;
+        let outcome = tokio::time::timeout(Duration::from_secs(60), b.runner.exec(request, None))
+            .await
+            .expect("exec did not return")
+            .unwrap();
+        assert_eq!(outcome.timed_out, timeout.is_zero(), "{timeout:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_sink_does_not_stop_the_exec() {
+    let b = berth();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    drop(rx);
+    let outcome = b
+        .runner
+        .exec(shell("seq 1 3; echo e >&2"), Some(tx))
+        .await
+        .unwrap();
+    assert_eq!(
+        (text(&outcome.stdout), text(&outcome.stderr)),
+        ("1\n2\n3\n".into(), "e\n".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_failures_name_what_is_missing() {
+    let b = berth_with(|c| c.shell = PathBuf::from("/nonexistent/sh"));
+    match b.runner.exec(shell("true"), None).await {
+        Err(e @ SandboxError::Spawn { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("/nonexistent/sh"), "{message}");
+            assert!(
+                message.contains(b.worktree().to_str().unwrap()),
+                "{message}"
+            );
+        }
+        other => panic!("expected a spawn error, got {other:?}"),
+    }
+    let b = berth();
+    let outcome = run(&b.runner, ExecRequest::argv(["berth-no-such-program"])).await;
+    assert_eq!(outcome.status, ExitStatus::Exited(127));
+    assert!(text(&outcome.stderr).contains("berth-no-such-program"));
+}
+
+#[test]
+fn bad_configurations_are_refused_with_the_reason() {
+    let (dir, worktree, home) = dirs();
+    let spaced = dir.path().join("my project");
+    std::fs::create_dir_all(&spaced).unwrap();
+    let cases: Vec<(&str, RunnerConfig, &str)> = vec![
+        (
+            "missing worktree",
+            RunnerConfig::new(dir.path().join("nope"), &home),
+            "create the worktree",
+        ),
+        (
+            "worktree a shell would split",
+            RunnerConfig::new(&spaced, &home),
+            "characters a shell would interpret",
+        ),
+        (
+            "relative home",
+            RunnerConfig::new(&worktree, "home"),
+            "home",
+        ),
+        (
+            "missing extra root",
+            RunnerConfig {
+                extra_roots: vec![dir.path().join("no-root")],
+                ..RunnerConfig::new(&worktree, &home)
+            },
+            "no-root",
+        ),
+    ];
+    for (name, config, needle) in cases {
+        match Runner::new(config) {
+            Err(e @ SandboxError::InvalidConfig(_)) => {
+                assert!(e.to_string().contains(needle), "{name}: {e}")
+            }
+            other => panic!("{name}: expected InvalidConfig, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn judged_paths_that_escape_through_symlinks_are_reported() {
+    let b = berth();
+    std::os::unix::fs::symlink("/etc", b.worktree().join("etc-link")).unwrap();
+    std::fs::create_dir_all(b.worktree().join("src")).unwrap();
+    let found = b.runner.check_host_paths(&[
+        "/work/src/main.rs".to_string(),
+        "/work/etc-link/passwd".to_string(),
+        "/etc/hosts".to_string(),
+    ]);
+    assert_eq!(
+        found,
+        vec![ScopeFinding::SymlinkEscape {
+            frame_path: "/work/etc-link/passwd".into(),
+            host_path: b.worktree().join("etc-link/passwd"),
+            resolved: std::fs::canonicalize("/etc").unwrap().join("passwd"),
+            links: vec![b.worktree().join("etc-link")],
+        }]
+    );
+}
+
+/// Landlock cannot exclude a subtree, so when the worktree lies inside a
+/// writable directory (here /tmp) the runner grants that directory's other
+/// entries instead: the worktree stays read-only, siblings stay writable, and
+/// new entries directly in the ancestors are refused (the documented cost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_holds_for_a_worktree_under_tmp() {
+    let dir = tempfile::Builder::new()
+        .prefix("berth-ro-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let worktree = dir.path().join("wt");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&worktree).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let runner = Runner::new(RunnerConfig::new(&worktree, &home)).unwrap();
+    assert_eq!(
+        runner.set_work_access(WorkAccess::ReadOnly).await.unwrap(),
+        AccessEnforcement::Enforced
+    );
+    let parent = dir.path().to_str().unwrap();
+    let cases = [
+        ("echo x > /work/f".to_string(), false),
+        ("mkdir /work/d".to_string(), false),
+        ("echo x > \"$HOME/f\"".to_string(), true),
+        ("echo x > /dev/null".to_string(), true),
+        (format!("echo x > {parent}/new-in-ancestor"), false),
+    ];
+    for (line, ok) in cases {
+        let outcome = run(&runner, shell(&line)).await;
+        assert_eq!(
+            outcome.status.success(),
+            ok,
+            "{line}: {}",
+            text(&outcome.stderr)
+        );
+        if !ok {
+            assert!(
+                text(&outcome.stderr).contains("Permission denied"),
+                "{line}"
+            );
+        }
+    }
+    assert!(home.join("f").exists());
+    assert!(!worktree.join("f").exists());
+}
+
+/// Run by `the_main_process_dies_with_berth` in a child process: starts a
+/// long exec and waits to be killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdeathsig_helper() {
+    let Ok(dir) = std::env::var("BERTH_PDEATHSIG_DIR") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let runner = Runner::new(RunnerConfig::new(dir.join("wt"), dir.join("home"))).unwrap();
+    let mut request = ExecRequest::shell(
+        "echo $$ > /work/main.pid.tmp; mv /work/main.pid.tmp /work/main.pid; exec sleep 1000",
+    );
+    request.timeout = Duration::from_secs(600);
+    let _ = runner.exec(request, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_process_dies_with_berth() {
+    let (dir, worktree, _home) = dirs();
+    let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "pdeathsig_helper",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("BERTH_PDEATHSIG_DIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = worktree.join("main.pid");
+    let mut pid = None;
+    for _ in 0..600 {
+        if let Ok(text) = std::fs::read_to_string(&pid_file) {
+            pid = Some(text.trim().parse::<i32>().unwrap());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let Some(pid) = pid else {
+        let _ = helper.kill();
+        panic!("the helper never started its exec");
+    };
+    assert!(alive(pid));
+    helper.kill().unwrap(); // SIGKILL: no destructor, no kill_on_drop runs
+    helper.wait().unwrap();
+    assert!(gone(pid).await, "exec main process {pid} outlived berth");
+}
