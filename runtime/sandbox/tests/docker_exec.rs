@@ -274,3 +274,55 @@ async fn bad_requests_are_refused_before_anything_runs() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_cancelled_exec_is_killed() {
+    let (layout, berth) = berth_or_skip!("cancel");
+    let berth = std::sync::Arc::new(berth);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let running = {
+        let berth = berth.clone();
+        tokio::spawn(async move {
+            berth
+                .exec(
+                    ExecRequest::shell("sleep 200 & echo $! > /work/bg.pid; echo up; sleep 201"),
+                    Some(tx),
+                )
+                .await
+        })
+    };
+    // Started: its first output arrived. Then the caller gives up.
+    assert!(rx.recv().await.is_some());
+    running.abort();
+    let _ = running.await;
+    let pid_file = layout
+        .root()
+        .join("worktrees")
+        .join(&layout.project)
+        .join("a/bg.pid");
+    assert!(pid_file.exists());
+    let mut left = Vec::new();
+    for _ in 0..50 {
+        left = strays(&berth).await;
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(left, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn extreme_timeouts_are_accepted() {
+    let (_layout, berth) = berth_or_skip!("extreme");
+    for timeout in [Duration::MAX, Duration::ZERO] {
+        let mut request = ExecRequest::shell("sleep 2");
+        request.timeout = timeout;
+        let outcome = tokio::time::timeout(Duration::from_secs(60), berth.exec(request, None))
+            .await
+            .expect("exec did not return")
+            .unwrap();
+        assert_eq!(outcome.timed_out, timeout.is_zero(), "{timeout:?}");
+    }
+    assert_eq!(strays(&berth).await, Vec::<String>::new());
+}

@@ -94,7 +94,10 @@ pub(crate) async fn run(
 ) -> Result<ExecOutcome, SandboxError> {
     let started = Instant::now();
     let started_wall = SystemTime::now();
-    let deadline = started + request.timeout;
+    // Saturating: `Duration::MAX` means "no deadline", not an overflow.
+    let deadline = started
+        .checked_add(request.timeout)
+        .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     let token = next_token();
 
     let mut cmd = vec![
@@ -154,6 +157,15 @@ pub(crate) async fn run(
         Ok(created) => created?,
         // Nothing was created, so nothing runs.
         Err(_) => return Ok(timed_out_outcome(stdout, stderr)),
+    };
+    // From here a process may run: if this future is dropped (the caller
+    // gave up) or fails, the guard kills the exec's tree.
+    let mut guard = CancelGuard {
+        docker: target.docker.clone(),
+        container: target.container.to_string(),
+        user: target.user.to_string(),
+        token: token.clone(),
+        armed: true,
     };
     let start = target.docker.start_exec(
         &exec_id,
@@ -292,6 +304,7 @@ pub(crate) async fn run(
         let oom = code == 128 + SIGKILL && oom_since(target, started_wall).await;
         (status, oom)
     };
+    guard.armed = false;
     Ok(ExecOutcome {
         status,
         stdout: stdout.finish(),
@@ -347,6 +360,42 @@ async fn create_exec(
             ),
         }),
         Err(source) => Err(api("create exec in")(source).into()),
+    }
+}
+
+/// Kills an exec's tree when the future running it is dropped before the
+/// exec finished, on a task of its own (drop cannot await). Best effort: a
+/// runtime that is shutting down may not run it, and then reconcile does.
+struct CancelGuard {
+    docker: Docker,
+    container: String,
+    user: String,
+    token: String,
+    armed: bool,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let docker = self.docker.clone();
+        let container = std::mem::take(&mut self.container);
+        let user = std::mem::take(&mut self.user);
+        let token = std::mem::take(&mut self.token);
+        handle.spawn(async move {
+            let target = Target {
+                docker: &docker,
+                container: &container,
+                user: &user,
+            };
+            if let Err(e) = kill_by_token(&target, &token).await {
+                tracing::warn!(%container, error = %e, "killing a cancelled exec failed");
+            }
+        });
     }
 }
 
