@@ -259,3 +259,49 @@ async fn an_engine_that_does_not_answer_names_the_socket() {
     assert!(stdout.contains("/nonexistent/berth-test.sock"), "{stdout}");
     assert!(stdout.contains("--mode runner"), "{stdout}");
 }
+
+#[tokio::test]
+async fn a_named_image_without_the_wrappers_tools_is_refused_at_up() {
+    let backend = engine_or_skip!();
+    let name = format!("berth-test-minimal-{}", std::process::id());
+    let _guard = ImageGuard(name.clone());
+    let text = format!(
+        r#"name = "{name}"
+[user]
+name = "agent"
+uid = 1000
+gid = 1000
+home = "/home/agent"
+[busybox]
+path = "/usr/bin/busybox"
+dir = "/usr/bin"
+applets = ["sleep"]
+[[host]]
+path = "/usr/bin/dash"
+libraries = true
+[links]
+"/bin" = "usr/bin"
+"/lib" = "usr/lib"
+"/lib64" = "usr/lib64"
+"/usr/bin/sh" = "dash"
+"#
+    );
+    // dash as /bin/sh and busybox only for `sleep`: no `setsid`, no `tr`.
+    // (A busybox sh would not do: it runs its applets without links.)
+    let recipe = Recipe::parse(&text, "minimal").unwrap();
+    let built = backend.build_image(&recipe, &mut NoProgress).await.unwrap();
+
+    let layout = common::Layout::new("minimal");
+    let mut spec = layout.spec("a");
+    spec.image = ImageRef::Named(built.tag.clone());
+    let err = backend.up(spec).await.unwrap_err().to_string();
+    assert!(
+        err.contains(&built.tag) && err.contains("missing: setsid"),
+        "{err}"
+    );
+    // The unusable container is not left behind.
+    assert_eq!(
+        backend.list_berths(Some(&layout.project)).await.unwrap(),
+        vec![]
+    );
+}

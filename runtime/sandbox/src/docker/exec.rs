@@ -243,7 +243,12 @@ pub(crate) async fn run(
         }
     }
     if timed_out {
-        kill_by_token(target, &token).await?;
+        // A failed kill (the pids limit can refuse even the kill exec) is not
+        // the end: the exec is checked below and, if it still runs, the
+        // container is restarted.
+        if let Err(e) = kill_by_token(target, &token).await {
+            tracing::warn!(container = target.container, error = %e, "kill exec failed");
+        }
         // What the killed tree wrote last is still worth having.
         let grace = Instant::now() + DRAIN_GRACE;
         while let Ok(Some(Ok(log))) = tokio::time::timeout_at(grace, output.next()).await {
@@ -405,7 +410,9 @@ async fn kill_then_wait(
     exec_id: &str,
     token: &str,
 ) -> Result<(), SandboxError> {
-    kill_by_token(target, token).await?;
+    if let Err(e) = kill_by_token(target, token).await {
+        tracing::warn!(container = target.container, error = %e, "kill exec failed");
+    }
     wait_stopped(target, exec_id).await
 }
 

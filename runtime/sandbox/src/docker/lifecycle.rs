@@ -21,7 +21,7 @@ use super::{
     AGENT_LABEL, BerthSpec, DockerBackend, DockerBerth, DockerError, MANAGED_LABEL, PROJECT_LABEL,
     SPEC_LABEL, is_conflict, is_not_found, status_of,
 };
-use crate::image::ImageInfo;
+use crate::image::{ImageInfo, ImageRef};
 use crate::{SandboxError, WorkAccess};
 
 /// A berth container as the engine lists it.
@@ -90,7 +90,8 @@ impl DockerBackend {
             tracing::debug!(container = %name, "adopted running berth container");
             return Ok(DockerBerth::new(self.clone(), spec, image, access, true));
         }
-        self.create_and_start(&name, body, &image).await?;
+        let probe = matches!(spec.image, ImageRef::Named(_));
+        self.create_and_start(&name, body, &image, probe).await?;
         Ok(DockerBerth::new(self.clone(), spec, image, access, false))
     }
 
@@ -148,6 +149,7 @@ impl DockerBackend {
         name: &str,
         body: ContainerCreateBody,
         image: &ImageInfo,
+        probe: bool,
     ) -> Result<(), DockerError> {
         let api = |op: &'static str| {
             let name = name.to_string();
@@ -214,7 +216,11 @@ impl DockerBackend {
             });
         }
         // The exec wrapper needs a few tools; say so now rather than at the
-        // first timeout.
+        // first timeout. The default image has them by its recipe, so only
+        // images a project names pay for this exec.
+        if !probe {
+            return Ok(());
+        }
         let target = Target {
             docker: self.docker(),
             container: name,
@@ -261,7 +267,7 @@ impl DockerBackend {
         let name = spec.container_name();
         let body = spec.container_body(image, access);
         self.remove(&name).await?;
-        self.create_and_start(&name, body, image).await?;
+        self.create_and_start(&name, body, image, false).await?;
         tracing::info!(container = %name, access = super::spec::access_label(access), "recreated berth container");
         Ok(())
     }
@@ -361,7 +367,10 @@ impl DockerBackend {
     /// should exist: `live` holds each (project, agent) whose worktree exists.
     /// Running containers of live berths are adopted (and execs whose berth
     /// process died are killed); the rest are removed. `live` must be
-    /// complete: a berth missing from it loses its container.
+    /// complete: a berth missing from it loses its container. A container that
+    /// is not running is removed too, including one another process created a
+    /// moment ago and has not started yet (that `up` then fails and is
+    /// retried): run reconcile at start, before berths come up.
     pub async fn reconcile(
         &self,
         live: &BTreeSet<(String, String)>,
