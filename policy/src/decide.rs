@@ -78,6 +78,7 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
         findings: Vec::new(),
         lifted: Vec::new(),
         segments: Vec::new(),
+        seen: std::collections::HashSet::new(),
     };
     if resolved.mode == Mode::Deny {
         d.raise(
@@ -158,6 +159,15 @@ struct Decider<'a> {
     findings: Vec<Finding>,
     lifted: Vec<Finding>,
     segments: Vec<SegmentReport>,
+    /// Findings recorded so far (by hash): each once.
+    seen: std::collections::HashSet<u64>,
+}
+
+fn finding_key(f: &Finding) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (f.stage, f.verdict, &f.reason, f.segment).hash(&mut h);
+    h.finish()
 }
 
 impl Decider<'_> {
@@ -168,7 +178,7 @@ impl Decider<'_> {
             reason,
             segment,
         };
-        if !self.findings.contains(&f) {
+        if self.seen.insert(finding_key(&f)) {
             self.findings.push(f);
         }
     }
@@ -181,13 +191,13 @@ impl Decider<'_> {
             reason,
             segment,
         };
-        let list = if self.auto {
-            &mut self.lifted
+        if !self.seen.insert(finding_key(&f)) {
+            return;
+        }
+        if self.auto {
+            self.lifted.push(f);
         } else {
-            &mut self.findings
-        };
-        if !list.contains(&f) {
-            list.push(f);
+            self.findings.push(f);
         }
     }
 
@@ -377,14 +387,17 @@ impl Decider<'_> {
                 if counts {
                     let why = match (&p.resolved, p.location) {
                         (Some(r), Location::Outside) => {
-                            format!("`{shown}` touches {r}, outside the project scope")
+                            format!("`{shown}` touches {}, outside the project scope", clip(r))
                         }
                         (None, Location::Outside) => {
-                            format!("`{shown}` touches {}, outside the project scope", p.written)
+                            format!(
+                                "`{shown}` touches {}, outside the project scope",
+                                clip(&p.written)
+                            )
                         }
                         _ => format!(
                             "`{shown}`: {} cannot be proven inside the project scope",
-                            p.written
+                            clip(&p.written)
                         ),
                     };
                     self.liftable(Stage::Scope, why, Some(idx));
@@ -471,6 +484,7 @@ impl Decider<'_> {
         if commands > 0 && !allowed.is_empty() && !unmatched.is_empty() {
             let names: Vec<String> = unmatched
                 .iter()
+                .take(6)
                 .filter_map(|i| analysis.segments.get(*i))
                 .map(display)
                 .collect();
@@ -478,11 +492,7 @@ impl Decider<'_> {
                 Stage::PartialAllow,
                 format!(
                     "only part of the command is allowed: no allow rule matches {}",
-                    names
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    name_list(&names)
                 ),
                 unmatched.first().copied(),
             );
@@ -501,17 +511,11 @@ impl Decider<'_> {
         if !unmatched.is_empty() {
             let names: Vec<String> = unmatched
                 .iter()
+                .take(6)
                 .filter_map(|i| analysis.segments.get(*i))
                 .map(display)
                 .collect();
-            return RulesOutcome::Unmatched(format!(
-                "no rule matches {}",
-                names
-                    .iter()
-                    .map(|n| format!("`{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            return RulesOutcome::Unmatched(format!("no rule matches {}", name_list(&names)));
         }
         RulesOutcome::NoOpinion
     }
@@ -602,12 +606,13 @@ impl Decider<'_> {
         for p in paths {
             let Some(abs) = &p.resolved else { continue };
             let writes = written.iter().any(|w| *w == p.written);
-            for rule in self.ctx.rules.paths.clone() {
+            let ctx = self.ctx;
+            for rule in &ctx.rules.paths {
                 if rule.list == RuleList::Allow {
                     continue;
                 }
                 let applies = rule.tool == PathTool::Read || writes;
-                if applies && self.path_rule_matches(&rule, abs) {
+                if applies && self.path_rule_matches(rule, abs) {
                     let r = RuleRef {
                         list: rule.list,
                         pattern: rule.raw.clone(),
@@ -674,8 +679,9 @@ impl Decider<'_> {
         }
         let mut outcome = RulesOutcome::NoOpinion;
         let mut matched = RuleMatch::None;
-        for rule in self.ctx.rules.paths.clone() {
-            if rule.tool != tool || !self.path_rule_matches(&rule, &abs) {
+        let ctx = self.ctx;
+        for rule in &ctx.rules.paths {
+            if rule.tool != tool || !self.path_rule_matches(rule, &abs) {
                 continue;
             }
             let r = RuleRef {
@@ -765,6 +771,31 @@ impl Decider<'_> {
         }
         RulesOutcome::NoOpinion
     }
+}
+
+/// A long word shortened for a reason.
+fn clip(s: &str) -> String {
+    const MAX: usize = 100;
+    if s.chars().count() > MAX {
+        format!("{}…", s.chars().take(MAX).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// `a`, `b`, `c` and N more: a reason names a few segments, not thousands.
+fn name_list(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(" and more");
+    }
+    s
 }
 
 fn rule_ref(rule: &crate::rules::CommandRule) -> RuleRef {

@@ -24,6 +24,9 @@ const PRIVILEGE: &[&str] = &[
     "sudo", "sudoedit", "doas", "su", "pkexec", "runuser", "run0",
 ];
 
+/// Commands that change the machine itself.
+const MACHINE: &[&str] = &["shutdown", "reboot", "poweroff", "halt", "telinit"];
+
 /// `(tool, verb sequence)`: the first positionals after the tool.
 const VERBS: &[(&str, &[&str])] = &[
     ("git", &["push"]),
@@ -101,6 +104,12 @@ const VERBS: &[(&str, &[&str])] = &[
     ("sls", &["deploy"]),
     ("wrangler", &["deploy"]),
     ("wrangler", &["publish"]),
+    ("systemctl", &["poweroff"]),
+    ("systemctl", &["reboot"]),
+    ("systemctl", &["halt"]),
+    ("systemctl", &["kexec"]),
+    ("init", &["0"]),
+    ("init", &["6"]),
 ];
 
 /// Global options that take a value, per tool (skipped with their value).
@@ -230,6 +239,11 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     if PRIVILEGE.contains(&name) {
         return Some(Hit::Yes(format!("`{name}` runs a command with privilege")));
     }
+    if MACHINE.contains(&name) {
+        return Some(Hit::Yes(format!(
+            "`{name}` changes the machine's power state"
+        )));
+    }
     let (pos, uncertain) = positionals(inv);
     for (tool, verbs) in VERBS {
         if *tool != name {
@@ -310,50 +324,46 @@ fn gh_api(inv: &[Arg]) -> Option<Hit> {
     if !p.first().is_some_and(|a| a.is("api")) {
         return None;
     }
+    let mut method: Option<(bool, String)> = None;
+    let mut fields = false;
     let mut i = 1;
     while i < inv.len() {
         let a = &inv[i];
         let t = a.text.as_str();
-        let method = if t == "-X" || t == "--method" {
-            inv.get(i + 1)
-                .map(|m| (m.dynamic, m.text.to_ascii_uppercase()))
-        } else {
-            t.strip_prefix("--method=")
-                .or_else(|| t.strip_prefix("-X").filter(|m| !m.is_empty()))
-                .map(|m| (a.dynamic, m.to_ascii_uppercase()))
-        };
-        if let Some((dynamic, m)) = method {
-            if dynamic {
-                return Some(Hit::Maybe("`gh api` with a dynamic method".into()));
-            }
-            if m != "GET" && m != "HEAD" {
-                return Some(Hit::Yes(format!("`gh api -X {m}` writes to GitHub")));
-            }
+        if t == "-X" || t == "--method" {
+            method = inv
+                .get(i + 1)
+                .map(|m| (m.dynamic, m.text.to_ascii_uppercase()));
+            i += 2;
+            continue;
         }
-        if matches!(t, "-f" | "-F" | "--field" | "--raw-field" | "--input")
+        if let Some(m) = t
+            .strip_prefix("--method=")
+            .or_else(|| t.strip_prefix("-X").filter(|m| !m.is_empty()))
+        {
+            method = Some((a.dynamic, m.to_ascii_uppercase()));
+        }
+        let field = matches!(t, "-f" | "-F" | "--field" | "--raw-field" | "--input")
             || t.starts_with("--field=")
             || t.starts_with("--raw-field=")
             || t.starts_with("--input=")
-            || (t.starts_with("-f") || t.starts_with("-F")) && t.len() > 2 && !t.starts_with("--")
-        {
-            // Fields make gh send POST unless a method says otherwise.
-            let explicit_get = inv.iter().enumerate().any(|(j, x)| {
-                (x.is("-X") || x.is("--method"))
-                    && inv
-                        .get(j + 1)
-                        .is_some_and(|m| m.text.eq_ignore_ascii_case("GET"))
-            }) || inv.iter().any(|x| {
-                x.text.eq_ignore_ascii_case("--method=GET") || x.text.eq_ignore_ascii_case("-XGET")
-            });
-            if !explicit_get {
-                return Some(Hit::Yes(
-                    "`gh api` with fields sends a POST to GitHub".into(),
-                ));
-            }
-        }
+            || ((t.starts_with("-f") || t.starts_with("-F"))
+                && t.len() > 2
+                && !t.starts_with("--"));
+        fields |= field;
         i += 1;
     }
-    None
+    match method {
+        Some((true, _)) => Some(Hit::Maybe("`gh api` with a dynamic method".into())),
+        Some((false, m)) if m != "GET" && m != "HEAD" => {
+            Some(Hit::Yes(format!("`gh api -X {m}` writes to GitHub")))
+        }
+        // Fields make gh send POST unless a method says otherwise.
+        None if fields => Some(Hit::Yes(
+            "`gh api` with fields sends a POST to GitHub".into(),
+        )),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -196,6 +196,9 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         }
         "export" | "declare" | "typeset" | "local" | "readonly" => declaration(name, args),
         "let" => Facts::opaque("`let` evaluates arithmetic over variables"),
+        _ if crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name) => {
+            inline_code(name, args)
+        }
         "[[" => cond(args),
         _ => Facts::default(),
     }
@@ -1337,6 +1340,124 @@ fn declaration(name: &str, args: &[Arg]) -> Facts {
             return Facts::opaque(format!(
                 "`{name} {var}` changes what runs or where code loads from"
             ));
+        }
+    }
+    Facts::default()
+}
+
+/// Inline code given to an interpreter (`python -c`, `node -e`, `perl -e`,
+/// `ruby -e`, `php -r`): when it calls out to other programs, an allowed
+/// interpreter is no longer what runs.
+fn inline_code(name: &str, args: &[Arg]) -> Facts {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let (flags, runs): (&[&str], &[&str]) = match base {
+        "python" | "pypy" => (
+            &["-c"],
+            &[
+                "os.system",
+                "subprocess",
+                "os.popen",
+                "os.exec",
+                "os.spawn",
+                "os.posix_spawn",
+                "pty.spawn",
+                "commands.",
+                "__import__",
+                "exec(",
+                "eval(",
+                "importlib",
+                "ctypes",
+                "os.fork",
+                "compile(",
+            ],
+        ),
+        "node" | "nodejs" | "deno" | "bun" => (
+            &["-e", "--eval", "-p", "--print"],
+            &[
+                "child_process",
+                "execSync",
+                "spawnSync",
+                "execFile",
+                "exec(",
+                "spawn(",
+                "Deno.run",
+                "Deno.Command",
+                "Bun.spawn",
+                "Bun.$",
+                "eval(",
+                "Function(",
+                "process.binding",
+                "import(",
+                "require(\"vm\")",
+                "require('vm')",
+                "worker_threads",
+            ],
+        ),
+        "perl" => (
+            &["-e", "-E"],
+            &[
+                "system", "exec", "`", "qx", "open(", "open ", "fork", "eval", "readpipe",
+                "syscall",
+            ],
+        ),
+        "ruby" | "irb" => (
+            &["-e"],
+            &[
+                "system", "exec", "`", "%x", "popen", "spawn", "Open3", "fork", "eval", "Kernel.",
+                "syscall",
+            ],
+        ),
+        "php" => (
+            &["-r"],
+            &[
+                "system",
+                "exec",
+                "shell_exec",
+                "passthru",
+                "popen",
+                "proc_open",
+                "`",
+                "eval",
+                "pcntl_exec",
+                "assert(",
+            ],
+        ),
+        _ => return Facts::default(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let code = if flags.contains(&a.text.as_str()) && !a.dynamic {
+            i += 1;
+            args.get(i)
+        } else {
+            None
+        };
+        if let Some(code) = code {
+            if code.dynamic {
+                return Facts::opaque(format!("`{name}` runs inline code from a dynamic string"));
+            }
+            if let Some(hit) = runs.iter().find(|r| code.text.contains(**r)) {
+                return Facts::opaque(format!(
+                    "inline `{name}` code that can run other programs (`{hit}`)"
+                ));
+            }
+        }
+        i += 1;
+    }
+    // `python -cCODE` attached forms.
+    for a in args {
+        if a.dynamic || a.text.starts_with("--") {
+            continue;
+        }
+        for f in flags.iter().filter(|f| f.len() == 2) {
+            if let Some(code) = a.text.strip_prefix(f).filter(|c| !c.is_empty())
+                && let Some(hit) = runs.iter().find(|r| code.contains(**r))
+            {
+                return Facts::opaque(format!(
+                    "inline `{name}` code that can run other programs (`{hit}`)"
+                ));
+            }
         }
     }
     Facts::default()

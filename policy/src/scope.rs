@@ -195,15 +195,13 @@ pub fn path_candidates(text: &str) -> Vec<String> {
 struct Judge<'a> {
     frame: &'a Frame,
     reports: Vec<PathReport>,
+    /// `(written, resolved)` already reported: one report each.
+    seen: std::collections::HashSet<(String, Option<String>)>,
 }
 
 impl Judge<'_> {
     fn report(&mut self, written: &str, resolved: Option<String>, location: Location) {
-        if self
-            .reports
-            .iter()
-            .any(|r| r.written == written && r.resolved == resolved)
-        {
+        if !self.seen.insert((written.to_string(), resolved.clone())) {
             return;
         }
         self.reports.push(PathReport {
@@ -276,6 +274,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     let mut j = Judge {
         frame,
         reports: Vec::new(),
+        seen: std::collections::HashSet::new(),
     };
     // The cwd itself, unless a `cd` to a static absolute target.
     if !seg.cd_absolute {

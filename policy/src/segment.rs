@@ -218,14 +218,14 @@ pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
 }
 
 struct FunctionInfo {
-    name: String,
     changes_cwd: bool,
 }
 
 struct Walker<'h> {
     home: &'h str,
     segments: Vec<Segment>,
-    functions: Vec<FunctionInfo>,
+    /// Functions defined so far, by name (a later definition replaces one).
+    functions: std::collections::HashMap<String, FunctionInfo>,
     current_function: Option<String>,
     piped_or_background: bool,
     /// Wrappers of the enclosing `sh -c` / `eval` being walked.
@@ -235,6 +235,8 @@ struct Walker<'h> {
     /// Bytes of nested scripts still allowed to be parsed (keeps the whole
     /// analysis linear in the input).
     budget: usize,
+    /// Words brace expansion may still add.
+    expansion_budget: usize,
 }
 
 impl<'h> Walker<'h> {
@@ -242,12 +244,13 @@ impl<'h> Walker<'h> {
         Walker {
             home,
             segments: Vec::new(),
-            functions: Vec::new(),
+            functions: std::collections::HashMap::new(),
             current_function: None,
             piped_or_background: false,
             via: Vec::new(),
             depth: 0,
             budget: input_len.saturating_mul(8).saturating_add(64 * 1024),
+            expansion_budget: input_len.saturating_mul(4).saturating_add(4096),
         }
     }
 
@@ -315,15 +318,12 @@ impl<'h> Walker<'h> {
             Command::Simple(s) => self.walk_simple(s, state, stdin),
             Command::Function { name, body } => {
                 // Registered before its body: a call inside is recursion.
-                self.functions.push(FunctionInfo {
-                    name: name.clone(),
-                    changes_cwd: false,
-                });
-                let index = self.functions.len() - 1;
+                self.functions
+                    .insert(name.clone(), FunctionInfo { changes_cwd: false });
                 let saved = self.current_function.replace(name.clone());
                 let (out, _) = self.walk_command(body, state.clone(), Stdin::Inherited);
                 self.current_function = saved;
-                if let Some(f) = self.functions.get_mut(index) {
+                if let Some(f) = self.functions.get_mut(name) {
                     f.changes_cwd = out != state;
                 }
                 (state.clone(), state)
@@ -462,8 +462,18 @@ impl<'h> Walker<'h> {
 
     /// Evaluates a word to arguments (brace expansion splices), and whether
     /// it held arithmetic over variables.
-    fn eval_word(&self, w: &Word) -> (Vec<Arg>, Value) {
-        let v = word::evaluate(w, self.home);
+    fn eval_word(&mut self, w: &Word) -> (Vec<Arg>, Value) {
+        let mut v = word::evaluate(w, self.home);
+        if v.values.len() > 1 {
+            // Brace expansion multiplies words: past the budget a word is
+            // treated as unknowable, which keeps the analysis linear.
+            if v.values.len() > self.expansion_budget {
+                v.values.truncate(1);
+                v.too_many = true;
+            } else {
+                self.expansion_budget -= v.values.len();
+            }
+        }
         let args = value_args(&v);
         (args, v)
     }
@@ -566,7 +576,7 @@ impl<'h> Walker<'h> {
         }
         // A function defined earlier in the line.
         if let Some(name) = args[0].known()
-            && let Some(f) = self.functions.iter().rev().find(|f| f.name == name)
+            && let Some(f) = self.functions.get(name)
         {
             let changes = f.changes_cwd;
             seg.kind = SegKind::FunctionCall;

@@ -85,6 +85,8 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
                     .map(|a| Hit::Deny(format!("writing the block device {}", a.text)))
             }
             "chmod" | "chown" | "chgrp" => recursive_on_root(inv, &seg.cwd),
+            "find" => find_delete(inv, &seg.cwd, home),
+            "kill" | "pkill" | "killall" => kill_all(inv),
             _ => None,
         };
         match hit {
@@ -289,6 +291,55 @@ fn recursive_on_root(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
         let abs = normalize_with(cwd, &op.text);
         if abs == "/" || abs == "/*" {
             return Some(Hit::Deny(format!("recursive `{name}` of /")));
+        }
+    }
+    None
+}
+
+/// `find / -delete` (or `find ~ -delete`): `rm -rf /` by another name.
+fn find_delete(inv: &[Arg], cwd: &Cwd, home: &str) -> Option<Hit> {
+    if !inv.iter().any(|a| a.is("-delete")) {
+        return None;
+    }
+    let mut maybe = None;
+    for root in inv
+        .iter()
+        .skip(1)
+        .take_while(|a| a.dynamic || !(a.text.starts_with('-') || a.text == "(" || a.text == "!"))
+    {
+        match dangerous_operand(root, cwd, home) {
+            Some(true) => return Some(Hit::Deny(format!("`find {} -delete`", root.text))),
+            None => {
+                maybe = Some(Hit::Maybe(
+                    "`find -delete` from a dynamic start path".to_string(),
+                ))
+            }
+            Some(false) => {}
+        }
+    }
+    maybe
+}
+
+/// `kill -9 -1`: every process the user may signal.
+fn kill_all(inv: &[Arg]) -> Option<Hit> {
+    if inv[0].basename() != "kill" {
+        return None;
+    }
+    // `-1` is a signal number in `kill -1 PID`, and the pid of every process
+    // after another option or `--` (`kill -9 -1`, `kill -- -1`).
+    let options = inv
+        .iter()
+        .skip(1)
+        .filter(|x| !x.dynamic && x.text.starts_with('-'))
+        .count();
+    let mut options_done = false;
+    for a in inv.iter().skip(1) {
+        if a.is("--") {
+            options_done = true;
+            continue;
+        }
+        if a.is("-1") && (options_done || options > 1 || inv.len() == 2) {
+            return Some(Hit::Deny("`kill -1`: signals every process".to_string()));
         }
     }
     None

@@ -317,6 +317,90 @@ fn spec(name: &str) -> Option<Spec> {
             short_val: b"evc",
             ..NONE
         },
+        // Less common process wrappers (deny rules must see through them too).
+        "eatmydata" | "nocache" | "torsocks" | "tsocks" | "rlwrap" | "run-one" | "ifne"
+        | "daemonize" | "gnohup" | "fakechroot" | "linux32" | "linux64" | "ccache" | "sccache"
+        | "distcc" | "icecc" => NONE,
+        "setarch" => Spec {
+            positional: 1,
+            ..NONE
+        },
+        "proxychains" | "proxychains4" => Spec {
+            short_val: b"f",
+            ..NONE
+        },
+        "trickle" => Spec {
+            short_val: b"dulwtn",
+            ..NONE
+        },
+        "cpulimit" => Spec {
+            short_val: b"lpei",
+            long_val: &["--limit", "--pid", "--exe", "--path"],
+            itself_short: b"pPe",
+            ..NONE
+        },
+        "timelimit" => Spec {
+            short_val: b"tTsSpP",
+            ..NONE
+        },
+        "lckdo" => Spec {
+            short_val: b"W",
+            positional: 1,
+            ..NONE
+        },
+        "with-lock-ex" => Spec {
+            positional: 1,
+            ..NONE
+        },
+        "chpst" => Spec {
+            short_val: b"uUbeglmdosctfp",
+            ..NONE
+        },
+        "cgexec" => Spec {
+            short_val: b"g",
+            ..NONE
+        },
+        "numactl" => Spec {
+            short_val: b"NCmpiP",
+            long_val: &[
+                "--cpunodebind",
+                "--physcpubind",
+                "--membind",
+                "--preferred",
+                "--interleave",
+            ],
+            ..NONE
+        },
+        "gtimeout" => Spec {
+            short_val: b"sk",
+            long_val: &["--signal", "--kill-after"],
+            positional: 1,
+            ..NONE
+        },
+        "gnice" => Spec {
+            short_val: b"n",
+            long_val: &["--adjustment"],
+            ..NONE
+        },
+        "gstdbuf" => Spec {
+            short_val: b"ioe",
+            long_val: &["--input", "--output", "--error"],
+            ..NONE
+        },
+        "flatpak-spawn" => Spec {
+            long_val: &["--directory", "--env", "--forward-fd"],
+            ..NONE
+        },
+        "schroot" => Spec {
+            short_val: b"cud",
+            long_val: &["--chroot", "--user", "--directory"],
+            ..NONE
+        },
+        "arch" => NONE,
+        "sandbox-exec" => Spec {
+            short_val: b"fpD",
+            ..NONE
+        },
         "xvfb-run" => Spec {
             short_val: b"nsfpe",
             long_val: &[
@@ -526,6 +610,34 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
         "nix-shell" => return unwrap_nix_shell(argv),
         "sg" => return unwrap_sg(argv),
         "hyperfine" => return unwrap_hyperfine(argv),
+        "cross-env" | "cross-env-shell" => return unwrap_env(argv),
+        "concurrently" => return unwrap_concurrently(argv),
+        "nodemon" => return unwrap_nodemon(argv),
+        "bwrap" | "proot" | "firejail" | "systemd-nspawn" | "pee" => {
+            return Unwrap::Opaque(format!(
+                "`{name}` runs commands with options berth does not follow"
+            ));
+        }
+        // Secret managers and runners that take the command after `--`.
+        "op" | "doppler" | "aws-vault" | "infisical" | "teller" | "env-cmd" | "with-env"
+        | "dotenv-cli" => {
+            return match argv.iter().position(|a| a.is("--")) {
+                Some(i) if i + 1 < argv.len() => Unwrap::Command {
+                    start: i + 1,
+                    info: WrapInfo::default(),
+                },
+                _ if name == "env-cmd" => unwrap_with(
+                    argv,
+                    1,
+                    &Spec {
+                        short_val: b"fer",
+                        long_val: &["--file", "--environments", "--rc-file"],
+                        ..NONE
+                    },
+                ),
+                _ => Unwrap::NotAWrapper,
+            };
+        }
         _ => {}
     }
     if is_shell(name) {
@@ -1370,6 +1482,74 @@ fn unwrap_hyperfine(argv: &[Arg]) -> Unwrap {
     join_script_sep(&scripts)
 }
 
+/// `concurrently 'cmd1' 'cmd2'`: each argument is a shell command line.
+fn unwrap_concurrently(argv: &[Arg]) -> Unwrap {
+    let mut scripts = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = &argv[i];
+        if !a.dynamic && a.text.starts_with('-') {
+            let takes = matches!(
+                a.text.as_str(),
+                "-n" | "--names"
+                    | "-c"
+                    | "--prefix-colors"
+                    | "-p"
+                    | "--prefix"
+                    | "-s"
+                    | "--success"
+                    | "-k"
+                    | "--kill-others-on"
+                    | "--restart-tries"
+                    | "--restart-after"
+                    | "-m"
+                    | "--max-processes"
+                    | "--timestamp-format"
+                    | "-l"
+                    | "--prefix-length"
+                    | "--default-input-target"
+                    | "--handle-input"
+            );
+            i += if takes && !a.text.contains('=') { 2 } else { 1 };
+            continue;
+        }
+        scripts.push(a.clone());
+        i += 1;
+    }
+    if scripts.is_empty() {
+        return Unwrap::Itself;
+    }
+    join_script_sep(&scripts)
+}
+
+/// `nodemon --exec 'cmd'` runs a shell command line; plain `nodemon app.js`
+/// runs node.
+fn unwrap_nodemon(argv: &[Arg]) -> Unwrap {
+    for (i, a) in argv.iter().enumerate() {
+        if a.is("-x") || a.is("--exec") {
+            return match argv.get(i + 1) {
+                Some(s) => Unwrap::Script {
+                    script: s.clone(),
+                    new_process: true,
+                    info: WrapInfo::default(),
+                },
+                None => Unwrap::Itself,
+            };
+        }
+        if let Some(v) = a.text.strip_prefix("--exec=") {
+            return Unwrap::Script {
+                script: Arg {
+                    text: v.to_string(),
+                    ..a.clone()
+                },
+                new_process: true,
+                info: WrapInfo::default(),
+            };
+        }
+    }
+    Unwrap::NotAWrapper
+}
+
 fn join_script_sep(words: &[Arg]) -> Unwrap {
     if words.iter().any(|w| w.dynamic) {
         return Unwrap::Opaque("a command line built from a dynamic string".into());
@@ -1511,6 +1691,11 @@ mod tests {
             ("strace -f -o out.txt ls", Some(4)),
             ("watch -x ls", Some(2)),
             ("nix develop -c cargo build", Some(3)),
+            ("cross-env NODE_ENV=production webpack", Some(2)),
+            ("setarch x86_64 rm x", Some(2)),
+            ("eatmydata rm x", Some(1)),
+            ("doppler run -- rm x", Some(3)),
+            ("env -a name node x.js", Some(3)),
         ];
         for (input, want) in cases {
             assert_eq!(start(input), *want, "{input}");

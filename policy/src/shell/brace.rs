@@ -11,9 +11,17 @@ pub const MAX_EXPANSIONS: usize = 256;
 /// A byte and whether it was quoted.
 pub type Tagged = (u8, bool);
 
-/// Expands `input`. `None` when the expansion exceeds [`MAX_EXPANSIONS`].
+/// Longest word brace expansion is attempted on; a longer word with braces
+/// is treated as unknowable (the caller fails closed).
+pub const MAX_WORD: usize = 4096;
+
+/// Expands `input`. `None` when the expansion exceeds [`MAX_EXPANSIONS`] or
+/// the word is longer than [`MAX_WORD`].
 /// A word without an unquoted brace pair expands to itself.
 pub fn expand(input: &[Tagged]) -> Option<Vec<Vec<u8>>> {
+    if input.len() > MAX_WORD {
+        return None;
+    }
     let mut out = Vec::new();
     expand_into(input, &mut out, 0)?;
     Some(out)
@@ -48,41 +56,31 @@ fn expand_into(input: &[Tagged], out: &mut Vec<Vec<u8>>, depth: usize) -> Option
 type Brace = (usize, usize, Vec<Vec<Tagged>>);
 
 fn find_brace_checked(input: &[Tagged]) -> Result<Option<Brace>, ()> {
-    let mut start = 0;
-    while start < input.len() {
-        let Some(rel) = input[start..].iter().position(|&(b, q)| b == b'{' && !q) else {
-            return Ok(None);
-        };
-        let open = start + rel;
-        // `${` is a parameter, not a brace.
-        if open > 0 && input[open - 1] == (b'$', false) {
-            start = open + 1;
+    // Pair braces in one pass (a stack of opens, commas counted at the
+    // innermost open brace), so a word of many braces stays linear.
+    let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut pairs: Vec<(usize, usize, Vec<usize>)> = Vec::new();
+    for (i, &(b, q)) in input.iter().enumerate() {
+        if q {
             continue;
         }
-        let mut depth = 0usize;
-        let mut commas = Vec::new();
-        let mut close = None;
-        for (i, &(b, q)) in input.iter().enumerate().skip(open) {
-            if q {
-                continue;
-            }
-            match b {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(i);
-                        break;
-                    }
+        match b {
+            b'{' => stack.push((i, Vec::new())),
+            b'}' => {
+                if let Some((open, commas)) = stack.pop() {
+                    pairs.push((open, i, commas));
                 }
-                b',' if depth == 1 => commas.push(i),
-                _ => {}
             }
+            b',' => {
+                if let Some(top) = stack.last_mut() {
+                    top.1.push(i);
+                }
+            }
+            _ => {}
         }
-        let Some(close) = close else {
-            start = open + 1;
-            continue;
-        };
+    }
+    pairs.sort_by_key(|p| p.0);
+    for (open, close, commas) in pairs {
         if !commas.is_empty() {
             let mut alts = Vec::with_capacity(commas.len() + 1);
             let mut from = open + 1;
@@ -92,12 +90,15 @@ fn find_brace_checked(input: &[Tagged]) -> Result<Option<Brace>, ()> {
             }
             return Ok(Some((open, close, alts)));
         }
+        // Sequences are short (`{1..100}`): longer contents cannot be one.
+        if close - open > 64 {
+            continue;
+        }
         match sequence(&input[open + 1..close]) {
             Seq::Values(seq) => return Ok(Some((open, close, seq))),
             Seq::TooMany => return Err(()),
             Seq::NotASequence => {}
         }
-        start = open + 1;
     }
     Ok(None)
 }

@@ -69,6 +69,11 @@ pub fn evaluate(word: &Word, home: &str) -> Value {
                     tagged.extend(u.bytes().map(|b| (b, true)));
                 }
             },
+            // `$HOME` is the frame's home: the template `rm -rf $HOME` is by
+            // meaning `rm -rf ~`. (Assigning HOME makes a segment opaque.)
+            Part::Param { name, inner } if name == "HOME" && inner.is_empty() => {
+                tagged.extend(home.bytes().map(|b| (b, true)));
+            }
             Part::Param { inner, .. } => {
                 v.dynamic = true;
                 if arith_vars_in(inner) {

@@ -198,6 +198,9 @@ pub struct ExecOutcome {
     pub stderr: Output,
     /// The deadline passed and the process tree was killed.
     pub timed_out: bool,
+    /// The sandbox's memory limit killed a process of this command (exit 137
+    /// from the out-of-memory killer, not from a signal someone sent).
+    pub oom_killed: bool,
     pub duration: Duration,
 }
 

@@ -9,8 +9,10 @@
 pub mod capture;
 #[cfg(feature = "contract")]
 pub mod contract;
+pub mod docker;
 pub mod exec;
 pub mod host_scope;
+pub mod image;
 mod process_tree;
 mod read_only;
 pub mod runner;

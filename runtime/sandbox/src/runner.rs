@@ -477,6 +477,8 @@ impl Runner {
             stdout,
             stderr,
             timed_out,
+            // rlimits end a runner command with an error, not an OOM kill.
+            oom_killed: false,
             duration: started.elapsed(),
         })
     }
@@ -521,6 +523,7 @@ impl Runner {
             stdout: Output::default(),
             stderr: stderr.finish(),
             timed_out: false,
+            oom_killed: false,
             duration: started.elapsed(),
         })
     }

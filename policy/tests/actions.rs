@@ -1,0 +1,224 @@
+//! File actions, structured git actions, path rules from a Claude Code
+//! settings file, and `explain`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use berth_policy::{
+    Action, Autonomy, Context, Frame, Limits, Mode, RuleMatch, RuleSet, Stage, Verdict, decide,
+};
+
+fn run(
+    action: &Action,
+    autonomy: &Autonomy,
+    rules: &RuleSet,
+    frame: &Frame,
+) -> berth_policy::Decision {
+    let protected = vec!["main".to_string(), "release/*".to_string()];
+    let limits = Limits::default();
+    let ctx = Context {
+        frame,
+        cwd: "/work",
+        autonomy,
+        rules,
+        protected_branches: &protected,
+        limits: &limits,
+    };
+    decide(action, &ctx)
+}
+
+const SETTINGS: &str = r#"{
+  "permissions": {
+    "allow": ["Bash(npm run test:*)", "Edit(src/**)", "Read(/docs/**)"],
+    "ask": ["Edit(package.json)"],
+    "deny": ["Read(./.env)", "Edit(//etc/**)", "Bash(curl:*)"]
+  },
+  "model": "whatever"
+}"#;
+
+#[test]
+fn file_actions_with_path_rules() {
+    let rules = RuleSet::from_json(SETTINGS, ".claude/settings.json").unwrap();
+    let manual = Autonomy::manual().with("file_read", Mode::AutoApprove);
+    let host = Frame::host("/work");
+    let fr = |p: &str| Action::FileRead { path: p.into() };
+    let fw = |p: &str| Action::FileWrite { path: p.into() };
+    let cases = [
+        (fr("src/main.rs"), Verdict::AutoApprove, Stage::Autonomy),
+        (fr(".env"), Verdict::Deny, Stage::DenyRule),
+        (fr("/work/.env"), Verdict::Deny, Stage::DenyRule),
+        (fr("/etc/passwd"), Verdict::RequireApproval, Stage::Scope),
+        (fw("src/lib.rs"), Verdict::AutoApprove, Stage::AllowRule),
+        (fw("src/a/b/c.rs"), Verdict::AutoApprove, Stage::AllowRule),
+        (fw("package.json"), Verdict::RequireApproval, Stage::AskRule),
+        (fw("README.md"), Verdict::RequireApproval, Stage::Autonomy),
+        (fw("/etc/hosts"), Verdict::Deny, Stage::DenyRule),
+        (fw("../outside.txt"), Verdict::RequireApproval, Stage::Scope),
+    ];
+    for (action, verdict, stage) in cases {
+        let d = run(&action, &manual, &rules, &host);
+        assert_eq!(
+            (d.verdict, d.stage),
+            (verdict, stage),
+            "{action:?}: {}",
+            d.reason
+        );
+    }
+    // A Read deny rule also holds for a command that names the file.
+    let d = run(
+        &Action::Terminal {
+            command: "npm run test -- --env-file .env".into(),
+        },
+        &manual,
+        &rules,
+        &host,
+    );
+    assert_eq!(
+        (d.verdict, d.stage),
+        (Verdict::Deny, Stage::DenyRule),
+        "{}",
+        d.reason
+    );
+    let d = run(
+        &Action::Terminal {
+            command: "npm run test -- --watch=false".into(),
+        },
+        &manual,
+        &rules,
+        &host,
+    );
+    assert_eq!(
+        (d.verdict, d.stage),
+        (Verdict::AutoApprove, Stage::AllowRule),
+        "{}",
+        d.reason
+    );
+    assert_eq!(rules.warnings.len(), 0);
+}
+
+#[test]
+fn structured_git_actions() {
+    let seeded = Autonomy::manual()
+        .with("git_commit", Mode::AutoApprove)
+        .with("git_push", Mode::AutoApprove)
+        .with("pr_open", Mode::AutoApprove);
+    let c = Frame::container("/work");
+    let none = RuleSet::default();
+    let cases = [
+        (
+            Action::GitCommit,
+            &seeded,
+            Verdict::AutoApprove,
+            Stage::Autonomy,
+        ),
+        (
+            Action::GitPush {
+                branch: "agent/dev-1/t1".into(),
+            },
+            &seeded,
+            Verdict::AutoApprove,
+            Stage::Autonomy,
+        ),
+        (
+            Action::GitPush {
+                branch: "main".into(),
+            },
+            &seeded,
+            Verdict::RequireApproval,
+            Stage::NeverAuto,
+        ),
+        (
+            Action::PrOpen,
+            &seeded,
+            Verdict::AutoApprove,
+            Stage::Autonomy,
+        ),
+        (
+            Action::GitMerge {
+                target: "feature/x".into(),
+            },
+            &seeded,
+            Verdict::RequireApproval,
+            Stage::Autonomy,
+        ),
+        (
+            Action::GitMerge {
+                target: "release/2.0".into(),
+            },
+            &seeded,
+            Verdict::RequireApproval,
+            Stage::NeverAuto,
+        ),
+        (
+            Action::GitCommit,
+            &Autonomy::new(),
+            Verdict::RequireApproval,
+            Stage::Autonomy,
+        ),
+    ];
+    for (action, autonomy, verdict, stage) in cases {
+        let d = run(&action, autonomy, &none, &c);
+        assert_eq!(
+            (d.verdict, d.stage),
+            (verdict, stage),
+            "{action:?}: {}",
+            d.reason
+        );
+    }
+    // A deny rule for the equivalent command holds for the structured push.
+    let deny_push = RuleSet::from_lists(&[], &[], &["git push".to_string()]).unwrap();
+    let d = run(
+        &Action::GitPush {
+            branch: "agent/dev-1/t1".into(),
+        },
+        &seeded,
+        &deny_push,
+        &c,
+    );
+    assert_eq!((d.verdict, d.stage), (Verdict::Deny, Stage::DenyRule));
+    // ...and the privileged limit does not: the runtime restricts the push itself.
+    let d = run(
+        &Action::GitPush {
+            branch: "agent/dev-1/t1".into(),
+        },
+        &Autonomy::auto(),
+        &none,
+        &c,
+    );
+    assert_eq!(d.verdict, Verdict::AutoApprove);
+}
+
+#[test]
+fn explain_shows_segments_rules_paths_and_auto_mode() {
+    let rules = RuleSet::from_json(
+        "{\n  \"allow\": [\n    \"npm test\"\n  ]\n}",
+        "permissions.json",
+    )
+    .unwrap();
+    let d = run(
+        &Action::Terminal {
+            command: "cd /tmp && npm test && git push".into(),
+        },
+        &Autonomy::manual(),
+        &rules,
+        &Frame::host("/work"),
+    );
+    assert_eq!(
+        (d.verdict, d.stage),
+        (Verdict::RequireApproval, Stage::Privileged)
+    );
+    assert_eq!(d.segments.len(), 3);
+    assert!(
+        matches!(&d.segments[1].matched, RuleMatch::Allow { rule } if rule.source.as_ref().map(|s| s.line) == Some(3))
+    );
+    let text = berth_policy::explain::render(&d);
+    for needle in [
+        "verdict: require_approval (stage: privileged)",
+        "1. cd /tmp",
+        "allow \"npm test\" (permissions.json:3:5)",
+        "/tmp (OUTSIDE the scope)",
+        "lifts: [scope]",
+        "lifts: [partial_allow]",
+        "still asks: [privileged]",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}

@@ -1,0 +1,813 @@
+//! One command in a berth's container: create, start, stream, deadline, exit
+//! code, and the process group it leaves behind.
+//!
+//! Docker has no "kill this exec", its client timeout does not bound an exec's
+//! stream, and when an exec's main process exits Docker keeps the stream open
+//! (up to ~2 s) while background children hold its pipes — children that then
+//! run on, unowned. So every command runs under a small `sh` wrapper:
+//!
+//! ```sh
+//! sh -c WRAPPER berth-exec <token> <command…>
+//! ```
+//!
+//! The wrapper starts the command in a new session (`setsid`), so the command
+//! and everything it forks form one process group the wrapper knows, waits for
+//! it, kills whatever is left of that group, and exits with the command's
+//! status. Leftover background processes therefore die with every exec, and the
+//! stream closes as soon as the command ends.
+//!
+//! On a timeout a second exec (the same uid, inside the container) finds the
+//! wrapper by its `<token>` in `/proc/*/cmdline`, kills its child's process
+//! group and the wrapper. We chose that over `killpg` on the host pid that
+//! `inspect_exec` reports: the host pid is only meaningful when berth shares the
+//! engine's pid namespace and may signal uid 1000 (root, same host), while the
+//! in-container kill works for a non-root berth, a remote engine and a future
+//! pod backend alike. The token also names the berth process that started the
+//! exec, so [`reconcile`](super::DockerBackend::reconcile) can kill execs whose
+//! owner died. A process that calls `setsid` itself leaves the group; only the
+//! container (`down`) contains those.
+//!
+//! The image must provide `/bin/sh`, `setsid` and `tr` (busybox or coreutils +
+//! util-linux); `up` checks that once.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::query_parameters::{EventsOptionsBuilder, StartContainerOptions};
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::time::Instant;
+
+use super::{DockerError, is_conflict, is_not_found};
+use crate::SandboxError;
+use crate::capture::TailBuffer;
+use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, Program};
+
+/// Runs `"$@"` (after the token) in its own session and kills what is left of
+/// that session's process group when it ends. `$0` is `berth-exec`, `$1` the
+/// token. stdin reaches the command through fd 3 (a background job would
+/// otherwise get /dev/null).
+///
+/// Docker reports one integer, so "killed by SIGKILL" and "exited 137" look
+/// the same; so does `wait` in the shell. The shell's job table still knows
+/// (`Killed` against `Done(137)`), so for codes 129–192 the wrapper appends
+/// `jobs -l` to stderr behind a marker ([`JOBS_MARKER`]), which the reader
+/// strips. `{ }` keeps `jobs` in the wrapper's shell, where the job is.
+pub(crate) const WRAPPER: &str = "shift; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; exit $r";
+
+/// Starts the wrapper's report of how its command ended.
+const JOBS_MARKER: &[u8] = b"\x1eberth-jobs ";
+
+/// Kills every wrapper whose command line holds `$1` (a token or a token
+/// prefix), its child's process group and the child itself (the child may not
+/// have reached `setsid` yet).
+const KILL_SCRIPT: &str = r#"for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = "$$" ] && continue; case " $(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) " in *" berth-exec $1"*) c=; read -r c < "$d/task/$p/children" 2>/dev/null; for g in $c; do kill -KILL -"$g" "$g" 2>/dev/null; done; kill -KILL "$p" 2>/dev/null;; esac; done; exit 0"#;
+
+/// Checks the image has what the wrapper and the kill script need.
+pub(crate) const PROBE_SCRIPT: &str = "for t in setsid tr kill; do command -v $t >/dev/null 2>&1 || { echo \"missing: $t\"; exit 1; }; done";
+
+/// How long the killed tree's last output is still collected after a timeout.
+/// Docker closes an exec's stream at most ~2 s after its main process exits.
+const DRAIN_GRACE: Duration = Duration::from_secs(3);
+/// Bound on the kill exec and on waiting for a killed exec to stop.
+const KILL_BUDGET: Duration = Duration::from_secs(10);
+const SIGKILL: i32 = 9;
+
+/// Where execs run: the container and the identity of its commands.
+pub(crate) struct Target<'a> {
+    pub docker: &'a Docker,
+    pub container: &'a str,
+    /// `uid:gid`.
+    pub user: &'a str,
+}
+
+/// Runs one request to completion or its deadline.
+pub(crate) async fn run(
+    target: &Target<'_>,
+    request: ExecRequest,
+    sink: Option<UnboundedSender<OutputChunk>>,
+) -> Result<ExecOutcome, SandboxError> {
+    let started = Instant::now();
+    let started_wall = SystemTime::now();
+    // Saturating: `Duration::MAX` means "no deadline", not an overflow.
+    let deadline = started
+        .checked_add(request.timeout)
+        .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
+    let token = next_token();
+
+    let mut cmd = vec![
+        "/bin/sh".to_string(),
+        "-c".to_string(),
+        WRAPPER.to_string(),
+        "berth-exec".to_string(),
+        token.clone(),
+    ];
+    match &request.program {
+        Program::Shell(line) => {
+            cmd.extend(["/bin/sh".to_string(), "-c".to_string(), line.clone()]);
+        }
+        Program::Argv(argv) => {
+            // Through `sh -c 'exec "$@"'`, so a missing program is 127 and an
+            // unexecutable one 126, with the shell's message, as in the runner
+            // (a bare Docker exec reports 126 for both, on stdout).
+            cmd.extend([
+                "/bin/sh".to_string(),
+                "-c".to_string(),
+                "exec \"$@\"".to_string(),
+                "sh".to_string(),
+            ]);
+            cmd.extend(argv.iter().cloned());
+        }
+    }
+    let env: Vec<String> = request
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let options = CreateExecOptions {
+        cmd: Some(cmd),
+        env: Some(env),
+        working_dir: Some(request.cwd.clone()),
+        user: Some(target.user.to_string()),
+        attach_stdin: Some(request.stdin.is_some()),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        // A TTY would merge stdout and stderr.
+        tty: Some(false),
+        ..Default::default()
+    };
+
+    let mut stdout = TailBuffer::new(request.output_cap);
+    let mut stderr = TailBuffer::new(request.output_cap);
+    let timed_out_outcome = |stdout: TailBuffer, stderr: TailBuffer| ExecOutcome {
+        status: ExitStatus::Signaled(SIGKILL),
+        stdout: stdout.finish(),
+        stderr: stderr.finish(),
+        timed_out: true,
+        oom_killed: false,
+        duration: started.elapsed(),
+    };
+
+    let exec_id = match tokio::time::timeout_at(deadline, create_exec(target, options)).await {
+        Ok(created) => created?,
+        // Nothing was created, so nothing runs.
+        Err(_) => return Ok(timed_out_outcome(stdout, stderr)),
+    };
+    // From here a process may run: if this future is dropped (the caller
+    // gave up) or fails, the guard kills the exec's tree.
+    let mut guard = CancelGuard {
+        docker: target.docker.clone(),
+        container: target.container.to_string(),
+        user: target.user.to_string(),
+        token: token.clone(),
+        armed: true,
+    };
+    let start = target.docker.start_exec(
+        &exec_id,
+        Some(StartExecOptions {
+            detach: false,
+            tty: false,
+            output_capacity: None,
+        }),
+    );
+    let (mut output, input) = match tokio::time::timeout_at(deadline, start).await {
+        Ok(Ok(StartExecResults::Attached { output, input })) => (output, input),
+        Ok(Ok(StartExecResults::Detached)) => {
+            return Err(SandboxError::Backend {
+                op: "docker exec",
+                message: format!("exec {exec_id} in {} started detached", target.container),
+            });
+        }
+        Ok(Err(source)) => {
+            return Err(DockerError::Api {
+                op: "start exec in",
+                target: target.container.to_string(),
+                source,
+            }
+            .into());
+        }
+        Err(_) => {
+            kill_then_wait(target, &exec_id, &token).await?;
+            return Ok(timed_out_outcome(stdout, stderr));
+        }
+    };
+
+    // stdin is written beside the reading (a command may fill its stdout pipe
+    // before it reads all its input), then closed, or the command would wait
+    // for more forever.
+    let stdin_task = request.stdin.map(|bytes| {
+        let mut input = input;
+        tokio::spawn(async move {
+            let _ = input.write_all(&bytes).await;
+            let _ = input.shutdown().await;
+        })
+    });
+
+    let mut timed_out = false;
+    let mut filter = StderrFilter::default();
+    let mut deliver = |log: LogOutput| match log {
+        LogOutput::StdErr { message } => {
+            let pass = filter.push(&message);
+            if !pass.is_empty() {
+                stderr.push(&pass);
+                if let Some(s) = &sink {
+                    let _ = s.send(OutputChunk::Stderr(pass));
+                }
+            }
+        }
+        LogOutput::StdOut { message } | LogOutput::Console { message } => {
+            stdout.push(&message);
+            if let Some(s) = &sink {
+                let _ = s.send(OutputChunk::Stdout(message.to_vec()));
+            }
+        }
+        LogOutput::StdIn { .. } => {}
+    };
+    loop {
+        match tokio::time::timeout_at(deadline, output.next()).await {
+            Ok(Some(Ok(log))) => deliver(log),
+            Ok(Some(Err(e))) => {
+                tracing::warn!(container = target.container, error = %e, "exec stream broke");
+                break;
+            }
+            Ok(None) => break,
+            Err(_) => {
+                timed_out = true;
+                break;
+            }
+        }
+    }
+    if timed_out {
+        // A failed kill (the pids limit can refuse even the kill exec) is not
+        // the end: the exec is checked below and, if it still runs, the
+        // container is restarted.
+        if let Err(e) = kill_by_token(target, &token).await {
+            tracing::warn!(container = target.container, error = %e, "kill exec failed");
+        }
+        // What the killed tree wrote last is still worth having.
+        let grace = Instant::now() + DRAIN_GRACE;
+        while let Ok(Some(Ok(log))) = tokio::time::timeout_at(grace, output.next()).await {
+            deliver(log);
+        }
+    }
+    drop(output);
+    if let Some(task) = stdin_task {
+        task.abort();
+    }
+    let rest = filter.finish();
+    if !rest.is_empty() {
+        stderr.push(&rest);
+        if let Some(s) = &sink {
+            let _ = s.send(OutputChunk::Stderr(rest));
+        }
+    }
+
+    // The stream has ended; the exit code may lag it by a moment.
+    let code = loop {
+        let inspected = target
+            .docker
+            .inspect_exec(&exec_id)
+            .await
+            .map_err(|source| DockerError::Api {
+                op: "inspect exec in",
+                target: target.container.to_string(),
+                source,
+            })?;
+        if inspected.running != Some(true) {
+            break inspected.exit_code;
+        }
+        if Instant::now() >= deadline && !timed_out {
+            timed_out = true;
+            kill_then_wait(target, &exec_id, &token).await?;
+            break None;
+        }
+        if timed_out {
+            // Killed above; wait for it to be reaped, within the budget.
+            wait_stopped(target, &exec_id).await?;
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+
+    let (status, oom_killed) = if timed_out {
+        (ExitStatus::Signaled(SIGKILL), false)
+    } else {
+        let code = code.ok_or_else(|| SandboxError::Backend {
+            op: "docker exec",
+            message: format!(
+                "exec {exec_id} in {} ended without an exit code",
+                target.container
+            ),
+        })?;
+        let code = i32::try_from(code).unwrap_or(i32::MAX);
+        let status = status_from_code(code, filter.jobs.as_deref());
+        let oom = code == 128 + SIGKILL && oom_since(target, started_wall).await;
+        (status, oom)
+    };
+    guard.armed = false;
+    Ok(ExecOutcome {
+        status,
+        stdout: stdout.finish(),
+        stderr: stderr.finish(),
+        timed_out,
+        oom_killed,
+        duration: started.elapsed(),
+    })
+}
+
+/// `create_exec`, starting the container once if it has stopped (an
+/// out-of-memory kill of its init, a daemon restart).
+async fn create_exec(
+    target: &Target<'_>,
+    options: CreateExecOptions<String>,
+) -> Result<String, SandboxError> {
+    let api = |op: &'static str| {
+        let container = target.container.to_string();
+        move |source| DockerError::Api {
+            op,
+            target: container,
+            source,
+        }
+    };
+    match target
+        .docker
+        .create_exec(target.container, options.clone())
+        .await
+    {
+        Ok(created) => Ok(created.id),
+        Err(e) if is_conflict(&e) => {
+            tracing::warn!(
+                container = target.container,
+                "container not running; starting it"
+            );
+            target
+                .docker
+                .start_container(target.container, None::<StartContainerOptions>)
+                .await
+                .map_err(api("start stopped container"))?;
+            let created = target
+                .docker
+                .create_exec(target.container, options)
+                .await
+                .map_err(api("create exec in"))?;
+            Ok(created.id)
+        }
+        Err(e) if is_not_found(&e) => Err(SandboxError::Backend {
+            op: "docker exec",
+            message: format!(
+                "container {} does not exist (removed by `berth down` or reconcile?); run `berth up`",
+                target.container
+            ),
+        }),
+        Err(source) => Err(api("create exec in")(source).into()),
+    }
+}
+
+/// Kills an exec's tree when the future running it is dropped before the
+/// exec finished, on a task of its own (drop cannot await). Best effort: a
+/// runtime that is shutting down may not run it, and then reconcile does.
+struct CancelGuard {
+    docker: Docker,
+    container: String,
+    user: String,
+    token: String,
+    armed: bool,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let docker = self.docker.clone();
+        let container = std::mem::take(&mut self.container);
+        let user = std::mem::take(&mut self.user);
+        let token = std::mem::take(&mut self.token);
+        handle.spawn(async move {
+            let target = Target {
+                docker: &docker,
+                container: &container,
+                user: &user,
+            };
+            if let Err(e) = kill_by_token(&target, &token).await {
+                tracing::warn!(%container, error = %e, "killing a cancelled exec failed");
+            }
+        });
+    }
+}
+
+/// Kills the exec's tree and waits until Docker sees it stopped.
+async fn kill_then_wait(
+    target: &Target<'_>,
+    exec_id: &str,
+    token: &str,
+) -> Result<(), SandboxError> {
+    if let Err(e) = kill_by_token(target, token).await {
+        tracing::warn!(container = target.container, error = %e, "kill exec failed");
+    }
+    wait_stopped(target, exec_id).await
+}
+
+/// Waits for a killed exec to stop; if it will not, restarts the container —
+/// the last resort, which kills every process in it — so that no exec
+/// outlives its deadline.
+async fn wait_stopped(target: &Target<'_>, exec_id: &str) -> Result<(), SandboxError> {
+    let until = Instant::now() + KILL_BUDGET;
+    while Instant::now() < until {
+        match target.docker.inspect_exec(exec_id).await {
+            Ok(i) if i.running != Some(true) => return Ok(()),
+            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(source) => {
+                return Err(DockerError::Api {
+                    op: "inspect exec in",
+                    target: target.container.to_string(),
+                    source,
+                }
+                .into());
+            }
+        }
+    }
+    tracing::warn!(
+        container = target.container,
+        exec = exec_id,
+        "a timed-out exec survived its kill; restarting the container"
+    );
+    target
+        .docker
+        .restart_container(
+            target.container,
+            Some(bollard::query_parameters::RestartContainerOptions {
+                signal: None,
+                t: Some(0),
+            }),
+        )
+        .await
+        .map_err(|source| {
+            DockerError::Api {
+                op: "restart container",
+                target: target.container.to_string(),
+                source,
+            }
+            .into()
+        })
+}
+
+/// Kills every exec whose token starts with `token` (one exec, or all execs
+/// of one owner), from inside the container.
+pub(crate) async fn kill_by_token(target: &Target<'_>, token: &str) -> Result<(), SandboxError> {
+    let options = CreateExecOptions {
+        cmd: Some(vec![
+            "/bin/sh".to_string(),
+            "-c".to_string(),
+            KILL_SCRIPT.to_string(),
+            "berth-kill".to_string(),
+            token.to_string(),
+        ]),
+        user: Some(target.user.to_string()),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        tty: Some(false),
+        ..Default::default()
+    };
+    let outcome = run_plain(target, options, KILL_BUDGET).await?;
+    if outcome.0 != Some(0) {
+        tracing::warn!(
+            container = target.container,
+            token,
+            code = ?outcome.0,
+            output = %String::from_utf8_lossy(&outcome.1),
+            "kill exec did not succeed"
+        );
+    }
+    Ok(())
+}
+
+/// Runs a helper exec to completion within `budget`; returns its exit code
+/// and combined output.
+pub(crate) async fn run_plain(
+    target: &Target<'_>,
+    options: CreateExecOptions<String>,
+    budget: Duration,
+) -> Result<(Option<i64>, Vec<u8>), SandboxError> {
+    let api = |op: &'static str| {
+        let container = target.container.to_string();
+        move |source| DockerError::Api {
+            op,
+            target: container,
+            source,
+        }
+    };
+    let work = async {
+        let id = create_exec(target, options).await?;
+        let mut bytes = Vec::new();
+        if let StartExecResults::Attached { mut output, .. } = target
+            .docker
+            .start_exec(&id, None)
+            .await
+            .map_err(api("start exec in"))?
+        {
+            while let Some(Ok(log)) = output.next().await {
+                bytes.extend_from_slice(&log.into_bytes());
+            }
+        }
+        loop {
+            let i = target
+                .docker
+                .inspect_exec(&id)
+                .await
+                .map_err(api("inspect exec in"))?;
+            if i.running != Some(true) {
+                return Ok::<_, SandboxError>((i.exit_code, bytes));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(budget, work)
+        .await
+        .map_err(|_| SandboxError::Backend {
+            op: "docker exec",
+            message: format!(
+                "a helper exec in {} did not finish within {budget:?}",
+                target.container
+            ),
+        })?
+}
+
+/// Docker reports a signal death as 128 + N, like an exit with that code;
+/// the wrapper's `jobs -l` line tells them apart (`Done(137)` or bash's
+/// `Exit 137` is an exit, a signal's name is a signal). Without the line (the
+/// wrapper itself was killed) 128 + N is a signal, as Docker means it.
+fn status_from_code(code: i32, jobs: Option<&str>) -> ExitStatus {
+    if !(129..=128 + 64).contains(&code) {
+        return ExitStatus::Exited(code);
+    }
+    match jobs {
+        Some(j) if j.contains("Done") || j.contains("Exit") => ExitStatus::Exited(code),
+        _ => ExitStatus::Signaled(code - 128),
+    }
+}
+
+/// Whether the container's memory cgroup killed something since `since`:
+/// Docker emits an `oom` container event for each kill, while the container
+/// itself keeps running (its `State.OOMKilled` stays false when an exec, not
+/// the init, is the victim).
+async fn oom_since(target: &Target<'_>, since: SystemTime) -> bool {
+    for attempt in 0..2 {
+        if attempt > 0 {
+            // The event and the exec's exit travel separately; give the event
+            // a moment before deciding there was none.
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        let until = SystemTime::now();
+        let options = EventsOptionsBuilder::default()
+            .since(&unix_seconds(since))
+            .until(&unix_seconds(until))
+            .filters(&std::collections::HashMap::from([
+                ("type".to_string(), vec!["container".to_string()]),
+                ("container".to_string(), vec![target.container.to_string()]),
+                ("event".to_string(), vec!["oom".to_string()]),
+            ]))
+            .build();
+        let events = target.docker.events(Some(options));
+        let found = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut events = Box::pin(events);
+            matches!(events.next().await, Some(Ok(_)))
+        })
+        .await
+        .unwrap_or(false);
+        if found {
+            return true;
+        }
+    }
+    false
+}
+
+fn unix_seconds(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
+}
+
+/// `bx.<boot>.<pid>.<start>.` — this process, unique across restarts and
+/// pid reuse: the boot id, the pid and its start time.
+pub(crate) fn owner_token() -> &'static str {
+    static OWNER: OnceLock<String> = OnceLock::new();
+    OWNER.get_or_init(|| {
+        let boot = boot_id();
+        let pid = std::process::id();
+        let start = process_start(pid).unwrap_or(0);
+        format!("bx.{boot}.{pid}.{start}.")
+    })
+}
+
+fn next_token() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    format!("{}{}.", owner_token(), SEQ.fetch_add(1, Ordering::Relaxed))
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().replace('-', "").chars().take(12).collect())
+        .unwrap_or_else(|_| "noboot".to_string())
+}
+
+/// Field 22 of `/proc/<pid>/stat`: start time in clock ticks since boot.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; fields resume after its ')'.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The owner of an exec, parsed from its token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExecOwner {
+    /// The token prefix naming the owner (ends with `.`).
+    pub prefix: String,
+    boot: String,
+    pid: u32,
+    start: u64,
+}
+
+impl ExecOwner {
+    /// From an exec's arguments (`-c WRAPPER berth-exec <token> …`).
+    pub(crate) fn from_arguments(args: &[String]) -> Option<ExecOwner> {
+        let i = args.iter().position(|a| a == "berth-exec")?;
+        let token = args.get(i + 1)?;
+        let mut parts = token.strip_prefix("bx.")?.split('.');
+        let boot = parts.next()?.to_string();
+        let pid = parts.next()?.parse().ok()?;
+        let start = parts.next()?.parse().ok()?;
+        Some(ExecOwner {
+            prefix: format!("bx.{boot}.{pid}.{start}."),
+            boot,
+            pid,
+            start,
+        })
+    }
+
+    /// True when the owner is known dead: same boot, and its pid is gone or
+    /// now belongs to a process started at another time. An owner from another
+    /// boot (or another host) cannot be judged and counts as alive.
+    pub(crate) fn is_dead(&self) -> bool {
+        if self.boot != boot_id() {
+            return false;
+        }
+        process_start(self.pid) != Some(self.start)
+    }
+}
+
+/// Passes stderr through, holding back and parsing the wrapper's
+/// [`JOBS_MARKER`] report. The marker starts with an ASCII record separator,
+/// which ordinary output does not contain, so output is held back only in the
+/// rare chunk that has one.
+#[derive(Default)]
+struct StderrFilter {
+    held: Vec<u8>,
+    /// The wrapper's `jobs -l` line, when it wrote one.
+    jobs: Option<String>,
+}
+
+impl StderrFilter {
+    /// Takes a chunk; returns what may be passed on now.
+    fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+        if self.held.is_empty() && !chunk.contains(&0x1e) {
+            return chunk.to_vec();
+        }
+        self.held.extend_from_slice(chunk);
+        self.drain(false)
+    }
+
+    /// At the end of the stream: whatever is still held.
+    fn finish(&mut self) -> Vec<u8> {
+        self.drain(true)
+    }
+
+    fn drain(&mut self, end: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let Some(i) = self.held.iter().position(|&b| b == 0x1e) else {
+                out.append(&mut self.held);
+                break;
+            };
+            out.extend(self.held.drain(..i));
+            let n = self.held.len().min(JOBS_MARKER.len());
+            if self.held[..n] != JOBS_MARKER[..n] {
+                out.push(self.held.remove(0));
+                continue;
+            }
+            if n < JOBS_MARKER.len() {
+                if end {
+                    out.append(&mut self.held);
+                }
+                break;
+            }
+            match self.held.iter().position(|&b| b == b'\n') {
+                Some(nl) => {
+                    let line: Vec<u8> = self.held.drain(..=nl).collect();
+                    self.jobs = Some(
+                        String::from_utf8_lossy(&line[JOBS_MARKER.len()..])
+                            .trim()
+                            .to_string(),
+                    );
+                }
+                None => {
+                    if end || self.held.len() > 4096 {
+                        out.append(&mut self.held);
+                    }
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn codes_map_to_statuses() {
+        let killed = Some("[1]+  8346 Killed");
+        let done = Some("[1]+  8348 Done(137)");
+        let cases = [
+            (0, None, ExitStatus::Exited(0)),
+            (1, None, ExitStatus::Exited(1)),
+            (126, None, ExitStatus::Exited(126)),
+            (127, None, ExitStatus::Exited(127)),
+            (128, None, ExitStatus::Exited(128)),
+            (137, killed, ExitStatus::Signaled(9)),
+            (137, done, ExitStatus::Exited(137)),
+            (
+                137,
+                Some("[1]+ Exit 137  sh -c ..."),
+                ExitStatus::Exited(137),
+            ),
+            (137, None, ExitStatus::Signaled(9)),
+            (143, Some("[1]+  9 Terminated"), ExitStatus::Signaled(15)),
+            (255, None, ExitStatus::Exited(255)),
+        ];
+        for (code, jobs, want) in cases {
+            assert_eq!(status_from_code(code, jobs), want, "{code} {jobs:?}");
+        }
+    }
+
+    #[test]
+    fn the_jobs_report_is_stripped_from_stderr_wherever_chunks_split() {
+        let stream: &[u8] = b"err1\nerr2\x1e not ours\n\x1eberth-jobs [1]+  12 Killed  \n";
+        let want_out: &[u8] = b"err1\nerr2\x1e not ours\n";
+        for split in 0..=stream.len() {
+            for split2 in split..=stream.len() {
+                let mut f = StderrFilter::default();
+                let mut out = f.push(&stream[..split]);
+                out.extend(f.push(&stream[split..split2]));
+                out.extend(f.push(&stream[split2..]));
+                out.extend(f.finish());
+                assert_eq!(out, want_out, "split at {split}/{split2}");
+                assert_eq!(
+                    f.jobs.as_deref(),
+                    Some("[1]+  12 Killed"),
+                    "split at {split}/{split2}"
+                );
+            }
+        }
+        // A truncated marker at the end is output, not a report.
+        let mut f = StderrFilter::default();
+        let mut out = f.push(b"x\x1eberth-jo");
+        out.extend(f.finish());
+        assert_eq!(out, b"x\x1eberth-jo");
+        assert_eq!(f.jobs, None);
+    }
+
+    #[test]
+    fn tokens_name_their_owner() {
+        let token = next_token();
+        let args = vec![
+            "-c".to_string(),
+            WRAPPER.to_string(),
+            "berth-exec".to_string(),
+            token.clone(),
+            "true".to_string(),
+        ];
+        let owner = ExecOwner::from_arguments(&args).unwrap();
+        assert!(token.starts_with(&owner.prefix));
+        assert_eq!(owner.prefix, owner_token());
+        assert!(!owner.is_dead(), "this process is alive");
+        let dead = ExecOwner {
+            start: owner.start + 1,
+            ..owner.clone()
+        };
+        assert!(dead.is_dead(), "same pid, other start time: a reused pid");
+        assert_eq!(ExecOwner::from_arguments(&["true".to_string()]), None);
+    }
+}

@@ -1,0 +1,484 @@
+//! Bringing berths up, taking them down, and reconciling what a crashed berth
+//! process left behind.
+//!
+//! Every step is idempotent and safe against a second berth process doing the
+//! same: the container name is deterministic, a duplicate create is a 409 that
+//! turns into adoption, and only containers carrying `berth.managed=1` are ever
+//! removed.
+
+use std::collections::{BTreeSet, HashMap};
+
+use bollard::exec::CreateExecOptions;
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    StartContainerOptions,
+};
+
+use super::exec::{self, ExecOwner, PROBE_SCRIPT, Target};
+use super::spec::container_name;
+use super::{
+    AGENT_LABEL, BerthSpec, DockerBackend, DockerBerth, DockerError, MANAGED_LABEL, PROJECT_LABEL,
+    SPEC_LABEL, is_conflict, is_not_found, status_of,
+};
+use crate::image::{ImageInfo, ImageRef};
+use crate::{SandboxError, WorkAccess};
+
+/// A berth container as the engine lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BerthContainer {
+    pub name: String,
+    pub id: String,
+    /// Empty when the label is missing.
+    pub project: String,
+    pub agent: String,
+    /// Docker's state: `running`, `exited`, `created`, ….
+    pub state: String,
+}
+
+/// What reconcile did with one container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReconcileAction {
+    /// Running, with a live worktree: kept. `stale_execs` were commands whose
+    /// berth process had died; they were killed.
+    Adopted { stale_execs: usize },
+    /// Removed, with the reason.
+    Removed { reason: String },
+}
+
+/// The report of [`DockerBackend::reconcile`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    pub entries: Vec<(BerthContainer, ReconcileAction)>,
+}
+
+impl ReconcileReport {
+    pub fn adopted(&self) -> impl Iterator<Item = &BerthContainer> {
+        self.entries
+            .iter()
+            .filter(|(_, a)| matches!(a, ReconcileAction::Adopted { .. }))
+            .map(|(c, _)| c)
+    }
+
+    pub fn removed(&self) -> impl Iterator<Item = &BerthContainer> {
+        self.entries
+            .iter()
+            .filter(|(_, a)| matches!(a, ReconcileAction::Removed { .. }))
+            .map(|(c, _)| c)
+    }
+}
+
+impl DockerBackend {
+    /// Brings a berth up: adopts its running container when the container
+    /// matches the spec, else (re)creates and starts it. Idempotent.
+    pub async fn up(&self, spec: BerthSpec) -> Result<DockerBerth, DockerError> {
+        {
+            let spec = spec.clone();
+            tokio::task::spawn_blocking(move || spec.validate())
+                .await
+                .map_err(|e| DockerError::Task {
+                    op: "validate the berth spec",
+                    message: e.to_string(),
+                })??;
+        }
+        let image = self.ensure_image(&spec.image).await?;
+        let name = spec.container_name();
+        let access = spec.work_access;
+        let body = spec.container_body(&image, access);
+
+        if self.adopt_if_matching(&name, &body).await? {
+            tracing::debug!(container = %name, "adopted running berth container");
+            return Ok(DockerBerth::new(self.clone(), spec, image, access, true));
+        }
+        let probe = matches!(spec.image, ImageRef::Named(_));
+        self.create_and_start(&name, body, &image, probe).await?;
+        Ok(DockerBerth::new(self.clone(), spec, image, access, false))
+    }
+
+    /// True when a running managed container named `name` matches `body`
+    /// (and was adopted); removes a managed one that does not match.
+    async fn adopt_if_matching(
+        &self,
+        name: &str,
+        body: &ContainerCreateBody,
+    ) -> Result<bool, DockerError> {
+        let found = match self.docker().inspect_container(name, None).await {
+            Ok(found) => found,
+            Err(e) if is_not_found(&e) => return Ok(false),
+            Err(source) => {
+                return Err(DockerError::Api {
+                    op: "inspect container",
+                    target: name.to_string(),
+                    source,
+                });
+            }
+        };
+        let labels = found
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.clone())
+            .unwrap_or_default();
+        let want = body.labels.clone().unwrap_or_default();
+        if labels.get(MANAGED_LABEL).map(String::as_str) != Some("1")
+            || labels.get(PROJECT_LABEL) != want.get(PROJECT_LABEL)
+            || labels.get(AGENT_LABEL) != want.get(AGENT_LABEL)
+        {
+            return Err(DockerError::Foreign {
+                name: name.to_string(),
+            });
+        }
+        let running = found
+            .state
+            .as_ref()
+            .and_then(|s| s.running)
+            .unwrap_or(false);
+        if running && labels.get(SPEC_LABEL) == want.get(SPEC_LABEL) {
+            return Ok(true);
+        }
+        tracing::info!(
+            container = name,
+            running,
+            "replacing berth container that does not match its spec"
+        );
+        self.remove(name).await?;
+        Ok(false)
+    }
+
+    async fn create_and_start(
+        &self,
+        name: &str,
+        body: ContainerCreateBody,
+        image: &ImageInfo,
+        probe: bool,
+    ) -> Result<(), DockerError> {
+        let api = |op: &'static str| {
+            let name = name.to_string();
+            move |source| DockerError::Api {
+                op,
+                target: name,
+                source,
+            }
+        };
+        let user = body.user.clone().unwrap_or_default();
+        let options = CreateContainerOptionsBuilder::default().name(name).build();
+        match self
+            .docker()
+            .create_container(Some(options), body.clone())
+            .await
+        {
+            Ok(_) => {}
+            // Another berth process created it a moment ago: use that one if it
+            // is what we would have made.
+            Err(e) if is_conflict(&e) => {
+                if self.adopt_if_matching(name, &body).await? {
+                    return Ok(());
+                }
+                let options = CreateContainerOptionsBuilder::default().name(name).build();
+                self.docker()
+                    .create_container(Some(options), body)
+                    .await
+                    .map_err(api("create container"))?;
+            }
+            Err(source) => return Err(api("create container")(source)),
+        }
+        match self
+            .docker()
+            .start_container(name, None::<StartContainerOptions>)
+            .await
+        {
+            Ok(()) => {}
+            Err(e) if status_of(&e) == Some(304) => {}
+            Err(source) => {
+                let _ = self.remove(name).await;
+                return Err(api("start container")(source));
+            }
+        }
+        let state = self
+            .docker()
+            .inspect_container(name, None)
+            .await
+            .map_err(api("inspect container"))?
+            .state
+            .unwrap_or_default();
+        if state.running != Some(true) {
+            let detail = format!(
+                "exit code {}, {}; the image must run `sleep infinity`",
+                state.exit_code.unwrap_or_default(),
+                state
+                    .error
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| "no error reported".to_string())
+            );
+            let _ = self.remove(name).await;
+            return Err(DockerError::NotRunning {
+                name: name.to_string(),
+                detail,
+            });
+        }
+        // The exec wrapper needs a few tools; say so now rather than at the
+        // first timeout. The default image has them by its recipe, so only
+        // images a project names pay for this exec.
+        if !probe {
+            return Ok(());
+        }
+        let target = Target {
+            docker: self.docker(),
+            container: name,
+            user: &user,
+        };
+        let probe = CreateExecOptions {
+            cmd: Some(vec![
+                "/bin/sh".to_string(),
+                "-c".to_string(),
+                PROBE_SCRIPT.to_string(),
+            ]),
+            user: Some(user.clone()),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            ..Default::default()
+        };
+        let result = exec::run_plain(&target, probe, std::time::Duration::from_secs(30)).await;
+        let failure = match result {
+            Ok((Some(0), _)) => None,
+            Ok((code, out)) => Some(format!(
+                "/bin/sh with setsid, tr and kill is required ({}; exit {code:?})",
+                String::from_utf8_lossy(&out).trim()
+            )),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(message) = failure {
+            let _ = self.remove(name).await;
+            return Err(DockerError::UnsuitableImage {
+                image: image.name.clone(),
+                message,
+            });
+        }
+        Ok(())
+    }
+
+    /// Replaces the berth's container with one whose `/work` is mounted as
+    /// `access`.
+    pub(crate) async fn recreate(
+        &self,
+        spec: &BerthSpec,
+        image: &ImageInfo,
+        access: WorkAccess,
+    ) -> Result<(), SandboxError> {
+        let name = spec.container_name();
+        let body = spec.container_body(image, access);
+        self.remove(&name).await?;
+        self.create_and_start(&name, body, image, false).await?;
+        tracing::info!(container = %name, access = super::spec::access_label(access), "recreated berth container");
+        Ok(())
+    }
+
+    /// Removes the berth container of `project`/`agent` (killing what runs in
+    /// it, with its anonymous volumes). `Ok(false)` when there was none.
+    pub async fn down(&self, project: &str, agent: &str) -> Result<bool, DockerError> {
+        let name = container_name(project, agent);
+        match self.docker().inspect_container(&name, None).await {
+            Ok(found) => {
+                let managed = found
+                    .config
+                    .and_then(|c| c.labels)
+                    .is_some_and(|l| l.get(MANAGED_LABEL).map(String::as_str) == Some("1"));
+                if !managed {
+                    return Err(DockerError::Foreign { name });
+                }
+            }
+            Err(e) if is_not_found(&e) => return Ok(false),
+            Err(source) => {
+                return Err(DockerError::Api {
+                    op: "inspect container",
+                    target: name,
+                    source,
+                });
+            }
+        }
+        self.remove(&name).await
+    }
+
+    /// Force-removes a container with its anonymous volumes; `Ok(false)` if it
+    /// was already gone.
+    async fn remove(&self, name: &str) -> Result<bool, DockerError> {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match self.docker().remove_container(name, Some(options)).await {
+            Ok(()) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
+            // Already being removed by someone else.
+            Err(e) if is_conflict(&e) => Ok(false),
+            Err(source) => Err(DockerError::Api {
+                op: "remove container",
+                target: name.to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Every berth container on this engine (all states), optionally of one
+    /// project.
+    pub async fn list_berths(
+        &self,
+        project: Option<&str>,
+    ) -> Result<Vec<BerthContainer>, DockerError> {
+        let mut labels = vec![format!("{MANAGED_LABEL}=1")];
+        if let Some(p) = project {
+            labels.push(format!("{PROJECT_LABEL}={p}"));
+        }
+        let filters = HashMap::from([("label".to_string(), labels)]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker()
+            .list_containers(Some(options))
+            .await
+            .map_err(|source| DockerError::Api {
+                op: "list containers",
+                target: format!("labelled {MANAGED_LABEL}=1"),
+                source,
+            })?;
+        Ok(list
+            .into_iter()
+            .map(|c| {
+                let labels = c.labels.unwrap_or_default();
+                let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+                BerthContainer {
+                    // Names come back with a leading '/'.
+                    name: c
+                        .names
+                        .and_then(|n| n.into_iter().next())
+                        .map(|n| n.trim_start_matches('/').to_string())
+                        .unwrap_or_default(),
+                    id: c.id.unwrap_or_default(),
+                    project: label(PROJECT_LABEL),
+                    agent: label(AGENT_LABEL),
+                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                }
+            })
+            .collect())
+    }
+
+    /// Reconciles every berth container on this engine with the berths that
+    /// should exist: `live` holds each (project, agent) whose worktree exists.
+    /// Running containers of live berths are adopted (and execs whose berth
+    /// process died are killed); the rest are removed. `live` must be
+    /// complete: a berth missing from it loses its container. A container that
+    /// is not running is removed too, including one another process created a
+    /// moment ago and has not started yet (that `up` then fails and is
+    /// retried): run reconcile at start, before berths come up.
+    pub async fn reconcile(
+        &self,
+        live: &BTreeSet<(String, String)>,
+    ) -> Result<ReconcileReport, DockerError> {
+        self.reconcile_in(None, live).await
+    }
+
+    /// [`reconcile`](Self::reconcile) limited to one project's containers.
+    pub async fn reconcile_project(
+        &self,
+        project: &str,
+        live: &BTreeSet<(String, String)>,
+    ) -> Result<ReconcileReport, DockerError> {
+        self.reconcile_in(Some(project), live).await
+    }
+
+    async fn reconcile_in(
+        &self,
+        project: Option<&str>,
+        live: &BTreeSet<(String, String)>,
+    ) -> Result<ReconcileReport, DockerError> {
+        let mut report = ReconcileReport::default();
+        for c in self.list_berths(project).await? {
+            let reason = if c.project.is_empty() || c.agent.is_empty() {
+                Some("its project or agent label is missing".to_string())
+            } else if c.name != container_name(&c.project, &c.agent) {
+                Some(format!(
+                    "its name does not match its labels (expected {})",
+                    container_name(&c.project, &c.agent)
+                ))
+            } else if c.state != "running" {
+                Some(format!("it is not running ({})", c.state))
+            } else if !live.contains(&(c.project.clone(), c.agent.clone())) {
+                Some("its worktree no longer exists".to_string())
+            } else {
+                None
+            };
+            let action = match reason {
+                Some(reason) => {
+                    self.remove(&c.name).await?;
+                    tracing::info!(container = %c.name, %reason, "reconcile removed berth container");
+                    ReconcileAction::Removed { reason }
+                }
+                None => {
+                    let stale_execs = self.kill_stale_execs(&c.name).await?;
+                    ReconcileAction::Adopted { stale_execs }
+                }
+            };
+            report.entries.push((c, action));
+        }
+        Ok(report)
+    }
+
+    /// Kills running execs whose berth process is dead; returns how many.
+    async fn kill_stale_execs(&self, name: &str) -> Result<usize, DockerError> {
+        let api = |op: &'static str| {
+            let name = name.to_string();
+            move |source| DockerError::Api {
+                op,
+                target: name,
+                source,
+            }
+        };
+        let found = self
+            .docker()
+            .inspect_container(name, None)
+            .await
+            .map_err(api("inspect container"))?;
+        let user = found
+            .config
+            .as_ref()
+            .and_then(|c| c.user.clone())
+            .unwrap_or_default();
+        let mut dead_owners: BTreeSet<String> = BTreeSet::new();
+        let mut stale = 0;
+        for id in found.exec_ids.unwrap_or_default() {
+            let inspected = match self.docker().inspect_exec(&id).await {
+                Ok(i) => i,
+                Err(e) if is_not_found(&e) => continue,
+                Err(source) => return Err(api("inspect exec in")(source)),
+            };
+            if inspected.running != Some(true) {
+                continue;
+            }
+            let args = inspected
+                .process_config
+                .and_then(|p| p.arguments)
+                .unwrap_or_default();
+            if let Some(owner) = ExecOwner::from_arguments(&args)
+                && owner.is_dead()
+            {
+                stale += 1;
+                dead_owners.insert(owner.prefix);
+            }
+        }
+        let target = Target {
+            docker: self.docker(),
+            container: name,
+            user: &user,
+        };
+        for prefix in dead_owners {
+            exec::kill_by_token(&target, &prefix)
+                .await
+                .map_err(|e| DockerError::Task {
+                    op: "kill stale execs",
+                    message: e.to_string(),
+                })?;
+        }
+        Ok(stale)
+    }
+}

@@ -1,0 +1,554 @@
+//! What a Docker berth is made of, and the container configuration it becomes.
+//!
+//! The worktree is mounted read-write at `/work`. The agent's own repository is
+//! mounted read-write at its *host* path, because the worktree's `.git` file
+//! names its admin directory there by absolute path; the forge's objects, which
+//! the agent repository borrows through alternates, are mounted read-only at
+//! theirs. Nothing else of the host is visible, and never the Docker socket.
+//! Mounts use `Mount`, not `Binds`: a bind string silently creates a missing
+//! host path as a root-owned directory, a `Mount` fails.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use berth_policy::frame::{DEFAULT_HOME, WORK};
+use berth_policy::{Frame, Mount as FrameMount, MountKind, PathMap};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use sha2::{Digest, Sha256};
+
+use super::{
+    AGENT_LABEL, DockerError, MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL, WORK_ACCESS_LABEL,
+    WORKTREE_LABEL,
+};
+use crate::WorkAccess;
+use crate::image::{ImageInfo, ImageRef};
+
+/// Resource limits of one berth's container.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Memory, bytes; swap is set equal, so there is none.
+    pub memory_bytes: i64,
+    /// CPUs, fractional (`nano_cpus`).
+    pub cpus: f64,
+    /// Processes and threads.
+    pub pids: i64,
+    /// Size of the tmpfs `/tmp` when the root filesystem is read-only.
+    pub tmp_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 2 << 30,
+            cpus: 2.0,
+            pids: 512,
+            tmp_bytes: 256 << 20,
+        }
+    }
+}
+
+/// The container's network.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Network {
+    /// Only loopback.
+    #[default]
+    None,
+    /// A Docker network by name (`bridge`, or one the user made).
+    Named(String),
+}
+
+/// A further host directory made visible in the container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraMount {
+    pub host: PathBuf,
+    /// Where it appears in the container (absolute).
+    pub target: String,
+    pub read_only: bool,
+    /// Whether the policy treats paths under it as in scope.
+    pub in_scope: bool,
+}
+
+/// Everything that makes one agent's berth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BerthSpec {
+    pub project: String,
+    pub agent: String,
+    /// The agent's worktree (host path), mounted at `/work`.
+    pub worktree: PathBuf,
+    /// The agent's own repository (host path), mounted read-write at that path.
+    pub agent_repo: PathBuf,
+    /// The forge's object directory (host path), mounted read-only at that path.
+    pub forge_objects: PathBuf,
+    pub image: ImageRef,
+    /// The uid and gid commands run as; they must own the worktree and the
+    /// agent repository.
+    pub uid: u32,
+    pub gid: u32,
+    pub limits: Limits,
+    pub network: Network,
+    /// Mount the image read-only, with a tmpfs at `/tmp`.
+    pub read_only_root: bool,
+    pub extra_mounts: Vec<ExtraMount>,
+    /// Environment of every command (on top of the image's).
+    pub env: BTreeMap<String, String>,
+    /// How `/work` is mounted when the container is created.
+    pub work_access: WorkAccess,
+}
+
+impl BerthSpec {
+    /// A spec with the hardened defaults: the default agent image, uid 1000,
+    /// no network, the default limits, a writable root.
+    pub fn new(
+        project: impl Into<String>,
+        agent: impl Into<String>,
+        worktree: impl Into<PathBuf>,
+        agent_repo: impl Into<PathBuf>,
+        forge_objects: impl Into<PathBuf>,
+    ) -> BerthSpec {
+        BerthSpec {
+            project: project.into(),
+            agent: agent.into(),
+            worktree: worktree.into(),
+            agent_repo: agent_repo.into(),
+            forge_objects: forge_objects.into(),
+            image: ImageRef::DefaultAgent,
+            uid: 1000,
+            gid: 1000,
+            limits: Limits::default(),
+            network: Network::None,
+            read_only_root: false,
+            extra_mounts: Vec::new(),
+            env: BTreeMap::new(),
+            work_access: WorkAccess::ReadWrite,
+        }
+    }
+
+    /// The container's name: `berth-<project>.<agent>` (names hold no `.`, so
+    /// two berths can never meet at one name).
+    pub fn container_name(&self) -> String {
+        container_name(&self.project, &self.agent)
+    }
+
+    /// The frame commands are decided in: `/work` is the project, the agent's
+    /// repository is in scope, the forge's objects are not.
+    pub fn frame(&self) -> Frame {
+        let mut mounts = vec![
+            FrameMount {
+                target: WORK.to_string(),
+                kind: MountKind::Project,
+            },
+            FrameMount {
+                target: self.agent_repo.to_string_lossy().into_owned(),
+                kind: MountKind::Host { in_scope: true },
+            },
+            FrameMount {
+                target: self.forge_objects.to_string_lossy().into_owned(),
+                kind: MountKind::Host { in_scope: false },
+            },
+        ];
+        mounts.extend(self.extra_mounts.iter().map(|m| FrameMount {
+            target: m.target.clone(),
+            kind: MountKind::Host {
+                in_scope: m.in_scope,
+            },
+        }));
+        Frame::Container {
+            project_root: WORK.to_string(),
+            mounts,
+            home: DEFAULT_HOME.to_string(),
+        }
+    }
+
+    /// Frame → host: `/work` is the worktree, the repositories are at their
+    /// own paths, extra mounts at their targets.
+    pub fn path_map(&self) -> PathMap {
+        let mut map = PathMap::new()
+            .with(WORK, &self.worktree)
+            .with(&self.agent_repo.to_string_lossy(), &self.agent_repo)
+            .with(&self.forge_objects.to_string_lossy(), &self.forge_objects);
+        for m in &self.extra_mounts {
+            map = map.with(&m.target, &m.host);
+        }
+        map
+    }
+
+    fn invalid(&self, message: impl Into<String>) -> DockerError {
+        DockerError::InvalidSpec {
+            project: self.project.clone(),
+            agent: self.agent.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Checks names, paths, ownership and limits on the host. Fails closed.
+    pub fn validate(&self) -> Result<(), DockerError> {
+        for (what, name) in [("project", &self.project), ("agent", &self.agent)] {
+            if !is_name(name) {
+                return Err(self.invalid(format!(
+                    "{what} name {name:?}: use letters, digits, '_' and '-' (at most 48, starting with a letter or digit)"
+                )));
+            }
+        }
+        if self.uid == 0 {
+            return Err(self.invalid("uid 0: berth commands never run as root"));
+        }
+        let l = &self.limits;
+        if l.memory_bytes < (6 << 20) || l.cpus <= 0.0 || !l.cpus.is_finite() || l.pids < 8 {
+            return Err(self.invalid(format!(
+                "limits {l:?}: memory must be at least 6 MiB, cpus above 0, pids at least 8"
+            )));
+        }
+        if let Network::Named(n) = &self.network
+            && (n == "host" || n.starts_with("container:"))
+        {
+            return Err(self.invalid(format!(
+                "network {n:?} would share a namespace with the host or another container; use none or a named network"
+            )));
+        }
+        for (key, value) in &self.env {
+            if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
+                return Err(self.invalid(format!("env {key:?}: not a valid variable")));
+            }
+        }
+
+        let mut targets: Vec<(String, &str)> = Vec::new();
+        let mounts = [
+            (&self.worktree, "the worktree", true),
+            (&self.agent_repo, "the agent repository", true),
+            (&self.forge_objects, "the forge's objects", false),
+        ];
+        for (path, what, owned) in mounts {
+            self.check_host_dir(path, what)?;
+            if owned {
+                let md = std::fs::metadata(path)
+                    .map_err(|e| self.invalid(format!("{what} {}: {e}", path.display())))?;
+                if md.uid() != self.uid {
+                    return Err(DockerError::Ownership {
+                        path: path.clone(),
+                        owner: md.uid(),
+                        uid: self.uid,
+                        gid: self.gid,
+                    });
+                }
+            }
+        }
+        targets.push((WORK.to_string(), "/work"));
+        targets.push((
+            self.agent_repo.to_string_lossy().into_owned(),
+            "the agent repository",
+        ));
+        targets.push((
+            self.forge_objects.to_string_lossy().into_owned(),
+            "the forge's objects",
+        ));
+        for m in &self.extra_mounts {
+            self.check_host_dir(&m.host, "an extra mount")?;
+            if !crate::image::is_clean_absolute(&m.target) {
+                return Err(self.invalid(format!(
+                    "extra mount target {:?}: an absolute path without '.', '..' or '//'",
+                    m.target
+                )));
+            }
+            targets.push((m.target.clone(), "an extra mount"));
+        }
+        // Mount points must not nest: a repository inside /work would shadow the
+        // worktree (or the other way round), and the container would not be the
+        // layout the frame describes.
+        for (i, (a, wa)) in targets.iter().enumerate() {
+            if RESERVED.iter().any(|r| nests(a, r)) {
+                return Err(self.invalid(format!(
+                    "{wa} would be mounted at {a}, over the container's own {}; keep berth's state directory elsewhere",
+                    RESERVED.iter().find(|r| nests(a, r)).copied().unwrap_or("/")
+                )));
+            }
+            for (b, wb) in &targets[i + 1..] {
+                if nests(a, b) || nests(b, a) {
+                    return Err(self.invalid(format!(
+                        "{wa} ({a}) and {wb} ({b}) would be mounted one inside the other; keep berth's state directory outside the worktree"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_host_dir(&self, path: &Path, what: &str) -> Result<(), DockerError> {
+        if !path.is_absolute() {
+            return Err(self.invalid(format!("{what} {}: not an absolute path", path.display())));
+        }
+        let real = std::fs::canonicalize(path)
+            .map_err(|e| self.invalid(format!("{what} {}: {e}", path.display())))?;
+        let md = std::fs::metadata(&real)
+            .map_err(|e| self.invalid(format!("{what} {}: {e}", path.display())))?;
+        if !md.is_dir() {
+            return Err(self.invalid(format!("{what} {}: not a directory", path.display())));
+        }
+        // Never the engine's socket, nor a directory that holds it.
+        for sock in ["/var/run/docker.sock", "/run/docker.sock"] {
+            if let Ok(sock_real) = std::fs::canonicalize(sock)
+                && sock_real.starts_with(&real)
+            {
+                return Err(self.invalid(format!(
+                    "{what} {} contains the Docker socket {sock}: a berth never sees the engine",
+                    path.display()
+                )));
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(&real) {
+            for entry in entries.flatten() {
+                if entry.file_name() == "docker.sock"
+                    && entry.file_type().is_ok_and(|t| t.is_socket())
+                {
+                    return Err(self.invalid(format!(
+                        "{what} {} holds a docker.sock: a berth never sees the engine",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The container configuration for `image`, with `/work` mounted as
+    /// `access` says. Carries the labels, including the spec hash.
+    pub(crate) fn container_body(
+        &self,
+        image: &ImageInfo,
+        access: WorkAccess,
+    ) -> ContainerCreateBody {
+        let bind = |source: &Path, target: &str, read_only: bool| Mount {
+            target: Some(target.to_string()),
+            source: Some(source.to_string_lossy().into_owned()),
+            typ: Some(MountType::BIND),
+            read_only: Some(read_only),
+            ..Default::default()
+        };
+        let mut mounts = vec![
+            bind(&self.worktree, WORK, access == WorkAccess::ReadOnly),
+            bind(&self.agent_repo, &self.agent_repo.to_string_lossy(), false),
+            bind(
+                &self.forge_objects,
+                &self.forge_objects.to_string_lossy(),
+                true,
+            ),
+        ];
+        mounts.extend(
+            self.extra_mounts
+                .iter()
+                .map(|m| bind(&m.host, &m.target, m.read_only)),
+        );
+        let network = match &self.network {
+            Network::None => "none".to_string(),
+            Network::Named(n) => n.clone(),
+        };
+        let tmpfs = self.read_only_root.then(|| {
+            HashMap::from([(
+                "/tmp".to_string(),
+                format!("rw,nosuid,nodev,mode=1777,size={}", self.limits.tmp_bytes),
+            )])
+        });
+        let host_config = HostConfig {
+            mounts: Some(mounts),
+            network_mode: Some(network),
+            memory: Some(self.limits.memory_bytes),
+            // Equal to memory: no swap, so the limit is the limit.
+            memory_swap: Some(self.limits.memory_bytes),
+            nano_cpus: Some((self.limits.cpus * 1e9) as i64),
+            pids_limit: Some(self.limits.pids),
+            readonly_rootfs: Some(self.read_only_root),
+            tmpfs,
+            cap_drop: Some(vec!["ALL".to_string()]),
+            security_opt: Some(vec!["no-new-privileges".to_string()]),
+            // docker-init reaps what commands leave behind and forwards signals.
+            init: Some(true),
+            ..Default::default()
+        };
+        let mut env: Vec<String> = vec![format!("HOME={DEFAULT_HOME}")];
+        env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+
+        let mut body = ContainerCreateBody {
+            image: Some(image.name.clone()),
+            // Whatever the image's entrypoint, the container only idles: every
+            // command is an exec.
+            entrypoint: Some(vec![String::new()]),
+            cmd: Some(vec!["sleep".to_string(), "infinity".to_string()]),
+            user: Some(format!("{}:{}", self.uid, self.gid)),
+            working_dir: Some(WORK.to_string()),
+            env: Some(env),
+            tty: Some(false),
+            open_stdin: Some(false),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+        // The image id too: a rebuilt image means a new container.
+        let hash = spec_hash(&body, &image.id);
+        body.labels = Some(HashMap::from([
+            (MANAGED_LABEL.to_string(), "1".to_string()),
+            (PROJECT_LABEL.to_string(), self.project.clone()),
+            (AGENT_LABEL.to_string(), self.agent.clone()),
+            (SPEC_LABEL.to_string(), hash),
+            (
+                WORK_ACCESS_LABEL.to_string(),
+                access_label(access).to_string(),
+            ),
+            (
+                WORKTREE_LABEL.to_string(),
+                self.worktree.to_string_lossy().into_owned(),
+            ),
+        ]));
+        body
+    }
+}
+
+/// The container name of `project`/`agent`.
+pub fn container_name(project: &str, agent: &str) -> String {
+    format!("berth-{project}.{agent}")
+}
+
+pub(crate) fn access_label(access: WorkAccess) -> &'static str {
+    match access {
+        WorkAccess::ReadWrite => "rw",
+        WorkAccess::ReadOnly => "ro",
+    }
+}
+
+/// Container paths no mount may cover.
+const RESERVED: &[&str] = &["/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/lib"];
+
+fn nests(inner: &str, outer: &str) -> bool {
+    inner == outer || (inner.starts_with(outer) && inner.as_bytes().get(outer.len()) == Some(&b'/'))
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 48
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn spec_hash(body: &ContainerCreateBody, image_id: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(serde_json::to_vec(body).unwrap_or_default());
+    h.update(image_id.as_bytes());
+    crate::image::hex(&h.finalize())[..16].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn names_never_collide() {
+        assert_eq!(container_name("demo", "dev-1"), "berth-demo.dev-1");
+        // With '-' allowed in both parts, only a separator names cannot hold
+        // keeps ("a-b","c") and ("a","b-c") apart.
+        assert_ne!(container_name("a-b", "c"), container_name("a", "b-c"));
+        for bad in ["", "a.b", "a/b", "-a", "a b", &"x".repeat(49)] {
+            assert!(!is_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_by_path_component() {
+        let cases = [
+            ("/work", "/work", true),
+            ("/work/x", "/work", true),
+            ("/workspace", "/work", false),
+            ("/etc", "/etc", true),
+            ("/etcetera", "/etc", false),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(nests(a, b), want, "{a} in {b}");
+        }
+    }
+
+    #[test]
+    fn the_frame_scopes_the_repo_but_not_the_forge() {
+        let s = BerthSpec::new(
+            "p",
+            "a",
+            "/s/wt/p/a",
+            "/s/agents/p/a.git",
+            "/s/forge/p.git/objects",
+        );
+        let Frame::Container {
+            project_root,
+            mounts,
+            home,
+        } = s.frame()
+        else {
+            panic!("not a container frame");
+        };
+        assert_eq!(project_root, "/work");
+        assert_eq!(home, "/home/agent");
+        assert_eq!(
+            mounts,
+            vec![
+                FrameMount {
+                    target: "/work".into(),
+                    kind: MountKind::Project
+                },
+                FrameMount {
+                    target: "/s/agents/p/a.git".into(),
+                    kind: MountKind::Host { in_scope: true }
+                },
+                FrameMount {
+                    target: "/s/forge/p.git/objects".into(),
+                    kind: MountKind::Host { in_scope: false }
+                },
+            ]
+        );
+        let map = s.path_map();
+        assert_eq!(
+            map.to_host("/work/src"),
+            Some(PathBuf::from("/s/wt/p/a/src"))
+        );
+        assert_eq!(
+            map.to_host("/s/agents/p/a.git/HEAD"),
+            Some(PathBuf::from("/s/agents/p/a.git/HEAD"))
+        );
+    }
+
+    #[test]
+    fn the_container_is_hardened_and_labelled() {
+        let s = BerthSpec::new("p", "a", "/s/wt", "/s/a.git", "/s/f/objects");
+        let img = ImageInfo {
+            name: "img".into(),
+            id: "sha256:1".into(),
+        };
+        let body = s.container_body(&img, WorkAccess::ReadOnly);
+        let hc = body.host_config.clone().unwrap();
+        assert_eq!(hc.network_mode.as_deref(), Some("none"));
+        assert_eq!(hc.cap_drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(hc.security_opt, Some(vec!["no-new-privileges".to_string()]));
+        assert_eq!(hc.memory, hc.memory_swap);
+        assert_eq!(hc.init, Some(true));
+        assert_eq!(body.user.as_deref(), Some("1000:1000"));
+        let mounts: Vec<_> = hc
+            .mounts
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.source.unwrap(), m.target.unwrap(), m.read_only.unwrap()))
+            .collect();
+        assert_eq!(
+            mounts,
+            vec![
+                ("/s/wt".into(), "/work".into(), true),
+                ("/s/a.git".into(), "/s/a.git".into(), false),
+                ("/s/f/objects".into(), "/s/f/objects".into(), true),
+            ]
+        );
+        let labels = body.labels.unwrap();
+        assert_eq!(labels[MANAGED_LABEL], "1");
+        assert_eq!(labels[WORK_ACCESS_LABEL], "ro");
+        // A different access is a different container.
+        let rw = s
+            .container_body(&img, WorkAccess::ReadWrite)
+            .labels
+            .unwrap();
+        assert_ne!(rw[SPEC_LABEL], labels[SPEC_LABEL]);
+    }
+}

@@ -1,0 +1,375 @@
+//! Docker berths against the real engine: git inside the container, isolation
+//! between agents, hardening seen from inside, limits, write access, and the
+//! lifecycle. Each test uses its own project; its containers go with it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use berth_sandbox::docker::{DockerBerth, Limits};
+use berth_sandbox::{ExecOutcome, ExecRequest, ExitStatus, Sandbox, SandboxKind, WorkAccess};
+use common::{Layout, git, text};
+
+async fn sh(berth: &DockerBerth, line: &str) -> ExecOutcome {
+    let mut r = ExecRequest::shell(line);
+    r.timeout = Duration::from_secs(60);
+    r.env = BTreeMap::from([
+        ("GIT_AUTHOR_NAME".to_string(), "dev-1[bot]".to_string()),
+        (
+            "GIT_AUTHOR_EMAIL".to_string(),
+            "dev-1@berth.invalid".to_string(),
+        ),
+        ("GIT_COMMITTER_NAME".to_string(), "dev-1[bot]".to_string()),
+        (
+            "GIT_COMMITTER_EMAIL".to_string(),
+            "dev-1@berth.invalid".to_string(),
+        ),
+    ]);
+    berth.exec(r, None).await.unwrap()
+}
+
+/// Runs a command that must succeed; returns its stdout.
+async fn ok(berth: &DockerBerth, line: &str) -> String {
+    let out = sh(berth, line).await;
+    assert_eq!(
+        out.status,
+        ExitStatus::Exited(0),
+        "{line}: stdout {} stderr {}",
+        text(&out.stdout.bytes),
+        text(&out.stderr.bytes)
+    );
+    text(&out.stdout.bytes)
+}
+
+#[tokio::test]
+async fn git_works_at_work_on_the_agents_branch() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("git");
+    let spec = layout.spec("dev-1");
+    let repo = spec.agent_repo.clone();
+    let berth = backend.up(spec).await.unwrap();
+    assert_eq!(berth.kind(), SandboxKind::Docker);
+    assert!(!berth.adopted());
+
+    assert_eq!(ok(&berth, "id -u; pwd").await, "1000\n/work\n");
+    assert_eq!(
+        ok(&berth, "git rev-parse --abbrev-ref HEAD").await,
+        "agent/dev-1/t1\n"
+    );
+    assert_eq!(ok(&berth, "git status --porcelain").await, "");
+    ok(&berth, "echo change >> README.md && echo new > new.txt").await;
+    assert_eq!(
+        ok(&berth, "git status --porcelain").await,
+        " M README.md\n?? new.txt\n"
+    );
+    assert!(ok(&berth, "git diff").await.contains("+change"));
+    ok(&berth, "git add -A && git commit -q -m 'agent work'").await;
+    assert_eq!(
+        ok(&berth, "git log --format=%s%x09%an").await,
+        "agent work\tdev-1[bot]\nfirst\ttest\n"
+    );
+    // The commit is on the agent's branch in its own repository, as the host
+    // sees it; the forge did not change.
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%s", "agent/dev-1/t1"]),
+        "agent work\n"
+    );
+    let forge_branches = git(&layout.forge, &["branch", "--format=%(refname:short)"]);
+    assert_eq!(forge_branches, "main\n");
+    let new_object = git(&repo, &["rev-parse", "agent/dev-1/t1"]);
+    let in_forge = std::process::Command::new("git")
+        .args([
+            "-c",
+            "safe.directory=*",
+            "cat-file",
+            "-e",
+            new_object.trim(),
+        ])
+        .current_dir(&layout.forge)
+        .status()
+        .unwrap();
+    assert!(
+        !in_forge.success(),
+        "the agent's objects stay out of the forge"
+    );
+}
+
+#[tokio::test]
+async fn one_agent_cannot_touch_another_or_the_forge() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("isolation");
+    let a = layout.spec("a");
+    let b_paths = layout.agent("b");
+    let objects = a.forge_objects.clone();
+    let berth = backend.up(a).await.unwrap();
+
+    // Agent B's worktree and repository are not mounted: not even visible.
+    for path in [&b_paths.worktree, &b_paths.repo] {
+        let out = sh(&berth, &format!("ls {}", path.display())).await;
+        assert_ne!(
+            out.status,
+            ExitStatus::Exited(0),
+            "{} is visible",
+            path.display()
+        );
+        let out = sh(
+            &berth,
+            &format!("mkdir -p {0} && echo x > {0}/planted", path.display()),
+        )
+        .await;
+        assert!(
+            !path.join("planted").exists(),
+            "a write reached {} ({})",
+            path.display(),
+            text(&out.stderr.bytes)
+        );
+    }
+    // The forge's objects are there, read-only.
+    let out = sh(&berth, &format!("touch {}/planted", objects.display())).await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    assert!(
+        text(&out.stderr.bytes).contains("Read-only file system"),
+        "{}",
+        text(&out.stderr.bytes)
+    );
+    let pack_dir = objects.join("pack");
+    let out = sh(&berth, &format!("rm -rf {}", pack_dir.display())).await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    assert!(pack_dir.exists());
+    // Nor the forge's refs (not mounted at all).
+    let forge_head = layout.forge.join("HEAD");
+    let out = sh(&berth, &format!("cat {}", forge_head.display())).await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+}
+
+#[tokio::test]
+async fn hardening_holds_from_inside() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("hardening");
+    let berth = backend.up(layout.spec("a")).await.unwrap();
+
+    let status = ok(
+        &berth,
+        "grep -E '^(CapEff|CapPrm|NoNewPrivs):' /proc/self/status",
+    )
+    .await;
+    assert_eq!(
+        status,
+        "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n"
+    );
+    assert_eq!(ok(&berth, "ls /sys/class/net").await, "lo\n");
+    let dev: Vec<String> = ok(&berth, "tail -n +3 /proc/net/dev")
+        .await
+        .lines()
+        .map(|l| l.split(':').next().unwrap().trim().to_string())
+        .collect();
+    assert_eq!(dev, vec!["lo".to_string()]);
+    assert_eq!(ok(&berth, "id -u; id -g").await, "1000\n1000\n");
+    // The Docker socket is nowhere.
+    let out = sh(&berth, "ls -la /var/run/docker.sock /run/docker.sock").await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    // Root files are not the agent's.
+    let out = sh(&berth, "echo x >> /etc/passwd").await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+}
+
+#[tokio::test]
+async fn the_pids_limit_holds_against_a_fork_loop() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("pids");
+    let mut spec = layout.spec("a");
+    spec.limits = Limits {
+        pids: 40,
+        ..Limits::default()
+    };
+    let berth = backend.up(spec).await.unwrap();
+    // Try to start 200 sleepers; the limit stops it well short (the shell
+    // gives up at its first failed fork).
+    let out = sh(
+        &berth,
+        "i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); echo $i; done",
+    )
+    .await;
+    let started: usize = text(&out.stdout.bytes)
+        .lines()
+        .last()
+        .unwrap_or("0")
+        .parse()
+        .unwrap();
+    assert!(started < 40, "{started} sleepers under a 40 pids limit");
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    assert!(
+        text(&out.stderr.bytes).contains("fork"),
+        "expected a fork failure, stderr: {}",
+        text(&out.stderr.bytes)
+    );
+    // The leftover sleepers died with the exec: the berth is usable at once.
+    assert_eq!(ok(&berth, "echo alive").await, "alive\n");
+}
+
+#[tokio::test]
+async fn the_memory_limit_kills_and_is_reported_as_oom() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("oom");
+    let mut spec = layout.spec("a");
+    spec.limits = Limits {
+        memory_bytes: 64 << 20,
+        ..Limits::default()
+    };
+    let berth = backend.up(spec).await.unwrap();
+    // `tail` keeps a whole newline-free "line" in memory. The killer takes
+    // `tail`, so the shell running the pipeline exits with 137 itself.
+    let out = sh(&berth, "head -c 400m /dev/zero | tail > /dev/null").await;
+    assert_eq!(out.status, ExitStatus::Exited(137), "{out:?}");
+    assert!(
+        out.oom_killed,
+        "exit 137 from the memory limit must say OOM"
+    );
+    assert!(!out.timed_out);
+    // The victim itself at the top: a signal death, still out of memory.
+    let out = sh(&berth, "exec tail < /dev/zero").await;
+    assert_eq!(out.status, ExitStatus::Signaled(9), "{out:?}");
+    assert!(out.oom_killed);
+    // A plain SIGKILL is not an out-of-memory kill.
+    let out = sh(&berth, "kill -9 $$").await;
+    assert_eq!(out.status, ExitStatus::Signaled(9));
+    assert!(!out.oom_killed);
+    assert_eq!(ok(&berth, "echo alive").await, "alive\n");
+}
+
+#[tokio::test]
+async fn work_access_flips_by_recreating_the_container() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("access");
+    let spec = layout.spec("a");
+    let worktree = spec.worktree.clone();
+    let berth = backend.up(spec).await.unwrap();
+    ok(&berth, "echo one > one.txt").await;
+
+    let enforced = berth.set_work_access(WorkAccess::ReadOnly).await.unwrap();
+    assert_eq!(enforced, berth_sandbox::AccessEnforcement::Enforced);
+    assert_eq!(berth.work_access().await, WorkAccess::ReadOnly);
+    let out = sh(&berth, "echo two > two.txt").await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    assert!(text(&out.stderr.bytes).contains("Read-only"), "{out:?}");
+    assert!(!worktree.join("two.txt").exists());
+    assert_eq!(ok(&berth, "cat one.txt").await, "one\n");
+    // Still the same berth, by name and labels.
+    let listed = backend.list_berths(Some(&layout.project)).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, berth.container_name());
+
+    berth.set_work_access(WorkAccess::ReadWrite).await.unwrap();
+    ok(&berth, "echo two > two.txt").await;
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("two.txt")).unwrap(),
+        "two\n"
+    );
+}
+
+#[tokio::test]
+async fn read_only_root_keeps_a_writable_tmp() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("roroot");
+    let mut spec = layout.spec("a");
+    spec.read_only_root = true;
+    let berth = backend.up(spec).await.unwrap();
+    let out = sh(&berth, "touch /home/agent/x").await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    assert_eq!(ok(&berth, "echo t > /tmp/x && cat /tmp/x").await, "t\n");
+    ok(&berth, "echo w > /work/w").await;
+}
+
+#[tokio::test]
+async fn up_is_idempotent_and_down_leaves_nothing() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("lifecycle");
+    let spec = layout.spec("a");
+    let first = backend.up(spec.clone()).await.unwrap();
+    ok(&first, "echo marker > /tmp/marker").await;
+    // A second up (another process, or a restart) adopts the same container.
+    let second = backend.up(spec.clone()).await.unwrap();
+    assert!(second.adopted());
+    assert_eq!(ok(&second, "cat /tmp/marker").await, "marker\n");
+
+    // A changed spec replaces it.
+    let mut changed = spec.clone();
+    changed.limits.pids = 100;
+    let third = backend.up(changed).await.unwrap();
+    assert!(!third.adopted());
+    let out = sh(&third, "cat /tmp/marker").await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+
+    assert!(backend.down(&layout.project, "a").await.unwrap());
+    assert!(!backend.down(&layout.project, "a").await.unwrap());
+    assert_eq!(
+        backend.list_berths(Some(&layout.project)).await.unwrap(),
+        vec![]
+    );
+    let err = third
+        .exec(ExecRequest::shell("true"), None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("berth up"), "{err}");
+}
+
+#[tokio::test]
+async fn specs_that_would_weaken_the_berth_are_refused() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("refuse");
+    let base = layout.spec("a");
+
+    let mut root_uid = base.clone();
+    root_uid.uid = 0;
+    let mut wrong_owner = base.clone();
+    wrong_owner.uid = 1234;
+    let mut socket = base.clone();
+    socket.extra_mounts.push(berth_sandbox::docker::ExtraMount {
+        host: "/var/run".into(),
+        target: "/host-run".into(),
+        read_only: true,
+        in_scope: false,
+    });
+    let mut nested = base.clone();
+    nested.extra_mounts.push(berth_sandbox::docker::ExtraMount {
+        host: layout.root().to_path_buf(),
+        target: "/work/inner".into(),
+        read_only: true,
+        in_scope: false,
+    });
+    let mut host_net = base.clone();
+    host_net.network = berth_sandbox::docker::Network::Named("host".into());
+    let mut bad_name = base.clone();
+    bad_name.agent = "a.b".into();
+    let mut missing_image = base.clone();
+    missing_image.image = berth_sandbox::image::ImageRef::Named("berth-no-such-image:1".into());
+
+    let cases = [
+        (root_uid, "uid 0"),
+        (wrong_owner, "chown -R 1234:1000"),
+        (socket, "Docker socket"),
+        (nested, "one inside the other"),
+        (host_net, "namespace with the host"),
+        (bad_name, "agent name"),
+        (missing_image, "berth-no-such-image:1"),
+    ];
+    for (spec, want) in cases {
+        let err = backend.up(spec).await.unwrap_err().to_string();
+        assert!(err.contains(want), "want {want:?} in: {err}");
+    }
+    assert_eq!(
+        backend.list_berths(Some(&layout.project)).await.unwrap(),
+        vec![]
+    );
+}

@@ -1,0 +1,59 @@
+//! The shared exec contract, run against a Docker berth.
+//!
+//! The contract wants an empty `/work`, so the berth's worktree here is an
+//! empty directory (owned by the container's uid) rather than a git worktree;
+//! the repository and forge mounts are empty directories too. Without an
+//! engine these tests fail with the reason (the contract macro cannot skip).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::fs::chown;
+
+use berth_sandbox::Sandbox;
+use berth_sandbox::contract::ContractFixture;
+use berth_sandbox::docker::{BerthSpec, DockerBerth};
+
+struct DockerFixture {
+    // Drops first: the container goes before its directories.
+    _guard: common::ProjectGuard,
+    berth: DockerBerth,
+    _dir: tempfile::TempDir,
+}
+
+impl ContractFixture for DockerFixture {
+    fn sandbox(&self) -> &dyn Sandbox {
+        &self.berth
+    }
+}
+
+async fn docker_fixture() -> DockerFixture {
+    let Some(backend) = common::engine().await else {
+        panic!("the exec contract against Docker needs a Docker engine (see the reason above)");
+    };
+    common::default_image(&backend).await;
+    let project = common::project_name("contract");
+    let dir = tempfile::Builder::new()
+        .prefix("berth-contract-")
+        .tempdir()
+        .unwrap();
+    let worktree = dir.path().join("worktree");
+    let repo = dir.path().join("agent.git");
+    let objects = dir.path().join("forge.git/objects");
+    for d in [&worktree, &repo, &objects] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for d in [&worktree, &repo] {
+        chown(d, Some(1000), Some(1000)).unwrap();
+    }
+    let spec = BerthSpec::new(&project, "a", &worktree, &repo, &objects);
+    let berth = backend.up(spec).await.unwrap();
+    DockerFixture {
+        _guard: common::ProjectGuard { project },
+        berth,
+        _dir: dir,
+    }
+}
+
+berth_sandbox::exec_contract_tests!(docker_fixture);
