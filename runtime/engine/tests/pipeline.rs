@@ -422,11 +422,29 @@ async fn file_write_goes_through_the_path_map() {
 async fn approving_while_the_berth_is_down_keeps_the_action_pending() {
     let f = Fixture::new().await;
     up(&f, "dev-1").await;
-    let p = f.engine.propose(terminal("dev-1", "true"), None).await.unwrap();
+    let p = f
+        .engine
+        .propose(terminal("dev-1", "true"), None)
+        .await
+        .unwrap();
     f.engine.down("dev-1", true, &user()).await.unwrap();
-    let err = f.engine.approve(&p.id, &user(), false, None).await.unwrap_err();
+    let err = f
+        .engine
+        .approve(&p.id, &user(), false, None)
+        .await
+        .unwrap_err();
     assert!(matches!(err, EngineError::NoBerth { .. }), "{err}");
-    assert_eq!(f.engine.action(&p.id).await.unwrap().status, ActionStatus::Pending);
+    assert_eq!(
+        f.engine.action(&p.id).await.unwrap().status,
+        ActionStatus::Pending
+    );
     f.engine.up("dev-1", "demo", None, &user()).await.unwrap();
-    assert!(f.engine.approve(&p.id, &user(), false, None).await.unwrap().outcome.succeeded);
+    assert!(
+        f.engine
+            .approve(&p.id, &user(), false, None)
+            .await
+            .unwrap()
+            .outcome
+            .succeeded
+    );
 }
