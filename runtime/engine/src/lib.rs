@@ -136,3 +136,31 @@ impl Engine {
         self.store.close().await;
     }
 }
+
+/// The server and the MCP adapter share one `Engine` across tasks: it and
+/// the futures of its calls must be `Send` (and it `Sync`). This fails to
+/// compile otherwise.
+#[cfg(test)]
+#[allow(dead_code)]
+fn engine_calls_are_send(e: &'static Engine) {
+    fn send<T: Send>(_: T) {}
+    fn sync<T: Sync>(_: &T) {}
+    sync(e);
+    let user = Actor::user("u");
+    send(e.propose(
+        Proposal::by_agent("a", berth_policy::Action::GitCommit),
+        None,
+    ));
+    send(e.approve("id", &user, false, None));
+    send(e.deny("id", &user, None));
+    send(e.retry("id", &user, None));
+    send(e.run_agent("a", true));
+    send(e.up("a", "p", None, &user));
+    send(e.down("a", false, &user));
+    send(e.merge_pr("1", &user));
+    send(e.close_pr("1", &user, None));
+    send(e.events(&EventFilter::default()));
+    send(e.drain_outbox());
+    send(e.metrics(None));
+    send(e.claim_task("a"));
+}
