@@ -387,3 +387,58 @@ fn a_broken_rules_file_names_file_line_and_column() {
         "{err}"
     );
 }
+
+#[test]
+fn a_pr_merge_waits_for_a_person_then_resolves_the_gate() {
+    let cli = Cli::new().with_project();
+    cli.ok(&[
+        "agent",
+        "activate",
+        "noop-1",
+        "--project",
+        "demo",
+        "--impl",
+        "noop",
+    ]);
+    let t: serde_json::Value = serde_json::from_str(&cli.ok(&[
+        "task",
+        "create",
+        "--project",
+        "demo",
+        "--title",
+        "ship it",
+        "--json",
+    ]))
+    .unwrap();
+    let task = t["id"].as_str().unwrap().to_string();
+    cli.ok(&["agent", "run", "noop-1", "--until-idle"]);
+    let out = cli.run(&["pr", "merge", "1"]);
+    assert_eq!(out.status.code(), Some(3), "into protected main: pending");
+    let pending: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["actions", "--pending", "--json"])).unwrap();
+    assert_eq!(
+        pending[0]["action"],
+        serde_json::json!({"type": "git_merge", "target": "main"})
+    );
+    assert_eq!(pending[0]["decision"]["stage"], "never_auto");
+    let id = pending[0]["id"].as_str().unwrap().to_string();
+    cli.ok(&["approve", &id]);
+    let pr: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["pr", "show", "#1", "--json"])).unwrap();
+    assert_eq!(pr["status"], "merged");
+    let events: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["events", "--task", &task[..8], "--json"])).unwrap();
+    let types: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types.last(), Some(&"worktree.recycled"), "{types:?}");
+    assert!(types.contains(&"task.done"), "{types:?}");
+    let (_, err) = cli.err(&["pr", "close", "1"]);
+    assert!(
+        err.contains("PR #1 is merged: only an open PR can be closed"),
+        "{err}"
+    );
+}

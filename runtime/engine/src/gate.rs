@@ -21,8 +21,8 @@ use crate::tasks::{TaskStatus, set_status};
 #[derive(Debug, Default)]
 #[must_use]
 pub(crate) struct AfterSettle {
-    /// `(project, agent)` whose worktree to recycle.
-    recycle: Option<(String, String)>,
+    /// `(project, agent, task)`: the worktree to recycle, and the task it served.
+    recycle: Option<(String, String, String)>,
 }
 
 pub(crate) fn is_chain(kind: &str) -> bool {
@@ -198,13 +198,14 @@ impl Engine {
         )
         .await?;
         Ok(AfterSettle {
-            recycle: (released == 1).then(|| (project.to_string(), agent.to_string())),
+            recycle: (released == 1)
+                .then(|| (project.to_string(), agent.to_string(), task.to_string())),
         })
     }
 
     /// Recycles the released agent's worktree (`worktree.recycled`).
     pub(crate) async fn after_settle(&self, after: AfterSettle) -> Result<()> {
-        let Some((project, agent)) = after.recycle else {
+        let Some((project, agent, task)) = after.recycle else {
             return Ok(());
         };
         let a = self.agent(&agent).await?;
@@ -232,6 +233,7 @@ impl Engine {
                 NewEvent::new(kind::WORKTREE_RECYCLED, &system)
                     .project(&project)
                     .agent(&agent)
+                    .task(Some(&task))
                     .payload(serde_json::json!({ "worktree": a.worktree, "branch": a.branch })),
             )
             .await?;
