@@ -829,17 +829,27 @@ impl Engine {
 
     /// An action by id or unique prefix.
     pub async fn action(&self, id: &str) -> Result<ActionRecord> {
-        let full = self
-            .resolve_id("proposed_actions", "action", "berth actions", id)
-            .await?;
+        let full = if id.len() == 32 {
+            id.to_string()
+        } else {
+            self.resolve_id("proposed_actions", "action", "berth actions", id)
+                .await?
+        };
         let row = sqlx::query(&format!(
             "SELECT {ACTION_COLUMNS} FROM proposed_actions WHERE id = $1"
         ))
         .bind(&full)
-        .fetch_one(self.store.pool())
+        .fetch_optional(self.store.pool())
         .await
         .map_err(EngineError::store("reading an action"))?;
-        from_row(&row)
+        match row {
+            Some(row) => from_row(&row),
+            None => Err(EngineError::UnknownId {
+                what: "action",
+                id: id.to_string(),
+                list: "berth actions",
+            }),
+        }
     }
 
     pub async fn action_by_key(&self, key: &str) -> Result<Option<ActionRecord>> {

@@ -213,3 +213,13 @@ async fn agent_impl_is_durable_and_unknown_reads_as_real() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_full_id_that_does_not_exist_is_unknown() {
+    let f = Fixture::new().await;
+    let err = f.engine.action(&"ab".repeat(16)).await.unwrap_err();
+    assert!(
+        matches!(err, EngineError::UnknownId { what: "action", .. }),
+        "{err:?}"
+    );
+}
