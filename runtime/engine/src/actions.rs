@@ -183,8 +183,13 @@ pub enum ActionResult {
     FileRead {
         path: String,
         host_path: String,
+        /// The file's text, or for a directory its listing: one entry a line,
+        /// sorted, `/` after a directory and `@` after a symlink.
         content: String,
         bytes: u64,
+        /// True when `path` was a directory and `content` is its listing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        directory: bool,
     },
     FileWrite {
         path: String,

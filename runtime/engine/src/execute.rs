@@ -57,6 +57,16 @@ impl Engine {
                 let meta = tokio::fs::metadata(&host)
                     .await
                     .map_err(EngineError::io("reading", &host))?;
+                if meta.is_dir() {
+                    let content = list_directory(&host).await?;
+                    return Ok(Outcome::ok(ActionResult::FileRead {
+                        path: frame_path,
+                        host_path: host.display().to_string(),
+                        bytes: content.len() as u64,
+                        content,
+                        directory: true,
+                    }));
+                }
                 if meta.len() > MAX_READ {
                     return Ok(Outcome::failed(
                         format!(
@@ -74,6 +84,7 @@ impl Engine {
                     host_path: host.display().to_string(),
                     bytes: bytes.len() as u64,
                     content: String::from_utf8_lossy(&bytes).into_owned(),
+                    directory: false,
                 }))
             }
             Action::FileWrite { path } => {
@@ -183,6 +194,50 @@ impl Engine {
         }
         Ok(Outcome::ok(result))
     }
+}
+
+/// A directory's listing for `file_read` of a directory: its entries'
+/// names, sorted, `/` after a directory and `@` after a symlink (not
+/// followed: where it points is a read of its own). Reading a directory is
+/// the same act as reading a file for the policy — the same `file_read`
+/// autonomy, `Read(…)` rules and scope — so an agent lists files without a
+/// terminal command. At most `MAX_READ` bytes of names.
+async fn list_directory(host: &Path) -> Result<String> {
+    let mut dir = tokio::fs::read_dir(host)
+        .await
+        .map_err(EngineError::io("listing", host))?;
+    let mut names = Vec::new();
+    let mut total = 0u64;
+    while let Some(entry) = dir
+        .next_entry()
+        .await
+        .map_err(EngineError::io("listing", host))?
+    {
+        let kind = entry
+            .file_type()
+            .await
+            .map_err(EngineError::io("listing", entry.path()))?;
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        if kind.is_dir() {
+            name.push('/');
+        } else if kind.is_symlink() {
+            name.push('@');
+        }
+        total += name.len() as u64 + 1;
+        if total > MAX_READ {
+            return Err(EngineError::State(format!(
+                "{} has more entries than file_read returns ({MAX_READ} bytes of names)",
+                host.display()
+            )));
+        }
+        names.push(name);
+    }
+    names.sort();
+    let mut out = names.join("\n");
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn last_line(bytes: &[u8]) -> Option<String> {

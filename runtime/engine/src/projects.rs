@@ -160,15 +160,7 @@ impl Engine {
     /// The project's configuration and rules, freshly read: a broken file is
     /// an error naming file, line and column, and nothing is decided from it.
     pub fn load_project_files(&self, name: &str) -> Result<(ProjectConfig, berth_policy::RuleSet)> {
-        let config_path = self.state.project_config(name);
-        let rules_path = self.state.project_rules(name);
-        let config = ProjectConfig::load(&config_path)?;
-        let rules = if rules_path.exists() {
-            berth_policy::RuleSet::load(&rules_path)?
-        } else {
-            berth_policy::RuleSet::default()
-        };
-        Ok((config, rules))
+        project_files(&self.state, name)
     }
 
     pub async fn load_project(&self, name: &str) -> Result<LoadedProject> {
@@ -182,4 +174,22 @@ impl Engine {
             rules_path: self.state.project_rules(name),
         })
     }
+}
+
+/// A project's `berth.toml` and `permissions.json` from `state`, read as the
+/// engine reads them for every decision. Needs no store: the Claude Code hook
+/// decides with these before every tool call and must not open one.
+pub fn project_files(
+    state: &state::StateDir,
+    name: &str,
+) -> Result<(ProjectConfig, berth_policy::RuleSet)> {
+    let config_path = state.project_config(name);
+    let rules_path = state.project_rules(name);
+    let config = ProjectConfig::load(&config_path)?;
+    let rules = if rules_path.exists() {
+        berth_policy::RuleSet::load(&rules_path)?
+    } else {
+        berth_policy::RuleSet::default()
+    };
+    Ok((config, rules))
 }

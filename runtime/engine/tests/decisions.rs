@@ -357,3 +357,36 @@ async fn file_read_is_seeded_and_returns_the_content() {
         ("/work/a.txt", "alpha\n")
     );
 }
+
+#[tokio::test]
+async fn file_read_of_a_directory_lists_it() {
+    let f = Fixture::new().await;
+    let wt = up(&f, "dev-1").await;
+    std::fs::create_dir_all(wt.join("d/sub")).unwrap();
+    std::fs::write(wt.join("d/b.txt"), "b").unwrap();
+    std::os::unix::fs::symlink("b.txt", wt.join("d/a-link")).unwrap();
+    let p = f
+        .engine
+        .propose(
+            Proposal::by_agent("dev-1", Action::FileRead { path: "d".into() }),
+            None,
+        )
+        .await
+        .unwrap();
+    let ProposeStatus::Executed { outcome } = p.status else {
+        panic!("{:?}", p.status)
+    };
+    let Some(ActionResult::FileRead {
+        path,
+        content,
+        directory,
+        ..
+    }) = outcome.result
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (path.as_str(), content.as_str(), directory),
+        ("/work/d", "a-link@\nb.txt\nsub/\n", true)
+    );
+}
