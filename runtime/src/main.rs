@@ -1,6 +1,8 @@
 //! The `berth` command: one binary for the CLI, the server and the adapters.
 
 mod cli;
+mod hook;
+mod mcp;
 
 use clap::Parser;
 

@@ -76,12 +76,20 @@ pub enum Command {
     /// Pull requests in the local forge.
     #[command(subcommand)]
     Pr(pr::PrCommand),
+    /// Serve an agent's berth as Model Context Protocol tools over stdio.
+    Mcp(crate::mcp::McpArgs),
+    /// Hooks of other tools that ask berth to decide (Claude Code's PreToolUse).
+    #[command(subcommand)]
+    Hook(crate::hook::HookCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     let state = cli.state;
     let command = match cli.command {
         Command::Decide(args) => return decide::run(args),
+        // Before every tool call: no runtime unless it needs the store.
+        Command::Hook(cmd) => return crate::hook::run(state, cmd),
+        Command::Mcp(args) => return crate::mcp::run(state, args),
         other => other,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -103,7 +111,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
     }
     let engine = Engine::open(dir).await?;
     let code = match command {
-        Command::Decide(_) | Command::Init => 0,
+        Command::Decide(_) | Command::Init | Command::Hook(_) | Command::Mcp(_) => 0,
         Command::Project(c) => project::run(&engine, c).await?,
         Command::Agent(c) => agent::run(&engine, c).await?,
         Command::Autonomy(c) => agent::run_autonomy(&engine, c).await?,

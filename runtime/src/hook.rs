@@ -1,0 +1,513 @@
+//! `berth hook claude-code`: berth's decision as a Claude Code `PreToolUse`
+//! hook, so a developer gets segment-by-segment decisions inside the tool
+//! they already use.
+//!
+//! Claude Code runs the hook before every tool call with a JSON payload on
+//! stdin (`session_id`, `transcript_path`, `cwd`, `hook_event_name`,
+//! `tool_name`, `tool_input`) and reads a decision from stdout:
+//! `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+//! "permissionDecision": "allow"|"ask"|"deny", "permissionDecisionReason": …}}`.
+//!
+//! The decision is berth's [`decide`] in the HOST frame — Claude Code runs on
+//! the developer's machine — with the project root at `$CLAUDE_PROJECT_DIR`
+//! (else the payload's `cwd`), the rules of `--project` (its
+//! `permissions.json` and `berth.toml` limits, as the engine loads them) plus
+//! the project's `.claude/settings.json` and `.claude/settings.local.json`,
+//! and the autonomy of `--agent` (manual when none is named). An allowed
+//! action whose judged paths leave the project through a symlink asks, as the
+//! engine holds it in runner mode.
+//!
+//! - Bash → `terminal`; Read → `file_read`; Edit, Write, MultiEdit,
+//!   NotebookEdit → `file_write`. Any other tool: no opinion (no output, exit
+//!   0), and Claude Code applies its own rules.
+//! - Fail closed: a payload that is not JSON or lacks what its tool needs, or
+//!   rules or state that cannot be read, answer `ask` with the reason (and
+//!   say so on stderr), never `allow`; the exit code stays 0 so Claude Code
+//!   reads the answer instead of treating the hook as broken.
+//!
+//! It needs no server and no Docker engine, and opens the store only for
+//! `--agent` (the agent's autonomy). It records nothing: the developer's own
+//! Claude Code session is not an agent's berth.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use berth_engine::{Engine, StateDir};
+use berth_policy::{Action, Autonomy, Decision, Frame, Limits, RuleMatch, RuleSet, Verdict};
+use berth_sandbox::host_scope::HostScope;
+use serde_json::{Value, json};
+
+/// Larger payloads are not a tool call Claude Code makes (a Write of a huge
+/// file aside, which the limit still leaves room for).
+const MAX_PAYLOAD: u64 = 64 << 20;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum HookCommand {
+    /// A Claude Code PreToolUse hook: a payload on stdin, the decision on stdout.
+    ClaudeCode(ClaudeCodeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClaudeCodeArgs {
+    /// The berth project whose permissions.json and berth.toml limits apply
+    /// (default: the agent's project, else none).
+    #[arg(long)]
+    project: Option<String>,
+    /// The agent whose autonomy applies (default: manual, every action asks
+    /// unless a rule allows it).
+    #[arg(long)]
+    agent: Option<String>,
+}
+
+/// What the process environment contributes.
+#[derive(Debug, Clone, Default)]
+pub struct HookEnv {
+    /// `--state` / `$BERTH_HOME` / `~/.local/share/berth`.
+    pub state: Option<StateDir>,
+    /// `$CLAUDE_PROJECT_DIR`.
+    pub project_dir: Option<String>,
+    /// `$HOME`: `~` in commands and rules.
+    pub home: Option<String>,
+}
+
+/// The hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookAnswer {
+    /// Print nothing; exit 0. The note (why) goes to stderr when there is one.
+    NoOpinion { note: Option<String> },
+    /// Print the decision; `warning` goes to stderr.
+    Decide {
+        decision: &'static str,
+        reason: String,
+        warning: Option<String>,
+    },
+}
+
+impl HookAnswer {
+    /// The JSON Claude Code reads on stdout, when there is one.
+    pub fn output(&self) -> Option<Value> {
+        match self {
+            HookAnswer::NoOpinion { .. } => None,
+            HookAnswer::Decide {
+                decision, reason, ..
+            } => Some(json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": decision,
+                    "permissionDecisionReason": reason,
+                }
+            })),
+        }
+    }
+
+    fn ask(reason: String, warning: Option<String>) -> HookAnswer {
+        HookAnswer::Decide {
+            decision: "ask",
+            reason,
+            warning,
+        }
+    }
+
+    /// Fail closed: a person decides, told why berth could not.
+    fn cannot_decide(why: String) -> HookAnswer {
+        HookAnswer::ask(
+            format!("berth could not decide, so a person must: {why}"),
+            Some(format!("berth hook: {why}")),
+        )
+    }
+}
+
+pub fn run(state: Option<PathBuf>, cmd: HookCommand) -> anyhow::Result<u8> {
+    let HookCommand::ClaudeCode(args) = cmd;
+    let env = HookEnv {
+        state: StateDir::locate(state.as_deref()),
+        project_dir: std::env::var("CLAUDE_PROJECT_DIR")
+            .ok()
+            .filter(|v| !v.is_empty()),
+        home: std::env::var("HOME").ok().filter(|v| !v.is_empty()),
+    };
+    let mut input = Vec::new();
+    let answer = match std::io::stdin()
+        .take(MAX_PAYLOAD + 1)
+        .read_to_end(&mut input)
+    {
+        Err(e) => HookAnswer::cannot_decide(format!("cannot read the payload on stdin: {e}")),
+        Ok(_) if input.len() as u64 > MAX_PAYLOAD => {
+            HookAnswer::cannot_decide(format!("the payload is larger than {MAX_PAYLOAD} bytes"))
+        }
+        Ok(_) => answer(&input, &env, &args),
+    };
+    match &answer {
+        HookAnswer::NoOpinion { note } => {
+            if let Some(n) = note {
+                eprintln!("berth hook: {n}");
+            }
+        }
+        HookAnswer::Decide { warning, .. } => {
+            if let Some(w) = warning {
+                eprintln!("{w}");
+            }
+            if let Some(out) = answer.output() {
+                println!("{out}");
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// A tool call berth governs.
+struct Call {
+    action: Action,
+    /// The directory the call runs in (absolute).
+    cwd: String,
+    /// The project root (absolute).
+    root: String,
+}
+
+/// Decides one payload.
+pub fn answer(input: &[u8], env: &HookEnv, args: &ClaudeCodeArgs) -> HookAnswer {
+    let call = match read_call(input, env) {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            return HookAnswer::NoOpinion { note: None };
+        }
+        Err(Malformed::NotPreToolUse(event)) => {
+            return HookAnswer::NoOpinion {
+                note: Some(format!(
+                    "`{event}` is not a PreToolUse payload: no opinion (install the hook under hooks.PreToolUse)"
+                )),
+            };
+        }
+        Err(Malformed::Invalid(why)) => {
+            return HookAnswer::cannot_decide(format!("malformed PreToolUse payload: {why}"));
+        }
+    };
+    match decide_call(&call, env, args) {
+        Ok(a) => a,
+        Err(why) => HookAnswer::cannot_decide(why),
+    }
+}
+
+enum Malformed {
+    NotPreToolUse(String),
+    Invalid(String),
+}
+
+/// The payload as a governed call, `None` for a tool berth does not govern.
+fn read_call(input: &[u8], env: &HookEnv) -> Result<Option<Call>, Malformed> {
+    let v: Value =
+        serde_json::from_slice(input).map_err(|e| Malformed::Invalid(format!("not JSON ({e})")))?;
+    let Value::Object(p) = &v else {
+        return Err(Malformed::Invalid("expected a JSON object".into()));
+    };
+    let text = |k: &str| p.get(k).and_then(Value::as_str);
+    match text("hook_event_name") {
+        Some("PreToolUse") => {}
+        Some(other) => return Err(Malformed::NotPreToolUse(other.to_string())),
+        None => {
+            return Err(Malformed::Invalid(
+                "no `hook_event_name` (expected \"PreToolUse\")".into(),
+            ));
+        }
+    }
+    let tool =
+        text("tool_name").ok_or_else(|| Malformed::Invalid("no `tool_name` string".into()))?;
+    let input = p.get("tool_input");
+    let field = |name: &str| -> Result<String, Malformed> {
+        input
+            .and_then(|i| i.get(name))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Malformed::Invalid(format!("{tool}: no `tool_input.{name}` string")))
+    };
+    let action = match tool {
+        "Bash" => Action::Terminal {
+            command: field("command")?,
+        },
+        "Read" => Action::FileRead {
+            path: field("file_path")?,
+        },
+        "Edit" | "Write" | "MultiEdit" => Action::FileWrite {
+            path: field("file_path")?,
+        },
+        "NotebookEdit" => Action::FileWrite {
+            path: field("notebook_path")?,
+        },
+        _ => return Ok(None),
+    };
+    let cwd = text("cwd").filter(|c| c.starts_with('/'));
+    let root = env
+        .project_dir
+        .as_deref()
+        .filter(|d| d.starts_with('/'))
+        .or(cwd)
+        .ok_or_else(|| {
+            Malformed::Invalid(
+                "no absolute `cwd` and no $CLAUDE_PROJECT_DIR: the project directory is unknown"
+                    .into(),
+            )
+        })?;
+    let root = berth_policy::scope::normalize("/", root);
+    Ok(Some(Call {
+        action,
+        cwd: cwd.map_or_else(|| root.clone(), |c| berth_policy::scope::normalize("/", c)),
+        root,
+    }))
+}
+
+/// What a decision of this hook depends on, besides the call.
+struct Inputs {
+    rules: RuleSet,
+    limits: Limits,
+    autonomy: Autonomy,
+    protected: Vec<String>,
+    extra_roots: Vec<String>,
+    warnings: Vec<String>,
+}
+
+fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<HookAnswer, String> {
+    let inputs = load_inputs(&call.root, env, args)?;
+    let frame = Frame::Host {
+        project_root: call.root.clone(),
+        extra_roots: inputs.extra_roots.clone(),
+        home: env.home.clone().unwrap_or_else(|| "/".to_string()),
+    };
+    let ctx = berth_policy::Context {
+        frame: &frame,
+        cwd: &call.cwd,
+        autonomy: &inputs.autonomy,
+        rules: &inputs.rules,
+        protected_branches: &inputs.protected,
+        limits: &inputs.limits,
+    };
+    let d = berth_policy::decide(&call.action, &ctx);
+    let warning = (!inputs.warnings.is_empty()).then(|| {
+        inputs
+            .warnings
+            .iter()
+            .map(|w| format!("berth hook: warning: {w}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let reason = explain(&d);
+    Ok(match d.verdict {
+        Verdict::Deny => HookAnswer::Decide {
+            decision: "deny",
+            reason,
+            warning,
+        },
+        Verdict::RequireApproval => HookAnswer::ask(reason, warning),
+        Verdict::AutoApprove => match symlink_hold(call, &inputs.extra_roots, &d) {
+            Some(held) => HookAnswer::ask(
+                format!("berth ask (held by the host symlink check): {held}; {reason}"),
+                warning,
+            ),
+            None => HookAnswer::Decide {
+                decision: "allow",
+                reason,
+                warning,
+            },
+        },
+    })
+}
+
+fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Inputs, String> {
+    let mut rules = RuleSet::default();
+    let mut limits = Limits::default();
+    let mut protected = vec!["main".to_string(), "master".to_string()];
+    let mut extra_roots = Vec::new();
+    let mut autonomy = Autonomy::manual();
+
+    let mut project = args.project.clone();
+    if let Some(agent) = &args.agent {
+        let state = env.state.clone().ok_or_else(no_state)?;
+        let (agent_project, a) = agent_autonomy(state, agent)?;
+        if let Some(p) = &project
+            && *p != agent_project
+        {
+            return Err(format!(
+                "agent `{agent}` belongs to project `{agent_project}`, not `{p}`"
+            ));
+        }
+        project = Some(agent_project);
+        autonomy = a;
+    }
+    if let Some(p) = &project {
+        let state = env.state.clone().ok_or_else(no_state)?;
+        let config_path = state.project_config(p);
+        if !config_path.is_file() {
+            return Err(format!(
+                "unknown project `{p}`: no {} (list projects with `berth project ls`)",
+                config_path.display()
+            ));
+        }
+        let (config, project_rules) =
+            berth_engine::projects::project_files(&state, p).map_err(|e| e.to_string())?;
+        limits = config.limits(&config_path).map_err(|e| e.to_string())?;
+        protected.clone_from(&config.git.protected_branches);
+        extra_roots.clone_from(&config.scope.extra_roots);
+        rules.extend(project_rules);
+    }
+    let claude = Path::new(root).join(".claude");
+    for name in ["settings.json", "settings.local.json"] {
+        let path = claude.join(name);
+        if !path.is_file() {
+            continue;
+        }
+        let set = RuleSet::load(&path).map_err(|e| e.to_string())?;
+        rules.extend(set);
+        extra_roots.extend(additional_directories(&path, root, env.home.as_deref())?);
+    }
+    // Entries berth skips on purpose (other tools' rules, Claude Code's own
+    // keys) are not worth a line on every tool call; the rest is.
+    let warnings = std::mem::take(&mut rules.warnings)
+        .into_iter()
+        .filter(|w| !w.contains("which berth does not run") && !w.contains("is not used by berth"))
+        .collect();
+    Ok(Inputs {
+        rules,
+        limits,
+        autonomy,
+        protected,
+        extra_roots,
+        warnings,
+    })
+}
+
+fn no_state() -> String {
+    "no berth state directory: pass --state DIR or set BERTH_HOME in the hook's command".into()
+}
+
+/// The agent's project and autonomy from the store (the one async step).
+fn agent_autonomy(state: StateDir, agent: &str) -> Result<(String, Autonomy), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))?;
+    rt.block_on(async {
+        let engine = Engine::open(state).await.map_err(|e| e.to_string())?;
+        let result = async {
+            let a = engine.agent(agent).await?;
+            let autonomy = engine.autonomy(agent).await?;
+            Ok::<_, berth_engine::EngineError>((a.project, autonomy))
+        }
+        .await
+        .map_err(|e| e.to_string());
+        engine.close().await;
+        result
+    })
+}
+
+/// `permissions.additionalDirectories` of a Claude Code settings file: more
+/// directories Claude Code may work in, so in scope for the host frame too
+/// (relative ones against the project root, `~/` against the home).
+fn additional_directories(
+    path: &Path,
+    root: &str,
+    home: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let Some(dirs) = v.pointer("/permissions/additionalDirectories") else {
+        return Ok(Vec::new());
+    };
+    let Some(list) = dirs.as_array() else {
+        return Err(format!(
+            "{}: `permissions.additionalDirectories` must be a list of paths",
+            path.display()
+        ));
+    };
+    list.iter()
+        .map(|d| {
+            let d = d.as_str().ok_or_else(|| {
+                format!(
+                    "{}: `permissions.additionalDirectories` entries must be strings",
+                    path.display()
+                )
+            })?;
+            Ok(match (d.strip_prefix("~/"), home) {
+                (Some(rest), Some(h)) => berth_policy::scope::normalize(h, rest),
+                _ => berth_policy::scope::normalize(root, d),
+            })
+        })
+        .collect()
+}
+
+/// Why an allowed action must ask after all: a judged path inside the scope
+/// that leaves it through a symlink on this host (the engine's runner guard).
+fn symlink_hold(call: &Call, extra_roots: &[String], d: &Decision) -> Option<String> {
+    let roots = std::iter::once(call.root.as_str())
+        .chain(extra_roots.iter().map(String::as_str))
+        .filter(|r| Path::new(r).is_dir());
+    let scope = match HostScope::new(roots) {
+        Ok(s) => s,
+        Err(e) => return Some(e.to_string()),
+    };
+    let mut paths: Vec<String> = d
+        .segments
+        .iter()
+        .flat_map(|s| s.paths.iter())
+        .filter(|p| p.location.in_scope())
+        .filter_map(|p| p.resolved.clone())
+        .collect();
+    paths.push(call.cwd.clone());
+    paths.sort();
+    paths.dedup();
+    let findings = scope.check(&berth_policy::PathMap::new(), &paths);
+    (!findings.is_empty()).then(|| {
+        findings
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+/// The reason Claude Code shows: berth's verdict, the stage that settled it,
+/// the segment that decided, and why.
+fn explain(d: &Decision) -> String {
+    let word = match d.verdict {
+        Verdict::AutoApprove => "allow",
+        Verdict::RequireApproval => "ask",
+        Verdict::Deny => "deny",
+    };
+    let shown = |i: usize| -> Option<String> {
+        d.segments.get(i).map(|s| {
+            format!(
+                "segment {} of {} `{}`",
+                i + 1,
+                d.segments.len(),
+                s.argv.join(" ")
+            )
+        })
+    };
+    let deciding = d
+        .findings
+        .iter()
+        .filter(|f| f.stage == d.stage && f.verdict == d.verdict)
+        .find_map(|f| f.segment)
+        .and_then(shown);
+    let segments = match deciding {
+        Some(s) => s,
+        None if d.verdict == Verdict::AutoApprove && d.segments.len() > 1 => d
+            .segments
+            .iter()
+            .map(|s| {
+                let by = match &s.matched {
+                    RuleMatch::Allow { rule } => format!(" by {rule}"),
+                    _ => String::new(),
+                };
+                format!("`{}`{by}", s.argv.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        None if d.segments.len() == 1 => shown(0).unwrap_or_default(),
+        None => "the whole action".to_string(),
+    };
+    format!(
+        "berth {word} (stage {}; {segments}): {}",
+        d.stage.as_str(),
+        d.reason
+    )
+}

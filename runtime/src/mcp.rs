@@ -1,0 +1,521 @@
+//! `berth mcp --agent AGENT`: the Model Context Protocol over stdio, so an
+//! MCP-capable agent uses its berth as its hands.
+//!
+//! Every tool is one proposed action through [`Engine::propose`] — the same
+//! policy, the same log, the agent as the actor — exactly what `berth exec`
+//! and the agent loop call. Nothing here decides: a tool call returns what the
+//! engine made of the proposal — the output, or the id of the action waiting
+//! for a person and how that person approves it, or the reason and stage of a
+//! refusal. `action_status` lets the agent see what became of an action it
+//! left pending.
+//!
+//! `list_files` is a `file_read` of a directory (the engine lists it through
+//! the berth's path map) rather than a terminal `ls`: the same autonomy, rules
+//! and scope as reading a file, and no shell an agent could abuse.
+//!
+//! Errors an agent can act on (an unknown agent, a berth that is down, an
+//! unknown action) are tool errors (`isError`) with the engine's message,
+//! which says what to do; the server keeps serving. stdout carries the
+//! protocol only: logs go to stderr.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use berth_engine::{
+    ActionParams, ActionRecord, ActionResult, Engine, EngineError, Proposal, ProposeStatus,
+    Proposed, StateDir,
+};
+use berth_policy::Action;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// The agent whose berth the tools act in (`berth agent activate`, `berth up`).
+    #[arg(long)]
+    agent: String,
+}
+
+/// Runs the server until the client closes stdin.
+pub fn run(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
+    init_logging();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(serve(state, args))
+}
+
+/// Logs to stderr (stdout is the protocol); `RUST_LOG` overrides the level.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("berth=info,warn"));
+    // A second initialisation only fails; there is none.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
+    // The server starts whatever the state: a broken setup is what every tool
+    // call answers (as a tool error), so the agent can tell its person.
+    let engine = match StateDir::locate(state.as_deref()) {
+        None => Err(
+            "no berth state directory: pass --state DIR or set BERTH_HOME in the MCP server's command".to_string(),
+        ),
+        Some(dir) => Engine::open(dir).await.map(Arc::new).map_err(|e| e.to_string()),
+    };
+    match &engine {
+        Ok(e) => match e.agent(&args.agent).await {
+            Ok(a) => tracing::info!(agent = %a.name, project = %a.project, "berth mcp serving"),
+            Err(err) => tracing::warn!("{err}"),
+        },
+        Err(err) => tracing::warn!("{err}"),
+    }
+    let server = BerthMcp::new(engine.clone(), args.agent);
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("the MCP handshake failed")?;
+    let quit = running.waiting().await;
+    if let Ok(e) = &engine {
+        e.close().await;
+    }
+    tracing::info!(reason = ?quit, "berth mcp stopped");
+    Ok(0)
+}
+
+/// The tools of one agent's berth.
+#[derive(Clone)]
+pub struct BerthMcp {
+    engine: Result<Arc<Engine>, String>,
+    agent: String,
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RunCommandArgs {
+    /// The shell command line to run in the berth (compound lines are judged segment by segment).
+    pub command: String,
+    /// Working directory in the berth's frame, an absolute path under /work (default: /work).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Deadline in seconds; the whole process tree is killed after it (default: the project's sandbox.timeout_secs).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PathArgs {
+    /// A path in the berth's frame: absolute (/work/src/lib.rs) or relative to /work.
+    pub path: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListFilesArgs {
+    /// A directory in the berth's frame: absolute or relative to /work (default: /work).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteFileArgs {
+    /// A path in the berth's frame: absolute (/work/src/lib.rs) or relative to /work. Parent directories are created.
+    pub path: String,
+    /// The file's whole new content (UTF-8 text).
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CommitArgs {
+    /// The commit message.
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OpenPrArgs {
+    /// The pull request's title.
+    pub title: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ActionStatusArgs {
+    /// The action id a pending result gave (or a unique prefix of at least 4 characters).
+    pub id: String,
+}
+
+#[tool_router]
+impl BerthMcp {
+    pub fn new(engine: Result<Arc<Engine>, String>, agent: String) -> Self {
+        BerthMcp {
+            engine,
+            agent,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Runs a shell command line in the agent's berth, as a proposed terminal action.
+    #[tool(
+        description = "Run a shell command line in your berth (the project worktree at /work). The command is a proposed action: berth's policy decides it segment by segment. Returns its exit code, stdout and stderr (saying when output was truncated); or, when a person must approve it, the action id and how they approve it (nothing ran yet: call action_status later); or, when refused, the reason and the policy stage.",
+        annotations(
+            title = "Run a command",
+            destructive_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn run_command(&self, Parameters(a): Parameters<RunCommandArgs>) -> CallToolResult {
+        let params = ActionParams {
+            cwd: a.cwd,
+            timeout_secs: a.timeout_secs,
+            ..ActionParams::default()
+        };
+        self.propose(Action::Terminal { command: a.command }, params)
+            .await
+    }
+
+    /// Reads a file of the berth, as a proposed file_read action.
+    #[tool(
+        description = "Read a text file in your berth, as a proposed file_read action (policy: file_read autonomy, Read(...) rules, the project scope). Returns the content, or the pending action id and how a person approves it, or the refusal's reason and stage.",
+        annotations(title = "Read a file", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn read_file(&self, Parameters(a): Parameters<PathArgs>) -> CallToolResult {
+        self.propose(Action::FileRead { path: a.path }, ActionParams::default())
+            .await
+    }
+
+    /// Lists a directory of the berth, as a proposed file_read of the directory.
+    #[tool(
+        description = "List a directory in your berth: a proposed file_read of the directory (the same policy as reading a file; no shell). Returns one entry a line, sorted, with / after a directory and @ after a symlink.",
+        annotations(title = "List files", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_files(&self, Parameters(a): Parameters<ListFilesArgs>) -> CallToolResult {
+        let path = a
+            .path
+            .unwrap_or_else(|| berth_policy::frame::WORK.to_string());
+        self.propose(Action::FileRead { path }, ActionParams::default())
+            .await
+    }
+
+    /// Writes a file of the berth, as a proposed file_write action.
+    #[tool(
+        description = "Write a whole text file in your berth, as a proposed file_write action (policy: file_write autonomy, Edit/Write(...) rules, the project scope). Returns the bytes written, or the pending action id and how a person approves it, or the refusal's reason and stage.",
+        annotations(
+            title = "Write a file",
+            destructive_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn write_file(&self, Parameters(a): Parameters<WriteFileArgs>) -> CallToolResult {
+        let params = ActionParams {
+            content: Some(a.content),
+            ..ActionParams::default()
+        };
+        self.propose(Action::FileWrite { path: a.path }, params)
+            .await
+    }
+
+    /// Commits the worktree's changes, as a proposed git_commit action.
+    #[tool(
+        description = "Commit every change in your worktree on your branch under your identity (a proposed git_commit action). When you hold a task, the commit is part of its delivery: a commit that fails returns the task.",
+        annotations(title = "Commit", destructive_hint = false, open_world_hint = false)
+    )]
+    async fn commit(&self, Parameters(a): Parameters<CommitArgs>) -> CallToolResult {
+        let params = ActionParams {
+            message: Some(a.message),
+            ..ActionParams::default()
+        };
+        self.propose_chain(|_| Ok(Action::GitCommit), params).await
+    }
+
+    /// Pushes the agent's branch to the project's forge, as a proposed git_push.
+    #[tool(
+        description = "Push your branch to the project's forge, fast-forward only (a proposed git_push action; pushes need a person's approval unless your autonomy allows them).",
+        annotations(title = "Push", destructive_hint = false, open_world_hint = true)
+    )]
+    async fn push(&self, Parameters(_): Parameters<NoArgs>) -> CallToolResult {
+        self.propose_chain(
+            |agent| match &agent.branch {
+                Some(branch) => Ok(Action::GitPush {
+                    branch: branch.clone(),
+                }),
+                None => Err(EngineError::NoBerth {
+                    agent: agent.name.clone(),
+                    project: agent.project.clone(),
+                }),
+            },
+            ActionParams::default(),
+        )
+        .await
+    }
+
+    /// Opens a pull request from the agent's branch, as a proposed pr_open.
+    #[tool(
+        description = "Open a pull request from your pushed branch into the project's base branch (a proposed pr_open action).",
+        annotations(
+            title = "Open a pull request",
+            destructive_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn open_pr(&self, Parameters(a): Parameters<OpenPrArgs>) -> CallToolResult {
+        let params = ActionParams {
+            title: Some(a.title),
+            ..ActionParams::default()
+        };
+        self.propose_chain(|_| Ok(Action::PrOpen), params).await
+    }
+
+    /// What became of one of the agent's actions.
+    #[tool(
+        description = "What became of one of your actions (one that was pending): still pending, executed (with its output), refused or denied (with the reason).",
+        annotations(
+            title = "Action status",
+            read_only_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn action_status(&self, Parameters(a): Parameters<ActionStatusArgs>) -> CallToolResult {
+        let engine = match &self.engine {
+            Ok(e) => e,
+            Err(msg) => return tool_error(msg),
+        };
+        match engine.action(&a.id).await {
+            Ok(record) if record.agent != self.agent => tool_error(&format!(
+                "action {} belongs to agent `{}`, not to you (`{}`)",
+                record.id, record.agent, self.agent
+            )),
+            Ok(record) => render(&record.id, &record.propose_status(), &record),
+            Err(e) => tool_error(&e.to_string()),
+        }
+    }
+}
+
+impl BerthMcp {
+    /// Proposes `action` as the agent and renders what the engine made of it.
+    async fn propose(&self, action: Action, params: ActionParams) -> CallToolResult {
+        let engine = match &self.engine {
+            Ok(e) => e.clone(),
+            Err(msg) => return tool_error(msg),
+        };
+        let proposal = Proposal::by_agent(&self.agent, action).params(params);
+        run_proposal(engine, proposal).await
+    }
+
+    /// Proposes a delivery step (commit, push, PR) for the task the agent holds.
+    async fn propose_chain(
+        &self,
+        action: impl FnOnce(&berth_engine::Agent) -> Result<Action, EngineError>,
+        params: ActionParams,
+    ) -> CallToolResult {
+        let engine = match &self.engine {
+            Ok(e) => e.clone(),
+            Err(msg) => return tool_error(msg),
+        };
+        let agent = match engine.agent(&self.agent).await {
+            Ok(a) => a,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        let action = match action(&agent) {
+            Ok(a) => a,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        let proposal = Proposal::by_agent(&self.agent, action)
+            .params(params)
+            .task(agent.task.clone());
+        run_proposal(engine, proposal).await
+    }
+}
+
+/// Runs the proposal on its own task: a client that cancels its request
+/// must not leave an action half-recorded as executing.
+async fn run_proposal(engine: Arc<Engine>, proposal: Proposal) -> CallToolResult {
+    let kind = proposal.action.kind().to_string();
+    let agent = proposal.agent.clone();
+    let handle = tokio::spawn(async move {
+        let proposed = engine.propose(proposal, None).await?;
+        let record = engine.action(&proposed.id).await?;
+        Ok::<(Proposed, ActionRecord), EngineError>((proposed, record))
+    });
+    match handle.await {
+        Ok(Ok((proposed, record))) => {
+            tracing::info!(%agent, action = %kind, id = %proposed.id, status = proposed.status.name(), "proposed");
+            render(&proposed.id, &proposed.status, &record)
+        }
+        Ok(Err(e)) => {
+            tracing::info!(%agent, action = %kind, "{e}");
+            tool_error(&e.to_string())
+        }
+        Err(e) => tool_error(&format!("the {kind} action's task failed: {e}")),
+    }
+}
+
+fn tool_error(message: &str) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(message)]);
+    r.structured_content = Some(json!({ "status": "error", "error": message }));
+    r
+}
+
+/// The tool result for an action: readable text for the model, the same
+/// facts as structured content for programs.
+fn render(id: &str, status: &ProposeStatus, record: &ActionRecord) -> CallToolResult {
+    let stage = record.decision.stage.as_str();
+    match status {
+        ProposeStatus::Executed { outcome } => {
+            let mut text = match &outcome.result {
+                Some(r) => describe_result(r),
+                None => String::new(),
+            };
+            if let Some(d) = &outcome.diagnostic {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&format!("failed: {d}"));
+            }
+            let structured = json!({
+                "status": "executed",
+                "action_id": id,
+                "succeeded": outcome.succeeded,
+                "diagnostic": outcome.diagnostic,
+                "result": outcome.result.as_ref().map(result_json),
+            });
+            let mut r = if outcome.succeeded {
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            } else {
+                CallToolResult::error(vec![ContentBlock::text(text)])
+            };
+            r.structured_content = Some(structured);
+            r
+        }
+        ProposeStatus::Pending { reason } => {
+            let approve = format!("berth approve {id}");
+            let text = format!(
+                "PENDING: nothing ran yet. Action {id} ({what}) waits for a person: {stage}: {reason}.\n\
+                 A person approves it with `{approve}` (or denies it with `berth deny {id}`), \
+                 or on the approvals page of `berth serve`. Call action_status with this id to see what became of it.",
+                what = record.action.kind(),
+            );
+            let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+            r.structured_content = Some(json!({
+                "status": "pending",
+                "action_id": id,
+                "stage": stage,
+                "reason": reason,
+                "approve": approve,
+                "deny": format!("berth deny {id}"),
+            }));
+            r
+        }
+        ProposeStatus::Refused { reason } => {
+            let text = format!(
+                "REFUSED: nothing ran. Action {id} ({what}) was refused at stage {stage}: {reason}",
+                what = record.action.kind(),
+            );
+            let mut r = CallToolResult::error(vec![ContentBlock::text(text)]);
+            r.structured_content = Some(json!({
+                "status": "refused",
+                "action_id": id,
+                "stage": stage,
+                "reason": reason,
+            }));
+            r
+        }
+    }
+}
+
+/// An executed action's result as text for the model.
+fn describe_result(r: &ActionResult) -> String {
+    match r {
+        ActionResult::Terminal {
+            exit_code,
+            timed_out,
+            stdout,
+            stderr,
+            stdout_truncated,
+            stderr_truncated,
+            duration_ms,
+            ..
+        } => {
+            let mut t = if *timed_out {
+                format!("timed out after {duration_ms} ms (exit code {exit_code})\n")
+            } else {
+                format!("exit code {exit_code} ({duration_ms} ms)\n")
+            };
+            for (name, body, truncated) in [
+                ("stdout", stdout, stdout_truncated),
+                ("stderr", stderr, stderr_truncated),
+            ] {
+                if body.is_empty() {
+                    continue;
+                }
+                t.push_str(&format!("--- {name}"));
+                if *truncated {
+                    t.push_str(" (truncated: only the last part is kept)");
+                }
+                t.push_str(" ---\n");
+                t.push_str(body);
+                if !body.ends_with('\n') {
+                    t.push('\n');
+                }
+            }
+            t
+        }
+        ActionResult::FileRead { content, .. } => content.clone(),
+        ActionResult::FileWrite { path, bytes, .. } => format!("wrote {bytes} bytes to {path}"),
+        ActionResult::GitCommit {
+            branch,
+            commit,
+            created,
+        } => {
+            if *created {
+                format!("committed {commit} on {branch}")
+            } else {
+                format!("{commit} on {branch} was already committed by this action")
+            }
+        }
+        ActionResult::GitPush { branch, commit } => format!("pushed {branch} at {commit}"),
+        ActionResult::PrOpen {
+            number,
+            branch,
+            base,
+            ..
+        } => format!("opened PR #{number}: {branch} into {base}"),
+        ActionResult::GitMerge { target, commit, .. } => {
+            format!("merged into {target} at {commit}")
+        }
+    }
+}
+
+/// The result as the agent sees it: frame paths only (host paths stay with
+/// the log).
+fn result_json(r: &ActionResult) -> Value {
+    let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut v {
+        map.retain(|k, _| !k.starts_with("host_"));
+    }
+    v
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for BerthMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("berth", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "These tools act in the berth of agent `{}`: its worktree is /work. Every call is a proposed action that berth's policy decides; \
+                 a pending one has not run until a person approves it (see action_status).",
+                self.agent
+            ))
+    }
+}
