@@ -269,10 +269,25 @@ fn decisions_on_documented_payloads() {
             decision(
                 "ask",
                 &format!(
-                    "berth ask (held by the host symlink check): {p}/etc-link/ssl resolves on the host to /etc/ssl \
+                    "berth ask (held after the decision): {p}/etc-link/ssl resolves on the host to /etc/ssl \
                      through the symlink(s) {p}/etc-link, outside the project; \
                      berth allow (stage allow_rule; segment 1 of 1 `ls etc-link/ssl`): \
                      `ls etc-link/ssl` matches the allow rule allow \"ls\" ({rules}:3:5)"
+                ),
+            ),
+        ),
+        (
+            "a write to Claude Code's settings asks even in auto mode",
+            &["--agent", "dev-1"],
+            "Write",
+            json!({"file_path": format!("{p}/.claude/settings.json"), "content": "{}"}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, \
+                     whose settings hold the rules berth reads and this hook: a person decides; \
+                     berth allow (stage autonomy; segment 1 of 1 `write {p}/.claude/settings.json`): \
+                     the agent's autonomy for this action is auto_approve (specific)"
                 ),
             ),
         ),

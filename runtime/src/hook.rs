@@ -15,7 +15,9 @@
 //! the project's `.claude/settings.json` and `.claude/settings.local.json`,
 //! and the autonomy of `--agent` (manual when none is named). An allowed
 //! action whose judged paths leave the project through a symlink asks, as the
-//! engine holds it in runner mode.
+//! engine holds it in runner mode; so does an allowed write or command that
+//! touches the project's `.claude/` directory, where the rules and this hook
+//! are configured.
 //!
 //! - Bash → `terminal`; Read → `file_read`; Edit, Write, MultiEdit,
 //!   NotebookEdit → `file_write`. Any other tool: no opinion (no output, exit
@@ -297,17 +299,19 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
             warning,
         },
         Verdict::RequireApproval => HookAnswer::ask(reason, warning),
-        Verdict::AutoApprove => match symlink_hold(call, &inputs.extra_roots, &d) {
-            Some(held) => HookAnswer::ask(
-                format!("berth ask (held by the host symlink check): {held}; {reason}"),
-                warning,
-            ),
-            None => HookAnswer::Decide {
-                decision: "allow",
-                reason,
-                warning,
-            },
-        },
+        Verdict::AutoApprove => {
+            match settings_hold(call, &d).or_else(|| symlink_hold(call, &inputs.extra_roots, &d)) {
+                Some(held) => HookAnswer::ask(
+                    format!("berth ask (held after the decision): {held}; {reason}"),
+                    warning,
+                ),
+                None => HookAnswer::Decide {
+                    decision: "allow",
+                    reason,
+                    warning,
+                },
+            }
+        }
     })
 }
 
@@ -432,6 +436,26 @@ fn additional_directories(
             })
         })
         .collect()
+}
+
+/// Why an allowed write or command must ask after all: it touches the
+/// project's `.claude/` directory, whose settings hold the rules berth reads
+/// and the hook itself — the tool they govern must not rewrite them unseen.
+fn settings_hold(call: &Call, d: &Decision) -> Option<String> {
+    if matches!(call.action, Action::FileRead { .. }) {
+        return None;
+    }
+    let claude = format!("{}/.claude", call.root.trim_end_matches('/'));
+    d.segments
+        .iter()
+        .flat_map(|s| s.paths.iter())
+        .filter_map(|p| p.resolved.as_deref())
+        .find(|p| berth_policy::scope::under(p, &claude))
+        .map(|p| {
+            format!(
+                "{p} is in {claude}, whose settings hold the rules berth reads and this hook: a person decides"
+            )
+        })
 }
 
 /// Why an allowed action must ask after all: a judged path inside the scope
