@@ -431,6 +431,18 @@ fn bad_input_fails_closed_and_other_tools_get_no_opinion() {
             "",
         ),
         (
+            "a project name that is not one asks",
+            &["--project", "../etc"],
+            f.payload("Bash", bash("ls")),
+            decision(
+                "ask",
+                "berth could not decide, so a person must: invalid project name `../etc`: use lowercase letters, \
+                 digits, `-`, `_` or `.`, starting with a letter or digit, at most 64 characters",
+            ),
+            "berth hook: invalid project name `../etc`: use lowercase letters, digits, `-`, `_` or `.`, \
+             starting with a letter or digit, at most 64 characters\n",
+        ),
+        (
             "a tool berth does not govern: no output, Claude Code's own rules apply",
             &[],
             f.payload(

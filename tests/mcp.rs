@@ -366,6 +366,26 @@ fn commands_run_wait_for_a_person_or_are_refused() {
         "{s}"
     );
 
+    // A person denies another: the agent sees the refusal and who made it.
+    let r = c.call("run_command", json!({"command": "touch later.txt"}));
+    let id = action_id(&r);
+    f.ok(&["deny", &id, "--reason", "not now"]);
+    let s = c.call("action_status", json!({"id": id}));
+    assert_eq!(
+        (
+            &s["is_error"],
+            &s["structured"]["status"],
+            &s["structured"]["reason"]
+        ),
+        (
+            &json!(true),
+            &json!("refused"),
+            &json!("denied by ada: not now")
+        ),
+        "{s}"
+    );
+    assert!(!wt.join("later.txt").exists());
+
     // A built-in deny template: refused, with the stage and the reason.
     let r = c.call("run_command", json!({"command": "ls && rm -rf /"}));
     assert_eq!(
@@ -408,6 +428,7 @@ fn commands_run_wait_for_a_person_or_are_refused() {
             ("agent", "dev-1", "failed"),
             ("agent", "dev-1", "executed"),
             ("agent", "dev-1", "executed"),
+            ("agent", "dev-1", "denied"),
             ("agent", "dev-1", "refused"),
         ]
     );
@@ -454,7 +475,7 @@ fn files_round_trip_inside_the_worktree_and_ask_outside_it() {
     let r = c.call("list_files", json!({"path": "notes"}));
     assert_eq!(
         stable(&r)["result"],
-        json!({"kind": "file_read", "path": "/work/notes", "content": "todo.txt\n", "bytes": 9, "directory": true}),
+        json!({"kind": "file_read", "path": "/work/notes", "content": "todo.txt\n", "bytes": 9}),
         "{r}"
     );
     let r = c.call("list_files", json!({}));

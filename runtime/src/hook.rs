@@ -322,6 +322,12 @@ fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Input
     let mut extra_roots = Vec::new();
     let mut autonomy = Autonomy::manual();
 
+    // Names become paths in the state directory: the engine's rule, checked first.
+    for (what, name) in [("project name", &args.project), ("agent name", &args.agent)] {
+        if let Some(n) = name {
+            berth_engine::state::check_name(what, n).map_err(|e| e.to_string())?;
+        }
+    }
     let mut project = args.project.clone();
     if let Some(agent) = &args.agent {
         let state = env.state.clone().ok_or_else(no_state)?;

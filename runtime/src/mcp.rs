@@ -401,7 +401,7 @@ fn render(id: &str, status: &ProposeStatus, record: &ActionRecord) -> CallToolRe
         ProposeStatus::Pending { reason } => {
             let approve = format!("berth approve {id}");
             let text = format!(
-                "PENDING: nothing ran yet. Action {id} ({what}) waits for a person: {stage}: {reason}.\n\
+                "PENDING: nothing ran yet. Action {id} ({what}) waits for a person (stage {stage}): {reason}.\n\
                  A person approves it with `{approve}` (or denies it with `berth deny {id}`), \
                  or on the approvals page of `berth serve`. Call action_status with this id to see what became of it.",
                 what = record.action.kind(),

@@ -187,9 +187,6 @@ pub enum ActionResult {
         /// sorted, `/` after a directory and `@` after a symlink.
         content: String,
         bytes: u64,
-        /// True when `path` was a directory and `content` is its listing.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        directory: bool,
     },
     FileWrite {
         path: String,

@@ -64,7 +64,6 @@ impl Engine {
                         host_path: host.display().to_string(),
                         bytes: content.len() as u64,
                         content,
-                        directory: true,
                     }));
                 }
                 if meta.len() > MAX_READ {
@@ -84,7 +83,6 @@ impl Engine {
                     host_path: host.display().to_string(),
                     bytes: bytes.len() as u64,
                     content: String::from_utf8_lossy(&bytes).into_owned(),
-                    directory: false,
                 }))
             }
             Action::FileWrite { path } => {

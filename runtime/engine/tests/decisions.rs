@@ -376,17 +376,11 @@ async fn file_read_of_a_directory_lists_it() {
     let ProposeStatus::Executed { outcome } = p.status else {
         panic!("{:?}", p.status)
     };
-    let Some(ActionResult::FileRead {
-        path,
-        content,
-        directory,
-        ..
-    }) = outcome.result
-    else {
+    let Some(ActionResult::FileRead { path, content, .. }) = outcome.result else {
         panic!()
     };
     assert_eq!(
-        (path.as_str(), content.as_str(), directory),
-        ("/work/d", "a-link@\nb.txt\nsub/\n", true)
+        (path.as_str(), content.as_str()),
+        ("/work/d", "a-link@\nb.txt\nsub/\n")
     );
 }
