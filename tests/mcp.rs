@@ -666,3 +666,31 @@ fn setup_errors_are_tool_errors_that_say_what_to_do() {
         );
     }
 }
+
+#[test]
+fn an_action_under_way_is_recorded_when_the_client_goes_away() {
+    let f = Fixture::new();
+    let wt = f.worktree("dev-1");
+    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let mut c = f.client("dev-1");
+    // The client cancels the call and closes the session (stdin) after
+    // 0.3 s; it kills the server 2 s later if it is still there.
+    let r = c.send(json!({
+        "op": "call_and_leave", "tool": "run_command",
+        "args": {"command": "sleep 1 && echo done > left.txt"}, "after_secs": 0.3,
+    }));
+    assert_eq!(r, json!({"left": true}));
+    let status = c.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("left.txt")).unwrap(),
+        "done\n"
+    );
+    let actions: Value = serde_json::from_str(&f.ok(&["actions", "--json"])).unwrap();
+    let last = actions.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        (&last["status"], &last["result"]["exit_code"]),
+        (&json!("executed"), &json!(0)),
+        "{last}"
+    );
+}

@@ -9,6 +9,8 @@ with one JSON line on stdout, in the same session, until stdin closes:
   {"op": "list_tools"}
   {"op": "call", "tool": NAME, "args": {...}}   (a JSON-RPC error: {"protocol_error": ...})
   {"op": "bench", "tool": NAME, "args": {...}, "n": N}   (round-trip times in ms)
+  {"op": "call_and_leave", "tool": NAME, "args": {...}, "after_secs": S}
+      (cancels the call after S seconds and ends the session)
 
 The Rust tests drive it step by step, so a person (the CLI) can act between
 two calls of the same session.
@@ -96,6 +98,15 @@ async def main():
                         last = await session.call_tool(req["tool"], req.get("args") or {})
                         times.append((time.perf_counter() - start) * 1000)
                     emit({"ms": times, "last": call_result(last, times[-1])})
+                elif op == "call_and_leave":
+                    # Start a call, give up on it, and end the session while
+                    # the server is still running it.
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(session.call_tool, req["tool"], req.get("args") or {})
+                        await anyio.sleep(req.get("after_secs", 0.5))
+                        tg.cancel_scope.cancel()
+                    emit({"left": True})
+                    break
                 else:
                     emit({"error": f"unknown op {op}"})
 

@@ -34,6 +34,7 @@ use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
 
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
@@ -82,11 +83,16 @@ async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
         Err(err) => tracing::warn!("{err}"),
     }
     let server = BerthMcp::new(engine.clone(), args.agent);
+    let inflight = server.inflight.clone();
     let running = server
         .serve(rmcp::transport::stdio())
         .await
         .context("the MCP handshake failed")?;
     let quit = running.waiting().await;
+    // Actions already under way finish and are recorded, client or not
+    // (rmcp drains the requests in flight when the input closes; the permits
+    // also cover a handler it dropped, whose proposal goes on in its task).
+    let _all = inflight.acquire_many(INFLIGHT_PERMITS).await;
     if let Ok(e) = &engine {
         e.close().await;
     }
@@ -99,8 +105,13 @@ async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
 pub struct BerthMcp {
     engine: Result<Arc<Engine>, String>,
     agent: String,
+    /// One permit per proposal under way: shutdown waits for them all.
+    inflight: Arc<Semaphore>,
     tool_router: ToolRouter<Self>,
 }
+
+/// More proposals than can ever be under way at once.
+const INFLIGHT_PERMITS: u32 = 1 << 16;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunCommandArgs {
@@ -162,6 +173,7 @@ impl BerthMcp {
         BerthMcp {
             engine,
             agent,
+            inflight: Arc::new(Semaphore::new(INFLIGHT_PERMITS as usize)),
             tool_router: Self::tool_router(),
         }
     }
@@ -310,7 +322,7 @@ impl BerthMcp {
             Err(msg) => return tool_error(msg),
         };
         let proposal = Proposal::by_agent(&self.agent, action).params(params);
-        run_proposal(engine, proposal).await
+        run_proposal(engine, proposal, self.inflight.clone()).await
     }
 
     /// Proposes a delivery step (commit, push, PR) for the task the agent holds.
@@ -334,16 +346,25 @@ impl BerthMcp {
         let proposal = Proposal::by_agent(&self.agent, action)
             .params(params)
             .task(agent.task.clone());
-        run_proposal(engine, proposal).await
+        run_proposal(engine, proposal, self.inflight.clone()).await
     }
 }
 
-/// Runs the proposal on its own task: a client that cancels its request
-/// must not leave an action half-recorded as executing.
-async fn run_proposal(engine: Arc<Engine>, proposal: Proposal) -> CallToolResult {
+/// Runs the proposal on its own task, holding an in-flight permit: a client
+/// that cancels its request or goes away must not leave an action
+/// half-recorded as executing.
+async fn run_proposal(
+    engine: Arc<Engine>,
+    proposal: Proposal,
+    inflight: Arc<Semaphore>,
+) -> CallToolResult {
     let kind = proposal.action.kind().to_string();
     let agent = proposal.agent.clone();
+    let Ok(permit) = inflight.acquire_owned().await else {
+        return tool_error("berth mcp is shutting down: nothing was proposed");
+    };
     let handle = tokio::spawn(async move {
+        let _permit = permit;
         let proposed = engine.propose(proposal, None).await?;
         let record = engine.action(&proposed.id).await?;
         Ok::<(Proposed, ActionRecord), EngineError>((proposed, record))
