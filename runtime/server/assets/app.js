@@ -157,12 +157,43 @@
     tbody.appendChild(tr);
   }
 
+  // Answers may come back out of order: only the newest request's is shown.
+  let taskAsked = 0;
+  let actionsAsked = 0;
+
   async function refreshTask(id) {
+    const mine = ++taskAsked;
     const r = await fetch('/api/tasks/' + encodeURIComponent(id), { credentials: 'same-origin' });
     if (!r.ok) { return; }
     const t = await r.json();
+    if (mine !== taskAsked) { return; }
     document.getElementById('task-status').textContent = t.status;
     document.getElementById('task-diagnosis').textContent = t.diagnosis || '';
+  }
+
+  // The task's actions: their statuses follow the log.
+  async function refreshActions(id) {
+    const mine = ++actionsAsked;
+    const r = await fetch('/api/actions?task=' + encodeURIComponent(id), { credentials: 'same-origin' });
+    const tbody = document.getElementById('task-action-rows');
+    if (!r.ok || !tbody) { return; }
+    const actions = await r.json();
+    if (mine !== actionsAsked) { return; }
+    tbody.textContent = '';
+    actions.forEach(function (a) {
+      const tr = document.createElement('tr');
+      tr.className = 'task-action';
+      tr.dataset.actionId = a.id;
+      const act = a.action || {};
+      const what = act.command || act.path || act.branch || act.target || a.params.message || a.params.title || '';
+      [a.id.slice(0, 8), act.type || act.kind || '', a.status, what].forEach(function (c, i) {
+        const td = document.createElement('td');
+        if (i === 2) { td.className = 'status'; }
+        td.textContent = c;
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    });
   }
 
   document.addEventListener('DOMContentLoaded', function () {
@@ -176,6 +207,7 @@
       follow('task=' + encodeURIComponent(id) + '&', s.dataset.cursor, function (e) {
         appendEvent(e);
         refreshTask(id);
+        if (e.action) { refreshActions(id); }
       });
     }
   });

@@ -566,26 +566,21 @@ pub fn render_task(task: &Task, actions: &[ActionRecord], events: &[Event]) -> S
         diag = esc(task.diagnosis.as_deref().unwrap_or("")),
     );
     o.push_str("<section id=\"task-actions\"><h2>Actions</h2>");
-    if actions.is_empty() {
-        o.push_str("<p class=\"empty\">None yet.</p>");
-    } else {
-        o.push_str("<table><thead><tr><th>action</th><th>type</th><th>status</th><th>what</th></tr></thead><tbody>");
-        for a in actions {
-            let (kind, what) = describe(a);
-            let _ = write!(
-                o,
-                "<tr class=\"task-action\" data-action-id=\"{id}\"><td><code>{short}</code></td><td>{kind}</td>\
-                 <td class=\"status\">{status}</td><td><code>{what}</code></td></tr>",
-                id = esc(&a.id),
-                short = esc(ids::short(&a.id)),
-                kind = esc(&kind),
-                status = esc(a.status.as_str()),
-                what = esc(&what),
-            );
-        }
-        o.push_str("</tbody></table>");
+    o.push_str("<table><thead><tr><th>action</th><th>type</th><th>status</th><th>what</th></tr></thead><tbody id=\"task-action-rows\">");
+    for a in actions {
+        let (kind, what) = describe(a);
+        let _ = write!(
+            o,
+            "<tr class=\"task-action\" data-action-id=\"{id}\"><td><code>{short}</code></td><td>{kind}</td>\
+             <td class=\"status\">{status}</td><td><code>{what}</code></td></tr>",
+            id = esc(&a.id),
+            short = esc(ids::short(&a.id)),
+            kind = esc(&kind),
+            status = esc(a.status.as_str()),
+            what = esc(&what),
+        );
     }
-    o.push_str("</section><section id=\"log\"><h2>Event log</h2><table><thead><tr><th>#</th><th>at</th><th>type</th><th>actor</th><th>action</th><th>status</th></tr></thead><tbody id=\"events\">");
+    o.push_str("</tbody></table></section><section id=\"log\"><h2>Event log</h2><table><thead><tr><th>#</th><th>at</th><th>type</th><th>actor</th><th>action</th><th>status</th></tr></thead><tbody id=\"events\">");
     for e in events {
         o.push_str(&event_row(e));
     }
@@ -609,4 +604,64 @@ fn event_row(e: &Event) -> String {
         action = esc(e.action.as_deref().map(ids::short).unwrap_or("")),
         status = esc(status),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use berth_engine::{Actor, TaskStatus};
+
+    use super::*;
+
+    #[test]
+    fn text_and_links_are_escaped() {
+        let cases = [
+            (
+                "<script>alert(1)</script>",
+                "&lt;script&gt;alert(1)&lt;/script&gt;",
+            ),
+            ("a \"b\" 'c' & d", "a &quot;b&quot; &#39;c&#39; &amp; d"),
+            ("plain", "plain"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(esc(raw), want);
+        }
+        assert_eq!(seg("ab-12_.x"), "ab-12_.x");
+        assert_eq!(seg("a/../b?c=\"d\""), "a%2F..%2Fb%3Fc%3D%22d%22");
+    }
+
+    #[test]
+    fn a_hostile_task_and_event_render_as_text() {
+        let evil = "<img src=x onerror=alert(1)>";
+        let task = Task {
+            id: "t\"><b>".into(),
+            project: "demo".into(),
+            title: evil.into(),
+            status: TaskStatus::Blocked,
+            agent: Some(evil.into()),
+            diagnosis: Some(evil.into()),
+            created_at: 0,
+            updated_at: 0,
+        };
+        let event = Event {
+            id: 7,
+            at: 0,
+            kind: evil.into(),
+            actor: Actor::agent(evil),
+            project: None,
+            agent: None,
+            task: None,
+            action: None,
+            payload: serde_json::json!({"status": evil}),
+        };
+        let html = render_task(&task, &[], &[event]);
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("\"><b>"), "{html}");
+        assert_eq!(
+            html.matches("&lt;img src=x onerror=alert(1)&gt;").count(),
+            6,
+            "{html}"
+        );
+        assert!(html.contains("data-cursor=\"7\""));
+    }
 }
