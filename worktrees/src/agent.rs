@@ -118,48 +118,49 @@ impl Worktrees {
         let record = read_record(layout, project, agent, op)?;
         let worktree_kind = confined::kind(&worktrees_dir, Path::new(agent.as_str()))
             .map_err(error::io(op, &worktree))?;
-        if let Some(live_branch) = record.as_deref() {
-            if worktree_kind == Some(Kind::Dir) && admin_present(layout, project, agent, op)? {
-                if live_branch != branch {
-                    return Err(Error::AgentBusy {
-                        project: project.to_string(),
-                        agent: agent.to_string(),
-                        worktree,
-                        live_branch: live_branch.to_owned(),
-                        requested_branch: branch,
-                    });
-                }
-                // Live: make sure it is still locked (the agent may have
-                // unlocked it) and owned as asked.
-                let wt = repo
-                    .find_worktree(agent.as_str())
-                    .map_err(error::git(op, &admin, None))?;
-                if !matches!(
-                    wt.is_locked().map_err(error::git(op, &admin, None))?,
-                    git2::WorktreeLockStatus::Locked(_)
-                ) {
-                    wt.lock(Some(LOCK_REASON))
-                        .map_err(error::git(op, &admin, None))?;
-                }
-                let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
-                    op,
-                    repo: repo_path.clone(),
-                    branch: branch.clone(),
-                })?;
-                drop(repo);
-                if let Some(owner) = owner {
-                    chown_agent(layout, project, agent, owner, true, op)?;
-                }
-                return Ok(WorktreeInfo {
-                    path: worktree,
-                    agent_repo: repo_path,
-                    forge_objects: layout.forge_objects(project),
-                    branch,
-                    base_branch: base,
-                    head,
-                    created: false,
+        if let Some(live_branch) = record.as_deref()
+            && worktree_kind == Some(Kind::Dir)
+            && admin_present(layout, project, agent, op)?
+        {
+            if live_branch != branch {
+                return Err(Error::AgentBusy {
+                    project: project.to_string(),
+                    agent: agent.to_string(),
+                    worktree,
+                    live_branch: live_branch.to_owned(),
+                    requested_branch: branch,
                 });
             }
+            // Live: make sure it is still locked (the agent may have
+            // unlocked it) and owned as asked.
+            let wt = repo
+                .find_worktree(agent.as_str())
+                .map_err(error::git(op, &admin, None))?;
+            if !matches!(
+                wt.is_locked().map_err(error::git(op, &admin, None))?,
+                git2::WorktreeLockStatus::Locked(_)
+            ) {
+                wt.lock(Some(LOCK_REASON))
+                    .map_err(error::git(op, &admin, None))?;
+            }
+            let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
+                op,
+                repo: repo_path.clone(),
+                branch: branch.clone(),
+            })?;
+            drop(repo);
+            if let Some(owner) = owner {
+                chown_agent(layout, project, agent, owner, true, op)?;
+            }
+            return Ok(WorktreeInfo {
+                path: worktree,
+                agent_repo: repo_path,
+                forge_objects: layout.forge_objects(project),
+                branch,
+                base_branch: base,
+                head,
+                created: false,
+            });
         }
 
         // Not live: whatever is there is a leftover of a crash or of a

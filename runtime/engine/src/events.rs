@@ -270,6 +270,16 @@ pub(crate) async fn list(pool: &sqlx::SqlitePool, f: &EventFilter) -> Result<Vec
     rows.iter().map(event_from_row).collect()
 }
 
+/// The id of the newest event (0 when the log is empty): where a follower
+/// that only wants what comes next starts its `after` cursor.
+pub(crate) async fn latest_id(pool: &sqlx::SqlitePool) -> Result<i64> {
+    let id: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM session_events")
+        .fetch_one(pool)
+        .await
+        .map_err(EngineError::store("reading the event log's cursor"))?;
+    Ok(id.unwrap_or(0))
+}
+
 fn event_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
     let get = |e: sqlx::Error| EngineError::Store {
         op: "reading the event log",

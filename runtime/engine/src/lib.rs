@@ -124,6 +124,13 @@ impl Engine {
         events::list(self.store.pool(), filter).await
     }
 
+    /// The id of the newest event (0 when the log is empty): the `after`
+    /// cursor of a follower that wants only what comes next. Cheap (the
+    /// primary key's maximum), so followers in any process can poll it.
+    pub async fn latest_event_id(&self) -> Result<i64> {
+        events::latest_id(self.store.pool()).await
+    }
+
     /// Drains the outbox: every unprocessed row, marked processed; rows
     /// processed longer ago than the retention are pruned. Returns the rows
     /// and how many were pruned.

@@ -223,3 +223,37 @@ async fn a_full_id_that_does_not_exist_is_unknown() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn the_latest_event_id_is_the_cursor_of_what_comes_next() {
+    let f = Fixture::new().await;
+    let before = f.engine.latest_event_id().await.unwrap();
+    let all = f.engine.events(&EventFilter::default()).await.unwrap();
+    assert_eq!(before, all.last().unwrap().id, "the newest event's id");
+    f.engine.create_task("demo", "one", &user()).await.unwrap();
+    // Another process's view sees the write: the store is the truth.
+    let after = f.second().await.latest_event_id().await.unwrap();
+    let new = f
+        .engine
+        .events(&EventFilter {
+            after: Some(before),
+            ..EventFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        new.iter()
+            .map(|e| (e.id, e.kind.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(after, "task.created")]
+    );
+}
+
+#[tokio::test]
+async fn an_empty_log_has_cursor_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::init(StateDir::new(dir.path().join("state")))
+        .await
+        .unwrap();
+    assert_eq!(engine.latest_event_id().await.unwrap(), 0);
+}

@@ -9,6 +9,7 @@ mod decide;
 mod log;
 mod pr;
 mod project;
+mod serve;
 mod task;
 
 use std::path::PathBuf;
@@ -81,6 +82,8 @@ pub enum Command {
     /// Hooks of other tools that ask berth to decide (Claude Code's PreToolUse).
     #[command(subcommand)]
     Hook(crate::hook::HookCommand),
+    /// Serve the HTTP/JSON API and the approvals page; drive agents in the background.
+    Serve(serve::ServeArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -110,8 +113,11 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         return Ok(0);
     }
     let engine = Engine::open(dir).await?;
+    if let Command::Serve(a) = command {
+        return serve::run(engine, a).await;
+    }
     let code = match command {
-        Command::Decide(_) | Command::Init | Command::Hook(_) | Command::Mcp(_) => 0,
+        Command::Decide(_) | Command::Init | Command::Hook(_) | Command::Mcp(_) | Command::Serve(_) => 0,
         Command::Project(c) => project::run(&engine, c).await?,
         Command::Agent(c) => agent::run(&engine, c).await?,
         Command::Autonomy(c) => agent::run_autonomy(&engine, c).await?,

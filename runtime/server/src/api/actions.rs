@@ -1,0 +1,124 @@
+//! Proposing (`berth exec` and every other proposer), listing, approving,
+//! denying and retrying actions.
+
+use axum::Json;
+use axum::extract::State;
+use berth_engine::{ActionFilter, ActionParams, ActionRecord, Approved, Proposal, Proposed};
+use berth_policy::Action;
+use serde::Deserialize;
+
+use super::{PathArgs, required, resolve_task};
+use crate::AppState;
+use crate::body::{JsonBody, QueryArgs, flag};
+use crate::error::ApiError;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProposeBody {
+    agent: Option<String>,
+    action: Option<Action>,
+    #[serde(default)]
+    params: ActionParams,
+    /// The task the action serves (id or prefix).
+    task: Option<String>,
+    /// Makes a retried request safe: the same key answers with the first
+    /// proposal's state and never runs the action twice.
+    idempotency_key: Option<String>,
+}
+
+/// Proposes an action as the agent. The answer's `status` is `executed`,
+/// `pending` or `refused`; the caller must look at it.
+pub(crate) async fn propose(
+    State(app): State<AppState>,
+    JsonBody(b): JsonBody<ProposeBody>,
+) -> Result<Json<Proposed>, ApiError> {
+    let example = r#"{"agent": "dev-1", "action": {"type": "terminal", "command": "cargo test"}}"#;
+    let agent = required(b.agent, "agent", example)?;
+    let action = required(b.action, "action", example)?;
+    let task = resolve_task(&app.engine, b.task).await?;
+    let mut proposal = Proposal::by_agent(&agent, action)
+        .params(b.params)
+        .task(task);
+    if let Some(key) = b.idempotency_key {
+        proposal = proposal.key(key);
+    }
+    Ok(Json(app.engine.propose(proposal, None).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    /// Only the actions waiting for a person.
+    #[serde(default, deserialize_with = "flag")]
+    pending: bool,
+    agent: Option<String>,
+    task: Option<String>,
+}
+
+pub(crate) async fn list(
+    State(app): State<AppState>,
+    QueryArgs(q): QueryArgs<ListQuery>,
+) -> Result<Json<Vec<ActionRecord>>, ApiError> {
+    let task = resolve_task(&app.engine, q.task).await?;
+    Ok(Json(
+        app.engine
+            .actions(&ActionFilter {
+                pending_only: q.pending,
+                agent: q.agent,
+                task,
+            })
+            .await?,
+    ))
+}
+
+pub(crate) async fn show(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Json<ActionRecord>, ApiError> {
+    Ok(Json(app.engine.action(&id).await?))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApproveBody {
+    /// Also add an allow rule per segment to the project's rules (never for
+    /// shells, interpreters, wrappers or privileged commands).
+    #[serde(default)]
+    always: bool,
+}
+
+/// Approves a pending action as the person running the server, and
+/// executes it; the answer holds the outcome.
+pub(crate) async fn approve(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+    JsonBody(b): JsonBody<ApproveBody>,
+) -> Result<Json<Approved>, ApiError> {
+    Ok(Json(
+        app.engine.approve(&id, &app.user, b.always, None).await?,
+    ))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DenyBody {
+    reason: Option<String>,
+}
+
+pub(crate) async fn deny(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+    JsonBody(b): JsonBody<DenyBody>,
+) -> Result<Json<ActionRecord>, ApiError> {
+    Ok(Json(
+        app.engine.deny(&id, &app.user, b.reason.as_deref()).await?,
+    ))
+}
+
+/// Re-executes an action a crash interrupted (never done on its own).
+pub(crate) async fn retry(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Json<Approved>, ApiError> {
+    Ok(Json(app.engine.retry(&id, &app.user, None).await?))
+}

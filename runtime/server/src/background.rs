@@ -1,0 +1,183 @@
+//! The work `berth serve` does on its own: following the log, and driving
+//! the noop agents' loops.
+//!
+//! The store is the truth and other processes write it too (`berth approve`
+//! in a terminal, a second server), so nothing here trusts in-process
+//! signals alone: the follower polls the log's cursor (a primary-key
+//! maximum, cheap) and publishes it; a request handled here pokes it so the
+//! next look is immediate instead of up to one interval away. Event streams
+//! and the agent driver wait on that published cursor.
+//!
+//! The driver runs the engine's own `run_agent(agent, until_idle)` — the
+//! same call as `berth agent run --until-idle` — for each noop agent when
+//! the log moves, one pass per agent at a time. A pass that fails is logged
+//! and that agent waits before the next try, so a broken berth does not
+//! spin.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use berth_engine::{AgentImpl, AgentStatus, Engine};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+/// How long a failed agent pass waits before the next try.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+/// How long shutdown waits for agent passes in flight.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// The log's cursor as this process last saw it, and a way to ask for a
+/// fresh look.
+#[derive(Clone)]
+pub(crate) struct LogFollower {
+    latest: watch::Receiver<i64>,
+    poke: Arc<Notify>,
+}
+
+impl LogFollower {
+    /// Asks the follower to look at the store now (after a write).
+    pub(crate) fn poke(&self) {
+        self.poke.notify_one();
+    }
+
+    /// A receiver that wakes when the cursor moves.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<i64> {
+        self.latest.clone()
+    }
+}
+
+/// Starts following the log. The task ends when `shutdown` turns true.
+pub(crate) async fn follow_log(
+    engine: Arc<Engine>,
+    interval: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(LogFollower, tokio::task::JoinHandle<()>), berth_engine::EngineError> {
+    let start = engine.latest_event_id().await?;
+    let (tx, rx) = watch::channel(start);
+    let poke = Arc::new(Notify::new());
+    let follower = LogFollower {
+        latest: rx,
+        poke: poke.clone(),
+    };
+    let handle = tokio::spawn(async move {
+        let mut last = start;
+        let mut failing = false;
+        loop {
+            tokio::select! {
+                _ = poke.notified() => {}
+                _ = tokio::time::sleep(interval) => {}
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+            match engine.latest_event_id().await {
+                Ok(id) => {
+                    failing = false;
+                    if id != last {
+                        last = id;
+                        tx.send_replace(id);
+                    }
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!("following the event log: {e}");
+                    }
+                    failing = true;
+                }
+            }
+        }
+    });
+    Ok((follower, handle))
+}
+
+/// Drives every noop agent's loop whenever the log moves, until shutdown;
+/// then waits a little for passes in flight, so an action being executed is
+/// recorded rather than left for recovery.
+pub(crate) async fn drive_agents(
+    engine: Arc<Engine>,
+    mut latest: watch::Receiver<i64>,
+    mut shutdown: watch::Receiver<bool>,
+    rescan: Duration,
+) {
+    let mut running: JoinSet<(String, Result<berth_engine::RunReport, String>)> = JoinSet::new();
+    let mut busy: HashSet<String> = HashSet::new();
+    // Agents the log moved for while their pass ran: they get one more.
+    let mut again: HashSet<String> = HashSet::new();
+    let mut resting: HashMap<String, Instant> = HashMap::new();
+    let mut scan = true;
+    loop {
+        if scan {
+            scan = false;
+            match engine.agents().await {
+                Ok(agents) => {
+                    let now = Instant::now();
+                    for a in agents {
+                        if a.implementation != AgentImpl::Noop || a.status == AgentStatus::Paused {
+                            continue;
+                        }
+                        if busy.contains(&a.name) {
+                            again.insert(a.name);
+                            continue;
+                        }
+                        if resting.get(&a.name).is_some_and(|until| *until > now) {
+                            continue;
+                        }
+                        busy.insert(a.name.clone());
+                        let engine = engine.clone();
+                        running.spawn(async move {
+                            let r = engine
+                                .run_agent(&a.name, true)
+                                .await
+                                .map_err(|e| e.to_string());
+                            (a.name, r)
+                        });
+                    }
+                }
+                Err(e) => tracing::warn!("listing agents to drive: {e}"),
+            }
+        }
+        tokio::select! {
+            changed = latest.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                scan = true;
+            }
+            Some(done) = running.join_next(), if !running.is_empty() => {
+                match done {
+                    Ok((name, result)) => {
+                        busy.remove(&name);
+                        match result {
+                            Ok(report) => {
+                                resting.remove(&name);
+                                tracing::debug!(agent = %name, stopped = ?report.stopped, "agent pass");
+                            }
+                            Err(e) => {
+                                tracing::warn!(agent = %name, "agent pass failed (next try in {}s): {e}", RETRY_AFTER_FAILURE.as_secs());
+                                resting.insert(name.clone(), Instant::now() + RETRY_AFTER_FAILURE);
+                            }
+                        }
+                        if again.remove(&name) {
+                            scan = true;
+                        }
+                    }
+                    Err(e) => tracing::error!("an agent pass panicked: {e}"),
+                }
+            }
+            _ = tokio::time::sleep(rescan) => scan = true,
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+    if !running.is_empty() {
+        tracing::info!(passes = running.len(), "waiting for agent passes in flight");
+        let drained = tokio::time::timeout(DRAIN, async {
+            while running.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                "agent passes still running after {}s were stopped; recovery marks their actions interrupted",
+                DRAIN.as_secs()
+            );
+        }
+    }
+}

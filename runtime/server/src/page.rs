@@ -1,0 +1,667 @@
+//! The approvals page and a task's event log, rendered on the server.
+//!
+//! No front-end build: HTML written here, one small script and one style
+//! sheet served from `/assets/` (the Content-Security-Policy allows scripts
+//! and styles from this origin only, so nothing inline would run anyway).
+//! Every value from the store goes through [`esc`] — a command line, a path
+//! or a task title is whatever an agent or a person typed.
+//!
+//! ADR 0167 D5: before the click, each pending action says what auto mode
+//! lifts for that very command and what would still ask; the agents list
+//! says what the switch lifts and what still asks.
+
+use std::fmt::Write as _;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use berth_engine::{
+    ActionFilter, ActionRecord, Agent, AutonomyReport, Event, EventFilter, Task, ids,
+};
+use berth_policy::{Decision, Location, RuleMatch, Verdict, explain::auto_mode_split};
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::api::PathArgs;
+use crate::auth::{Access, SESSION_COOKIE};
+use crate::body::QueryArgs;
+use crate::error::ApiError;
+
+pub(crate) const APP_JS: &str = include_str!("../assets/app.js");
+pub(crate) const APP_CSS: &str = include_str!("../assets/app.css");
+
+/// Escapes text for HTML content and double- or single-quoted attributes.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A path segment for a link: ids and names are plain, but nothing else
+/// reaches an `href` unencoded.
+fn seg(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+fn layout(title: &str, page: &str, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
+         <script src=\"/assets/app.js\" defer></script></head>\
+         <body data-page=\"{page}\"><header><a class=\"home\" href=\"/\">berth</a>\
+         <span class=\"live\" id=\"live\" hidden>live</span></header><main>{body}</main></body></html>\n",
+        title = esc(title),
+        page = esc(page),
+    )
+}
+
+fn html(status: StatusCode, text: String) -> Response {
+    (status, Html(text)).into_response()
+}
+
+/// The page a browser gets without a session.
+pub(crate) fn login_needed(why: &str) -> Response {
+    let body = format!(
+        "<h1>Log in</h1><p>{}.</p><p>Open <code>/login?token=TOKEN</code>, where TOKEN is the \
+         contents of the file <code>api-token</code> in berth's state directory (its path is printed \
+         when <code>berth serve</code> starts). The token is exchanged once for a session cookie.</p>",
+        esc(why)
+    );
+    html(
+        StatusCode::UNAUTHORIZED,
+        layout("berth — log in", "login", &body),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LoginQuery {
+    token: Option<String>,
+}
+
+/// Exchanges the API token for a session cookie (HttpOnly, SameSite=Strict,
+/// this server only), then sends the browser to the approvals page.
+pub(crate) async fn login(
+    State(app): State<AppState>,
+    QueryArgs(q): QueryArgs<LoginQuery>,
+) -> Response {
+    let Access::Token(access) = &app.access else {
+        // The unix socket needs no login.
+        return Redirect::to("/").into_response();
+    };
+    let Some(token) = q.token else {
+        return login_needed("this page needs the API token once");
+    };
+    if !access.token_matches(token.trim()) {
+        return login_needed("that token is wrong");
+    }
+    let session = match crate::listen::random_hex(32, app.engine.state().root()) {
+        Ok(s) => s,
+        Err(e) => {
+            return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+                .into_response();
+        }
+    };
+    access.open_session(session.clone());
+    let cookie = format!("{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/");
+    let mut r = Redirect::to("/").into_response();
+    match HeaderValue::from_str(&cookie) {
+        Ok(v) => {
+            r.headers_mut().insert(header::SET_COOKIE, v);
+            r
+        }
+        Err(_) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the session cookie could not be encoded",
+        )
+        .into_response(),
+    }
+}
+
+pub(crate) async fn app_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        APP_JS,
+    )
+        .into_response()
+}
+
+pub(crate) async fn app_css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response()
+}
+
+/// `/`: what waits for a person, the agents and their auto-mode switch,
+/// and the tasks.
+pub(crate) async fn approvals(State(app): State<AppState>) -> Result<Response, ApiError> {
+    let e = &app.engine;
+    let pending = e
+        .actions(&ActionFilter {
+            pending_only: true,
+            ..ActionFilter::default()
+        })
+        .await?;
+    let agents = e.agents().await?;
+    let mut reports = Vec::with_capacity(agents.len());
+    for a in &agents {
+        reports.push(e.autonomy_report(&a.name).await?);
+    }
+    let tasks = e.tasks(None).await?;
+    let cursor = e.latest_event_id().await?;
+    let body = render_approvals(&pending, &agents, &reports, &tasks, cursor);
+    Ok(html(
+        StatusCode::OK,
+        layout("berth — approvals", "approvals", &body),
+    ))
+}
+
+/// The approvals page's body.
+pub fn render_approvals(
+    pending: &[ActionRecord],
+    agents: &[Agent],
+    reports: &[AutonomyReport],
+    tasks: &[Task],
+    cursor: i64,
+) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<section id=\"pending\" data-cursor=\"{cursor}\"><h1>Waiting for you \
+         (<span id=\"pending-count\">{}</span>)</h1>",
+        pending.len()
+    );
+    if pending.is_empty() {
+        o.push_str("<p class=\"empty\" id=\"nothing-pending\">No action waits for a person.</p>");
+    }
+    o.push_str("<div id=\"pending-list\">");
+    for a in pending {
+        o.push_str(&action_card(a));
+    }
+    o.push_str("</div></section>");
+
+    o.push_str("<section id=\"agents\"><h2>Agents</h2>");
+    if agents.is_empty() {
+        o.push_str("<p class=\"empty\">No agents yet.</p>");
+    }
+    for (a, r) in agents.iter().zip(reports) {
+        o.push_str(&agent_card(a, r));
+    }
+    o.push_str("</section>");
+
+    o.push_str("<section id=\"tasks\"><h2>Tasks</h2>");
+    if tasks.is_empty() {
+        o.push_str("<p class=\"empty\">No tasks yet.</p>");
+    } else {
+        o.push_str(
+            "<table><thead><tr><th>task</th><th>status</th><th>project</th><th>agent</th><th>title</th></tr></thead><tbody>",
+        );
+        for t in tasks {
+            let _ = write!(
+                o,
+                "<tr class=\"task\" data-task-id=\"{id}\"><td><a href=\"/tasks/{href}\">{short}</a></td>\
+                 <td class=\"status\">{status}</td><td>{project}</td><td>{agent}</td><td>{title}{diag}</td></tr>",
+                id = esc(&t.id),
+                href = seg(&t.id),
+                short = esc(ids::short(&t.id)),
+                status = esc(t.status.as_str()),
+                project = esc(&t.project),
+                agent = esc(t.agent.as_deref().unwrap_or("-")),
+                title = esc(&t.title),
+                diag = t
+                    .diagnosis
+                    .as_deref()
+                    .map(|d| format!(" <small>({})</small>", esc(d)))
+                    .unwrap_or_default(),
+            );
+        }
+        o.push_str("</tbody></table>");
+    }
+    o.push_str("</section>");
+    o
+}
+
+/// How a pending action is described in one line.
+fn describe(a: &ActionRecord) -> (String, String) {
+    use berth_policy::Action;
+    let kind = a.action.kind().to_string();
+    let what = match &a.action {
+        Action::Terminal { command } => command.clone(),
+        Action::FileRead { path } | Action::FileWrite { path } => path.clone(),
+        Action::GitPush { branch } => branch.clone(),
+        Action::GitMerge { target } => format!(
+            "into {target}{}",
+            a.params
+                .pr
+                .as_deref()
+                .map(|p| format!(" (PR {})", ids::short(p)))
+                .unwrap_or_default()
+        ),
+        Action::GitCommit => a.params.message.clone().unwrap_or_default(),
+        Action::PrOpen => a.params.title.clone().unwrap_or_default(),
+        _ => String::new(),
+    };
+    (kind, what)
+}
+
+fn rule_text(m: &RuleMatch) -> String {
+    match m {
+        RuleMatch::None => "no rule".into(),
+        RuleMatch::NotACommand => "not a command (no rule applies)".into(),
+        RuleMatch::Allow { rule } | RuleMatch::Ask { rule } | RuleMatch::Deny { rule } => {
+            rule.to_string()
+        }
+    }
+}
+
+/// One pending action: what it is, why it waits, its segments, and what
+/// auto mode would (or did) lift and what still asks.
+pub fn action_card(a: &ActionRecord) -> String {
+    let d = &a.decision;
+    let (kind, what) = describe(a);
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<article class=\"action\" id=\"action-{id}\" data-action-id=\"{id}\" data-state=\"pending\">\
+         <h3><span class=\"kind\">{kind}</span> <code class=\"what\">{what}</code></h3>\
+         <p class=\"meta\">agent <b class=\"agent\">{agent}</b> · project {project}{task} · proposed by {proposer} at {at} · <span class=\"id\">{short}</span></p>",
+        id = esc(&a.id),
+        kind = esc(&kind),
+        what = esc(&what),
+        agent = esc(&a.agent),
+        project = esc(&a.project),
+        task = a
+            .task
+            .as_deref()
+            .map(|t| format!(
+                " · task <a class=\"task-link\" href=\"/tasks/{}\">{}</a>",
+                seg(t),
+                esc(ids::short(t))
+            ))
+            .unwrap_or_default(),
+        proposer = esc(&a.proposer.to_string()),
+        at = esc(&ids::rfc3339(a.created_at)),
+        short = esc(ids::short(&a.id)),
+    );
+    let _ = write!(
+        o,
+        "<p class=\"why\">Waits because of <b class=\"stage\">{}</b>: {}</p>",
+        esc(d.stage.as_str()),
+        esc(&d.reason)
+    );
+    if let Some(h) = &a.hold_reason {
+        let _ = write!(o, "<p class=\"held\">Held on the host: {}</p>", esc(h));
+    }
+    if !d.segments.is_empty() {
+        o.push_str(
+            "<table class=\"segments\"><thead><tr><th>#</th><th>runs</th><th>rule</th><th>notes</th></tr></thead><tbody>",
+        );
+        for (i, s) in d.segments.iter().enumerate() {
+            o.push_str(&segment_row(i, s));
+        }
+        o.push_str("</tbody></table>");
+    }
+    if !d.findings.is_empty() {
+        o.push_str("<div class=\"findings\"><h4>Limits that hold</h4><ul>");
+        for f in &d.findings {
+            let _ = write!(
+                o,
+                "<li><b>{}</b> ({}): {}</li>",
+                esc(f.stage.as_str()),
+                esc(f.verdict.as_str()),
+                esc(&f.reason)
+            );
+        }
+        o.push_str("</ul></div>");
+    }
+    o.push_str(&auto_mode_note(a, d));
+    let _ = write!(
+        o,
+        "<div class=\"decide\"><button type=\"button\" class=\"approve\" data-verb=\"approve\" data-action-id=\"{id}\">Approve</button>\
+         <input class=\"reason\" type=\"text\" placeholder=\"reason (optional)\" aria-label=\"reason for denying\">\
+         <button type=\"button\" class=\"deny\" data-verb=\"deny\" data-action-id=\"{id}\">Deny</button></div>\
+         <p class=\"outcome\" aria-live=\"polite\"></p></article>",
+        id = esc(&a.id)
+    );
+    o
+}
+
+fn segment_row(i: usize, s: &berth_policy::SegmentReport) -> String {
+    let mut notes: Vec<String> = Vec::new();
+    let outside: Vec<String> = s
+        .paths
+        .iter()
+        .filter(|p| !p.location.in_scope())
+        .map(|p| {
+            let at = p.resolved.as_deref().unwrap_or("?");
+            let whereto = if p.location == Location::Unknown {
+                "not provable"
+            } else {
+                "outside the scope"
+            };
+            format!(
+                "<span class=\"outside\"><code>{}</code> → <code>{}</code> ({whereto})</span>",
+                esc(&p.written),
+                esc(at)
+            )
+        })
+        .collect();
+    if !outside.is_empty() {
+        notes.push(format!("paths: {}", outside.join(", ")));
+    }
+    if let Some(op) = &s.opaque {
+        notes.push(format!("<span class=\"opaque\">opaque: {}</span>", esc(op)));
+    }
+    if let Some(p) = &s.privileged {
+        notes.push(format!(
+            "<span class=\"privileged\">external effect: {}</span>",
+            esc(p)
+        ));
+    }
+    if let Some(t) = &s.template {
+        notes.push(format!(
+            "<span class=\"template\">deny template: {}</span>",
+            esc(t)
+        ));
+    }
+    let argv = if s.argv.is_empty() {
+        "(no program)".to_string()
+    } else {
+        s.argv.join(" ")
+    };
+    let via = if s.wrappers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " <small class=\"wrappers\">via {}</small>",
+            esc(&s.wrappers.join(" → "))
+        )
+    };
+    format!(
+        "<tr class=\"segment\"><td>{n}</td><td><code class=\"argv\">{argv}</code>{via}</td>\
+         <td class=\"rule\">{rule}</td><td class=\"notes\">{notes}</td></tr>",
+        n = i + 1,
+        argv = esc(&argv),
+        rule = esc(&rule_text(&s.matched)),
+        notes = notes.join("<br>"),
+    )
+}
+
+/// ADR 0167 D5, for one command: what auto mode lifts and what still asks.
+fn auto_mode_note(a: &ActionRecord, d: &Decision) -> String {
+    let (lifts, holds) = auto_mode_split(d);
+    let on = d.autonomy.is_auto_mode();
+    let mut o = String::from("<div class=\"automode\"><h4>Auto mode</h4>");
+    let _ = write!(
+        o,
+        "<p class=\"automode-state\">Auto mode is <b>{}</b> for {} (its <code>*</code> autonomy is {}).</p>",
+        if on { "on" } else { "off" },
+        esc(&a.agent),
+        if on {
+            "auto_approve"
+        } else {
+            "not auto_approve"
+        },
+    );
+    let verb = if on {
+        "It lifted"
+    } else {
+        "Turning it on would lift"
+    };
+    if lifts.is_empty() {
+        let _ = write!(
+            o,
+            "<p class=\"lifts\">{verb}: nothing for this command.</p>"
+        );
+    } else {
+        let _ = write!(o, "<p class=\"lifts\">{verb}:</p><ul class=\"lifts\">");
+        for f in &lifts {
+            let _ = write!(o, "<li>[{}] {}</li>", esc(f.stage.as_str()), esc(&f.reason));
+        }
+        o.push_str("</ul>");
+    }
+    if holds.is_empty() {
+        o.push_str(
+            "<p class=\"still-asks\">Still asks in auto mode: nothing for this command.</p>",
+        );
+    } else {
+        o.push_str("<p class=\"still-asks\">Still asks (or denies) in auto mode:</p><ul class=\"still-asks\">");
+        for f in &holds {
+            let word = if f.verdict == Verdict::Deny {
+                "denies"
+            } else {
+                "asks"
+            };
+            let _ = write!(
+                o,
+                "<li>{word}: [{}] {}</li>",
+                esc(f.stage.as_str()),
+                esc(&f.reason)
+            );
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str("</div>");
+    o
+}
+
+/// An agent with its auto-mode switch and, before the click, what the
+/// switch lifts and what still asks.
+fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<article class=\"agent\" data-agent=\"{name}\"><h3>{name} <small>{imp} · {project} · {status}{task}</small></h3>",
+        name = esc(&a.name),
+        imp = esc(a.implementation.as_str()),
+        project = esc(&a.project),
+        status = esc(a.status.as_str()),
+        task = a
+            .task
+            .as_deref()
+            .map(|t| format!(
+                " · <a href=\"/tasks/{}\">task {}</a>",
+                seg(t),
+                esc(ids::short(t))
+            ))
+            .unwrap_or_default(),
+    );
+    let _ = write!(
+        o,
+        "<p class=\"automode-state\">Auto mode is <b>{}</b>. \
+         <button type=\"button\" class=\"toggle\" data-verb=\"auto-mode\" data-agent=\"{}\" data-on=\"{}\">Turn auto mode {}</button></p>",
+        if r.auto_mode { "on" } else { "off" },
+        esc(&a.name),
+        if r.auto_mode { "false" } else { "true" },
+        if r.auto_mode { "off" } else { "on" },
+    );
+    if r.auto_mode {
+        o.push_str("<p>It lifts:</p><ul class=\"lifts\">");
+        for l in &r.lifts {
+            let _ = write!(o, "<li>{}</li>", esc(l));
+        }
+        o.push_str("</ul>");
+    } else {
+        o.push_str(
+            "<p class=\"lifts\">Turning it on lifts the path scope limit and the partial allow for this agent \
+             (each pending action above says what it would lift for that command).</p>",
+        );
+    }
+    o.push_str("<p>Still asks (or denies) whatever the switch says:</p><ul class=\"still-asks\">");
+    for s in &r.still_asks {
+        let _ = write!(o, "<li>{}</li>", esc(s));
+    }
+    o.push_str("</ul></article>");
+    o
+}
+
+/// `/tasks/{id}`: the task, its actions, and its event log (live).
+pub(crate) async fn task_page(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Response, ApiError> {
+    let e = &app.engine;
+    let task = match e.task(&id).await {
+        Ok(t) => t,
+        Err(err) => {
+            let api = ApiError::from(err);
+            let body = format!("<h1>No such task</h1><p>{}</p>", esc(&api.message));
+            return Ok(html(api.status, layout("berth — task", "task", &body)));
+        }
+    };
+    let actions = e
+        .actions(&ActionFilter {
+            task: Some(task.id.clone()),
+            ..ActionFilter::default()
+        })
+        .await?;
+    let events = e
+        .events(&EventFilter {
+            task: Some(task.id.clone()),
+            ..EventFilter::default()
+        })
+        .await?;
+    let body = render_task(&task, &actions, &events);
+    Ok(html(
+        StatusCode::OK,
+        layout(
+            &format!("berth — task {}", ids::short(&task.id)),
+            "task",
+            &body,
+        ),
+    ))
+}
+
+/// The task page's body.
+pub fn render_task(task: &Task, actions: &[ActionRecord], events: &[Event]) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<section id=\"task\" data-task-id=\"{id}\" data-cursor=\"{cursor}\"><h1>{title}</h1>\
+         <p class=\"meta\">task <code>{id}</code> · project {project} · agent {agent} · status \
+         <b id=\"task-status\">{status}</b></p><p id=\"task-diagnosis\">{diag}</p></section>",
+        id = esc(&task.id),
+        cursor = events.last().map(|e| e.id).unwrap_or(0),
+        title = esc(&task.title),
+        project = esc(&task.project),
+        agent = esc(task.agent.as_deref().unwrap_or("-")),
+        status = esc(task.status.as_str()),
+        diag = esc(task.diagnosis.as_deref().unwrap_or("")),
+    );
+    o.push_str("<section id=\"task-actions\"><h2>Actions</h2>");
+    o.push_str("<table><thead><tr><th>action</th><th>type</th><th>status</th><th>what</th></tr></thead><tbody id=\"task-action-rows\">");
+    for a in actions {
+        let (kind, what) = describe(a);
+        let _ = write!(
+            o,
+            "<tr class=\"task-action\" data-action-id=\"{id}\"><td><code>{short}</code></td><td>{kind}</td>\
+             <td class=\"status\">{status}</td><td><code>{what}</code></td></tr>",
+            id = esc(&a.id),
+            short = esc(ids::short(&a.id)),
+            kind = esc(&kind),
+            status = esc(a.status.as_str()),
+            what = esc(&what),
+        );
+    }
+    o.push_str("</tbody></table></section><section id=\"log\"><h2>Event log</h2><table><thead><tr><th>#</th><th>at</th><th>type</th><th>actor</th><th>action</th><th>status</th></tr></thead><tbody id=\"events\">");
+    for e in events {
+        o.push_str(&event_row(e));
+    }
+    o.push_str("</tbody></table></section>");
+    o
+}
+
+fn event_row(e: &Event) -> String {
+    let status = e
+        .payload
+        .get("status")
+        .and_then(|s| s.as_str())
+        .unwrap_or("");
+    format!(
+        "<tr class=\"event\" data-event-id=\"{id}\"><td>{id}</td><td>{at}</td><td class=\"type\">{kind}</td>\
+         <td>{actor}</td><td>{action}</td><td>{status}</td></tr>",
+        id = e.id,
+        at = esc(&ids::rfc3339(e.at)),
+        kind = esc(&e.kind),
+        actor = esc(&e.actor.to_string()),
+        action = esc(e.action.as_deref().map(ids::short).unwrap_or("")),
+        status = esc(status),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use berth_engine::{Actor, TaskStatus};
+
+    use super::*;
+
+    #[test]
+    fn text_and_links_are_escaped() {
+        let cases = [
+            (
+                "<script>alert(1)</script>",
+                "&lt;script&gt;alert(1)&lt;/script&gt;",
+            ),
+            ("a \"b\" 'c' & d", "a &quot;b&quot; &#39;c&#39; &amp; d"),
+            ("plain", "plain"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(esc(raw), want);
+        }
+        assert_eq!(seg("ab-12_.x"), "ab-12_.x");
+        assert_eq!(seg("a/../b?c=\"d\""), "a%2F..%2Fb%3Fc%3D%22d%22");
+    }
+
+    #[test]
+    fn a_hostile_task_and_event_render_as_text() {
+        let evil = "<img src=x onerror=alert(1)>";
+        let task = Task {
+            id: "t\"><b>".into(),
+            project: "demo".into(),
+            title: evil.into(),
+            status: TaskStatus::Blocked,
+            agent: Some(evil.into()),
+            diagnosis: Some(evil.into()),
+            created_at: 0,
+            updated_at: 0,
+        };
+        let event = Event {
+            id: 7,
+            at: 0,
+            kind: evil.into(),
+            actor: Actor::agent(evil),
+            project: None,
+            agent: None,
+            task: None,
+            action: None,
+            payload: serde_json::json!({"status": evil}),
+        };
+        let html = render_task(&task, &[], &[event]);
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("\"><b>"), "{html}");
+        assert_eq!(
+            html.matches("&lt;img src=x onerror=alert(1)&gt;").count(),
+            6,
+            "{html}"
+        );
+        assert!(html.contains("data-cursor=\"7\""));
+    }
+}

@@ -1,0 +1,87 @@
+//! `berth serve`: the HTTP/JSON API, the approvals page and the background
+//! work, until SIGINT or SIGTERM (see the `berth-server` crate).
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use berth_engine::Engine;
+use berth_server::{Endpoint, Listen, Options, SOCKET_FILE, Server};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Where to listen: `unix:PATH`, or a loopback `127.0.0.1:PORT` (port 0
+    /// picks a free one) with a bearer token. Default: unix:<state>/berth.sock.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Allow a TCP address that is not loopback. The API runs commands and
+    /// approves actions, and plain HTTP carries the token in clear: only on
+    /// a network you trust.
+    #[arg(long)]
+    allow_non_loopback: bool,
+    /// Do not drive the noop agents' loops in the background.
+    #[arg(long)]
+    no_agent_loops: bool,
+}
+
+pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
+    // A long-running process: its log goes to stderr (BERTH_LOG=debug for more).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    let listen = match &a.listen {
+        Some(v) => Listen::parse(v)?,
+        None => Listen::Unix(engine.state().root().join(SOCKET_FILE)),
+    };
+    let mut options = Options::new(listen);
+    options.allow_non_loopback = a.allow_non_loopback;
+    options.drive_agents = !a.no_agent_loops;
+    let engine = Arc::new(engine);
+    let server = Server::bind(engine.clone(), options).await?;
+    // One line a script can read for the address (port 0 resolved).
+    println!("berth serve: listening on {}", server.endpoint());
+    match server.endpoint() {
+        Endpoint::Unix { path } => println!(
+            "  API over the unix socket (mode 0600; no token): curl --unix-socket {} http://berth/api/agents",
+            path.display()
+        ),
+        Endpoint::Tcp { addr, token_file } => {
+            println!(
+                "  API token: {} (send `Authorization: Bearer <token>`)",
+                token_file.display()
+            );
+            println!(
+                "  approvals page: open http://{addr}/login?token=<the token> once in a browser"
+            );
+        }
+    }
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    server
+        .run(stop_signal())
+        .await
+        .context("berth serve stopped")?;
+    engine.close().await;
+    println!("berth serve: stopped");
+    Ok(0)
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(e) => {
+            tracing::warn!("cannot watch SIGTERM ({e}); stop with Ctrl-C");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,1298 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `berth serve` end to end: the real binary serving a real store, over the
+//! unix socket and over loopback TCP with the token. Every JSON answer is
+//! checked against the schema `/openapi.json` documents for its path and
+//! status, and bad input gets the documented JSON error.
+
+#[path = "support/http.rs"]
+mod http;
+#[path = "support/server.rs"]
+mod server;
+
+use std::time::Duration;
+
+use http::Client;
+use serde_json::{Value, json};
+use server::{Served, State, wait_for};
+
+type Header<'a> = (&'a str, &'a str);
+
+/// A client that checks each answer against the OpenAPI document.
+struct Api {
+    c: Client,
+    doc: Value,
+}
+
+impl Api {
+    fn new(c: Client) -> Api {
+        Api {
+            c,
+            doc: berth_server::openapi::document().unwrap(),
+        }
+    }
+
+    /// `method template` with `args` put into the template's `{…}` in order,
+    /// then `query`. Returns the status and the JSON body.
+    fn call(
+        &self,
+        method: &str,
+        template: &str,
+        args: &[&str],
+        query: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut path = String::new();
+        let mut args = args.iter();
+        let mut rest = template;
+        while let Some(start) = rest.find('{') {
+            let end = rest[start..].find('}').unwrap() + start;
+            path.push_str(&rest[..start]);
+            path.push_str(args.next().expect("an argument per placeholder"));
+            rest = &rest[end + 1..];
+        }
+        path.push_str(rest);
+        path.push_str(query);
+        let r = self.c.call(&method.to_uppercase(), &path, body.as_ref());
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/json"),
+            "{method} {path}: {}",
+            r.text()
+        );
+        let v = r.json();
+        if let Err(e) =
+            berth_server::openapi::check_response(&self.doc, method, template, r.status, &v)
+        {
+            panic!("{method} {path} → {}: {e}\n{v:#}", r.status);
+        }
+        (r.status, v)
+    }
+
+    fn ok(&self, method: &str, template: &str, args: &[&str], body: Option<Value>) -> Value {
+        let (s, v) = self.call(method, template, args, "", body);
+        assert!(
+            (200..300).contains(&s),
+            "{method} {template} {args:?} → {s}: {v}"
+        );
+        v
+    }
+
+    /// Expects a JSON error with this status and code.
+    fn err(
+        &self,
+        method: &str,
+        template: &str,
+        args: &[&str],
+        body: Option<Value>,
+        status: u16,
+        code: &str,
+    ) -> String {
+        let (s, v) = self.call(method, template, args, "", body);
+        assert_eq!(
+            (s, v["error"]["code"].as_str().unwrap_or("")),
+            (status, code),
+            "{method} {template} {args:?}: {v}"
+        );
+        let msg = v["error"]["message"].as_str().unwrap().to_string();
+        assert!(!msg.is_empty());
+        msg
+    }
+}
+
+/// The project allows several agents at once, whatever its default is.
+fn roomy(state: &State) {
+    let cfg = state.root().join("projects/demo/berth.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, text.replace("max_parallel = 1", "max_parallel = 8")).unwrap();
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    Socket,
+    Tcp,
+}
+
+fn start(state: &State, t: Transport, extra: &[&str]) -> Served {
+    let mut args: Vec<&str> = match t {
+        Transport::Socket => vec![],
+        Transport::Tcp => vec!["--listen", "127.0.0.1:0"],
+    };
+    args.extend_from_slice(extra);
+    Served::start(state, &args)
+}
+
+/// Every endpoint family, through the same calls the CLI makes, over both
+/// transports. The agent loops are off so that each step is the test's.
+#[test]
+fn every_endpoint_family_over_the_socket_and_over_tcp() {
+    for t in [Transport::Socket, Transport::Tcp] {
+        let state = State::new();
+        let served = start(&state, t, &["--no-agent-loops"]);
+        let api = Api::new(served.client(&state));
+        every_endpoint_family(&api, &state);
+        let (code, _) = served.stop();
+        assert_eq!(code, Some(0), "{t:?}");
+    }
+}
+
+fn every_endpoint_family(api: &Api, state: &State) {
+    let src = state.source();
+    let src = src.to_str().unwrap();
+
+    // Projects.
+    let p = api.ok(
+        "post",
+        "/api/projects",
+        &[],
+        Some(json!({"name": "demo", "from": src})),
+    );
+    assert_eq!(
+        (p["name"].as_str(), p["base_branch"].as_str()),
+        (Some("demo"), Some("main"))
+    );
+    roomy(state);
+    api.err(
+        "post",
+        "/api/projects",
+        &[],
+        Some(json!({"name": "demo", "from": src})),
+        409,
+        "already_exists",
+    );
+    let m = api.err(
+        "post",
+        "/api/projects",
+        &[],
+        Some(json!({"name": "rel", "from": "src"})),
+        422,
+        "invalid_value",
+    );
+    assert!(m.contains("absolute path"), "{m}");
+    api.err(
+        "post",
+        "/api/projects",
+        &[],
+        Some(json!({"name": "nope", "from": "/nonexistent/repo"})),
+        422,
+        "repository_unusable",
+    );
+    let list = api.ok("get", "/api/projects", &[], None);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(
+        api.ok("get", "/api/projects/{name}", &["demo"], None)["name"],
+        "demo"
+    );
+    api.err(
+        "get",
+        "/api/projects/{name}",
+        &["ghost"],
+        None,
+        404,
+        "unknown_project",
+    );
+
+    // Agents and berths.
+    let a = api.ok(
+        "post",
+        "/api/agents",
+        &[],
+        Some(json!({"name": "dev-1", "project": "demo"})),
+    );
+    assert_eq!(
+        (a["impl"].as_str(), a["status"].as_str()),
+        (Some("real"), Some("idle"))
+    );
+    api.ok(
+        "post",
+        "/api/agents",
+        &[],
+        Some(json!({"name": "noop-1", "project": "demo", "impl": "noop"})),
+    );
+    api.err(
+        "post",
+        "/api/agents",
+        &[],
+        Some(json!({"name": "x", "project": "ghost"})),
+        404,
+        "unknown_project",
+    );
+    api.err(
+        "post",
+        "/api/agents",
+        &[],
+        Some(json!({"name": "x", "project": "demo", "impl": "robot"})),
+        422,
+        "invalid_body",
+    );
+    let names: Vec<String> = api
+        .ok("get", "/api/agents", &[], None)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["dev-1", "noop-1"]);
+    api.err(
+        "get",
+        "/api/agents/{name}",
+        &["ghost"],
+        None,
+        404,
+        "unknown_agent",
+    );
+    let up = api.ok(
+        "post",
+        "/api/agents/{name}/up",
+        &["dev-1"],
+        Some(json!({"mode": "runner"})),
+    );
+    assert_eq!(
+        (up["mode"].as_str(), up["branch"].as_str()),
+        (Some("runner"), Some("agent/dev-1/scratch"))
+    );
+    api.ok(
+        "post",
+        "/api/agents/{name}/up",
+        &["noop-1"],
+        Some(json!({"mode": "runner"})),
+    );
+    api.err(
+        "post",
+        "/api/agents/{name}/up",
+        &["dev-1"],
+        Some(json!({"project": "other"})),
+        409,
+        "wrong_project",
+    );
+    let berths = api.ok("get", "/api/berths", &[], None);
+    assert!(
+        berths
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["mode"] == "runner")
+    );
+    assert_eq!(
+        api.ok("get", "/api/agents/{name}", &["dev-1"], None)["berth"],
+        "runner"
+    );
+
+    // Autonomy and the auto-mode switch (ADR 0167): the answer says what
+    // the switch lifts and what still asks.
+    let on = api.ok(
+        "put",
+        "/api/agents/{name}/auto-mode",
+        &["dev-1"],
+        Some(json!({"on": true})),
+    );
+    assert_eq!(on["auto_mode"], true);
+    assert!(on["lifts"].as_array().unwrap().len() >= 2, "{on}");
+    assert!(!on["still_asks"].as_array().unwrap().is_empty());
+    let off = api.ok(
+        "put",
+        "/api/agents/{name}/auto-mode",
+        &["dev-1"],
+        Some(json!({"on": false})),
+    );
+    assert_eq!(
+        (
+            off["auto_mode"].as_bool(),
+            off["lifts"].as_array().unwrap().len()
+        ),
+        (Some(false), 0)
+    );
+    api.err(
+        "put",
+        "/api/agents/{name}/auto-mode",
+        &["dev-1"],
+        Some(json!({})),
+        422,
+        "invalid_body",
+    );
+    let set = api.ok(
+        "put",
+        "/api/agents/{name}/autonomy/{action_type}",
+        &["dev-1", "terminal"],
+        Some(json!({"mode": "auto_approve"})),
+    );
+    let terminal = set["resolved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == "terminal")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        terminal[1],
+        json!({"mode": "auto_approve", "origin": "specific"})
+    );
+    let m = api.err(
+        "put",
+        "/api/agents/{name}/autonomy/{action_type}",
+        &["dev-1", "terminal"],
+        Some(json!({"mode": "sometimes"})),
+        422,
+        "invalid_value",
+    );
+    assert!(m.contains("auto_approve, require_approval or deny"), "{m}");
+    api.err(
+        "put",
+        "/api/agents/{name}/autonomy/{action_type}",
+        &["dev-1", "teleport"],
+        Some(json!({"mode": "deny"})),
+        422,
+        "invalid_value",
+    );
+    assert_eq!(
+        api.ok("get", "/api/agents/{name}/autonomy", &["dev-1"], None)["agent"],
+        "dev-1"
+    );
+    api.err(
+        "get",
+        "/api/agents/{name}/autonomy",
+        &["ghost"],
+        None,
+        404,
+        "unknown_agent",
+    );
+
+    // Tasks and claiming.
+    let t1 = api.ok(
+        "post",
+        "/api/tasks",
+        &[],
+        Some(json!({"project": "demo", "title": "first"})),
+    );
+    let t1_id = t1["id"].as_str().unwrap().to_string();
+    assert_eq!(t1["status"], "todo");
+    api.err(
+        "post",
+        "/api/tasks",
+        &[],
+        Some(json!({"project": "demo", "title": "  "})),
+        422,
+        "invalid_value",
+    );
+    api.err(
+        "post",
+        "/api/tasks",
+        &[],
+        Some(json!({"project": "demo"})),
+        422,
+        "invalid_body",
+    );
+    let by_prefix = api.ok("get", "/api/tasks/{id}", &[&t1_id[..8]], None);
+    assert_eq!(by_prefix["id"], t1_id.as_str());
+    api.err(
+        "get",
+        "/api/tasks/{id}",
+        &["ffffffff"],
+        None,
+        404,
+        "unknown_task",
+    );
+    let claimed = api.ok("post", "/api/agents/{name}/claim", &["dev-1"], None);
+    assert_eq!(
+        (
+            claimed["task"]["id"].as_str(),
+            claimed["task"]["status"].as_str(),
+            claimed["task"]["agent"].as_str()
+        ),
+        (Some(t1_id.as_str()), Some("in_progress"), Some("dev-1"))
+    );
+    let again = api.ok("post", "/api/agents/{name}/claim", &["dev-1"], None);
+    assert_eq!(again, json!({"task": null}), "an agent holds one task");
+    let (s, tasks) = api.call("get", "/api/tasks", &[], "?project=demo", None);
+    assert_eq!((s, tasks.as_array().unwrap().len()), (200, 1));
+    let m = api.err(
+        "post",
+        "/api/agents/{name}/down",
+        &["dev-1"],
+        None,
+        409,
+        "invalid_state",
+    );
+    assert!(m.contains("--keep-worktree"), "{m}");
+
+    // Proposing: executed, pending, refused; idempotency.
+    let ran = api.ok(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1", "action": {"type": "terminal", "command": "echo hi > out.txt; test -s out.txt && echo written"}})),
+    );
+    assert_eq!(ran["status"]["status"], "executed", "{ran}");
+    let result = &ran["status"]["outcome"]["result"];
+    assert_eq!(
+        (result["exit_code"].as_i64(), result["stdout"].as_str()),
+        (Some(0), Some("written\n"))
+    );
+    let pending = api.ok(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1", "action": {"type": "terminal", "command": "cat /etc/hostname"}})),
+    );
+    assert_eq!(pending["status"]["status"], "pending");
+    assert_eq!(pending["decision"]["stage"], "scope");
+    let pending_id = pending["id"].as_str().unwrap().to_string();
+    let refused = api.ok(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1", "action": {"type": "terminal", "command": "rm -rf /"}})),
+    );
+    assert_eq!(refused["status"]["status"], "refused");
+    let keyed = json!({"agent": "dev-1", "action": {"type": "terminal", "command": "true"}, "idempotency_key": "k-1"});
+    let first = api.ok("post", "/api/actions", &[], Some(keyed.clone()));
+    let second = api.ok("post", "/api/actions", &[], Some(keyed));
+    assert_eq!(
+        (
+            first["replayed"].as_bool(),
+            second["replayed"].as_bool(),
+            &second["id"]
+        ),
+        (Some(false), Some(true), &first["id"])
+    );
+    api.err(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1", "action": {"type": "terminal", "command": "false"}, "idempotency_key": "k-1"})),
+        409,
+        "idempotency_key_conflict",
+    );
+    api.err(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "ghost", "action": {"type": "terminal", "command": "true"}})),
+        404,
+        "unknown_agent",
+    );
+    api.err(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1"})),
+        422,
+        "invalid_body",
+    );
+    api.err(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1", "action": {"type": "terminal", "command": "true"}, "task": "ffffffff"})),
+        404,
+        "unknown_task",
+    );
+    api.err(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "noop-1", "action": {"type": "terminal", "command": "true"}, "sudo": true})),
+        422,
+        "invalid_body",
+    );
+
+    // Listing, approving, denying, retrying.
+    let (_, listed) = api.call("get", "/api/actions", &[], "?pending", None);
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [pending_id.as_str()]);
+    let (_, all) = api.call(
+        "get",
+        "/api/actions",
+        &[],
+        "?agent=dev-1&pending=false",
+        None,
+    );
+    assert_eq!(all.as_array().unwrap().len(), 4);
+    let shown = api.ok("get", "/api/actions/{id}", &[&pending_id[..8]], None);
+    assert_eq!(
+        shown["decision"]["segments"][0]["argv"],
+        json!(["cat", "/etc/hostname"])
+    );
+    let approved = api.ok("post", "/api/actions/{id}/approve", &[&pending_id], None);
+    assert_eq!(approved["outcome"]["succeeded"], true);
+    assert_eq!(
+        approved["outcome"]["result"]["stdout"]
+            .as_str()
+            .unwrap()
+            .trim(),
+        std::fs::read_to_string("/etc/hostname").unwrap().trim()
+    );
+    let m = api.err(
+        "post",
+        "/api/actions/{id}/approve",
+        &[&pending_id],
+        Some(json!({})),
+        409,
+        "not_pending",
+    );
+    assert!(m.contains("is executed, not pending"), "{m}");
+    api.err(
+        "post",
+        "/api/actions/{id}/approve",
+        &["ffffffff"],
+        None,
+        404,
+        "unknown_action",
+    );
+    api.err(
+        "post",
+        "/api/actions/{id}/approve",
+        &[&pending_id],
+        Some(json!({"alwyas": true})),
+        422,
+        "invalid_body",
+    );
+    let to_deny = api.ok(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1", "action": {"type": "terminal", "command": "ls /root"}})),
+    );
+    let deny_id = to_deny["id"].as_str().unwrap().to_string();
+    let denied = api.ok(
+        "post",
+        "/api/actions/{id}/deny",
+        &[&deny_id],
+        Some(json!({"reason": "not now"})),
+    );
+    assert_eq!(
+        (
+            denied["status"].as_str(),
+            denied["decided_by"].as_str(),
+            denied["diagnostic"].as_str()
+        ),
+        (Some("denied"), Some("ada"), Some("not now"))
+    );
+    api.err(
+        "post",
+        "/api/actions/{id}/deny",
+        &[&deny_id],
+        None,
+        409,
+        "not_pending",
+    );
+    api.err(
+        "post",
+        "/api/actions/{id}/retry",
+        &[&deny_id],
+        None,
+        409,
+        "invalid_state",
+    );
+    api.err(
+        "post",
+        "/api/actions/{id}/retry",
+        &["ffffffff"],
+        None,
+        404,
+        "unknown_action",
+    );
+
+    // The log: decisions with their actors (ADR 0048), filters, cursors.
+    let (_, approvals) = api.call(
+        "get",
+        "/api/events",
+        &[],
+        "?agent=dev-1&type=proposed_action.approved",
+        None,
+    );
+    let approvals = approvals.as_array().unwrap();
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(
+        (&approvals[0]["actor"], approvals[0]["action"].as_str()),
+        (
+            &json!({"kind": "user", "id": "ada"}),
+            Some(pending_id.as_str())
+        )
+    );
+    let (_, page1) = api.call("get", "/api/events", &[], "?limit=3", None);
+    let page1 = page1.as_array().unwrap();
+    assert_eq!(page1.len(), 3);
+    let after = page1[2]["id"].as_i64().unwrap();
+    let (_, page2) = api.call(
+        "get",
+        "/api/events",
+        &[],
+        &format!("?after={after}&limit=2"),
+        None,
+    );
+    let page2 = page2.as_array().unwrap();
+    assert!(page2.iter().all(|e| e["id"].as_i64().unwrap() > after));
+    assert_eq!(page2.len(), 2);
+    let (_, by_task) = api.call(
+        "get",
+        "/api/events",
+        &[],
+        &format!("?task={}", &t1_id[..8]),
+        None,
+    );
+    let kinds: Vec<&str> = by_task
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["task.created", "task.claimed"]);
+    for (query, code, status) in [
+        ("?limit=0", "invalid_query", 400),
+        ("?limit=20000", "invalid_query", 400),
+        ("?after=soon", "invalid_query", 400),
+        ("?agnet=dev-1", "invalid_query", 400),
+        ("?task=ffffffff", "unknown_task", 404),
+    ] {
+        let (s, v) = api.call("get", "/api/events", &[], query, None);
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{query}: {v}"
+        );
+    }
+    let metrics = api.ok("get", "/api/metrics", &[], None);
+    assert_eq!(
+        (
+            metrics["human_approvals"].as_i64(),
+            metrics["human_denials"].as_i64(),
+            metrics["refused_by_policy"].as_i64()
+        ),
+        (Some(1), Some(1), Some(1))
+    );
+
+    // The outbox drains once.
+    let drained = api.ok("post", "/api/outbox/drain", &[], None);
+    assert!(drained["messages"].as_array().unwrap().len() > 10);
+    let again = api.ok("post", "/api/outbox/drain", &[], None);
+    assert_eq!(again, json!({"messages": [], "pruned": 0}));
+
+    // PRs: the noop agent delivers a task; merge waits for a person, close
+    // returns the task.
+    let t2 = api.ok(
+        "post",
+        "/api/tasks",
+        &[],
+        Some(json!({"project": "demo", "title": "second"})),
+    );
+    let t2_id = t2["id"].as_str().unwrap().to_string();
+    let run = api.ok("post", "/api/agents/{name}/run", &["noop-1"], None);
+    assert_eq!(run["stopped"], json!({"state": "in_review", "task": t2_id}));
+    assert_eq!(run["delivered"], json!([[t2_id, "in_review"]]));
+    api.err(
+        "post",
+        "/api/agents/{name}/run",
+        &["dev-1"],
+        None,
+        409,
+        "invalid_state",
+    );
+    let prs = api.ok("get", "/api/prs", &[], None);
+    let prs = prs.as_array().unwrap();
+    assert_eq!(prs.len(), 1);
+    assert_eq!(
+        (
+            prs[0]["number"].as_i64(),
+            prs[0]["status"].as_str(),
+            prs[0]["task"].as_str()
+        ),
+        (Some(1), Some("open"), Some(t2_id.as_str()))
+    );
+    assert_eq!(
+        api.ok("get", "/api/prs/{id}", &["1"], None)["title"],
+        "second"
+    );
+    api.err("get", "/api/prs/{id}", &["9"], None, 404, "unknown_pr");
+    let merge = api.ok("post", "/api/prs/{id}/merge", &["1"], None);
+    assert_eq!(
+        merge["status"]["status"], "pending",
+        "main is protected: {merge}"
+    );
+    let merge_id = merge["id"].as_str().unwrap();
+    let merged = api.ok("post", "/api/actions/{id}/approve", &[merge_id], None);
+    assert_eq!(merged["outcome"]["succeeded"], true, "{merged}");
+    assert_eq!(
+        api.ok("get", "/api/prs/{id}", &["%231"], None)["status"],
+        "merged"
+    );
+    assert_eq!(
+        api.ok("get", "/api/tasks/{id}", &[&t2_id], None)["status"],
+        "done"
+    );
+    api.err(
+        "post",
+        "/api/prs/{id}/merge",
+        &["1"],
+        None,
+        409,
+        "invalid_state",
+    );
+
+    let t3 = api.ok(
+        "post",
+        "/api/tasks",
+        &[],
+        Some(json!({"project": "demo", "title": "third"})),
+    );
+    let run = api.ok("post", "/api/agents/{name}/run", &["noop-1"], None);
+    assert_eq!(run["stopped"]["state"], "in_review");
+    let closed = api.ok(
+        "post",
+        "/api/prs/{id}/close",
+        &["2"],
+        Some(json!({"reason": "not needed"})),
+    );
+    assert_eq!(closed["status"], "closed");
+    let t3 = api.ok(
+        "get",
+        "/api/tasks/{id}",
+        &[t3["id"].as_str().unwrap()],
+        None,
+    );
+    assert_eq!(t3["status"], "returned");
+    assert!(
+        t3["diagnosis"].as_str().unwrap().contains("not needed"),
+        "{t3}"
+    );
+    api.err(
+        "post",
+        "/api/prs/{id}/close",
+        &["2"],
+        None,
+        409,
+        "invalid_state",
+    );
+
+    // Down, keeping the worktree of the task it holds.
+    let down = api.ok(
+        "post",
+        "/api/agents/{name}/down",
+        &["dev-1"],
+        Some(json!({"keep_worktree": true})),
+    );
+    assert_eq!(down["mode"], Value::Null);
+    // The page and the document answer too.
+    let page = api.c.raw("GET", "/", &[], None);
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("Waiting for you"), "{}", page.text());
+    let doc = api.c.raw("GET", "/openapi.json", &[], None);
+    assert_eq!(doc.json()["openapi"], "3.1.0");
+}
+
+/// Bad input of every kind gets the documented JSON error, over both
+/// transports; TCP also refuses a missing or wrong token.
+#[test]
+fn bad_input_gets_a_json_error_that_says_what_to_do() {
+    for t in [Transport::Socket, Transport::Tcp] {
+        let state = State::with_project();
+        state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+        let served = start(&state, t, &["--no-agent-loops"]);
+        let c = served.client(&state);
+        let big = vec![b' '; berth_server::MAX_BODY_BYTES + 1];
+        let json_ct = [("Content-Type", "application/json")];
+        // (method, path, headers, body, status, code)
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            &'a [Header<'a>],
+            Option<&'a [u8]>,
+            u16,
+            &'a str,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "POST",
+                "/api/actions",
+                &json_ct,
+                Some(b"{\"agent\": \"dev-1\", "),
+                400,
+                "malformed_json",
+            ),
+            (
+                "POST",
+                "/api/actions",
+                &json_ct,
+                Some(b"not json"),
+                400,
+                "malformed_json",
+            ),
+            (
+                "POST",
+                "/api/tasks",
+                &[("Content-Type", "text/plain")],
+                Some(b"{}"),
+                415,
+                "unsupported_media_type",
+            ),
+            (
+                "POST",
+                "/api/tasks",
+                &json_ct,
+                Some(&big),
+                413,
+                "body_too_large",
+            ),
+            (
+                "POST",
+                "/api/tasks",
+                &json_ct,
+                Some(b"[1, 2]"),
+                422,
+                "invalid_body",
+            ),
+            (
+                "POST",
+                "/api/actions",
+                &json_ct,
+                Some(br#"{"agent": "ghost", "action": {"type": "terminal", "command": "ls"}}"#),
+                404,
+                "unknown_agent",
+            ),
+            ("GET", "/api/agents/ghost", &[], None, 404, "unknown_agent"),
+            (
+                "POST",
+                "/api/agents/ghost/up",
+                &[],
+                None,
+                404,
+                "unknown_agent",
+            ),
+            (
+                "PUT",
+                "/api/agents/ghost/auto-mode",
+                &json_ct,
+                Some(b"{\"on\": true}"),
+                404,
+                "unknown_agent",
+            ),
+            ("GET", "/api/actions/zz", &[], None, 404, "unknown_action"),
+            (
+                "GET",
+                "/api/actions?pending=maybe",
+                &[],
+                None,
+                400,
+                "invalid_query",
+            ),
+            ("GET", "/api/nowhere", &[], None, 404, "no_route"),
+            (
+                "DELETE",
+                "/api/agents",
+                &[],
+                None,
+                405,
+                "method_not_allowed",
+            ),
+            (
+                "GET",
+                "/api/events/stream",
+                &[("Last-Event-ID", "yesterday")],
+                None,
+                400,
+                "invalid_header",
+            ),
+        ];
+        for (method, path, headers, body, status, code) in cases {
+            let r = c.raw(method, path, headers, body);
+            let v = r.json();
+            assert_eq!(
+                (r.status, v["error"]["code"].as_str()),
+                (status, Some(code)),
+                "{t:?} {method} {path}: {v}"
+            );
+            assert!(!v["error"]["message"].as_str().unwrap().is_empty());
+            assert_eq!(r.header("content-type"), Some("application/json"));
+        }
+        // Every answer carries the restrictive headers.
+        let r = c.raw("GET", "/", &[], None);
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+            "{csp}"
+        );
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+        served.stop();
+    }
+}
+
+/// TCP: the token file is private; a request without the token, with a
+/// wrong one, or with another Host is refused; the page's session needs the
+/// CSRF header for writes.
+#[test]
+fn tcp_requires_the_token_and_the_page_session_requires_the_csrf_header() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let state = State::with_project();
+    let served = start(&state, Transport::Tcp, &["--no-agent-loops"]);
+    let token_file = state.root().join("api-token");
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let token = state.token();
+    assert_eq!(token.len(), 64);
+    let rest = wait_for(
+        "the lines after the address",
+        Duration::from_secs(5),
+        || {
+            let lines = served.stdout_rest.lock().unwrap().join("\n");
+            lines.contains("approvals page").then_some(lines)
+        },
+    );
+    assert!(
+        rest.contains(token_file.to_str().unwrap()),
+        "the token's path is printed: {rest}"
+    );
+    assert!(!rest.contains(&token), "the token itself is not printed");
+
+    let anon = Client::new(served.target.clone(), None);
+    let wrong = Client::new(served.target.clone(), Some("0".repeat(64)));
+    let right = served.client(&state);
+    let http::Target::Tcp(addr) = served.target else {
+        panic!()
+    };
+    // (client, method, path, headers, status, code)
+    type Case<'a> = (&'a Client, &'a str, &'a str, &'a [Header<'a>], u16, &'a str);
+    let cases: Vec<Case> = vec![
+        (&anon, "GET", "/api/agents", &[], 401, "unauthorized"),
+        (&anon, "GET", "/openapi.json", &[], 401, "unauthorized"),
+        (&anon, "POST", "/api/tasks", &[], 401, "unauthorized"),
+        (&wrong, "GET", "/api/agents", &[], 401, "unauthorized"),
+        (
+            &anon,
+            "GET",
+            "/api/agents",
+            &[("Authorization", "Basic YWRhOmFkYQ==")],
+            401,
+            "unauthorized",
+        ),
+        (
+            &right,
+            "GET",
+            "/api/agents",
+            &[("Host", "evil.example:80")],
+            421,
+            "bad_host",
+        ),
+    ];
+    for (c, method, path, headers, status, code) in cases {
+        let r = c.raw(method, path, headers, None);
+        assert_eq!(
+            (r.status, r.json()["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{method} {path} {headers:?}"
+        );
+    }
+    assert_eq!(right.raw("GET", "/api/agents", &[], None).status, 200);
+    let localhost = right.raw(
+        "GET",
+        "/api/agents",
+        &[("Host", &format!("localhost:{}", addr.port()))],
+        None,
+    );
+    assert_eq!(localhost.status, 200);
+
+    // The page without a session says how to log in; a wrong token is refused.
+    let page = anon.raw("GET", "/", &[], None);
+    assert_eq!(page.status, 401);
+    assert!(page.text().contains("/login?token="), "{}", page.text());
+    let bad_login = anon.raw(
+        "GET",
+        &format!("/login?token={}", "0".repeat(64)),
+        &[],
+        None,
+    );
+    assert_eq!(bad_login.status, 401);
+    assert!(bad_login.header("set-cookie").is_none());
+    // The right token: a session cookie, HttpOnly and SameSite=Strict.
+    let login = anon.raw("GET", &format!("/login?token={token}"), &[], None);
+    assert_eq!((login.status, login.header("location")), (303, Some("/")));
+    let cookie = login.header("set-cookie").unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let session = cookie.split(';').next().unwrap().to_string();
+    assert!(!session.contains(&token), "the cookie is not the token");
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut h = vec![("Cookie", session.as_str())];
+        h.extend_from_slice(extra);
+        h
+    };
+    assert_eq!(anon.raw("GET", "/", &with(&[]), None).status, 200);
+    let body = br#"{"project": "demo", "title": "from the page"}"#;
+    let json_ct = ("Content-Type", "application/json");
+    let no_csrf = anon.raw("POST", "/api/tasks", &with(&[json_ct]), Some(body));
+    assert_eq!(
+        (no_csrf.status, no_csrf.json()["error"]["code"].as_str()),
+        (403, Some("csrf_header_missing"))
+    );
+    let ok = anon.raw(
+        "POST",
+        "/api/tasks",
+        &with(&[json_ct, ("X-Berth-Request", "1")]),
+        Some(body),
+    );
+    assert_eq!(ok.status, 201, "{}", ok.text());
+    let forged = anon.raw(
+        "GET",
+        "/api/agents",
+        &[("Cookie", "berth_session=0123")],
+        None,
+    );
+    assert_eq!(forged.status, 401);
+    // A session does not outlive the server.
+    served.stop();
+    let again = start(&state, Transport::Tcp, &["--no-agent-loops"]);
+    let anon = Client::new(again.target.clone(), None);
+    assert_eq!(anon.raw("GET", "/api/agents", &with(&[]), None).status, 401);
+    assert_eq!(state.token(), token, "the token file is reused");
+    again.stop();
+}
+
+/// A non-loopback address is refused, and says why, unless forced.
+#[test]
+fn a_non_loopback_address_is_refused_unless_forced() {
+    let state = State::with_project();
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let out = state.run(&["serve", "--listen", addr]);
+        assert_eq!(out.status.code(), Some(2), "{addr}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("not a loopback address")
+                && err.contains("--allow-non-loopback")
+                && err.contains("token in clear"),
+            "{err}"
+        );
+    }
+    assert!(
+        !state.root().join("api-token").exists(),
+        "nothing was created"
+    );
+    let out = state.run(&["serve", "--listen", "example.com:80"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid listen address"));
+
+    let served = Served::start(
+        &state,
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--allow-non-loopback",
+            "--no-agent-loops",
+        ],
+    );
+    let http::Target::Tcp(addr) = served.target else {
+        panic!()
+    };
+    assert!(addr.ip().is_unspecified());
+    let c = Client::new(
+        http::Target::Tcp(std::net::SocketAddr::from(([127, 0, 0, 1], addr.port()))),
+        Some(state.token()),
+    );
+    // Any Host may reach a forced address; the token is still required.
+    assert_eq!(
+        c.raw("GET", "/api/agents", &[("Host", "berth.lan")], None)
+            .status,
+        200
+    );
+    let anon = Client::new(c.target.clone(), None);
+    assert_eq!(anon.raw("GET", "/api/agents", &[], None).status, 401);
+    served.stop();
+}
+
+/// The stream delivers what other processes write, in order, once each;
+/// resumes from Last-Event-ID; and ends when the server stops.
+#[test]
+fn the_event_stream_follows_the_store_across_processes() {
+    let state = State::with_project();
+    let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let c = served.client(&state);
+    let mut all = c.events("/api/events/stream", &[]);
+    assert_eq!(all.status, 200);
+    let ct = all
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .unwrap()
+        .1
+        .clone();
+    assert!(ct.starts_with("text/event-stream"), "{ct}");
+    let mut tasks_only = c.events("/api/events/stream?type=task.created", &[]);
+    // Nothing old: a stream without a cursor starts at the newest event.
+    assert_eq!(all.next(Duration::from_millis(400)), None);
+
+    // Another process writes.
+    state.ok(&["task", "create", "--project", "demo", "--title", "one"]);
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["task", "create", "--project", "demo", "--title", "two"]);
+    let mut got = Vec::new();
+    while let Some(e) = all.next(Duration::from_secs(5)) {
+        let v: Value = serde_json::from_str(&e.data).unwrap();
+        assert_eq!(
+            e.id.as_deref().map(|s| s.parse::<i64>().unwrap()),
+            v["id"].as_i64()
+        );
+        got.push((
+            v["id"].as_i64().unwrap(),
+            v["type"].as_str().unwrap().to_string(),
+        ));
+        if got.len() == 3 {
+            break;
+        }
+    }
+    let kinds: Vec<&str> = got.iter().map(|(_, k)| k.as_str()).collect();
+    assert_eq!(kinds, ["task.created", "agent.activated", "task.created"]);
+    assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "in order: {got:?}");
+    let titles: Vec<String> = (0..2)
+        .map(|_| {
+            let e = tasks_only.next(Duration::from_secs(5)).unwrap();
+            let v: Value = serde_json::from_str(&e.data).unwrap();
+            v["payload"]["title"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(titles, ["one", "two"]);
+
+    // A client that reconnects with Last-Event-ID gets what followed it.
+    let first = got[0].0.to_string();
+    let mut resumed = c.events(
+        "/api/events/stream?after=999999",
+        &[("Last-Event-ID", &first)],
+    );
+    let ids: Vec<i64> = (0..2)
+        .map(|_| {
+            resumed
+                .next(Duration::from_secs(5))
+                .unwrap()
+                .id
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ids, [got[1].0, got[2].0]);
+
+    // Stopping the server ends every stream and the server exits promptly.
+    let sock = match &served.target {
+        http::Target::Unix(p) => p.clone(),
+        _ => unreachable!(),
+    };
+    let (code, took) = served.stop();
+    assert_eq!(code, Some(0));
+    assert!(all.ended(Duration::from_secs(5)), "the stream ended");
+    assert!(took < Duration::from_secs(8), "stopped in {took:?}");
+    assert!(!sock.exists(), "the socket file is removed");
+}
+
+/// The server drives a noop agent on its own: the loop claims a task made
+/// by another process, waits on a pending commit, and goes on to the PR
+/// once a person approves it.
+#[test]
+fn the_server_drives_noop_agents_in_the_background() {
+    let state = State::with_project();
+    state.ok(&[
+        "agent",
+        "activate",
+        "noop-1",
+        "--project",
+        "demo",
+        "--impl",
+        "noop",
+    ]);
+    state.ok(&["up", "noop-1", "--project", "demo", "--mode", "runner"]);
+    state.ok(&[
+        "autonomy",
+        "set",
+        "noop-1",
+        "git_commit",
+        "require_approval",
+    ]);
+    let served = start(&state, Transport::Socket, &[]);
+    let api = Api::new(served.client(&state));
+    let out = state.ok(&[
+        "task",
+        "create",
+        "--project",
+        "demo",
+        "--title",
+        "background",
+        "--json",
+    ]);
+    let task: Value = serde_json::from_str(&out).unwrap();
+    let task_id = task["id"].as_str().unwrap().to_string();
+    let commit = wait_for("the pending commit", Duration::from_secs(30), || {
+        let (_, v) = api.call("get", "/api/actions", &[], "?pending&agent=noop-1", None);
+        v.as_array().unwrap().first().cloned()
+    });
+    assert_eq!(
+        (commit["action"]["type"].as_str(), commit["task"].as_str()),
+        (Some("git_commit"), Some(task_id.as_str()))
+    );
+    assert_eq!(
+        api.ok("get", "/api/agents/{name}", &["noop-1"], None)["status"],
+        "awaiting_approval"
+    );
+    api.ok(
+        "post",
+        "/api/actions/{id}/approve",
+        &[commit["id"].as_str().unwrap()],
+        None,
+    );
+    let t = wait_for("the task in review", Duration::from_secs(30), || {
+        let t = api.ok("get", "/api/tasks/{id}", &[&task_id], None);
+        (t["status"] == "in_review").then_some(t)
+    });
+    assert_eq!(t["agent"], "noop-1");
+    let prs = api.ok("get", "/api/prs", &[], None);
+    assert_eq!(prs[0]["task"], task_id.as_str());
+    served.stop();
+}
+
+/// A crash while an action executes: the next server marks it interrupted
+/// (and never re-runs it), as recovery promises.
+#[test]
+fn a_server_started_after_a_crash_marks_the_running_action_interrupted() {
+    let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let api = Api::new(served.client(&state));
+    let c = served.client(&state);
+    let proposer = std::thread::spawn(move || {
+        // Its connection dies with the server: the answer is lost.
+        let _ = std::panic::catch_unwind(|| {
+            c.call(
+                "POST",
+                "/api/actions",
+                Some(&json!({"agent": "dev-1", "action": {"type": "terminal", "command": "sleep 3"}})),
+            )
+        });
+    });
+    let running = wait_for("the action executing", Duration::from_secs(20), || {
+        let (_, v) = api.call("get", "/api/actions", &[], "?agent=dev-1", None);
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["status"] == "executing")
+            .cloned()
+    });
+    served.crash();
+    let _ = proposer.join();
+    let again = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let api = Api::new(again.client(&state));
+    let id = running["id"].as_str().unwrap();
+    let a = api.ok("get", "/api/actions/{id}", &[id], None);
+    assert_eq!(a["status"], "interrupted", "{a}");
+    assert!(
+        a["diagnostic"].as_str().unwrap().contains("was not re-run"),
+        "{a}"
+    );
+    let (_, ev) = api.call("get", "/api/events", &[], "?type=action.interrupted", None);
+    assert_eq!(ev[0]["action"], id);
+    assert_eq!(ev[0]["actor"]["kind"], "system");
+    again.stop();
+}
