@@ -117,7 +117,11 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         return serve::run(engine, a).await;
     }
     let code = match command {
-        Command::Decide(_) | Command::Init | Command::Hook(_) | Command::Mcp(_) | Command::Serve(_) => 0,
+        Command::Decide(_)
+        | Command::Init
+        | Command::Hook(_)
+        | Command::Mcp(_)
+        | Command::Serve(_) => 0,
         Command::Project(c) => project::run(&engine, c).await?,
         Command::Agent(c) => agent::run(&engine, c).await?,
         Command::Autonomy(c) => agent::run_autonomy(&engine, c).await?,
