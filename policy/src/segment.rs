@@ -593,8 +593,18 @@ impl<'h> Walker<'h> {
         seg.chain = self.via.clone();
         seg.find_roots = find_roots;
         let mut cd_ok = true;
-        for _ in 0..MAX_WRAPPERS {
+        for round in 0..=MAX_WRAPPERS {
             if seg.opaque.is_some() && argv.first().is_none_or(|a| a.dynamic) {
+                break;
+            }
+            if round == MAX_WRAPPERS {
+                // A wrapper still in front: what it runs is not seen, so the
+                // segment cannot be judged (`nohup` ×17 `rm -rf /`).
+                if !matches!(wrapper::unwrap(&argv), Unwrap::NotAWrapper | Unwrap::Itself) {
+                    seg.set_opaque(format!(
+                        "wrappers nested deeper than berth follows ({MAX_WRAPPERS})"
+                    ));
+                }
                 break;
             }
             match wrapper::unwrap(&argv) {

@@ -282,10 +282,9 @@ impl<'a> Parser<'a> {
         loop {
             match self.peek() {
                 Some(b) if is_blank(b) => self.pos += 1,
+                // Only `\` newline continues a line: bash reads `\` CR LF as
+                // an escaped CR and a newline, and runs the next line.
                 Some(b'\\') if self.peek_at(1) == Some(b'\n') => self.pos += 2,
-                Some(b'\\') if self.peek_at(1) == Some(b'\r') && self.peek_at(2) == Some(b'\n') => {
-                    self.pos += 3
-                }
                 Some(b'\r')
                     if self.peek_at(1) != Some(b'\n') && self.peek_at(1).is_none_or(is_blank) =>
                 {
@@ -953,6 +952,13 @@ impl<'a> Parser<'a> {
                 let msg = format!("unexpected {}", self.describe_here());
                 self.fail(msg);
             }
+            // In command position bash reads `NAME[` on to the matching `]`
+            // as one word, over blanks, `;` and `#`: `a[ # ]; rm -rf /` runs
+            // `rm`. A subscript that does not close within the word berth
+            // read is refused.
+            if cmd.words.is_empty() && subscript_spans_words(&self.src[before..self.pos]) {
+                self.fail("an array subscript that runs past the word (`NAME[` … `]`)");
+            }
             if self.failed() && word.parts.is_empty() {
                 break;
             }
@@ -962,8 +968,17 @@ impl<'a> Parser<'a> {
                 cmd.assigns.push(assign);
                 continue;
             }
-            // `declare a=(1 2)`, `export a=(…)`: the array belongs to the word.
-            if self.peek() == Some(b'(') && assignment_name(&word).is_some() {
+            // `declare a=(1 2)`, `export a=(…)`: the array belongs to the word
+            // — after a declaration builtin only; bash rejects `echo a=(1)`.
+            if self.peek() == Some(b'(')
+                && assignment_name(&word).is_some()
+                && cmd.words.first().and_then(plain_text).is_some_and(|w| {
+                    matches!(
+                        w.as_str(),
+                        "declare" | "typeset" | "export" | "local" | "readonly"
+                    )
+                })
+            {
                 cmd.words.push(word);
                 let items = self.parse_array();
                 cmd.words.extend(items);
@@ -1119,6 +1134,19 @@ impl<'a> Parser<'a> {
             });
         }
         let word = self.parse_word();
+        if word.parts.is_empty() {
+            // `> >x`, `<<< <<`: bash reports a syntax error.
+            let msg = format!(
+                "expected a redirection target, found {}",
+                self.describe_here()
+            );
+            self.fail(msg);
+            return Some(Redirect {
+                fd,
+                op,
+                target: RedirTarget::Fd,
+            });
+        }
         if op == RedirOp::Dup {
             let is_fd = match plain_text(&word) {
                 Some(t) => {
@@ -1166,7 +1194,45 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let word = self.parse_word();
         let raw = &self.src[start..self.pos];
-        let quoted = raw.iter().any(|&b| matches!(b, b'\'' | b'"' | b'\\'));
+        let no_target = Redirect {
+            fd,
+            op: RedirOp::HereDoc,
+            target: RedirTarget::Fd,
+        };
+        if word.parts.is_empty() {
+            let msg = format!(
+                "expected a heredoc delimiter, found {}",
+                self.describe_here()
+            );
+            self.fail(msg);
+            return no_target;
+        }
+        // bash keeps an expansion in a delimiter as written but removes the
+        // quotes in and around it by rules of its own (`"$(echo "a")"` ends
+        // at `$(echo a)`, and quotes inside `$(…)` do not make the body
+        // literal). Where the body ends decides what runs: refuse the form.
+        if word
+            .parts
+            .iter()
+            .any(|p| !matches!(p, Part::Lit { .. } | Part::Tilde(_)))
+        {
+            self.fail("a heredoc delimiter with an expansion in it");
+            return no_target;
+        }
+        // A quote or an escape makes the body literal; a line continuation
+        // is neither (`E\⏎OF` is `EOF`, and the body expands).
+        let mut quoted = false;
+        let mut i = 0;
+        while i < raw.len() {
+            match raw[i] {
+                b'\\' if raw.get(i + 1) == Some(&b'\n') => i += 2,
+                b'\'' | b'"' | b'\\' => {
+                    quoted = true;
+                    break;
+                }
+                _ => i += 1,
+            }
+        }
         let mut delimiter = Vec::new();
         for part in &word.parts {
             match part {
@@ -1175,8 +1241,7 @@ impl<'a> Parser<'a> {
                     delimiter.push(b'~');
                     delimiter.extend_from_slice(u.as_bytes());
                 }
-                // bash takes a `$x` delimiter literally.
-                _ => delimiter.extend_from_slice(raw),
+                _ => {}
             }
         }
         let id = self.bodies.len();
@@ -1211,15 +1276,18 @@ impl<'a> Parser<'a> {
                     .position(|&b| b == b'\n')
                     .map_or(self.src.len(), |n| line_start + n);
                 let mut line = &self.src[line_start..line_end];
-                if line.last() == Some(&b'\r') {
-                    line = &line[..line.len() - 1];
-                }
                 if doc.strip_tabs {
                     while line.first() == Some(&b'\t') {
                         line = &line[1..];
                     }
                 }
-                if line == doc.delimiter.as_slice() {
+                // bash ends the body at the delimiter exactly (a delimiter
+                // written before CR LF holds the CR); berth also ends it at
+                // the delimiter before a CR. Never later than bash: a body
+                // read past bash's end would hide the commands after it.
+                let exact = line == doc.delimiter.as_slice();
+                let before_cr = line.strip_suffix(b"\r") == Some(doc.delimiter.as_slice());
+                if exact || before_cr {
                     body_end = line_start;
                     after = (line_end + 1).min(self.src.len());
                     break;
@@ -1382,8 +1450,8 @@ impl<'a> Parser<'a> {
                 self.parse_dquote(b);
             }
             b'\\' => match self.peek_at(1) {
+                // `\` CR LF is an escaped CR, then a newline (as in bash).
                 Some(b'\n') => self.pos += 2,
-                Some(b'\r') if self.peek_at(2) == Some(b'\n') => self.pos += 3,
                 Some(e) => {
                     b.lit(e, true);
                     self.pos += 2;
@@ -1753,6 +1821,60 @@ fn collect_subs(parts: &[Part], out: &mut Vec<List>) {
             Part::Lit { .. } | Part::Tilde(_) => {}
         }
     }
+}
+
+/// Whether `raw` (one word as written) starts `NAME[` without the `]` that
+/// bash would match inside it. Expansions other than `$name` and a plain
+/// `${…}` count as unmatched: bash skips brackets inside them.
+fn subscript_spans_words(raw: &[u8]) -> bool {
+    let name = raw.iter().take_while(|&&b| is_name_char(b)).count();
+    if name == 0 || !is_name_start(raw[0]) || raw.get(name) != Some(&b'[') {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = name;
+    while i < raw.len() {
+        match raw[i] {
+            b'[' => depth += 1,
+            b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return false;
+                }
+            }
+            b'\\' => i += 1,
+            b'\'' => match raw[i + 1..].iter().position(|&b| b == b'\'') {
+                Some(n) => i += n + 1,
+                None => return true,
+            },
+            b'"' => {
+                i += 1;
+                while i < raw.len() && raw[i] != b'"' {
+                    if matches!(raw[i], b'$' | b'`') {
+                        return true;
+                    }
+                    i += usize::from(raw[i] == b'\\') + 1;
+                }
+            }
+            b'$' if raw.get(i + 1).is_some_and(|&b| is_name_start(b)) => {}
+            b'$' if raw.get(i + 1) == Some(&b'{') => {
+                match raw[i + 2..].iter().position(|&b| b == b'}') {
+                    Some(n)
+                        if !raw[i + 2..i + 2 + n]
+                            .iter()
+                            .any(|b| matches!(b, b'$' | b'`' | b'\'' | b'"' | b'[')) =>
+                    {
+                        i += n + 2
+                    }
+                    _ => return true,
+                }
+            }
+            b'$' | b'`' => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The word's text when it is one unquoted literal.

@@ -1,0 +1,201 @@
+//! Bypasses found by verification (totality tests, fuzzing, differential
+//! runs against bash), each fixed in the parser or the segment walk. Every
+//! row was auto-approved — or not denied — before its fix, while bash ran
+//! the hidden command. The rows read as: command, rules, mode, verdict.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use berth_policy::case::{Case, CaseRules};
+
+struct Row {
+    why: &'static str,
+    command: String,
+    deny: &'static [&'static str],
+    /// The verdict the contract gives.
+    want: &'static str,
+}
+
+fn decide(row: &Row) -> (String, String, String) {
+    let case = Case {
+        command: Some(row.command.clone()),
+        rules: Some(CaseRules {
+            allow: vec!["Bash(*)".into()],
+            deny: row.deny.iter().map(|s| s.to_string()).collect(),
+            ..CaseRules::default()
+        }),
+        mode: Some("auto".into()),
+        frame: Some("container".into()),
+        ..Case::default()
+    };
+    let d = case.inputs().unwrap().decide();
+    (
+        d.verdict.as_str().to_string(),
+        d.stage.as_str().to_string(),
+        d.reason,
+    )
+}
+
+fn rows() -> Vec<Row> {
+    let nohup17 = "nohup ".repeat(17);
+    let command17 = "command ".repeat(17);
+    let timeout17 = "timeout 5 ".repeat(17);
+    vec![
+        // A wrapper past the 16 berth follows was judged as the program.
+        Row {
+            why: "17 wrappers hid `rm -rf /` from the deny template",
+            command: format!("{nohup17}rm -rf /"),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "17 wrappers hid `sudo` from the privileged limit",
+            command: format!("{command17}sudo id"),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "17 wrappers hid `git push` from the external-effect limit",
+            command: format!("{timeout17}git push"),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "16 wrappers are still followed",
+            command: format!("{}rm -rf /", "nohup ".repeat(16)),
+            deny: &[],
+            want: "deny",
+        },
+        // bash reads `\` CR LF as an escaped CR and a newline: the next line
+        // runs. berth took it for a line continuation and joined the lines.
+        Row {
+            why: "backslash CR LF is not a line continuation",
+            command: "echo a\\\r\nrm -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        Row {
+            why: "backslash CR LF between words",
+            command: "echo a \\\r\necho PWNED".into(),
+            deny: &["echo PWNED"],
+            want: "deny",
+        },
+        // A heredoc delimiter followed by CR (not CR LF) holds the CR in
+        // bash, which then ends the body at a line `EOF` CR; berth stripped
+        // the CR from the line, never found the end, and read the commands
+        // after it as the (quoted, literal) body.
+        Row {
+            why: "a heredoc delimiter with a CR ends at the line with the CR",
+            command: "cat <<'EOF'\r x\nEOF\r\nrm -rf /\n".into(),
+            deny: &[],
+            want: "deny",
+        },
+        Row {
+            why: "CR LF heredocs still end at `EOF` CR LF",
+            command: "cat <<'EOF'\r\nbody\r\nEOF\r\necho PWNED\r\n".into(),
+            deny: &["echo PWNED"],
+            want: "deny",
+        },
+        Row {
+            why: "an LF heredoc ends at `EOF` too (berth ends no later than bash)",
+            command: "cat <<'EOF'\r\nbody\nEOF\necho PWNED\n".into(),
+            deny: &["echo PWNED"],
+            want: "deny",
+        },
+        // A delimiter with a parameter: bash ends at `$a$b` as written;
+        // berth doubled the raw text into `$a$b$a$b` and never ended.
+        Row {
+            why: "a delimiter with parameters is refused (it was read past its end)",
+            command: "cat <<$a$b\nx\n$a$b\nrm -rf /\n".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "a quoted delimiter with a parameter (bash ends at `$a`)",
+            command: "cat <<\"$a\"\nx\n$a\necho PWNED\n".into(),
+            deny: &["echo PWNED"],
+            want: "require_approval",
+        },
+        // Quotes inside `$(…)` in a delimiter do not make the body literal
+        // in bash: its substitutions run.
+        Row {
+            why: "quotes inside a substitution in a delimiter",
+            command: "cat <<$(echo \"a\")\n$(echo PWNED)\n$(echo \"a\")\n".into(),
+            deny: &["echo PWNED"],
+            want: "require_approval",
+        },
+        // A line continuation in a delimiter is no quoting: the body expands.
+        Row {
+            why: "a line continuation in a delimiter leaves the body unquoted",
+            command: "cat <<E\\\nOF\n$(echo PWNED)\nEOF\n".into(),
+            deny: &["echo PWNED"],
+            want: "deny",
+        },
+        // Redirections without a target are syntax errors in bash.
+        Row {
+            why: "a here-string without a word",
+            command: "x <<< <<\r\n'".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "a heredoc without a delimiter before CR LF",
+            command: "cat << \r\nrm -rf /\r\n".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        // bash reads `NAME[` in command position on to the matching `]`,
+        // over blanks, `;` and `#`; berth read `#` as a comment.
+        Row {
+            why: "a subscript over a `#` hid the next command",
+            command: "x[ # ]; rm -rf /".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "a subscript over a substitution holding `]`",
+            command: "a[$(echo ])  # ] ; echo PWNED".into(),
+            deny: &["echo PWNED"],
+            want: "require_approval",
+        },
+        Row {
+            why: "a closed subscript is a word as before",
+            command: "a[1]=x; rm -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        Row {
+            why: "a subscript with a variable closes in the word",
+            command: "a[$i]=x; a[${j}]=y; rm -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        // An array value belongs to the word after a declaration builtin
+        // only; after any other command bash rejects the line.
+        Row {
+            why: "an array argument after a command that is no declaration builtin",
+            command: "xargs x=() sh".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "an array argument after `export` is fine",
+            command: "export a=(1 2)".into(),
+            deny: &[],
+            want: "auto_approve",
+        },
+    ]
+}
+
+#[test]
+fn found_bypasses_stay_fixed() {
+    let mut failures = Vec::new();
+    for row in rows() {
+        let (verdict, stage, reason) = decide(&row);
+        if verdict != row.want {
+            failures.push(format!(
+                "{}: {:?} → {verdict} ({stage}: {reason}), want {}",
+                row.why, row.command, row.want
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
