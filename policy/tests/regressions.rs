@@ -168,6 +168,89 @@ fn rows() -> Vec<Row> {
             deny: &[],
             want: "deny",
         },
+        // A quote in the tilde-prefix leaves `~` literal: `~'x'` is `~x`.
+        Row {
+            why: "a quoted tilde-prefix is no home directory",
+            command: "eval ~'mk5'".into(),
+            deny: &["~mk5"],
+            want: "deny",
+        },
+        // Quotes in the name make a word no assignment: bash runs `mk1=x`.
+        Row {
+            why: "an empty quote inside an assignment-shaped word",
+            command: "m\"\"k1=x ls".into(),
+            deny: &["mk1=x"],
+            want: "deny",
+        },
+        // A comment after an assignment alone: `\` does not continue it.
+        Row {
+            why: "a comment after an assignment hid the next line",
+            command: "x=1 # \\\nrm -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        // bash reads a quoted subscript as part of the assignment's name:
+        // the next word is the command.
+        Row {
+            why: "an assignment with a quoted subscript",
+            command: "a['x']=1 rm -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        Row {
+            why: "a substitution in a subscript runs",
+            command: "a[\"$(rm -rf /)\"]=1".into(),
+            deny: &[],
+            want: "deny",
+        },
+        // Line continuations go before `$'…'` is read.
+        Row {
+            why: "a line continuation between `$` and `'`",
+            command: "$\\\n'\\x72\\x6d' -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        // bash cuts `$'…'` at a NUL: `$'rm\0x'` runs `rm`.
+        Row {
+            why: "a NUL in `$'…'` hid `rm`",
+            command: "$'rm\\0x' -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        Row {
+            why: "a NUL by `\\c@` and `\\x00`",
+            command: "$'r\\x00a'$'m\\c@b' -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        // bash's lexer ends `$'…'` at the first quote no backslash escapes:
+        // `$'\c'` is `\c`, and the next line runs. berth read `\c'` as
+        // control-quote and the string on.
+        Row {
+            why: "`\\c` before the closing quote hid the next line",
+            command: "printf %s $'\\c'\necho PWNED\n'".into(),
+            deny: &["echo PWNED"],
+            want: "deny",
+        },
+        Row {
+            why: "`\\c\\'` ends where bash ends it",
+            command: "printf %s $'\\c\\''\necho PWNED\n'".into(),
+            deny: &["echo PWNED"],
+            want: "deny",
+        },
+        // Empty unquoted brace expansions vanish: `git {,} push` is `git push`.
+        Row {
+            why: "empty brace expansions shifted `push` out of the subcommand place",
+            command: "git {,} push --force origin main".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "the deny rule meets `git {,} push`",
+            command: "git {,} push origin main".into(),
+            deny: &["git push"],
+            want: "deny",
+        },
         // An array value belongs to the word after a declaration builtin
         // only; after any other command bash rejects the line.
         Row {
