@@ -526,7 +526,7 @@ impl Decider<'_> {
     /// (`npx prettier` matches `npx prettier --check .`; `npx` alone does not
     /// allow whatever npx runs).
     fn allow_rule(&self, seg: &Segment) -> Option<RuleRef> {
-        let mut argv = template::without_toolchain(&seg.argv);
+        let mut argv = template::without_toolchain(&seg.argv).into_owned();
         let name = argv.first()?.clone();
         if name.dynamic {
             return None;

@@ -42,6 +42,15 @@ impl Value {
 
 /// Evaluates a word; `home` replaces `~`.
 pub fn evaluate(word: &Word, home: &str) -> Value {
+    // Most words are one literal with nothing to expand: no byte tagging.
+    if let [Part::Lit { text, quoted }] = word.parts.as_slice()
+        && (*quoted || !text.bytes().any(|b| matches!(b, b'{' | b'*' | b'?' | b'[')))
+    {
+        return Value {
+            values: vec![text.clone()],
+            ..Value::default()
+        };
+    }
     let mut v = Value::default();
     let mut tagged: Vec<Tagged> = Vec::new();
     let mut has_unquoted_brace = false;
