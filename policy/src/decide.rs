@@ -12,6 +12,9 @@
 //! Stages 2–4 only raise. The verdict is the most restrictive finding that
 //! holds; its stage is the first in that order.
 
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use crate::action::Action;
 use crate::arg::{self, Arg};
 use crate::autonomy::{Autonomy, Mode};
@@ -77,6 +80,8 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
         auto: resolved.is_auto_mode(),
         findings: Vec::new(),
         lifted: Vec::new(),
+        findings_seen: FindingSet::default(),
+        lifted_seen: FindingSet::default(),
         segments: Vec::new(),
     };
     if resolved.mode == Mode::Deny {
@@ -144,6 +149,29 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
     d.finish(rules, resolved)
 }
 
+/// Finds a finding already in a list in constant time: a linear
+/// `contains` made a decision quadratic in the number of segments
+/// (`eval a \; a \; …` with 8,000 commands took seconds).
+#[derive(Default)]
+struct FindingSet {
+    /// Indices into the list, by the finding's hash.
+    by_hash: HashMap<u64, Vec<usize>>,
+}
+
+impl FindingSet {
+    /// Appends `f` to `list` unless an equal finding is there.
+    fn push(&mut self, list: &mut Vec<Finding>, f: Finding) {
+        let mut h = DefaultHasher::new();
+        f.hash(&mut h);
+        let slot = self.by_hash.entry(h.finish()).or_default();
+        if slot.iter().any(|&i| list.get(i) == Some(&f)) {
+            return;
+        }
+        slot.push(list.len());
+        list.push(f);
+    }
+}
+
 /// What stage 5 concluded.
 enum RulesOutcome {
     NoOpinion,
@@ -157,6 +185,8 @@ struct Decider<'a> {
     auto: bool,
     findings: Vec<Finding>,
     lifted: Vec<Finding>,
+    findings_seen: FindingSet,
+    lifted_seen: FindingSet,
     segments: Vec<SegmentReport>,
 }
 
@@ -168,9 +198,7 @@ impl Decider<'_> {
             reason,
             segment,
         };
-        if !self.findings.contains(&f) {
-            self.findings.push(f);
-        }
+        self.findings_seen.push(&mut self.findings, f);
     }
 
     /// A limit auto mode lifts: recorded as lifted in auto mode, raised otherwise.
@@ -181,13 +209,10 @@ impl Decider<'_> {
             reason,
             segment,
         };
-        let list = if self.auto {
-            &mut self.lifted
+        if self.auto {
+            self.lifted_seen.push(&mut self.lifted, f);
         } else {
-            &mut self.findings
-        };
-        if !list.contains(&f) {
-            list.push(f);
+            self.findings_seen.push(&mut self.findings, f);
         }
     }
 
@@ -755,12 +780,15 @@ impl Decider<'_> {
                 } else {
                     (Stage::AskRule, Verdict::RequireApproval)
                 };
-                self.findings.push(Finding {
-                    stage,
-                    verdict,
-                    reason: format!("`{shown}` matches the {} rule {r}", rule.list.as_str()),
-                    segment: None,
-                });
+                self.findings_seen.push(
+                    &mut self.findings,
+                    Finding {
+                        stage,
+                        verdict,
+                        reason: format!("`{shown}` matches the {} rule {r}", rule.list.as_str()),
+                        segment: None,
+                    },
+                );
             }
         }
         RulesOutcome::NoOpinion

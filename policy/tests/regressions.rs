@@ -251,6 +251,21 @@ fn rows() -> Vec<Row> {
             deny: &["git push"],
             want: "deny",
         },
+        // bash 5.2 reads `\x{HH…}` in `$'…'`.
+        Row {
+            why: "`\\x{72}\\x{6d}` is `rm`",
+            command: "$'\\x{72}\\x{6d}' -rf /".into(),
+            deny: &[],
+            want: "deny",
+        },
+        // Every command of a long `eval`/`hyperfine` carries the wrapper's
+        // argv; past a budget the segment is opaque (and the work linear).
+        Row {
+            why: "8,000 commands under one `eval`",
+            command: format!("eval {}", "a \\; ".repeat(8_000)),
+            deny: &[],
+            want: "require_approval",
+        },
         // An array value belongs to the word after a declaration builtin
         // only; after any other command bash rejects the line.
         Row {

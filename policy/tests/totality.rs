@@ -664,6 +664,8 @@ fn work_is_linear_in_the_input() {
         ("a heredoc body", "line $HOME\n"),
         ("wrappers", "nohup timeout 5 env X=1 ls; "),
         ("sh -c", "sh -c 'ls; ls' ; "),
+        ("eval separators", "a \\; "),
+        ("hyperfine commands", "a "),
         ("scope", "cat /etc/passwd /tmp/x ~/y; "),
         ("opaque words", "$CMD x; "),
         ("if blocks", "if a; then b; fi; "),
@@ -679,6 +681,9 @@ fn work_is_linear_in_the_input() {
                     "echo ".to_string() + &body
                 }
                 "a heredoc body" => format!("cat <<EOF\n{body}EOF\n"),
+                // One wrapper whose argv grows with its inner commands.
+                "eval separators" => "eval ".to_string() + &body,
+                "hyperfine commands" => "hyperfine ".to_string() + &body,
                 _ => body,
             }
         };

@@ -1814,6 +1814,15 @@ fn decode_ansi_c(body: &[u8]) -> Vec<u8> {
                 }
                 out.push((v & 0xff) as u8);
             }
+            // `\x{HHHH}`: any number of digits, the low byte kept (bash 5.2).
+            b'x' if body.get(i) == Some(&b'{') => {
+                i += 1;
+                let v = hex(&mut i, usize::MAX).unwrap_or(0);
+                if body.get(i) == Some(&b'}') {
+                    i += 1;
+                }
+                out.push((v & 0xff) as u8);
+            }
             b'x' => match hex(&mut i, 2) {
                 Some(v) => out.push((v & 0xff) as u8),
                 None => out.extend_from_slice(b"\\x"),
