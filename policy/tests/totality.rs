@@ -26,7 +26,7 @@ use std::cell::Cell;
 use berth_policy::case::{Case, CaseRules};
 use berth_policy::{Decision, Verdict};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestRunner};
 
 // ---- a per-thread counting allocator ----------------------------------------
 
@@ -203,6 +203,7 @@ fn runner(cases: u32) -> TestRunner {
         .unwrap_or(1);
     TestRunner::new(Config {
         cases: cases.saturating_mul(scale),
+        rng_seed: seed(),
         failure_persistence: None,
         ..Config::default()
     })
@@ -784,4 +785,14 @@ fn nested_scripts_cost_linear_work() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A fixed seed, so that CI runs the same cases every time;
+/// `BERTH_PROPTEST_SEED=random` (or a number) explores others.
+fn seed() -> RngSeed {
+    match std::env::var("BERTH_PROPTEST_SEED") {
+        Ok(s) if s == "random" => RngSeed::Random,
+        Ok(s) => RngSeed::Fixed(s.parse().unwrap_or(0x0be7_70c1)),
+        Err(_) => RngSeed::Fixed(0x0be7_70c1),
+    }
 }
