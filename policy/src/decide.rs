@@ -12,6 +12,9 @@
 //! Stages 2–4 only raise. The verdict is the most restrictive finding that
 //! holds; its stage is the first in that order.
 
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use crate::action::Action;
 use crate::arg::{self, Arg};
 use crate::autonomy::{Autonomy, Mode};
@@ -77,8 +80,9 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
         auto: resolved.is_auto_mode(),
         findings: Vec::new(),
         lifted: Vec::new(),
+        findings_seen: FindingSet::default(),
+        lifted_seen: FindingSet::default(),
         segments: Vec::new(),
-        seen: std::collections::HashSet::new(),
     };
     if resolved.mode == Mode::Deny {
         d.raise(
@@ -145,6 +149,29 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
     d.finish(rules, resolved)
 }
 
+/// Finds a finding already in a list in constant time: a linear
+/// `contains` made a decision quadratic in the number of segments
+/// (`eval a \; a \; …` with 8,000 commands took seconds).
+#[derive(Default)]
+struct FindingSet {
+    /// Indices into the list, by the finding's hash.
+    by_hash: HashMap<u64, Vec<usize>>,
+}
+
+impl FindingSet {
+    /// Appends `f` to `list` unless an equal finding is there.
+    fn push(&mut self, list: &mut Vec<Finding>, f: Finding) {
+        let mut h = DefaultHasher::new();
+        f.hash(&mut h);
+        let slot = self.by_hash.entry(h.finish()).or_default();
+        if slot.iter().any(|&i| list.get(i) == Some(&f)) {
+            return;
+        }
+        slot.push(list.len());
+        list.push(f);
+    }
+}
+
 /// What stage 5 concluded.
 enum RulesOutcome {
     NoOpinion,
@@ -158,16 +185,9 @@ struct Decider<'a> {
     auto: bool,
     findings: Vec<Finding>,
     lifted: Vec<Finding>,
+    findings_seen: FindingSet,
+    lifted_seen: FindingSet,
     segments: Vec<SegmentReport>,
-    /// Findings recorded so far (by hash): each once.
-    seen: std::collections::HashSet<u64>,
-}
-
-fn finding_key(f: &Finding) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (f.stage, f.verdict, &f.reason, f.segment).hash(&mut h);
-    h.finish()
 }
 
 impl Decider<'_> {
@@ -178,9 +198,7 @@ impl Decider<'_> {
             reason,
             segment,
         };
-        if self.seen.insert(finding_key(&f)) {
-            self.findings.push(f);
-        }
+        self.findings_seen.push(&mut self.findings, f);
     }
 
     /// A limit auto mode lifts: recorded as lifted in auto mode, raised otherwise.
@@ -191,13 +209,10 @@ impl Decider<'_> {
             reason,
             segment,
         };
-        if !self.seen.insert(finding_key(&f)) {
-            return;
-        }
         if self.auto {
-            self.lifted.push(f);
+            self.lifted_seen.push(&mut self.lifted, f);
         } else {
-            self.findings.push(f);
+            self.findings_seen.push(&mut self.findings, f);
         }
     }
 
@@ -530,7 +545,7 @@ impl Decider<'_> {
     /// (`npx prettier` matches `npx prettier --check .`; `npx` alone does not
     /// allow whatever npx runs).
     fn allow_rule(&self, seg: &Segment) -> Option<RuleRef> {
-        let mut argv = template::without_toolchain(&seg.argv);
+        let mut argv = template::without_toolchain(&seg.argv).into_owned();
         let name = argv.first()?.clone();
         if name.dynamic {
             return None;
@@ -761,12 +776,15 @@ impl Decider<'_> {
                 } else {
                     (Stage::AskRule, Verdict::RequireApproval)
                 };
-                self.findings.push(Finding {
-                    stage,
-                    verdict,
-                    reason: format!("`{shown}` matches the {} rule {r}", rule.list.as_str()),
-                    segment: None,
-                });
+                self.findings_seen.push(
+                    &mut self.findings,
+                    Finding {
+                        stage,
+                        verdict,
+                        reason: format!("`{shown}` matches the {} rule {r}", rule.list.as_str()),
+                        segment: None,
+                    },
+                );
             }
         }
         RulesOutcome::NoOpinion

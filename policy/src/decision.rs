@@ -208,7 +208,7 @@ pub struct SegmentReport {
 }
 
 /// A limit raised by one stage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Finding {
     pub stage: Stage,
     pub verdict: Verdict,

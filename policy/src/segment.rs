@@ -22,6 +22,8 @@ use crate::wrapper::{self, Unwrap};
 const MAX_CWDS: usize = 8;
 /// Most wrappers seen through in one command.
 const MAX_WRAPPERS: usize = 16;
+/// Arguments of each wrapper kept in a segment's chain past the chain budget.
+const MAX_CHAIN_ARGS: usize = 8;
 
 /// Where a segment runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,6 +239,10 @@ struct Walker<'h> {
     budget: usize,
     /// Words brace expansion may still add.
     expansion_budget: usize,
+    /// Wrapper arguments still allowed to be copied into segments' chains.
+    /// Every command of `eval a \; a \; …` or `sh -c 'a; a; …' x x …`
+    /// carries the wrapper's whole argv: without a bound that is quadratic.
+    chain_budget: usize,
 }
 
 impl<'h> Walker<'h> {
@@ -251,6 +257,7 @@ impl<'h> Walker<'h> {
             depth: 0,
             budget: input_len.saturating_mul(8).saturating_add(64 * 1024),
             expansion_budget: input_len.saturating_mul(4).saturating_add(4096),
+            chain_budget: input_len.saturating_mul(4).saturating_add(4096),
         }
     }
 
@@ -600,11 +607,35 @@ impl<'h> Walker<'h> {
         state: State,
         find_roots: Vec<Arg>,
     ) -> (State, State) {
-        seg.chain = self.via.clone();
+        let chain_args: usize = self.via.iter().map(Vec::len).sum();
+        if chain_args <= self.chain_budget {
+            self.chain_budget -= chain_args;
+            seg.chain = self.via.clone();
+        } else {
+            // Past the bound: the wrappers' names and first options only
+            // (what deny rules and the privileged limit compare), and the
+            // segment is never auto-approved.
+            seg.chain = self
+                .via
+                .iter()
+                .map(|inv| inv.iter().take(MAX_CHAIN_ARGS).cloned().collect())
+                .collect();
+            seg.set_opaque("wrapper arguments repeated over more commands than berth follows");
+        }
         seg.find_roots = find_roots;
         let mut cd_ok = true;
-        for _ in 0..MAX_WRAPPERS {
+        for round in 0..=MAX_WRAPPERS {
             if seg.opaque.is_some() && argv.first().is_none_or(|a| a.dynamic) {
+                break;
+            }
+            if round == MAX_WRAPPERS {
+                // A wrapper still in front: what it runs is not seen, so the
+                // segment cannot be judged (`nohup` ×17 `rm -rf /`).
+                if !matches!(wrapper::unwrap(&argv), Unwrap::NotAWrapper | Unwrap::Itself) {
+                    seg.set_opaque(format!(
+                        "wrappers nested deeper than berth follows ({MAX_WRAPPERS})"
+                    ));
+                }
                 break;
             }
             match wrapper::unwrap(&argv) {

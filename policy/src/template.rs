@@ -7,6 +7,8 @@
 //! `mkfs` on a device; writing a block device; a recursive permission change
 //! of `/`. Projects may add templates (patterns), never remove these.
 
+use std::borrow::Cow;
+
 use crate::arg::Arg;
 use crate::pattern::{Match, Pattern, Side};
 use crate::program::git_normalized;
@@ -118,12 +120,15 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
 
 /// argv as deny rules see it: git's global options removed, a rustup
 /// toolchain selector (`cargo +nightly build`) dropped.
-pub fn normalized_argv(inv: &[Arg]) -> Vec<Arg> {
+///
+/// Borrowed when nothing is removed (most commands): it is computed for
+/// every invocation of every segment, several times.
+pub fn normalized_argv(inv: &[Arg]) -> Cow<'_, [Arg]> {
     if inv
         .first()
         .is_some_and(|a| !a.dynamic && a.basename() == "git")
     {
-        git_normalized(inv)
+        Cow::Owned(git_normalized(inv))
     } else {
         without_toolchain(inv)
     }
@@ -145,7 +150,7 @@ const RUSTUP_PROXIES: &[&str] = &[
 ];
 
 /// argv without a rustup `+toolchain` selector.
-pub fn without_toolchain(inv: &[Arg]) -> Vec<Arg> {
+pub fn without_toolchain(inv: &[Arg]) -> Cow<'_, [Arg]> {
     let proxy = inv
         .first()
         .is_some_and(|a| !a.dynamic && RUSTUP_PROXIES.contains(&a.basename()));
@@ -156,9 +161,9 @@ pub fn without_toolchain(inv: &[Arg]) -> Vec<Arg> {
     {
         let mut v = inv.to_vec();
         v.remove(1);
-        v
+        Cow::Owned(v)
     } else {
-        inv.to_vec()
+        Cow::Borrowed(inv)
     }
 }
 

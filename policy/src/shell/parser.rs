@@ -158,9 +158,10 @@ impl PartsBuilder {
         }
     }
 
-    /// Marks a (possibly empty) quoted literal: `''` is a word.
+    /// Marks a (possibly empty) quoted literal: `''` is a word, and `a""=1`
+    /// is no assignment (bash runs the program `a=1`).
     fn empty_quoted(&mut self) {
-        if self.buf.is_empty() {
+        if self.buf.is_empty() || !self.buf_quoted {
             self.flush();
             self.parts.push(Part::Lit {
                 text: String::new(),
@@ -282,10 +283,9 @@ impl<'a> Parser<'a> {
         loop {
             match self.peek() {
                 Some(b) if is_blank(b) => self.pos += 1,
+                // Only `\` newline continues a line: bash reads `\` CR LF as
+                // an escaped CR and a newline, and runs the next line.
                 Some(b'\\') if self.peek_at(1) == Some(b'\n') => self.pos += 2,
-                Some(b'\\') if self.peek_at(1) == Some(b'\r') && self.peek_at(2) == Some(b'\n') => {
-                    self.pos += 3
-                }
                 Some(b'\r')
                     if self.peek_at(1) != Some(b'\n') && self.peek_at(1).is_none_or(is_blank) =>
                 {
@@ -918,8 +918,9 @@ impl<'a> Parser<'a> {
                 break;
             }
             let Some(b) = self.peek() else { break };
-            if b == b'#' && !cmd.words.is_empty() {
-                // A comment ends the command.
+            if b == b'#' {
+                // A comment ends the command — also after assignments or
+                // redirections alone (`x=1 # \` does not continue the line).
                 break;
             }
             if b == b'(' {
@@ -953,6 +954,13 @@ impl<'a> Parser<'a> {
                 let msg = format!("unexpected {}", self.describe_here());
                 self.fail(msg);
             }
+            // In command position bash reads `NAME[` on to the matching `]`
+            // as one word, over blanks, `;` and `#`: `a[ # ]; rm -rf /` runs
+            // `rm`. A subscript that does not close within the word berth
+            // read is refused.
+            if cmd.words.is_empty() && subscript_spans_words(&self.src[before..self.pos]) {
+                self.fail("an array subscript that runs past the word (`NAME[` … `]`)");
+            }
             if self.failed() && word.parts.is_empty() {
                 break;
             }
@@ -962,8 +970,17 @@ impl<'a> Parser<'a> {
                 cmd.assigns.push(assign);
                 continue;
             }
-            // `declare a=(1 2)`, `export a=(…)`: the array belongs to the word.
-            if self.peek() == Some(b'(') && assignment_name(&word).is_some() {
+            // `declare a=(1 2)`, `export a=(…)`: the array belongs to the word
+            // — after a declaration builtin only; bash rejects `echo a=(1)`.
+            if self.peek() == Some(b'(')
+                && assignment_name(&word).is_some()
+                && cmd.words.first().and_then(plain_text).is_some_and(|w| {
+                    matches!(
+                        w.as_str(),
+                        "declare" | "typeset" | "export" | "local" | "readonly"
+                    )
+                })
+            {
                 cmd.words.push(word);
                 let items = self.parse_array();
                 cmd.words.extend(items);
@@ -1119,6 +1136,19 @@ impl<'a> Parser<'a> {
             });
         }
         let word = self.parse_word();
+        if word.parts.is_empty() {
+            // `> >x`, `<<< <<`: bash reports a syntax error.
+            let msg = format!(
+                "expected a redirection target, found {}",
+                self.describe_here()
+            );
+            self.fail(msg);
+            return Some(Redirect {
+                fd,
+                op,
+                target: RedirTarget::Fd,
+            });
+        }
         if op == RedirOp::Dup {
             let is_fd = match plain_text(&word) {
                 Some(t) => {
@@ -1166,7 +1196,45 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let word = self.parse_word();
         let raw = &self.src[start..self.pos];
-        let quoted = raw.iter().any(|&b| matches!(b, b'\'' | b'"' | b'\\'));
+        let no_target = Redirect {
+            fd,
+            op: RedirOp::HereDoc,
+            target: RedirTarget::Fd,
+        };
+        if word.parts.is_empty() {
+            let msg = format!(
+                "expected a heredoc delimiter, found {}",
+                self.describe_here()
+            );
+            self.fail(msg);
+            return no_target;
+        }
+        // bash keeps an expansion in a delimiter as written but removes the
+        // quotes in and around it by rules of its own (`"$(echo "a")"` ends
+        // at `$(echo a)`, and quotes inside `$(…)` do not make the body
+        // literal). Where the body ends decides what runs: refuse the form.
+        if word
+            .parts
+            .iter()
+            .any(|p| !matches!(p, Part::Lit { .. } | Part::Tilde(_)))
+        {
+            self.fail("a heredoc delimiter with an expansion in it");
+            return no_target;
+        }
+        // A quote or an escape makes the body literal; a line continuation
+        // is neither (`E\⏎OF` is `EOF`, and the body expands).
+        let mut quoted = false;
+        let mut i = 0;
+        while i < raw.len() {
+            match raw[i] {
+                b'\\' if raw.get(i + 1) == Some(&b'\n') => i += 2,
+                b'\'' | b'"' | b'\\' => {
+                    quoted = true;
+                    break;
+                }
+                _ => i += 1,
+            }
+        }
         let mut delimiter = Vec::new();
         for part in &word.parts {
             match part {
@@ -1175,8 +1243,7 @@ impl<'a> Parser<'a> {
                     delimiter.push(b'~');
                     delimiter.extend_from_slice(u.as_bytes());
                 }
-                // bash takes a `$x` delimiter literally.
-                _ => delimiter.extend_from_slice(raw),
+                _ => {}
             }
         }
         let id = self.bodies.len();
@@ -1211,15 +1278,18 @@ impl<'a> Parser<'a> {
                     .position(|&b| b == b'\n')
                     .map_or(self.src.len(), |n| line_start + n);
                 let mut line = &self.src[line_start..line_end];
-                if line.last() == Some(&b'\r') {
-                    line = &line[..line.len() - 1];
-                }
                 if doc.strip_tabs {
                     while line.first() == Some(&b'\t') {
                         line = &line[1..];
                     }
                 }
-                if line == doc.delimiter.as_slice() {
+                // bash ends the body at the delimiter exactly (a delimiter
+                // written before CR LF holds the CR); berth also ends it at
+                // the delimiter before a CR. Never later than bash: a body
+                // read past bash's end would hide the commands after it.
+                let exact = line == doc.delimiter.as_slice();
+                let before_cr = line.strip_suffix(b"\r") == Some(doc.delimiter.as_slice());
+                if exact || before_cr {
                     body_end = line_start;
                     after = (line_end + 1).min(self.src.len());
                     break;
@@ -1341,11 +1411,19 @@ impl<'a> Parser<'a> {
                     }
                     j += 1;
                 }
-                // `~user` only when the user part ends the word or meets `/`.
+                // `~user` only when the user part ends the word or meets `/`
+                // (or `:` in an assignment). A quote or an expansion in the
+                // tilde-prefix leaves the `~` literal in bash (`~'x'`, `~"/"`).
                 let user = &self.src[self.pos + 1..j];
-                let valid = user
-                    .iter()
-                    .all(|&c| is_name_char(c) || c == b'-' || c == b'.' || c == b'+');
+                let ends = match self.src.get(j) {
+                    None | Some(b'/') => true,
+                    Some(b':') => !at_start,
+                    Some(&c) => is_meta(c),
+                };
+                let valid = ends
+                    && user
+                        .iter()
+                        .all(|&c| is_name_char(c) || c == b'-' || c == b'.' || c == b'+');
                 if valid {
                     let user = lossy(user);
                     self.pos = j;
@@ -1382,8 +1460,8 @@ impl<'a> Parser<'a> {
                 self.parse_dquote(b);
             }
             b'\\' => match self.peek_at(1) {
+                // `\` CR LF is an escaped CR, then a newline (as in bash).
                 Some(b'\n') => self.pos += 2,
-                Some(b'\r') if self.peek_at(2) == Some(b'\n') => self.pos += 3,
                 Some(e) => {
                     b.lit(e, true);
                     self.pos += 2;
@@ -1439,7 +1517,14 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_dollar(&mut self, b: &mut PartsBuilder, in_dquote: bool) {
-        // at `$`
+        // at `$`. bash removes line continuations before it reads what
+        // follows (`$` `\` newline `'\x72\x6d'` is `rm`): step over them, so
+        // that `peek_at(1)` is the byte after them.
+        let mut j = self.pos + 1;
+        while self.src.get(j) == Some(&b'\\') && self.src.get(j + 1) == Some(&b'\n') {
+            j += 2;
+        }
+        self.pos = j - 1;
         match self.peek_at(1) {
             Some(b'\'') if !in_dquote => {
                 self.pos += 2;
@@ -1590,96 +1675,27 @@ impl<'a> Parser<'a> {
     }
 
     /// `$'…'` after the opening quote: bash's ANSI-C escapes.
+    ///
+    /// The extent comes first, found as bash's lexer finds it — a backslash
+    /// escapes the next byte, whatever the escape then means — so that no
+    /// escape (`\c'`, `\c\'`) can move where the string ends.
     fn parse_ansi_c(&mut self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let start = self.pos;
+        let mut i = start;
         loop {
-            let Some(c) = self.peek() else {
-                self.fail("unterminated $'");
-                return out;
-            };
-            self.pos += 1;
-            match c {
-                b'\'' => return out,
-                b'\\' => {
-                    let Some(e) = self.peek() else {
-                        out.push(b'\\');
-                        continue;
-                    };
-                    self.pos += 1;
-                    match e {
-                        b'a' => out.push(7),
-                        b'b' => out.push(8),
-                        b'e' | b'E' => out.push(27),
-                        b'f' => out.push(12),
-                        b'n' => out.push(b'\n'),
-                        b'r' => out.push(b'\r'),
-                        b't' => out.push(b'\t'),
-                        b'v' => out.push(11),
-                        b'\\' | b'\'' | b'"' | b'?' => out.push(e),
-                        b'0'..=b'7' => {
-                            let mut v: u32 = u32::from(e - b'0');
-                            for _ in 0..2 {
-                                match self.peek() {
-                                    Some(d @ b'0'..=b'7') => {
-                                        v = v * 8 + u32::from(d - b'0');
-                                        self.pos += 1;
-                                    }
-                                    _ => break,
-                                }
-                            }
-                            out.push((v & 0xff) as u8);
-                        }
-                        b'x' => {
-                            let v = self.hex_digits(2);
-                            match v {
-                                Some(v) => out.push((v & 0xff) as u8),
-                                None => out.extend_from_slice(b"\\x"),
-                            }
-                        }
-                        b'u' | b'U' => {
-                            let max = if e == b'u' { 4 } else { 8 };
-                            match self.hex_digits(max).and_then(char::from_u32) {
-                                Some(ch) => {
-                                    let mut buf = [0u8; 4];
-                                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                                }
-                                None => {
-                                    out.push(b'\\');
-                                    out.push(e);
-                                }
-                            }
-                        }
-                        b'c' => {
-                            if let Some(x) = self.peek() {
-                                self.pos += 1;
-                                out.push(x & 0x1f);
-                            }
-                        }
-                        other => {
-                            out.push(b'\\');
-                            out.push(other);
-                        }
-                    }
+            match self.src.get(i) {
+                None => {
+                    self.pos = self.src.len();
+                    self.fail("unterminated $'");
+                    return Vec::new();
                 }
-                _ => out.push(c),
+                Some(b'\\') => i += 2,
+                Some(b'\'') => break,
+                Some(_) => i += 1,
             }
         }
-    }
-
-    fn hex_digits(&mut self, max: usize) -> Option<u32> {
-        let mut v: u32 = 0;
-        let mut n = 0;
-        while n < max {
-            match self.peek().and_then(|b| (b as char).to_digit(16)) {
-                Some(d) => {
-                    v = v.wrapping_mul(16).wrapping_add(d);
-                    self.pos += 1;
-                    n += 1;
-                }
-                None => break,
-            }
-        }
-        (n > 0).then_some(v)
+        self.pos = i + 1;
+        decode_ansi_c(&self.src[start..i])
     }
 
     /// An arithmetic body after `((` or `$((`, up to the matching `))`.
@@ -1744,6 +1760,114 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// bash's ANSI-C escapes over the body of a `$'…'`. bash cuts the result at
+/// its first NUL (`$'rm\0x'` is `rm`).
+fn decode_ansi_c(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    let hex = |i: &mut usize, max: usize| -> Option<u32> {
+        let mut v: u32 = 0;
+        let mut n = 0;
+        while n < max {
+            match body.get(*i).and_then(|&b| (b as char).to_digit(16)) {
+                Some(d) => {
+                    v = v.wrapping_mul(16).wrapping_add(d);
+                    *i += 1;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        (n > 0).then_some(v)
+    };
+    while let Some(&c) = body.get(i) {
+        i += 1;
+        if c != b'\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(&e) = body.get(i) else {
+            out.push(b'\\');
+            break;
+        };
+        i += 1;
+        match e {
+            b'a' => out.push(7),
+            b'b' => out.push(8),
+            b'e' | b'E' => out.push(27),
+            b'f' => out.push(12),
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b't' => out.push(b'\t'),
+            b'v' => out.push(11),
+            b'\\' | b'\'' | b'"' | b'?' => out.push(e),
+            b'0'..=b'7' => {
+                let mut v: u32 = u32::from(e - b'0');
+                for _ in 0..2 {
+                    match body.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push((v & 0xff) as u8);
+            }
+            // `\x{HHHH}`: any number of digits, the low byte kept (bash 5.2).
+            b'x' if body.get(i) == Some(&b'{') => {
+                i += 1;
+                let v = hex(&mut i, usize::MAX).unwrap_or(0);
+                if body.get(i) == Some(&b'}') {
+                    i += 1;
+                }
+                out.push((v & 0xff) as u8);
+            }
+            b'x' => match hex(&mut i, 2) {
+                Some(v) => out.push((v & 0xff) as u8),
+                None => out.extend_from_slice(b"\\x"),
+            },
+            b'u' | b'U' => {
+                let max = if e == b'u' { 4 } else { 8 };
+                match hex(&mut i, max).and_then(char::from_u32) {
+                    Some(ch) => {
+                        let mut buf = [0u8; 4];
+                        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                    }
+                    None => {
+                        out.push(b'\\');
+                        out.push(e);
+                    }
+                }
+            }
+            // `\cX`: control-X; `\c?` is DEL; `\c\\` takes both backslashes;
+            // `\c` at the end stays as written.
+            b'c' => match body.get(i) {
+                None => out.extend_from_slice(b"\\c"),
+                Some(&x) => {
+                    i += 1;
+                    if x == b'\\' && body.get(i) == Some(&b'\\') {
+                        i += 1;
+                    }
+                    out.push(if x == b'?' {
+                        0x7f
+                    } else {
+                        x.to_ascii_uppercase() & 0x1f
+                    });
+                }
+            },
+            other => {
+                out.push(b'\\');
+                out.push(other);
+            }
+        }
+    }
+    if let Some(nul) = out.iter().position(|&b| b == 0) {
+        out.truncate(nul);
+    }
+    out
+}
+
 fn collect_subs(parts: &[Part], out: &mut Vec<List>) {
     for part in parts {
         match part {
@@ -1753,6 +1877,60 @@ fn collect_subs(parts: &[Part], out: &mut Vec<List>) {
             Part::Lit { .. } | Part::Tilde(_) => {}
         }
     }
+}
+
+/// Whether `raw` (one word as written) starts `NAME[` without the `]` that
+/// bash would match inside it. Expansions other than `$name` and a plain
+/// `${…}` count as unmatched: bash skips brackets inside them.
+fn subscript_spans_words(raw: &[u8]) -> bool {
+    let name = raw.iter().take_while(|&&b| is_name_char(b)).count();
+    if name == 0 || !is_name_start(raw[0]) || raw.get(name) != Some(&b'[') {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = name;
+    while i < raw.len() {
+        match raw[i] {
+            b'[' => depth += 1,
+            b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return false;
+                }
+            }
+            b'\\' => i += 1,
+            b'\'' => match raw[i + 1..].iter().position(|&b| b == b'\'') {
+                Some(n) => i += n + 1,
+                None => return true,
+            },
+            b'"' => {
+                i += 1;
+                while i < raw.len() && raw[i] != b'"' {
+                    if matches!(raw[i], b'$' | b'`') {
+                        return true;
+                    }
+                    i += usize::from(raw[i] == b'\\') + 1;
+                }
+            }
+            b'$' if raw.get(i + 1).is_some_and(|&b| is_name_start(b)) => {}
+            b'$' if raw.get(i + 1) == Some(&b'{') => {
+                match raw[i + 2..].iter().position(|&b| b == b'}') {
+                    Some(n)
+                        if !raw[i + 2..i + 2 + n]
+                            .iter()
+                            .any(|b| matches!(b, b'$' | b'`' | b'\'' | b'"' | b'[')) =>
+                    {
+                        i += n + 2
+                    }
+                    _ => return true,
+                }
+            }
+            b'$' | b'`' => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The word's text when it is one unquoted literal.
@@ -1796,7 +1974,9 @@ fn assignment_name(word: &Word) -> Option<(String, Vec<Part>)> {
     else {
         return None;
     };
-    let eq = text.find('=')?;
+    let Some(eq) = text.find('=') else {
+        return subscripted_assignment(text, &word.parts);
+    };
     if !valid_assign_lhs(&text.as_bytes()[..eq]) {
         return None;
     }
@@ -1813,6 +1993,52 @@ fn assignment_name(word: &Word) -> Option<(String, Vec<Part>)> {
     }
     parts.extend(word.parts.iter().skip(1).cloned());
     Some((name, parts))
+}
+
+/// `NAME[…]=value` whose subscript holds quotes or expansions
+/// (`a['x']=1`, `a[$i]=1`): bash reads the subscript as part of the name, so
+/// the word is an assignment and the next word is the command. The
+/// substitutions of the subscript run: they are kept in the value's parts.
+fn subscripted_assignment(first: &str, parts: &[Part]) -> Option<(String, Vec<Part>)> {
+    let open = first.find('[')?;
+    let name = &first[..open];
+    if name.is_empty()
+        || !is_name_start(name.as_bytes()[0])
+        || !name.bytes().all(is_name_char)
+        || first[open..].contains(']')
+    {
+        return None;
+    }
+    for (i, part) in parts.iter().enumerate().skip(1) {
+        let Part::Lit {
+            text,
+            quoted: false,
+        } = part
+        else {
+            continue;
+        };
+        let Some(close) = text.find(']') else {
+            continue;
+        };
+        let after = &text[close + 1..];
+        let rest = after
+            .strip_prefix("+=")
+            .or_else(|| after.strip_prefix('='))?;
+        let mut value: Vec<Part> = parts[1..i]
+            .iter()
+            .filter(|p| !matches!(p, Part::Lit { .. } | Part::Tilde(_)))
+            .cloned()
+            .collect();
+        if !rest.is_empty() {
+            value.push(Part::Lit {
+                text: rest.to_string(),
+                quoted: false,
+            });
+        }
+        value.extend(parts[i + 1..].iter().cloned());
+        return Some((name.to_string(), value));
+    }
+    None
 }
 
 // ---- moving heredoc bodies into the tree ---------------------------------

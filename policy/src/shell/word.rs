@@ -42,6 +42,15 @@ impl Value {
 
 /// Evaluates a word; `home` replaces `~`.
 pub fn evaluate(word: &Word, home: &str) -> Value {
+    // Most words are one literal with nothing to expand: no byte tagging.
+    if let [Part::Lit { text, quoted }] = word.parts.as_slice()
+        && (*quoted || !text.bytes().any(|b| matches!(b, b'{' | b'*' | b'?' | b'[')))
+    {
+        return Value {
+            values: vec![text.clone()],
+            ..Value::default()
+        };
+    }
     let mut v = Value::default();
     let mut tagged: Vec<Tagged> = Vec::new();
     let mut has_unquoted_brace = false;
@@ -57,6 +66,10 @@ pub fn evaluate(word: &Word, home: &str) -> Value {
                     }
                 }
                 tagged.extend(text.bytes().map(|b| (b, *quoted)));
+                if *quoted && text.is_empty() {
+                    // `''`: a word even when empty (see QUOTED_EMPTY).
+                    tagged.push(QUOTED_EMPTY);
+                }
             }
             Part::Tilde(user) => match user.as_str() {
                 "" => tagged.extend(home.bytes().map(|b| (b, true))),
@@ -94,37 +107,49 @@ pub fn evaluate(word: &Word, home: &str) -> Value {
         }
     }
     if v.dynamic {
-        v.values.push(
-            String::from_utf8_lossy(&tagged.iter().map(|&(b, _)| b).collect::<Vec<_>>())
-                .into_owned(),
-        );
+        v.values.push(text_of(&tagged));
         return v;
     }
     if has_unquoted_brace {
         match brace::expand(&tagged) {
             Some(list) => {
                 v.braced = list.len() != 1 || list.first().map(Vec::len) != Some(tagged.len());
+                // bash removes the expansions that are empty and unquoted:
+                // `git {,} push` runs `git push`.
                 v.values = list
                     .into_iter()
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .filter(|b| !b.is_empty())
+                    .map(|b| {
+                        let b: Vec<u8> = b.into_iter().filter(|&c| c != QUOTED_EMPTY.0).collect();
+                        String::from_utf8_lossy(&b).into_owned()
+                    })
                     .collect();
             }
             None => {
                 v.too_many = true;
                 v.braced = true;
-                v.values.push(
-                    String::from_utf8_lossy(&tagged.iter().map(|&(b, _)| b).collect::<Vec<_>>())
-                        .into_owned(),
-                );
+                v.values.push(text_of(&tagged));
             }
         }
     } else {
-        v.values.push(
-            String::from_utf8_lossy(&tagged.iter().map(|&(b, _)| b).collect::<Vec<_>>())
-                .into_owned(),
-        );
+        v.values.push(text_of(&tagged));
     }
     v
+}
+
+/// Stands for an empty quoted string (`''`, `""`) in the tagged bytes, so
+/// that a brace expansion holding one is not removed as empty. A NUL cannot
+/// be in a bash word (bash cuts words at NUL), so it is free.
+const QUOTED_EMPTY: Tagged = (0, true);
+
+/// The word's text, without QUOTED_EMPTY marks.
+fn text_of(tagged: &[Tagged]) -> String {
+    let bytes: Vec<u8> = tagged
+        .iter()
+        .filter(|&&t| t != QUOTED_EMPTY)
+        .map(|&(b, _)| b)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn has_bracket_glob(text: &str) -> bool {
