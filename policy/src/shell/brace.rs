@@ -56,51 +56,72 @@ fn expand_into(input: &[Tagged], out: &mut Vec<Vec<u8>>, depth: usize) -> Option
 type Brace = (usize, usize, Vec<Vec<Tagged>>);
 
 fn find_brace_checked(input: &[Tagged]) -> Result<Option<Brace>, ()> {
-    // Pair braces in one pass (a stack of opens, commas counted at the
-    // innermost open brace), so a word of many braces stays linear.
-    let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
-    let mut pairs: Vec<(usize, usize, Vec<usize>)> = Vec::new();
+    // One pass pairs the braces (a stack of opens with the commas seen at
+    // their own level) and keeps the leftmost pair that expands: linear in
+    // the word, with no allocation per pair.
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    let mut best: Option<(usize, usize, bool)> = None; // (open, close, has commas)
     for (i, &(b, q)) in input.iter().enumerate() {
         if q {
             continue;
         }
         match b {
-            b'{' => stack.push((i, Vec::new())),
+            b'{' => stack.push((i, 0)),
             b'}' => {
-                if let Some((open, commas)) = stack.pop() {
-                    pairs.push((open, i, commas));
+                let Some((open, commas)) = stack.pop() else {
+                    continue;
+                };
+                if best.is_some_and(|(o, _, _)| o < open) {
+                    continue;
+                }
+                if commas > 0 {
+                    best = Some((open, i, true));
+                } else if i - open <= 64 {
+                    // Sequences are short (`{1..100}`).
+                    match sequence(&input[open + 1..i]) {
+                        Seq::TooMany => return Err(()),
+                        Seq::Values(_) => best = Some((open, i, false)),
+                        Seq::NotASequence => {}
+                    }
                 }
             }
             b',' => {
                 if let Some(top) = stack.last_mut() {
-                    top.1.push(i);
+                    top.1 += 1;
                 }
             }
             _ => {}
         }
     }
-    pairs.sort_by_key(|p| p.0);
-    for (open, close, commas) in pairs {
-        if !commas.is_empty() {
-            let mut alts = Vec::with_capacity(commas.len() + 1);
-            let mut from = open + 1;
-            for c in commas.iter().copied().chain(std::iter::once(close)) {
-                alts.push(input[from..c].to_vec());
-                from = c + 1;
-            }
-            return Ok(Some((open, close, alts)));
-        }
-        // Sequences are short (`{1..100}`): longer contents cannot be one.
-        if close - open > 64 {
+    let Some((open, close, commas)) = best else {
+        return Ok(None);
+    };
+    if !commas {
+        return match sequence(&input[open + 1..close]) {
+            Seq::Values(seq) => Ok(Some((open, close, seq))),
+            Seq::TooMany => Err(()),
+            Seq::NotASequence => Ok(None),
+        };
+    }
+    let mut alts = Vec::new();
+    let mut depth = 0usize;
+    let mut from = open + 1;
+    for (i, &(b, q)) in input.iter().enumerate().take(close).skip(open + 1) {
+        if q {
             continue;
         }
-        match sequence(&input[open + 1..close]) {
-            Seq::Values(seq) => return Ok(Some((open, close, seq))),
-            Seq::TooMany => return Err(()),
-            Seq::NotASequence => {}
+        match b {
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                alts.push(input[from..i].to_vec());
+                from = i + 1;
+            }
+            _ => {}
         }
     }
-    Ok(None)
+    alts.push(input[from..close].to_vec());
+    Ok(Some((open, close, alts)))
 }
 
 enum Seq {
