@@ -429,10 +429,7 @@ pub(crate) fn open_worktree_repo(
         path: worktree.clone(),
         hint: "provision the agent again",
     };
-    if confined::kind(&agents_dir, &admin)
-        .map_err(error::io(op, &admin_path))?
-        .is_none()
-    {
+    if !admin_present(layout, project, agent, op)? {
         return Err(Error::Missing {
             op,
             what: "worktree admin directory",
@@ -440,8 +437,6 @@ pub(crate) fn open_worktree_repo(
             hint: "provision the agent again",
         });
     }
-    expect_kind(&agents_dir, admin.parent().unwrap_or(&admin), Kind::Dir, op)?;
-    expect_kind(&agents_dir, &admin, Kind::Dir, op)?;
     expect_kind(&agents_dir, &admin.join("HEAD"), Kind::File, op)?;
     expect_kind(&agents_dir, &admin.join("commondir"), Kind::File, op)?;
     let commondir_path = admin_path.join("commondir");
