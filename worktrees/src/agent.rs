@@ -22,11 +22,12 @@
 //! checked against what berth wrote first.
 
 use std::fs::OpenOptions;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags, WorktreeAddOptions};
+use git2::build::CheckoutBuilder;
+use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags};
 
 use crate::Worktrees;
 use crate::confined::{self, Kind};
@@ -118,48 +119,46 @@ impl Worktrees {
         let record = read_record(layout, project, agent, op)?;
         let worktree_kind = confined::kind(&worktrees_dir, Path::new(agent.as_str()))
             .map_err(error::io(op, &worktree))?;
-        if let Some(live_branch) = record.as_deref() {
-            if worktree_kind == Some(Kind::Dir) && admin_present(layout, project, agent, op)? {
-                if live_branch != branch {
-                    return Err(Error::AgentBusy {
-                        project: project.to_string(),
-                        agent: agent.to_string(),
-                        worktree,
-                        live_branch: live_branch.to_owned(),
-                        requested_branch: branch,
-                    });
-                }
-                // Live: make sure it is still locked (the agent may have
-                // unlocked it) and owned as asked.
-                let wt = repo
-                    .find_worktree(agent.as_str())
-                    .map_err(error::git(op, &admin, None))?;
-                if !matches!(
-                    wt.is_locked().map_err(error::git(op, &admin, None))?,
-                    git2::WorktreeLockStatus::Locked(_)
-                ) {
-                    wt.lock(Some(LOCK_REASON))
-                        .map_err(error::git(op, &admin, None))?;
-                }
-                let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
-                    op,
-                    repo: repo_path.clone(),
-                    branch: branch.clone(),
-                })?;
-                drop(repo);
-                if let Some(owner) = owner {
-                    chown_agent(layout, project, agent, owner, true, op)?;
-                }
-                return Ok(WorktreeInfo {
-                    path: worktree,
-                    agent_repo: repo_path,
-                    forge_objects: layout.forge_objects(project),
-                    branch,
-                    base_branch: base,
-                    head,
-                    created: false,
+        if let Some(live_branch) = record.as_deref()
+            && worktree_kind == Some(Kind::Dir)
+            && admin_present(layout, project, agent, op)?
+        {
+            if live_branch != branch {
+                return Err(Error::AgentBusy {
+                    project: project.to_string(),
+                    agent: agent.to_string(),
+                    worktree,
+                    live_branch: live_branch.to_owned(),
+                    requested_branch: branch,
                 });
             }
+            // Live: make sure it is still locked (the agent may have
+            // unlocked it) and owned as asked.
+            let locked = admin_rel(agent).join("locked");
+            if confined::kind(&agents_dir, &locked)
+                .map_err(error::io(op, &admin))?
+                .is_none()
+            {
+                write_new(&agents_dir.join(locked), LOCK_REASON, op)?;
+            }
+            let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
+                op,
+                repo: repo_path.clone(),
+                branch: branch.clone(),
+            })?;
+            drop(repo);
+            if let Some(owner) = owner {
+                chown_agent(layout, project, agent, owner, true, op)?;
+            }
+            return Ok(WorktreeInfo {
+                path: worktree,
+                agent_repo: repo_path,
+                forge_objects: layout.forge_objects(project),
+                branch,
+                base_branch: base,
+                head,
+                created: false,
+            });
         }
 
         // Not live: whatever is there is a leftover of a crash or of a
@@ -186,19 +185,8 @@ impl Worktrees {
                 start
             }
         };
-        let branch_ref =
-            repo.find_reference(&refname)
-                .map_err(error::git(op, &repo_path, Some(&refname)))?;
-        let mut opts = WorktreeAddOptions::new();
-        opts.reference(Some(&branch_ref));
-        let wt = repo
-            .worktree(agent.as_str(), &worktree, Some(&opts))
-            .map_err(error::git(op, &repo_path, Some(&refname)))?;
-        wt.lock(Some(LOCK_REASON))
-            .map_err(error::git(op, &admin, None))?;
-        drop(wt);
-        drop(branch_ref);
         drop(repo);
+        add_worktree(layout, project, agent, &refname, head)?;
 
         if let Some(owner) = owner {
             chown_agent(layout, project, agent, owner, true, op)?;
@@ -215,6 +203,71 @@ impl Worktrees {
             created: true,
         })
     }
+}
+
+/// Creates the linked worktree the way `git worktree add` lays it out, then
+/// checks the branch out into it.
+///
+/// Not `git_worktree_add`: that opens the new worktree through its `.git` file
+/// and checks out in "safe" mode against an empty directory; writing the four
+/// admin files here and forcing a checkout through [`open_worktree_repo`] is
+/// both faster and never reads a path back from the worktree. The worktree is
+/// locked from its first moment, so no `git worktree prune` can take a half-made
+/// one, and a crash before berth's record is written leaves a leftover that the
+/// next provisioning (or reconcile) removes.
+fn add_worktree(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    refname: &str,
+    tip: Oid,
+) -> Result<()> {
+    let op = Op::Provision;
+    let admin = layout.worktree_admin(project, agent);
+    let worktree = layout.worktree(project, agent);
+    let worktrees = layout.agent_repo(project, agent).join("worktrees");
+    match std::fs::create_dir(&worktrees) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(error::io(op, &worktrees)(e));
+        }
+        _ => {}
+    }
+    std::fs::create_dir(&admin).map_err(error::io(op, &admin))?;
+    write_new(&admin.join("locked"), LOCK_REASON, op)?;
+    write_new(&admin.join("commondir"), "../..\n", op)?;
+    write_new(
+        &admin.join("gitdir"),
+        &format!("{}\n", worktree.join(".git").display()),
+        op,
+    )?;
+    write_new(&admin.join("HEAD"), &format!("ref: {refname}\n"), op)?;
+    std::fs::create_dir(&worktree).map_err(error::io(op, &worktree))?;
+    write_new(
+        &worktree.join(".git"),
+        &format!("gitdir: {}\n", admin.display()),
+        op,
+    )?;
+
+    let repo = open_worktree_repo(layout, project, agent, op)?;
+    let git = |e| error::git(op, &admin, Some(refname))(e);
+    let tree = repo.find_commit(tip).and_then(|c| c.tree()).map_err(git)?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout.force();
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+        .map_err(git)?;
+    Ok(())
+}
+
+/// Creates a file that must not exist yet (never through a symlink).
+fn write_new(path: &Path, content: &str, op: Op) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)
+        .map_err(error::io(op, path))?;
+    file.write_all(content.as_bytes())
+        .map_err(error::io(op, path))
 }
 
 /// `<agent>.git/worktrees/<agent>`, relative to the project's agents directory.
@@ -268,7 +321,7 @@ fn read_small(path: &Path) -> std::io::Result<String> {
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)?;
     let mut buf = Vec::new();
-    file.by_ref().take(4096).read_to_end(&mut buf)?;
+    Read::by_ref(&mut file).take(4096).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 

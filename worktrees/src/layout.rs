@@ -168,13 +168,14 @@ mod tests {
     #[test]
     fn state_dir_precedence() {
         // (explicit, BERTH_HOME, XDG_DATA_HOME, HOME) -> expected
-        let table: &[(
-            Option<&str>,
-            Option<&str>,
-            Option<&str>,
-            Option<&str>,
-            Option<&str>,
-        )] = &[
+        type Row<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
+        let table: &[Row] = &[
             (Some("/x"), Some("/b"), Some("/d"), Some("/h"), Some("/x")),
             (None, Some("/b"), Some("/d"), Some("/h"), Some("/b")),
             (None, Some(""), Some("/d"), Some("/h"), Some("/d/berth")),

@@ -29,13 +29,10 @@ fn validate(kind: NameKind, name: &str) -> Result<()> {
         Some("it contains '..'".to_owned())
     } else if name.ends_with(".lock") || name.ends_with(".git") {
         Some("it ends in '.lock' or '.git'".to_owned())
-    } else if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-    {
-        Some(format!("it contains {c:?}"))
     } else {
-        None
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+            .map(|c| format!("it contains {c:?}"))
     };
     match reason {
         None => Ok(()),
