@@ -61,7 +61,11 @@ impl Text {
         while out.len() < len {
             let w = WORDS[(self.next() % WORDS.len() as u64) as usize];
             out.extend_from_slice(w.as_bytes());
-            out.push(if self.next().is_multiple_of(9) { b'\n' } else { b' ' });
+            out.push(if self.next().is_multiple_of(9) {
+                b'\n'
+            } else {
+                b' '
+            });
         }
         out.truncate(len);
     }

@@ -403,6 +403,50 @@ pub(crate) fn check_agent_repo(
             kind_name(Some(found)),
         ));
     }
+    // Directories libgit2 writes refs, reflogs and objects into for berth: a
+    // symlinked one would carry berth's writes into another repository.
+    let agent_dir = format!("agent/{agent}");
+    for dir in [
+        "refs/heads".to_owned(),
+        "refs/heads/agent".to_owned(),
+        format!("refs/heads/{agent_dir}"),
+        "refs/remotes".to_owned(),
+        "refs/remotes/forge".to_owned(),
+        "logs".to_owned(),
+        "logs/refs".to_owned(),
+        "logs/refs/heads".to_owned(),
+        "logs/refs/heads/agent".to_owned(),
+        format!("logs/refs/heads/{agent_dir}"),
+        "logs/refs/remotes".to_owned(),
+        "logs/refs/remotes/forge".to_owned(),
+        "worktrees".to_owned(),
+        format!("worktrees/{agent}"),
+        format!("worktrees/{agent}/logs"),
+    ] {
+        let rel = repo.join(&dir);
+        match confined::kind(&agents_dir, &rel).map_err(error::io(op, &repo_path))? {
+            None | Some(Kind::Dir) => {}
+            found => {
+                return Err(tampered(
+                    op,
+                    agents_dir.join(rel),
+                    "a directory",
+                    kind_name(found),
+                ));
+            }
+        }
+    }
+    let objects = repo_path.join("objects");
+    for entry in std::fs::read_dir(&objects).map_err(error::io(op, &objects))? {
+        let entry = entry.map_err(error::io(op, &objects))?;
+        if entry
+            .file_type()
+            .map_err(error::io(op, &entry.path()))?
+            .is_symlink()
+        {
+            return Err(tampered(op, entry.path(), "a directory", "symlink"));
+        }
+    }
     let alternates_rel = repo.join("objects/info/alternates");
     expect_kind(&agents_dir, &alternates_rel, Kind::File, op)?;
     let alternates = agents_dir.join(&alternates_rel);

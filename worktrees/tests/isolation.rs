@@ -184,8 +184,8 @@ fn redirecting_where_berth_finds_objects_or_admin_files_is_refused() {
     let victim_before = snapshot(&iv.agent_repo);
 
     type Tamper = fn(&Path, &Path, &Path);
-    // (what, how, whether push reads the tampered part — admin files are the
-    // worktree's, which push does not use)
+    // (what, how, whether push refuses too — the admin directory's files are
+    // the worktree's, which push does not read)
     let table: &[(&str, Tamper, bool)] = &[
         (
             "commondir at the top of the agent repository",
@@ -227,7 +227,38 @@ fn redirecting_where_berth_finds_objects_or_admin_files_is_refused() {
                 std::os::unix::fs::symlink(victim_repo.join("worktrees"), repo.join("worktrees"))
                     .unwrap();
             },
-            false,
+            true,
+        ),
+        (
+            "the agent's own ref directory replaced by a symlink",
+            |repo, victim_repo, _| {
+                let own = repo.join("refs/heads/agent/evil");
+                std::fs::rename(&own, repo.join("evil-refs.old")).unwrap();
+                std::os::unix::fs::symlink(victim_repo.join("refs/heads/agent/victim"), own)
+                    .unwrap();
+            },
+            true,
+        ),
+        (
+            "a reflog directory replaced by a symlink",
+            |repo, victim_repo, _| {
+                let logs = repo.join("logs/refs/heads/agent");
+                std::fs::rename(&logs, repo.join("logs-agent.old")).unwrap();
+                std::os::unix::fs::symlink(victim_repo.join("logs/refs/heads/agent"), logs)
+                    .unwrap();
+            },
+            true,
+        ),
+        (
+            "an object directory replaced by a symlink",
+            |repo, victim_repo, _| {
+                std::os::unix::fs::symlink(
+                    victim_repo.join("objects/info"),
+                    repo.join("objects/ab"),
+                )
+                .unwrap();
+            },
+            true,
         ),
         (
             "refs directory replaced by a symlink",
