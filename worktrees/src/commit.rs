@@ -11,7 +11,6 @@ use git2::{IndexAddOption, Oid, Repository, Sort};
 use crate::Worktrees;
 use crate::agent::{open_worktree_repo, restore_owner};
 use crate::error::{self, Error, Op, Result};
-pub use crate::identity::ACTION_TRAILER;
 use crate::identity::{Identity, action_trailers, check_action_id, compose_message};
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName, agent_ref_prefix};

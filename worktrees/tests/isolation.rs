@@ -269,7 +269,7 @@ fn redirecting_where_berth_finds_objects_or_admin_files_is_refused() {
             true,
         ),
     ];
-    for (what, tamper, push_reads_it) in table {
+    for (what, tamper, push_refuses) in table {
         let ie = f.wt.provision(p, &evil, &task("t1"), None).unwrap();
         std::fs::write(ie.path.join("x.txt"), what).unwrap();
         f.wt.commit(
@@ -292,7 +292,7 @@ fn redirecting_where_berth_finds_objects_or_admin_files_is_refused() {
                 .map(|_| ()),
         )];
         let push = f.wt.push(p, &evil, &ie.branch).map(|_| ());
-        if *push_reads_it {
+        if *push_refuses {
             refused.push(("push", push));
         } else {
             // The agent's own, untouched branch may still go to the forge.
