@@ -253,9 +253,62 @@ fn add_worktree(
     let tree = repo.find_commit(tip).and_then(|c| c.tree()).map_err(git)?;
     let mut checkout = CheckoutBuilder::new();
     checkout.force();
+    // Looking up attributes for every file is a fifth of libgit2's checkout;
+    // skip it only when no filter can apply.
+    if !filters_may_apply(&repo, &tree).map_err(git)? {
+        checkout.disable_filters(true);
+    }
     repo.checkout_tree(tree.as_object(), Some(&mut checkout))
         .map_err(git)?;
     Ok(())
+}
+
+/// Whether a checkout filter (end-of-line conversion, `ident`, a filter
+/// driver) could apply to `tree` in `repo`. Filters are selected by attributes
+/// or by `core.autocrlf`; so: any `.gitattributes` in the tree, an attributes
+/// file of the repository, the user or the system, or `core.autocrlf` set to
+/// anything but false. Anything unreadable counts as "may apply".
+fn filters_may_apply(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+) -> std::result::Result<bool, git2::Error> {
+    let config = repo.config()?.snapshot()?;
+    if config.get_bool("core.autocrlf").unwrap_or(true) && config.get_entry("core.autocrlf").is_ok()
+    {
+        return Ok(true);
+    }
+    if config.get_entry("core.attributesFile").is_ok() {
+        return Ok(true);
+    }
+    let mut candidates = vec![
+        repo.commondir().join("info/attributes"),
+        PathBuf::from("/etc/gitattributes"),
+    ];
+    match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        Some(xdg) => candidates.push(PathBuf::from(xdg).join("git/attributes")),
+        None => {
+            if let Some(home) = std::env::var_os("HOME") {
+                candidates.push(PathBuf::from(home).join(".config/git/attributes"));
+            }
+        }
+    }
+    if candidates
+        .iter()
+        .any(|p| std::fs::symlink_metadata(p).is_ok())
+    {
+        return Ok(true);
+    }
+    let mut found = false;
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        if entry.name_bytes() == b".gitattributes" {
+            found = true;
+            git2::TreeWalkResult::Abort
+        } else {
+            git2::TreeWalkResult::Ok
+        }
+    })
+    .or_else(|e| if found { Ok(()) } else { Err(e) })?;
+    Ok(found)
 }
 
 /// Creates a file that must not exist yet (never through a symlink).

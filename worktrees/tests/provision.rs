@@ -247,3 +247,75 @@ fn provision_of_an_unknown_project_names_the_missing_forge() {
     assert!(msg.contains("forge/nope.git is missing"), "{msg}");
     assert!(msg.contains("berth project add"), "{msg}");
 }
+
+#[test]
+fn checkout_applies_attributes_and_modes_like_git() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = source_repo(
+        &tmp.path().join("src"),
+        &[
+            (".gitattributes", "*.crlf text eol=crlf\n*.id ident\n"),
+            ("a.crlf", "one\ntwo\n"),
+            ("b.id", "$Id$\n"),
+            ("plain.txt", "one\ntwo\n"),
+            ("run.sh", "#!/bin/sh\n"),
+        ],
+    );
+    std::os::unix::fs::symlink("plain.txt", src.join("link")).unwrap();
+    std::fs::set_permissions(
+        src.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    git(&src, &["add", "-A"]);
+    git(&src, &["commit", "-q", "-m", "modes"]);
+    let plain = source_repo(&tmp.path().join("plain"), &[("plain.txt", "one\ntwo\n")]);
+
+    let wt = berth_worktrees::Worktrees::open(tmp.path().join("state")).unwrap();
+    wt.import_project(&project("attrs"), &src, None).unwrap();
+    wt.import_project(&project("plain"), &plain, None).unwrap();
+    let a = wt
+        .provision(&project("attrs"), &agent("a"), &task("t"), None)
+        .unwrap();
+    let p = wt
+        .provision(&project("plain"), &agent("a"), &task("t"), None)
+        .unwrap();
+
+    // What git itself checks out.
+    let reference = tmp.path().join("reference");
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            src.to_str().unwrap(),
+            reference.to_str().unwrap(),
+        ],
+    );
+    for file in ["a.crlf", "b.id", "plain.txt", "run.sh", ".gitattributes"] {
+        assert_eq!(
+            std::fs::read(a.path.join(file)).unwrap(),
+            std::fs::read(reference.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(a.path.join("a.crlf")).unwrap(),
+        b"one\r\ntwo\r\n"
+    );
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions())
+    };
+    assert_eq!(mode(&a.path.join("run.sh")) & 0o111, 0o111);
+    assert_eq!(
+        std::fs::read_link(a.path.join("link")).unwrap(),
+        Path::new("plain.txt")
+    );
+    assert_eq!(git(&a.path, &["status", "--porcelain"]), "");
+    // Without attributes, content is the blob, byte for byte.
+    assert_eq!(
+        std::fs::read(p.path.join("plain.txt")).unwrap(),
+        b"one\ntwo\n"
+    );
+    assert_eq!(git(&p.path, &["status", "--porcelain"]), "");
+}
