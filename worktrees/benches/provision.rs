@@ -281,7 +281,11 @@ fn main() -> Result<()> {
     let mut git_paths = Vec::new();
     let mut agents = Vec::new();
     for run in 0..=RUNS {
-        let path = dir.join(format!("git-wt-{run}"));
+        // Beside berth's worktrees: same filesystem, same directory depth.
+        let path = wt
+            .layout()
+            .worktrees_dir(&project)
+            .join(format!("git-wt-{run}"));
         let path_s = path.to_str().ok_or("non-UTF-8 temp path")?.to_owned();
         let branch = format!("bench/{run}");
         let agent = AgentName::new(format!("agent-{run}"))?;
