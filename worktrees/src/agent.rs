@@ -22,11 +22,12 @@
 //! checked against what berth wrote first.
 
 use std::fs::OpenOptions;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags, WorktreeAddOptions};
+use git2::build::CheckoutBuilder;
+use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags};
 
 use crate::Worktrees;
 use crate::confined::{self, Kind};
@@ -133,15 +134,12 @@ impl Worktrees {
             }
             // Live: make sure it is still locked (the agent may have
             // unlocked it) and owned as asked.
-            let wt = repo
-                .find_worktree(agent.as_str())
-                .map_err(error::git(op, &admin, None))?;
-            if !matches!(
-                wt.is_locked().map_err(error::git(op, &admin, None))?,
-                git2::WorktreeLockStatus::Locked(_)
-            ) {
-                wt.lock(Some(LOCK_REASON))
-                    .map_err(error::git(op, &admin, None))?;
+            let locked = admin_rel(agent).join("locked");
+            if confined::kind(&agents_dir, &locked)
+                .map_err(error::io(op, &admin))?
+                .is_none()
+            {
+                write_new(&agents_dir.join(locked), LOCK_REASON, op)?;
             }
             let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
                 op,
@@ -187,19 +185,8 @@ impl Worktrees {
                 start
             }
         };
-        let branch_ref =
-            repo.find_reference(&refname)
-                .map_err(error::git(op, &repo_path, Some(&refname)))?;
-        let mut opts = WorktreeAddOptions::new();
-        opts.reference(Some(&branch_ref));
-        let wt = repo
-            .worktree(agent.as_str(), &worktree, Some(&opts))
-            .map_err(error::git(op, &repo_path, Some(&refname)))?;
-        wt.lock(Some(LOCK_REASON))
-            .map_err(error::git(op, &admin, None))?;
-        drop(wt);
-        drop(branch_ref);
         drop(repo);
+        add_worktree(layout, project, agent, &refname, head)?;
 
         if let Some(owner) = owner {
             chown_agent(layout, project, agent, owner, true, op)?;
@@ -216,6 +203,124 @@ impl Worktrees {
             created: true,
         })
     }
+}
+
+/// Creates the linked worktree the way `git worktree add` lays it out, then
+/// checks the branch out into it.
+///
+/// Not `git_worktree_add`: that opens the new worktree through its `.git` file
+/// and checks out in "safe" mode against an empty directory; writing the four
+/// admin files here and forcing a checkout through [`open_worktree_repo`] is
+/// both faster and never reads a path back from the worktree. The worktree is
+/// locked from its first moment, so no `git worktree prune` can take a half-made
+/// one, and a crash before berth's record is written leaves a leftover that the
+/// next provisioning (or reconcile) removes.
+fn add_worktree(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    refname: &str,
+    tip: Oid,
+) -> Result<()> {
+    let op = Op::Provision;
+    let admin = layout.worktree_admin(project, agent);
+    let worktree = layout.worktree(project, agent);
+    let worktrees = layout.agent_repo(project, agent).join("worktrees");
+    match std::fs::create_dir(&worktrees) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(error::io(op, &worktrees)(e));
+        }
+        _ => {}
+    }
+    std::fs::create_dir(&admin).map_err(error::io(op, &admin))?;
+    write_new(&admin.join("locked"), LOCK_REASON, op)?;
+    write_new(&admin.join("commondir"), "../..\n", op)?;
+    write_new(
+        &admin.join("gitdir"),
+        &format!("{}\n", worktree.join(".git").display()),
+        op,
+    )?;
+    write_new(&admin.join("HEAD"), &format!("ref: {refname}\n"), op)?;
+    std::fs::create_dir(&worktree).map_err(error::io(op, &worktree))?;
+    write_new(
+        &worktree.join(".git"),
+        &format!("gitdir: {}\n", admin.display()),
+        op,
+    )?;
+
+    let repo = open_worktree_repo(layout, project, agent, op)?;
+    let git = |e| error::git(op, &admin, Some(refname))(e);
+    let tree = repo.find_commit(tip).and_then(|c| c.tree()).map_err(git)?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout.force();
+    // Looking up attributes for every file is a fifth of libgit2's checkout;
+    // skip it only when no filter can apply.
+    if !filters_may_apply(&repo, &tree).map_err(git)? {
+        checkout.disable_filters(true);
+    }
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+        .map_err(git)?;
+    Ok(())
+}
+
+/// Whether a checkout filter (end-of-line conversion, `ident`, a filter
+/// driver) could apply to `tree` in `repo`. Filters are selected by attributes
+/// or by `core.autocrlf`; so: any `.gitattributes` in the tree, an attributes
+/// file of the repository, the user or the system, or `core.autocrlf` set to
+/// anything but false. Anything unreadable counts as "may apply".
+fn filters_may_apply(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+) -> std::result::Result<bool, git2::Error> {
+    let config = repo.config()?.snapshot()?;
+    if config.get_bool("core.autocrlf").unwrap_or(true) && config.get_entry("core.autocrlf").is_ok()
+    {
+        return Ok(true);
+    }
+    if config.get_entry("core.attributesFile").is_ok() {
+        return Ok(true);
+    }
+    let mut candidates = vec![
+        repo.commondir().join("info/attributes"),
+        PathBuf::from("/etc/gitattributes"),
+    ];
+    match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        Some(xdg) => candidates.push(PathBuf::from(xdg).join("git/attributes")),
+        None => {
+            if let Some(home) = std::env::var_os("HOME") {
+                candidates.push(PathBuf::from(home).join(".config/git/attributes"));
+            }
+        }
+    }
+    if candidates
+        .iter()
+        .any(|p| std::fs::symlink_metadata(p).is_ok())
+    {
+        return Ok(true);
+    }
+    let mut found = false;
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        if entry.name_bytes() == b".gitattributes" {
+            found = true;
+            git2::TreeWalkResult::Abort
+        } else {
+            git2::TreeWalkResult::Ok
+        }
+    })
+    .or_else(|e| if found { Ok(()) } else { Err(e) })?;
+    Ok(found)
+}
+
+/// Creates a file that must not exist yet (never through a symlink).
+fn write_new(path: &Path, content: &str, op: Op) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)
+        .map_err(error::io(op, path))?;
+    file.write_all(content.as_bytes())
+        .map_err(error::io(op, path))
 }
 
 /// `<agent>.git/worktrees/<agent>`, relative to the project's agents directory.
@@ -269,7 +374,7 @@ fn read_small(path: &Path) -> std::io::Result<String> {
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)?;
     let mut buf = Vec::new();
-    file.by_ref().take(4096).read_to_end(&mut buf)?;
+    Read::by_ref(&mut file).take(4096).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
@@ -351,6 +456,50 @@ pub(crate) fn check_agent_repo(
             kind_name(Some(found)),
         ));
     }
+    // Directories libgit2 writes refs, reflogs and objects into for berth: a
+    // symlinked one would carry berth's writes into another repository.
+    let agent_dir = format!("agent/{agent}");
+    for dir in [
+        "refs/heads".to_owned(),
+        "refs/heads/agent".to_owned(),
+        format!("refs/heads/{agent_dir}"),
+        "refs/remotes".to_owned(),
+        "refs/remotes/forge".to_owned(),
+        "logs".to_owned(),
+        "logs/refs".to_owned(),
+        "logs/refs/heads".to_owned(),
+        "logs/refs/heads/agent".to_owned(),
+        format!("logs/refs/heads/{agent_dir}"),
+        "logs/refs/remotes".to_owned(),
+        "logs/refs/remotes/forge".to_owned(),
+        "worktrees".to_owned(),
+        format!("worktrees/{agent}"),
+        format!("worktrees/{agent}/logs"),
+    ] {
+        let rel = repo.join(&dir);
+        match confined::kind(&agents_dir, &rel).map_err(error::io(op, &repo_path))? {
+            None | Some(Kind::Dir) => {}
+            found => {
+                return Err(tampered(
+                    op,
+                    agents_dir.join(rel),
+                    "a directory",
+                    kind_name(found),
+                ));
+            }
+        }
+    }
+    let objects = repo_path.join("objects");
+    for entry in std::fs::read_dir(&objects).map_err(error::io(op, &objects))? {
+        let entry = entry.map_err(error::io(op, &objects))?;
+        if entry
+            .file_type()
+            .map_err(error::io(op, &entry.path()))?
+            .is_symlink()
+        {
+            return Err(tampered(op, entry.path(), "a directory", "symlink"));
+        }
+    }
     let alternates_rel = repo.join("objects/info/alternates");
     expect_kind(&agents_dir, &alternates_rel, Kind::File, op)?;
     let alternates = agents_dir.join(&alternates_rel);
@@ -430,10 +579,7 @@ pub(crate) fn open_worktree_repo(
         path: worktree.clone(),
         hint: "provision the agent again",
     };
-    if confined::kind(&agents_dir, &admin)
-        .map_err(error::io(op, &admin_path))?
-        .is_none()
-    {
+    if !admin_present(layout, project, agent, op)? {
         return Err(Error::Missing {
             op,
             what: "worktree admin directory",
@@ -441,8 +587,6 @@ pub(crate) fn open_worktree_repo(
             hint: "provision the agent again",
         });
     }
-    expect_kind(&agents_dir, admin.parent().unwrap_or(&admin), Kind::Dir, op)?;
-    expect_kind(&agents_dir, &admin, Kind::Dir, op)?;
     expect_kind(&agents_dir, &admin.join("HEAD"), Kind::File, op)?;
     expect_kind(&agents_dir, &admin.join("commondir"), Kind::File, op)?;
     let commondir_path = admin_path.join("commondir");

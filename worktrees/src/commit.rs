@@ -11,7 +11,6 @@ use git2::{IndexAddOption, Oid, Repository, Sort};
 use crate::Worktrees;
 use crate::agent::{open_worktree_repo, restore_owner};
 use crate::error::{self, Error, Op, Result};
-pub use crate::identity::ACTION_TRAILER;
 use crate::identity::{Identity, action_trailers, check_action_id, compose_message};
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName, agent_ref_prefix};
@@ -87,14 +86,29 @@ impl Worktrees {
             });
         }
 
-        let mut index = repo.index().map_err(git(None))?;
+        let index_lock = self
+            .layout
+            .worktree_admin(project, agent)
+            .join("index.lock");
+        let index_err = |e: git2::Error| {
+            if e.code() == git2::ErrorCode::Locked {
+                Error::Locked {
+                    op,
+                    lock_file: index_lock.clone(),
+                    source: e,
+                }
+            } else {
+                error::git(op, repo.path(), None)(e)
+            }
+        };
+        let mut index = repo.index().map_err(index_err)?;
         index
             .update_all(std::iter::empty::<&str>(), None)
-            .map_err(git(None))?;
+            .map_err(index_err)?;
         index
             .add_all(std::iter::empty::<&str>(), IndexAddOption::DEFAULT, None)
-            .map_err(git(None))?;
-        index.write().map_err(git(None))?;
+            .map_err(index_err)?;
+        index.write().map_err(index_err)?;
         let tree_id = index.write_tree().map_err(git(None))?;
         let parent = repo.find_commit(tip).map_err(git(Some(&refname)))?;
         if parent.tree_id() == tree_id {

@@ -163,6 +163,18 @@ pub enum Error {
         source: git2::Error,
     },
 
+    /// A git lock file blocks the operation.
+    #[error("{op}: {} exists: another git process is working in this repository, or one crashed; if none is running, reconcile (or removing the file) clears it ({source})", lock_file.display())]
+    Locked {
+        /// The operation.
+        op: Op,
+        /// The lock file.
+        lock_file: PathBuf,
+        /// libgit2's error.
+        #[source]
+        source: git2::Error,
+    },
+
     /// A filesystem call failed.
     #[error("{op}: {}: {source}", path.display())]
     Io {

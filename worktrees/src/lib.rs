@@ -52,11 +52,11 @@ mod recycle;
 use std::path::Path;
 
 pub use agent::WorktreeInfo;
-pub use commit::{ACTION_TRAILER, CommitOutcome, CommitRequest};
+pub use commit::{CommitOutcome, CommitRequest};
 pub use error::{Error, NameKind, Op, Result};
 pub use forge::ProjectInfo;
 pub use git2::Oid;
-pub use identity::Identity;
+pub use identity::{ACTION_TRAILER, Identity};
 pub use layout::{Layout, resolve_state_dir};
 pub use merge::{ChangeKind, ChangedFile, DiffStat, MergeKind, MergeOutcome, MergeRequest};
 pub use names::{AgentName, ProjectName, TaskName};

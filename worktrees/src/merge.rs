@@ -23,7 +23,7 @@ pub struct MergeRequest {
     pub target: String,
     /// Author and committer of a merge commit.
     pub identity: Identity,
-    /// The merge commit's message; `None`: "Merge branch '<source>' into <target>".
+    /// The merge commit's message; `None`: `Merge branch '<source>' into <target>`.
     pub message: Option<String>,
 }
 
