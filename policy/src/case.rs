@@ -3,6 +3,8 @@
 //! `terminal`, mode `manual`, frame `host`, project root `/work`, cwd the
 //! root, home `/home/agent`, protected branches `main` and `master`.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::action::Action;
@@ -12,7 +14,7 @@ use crate::decision::Decision;
 use crate::frame::{DEFAULT_HOME, Frame, Mount, MountKind, WORK};
 use crate::rules::RuleSet;
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize)]
 pub struct CaseRules {
     #[serde(default)]
     pub allow: Vec<String>,
@@ -77,7 +79,7 @@ pub struct Inputs {
     pub frame: Frame,
     pub cwd: String,
     pub autonomy: Autonomy,
-    pub rules: RuleSet,
+    pub rules: Arc<RuleSet>,
     pub protected_branches: Vec<String>,
     pub limits: Limits,
 }
@@ -99,9 +101,41 @@ impl Inputs {
     }
 }
 
+/// Compiled rule sets by their lists: a batch of cases usually repeats a
+/// few rules files, and compiling them is a good part of a decision's cost.
+#[derive(Debug, Default)]
+pub struct RulesCache {
+    sets: rustc_hash::FxHashMap<CaseRules, Arc<RuleSet>>,
+}
+
+impl RulesCache {
+    /// Most rule sets kept; past it the cache starts over.
+    const CAPACITY: usize = 256;
+
+    pub fn get(&mut self, rules: &CaseRules) -> Result<Arc<RuleSet>, String> {
+        if let Some(set) = self.sets.get(rules) {
+            return Ok(set.clone());
+        }
+        let set = Arc::new(
+            RuleSet::from_lists(&rules.allow, &rules.ask, &rules.deny)
+                .map_err(|e| e.to_string())?,
+        );
+        if self.sets.len() >= Self::CAPACITY {
+            self.sets.clear();
+        }
+        self.sets.insert(rules.clone(), set.clone());
+        Ok(set)
+    }
+}
+
 impl Case {
     /// Builds the inputs, or says what is wrong with the case.
     pub fn inputs(&self) -> Result<Inputs, String> {
+        self.inputs_cached(&mut RulesCache::default())
+    }
+
+    /// Builds the inputs, compiling the rules through `cache`.
+    pub fn inputs_cached(&self, cache: &mut RulesCache) -> Result<Inputs, String> {
         let kind = self.action.as_deref().unwrap_or("terminal");
         if kind == "terminal" && self.command.is_none() {
             return Err("a terminal case needs `command`".into());
@@ -173,8 +207,8 @@ impl Case {
             other => return Err(format!("unknown frame `{other}` (host or container)")),
         };
         let rules = match &self.rules {
-            Some(r) => RuleSet::from_lists(&r.allow, &r.ask, &r.deny).map_err(|e| e.to_string())?,
-            None => RuleSet::default(),
+            Some(r) => cache.get(r)?,
+            None => Arc::new(RuleSet::default()),
         };
         Ok(Inputs {
             action,

@@ -12,8 +12,7 @@
 //! Stages 2–4 only raise. The verdict is the most restrictive finding that
 //! holds; its stage is the first in that order.
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 use crate::action::Action;
 use crate::arg::{self, Arg};
@@ -155,13 +154,13 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
 #[derive(Default)]
 struct FindingSet {
     /// Indices into the list, by the finding's hash.
-    by_hash: HashMap<u64, Vec<usize>>,
+    by_hash: rustc_hash::FxHashMap<u64, Vec<usize>>,
 }
 
 impl FindingSet {
     /// Appends `f` to `list` unless an equal finding is there.
     fn push(&mut self, list: &mut Vec<Finding>, f: Finding) {
-        let mut h = DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         f.hash(&mut h);
         let slot = self.by_hash.entry(h.finish()).or_default();
         if slot.iter().any(|&i| list.get(i) == Some(&f)) {

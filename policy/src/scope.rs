@@ -50,6 +50,20 @@ pub fn normalize(base: &str, path: &str) -> String {
     out
 }
 
+/// `p` normalised, borrowed when it already is (roots and mount targets
+/// usually are: no allocation on the hot path).
+fn normal(p: &str) -> std::borrow::Cow<'_, str> {
+    let already = p.starts_with('/')
+        && (p == "/" || !p.ends_with('/'))
+        && !p.contains("//")
+        && !p.split('/').any(|c| c == "." || c == "..");
+    if already {
+        std::borrow::Cow::Borrowed(p)
+    } else {
+        std::borrow::Cow::Owned(normalize("/", p))
+    }
+}
+
 /// Whether `path` is `root` or lies under it, at a path boundary.
 pub fn under(path: &str, root: &str) -> bool {
     if root == "/" {
@@ -73,9 +87,9 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
             extra_roots,
             ..
         } => {
-            if under(path, &normalize("/", project_root)) {
+            if under(path, &normal(project_root)) {
                 Location::Project
-            } else if extra_roots.iter().any(|r| under(path, &normalize("/", r))) {
+            } else if extra_roots.iter().any(|r| under(path, &normal(r))) {
                 Location::ExtraRoot
             } else {
                 Location::Outside
@@ -88,7 +102,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
         } => {
             let mut best: Option<(usize, MountKind)> = None;
             for m in mounts {
-                let target = normalize("/", &m.target);
+                let target = normal(&m.target);
                 if under(path, &target) && best.is_none_or(|(len, _)| target.len() > len) {
                     best = Some((target.len(), m.kind));
                 }
@@ -97,7 +111,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
                 Some((_, MountKind::Project)) => Location::Project,
                 Some((_, MountKind::Host { in_scope: true })) => Location::DeclaredMount,
                 Some((_, MountKind::Host { in_scope: false })) => Location::Outside,
-                None if under(path, &normalize("/", project_root)) => Location::Project,
+                None if under(path, &normal(project_root)) => Location::Project,
                 None => Location::ContainerPrivate,
             }
         }
@@ -196,7 +210,7 @@ struct Judge<'a> {
     frame: &'a Frame,
     reports: Vec<PathReport>,
     /// `(written, resolved)` already reported: one report each.
-    seen: std::collections::HashSet<(String, Option<String>)>,
+    seen: rustc_hash::FxHashSet<(String, Option<String>)>,
 }
 
 impl Judge<'_> {
@@ -274,7 +288,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     let mut j = Judge {
         frame,
         reports: Vec::new(),
-        seen: std::collections::HashSet::new(),
+        seen: rustc_hash::FxHashSet::default(),
     };
     // The cwd itself, unless a `cd` to a static absolute target.
     if !seg.cd_absolute {

@@ -451,6 +451,12 @@ impl<'h> Walker<'h> {
     /// Walks command lists nested in word parts (`$(…)`, `<(…)`, …): each is
     /// a subshell of the current state.
     fn walk_nested(&mut self, parts: &[Part], state: &State) {
+        if parts
+            .iter()
+            .all(|p| matches!(p, Part::Lit { .. } | Part::Tilde(_)))
+        {
+            return;
+        }
         let mut lists = Vec::new();
         word::nested_lists(parts, &mut lists);
         for l in lists {

@@ -166,53 +166,66 @@ fn run_batch(source: &str) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// One line of batch output.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    id: Id<'a>,
+    verdict: &'static str,
+    stage: &'static str,
+    reason: &'a str,
+}
+
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Id<'a> {
+    Given(&'a str),
+    LineNumber(usize),
+}
+
 /// Decides each line; malformed lines get an error line and the batch goes on.
 fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> anyhow::Result<()> {
     let mut line = Vec::new();
     let mut n = 0usize;
+    let mut cache = berth_policy::case::RulesCache::default();
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line)? == 0 {
             break;
         }
         n += 1;
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim();
+        let text = line.trim_ascii();
         if text.is_empty() {
             continue;
         }
-        let value: serde_json::Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => {
-                write_error(out, None, n, &format!("not JSON: {e}"))?;
-                continue;
-            }
-        };
-        let id = value.get("id").and_then(|v| v.as_str()).map(str::to_string);
-        let case: Case = match serde_json::from_value(value) {
+        let case: Case = match serde_json::from_slice(text) {
             Ok(c) => c,
             Err(e) => {
-                write_error(out, id.as_deref(), n, &format!("not a policy case: {e}"))?;
+                // Say whether it is JSON at all, and name the case if it can.
+                match serde_json::from_slice::<serde_json::Value>(text) {
+                    Ok(v) => {
+                        let id = v.get("id").and_then(|v| v.as_str());
+                        write_error(out, id, n, &format!("not a policy case: {e}"))?;
+                    }
+                    Err(e) => write_error(out, None, n, &format!("not JSON: {e}"))?,
+                }
                 continue;
             }
         };
-        let inputs = match case.inputs() {
+        let inputs = match case.inputs_cached(&mut cache) {
             Ok(i) => i,
             Err(e) => {
-                write_error(out, id.as_deref(), n, &e)?;
+                write_error(out, case.id.as_deref(), n, &e)?;
                 continue;
             }
         };
         let d = inputs.decide();
-        serde_json::to_writer(
-            &mut *out,
-            &serde_json::json!({
-                "id": id.map_or(serde_json::Value::from(n), serde_json::Value::from),
-                "verdict": d.verdict.as_str(),
-                "stage": d.stage.as_str(),
-                "reason": d.reason,
-            }),
-        )?;
+        let line = Line {
+            id: case.id.as_deref().map_or(Id::LineNumber(n), Id::Given),
+            verdict: d.verdict.as_str(),
+            stage: d.stage.as_str(),
+            reason: &d.reason,
+        };
+        serde_json::to_writer(&mut *out, &line)?;
         out.write_all(b"\n")?;
     }
     Ok(())
