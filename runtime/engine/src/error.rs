@@ -113,6 +113,9 @@ pub enum EngineError {
     Sandbox(#[from] berth_sandbox::SandboxError),
 
     #[error("{0}")]
+    Docker(#[from] berth_sandbox::docker::DockerError),
+
+    #[error("{0}")]
     Worktrees(#[from] berth_worktrees::Error),
 
     #[error("{0}")]
