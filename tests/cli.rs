@@ -58,6 +58,17 @@ impl Cli {
         git(&src, &["commit", "-q", "-m", "init"]);
         self.ok(&["init"]);
         self.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
+        // These tests are about the CLI, not containers: every berth is a
+        // runner, whether or not a Docker engine answers (tests/mounted.rs
+        // covers mounted mode).
+        let config = self.config();
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.contains("\nmode = \"auto\"\n"), "{text}");
+        std::fs::write(
+            &config,
+            text.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n"),
+        )
+        .unwrap();
         self.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
         self.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
         self

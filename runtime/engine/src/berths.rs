@@ -30,6 +30,8 @@ use crate::ids::now_ms;
 /// What a provider needs to open an agent's sandbox.
 #[derive(Debug, Clone)]
 pub struct BerthSpec {
+    /// This state directory's mark on its containers ([`instance_of`]).
+    pub instance: String,
     pub agent: String,
     pub project: String,
     pub mode: BerthMode,
@@ -90,6 +92,7 @@ pub trait SandboxProvider: Send + Sync {
     /// state directory may own them).
     async fn reconcile(
         &self,
+        _instance: &str,
         _projects: &[String],
         _live: &BTreeSet<(String, String)>,
     ) -> Result<Vec<ReconciledContainer>> {
@@ -126,6 +129,20 @@ fn mounted_unavailable() -> EngineError {
         mode: "mounted",
         why: "this engine was opened without the Docker provider; use `--mode runner` (or sandbox.mode = \"runner\" in berth.toml)".into(),
     }
+}
+
+/// The mark of one state directory on its containers: a hash of its path, so
+/// two state directories on one Docker engine (two users, parallel tests)
+/// never share a container name nor reconcile each other's containers.
+pub fn instance_of(state_root: &std::path::Path) -> String {
+    let canonical = std::fs::canonicalize(state_root).unwrap_or_else(|_| state_root.to_path_buf());
+    // FNV-1a: stable across processes and builds, which std's hasher is not.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in canonical.as_os_str().as_encoded_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:012x}", h >> 16)
 }
 
 /// The frame of a runner berth: the host frame as the agent sees it — the
@@ -254,6 +271,7 @@ impl Engine {
         config: &ProjectConfig,
     ) -> BerthSpec {
         BerthSpec {
+            instance: instance_of(self.state.root()),
             agent: agent.name.clone(),
             project: agent.project.clone(),
             mode,
@@ -541,7 +559,10 @@ impl Engine {
             })
             .map(|a| (a.project, a.name))
             .collect();
-        let report = self.provider.reconcile(&projects, &live).await?;
+        let report = self
+            .provider
+            .reconcile(&instance_of(self.state.root()), &projects, &live)
+            .await?;
         if report.is_empty() {
             return Ok(report);
         }

@@ -112,7 +112,7 @@ pub enum EngineError {
     #[error("{0}")]
     Sandbox(#[from] berth_sandbox::SandboxError),
 
-    #[error("{0}")]
+    #[error(transparent)]
     Docker(#[from] berth_sandbox::docker::DockerError),
 
     #[error("{0}")]

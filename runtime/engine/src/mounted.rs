@@ -92,6 +92,7 @@ pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
         &spec.agent_repo,
         &spec.forge_objects,
     );
+    c.instance = spec.instance.clone();
     c.image = image_of(&spec.config);
     c.uid = s.uid;
     c.gid = s.uid;
@@ -149,7 +150,7 @@ impl SandboxProvider for DockerProvider {
             BerthMode::Mounted => {
                 let backend = self.backend().await?;
                 let c = container_spec(spec);
-                let removed = backend.down(&c.project, &c.agent).await?;
+                let removed = backend.down_spec(&c).await?;
                 Ok(removed.then(|| c.container_name()))
             }
         }
@@ -179,13 +180,17 @@ impl SandboxProvider for DockerProvider {
 
     async fn reconcile(
         &self,
+        instance: &str,
         projects: &[String],
         live: &BTreeSet<(String, String)>,
     ) -> Result<Vec<ReconciledContainer>> {
         let backend = self.backend().await?;
         let mut entries = Vec::new();
         for project in projects {
-            entries.extend(backend.reconcile_project(project, live).await?.entries);
+            let report = backend
+                .reconcile_instance(instance, Some(project), live)
+                .await?;
+            entries.extend(report.entries);
         }
         Ok(entries
             .into_iter()

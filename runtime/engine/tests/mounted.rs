@@ -63,6 +63,11 @@ static IMAGE: tokio::sync::Mutex<bool> = tokio::sync::Mutex::const_new(false);
 /// project (a unique name: container names are per project and agent), or
 /// `None` (skip) without a Docker engine outside CI.
 async fn mounted(test: &str, berth_toml: &str) -> Option<Mounted> {
+    mounted_as(test, berth_toml, None).await
+}
+
+/// [`mounted`], with the project named `project` when given.
+async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Option<Mounted> {
     let backend = match DockerBackend::connect().await {
         Ok(b) => b,
         Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
@@ -84,11 +89,13 @@ async fn mounted(test: &str, berth_toml: &str) -> Option<Mounted> {
         }
     }
     static N: AtomicU32 = AtomicU32::new(0);
-    let project = format!(
-        "m{}-{}-{test}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
+    let project = project.map(str::to_string).unwrap_or_else(|| {
+        format!(
+            "m{}-{}-{test}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        )
+    });
     let dir = tempfile::tempdir().unwrap();
     let src = source_repo(dir.path());
     let state = StateDir::new(dir.path().join("state"));
@@ -224,7 +231,11 @@ impl Mounted {
     }
 
     async fn container_exists(&self, agent: &str) -> bool {
-        let name = format!("berth-{}.{agent}", self.project);
+        let name = format!(
+            "berth-{}.{agent}.{}",
+            self.project,
+            berth_engine::berths::instance_of(&self.state())
+        );
         self.backend
             .docker()
             .inspect_container(&name, None)
@@ -481,6 +492,10 @@ async fn down_leaves_nothing_and_container_remove_asks_first() {
 #[tokio::test]
 async fn reconcile_adopts_live_berths_and_removes_orphans() {
     let m = mounted_or_skip!("reconcile");
+    // Another state directory with the same project and agent names on the
+    // same engine: its container is its own, and reconcile leaves it alone.
+    let other = mounted_as("reconcile", "", Some(&m.project)).await.unwrap();
+    other.up("keep").await;
     m.up("keep").await;
     let gone = m.up("gone").await;
     // A berth whose worktree vanished behind berth's back: its container is
@@ -498,6 +513,11 @@ async fn reconcile_adopts_live_berths_and_removes_orphans() {
     );
     assert!(m.container_exists("keep").await);
     assert!(!m.container_exists("gone").await);
+    assert!(
+        other.container_exists("keep").await,
+        "the other state's berth"
+    );
+    assert_eq!(other.ok("keep", "echo other").await, "other\n");
     let types = m.event_types().await;
     assert!(types.iter().any(|t| t == "container.adopted"), "{types:?}");
     // The adopted berth still runs commands.
