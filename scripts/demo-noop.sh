@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The noop agent end to end, on the host (runner mode), checked by itself.
+# The noop agent end to end, checked by itself: in mounted mode (a Docker
+# container per agent) when the Docker engine answers, else in runner mode.
 #
 #   scripts/demo-noop.sh
 #
@@ -20,6 +21,17 @@ echo "== building berth"
 cargo build -q --bin berth
 BERTH="$PWD/target/debug/berth"
 
+# sandbox.mode is "auto": mounted when the engine answers. Under CI=true a
+# missing engine fails the demo (berth itself refuses to fall back there).
+if docker version >/dev/null 2>&1; then
+  mode=mounted
+  echo "== the Docker engine answers: mounted mode; the agent image"
+  "$BERTH" image build | tail -1
+else
+  mode=runner
+  echo "== no Docker engine: runner mode"
+fi
+
 work=$(mktemp -d)
 if [ -n "${BERTH_HOME:-}" ]; then
   state="$BERTH_HOME"
@@ -33,6 +45,11 @@ else
 fi
 export BERTH_HOME="$state"
 unset BERTH_STATE || true
+# The agents' containers go with the demo, whatever happens (worktrees stay).
+downs() {
+  for a in dev-1 dev-2; do "$BERTH" down "$a" --keep-worktree >/dev/null 2>&1 || true; done
+}
+trap 'downs; rm -rf "$work"' EXIT
 
 b() { "$BERTH" "$@"; }
 # The first "KEY":"VALUE" of a JSON text (berth prints the id first).
@@ -65,6 +82,18 @@ branch1="agent/dev-1/$short1"
 git --git-dir="$forge" rev-parse -q --verify "refs/heads/$branch1" >/dev/null \
   || fail "branch $branch1 is not in the forge (dev-1 did not push)"
 pass "branch $branch1 in the forge"
+
+berth_mode=$(b ls --json | grep -o '"agent":"dev-1"[^}]*"mode":"[a-z]*"' | sed 's/.*"mode":"//; s/"$//')
+[ "$berth_mode" = "$mode" ] || fail "dev-1's berth is in '$berth_mode' mode, expected $mode"
+if [ "$mode" = mounted ]; then
+  container=$(docker ps --filter "label=berth.worktree=$state/worktrees/demo/dev-1" --format '{{.Names}}')
+  [ -n "$container" ] || fail "no container for dev-1's mounted berth"
+  owner=$(stat -c %u "$state/worktrees/demo/dev-1/noop/$short1.md")
+  [ "$owner" = 1000 ] || fail "the noop agent's file belongs to uid $owner, not the container's uid 1000"
+  pass "dev-1 worked in a mounted berth (container $container, files owned by uid 1000)"
+else
+  pass "dev-1 worked in a runner berth"
+fi
 
 author=$(git --git-dir="$forge" log -1 --format=%an "$branch1")
 [ "$author" = "dev-1[bot]" ] || fail "commit author is '$author', not dev-1[bot]"
@@ -123,6 +152,14 @@ pass "the gate opened only after the PR executed (3 human approvals)"
 
 echo
 if [ "$state" = "$work/state" ]; then where="a temporary state, removed"; else where="state left in $state"; fi
-echo "demo-noop: passed (runner mode; $where)"
+downs
+if [ "$mode" = mounted ]; then
+  for a in dev-1 dev-2; do
+    left=$(docker ps -a --filter "label=berth.worktree=$state/worktrees/demo/$a" --format '{{.Names}}')
+    [ -z "$left" ] || fail "$a's container is left after down: $left"
+  done
+  pass "no container left after down"
+fi
+echo "demo-noop: passed ($mode mode; $where)"
 echo "  dev-1: task $short1 delivered to review with 3 automatic approvals and 0 human ones"
 echo "  dev-2: task $short2 delivered one approved step at a time: commit, push, PR, then the gate"

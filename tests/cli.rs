@@ -58,8 +58,19 @@ impl Cli {
         git(&src, &["commit", "-q", "-m", "init"]);
         self.ok(&["init"]);
         self.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
+        // These tests are about the CLI, not containers: every berth is a
+        // runner, whether or not a Docker engine answers (tests/mounted.rs
+        // covers mounted mode).
+        let config = self.config();
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.contains("\nmode = \"auto\"\n"), "{text}");
+        std::fs::write(
+            &config,
+            text.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n"),
+        )
+        .unwrap();
         self.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
-        self.ok(&["up", "dev-1", "--project", "demo"]);
+        self.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
         self
     }
 
@@ -251,7 +262,7 @@ fn metrics_and_outbox_over_the_log() {
 #[test]
 fn up_says_the_runner_has_no_container_boundary_and_down_recycles() {
     let cli = Cli::new().with_project();
-    let out = cli.ok(&["up", "dev-1", "--project", "demo"]);
+    let out = cli.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     assert!(out.contains("no container boundary"), "{out}");
     let ls: serde_json::Value = serde_json::from_str(&cli.ok(&["ls", "--json"])).unwrap();
     assert_eq!(ls[0]["mode"], "runner");
@@ -259,12 +270,7 @@ fn up_says_the_runner_has_no_container_boundary_and_down_recycles() {
     assert!(wt.is_dir());
     cli.ok(&["down", "dev-1", "--keep-worktree"]);
     assert!(wt.is_dir());
-    let (_, err) = cli.err(&["up", "dev-1", "--project", "demo", "--mode", "mounted"]);
-    assert!(
-        err.starts_with("berth: mounted mode is not available: "),
-        "{err}"
-    );
-    cli.ok(&["up", "dev-1", "--project", "demo"]);
+    cli.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     cli.ok(&["down", "dev-1"]);
     assert!(!wt.exists());
     let ls: serde_json::Value = serde_json::from_str(&cli.ok(&["ls", "--json"])).unwrap();
@@ -411,6 +417,7 @@ fn a_pr_merge_waits_for_a_person_then_resolves_the_gate() {
     ]))
     .unwrap();
     let task = t["id"].as_str().unwrap().to_string();
+    cli.ok(&["up", "noop-1", "--project", "demo", "--mode", "runner"]);
     cli.ok(&["agent", "run", "noop-1", "--until-idle"]);
     let out = cli.run(&["pr", "merge", "1"]);
     assert_eq!(out.status.code(), Some(3), "into protected main: pending");

@@ -35,7 +35,7 @@ impl Fixture {
         f.ok(&["init"]);
         f.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
         f.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
-        f.ok(&["up", "dev-1", "--project", "demo"]);
+        f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
         f
     }
 

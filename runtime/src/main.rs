@@ -16,8 +16,22 @@ fn main() -> std::process::ExitCode {
     match cli::run(args) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
-            eprintln!("berth: {err:#}");
+            eprintln!("berth: {}", error_text(&err));
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, each cause only when the text so far does not
+/// already say it (many errors quote their source in their own message).
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }

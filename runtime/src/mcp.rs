@@ -73,7 +73,10 @@ async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
         None => Err(
             "no berth state directory: pass --state DIR or set BERTH_HOME in the MCP server's command".to_string(),
         ),
-        Some(dir) => Engine::open(dir).await.map(Arc::new).map_err(|e| e.to_string()),
+        Some(dir) => crate::cli::open_engine(dir)
+            .await
+            .map(Arc::new)
+            .map_err(|e| e.to_string()),
     };
     match &engine {
         Ok(e) => match e.agent(&args.agent).await {
@@ -515,6 +518,10 @@ fn describe_result(r: &ActionResult) -> String {
         ActionResult::GitMerge { target, commit, .. } => {
             format!("merged into {target} at {commit}")
         }
+        ActionResult::ContainerRemove { container } => match container {
+            Some(c) => format!("removed container {c}; the next command starts a fresh one"),
+            None => "there was no container to remove".to_string(),
+        },
     }
 }
 

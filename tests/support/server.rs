@@ -37,6 +37,16 @@ impl State {
         let s = State::new();
         let src = s.source();
         s.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
+        // Runner berths: the server's tests are not about containers
+        // (tests/mounted.rs is).
+        let cfg = s.root().join("projects/demo/berth.toml");
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        assert!(text.contains("\nmode = \"auto\"\n"), "{text}");
+        std::fs::write(
+            &cfg,
+            text.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n"),
+        )
+        .unwrap();
         s
     }
 

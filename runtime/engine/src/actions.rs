@@ -215,6 +215,10 @@ pub enum ActionResult {
         target: String,
         commit: String,
     },
+    /// The agent's container, removed (none when there was none to remove).
+    ContainerRemove {
+        container: Option<String>,
+    },
 }
 
 impl ActionResult {

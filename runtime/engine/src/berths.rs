@@ -2,12 +2,17 @@
 //!
 //! The engine knows sandboxes only through [`SandboxProvider`]: the local
 //! provider opens the runner (processes on the host inside the worktree —
-//! no container boundary) and answers "not available" for mounted mode until
-//! the Docker backend plugs in with the same trait. A berth is durable in the
+//! no container boundary) and answers "not available" for mounted mode; the
+//! Docker provider ([`crate::mounted`]) opens both. A berth is durable in the
 //! store (mode, worktree, branch), so any process can reopen it: the one that
 //! approves an action is rarely the one that proposed it.
+//!
+//! In mounted mode the agent's repository and worktree belong to the
+//! container's uid (chowned when provisioned, also when berth runs as root);
+//! the engine's git2 keeps working on them because the worktrees crate turns
+//! libgit2's owner check off for repositories it finds through its layout.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +30,8 @@ use crate::ids::now_ms;
 /// What a provider needs to open an agent's sandbox.
 #[derive(Debug, Clone)]
 pub struct BerthSpec {
+    /// This state directory's mark on its containers ([`instance_of`]).
+    pub instance: String,
     pub agent: String,
     pub project: String,
     pub mode: BerthMode,
@@ -32,6 +39,9 @@ pub struct BerthSpec {
     pub worktree: PathBuf,
     /// The agent's own repository on the host.
     pub agent_repo: PathBuf,
+    /// The forge's objects on the host (the agent repository's alternates),
+    /// read-only in a container.
+    pub forge_objects: PathBuf,
     /// `HOME` for its commands, on the host (`<state>/homes/<project>/<agent>`).
     pub home: PathBuf,
     pub config: ProjectConfig,
@@ -43,6 +53,20 @@ pub struct OpenedSandbox {
     pub created_container: Option<String>,
 }
 
+/// What reconcile did with one berth container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReconciledContainer {
+    pub container: String,
+    pub project: String,
+    pub agent: String,
+    /// Kept: the berth is up and its worktree exists.
+    pub adopted: bool,
+    /// Commands whose berth process had died, killed inside the container.
+    pub stale_execs_killed: usize,
+    /// Why it was removed (when not adopted).
+    pub reason: Option<String>,
+}
+
 /// Opens and closes sandboxes. The Docker backend implements this too.
 #[async_trait::async_trait]
 pub trait SandboxProvider: Send + Sync {
@@ -50,6 +74,30 @@ pub trait SandboxProvider: Send + Sync {
     async fn open(&self, spec: &BerthSpec) -> Result<OpenedSandbox>;
     /// Removes what `open` created. Returns the container removed, if any.
     async fn close(&self, spec: &BerthSpec) -> Result<Option<String>>;
+    /// The mode of `sandbox.mode = "auto"`, with a note for the person when
+    /// it is a fallback.
+    async fn auto_mode(&self) -> Result<(BerthMode, Option<String>)> {
+        Ok((BerthMode::Runner, None))
+    }
+    /// Fails when `mode` cannot open, before anything is provisioned for it.
+    async fn check(&self, mode: BerthMode, _config: &ProjectConfig) -> Result<()> {
+        match mode {
+            BerthMode::Runner => Ok(()),
+            BerthMode::Mounted => Err(mounted_unavailable()),
+        }
+    }
+    /// Brings the containers of `projects` in line with the berths that are
+    /// up: `live` holds each (project, agent) up in mounted mode whose
+    /// worktree exists. Containers of other projects are not touched (another
+    /// state directory may own them).
+    async fn reconcile(
+        &self,
+        _instance: &str,
+        _projects: &[String],
+        _live: &BTreeSet<(String, String)>,
+    ) -> Result<Vec<ReconciledContainer>> {
+        Ok(Vec::new())
+    }
 }
 
 /// The provider of this build: the runner; mounted mode is not here yet.
@@ -79,8 +127,22 @@ impl SandboxProvider for LocalProvider {
 fn mounted_unavailable() -> EngineError {
     EngineError::ModeUnavailable {
         mode: "mounted",
-        why: "this build has no Docker backend yet; use `--mode runner` (or sandbox.mode = \"runner\" in berth.toml)".into(),
+        why: "this engine was opened without the Docker provider; use `--mode runner` (or sandbox.mode = \"runner\" in berth.toml)".into(),
     }
+}
+
+/// The mark of one state directory on its containers: a hash of its path, so
+/// two state directories on one Docker engine (two users, parallel tests)
+/// never share a container name nor reconcile each other's containers.
+pub fn instance_of(state_root: &std::path::Path) -> String {
+    let canonical = std::fs::canonicalize(state_root).unwrap_or_else(|_| state_root.to_path_buf());
+    // FNV-1a: stable across processes and builds, which std's hasher is not.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in canonical.as_os_str().as_encoded_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:012x}", h >> 16)
 }
 
 /// The frame of a runner berth: the host frame as the agent sees it — the
@@ -93,7 +155,7 @@ pub fn runner_frame(config: &ProjectConfig) -> Frame {
     }
 }
 
-fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
+pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     let mut config = berth_sandbox::RunnerConfig::new(&spec.worktree, &spec.home);
     config.extra_roots = spec
         .config
@@ -209,10 +271,15 @@ impl Engine {
         config: &ProjectConfig,
     ) -> BerthSpec {
         BerthSpec {
+            instance: instance_of(self.state.root()),
             agent: agent.name.clone(),
             project: agent.project.clone(),
             mode,
             agent_repo: self.git().agent_repo(&agent.project, &agent.name),
+            forge_objects: self
+                .git()
+                .forge_objects(&agent.project)
+                .unwrap_or_else(|_| self.state.root().join("forge").join("objects")),
             home: self
                 .state
                 .root()
@@ -270,7 +337,10 @@ impl Engine {
             });
         }
         let loaded = self.load_project(project).await?;
-        let mode = mode.or(a.berth).unwrap_or(loaded.config.sandbox.mode);
+        let (mode, fallback) = match mode.or(a.berth).or(loaded.config.sandbox.mode.fixed()) {
+            Some(m) => (m, None),
+            None => self.provider.auto_mode().await?,
+        };
         if let Some(current) = a.berth
             && current != mode
         {
@@ -299,14 +369,22 @@ impl Engine {
                     .map_err(EngineError::store("recycling a worktree"))?;
             }
         }
+        // Before anything is provisioned: a mounted berth with no engine or
+        // no image fails here, naming what to do.
+        self.provider.check(mode, &loaded.config).await?;
         let home = self.state.root().join("homes").join(project).join(agent);
         std::fs::create_dir_all(&home).map_err(EngineError::io("creating", &home))?;
+        let owner = (mode == BerthMode::Mounted).then_some(berth_worktrees::Owner {
+            uid: loaded.config.sandbox.uid,
+            gid: loaded.config.sandbox.uid,
+        });
         let provisioned = self
             .git()
             .provision(
                 &loaded.project,
                 &a.name,
                 &crate::git::task_part(a.task.as_deref()),
+                owner,
             )
             .await?;
         if provisioned.created {
@@ -368,6 +446,7 @@ impl Engine {
                         "mode": mode.as_str(),
                         "worktree": provisioned.worktree,
                         "branch": branch,
+                        "fallback": fallback,
                     })),
             )
             .await?;
@@ -375,7 +454,14 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("bringing a berth up"))?;
-        Ok(BerthInfo::of(&self.agent(agent).await?))
+        let mut info = BerthInfo::of(&self.agent(agent).await?);
+        if let Some(why) = fallback {
+            info.note = Some(match info.note {
+                Some(n) => format!("{why}; {n}"),
+                None => why,
+            });
+        }
+        Ok(info)
     }
 
     /// Takes an agent's berth down; recycles its worktree unless `keep_worktree`.
@@ -452,6 +538,97 @@ impl Engine {
             .await
             .map_err(EngineError::store("taking a berth down"))?;
         Ok(BerthInfo::of(&self.agent(agent).await?))
+    }
+
+    /// Reconciles the containers of this state directory's projects with the
+    /// berths the store has up in mounted mode: a running container whose
+    /// worktree exists is adopted (and commands whose berth process died are
+    /// killed in it), every other one is removed. Each step goes on the log
+    /// (`container.adopted`, `container.removed`). Run it at start, before
+    /// berths come up: a container another process has created but not yet
+    /// started counts as an orphan.
+    pub async fn reconcile_berths(&self) -> Result<Vec<ReconciledContainer>> {
+        let projects: Vec<String> = self.projects().await?.into_iter().map(|p| p.name).collect();
+        let live: BTreeSet<(String, String)> = self
+            .agents()
+            .await?
+            .into_iter()
+            .filter(|a| {
+                a.berth == Some(BerthMode::Mounted)
+                    && a.worktree.as_ref().is_some_and(|w| w.is_dir())
+            })
+            .map(|a| (a.project, a.name))
+            .collect();
+        let report = self
+            .provider
+            .reconcile(&instance_of(self.state.root()), &projects, &live)
+            .await?;
+        if report.is_empty() {
+            return Ok(report);
+        }
+        let system = Actor::system();
+        let mut tx = self.store.write("recording a reconcile").await?;
+        for r in &report {
+            let event = if r.adopted {
+                kind::CONTAINER_ADOPTED
+            } else {
+                kind::CONTAINER_REMOVED
+            };
+            emit(
+                &mut tx,
+                NewEvent::new(event, &system)
+                    .project(&r.project)
+                    .agent(&r.agent)
+                    .payload(serde_json::json!({
+                        "container": r.container,
+                        "by": "reconcile",
+                        "reason": r.reason,
+                        "stale_execs_killed": r.stale_execs_killed,
+                    })),
+            )
+            .await?;
+        }
+        tx.commit()
+            .await
+            .map_err(EngineError::store("recording a reconcile"))?;
+        for r in &report {
+            self.sandboxes.drop_agent(&r.agent);
+        }
+        Ok(report)
+    }
+
+    /// Executes an approved `container_remove`: removes the agent's container
+    /// (what runs in it ends, `/tmp` is lost); the berth stays up, and its next
+    /// command starts a fresh container on the same worktree.
+    pub(crate) async fn remove_agent_container(&self, agent: &Agent) -> Result<Option<String>> {
+        let (Some(mode), Some(worktree)) = (agent.berth, agent.worktree.clone()) else {
+            return Err(EngineError::NoBerth {
+                agent: agent.name.clone(),
+                project: agent.project.clone(),
+            });
+        };
+        let loaded = self.load_project(&agent.project).await?;
+        let spec = self.berth_spec(agent, mode, worktree, &loaded.config);
+        let removed = self.provider.close(&spec).await?;
+        self.sandboxes.drop_agent(&agent.name);
+        if let Some(container) = &removed {
+            let system = Actor::system();
+            let mut tx = self.store.write("removing a container").await?;
+            emit(
+                &mut tx,
+                NewEvent::new(kind::CONTAINER_REMOVED, &system)
+                    .project(&agent.project)
+                    .agent(&agent.name)
+                    .payload(
+                        serde_json::json!({ "container": container, "by": "container_remove" }),
+                    ),
+            )
+            .await?;
+            tx.commit()
+                .await
+                .map_err(EngineError::store("removing a container"))?;
+        }
+        Ok(removed)
     }
 
     /// Every agent and its berth.

@@ -48,6 +48,29 @@ impl BerthMode {
     }
 }
 
+/// `sandbox.mode`: a fixed mode, or `auto` — mounted when the Docker engine
+/// answers, the runner otherwise (said plainly when it happens). The choice is
+/// the sandbox provider's: a provider without Docker always picks the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeChoice {
+    #[default]
+    Auto,
+    Runner,
+    Mounted,
+}
+
+impl ModeChoice {
+    /// The mode this choice fixes; `None` for `auto`.
+    pub fn fixed(self) -> Option<BerthMode> {
+        match self {
+            ModeChoice::Auto => None,
+            ModeChoice::Runner => Some(BerthMode::Runner),
+            ModeChoice::Mounted => Some(BerthMode::Mounted),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExecutionConfig {
@@ -98,12 +121,16 @@ pub struct PolicyConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    pub mode: BerthMode,
+    pub mode: ModeChoice,
     pub image: String,
     pub uid: u32,
     pub memory_mb: u64,
     pub cpus: f64,
     pub pids: u64,
+    /// mounted: `none` (only loopback) or a Docker network's name.
+    pub network: String,
+    /// mounted: the image's filesystem read-only, with a tmpfs `/tmp`.
+    pub read_only_root: bool,
     pub timeout_secs: u64,
     pub output_cap_bytes: usize,
 }
@@ -111,12 +138,14 @@ pub struct SandboxConfig {
 impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
-            mode: BerthMode::Runner,
+            mode: ModeChoice::Auto,
             image: String::new(),
             uid: 1000,
             memory_mb: 2048,
             cpus: 2.0,
             pids: 512,
+            network: "none".into(),
+            read_only_root: false,
             timeout_secs: 600,
             output_cap_bytes: 1 << 20,
         }
@@ -232,7 +261,27 @@ impl ProjectConfig {
                 });
             }
         }
-        let problems: [(bool, &str, &str, &str); 6] = [
+        let problems: [(bool, &str, &str, &str); 9] = [
+            (
+                self.sandbox.uid == 0,
+                "sandbox",
+                "uid",
+                "must not be 0: berth commands never run as root",
+            ),
+            (
+                self.sandbox.pids < 8,
+                "sandbox",
+                "pids",
+                "must be at least 8",
+            ),
+            (
+                self.sandbox.network.is_empty()
+                    || self.sandbox.network == "host"
+                    || self.sandbox.network.starts_with("container:"),
+                "sandbox",
+                "network",
+                "must be \"none\" or the name of a Docker network (never \"host\" or \"container:…\", which share namespaces)",
+            ),
             (
                 self.sandbox.memory_mb == 0,
                 "sandbox",
@@ -378,9 +427,11 @@ deny = []
 privileged = []
 
 [sandbox]
-# Where `berth up` runs a berth when no --mode is given: "runner" (processes on
-# this host inside the worktree — no container boundary) or "mounted" (Docker).
-mode = "runner"
+# Where `berth up` runs a berth when no --mode is given: "auto" (mounted when
+# the Docker engine answers, else the runner, said plainly), "runner"
+# (processes on this host inside the worktree — no container boundary) or
+# "mounted" (a Docker container per agent; an error when Docker does not answer).
+mode = "auto"
 # mounted: the agent image ("" = the default one built by `berth image build`).
 image = ""
 # mounted: the uid commands run as inside the container.
@@ -391,6 +442,10 @@ uid = 1000
 memory_mb = 2048
 cpus = 2.0
 pids = 512
+# mounted: "none" (only loopback) or the name of a Docker network.
+network = "none"
+# mounted: mount the image read-only, with a tmpfs /tmp.
+read_only_root = false
 # Default deadline of one command, in seconds (`berth exec --timeout` overrides).
 timeout_secs = 600
 # Bytes kept of each output stream; beyond it the tail is kept and the cut said.
@@ -429,6 +484,29 @@ mod tests {
     }
 
     #[test]
+    fn the_mode_is_a_choice_auto_by_default() {
+        let cases = [
+            ("", ModeChoice::Auto, None),
+            ("[sandbox]\nmode = \"auto\"\n", ModeChoice::Auto, None),
+            (
+                "[sandbox]\nmode = \"runner\"\n",
+                ModeChoice::Runner,
+                Some(BerthMode::Runner),
+            ),
+            (
+                "[sandbox]\nmode = \"mounted\"\n",
+                ModeChoice::Mounted,
+                Some(BerthMode::Mounted),
+            ),
+        ];
+        for (text, choice, fixed) in cases {
+            let c = ProjectConfig::parse(text, "berth.toml").unwrap();
+            assert_eq!(c.sandbox.mode, choice, "{text:?}");
+            assert_eq!(c.sandbox.mode.fixed(), fixed, "{text:?}");
+        }
+    }
+
+    #[test]
     fn errors_name_file_line_and_key() {
         let cases: &[(&str, &str)] = &[
             (
@@ -451,6 +529,18 @@ mod tests {
             (
                 "[sandbox]\nmode = \"vm\"\n",
                 "berth.toml:2:8: key `sandbox.mode`: unknown variant `vm`",
+            ),
+            (
+                "[sandbox]\nuid = 0\n",
+                "berth.toml:2:1: key `sandbox.uid`: must not be 0",
+            ),
+            (
+                "[sandbox]\nnetwork = \"host\"\n",
+                "berth.toml:2:1: key `sandbox.network`: must be \"none\" or the name",
+            ),
+            (
+                "[sandbox]\npids = 2\n",
+                "berth.toml:2:1: key `sandbox.pids`: must be at least 8",
             ),
             ("x = = 1\n", "berth.toml:1:5:"),
         ];

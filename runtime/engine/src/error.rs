@@ -112,6 +112,9 @@ pub enum EngineError {
     #[error("{0}")]
     Sandbox(#[from] berth_sandbox::SandboxError),
 
+    #[error(transparent)]
+    Docker(#[from] berth_sandbox::docker::DockerError),
+
     #[error("{0}")]
     Worktrees(#[from] berth_worktrees::Error),
 

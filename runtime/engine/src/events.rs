@@ -121,6 +121,8 @@ pub mod kind {
     pub const WORKTREE_RECYCLED: &str = "worktree.recycled";
     pub const CONTAINER_CREATED: &str = "container.created";
     pub const CONTAINER_REMOVED: &str = "container.removed";
+    /// Reconcile found an up berth's container running and kept it.
+    pub const CONTAINER_ADOPTED: &str = "container.adopted";
 }
 
 /// A fact to record.

@@ -89,6 +89,22 @@ impl Engine {
                 let sb = sandbox.ok_or_else(no_berth)?;
                 let (frame_path, host) = host_path(sb.as_ref(), record, path)?;
                 let content = record.params.content.clone().unwrap_or_default();
+                let mounted = sb.kind() == berth_sandbox::SandboxKind::Docker;
+                if mounted && host.starts_with(self.git().forge_objects(&agent.project)?) {
+                    return Ok(Outcome::failed(
+                        format!(
+                            "{frame_path} is on the forge's objects, mounted read-only in the berth: nothing was written"
+                        ),
+                        None,
+                    ));
+                }
+                // In a container berth, what berth writes must belong to the
+                // container's uid, as the rest of the worktree does.
+                let owner = if mounted {
+                    crate::mounted::owner_of_nearest(&host)
+                } else {
+                    None
+                };
                 if let Some(parent) = host.parent() {
                     tokio::fs::create_dir_all(parent)
                         .await
@@ -97,6 +113,9 @@ impl Engine {
                 tokio::fs::write(&host, content.as_bytes())
                     .await
                     .map_err(EngineError::io("writing", &host))?;
+                if let Some((uid, gid, existing)) = owner {
+                    crate::mounted::chown_created(&host, &existing, uid, gid)?;
+                }
                 Ok(Outcome::ok(ActionResult::FileWrite {
                     path: frame_path,
                     host_path: host.display().to_string(),
@@ -107,6 +126,10 @@ impl Engine {
             Action::GitPush { branch } => self.exec_push(record, agent, branch).await,
             Action::PrOpen => self.exec_pr_open(record, agent).await,
             Action::GitMerge { target } => self.exec_merge(record, target).await,
+            Action::ContainerRemove => {
+                let container = self.remove_agent_container(agent).await?;
+                Ok(Outcome::ok(ActionResult::ContainerRemove { container }))
+            }
             other => Ok(Outcome::failed(
                 format!(
                     "berth has no executor for `{}` actions in this version; nothing was done",
@@ -177,6 +200,10 @@ impl Engine {
         if !out.status.success() {
             let tail = last_line(&out.stderr.bytes).or_else(|| last_line(&out.stdout.bytes));
             let what = match out.status {
+                _ if out.oom_killed => format!(
+                    "killed by the berth's memory limit (out of memory; sandbox.memory_mb = {})",
+                    config.sandbox.memory_mb
+                ),
                 berth_sandbox::ExitStatus::Signaled(s) => format!("killed by signal {s}"),
                 _ if out.status.not_found() => "exited with 127 (command not found)".to_string(),
                 _ if out.status.not_executable() => "exited with 126 (not executable)".to_string(),
@@ -257,9 +284,16 @@ fn host_path(sb: &dyn Sandbox, record: &ActionRecord, path: &str) -> Result<(Str
     } else {
         format!("{}/{}", cwd.trim_end_matches('/'), path)
     };
-    let host = sb
-        .path_map()
-        .to_host(&frame_path)
-        .unwrap_or_else(|| Path::new(&frame_path).to_path_buf());
+    let host = match sb.path_map().to_host(&frame_path) {
+        Some(host) => host,
+        // A container's own files are not on this host: reading or writing
+        // the host path of the same name would touch the wrong file.
+        None if sb.kind() == berth_sandbox::SandboxKind::Docker => {
+            return Err(EngineError::State(format!(
+                "{frame_path} is in the container's own filesystem, not on a mount of this host: read or write it with a terminal command in the berth"
+            )));
+        }
+        None => Path::new(&frame_path).to_path_buf(),
+    };
     Ok((frame_path, host))
 }

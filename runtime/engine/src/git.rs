@@ -113,18 +113,26 @@ impl Git {
         .await
     }
 
-    /// The agent's worktree for `task` (its short id, or `scratch`).
+    /// The forge's object directory, mounted read-only into container berths.
+    pub fn forge_objects(&self, project: &str) -> Result<PathBuf> {
+        Ok(self.wt.layout().forge_objects(&project_name(project)?))
+    }
+
+    /// The agent's worktree for `task` (its short id, or `scratch`). With
+    /// `owner` (mounted mode), the agent's repository and worktree are
+    /// chowned to it, so the container's uid can write them.
     pub async fn provision(
         &self,
         project: &Project,
         agent: &str,
         task: &str,
+        owner: Option<berth_worktrees::Owner>,
     ) -> Result<Provisioned> {
         let p = project_name(&project.name)?;
         let a = agent_name(agent)?;
         let t = TaskName::new(task)?;
         self.blocking(move |wt| {
-            let info = wt.provision(&p, &a, &t, None)?;
+            let info = wt.provision(&p, &a, &t, owner)?;
             Ok(Provisioned {
                 worktree: info.path,
                 branch: info.branch,

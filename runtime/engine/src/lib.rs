@@ -22,6 +22,7 @@ mod gate;
 pub mod git;
 pub mod ids;
 pub mod metrics;
+pub mod mounted;
 pub mod noop;
 pub mod permissions;
 pub mod projects;
@@ -39,11 +40,14 @@ pub use actions::{
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{Agent, AgentImpl, AgentStatus, AutonomyReport};
-pub use berths::{BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, SandboxProvider};
-pub use config::{BerthMode, ProjectConfig};
+pub use berths::{
+    BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, ReconciledContainer, SandboxProvider,
+};
+pub use config::{BerthMode, ModeChoice, ProjectConfig};
 pub use error::{EngineError, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter, OutboxMessage};
 pub use metrics::Metrics;
+pub use mounted::DockerProvider;
 pub use noop::{AgentRun, RunReport};
 pub use projects::{NewProject, Project};
 pub use prs::{PrStatus, PullRequest};
@@ -103,6 +107,11 @@ impl Engine {
                 count = interrupted.len(),
                 "actions interrupted by a crash were marked interrupted"
             );
+            // The crashed process may have left commands running in a berth
+            // container: reconcile kills them (and removes orphans).
+            if let Err(e) = engine.reconcile_berths().await {
+                tracing::warn!("berth containers not reconciled after a crash: {e}");
+            }
         }
         Ok(engine)
     }

@@ -111,6 +111,11 @@ impl Engine {
         })?;
         let file = worktree.join(work_file(&task.id));
         if !file.exists() {
+            // In a container berth the worktree belongs to the container's
+            // uid: so must what the agent adds to it.
+            let owner = (a.berth == Some(crate::config::BerthMode::Mounted))
+                .then(|| crate::mounted::owner_of_nearest(&file))
+                .flatten();
             if let Some(dir) = file.parent() {
                 std::fs::create_dir_all(dir).map_err(EngineError::io("creating", dir))?;
             }
@@ -119,6 +124,9 @@ impl Engine {
                 task.title, a.name, task.id
             );
             std::fs::write(&file, text).map_err(EngineError::io("writing", &file))?;
+            if let Some((uid, gid, existing)) = owner {
+                crate::mounted::chown_created(&file, &existing, uid, gid)?;
+            }
         }
         match io.deliver(&task).await? {
             Delivery::InReview { .. } => {

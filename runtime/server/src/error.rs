@@ -123,6 +123,17 @@ fn classify(e: &EngineError) -> (StatusCode, &'static str) {
         }
         EngineError::Worktrees(w) => classify_git(w),
         EngineError::Sandbox(_) => (S::INTERNAL_SERVER_ERROR, "sandbox_error"),
+        // The Docker engine down, an image missing: a person must act on
+        // this host; a foreign container in the way is a conflict.
+        EngineError::Docker(d) => {
+            use berth_sandbox::docker::DockerError as D;
+            match d {
+                D::EngineUnavailable { .. } => (S::SERVICE_UNAVAILABLE, "docker_unavailable"),
+                D::Image(_) => (S::CONFLICT, "image_unavailable"),
+                D::Foreign { .. } => (S::CONFLICT, "container_conflict"),
+                _ => (S::INTERNAL_SERVER_ERROR, "docker_error"),
+            }
+        }
         EngineError::StateMissing { .. }
         | EngineError::Store { .. }
         | EngineError::Migrate { .. }

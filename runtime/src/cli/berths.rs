@@ -21,7 +21,8 @@ pub struct UpArgs {
     agent: String,
     #[arg(long)]
     project: String,
-    /// Default: the project's sandbox.mode.
+    /// Default: the project's sandbox.mode; with `auto`, mounted when the
+    /// Docker engine answers, else the runner (said in a note).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
     #[arg(long)]
@@ -34,6 +35,12 @@ pub struct DownArgs {
     /// Keep the worktree (and its branch) for a later `berth up`.
     #[arg(long)]
     keep_worktree: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReconcileArgs {
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -95,6 +102,34 @@ pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
         println!("{} down; worktree kept", a.agent);
     } else {
         println!("{} down; worktree recycled", a.agent);
+    }
+    Ok(0)
+}
+
+pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> {
+    let report = engine.reconcile_berths().await?;
+    if a.json {
+        print_json(&report)?;
+        return Ok(0);
+    }
+    if report.is_empty() {
+        println!("no berth containers of this state's projects");
+    }
+    for r in report {
+        if r.adopted {
+            println!(
+                "adopted {} ({}/{}); {} stale command(s) killed",
+                r.container, r.project, r.agent, r.stale_execs_killed
+            );
+        } else {
+            println!(
+                "removed {} ({}/{}): {}",
+                r.container,
+                r.project,
+                r.agent,
+                r.reason.as_deref().unwrap_or("orphan")
+            );
+        }
     }
     Ok(0)
 }

@@ -6,6 +6,7 @@ mod actions;
 mod agent;
 mod berths;
 mod decide;
+mod image;
 mod log;
 mod pr;
 mod project;
@@ -13,9 +14,10 @@ mod serve;
 mod task;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
-use berth_engine::{Engine, StateDir};
+use berth_engine::{DockerProvider, Engine, StateDir};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -55,6 +57,11 @@ pub enum Command {
     Up(berths::UpArgs),
     /// Take an agent's berth down.
     Down(berths::DownArgs),
+    /// Adopt the running containers of berths that are up, remove the rest.
+    Reconcile(berths::ReconcileArgs),
+    /// Agent images, built locally.
+    #[command(subcommand)]
+    Image(image::ImageCommand),
     /// List agents and their berths.
     Ls(berths::LsArgs),
     /// Propose a terminal command in an agent's berth; run it if approved.
@@ -100,7 +107,17 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    if let Command::Image(cmd) = command {
+        // Needs the Docker engine, not a state directory.
+        return rt.block_on(image::run(cmd));
+    }
     rt.block_on(dispatch(state, command))
+}
+
+/// Opens the engine with the Docker provider: mounted berths connect to the
+/// Docker engine when they first need it.
+pub(crate) async fn open_engine(dir: StateDir) -> berth_engine::Result<Engine> {
+    Engine::open_with(dir, Arc::new(DockerProvider::new())).await
 }
 
 async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8> {
@@ -112,7 +129,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         engine.close().await;
         return Ok(0);
     }
-    let engine = Engine::open(dir).await?;
+    let engine = open_engine(dir).await?;
     if let Command::Serve(a) = command {
         return serve::run(engine, a).await;
     }
@@ -121,7 +138,9 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         | Command::Init
         | Command::Hook(_)
         | Command::Mcp(_)
-        | Command::Serve(_) => 0,
+        | Command::Serve(_)
+        | Command::Image(_) => 0,
+        Command::Reconcile(a) => berths::reconcile(&engine, a).await?,
         Command::Project(c) => project::run(&engine, c).await?,
         Command::Agent(c) => agent::run(&engine, c).await?,
         Command::Autonomy(c) => agent::run_autonomy(&engine, c).await?,

@@ -39,6 +39,24 @@ pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
     let mut options = Options::new(listen);
     options.allow_non_loopback = a.allow_non_loopback;
     options.drive_agents = !a.no_agent_loops;
+    // Before any berth comes up: containers a crashed berth left behind are
+    // adopted or removed. Docker being down is not fatal to the API (runner
+    // berths still work), except under CI, where it fails the run.
+    match engine.reconcile_berths().await {
+        Ok(report) => {
+            for r in &report {
+                if r.adopted {
+                    tracing::info!(container = %r.container, stale_execs_killed = r.stale_execs_killed, "reconcile adopted a berth container");
+                } else {
+                    tracing::info!(container = %r.container, reason = r.reason.as_deref().unwrap_or(""), "reconcile removed a berth container");
+                }
+            }
+        }
+        Err(e) if berth_engine::mounted::ci_requires_docker() => {
+            return Err(e).context("reconciling berth containers at start (CI=true)");
+        }
+        Err(e) => tracing::warn!("berth containers not reconciled: {e}"),
+    }
     let engine = Arc::new(engine);
     let server = Server::bind(engine.clone(), options).await?;
     // One line a script can read for the address (port 0 resolved).

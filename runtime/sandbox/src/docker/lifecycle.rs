@@ -16,10 +16,10 @@ use bollard::query_parameters::{
 };
 
 use super::exec::{self, ExecOwner, PROBE_SCRIPT, Target};
-use super::spec::container_name;
+use super::spec::{container_name, container_name_in};
 use super::{
-    AGENT_LABEL, BerthSpec, DockerBackend, DockerBerth, DockerError, MANAGED_LABEL, PROJECT_LABEL,
-    SPEC_LABEL, is_conflict, is_not_found, status_of,
+    AGENT_LABEL, BerthSpec, DockerBackend, DockerBerth, DockerError, INSTANCE_LABEL, MANAGED_LABEL,
+    PROJECT_LABEL, SPEC_LABEL, is_conflict, is_not_found, status_of,
 };
 use crate::image::{ImageInfo, ImageRef};
 use crate::{SandboxError, WorkAccess};
@@ -32,6 +32,8 @@ pub struct BerthContainer {
     /// Empty when the label is missing.
     pub project: String,
     pub agent: String,
+    /// Empty when the container has no instance label.
+    pub instance: String,
     /// Docker's state: `running`, `exited`, `created`, ….
     pub state: String,
 }
@@ -275,7 +277,16 @@ impl DockerBackend {
     /// Removes the berth container of `project`/`agent` (killing what runs in
     /// it, with its anonymous volumes). `Ok(false)` when there was none.
     pub async fn down(&self, project: &str, agent: &str) -> Result<bool, DockerError> {
-        let name = container_name(project, agent);
+        self.down_named(container_name(project, agent)).await
+    }
+
+    /// Removes the container of `spec` (its instance, project and agent);
+    /// `Ok(false)` when there was none.
+    pub async fn down_spec(&self, spec: &BerthSpec) -> Result<bool, DockerError> {
+        self.down_named(spec.container_name()).await
+    }
+
+    async fn down_named(&self, name: String) -> Result<bool, DockerError> {
         match self.docker().inspect_container(&name, None).await {
             Ok(found) => {
                 let managed = found
@@ -324,9 +335,21 @@ impl DockerBackend {
         &self,
         project: Option<&str>,
     ) -> Result<Vec<BerthContainer>, DockerError> {
+        self.list_berths_in(None, project).await
+    }
+
+    /// [`list_berths`](Self::list_berths) of one berth installation.
+    pub async fn list_berths_in(
+        &self,
+        instance: Option<&str>,
+        project: Option<&str>,
+    ) -> Result<Vec<BerthContainer>, DockerError> {
         let mut labels = vec![format!("{MANAGED_LABEL}=1")];
         if let Some(p) = project {
             labels.push(format!("{PROJECT_LABEL}={p}"));
+        }
+        if let Some(i) = instance {
+            labels.push(format!("{INSTANCE_LABEL}={i}"));
         }
         let filters = HashMap::from([("label".to_string(), labels)]);
         let options = ListContainersOptionsBuilder::default()
@@ -357,6 +380,7 @@ impl DockerBackend {
                     id: c.id.unwrap_or_default(),
                     project: label(PROJECT_LABEL),
                     agent: label(AGENT_LABEL),
+                    instance: label(INSTANCE_LABEL),
                     state: c.state.map(|s| s.to_string()).unwrap_or_default(),
                 }
             })
@@ -375,7 +399,7 @@ impl DockerBackend {
         &self,
         live: &BTreeSet<(String, String)>,
     ) -> Result<ReconcileReport, DockerError> {
-        self.reconcile_in(None, live).await
+        self.reconcile_in(None, None, live).await
     }
 
     /// [`reconcile`](Self::reconcile) limited to one project's containers.
@@ -384,22 +408,34 @@ impl DockerBackend {
         project: &str,
         live: &BTreeSet<(String, String)>,
     ) -> Result<ReconcileReport, DockerError> {
-        self.reconcile_in(Some(project), live).await
+        self.reconcile_in(None, Some(project), live).await
+    }
+
+    /// [`reconcile`](Self::reconcile) limited to the containers of one berth
+    /// installation (those labelled with `instance`), optionally of one project.
+    pub async fn reconcile_instance(
+        &self,
+        instance: &str,
+        project: Option<&str>,
+        live: &BTreeSet<(String, String)>,
+    ) -> Result<ReconcileReport, DockerError> {
+        self.reconcile_in(Some(instance), project, live).await
     }
 
     async fn reconcile_in(
         &self,
+        instance: Option<&str>,
         project: Option<&str>,
         live: &BTreeSet<(String, String)>,
     ) -> Result<ReconcileReport, DockerError> {
         let mut report = ReconcileReport::default();
-        for c in self.list_berths(project).await? {
+        for c in self.list_berths_in(instance, project).await? {
             let reason = if c.project.is_empty() || c.agent.is_empty() {
                 Some("its project or agent label is missing".to_string())
-            } else if c.name != container_name(&c.project, &c.agent) {
+            } else if c.name != container_name_in(&c.instance, &c.project, &c.agent) {
                 Some(format!(
                     "its name does not match its labels (expected {})",
-                    container_name(&c.project, &c.agent)
+                    container_name_in(&c.instance, &c.project, &c.agent)
                 ))
             } else if c.state != "running" {
                 Some(format!("it is not running ({})", c.state))

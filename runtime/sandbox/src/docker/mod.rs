@@ -40,6 +40,9 @@ pub const SPEC_LABEL: &str = "berth.spec";
 pub const WORK_ACCESS_LABEL: &str = "berth.work-access";
 /// The worktree's host path (for people reading `docker ps`).
 pub const WORKTREE_LABEL: &str = "berth.worktree";
+/// Which berth installation (state directory) the container belongs to;
+/// absent for a spec without one.
+pub const INSTANCE_LABEL: &str = "berth.instance";
 
 /// The client timeout when none is given. It bounds response headers only,
 /// not exec streams, and must exceed every stop grace and build step.

@@ -18,8 +18,8 @@ use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use sha2::{Digest, Sha256};
 
 use super::{
-    AGENT_LABEL, DockerError, MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL, WORK_ACCESS_LABEL,
-    WORKTREE_LABEL,
+    AGENT_LABEL, DockerError, INSTANCE_LABEL, MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL,
+    WORK_ACCESS_LABEL, WORKTREE_LABEL,
 };
 use crate::WorkAccess;
 use crate::image::{ImageInfo, ImageRef};
@@ -72,6 +72,11 @@ pub struct ExtraMount {
 /// Everything that makes one agent's berth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BerthSpec {
+    /// The berth installation (one state directory) the container belongs
+    /// to, so two installations on one Docker engine never meet at a name
+    /// nor reconcile each other's containers. Empty: none (the name is then
+    /// `berth-<project>.<agent>`).
+    pub instance: String,
     pub project: String,
     pub agent: String,
     /// The agent's worktree (host path), mounted at `/work`.
@@ -107,6 +112,7 @@ impl BerthSpec {
         forge_objects: impl Into<PathBuf>,
     ) -> BerthSpec {
         BerthSpec {
+            instance: String::new(),
             project: project.into(),
             agent: agent.into(),
             worktree: worktree.into(),
@@ -124,10 +130,11 @@ impl BerthSpec {
         }
     }
 
-    /// The container's name: `berth-<project>.<agent>` (names hold no `.`, so
-    /// two berths can never meet at one name).
+    /// The container's name: `berth-<project>.<agent>`, with `.<instance>`
+    /// when the spec has one (names hold no `.`, so two berths can never meet
+    /// at one name).
     pub fn container_name(&self) -> String {
-        container_name(&self.project, &self.agent)
+        container_name_in(&self.instance, &self.project, &self.agent)
     }
 
     /// The frame commands are decided in: `/work` is the project, the agent's
@@ -183,6 +190,12 @@ impl BerthSpec {
 
     /// Checks names, paths, ownership and limits on the host. Fails closed.
     pub fn validate(&self) -> Result<(), DockerError> {
+        if !self.instance.is_empty() && !is_name(&self.instance) {
+            return Err(self.invalid(format!(
+                "instance {:?}: use letters, digits, '_' and '-' (at most 48)",
+                self.instance
+            )));
+        }
         for (what, name) in [("project", &self.project), ("agent", &self.agent)] {
             if !is_name(name) {
                 return Err(self.invalid(format!(
@@ -383,7 +396,7 @@ impl BerthSpec {
         };
         // The image id too: a rebuilt image means a new container.
         let hash = spec_hash(&body, &image.id);
-        body.labels = Some(HashMap::from([
+        let mut labels = HashMap::from([
             (MANAGED_LABEL.to_string(), "1".to_string()),
             (PROJECT_LABEL.to_string(), self.project.clone()),
             (AGENT_LABEL.to_string(), self.agent.clone()),
@@ -396,14 +409,28 @@ impl BerthSpec {
                 WORKTREE_LABEL.to_string(),
                 self.worktree.to_string_lossy().into_owned(),
             ),
-        ]));
+        ]);
+        if !self.instance.is_empty() {
+            labels.insert(INSTANCE_LABEL.to_string(), self.instance.clone());
+        }
+        body.labels = Some(labels);
         body
     }
 }
 
-/// The container name of `project`/`agent`.
+/// The container name of `project`/`agent` (no instance).
 pub fn container_name(project: &str, agent: &str) -> String {
-    format!("berth-{project}.{agent}")
+    container_name_in("", project, agent)
+}
+
+/// The container name of `project`/`agent` of berth installation `instance`
+/// (empty: none).
+pub fn container_name_in(instance: &str, project: &str, agent: &str) -> String {
+    if instance.is_empty() {
+        format!("berth-{project}.{agent}")
+    } else {
+        format!("berth-{project}.{agent}.{instance}")
+    }
 }
 
 pub(crate) fn access_label(access: WorkAccess) -> &'static str {
@@ -446,6 +473,16 @@ mod tests {
         // With '-' allowed in both parts, only a separator names cannot hold
         // keeps ("a-b","c") and ("a","b-c") apart.
         assert_ne!(container_name("a-b", "c"), container_name("a", "b-c"));
+        assert_eq!(
+            container_name_in("9f3a", "demo", "dev-1"),
+            "berth-demo.dev-1.9f3a"
+        );
+        assert_ne!(
+            container_name_in("x", "demo", "dev-1"),
+            container_name_in("y", "demo", "dev-1")
+        );
+        // ("a", "b", instance "c") is `berth-a.b.c`; no project or agent name
+        // holds the '.' that would make another triple spell it.
         for bad in ["", "a.b", "a/b", "-a", "a b", &"x".repeat(49)] {
             assert!(!is_name(bad), "{bad:?}");
         }

@@ -1,0 +1,240 @@
+//! Mounted berths: the provider that opens one Docker container per agent
+//! (and the runner, for berths that ask for it).
+//!
+//! The connection to the Docker engine is made on first need, not when the
+//! engine opens: every CLI call opens an engine, and only those that touch a
+//! mounted berth should pay for the connection — or fail when the Docker
+//! engine is down. A failed connection is not remembered, so a later call
+//! retries once the engine is back.
+//!
+//! The project's `[sandbox]` settings become the container's spec here; the
+//! decision has already been made in the container's frame, and the berth's
+//! path map translates only afterwards (the sandbox crate does both).
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use berth_sandbox::docker::{
+    BerthSpec as ContainerSpec, DockerBackend, ExtraMount, Limits, Network, ReconcileAction,
+};
+use berth_sandbox::image::ImageRef;
+use tokio::sync::Mutex;
+
+use crate::berths::{BerthSpec, OpenedSandbox, ReconciledContainer, SandboxProvider};
+use crate::config::{BerthMode, ProjectConfig};
+use crate::error::{EngineError, Result};
+
+/// Whether this run is CI, where a missing Docker engine fails instead of
+/// falling back to the runner.
+pub fn ci_requires_docker() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// Opens runner berths on the host and mounted berths in Docker.
+pub struct DockerProvider {
+    backend: Mutex<Option<DockerBackend>>,
+    /// A missing engine is an error even for `auto` (CI).
+    strict: bool,
+}
+
+impl Default for DockerProvider {
+    fn default() -> Self {
+        DockerProvider::new()
+    }
+}
+
+impl DockerProvider {
+    /// Connects on first need; strict under `CI=true`.
+    pub fn new() -> DockerProvider {
+        DockerProvider {
+            backend: Mutex::new(None),
+            strict: ci_requires_docker(),
+        }
+    }
+
+    /// A provider over an engine already connected (tests, benchmarks).
+    pub fn with_backend(backend: DockerBackend) -> DockerProvider {
+        DockerProvider {
+            backend: Mutex::new(Some(backend)),
+            strict: ci_requires_docker(),
+        }
+    }
+
+    /// The Docker engine, connecting when not yet connected.
+    pub async fn backend(&self) -> Result<DockerBackend> {
+        let mut slot = self.backend.lock().await;
+        if let Some(b) = slot.as_ref() {
+            return Ok(b.clone());
+        }
+        let b = DockerBackend::connect().await?;
+        *slot = Some(b.clone());
+        Ok(b)
+    }
+}
+
+/// The image a project names: "" is the default agent image.
+pub fn image_of(config: &ProjectConfig) -> ImageRef {
+    match config.sandbox.image.trim() {
+        "" => ImageRef::DefaultAgent,
+        name => ImageRef::Named(name.to_string()),
+    }
+}
+
+/// The container spec of a berth, from the project's `[sandbox]` settings.
+pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
+    let s = &spec.config.sandbox;
+    let mut c = ContainerSpec::new(
+        &spec.project,
+        &spec.agent,
+        &spec.worktree,
+        &spec.agent_repo,
+        &spec.forge_objects,
+    );
+    c.instance = spec.instance.clone();
+    c.image = image_of(&spec.config);
+    c.uid = s.uid;
+    c.gid = s.uid;
+    c.limits = Limits {
+        memory_bytes: i64::try_from(s.memory_mb.saturating_mul(1 << 20)).unwrap_or(i64::MAX),
+        cpus: s.cpus,
+        pids: i64::try_from(s.pids).unwrap_or(i64::MAX),
+        ..Limits::default()
+    };
+    c.network = match s.network.as_str() {
+        "none" => Network::None,
+        name => Network::Named(name.to_string()),
+    };
+    c.read_only_root = s.read_only_root;
+    // The project's extra roots are in scope in the runner; in a container
+    // they are visible only when mounted, at the same path.
+    c.extra_mounts = spec
+        .config
+        .scope
+        .extra_roots
+        .iter()
+        .map(|r| ExtraMount {
+            host: PathBuf::from(r),
+            target: r.clone(),
+            read_only: false,
+            in_scope: true,
+        })
+        .collect();
+    c
+}
+
+#[async_trait::async_trait]
+impl SandboxProvider for DockerProvider {
+    async fn open(&self, spec: &BerthSpec) -> Result<OpenedSandbox> {
+        match spec.mode {
+            BerthMode::Runner => Ok(OpenedSandbox {
+                sandbox: crate::berths::open_runner(spec)?,
+                created_container: None,
+            }),
+            BerthMode::Mounted => {
+                let backend = self.backend().await?;
+                let berth = backend.up(container_spec(spec)).await?;
+                let created = (!berth.adopted()).then(|| berth.container_name().to_string());
+                Ok(OpenedSandbox {
+                    sandbox: Arc::new(berth),
+                    created_container: created,
+                })
+            }
+        }
+    }
+
+    async fn close(&self, spec: &BerthSpec) -> Result<Option<String>> {
+        match spec.mode {
+            BerthMode::Runner => Ok(None),
+            BerthMode::Mounted => {
+                let backend = self.backend().await?;
+                let c = container_spec(spec);
+                let removed = backend.down_spec(&c).await?;
+                Ok(removed.then(|| c.container_name()))
+            }
+        }
+    }
+
+    async fn auto_mode(&self) -> Result<(BerthMode, Option<String>)> {
+        match self.backend().await {
+            Ok(_) => Ok((BerthMode::Mounted, None)),
+            Err(e) if self.strict => Err(EngineError::ModeUnavailable {
+                mode: "mounted",
+                why: format!("CI=true requires the Docker engine: {e}"),
+            }),
+            Err(e) => Ok((BerthMode::Runner, Some(format!("no container: {e}")))),
+        }
+    }
+
+    async fn check(&self, mode: BerthMode, config: &ProjectConfig) -> Result<()> {
+        match mode {
+            BerthMode::Runner => Ok(()),
+            BerthMode::Mounted => {
+                let backend = self.backend().await?;
+                backend.ensure_image(&image_of(config)).await?;
+                Ok(())
+            }
+        }
+    }
+
+    async fn reconcile(
+        &self,
+        instance: &str,
+        projects: &[String],
+        live: &BTreeSet<(String, String)>,
+    ) -> Result<Vec<ReconciledContainer>> {
+        let backend = self.backend().await?;
+        let mut entries = Vec::new();
+        for project in projects {
+            let report = backend
+                .reconcile_instance(instance, Some(project), live)
+                .await?;
+            entries.extend(report.entries);
+        }
+        Ok(entries
+            .into_iter()
+            .map(|(c, action)| match action {
+                ReconcileAction::Adopted { stale_execs } => ReconciledContainer {
+                    container: c.name,
+                    project: c.project,
+                    agent: c.agent,
+                    adopted: true,
+                    stale_execs_killed: stale_execs,
+                    reason: None,
+                },
+                ReconcileAction::Removed { reason } => ReconciledContainer {
+                    container: c.name,
+                    project: c.project,
+                    agent: c.agent,
+                    adopted: false,
+                    stale_execs_killed: 0,
+                    reason: Some(reason),
+                },
+            })
+            .collect())
+    }
+}
+
+/// The owner of the nearest existing ancestor of `path` (or of `path`
+/// itself), and that ancestor: what a host-side write below it must belong to.
+pub(crate) fn owner_of_nearest(path: &Path) -> Option<(u32, u32, PathBuf)> {
+    path.ancestors().find_map(|p| {
+        std::fs::symlink_metadata(p)
+            .ok()
+            .map(|m| (m.uid(), m.gid(), p.to_path_buf()))
+    })
+}
+
+/// Chowns `path` and every directory between it and `existing` (created by
+/// the write) to `uid`:`gid`.
+pub(crate) fn chown_created(path: &Path, existing: &Path, uid: u32, gid: u32) -> Result<()> {
+    for p in path.ancestors().take_while(|p| *p != existing) {
+        let current = std::fs::symlink_metadata(p).map_err(EngineError::io("inspecting", p))?;
+        if current.uid() != uid || current.gid() != gid {
+            std::os::unix::fs::lchown(p, Some(uid), Some(gid))
+                .map_err(EngineError::io("handing to the berth's uid", p))?;
+        }
+    }
+    Ok(())
+}

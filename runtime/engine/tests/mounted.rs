@@ -1,0 +1,553 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Mounted berths through the engine, against the real Docker engine: `up`
+//! in a container on the agent's worktree (owned by the container's uid while
+//! berth runs as root), git inside it on the agent's branch, the engine's own
+//! git2 and file actions on those repositories, isolation between agents and
+//! from the forge, the memory limit reported as such, `down` leaving nothing,
+//! reconcile, and `container_remove` going through the policy.
+//!
+//! The hardening itself (capabilities, NoNewPrivs, loopback only, the pids
+//! limit) is checked from inside by the sandbox crate's `docker_berth` tests;
+//! here it is the engine's wiring that is under test. Without an engine the
+//! tests skip with the reason, except under `CI=true`, where they fail.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use berth_engine::{
+    ActionParams, ActionResult, AgentImpl, BerthMode, DockerProvider, Engine, EventFilter,
+    NewProject, Outcome, Proposal, ProposeStatus, StateDir,
+};
+use berth_policy::Action;
+use berth_sandbox::docker::DockerBackend;
+use berth_sandbox::image::{NoProgress, Recipe};
+use common::{source_repo, user};
+
+struct Mounted {
+    dir: tempfile::TempDir,
+    engine: Engine,
+    backend: DockerBackend,
+    project: String,
+}
+
+impl Drop for Mounted {
+    /// Removes the test's containers even when it fails.
+    fn drop(&mut self) {
+        let names: Vec<String> = std::process::Command::new("docker")
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label=berth.project={}", self.project))
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !names.is_empty() {
+            let _ = std::process::Command::new("docker")
+                .args(["rm", "-f"])
+                .args(&names)
+                .output();
+        }
+    }
+}
+
+static IMAGE: tokio::sync::Mutex<bool> = tokio::sync::Mutex::const_new(false);
+
+/// The engine with the Docker provider on a fresh state directory with one
+/// project (a unique name: container names are per project and agent), or
+/// `None` (skip) without a Docker engine outside CI.
+async fn mounted(test: &str, berth_toml: &str) -> Option<Mounted> {
+    mounted_as(test, berth_toml, None).await
+}
+
+/// [`mounted`], with the project named `project` when given.
+async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Option<Mounted> {
+    let backend = match DockerBackend::connect().await {
+        Ok(b) => b,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true and the Docker engine is unavailable, which fails the run: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: no Docker engine: {e}");
+            return None;
+        }
+    };
+    {
+        let mut built = IMAGE.lock().await;
+        if !*built {
+            backend
+                .build_image(&Recipe::default_agent().unwrap(), &mut NoProgress)
+                .await
+                .expect("building the default agent image");
+            *built = true;
+        }
+    }
+    static N: AtomicU32 = AtomicU32::new(0);
+    let project = project.map(str::to_string).unwrap_or_else(|| {
+        format!(
+            "m{}-{}-{test}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        )
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let src = source_repo(dir.path());
+    let state = StateDir::new(dir.path().join("state"));
+    let init = Engine::init(state.clone()).await.unwrap();
+    init.close().await;
+    let engine = Engine::open_with(
+        state,
+        Arc::new(DockerProvider::with_backend(backend.clone())),
+    )
+    .await
+    .unwrap();
+    engine
+        .add_project(
+            NewProject {
+                name: project.clone(),
+                from: src,
+                base: None,
+            },
+            &user(),
+        )
+        .await
+        .unwrap();
+    if !berth_toml.is_empty() {
+        let file = dir
+            .path()
+            .join("state/projects")
+            .join(&project)
+            .join("berth.toml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut text = text;
+        for line in berth_toml.lines() {
+            let (key, _) = line.split_once('=').unwrap();
+            let key = key.trim();
+            let start = text
+                .find(&format!("\n{key} = "))
+                .unwrap_or_else(|| panic!("no {key} in berth.toml"));
+            let end = text[start + 1..].find('\n').unwrap() + start + 1;
+            text.replace_range(start + 1..end, line);
+        }
+        std::fs::write(&file, text).unwrap();
+    }
+    Some(Mounted {
+        dir,
+        engine,
+        backend,
+        project,
+    })
+}
+
+impl Mounted {
+    async fn up(&self, agent: &str) -> PathBuf {
+        self.engine
+            .activate_agent(agent, &self.project, AgentImpl::Real, &user())
+            .await
+            .unwrap();
+        let info = self
+            .engine
+            .up(agent, &self.project, Some(BerthMode::Mounted), &user())
+            .await
+            .unwrap();
+        assert_eq!(info.mode, Some(BerthMode::Mounted));
+        assert!(info.note.is_none(), "no runner note: {:?}", info.note);
+        info.worktree.unwrap()
+    }
+
+    /// Proposes `action` as `agent`, approving it when it waits.
+    async fn run(&self, agent: &str, action: Action, params: ActionParams) -> Outcome {
+        let p = self
+            .engine
+            .propose(Proposal::by_agent(agent, action).params(params), None)
+            .await
+            .unwrap();
+        match p.status {
+            ProposeStatus::Executed { outcome } => outcome,
+            ProposeStatus::Pending { .. } => {
+                self.engine
+                    .approve(&p.id, &user(), false, None)
+                    .await
+                    .unwrap()
+                    .outcome
+            }
+            ProposeStatus::Refused { reason } => panic!("refused: {reason}"),
+        }
+    }
+
+    /// A terminal command's exit code and output.
+    async fn sh(&self, agent: &str, command: &str) -> (i32, String, String) {
+        let o = self
+            .run(
+                agent,
+                Action::Terminal {
+                    command: command.into(),
+                },
+                ActionParams::default(),
+            )
+            .await;
+        match o.result {
+            Some(ActionResult::Terminal {
+                exit_code,
+                stdout,
+                stderr,
+                ..
+            }) => (exit_code, stdout, stderr),
+            other => panic!(
+                "{command}: no terminal result: {other:?} ({:?})",
+                o.diagnostic
+            ),
+        }
+    }
+
+    async fn ok(&self, agent: &str, command: &str) -> String {
+        let (code, out, err) = self.sh(agent, command).await;
+        assert_eq!(code, 0, "{command}: {err}");
+        out
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn agent_repo(&self, agent: &str) -> PathBuf {
+        self.state()
+            .join("agents")
+            .join(&self.project)
+            .join(format!("{agent}.git"))
+    }
+
+    fn forge_objects(&self) -> PathBuf {
+        self.state()
+            .join("forge")
+            .join(format!("{}.git", self.project))
+            .join("objects")
+    }
+
+    async fn container_exists(&self, agent: &str) -> bool {
+        let name = format!(
+            "berth-{}.{agent}.{}",
+            self.project,
+            berth_engine::berths::instance_of(&self.state())
+        );
+        self.backend
+            .docker()
+            .inspect_container(&name, None)
+            .await
+            .is_ok()
+    }
+
+    async fn event_types(&self) -> Vec<String> {
+        self.engine
+            .events(&EventFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect()
+    }
+}
+
+macro_rules! mounted_or_skip {
+    ($test:expr) => {
+        mounted_or_skip!($test, "")
+    };
+    ($test:expr, $toml:expr) => {
+        match mounted($test, $toml).await {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+#[tokio::test]
+async fn git_inside_the_container_works_on_the_agents_branch_and_the_host_side_keeps_working() {
+    let m = mounted_or_skip!("git");
+    let wt = m.up("dev-1").await;
+    // The container's uid owns what it must write, though berth runs as root.
+    for path in [&wt, &m.agent_repo("dev-1")] {
+        assert_eq!(
+            std::fs::metadata(path).unwrap().uid(),
+            1000,
+            "{}",
+            path.display()
+        );
+    }
+    assert_eq!(m.ok("dev-1", "id -u").await, "1000\n");
+    assert_eq!(m.ok("dev-1", "pwd").await, "/work\n");
+    let status = m.ok("dev-1", "git status --porcelain=v1 -b").await;
+    assert_eq!(status, "## agent/dev-1/scratch\n");
+    let log = m
+        .ok(
+            "dev-1",
+            "echo inside > inside.txt && git add inside.txt && \
+             git -c user.name=dev -c user.email=dev@x commit -qm 'from inside' && \
+             git log --format=%s -2",
+        )
+        .await;
+    assert_eq!(log, "from inside\ninit\n");
+
+    // The engine's own writes (git2, file actions) on those repositories:
+    // they work, and what they create belongs to the container's uid.
+    let w = m
+        .run(
+            "dev-1",
+            Action::FileWrite {
+                path: "/work/sub/dir/host.txt".into(),
+            },
+            ActionParams {
+                content: Some("from the host side\n".into()),
+                ..ActionParams::default()
+            },
+        )
+        .await;
+    assert!(w.succeeded, "{:?}", w.diagnostic);
+    for p in ["sub", "sub/dir", "sub/dir/host.txt"] {
+        assert_eq!(std::fs::metadata(wt.join(p)).unwrap().uid(), 1000, "{p}");
+    }
+    assert_eq!(
+        m.ok(
+            "dev-1",
+            "echo more >> sub/dir/host.txt && git add -A && echo ok"
+        )
+        .await,
+        "ok\n"
+    );
+    let c = m
+        .run(
+            "dev-1",
+            Action::GitCommit,
+            ActionParams {
+                message: Some("host commit".into()),
+                ..ActionParams::default()
+            },
+        )
+        .await;
+    assert!(
+        c.succeeded,
+        "git2 commit on a uid-1000 repository: {:?}",
+        c.diagnostic
+    );
+    assert_eq!(
+        m.ok("dev-1", "git log --format=%s -1 && git status --porcelain")
+            .await,
+        "host commit\n"
+    );
+    assert_eq!(
+        std::fs::metadata(m.agent_repo("dev-1").join("HEAD"))
+            .unwrap()
+            .uid(),
+        1000
+    );
+    // A path only in the container is not a file of this host.
+    let r = m
+        .run(
+            "dev-1",
+            Action::FileRead {
+                path: "/etc/passwd".into(),
+            },
+            ActionParams::default(),
+        )
+        .await;
+    assert!(!r.succeeded);
+    assert!(
+        r.diagnostic
+            .as_deref()
+            .unwrap_or("")
+            .contains("container's own filesystem"),
+        "{:?}",
+        r.diagnostic
+    );
+}
+
+#[tokio::test]
+async fn agents_cannot_reach_each_other_nor_write_the_forge() {
+    let m = mounted_or_skip!("isolation");
+    let wt_a = m.up("a").await;
+    let wt_b = m.up("b").await;
+    std::fs::write(wt_b.join("secret.txt"), "b's\n").unwrap();
+    let repo_b = m.agent_repo("b");
+    let objects = m.forge_objects();
+    let cases = [
+        format!("ls {}", wt_b.display()),
+        format!("cat {}/secret.txt", wt_b.display()),
+        format!("ls {}", repo_b.display()),
+        format!("touch {}/x", objects.display()),
+        format!("touch {}/../HEAD", objects.display()),
+        "ls /var/run/docker.sock".to_string(),
+    ];
+    for command in &cases {
+        let (code, out, _) = m.sh("a", command).await;
+        assert_ne!(code, 0, "{command} succeeded in a's berth: {out}");
+    }
+    // The forge's objects are readable (the agent repository borrows them)…
+    let n = m
+        .ok("a", &format!("ls {} | wc -l", objects.display()))
+        .await;
+    assert!(n.trim().parse::<u32>().unwrap() > 0);
+    // …and not writable by the engine on the agent's behalf either.
+    let w = m
+        .run(
+            "a",
+            Action::FileWrite {
+                path: format!("{}/planted", objects.display()),
+            },
+            ActionParams {
+                content: Some("x".into()),
+                ..ActionParams::default()
+            },
+        )
+        .await;
+    assert!(!w.succeeded);
+    assert!(!objects.join("planted").exists());
+    assert!(w.diagnostic.unwrap().contains("read-only"));
+    // a's own worktree is untouched by all this.
+    assert!(!wt_a.join("x").exists());
+}
+
+#[tokio::test]
+async fn the_memory_limit_is_reported_as_out_of_memory() {
+    let m = mounted_or_skip!("oom", "memory_mb = 64");
+    m.up("dev-1").await;
+    let o = m
+        .run(
+            "dev-1",
+            Action::Terminal {
+                command: "head -c 400m /dev/zero | tail > /dev/null".into(),
+            },
+            ActionParams::default(),
+        )
+        .await;
+    assert!(!o.succeeded);
+    let d = o.diagnostic.unwrap();
+    assert!(
+        d.contains("out of memory") && d.contains("memory_mb = 64"),
+        "{d}"
+    );
+    assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
+}
+
+#[tokio::test]
+async fn down_leaves_nothing_and_container_remove_asks_first() {
+    let m = mounted_or_skip!("down");
+    let wt = m.up("dev-1").await;
+    assert!(m.container_exists("dev-1").await);
+
+    // container_remove is never auto: it waits for a person, then the next
+    // command gets a fresh container on the same worktree.
+    m.ok("dev-1", "echo gone > /tmp/mark").await;
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "*",
+            berth_policy::autonomy::Mode::AutoApprove,
+            &user(),
+        )
+        .await
+        .unwrap();
+    let p = m
+        .engine
+        .propose(Proposal::by_agent("dev-1", Action::ContainerRemove), None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(p.status, ProposeStatus::Pending { .. }),
+        "{:?}",
+        p.status
+    );
+    assert!(m.container_exists("dev-1").await);
+    let approved = m.engine.approve(&p.id, &user(), false, None).await.unwrap();
+    assert!(
+        approved.outcome.succeeded,
+        "{:?}",
+        approved.outcome.diagnostic
+    );
+    assert!(!m.container_exists("dev-1").await);
+    let (code, _, _) = m.sh("dev-1", "test -e /tmp/mark").await;
+    assert_eq!(code, 1, "a fresh container");
+    assert!(wt.is_dir());
+
+    m.engine.down("dev-1", false, &user()).await.unwrap();
+    assert!(!m.container_exists("dev-1").await);
+    assert!(!wt.exists());
+    let left = m.backend.list_berths(Some(&m.project)).await.unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    let types = m.event_types().await;
+    for want in [
+        "container.created",
+        "container.removed",
+        "worktree.recycled",
+        "berth.down",
+    ] {
+        assert!(types.iter().any(|t| t == want), "no {want} in {types:?}");
+    }
+}
+
+#[tokio::test]
+async fn reconcile_adopts_live_berths_and_removes_orphans() {
+    let m = mounted_or_skip!("reconcile");
+    // Another state directory with the same project and agent names on the
+    // same engine: its container is its own, and reconcile leaves it alone.
+    let other = mounted_as("reconcile", "", Some(&m.project)).await.unwrap();
+    other.up("keep").await;
+    m.up("keep").await;
+    let gone = m.up("gone").await;
+    // A berth whose worktree vanished behind berth's back: its container is
+    // an orphan.
+    std::fs::remove_dir_all(&gone).unwrap();
+    let report = m.engine.reconcile_berths().await.unwrap();
+    let mut seen: Vec<(String, bool)> = report
+        .iter()
+        .map(|r| (r.agent.clone(), r.adopted))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![("gone".to_string(), false), ("keep".to_string(), true)]
+    );
+    assert!(m.container_exists("keep").await);
+    assert!(!m.container_exists("gone").await);
+    assert!(
+        other.container_exists("keep").await,
+        "the other state's berth"
+    );
+    assert_eq!(other.ok("keep", "echo other").await, "other\n");
+    let types = m.event_types().await;
+    assert!(types.iter().any(|t| t == "container.adopted"), "{types:?}");
+    // The adopted berth still runs commands.
+    assert_eq!(m.ok("keep", "echo still").await, "still\n");
+}
+
+#[tokio::test]
+async fn a_missing_image_is_an_error_that_says_what_to_do_and_provisions_nothing() {
+    let m = mounted_or_skip!("noimage", "image = \"berth-test-no-such-image:1\"");
+    m.engine
+        .activate_agent("dev-1", &m.project, AgentImpl::Real, &user())
+        .await
+        .unwrap();
+    let err = m
+        .engine
+        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("berth-test-no-such-image:1") && err.contains("build or load it locally"),
+        "{err}"
+    );
+    assert!(
+        !m.state()
+            .join("worktrees")
+            .join(&m.project)
+            .join("dev-1")
+            .exists()
+    );
+    let a = m.engine.agent("dev-1").await.unwrap();
+    assert_eq!(a.berth, None);
+}

@@ -1,0 +1,87 @@
+//! `berth image build`: the default agent image, assembled from this host's
+//! files by the recipe (`images/agent/recipe.toml`, compiled in) and built
+//! through the Docker API — no registry is reachable. The tag is a hash of
+//! the recipe and its resolved inputs, so a second build with nothing changed
+//! does no work.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use berth_sandbox::docker::DockerBackend;
+use berth_sandbox::image::{BuildEvent, Recipe};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ImageCommand {
+    /// Build the default agent image (only when its recipe or inputs changed).
+    Build(BuildArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// A recipe file instead of the compiled-in default.
+    #[arg(long, value_name = "FILE")]
+    recipe: Option<PathBuf>,
+    /// Print the engine's build output line by line.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+pub async fn run(cmd: ImageCommand) -> anyhow::Result<u8> {
+    match cmd {
+        ImageCommand::Build(a) => build(a).await,
+    }
+}
+
+async fn build(a: BuildArgs) -> anyhow::Result<u8> {
+    let recipe = match &a.recipe {
+        Some(path) => Recipe::from_file(path)?,
+        None => Recipe::default_agent()?,
+    };
+    let backend = DockerBackend::connect().await?;
+    println!("berth image build: recipe {}", recipe.origin());
+    let verbose = a.verbose;
+    let mut progress = |event: BuildEvent<'_>| {
+        match event {
+            BuildEvent::Resolved {
+                tag,
+                entries,
+                bytes,
+            } => println!(
+                "  resolved {entries} files ({:.1} MiB) from this host -> {tag}",
+                bytes as f64 / (1u64 << 20) as f64
+            ),
+            BuildEvent::UpToDate { tag } => {
+                println!("  {tag} is up to date: nothing to build")
+            }
+            BuildEvent::ContextReady { bytes } => println!(
+                "  build context ready ({:.1} MiB); building",
+                bytes as f64 / (1u64 << 20) as f64
+            ),
+            BuildEvent::Step { line } => {
+                if line.starts_with("Step ") {
+                    println!("  {line}");
+                } else if verbose {
+                    println!("    {line}");
+                }
+            }
+            BuildEvent::Built { tag, id, elapsed } => println!(
+                "  built {tag} ({}) in {:.1} s",
+                id.trim_start_matches("sha256:").get(..12).unwrap_or(id),
+                elapsed.as_secs_f64()
+            ),
+        }
+        let _ = std::io::stdout().flush();
+    };
+    let built = backend
+        .build_image(&recipe, &mut progress)
+        .await
+        .context("building the agent image")?;
+    println!(
+        "{} -> {}{}",
+        built.latest,
+        built.tag,
+        if built.up_to_date { " (unchanged)" } else { "" }
+    );
+    Ok(0)
+}

@@ -1,0 +1,359 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Mounted mode through the `berth` binary, against the real Docker engine:
+//! `berth image build`, the default mode of `berth up` with and without an
+//! engine (and under `CI=true`), and a `berth exec` killed with SIGKILL while
+//! its command runs — the next berth process marks the action interrupted,
+//! kills the command left in the container and adopts the container.
+//!
+//! Without a Docker engine these tests skip with the reason, except under
+//! `CI=true`, where they fail.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BERTH: &str = env!("CARGO_BIN_EXE_berth");
+/// A socket no engine listens on.
+const NO_ENGINE: &str = "unix:///nonexistent/berth-test-docker.sock";
+
+fn docker_answers() -> bool {
+    let ok = Command::new("docker")
+        .args(["version", "--format", "{{.Server.APIVersion}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true and the Docker engine does not answer, which fails the run"
+        );
+        eprintln!("skipping: the Docker engine does not answer");
+    }
+    ok
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+}
+
+/// A state directory with one project of a unique name (container names are
+/// per project and agent, and tests run at once).
+struct State {
+    dir: tempfile::TempDir,
+    project: String,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        let ids = Command::new("docker")
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label=berth.project={}", self.project))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        if !ids.is_empty() {
+            let _ = Command::new("docker")
+                .args(["rm", "-f"])
+                .args(&ids)
+                .output();
+        }
+    }
+}
+
+impl State {
+    fn new(test: &str) -> State {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let project = format!(
+            "c{}-{}-{test}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        git(&src, &["init", "-q", "-b", "main"]);
+        std::fs::write(src.join("a.txt"), "a\n").unwrap();
+        git(&src, &["add", "a.txt"]);
+        git(&src, &["commit", "-q", "-m", "init"]);
+        let s = State { dir, project };
+        s.ok(&["init"]);
+        s.ok(&[
+            "project",
+            "add",
+            &s.project,
+            "--from",
+            src.to_str().unwrap(),
+        ]);
+        s
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BERTH);
+        c.arg("--state").arg(self.state()).args(args);
+        c.env_remove("DOCKER_HOST").env_remove("CI");
+        c
+    }
+
+    fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = self.cmd(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run_env(args, &[]);
+        assert!(
+            out.status.success(),
+            "berth {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    fn activate(&self, agent: &str) {
+        self.ok(&["agent", "activate", agent, "--project", &self.project]);
+    }
+
+    fn container(&self, agent: &str) -> String {
+        format!(
+            "berth-{}.{agent}.{}",
+            self.project,
+            berth_engine::berths::instance_of(&self.state())
+        )
+    }
+
+    /// The container's processes, as `docker top` lists them.
+    fn top(&self, agent: &str) -> String {
+        let out = Command::new("docker")
+            .args(["top", &self.container(agent), "-o", "pid,args"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn image_build() -> String {
+    let out = Command::new(BERTH)
+        .args(["image", "build"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "berth image build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn image_build_shows_progress_and_does_nothing_when_nothing_changed() {
+    if !docker_answers() {
+        return;
+    }
+    let first = image_build();
+    assert!(first.contains("resolved"), "{first}");
+    assert!(
+        first.contains("berth-agent:latest -> berth-agent:"),
+        "{first}"
+    );
+    let second = image_build();
+    assert!(
+        second.contains("is up to date: nothing to build") && second.contains("(unchanged)"),
+        "{second}"
+    );
+}
+
+#[test]
+fn up_defaults_to_mounted_when_docker_answers_and_says_plainly_when_it_does_not() {
+    if !docker_answers() {
+        return;
+    }
+    image_build();
+    let s = State::new("default");
+    // (agent, --mode, environment, succeeds, mode shown, text expected)
+    type Case<'a> = (
+        &'a str,
+        Option<&'a str>,
+        &'a [(&'a str, &'a str)],
+        bool,
+        &'a str,
+        &'a [&'a str],
+    );
+    let cases: [Case; 4] = [
+        ("auto-docker", None, &[], true, "mounted", &[]),
+        (
+            "auto-none",
+            None,
+            &[("DOCKER_HOST", NO_ENGINE)],
+            true,
+            "runner",
+            &[
+                "/nonexistent/berth-test-docker.sock",
+                "no container boundary",
+            ],
+        ),
+        (
+            "explicit-none",
+            Some("mounted"),
+            &[("DOCKER_HOST", NO_ENGINE)],
+            false,
+            "",
+            &["/nonexistent/berth-test-docker.sock", "--mode runner"],
+        ),
+        (
+            "ci-none",
+            None,
+            &[("DOCKER_HOST", NO_ENGINE), ("CI", "true")],
+            false,
+            "",
+            &["CI=true requires the Docker engine"],
+        ),
+    ];
+    for (agent, mode, env, succeeds, shown, texts) in cases {
+        s.activate(agent);
+        let mut args = vec!["up", agent, "--project", &s.project, "--json"];
+        if let Some(m) = mode {
+            args.extend(["--mode", m]);
+        }
+        let out = s.run_env(&args, env);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.success(), succeeds, "{agent}: {stdout}{stderr}");
+        if succeeds {
+            let info: Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(info["mode"], shown, "{agent}");
+            let note = info["note"].as_str().unwrap_or("");
+            for t in texts {
+                assert!(note.contains(t), "{agent}: note {note:?} lacks {t:?}");
+            }
+        } else {
+            for t in texts {
+                assert!(stderr.contains(t), "{agent}: {stderr:?} lacks {t:?}");
+            }
+            // Nothing was provisioned for a berth that could not come up.
+            assert!(
+                !s.state()
+                    .join("worktrees")
+                    .join(&s.project)
+                    .join(agent)
+                    .exists()
+            );
+        }
+    }
+    let ls = s.json(&["ls", "--json"]);
+    let modes: Vec<(String, Value)> = ls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["agent"].as_str().unwrap().to_string(), b["mode"].clone()))
+        .collect();
+    assert!(
+        modes.contains(&("auto-docker".into(), "mounted".into())),
+        "{modes:?}"
+    );
+    assert!(
+        modes.contains(&("explicit-none".into(), Value::Null)),
+        "{modes:?}"
+    );
+}
+
+#[test]
+fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
+    if !docker_answers() {
+        return;
+    }
+    image_build();
+    let s = State::new("killed");
+    s.activate("dev-1");
+    s.ok(&["up", "dev-1", "--project", &s.project, "--mode", "mounted"]);
+    s.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let container_id = |s: &State| {
+        let out = Command::new("docker")
+            .args(["inspect", "--format", "{{.Id}}", &s.container("dev-1")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let before = container_id(&s);
+    assert!(!before.is_empty());
+
+    let mut exec = s
+        .cmd(&["exec", "dev-1", "--", "sleep 397"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !s.top("dev-1").contains("sleep 397") {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the command never started in the container"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    exec.kill().unwrap(); // SIGKILL: no cleanup runs.
+    exec.wait().unwrap();
+    assert!(
+        s.top("dev-1").contains("sleep 397"),
+        "the exec outlives its client"
+    );
+
+    // The next berth process, whatever it is asked to do.
+    let actions = s.json(&["actions", "--agent", "dev-1", "--json"]);
+    let action = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"]["command"] == "sleep 397")
+        .unwrap_or_else(|| panic!("{actions}"));
+    assert_eq!(action["status"], "interrupted", "{action}");
+    let started = Instant::now();
+    while s.top("dev-1").contains("sleep 397") {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the orphaned command still runs: {}",
+            s.top("dev-1")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let adopted = s.json(&["events", "--type", "container.adopted", "--json"]);
+    let adopted = adopted.as_array().unwrap();
+    assert_eq!(adopted.len(), 1, "{adopted:?}");
+    assert_eq!(adopted[0]["payload"]["stale_execs_killed"], 1);
+    assert_eq!(container_id(&s), before, "adopted, not recreated");
+    assert_eq!(s.ok(&["exec", "dev-1", "--", "echo alive"]), "alive\n");
+
+    // An explicit reconcile finds nothing more to do; down leaves nothing.
+    let report = s.json(&["reconcile", "--json"]);
+    assert_eq!(report[0]["adopted"], true, "{report}");
+    assert_eq!(report[0]["stale_execs_killed"], 0, "{report}");
+    s.ok(&["down", "dev-1"]);
+    assert!(container_id(&s).is_empty(), "the container is gone");
+    assert!(
+        !s.state()
+            .join("worktrees")
+            .join(&s.project)
+            .join("dev-1")
+            .exists()
+    );
+}
