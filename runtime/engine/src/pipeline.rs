@@ -161,6 +161,20 @@ impl Engine {
         agent: Option<&str>,
         actor: &Actor,
     ) -> Result<PipelineReport> {
+        self.run_pipeline_with(task, agent, false, actor).await
+    }
+
+    /// `run_pipeline`, and with `restart` a blocked task starts a new run
+    /// from its first step. Never on its own: a blocked step may have been
+    /// interrupted half-done, and only a person knows whether running the
+    /// pipeline over is safe.
+    pub async fn run_pipeline_with(
+        &self,
+        task: &str,
+        agent: Option<&str>,
+        restart: bool,
+        actor: &Actor,
+    ) -> Result<PipelineReport> {
         let task = self.task(task).await?;
         let steps = task.steps.clone().ok_or_else(|| {
             EngineError::State(format!(
@@ -177,7 +191,9 @@ impl Engine {
             crate::recovery::executor_id(),
             crate::ids::new_id()
         );
-        let run = self.take_lease(&task, &agent, &owner, actor).await?;
+        let run = self
+            .take_lease(&task, &agent, &owner, restart, actor)
+            .await?;
         let result = self.drive(&task, &steps, run, &owner, actor).await;
         let released = self.release_lease(&task.id, &owner).await;
         let report = result?;
@@ -238,7 +254,14 @@ impl Engine {
 
     /// Takes the task's lease and returns the run to drive: the current one
     /// when it is under way (or finishing), else a new one.
-    async fn take_lease(&self, task: &Task, agent: &str, me: &str, actor: &Actor) -> Result<Run> {
+    async fn take_lease(
+        &self,
+        task: &Task,
+        agent: &str,
+        me: &str,
+        restart: bool,
+        actor: &Actor,
+    ) -> Result<Run> {
         let (config, _) = self.load_project_files(&task.project)?;
         let ttl = i64::try_from(config.sandbox.timeout_secs)
             .unwrap_or(i64::MAX / 4_000)
@@ -289,7 +312,16 @@ impl Engine {
             }
         } else {
             match task.status {
-                TaskStatus::Todo | TaskStatus::Returned | TaskStatus::Blocked => {}
+                TaskStatus::Todo | TaskStatus::Returned => {}
+                TaskStatus::Blocked if restart => {}
+                TaskStatus::Blocked => {
+                    return Err(EngineError::State(format!(
+                        "task {} is blocked: {}; `berth task run {} --restart` runs the pipeline over from its first step",
+                        short(&task.id),
+                        task.diagnosis.as_deref().unwrap_or("no diagnosis"),
+                        short(&task.id)
+                    )));
+                }
                 other => {
                     return Err(EngineError::State(format!(
                         "task {} is {}: nothing to run{}",
@@ -472,7 +504,7 @@ impl Engine {
                     let diagnosis = format!(
                         "step {} (`{}`, action {}) was interrupted when its berth process died; it was not re-run: \
                          check its effect, then `berth retry {}` and `berth task run {}` to continue, \
-                         or `berth task run {}` to start the pipeline over",
+                         or `berth task run {} --restart` to run the pipeline over",
                         i + 1,
                         step.command,
                         short(&record.id),

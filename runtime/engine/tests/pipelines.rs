@@ -396,6 +396,21 @@ async fn failures_block_by_mode() {
             assert_eq!(task.status, TaskStatus::Blocked);
             assert_eq!(task.diagnosis.as_deref(), Some(diagnosis.as_str()));
             assert!(!ev.iter().any(|k| k == "pipeline_completed"));
+            // Never run over on its own; on request, a new run.
+            f.engine.resume_agent("dev-1", &user()).await.ok();
+            let err = f
+                .engine
+                .run_pipeline(&t.id, None, &user())
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("--restart"), "{err}");
+            f.engine.resume_agent("dev-1", &user()).await.ok();
+            let again = f
+                .engine
+                .run_pipeline_with(&t.id, None, true, &user())
+                .await
+                .unwrap();
+            assert_eq!(again.run, 2, "{mode:?} {cmd}");
         } else {
             assert_eq!(r.end, PipelineEnd::Done, "{mode:?} {cmd}");
         }

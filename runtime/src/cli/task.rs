@@ -69,6 +69,10 @@ pub enum TaskCommand {
         /// the project's only agent).
         #[arg(long)]
         agent: Option<String>,
+        /// Run a blocked task's pipeline over from its first step (never
+        /// done on its own: a blocked step may have been interrupted half-done).
+        #[arg(long)]
+        restart: bool,
         #[arg(long)]
         json: bool,
     },
@@ -208,8 +212,15 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
                 }
             }
         }
-        TaskCommand::Run { task, agent, json } => {
-            let r = engine.run_pipeline(&task, agent.as_deref(), &user).await?;
+        TaskCommand::Run {
+            task,
+            agent,
+            restart,
+            json,
+        } => {
+            let r = engine
+                .run_pipeline_with(&task, agent.as_deref(), restart, &user)
+                .await?;
             if json {
                 print_json(&r)?;
             } else {
