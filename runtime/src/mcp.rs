@@ -515,6 +515,15 @@ fn describe_result(r: &ActionResult) -> String {
         ActionResult::GitMerge { target, commit, .. } => {
             format!("merged into {target} at {commit}")
         }
+        ActionResult::Parallelize { agent, of, .. } => {
+            format!("agent {agent} created beside {of}")
+        }
+        ActionResult::RaiseMaxParallel { project, from, to } => {
+            format!("max_parallel of {project} raised from {from} to {to}")
+        }
+        ActionResult::InstructionPatch { agent, bytes, .. } => {
+            format!("instructions of {agent} replaced ({bytes} bytes)")
+        }
     }
 }
 

@@ -224,6 +224,24 @@ pub enum ActionResult {
         target: String,
         commit: String,
     },
+    /// A second agent beside `of`, with its implementation and autonomy.
+    Parallelize {
+        agent: String,
+        of: String,
+        implementation: String,
+        autonomy_rows: u64,
+    },
+    RaiseMaxParallel {
+        project: String,
+        from: u32,
+        to: u32,
+    },
+    InstructionPatch {
+        agent: String,
+        path: String,
+        bytes_before: Option<u64>,
+        bytes: u64,
+    },
 }
 
 impl ActionResult {

@@ -107,6 +107,9 @@ impl Engine {
             Action::GitPush { branch } => self.exec_push(record, agent, branch).await,
             Action::PrOpen => self.exec_pr_open(record, agent).await,
             Action::GitMerge { target } => self.exec_merge(record, target).await,
+            Action::Parallelize => self.exec_parallelize(record).await,
+            Action::RaiseMaxParallel => self.exec_raise_max_parallel(record).await,
+            Action::InstructionPatch => self.exec_instruction_patch(record).await,
             other => Ok(Outcome::failed(
                 format!(
                     "berth has no executor for `{}` actions in this version; nothing was done",

@@ -26,6 +26,7 @@ mod hooks;
 pub mod ids;
 pub mod metrics;
 pub mod noop;
+mod parallel;
 pub mod permissions;
 pub mod pipeline;
 pub mod projects;

@@ -194,11 +194,16 @@ pub fn project_files(
     Ok((config, rules))
 }
 
-/// `text` (a `berth.toml`) with `[execution] mode` set to `mode`: the line
-/// replaced where it is written, added to the table, or the table appended.
-/// Everything else — comments included — is kept as written.
+/// `text` (a `berth.toml`) with `[execution] mode` set to `mode`.
 pub fn with_execution_mode(text: &str, mode: crate::config::ExecutionMode) -> String {
-    let line = format!("mode = \"{}\"", mode.as_str());
+    with_key(text, "execution", "mode", &format!("\"{}\"", mode.as_str()))
+}
+
+/// `text` (a `berth.toml`) with `[table] key = value` (`value` written as
+/// TOML): the line replaced where it is written, added to the table, or the
+/// table appended. Everything else — comments included — is kept as written.
+pub fn with_key(text: &str, wanted: &str, key: &str, value: &str) -> String {
+    let line = format!("{key} = {value}");
     let mut out: Vec<String> = Vec::new();
     let mut table = String::new();
     let mut done = false;
@@ -206,22 +211,19 @@ pub fn with_execution_mode(text: &str, mode: crate::config::ExecutionMode) -> St
     for l in text.lines() {
         let t = l.trim();
         if t.starts_with('[') {
-            if table == "execution" && !done {
+            if table == wanted && !done {
                 // The table ended without a mode line: add it at its end.
                 out.insert(in_execution_at.unwrap_or(out.len()), line.clone());
                 done = true;
             }
             table = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
             out.push(l.to_string());
-            if table == "execution" {
+            if table == wanted {
                 in_execution_at = Some(out.len());
             }
             continue;
         }
-        if table == "execution"
-            && !done
-            && t.split_once('=').is_some_and(|(k, _)| k.trim() == "mode")
-        {
+        if table == wanted && !done && t.split_once('=').is_some_and(|(k, _)| k.trim() == key) {
             out.push(line.clone());
             done = true;
             continue;
@@ -229,11 +231,11 @@ pub fn with_execution_mode(text: &str, mode: crate::config::ExecutionMode) -> St
         out.push(l.to_string());
     }
     if !done {
-        if table == "execution" {
+        if table == wanted {
             out.push(line);
         } else {
             out.push(String::new());
-            out.push("[execution]".into());
+            out.push(format!("[{wanted}]"));
             out.push(line);
         }
     }

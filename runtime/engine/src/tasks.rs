@@ -223,6 +223,12 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("creating a task"))?;
+        if new.steps.is_none() {
+            // More claimable work than agents: ask a person about a second one.
+            if let Err(e) = self.consider_parallelize(&new.project).await {
+                tracing::warn!(project = %new.project, error = %e, "parallelize was not proposed");
+            }
+        }
         self.task(&id).await
     }
 
