@@ -425,3 +425,128 @@ async fn kill_9_during_approval_never_loses_it_or_doubles_followups() {
         engine.close().await;
     }
 }
+
+/// `git --git-dir=<forge> ARGS` (the forge is written by the runtime only).
+fn forge_git(cli: &Cli, args: &[&str]) -> String {
+    let forge = cli.state().join("forge/demo.git");
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(&forge)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_at_random_points_of_the_noop_loop_duplicates_no_commit_push_or_pr() {
+    let cli = Cli::new();
+    cli.ok(&[
+        "agent",
+        "activate",
+        "noop-1",
+        "--project",
+        "demo",
+        "--impl",
+        "noop",
+    ]);
+    let mut rng = Lcg(seed() ^ 0x9009);
+    let mut retried = 0;
+    for round in 0..4 {
+        let t = cli.task(&["--title", &format!("noop {round}")]);
+        for _ in 0..2 {
+            kill_at_random(
+                &cli,
+                &["agent", "run", "noop-1", "--until-idle"],
+                &mut rng,
+                700,
+            );
+        }
+        let mut state = String::new();
+        for _ in 0..4 {
+            let out = cli.run(&["agent", "run", "noop-1", "--until-idle", "--json"]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            state = r["stopped"]["state"].as_str().unwrap().to_string();
+            if state != "blocked" {
+                break;
+            }
+            // A person looks and retries what the crash interrupted (berth
+            // checks the repositories first: nothing is done twice).
+            let engine = cli.engine().await;
+            let interrupted: Vec<String> = engine
+                .actions(&ActionFilter {
+                    task: Some(t.clone()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|a| a.status == ActionStatus::Interrupted)
+                .map(|a| a.id)
+                .collect();
+            engine.close().await;
+            assert!(
+                !interrupted.is_empty(),
+                "round {round}: blocked with nothing interrupted"
+            );
+            for id in interrupted {
+                cli.ok(&["retry", &id]);
+                retried += 1;
+            }
+        }
+        assert_eq!(state, "in_review", "round {round}");
+
+        let engine = cli.engine().await;
+        let prs: Vec<_> = engine
+            .prs(Some("demo"))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.task.as_deref() == Some(t.as_str()))
+            .collect();
+        assert_eq!(prs.len(), 1, "round {round}: one PR");
+        // One commit on the task's branch in the forge, beyond the base.
+        let range = format!("main..{}", prs[0].branch);
+        let commits = forge_git(&cli, &["rev-list", &range]);
+        assert_eq!(commits.lines().count(), 1, "round {round}: {commits}");
+        let events = engine
+            .events(&EventFilter {
+                task: Some(t.clone()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let count = |k: &str| events.iter().filter(|e| e.kind == k).count();
+        assert_eq!(count("task.in_review"), 1, "round {round}");
+        assert_eq!(count("task.claimed"), 1, "round {round}");
+        // An interrupted action ran again only on a person's retry.
+        for e in events.iter().filter(|e| e.kind == "action.interrupted") {
+            let id = e.action.as_deref().unwrap();
+            let later: Vec<&berth_engine::Event> = events
+                .iter()
+                .filter(|x| x.id > e.id && x.action.as_deref() == Some(id))
+                .collect();
+            if later.iter().any(|x| x.kind == "action.executed") {
+                assert!(
+                    later.iter().any(|x| x.kind == "proposed_action.approved"
+                        && x.payload["retry"] == true),
+                    "round {round}: re-run without a retry"
+                );
+            }
+        }
+        engine.close().await;
+        // Release the agent for the next round.
+        cli.ok(&["pr", "close", &prs[0].number.to_string()]);
+    }
+    eprintln!("noop loop: {retried} interrupted steps retried by a person");
+}
