@@ -550,3 +550,98 @@ async fn kill_9_at_random_points_of_the_noop_loop_duplicates_no_commit_push_or_p
     }
     eprintln!("noop loop: {retried} interrupted steps retried by a person");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_while_auto_mode_resolves_a_choice_resolves_it_once() {
+    let cli = Cli::new();
+    let config = cli.state().join("projects/demo/berth.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "enabled = false\ncommand = \"\"",
+        "enabled = true\ncommand = \"echo '{\\\"title\\\":\\\"fix\\\",\\\"steps\\\":[\\\"sleep 0.4; touch /work/fixed\\\"],\\\"permission_blocked\\\":true}'; echo '{\\\"title\\\":\\\"next\\\"}'\"",
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut rng = Lcg(seed() ^ 0xc401);
+    let mut escalated = 0;
+    for round in 0..5 {
+        let t = cli.task(&["--title", "parent", "--mode", "auto", "--step", "true"]);
+        kill_at_random(&cli, &["task", "run", &t], &mut rng, 1200);
+        let out = cli.run(&["task", "run", &t]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() || stderr.contains("it is done"),
+            "round {round}: {stderr}"
+        );
+        let engine = cli.engine().await;
+        let choices: Vec<_> = engine
+            .choices(false)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|c| c.task == t)
+            .collect();
+        assert_eq!(choices.len(), 1, "round {round}");
+        let c = &choices[0];
+        assert_eq!(
+            (c.status.as_str(), c.choice.as_deref()),
+            ("resolved", Some("rerun"))
+        );
+        let resolved = engine
+            .events(&EventFilter {
+                task: Some(t.clone()),
+                kind: Some("choice.resolved".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(resolved.len(), 1, "round {round}: resolved once");
+        let children: Vec<_> = engine
+            .tasks(Some("demo"))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|x| x.parent.as_deref() == Some(t.as_str()))
+            .collect();
+        let followups = children.iter().filter(|x| x.title == "next").count();
+        assert_eq!(followups, 1, "round {round}: no followup twice");
+        // The rerun's step: executed once, or interrupted and then never
+        // re-run but escalated to a person.
+        let reruns: Vec<_> = engine
+            .actions(&ActionFilter {
+                task: Some(t.clone()),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|a| a.idempotency_key.starts_with("choice:"))
+            .collect();
+        assert!(reruns.len() <= 1, "round {round}");
+        let outcome = c.result.as_ref().unwrap()["outcome"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        match reruns.first().map(|a| a.status) {
+            Some(ActionStatus::Executed) => assert_eq!(outcome, "rerun_succeeded"),
+            Some(ActionStatus::Interrupted) => {
+                assert_eq!(outcome, "escalated", "round {round}");
+                escalated += 1;
+                let manual = children
+                    .iter()
+                    .find(|x| x.tags.contains(&"auto_escalated".to_string()));
+                assert!(manual.is_some(), "round {round}");
+            }
+            other => panic!("round {round}: {other:?}"),
+        }
+        let done = engine
+            .events(&EventFilter {
+                task: Some(t.clone()),
+                kind: Some("pipeline_completed".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(done.len(), 1, "round {round}");
+        engine.close().await;
+    }
+    eprintln!("choices: {escalated} of 5 reruns interrupted by the kill and escalated");
+}

@@ -50,6 +50,9 @@ CREATE TABLE pending_choices (
     options     TEXT NOT NULL,
     -- pending | resolving | resolved
     status      TEXT NOT NULL,
+    -- The process resolving it (an executor id): a choice whose resolver
+    -- died is taken up again, its reruns replayed by their keys.
+    resolver    TEXT,
     choice      TEXT,
     resolved_by TEXT,
     result      TEXT,

@@ -275,10 +275,14 @@ impl Engine {
         self.fire_hooks(&task.project, &fired).await;
         if run.mode == ExecutionMode::Auto {
             // D5: auto mode decides for the person, as `rerun`.
-            for c in self.choices(true).await? {
-                if c.task == task.id {
-                    self.resolve_choice_as(&c.id, "rerun", &system, true)
-                        .await?;
+            // Pending ones, and any a crash left half-resolved.
+            for c in self.choices(false).await? {
+                if c.task == task.id
+                    && c.status != "resolved"
+                    && let Err(e) = self.resolve_choice_as(&c.id, "rerun", &system, true).await
+                {
+                    // Another living process is resolving it: its call.
+                    tracing::warn!(choice = %c.id, error = %e, "choice left to its resolver");
                 }
             }
         }
@@ -368,14 +372,35 @@ impl Engine {
         }
         let c = self.choice(id).await?;
         let mut tx = self.store.write("resolving a choice").await?;
+        // A choice a dead process was resolving is taken up again, with the
+        // choice it had made (its reruns replay by their keys; one that was
+        // interrupted is never re-run: it escalates).
+        let resolver: Option<String> = sqlx::query_scalar(
+            "SELECT resolver FROM pending_choices WHERE id = $1 AND status = 'resolving'",
+        )
+        .bind(&c.id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store("resolving a choice"))?
+        .flatten();
+        let orphaned = resolver
+            .as_deref()
+            .is_some_and(crate::recovery::executor_is_dead);
+        let choice = match (&c.choice, orphaned) {
+            (Some(earlier), true) => earlier.clone(),
+            _ => choice.to_string(),
+        };
+        let choice = choice.as_str();
         let won = sqlx::query(
-            "UPDATE pending_choices SET status = 'resolving', choice = $1, resolved_by = $2, updated_at = $3 \
-             WHERE id = $4 AND status = 'pending'",
+            "UPDATE pending_choices SET status = 'resolving', choice = $1, resolved_by = $2, resolver = $3, updated_at = $4 \
+             WHERE id = $5 AND (status = 'pending' OR (status = 'resolving' AND $6 = 1))",
         )
         .bind(choice)
         .bind(actor.to_string())
+        .bind(crate::recovery::executor_id())
         .bind(now_ms())
         .bind(&c.id)
+        .bind(i64::from(orphaned))
         .execute(&mut *tx)
         .await
         .map_err(EngineError::store("resolving a choice"))?
