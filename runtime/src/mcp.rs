@@ -522,6 +522,15 @@ fn describe_result(r: &ActionResult) -> String {
             Some(c) => format!("removed container {c}; the next command starts a fresh one"),
             None => "there was no container to remove".to_string(),
         },
+        ActionResult::Parallelize { agent, of, .. } => {
+            format!("agent {agent} created beside {of}")
+        }
+        ActionResult::RaiseMaxParallel { project, from, to } => {
+            format!("max_parallel of {project} raised from {from} to {to}")
+        }
+        ActionResult::InstructionPatch { agent, bytes, .. } => {
+            format!("instructions of {agent} replaced ({bytes} bytes)")
+        }
     }
 }
 

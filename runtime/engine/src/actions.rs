@@ -51,6 +51,11 @@ pub struct ActionParams {
     /// git_merge: the PR being merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr: Option<String>,
+    /// terminal: run with `/work` read-only (a pipeline step that did not ask
+    /// to write). Part of the action, so whoever executes it — the pipeline,
+    /// or a person's `berth approve` in another process — enforces it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// A request to act.
@@ -179,6 +184,10 @@ pub enum ActionResult {
         stdout_truncated: bool,
         stderr_truncated: bool,
         duration_ms: u64,
+        /// Said when the command ran with `/work` writable although read-only
+        /// was asked: the backend could not enforce it here.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        access_note: Option<String>,
     },
     FileRead {
         path: String,
@@ -219,6 +228,24 @@ pub enum ActionResult {
     ContainerRemove {
         container: Option<String>,
     },
+    /// A second agent beside `of`, with its implementation and autonomy.
+    Parallelize {
+        agent: String,
+        of: String,
+        implementation: String,
+        autonomy_rows: u64,
+    },
+    RaiseMaxParallel {
+        project: String,
+        from: u32,
+        to: u32,
+    },
+    InstructionPatch {
+        agent: String,
+        path: String,
+        bytes_before: Option<u64>,
+        bytes: u64,
+    },
 }
 
 impl ActionResult {
@@ -258,11 +285,13 @@ impl ActionResult {
                 stdout,
                 stderr,
                 duration_ms,
+                access_note,
                 ..
             } => serde_json::json!({
                 "command": command, "host_command": host_command, "cwd": cwd, "host_cwd": host_cwd,
                 "exit_code": exit_code, "timed_out": timed_out, "duration_ms": duration_ms,
                 "stdout_bytes": stdout.len(), "stderr_bytes": stderr.len(),
+                "access_note": access_note,
             }),
             ActionResult::FileRead {
                 path,

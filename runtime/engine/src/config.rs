@@ -20,6 +20,23 @@ pub enum ExecutionMode {
     Review,
 }
 
+impl ExecutionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutionMode::Auto => "auto",
+            ExecutionMode::Review => "review",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ExecutionMode> {
+        match s {
+            "auto" => Some(ExecutionMode::Auto),
+            "review" => Some(ExecutionMode::Review),
+            _ => None,
+        }
+    }
+}
+
 /// Where a berth runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -168,11 +185,23 @@ impl Default for AgentsConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FollowupsConfig {
     pub enabled: bool,
     pub command: String,
+    /// The generator's deadline, in seconds.
+    pub timeout_secs: u64,
+}
+
+impl Default for FollowupsConfig {
+    fn default() -> Self {
+        FollowupsConfig {
+            enabled: false,
+            command: String::new(),
+            timeout_secs: 60,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -458,14 +487,21 @@ max_parallel = 1
 circuit_breaker = 3
 
 [followups]
-# A command that reads a finished task's output on stdin and prints JSON lines
-# of followup tasks.
+# A command run on the host when a pipeline task is done (auto mode) or
+# approved (review mode): it reads the task and its steps' output as JSON on
+# stdin and prints JSON lines of followup tasks:
+#   {"title": "...", "steps": ["cmd", ...], "permission_blocked": false}
+# Followups inherit this project's mode; followups of followups generate none.
 enabled = false
 command = ""
+timeout_secs = 60
 
-# Commands run on the host on an event, with the event JSON on stdin:
+# Commands run on the host on an event, with the event JSON on stdin; a hook
+# that fails or times out is logged (hook.failed) and never blocks anything.
+# Pipeline events: task_auto_approved, pipeline_completed,
+# task_permission_retry, task.in_review, task.done, task.blocked.
 # [[hooks]]
-# event = "task.in_review"
+# event = "pipeline_completed"
 # command = "logger -t berth"
 # timeout_secs = 30
 "#;

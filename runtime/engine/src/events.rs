@@ -115,6 +115,21 @@ pub mod kind {
     pub const TASK_DONE: &str = "task.done";
     pub const TASK_RETURNED: &str = "task.returned";
     pub const TASK_BLOCKED: &str = "task.blocked";
+    pub const TASK_MODE_SET: &str = "task.mode_set";
+    pub const PROJECT_MODE_SET: &str = "project.mode_set";
+    pub const PIPELINE_STARTED: &str = "pipeline.started";
+    pub const PIPELINE_WAITING: &str = "pipeline.waiting";
+    /// Kin's names, kept as they are: hooks are written against them.
+    pub const TASK_AUTO_APPROVED: &str = "task_auto_approved";
+    pub const PIPELINE_COMPLETED: &str = "pipeline_completed";
+    pub const TASK_PERMISSION_RETRY: &str = "task_permission_retry";
+    pub const TASK_APPROVED: &str = "task.approved";
+    pub const FOLLOWUPS_GENERATED: &str = "followups.generated";
+    pub const FOLLOWUPS_FAILED: &str = "followups.failed";
+    pub const CHOICE_CREATED: &str = "choice.created";
+    pub const CHOICE_RESOLVED: &str = "choice.resolved";
+    pub const HOOK_FAILED: &str = "hook.failed";
+    pub const AGENT_RESUMED: &str = "agent.resumed";
     pub const PR_MERGED: &str = "pr.merged";
     pub const PR_CLOSED: &str = "pr.closed";
     pub const WORKTREE_CREATED: &str = "worktree.created";

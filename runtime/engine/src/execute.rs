@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_policy::Action;
-use berth_sandbox::{ExecRequest, Sandbox};
+use berth_sandbox::{AccessEnforcement, ExecRequest, Sandbox, WorkAccess};
 
 use crate::Engine;
 use crate::actions::{ActionRecord, ActionResult, Outcome, OutputSink};
@@ -130,6 +130,9 @@ impl Engine {
                 let container = self.remove_agent_container(agent).await?;
                 Ok(Outcome::ok(ActionResult::ContainerRemove { container }))
             }
+            Action::Parallelize => self.exec_parallelize(record).await,
+            Action::RaiseMaxParallel => self.exec_raise_max_parallel(record).await,
+            Action::InstructionPatch => self.exec_instruction_patch(record).await,
             other => Ok(Outcome::failed(
                 format!(
                     "berth has no executor for `{}` actions in this version; nothing was done",
@@ -170,6 +173,17 @@ impl Engine {
             berth_sandbox::Program::Argv(argv) => argv.join(" "),
         };
         let host_cwd = prepared.cwd.display().to_string();
+        // Every terminal action sets the access it needs: the sandbox is
+        // shared by everything this process runs in the berth.
+        let access = if record.params.read_only {
+            WorkAccess::ReadOnly
+        } else {
+            WorkAccess::ReadWrite
+        };
+        let access_note = match sb.set_work_access(access).await? {
+            AccessEnforcement::Enforced => None,
+            AccessEnforcement::NotEnforced(why) => Some(why),
+        };
         let out = sb.exec(req, sink).await?;
         let exit_code = out.status.code();
         let result = ActionResult::Terminal {
@@ -184,6 +198,7 @@ impl Engine {
             stdout_truncated: out.stdout.truncated,
             stderr_truncated: out.stderr.truncated,
             duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
+            access_note,
         };
         if out.timed_out {
             return Ok(Outcome::failed(

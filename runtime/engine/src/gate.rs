@@ -77,12 +77,16 @@ impl Engine {
                         .payload(serde_json::json!({ "pr": pr })),
                 )
                 .await?;
+                crate::breaker::reset(tx, &record.agent).await?;
                 Ok(AfterSettle::default())
             } else {
                 let why = format!(
                     "the PR could not be opened: {}",
                     outcome.diagnostic.as_deref().unwrap_or("failed")
                 );
+                // A failure (not a refusal: a person's call never counts).
+                crate::breaker::count_failure(tx, self, &record.agent, &record.project, &why)
+                    .await?;
                 self.return_task(tx, record, &why).await
             };
         }
@@ -91,6 +95,7 @@ impl Engine {
                 "{kind} failed, so no PR can be opened: {}",
                 outcome.diagnostic.as_deref().unwrap_or("failed")
             );
+            crate::breaker::count_failure(tx, self, &record.agent, &record.project, &why).await?;
             return self.return_task(tx, record, &why).await;
         }
         if kind == "git_merge" && outcome.succeeded {
@@ -178,7 +183,9 @@ impl Engine {
     ) -> Result<AfterSettle> {
         set_status(tx, task, to, (to != TaskStatus::Done).then_some(why)).await?;
         let released = sqlx::query(
-            "UPDATE agents SET task_id = NULL, status = 'idle', updated_at = $1 WHERE name = $2 AND task_id = $3",
+            // A paused agent stays paused (the breaker may have just tripped).
+            "UPDATE agents SET task_id = NULL, status = CASE WHEN status = 'paused' THEN 'paused' ELSE 'idle' END, \
+             updated_at = $1 WHERE name = $2 AND task_id = $3",
         )
         .bind(now_ms())
         .bind(agent)

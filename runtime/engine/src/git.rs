@@ -80,6 +80,22 @@ impl Git {
             .map_err(|e| EngineError::State(format!("a git operation did not complete: {e}")))?
     }
 
+    /// Repairs what a crash left in the repositories (stale `*.lock` files
+    /// of a git write that died half-way, half-created worktrees), leaving
+    /// alone the agents in `live` and any repository another process holds.
+    /// Returns what it did, one line each.
+    pub async fn reconcile(&self, live: Vec<(String, String)>) -> Result<Vec<String>> {
+        let live = live
+            .iter()
+            .filter_map(|(p, a)| Some((ProjectName::new(p).ok()?, AgentName::new(a).ok()?)))
+            .collect::<Vec<_>>();
+        self.blocking(move |wt| {
+            let report = wt.reconcile(&live)?;
+            Ok(report.actions.iter().map(|a| format!("{a:?}")).collect())
+        })
+        .await
+    }
+
     pub fn agent_repo(&self, project: &str, agent: &str) -> PathBuf {
         match (ProjectName::new(project), AgentName::new(agent)) {
             (Ok(p), Ok(a)) => self.wt.layout().agent_repo(&p, &a),

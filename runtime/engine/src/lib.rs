@@ -14,17 +14,22 @@ pub mod actions;
 pub mod agent_io;
 pub mod agents;
 pub mod berths;
+mod breaker;
 pub mod config;
 pub mod error;
 pub mod events;
 mod execute;
+pub mod followups;
 mod gate;
 pub mod git;
+mod hooks;
 pub mod ids;
 pub mod metrics;
 pub mod mounted;
 pub mod noop;
+mod parallel;
 pub mod permissions;
+pub mod pipeline;
 pub mod projects;
 pub mod prs;
 pub mod recovery;
@@ -43,17 +48,19 @@ pub use agents::{Agent, AgentImpl, AgentStatus, AutonomyReport};
 pub use berths::{
     BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, ReconciledContainer, SandboxProvider,
 };
-pub use config::{BerthMode, ModeChoice, ProjectConfig};
+pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
 pub use error::{EngineError, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter, OutboxMessage};
+pub use followups::{Choice, FollowupItem};
 pub use metrics::Metrics;
 pub use mounted::DockerProvider;
 pub use noop::{AgentRun, RunReport};
+pub use pipeline::{PipelineEnd, PipelineReport};
 pub use projects::{NewProject, Project};
 pub use prs::{PrStatus, PullRequest};
 pub use state::StateDir;
 pub use store::Store;
-pub use tasks::{Task, TaskStatus};
+pub use tasks::{NewTask, PipelineStep, Task, TaskSource, TaskStatus};
 
 /// One state directory's engine. Cheap to share behind an `Arc`.
 pub struct Engine {

@@ -193,3 +193,129 @@ pub fn project_files(
     };
     Ok((config, rules))
 }
+
+/// `text` (a `berth.toml`) with `[execution] mode` set to `mode`.
+pub fn with_execution_mode(text: &str, mode: crate::config::ExecutionMode) -> String {
+    with_key(text, "execution", "mode", &format!("\"{}\"", mode.as_str()))
+}
+
+/// `text` (a `berth.toml`) with `[table] key = value` (`value` written as
+/// TOML): the line replaced where it is written, added to the table, or the
+/// table appended. Everything else — comments included — is kept as written.
+pub fn with_key(text: &str, wanted: &str, key: &str, value: &str) -> String {
+    let line = format!("{key} = {value}");
+    let mut out: Vec<String> = Vec::new();
+    let mut table = String::new();
+    let mut done = false;
+    let mut in_execution_at: Option<usize> = None;
+    for l in text.lines() {
+        let t = l.trim();
+        if t.starts_with('[') {
+            if table == wanted && !done {
+                // The table ended without a mode line: add it at its end.
+                out.insert(in_execution_at.unwrap_or(out.len()), line.clone());
+                done = true;
+            }
+            table = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            out.push(l.to_string());
+            if table == wanted {
+                in_execution_at = Some(out.len());
+            }
+            continue;
+        }
+        if table == wanted && !done && t.split_once('=').is_some_and(|(k, _)| k.trim() == key) {
+            out.push(line.clone());
+            done = true;
+            continue;
+        }
+        out.push(l.to_string());
+    }
+    if !done {
+        if table == wanted {
+            out.push(line);
+        } else {
+            out.push(String::new());
+            out.push(format!("[{wanted}]"));
+            out.push(line);
+        }
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
+}
+
+impl Engine {
+    /// Writes the project's execution mode into its `berth.toml`
+    /// (`project.mode_set`). The file is checked before it replaces the old
+    /// one, so a failure changes nothing.
+    pub async fn set_project_mode(
+        &self,
+        name: &str,
+        mode: crate::config::ExecutionMode,
+        actor: &Actor,
+    ) -> Result<()> {
+        self.project(name).await?;
+        let path = self.state.project_config(name);
+        let text = std::fs::read_to_string(&path).map_err(EngineError::io("reading", &path))?;
+        let new = with_execution_mode(&text, mode);
+        let parsed = ProjectConfig::parse(&new, &path.display().to_string())?;
+        if parsed.execution.mode != mode {
+            return Err(EngineError::State(format!(
+                "could not set the mode in {}: edit `[execution] mode` by hand",
+                path.display()
+            )));
+        }
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, &new).map_err(EngineError::io("writing", &tmp))?;
+        std::fs::rename(&tmp, &path).map_err(EngineError::io("replacing", &path))?;
+        let mut tx = self.store.write("setting a project's mode").await?;
+        emit(
+            &mut tx,
+            NewEvent::new(kind::PROJECT_MODE_SET, actor)
+                .project(name)
+                .payload(serde_json::json!({ "mode": mode.as_str() })),
+        )
+        .await?;
+        tx.commit()
+            .await
+            .map_err(EngineError::store("setting a project's mode"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ExecutionMode;
+
+    #[test]
+    fn the_mode_line_is_set_wherever_it_stands() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "# c\n[execution]\n# how\nmode = \"review\"\n\n[git]\n",
+                "# c\n[execution]\n# how\nmode = \"auto\"\n\n[git]\n",
+            ),
+            (
+                "[execution]\n[git]\nco_author = \"A <a@b>\"\n",
+                "[execution]\nmode = \"auto\"\n[git]\nco_author = \"A <a@b>\"\n",
+            ),
+            ("[git]\n", "[git]\n\n[execution]\nmode = \"auto\"\n"),
+            ("[execution]\n", "[execution]\nmode = \"auto\"\n"),
+            (
+                "[git]\nmode = \"x\"\n[execution]\nmode=\"review\"\n",
+                "[git]\nmode = \"x\"\n[execution]\nmode = \"auto\"\n",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                with_execution_mode(text, ExecutionMode::Auto),
+                *want,
+                "{text:?}"
+            );
+        }
+        let default = crate::config::default_toml("p", "A <a@example.com>");
+        let set = with_execution_mode(&default, ExecutionMode::Auto);
+        let c = ProjectConfig::parse(&set, "berth.toml").unwrap();
+        assert_eq!(c.execution.mode, ExecutionMode::Auto);
+        assert_eq!(set.lines().count(), default.lines().count());
+    }
+}

@@ -109,7 +109,34 @@ impl Engine {
                 .await
                 .map_err(EngineError::store("marking an action interrupted"))?;
         }
+        if !interrupted.is_empty() {
+            self.reconcile_repositories().await?;
+        }
         Ok(interrupted)
+    }
+
+    /// A process died with an action under way — perhaps in the middle of a
+    /// git write that left a `*.lock` file behind, which would refuse every
+    /// later write (a retry, a recycle) for good. Repairs the repositories of
+    /// every agent with nothing under way in a living process (their own
+    /// commands may be writing their repository); the worktrees crate also
+    /// skips any repository another berth process holds.
+    async fn reconcile_repositories(&self) -> Result<()> {
+        let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+            "SELECT project, agent, executor FROM proposed_actions WHERE status = 'executing'",
+        )
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("finding live agents"))?;
+        let live: Vec<(String, String)> = rows
+            .into_iter()
+            .filter(|(_, _, e)| e.as_deref().is_none_or(|e| !executor_is_dead(e)))
+            .map(|(p, a, _)| (p, a))
+            .collect();
+        for done in self.git().reconcile(live).await? {
+            tracing::warn!(%done, "repaired after a crash");
+        }
+        Ok(())
     }
 }
 

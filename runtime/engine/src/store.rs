@@ -19,8 +19,14 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 use crate::error::{EngineError, Result};
 
 /// The migrations, in order. Append; never edit one that shipped.
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (
+        2,
+        "pipelines",
+        include_str!("../migrations/0002_pipelines.sql"),
+    ),
+];
 
 /// A handle on the store; cheap to clone.
 #[derive(Debug, Clone)]

@@ -494,3 +494,84 @@ async fn interrupted_steps_are_checked_against_the_repositories_never_rerun_on_t
         "only interrupted actions"
     );
 }
+
+#[tokio::test]
+async fn a_failed_delivery_step_trips_the_breaker_and_a_denial_does_not() {
+    let f = Fixture::new().await;
+    let path = f.state().project_config("demo");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("circuit_breaker = 3", "circuit_breaker = 1");
+    std::fs::write(&path, text).unwrap();
+    manual_noop(&f, "dev-1").await;
+
+    // A person's denial returns the task and is no failure of the agent's.
+    f.engine
+        .create_task("demo", "denied", &user())
+        .await
+        .unwrap();
+    let AgentRun::AwaitingApproval { action, .. } = step(&f, "dev-1").await else {
+        panic!()
+    };
+    f.engine.deny(&action, &user(), Some("no")).await.unwrap();
+    assert_eq!(f.engine.consecutive_failures("dev-1").await.unwrap(), 0);
+    assert_eq!(
+        f.engine.agent("dev-1").await.unwrap().status,
+        AgentStatus::Idle
+    );
+
+    // A push that fails is one.
+    f.engine
+        .create_task("demo", "fails", &user())
+        .await
+        .unwrap();
+    let AgentRun::AwaitingApproval { action, .. } = step(&f, "dev-1").await else {
+        panic!()
+    };
+    f.engine
+        .approve(&action, &user(), false, None)
+        .await
+        .unwrap();
+    let AgentRun::AwaitingApproval { action, step: s } = step(&f, "dev-1").await else {
+        panic!()
+    };
+    assert_eq!(s, "git_push");
+    let refs = f.forge().join("refs");
+    let aside = f.forge().join("refs.aside");
+    std::fs::rename(&refs, &aside).unwrap();
+    std::fs::write(&refs, "not a directory").unwrap();
+    let r = f.engine.approve(&action, &user(), false, None).await;
+    std::fs::remove_file(&refs).unwrap();
+    std::fs::rename(&aside, &refs).unwrap();
+    let r = r.unwrap();
+    assert!(!r.outcome.succeeded, "{r:?}");
+    let a = f.engine.agent("dev-1").await.unwrap();
+    assert_eq!((a.status, a.task.as_deref()), (AgentStatus::Paused, None));
+    let paused = f
+        .engine
+        .events(&EventFilter {
+            kind: Some("agent.paused".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(paused.len(), 1);
+    assert!(
+        paused[0].payload["last"]
+            .as_str()
+            .unwrap()
+            .contains("git_push failed"),
+        "{paused:?}"
+    );
+    // Paused: no claim until a person resumes it.
+    f.engine
+        .create_task("demo", "waits", &user())
+        .await
+        .unwrap();
+    assert_eq!(step(&f, "dev-1").await, AgentRun::Paused);
+    f.engine.resume_agent("dev-1", &user()).await.unwrap();
+    assert!(matches!(
+        step(&f, "dev-1").await,
+        AgentRun::AwaitingApproval { .. }
+    ));
+}

@@ -640,6 +640,12 @@ mod tests {
             status: TaskStatus::Blocked,
             agent: Some(evil.into()),
             diagnosis: Some(evil.into()),
+            execution_mode: None,
+            steps: None,
+            write: false,
+            parent: None,
+            source: berth_engine::TaskSource::User,
+            tags: Vec::new(),
             created_at: 0,
             updated_at: 0,
         };

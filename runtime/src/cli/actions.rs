@@ -31,6 +31,16 @@ pub struct ApproveArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct ResolveArgs {
+    /// The choice's id (or a unique prefix of it), as `berth actions` lists it.
+    id: String,
+    /// rerun | manual_task | skip
+    choice: String,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct RetryArgs {
     /// The interrupted action's id (or a unique prefix of it).
     id: String,
@@ -66,9 +76,24 @@ pub async fn list(engine: &Engine, a: ActionsArgs) -> anyhow::Result<u8> {
             task: None,
         })
         .await?;
+    let choices = engine.choices(a.pending).await?;
     if a.json {
         print_json(&actions)?;
         return Ok(0);
+    }
+    for c in &choices {
+        println!(
+            "{}  choice {:<9} {:<10} followup \"{}\" blocked by permissions (task {}){}",
+            &c.id[..8],
+            c.status,
+            c.agent.as_deref().unwrap_or("-"),
+            c.item.title,
+            &c.task[..8],
+            match &c.choice {
+                Some(ch) => format!(": {ch}"),
+                None => format!(": `berth resolve {} {}`", &c.id[..8], c.options.join("|")),
+            }
+        );
     }
     if actions.is_empty() {
         println!(
@@ -195,4 +220,21 @@ pub async fn retry(engine: &Engine, a: RetryArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(if r.outcome.succeeded { 0 } else { 1 })
+}
+
+pub async fn resolve(engine: &Engine, a: ResolveArgs) -> anyhow::Result<u8> {
+    let c = engine
+        .resolve_choice(&a.id, &a.choice, &Actor::current_user())
+        .await?;
+    if a.json {
+        print_json(&c)?;
+    } else {
+        println!(
+            "choice {} resolved as {}: {}",
+            &c.id[..8],
+            c.choice.as_deref().unwrap_or("-"),
+            c.result.map(|r| r.to_string()).unwrap_or_default()
+        );
+    }
+    Ok(0)
 }

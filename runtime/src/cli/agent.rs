@@ -1,4 +1,4 @@
-//! `berth agent activate|auto-mode|run` and `berth autonomy set|show`.
+//! `berth agent activate|auto-mode|resume|run` and `berth autonomy set|show`.
 
 use berth_engine::{Actor, AgentImpl, AgentRun, Engine};
 use berth_policy::Mode;
@@ -30,6 +30,8 @@ pub enum AgentCommand {
     },
     /// Auto mode: writes the wildcard `*` as auto_approve (on) or require_approval (off).
     AutoMode { agent: String, switch: Switch },
+    /// Resume an agent the circuit breaker paused.
+    Resume { agent: String },
     /// Drive a noop agent's loop in the foreground.
     Run {
         agent: String,
@@ -79,6 +81,10 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
                 a.project,
                 a.identity()
             );
+        }
+        AgentCommand::Resume { agent } => {
+            let a = engine.resume_agent(&agent, &user).await?;
+            println!("agent {} resumed: {}", a.name, a.status.as_str());
         }
         AgentCommand::AutoMode { agent, switch } => {
             let on = matches!(switch, Switch::On);

@@ -72,6 +72,8 @@ pub enum Command {
     Approve(actions::ApproveArgs),
     /// Deny a pending action.
     Deny(actions::DenyArgs),
+    /// Resolve a choice berth left to a person (a followup blocked by permissions).
+    Resolve(actions::ResolveArgs),
     /// Re-execute an action that a crash interrupted (never done on its own).
     Retry(actions::RetryArgs),
     /// The event log.
@@ -153,6 +155,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         Command::Approve(a) => actions::approve(&engine, a).await?,
         Command::Deny(a) => actions::deny(&engine, a).await?,
         Command::Retry(a) => actions::retry(&engine, a).await?,
+        Command::Resolve(a) => actions::resolve(&engine, a).await?,
         Command::Events(a) => log::events(&engine, a).await?,
         Command::Metrics(a) => log::metrics(&engine, a).await?,
         Command::Outbox(c) => log::outbox(&engine, c).await?,

@@ -1,4 +1,4 @@
-//! `berth project add|ls`.
+//! `berth project add|ls|set-mode`.
 
 use std::path::PathBuf;
 
@@ -23,6 +23,12 @@ pub enum ProjectCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Set the project's execution mode (`[execution] mode` in its berth.toml).
+    SetMode {
+        name: String,
+        #[arg(value_enum)]
+        mode: super::task::ModeArg,
+    },
 }
 
 pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
@@ -42,6 +48,15 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                 "configuration: {} and {}",
                 engine.state().project_config(&p.name).display(),
                 engine.state().project_rules(&p.name).display()
+            );
+        }
+        ProjectCommand::SetMode { name, mode } => {
+            engine
+                .set_project_mode(&name, mode.mode(), &Actor::current_user())
+                .await?;
+            println!(
+                "project {name}: execution mode {} (tasks without their own mode, from their next run)",
+                mode.mode().as_str()
             );
         }
         ProjectCommand::Ls { json } => {

@@ -1,0 +1,148 @@
+//! A pipeline of 10 `true` steps end to end in the runner: lease, run row,
+//! ten proposals (decide, log, set read-only `/work` with Landlock, run,
+//! log), done, `task_auto_approved`, `pipeline_completed`.
+//!
+//!   cargo bench -p berth-engine --bench pipeline [-- N]
+//!
+//! N pipelines (default 50) run one after another by one agent whose
+//! autonomy auto-approves `terminal`. Two baselines beside it: the same ten
+//! steps with write access (`--write`: no Landlock ruleset to build), and ten
+//! bare `true` execs through the runner with no store at all — what berth's
+//! bookkeeping costs is the difference.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use berth_engine::{
+    Actor, AgentImpl, Engine, ExecutionMode, NewProject, NewTask, PipelineEnd, PipelineStep,
+    StateDir,
+};
+use berth_policy::Mode;
+use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
+
+const STEPS: usize = 10;
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+fn report(name: &str, mut times: Vec<Duration>) {
+    times.sort();
+    let n = times.len();
+    let total: Duration = times.iter().sum();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{name:<34} n={n:<4} mean {:>7.1} ms  median {:>7.1} ms  p95 {:>7.1} ms  per step {:>6.2} ms",
+        ms(total) / n as f64,
+        ms(times[n / 2]),
+        ms(times[(n * 95 / 100).min(n - 1)]),
+        ms(total) / (n * STEPS) as f64,
+    );
+}
+
+async fn pipelines(engine: &Engine, n: usize, write: bool, user: &Actor) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = engine
+            .create_task_with(
+                NewTask {
+                    execution_mode: Some(ExecutionMode::Auto),
+                    steps: Some(
+                        (0..STEPS)
+                            .map(|_| PipelineStep {
+                                command: "true".into(),
+                                write: false,
+                            })
+                            .collect(),
+                    ),
+                    write,
+                    ..NewTask::new("bench", &format!("bench {i}"))
+                },
+                user,
+            )
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let r = engine.run_pipeline(&t.id, None, user).await.unwrap();
+        times.push(start.elapsed());
+        assert_eq!(r.end, PipelineEnd::Done, "{r:?}");
+    }
+    times
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(50);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    git(&src, &["init", "-q", "-b", "main"]);
+    git(&src, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let state = StateDir::new(tmp.path().join("state"));
+    let engine = Engine::init(state.clone()).await.unwrap();
+    let user = Actor::user("bench");
+    engine
+        .add_project(
+            NewProject {
+                name: "bench".into(),
+                from: src,
+                base: None,
+            },
+            &user,
+        )
+        .await
+        .unwrap();
+    engine
+        .activate_agent("dev-1", "bench", AgentImpl::Real, &user)
+        .await
+        .unwrap();
+    engine
+        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
+        .await
+        .unwrap();
+    let info = engine.up("dev-1", "bench", None, &user).await.unwrap();
+
+    // Warm-up: the first run opens the sandbox and the store's caches.
+    pipelines(&engine, 2, false, &user).await;
+    println!("pipeline of {STEPS} `true` steps, runner, auto mode ({n} runs each)");
+    report(
+        "read-only steps (Landlock)",
+        pipelines(&engine, n, false, &user).await,
+    );
+    report(
+        "steps with write access",
+        pipelines(&engine, n, true, &user).await,
+    );
+
+    let worktree = info.worktree.unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let runner = Runner::new(RunnerConfig::new(&worktree, &home)).unwrap();
+    let mut bare = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        for _ in 0..STEPS {
+            let out = runner.exec(ExecRequest::shell("true"), None).await.unwrap();
+            assert!(out.status.success());
+        }
+        bare.push(start.elapsed());
+    }
+    report("baseline: 10 bare runner execs", bare);
+    engine.close().await;
+}
