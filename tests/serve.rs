@@ -1303,3 +1303,131 @@ fn a_server_started_after_a_crash_marks_the_running_action_interrupted() {
     assert_eq!(ev[0]["actor"]["kind"], "system");
     again.stop();
 }
+
+/// Pipeline tasks over the API: created with steps, run until a step waits
+/// for a person, resumed by the server once the person approves it (no
+/// second `run` call), then approved as a task in review; modes set per task
+/// and per project; choices listed; a resume of an agent that is not paused
+/// refused with a reason.
+#[test]
+fn pipelines_run_over_the_api_and_resume_in_the_background_after_an_approval() {
+    let state = State::with_project();
+    roomy(&state);
+    state.ok(&["agent", "activate", "builder", "--project", "demo"]);
+    state.ok(&["up", "builder", "--project", "demo", "--mode", "runner"]);
+    let served = start(&state, Transport::Socket, &[]);
+    let api = Api::new(served.client(&state));
+
+    let (s, task) = api.call(
+        "post",
+        "/api/tasks",
+        &[],
+        "",
+        Some(json!({
+            "project": "demo",
+            "title": "check",
+            "steps": ["echo checked > /dev/null"],
+            "mode": "review",
+        })),
+    );
+    assert_eq!(s, 201, "{task}");
+    assert_eq!(
+        (&task["steps"], &task["execution_mode"], &task["source"]),
+        (
+            &json!([{"command": "echo checked > /dev/null"}]),
+            &json!("review"),
+            &json!("user")
+        )
+    );
+    let id = task["id"].as_str().unwrap().to_string();
+
+    // The agent has no rule for the step: it waits for a person.
+    let report = api.ok("post", "/api/tasks/{id}/run", &[&id], None);
+    assert_eq!(
+        (&report["end"]["state"], &report["mode"], &report["agent"]),
+        (&json!("waiting"), &json!("review"), &json!("builder"))
+    );
+    let action = report["end"]["action"].as_str().unwrap().to_string();
+    assert_eq!(
+        api.ok("get", "/api/tasks/{id}", &[&id], None)["status"],
+        "awaiting_approval"
+    );
+    api.ok("post", "/api/actions/{id}/approve", &[&action], None);
+    // No second run call: the server resumes the run.
+    wait_for("the task in review", Duration::from_secs(30), || {
+        let t = api.ok("get", "/api/tasks/{id}", &[&id], None);
+        (t["status"] == "in_review").then_some(())
+    });
+    let done = api.ok("post", "/api/tasks/{id}/approve", &[&id], None);
+    assert_eq!(done["end"]["state"], "done");
+    assert_eq!(
+        api.ok("get", "/api/tasks/{id}", &[&id], None)["status"],
+        "done"
+    );
+
+    // A second task, returned by a person.
+    let (_, t2) = api.call(
+        "post",
+        "/api/tasks",
+        &[],
+        "",
+        Some(json!({"project": "demo", "title": "lint", "steps": ["true"], "write": true})),
+    );
+    let id2 = t2["id"].as_str().unwrap().to_string();
+    assert_eq!(t2["write"], true);
+    let t2 = api.ok(
+        "put",
+        "/api/tasks/{id}/mode",
+        &[&id2],
+        Some(json!({"mode": "auto"})),
+    );
+    assert_eq!(t2["execution_mode"], "auto");
+    let t2 = api.ok(
+        "put",
+        "/api/tasks/{id}/mode",
+        &[&id2],
+        Some(json!({"mode": "inherit"})),
+    );
+    assert_eq!(t2.get("execution_mode"), None);
+    api.err(
+        "put",
+        "/api/tasks/{id}/mode",
+        &[&id2],
+        Some(json!({"mode": "sometimes"})),
+        422,
+        "invalid_value",
+    );
+    api.ok(
+        "put",
+        "/api/projects/{name}/mode",
+        &["demo"],
+        Some(json!({"mode": "review"})),
+    );
+    let cfg = std::fs::read_to_string(state.root().join("projects/demo/berth.toml")).unwrap();
+    assert!(cfg.contains("mode = \"review\""), "{cfg}");
+    let msg = api.err(
+        "post",
+        "/api/tasks/{id}/reject",
+        &[&id2],
+        Some(json!({})),
+        422,
+        "invalid_body",
+    );
+    assert!(msg.contains("reason"), "{msg}");
+
+    assert_eq!(
+        api.ok("get", "/api/choices", &[], None),
+        json!([]),
+        "no followup was blocked"
+    );
+    let msg = api.err(
+        "post",
+        "/api/agents/{name}/resume",
+        &["builder"],
+        None,
+        409,
+        "invalid_state",
+    );
+    assert!(msg.contains("not paused"), "{msg}");
+    served.stop();
+}

@@ -1025,6 +1025,29 @@ impl Engine {
         self.task(&task.id).await
     }
 
+    /// Pipeline tasks waiting for a person whose actions are all decided
+    /// now (approved, denied or done): a run of each goes on from where it
+    /// stopped. `berth serve` resumes them in the background; in a terminal
+    /// it is `berth task run T` again.
+    pub async fn pipelines_to_resume(&self) -> Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT r.task_id FROM pipeline_runs r \
+             WHERE r.state = 'waiting' \
+               AND NOT EXISTS (SELECT 1 FROM proposed_actions a \
+                               WHERE a.task_id = r.task_id AND a.status = 'pending') \
+             ORDER BY r.updated_at, r.task_id",
+        )
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("listing pipelines to resume"))?;
+        rows.iter()
+            .map(|r| {
+                r.try_get("task_id")
+                    .map_err(EngineError::store("listing pipelines to resume"))
+            })
+            .collect()
+    }
+
     /// The run of a pipeline task, as the store holds it (for `task show`).
     pub async fn pipeline_state(&self, task: &str) -> Result<Option<serde_json::Value>> {
         let t = self.task(task).await?;

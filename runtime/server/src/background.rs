@@ -181,3 +181,61 @@ pub(crate) async fn drive_agents(
         }
     }
 }
+
+/// Resumes pipeline runs that waited for a person once every action they
+/// waited on is decided (approved here, in a terminal or by another
+/// server), whenever the log moves — what `berth task run T` again does in
+/// a terminal. The pipeline's lease keeps a run that a terminal resumes at
+/// the same time from running twice; a resumption that fails is logged and
+/// tried again after a while.
+pub(crate) async fn drive_pipelines(
+    engine: Arc<Engine>,
+    user: berth_engine::Actor,
+    mut latest: watch::Receiver<i64>,
+    mut shutdown: watch::Receiver<bool>,
+    rescan: Duration,
+) {
+    let mut resting: HashMap<String, Instant> = HashMap::new();
+    loop {
+        let tasks = match engine.pipelines_to_resume().await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!("listing pipelines to resume: {e}");
+                Vec::new()
+            }
+        };
+        for task in tasks {
+            let now = Instant::now();
+            if resting.get(&task).is_some_and(|until| *until > now) {
+                continue;
+            }
+            let run = engine.run_pipeline_with(&task, None, false, &user);
+            let result = tokio::select! {
+                r = run => r,
+                _ = shutdown.wait_for(|s| *s) => {
+                    tracing::warn!(task = %task, "shutdown while a pipeline ran: recovery marks its action interrupted");
+                    return;
+                }
+            };
+            match result {
+                Ok(report) => {
+                    resting.remove(&task);
+                    tracing::info!(task = %task, end = ?report.end, "pipeline resumed");
+                }
+                Err(e) => {
+                    tracing::warn!(task = %task, "resuming a pipeline (next try in {}s): {e}", RETRY_AFTER_FAILURE.as_secs());
+                    resting.insert(task, Instant::now() + RETRY_AFTER_FAILURE);
+                }
+            }
+        }
+        tokio::select! {
+            changed = latest.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+            _ = tokio::time::sleep(rescan) => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! `berth serve`: the HTTP/JSON API over the engine, a server-sent-events
 //! stream of the log, the approvals page, and the background work (recovery
-//! at start, the noop agents' loops).
+//! at start, the noop agents' loops, pipelines resumed once a person approves).
 //!
 //! A thin layer, on purpose: every handler makes the engine call the CLI
 //! makes for the same command, with the same arguments, and answers with the
@@ -71,7 +71,7 @@ pub struct Options {
     pub listen: Listen,
     /// Permit a TCP address that is not loopback (refused otherwise).
     pub allow_non_loopback: bool,
-    /// Drive the noop agents' loops in the background.
+    /// Drive the noop agents' loops, and resume pipelines a person unblocked, in the background.
     pub drive_agents: bool,
     /// How often the log's cursor is polled for writes by other processes.
     pub poll: Duration,
@@ -202,6 +202,15 @@ impl Server {
                 self.options.rescan,
             ))
         });
+        let pipelines = self.options.drive_agents.then(|| {
+            tokio::spawn(background::drive_pipelines(
+                self.engine.clone(),
+                Actor::current_user(),
+                log.subscribe(),
+                stop_rx.clone(),
+                self.options.rescan,
+            ))
+        });
         let state = AppState {
             engine: self.engine.clone(),
             access: self.access,
@@ -243,6 +252,9 @@ impl Server {
         let _ = stop_tx.send(true);
         if let Some(d) = driver {
             let _ = d.await;
+        }
+        if let Some(p) = pipelines {
+            let _ = p.await;
         }
         let _ = follower.await;
         served
