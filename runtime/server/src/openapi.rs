@@ -274,7 +274,7 @@ mod tests {
         let doc = document().unwrap();
         let task = serde_json::json!({
             "id": "a", "project": "p", "title": "t", "status": "todo", "agent": null,
-            "diagnosis": null, "created_at": 1, "updated_at": 1
+            "diagnosis": null, "source": "user", "created_at": 1, "updated_at": 1
         });
         assert_eq!(
             check_response(&doc, "get", "/api/tasks/{id}", 200, &task),
