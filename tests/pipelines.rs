@@ -2,7 +2,9 @@
 //! Pipeline tasks through the `berth` binary: the commands, their exit
 //! codes, two processes on one task, and `kill -9` at random points of a
 //! pipeline and of an approval, many times, with the invariants checked
-//! after each restart. Real processes, a real store, real git.
+//! after each restart. Real processes, a real store, real git; the runner
+//! for most, and a Docker berth for the execution modes and the permission
+//! retry (the read-only `/work` of a container).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -12,6 +14,16 @@ use berth_engine::{ActionFilter, ActionStatus, Engine, EventFilter, StateDir, Ta
 
 struct Cli {
     dir: tempfile::TempDir,
+    mounted: bool,
+}
+
+impl Drop for Cli {
+    /// A Docker berth goes with its test, failed or not.
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = self.run(&["down", "dev-1"]);
+        }
+    }
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -25,10 +37,21 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 impl Cli {
-    /// State with project `demo`, agent `dev-1` up, terminal auto-approved.
+    /// State with project `demo`, agent `dev-1` up in a runner berth,
+    /// terminal auto-approved.
     fn new() -> Cli {
+        Cli::with_berth("runner")
+    }
+
+    /// The same with `dev-1` in a Docker berth.
+    fn mounted() -> Cli {
+        Cli::with_berth("mounted")
+    }
+
+    fn with_berth(mode: &str) -> Cli {
         let cli = Cli {
             dir: tempfile::tempdir().unwrap(),
+            mounted: mode == "mounted",
         };
         let src = cli.dir.path().join("src");
         std::fs::create_dir_all(&src).unwrap();
@@ -40,7 +63,10 @@ impl Cli {
         cli.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
         cli.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
         cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
-        cli.ok(&["up", "dev-1", "--project", "demo"]);
+        if cli.mounted {
+            cli.ok(&["image", "build"]);
+        }
+        cli.ok(&["up", "dev-1", "--project", "demo", "--mode", mode]);
         cli
     }
 
@@ -644,4 +670,121 @@ async fn kill_9_while_auto_mode_resolves_a_choice_resolves_it_once() {
         engine.close().await;
     }
     eprintln!("choices: {escalated} of 5 reruns interrupted by the kill and escalated");
+}
+
+/// Whether a Docker engine answers; under `CI=true` it must.
+fn docker_answers() -> bool {
+    let ok = Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no Docker engine answers, and CI=true requires one (start dockerd)"
+        );
+        eprintln!("skipped: no Docker engine answers");
+    }
+    ok
+}
+
+/// In a Docker berth: a read-only step that writes `/work` fails on the
+/// container's read-only mount, auto mode retries it once with write access
+/// (which then holds), and the task is done; review mode stops in review
+/// until a person approves; nothing is left after `down`.
+#[test]
+fn in_a_docker_berth_auto_mode_retries_a_read_only_failure_with_write_access() {
+    if !docker_answers() {
+        return;
+    }
+    let cli = Cli::mounted();
+    let t = cli.task(&[
+        "--title",
+        "write",
+        "--mode",
+        "auto",
+        "--step",
+        "cat /work/a.txt",
+        "--step",
+        "echo built > /work/out.txt",
+        "--step",
+        "cat /work/out.txt",
+    ]);
+    let out = cli.run(&["task", "run", &t, "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(
+        (
+            out.status.code(),
+            report["end"]["state"].as_str(),
+            report["access_note"].as_str()
+        ),
+        (Some(0), Some("done"), None),
+        "{report}"
+    );
+    let events: Vec<serde_json::Value> =
+        serde_json::from_str(&cli.ok(&["events", "--task", &t, "--json"])).unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .filter(|k| {
+            [
+                "task_permission_retry",
+                "task_auto_approved",
+                "pipeline_completed",
+                "task.blocked",
+            ]
+            .contains(k)
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "task_permission_retry",
+            "task_auto_approved",
+            "pipeline_completed"
+        ]
+    );
+    let actions: Vec<serde_json::Value> =
+        serde_json::from_str(&cli.ok(&["actions", "--json"])).unwrap();
+    let failed: Vec<&serde_json::Value> = actions
+        .iter()
+        .filter(|a| a["task"] == t.as_str() && a["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{actions:#?}");
+    let stderr = failed[0]["result"]["stderr"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    assert!(stderr.contains("read-only file system"), "{stderr}");
+    let wt = cli.state().join("worktrees/demo/dev-1");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("out.txt")).unwrap(),
+        "built\n"
+    );
+
+    let r = cli.task(&["--title", "review", "--mode", "review", "--step", "true"]);
+    let out = cli.ok(&["task", "run", &r]);
+    assert!(out.contains("in review"), "{out}");
+    cli.ok(&["task", "approve", &r]);
+    let shown: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["task", "show", &r, "--json"])).unwrap();
+    assert_eq!(shown["task"]["status"], "done", "{shown}");
+
+    cli.ok(&["down", "dev-1"]);
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label=berth.worktree={}", wt.display()))
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "containers left: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
 }
