@@ -61,6 +61,16 @@ impl Cli {
         git(&src, &["commit", "-q", "-m", "init"]);
         cli.ok(&["init"]);
         cli.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
+        // Every berth of the project in this backend, also the ones an
+        // agent's loop brings up on its own.
+        let config = cli.state().join("projects/demo/berth.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.contains("\nmode = \"auto\"\n"), "{text}");
+        std::fs::write(
+            &config,
+            text.replace("\nmode = \"auto\"\n", &format!("\nmode = \"{mode}\"\n")),
+        )
+        .unwrap();
         cli.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
         cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
         if cli.mounted {
