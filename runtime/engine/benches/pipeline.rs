@@ -1,8 +1,10 @@
-//! A pipeline of 10 `true` steps end to end in the runner: lease, run row,
-//! ten proposals (decide, log, set read-only `/work` with Landlock, run,
-//! log), done, `task_auto_approved`, `pipeline_completed`.
+//! A pipeline of 10 `true` steps end to end: lease, run row, ten proposals
+//! (decide, log, set read-only `/work`, run, log), done,
+//! `task_auto_approved`, `pipeline_completed` — in the runner (Landlock for
+//! read-only), or with `mounted` in a Docker berth (read-only `/work` is the
+//! container recreated with the mount read-only; needs a Docker engine).
 //!
-//!   cargo bench -p berth-engine --bench pipeline [-- N]
+//!   cargo bench -p berth-engine --bench pipeline [-- N] [mounted]
 //!
 //! N pipelines (default 50) run one after another by one agent whose
 //! autonomy auto-approves `terminal`. Two baselines beside it: the same ten
@@ -14,11 +16,15 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use berth_engine::{
-    Actor, AgentImpl, Engine, ExecutionMode, NewProject, NewTask, PipelineEnd, PipelineStep,
-    StateDir,
+    Actor, AgentImpl, BerthMode, DockerProvider, Engine, ExecutionMode, NewProject, NewTask,
+    PipelineEnd, PipelineStep, StateDir,
 };
 use berth_policy::Mode;
+use berth_sandbox::docker::DockerBackend;
+use berth_sandbox::image::{NoProgress, Recipe};
 use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
 
 const STEPS: usize = 10;
@@ -89,6 +95,7 @@ async fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(50);
+    let mounted = std::env::args().any(|a| a == "mounted");
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
@@ -96,6 +103,24 @@ async fn main() {
     git(&src, &["commit", "-q", "--allow-empty", "-m", "init"]);
     let state = StateDir::new(tmp.path().join("state"));
     let engine = Engine::init(state.clone()).await.unwrap();
+    let engine = if mounted {
+        let backend = DockerBackend::connect()
+            .await
+            .expect("`mounted` needs a Docker engine");
+        backend
+            .build_image(&Recipe::default_agent().unwrap(), &mut NoProgress)
+            .await
+            .unwrap();
+        engine.close().await;
+        Engine::open_with(
+            state.clone(),
+            Arc::new(DockerProvider::with_backend(backend)),
+        )
+        .await
+        .unwrap()
+    } else {
+        engine
+    };
     let user = Actor::user("bench");
     engine
         .add_project(
@@ -116,19 +141,33 @@ async fn main() {
         .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
         .await
         .unwrap();
-    let info = engine.up("dev-1", "bench", None, &user).await.unwrap();
+    let mode = if mounted {
+        BerthMode::Mounted
+    } else {
+        BerthMode::Runner
+    };
+    let info = engine
+        .up("dev-1", "bench", Some(mode), &user)
+        .await
+        .unwrap();
 
     // Warm-up: the first run opens the sandbox and the store's caches.
     pipelines(&engine, 2, false, &user).await;
-    println!("pipeline of {STEPS} `true` steps, runner, auto mode ({n} runs each)");
-    report(
-        "read-only steps (Landlock)",
-        pipelines(&engine, n, false, &user).await,
+    println!(
+        "pipeline of {STEPS} `true` steps, {}, auto mode ({n} runs each)",
+        mode.as_str()
     );
+    report("read-only steps", pipelines(&engine, n, false, &user).await);
     report(
         "steps with write access",
         pipelines(&engine, n, true, &user).await,
     );
+    if mounted {
+        // The bare exec in a container: `cargo bench -p berth-sandbox --bench docker_exec`.
+        engine.down("dev-1", false, &user).await.unwrap();
+        engine.close().await;
+        return;
+    }
 
     let worktree = info.worktree.unwrap();
     let home = tmp.path().join("home");
