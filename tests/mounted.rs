@@ -8,31 +8,21 @@
 //! Without a Docker engine these tests skip with the reason, except under
 //! `CI=true`, where they fail.
 
+#[path = "support/docker.rs"]
+mod docker;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use docker::docker_answers;
 
 use serde_json::Value;
 
 const BERTH: &str = env!("CARGO_BIN_EXE_berth");
 /// A socket no engine listens on.
 const NO_ENGINE: &str = "unix:///nonexistent/berth-test-docker.sock";
-
-fn docker_answers() -> bool {
-    let ok = Command::new("docker")
-        .args(["version", "--format", "{{.Server.APIVersion}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true and the Docker engine does not answer, which fails the run"
-        );
-        eprintln!("skipping: the Docker engine does not answer");
-    }
-    ok
-}
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")

@@ -6,9 +6,14 @@
 //! for most, and a Docker berth for the execution modes and the permission
 //! retry (the read-only `/work` of a container).
 
+#[path = "support/docker.rs"]
+mod docker;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use docker::docker_answers;
 
 use berth_engine::{ActionFilter, ActionStatus, Engine, EventFilter, StateDir, TaskStatus};
 
@@ -680,22 +685,6 @@ async fn kill_9_while_auto_mode_resolves_a_choice_resolves_it_once() {
         engine.close().await;
     }
     eprintln!("choices: {escalated} of 5 reruns interrupted by the kill and escalated");
-}
-
-/// Whether a Docker engine answers; under `CI=true` it must.
-fn docker_answers() -> bool {
-    let ok = Command::new("docker")
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no Docker engine answers, and CI=true requires one (start dockerd)"
-        );
-        eprintln!("skipped: no Docker engine answers");
-    }
-    ok
 }
 
 /// In a Docker berth: a read-only step that writes `/work` fails on the

@@ -462,9 +462,12 @@ impl Engine {
                 report.access_note = Some(note.clone());
                 self.note_access(&task.id, note).await?;
             }
-            match record.status {
+            // A step that stops the run: why, and whether it counts toward
+            // the agent's circuit breaker.
+            let blocked: Option<(String, bool)> = match record.status {
                 ActionStatus::Executed => {
                     run = self.advance(task, &run, i + 1).await?;
+                    None
                 }
                 ActionStatus::Failed => {
                     let retry = run.mode == ExecutionMode::Auto && !write && run.attempt == 0;
@@ -473,6 +476,7 @@ impl Engine {
                             run = self
                                 .permission_retry(task, &run, i, step, &record, pattern)
                                 .await?;
+                            None
                         }
                         (_, perm) => {
                             let why = record.diagnostic.as_deref().unwrap_or("failed");
@@ -489,10 +493,7 @@ impl Engine {
                                     run.mode.as_str()
                                 ),
                             };
-                            report.end = self
-                                .block_pipeline(task, &run, &diagnosis, Some(&record), true)
-                                .await?;
-                            return Ok(report);
+                            Some((diagnosis, true))
                         }
                     }
                 }
@@ -500,8 +501,8 @@ impl Engine {
                     report.end = self.wait_pipeline(task, &run, i, &record).await?;
                     return Ok(report);
                 }
-                ActionStatus::Interrupted => {
-                    let diagnosis = format!(
+                ActionStatus::Interrupted => Some((
+                    format!(
                         "step {} (`{}`, action {}) was interrupted when its berth process died; it was not re-run: \
                          check its effect, then `berth retry {}` and `berth task run {}` to continue, \
                          or `berth task run {} --restart` to run the pipeline over",
@@ -511,28 +512,30 @@ impl Engine {
                         short(&record.id),
                         short(&task.id),
                         short(&task.id)
-                    );
-                    report.end = self
-                        .block_pipeline(task, &run, &diagnosis, Some(&record), false)
-                        .await?;
-                    return Ok(report);
-                }
+                    ),
+                    false,
+                )),
                 ActionStatus::Refused | ActionStatus::Denied => {
                     let reason = match record.propose_status() {
                         crate::actions::ProposeStatus::Refused { reason } => reason,
                         _ => "refused".into(),
                     };
-                    let diagnosis = format!(
-                        "step {} (`{}`) was {}: {reason}",
-                        i + 1,
-                        step.command,
-                        record.status.as_str()
-                    );
-                    report.end = self
-                        .block_pipeline(task, &run, &diagnosis, Some(&record), false)
-                        .await?;
-                    return Ok(report);
+                    Some((
+                        format!(
+                            "step {} (`{}`) was {}: {reason}",
+                            i + 1,
+                            step.command,
+                            record.status.as_str()
+                        ),
+                        false,
+                    ))
                 }
+            };
+            if let Some((diagnosis, counts)) = blocked {
+                report.end = self
+                    .block_pipeline(task, &run, &diagnosis, Some(&record), counts)
+                    .await?;
+                return Ok(report);
             }
         }
         if run.state == "running" {

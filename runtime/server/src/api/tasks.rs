@@ -170,7 +170,7 @@ pub(crate) async fn set_mode(
     let mode = required(b.mode, "mode", r#"{"mode": "auto"}"#)?;
     let m = match mode.as_str() {
         "inherit" => None,
-        other => Some(execution_mode(other).map_err(|_| {
+        other => Some(ExecutionMode::parse(other).ok_or_else(|| {
             ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_value",
