@@ -492,21 +492,40 @@ impl Engine {
             )));
         }
         let loaded = self.load_project(&a.project).await?;
-        // The container first: until it is gone the berth stays recorded up
-        // (a failed close is retried by the next `down`).
+        self.close_berth(&a, &loaded.config, keep_worktree, actor)
+            .await?;
+        if !keep_worktree {
+            self.recycle_after_down(&a, &loaded.project, None).await?;
+        }
+        Ok(BerthInfo::of(&self.agent(agent).await?))
+    }
+
+    /// Removes the berth's container and records the berth down at once,
+    /// its worktree still there (`container.removed`, `berth.down`). Until
+    /// the container is gone the berth stays recorded up, so a failed close
+    /// is retried by the next `down`; after it nothing leaves the store
+    /// saying "up". Does nothing but drop cached sandboxes when already down.
+    pub(crate) async fn close_berth(
+        &self,
+        a: &Agent,
+        config: &ProjectConfig,
+        keep_worktree: bool,
+        actor: &Actor,
+    ) -> Result<()> {
         let mut removed = None;
         if let (Some(mode), Some(worktree)) = (a.berth, a.worktree.clone()) {
-            let spec = self.berth_spec(&a, mode, worktree, &loaded.config);
+            let spec = self.berth_spec(a, mode, worktree, config);
             removed = self.provider.close(&spec).await?;
         }
-        self.sandboxes.drop_agent(agent);
-        // Then the record, at once: down, the worktree still there. Nothing
-        // that can fail after this point leaves the store saying "up".
+        self.sandboxes.drop_agent(&a.name);
+        if a.berth.is_none() {
+            return Ok(());
+        }
         let system = Actor::system();
         let mut tx = self.store.write("taking a berth down").await?;
         sqlx::query("UPDATE agents SET berth_mode = NULL, updated_at = $1 WHERE name = $2")
             .bind(now_ms())
-            .bind(agent)
+            .bind(&a.name)
             .execute(&mut *tx)
             .await
             .map_err(EngineError::store("taking a berth down"))?;
@@ -515,7 +534,7 @@ impl Engine {
                 &mut tx,
                 NewEvent::new(kind::CONTAINER_REMOVED, &system)
                     .project(&a.project)
-                    .agent(agent)
+                    .agent(&a.name)
                     .payload(serde_json::json!({ "container": container })),
             )
             .await?;
@@ -524,17 +543,13 @@ impl Engine {
             &mut tx,
             NewEvent::new(kind::BERTH_DOWN, actor)
                 .project(&a.project)
-                .agent(agent)
+                .agent(&a.name)
                 .payload(serde_json::json!({ "keep_worktree": keep_worktree })),
         )
         .await?;
         tx.commit()
             .await
-            .map_err(EngineError::store("taking a berth down"))?;
-        if !keep_worktree {
-            self.recycle_after_down(&a, &loaded.project).await?;
-        }
-        Ok(BerthInfo::of(&self.agent(agent).await?))
+            .map_err(EngineError::store("taking a berth down"))
     }
 
     /// Recycles the worktree of a berth that is down. On success the record
@@ -542,10 +557,11 @@ impl Engine {
     /// worktree left), the failure goes on the log (`worktree.recycle_failed`)
     /// and the next `down` recycles again — as does `up`, whose provisioning
     /// removes a worktree left half-recycled before making a fresh one.
-    async fn recycle_after_down(
+    pub(crate) async fn recycle_after_down(
         &self,
         a: &Agent,
         project: &crate::projects::Project,
+        task: Option<&str>,
     ) -> Result<()> {
         let system = Actor::system();
         let recycled = match self.git().recycle(project, &a.name).await {
@@ -565,6 +581,7 @@ impl Engine {
                     NewEvent::new(kind::WORKTREE_RECYCLE_FAILED, &system)
                         .project(&a.project)
                         .agent(&a.name)
+                        .task(task)
                         .payload(serde_json::json!({
                             "worktree": worktree,
                             "branch": a.branch,
@@ -583,7 +600,7 @@ impl Engine {
             }
         };
         let mut tx = self.store.write("recycling a worktree").await?;
-        sqlx::query("UPDATE agents SET worktree = NULL, branch = NULL, updated_at = $1 WHERE name = $2 AND berth_mode IS NULL")
+        sqlx::query("UPDATE agents SET worktree = NULL, branch = NULL, updated_at = $1 WHERE name = $2 AND berth_mode IS NULL AND task_id IS NULL")
             .bind(now_ms())
             .bind(&a.name)
             .execute(&mut *tx)
@@ -595,6 +612,7 @@ impl Engine {
                 NewEvent::new(kind::WORKTREE_RECYCLED, &system)
                     .project(&a.project)
                     .agent(&a.name)
+                    .task(task)
                     .payload(serde_json::json!({ "worktree": a.worktree, "branch": a.branch })),
             )
             .await?;

@@ -691,3 +691,45 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
     let a = m.engine.agent("dev-1").await.unwrap();
     assert_eq!((a.berth, a.worktree), (None, None));
 }
+
+#[tokio::test]
+async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() {
+    let m = mounted_or_skip!("settle");
+    m.engine
+        .activate_agent("dev-1", &m.project, AgentImpl::Noop, &user())
+        .await
+        .unwrap();
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "git_commit",
+            berth_policy::autonomy::Mode::RequireApproval,
+            &user(),
+        )
+        .await
+        .unwrap();
+    m.engine
+        .create_task(&m.project, "t", &user())
+        .await
+        .unwrap();
+    let run = m.engine.run_agent("dev-1", true).await.unwrap().stopped;
+    let berth_engine::AgentRun::AwaitingApproval { action, .. } = run else {
+        panic!("{run:?}")
+    };
+    let wt = m.engine.agent("dev-1").await.unwrap().worktree.unwrap();
+    assert!(m.container_exists("dev-1").await);
+    m.engine.deny(&action, &user(), Some("no")).await.unwrap();
+    // The task returned, the worktree recycled: its container went first,
+    // and the store says so.
+    assert!(!wt.exists());
+    assert!(
+        !m.container_exists("dev-1").await,
+        "a container left running on a recycled worktree"
+    );
+    let a = m.engine.agent("dev-1").await.unwrap();
+    assert_eq!((a.berth, a.worktree), (None, None));
+    let types = m.event_types().await;
+    for want in ["container.removed", "berth.down", "worktree.recycled"] {
+        assert!(types.iter().any(|t| t == want), "no {want} in {types:?}");
+    }
+}
