@@ -678,21 +678,6 @@ pub(crate) fn chown_agent(
     Ok(())
 }
 
-/// Keeps files berth just wrote into the agent repository owned by the
-/// repository's owner (mounted mode).
-pub(crate) fn restore_owner(
-    layout: &Layout,
-    project: &ProjectName,
-    agent: &AgentName,
-    op: Op,
-) -> Result<()> {
-    let repo_path = layout.agent_repo(project, agent);
-    if let Some(owner) = foreign_owner(&repo_path, op)? {
-        chown_agent(layout, project, agent, owner, false, op)?;
-    }
-    Ok(())
-}
-
 /// The branch in berth's record of the agent's live worktree.
 pub(crate) fn read_record(
     layout: &Layout,

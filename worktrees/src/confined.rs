@@ -63,6 +63,18 @@ fn open_dir(root: &Path, rel: &[&OsStr]) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Like [`open_dir`], but `O_PATH`: enough to look at entries (`statat`),
+/// and allowed where the directory itself may not be read (a helper whose
+/// Landlock ruleset holds the agent's directories but not their parent).
+fn open_dir_path(root: &Path, rel: &[&OsStr]) -> io::Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut fd = rustix::fs::open(root, flags, Mode::empty())?;
+    for name in rel {
+        fd = rustix::fs::openat(&fd, *name, flags | OFlags::NOFOLLOW, Mode::empty())?;
+    }
+    Ok(fd)
+}
+
 fn kind_of(mode: u32) -> Kind {
     match FileType::from_raw_mode(mode) {
         FileType::Directory => Kind::Dir,
@@ -88,13 +100,38 @@ pub(crate) fn kind(root: &Path, rel: &Path) -> io::Result<Option<Kind>> {
     let Some((last, parents)) = parts.split_last() else {
         return Ok(Some(Kind::Dir));
     };
-    let dir = match open_dir(root, parents) {
+    let dir = match open_dir_path(root, parents) {
         Ok(fd) => fd,
         Err(e) if is_missing(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
     match rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(kind_of(st.st_mode))),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The owner of what is at `root/rel` (not following a link there or on the
+/// way); `None` when nothing is there.
+pub(crate) fn owner(root: &Path, rel: &Path) -> io::Result<Option<crate::Owner>> {
+    let parts = components(rel)?;
+    let Some((last, parents)) = parts.split_last() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no entry named below a berth root directory",
+        ));
+    };
+    let dir = match open_dir_path(root, parents) {
+        Ok(fd) => fd,
+        Err(e) if is_missing(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(crate::Owner {
+            uid: st.st_uid,
+            gid: st.st_gid,
+        })),
         Err(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(e.into()),
     }

@@ -1,29 +1,41 @@
-//! Pushing an agent's branch to the forge: its own prefix, never forced.
+//! Pushing an agent's branch to the forge: its own prefix, never forced,
+//! bounded.
 //!
 //! This is not a git transport push. A libgit2 push from the agent repository
 //! (`remote_anonymous(forge)`) reads the agent's configuration, and an agent
 //! that sets `url.<anything>.pushInsteadOf = <forge path>` would send berth's
 //! root-privileged push into any repository on the host. Instead berth does
-//! what receive-pack would, in process:
+//! what receive-pack would, in two processes:
 //!
-//! 1. read the branch tip from the agent repository;
-//! 2. refuse a ref outside `refs/heads/agent/<agent>/`, and a tip that does not
-//!    contain what the forge has (non-fast-forward, with both ids);
-//! 3. pack the objects the forge lacks (the agent repository sees the forge's
-//!    objects through alternates, so the forge's tips mark what to leave out)
-//!    and index the pack into the forge;
-//! 4. move the forge ref with a compare-and-swap against the value read in 2.
+//! 1. berth reads the forge's value of the ref and the forge's tips;
+//! 2. `berth-helper`, as the agent and confined (it never sees more than the
+//!    agent repository and the forge's objects), reads the branch tip, refuses
+//!    a tip that does not contain the forge's (non-fast-forward), checks every
+//!    new object's size by its header against `max_object_bytes` and their
+//!    total against `max_push_bytes`, and streams a pack of them;
+//! 3. berth reads at most `max_push_bytes` of that pack, indexes it into the
+//!    forge, checks the new objects again by header there, and moves the forge
+//!    ref with a compare-and-swap against the value read in 1.
 //!
 //! Pushing what the forge already has writes nothing and says so.
 
+use std::io::{Read, Write};
+
 use git2::{Oid, Repository};
+
+use std::path::Path;
 
 use crate::Worktrees;
 use crate::agent::open_agent_repo;
+use crate::commit::agent_confinement;
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{open_forge, ref_tip};
+use crate::helper_process;
+use crate::helper_protocol::{Answer, PackJob, PackReady, WireError, write_answer};
+use crate::layout::Layout;
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName, agent_ref_prefix, branch_ref};
+use crate::object_bounds::{GitLimits, check_new_objects};
 
 /// What `push` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +54,26 @@ pub struct PushOutcome {
 
 impl Worktrees {
     /// Pushes the agent's `branch` (short name, `agent/<agent>/…`) from its
-    /// repository to the project's forge, fast-forward only.
+    /// repository to the project's forge, fast-forward only, within the
+    /// default [`GitLimits`].
     pub fn push(
         &self,
         project: &ProjectName,
         agent: &AgentName,
         branch: &str,
+    ) -> Result<PushOutcome> {
+        self.push_bounded(project, agent, branch, &GitLimits::default())
+    }
+
+    /// [`Worktrees::push`] within `limits` (`[git] max_object_bytes`,
+    /// `max_push_bytes`): a push holding a larger object, or adding more, is
+    /// refused and the forge is unchanged.
+    pub fn push_bounded(
+        &self,
+        project: &ProjectName,
+        agent: &AgentName,
+        branch: &str,
+        limits: &GitLimits,
     ) -> Result<PushOutcome> {
         let op = Op::Push;
         let refname = branch_ref(branch)?;
@@ -64,17 +90,32 @@ impl Worktrees {
         let _agent_lock = RepoLock::acquire(&self.layout.agent_lock(project, agent))?;
         let _forge_lock = RepoLock::acquire(&self.layout.forge_lock(project))?;
         let forge = open_forge(&self.layout, project, op)?;
-        let agent_repo = open_agent_repo(&self.layout, project, agent, op)?;
-
-        let local = ref_tip(&agent_repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
-            op,
-            repo: agent_repo.path().to_path_buf(),
-            branch: branch.to_owned(),
-        })?;
-        let agent_git = |e| error::git(op, agent_repo.path(), Some(&refname))(e);
-        agent_repo.find_commit(local).map_err(agent_git)?;
         let previous = ref_tip(&forge, &refname, op)?;
+        let forge_tips = forge_tips(&forge, &refname)?;
+        let job = PackJob {
+            confinement: agent_confinement(&self.layout, project, agent, false, op)?,
+            state_dir: self.layout.state_dir().to_path_buf(),
+            project: project.to_string(),
+            agent: agent.to_string(),
+            refname: refname.clone(),
+            previous: previous.map(|o| o.to_string()),
+            forge_tips: forge_tips.iter().map(Oid::to_string).collect(),
+            max_object_bytes: limits.max_object_bytes,
+            max_push_bytes: limits.max_push_bytes,
+        };
+        let (mut running, answer) = helper_process::start::<_, PackReady>(op, "git-pack", &job)?;
+        let ready = match answer {
+            Answer::Ok(ready) => ready,
+            Answer::Error(e) => {
+                let helper = running.helper.clone();
+                running.finish()?;
+                return Err(e.into_error(op, &helper));
+            }
+        };
+        let forge_git = |e| error::git(op, forge.path(), Some(&refname))(e);
+        let local = Oid::from_str(&ready.tip).map_err(forge_git)?;
         if previous == Some(local) {
+            running.finish()?;
             return Ok(PushOutcome {
                 refname,
                 oid: local,
@@ -83,23 +124,29 @@ impl Worktrees {
                 objects: 0,
             });
         }
-        if let Some(forge_oid) = previous {
-            // The forge's objects are visible in the agent repository.
-            let contains = agent_repo
-                .graph_descendant_of(local, forge_oid)
-                .map_err(agent_git)?;
-            if !contains {
-                return Err(Error::NonFastForward {
-                    refname,
-                    forge: forge.path().to_path_buf(),
-                    forge_oid,
-                    local_oid: local,
-                });
+        if ready.objects > 0 {
+            let pack = index_pack(&forge, &mut running.stdout, &refname, limits);
+            let pack = match pack {
+                Ok(name) => name,
+                // berth's own bound: the helper may still be writing.
+                Err(e @ Error::PushTooLarge { .. }) => {
+                    drop(running);
+                    return Err(e);
+                }
+                // A cut pack: the helper's own error says why, when it has one.
+                Err(e) => return Err(running.finish().err().unwrap_or(e)),
+            };
+            if let Err(e) = running.finish().and_then(|()| {
+                // Bounded again where it landed: by header, never inflated.
+                check_new_objects(&forge, &[local], &forge_tips, limits.max_object_bytes, op)
+                    .map(|_| ())
+            }) {
+                remove_pack(&forge, &pack);
+                return Err(e);
             }
+        } else {
+            running.finish()?;
         }
-
-        let objects = copy_objects(&agent_repo, &forge, local, &refname)?;
-        let forge_git = |e| error::git(op, forge.path(), Some(&refname))(e);
         // The commit and its tree must now be in the forge itself.
         forge
             .find_commit(local)
@@ -111,6 +158,7 @@ impl Worktrees {
             None => forge.reference(&refname, local, false, &log),
         }
         .map_err(forge_git)?;
+        let objects = ready.objects;
         tracing::info!(refname = %refname, oid = %local, objects, "pushed to forge");
         Ok(PushOutcome {
             refname,
@@ -122,15 +170,10 @@ impl Worktrees {
     }
 }
 
-/// Copies every object reachable from `tip` that is not reachable from a forge
-/// branch or tag into the forge, as one pack. Returns the object count.
-fn copy_objects(agent: &Repository, forge: &Repository, tip: Oid, refname: &str) -> Result<usize> {
-    let op = Op::Push;
-    let agent_git = |e| error::git(op, agent.path(), Some(refname))(e);
-    let forge_git = |e| error::git(op, forge.path(), Some(refname))(e);
-
-    let mut walk = agent.revwalk().map_err(agent_git)?;
-    walk.push(tip).map_err(agent_git)?;
+/// The commits of the forge's branches and tags: what a push leaves out.
+fn forge_tips(forge: &Repository, refname: &str) -> Result<Vec<Oid>> {
+    let forge_git = |e| error::git(Op::Push, forge.path(), Some(refname))(e);
+    let mut tips = Vec::new();
     for r in forge.references().map_err(forge_git)? {
         let r = r.map_err(forge_git)?;
         let is_branch_or_tag = r
@@ -142,25 +185,182 @@ fn copy_objects(agent: &Repository, forge: &Repository, tip: Oid, refname: &str)
                 .find_object(oid, None)
                 .and_then(|o| o.peel_to_commit())
             {
-                walk.hide(commit.id()).map_err(agent_git)?;
+                tips.push(commit.id());
             }
         }
     }
-    let mut builder = agent.packbuilder().map_err(agent_git)?;
+    Ok(tips)
+}
+
+/// Indexes the pack the helper streams into the forge, reading at most
+/// `max_push_bytes`. Returns the pack's name.
+fn index_pack(
+    forge: &Repository,
+    pack: &mut dyn Read,
+    refname: &str,
+    limits: &GitLimits,
+) -> Result<String> {
+    let op = Op::Push;
+    let forge_git = |e| error::git(op, forge.path(), Some(refname))(e);
+    let dir = forge.path().join("objects/pack");
+    let odb = forge.odb().map_err(forge_git)?;
+    let mut indexer = git2::Indexer::new(Some(&odb), &dir, 0o444, true).map_err(forge_git)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    loop {
+        let n = match pack.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(error::io(op, &dir)(e)),
+        };
+        total += n as u64;
+        if total > limits.max_push_bytes {
+            return Err(Error::PushTooLarge {
+                refname: refname.to_owned(),
+                bytes: total,
+                limit: limits.max_push_bytes,
+            });
+        }
+        let chunk = buf.get(..n).unwrap_or_default();
+        indexer.write_all(chunk).map_err(error::io(op, &dir))?;
+    }
+    indexer.commit().map_err(forge_git)
+}
+
+/// Removes a pack berth indexed but refused.
+fn remove_pack(forge: &Repository, name: &str) {
+    let dir = forge.path().join("objects/pack");
+    for ext in ["pack", "idx", "rev"] {
+        let path = dir.join(format!("pack-{name}.{ext}"));
+        if let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "could not remove a refused pack");
+        }
+    }
+}
+
+/// Runs a `git-pack` request: what `berth-helper` calls once it is confined.
+/// Writes the answer line to `out`, then (when it is `ok` with objects) the
+/// pack. An error after the answer line is returned for the exit status.
+pub fn run_pack_job(job: &PackJob, out: &mut dyn Write) -> std::io::Result<()> {
+    match pack_for_forge(job, out) {
+        Ok(()) => Ok(()),
+        Err(PackFailure::Before(e)) => {
+            write_answer::<PackReady>(out, &Answer::Error(WireError::from(&e)))
+        }
+        Err(PackFailure::After(e)) => Err(std::io::Error::other(e.to_string())),
+    }
+}
+
+enum PackFailure {
+    /// Nothing was written yet: answer with the error.
+    Before(Error),
+    /// The answer line is out: only the exit status can tell.
+    After(Error),
+}
+
+fn pack_for_forge(job: &PackJob, out: &mut dyn Write) -> std::result::Result<(), PackFailure> {
+    let op = Op::Push;
+    let before = PackFailure::Before;
+    let layout = Layout::new(&job.state_dir);
+    let project = ProjectName::new(&job.project).map_err(before)?;
+    let agent = AgentName::new(&job.agent).map_err(before)?;
+    let refname = &job.refname;
+    let oid = |s: &str| {
+        Oid::from_str(s).map_err(|e| before(error::git(op, &job.state_dir, Some(refname))(e)))
+    };
+    let previous = job.previous.as_deref().map(oid).transpose()?;
+    let forge_tips = job
+        .forge_tips
+        .iter()
+        .map(|s| oid(s))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let agent_repo = open_agent_repo(&layout, &project, &agent, op).map_err(before)?;
+    let agent_git = |e| before(error::git(op, agent_repo.path(), Some(refname))(e));
+    let local = ref_tip(&agent_repo, refname, op)
+        .map_err(before)?
+        .ok_or_else(|| {
+            before(Error::UnknownBranch {
+                op,
+                repo: agent_repo.path().to_path_buf(),
+                branch: refname.trim_start_matches("refs/heads/").to_owned(),
+            })
+        })?;
+    agent_repo.find_commit(local).map_err(agent_git)?;
+    let ready = |objects, object_bytes| PackReady {
+        tip: local.to_string(),
+        objects,
+        object_bytes,
+    };
+    let answer = |out: &mut dyn Write, r: PackReady| {
+        write_answer(out, &Answer::Ok(r))
+            .map_err(|e| PackFailure::After(error::io(op, Path::new("stdout"))(e)))
+    };
+    if previous == Some(local) {
+        return answer(out, ready(0, 0));
+    }
+    if let Some(forge_oid) = previous {
+        // The forge's objects are visible in the agent repository.
+        let contains = agent_repo
+            .graph_descendant_of(local, forge_oid)
+            .map_err(agent_git)?;
+        if !contains {
+            return Err(before(Error::NonFastForward {
+                refname: refname.clone(),
+                forge: layout.forge(&project),
+                forge_oid,
+                local_oid: local,
+            }));
+        }
+    }
+    let new = check_new_objects(&agent_repo, &[local], &forge_tips, job.max_object_bytes, op)
+        .map_err(before)?;
+    if new.bytes > job.max_push_bytes {
+        return Err(before(Error::PushTooLarge {
+            refname: refname.clone(),
+            bytes: new.bytes,
+            limit: job.max_push_bytes,
+        }));
+    }
+    let mut walk = agent_repo.revwalk().map_err(agent_git)?;
+    walk.push(local).map_err(agent_git)?;
+    for tip in &forge_tips {
+        walk.hide(*tip).map_err(agent_git)?;
+    }
+    let mut builder = agent_repo.packbuilder().map_err(agent_git)?;
     builder.insert_walk(&mut walk).map_err(agent_git)?;
     let count = builder.object_count();
+    answer(out, ready(count, new.bytes))?;
     if count == 0 {
-        return Ok(0);
+        return Ok(());
     }
-    let mut pack = git2::Buf::new();
-    builder.write_buf(&mut pack).map_err(agent_git)?;
-    let odb = forge.odb().map_err(forge_git)?;
-    let mut writer = odb.packwriter().map_err(forge_git)?;
-    std::io::Write::write_all(&mut writer, &pack).map_err(|source| Error::Io {
-        op,
-        path: forge.path().join("objects/pack"),
-        source,
-    })?;
-    writer.commit().map_err(forge_git)?;
-    Ok(count)
+    let mut written: u64 = 0;
+    let mut failed = None;
+    let streamed = builder.foreach(|chunk| {
+        written += chunk.len() as u64;
+        if written > job.max_push_bytes {
+            failed = Some(Error::PushTooLarge {
+                refname: refname.clone(),
+                bytes: written,
+                limit: job.max_push_bytes,
+            });
+            return false;
+        }
+        match out.write_all(chunk) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(error::io(op, Path::new("stdout"))(e));
+                false
+            }
+        }
+    });
+    if let Some(e) = failed {
+        return Err(PackFailure::After(e));
+    }
+    streamed
+        .map_err(|e| PackFailure::After(error::git(op, agent_repo.path(), Some(refname))(e)))?;
+    out.flush()
+        .map_err(|e| PackFailure::After(error::io(op, Path::new("stdout"))(e)))
 }
