@@ -127,8 +127,26 @@ fn reach(targets: &[(&Path, &OwnedFd)], uid: u32, gid: u32) -> Result<()> {
         )
         .context("making the mount namespace private")?;
     }
+    // A bind mount's source must be a mount of this namespace: open the
+    // targets again here, before anything is covered, and check they are the
+    // directories the ruleset holds.
+    let mut here = Vec::new();
+    for (target, ruled) in targets {
+        let fd = open_path(
+            target,
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+        .with_context(|| format!("opening {}", target.display()))?;
+        if identity(&fd)? != identity(ruled)? {
+            bail!(
+                "{} changed while the helper confined itself",
+                target.display()
+            );
+        }
+        here.push((*target, fd));
+    }
     let mut covered: Vec<PathBuf> = Vec::new();
-    for (target, fd) in targets {
+    for (target, fd) in &here {
         let names: Vec<_> = target
             .components()
             .filter_map(|c| match c {
@@ -175,6 +193,17 @@ fn reach(targets: &[(&Path, &OwnedFd)], uid: u32, gid: u32) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The device and inode of an open file.
+fn identity(fd: &OwnedFd) -> Result<(u64, u64)> {
+    // SAFETY: fstat writes into a zeroed stat buffer that lives for the call.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open; `st` is a valid buffer.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("fstat");
+    }
+    Ok((st.st_dev, st.st_ino))
 }
 
 fn mount(
