@@ -252,7 +252,7 @@ impl From<&Error> for WireError {
 impl WireError {
     /// The typed error again, for an operation `op` run by `helper`.
     pub(crate) fn into_error(self, op: Op, helper: &std::path::Path) -> Error {
-        let oid = |s: &str| git2::Oid::from_str(s).unwrap_or_else(|_| git2::Oid::ZERO_SHA1);
+        let oid = |s: &str| git2::Oid::from_str(s).unwrap_or(git2::Oid::ZERO_SHA1);
         match self {
             WireError::NothingToCommit { worktree, branch } => {
                 Error::NothingToCommit { worktree, branch }

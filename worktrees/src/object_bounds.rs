@@ -105,10 +105,10 @@ pub(crate) fn check_new_objects(
     for &c in &new_commits {
         let commit = repo.find_commit(c).map_err(git)?;
         for parent in commit.parent_ids() {
-            if !new.contains(&parent) {
-                if let Ok(p) = repo.find_commit(parent) {
-                    mark_tree_known(repo, &mut counter.seen, p.tree_id()).map_err(git)?;
-                }
+            if !new.contains(&parent)
+                && let Ok(p) = repo.find_commit(parent)
+            {
+                mark_tree_known(repo, &mut counter.seen, p.tree_id()).map_err(git)?;
             }
         }
     }
