@@ -138,30 +138,33 @@ fn reflogs_replaced_by_links_never_carry_a_commit_outside_as_the_agents_uid() {
     }));
 }
 
-/// Swaps `dir` for a link to `target` and back until `stop`; returns the
-/// number of swaps.
+/// Exchanges `dir` and a link to `target` (atomically, `RENAME_EXCHANGE`)
+/// until `stop`, so `dir` is a link half of the time; returns the number of
+/// exchanges. `dir` is a directory again at the end.
 fn flip(dir: PathBuf, target: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
     std::thread::spawn(move || {
-        let mut real = dir.clone().into_os_string();
-        real.push(".real");
-        let real = PathBuf::from(real);
-        let mut flips = 0;
+        let mut link = dir.clone().into_os_string();
+        link.push(".swap");
+        let link = PathBuf::from(link);
+        symlink(&target, &link).unwrap();
+        let mut flips = 0u64;
         while !stop.load(Ordering::Relaxed) {
-            if std::fs::rename(&dir, &real).is_ok() {
-                let _ = symlink(&target, &dir);
-                for _ in 0..200 {
-                    std::hint::spin_loop();
-                }
-                let _ = std::fs::remove_file(&dir);
-                if std::fs::rename(&real, &dir).is_err() {
-                    // Something made a directory there meanwhile: keep ours.
-                    let _ = std::fs::remove_dir_all(&dir);
-                    let _ = std::fs::rename(&real, &dir);
-                }
+            if renameat_with(CWD, &dir, CWD, &link, RenameFlags::EXCHANGE).is_ok() {
                 flips += 1;
             }
-            std::thread::yield_now();
+            for _ in 0..100 {
+                std::hint::spin_loop();
+            }
         }
+        if std::fs::symlink_metadata(&dir)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+        {
+            renameat_with(CWD, &dir, CWD, &link, RenameFlags::EXCHANGE).unwrap();
+        }
+        std::fs::remove_file(&link).unwrap();
         flips
     })
 }
@@ -188,6 +191,9 @@ fn a_ref_directory_flipped_to_a_link_in_a_loop_never_carries_a_write_outside() {
     };
     let (refs_before, logs_before) = (snapshot(outside.path()), snapshot(logs_outside.path()));
 
+    // A bare repository writes no reflog until asked: make the directory the
+    // agent would swap.
+    std::fs::create_dir_all(info.agent_repo.join("logs/refs/heads/agent/dev-1")).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let flippers = [
         flip(
@@ -236,16 +242,34 @@ fn a_worktree_directory_flipped_to_a_root_only_directory_never_enters_a_commit()
     let f = Fixture::new();
     let (p, a) = (&f.project, agent("dev-1"));
     let info = f.wt.provision(p, &a, &task("t"), None).unwrap();
-    // A root-only directory of the host with a root-only file.
+    // A root-only directory of the host with root-only files, of the same
+    // names and sizes as the agent's own (a read through the link then
+    // succeeds instead of failing on a size change).
     let secret_dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(secret_dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let marker = format!("TOP-SECRET-{}", std::process::id());
-    let secret = secret_dir.path().join("notes.txt");
-    std::fs::write(&secret, format!("{marker}\n")).unwrap();
-    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    // The agent's own directory of the same shape.
+    let line = |s: &str| format!("{s:<31}\n");
+    const FILES: usize = 20;
+    for j in 0..FILES {
+        let secret = secret_dir.path().join(format!("notes{j}.txt"));
+        std::fs::write(&secret, line(&marker)).unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    // The agent's own directory of the same shape, written through its own
+    // descriptor (never through the link the flipper swaps in).
     std::fs::create_dir(info.path.join("d")).unwrap();
-    std::fs::write(info.path.join("d/notes.txt"), "mine\n").unwrap();
+    let own = std::fs::File::open(info.path.join("d")).unwrap();
+    let in_own = |name: &str| {
+        PathBuf::from(format!(
+            "/proc/self/fd/{}/{name}",
+            std::os::fd::AsRawFd::as_raw_fd(&own)
+        ))
+    };
+    for j in 0..FILES {
+        std::fs::write(in_own(&format!("notes{j}.txt")), line("mine")).unwrap();
+    }
+    f.wt.commit(p, &a, &commit_request("mine", "act-mine"))
+        .unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
     let flipper = flip(
@@ -257,8 +281,10 @@ fn a_worktree_directory_flipped_to_a_root_only_directory_never_enters_a_commit()
     let (mut made, n) = (0, rounds());
     for i in 0..n {
         std::fs::write(info.path.join("work.txt"), format!("round {i}\n")).unwrap();
-        let _ = std::fs::write(info.path.join("d.real/notes.txt"), format!("mine {i}\n"));
-        let _ = std::fs::write(info.path.join("d/notes.txt"), format!("mine {i}\n"));
+        for j in 0..FILES {
+            let name = format!("notes{j}.txt");
+            std::fs::write(in_own(&name), line(&format!("mine {j} round {i}"))).unwrap();
+        }
         if f.wt
             .commit(
                 p,
