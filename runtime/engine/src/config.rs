@@ -597,6 +597,10 @@ mod tests {
                 "berth.toml:2:1: key `git.co_author`: must look like",
             ),
             (
+                "[git]\n\nmax_object_bytes = 0\n",
+                "berth.toml:3:1: key `git.max_object_bytes`: must be at least 1",
+            ),
+            (
                 "[sandbox]\nmode = \"vm\"\n",
                 "berth.toml:2:8: key `sandbox.mode`: unknown variant `vm`",
             ),
