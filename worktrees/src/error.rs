@@ -336,6 +336,19 @@ pub enum Error {
         limit: u64,
     },
 
+    /// The pack berth-helper sent failed berth's own measure before indexing.
+    #[error(
+        "push: the pack for {refname} was refused before indexing: {reason} (the limit is {limit} bytes, [git] max_object_bytes); the forge is unchanged"
+    )]
+    PackRefused {
+        /// The ref.
+        refname: String,
+        /// What was wrong with it.
+        reason: String,
+        /// `max_object_bytes`.
+        limit: u64,
+    },
+
     /// The import source is a shallow clone: its history is incomplete.
     #[error("import project: {} is a shallow clone (its history stops at a grafted commit), and a forge made from it would fail with \"object not found\"; run `git fetch --unshallow` in it (or clone the repository whole) and add it again", source_repo.display())]
     ShallowSource {

@@ -52,6 +52,7 @@ mod merge;
 mod names;
 mod object_bounds;
 mod ownership;
+mod pack_scan;
 mod push;
 mod reconcile;
 mod recycle;

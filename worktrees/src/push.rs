@@ -13,13 +13,16 @@
 //!    a tip that does not contain the forge's (non-fast-forward), checks every
 //!    new object's size by its header against `max_object_bytes` and their
 //!    total against `max_push_bytes`, and streams a pack of them;
-//! 3. berth reads at most `max_push_bytes` of that pack, indexes it into the
-//!    forge, checks the new objects again by header there, and moves the forge
-//!    ref with a compare-and-swap against the value read in 1.
+//! 3. berth reads at most `max_push_bytes` of that pack into an unnamed
+//!    temporary file, measures every entry itself (`pack_scan.rs`: a delta by
+//!    its declared result; nothing held whole), indexes it into the forge,
+//!    checks the new objects again by header there, and moves the forge ref
+//!    with a compare-and-swap against the value read in 1.
 //!
 //! Pushing what the forge already has writes nothing and says so.
 
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 
 use git2::{Oid, Repository};
 
@@ -36,6 +39,7 @@ use crate::layout::Layout;
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName, agent_ref_prefix, branch_ref};
 use crate::object_bounds::{GitLimits, check_new_objects};
+use crate::pack_scan::{PackRefusal, scan_pack};
 
 /// What `push` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,22 +129,23 @@ impl Worktrees {
             });
         }
         if ready.objects > 0 {
-            let pack = index_pack(&forge, &mut running.stdout, &refname, limits);
-            let pack = match pack {
-                Ok(name) => name,
+            let received = receive_pack(&forge, &mut running.stdout, &refname, limits);
+            let mut file = match received {
+                Ok(file) => file,
                 // berth's own bound: the helper may still be writing.
-                Err(e @ Error::PushTooLarge { .. }) => {
+                Err(e) => {
                     drop(running);
                     return Err(e);
                 }
-                // A cut pack: the helper's own error says why, when it has one.
-                Err(e) => return Err(running.finish().err().unwrap_or(e)),
             };
-            if let Err(e) = running.finish().and_then(|()| {
-                // Bounded again where it landed: by header, never inflated.
-                check_new_objects(&forge, &[local], &forge_tips, limits.max_object_bytes, op)
-                    .map(|_| ())
-            }) {
+            // A cut pack: the helper's own error says why.
+            running.finish()?;
+            let pack = index_pack(&forge, &mut file, &refname, limits)?;
+            drop(file);
+            // Bounded again where it landed: by header, never inflated.
+            let landed =
+                check_new_objects(&forge, &[local], &forge_tips, limits.max_object_bytes, op);
+            if let Err(e) = landed {
                 remove_pack(&forge, &pack);
                 return Err(e);
             }
@@ -192,39 +197,61 @@ fn forge_tips(forge: &Repository, refname: &str) -> Result<Vec<Oid>> {
     Ok(tips)
 }
 
-/// Indexes the pack the helper streams into the forge, reading at most
-/// `max_push_bytes`. Returns the pack's name.
-fn index_pack(
+/// Receives the pack the helper streams into an unnamed temporary file beside
+/// the forge, reading at most `max_push_bytes`.
+fn receive_pack(
     forge: &Repository,
     pack: &mut dyn Read,
+    refname: &str,
+    limits: &GitLimits,
+) -> Result<File> {
+    let op = Op::Push;
+    let mut file = tempfile::tempfile_in(forge.path()).map_err(error::io(op, forge.path()))?;
+    let copied = std::io::copy(&mut pack.take(limits.max_push_bytes + 1), &mut file)
+        .map_err(error::io(op, forge.path()))?;
+    if copied > limits.max_push_bytes {
+        return Err(Error::PushTooLarge {
+            refname: refname.to_owned(),
+            bytes: copied,
+            limit: limits.max_push_bytes,
+        });
+    }
+    Ok(file)
+}
+
+/// Measures the received pack entry by entry (`pack_scan.rs`), then indexes
+/// it into the forge. Returns the pack's name.
+fn index_pack(
+    forge: &Repository,
+    file: &mut File,
     refname: &str,
     limits: &GitLimits,
 ) -> Result<String> {
     let op = Op::Push;
     let forge_git = |e| error::git(op, forge.path(), Some(refname))(e);
     let dir = forge.path().join("objects/pack");
+    let io = |e| error::io(op, &dir)(e);
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    let scanned = scan_pack(&mut BufReader::new(&mut *file), limits.max_object_bytes);
+    let summary = scanned.map_err(|e| match e {
+        PackRefusal::Io(source) => error::io(op, &dir)(source),
+        refusal => Error::PackRefused {
+            refname: refname.to_owned(),
+            reason: refusal.to_string(),
+            limit: limits.max_object_bytes,
+        },
+    })?;
+    if summary.bytes > limits.max_push_bytes {
+        return Err(Error::PushTooLarge {
+            refname: refname.to_owned(),
+            bytes: summary.bytes,
+            limit: limits.max_push_bytes,
+        });
+    }
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
     let odb = forge.odb().map_err(forge_git)?;
     let mut indexer = git2::Indexer::new(Some(&odb), &dir, 0o444, true).map_err(forge_git)?;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut total: u64 = 0;
-    loop {
-        let n = match pack.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(error::io(op, &dir)(e)),
-        };
-        total += n as u64;
-        if total > limits.max_push_bytes {
-            return Err(Error::PushTooLarge {
-                refname: refname.to_owned(),
-                bytes: total,
-                limit: limits.max_push_bytes,
-            });
-        }
-        let chunk = buf.get(..n).unwrap_or_default();
-        indexer.write_all(chunk).map_err(error::io(op, &dir))?;
-    }
+    std::io::copy(file, &mut indexer).map_err(io)?;
     indexer.commit().map_err(forge_git)
 }
 
