@@ -75,12 +75,7 @@ impl Worktrees {
     ) -> Result<CommitOutcome> {
         let op = Op::Commit;
         // Refuse a bad request before starting anything.
-        check_action_id(&request.action_id)?;
-        compose_message(
-            &request.message,
-            request.co_author.as_ref(),
-            &request.action_id,
-        )?;
+        checked_message(request)?;
         let pair = |i: &Identity| (i.name().to_owned(), i.email().to_owned());
         let _lock = RepoLock::acquire(&self.layout.agent_lock(project, agent))?;
         let job = CommitJob {
@@ -199,6 +194,16 @@ pub(crate) fn agent_confinement(
     })
 }
 
+/// The commit message with its trailers, once the request is checked.
+fn checked_message(request: &CommitRequest) -> Result<String> {
+    check_action_id(&request.action_id)?;
+    compose_message(
+        &request.message,
+        request.co_author.as_ref(),
+        &request.action_id,
+    )
+}
+
 /// Stages and commits in the agent's worktree: the core of
 /// [`Worktrees::commit`], run by `berth-helper` as the agent.
 fn commit_in_worktree(
@@ -208,12 +213,7 @@ fn commit_in_worktree(
     request: &CommitRequest,
 ) -> Result<CommitOutcome> {
     let op = Op::Commit;
-    check_action_id(&request.action_id)?;
-    let message = compose_message(
-        &request.message,
-        request.co_author.as_ref(),
-        &request.action_id,
-    )?;
+    let message = checked_message(request)?;
     let identity = request
         .identity
         .clone()

@@ -93,30 +93,11 @@ fn is_missing(e: &io::Error) -> bool {
     )
 }
 
-/// What is at `root/rel`; `None` when nothing is there (or a component on the
-/// way is not a real directory).
-pub(crate) fn kind(root: &Path, rel: &Path) -> io::Result<Option<Kind>> {
-    let parts = components(rel)?;
-    let Some((last, parents)) = parts.split_last() else {
-        return Ok(Some(Kind::Dir));
-    };
-    let dir = match open_dir_path(root, parents) {
-        Ok(fd) => fd,
-        Err(e) if is_missing(&e) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    match rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Ok(Some(kind_of(st.st_mode))),
-        Err(rustix::io::Errno::NOENT) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The owner of what is at `root/rel` (not following a link there or on the
-/// way); `None` when nothing is there.
-pub(crate) fn owner(root: &Path, rel: &Path) -> io::Result<Option<crate::Owner>> {
-    let parts = components(rel)?;
-    let Some((last, parents)) = parts.split_last() else {
+/// The `stat` of what is at `root/rel`, not following a link there or on the
+/// way; `None` when nothing is there (or a component on the way is not a real
+/// directory). `rel` must name an entry.
+fn stat_beneath(root: &Path, rel: &[&OsStr]) -> io::Result<Option<rustix::fs::Stat>> {
+    let Some((last, parents)) = rel.split_last() else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "no entry named below a berth root directory",
@@ -128,13 +109,30 @@ pub(crate) fn owner(root: &Path, rel: &Path) -> io::Result<Option<crate::Owner>>
         Err(e) => return Err(e),
     };
     match rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Ok(Some(crate::Owner {
-            uid: st.st_uid,
-            gid: st.st_gid,
-        })),
+        Ok(st) => Ok(Some(st)),
         Err(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// What is at `root/rel`; `None` when nothing is there (or a component on the
+/// way is not a real directory).
+pub(crate) fn kind(root: &Path, rel: &Path) -> io::Result<Option<Kind>> {
+    let parts = components(rel)?;
+    if parts.is_empty() {
+        return Ok(Some(Kind::Dir));
+    }
+    Ok(stat_beneath(root, &parts)?.map(|st| kind_of(st.st_mode)))
+}
+
+/// The owner of what is at `root/rel` (not following a link there or on the
+/// way); `None` when nothing is there.
+pub(crate) fn owner(root: &Path, rel: &Path) -> io::Result<Option<crate::Owner>> {
+    let parts = components(rel)?;
+    Ok(stat_beneath(root, &parts)?.map(|st| crate::Owner {
+        uid: st.st_uid,
+        gid: st.st_gid,
+    }))
 }
 
 /// Removes whatever is at `root/rel` (a file, a symlink — not its target — or a

@@ -169,6 +169,35 @@ fn flip(dir: PathBuf, target: PathBuf, stop: Arc<AtomicBool>) -> std::thread::Jo
     })
 }
 
+/// Commits `rounds()` times (changing `work.txt`, then `touch(i)`) on agent
+/// `dev-1` while `flippers` run, stops them and says how it went.
+fn commit_rounds_while_flipping(
+    f: &Fixture,
+    worktree: &Path,
+    flippers: Vec<std::thread::JoinHandle<u64>>,
+    stop: &AtomicBool,
+    mut touch: impl FnMut(usize),
+) {
+    let a = agent("dev-1");
+    let start = std::time::Instant::now();
+    let (mut made, n) = (0, rounds());
+    for i in 0..n {
+        std::fs::write(worktree.join("work.txt"), format!("round {i}\n")).unwrap();
+        touch(i);
+        let request = commit_request(&format!("round {i}"), &format!("act-{i}"));
+        if f.wt.commit(&f.project, &a, &request).is_ok() {
+            made += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips: u64 = flippers.into_iter().map(|h| h.join().unwrap()).sum();
+    eprintln!(
+        "{n} commits ({made} made) against {flips} flips in {:?}",
+        start.elapsed()
+    );
+    assert!(flips > 0, "the flipper never ran");
+}
+
 #[test]
 fn a_ref_directory_flipped_to_a_link_in_a_loop_never_carries_a_write_outside() {
     let f = Fixture::new();
@@ -207,28 +236,7 @@ fn a_ref_directory_flipped_to_a_link_in_a_loop_never_carries_a_write_outside() {
             stop.clone(),
         ),
     ];
-    let start = std::time::Instant::now();
-    let (mut made, n) = (0, rounds());
-    for i in 0..n {
-        std::fs::write(info.path.join("work.txt"), format!("round {i}\n")).unwrap();
-        if f.wt
-            .commit(
-                p,
-                &a,
-                &commit_request(&format!("round {i}"), &format!("act-{i}")),
-            )
-            .is_ok()
-        {
-            made += 1;
-        }
-    }
-    stop.store(true, Ordering::Relaxed);
-    let flips: u64 = flippers.into_iter().map(|h| h.join().unwrap()).sum();
-    eprintln!(
-        "{n} commits ({made} made) against {flips} flips in {:?}",
-        start.elapsed()
-    );
-    assert!(flips > 0, "the flipper never ran");
+    commit_rounds_while_flipping(&f, &info.path, flippers.into(), &stop, |_| {});
     assert_eq!(snapshot(outside.path()), refs_before, "a ref write escaped");
     assert_eq!(
         snapshot(logs_outside.path()),
@@ -277,32 +285,12 @@ fn a_worktree_directory_flipped_to_a_root_only_directory_never_enters_a_commit()
         secret_dir.path().to_path_buf(),
         stop.clone(),
     );
-    let start = std::time::Instant::now();
-    let (mut made, n) = (0, rounds());
-    for i in 0..n {
-        std::fs::write(info.path.join("work.txt"), format!("round {i}\n")).unwrap();
+    commit_rounds_while_flipping(&f, &info.path, vec![flipper], &stop, |i| {
         for j in 0..FILES {
             let name = format!("notes{j}.txt");
             std::fs::write(in_own(&name), line(&format!("mine {j} round {i}"))).unwrap();
         }
-        if f.wt
-            .commit(
-                p,
-                &a,
-                &commit_request(&format!("round {i}"), &format!("act-{i}")),
-            )
-            .is_ok()
-        {
-            made += 1;
-        }
-    }
-    stop.store(true, Ordering::Relaxed);
-    let flips = flipper.join().unwrap();
-    eprintln!(
-        "{n} commits ({made} made) against {flips} flips in {:?}",
-        start.elapsed()
-    );
-    assert!(flips > 0, "the flipper never ran");
+    });
     // Not in any object of the agent's repository: not committed, not even
     // staged.
     let all = git_cmd(
