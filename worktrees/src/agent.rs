@@ -30,6 +30,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags};
 
 use crate::Worktrees;
+use crate::agent_git::ProvisionJobParts;
 use crate::confined::{self, Kind};
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{base_branch, open_forge, ref_tip};
@@ -102,17 +103,25 @@ impl Worktrees {
             init_agent_repo(layout, project, agent, &base)?;
         }
         check_agent_repo(layout, project, agent, op)?;
-        let repo = Repository::open_bare(&repo_path).map_err(error::git(op, &repo_path, None))?;
         let owner = match owner {
             Some(o) => Some(o),
             None => foreign_owner(&repo_path, op)?,
         };
 
-        // Refresh the agent's view of the base branch. The objects are already
-        // there through alternates.
-        let base_mirror = format!("refs/remotes/forge/{base}");
-        repo.reference(&base_mirror, base_tip, true, "berth: refresh from forge")
-            .map_err(error::git(op, &repo_path, Some(&base_mirror)))?;
+        // The agent's view of the base branch is refreshed by the git job
+        // below (the objects are already there through alternates). berth
+        // never opens the agent repository as itself: every ref it writes
+        // there is written by berth-helper, as the repository's owner.
+        let base_mirror = Some((format!("refs/remotes/forge/{base}"), base_tip));
+        let git_job = |base_mirror, create_at, checkout| {
+            let parts = ProvisionJobParts {
+                base_mirror,
+                refname: refname.clone(),
+                create_at,
+                checkout,
+            };
+            ProvisionJobParts::head_required(layout, project, agent, parts)
+        };
 
         let worktree = layout.worktree(project, agent);
         let admin = layout.worktree_admin(project, agent);
@@ -141,12 +150,7 @@ impl Worktrees {
             {
                 write_new(&agents_dir.join(locked), LOCK_REASON, op)?;
             }
-            let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
-                op,
-                repo: repo_path.clone(),
-                branch: branch.clone(),
-            })?;
-            drop(repo);
+            let head = git_job(base_mirror, None, None)?;
             if let Some(owner) = owner {
                 chown_agent(layout, project, agent, owner, true, op)?;
             }
@@ -176,17 +180,15 @@ impl Worktrees {
 
         // Refuses a `worktrees` directory that is a symlink.
         admin_present(layout, project, agent, op)?;
-        let head = match ref_tip(&repo, &refname, op)? {
-            Some(tip) => tip,
-            None => {
-                let start = ref_tip(&forge, &refname, op)?.unwrap_or(base_tip);
-                repo.reference(&refname, start, false, "berth: branch for task")
-                    .map_err(error::git(op, &repo_path, Some(&refname)))?;
-                start
-            }
-        };
-        drop(repo);
-        add_worktree(layout, project, agent, &refname, head)?;
+        let start = ref_tip(&forge, &refname, op)?.unwrap_or(base_tip);
+        let head = git_job(base_mirror, Some(start), None)?;
+        add_worktree(layout, project, agent, &refname)?;
+        // The admin directory and the worktree were just made by berth: give
+        // them to the repository's owner before its helper checks out there.
+        if let Some(current) = foreign_owner(&repo_path, op)? {
+            chown_agent(layout, project, agent, current, true, op)?;
+        }
+        git_job(None, None, Some(head))?;
 
         if let Some(owner) = owner {
             chown_agent(layout, project, agent, owner, true, op)?;
@@ -205,8 +207,8 @@ impl Worktrees {
     }
 }
 
-/// Creates the linked worktree the way `git worktree add` lays it out, then
-/// checks the branch out into it.
+/// Creates the linked worktree the way `git worktree add` lays it out; the
+/// branch is checked out into it by [`checkout_worktree`] in berth-helper.
 ///
 /// Not `git_worktree_add`: that opens the new worktree through its `.git` file
 /// and checks out in "safe" mode against an empty directory; writing the four
@@ -220,7 +222,6 @@ fn add_worktree(
     project: &ProjectName,
     agent: &AgentName,
     refname: &str,
-    tip: Oid,
 ) -> Result<()> {
     let op = Op::Provision;
     let admin = layout.worktree_admin(project, agent);
@@ -248,6 +249,20 @@ fn add_worktree(
         op,
     )?;
 
+    Ok(())
+}
+
+/// Checks `tip` of `refname` out into the agent's worktree, forced: run by
+/// `berth-helper` (`agent_git.rs`).
+pub(crate) fn checkout_worktree(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    refname: &str,
+    tip: Oid,
+) -> Result<()> {
+    let op = Op::Provision;
+    let admin = layout.worktree_admin(project, agent);
     let repo = open_worktree_repo(layout, project, agent, op)?;
     let git = |e| error::git(op, &admin, Some(refname))(e);
     let tree = repo.find_commit(tip).and_then(|c| c.tree()).map_err(git)?;

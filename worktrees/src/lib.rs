@@ -39,6 +39,7 @@
 //! processes (`lock.rs`).
 
 mod agent;
+mod agent_git;
 mod commit;
 mod confined;
 mod error;
@@ -60,6 +61,7 @@ mod recycle;
 use std::path::Path;
 
 pub use agent::WorktreeInfo;
+pub use agent_git::{ProvisionDone, ProvisionJob, run_provision_job};
 pub use commit::{CommitOutcome, CommitRequest, run_commit_job};
 pub use error::{Error, NameKind, Op, Result};
 pub use forge::ProjectInfo;

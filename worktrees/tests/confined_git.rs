@@ -486,3 +486,37 @@ fn an_import_holding_an_object_over_max_object_bytes_is_refused() {
     // The default limit takes it.
     wt.import_project(&name, &src, None).unwrap();
 }
+
+#[test]
+fn provisioning_again_never_writes_a_reflog_through_a_link() {
+    let f = Fixture::new();
+    let (p, a) = (&f.project, agent("dev-1"));
+    let info = f.wt.provision(p, &a, &task("t"), None).unwrap();
+    let repo = &info.agent_repo;
+    // The agent asks for reflogs everywhere and points the base mirror's at
+    // a host file.
+    let repo_arg = format!("--git-dir={}", repo.display());
+    git(
+        repo,
+        &[&repo_arg, "config", "core.logAllRefUpdates", "always"],
+    );
+    let outside = Outside::new();
+    let before = outside.snapshot();
+    plant_link(
+        &repo.join("logs/refs/remotes/forge/main"),
+        &outside.victim(),
+    );
+    // The forge's base moves on, so provisioning refreshes the mirror.
+    std::fs::write(f.source.join("README.md"), "moved\n").unwrap();
+    git(&f.source, &["commit", "-qam", "moved"]);
+    let forge = f.forge();
+    git(&f.source, &["push", "-q", forge.to_str().unwrap(), "main"]);
+
+    let again = f.wt.provision(p, &a, &task("t"), None);
+    eprintln!("provision again: {:?}", again.as_ref().map(|i| i.head));
+    assert_eq!(
+        outside.snapshot(),
+        before,
+        "a reflog line was written outside"
+    );
+}

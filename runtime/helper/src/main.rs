@@ -2,7 +2,8 @@
 //!
 //! berth never touches an agent-writable path with its own privileges
 //! (ENFORCEMENT.md). Its git work on an agent's repository — staging and
-//! committing, packing a push — runs here instead: each subcommand reads one
+//! committing, packing a push, the refs and checkout of provisioning — runs
+//! here instead: each subcommand reads one
 //! JSON request on stdin, confines itself (`confine.rs`: the berth's uid, no
 //! new privileges, a Landlock ruleset of the worktree, the agent repository
 //! and the forge's objects) before it opens anything, does the libgit2 work
@@ -18,16 +19,18 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use berth_worktrees::{
-    Answer, CommitJob, Confinement, PackJob, WireError, run_commit_job, run_pack_job, write_answer,
+    Answer, CommitJob, Confinement, PackJob, ProvisionJob, WireError, run_commit_job, run_pack_job,
+    run_provision_job, write_answer,
 };
 use serde::de::DeserializeOwned;
 
 /// The largest request read from stdin.
 const MAX_REQUEST_BYTES: u64 = 4 * 1024 * 1024;
 
-const USAGE: &str = "usage: berth-helper <git-commit|git-pack|probe> < request.json
-  git-commit  stage an agent's worktree and commit it, as the agent, confined
-  git-pack    pack what the forge lacks of an agent's branch, as the agent, confined
+const USAGE: &str = "usage: berth-helper <git-commit|git-pack|git-provision|probe> < request.json
+  git-commit     stage an agent's worktree and commit it, as the agent, confined
+  git-pack       pack what the forge lacks of an agent's branch, as the agent, confined
+  git-provision  write an agent's refs and check its branch out, as the agent, confined
   probe       confine as asked, then report which paths can be read and written
 Each reads one JSON request on stdin and answers one JSON line on stdout;
 berth runs it, people do not need to.";
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let result = match sub.as_str() {
         "git-commit" => git_commit(),
         "git-pack" => git_pack(),
+        "git-provision" => git_provision(),
         "probe" => probe(),
         "-h" | "--help" => {
             println!("{USAGE}");
@@ -80,10 +84,18 @@ fn confine_or_answer<T: serde::Serialize>(c: &Confinement, out: &mut dyn Write) 
 }
 
 fn git_commit() -> Result<()> {
-    let job: CommitJob = read_request()?;
+    answer_job(|j: &CommitJob| &j.confinement, run_commit_job)
+}
+
+/// Reads a request, confines as it says, runs it and writes its answer.
+fn answer_job<J: DeserializeOwned, T: serde::Serialize>(
+    confinement: impl Fn(&J) -> &Confinement,
+    run: impl Fn(&J) -> Answer<T>,
+) -> Result<()> {
+    let job: J = read_request()?;
     let mut out = std::io::stdout().lock();
-    confine_or_answer::<berth_worktrees::CommitDone>(&job.confinement, &mut out)?;
-    let answer = run_commit_job(&job);
+    confine_or_answer::<T>(confinement(&job), &mut out)?;
+    let answer = run(&job);
     write_answer(&mut out, &answer).context("writing the answer")
 }
 
@@ -92,6 +104,10 @@ fn git_pack() -> Result<()> {
     let mut out = std::io::stdout().lock();
     confine_or_answer::<berth_worktrees::PackReady>(&job.confinement, &mut out)?;
     run_pack_job(&job, &mut out).context("streaming the pack")
+}
+
+fn git_provision() -> Result<()> {
+    answer_job(|j: &ProvisionJob| &j.confinement, run_provision_job)
 }
 
 /// A request of `probe`: confine, then try each path.
