@@ -30,7 +30,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags};
 
 use crate::Worktrees;
-use crate::agent_git::ProvisionJobParts;
+use crate::agent_git::RefsJobParts;
 use crate::confined::{self, Kind};
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{base_branch, open_forge, ref_tip};
@@ -114,13 +114,16 @@ impl Worktrees {
         // there is written by berth-helper, as the repository's owner.
         let base_mirror = Some((format!("refs/remotes/forge/{base}"), base_tip));
         let git_job = |base_mirror, create_at, checkout| {
-            let parts = ProvisionJobParts {
+            let parts = RefsJobParts {
+                op,
                 base_mirror,
                 refname: refname.clone(),
                 create_at,
                 checkout,
+                check_clean: false,
+                delete_branch: false,
             };
-            ProvisionJobParts::head_required(layout, project, agent, parts)
+            RefsJobParts::head_required(layout, project, agent, parts)
         };
 
         let worktree = layout.worktree(project, agent);

@@ -1,9 +1,10 @@
-//! The git work of provisioning that touches an agent's repository, run in
-//! `berth-helper` as the repository's owner and confined.
+//! The git work of provisioning and recycling that touches an agent's
+//! repository, run in `berth-helper` as the repository's owner and confined.
 //!
 //! Provisioning writes refs into the agent's repository (the base mirror
 //! `refs/remotes/forge/<base>`, the task's branch) and checks the branch out
-//! into the worktree. The agent can change its repository at the same moment
+//! into the worktree; recycling reads the worktree's status and deletes the
+//! branch (a ref and its reflog). The agent can change its repository at the same moment
 //! (a reflog or a ref directory swapped for a link, `core.logAllRefUpdates`
 //! set in its config), so berth does not do that work as itself: it runs
 //! here, like a commit (`commit.rs`).
@@ -19,11 +20,12 @@ use crate::helper_process;
 use crate::helper_protocol::{Answer, Confinement, WireError};
 use crate::layout::Layout;
 use crate::names::{AgentName, ProjectName};
+use crate::recycle::check_clean;
 
 /// `git-provision`: refresh the base mirror, resolve (or create) the task's
 /// branch, and optionally check it out into the worktree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProvisionJob {
+pub struct RefsJob {
     /// Where and as whom.
     pub confinement: Confinement,
     /// The state directory (canonical).
@@ -40,31 +42,44 @@ pub struct ProvisionJob {
     pub create_at: Option<String>,
     /// Check this commit of the branch out into the worktree (forced).
     pub checkout: Option<String>,
+    /// Fail with the changes when the worktree has uncommitted ones.
+    #[serde(default)]
+    pub check_clean: bool,
+    /// Delete the branch (after everything else).
+    #[serde(default)]
+    pub delete_branch: bool,
 }
 
 /// What a provisioning job found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProvisionDone {
+pub struct RefsDone {
     /// The branch's tip (`None`: missing and not created).
     pub head: Option<String>,
+    /// Whether the branch was deleted.
+    #[serde(default)]
+    pub branch_deleted: bool,
 }
 
 /// Runs a `git-provision` request: what `berth-helper` calls once confined.
-pub fn run_provision_job(job: &ProvisionJob) -> Answer<ProvisionDone> {
+pub fn run_refs_job(job: &RefsJob) -> Answer<RefsDone> {
     match provision_refs(job) {
-        Ok(head) => Answer::Ok(ProvisionDone {
+        Ok((head, branch_deleted)) => Answer::Ok(RefsDone {
             head: head.map(|o| o.to_string()),
+            branch_deleted,
         }),
         Err(e) => Answer::Error(WireError::from(&e)),
     }
 }
 
-fn provision_refs(job: &ProvisionJob) -> Result<Option<Oid>> {
+fn provision_refs(job: &RefsJob) -> Result<(Option<Oid>, bool)> {
     let op = Op::Provision;
     let layout = Layout::new(&job.state_dir);
     let project = ProjectName::new(&job.project)?;
     let agent = AgentName::new(&job.agent)?;
     let oid = |s: &str| Oid::from_str(s).map_err(error::git(op, &job.state_dir, None));
+    if job.check_clean {
+        check_clean(&layout, &project, &agent)?;
+    }
     let repo = open_agent_repo(&layout, &project, &agent, op)?;
     let git = |r: &str| error::git(op, repo.path(), Some(r));
     if let Some((mirror, tip)) = &job.base_mirror {
@@ -78,23 +93,36 @@ fn provision_refs(job: &ProvisionJob) -> Result<Option<Oid>> {
             .map_err(git(&job.refname))?;
         head = Some(start);
     }
+    let mut deleted = false;
+    if job.delete_branch {
+        match repo.find_reference(&job.refname) {
+            Ok(mut r) => {
+                r.delete().map_err(git(&job.refname))?;
+                deleted = true;
+            }
+            Err(e) if e.code() == git2::ErrorCode::NotFound => {}
+            Err(e) => return Err(git(&job.refname)(e)),
+        }
+    }
     drop(repo);
     if let Some(tip) = &job.checkout {
         checkout_worktree(&layout, &project, &agent, &job.refname, oid(tip)?)?;
     }
-    Ok(head)
+    Ok((head, deleted))
 }
 
-/// Runs a provisioning job in the helper, as the agent repository's owner.
-pub(crate) fn provision_in_helper(
+/// Runs a refs job in the helper, as the agent repository's owner: the
+/// branch's tip, and whether it was deleted.
+pub(crate) fn refs_in_helper(
     layout: &Layout,
     project: &ProjectName,
     agent: &AgentName,
-    job: ProvisionJobParts,
-) -> Result<Option<Oid>> {
-    let op = Op::Provision;
-    let request = ProvisionJob {
-        confinement: agent_confinement(layout, project, agent, job.checkout.is_some(), op)?,
+    job: RefsJobParts,
+) -> Result<(Option<Oid>, bool)> {
+    let op = job.op;
+    let with_worktree = job.checkout.is_some() || job.check_clean;
+    let request = RefsJob {
+        confinement: agent_confinement(layout, project, agent, with_worktree, op)?,
         state_dir: layout.state_dir().to_path_buf(),
         project: project.to_string(),
         agent: agent.to_string(),
@@ -102,41 +130,50 @@ pub(crate) fn provision_in_helper(
         refname: job.refname,
         create_at: job.create_at.map(|o| o.to_string()),
         checkout: job.checkout.map(|o| o.to_string()),
+        check_clean: job.check_clean,
+        delete_branch: job.delete_branch,
     };
-    let (running, answer) =
-        helper_process::start::<_, ProvisionDone>(op, "git-provision", &request)?;
+    let (running, answer) = helper_process::start::<_, RefsDone>(op, "git-refs", &request)?;
     let helper = running.helper.clone();
     running.finish()?;
     match answer {
-        Answer::Ok(done) => done
-            .head
-            .map(|h| Oid::from_str(&h).map_err(error::git(op, &helper, None)))
-            .transpose(),
+        Answer::Ok(done) => {
+            let head = done
+                .head
+                .map(|h| Oid::from_str(&h).map_err(error::git(op, &helper, None)))
+                .transpose()?;
+            Ok((head, done.branch_deleted))
+        }
         Answer::Error(e) => Err(e.into_error(op, &helper)),
     }
 }
 
-/// The parts of a [`ProvisionJob`] the caller chooses.
-pub(crate) struct ProvisionJobParts {
+/// The parts of a [`RefsJob`] the caller chooses.
+pub(crate) struct RefsJobParts {
+    pub op: Op,
     pub base_mirror: Option<(String, Oid)>,
     pub refname: String,
     pub create_at: Option<Oid>,
     pub checkout: Option<Oid>,
+    pub check_clean: bool,
+    pub delete_branch: bool,
 }
 
-impl ProvisionJobParts {
+impl RefsJobParts {
     /// The branch's tip, which must exist.
     pub(crate) fn head_required(
         layout: &Layout,
         project: &ProjectName,
         agent: &AgentName,
-        parts: ProvisionJobParts,
+        parts: RefsJobParts,
     ) -> Result<Oid> {
         let refname = parts.refname.clone();
-        provision_in_helper(layout, project, agent, parts)?.ok_or_else(|| Error::UnknownBranch {
-            op: Op::Provision,
-            repo: layout.agent_repo(project, agent),
-            branch: refname.trim_start_matches("refs/heads/").to_owned(),
-        })
+        refs_in_helper(layout, project, agent, parts)?
+            .0
+            .ok_or_else(|| Error::UnknownBranch {
+                op: Op::Provision,
+                repo: layout.agent_repo(project, agent),
+                branch: refname.trim_start_matches("refs/heads/").to_owned(),
+            })
     }
 }

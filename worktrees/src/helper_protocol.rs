@@ -149,6 +149,15 @@ pub enum WireError {
         lock_file: PathBuf,
         message: String,
     },
+    DirtyWorktree {
+        worktree: PathBuf,
+        changes: Vec<String>,
+    },
+    Missing {
+        what: String,
+        path: PathBuf,
+        hint: String,
+    },
     Git {
         repo: PathBuf,
         refname: Option<String>,
@@ -229,6 +238,17 @@ impl From<&Error> for WireError {
             } => WireError::Locked {
                 lock_file: lock_file.clone(),
                 message: source.message().to_owned(),
+            },
+            Error::DirtyWorktree { worktree, changes } => WireError::DirtyWorktree {
+                worktree: worktree.clone(),
+                changes: changes.clone(),
+            },
+            Error::Missing {
+                what, path, hint, ..
+            } => WireError::Missing {
+                what: (*what).to_owned(),
+                path: path.clone(),
+                hint: (*hint).to_owned(),
             },
             Error::Git {
                 repo,
@@ -314,6 +334,15 @@ impl WireError {
                 op,
                 lock_file,
                 source: git2::Error::new(git2::ErrorCode::Locked, git2::ErrorClass::Index, message),
+            },
+            WireError::DirtyWorktree { worktree, changes } => {
+                Error::DirtyWorktree { worktree, changes }
+            }
+            WireError::Missing { what, path, hint } => Error::Missing {
+                op,
+                what: static_text(&what),
+                path,
+                hint: static_text(&hint),
             },
             WireError::Git {
                 repo,
@@ -421,4 +450,23 @@ fn error_class(name: &str) -> git2::ErrorClass {
     .into_iter()
     .find(|c| format!("{c:?}") == name)
     .unwrap_or(C::None)
+}
+
+/// `Error::Missing` holds `&'static str`s: the texts berth itself writes are
+/// few and known; anything else is said generically.
+fn static_text(s: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "agent repository",
+        "worktree directory",
+        "worktree admin directory",
+        "forge repository",
+        "provision the agent first",
+        "provision the agent again",
+        "add the project first (berth project add NAME --from PATH)",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == s)
+        .copied()
+        .unwrap_or("a path berth needs")
 }

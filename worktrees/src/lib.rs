@@ -61,7 +61,7 @@ mod recycle;
 use std::path::Path;
 
 pub use agent::WorktreeInfo;
-pub use agent_git::{ProvisionDone, ProvisionJob, run_provision_job};
+pub use agent_git::{RefsDone, RefsJob, run_refs_job};
 pub use commit::{CommitOutcome, CommitRequest, run_commit_job};
 pub use error::{Error, NameKind, Op, Result};
 pub use forge::ProjectInfo;

@@ -19,18 +19,18 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use berth_worktrees::{
-    Answer, CommitJob, Confinement, PackJob, ProvisionJob, WireError, run_commit_job, run_pack_job,
-    run_provision_job, write_answer,
+    Answer, CommitJob, Confinement, PackJob, RefsJob, WireError, run_commit_job, run_pack_job,
+    run_refs_job, write_answer,
 };
 use serde::de::DeserializeOwned;
 
 /// The largest request read from stdin.
 const MAX_REQUEST_BYTES: u64 = 4 * 1024 * 1024;
 
-const USAGE: &str = "usage: berth-helper <git-commit|git-pack|git-provision|probe> < request.json
+const USAGE: &str = "usage: berth-helper <git-commit|git-pack|git-refs|probe> < request.json
   git-commit     stage an agent's worktree and commit it, as the agent, confined
   git-pack       pack what the forge lacks of an agent's branch, as the agent, confined
-  git-provision  write an agent's refs and check its branch out, as the agent, confined
+  git-refs       write, check or delete an agent's refs, check its branch out, as the agent, confined
   probe       confine as asked, then report which paths can be read and written
 Each reads one JSON request on stdin and answers one JSON line on stdout;
 berth runs it, people do not need to.";
@@ -40,7 +40,7 @@ fn main() -> ExitCode {
     let result = match sub.as_str() {
         "git-commit" => git_commit(),
         "git-pack" => git_pack(),
-        "git-provision" => git_provision(),
+        "git-refs" => git_refs(),
         "probe" => probe(),
         "-h" | "--help" => {
             println!("{USAGE}");
@@ -106,8 +106,8 @@ fn git_pack() -> Result<()> {
     run_pack_job(&job, &mut out).context("streaming the pack")
 }
 
-fn git_provision() -> Result<()> {
-    answer_job(|j: &ProvisionJob| &j.confinement, run_provision_job)
+fn git_refs() -> Result<()> {
+    answer_job(|j: &RefsJob| &j.confinement, run_refs_job)
 }
 
 /// A request of `probe`: confine, then try each path.
