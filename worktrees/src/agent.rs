@@ -22,7 +22,7 @@
 //! checked against what berth wrote first.
 
 use std::fs::OpenOptions;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -151,7 +151,8 @@ impl Worktrees {
                 .map_err(error::io(op, &admin))?
                 .is_none()
             {
-                write_new(&agents_dir.join(locked), LOCK_REASON, op)?;
+                confined::write_new(&agents_dir, &locked, LOCK_REASON.as_bytes())
+                    .map_err(error::io(op, &agents_dir.join(&locked)))?;
             }
             let head = git_job(base_mirror, None, None)?;
             if let Some(owner) = owner {
@@ -229,29 +230,41 @@ fn add_worktree(
     let op = Op::Provision;
     let admin = layout.worktree_admin(project, agent);
     let worktree = layout.worktree(project, agent);
-    let worktrees = layout.agent_repo(project, agent).join("worktrees");
-    match std::fs::create_dir(&worktrees) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-            return Err(error::io(op, &worktrees)(e));
-        }
-        _ => {}
+    // Every entry is made relative to berth's own directories, never through
+    // a link the agent could swap in (its repository's `worktrees` included).
+    let agents_dir = layout.agents_dir(project);
+    let admin_rel = admin_rel(agent);
+    let worktrees_rel = admin_rel.parent().unwrap_or(&admin_rel);
+    confined::create_dir(&agents_dir, worktrees_rel)
+        .map_err(error::io(op, &agents_dir.join(worktrees_rel)))?;
+    if !confined::create_dir(&agents_dir, &admin_rel).map_err(error::io(op, &admin))? {
+        return Err(tampered(op, admin, "nothing", "an entry made meanwhile"));
     }
-    std::fs::create_dir(&admin).map_err(error::io(op, &admin))?;
-    write_new(&admin.join("locked"), LOCK_REASON, op)?;
-    write_new(&admin.join("commondir"), "../..\n", op)?;
-    write_new(
-        &admin.join("gitdir"),
-        &format!("{}\n", worktree.join(".git").display()),
-        op,
-    )?;
-    write_new(&admin.join("HEAD"), &format!("ref: {refname}\n"), op)?;
-    std::fs::create_dir(&worktree).map_err(error::io(op, &worktree))?;
-    write_new(
-        &worktree.join(".git"),
-        &format!("gitdir: {}\n", admin.display()),
-        op,
-    )?;
-
+    let gitdir = format!("{}\n", worktree.join(".git").display());
+    let head = format!("ref: {refname}\n");
+    for (name, content) in [
+        ("locked", LOCK_REASON),
+        ("commondir", "../..\n"),
+        ("gitdir", gitdir.as_str()),
+        ("HEAD", head.as_str()),
+    ] {
+        let rel = admin_rel.join(name);
+        confined::write_new(&agents_dir, &rel, content.as_bytes())
+            .map_err(error::io(op, &agents_dir.join(&rel)))?;
+    }
+    let worktrees_dir = layout.worktrees_dir(project);
+    if !confined::create_dir(&worktrees_dir, Path::new(agent.as_str()))
+        .map_err(error::io(op, &worktree))?
+    {
+        return Err(tampered(op, worktree, "nothing", "an entry made meanwhile"));
+    }
+    let dot_git = Path::new(agent.as_str()).join(".git");
+    confined::write_new(
+        &worktrees_dir,
+        &dot_git,
+        format!("gitdir: {}\n", admin.display()).as_bytes(),
+    )
+    .map_err(error::io(op, &worktree.join(".git")))?;
     Ok(())
 }
 
@@ -327,18 +340,6 @@ fn filters_may_apply(
     })
     .or_else(|e| if found { Ok(()) } else { Err(e) })?;
     Ok(found)
-}
-
-/// Creates a file that must not exist yet (never through a symlink).
-fn write_new(path: &Path, content: &str, op: Op) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(path)
-        .map_err(error::io(op, path))?;
-    file.write_all(content.as_bytes())
-        .map_err(error::io(op, path))
 }
 
 /// `<agent>.git/worktrees/<agent>`, relative to the project's agents directory.

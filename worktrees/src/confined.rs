@@ -135,6 +135,38 @@ pub(crate) fn owner(root: &Path, rel: &Path) -> io::Result<Option<crate::Owner>>
     }))
 }
 
+/// Creates the directory `root/rel` (mode 0755), its parents reached without
+/// following a link. `Ok(false)` when something is there already.
+pub(crate) fn create_dir(root: &Path, rel: &Path) -> io::Result<bool> {
+    let parts = components(rel)?;
+    let Some((last, parents)) = parts.split_last() else {
+        return Ok(false);
+    };
+    let dir = open_dir(root, parents)?;
+    match rustix::fs::mkdirat(&dir, *last, Mode::from_raw_mode(0o755)) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::EXIST) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates the file `root/rel` (mode 0644) with `content`; it must not exist,
+/// and neither it nor a directory on the way may be a link.
+pub(crate) fn write_new(root: &Path, rel: &Path, content: &[u8]) -> io::Result<()> {
+    let parts = components(rel)?;
+    let Some((last, parents)) = parts.split_last() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no file named below a berth root directory",
+        ));
+    };
+    let dir = open_dir(root, parents)?;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&dir, *last, flags, Mode::from_raw_mode(0o644))?;
+    let mut file = std::fs::File::from(fd);
+    io::Write::write_all(&mut file, content)
+}
+
 /// Removes whatever is at `root/rel` (a file, a symlink — not its target — or a
 /// whole directory tree). Returns whether something was there.
 pub(crate) fn remove(root: &Path, rel: &Path) -> io::Result<bool> {

@@ -520,3 +520,41 @@ fn provisioning_again_never_writes_a_reflog_through_a_link() {
         "a reflog line was written outside"
     );
 }
+
+#[test]
+fn a_worktrees_directory_flipped_to_a_link_never_gets_berths_admin_files_outside() {
+    let f = Fixture::new();
+    let (p, a) = (&f.project, agent("dev-1"));
+    let info = f.wt.provision(p, &a, &task("t0"), None).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = flip(
+        info.agent_repo.join("worktrees"),
+        outside.path().to_path_buf(),
+        stop.clone(),
+    );
+    let (mut made, n) = (0, rounds() / 2);
+    for i in 0..n {
+        let options = berth_worktrees::RecycleOptions {
+            force: true,
+            delete_branch: true,
+            remove_repository: false,
+        };
+        let _ = f.wt.recycle(p, &a, options);
+        if f.wt
+            .provision(p, &a, &task(&format!("t{}", i + 1)), None)
+            .is_ok()
+        {
+            made += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    eprintln!("{n} provisionings ({made} made) against {flips} flips");
+    assert!(flips > 0, "the flipper never ran");
+    let entries: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries, Vec::<PathBuf>::new(), "berth wrote outside");
+}
