@@ -96,8 +96,12 @@ impl Worktrees {
         let forge = open_forge(&self.layout, project, op)?;
         let previous = ref_tip(&forge, &refname, op)?;
         let forge_tips = forge_tips(&forge, &refname)?;
+        // Packing only reads: the agent repository is not writable to it.
+        let mut confinement = agent_confinement(&self.layout, project, agent, false, op)?;
+        let writable = std::mem::take(&mut confinement.write);
+        confinement.read.extend(writable);
         let job = PackJob {
-            confinement: agent_confinement(&self.layout, project, agent, false, op)?,
+            confinement,
             state_dir: self.layout.state_dir().to_path_buf(),
             project: project.to_string(),
             agent: agent.to_string(),
