@@ -2,7 +2,8 @@
 //! streams a delta declaring a 2 GiB result (as a subverted helper could) is
 //! refused by berth's own measure before libgit2 indexes anything.
 //!
-//! Its own test binary: it points `BERTH_HELPER` (process-wide) at a fake.
+//! Its own test binary: it points `BERTH_HELPER` (process-wide) at a missing
+//! helper, then at a fake.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -63,6 +64,17 @@ fn a_pack_declaring_a_huge_delta_result_is_refused_before_indexing() {
     let c = f.wt.commit(p, &a, &commit_request("x", "act-1")).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
+    // A helper that is not there is an error that says how to build it.
+    let missing = dir.path().join("no-such-helper");
+    // SAFETY: this test binary holds one test; nothing else reads the
+    // environment concurrently.
+    unsafe { std::env::set_var("BERTH_HELPER", &missing) };
+    let err = f.wt.push(p, &a, &info.branch).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::HelperMissing { .. }), "{msg}");
+    assert!(msg.contains("cargo build -p berth-helper"), "{msg}");
+    assert!(msg.contains("no-such-helper"), "{msg}");
+
     let pack = dir.path().join("bomb.pack");
     std::fs::write(&pack, bomb()).unwrap();
     let fake = dir.path().join("berth-helper");
@@ -76,8 +88,7 @@ fn a_pack_declaring_a_huge_delta_result_is_refused_before_indexing() {
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    // SAFETY: this test binary holds one test; nothing else reads the
-    // environment concurrently.
+    // SAFETY: as above.
     unsafe { std::env::set_var("BERTH_HELPER", &fake) };
 
     let packs = || {
