@@ -9,7 +9,9 @@
 //!    cannot search is covered with an empty tmpfs holding only the path down
 //!    to bind mounts of the three directories), then `setgroups([])`,
 //!    `setresgid`, `setresuid`;
-//! 3. not dumpable (a process of the agent's uid cannot ptrace it);
+//! 3. still root (the repository is root's): every capability dropped, so
+//!    only owner bits grant access; then not dumpable (a process of the
+//!    agent's uid cannot ptrace it);
 //! 4. libgit2 reads no system, global or XDG configuration;
 //! 5. `PR_SET_NO_NEW_PRIVS` and a Landlock ruleset (the best ABI the kernel
 //!    has): read the `read` and `write` directories and the system libraries,
@@ -59,6 +61,12 @@ pub fn confine(c: &Confinement) -> Result<()> {
             .collect();
         reach(&targets, uid, gid)?;
         switch_user(uid, gid)?;
+    }
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        // Still root (a repository root owns): root's files only, by their
+        // owner bits; no capability left to override them, mount or chown.
+        drop_capabilities()?;
     }
     // SAFETY: prctl with PR_SET_DUMPABLE and an integer argument touches no memory.
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
@@ -256,6 +264,64 @@ fn switch_user(uid: u32, gid: u32) -> Result<()> {
     // SAFETY: the three pointers are to live locals.
     if unsafe { libc::getresuid(&mut r, &mut e, &mut s) } != 0 || [r, e, s] != [uid; 3] {
         bail!("the switch to uid {uid} did not hold (now {r}/{e}/{s})");
+    }
+    Ok(())
+}
+
+/// Empties every capability set: bounding, ambient, effective, permitted,
+/// inheritable.
+fn drop_capabilities() -> Result<()> {
+    for cap in 0..64 {
+        // SAFETY: prctl with PR_CAPBSET_DROP and integer arguments touches no
+        // memory; EINVAL (a capability this kernel does not know) ends the list.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                break;
+            }
+            return Err(e).context(format!("dropping capability {cap} from the bounding set"));
+        }
+    }
+    // SAFETY: integer arguments only.
+    if unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(std::io::Error::last_os_error()).context("clearing ambient capabilities");
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads a version-3 header and two data structs, both
+    // live, correctly laid out (`repr(C)`) locals.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("capset (dropping every capability)");
     }
     Ok(())
 }

@@ -154,7 +154,26 @@ fn check_confined(tree: &Tree, uid: Option<u32>) -> Value {
 #[test]
 fn landlock_alone_keeps_the_helper_to_its_directories_even_as_root() {
     let tree = Tree::new();
+    // Inside its own directory, a file of another user (0600): root with
+    // capabilities would read it; the helper keeps none.
+    let foreign = tree.p("rw/foreign");
+    std::fs::write(&foreign, "not root's\n").unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let chowned = is_root()
+        && Command::new("chown")
+            .args(["1000:1000"])
+            .arg(&foreign)
+            .status()
+            .unwrap()
+            .success();
     check_confined(&tree, None);
+    if chowned {
+        let got = probe(&tree, None, &[foreign], &[]);
+        assert!(
+            denied(&got["read"][0]),
+            "root kept a capability to read another user's file: {got}"
+        );
+    }
 }
 
 #[test]
