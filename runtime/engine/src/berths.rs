@@ -187,11 +187,13 @@ pub(crate) fn host_check(
         Action::FileWrite { path } => Some((path, FileOp::Write)),
         _ => None,
     };
-    if let Some((path, op)) = file
-        && decision.verdict != Verdict::Deny
-        && let Some(refusal) =
-            sandbox.check_file_path(&berth_policy::scope::normalize(cwd, path), op)
-    {
+    if let Some((path, op)) = file {
+        // The file check is the whole host check of a file action: its
+        // execution is confined, whatever changes meanwhile.
+        if decision.verdict == Verdict::Deny {
+            return None;
+        }
+        let refusal = sandbox.check_file_path(&berth_policy::scope::normalize(cwd, path), op)?;
         let reason = refusal.to_string();
         decision.verdict = Verdict::Deny;
         decision.stage = Stage::Scope;
