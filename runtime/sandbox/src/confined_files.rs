@@ -710,6 +710,12 @@ impl ConfinedFiles {
             candidate.push(part);
             let candidate_path = joined(&candidate);
             let Some((index, rel)) = self.mount_of(&candidate_path) else {
+                // A directory on the way to a mount (`/tmp` of a mount at
+                // `/tmp/state/objects`) is the frame's, not the agent's.
+                if self.mounts.iter().any(|m| under(&m.frame, &candidate_path)) {
+                    current = candidate;
+                    continue;
+                }
                 return Ok(off(candidate_path, pending, links));
             };
             if rel.is_empty() {

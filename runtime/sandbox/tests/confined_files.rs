@@ -259,17 +259,27 @@ fn a_read_only_mount_refuses_writes() {
     let t = tree();
     let f = ConfinedFiles::new(
         vec![FileMount {
-            frame: "/objects".into(),
+            frame: "/state/forge/p.git/objects".into(),
             host: t.wt.clone(),
             writable: false,
         }],
         LinkTargets::Frame,
     );
-    let e = f.write("/objects/planted", b"x").unwrap_err();
+    assert!(
+        f.check("/state/forge/p.git/objects/planted", FileOp::Write)
+            .is_none(),
+        "inside its mount: the write is refused as read-only, not as an escape"
+    );
+    let e = f
+        .write("/state/forge/p.git/objects/planted", b"x")
+        .unwrap_err();
     assert!(matches!(e, FileActionError::ReadOnly { .. }), "{e}");
     assert!(e.to_string().contains("read-only"), "{e}");
     assert!(!t.wt.join("planted").exists());
-    assert!(f.read("/objects/sub/deeper/f.txt").is_ok());
+    assert!(
+        f.read("/state/forge/p.git/objects/sub/deeper/f.txt")
+            .is_ok()
+    );
 }
 
 #[test]
