@@ -26,30 +26,22 @@
 //! as written; the operation then runs once more on the resolved path, still
 //! beneath the root, so the retry cannot escape either.
 
-use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use berth_policy::scope::{normalize, under};
+use berth_policy::scope::normalize;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+
+use crate::frame_links::{BENEATH, STRICT, mount_of, resolve};
+pub use crate::frame_links::{LinkStep, LinkTargets, Resolution};
 
 /// The largest file `file_read` returns, and the largest listing (bytes of
 /// names).
 pub const MAX_READ: u64 = 16 << 20;
-
-/// The kernel's limit on links followed in one resolution.
-const MAX_LINKS: usize = 40;
-
-/// Every open below a mount's root: never above it, never through `/proc`'s
-/// magic links.
-const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
-
-/// The retry on a path already resolved: no link at all may be followed.
-const STRICT: ResolveFlags = BENEATH.union(ResolveFlags::NO_SYMLINKS);
 
 /// One mount of a berth's frame, as the file actions see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,16 +52,6 @@ pub struct FileMount {
     pub host: PathBuf,
     /// Whether `file_write` may write under it.
     pub writable: bool,
-}
-
-/// How an absolute link target is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkTargets {
-    /// A path of the frame (a container: `/etc` is the container's).
-    Frame,
-    /// A path of this host (the runner), found in the frame through the
-    /// mounts' host roots.
-    Host,
 }
 
 /// Which file action, for messages.
@@ -116,49 +98,6 @@ pub struct FileWritten {
     pub bytes: u64,
     /// Whether the file was created by this write.
     pub created: bool,
-}
-
-/// One link followed while resolving a frame path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkStep {
-    /// The link, as a frame path.
-    pub link: String,
-    /// Its target, as written in the link.
-    pub target: String,
-}
-
-/// Where a frame path leads once its links are followed in the frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolution {
-    /// The frame path, normalised.
-    pub frame_path: String,
-    /// Where it leads (existing components resolved, the missing rest
-    /// appended lexically).
-    pub resolved: String,
-    /// The links followed, in order.
-    pub links: Vec<LinkStep>,
-    /// The mount (its frame path) `resolved` is on; `None` when it is on
-    /// none (then `resolved` is a host path when a host link led there).
-    pub on_mount: Option<String>,
-}
-
-impl Resolution {
-    fn describe(&self) -> String {
-        let links: Vec<String> = self
-            .links
-            .iter()
-            .map(|l| format!("{} -> {}", l.link, l.target))
-            .collect();
-        if links.is_empty() {
-            format!("resolves to {}", self.resolved)
-        } else {
-            format!(
-                "resolves to {} through the link(s) {}",
-                self.resolved,
-                links.join(", ")
-            )
-        }
-    }
 }
 
 /// Why a file action was refused or failed. Each names the frame path and
@@ -323,12 +262,14 @@ impl ConfinedFiles {
     }
 
     fn mount_of(&self, path: &str) -> Option<(usize, String)> {
-        self.mounts.iter().enumerate().find_map(|(i, m)| {
-            under(path, &m.frame).then(|| {
-                let rel = path[m.frame.len()..].trim_start_matches('/').to_string();
-                (i, rel)
-            })
-        })
+        mount_of(&self.mounts, path)
+    }
+
+    /// Where a frame path leads once its links are followed in the frame
+    /// (see [`crate::frame_links`]). Fails, with why, on a loop or a path
+    /// that changes while it is read.
+    pub fn resolve(&self, frame_path: &str) -> Result<Resolution, String> {
+        resolve(&self.mounts, self.targets, frame_path)
     }
 
     fn locate(&self, frame_path: &str, op: FileOp) -> Result<Located<'_>, FileActionError> {
@@ -664,171 +605,6 @@ impl ConfinedFiles {
         }
     }
 
-    /// Where a frame path leads once its links are followed in the frame
-    /// (see the module docs). Fails, with why, on a loop or a path that
-    /// changes while it is read.
-    pub fn resolve(&self, frame_path: &str) -> Result<Resolution, String> {
-        let path = normalize("/", frame_path);
-        let mut pending: VecDeque<String> = VecDeque::new();
-        push_front(&mut pending, &path);
-        let mut current: Vec<String> = Vec::new();
-        let mut links: Vec<LinkStep> = Vec::new();
-        let mut roots: Vec<Option<OwnedFd>> = self.mounts.iter().map(|_| None).collect();
-        let joined = |parts: &[String]| -> String {
-            if parts.is_empty() {
-                "/".to_string()
-            } else {
-                format!("/{}", parts.join("/"))
-            }
-        };
-        // Off every mount: nothing more can be read here, and it stays off
-        // them whatever follows.
-        let off = |at: String, pending: VecDeque<String>, links: Vec<LinkStep>| {
-            let rest: Vec<String> = pending.into_iter().collect();
-            Resolution {
-                frame_path: path.clone(),
-                resolved: normalize(&at, &rest.join("/")),
-                links,
-                on_mount: None,
-            }
-        };
-        while let Some(part) = pending.pop_front() {
-            if part == ".." {
-                let here = joined(&current);
-                // On the host, `..` of a mount's root is its host parent,
-                // which no frame path names.
-                if self.targets == LinkTargets::Host
-                    && let Some(m) = self.mounts.iter().find(|m| m.frame == here)
-                {
-                    let parent = m.host.parent().unwrap_or(Path::new("/"));
-                    return Ok(off(parent.to_string_lossy().into_owned(), pending, links));
-                }
-                current.pop();
-                continue;
-            }
-            let mut candidate = current.clone();
-            candidate.push(part);
-            let candidate_path = joined(&candidate);
-            let Some((index, rel)) = self.mount_of(&candidate_path) else {
-                // A directory on the way to a mount (`/tmp` of a mount at
-                // `/tmp/state/objects`) is the frame's, not the agent's.
-                if self.mounts.iter().any(|m| under(&m.frame, &candidate_path)) {
-                    current = candidate;
-                    continue;
-                }
-                return Ok(off(candidate_path, pending, links));
-            };
-            if rel.is_empty() {
-                current = candidate;
-                continue;
-            }
-            if roots[index].is_none() {
-                let fd = rustix::fs::open(
-                    &self.mounts[index].host,
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|e| format!("open {}: {e}", self.mounts[index].host.display()))?;
-                roots[index] = Some(fd);
-            }
-            let Some(root) = roots[index].as_ref() else {
-                return Err("internal: mount root not open".to_string());
-            };
-            // Everything before the last component was resolved here, so no
-            // link may be followed on the way; the last one opens as itself.
-            match rustix::fs::openat2(
-                root,
-                rel.as_str(),
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-                STRICT,
-            ) {
-                Ok(fd) => {
-                    let stat = rustix::fs::fstat(&fd)
-                        .map_err(|e| format!("inspect {candidate_path}: {e}"))?;
-                    if FileType::from_raw_mode(stat.st_mode) != FileType::Symlink {
-                        current = candidate;
-                        continue;
-                    }
-                    if links.len() >= MAX_LINKS {
-                        return Err(format!(
-                            "more than {MAX_LINKS} links (a loop?) starting at {}",
-                            links.first().map_or(candidate_path.as_str(), |l| &l.link)
-                        ));
-                    }
-                    let target = rustix::fs::readlinkat(&fd, "", Vec::new())
-                        .map_err(|e| format!("read the link {candidate_path}: {e}"))?;
-                    let target = String::from_utf8_lossy(target.to_bytes()).into_owned();
-                    links.push(LinkStep {
-                        link: candidate_path,
-                        target: target.clone(),
-                    });
-                    if !target.starts_with('/') {
-                        push_front(&mut pending, &target);
-                        continue;
-                    }
-                    current.clear();
-                    match self.targets {
-                        LinkTargets::Frame => push_front(&mut pending, &target),
-                        LinkTargets::Host => match self.host_to_frame(&target) {
-                            Some(in_frame) => push_front(&mut pending, &in_frame),
-                            None => return Ok(off(normalize("/", &target), pending, links)),
-                        },
-                    }
-                }
-                Err(Errno::NOENT | Errno::NOTDIR) => {
-                    let rest: Vec<String> = pending.into_iter().collect();
-                    let resolved = normalize(&candidate_path, &rest.join("/"));
-                    let on_mount = self
-                        .mount_of(&resolved)
-                        .map(|(i, _)| self.mounts[i].frame.clone());
-                    return Ok(Resolution {
-                        frame_path: path,
-                        resolved,
-                        links,
-                        on_mount,
-                    });
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "{candidate_path} changed while berth resolved it ({e})"
-                    ));
-                }
-            }
-        }
-        let resolved = joined(&current);
-        let on_mount = self
-            .mount_of(&resolved)
-            .map(|(i, _)| self.mounts[i].frame.clone());
-        Ok(Resolution {
-            frame_path: path,
-            resolved,
-            links,
-            on_mount,
-        })
-    }
-
-    /// A host path as a frame path when a mount's host root holds it.
-    fn host_to_frame(&self, host: &str) -> Option<String> {
-        let host_path = Path::new(host);
-        self.mounts
-            .iter()
-            .filter_map(|m| {
-                let rest = host_path.strip_prefix(&m.host).ok()?;
-                let rest = rest.to_string_lossy();
-                Some((
-                    m.host.as_os_str().len(),
-                    if rest.is_empty() {
-                        m.frame.clone()
-                    } else {
-                        format!("{}/{rest}", m.frame.trim_end_matches('/'))
-                    },
-                ))
-            })
-            .max_by_key(|(len, _)| *len)
-            .map(|(_, p)| p)
-    }
-
     /// Decision time: why a file action on `frame_path` must be refused, if
     /// it must — its path leads out of the mount it is written under. A
     /// path on no mount is the decision's own business (and refused at
@@ -841,14 +617,6 @@ impl ConfinedFiles {
             Ok(r) if r.on_mount.as_deref() == Some(at.mount.frame.as_str()) => None,
             Ok(r) => Some(escape(Some(r), "leaves its mount".to_string())),
             Err(detail) => Some(escape(None, detail)),
-        }
-    }
-}
-
-fn push_front(pending: &mut VecDeque<String>, path: &str) {
-    for part in path.rsplit('/') {
-        if !part.is_empty() && part != "." {
-            pending.push_front(part.to_string());
         }
     }
 }

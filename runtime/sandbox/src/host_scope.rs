@@ -30,7 +30,7 @@ use berth_policy::scope::normalize;
 use berth_policy::{Decision, PathMap};
 
 /// The kernel's limit on symlinks followed in one resolution (ELOOP).
-const MAX_LINKS: usize = 40;
+pub(crate) const MAX_LINKS: usize = 40;
 
 /// The host directories a runner action may touch: the worktree and the
 /// frame's extra roots.

@@ -12,6 +12,7 @@ pub mod confined_files;
 pub mod contract;
 pub mod docker;
 pub mod exec;
+pub mod frame_links;
 pub mod host_scope;
 pub mod image;
 mod process_tree;
