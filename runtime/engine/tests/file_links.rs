@@ -303,3 +303,48 @@ async fn a_plain_word_naming_a_link_out_of_the_worktree_holds_the_command() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
+    // A project whose repository commits `noop -> <a directory outside>`:
+    // the noop agent writes `noop/<task>.md` in its worktree.
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    common::git(&src, &["init", "-q"]);
+    std::fs::write(src.join("README.md"), "# demo\n").unwrap();
+    std::os::unix::fs::symlink(&outside, src.join("noop")).unwrap();
+    common::git(&src, &["add", "README.md", "noop"]);
+    common::git(&src, &["commit", "-q", "-m", "init"]);
+    let engine = berth_engine::Engine::init(berth_engine::StateDir::new(dir.path().join("state")))
+        .await
+        .unwrap();
+    engine
+        .add_project(
+            berth_engine::NewProject {
+                name: "demo".into(),
+                from: src,
+                base: None,
+            },
+            &user(),
+        )
+        .await
+        .unwrap();
+    engine
+        .activate_agent("dev-1", "demo", AgentImpl::Noop, &user())
+        .await
+        .unwrap();
+    engine
+        .create_task("demo", "Add a file", &user())
+        .await
+        .unwrap();
+    let err = engine.run_agent("dev-1", true).await.unwrap_err();
+    assert!(
+        err.to_string().contains("/work/noop -> ")
+            && err.to_string().contains("nothing was written"),
+        "{err}"
+    );
+    assert!(names(&outside).is_empty(), "{:?}", names(&outside));
+}
