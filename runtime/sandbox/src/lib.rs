@@ -12,6 +12,7 @@ pub mod contract;
 pub mod docker;
 pub mod exec;
 pub mod host_scope;
+pub mod identity;
 pub mod image;
 mod process_tree;
 mod read_only;
