@@ -699,3 +699,73 @@ async fn a_missing_image_is_an_error_that_says_what_to_do_and_provisions_nothing
     let a = m.engine.agent("dev-1").await.unwrap();
     assert_eq!(a.berth, None);
 }
+
+#[tokio::test]
+async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
+    let m = mounted_or_skip!("restart", "pids = 30");
+    m.up("dev-1").await;
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "*",
+            berth_policy::autonomy::Mode::AutoApprove,
+            &user(),
+        )
+        .await
+        .unwrap();
+    let bystander = m.run(
+        "dev-1",
+        Action::Terminal {
+            command: "sleep 60; echo finished".into(),
+        },
+        ActionParams::default(),
+    );
+    // Fills the pids limit so that not even the kill can start: only a
+    // restart of the container ends it by its deadline.
+    let hog = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        m.run(
+            "dev-1",
+            Action::Terminal {
+                command: "(while :; do sleep 100 & done) 2>/dev/null; exec sleep 1000".into(),
+            },
+            ActionParams {
+                timeout_secs: Some(2),
+                ..ActionParams::default()
+            },
+        )
+        .await
+    };
+    let (bystander, hog) = tokio::join!(bystander, hog);
+    assert!(!hog.succeeded);
+    let d = hog.diagnostic.unwrap_or_default();
+    assert!(
+        d.contains("timed out after 2 s") && d.contains("restarted the berth's container"),
+        "{d}"
+    );
+    assert!(!bystander.succeeded);
+    let d = bystander.diagnostic.unwrap_or_default();
+    assert!(
+        d.contains("container was restarted while this command ran"),
+        "{d}"
+    );
+    assert!(
+        matches!(
+            bystander.result,
+            Some(ActionResult::Terminal {
+                container_restarted: true,
+                ..
+            })
+        ),
+        "{:?}",
+        bystander.result
+    );
+    let restarts = m
+        .event_types()
+        .await
+        .into_iter()
+        .filter(|t| t == "container.restarted")
+        .count();
+    assert_eq!(restarts, 1);
+    assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
+}
