@@ -253,6 +253,15 @@ impl Mounted {
         u32::try_from(uid.expect("a recorded uid")).unwrap()
     }
 
+    /// How many events of `kind` the log holds.
+    async fn count_events(&self, kind: &str) -> usize {
+        self.event_types()
+            .await
+            .into_iter()
+            .filter(|t| t == kind)
+            .count()
+    }
+
     async fn event_types(&self) -> Vec<String> {
         self.engine
             .events(&EventFilter::default())
@@ -468,12 +477,7 @@ async fn the_memory_limit_is_reported_as_out_of_memory() {
         "{:?}",
         o.result
     );
-    let ooms = m
-        .event_types()
-        .await
-        .into_iter()
-        .filter(|t| t == "command.oom_killed")
-        .count();
+    let ooms = m.count_events("command.oom_killed").await;
     assert_eq!(ooms, 2);
     assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
 }
@@ -508,12 +512,7 @@ async fn each_berth_has_a_uid_of_its_own_that_no_host_account_has() {
     m.up("a").await;
     assert_eq!(m.uid("a").await, a);
     assert!(m.engine.doctor().await.unwrap().is_empty());
-    let set = m
-        .event_types()
-        .await
-        .into_iter()
-        .filter(|t| t == "berth.uid_set")
-        .count();
+    let set = m.count_events("berth.uid_set").await;
     assert_eq!(set, 2);
 }
 
@@ -760,12 +759,7 @@ async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed()
         "{:?}",
         bystander.result
     );
-    let restarts = m
-        .event_types()
-        .await
-        .into_iter()
-        .filter(|t| t == "container.restarted")
-        .count();
+    let restarts = m.count_events("container.restarted").await;
     assert_eq!(restarts, 1);
     assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
 }
