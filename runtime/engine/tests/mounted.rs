@@ -763,3 +763,27 @@ async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed()
     assert_eq!(restarts, 1);
     assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
 }
+
+#[tokio::test]
+async fn a_range_with_no_free_uid_is_a_clear_error() {
+    let m = mounted_or_skip!("fullrange", "uid_range = [1879100000, 1879100000]");
+    m.up("a").await;
+    assert_eq!(m.uid("a").await, 1_879_100_000);
+    m.engine
+        .activate_agent("b", &m.project, AgentImpl::Real, &user())
+        .await
+        .unwrap();
+    let err = m
+        .engine
+        .up("b", &m.project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no free uid in [host] uid_range 1879100000..=1879100000")
+            && err.contains("widen the range in berth.toml"),
+        "{err}"
+    );
+    // Nothing was provisioned for b.
+    assert!(!m.agent_repo("b").exists());
+}
