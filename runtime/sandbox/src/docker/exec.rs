@@ -65,9 +65,9 @@ use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, Program};
 /// counter `oom_kill` (cgroup v1 `memory.oom_control`, v2 `memory.events`,
 /// both visible and world-readable inside the container) before and after;
 /// when it grew, a report line of its own says [`OOM_WORD`], whatever the
-/// code. (After `jobs -l`: a command substitution before it would let the
-/// shell forget the finished job.)
-pub(crate) const WRAPPER: &str = "shift; k() { for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do if [ -r $f ]; then while read -r a b; do if [ \"$a\" = oom_kill ]; then echo $b; return; fi; done < $f; fi; done; echo 0; }; o=$(k); exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; [ \"$(k)\" = \"$o\" ] || printf '\\036berth-jobs oom\\n' >&2; exit $r";
+/// code. `k` reads in the wrapper's own shell (no command substitution: no
+/// fork, and a subshell before `jobs -l` would let the shell forget the job).
+pub(crate) const WRAPPER: &str = "shift; k() { v=0; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do if [ -r $f ]; then while read -r a b; do if [ \"$a\" = oom_kill ]; then v=$b; return; fi; done < $f; fi; done; }; k; o=$v; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; k; [ \"$v\" = \"$o\" ] || printf '\\036berth-jobs oom\\n' >&2; exit $r";
 
 /// The wrapper's report when the memory cgroup killed a process while the
 /// command ran.
