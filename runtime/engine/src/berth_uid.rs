@@ -102,11 +102,16 @@ impl Engine {
     pub(crate) async fn uid_for_open(&self, agent: &Agent, config: &ProjectConfig) -> Result<u32> {
         Ok(match self.recorded_uid(&agent.name).await? {
             Some(u) => u,
-            None => self.uid_made_with(agent).unwrap_or(config.sandbox.uid),
+            None => match self.uid_made_with(agent) {
+                Some(u) => u,
+                None if identity::current_uid() != 0 => identity::current_uid(),
+                None => config.sandbox.uid,
+            },
         })
     }
 
-    /// At `berth up` of a mounted berth: the uid it runs as, recorded. A new
+    /// At `berth up` of a mounted berth: the uid it runs as, recorded (when
+    /// berth is not root: the user's own, not recorded, with a note). A new
     /// berth gets a free uid of the range; a recorded uid of the range that
     /// the host has since given to someone moves to the next free one; a berth
     /// made before keeps its uid (a note says when that is a host account);
@@ -117,6 +122,22 @@ impl Engine {
         config: &ProjectConfig,
         fresh: bool,
     ) -> Result<(u32, Option<String>)> {
+        let me = identity::current_uid();
+        if me != 0 {
+            // Only root can give files to another uid: the berth runs as the
+            // user's own uid, and says so.
+            if fresh {
+                return Err(EngineError::State(format!(
+                    "--new-uid re-owns the berth's files, which only root can do; berth runs as uid {me}"
+                )));
+            }
+            return Ok((
+                me,
+                Some(format!(
+                    "berth is not running as root, so this berth runs as your own uid {me}: what the agent makes (a setuid file included) is yours; run berth as root for a uid of its own"
+                )),
+            ));
+        }
         let range = config.host.uid_range;
         let in_range = |u: u32| range[0] <= u && u <= range[1];
         let host = HostIds::read();
