@@ -184,7 +184,10 @@ fn exec_json_has_the_documented_shape_and_pending_exits_3() {
         keys,
         [
             "action_id",
+            "container_restarted",
+            "diagnostic",
             "exit_code",
+            "oom_killed",
             "stage",
             "status",
             "stderr",
@@ -194,6 +197,9 @@ fn exec_json_has_the_documented_shape_and_pending_exits_3() {
             "verdict"
         ]
     );
+    assert_eq!(v["oom_killed"], false);
+    assert_eq!(v["container_restarted"], false);
+    assert!(v["diagnostic"].is_null());
     assert_eq!(v["status"], "pending");
     assert_eq!(v["verdict"], "require_approval");
     assert!(v["exit_code"].is_null());

@@ -347,3 +347,83 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
             .exists()
     );
 }
+
+#[test]
+fn berth_exec_says_when_the_memory_limit_killed_a_process_and_doctor_finds_nothing() {
+    if !docker_answers() {
+        return;
+    }
+    image_build();
+    let s = State::new("oom");
+    let toml = s
+        .state()
+        .join("projects")
+        .join(&s.project)
+        .join("berth.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, text.replace("memory_mb = 2048", "memory_mb = 64")).unwrap();
+    s.activate("dev-1");
+    s.ok(&["up", "dev-1", "--project", &s.project, "--mode", "mounted"]);
+    // Auto mode: the policy is not under test here.
+    s.ok(&["autonomy", "set", "dev-1", "*", "auto_approve"]);
+
+    // The victim is a child; the command itself exits 0. Before, nothing
+    // said so: the exit code was all `berth exec` showed.
+    let out = s.run_env(
+        &[
+            "exec",
+            "dev-1",
+            "--",
+            "tail < /dev/zero > /dev/null; echo after",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "after\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("berth: the berth's memory limit killed a process")
+            && stderr.contains("memory_mb = 64"),
+        "{stderr}"
+    );
+    // The command itself killed: its exit code, and the reason.
+    let out = s.run_env(&["exec", "dev-1", "--", "exec tail < /dev/zero"], &[]);
+    assert_eq!(out.status.code(), Some(137));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("killed by the berth's memory limit"),
+        "{stderr}"
+    );
+    let j = s.json(&[
+        "exec",
+        "dev-1",
+        "--json",
+        "--",
+        "tail < /dev/zero > /dev/null; true",
+    ]);
+    assert_eq!(j["oom_killed"], true, "{j}");
+    assert_eq!(j["container_restarted"], false, "{j}");
+    assert!(
+        j["diagnostic"]
+            .as_str()
+            .unwrap_or("")
+            .contains("out of memory"),
+        "{j}"
+    );
+    let events = s.json(&["events", "--type", "command.oom_killed", "--json"]);
+    assert_eq!(events.as_array().map(Vec::len), Some(3), "{events}");
+
+    // The berth's uid is its own: doctor has nothing to say.
+    let out = s.run_env(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("every berth's uid is its own"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -469,6 +469,8 @@ fn describe_result(r: &ActionResult) -> String {
             stdout_truncated,
             stderr_truncated,
             duration_ms,
+            oom_killed,
+            container_restarted,
             ..
         } => {
             let mut t = if *timed_out {
@@ -476,6 +478,14 @@ fn describe_result(r: &ActionResult) -> String {
             } else {
                 format!("exit code {exit_code} ({duration_ms} ms)\n")
             };
+            if *oom_killed {
+                t.push_str(
+                    "the berth's memory limit killed a process of this command (out of memory)\n",
+                );
+            }
+            if *container_restarted {
+                t.push_str("the berth's container was restarted while this command ran: every command running in it was killed, and /tmp and $HOME are empty again\n");
+            }
             for (name, body, truncated) in [
                 ("stdout", stdout, stdout_truncated),
                 ("stderr", stderr, stderr_truncated),

@@ -187,6 +187,15 @@ pub enum ActionResult {
         /// was asked: the backend could not enforce it here.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         access_note: Option<String>,
+        /// The berth's memory limit killed a process of this command
+        /// (whatever the command's own exit code).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        oom_killed: bool,
+        /// The berth's container was restarted while this command ran, which
+        /// killed every command in it (berth does that to end a timed-out
+        /// command that outlived its kill).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        container_restarted: bool,
     },
     FileRead {
         path: String,

@@ -45,7 +45,21 @@ pub struct BerthSpec {
     pub forge_objects: PathBuf,
     /// `HOME` for its commands, on the host (`<state>/homes/<project>/<agent>`).
     pub home: PathBuf,
+    /// mounted: the berth's uid (gid = uid), which owns the worktree and the
+    /// agent repository ([`crate::berth_uid`]).
+    pub uid: u32,
+    /// mounted: where the container's `/etc/passwd` and `/etc/group` are
+    /// written (`<state>/identities/<project>/<agent>`, never mounted whole).
+    pub identity_dir: PathBuf,
     pub config: ProjectConfig,
+}
+
+/// How `berth up` treats what it finds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpOptions {
+    /// Give the berth a new uid from `[host] uid_range` (re-owning its
+    /// repository and worktree, recreating its container).
+    pub new_uid: bool,
 }
 
 /// An opened sandbox, and whether opening it created a container.
@@ -304,6 +318,13 @@ impl Engine {
                 .join("homes")
                 .join(&agent.project)
                 .join(&agent.name),
+            uid: config.sandbox.uid,
+            identity_dir: self
+                .state
+                .root()
+                .join("identities")
+                .join(&agent.project)
+                .join(&agent.name),
             worktree,
             config: config.clone(),
         }
@@ -331,7 +352,10 @@ impl Engine {
         if let Some(sb) = self.sandboxes.get(&key) {
             return Ok(Some(sb));
         }
-        let spec = self.berth_spec(agent, mode, worktree, config);
+        let mut spec = self.berth_spec(agent, mode, worktree, config);
+        if mode == BerthMode::Mounted {
+            spec.uid = self.uid_for_open(agent, config).await?;
+        }
         let opened = self.provider.open(&spec).await?;
         self.sandboxes.put(key, opened.sandbox.clone());
         Ok(Some(opened.sandbox))
@@ -344,6 +368,19 @@ impl Engine {
         agent: &str,
         project: &str,
         mode: Option<BerthMode>,
+        actor: &Actor,
+    ) -> Result<BerthInfo> {
+        self.up_with(agent, project, mode, UpOptions::default(), actor)
+            .await
+    }
+
+    /// [`up`](Self::up) with options (`berth up --new-uid`).
+    pub async fn up_with(
+        &self,
+        agent: &str,
+        project: &str,
+        mode: Option<BerthMode>,
+        options: UpOptions,
         actor: &Actor,
     ) -> Result<BerthInfo> {
         let a = self.agent(agent).await?;
@@ -392,10 +429,15 @@ impl Engine {
         self.provider.check(mode, &loaded.config).await?;
         let home = self.state.root().join("homes").join(project).join(agent);
         std::fs::create_dir_all(&home).map_err(EngineError::io("creating", &home))?;
-        let owner = (mode == BerthMode::Mounted).then_some(berth_worktrees::Owner {
-            uid: loaded.config.sandbox.uid,
-            gid: loaded.config.sandbox.uid,
-        });
+        // The berth's own uid (mounted): allocated, checked against the host,
+        // or kept as made; it owns the repository and the worktree.
+        let (uid, uid_note) = if mode == BerthMode::Mounted {
+            self.settle_uid(&a, &loaded.config, options.new_uid).await?
+        } else {
+            (loaded.config.sandbox.uid, None)
+        };
+        let owner =
+            (mode == BerthMode::Mounted).then_some(berth_worktrees::Owner { uid, gid: uid });
         let provisioned = self
             .git()
             .provision(
@@ -425,7 +467,9 @@ impl Engine {
                 .await
                 .map_err(EngineError::store("recording a worktree"))?;
         }
-        let spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
+        let mut spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
+        spec.uid = uid;
+        self.sandboxes.drop_agent(agent);
         let opened = self.provider.open(&spec).await?;
         self.sandboxes.put(
             (a.name.clone(), provisioned.worktree.clone()),
@@ -488,6 +532,12 @@ impl Engine {
             return Err(e);
         }
         let mut info = BerthInfo::of(&self.agent(agent).await?);
+        if let Some(note) = uid_note {
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
         if let Some(why) = fallback {
             info.note = Some(match info.note {
                 Some(n) => format!("{why}; {n}"),

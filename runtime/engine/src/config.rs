@@ -160,10 +160,19 @@ pub struct SandboxConfig {
     pub pids: u64,
     /// mounted: `none` (only loopback) or a Docker network's name.
     pub network: String,
-    /// mounted: the image's filesystem read-only, with a tmpfs `/tmp`.
+    /// mounted: the image's filesystem read-only (the default); `/tmp` and
+    /// `$HOME` are bounded tmpfs either way.
     pub read_only_root: bool,
     pub timeout_secs: u64,
     pub output_cap_bytes: usize,
+    /// mounted: size of the tmpfs `/tmp`, MiB.
+    pub tmp_mb: u64,
+    /// mounted: files and directories `/tmp` may hold.
+    pub tmp_inodes: u64,
+    /// mounted: size of the tmpfs `$HOME`, MiB.
+    pub home_mb: u64,
+    /// mounted: files and directories `$HOME` may hold.
+    pub home_inodes: u64,
 }
 
 impl Default for SandboxConfig {
@@ -176,9 +185,38 @@ impl Default for SandboxConfig {
             cpus: 2.0,
             pids: 512,
             network: "none".into(),
-            read_only_root: false,
+            read_only_root: true,
             timeout_secs: 600,
             output_cap_bytes: 1 << 20,
+            tmp_mb: 256,
+            tmp_inodes: 65_536,
+            home_mb: 256,
+            home_inodes: 65_536,
+        }
+    }
+}
+
+/// `[host]`: how berth uses the machine it runs on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostConfig {
+    /// `[first, last]`: the uids (gid = uid) berths are given, one each.
+    pub uid_range: [u32; 2],
+}
+
+/// The default `[host] uid_range`: 0x70000000–0x7000FFFF. systemd's table of
+/// UID ranges (<https://systemd.io/UIDS-GIDS/>) lists 1879048192–2147483647
+/// as unused by Linux, distributions and systemd, above its container ranges
+/// (524288–1879048191, `systemd-nspawn --private-users=pick`) and below the
+/// "HIC SVNT LEONES" half where a signed uid goes negative; shadow's default
+/// subordinate ids (`SUB_UID_MIN` 100000 … `SUB_UID_MAX` 600100000 in
+/// login.defs) end far below it. 65,536 berths.
+pub const DEFAULT_UID_RANGE: [u32; 2] = [0x7000_0000, 0x7000_FFFF];
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            uid_range: DEFAULT_UID_RANGE,
         }
     }
 }
@@ -243,6 +281,7 @@ pub struct ProjectConfig {
     pub agents: AgentsConfig,
     pub followups: FollowupsConfig,
     pub hooks: Vec<HookConfig>,
+    pub host: HostConfig,
 }
 
 impl ProjectConfig {
@@ -304,7 +343,34 @@ impl ProjectConfig {
                 });
             }
         }
-        let problems: [(bool, &str, &str, &str); 11] = [
+        let [first, last] = self.host.uid_range;
+        let problems: [(bool, &str, &str, &str); 14] = [
+            (
+                first < 65_536 || first > last || last >= 0x8000_0000,
+                "host",
+                "uid_range",
+                "must be [first, last] with 65536 <= first <= last < 2147483648: above every account a distribution makes, below the uids that go negative",
+            ),
+            (
+                self.sandbox.tmp_mb == 0 || self.sandbox.home_mb == 0,
+                "sandbox",
+                if self.sandbox.tmp_mb == 0 {
+                    "tmp_mb"
+                } else {
+                    "home_mb"
+                },
+                "must be at least 1",
+            ),
+            (
+                self.sandbox.tmp_inodes < 64 || self.sandbox.home_inodes < 64,
+                "sandbox",
+                if self.sandbox.tmp_inodes < 64 {
+                    "tmp_inodes"
+                } else {
+                    "home_inodes"
+                },
+                "must be at least 64",
+            ),
             (
                 self.sandbox.uid == 0,
                 "sandbox",
@@ -497,7 +563,9 @@ privileged = []
 mode = "auto"
 # mounted: the agent image ("" = the default one built by `berth image build`).
 image = ""
-# mounted: the uid commands run as inside the container.
+# mounted: the uid of berths made before [host] uid_range existed (they keep
+# it; `berth doctor` lists those whose uid is a host account). New berths get
+# their own uid from [host] uid_range.
 uid = 1000
 # mounted: the container's memory, CPU and process limits. (The runner sets
 # rlimits of its own — no core dumps, open files — and cannot cap memory
@@ -507,8 +575,15 @@ cpus = 2.0
 pids = 512
 # mounted: "none" (only loopback) or the name of a Docker network.
 network = "none"
-# mounted: mount the image read-only, with a tmpfs /tmp.
-read_only_root = false
+# mounted: mount the image read-only; only /work, the agent repository and the
+# tmpfs /tmp and $HOME below are writable.
+read_only_root = true
+# mounted: the tmpfs /tmp and $HOME (/home/agent): size in MiB, and how many
+# files and directories each may hold. Both allow executing what is in them.
+tmp_mb = 256
+tmp_inodes = 65536
+home_mb = 256
+home_inodes = 65536
 # Default deadline of one command, in seconds (`berth exec --timeout` overrides).
 timeout_secs = 600
 # Bytes kept of each output stream; beyond it the tail is kept and the cut said.
@@ -529,6 +604,13 @@ circuit_breaker = 3
 enabled = false
 command = ""
 timeout_secs = 60
+
+[host]
+# The uids berths run as, one each (gid = uid), [first, last]. The default is
+# a block systemd's table of UID ranges (https://systemd.io/UIDS-GIDS/) leaves
+# unused by every distribution; `berth up` also skips any uid the passwd or
+# group database, /etc/subuid or /etc/subgid gives to someone.
+uid_range = [1879048192, 1879113727]
 
 # Commands run on the host on an event, with the event JSON on stdin; a hook
 # that fails or times out is logged (hook.failed) and never blocks anything.
@@ -617,6 +699,18 @@ mod tests {
                 "berth.toml:2:1: key `sandbox.pids`: must be at least 8",
             ),
             ("x = = 1\n", "berth.toml:1:5:"),
+            (
+                "[host]\nuid_range = [1000, 2000]\n",
+                "berth.toml:2:1: key `host.uid_range`: must be [first, last] with 65536",
+            ),
+            (
+                "[host]\nuid_range = [2000000000, 1900000000]\n",
+                "berth.toml:2:1: key `host.uid_range`: must be",
+            ),
+            (
+                "[sandbox]\ntmp_inodes = 3\n",
+                "berth.toml:2:1: key `sandbox.tmp_inodes`: must be at least 64",
+            ),
         ];
         for (text, want) in cases {
             let err = ProjectConfig::parse(text, "berth.toml")

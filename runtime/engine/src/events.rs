@@ -139,6 +139,13 @@ pub mod kind {
     pub const CONTAINER_REMOVED: &str = "container.removed";
     /// Reconcile found an up berth's container running and kept it.
     pub const CONTAINER_ADOPTED: &str = "container.adopted";
+    /// berth restarted a berth's container to end a timed-out command that
+    /// outlived its kill: every other command running in it died too.
+    pub const CONTAINER_RESTARTED: &str = "container.restarted";
+    /// The berth's memory limit killed a process of a command.
+    pub const COMMAND_OOM_KILLED: &str = "command.oom_killed";
+    /// A berth was given its uid (allocated, moved, or recorded as made).
+    pub const BERTH_UID_SET: &str = "berth.uid_set";
 }
 
 /// A fact to record.

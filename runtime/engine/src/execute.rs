@@ -16,6 +16,7 @@ use crate::Engine;
 use crate::actions::{ActionRecord, ActionResult, Outcome, OutputSink};
 use crate::agents::Agent;
 use crate::error::{EngineError, Result};
+use crate::events::{Actor, NewEvent, emit, kind};
 
 impl Engine {
     /// Executes `record`; never fails: an error is a failed outcome.
@@ -161,22 +162,54 @@ impl Engine {
             stderr_truncated: out.stderr.truncated,
             duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
             access_note,
+            oom_killed: out.oom_killed,
+            container_restarted: out.container_restarted,
         };
-        if out.timed_out {
+        self.record_exec_events(record, sb, command, &out, config.sandbox.memory_mb)
+            .await;
+        let timeout_secs = record
+            .params
+            .timeout_secs
+            .unwrap_or(config.sandbox.timeout_secs);
+        if out.timed_out && out.container_restarted {
             return Ok(Outcome::failed(
                 format!(
-                    "timed out after {} s; the whole process tree was killed",
-                    record
-                        .params
-                        .timeout_secs
-                        .unwrap_or(config.sandbox.timeout_secs)
+                    "timed out after {timeout_secs} s; its processes outlived the kill, so berth restarted the berth's container: every other command running in this berth was killed too (event {})",
+                    kind::CONTAINER_RESTARTED
                 ),
                 Some(result),
             ));
         }
+        if out.timed_out {
+            return Ok(Outcome::failed(
+                format!("timed out after {timeout_secs} s; the whole process tree was killed"),
+                Some(result),
+            ));
+        }
+        if out.container_restarted {
+            return Ok(Outcome::failed(
+                format!(
+                    "killed: the berth's container was restarted while this command ran, which ends every command in it (berth does that when a timed-out command outlives its kill: see event {})",
+                    kind::CONTAINER_RESTARTED
+                ),
+                Some(result),
+            ));
+        }
+        let oom = format!(
+            "the berth's memory limit killed a process of this command (out of memory; sandbox.memory_mb = {})",
+            config.sandbox.memory_mb
+        );
+        if out.oom_killed && out.status.success() {
+            let mut o = Outcome::ok(result);
+            o.diagnostic = Some(format!("{oom}, although the command exited 0"));
+            return Ok(o);
+        }
         if !out.status.success() {
             let tail = last_line(&out.stderr.bytes).or_else(|| last_line(&out.stdout.bytes));
             let what = match out.status {
+                berth_sandbox::ExitStatus::Exited(code) if out.oom_killed => {
+                    format!("{oom}; it exited with code {code}")
+                }
                 _ if out.oom_killed => format!(
                     "killed by the berth's memory limit (out of memory; sandbox.memory_mb = {})",
                     config.sandbox.memory_mb
@@ -195,6 +228,69 @@ impl Engine {
             ));
         }
         Ok(Outcome::ok(result))
+    }
+}
+
+impl Engine {
+    /// Puts on the log what a command's outcome alone would not show others:
+    /// a restart of the container (every command in it died) and an
+    /// out-of-memory kill. A failure to record is logged, not the command's.
+    async fn record_exec_events(
+        &self,
+        record: &ActionRecord,
+        sb: &dyn Sandbox,
+        command: &str,
+        out: &berth_sandbox::ExecOutcome,
+        memory_mb: u64,
+    ) {
+        let mut events = Vec::new();
+        if out.container_restarted && out.timed_out {
+            events.push((
+                kind::CONTAINER_RESTARTED,
+                serde_json::json!({
+                    "why": "a timed-out command outlived its kill",
+                    "command": command,
+                    "mode": sb.kind().as_str(),
+                    "effect": "every command running in the berth was killed",
+                }),
+            ));
+        }
+        if out.oom_killed {
+            events.push((
+                kind::COMMAND_OOM_KILLED,
+                serde_json::json!({
+                    "command": command,
+                    "exit_code": out.status.code(),
+                    "memory_mb": memory_mb,
+                }),
+            ));
+        }
+        if events.is_empty() {
+            return;
+        }
+        let system = Actor::system();
+        let result: Result<()> = async {
+            let mut tx = self.store.write("recording a command's end").await?;
+            for (event, payload) in events {
+                emit(
+                    &mut tx,
+                    NewEvent::new(event, &system)
+                        .project(&record.project)
+                        .agent(&record.agent)
+                        .task(record.task.as_deref())
+                        .action(&record.id)
+                        .payload(payload),
+                )
+                .await?;
+            }
+            tx.commit()
+                .await
+                .map_err(EngineError::store("recording a command's end"))
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(action = %record.id, error = %e, "recording a command's end failed");
+        }
     }
 }
 

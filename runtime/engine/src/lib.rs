@@ -13,6 +13,7 @@
 pub mod actions;
 pub mod agent_io;
 pub mod agents;
+pub mod berth_uid;
 pub mod berths;
 mod breaker;
 pub mod config;
@@ -45,8 +46,10 @@ pub use actions::{
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{Agent, AgentImpl, AgentStatus, AutonomyReport};
+pub use berth_uid::UidFinding;
 pub use berths::{
     BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, ReconciledContainer, SandboxProvider,
+    UpOptions,
 };
 pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
 pub use error::{EngineError, Result};

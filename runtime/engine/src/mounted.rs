@@ -93,13 +93,17 @@ pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
     );
     c.instance = spec.instance.clone();
     c.image = image_of(&spec.config);
-    c.uid = s.uid;
-    c.gid = s.uid;
+    c.uid = spec.uid;
+    c.gid = spec.uid;
+    c.identity_dir = Some(spec.identity_dir.clone());
     c.limits = Limits {
         memory_bytes: i64::try_from(s.memory_mb.saturating_mul(1 << 20)).unwrap_or(i64::MAX),
         cpus: s.cpus,
         pids: i64::try_from(s.pids).unwrap_or(i64::MAX),
-        ..Limits::default()
+        tmp_bytes: s.tmp_mb.saturating_mul(1 << 20),
+        tmp_inodes: s.tmp_inodes,
+        home_bytes: s.home_mb.saturating_mul(1 << 20),
+        home_inodes: s.home_inodes,
     };
     c.network = match s.network.as_str() {
         "none" => Network::None,

@@ -26,6 +26,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "pipelines",
         include_str!("../migrations/0002_pipelines.sql"),
     ),
+    (
+        3,
+        "berth uid",
+        include_str!("../migrations/0003_berth_uid.sql"),
+    ),
 ];
 
 /// A handle on the store; cheap to clone.

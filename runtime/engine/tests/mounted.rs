@@ -243,6 +243,25 @@ impl Mounted {
             .is_ok()
     }
 
+    /// The uid recorded for `agent`'s berth.
+    async fn uid(&self, agent: &str) -> u32 {
+        let uid: Option<i64> = sqlx::query_scalar("SELECT uid FROM agents WHERE name = $1")
+            .bind(agent)
+            .fetch_one(self.engine.store().pool())
+            .await
+            .unwrap();
+        u32::try_from(uid.expect("a recorded uid")).unwrap()
+    }
+
+    /// How many events of `kind` the log holds.
+    async fn count_events(&self, kind: &str) -> usize {
+        self.event_types()
+            .await
+            .into_iter()
+            .filter(|t| t == kind)
+            .count()
+    }
+
     async fn event_types(&self) -> Vec<String> {
         self.engine
             .events(&EventFilter::default())
@@ -270,16 +289,17 @@ macro_rules! mounted_or_skip {
 async fn git_inside_the_container_works_on_the_agents_branch_and_the_host_side_keeps_working() {
     let m = mounted_or_skip!("git");
     let wt = m.up("dev-1").await;
+    let uid = m.uid("dev-1").await;
     // The container's uid owns what it must write, though berth runs as root.
     for path in [&wt, &m.agent_repo("dev-1")] {
         assert_eq!(
             std::fs::metadata(path).unwrap().uid(),
-            1000,
+            uid,
             "{}",
             path.display()
         );
     }
-    assert_eq!(m.ok("dev-1", "id -u").await, "1000\n");
+    assert_eq!(m.ok("dev-1", "id -u").await, format!("{uid}\n"));
     assert_eq!(m.ok("dev-1", "pwd").await, "/work\n");
     let status = m.ok("dev-1", "git status --porcelain=v1 -b").await;
     assert_eq!(status, "## agent/dev-1/scratch\n");
@@ -309,7 +329,7 @@ async fn git_inside_the_container_works_on_the_agents_branch_and_the_host_side_k
         .await;
     assert!(w.succeeded, "{:?}", w.diagnostic);
     for p in ["sub", "sub/dir", "sub/dir/host.txt"] {
-        assert_eq!(std::fs::metadata(wt.join(p)).unwrap().uid(), 1000, "{p}");
+        assert_eq!(std::fs::metadata(wt.join(p)).unwrap().uid(), uid, "{p}");
     }
     assert_eq!(
         m.ok(
@@ -331,7 +351,7 @@ async fn git_inside_the_container_works_on_the_agents_branch_and_the_host_side_k
         .await;
     assert!(
         c.succeeded,
-        "git2 commit on a uid-1000 repository: {:?}",
+        "git2 commit on a repository of the berth's uid: {:?}",
         c.diagnostic
     );
     assert_eq!(
@@ -343,7 +363,7 @@ async fn git_inside_the_container_works_on_the_agents_branch_and_the_host_side_k
         std::fs::metadata(m.agent_repo("dev-1").join("HEAD"))
             .unwrap()
             .uid(),
-        1000
+        uid
     );
     // A path only in the container is not a file of this host.
     let r = m
@@ -535,7 +555,134 @@ async fn the_memory_limit_is_reported_as_out_of_memory() {
         d.contains("out of memory") && d.contains("memory_mb = 64"),
         "{d}"
     );
+    // A victim under a command that exits 0 is said too, and logged.
+    let o = m
+        .run(
+            "dev-1",
+            Action::Terminal {
+                command: "tail < /dev/zero > /dev/null; echo after".into(),
+            },
+            ActionParams::default(),
+        )
+        .await;
+    assert!(o.succeeded);
+    let d = o.diagnostic.clone().unwrap_or_default();
+    assert!(
+        d.contains("memory limit killed a process") && d.contains("exited 0"),
+        "{d}"
+    );
+    assert!(
+        matches!(
+            o.result,
+            Some(ActionResult::Terminal {
+                oom_killed: true,
+                ..
+            })
+        ),
+        "{:?}",
+        o.result
+    );
+    let ooms = m.count_events("command.oom_killed").await;
+    assert_eq!(ooms, 2);
     assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
+}
+
+#[tokio::test]
+async fn each_berth_has_a_uid_of_its_own_that_no_host_account_has() {
+    let m = mounted_or_skip!("uids");
+    let wt_a = m.up("a").await;
+    let wt_b = m.up("b").await;
+    let (a, b) = (m.uid("a").await, m.uid("b").await);
+    assert_ne!(a, b, "two berths, two uids");
+    let range = berth_engine::config::DEFAULT_UID_RANGE;
+    for uid in [a, b] {
+        assert!((range[0]..=range[1]).contains(&uid), "{uid}");
+        assert!(
+            berth_sandbox::identity::host_claims(uid).is_empty(),
+            "uid {uid} is the host's"
+        );
+    }
+    assert_eq!(
+        m.ok("a", "id -u; id -un; echo $HOME").await,
+        format!("{a}\nagent\n/home/agent\n")
+    );
+    assert_eq!(m.ok("b", "id -u").await, format!("{b}\n"));
+    // A setuid binary the agent makes belongs to the berth's uid, not 1000.
+    m.ok("a", "cp /bin/sh s && chmod u+s s").await;
+    let md = std::fs::metadata(wt_a.join("s")).unwrap();
+    assert_eq!(md.uid(), a);
+    assert_ne!(md.mode() & 0o4000, 0);
+    assert_eq!(std::fs::metadata(&wt_b).unwrap().uid(), b);
+    // up again keeps the uid.
+    m.up("a").await;
+    assert_eq!(m.uid("a").await, a);
+    assert!(m.engine.doctor().await.unwrap().is_empty());
+    let set = m.count_events("berth.uid_set").await;
+    assert_eq!(set, 2);
+}
+
+#[tokio::test]
+async fn a_berth_made_before_keeps_its_uid_until_moved() {
+    let m = mounted_or_skip!("olduid");
+    let wt = m.up("old").await;
+    // As a berth made before uids were recorded: owned by 1000, none recorded.
+    for p in [&wt, &m.agent_repo("old")] {
+        let st = std::process::Command::new("chown")
+            .args(["-R", "1000:1000"])
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    sqlx::query("UPDATE agents SET uid = NULL WHERE name = 'old'")
+        .execute(m.engine.store().pool())
+        .await
+        .unwrap();
+    let info = m
+        .engine
+        .up("old", &m.project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap();
+    assert_eq!(m.uid("old").await, 1000, "kept as made");
+    assert_eq!(m.ok("old", "id -u").await, "1000\n");
+    let host_has_1000 = !berth_sandbox::identity::host_claims(1000).is_empty();
+    let findings = m.engine.doctor().await.unwrap();
+    let command = format!("berth up old --project {} --new-uid", m.project);
+    if host_has_1000 {
+        let note = info.note.unwrap_or_default();
+        assert!(
+            note.contains("uid 1000") && note.contains(&command),
+            "{note}"
+        );
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].uid, 1000);
+        assert_eq!(findings[0].command, command);
+    } else {
+        assert!(findings.is_empty(), "{findings:?}");
+    }
+    // The command doctor names moves it: a uid of its own, files re-owned.
+    let info = m
+        .engine
+        .up_with(
+            "old",
+            &m.project,
+            Some(BerthMode::Mounted),
+            berth_engine::UpOptions { new_uid: true },
+            &user(),
+        )
+        .await
+        .unwrap();
+    let uid = m.uid("old").await;
+    assert_ne!(uid, 1000);
+    assert!(
+        info.note
+            .unwrap_or_default()
+            .contains(&format!("to uid {uid}"))
+    );
+    assert_eq!(m.ok("old", "id -u").await, format!("{uid}\n"));
+    assert_eq!(std::fs::metadata(&wt).unwrap().uid(), uid);
+    assert_eq!(std::fs::metadata(m.agent_repo("old")).unwrap().uid(), uid);
+    assert!(m.engine.doctor().await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -809,6 +956,16 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
             "dev-1",
             "git_commit",
             berth_policy::autonomy::Mode::RequireApproval,
+
+#[tokio::test]
+async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
+    let m = mounted_or_skip!("restart", "pids = 30");
+    m.up("dev-1").await;
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "*",
+            berth_policy::autonomy::Mode::AutoApprove,
             &user(),
         )
         .await
@@ -837,4 +994,79 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
     for want in ["container.removed", "berth.down", "worktree.recycled"] {
         assert!(types.iter().any(|t| t == want), "no {want} in {types:?}");
     }
+
+    let bystander = m.run(
+        "dev-1",
+        Action::Terminal {
+            command: "sleep 60; echo finished".into(),
+        },
+        ActionParams::default(),
+    );
+    // Fills the pids limit so that not even the kill can start: only a
+    // restart of the container ends it by its deadline.
+    let hog = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        m.run(
+            "dev-1",
+            Action::Terminal {
+                command: "(while :; do sleep 100 & done) 2>/dev/null; exec sleep 1000".into(),
+            },
+            ActionParams {
+                timeout_secs: Some(2),
+                ..ActionParams::default()
+            },
+        )
+        .await
+    };
+    let (bystander, hog) = tokio::join!(bystander, hog);
+    assert!(!hog.succeeded);
+    let d = hog.diagnostic.unwrap_or_default();
+    assert!(
+        d.contains("timed out after 2 s") && d.contains("restarted the berth's container"),
+        "{d}"
+    );
+    assert!(!bystander.succeeded);
+    let d = bystander.diagnostic.unwrap_or_default();
+    assert!(
+        d.contains("container was restarted while this command ran"),
+        "{d}"
+    );
+    assert!(
+        matches!(
+            bystander.result,
+            Some(ActionResult::Terminal {
+                container_restarted: true,
+                ..
+            })
+        ),
+        "{:?}",
+        bystander.result
+    );
+    let restarts = m.count_events("container.restarted").await;
+    assert_eq!(restarts, 1);
+    assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
+}
+
+#[tokio::test]
+async fn a_range_with_no_free_uid_is_a_clear_error() {
+    let m = mounted_or_skip!("fullrange", "uid_range = [1879100000, 1879100000]");
+    m.up("a").await;
+    assert_eq!(m.uid("a").await, 1_879_100_000);
+    m.engine
+        .activate_agent("b", &m.project, AgentImpl::Real, &user())
+        .await
+        .unwrap();
+    let err = m
+        .engine
+        .up("b", &m.project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no free uid in [host] uid_range 1879100000..=1879100000")
+            && err.contains("widen the range in berth.toml"),
+        "{err}"
+    );
+    // Nothing was provisioned for b.
+    assert!(!m.agent_repo("b").exists());
 }

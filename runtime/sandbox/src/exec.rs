@@ -216,6 +216,11 @@ pub struct ExecOutcome {
     /// The sandbox's memory limit killed a process of this command (exit 137
     /// from the out-of-memory killer, not from a signal someone sent).
     pub oom_killed: bool,
+    /// The sandbox's container was restarted while this command ran: by
+    /// berth, to end a timed-out command that outlived its kill (this one,
+    /// when `timed_out`), or by someone else. Every command running in the
+    /// berth at that moment was killed with it.
+    pub container_restarted: bool,
     pub duration: Duration,
 }
 

@@ -14,6 +14,7 @@ pub mod docker;
 pub mod exec;
 pub mod frame_links;
 pub mod host_scope;
+pub mod identity;
 pub mod image;
 mod process_tree;
 mod read_only;

@@ -497,6 +497,7 @@ impl Runner {
             timed_out,
             // rlimits end a runner command with an error, not an OOM kill.
             oom_killed: false,
+            container_restarted: false,
             duration: started.elapsed(),
         })
     }
@@ -543,6 +544,7 @@ impl Runner {
             stderr: stderr.finish(),
             timed_out: false,
             oom_killed: false,
+            container_restarted: false,
             duration: started.elapsed(),
         })
     }

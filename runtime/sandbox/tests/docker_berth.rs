@@ -237,10 +237,53 @@ async fn the_memory_limit_kills_and_is_reported_as_oom() {
     let out = sh(&berth, "exec tail < /dev/zero").await;
     assert_eq!(out.status, ExitStatus::Signaled(9), "{out:?}");
     assert!(out.oom_killed);
+    // A child killed while the command itself exits 0 (a compiler under a
+    // build tool that shrugs): still said.
+    let out = sh(&berth, "tail < /dev/zero > /dev/null; echo after").await;
+    assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
+    assert_eq!(text(&out.stdout.bytes), "after\n");
+    assert!(out.oom_killed, "{out:?}");
+    assert!(!text(&out.stderr.bytes).contains("berth-jobs"), "{out:?}");
     // A plain SIGKILL is not an out-of-memory kill.
     let out = sh(&berth, "kill -9 $$").await;
     assert_eq!(out.status, ExitStatus::Signaled(9));
     assert!(!out.oom_killed);
+    assert_eq!(ok(&berth, "echo alive").await, "alive\n");
+    let fine = sh(&berth, "echo alive").await;
+    assert!(!fine.oom_killed && !fine.container_restarted, "{fine:?}");
+}
+
+#[tokio::test]
+async fn a_restart_for_a_deadline_is_said_to_every_command_it_kills() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("restart");
+    let mut spec = layout.spec("a");
+    spec.limits.pids = 30;
+    let berth = std::sync::Arc::new(backend.up(spec).await.unwrap());
+    // Another command of the agent, running when the restart comes.
+    let bystander = {
+        let berth = berth.clone();
+        tokio::spawn(async move { sh(&berth, "sleep 60; echo finished").await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Fills the pids limit, so not even the kill exec can start: only a
+    // restart ends it by its deadline.
+    // The loop's shell dies at its first failed fork; the command goes on
+    // as a sleeper (`exec` needs no fork).
+    let mut hog = ExecRequest::shell("(while :; do sleep 100 & done) 2>/dev/null; exec sleep 1000");
+    hog.timeout = Duration::from_secs(2);
+    let hog = berth.exec(hog, None).await.unwrap();
+    assert!(hog.timed_out, "{hog:?}");
+    assert!(hog.container_restarted, "{hog:?}");
+    let bystander = bystander.await.unwrap();
+    assert!(bystander.container_restarted, "{bystander:?}");
+    assert!(
+        !bystander.oom_killed && !bystander.timed_out,
+        "{bystander:?}"
+    );
+    assert!(!text(&bystander.stdout.bytes).contains("finished"));
+    // The berth works again.
     assert_eq!(ok(&berth, "echo alive").await, "alive\n");
 }
 
@@ -276,17 +319,165 @@ async fn work_access_flips_by_recreating_the_container() {
 }
 
 #[tokio::test]
-async fn read_only_root_keeps_a_writable_tmp() {
+async fn the_root_is_read_only_and_tmp_and_home_are_bounded() {
     let backend = engine_or_skip!();
     common::default_image(&backend).await;
     let layout = Layout::new("roroot");
     let mut spec = layout.spec("a");
-    spec.read_only_root = true;
+    assert!(spec.read_only_root, "read-only is the default");
+    spec.limits.tmp_bytes = 2 << 20;
+    spec.limits.tmp_inodes = 200;
+    spec.limits.home_bytes = 2 << 20;
     let berth = backend.up(spec).await.unwrap();
-    let out = sh(&berth, "touch /home/agent/x").await;
-    assert_ne!(out.status, ExitStatus::Exited(0));
+    // The image is not writable, anywhere.
+    for target in ["/usr/x", "/etc/x", "/x", "/usr/bin/x"] {
+        let out = sh(&berth, &format!("echo x > {target}")).await;
+        assert_ne!(out.status, ExitStatus::Exited(0), "{target} was writable");
+        assert!(
+            text(&out.stderr.bytes).contains("Read-only"),
+            "{target}: {out:?}"
+        );
+    }
+    // /tmp and $HOME are writable, executable, and bounded by size and inodes.
     assert_eq!(ok(&berth, "echo t > /tmp/x && cat /tmp/x").await, "t\n");
+    assert_eq!(
+        ok(
+            &berth,
+            "printf '#!/bin/sh\\necho ran\\n' > /tmp/s && chmod +x /tmp/s && /tmp/s"
+        )
+        .await,
+        "ran\n"
+    );
+    assert_eq!(
+        ok(&berth, "cd && pwd && echo h > f && cp /tmp/s ./s && ./s").await,
+        "/home/agent\nran\n"
+    );
+    let out = sh(&berth, "dd if=/dev/zero of=/tmp/big bs=1024 count=4096").await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    assert!(
+        text(&out.stderr.bytes).contains("No space left on device"),
+        "{out:?}"
+    );
+    let out = sh(
+        &berth,
+        "cd $HOME && dd if=/dev/zero of=big bs=1024 count=4096",
+    )
+    .await;
+    assert!(
+        text(&out.stderr.bytes).contains("No space left on device"),
+        "{out:?}"
+    );
+    let out = sh(&berth, "rm -f /tmp/big; mkdir /tmp/n && cd /tmp/n && i=0; while [ $i -lt 400 ]; do touch f$i || exit 9; i=$((i+1)); done").await;
+    assert_eq!(out.status, ExitStatus::Exited(9), "{out:?}");
+    assert!(
+        text(&out.stderr.bytes).contains("No space left on device"),
+        "{out:?}"
+    );
+    // Mount options as the kernel shows them: exec (no noexec), nosuid, nodev.
+    let mounts = ok(&berth, "grep -E ' /(tmp|home/agent) ' /proc/mounts").await;
+    for line in mounts.lines() {
+        assert!(!line.contains("noexec"), "{line}");
+        assert!(line.contains("nosuid") && line.contains("nodev"), "{line}");
+    }
+    assert_eq!(mounts.lines().count(), 2, "{mounts}");
     ok(&berth, "echo w > /work/w").await;
+}
+
+/// A static program from `tests/programs`, built with the host's gcc into
+/// `dir` and owned by `uid`.
+fn build_static(name: &str, dir: &std::path::Path, uid: u32) -> std::path::PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(format!("{name}.c"));
+    let out = dir.join(name);
+    let st = std::process::Command::new("gcc")
+        .args(["-static", "-O1", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc (the tests build a static probe with it)");
+    assert!(st.success(), "gcc -static {}", src.display());
+    std::os::unix::fs::chown(&out, Some(uid), Some(uid)).unwrap();
+    out
+}
+
+#[tokio::test]
+async fn syscalls_outside_berths_profile_fail_with_eperm() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("seccomp");
+    let spec = layout.spec("a");
+    build_static("syscalls", &spec.worktree, spec.uid);
+    let berth = backend.up(spec).await.unwrap();
+    let report = ok(&berth, "./syscalls").await;
+    let errno: BTreeMap<&str, i32> = report
+        .lines()
+        .map(|l| {
+            let (name, e) = l.split_once(' ').unwrap();
+            (name, e.parse().unwrap())
+        })
+        .collect();
+    const EPERM: i32 = 1;
+    const ENOSYS: i32 = 38;
+    let cases = [
+        ("io_uring_setup", EPERM),
+        ("keyctl", EPERM),
+        ("userfaultfd", EPERM),
+        ("bpf", EPERM),
+        ("perf_event_open", EPERM),
+        ("unshare_newuser", EPERM),
+        // Refused softly, so libc falls back to clone, whose flags are judged.
+        ("clone3", ENOSYS),
+        ("getpid", 0),
+        ("fork", 0),
+        // As Docker's default allows it: same uid, no capabilities.
+        ("ptrace_traceme", 0),
+    ];
+    for (name, want) in cases {
+        assert_eq!(errno.get(name), Some(&want), "{name} in:\n{report}");
+    }
+    // Ordinary work goes on under the profile: shells, pipes, git, threads of
+    // busybox tools, files.
+    assert_eq!(ok(&berth, "git status --porcelain").await, "?? syscalls\n");
+    assert_eq!(
+        ok(
+            &berth,
+            "echo a > f && cat f | tr a b && sort < f | head -1 && rm f"
+        )
+        .await,
+        "b\na\n"
+    );
+    ok(&berth, "git add -A && git -c user.name=a -c user.email=a@b commit -qm probe && git log --oneline | wc -l").await;
+}
+
+#[tokio::test]
+async fn the_berths_uid_owns_what_the_agent_makes_and_has_a_passwd_entry() {
+    use std::os::unix::fs::MetadataExt;
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("identity");
+    // A uid of the berth block (no host account), not 1000.
+    let uid = 1_879_048_192 + 77;
+    let spec = layout.spec_with_uid("a", uid);
+    let worktree = spec.worktree.clone();
+    let berth = backend.up(spec).await.unwrap();
+    assert_eq!(
+        ok(
+            &berth,
+            "id -u; id -g; id -un; echo $HOME; ls -dn $HOME | tr -s ' ' | cut -d' ' -f3,4"
+        )
+        .await,
+        format!("{uid}\n{uid}\nagent\n/home/agent\n{uid} {uid}\n")
+    );
+    ok(&berth, "cp /bin/busybox s && chmod u+s s").await;
+    let md = std::fs::metadata(worktree.join("s")).unwrap();
+    assert_eq!(md.uid(), uid, "the setuid file belongs to the berth's uid");
+    assert_ne!(md.uid(), 1000);
+    assert_ne!(md.mode() & 0o4000, 0, "it is setuid");
+    // The user database the container sees is berth's, read-only.
+    let out = sh(&berth, "echo 'x:x:0:0::/:/bin/sh' >> /etc/passwd").await;
+    assert_ne!(out.status, ExitStatus::Exited(0));
+    assert!(berth_sandbox::identity::host_claims(uid).is_empty());
 }
 
 #[tokio::test]

@@ -1,6 +1,10 @@
-//! `berth up|down|ls|exec`.
+//! `berth up|down|ls|exec|doctor`.
 
-use berth_engine::{ActionParams, ActionResult, Actor, BerthMode, Engine, Proposal, ProposeStatus};
+use std::io::Write as _;
+
+use berth_engine::{
+    ActionParams, ActionResult, Actor, BerthMode, Engine, Proposal, ProposeStatus, UpOptions,
+};
 use berth_policy::Action;
 
 use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
@@ -22,6 +26,17 @@ pub struct UpArgs {
     /// Docker engine answers, else the runner (said in a note).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
+    /// Give the berth a new uid of its own from `[host] uid_range` (mounted):
+    /// its repository and worktree are re-owned and its container recreated,
+    /// ending what runs in it. `berth doctor` says which berths need it.
+    #[arg(long)]
+    new_uid: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
     #[arg(long)]
     json: bool,
 }
@@ -68,8 +83,9 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
         ModeArg::Runner => BerthMode::Runner,
         ModeArg::Mounted => BerthMode::Mounted,
     });
+    let options = UpOptions { new_uid: a.new_uid };
     let info = engine
-        .up(&a.agent, &a.project, mode, &Actor::current_user())
+        .up_with(&a.agent, &a.project, mode, options, &Actor::current_user())
         .await?;
     if a.json {
         print_json(&info)?;
@@ -131,6 +147,30 @@ pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> 
     Ok(0)
 }
 
+/// Exit 0 when nothing was found, 1 when a berth needs moving.
+pub async fn doctor(engine: &Engine, a: DoctorArgs) -> anyhow::Result<u8> {
+    let findings = engine.doctor().await?;
+    if a.json {
+        print_json(&findings)?;
+    } else if findings.is_empty() {
+        println!(
+            "every berth's uid is its own: no host account, group or subordinate range has it"
+        );
+    } else {
+        for f in &findings {
+            println!(
+                "{} ({}) runs as uid {}, which the host also gives to someone: {}\n  move it: {}",
+                f.agent,
+                f.project,
+                f.uid,
+                f.claims.join("; "),
+                f.command
+            );
+        }
+    }
+    Ok(u8::from(!findings.is_empty()))
+}
+
 pub async fn ls(engine: &Engine, a: LsArgs) -> anyhow::Result<u8> {
     let berths = engine.berths().await?;
     if a.json {
@@ -182,7 +222,7 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
         _ => None,
     };
     if a.json {
-        let (exit_code, stdout, stderr, timed_out, truncated) = match &terminal {
+        let (exit_code, stdout, stderr, timed_out, truncated, oom, restarted) = match &terminal {
             Some(ActionResult::Terminal {
                 exit_code,
                 stdout,
@@ -190,6 +230,8 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
                 timed_out,
                 stdout_truncated,
                 stderr_truncated,
+                oom_killed,
+                container_restarted,
                 ..
             }) => (
                 Some(*exit_code),
@@ -197,8 +239,14 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
                 Some(stderr.clone()),
                 *timed_out,
                 *stdout_truncated || *stderr_truncated,
+                *oom_killed,
+                *container_restarted,
             ),
-            _ => (None, None, None, false, false),
+            _ => (None, None, None, false, false, false, false),
+        };
+        let diagnostic = match &proposed.status {
+            ProposeStatus::Executed { outcome } => outcome.diagnostic.clone(),
+            _ => None,
         };
         print_json(&serde_json::json!({
             "action_id": proposed.id,
@@ -210,6 +258,9 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
             "stderr": stderr,
             "timed_out": timed_out,
             "truncated": truncated,
+            "oom_killed": oom,
+            "container_restarted": restarted,
+            "diagnostic": diagnostic,
         }))?;
     }
     Ok(match &proposed.status {
@@ -217,10 +268,14 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
             Some(ActionResult::Terminal {
                 exit_code,
                 timed_out,
+                oom_killed,
+                container_restarted,
                 ..
             }) => {
                 if !a.json {
-                    if *timed_out {
+                    // What the exit code alone does not say: a deadline, the
+                    // memory limit, a restart of the container.
+                    if *timed_out || *oom_killed || *container_restarted {
                         eprintln!(
                             "berth: {}",
                             outcome.diagnostic.as_deref().unwrap_or("timed out")

@@ -60,6 +60,8 @@ pub enum Command {
     Down(berths::DownArgs),
     /// Adopt the running containers of berths that are up, remove the rest.
     Reconcile(berths::ReconcileArgs),
+    /// Check this host's berths: those whose uid is also a host account.
+    Doctor(berths::DoctorArgs),
     /// Agent images, built locally.
     #[command(subcommand)]
     Image(image::ImageCommand),
@@ -144,6 +146,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         | Command::Serve(_)
         | Command::Image(_) => 0,
         Command::Reconcile(a) => berths::reconcile(&engine, a).await?,
+        Command::Doctor(a) => berths::doctor(&engine, a).await?,
         Command::Project(c) => project::run(&engine, c).await?,
         Command::Agent(c) => agent::run(&engine, c).await?,
         Command::Autonomy(c) => agent::run_autonomy(&engine, c).await?,

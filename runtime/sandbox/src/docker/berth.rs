@@ -132,6 +132,11 @@ impl Sandbox for DockerBerth {
     /// labels, but the access label). Processes running in the old container
     /// end with it; `/tmp` starts empty.
     async fn set_work_access(&self, access: WorkAccess) -> Result<AccessEnforcement, SandboxError> {
+        // Already so: no need to wait for the commands running now (a write
+        // lock would wait for every one of them to end).
+        if *self.access.read().await == access {
+            return Ok(AccessEnforcement::Enforced);
+        }
         let mut current = self.access.write().await;
         if *current != access {
             self.backend

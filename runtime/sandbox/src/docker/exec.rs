@@ -57,7 +57,20 @@ use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, OutputSink,
 /// (`Killed` against `Done(137)`), so for codes 129–192 the wrapper appends
 /// `jobs -l` to stderr behind a marker ([`JOBS_MARKER`]), which the reader
 /// strips. `{ }` keeps `jobs` in the wrapper's shell, where the job is.
-pub(crate) const WRAPPER: &str = "shift; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; exit $r";
+///
+/// The out-of-memory killer often takes a child (a compiler under `make`, a
+/// test under a runner) while the command itself exits 2 or even 0, so the
+/// exit code cannot tell. The wrapper reads the container's memory cgroup
+/// counter `oom_kill` (cgroup v1 `memory.oom_control`, v2 `memory.events`,
+/// both visible and world-readable inside the container) before and after;
+/// when it grew, a report line of its own says [`OOM_WORD`], whatever the
+/// code. `k` reads in the wrapper's own shell (no command substitution: no
+/// fork, and a subshell before `jobs -l` would let the shell forget the job).
+pub(crate) const WRAPPER: &str = "shift; k() { v=0; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do if [ -r $f ]; then while read -r a b; do if [ \"$a\" = oom_kill ]; then v=$b; return; fi; done < $f; fi; done; }; k; o=$v; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; k; [ \"$v\" = \"$o\" ] || printf '\\036berth-jobs oom\\n' >&2; exit $r";
+
+/// The wrapper's report when the memory cgroup killed a process while the
+/// command ran.
+const OOM_WORD: &str = "oom";
 
 /// Starts the wrapper's report of how its command ended.
 const JOBS_MARKER: &[u8] = b"\x1eberth-jobs ";
@@ -73,6 +86,9 @@ pub(crate) const PROBE_SCRIPT: &str = "for t in setsid tr kill; do command -v $t
 /// How long the killed tree's last output is still collected after a timeout.
 /// Docker closes an exec's stream at most ~2 s after its main process exits.
 const DRAIN_GRACE: Duration = Duration::from_secs(3);
+/// How long an exec that died with its wrapper waits to see whether its
+/// container is restarting ([`restarted_since`]).
+const RESTART_SETTLE: Duration = Duration::from_millis(1500);
 /// Bound on the kill exec and on waiting for a killed exec to stop.
 const KILL_BUDGET: Duration = Duration::from_secs(10);
 const SIGKILL: i32 = 9;
@@ -159,6 +175,7 @@ pub(crate) async fn run(
         stderr: stderr.finish(),
         timed_out: true,
         oom_killed: false,
+        container_restarted: false,
         duration: started.elapsed(),
     };
 
@@ -201,8 +218,10 @@ pub(crate) async fn run(
             .into());
         }
         Err(_) => {
-            kill_then_wait(target, &exec_id, &token).await?;
-            return Ok(timed_out_outcome(stdout, stderr));
+            let restarted = kill_then_wait(target, &exec_id, &token).await?;
+            let mut outcome = timed_out_outcome(stdout, stderr);
+            outcome.container_restarted = restarted;
+            return Ok(outcome);
         }
     };
 
@@ -302,6 +321,7 @@ pub(crate) async fn run(
     }
 
     // The stream has ended; the exit code may lag it by a moment.
+    let mut restarted = false;
     let code = loop {
         let inspected = target
             .docker
@@ -317,12 +337,12 @@ pub(crate) async fn run(
         }
         if Instant::now() >= deadline && !timed_out {
             timed_out = true;
-            kill_then_wait(target, &exec_id, &token).await?;
+            restarted = kill_then_wait(target, &exec_id, &token).await?;
             break None;
         }
         if timed_out {
             // Killed above; wait for it to be reaped, within the budget.
-            wait_stopped(target, &exec_id).await?;
+            restarted = wait_stopped(target, &exec_id).await?;
             break None;
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -339,8 +359,16 @@ pub(crate) async fn run(
             ),
         })?;
         let code = i32::try_from(code).unwrap_or(i32::MAX);
+        let oom_reported = filter.oom;
         let status = status_from_code(code, filter.jobs.as_deref());
-        let oom = code == 128 + SIGKILL && oom_since(target, started_wall).await;
+        if code == 128 + SIGKILL && !oom_reported {
+            // Killed with everything else in the container (a restart for
+            // another command's deadline), or by the memory limit where the
+            // wrapper could not read the counter (or was the victim itself).
+            restarted = restarted_since(target, started_wall).await;
+        }
+        let oom = oom_reported
+            || (code == 128 + SIGKILL && !restarted && oom_since(target, started_wall).await);
         (status, oom)
     };
     guard.armed = false;
@@ -350,6 +378,7 @@ pub(crate) async fn run(
         stderr: stderr.finish(),
         timed_out,
         oom_killed,
+        container_restarted: restarted,
         duration: started.elapsed(),
     })
 }
@@ -438,12 +467,13 @@ impl Drop for CancelGuard {
     }
 }
 
-/// Kills the exec's tree and waits until Docker sees it stopped.
+/// Kills the exec's tree and waits until Docker sees it stopped; true when
+/// that took a restart of the container.
 async fn kill_then_wait(
     target: &Target<'_>,
     exec_id: &str,
     token: &str,
-) -> Result<(), SandboxError> {
+) -> Result<bool, SandboxError> {
     if let Err(e) = kill_by_token(target, token).await {
         tracing::warn!(container = target.container, error = %e, "kill exec failed");
     }
@@ -452,14 +482,16 @@ async fn kill_then_wait(
 
 /// Waits for a killed exec to stop; if it will not, restarts the container —
 /// the last resort, which kills every process in it — so that no exec
-/// outlives its deadline.
-async fn wait_stopped(target: &Target<'_>, exec_id: &str) -> Result<(), SandboxError> {
+/// outlives its deadline. True when it restarted the container: the
+/// caller's outcome says so, since every other command in the berth died
+/// with it.
+async fn wait_stopped(target: &Target<'_>, exec_id: &str) -> Result<bool, SandboxError> {
     let until = Instant::now() + KILL_BUDGET;
     while Instant::now() < until {
         match target.docker.inspect_exec(exec_id).await {
-            Ok(i) if i.running != Some(true) => return Ok(()),
+            Ok(i) if i.running != Some(true) => return Ok(false),
             Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) if is_not_found(&e) => return Ok(false),
             Err(source) => {
                 return Err(DockerError::Api {
                     op: "inspect exec in",
@@ -485,14 +517,44 @@ async fn wait_stopped(target: &Target<'_>, exec_id: &str) -> Result<(), SandboxE
             }),
         )
         .await
-        .map_err(|source| {
-            DockerError::Api {
-                op: "restart container",
-                target: target.container.to_string(),
-                source,
+        .map_err(|source| DockerError::Api {
+            op: "restart container",
+            target: target.container.to_string(),
+            source,
+        })?;
+    Ok(true)
+}
+
+/// Whether the container stopped or (re)started after `since`: every exec
+/// that was running in it then was killed with it. Asked only when an exec
+/// died with its wrapper (no report), which a restart does; the engine
+/// records the stop a moment after the processes die, so this looks again
+/// for up to [`RESTART_SETTLE`] before answering no.
+async fn restarted_since(target: &Target<'_>, since: SystemTime) -> bool {
+    let until = Instant::now() + RESTART_SETTLE;
+    loop {
+        let Ok(found) = target
+            .docker
+            .inspect_container(target.container, None)
+            .await
+        else {
+            return false;
+        };
+        if let Some(state) = found.state {
+            let moved = [state.started_at, state.finished_at]
+                .into_iter()
+                .flatten()
+                .filter_map(|t| humantime::parse_rfc3339_weak(&t).ok())
+                .any(|t| t > since);
+            if moved || state.restarting == Some(true) || state.running == Some(false) {
+                return true;
             }
-            .into()
-        })
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Kills every exec whose token starts with `token` (one exec, or all execs
@@ -708,6 +770,8 @@ struct StderrFilter {
     held: Vec<u8>,
     /// The wrapper's `jobs -l` line, when it wrote one.
     jobs: Option<String>,
+    /// The wrapper reported an out-of-memory kill ([`OOM_WORD`]).
+    oom: bool,
 }
 
 impl StderrFilter {
@@ -718,6 +782,16 @@ impl StderrFilter {
         }
         self.held.extend_from_slice(chunk);
         self.drain(false)
+    }
+
+    /// One report line of the wrapper (after the marker).
+    fn report(&mut self, line: &[u8]) {
+        let line = String::from_utf8_lossy(line).trim().to_string();
+        if line == OOM_WORD {
+            self.oom = true;
+        } else {
+            self.jobs = Some(line);
+        }
     }
 
     /// At the end of the stream: whatever is still held.
@@ -747,11 +821,14 @@ impl StderrFilter {
             match self.held.iter().position(|&b| b == b'\n') {
                 Some(nl) => {
                     let line: Vec<u8> = self.held.drain(..=nl).collect();
-                    self.jobs = Some(
-                        String::from_utf8_lossy(&line[JOBS_MARKER.len()..])
-                            .trim()
-                            .to_string(),
-                    );
+                    self.report(&line[JOBS_MARKER.len()..]);
+                }
+                // The wrapper's last words with an empty job table: still
+                // its report, not the command's output.
+                None if end && self.held.len() <= 4096 => {
+                    let line = std::mem::take(&mut self.held);
+                    self.report(&line[JOBS_MARKER.len()..]);
+                    break;
                 }
                 None => {
                     if end || self.held.len() > 4096 {
@@ -798,7 +875,8 @@ mod tests {
 
     #[test]
     fn the_jobs_report_is_stripped_from_stderr_wherever_chunks_split() {
-        let stream: &[u8] = b"err1\nerr2\x1e not ours\n\x1eberth-jobs [1]+  12 Killed  \n";
+        let stream: &[u8] =
+            b"err1\nerr2\x1e not ours\n\x1eberth-jobs [1]+  12 Killed  \n\x1eberth-jobs oom\n";
         let want_out: &[u8] = b"err1\nerr2\x1e not ours\n";
         for split in 0..=stream.len() {
             for split2 in split..=stream.len() {
@@ -813,6 +891,7 @@ mod tests {
                     Some("[1]+  12 Killed"),
                     "split at {split}/{split2}"
                 );
+                assert!(f.oom, "split at {split}/{split2}");
             }
         }
         // A truncated marker at the end is output, not a report.

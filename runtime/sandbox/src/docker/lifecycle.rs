@@ -76,12 +76,15 @@ impl DockerBackend {
     pub async fn up(&self, spec: BerthSpec) -> Result<DockerBerth, DockerError> {
         {
             let spec = spec.clone();
-            tokio::task::spawn_blocking(move || spec.validate())
-                .await
-                .map_err(|e| DockerError::Task {
-                    op: "validate the berth spec",
-                    message: e.to_string(),
-                })??;
+            tokio::task::spawn_blocking(move || {
+                spec.validate()?;
+                spec.write_identity()
+            })
+            .await
+            .map_err(|e| DockerError::Task {
+                op: "validate the berth spec",
+                message: e.to_string(),
+            })??;
         }
         let image = self.ensure_image(&spec.image).await?;
         let name = spec.container_name();

@@ -8,13 +8,15 @@
 //! container.
 //!
 //! Layout: [`spec`] (what a berth is made of and the container it becomes),
-//! [`berth`] (the [`Sandbox`](crate::Sandbox) implementation), `exec` (one
+//! [`seccomp`] (the system calls a berth may make), [`berth`] (the
+//! [`Sandbox`](crate::Sandbox) implementation), `exec` (one
 //! command, its deadline and its process group), [`lifecycle`] (up, down,
 //! reconcile).
 
 pub mod berth;
 mod exec;
 pub mod lifecycle;
+pub mod seccomp;
 pub mod spec;
 
 use std::path::PathBuf;

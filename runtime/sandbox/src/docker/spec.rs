@@ -34,8 +34,14 @@ pub struct Limits {
     pub cpus: f64,
     /// Processes and threads.
     pub pids: i64,
-    /// Size of the tmpfs `/tmp` when the root filesystem is read-only.
+    /// Size of the tmpfs `/tmp`.
     pub tmp_bytes: u64,
+    /// Files and directories the tmpfs `/tmp` may hold.
+    pub tmp_inodes: u64,
+    /// Size of the tmpfs `$HOME`.
+    pub home_bytes: u64,
+    /// Files and directories the tmpfs `$HOME` may hold.
+    pub home_inodes: u64,
 }
 
 impl Default for Limits {
@@ -45,6 +51,9 @@ impl Default for Limits {
             cpus: 2.0,
             pids: 512,
             tmp_bytes: 256 << 20,
+            tmp_inodes: 65_536,
+            home_bytes: 256 << 20,
+            home_inodes: 65_536,
         }
     }
 }
@@ -93,8 +102,14 @@ pub struct BerthSpec {
     pub gid: u32,
     pub limits: Limits,
     pub network: Network,
-    /// Mount the image read-only, with a tmpfs at `/tmp`.
+    /// Mount the image read-only (the default): only `/work`, the agent
+    /// repository and the bounded tmpfs `/tmp` and `$HOME` are writable.
     pub read_only_root: bool,
+    /// A berth-private host directory (never mounted itself) where `up`
+    /// writes the container's `/etc/passwd` and `/etc/group`, naming `uid`
+    /// with a home at `$HOME`; they are bound read-only over the image's.
+    /// `None`: the image's own files.
+    pub identity_dir: Option<PathBuf>,
     pub extra_mounts: Vec<ExtraMount>,
     /// Environment of every command (on top of the image's).
     pub env: BTreeMap<String, String>,
@@ -103,8 +118,9 @@ pub struct BerthSpec {
 }
 
 impl BerthSpec {
-    /// A spec with the hardened defaults: the default agent image, uid 1000,
-    /// no network, the default limits, a writable root.
+    /// A spec with the hardened defaults: the default agent image, uid 1000
+    /// (the engine gives each berth its own), no network, the default limits,
+    /// a read-only root.
     pub fn new(
         project: impl Into<String>,
         agent: impl Into<String>,
@@ -124,7 +140,8 @@ impl BerthSpec {
             gid: 1000,
             limits: Limits::default(),
             network: Network::None,
-            read_only_root: false,
+            read_only_root: true,
+            identity_dir: None,
             extra_mounts: Vec::new(),
             env: BTreeMap::new(),
             work_access: WorkAccess::ReadWrite,
@@ -242,6 +259,23 @@ impl BerthSpec {
                 "limits {l:?}: memory must be at least 6 MiB, cpus above 0, pids at least 8"
             )));
         }
+        if l.tmp_bytes < (1 << 20)
+            || l.home_bytes < (1 << 20)
+            || l.tmp_inodes < 64
+            || l.home_inodes < 64
+        {
+            return Err(self.invalid(format!(
+                "limits {l:?}: /tmp and $HOME need at least 1 MiB and 64 inodes each"
+            )));
+        }
+        if let Some(dir) = &self.identity_dir
+            && !dir.is_absolute()
+        {
+            return Err(self.invalid(format!(
+                "identity directory {}: not an absolute path",
+                dir.display()
+            )));
+        }
         if let Network::Named(n) = &self.network
             && (n == "host" || n.starts_with("container:"))
         {
@@ -316,6 +350,43 @@ impl BerthSpec {
         Ok(())
     }
 
+    /// Writes the container's `/etc/passwd` and `/etc/group` into
+    /// [`identity_dir`](Self::identity_dir) (when set), each replaced whole
+    /// and only when its content changes. The directory is berth's own
+    /// state, which no agent can write.
+    pub fn write_identity(&self) -> Result<(), DockerError> {
+        use std::os::unix::fs::PermissionsExt;
+        let Some(dir) = &self.identity_dir else {
+            return Ok(());
+        };
+        let fail = |path: &Path, e: std::io::Error| {
+            self.invalid(format!(
+                "writing the container's user database {}: {e}",
+                path.display()
+            ))
+        };
+        std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+        let files = [
+            (
+                "passwd",
+                crate::identity::passwd_file(self.uid, DEFAULT_HOME),
+            ),
+            ("group", crate::identity::group_file(self.gid)),
+        ];
+        for (name, content) in files {
+            let path = dir.join(name);
+            if std::fs::read_to_string(&path).is_ok_and(|c| c == content) {
+                continue;
+            }
+            let tmp = dir.join(format!(".{name}.new"));
+            std::fs::write(&tmp, &content).map_err(|e| fail(&tmp, e))?;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))
+                .map_err(|e| fail(&tmp, e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| fail(&path, e))?;
+        }
+        Ok(())
+    }
+
     fn check_host_dir(&self, path: &Path, what: &str) -> Result<(), DockerError> {
         if !path.is_absolute() {
             return Err(self.invalid(format!("{what} {}: not an absolute path", path.display())));
@@ -385,12 +456,31 @@ impl BerthSpec {
             Network::None => "none".to_string(),
             Network::Named(n) => n.clone(),
         };
-        let tmpfs = self.read_only_root.then(|| {
-            HashMap::from([(
+        if let Some(dir) = &self.identity_dir {
+            mounts.push(bind(&dir.join("passwd"), "/etc/passwd", true));
+            mounts.push(bind(&dir.join("group"), "/etc/group", true));
+        }
+        // Every writable place is bounded: the root is read-only (by
+        // default), /tmp and $HOME are tmpfs with a size and an inode count.
+        // `exec`, because Docker adds `noexec` otherwise and scripts and
+        // build outputs run from /tmp; `nosuid,nodev` as always.
+        let l = &self.limits;
+        let tmpfs = HashMap::from([
+            (
                 "/tmp".to_string(),
-                format!("rw,nosuid,nodev,mode=1777,size={}", self.limits.tmp_bytes),
-            )])
-        });
+                format!(
+                    "rw,exec,nosuid,nodev,mode=1777,size={},nr_inodes={}",
+                    l.tmp_bytes, l.tmp_inodes
+                ),
+            ),
+            (
+                DEFAULT_HOME.to_string(),
+                format!(
+                    "rw,exec,nosuid,nodev,mode=0700,uid={},gid={},size={},nr_inodes={}",
+                    self.uid, self.gid, l.home_bytes, l.home_inodes
+                ),
+            ),
+        ]);
         let host_config = HostConfig {
             mounts: Some(mounts),
             network_mode: Some(network),
@@ -400,9 +490,12 @@ impl BerthSpec {
             nano_cpus: Some((self.limits.cpus * 1e9) as i64),
             pids_limit: Some(self.limits.pids),
             readonly_rootfs: Some(self.read_only_root),
-            tmpfs,
+            tmpfs: Some(tmpfs),
             cap_drop: Some(vec!["ALL".to_string()]),
-            security_opt: Some(vec!["no-new-privileges".to_string()]),
+            security_opt: Some(vec![
+                "no-new-privileges".to_string(),
+                super::seccomp::security_opt(),
+            ]),
             // docker-init reaps what commands leave behind and forwards signals.
             init: Some(true),
             ..Default::default()
@@ -487,7 +580,12 @@ fn is_name(s: &str) -> bool {
 
 fn spec_hash(body: &ContainerCreateBody, image_id: &str) -> String {
     let mut h = Sha256::new();
-    h.update(serde_json::to_vec(body).unwrap_or_default());
+    // Through a `Value`, whose maps are sorted: the body's `HashMap`s (tmpfs)
+    // serialize in a different order each time.
+    let canonical = serde_json::to_value(body)
+        .and_then(|v| serde_json::to_vec(&v))
+        .unwrap_or_default();
+    h.update(canonical);
     h.update(image_id.as_bytes());
     crate::image::hex(&h.finalize())[..16].to_string()
 }
@@ -590,7 +688,20 @@ mod tests {
         let hc = body.host_config.clone().unwrap();
         assert_eq!(hc.network_mode.as_deref(), Some("none"));
         assert_eq!(hc.cap_drop, Some(vec!["ALL".to_string()]));
-        assert_eq!(hc.security_opt, Some(vec!["no-new-privileges".to_string()]));
+        let opts = hc.security_opt.clone().unwrap();
+        assert_eq!(opts[0], "no-new-privileges");
+        assert_eq!(opts[1], super::super::seccomp::security_opt());
+        assert_eq!(opts.len(), 2);
+        assert_eq!(hc.readonly_rootfs, Some(true));
+        let tmpfs = hc.tmpfs.clone().unwrap();
+        assert_eq!(
+            tmpfs["/tmp"],
+            "rw,exec,nosuid,nodev,mode=1777,size=268435456,nr_inodes=65536"
+        );
+        assert_eq!(
+            tmpfs["/home/agent"],
+            "rw,exec,nosuid,nodev,mode=0700,uid=1000,gid=1000,size=268435456,nr_inodes=65536"
+        );
         assert_eq!(hc.memory, hc.memory_swap);
         assert_eq!(hc.init, Some(true));
         assert_eq!(body.user.as_deref(), Some("1000:1000"));
@@ -617,5 +728,10 @@ mod tests {
             .labels
             .unwrap();
         assert_ne!(rw[SPEC_LABEL], labels[SPEC_LABEL]);
+        // The same spec hashes the same every time (its maps have no order).
+        for _ in 0..20 {
+            let again = s.container_body(&img, WorkAccess::ReadOnly).labels.unwrap();
+            assert_eq!(again[SPEC_LABEL], labels[SPEC_LABEL]);
+        }
     }
 }

@@ -144,6 +144,11 @@ impl Layout {
 
     /// Provisions an agent as the worktrees crate would, chowned to 1000.
     pub fn agent(&self, agent: &str) -> AgentPaths {
+        self.agent_owned_by(agent, 1000)
+    }
+
+    /// Provisions an agent whose repository and worktree belong to `uid`.
+    pub fn agent_owned_by(&self, agent: &str, uid: u32) -> AgentPaths {
         let root = self.root();
         let repo = root
             .join("agents")
@@ -175,7 +180,7 @@ impl Layout {
         );
         for p in [&repo, &worktree] {
             let st = Command::new("chown")
-                .args(["-R", "1000:1000"])
+                .args(["-R", &format!("{uid}:{uid}")])
                 .arg(p)
                 .status()
                 .unwrap();
@@ -191,6 +196,17 @@ impl Layout {
     pub fn spec(&self, agent: &str) -> BerthSpec {
         let p = self.agent(agent);
         BerthSpec::new(&self.project, agent, p.worktree, p.repo, p.forge_objects)
+    }
+
+    /// A spec whose berth runs as `uid` (gid = uid), with the passwd and
+    /// group files berth writes for it.
+    pub fn spec_with_uid(&self, agent: &str, uid: u32) -> BerthSpec {
+        let p = self.agent_owned_by(agent, uid);
+        let mut spec = BerthSpec::new(&self.project, agent, p.worktree, p.repo, p.forge_objects);
+        spec.uid = uid;
+        spec.gid = uid;
+        spec.identity_dir = Some(self.root().join("identity").join(agent));
+        spec
     }
 }
 
