@@ -956,16 +956,6 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
             "dev-1",
             "git_commit",
             berth_policy::autonomy::Mode::RequireApproval,
-
-#[tokio::test]
-async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
-    let m = mounted_or_skip!("restart", "pids = 30");
-    m.up("dev-1").await;
-    m.engine
-        .set_autonomy(
-            "dev-1",
-            "*",
-            berth_policy::autonomy::Mode::AutoApprove,
             &user(),
         )
         .await
@@ -994,7 +984,21 @@ async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed()
     for want in ["container.removed", "berth.down", "worktree.recycled"] {
         assert!(types.iter().any(|t| t == want), "no {want} in {types:?}");
     }
+}
 
+#[tokio::test]
+async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
+    let m = mounted_or_skip!("restart", "pids = 30");
+    m.up("dev-1").await;
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "*",
+            berth_policy::autonomy::Mode::AutoApprove,
+            &user(),
+        )
+        .await
+        .unwrap();
     let bystander = m.run(
         "dev-1",
         Action::Terminal {

@@ -1,7 +1,5 @@
 //! `berth up|down|ls|exec|doctor`.
 
-use std::io::Write as _;
-
 use berth_engine::{
     ActionParams, ActionResult, Actor, BerthMode, Engine, Proposal, ProposeStatus, UpOptions,
 };
