@@ -682,6 +682,11 @@ impl Engine {
         sink: Option<OutputSink>,
     ) -> Result<Approved> {
         let record = self.action(id).await?;
+        // Cheap refusal for the many when many approve at once; the claim
+        // below is what decides.
+        if record.status != ActionStatus::Pending {
+            return Err(not_pending(&record));
+        }
         let agent = self.agent(&record.agent).await?;
         // The berth first: an action that cannot run now stays pending.
         let project = self.load_project(&record.project).await?;
@@ -694,26 +699,26 @@ impl Engine {
             Vec::new()
         };
         let now = now_ms();
-        let mut tx = self.store.write("approving an action").await?;
-        let won = sqlx::query(
+        let op = "approving an action";
+        let mut tx = self.store.write(op).await?;
+        // The claim: one conditional update, so exactly one approver runs it.
+        let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
-             updated_at = $2 WHERE id = $4 AND status = 'pending'",
-        )
+             updated_at = $2 WHERE id = $4 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&user.id)
         .bind(now)
         .bind(crate::recovery::executor_id())
         .bind(&record.id)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("approving an action"))?
-        .rows_affected();
-        if won != 1 {
-            let current = self.action(&record.id).await?;
-            return Err(EngineError::NotPending {
-                id: current.id,
-                status: current.status.as_str().into(),
-            });
-        }
+        .map_err(EngineError::store(op))?;
+        let Some(claimed) = claimed else {
+            // Read in the transaction: never from the pool while it is held.
+            let current = action_in_tx(&mut tx, &record.id, op).await?;
+            return Err(not_pending(&current));
+        };
+        let record = from_row(&claimed)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_APPROVED, user)
@@ -737,7 +742,6 @@ impl Engine {
                 permissions::append_allow(&self.state.project_rules(&record.project), &patterns)?;
             }
         }
-        let record = self.action(&record.id).await?;
         let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
         Ok(Approved {
             id: record.id,
@@ -765,27 +769,28 @@ impl Engine {
             .sandbox_for(&agent, &project.config, needs_berth(&record.action))
             .await?;
         let now = now_ms();
-        let mut tx = self.store.write("retrying an action").await?;
-        let won = sqlx::query(
+        let op = "retrying an action";
+        let mut tx = self.store.write(op).await?;
+        let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
-             diagnostic = NULL, updated_at = $2 WHERE id = $4 AND status = 'interrupted'",
-        )
+             diagnostic = NULL, updated_at = $2 WHERE id = $4 AND status = 'interrupted' RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&user.id)
         .bind(now)
         .bind(crate::recovery::executor_id())
         .bind(&record.id)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("retrying an action"))?
-        .rows_affected();
-        if won != 1 {
-            let current = self.action(&record.id).await?;
+        .map_err(EngineError::store(op))?;
+        let Some(claimed) = claimed else {
+            let current = action_in_tx(&mut tx, &record.id, op).await?;
             return Err(EngineError::State(format!(
                 "action {} is {}: only an interrupted action can be retried",
                 current.id,
                 current.status.as_str()
             )));
-        }
+        };
+        let claimed = from_row(&claimed)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_APPROVED, user)
@@ -811,7 +816,7 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("retrying an action"))?;
-        let record = self.action(&record.id).await?;
+        let record = claimed;
         let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
         Ok(Approved {
             id: record.id,
@@ -823,27 +828,28 @@ impl Engine {
     /// Denies a pending action as `user`.
     pub async fn deny(&self, id: &str, user: &Actor, reason: Option<&str>) -> Result<ActionRecord> {
         let record = self.action(id).await?;
+        if record.status != ActionStatus::Pending {
+            return Err(not_pending(&record));
+        }
         let now = now_ms();
-        let mut tx = self.store.write("denying an action").await?;
-        let won = sqlx::query(
+        let op = "denying an action";
+        let mut tx = self.store.write(op).await?;
+        let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'denied', decided_by = $1, decided_at = $2, diagnostic = $3, \
-             updated_at = $2 WHERE id = $4 AND status = 'pending'",
-        )
+             updated_at = $2 WHERE id = $4 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&user.id)
         .bind(now)
         .bind(reason)
         .bind(&record.id)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("denying an action"))?
-        .rows_affected();
-        if won != 1 {
-            let current = self.action(&record.id).await?;
-            return Err(EngineError::NotPending {
-                id: current.id,
-                status: current.status.as_str().into(),
-            });
-        }
+        .map_err(EngineError::store(op))?;
+        let Some(claimed) = claimed else {
+            let current = action_in_tx(&mut tx, &record.id, op).await?;
+            return Err(not_pending(&current));
+        };
+        let record = from_row(&claimed)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_DENIED, user)
@@ -857,7 +863,6 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("denying an action"))?;
-        let record = self.action(&record.id).await?;
         self.after_refusal(&record).await?;
         Ok(record)
     }
@@ -1035,6 +1040,46 @@ async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Res
         crate::tasks::set_status(tx, task, crate::tasks::TaskStatus::InProgress, None).await?;
     }
     Ok(())
+}
+
+/// An action read inside a write transaction (never from the pool while
+/// the transaction holds the write gate).
+async fn action_in_tx(
+    tx: &mut crate::store::Tx,
+    id: &str,
+    op: &'static str,
+) -> Result<ActionRecord> {
+    let row = sqlx::query(&format!(
+        "SELECT {ACTION_COLUMNS} FROM proposed_actions WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(EngineError::store(op))?;
+    match row {
+        Some(row) => from_row(&row),
+        None => Err(EngineError::UnknownId {
+            what: "action",
+            id: id.to_string(),
+            list: "berth actions",
+        }),
+    }
+}
+
+/// The answer to a second approver (or denier): where the action stands
+/// now, and who decided it.
+fn not_pending(current: &ActionRecord) -> EngineError {
+    let by = match (current.status, current.decided_by.as_deref()) {
+        (ActionStatus::Executing | ActionStatus::Executed | ActionStatus::Failed, Some(who)) => {
+            format!(" (approved by {who})")
+        }
+        (ActionStatus::Denied, Some(who)) => format!(" (denied by {who})"),
+        _ => String::new(),
+    };
+    EngineError::NotPending {
+        id: current.id.clone(),
+        status: format!("{}{by}", current.status.as_str()),
+    }
 }
 
 fn needs_berth(action: &Action) -> bool {
