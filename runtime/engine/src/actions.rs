@@ -582,6 +582,9 @@ impl Engine {
             }
             (Verdict::AutoApprove, None) => (CreatedStatus::AutoApproved, ActionStatus::Executing),
         };
+        // From here on, the decision as stored: bounded in bytes, whatever
+        // the command (the guard above has seen the whole of it).
+        let decision = crate::stored_decision::for_store(decision);
 
         let id = new_id();
         let key = proposal
