@@ -345,3 +345,146 @@ fn served_log_says(state: &State, what: &str) -> bool {
                 .contains(what)
         })
 }
+
+/// Every list stays bounded however much the store holds, and pages through
+/// all of it: `/api/actions` and `/api/events` never answer more than their
+/// maximum page, the approvals page shows a page of what waits with a link
+/// to the next, and a 100,000-segment command waits for a person (even in
+/// auto mode) with a small stored decision and a clipped card.
+#[test]
+fn lists_are_paged_and_a_huge_command_stays_small() {
+    const ACTIONS_MAX: usize = 200;
+    let state = State::with_project();
+    let served = serving(&state);
+    let client = served.client(&state);
+    let api = Api::new(client.clone());
+    let n = ACTIONS_MAX + 30;
+    let ids: Vec<String> = (0..n)
+        .map(|i| {
+            let p = propose(&api, &format!("echo {i} > /etc/x"));
+            assert_eq!(p["status"]["status"], "pending", "{p}");
+            p["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+
+    // Actions: a default page, a maximum, and every one exactly once.
+    let (_, first) = api.call("get", "/api/actions", &[], "", None);
+    assert_eq!(first.as_array().unwrap().len(), 50);
+    let (status, v) = api.call("get", "/api/actions", &[], "?limit=201", None);
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (400, Some("invalid_query"))
+    );
+    let (status, v) = api.call("get", "/api/actions", &[], "?after=ffffffff", None);
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (404, Some("unknown_action"))
+    );
+    let mut seen = Vec::new();
+    let mut query = format!("?pending&limit={ACTIONS_MAX}");
+    loop {
+        let (_, page) = api.call("get", "/api/actions", &[], &query, None);
+        let page = page.as_array().unwrap();
+        assert!(page.len() <= ACTIONS_MAX);
+        let Some(last) = page.last() else { break };
+        seen.extend(page.iter().map(|a| a["id"].as_str().unwrap().to_string()));
+        query = format!(
+            "?pending&limit={ACTIONS_MAX}&after={}",
+            last["id"].as_str().unwrap()
+        );
+    }
+    assert_eq!(seen, ids, "every action once, oldest first");
+
+    // Events: the same, by id.
+    let (status, _) = api.call("get", "/api/events", &[], "?limit=1001", None);
+    assert_eq!(status, 400);
+    let (_, first) = api.call("get", "/api/events", &[], "", None);
+    assert_eq!(first.as_array().unwrap().len(), 100);
+    let (mut after, mut created, mut pages) = (0i64, 0usize, 0usize);
+    loop {
+        let (_, page) = api.call(
+            "get",
+            "/api/events",
+            &[],
+            &format!("?limit=100&after={after}"),
+            None,
+        );
+        let page = page.as_array().unwrap();
+        assert!(page.len() <= 100);
+        let Some(last) = page.last() else { break };
+        for e in page {
+            let id = e["id"].as_i64().unwrap();
+            assert!(id > after, "ids grow: {id} after {after}");
+            after = id;
+            created += usize::from(e["type"] == "proposed_action.created");
+        }
+        assert_eq!(last["id"].as_i64(), Some(after));
+        pages += 1;
+    }
+    assert_eq!(created, n);
+    assert!(pages >= 3, "{pages} pages");
+
+    // The approvals page: 25 cards a page, a link to the next, all of them.
+    let mut cards = Vec::new();
+    let mut path = "/".to_string();
+    loop {
+        let r = client.call("GET", &path, None);
+        assert_eq!(r.status, 200);
+        let html = r.text();
+        assert!(html.contains(&format!("<span id=\"pending-count\">{n}</span>")));
+        let here: Vec<String> = html
+            .split("data-action-id=\"")
+            .skip(1)
+            .map(|s| s[..32].to_string())
+            .filter(|id| html.contains(&format!("id=\"action-{id}\"")))
+            .collect();
+        let mut unique = here.clone();
+        unique.dedup();
+        assert!(unique.len() <= 25, "{} cards on one page", unique.len());
+        cards.extend(unique);
+        match html.split("id=\"pending-next\" href=\"").nth(1) {
+            Some(rest) => path = rest[..rest.find('"').unwrap()].to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        cards, ids,
+        "every pending action on one page or another, once"
+    );
+
+    // A 100,000-segment command (600 KB) in auto mode.
+    state.ok(&["agent", "activate", "auto-1", "--project", "demo"]);
+    state.ok(&["up", "auto-1", "--project", "demo", "--mode", "runner"]);
+    state.ok(&["autonomy", "set", "auto-1", "*", "auto_approve"]);
+    let huge = api.ok(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "auto-1", "action": {"type": "terminal", "command": "true; ".repeat(100_000)}})),
+    );
+    assert_eq!(huge["status"]["status"], "pending", "never auto-approved");
+    assert_eq!(huge["decision"]["stage"], "opaque");
+    let id = huge["id"].as_str().unwrap();
+    let shown = api.ok("get", "/api/actions/{id}", &[id], None);
+    let decision = serde_json::to_vec(&shown["decision"]).unwrap().len();
+    assert!(decision <= 64 * 1024, "a {decision} byte decision");
+    assert_eq!(shown["decision"]["segments"], json!([]));
+    let (_, last) = api.call(
+        "get",
+        "/api/actions",
+        &[],
+        &format!("?pending&after={}", ids[n - 1]),
+        None,
+    );
+    assert_eq!(last.as_array().unwrap().len(), 1);
+    let page = client
+        .call("GET", &format!("/?after={}", ids[n - 1]), None)
+        .text();
+    assert!(
+        page.contains(id) && page.len() < 64 * 1024,
+        "a {} byte page",
+        page.len()
+    );
+    let (code, _) = served.stop();
+    assert_eq!(code, Some(0));
+}

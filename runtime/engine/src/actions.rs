@@ -512,12 +512,17 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ActionRecord> {
     })
 }
 
-/// Which actions to list.
+/// Which actions to list, oldest first.
 #[derive(Debug, Clone, Default)]
 pub struct ActionFilter {
     pub pending_only: bool,
     pub agent: Option<String>,
     pub task: Option<String>,
+    /// Only actions after this one (its full id) in the listing's order:
+    /// a cursor to page on with.
+    pub after: Option<String>,
+    /// At most this many (all when `None`).
+    pub limit: Option<i64>,
 }
 
 /// What `approve` did.
@@ -911,15 +916,27 @@ impl Engine {
             "SELECT {ACTION_COLUMNS} FROM proposed_actions \
              WHERE ($1 = 0 OR status = 'pending') AND (CAST($2 AS TEXT) IS NULL OR agent = $2) \
                AND (CAST($3 AS TEXT) IS NULL OR task_id = $3) \
-             ORDER BY created_at, id"
+               AND (CAST($4 AS TEXT) IS NULL \
+                    OR (created_at, id) > (SELECT created_at, id FROM proposed_actions WHERE id = $4)) \
+             ORDER BY created_at, id LIMIT $5"
         ))
         .bind(i64::from(filter.pending_only))
         .bind(filter.agent.as_deref())
         .bind(filter.task.as_deref())
+        .bind(filter.after.as_deref())
+        .bind(filter.limit.unwrap_or(i64::MAX))
         .fetch_all(self.store.pool())
         .await
         .map_err(EngineError::store("listing actions"))?;
         rows.iter().map(from_row).collect()
+    }
+
+    /// How many actions wait for a person.
+    pub async fn pending_count(&self) -> Result<i64> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM proposed_actions WHERE status = 'pending'")
+            .fetch_one(self.store.pool())
+            .await
+            .map_err(EngineError::store("counting pending actions"))
     }
 
     /// Executes a claimed (`executing`) action and records how it ended.
@@ -1081,7 +1098,8 @@ fn not_pending(current: &ActionRecord) -> EngineError {
     };
     EngineError::NotPending {
         id: current.id.clone(),
-        status: format!("{}{by}", current.status.as_str()),
+        status: current.status.as_str().into(),
+        decided: by,
     }
 }
 

@@ -99,9 +99,14 @@ pub enum EngineError {
     },
 
     #[error(
-        "action {id} is {status}, not pending: only a pending action can be approved or denied"
+        "action {id} is {status}, not pending{decided}: only a pending action can be approved or denied"
     )]
-    NotPending { id: String, status: String },
+    NotPending {
+        id: String,
+        status: String,
+        /// Who decided it, as ` (approved by ada)`, or empty.
+        decided: String,
+    },
 
     #[error(
         "idempotency key `{key}` was already used by action {id} for a different action ({existing}); use a new key"
