@@ -948,7 +948,18 @@ impl Engine {
         sink: Option<OutputSink>,
     ) -> Result<Outcome> {
         let outcome = self.execute(record, agent, sandbox, sink).await;
-        self.finish(record, &outcome).await?;
+        if let Err(e) = self.finish(record, &outcome).await {
+            // It ran, and the store would not take how it ended (a full
+            // disk): the action stays `executing` until `berth serve` or a
+            // recovery marks it interrupted; the log keeps what happened.
+            tracing::error!(
+                action = %record.id,
+                succeeded = outcome.succeeded,
+                diagnostic = outcome.diagnostic.as_deref().unwrap_or(""),
+                "the outcome of an action that ran could not be recorded: {e}"
+            );
+            return Err(e);
+        }
         Ok(outcome)
     }
 
