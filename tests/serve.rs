@@ -8,6 +8,8 @@
 mod http;
 #[path = "support/server.rs"]
 mod server;
+#[path = "serve_store.rs"]
+mod store;
 
 use std::time::Duration;
 

@@ -67,6 +67,13 @@ pub struct Context<'a> {
     pub limits: &'a Limits,
 }
 
+/// The most simple commands one terminal action may have and still be
+/// judged (and reported) one by one. Past it the command is opaque: never
+/// auto-approved, deny rules still apply to what is visible, and the
+/// decision holds no per-segment detail (100,000 segments made a 30 MB
+/// decision, stored twice, listed by the API and drawn by the page).
+pub const MAX_SEGMENTS: usize = 512;
+
 /// System directories: a program named by a path there matches an allow
 /// rule written with its basename.
 const SYSTEM_DIRS: &[&str] = &["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"];
@@ -82,6 +89,7 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
         findings_seen: FindingSet::default(),
         lifted_seen: FindingSet::default(),
         segments: Vec::new(),
+        omitted: None,
     };
     if resolved.mode == Mode::Deny {
         d.raise(
@@ -187,6 +195,7 @@ struct Decider<'a> {
     findings_seen: FindingSet,
     lifted_seen: FindingSet,
     segments: Vec<SegmentReport>,
+    omitted: Option<String>,
 }
 
 impl Decider<'_> {
@@ -265,7 +274,41 @@ impl Decider<'_> {
             segments: std::mem::take(&mut self.segments),
             findings: self.findings,
             lifted: self.lifted,
+            omitted: self.omitted,
         }
+    }
+
+    /// A command past `MAX_SEGMENTS`: its findings so far give way to one
+    /// opaque finding (and the strongest deny, which still wins); no segment
+    /// is reported. Judged in full first, so a deny anywhere in it counts.
+    fn beyond_bound(&mut self, segments: usize) -> RulesOutcome {
+        let deny = self
+            .findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Deny)
+            .min_by_key(|f| f.stage)
+            .cloned();
+        self.findings.clear();
+        self.findings_seen = FindingSet::default();
+        self.lifted.clear();
+        self.lifted_seen = FindingSet::default();
+        self.segments.clear();
+        if let Some(f) = deny {
+            self.raise(f.stage, f.verdict, f.reason, None);
+        }
+        self.raise(
+            Stage::Opaque,
+            Verdict::RequireApproval,
+            format!(
+                "the command has {segments} simple commands, more than the {MAX_SEGMENTS} berth judges one by one: \
+                 it is not analysed and never auto-approved (split it into smaller commands)"
+            ),
+            None,
+        );
+        self.omitted = Some(format!(
+            "the {segments} segments of this command (more than {MAX_SEGMENTS}) are not reported one by one"
+        ));
+        RulesOutcome::NoOpinion
     }
 
     // ---- terminal -----------------------------------------------------------
@@ -494,6 +537,9 @@ impl Decider<'_> {
                 }
             }
             self.segments.push(report);
+        }
+        if analysis.segments.len() > MAX_SEGMENTS {
+            return self.beyond_bound(analysis.segments.len());
         }
         if commands > 0 && !allowed.is_empty() && !unmatched.is_empty() {
             let names: Vec<String> = unmatched

@@ -230,6 +230,11 @@ pub struct Decision {
     pub findings: Vec<Finding>,
     /// The limits auto mode lifted for this action (scope, partial allow).
     pub lifted: Vec<Finding>,
+    /// What this decision leaves out, when it leaves something out: the
+    /// segments of a command longer than `decide` reports one by one, or
+    /// detail trimmed to fit a store. Absent when nothing is left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<String>,
 }
 
 impl Decision {

@@ -520,12 +520,17 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ActionRecord> {
     })
 }
 
-/// Which actions to list.
+/// Which actions to list, oldest first.
 #[derive(Debug, Clone, Default)]
 pub struct ActionFilter {
     pub pending_only: bool,
     pub agent: Option<String>,
     pub task: Option<String>,
+    /// Only actions after this one (its full id) in the listing's order:
+    /// a cursor to page on with.
+    pub after: Option<String>,
+    /// At most this many (all when `None`).
+    pub limit: Option<i64>,
 }
 
 /// What `approve` did.
@@ -589,6 +594,9 @@ impl Engine {
             }
             (Verdict::AutoApprove, None) => (CreatedStatus::AutoApproved, ActionStatus::Executing),
         };
+        // From here on, the decision as stored: bounded in bytes, whatever
+        // the command (the guard above has seen the whole of it).
+        let decision = crate::stored_decision::for_store(decision);
 
         let id = new_id();
         let key = proposal
@@ -689,6 +697,11 @@ impl Engine {
         sink: Option<OutputSink>,
     ) -> Result<Approved> {
         let record = self.action(id).await?;
+        // Cheap refusal for the many when many approve at once; the claim
+        // below is what decides.
+        if record.status != ActionStatus::Pending {
+            return Err(not_pending(&record));
+        }
         let agent = self.agent(&record.agent).await?;
         // The berth first: an action that cannot run now stays pending.
         let project = self.load_project(&record.project).await?;
@@ -701,26 +714,26 @@ impl Engine {
             Vec::new()
         };
         let now = now_ms();
-        let mut tx = self.store.write("approving an action").await?;
-        let won = sqlx::query(
+        let op = "approving an action";
+        let mut tx = self.store.write(op).await?;
+        // The claim: one conditional update, so exactly one approver runs it.
+        let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
-             updated_at = $2 WHERE id = $4 AND status = 'pending'",
-        )
+             updated_at = $2 WHERE id = $4 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&user.id)
         .bind(now)
         .bind(crate::recovery::executor_id())
         .bind(&record.id)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("approving an action"))?
-        .rows_affected();
-        if won != 1 {
-            let current = self.action(&record.id).await?;
-            return Err(EngineError::NotPending {
-                id: current.id,
-                status: current.status.as_str().into(),
-            });
-        }
+        .map_err(EngineError::store(op))?;
+        let Some(claimed) = claimed else {
+            // Read in the transaction: never from the pool while it is held.
+            let current = action_in_tx(&mut tx, &record.id, op).await?;
+            return Err(not_pending(&current));
+        };
+        let record = from_row(&claimed)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_APPROVED, user)
@@ -744,7 +757,6 @@ impl Engine {
                 permissions::append_allow(&self.state.project_rules(&record.project), &patterns)?;
             }
         }
-        let record = self.action(&record.id).await?;
         let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
         Ok(Approved {
             id: record.id,
@@ -772,27 +784,28 @@ impl Engine {
             .sandbox_for(&agent, &project.config, needs_berth(&record.action))
             .await?;
         let now = now_ms();
-        let mut tx = self.store.write("retrying an action").await?;
-        let won = sqlx::query(
+        let op = "retrying an action";
+        let mut tx = self.store.write(op).await?;
+        let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
-             diagnostic = NULL, updated_at = $2 WHERE id = $4 AND status = 'interrupted'",
-        )
+             diagnostic = NULL, updated_at = $2 WHERE id = $4 AND status = 'interrupted' RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&user.id)
         .bind(now)
         .bind(crate::recovery::executor_id())
         .bind(&record.id)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("retrying an action"))?
-        .rows_affected();
-        if won != 1 {
-            let current = self.action(&record.id).await?;
+        .map_err(EngineError::store(op))?;
+        let Some(claimed) = claimed else {
+            let current = action_in_tx(&mut tx, &record.id, op).await?;
             return Err(EngineError::State(format!(
                 "action {} is {}: only an interrupted action can be retried",
                 current.id,
                 current.status.as_str()
             )));
-        }
+        };
+        let claimed = from_row(&claimed)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_APPROVED, user)
@@ -818,7 +831,7 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("retrying an action"))?;
-        let record = self.action(&record.id).await?;
+        let record = claimed;
         let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
         Ok(Approved {
             id: record.id,
@@ -830,27 +843,28 @@ impl Engine {
     /// Denies a pending action as `user`.
     pub async fn deny(&self, id: &str, user: &Actor, reason: Option<&str>) -> Result<ActionRecord> {
         let record = self.action(id).await?;
+        if record.status != ActionStatus::Pending {
+            return Err(not_pending(&record));
+        }
         let now = now_ms();
-        let mut tx = self.store.write("denying an action").await?;
-        let won = sqlx::query(
+        let op = "denying an action";
+        let mut tx = self.store.write(op).await?;
+        let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'denied', decided_by = $1, decided_at = $2, diagnostic = $3, \
-             updated_at = $2 WHERE id = $4 AND status = 'pending'",
-        )
+             updated_at = $2 WHERE id = $4 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&user.id)
         .bind(now)
         .bind(reason)
         .bind(&record.id)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("denying an action"))?
-        .rows_affected();
-        if won != 1 {
-            let current = self.action(&record.id).await?;
-            return Err(EngineError::NotPending {
-                id: current.id,
-                status: current.status.as_str().into(),
-            });
-        }
+        .map_err(EngineError::store(op))?;
+        let Some(claimed) = claimed else {
+            let current = action_in_tx(&mut tx, &record.id, op).await?;
+            return Err(not_pending(&current));
+        };
+        let record = from_row(&claimed)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_DENIED, user)
@@ -864,7 +878,6 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("denying an action"))?;
-        let record = self.action(&record.id).await?;
         self.after_refusal(&record).await?;
         Ok(record)
     }
@@ -910,15 +923,27 @@ impl Engine {
             "SELECT {ACTION_COLUMNS} FROM proposed_actions \
              WHERE ($1 = 0 OR status = 'pending') AND (CAST($2 AS TEXT) IS NULL OR agent = $2) \
                AND (CAST($3 AS TEXT) IS NULL OR task_id = $3) \
-             ORDER BY created_at, id"
+               AND (CAST($4 AS TEXT) IS NULL \
+                    OR (created_at, id) > (SELECT created_at, id FROM proposed_actions WHERE id = $4)) \
+             ORDER BY created_at, id LIMIT $5"
         ))
         .bind(i64::from(filter.pending_only))
         .bind(filter.agent.as_deref())
         .bind(filter.task.as_deref())
+        .bind(filter.after.as_deref())
+        .bind(filter.limit.unwrap_or(i64::MAX))
         .fetch_all(self.store.pool())
         .await
         .map_err(EngineError::store("listing actions"))?;
         rows.iter().map(from_row).collect()
+    }
+
+    /// How many actions wait for a person.
+    pub async fn pending_count(&self) -> Result<i64> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM proposed_actions WHERE status = 'pending'")
+            .fetch_one(self.store.pool())
+            .await
+            .map_err(EngineError::store("counting pending actions"))
     }
 
     /// Executes a claimed (`executing`) action and records how it ended.
@@ -930,7 +955,18 @@ impl Engine {
         sink: Option<OutputSink>,
     ) -> Result<Outcome> {
         let outcome = self.execute(record, agent, sandbox, sink).await;
-        self.finish(record, &outcome).await?;
+        if let Err(e) = self.finish(record, &outcome).await {
+            // It ran, and the store would not take how it ended (a full
+            // disk): the action stays `executing` until `berth serve` or a
+            // recovery marks it interrupted; the log keeps what happened.
+            tracing::error!(
+                action = %record.id,
+                succeeded = outcome.succeeded,
+                diagnostic = outcome.diagnostic.as_deref().unwrap_or(""),
+                "the outcome of an action that ran could not be recorded: {e}"
+            );
+            return Err(e);
+        }
         Ok(outcome)
     }
 
@@ -1042,6 +1078,47 @@ async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Res
         crate::tasks::set_status(tx, task, crate::tasks::TaskStatus::InProgress, None).await?;
     }
     Ok(())
+}
+
+/// An action read inside a write transaction (never from the pool while
+/// the transaction holds the write gate).
+async fn action_in_tx(
+    tx: &mut crate::store::Tx,
+    id: &str,
+    op: &'static str,
+) -> Result<ActionRecord> {
+    let row = sqlx::query(&format!(
+        "SELECT {ACTION_COLUMNS} FROM proposed_actions WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(EngineError::store(op))?;
+    match row {
+        Some(row) => from_row(&row),
+        None => Err(EngineError::UnknownId {
+            what: "action",
+            id: id.to_string(),
+            list: "berth actions",
+        }),
+    }
+}
+
+/// The answer to a second approver (or denier): where the action stands
+/// now, and who decided it.
+fn not_pending(current: &ActionRecord) -> EngineError {
+    let by = match (current.status, current.decided_by.as_deref()) {
+        (ActionStatus::Executing | ActionStatus::Executed | ActionStatus::Failed, Some(who)) => {
+            format!(" (approved by {who})")
+        }
+        (ActionStatus::Denied, Some(who)) => format!(" (denied by {who})"),
+        _ => String::new(),
+    };
+    EngineError::NotPending {
+        id: current.id.clone(),
+        status: current.status.as_str().into(),
+        decided: by,
+    }
 }
 
 fn needs_berth(action: &Action) -> bool {

@@ -19,6 +19,22 @@ pub enum EngineError {
         source: sqlx::Error,
     },
 
+    #[error(
+        "store: {op}: the disk holding berth's state directory is full ({source}): free space there and retry; \
+         this write was rolled back and nothing it would have started ran"
+    )]
+    StoreFull {
+        op: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+
+    #[error(
+        "store: {op}: another write in this process held the store for {secs} s: retry; if it keeps \
+         happening, look for a stuck `berth` process with `berth doctor`"
+    )]
+    StoreBusy { op: &'static str, secs: u64 },
+
     #[error("store: migrating {}: {source}", path.display())]
     Migrate {
         path: PathBuf,
@@ -83,9 +99,14 @@ pub enum EngineError {
     },
 
     #[error(
-        "action {id} is {status}, not pending: only a pending action can be approved or denied"
+        "action {id} is {status}, not pending{decided}: only a pending action can be approved or denied"
     )]
-    NotPending { id: String, status: String },
+    NotPending {
+        id: String,
+        status: String,
+        /// Who decided it, as ` (approved by ada)`, or empty.
+        decided: String,
+    },
 
     #[error(
         "idempotency key `{key}` was already used by action {id} for a different action ({existing}); use a new key"
@@ -135,7 +156,13 @@ pub enum EngineError {
 
 impl EngineError {
     pub(crate) fn store(op: &'static str) -> impl FnOnce(sqlx::Error) -> EngineError {
-        move |source| EngineError::Store { op, source }
+        move |source| {
+            if disk_full(&source) {
+                EngineError::StoreFull { op, source }
+            } else {
+                EngineError::Store { op, source }
+            }
+        }
     }
 
     pub(crate) fn io(
@@ -151,6 +178,19 @@ impl EngineError {
             op,
             detail: detail.to_string(),
         }
+    }
+}
+
+/// SQLite's `SQLITE_FULL` (13, in the low byte of an extended code), or
+/// the OS saying so.
+fn disk_full(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| c & 0xff == 13),
+        sqlx::Error::Io(io) => io.kind() == std::io::ErrorKind::StorageFull,
+        _ => false,
     }
 }
 

@@ -36,6 +36,7 @@ pub mod prs;
 pub mod recovery;
 pub mod state;
 pub mod store;
+pub mod stored_decision;
 pub mod tasks;
 
 use std::sync::Arc;

@@ -258,6 +258,7 @@ mod tests {
             segments,
             findings: Vec::new(),
             lifted: Vec::new(),
+            omitted: None,
         }
     }
 

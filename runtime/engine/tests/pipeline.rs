@@ -148,7 +148,7 @@ async fn denied_actions_never_run_and_cannot_be_approved_later() {
     assert_eq!(
         err.to_string(),
         format!(
-            "action {} is denied, not pending: only a pending action can be approved or denied",
+            "action {} is denied, not pending (denied by ada): only a pending action can be approved or denied",
             p.id
         )
     );

@@ -259,3 +259,61 @@ async fn an_empty_log_has_cursor_zero() {
         .unwrap();
     assert_eq!(engine.latest_event_id().await.unwrap(), 0);
 }
+
+/// A command of 100,000 simple commands (600 KB): opaque, so it waits for a
+/// person even in auto mode, and what the store keeps of its decision — with
+/// the action, in the log and in the outbox — is bounded, not 30 MB.
+#[tokio::test]
+async fn a_hundred_thousand_segment_command_stores_a_bounded_decision() {
+    use berth_engine::stored_decision::MAX_STORED_DECISION_BYTES;
+    use berth_policy::{Action, Mode, Stage, Verdict};
+
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Real).await;
+    f.engine.up("dev-1", "demo", None, &user()).await.unwrap();
+    f.engine
+        .set_autonomy("dev-1", "*", Mode::AutoApprove, &user())
+        .await
+        .unwrap();
+    let command = "true; ".repeat(100_000);
+    let p = f
+        .engine
+        .propose(
+            berth_engine::Proposal::by_agent("dev-1", Action::Terminal { command }),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (p.decision.verdict, p.decision.stage),
+        (Verdict::RequireApproval, Stage::Opaque),
+        "{}",
+        p.decision.reason
+    );
+    assert_eq!(p.status.name(), "pending");
+    let pool = f.engine.store().pool();
+    let stored: i64 =
+        sqlx::query_scalar("SELECT LENGTH(decision) FROM proposed_actions WHERE id = $1")
+            .bind(&p.id)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert!(
+        stored as usize <= MAX_STORED_DECISION_BYTES,
+        "{stored} bytes"
+    );
+    // The log and the outbox hold the command (once each) and the decision.
+    for table in ["session_events", "outbox"] {
+        let biggest: i64 = sqlx::query_scalar(&format!("SELECT MAX(LENGTH(payload)) FROM {table}"))
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert!(
+            (biggest as usize) < 600_000 + MAX_STORED_DECISION_BYTES + 4_096,
+            "{table}: a {biggest} byte payload"
+        );
+    }
+    let record = f.engine.action(&p.id).await.unwrap();
+    assert!(record.decision.segments.is_empty());
+    assert!(record.decision.omitted.is_some());
+}

@@ -174,7 +174,7 @@
   // The task's actions: their statuses follow the log.
   async function refreshActions(id) {
     const mine = ++actionsAsked;
-    const r = await fetch('/api/actions?task=' + encodeURIComponent(id), { credentials: 'same-origin' });
+    const r = await fetch('/api/actions?limit=200&task=' + encodeURIComponent(id), { credentials: 'same-origin' });
     const tbody = document.getElementById('task-action-rows');
     if (!r.ok || !tbody) { return; }
     const actions = await r.json();

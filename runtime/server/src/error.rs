@@ -134,6 +134,10 @@ fn classify(e: &EngineError) -> (StatusCode, &'static str) {
                 _ => (S::INTERNAL_SERVER_ERROR, "docker_error"),
             }
         }
+        // Both pass when a person frees space or the other write ends; the
+        // failed write was rolled back.
+        EngineError::StoreFull { .. } => (S::INSUFFICIENT_STORAGE, "disk_full"),
+        EngineError::StoreBusy { .. } => (S::SERVICE_UNAVAILABLE, "store_busy"),
         EngineError::StateMissing { .. }
         | EngineError::Store { .. }
         | EngineError::Migrate { .. }

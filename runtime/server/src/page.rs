@@ -149,16 +149,44 @@ pub(crate) async fn app_css() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response()
 }
 
-/// `/`: what waits for a person, the agents and their auto-mode switch,
-/// and the tasks.
-pub(crate) async fn approvals(State(app): State<AppState>) -> Result<Response, ApiError> {
+/// Pending actions on one approvals page; the rest follow page by page
+/// (`/?after=<the last one's id>`). With each card's command clipped and
+/// each stored decision bounded, a page stays a few megabytes at most.
+pub const PENDING_PAGE: usize = 25;
+
+/// The characters of a command (or path, message, title) a card shows.
+const SHOWN_CHARS: usize = 2_000;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ApprovalsQuery {
+    /// The last pending action of the previous page.
+    after: Option<String>,
+}
+
+/// `/`: what waits for a person (a page of it), the agents and their
+/// auto-mode switch, and the tasks.
+pub(crate) async fn approvals(
+    State(app): State<AppState>,
+    QueryArgs(q): QueryArgs<ApprovalsQuery>,
+) -> Result<Response, ApiError> {
     let e = &app.engine;
-    let pending = e
+    let after = match q.after {
+        Some(a) => Some(e.action(&a).await?.id),
+        None => None,
+    };
+    let mut pending = e
         .actions(&ActionFilter {
             pending_only: true,
+            after,
+            limit: Some(PENDING_PAGE as i64 + 1),
             ..ActionFilter::default()
         })
         .await?;
+    let next = (pending.len() > PENDING_PAGE).then(|| {
+        pending.truncate(PENDING_PAGE);
+        pending.last().map(|a| a.id.clone()).unwrap_or_default()
+    });
+    let waiting = e.pending_count().await?;
     let agents = e.agents().await?;
     let mut reports = Vec::with_capacity(agents.len());
     for a in &agents {
@@ -166,16 +194,31 @@ pub(crate) async fn approvals(State(app): State<AppState>) -> Result<Response, A
     }
     let tasks = e.tasks(None).await?;
     let cursor = e.latest_event_id().await?;
-    let body = render_approvals(&pending, &agents, &reports, &tasks, cursor);
+    let page = PendingPage {
+        actions: &pending,
+        waiting,
+        next: next.as_deref(),
+    };
+    let body = render_approvals(&page, &agents, &reports, &tasks, cursor);
     Ok(html(
         StatusCode::OK,
         layout("berth — approvals", "approvals", &body),
     ))
 }
 
+/// One page of the pending actions.
+#[derive(Debug, Clone, Copy)]
+pub struct PendingPage<'a> {
+    pub actions: &'a [ActionRecord],
+    /// How many wait in all.
+    pub waiting: i64,
+    /// The cursor of the next page, when there is one.
+    pub next: Option<&'a str>,
+}
+
 /// The approvals page's body.
 pub fn render_approvals(
-    pending: &[ActionRecord],
+    pending: &PendingPage<'_>,
     agents: &[Agent],
     reports: &[AutonomyReport],
     tasks: &[Task],
@@ -186,16 +229,24 @@ pub fn render_approvals(
         o,
         "<section id=\"pending\" data-cursor=\"{cursor}\"><h1>Waiting for you \
          (<span id=\"pending-count\">{}</span>)</h1>",
-        pending.len()
+        pending.waiting
     );
-    if pending.is_empty() {
+    if pending.actions.is_empty() {
         o.push_str("<p class=\"empty\" id=\"nothing-pending\">No action waits for a person.</p>");
     }
     o.push_str("<div id=\"pending-list\">");
-    for a in pending {
+    for a in pending.actions {
         o.push_str(&action_card(a));
     }
-    o.push_str("</div></section>");
+    o.push_str("</div>");
+    if let Some(next) = pending.next {
+        let _ = write!(
+            o,
+            "<p class=\"more\"><a id=\"pending-next\" href=\"/?after={}\">The next {PENDING_PAGE} waiting →</a></p>",
+            seg(next)
+        );
+    }
+    o.push_str("</section>");
 
     o.push_str("<section id=\"agents\"><h2>Agents</h2>");
     if agents.is_empty() {
@@ -257,6 +308,15 @@ fn describe(a: &ActionRecord) -> (String, String) {
         Action::GitCommit => a.params.message.clone().unwrap_or_default(),
         Action::PrOpen => a.params.title.clone().unwrap_or_default(),
         _ => String::new(),
+    };
+    let what = match what.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!(
+            "{}… ({} bytes in all: GET /api/actions/{} holds the whole)",
+            &what[..cut],
+            what.len(),
+            a.id
+        ),
+        None => what,
     };
     (kind, what)
 }
@@ -526,15 +586,19 @@ pub(crate) async fn task_page(
             return Ok(html(api.status, layout("berth — task", "task", &body)));
         }
     };
+    // Bounded like the API's pages: the first actions and events of the
+    // task (the API pages through the rest; the live log appends).
     let actions = e
         .actions(&ActionFilter {
             task: Some(task.id.clone()),
+            limit: Some(crate::api::actions::MAX_LIMIT),
             ..ActionFilter::default()
         })
         .await?;
     let events = e
         .events(&EventFilter {
             task: Some(task.id.clone()),
+            limit: Some(crate::api::events::MAX_LIMIT),
             ..EventFilter::default()
         })
         .await?;

@@ -70,7 +70,7 @@ pub async fn list(engine: &Engine, a: ActionsArgs) -> anyhow::Result<u8> {
         .actions(&ActionFilter {
             pending_only: a.pending,
             agent: a.agent,
-            task: None,
+            ..ActionFilter::default()
         })
         .await?;
     let choices = engine.choices(a.pending).await?;

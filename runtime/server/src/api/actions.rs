@@ -7,7 +7,7 @@ use berth_engine::{ActionFilter, ActionParams, ActionRecord, Approved, Proposal,
 use berth_policy::Action;
 use serde::Deserialize;
 
-use super::{PathArgs, required, resolve_task};
+use super::{PathArgs, page_limit, required, resolve_task, within_page_bytes};
 use crate::AppState;
 use crate::body::{JsonBody, QueryArgs, flag};
 use crate::error::ApiError;
@@ -45,6 +45,10 @@ pub(crate) async fn propose(
     Ok(Json(app.engine.propose(proposal, None).await?))
 }
 
+/// The most actions one list answer holds; page on with `after`.
+pub(crate) const MAX_LIMIT: i64 = 200;
+const DEFAULT_LIMIT: i64 = 50;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
@@ -53,22 +57,33 @@ pub(crate) struct ListQuery {
     pending: bool,
     agent: Option<String>,
     task: Option<String>,
+    /// The last action of the previous page (id or prefix).
+    after: Option<String>,
+    limit: Option<i64>,
 }
 
+/// Actions, oldest first, a page at a time.
 pub(crate) async fn list(
     State(app): State<AppState>,
     QueryArgs(q): QueryArgs<ListQuery>,
 ) -> Result<Json<Vec<ActionRecord>>, ApiError> {
+    let limit = page_limit(q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let task = resolve_task(&app.engine, q.task).await?;
-    Ok(Json(
-        app.engine
-            .actions(&ActionFilter {
-                pending_only: q.pending,
-                agent: q.agent,
-                task,
-            })
-            .await?,
-    ))
+    let after = match q.after {
+        Some(a) => Some(app.engine.action(&a).await?.id),
+        None => None,
+    };
+    let page = app
+        .engine
+        .actions(&ActionFilter {
+            pending_only: q.pending,
+            agent: q.agent,
+            task,
+            after,
+            limit: Some(limit),
+        })
+        .await?;
+    Ok(Json(within_page_bytes(page)))
 }
 
 pub(crate) async fn show(

@@ -20,14 +20,14 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use super::resolve_task;
+use super::{page_limit, resolve_task, within_page_bytes};
 use crate::AppState;
 use crate::body::QueryArgs;
 use crate::error::ApiError;
 
 /// The most events one list answer holds; page on with `after`.
-pub(crate) const MAX_LIMIT: i64 = 10_000;
-const DEFAULT_LIMIT: i64 = 1_000;
+pub(crate) const MAX_LIMIT: i64 = 1_000;
+const DEFAULT_LIMIT: i64 = 100;
 /// How many events the stream reads from the store at a time.
 const STREAM_BATCH: i64 = 256;
 /// A stream looks at the store at least this often, even when the follower
@@ -50,26 +50,20 @@ pub(crate) async fn list(
     State(app): State<AppState>,
     QueryArgs(q): QueryArgs<ListQuery>,
 ) -> Result<Json<Vec<Event>>, ApiError> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(
-            "invalid_query",
-            format!("limit must be from 1 to {MAX_LIMIT}; page on with `after=<the last id>`"),
-        ));
-    }
+    let limit = page_limit(q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let task = resolve_task(&app.engine, q.task).await?;
-    Ok(Json(
-        app.engine
-            .events(&EventFilter {
-                agent: q.agent,
-                kind: q.kind,
-                task,
-                action: q.action,
-                after: q.after,
-                limit: Some(limit),
-            })
-            .await?,
-    ))
+    let page = app
+        .engine
+        .events(&EventFilter {
+            agent: q.agent,
+            kind: q.kind,
+            task,
+            action: q.action,
+            after: q.after,
+            limit: Some(limit),
+        })
+        .await?;
+    Ok(Json(within_page_bytes(page)))
 }
 
 #[derive(Debug, Deserialize)]

@@ -14,6 +14,7 @@ pub(crate) mod tasks;
 use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -56,4 +57,38 @@ pub(crate) async fn resolve_task(
         Some(t) => Ok(Some(engine.task(&t).await?.id)),
         None => Ok(None),
     }
+}
+
+/// The most bytes of items one list answer holds: a page stops early (never
+/// before its first item) when its items are large. A client pages on with
+/// the answer's last item as the cursor until an answer is empty.
+pub(crate) const MAX_PAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// `limit` checked against `1..=max`, or `default`.
+pub(crate) fn page_limit(limit: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
+    let limit = limit.unwrap_or(default);
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!(
+                "limit must be from 1 to {max} (default {default}); page on with `after=<the last id>`"
+            ),
+        ));
+    }
+    Ok(limit)
+}
+
+/// The leading items whose JSON fits `MAX_PAGE_BYTES` (at least one).
+pub(crate) fn within_page_bytes<T: Serialize>(mut items: Vec<T>) -> Vec<T> {
+    let mut used = 0usize;
+    let mut keep = items.len();
+    for (i, item) in items.iter().enumerate() {
+        used = used.saturating_add(serde_json::to_vec(item).map_or(usize::MAX, |b| b.len()) + 1);
+        if used > MAX_PAGE_BYTES && i > 0 {
+            keep = i;
+            break;
+        }
+    }
+    items.truncate(keep);
+    items
 }
