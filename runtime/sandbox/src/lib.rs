@@ -13,8 +13,6 @@ pub mod docker;
 pub mod exec;
 pub mod host_scope;
 pub mod image;
-mod process_tree;
-mod read_only;
 pub mod runner;
 
 use std::path::PathBuf;
@@ -25,7 +23,10 @@ use berth_policy::{Frame, PathMap};
 pub use capture::TailBuffer;
 pub use exec::{ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, PreparedExec, Program};
 pub use host_scope::{HostScope, ScopeFinding};
-pub use runner::{NO_CONTAINER_BOUNDARY, Rlimits, Runner, RunnerConfig};
+pub use runner::{
+    CONFINEMENT, Confinement, KillAll, NO_CONTAINER_BOUNDARY, Rlimits, Runner, RunnerConfig,
+    locate_shim,
+};
 
 /// Which backend a sandbox is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
