@@ -102,8 +102,9 @@ impl ExecCgroups {
     ) -> ExecCgroups {
         let mut made = ExecCgroups::default();
         if ![project, agent, action].iter().all(|c| valid_component(c)) {
-            made.missing
-                .push(format!("cgroup name {project}/{agent}/{action} is not a plain name"));
+            made.missing.push(format!(
+                "cgroup name {project}/{agent}/{action} is not a plain name"
+            ));
             return made;
         }
         let dir = berth_dir(&roots.unified, project, agent).join(action);
@@ -123,7 +124,12 @@ impl ExecCgroups {
         }
         let v1 = [
             (&roots.pids, limits.processes, "pids.max", "processes"),
-            (&roots.memory, limits.memory, "memory.limit_in_bytes", "memory"),
+            (
+                &roots.memory,
+                limits.memory,
+                "memory.limit_in_bytes",
+                "memory",
+            ),
         ];
         for (root, limit, file, what) in v1 {
             let Some(limit) = limit else { continue };

@@ -7,11 +7,19 @@
 /// Settings forced on every git a confined command runs, with why.
 pub const FORCED_GIT_CONFIG: &[(&str, &str, &str)] = &[
     ("core.fsmonitor", "false", "runs a program on every status"),
-    ("core.hooksPath", "/dev/null", "hooks run programs on commit, checkout, merge"),
+    (
+        "core.hooksPath",
+        "/dev/null",
+        "hooks run programs on commit, checkout, merge",
+    ),
     ("core.pager", "cat", "a pager is a program"),
     ("core.sshCommand", "", "ssh transport command"),
     ("diff.external", "", "external diff program"),
-    ("credential.helper", "", "credential helpers are programs and hold secrets"),
+    (
+        "credential.helper",
+        "",
+        "credential helpers are programs and hold secrets",
+    ),
 ];
 
 /// The variables to add to a command's environment (after the request's own,

@@ -63,7 +63,10 @@ fn sys_mount(
     if rc != 0 {
         return Err(ConfineError::last(format!(
             "mount {} on {}",
-            source.map_or_else(|| fstype.unwrap_or("-").to_string(), |s| s.display().to_string()),
+            source.map_or_else(
+                || fstype.unwrap_or("-").to_string(),
+                |s| s.display().to_string()
+            ),
             target.display()
         )));
     }
@@ -136,14 +139,21 @@ fn plan(spec: &ExecSpec) -> Result<Vec<Entry>, ConfineError> {
             Err(_) => {}
         }
     }
-    for dir in &spec.readable {
-        if dir.exists() {
-            entries.push(bind(dir, dir, false, false)?);
-        }
-    }
-    for dir in &spec.writable {
-        if dir.exists() {
-            entries.push(bind(dir, dir, true, false)?);
+    for (dirs, writable) in [(&spec.readable, false), (&spec.writable, true)] {
+        for dir in dirs {
+            if dir.starts_with("/work") {
+                // Its mountpoint would be made inside the worktree, and it
+                // would hide part of it.
+                return Err(ConfineError::Path {
+                    what: "a directory shown at its own path lies under /work, where the worktree is \
+                           mounted (move berth's state directory out of /work)",
+                    path: dir.clone(),
+                    source: std::io::Error::from_raw_os_error(libc::EINVAL),
+                });
+            }
+            if dir.exists() {
+                entries.push(bind(dir, dir, writable, false)?);
+            }
         }
     }
     entries.push(bind(
@@ -243,14 +253,9 @@ fn mount_entry(root: &Path, entry: &Entry) -> Result<(), ConfineError> {
             let at = inside(root, target);
             make_mountpoint(&at, *dir)?;
             let from = PathBuf::from(format!("/proc/self/fd/{}", source.as_raw_fd()));
-            sys_mount(
-                Some(&from),
-                &at,
-                None,
-                libc::MS_BIND | libc::MS_REC,
-                None,
-            )?;
-            let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | locked_flags(source);
+            sys_mount(Some(&from), &at, None, libc::MS_BIND | libc::MS_REC, None)?;
+            let mut flags =
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | locked_flags(source);
             if !*device {
                 flags |= libc::MS_NODEV;
             }
@@ -291,7 +296,13 @@ fn dev_links(root: &Path) -> Result<(), ConfineError> {
 /// namespace, in its private mount namespace.
 pub fn enter(spec: &ExecSpec) -> Result<(), ConfineError> {
     // Nothing mounted here propagates back to the host.
-    sys_mount(None, Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+    sys_mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
     let entries = plan(spec)?;
     let root = Path::new(STAGING);
     sys_mount(

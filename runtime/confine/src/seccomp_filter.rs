@@ -82,37 +82,167 @@ const SOCK_PACKET: u64 = 10;
 
 /// What a confined command may not call.
 pub const DENIED: &[Denied] = &[
-    always("io_uring_setup", libc::SYS_io_uring_setup, "io_uring opens and connects sockets and files without the system calls this table and Landlock see"),
-    always("io_uring_enter", libc::SYS_io_uring_enter, "io_uring: as io_uring_setup"),
-    always("io_uring_register", libc::SYS_io_uring_register, "io_uring: as io_uring_setup"),
-    Denied { name: "socket", nr: libc::SYS_socket, when: Match::ArgEq { arg: 0, value: libc::AF_UNIX as u64 }, refusal: Refusal::Eperm, why: "Landlock does not govern connect() to a path-named unix socket (berth.sock, docker.sock); socketpair stays allowed" },
-    Denied { name: "socket", nr: libc::SYS_socket, when: Match::ArgEq { arg: 0, value: libc::AF_PACKET as u64 }, refusal: Refusal::Eperm, why: "packet sockets see and forge link-layer traffic" },
-    Denied { name: "socket", nr: libc::SYS_socket, when: Match::Socket { domain: libc::AF_INET as u64, ty: libc::SOCK_RAW as u64 }, refusal: Refusal::Eperm, why: "raw IPv4 sockets forge packets (netlink, also SOCK_RAW, stays: it sees only the exec's own namespace)" },
-    Denied { name: "socket", nr: libc::SYS_socket, when: Match::Socket { domain: libc::AF_INET6 as u64, ty: libc::SOCK_RAW as u64 }, refusal: Refusal::Eperm, why: "raw IPv6 sockets forge packets" },
-    Denied { name: "socket", nr: libc::SYS_socket, when: Match::Socket { domain: libc::AF_INET as u64, ty: SOCK_PACKET }, refusal: Refusal::Eperm, why: "the obsolete packet socket type, as AF_PACKET" },
-    always("unshare", libc::SYS_unshare, "new namespaces would undo the mount tree and the network cut"),
-    always("setns", libc::SYS_setns, "joining another namespace leaves the confinement"),
-    clone_flag(libc::CLONE_NEWUSER, "clone into a new user namespace: as unshare"),
-    clone_flag(libc::CLONE_NEWNS, "clone into a new mount namespace: as unshare"),
-    clone_flag(libc::CLONE_NEWNET, "clone into a new network namespace: as unshare"),
-    clone_flag(libc::CLONE_NEWPID, "clone into a new PID namespace: as unshare"),
-    clone_flag(libc::CLONE_NEWCGROUP, "clone into a new cgroup namespace: as unshare"),
-    Denied { name: "clone3", nr: libc::SYS_clone3, when: Match::Always, refusal: Refusal::Enosys, why: "its flags are in memory a filter cannot read; ENOSYS makes the C library use clone, which is checked" },
-    always("mount", libc::SYS_mount, "remounting would expose or unlock what the mount tree hides"),
-    always("umount2", libc::SYS_umount2, "unmounting would uncover what a mount hides"),
-    always("pivot_root", libc::SYS_pivot_root, "changes the root the mount tree set"),
-    always("open_tree", libc::SYS_open_tree, "the new mount API: as mount"),
-    always("move_mount", libc::SYS_move_mount, "the new mount API: as mount"),
+    always(
+        "io_uring_setup",
+        libc::SYS_io_uring_setup,
+        "io_uring opens and connects sockets and files without the system calls this table and Landlock see",
+    ),
+    always(
+        "io_uring_enter",
+        libc::SYS_io_uring_enter,
+        "io_uring: as io_uring_setup",
+    ),
+    always(
+        "io_uring_register",
+        libc::SYS_io_uring_register,
+        "io_uring: as io_uring_setup",
+    ),
+    Denied {
+        name: "socket",
+        nr: libc::SYS_socket,
+        when: Match::ArgEq {
+            arg: 0,
+            value: libc::AF_UNIX as u64,
+        },
+        refusal: Refusal::Eperm,
+        why: "Landlock does not govern connect() to a path-named unix socket (berth.sock, docker.sock); socketpair stays allowed",
+    },
+    Denied {
+        name: "socket",
+        nr: libc::SYS_socket,
+        when: Match::ArgEq {
+            arg: 0,
+            value: libc::AF_PACKET as u64,
+        },
+        refusal: Refusal::Eperm,
+        why: "packet sockets see and forge link-layer traffic",
+    },
+    Denied {
+        name: "socket",
+        nr: libc::SYS_socket,
+        when: Match::Socket {
+            domain: libc::AF_INET as u64,
+            ty: libc::SOCK_RAW as u64,
+        },
+        refusal: Refusal::Eperm,
+        why: "raw IPv4 sockets forge packets (netlink, also SOCK_RAW, stays: it sees only the exec's own namespace)",
+    },
+    Denied {
+        name: "socket",
+        nr: libc::SYS_socket,
+        when: Match::Socket {
+            domain: libc::AF_INET6 as u64,
+            ty: libc::SOCK_RAW as u64,
+        },
+        refusal: Refusal::Eperm,
+        why: "raw IPv6 sockets forge packets",
+    },
+    Denied {
+        name: "socket",
+        nr: libc::SYS_socket,
+        when: Match::Socket {
+            domain: libc::AF_INET as u64,
+            ty: SOCK_PACKET,
+        },
+        refusal: Refusal::Eperm,
+        why: "the obsolete packet socket type, as AF_PACKET",
+    },
+    always(
+        "unshare",
+        libc::SYS_unshare,
+        "new namespaces would undo the mount tree and the network cut",
+    ),
+    always(
+        "setns",
+        libc::SYS_setns,
+        "joining another namespace leaves the confinement",
+    ),
+    clone_flag(
+        libc::CLONE_NEWUSER,
+        "clone into a new user namespace: as unshare",
+    ),
+    clone_flag(
+        libc::CLONE_NEWNS,
+        "clone into a new mount namespace: as unshare",
+    ),
+    clone_flag(
+        libc::CLONE_NEWNET,
+        "clone into a new network namespace: as unshare",
+    ),
+    clone_flag(
+        libc::CLONE_NEWPID,
+        "clone into a new PID namespace: as unshare",
+    ),
+    clone_flag(
+        libc::CLONE_NEWCGROUP,
+        "clone into a new cgroup namespace: as unshare",
+    ),
+    Denied {
+        name: "clone3",
+        nr: libc::SYS_clone3,
+        when: Match::Always,
+        refusal: Refusal::Enosys,
+        why: "its flags are in memory a filter cannot read; ENOSYS makes the C library use clone, which is checked",
+    },
+    always(
+        "mount",
+        libc::SYS_mount,
+        "remounting would expose or unlock what the mount tree hides",
+    ),
+    always(
+        "umount2",
+        libc::SYS_umount2,
+        "unmounting would uncover what a mount hides",
+    ),
+    always(
+        "pivot_root",
+        libc::SYS_pivot_root,
+        "changes the root the mount tree set",
+    ),
+    always(
+        "open_tree",
+        libc::SYS_open_tree,
+        "the new mount API: as mount",
+    ),
+    always(
+        "move_mount",
+        libc::SYS_move_mount,
+        "the new mount API: as mount",
+    ),
     always("fsopen", libc::SYS_fsopen, "the new mount API: as mount"),
     always("fsmount", libc::SYS_fsmount, "the new mount API: as mount"),
     always("fspick", libc::SYS_fspick, "the new mount API: as mount"),
-    always("mount_setattr", libc::SYS_mount_setattr, "would clear a read-only mount flag"),
-    always("keyctl", libc::SYS_keyctl, "kernel keyrings are shared per user beyond the namespaces"),
+    always(
+        "mount_setattr",
+        libc::SYS_mount_setattr,
+        "would clear a read-only mount flag",
+    ),
+    always(
+        "keyctl",
+        libc::SYS_keyctl,
+        "kernel keyrings are shared per user beyond the namespaces",
+    ),
     always("add_key", libc::SYS_add_key, "kernel keyrings: as keyctl"),
-    always("request_key", libc::SYS_request_key, "kernel keyrings: as keyctl"),
-    always("bpf", libc::SYS_bpf, "eBPF is a large kernel attack surface and reads kernel memory"),
-    always("userfaultfd", libc::SYS_userfaultfd, "widens kernel race windows; a classic exploit aid"),
-    always("perf_event_open", libc::SYS_perf_event_open, "observes other processes and the kernel"),
+    always(
+        "request_key",
+        libc::SYS_request_key,
+        "kernel keyrings: as keyctl",
+    ),
+    always(
+        "bpf",
+        libc::SYS_bpf,
+        "eBPF is a large kernel attack surface and reads kernel memory",
+    ),
+    always(
+        "userfaultfd",
+        libc::SYS_userfaultfd,
+        "widens kernel race windows; a classic exploit aid",
+    ),
+    always(
+        "perf_event_open",
+        libc::SYS_perf_event_open,
+        "observes other processes and the kernel",
+    ),
 ];
 
 fn target_arch() -> Result<TargetArch, ConfineError> {
@@ -143,7 +273,10 @@ fn condition(when: Match) -> Result<Vec<SeccompCondition>, ConfineError> {
 pub fn programs() -> Result<Vec<BpfProgram>, ConfineError> {
     let arch = target_arch()?;
     let mut programs = Vec::new();
-    for (refusal, errno) in [(Refusal::Eperm, libc::EPERM), (Refusal::Enosys, libc::ENOSYS)] {
+    for (refusal, errno) in [
+        (Refusal::Eperm, libc::EPERM),
+        (Refusal::Enosys, libc::ENOSYS),
+    ] {
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         for entry in DENIED.iter().filter(|d| d.refusal == refusal) {
             let conditions = condition(entry.when)?;
@@ -164,9 +297,8 @@ pub fn programs() -> Result<Vec<BpfProgram>, ConfineError> {
             arch,
         )
         .map_err(|e| ConfineError::Seccomp(e.to_string()))?;
-        programs.push(
-            BpfProgram::try_from(filter).map_err(|e| ConfineError::Seccomp(e.to_string()))?,
-        );
+        programs
+            .push(BpfProgram::try_from(filter).map_err(|e| ConfineError::Seccomp(e.to_string()))?);
     }
     Ok(programs)
 }
@@ -201,8 +333,18 @@ mod tests {
     fn the_table_covers_the_escapes() {
         let names: Vec<&str> = DENIED.iter().map(|d| d.name).collect();
         for name in [
-            "io_uring_setup", "io_uring_enter", "io_uring_register", "unshare", "setns",
-            "keyctl", "add_key", "request_key", "bpf", "userfaultfd", "perf_event_open", "mount",
+            "io_uring_setup",
+            "io_uring_enter",
+            "io_uring_register",
+            "unshare",
+            "setns",
+            "keyctl",
+            "add_key",
+            "request_key",
+            "bpf",
+            "userfaultfd",
+            "perf_event_open",
+            "mount",
         ] {
             assert!(names.contains(&name), "{name} missing");
         }

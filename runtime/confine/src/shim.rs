@@ -90,7 +90,13 @@ fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
     // SAFETY: plain prctl/getppid calls.
     unsafe {
         check(
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0),
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ),
             "set the parent-death signal",
         )?;
         if libc::getppid() != spec.parent_pid {
@@ -105,7 +111,8 @@ fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
     if !root {
         enter_user_namespace(uid, gid)?;
     }
-    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if spec.network == Network::None {
         flags |= libc::CLONE_NEWNET;
     }
@@ -151,7 +158,11 @@ fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
             let mut raw = [0u8; 4];
             // SAFETY: reading into a local buffer from our pipe.
             let n = unsafe { libc::read(status_r, raw.as_mut_ptr().cast(), raw.len()) };
-            let status = if n == 4 { i32::from_ne_bytes(raw) } else { status };
+            let status = if n == 4 {
+                i32::from_ne_bytes(raw)
+            } else {
+                status
+            };
             exit_like(status)
         }
     }
@@ -262,10 +273,19 @@ fn pid1(
     // SAFETY: plain prctl calls on this process.
     unsafe {
         check(
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0),
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ),
             "set the parent-death signal of PID 1",
         )?;
-        check(libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0), "make PID 1 non-dumpable")?;
+        check(
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0),
+            "make PID 1 non-dumpable",
+        )?;
     }
     if spec.network == Network::None {
         loopback_up()?;
@@ -376,7 +396,9 @@ fn command(
                 rlim_max: value,
             };
             if libc::setrlimit(res, &new) != 0 {
-                return Err(setup_failed(ConfineError::last(format!("set {limit:?} limit"))));
+                return Err(setup_failed(ConfineError::last(format!(
+                    "set {limit:?} limit"
+                ))));
             }
         }
         // No capability survives exec: empty the bounding set while we still

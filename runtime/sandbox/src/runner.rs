@@ -376,7 +376,11 @@ impl Runner {
             None => ("runner".to_string(), worktree_tag(&worktree)),
         };
         let shim = match &config.confinement.shim {
-            Some(path) => Ok(path.clone()),
+            Some(path) if path.is_file() => Ok(path.clone()),
+            Some(path) => Err(format!(
+                "the exec shim {} is not a file: install berth-exec-shim there",
+                path.display()
+            )),
             None => locate_shim(),
         };
         config.worktree = worktree;
@@ -498,8 +502,7 @@ impl Runner {
         sink: Option<UnboundedSender<OutputChunk>>,
         started: Instant,
     ) -> ExecOutcome {
-        let message =
-            format!("berth: confinement: {why}; the command did not run\n").into_bytes();
+        let message = format!("berth: confinement: {why}; the command did not run\n").into_bytes();
         if let Some(sink) = sink {
             let _ = sink.send(OutputChunk::Stderr(message.clone()));
         }
@@ -555,9 +558,10 @@ impl Runner {
         let (project, agent) = self.cgroup_name.clone();
         let roots = self.config.confinement.cgroup_roots.clone();
         let limits = self.config.confinement.limits;
-        let cgroups = blocking(move || ExecCgroups::create(&roots, &project, &agent, &action, limits))
-            .await
-            .unwrap_or_default();
+        let cgroups =
+            blocking(move || ExecCgroups::create(&roots, &project, &agent, &action, limits))
+                .await
+                .unwrap_or_default();
         for missing in &cgroups.missing {
             tracing::debug!(%missing, "exec cgroup");
         }
