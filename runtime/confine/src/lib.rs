@@ -25,3 +25,15 @@ pub use spec::{ExecSpec, Network, Rlimit};
 pub const SHIM_NAME: &str = "berth-exec-shim";
 /// The environment variable that names the shim's path explicitly.
 pub const SHIM_ENV: &str = "BERTH_EXEC_SHIM";
+
+/// Makes the calling process non-dumpable (`PR_SET_DUMPABLE 0`): its
+/// `/proc/<pid>/environ`, `mem` and `fd` become root's, and no process of the
+/// same uid may ptrace it. berth calls this first thing, so what it runs (a
+/// runner command as the same user) cannot read its tokens.
+pub fn make_non_dumpable() -> Result<(), ConfineError> {
+    // SAFETY: a plain prctl on this process.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        return Err(ConfineError::last("make berth non-dumpable"));
+    }
+    Ok(())
+}

@@ -164,6 +164,11 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
         .iter()
         .map(PathBuf::from)
         .collect();
+    config.confinement.agent_repo = Some(spec.agent_repo.clone());
+    config.confinement.readable = vec![spec.forge_objects.clone()];
+    if berth_sandbox::runner::cgroup_name_valid(&spec.project, &spec.agent) {
+        config.confinement.cgroup_name = Some((spec.project.clone(), spec.agent.clone()));
+    }
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
 }
 
@@ -481,6 +486,16 @@ impl Engine {
         if let (Some(mode), Some(worktree)) = (a.berth, a.worktree.clone()) {
             let spec = self.berth_spec(&a, mode, worktree, &loaded.config);
             removed = self.provider.close(&spec).await?;
+        }
+        if a.berth == Some(BerthMode::Runner) {
+            // Every exec of the berth ends with it, daemons included.
+            match berth_sandbox::runner::kill_berth_execs(&a.project, agent).await {
+                Ok(killed) if !killed.is_empty() => {
+                    tracing::info!(agent, execs = killed.len(), "killed the berth's running execs")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(agent, error = %e, "could not kill the berth's execs"),
+            }
         }
         self.sandboxes.drop_agent(agent);
         let recycled = if keep_worktree {

@@ -62,6 +62,7 @@ macro_rules! exec_contract_tests {
             argv_runs_without_a_shell,
             shell_runs_a_command_line,
             cwd_inside_work,
+            work_is_real_for_scripts,
             cwd_outside_work_is_refused,
             missing_cwd_is_a_typed_error,
             env_is_passed,
@@ -265,6 +266,27 @@ pub async fn cwd_inside_work(sb: &dyn Sandbox) {
             text(&outcome.stderr)
         );
     }
+}
+
+/// `/work` is a real directory, not a rewrite of the command: `pwd` shows it,
+/// and a script (whose text no one translates) that names `/work` paths works.
+pub async fn work_is_real_for_scripts(sb: &dyn Sandbox) {
+    setup(
+        sb,
+        "mkdir -p /work/sub && printf 'x\\n' > /work/x && \
+         printf '#!/bin/sh\\ncat /work/x > /work/sub/y\\ncd /work/sub && pwd\\n' > /work/run.sh && \
+         chmod +x /work/run.sh",
+    )
+    .await;
+    let mut request = shell("pwd; /work/run.sh; cat /work/sub/y");
+    request.cwd = "/work/sub".to_string();
+    let outcome = run(sb, request).await;
+    assert_eq!(
+        outcome.stdout,
+        full(b"/work/sub\n/work/sub\nx\n"),
+        "{}",
+        text(&outcome.stderr)
+    );
 }
 
 /// A working directory outside `/work`, relative, or with `.`/`..`, is refused

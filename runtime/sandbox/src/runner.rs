@@ -254,6 +254,28 @@ pub fn locate_shim() -> Result<PathBuf, String> {
     ))
 }
 
+/// Whether `project`/`agent` can name the berth's exec cgroups.
+pub fn cgroup_name_valid(project: &str, agent: &str) -> bool {
+    berth_confine::cgroup::valid_component(project) && berth_confine::cgroup::valid_component(agent)
+}
+
+/// Kills every exec cgroup of the berth `project`/`agent` (for `berth down`
+/// and recovery, which may not hold the berth's [`Runner`]). Returns the
+/// cgroups it killed; none when the berth never had any.
+pub async fn kill_berth_execs(project: &str, agent: &str) -> Result<Vec<PathBuf>, SandboxError> {
+    let (project, agent) = (project.to_string(), agent.to_string());
+    let fail = |message: String| SandboxError::Backend {
+        op: "kill the berth's execs",
+        message,
+    };
+    tokio::task::spawn_blocking(move || {
+        berth_confine::cgroup::kill_berth(&CgroupRoots::default(), &project, &agent, CGROUP_EMPTY_WAIT)
+    })
+    .await
+    .map_err(|e| fail(e.to_string()))?
+    .map_err(|e| fail(e.to_string()))
+}
+
 /// What [`Runner::kill_all`] killed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KillAll {
