@@ -3,9 +3,10 @@
 //!
 //! Three processes:
 //! 1. **the shim** (host PID namespace): dies with berth, joins the exec's
-//!    cgroups, enters a user namespace when not root, unshares mount, PID,
-//!    IPC, UTS and network namespaces, forks, then forwards signals to the
-//!    next one and exits as the command did (by the same signal, or code);
+//!    cgroups, enters a user namespace when not root, forks a child into new
+//!    mount, PID, IPC, UTS and network namespaces, then forwards signals to the
+//!    next one and exits as the command did (by the same signal, or code) as
+//!    soon as PID 1 reports it;
 //! 2. **PID 1** of the new PID namespace: brings `lo` up, builds the mount
 //!    tree and pivots into it, forks the command, reaps every orphan, and
 //!    forwards signals to every process of the namespace. When it exits —
@@ -116,14 +117,6 @@ fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
     if spec.network == Network::None {
         flags |= libc::CLONE_NEWNET;
     }
-    // SAFETY: unshare changes only this process's namespaces.
-    if unsafe { libc::unshare(flags) } != 0 {
-        return Err(ConfineError::Unavailable {
-            mechanism: "mount, PID and network namespaces",
-            remedy: "run berth as root or where user namespaces are allowed",
-            source: std::io::Error::last_os_error(),
-        });
-    }
     let mask = block_signals()?;
     let mut pipe = [0; 2];
     // SAFETY: a pipe into a local array.
@@ -132,9 +125,27 @@ fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
         "make the status pipe",
     )?;
     let [status_r, status_w] = pipe;
-    // SAFETY: the shim is single-threaded, so the child may do anything.
-    match unsafe { libc::fork() } {
-        -1 => Err(ConfineError::last("fork PID 1 of the exec")),
+    // A fork whose child alone gets the new namespaces: this process never
+    // holds them, so its exit does not wait for their teardown (PID 1's does,
+    // after the status is reported).
+    // SAFETY: clone without CLONE_VM and with no new stack is fork; the shim
+    // is single-threaded, so the child may do anything.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (flags | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    match pid as libc::pid_t {
+        -1 => Err(ConfineError::Unavailable {
+            mechanism: "mount, PID and network namespaces",
+            remedy: "run berth as root or where user namespaces are allowed",
+            source: std::io::Error::last_os_error(),
+        }),
         0 => {
             // SAFETY: closing our copy of the read end.
             unsafe { libc::close(status_r) };
@@ -151,19 +162,7 @@ fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
         child => {
             // SAFETY: closing our copy of the write end.
             unsafe { libc::close(status_w) };
-            let status = forward_until_exit(child, &mask, |sig| {
-                // SAFETY: signalling our own child.
-                unsafe { libc::kill(child, sig) };
-            });
-            let mut raw = [0u8; 4];
-            // SAFETY: reading into a local buffer from our pipe.
-            let n = unsafe { libc::read(status_r, raw.as_mut_ptr().cast(), raw.len()) };
-            let status = if n == 4 {
-                i32::from_ne_bytes(raw)
-            } else {
-                status
-            };
-            exit_like(status)
+            exit_like(wait_for_status(child, status_r, &mask)?)
         }
     }
 }
@@ -230,6 +229,74 @@ fn forward_until_exit(
         let sig = unsafe { libc::sigwaitinfo(mask, std::ptr::null_mut()) };
         if sig > 0 && sig != libc::SIGCHLD {
             forward(sig);
+        }
+    }
+}
+
+/// The command's wait status, as PID 1 reports it on the status pipe — read
+/// as soon as it is written, without waiting for PID 1's own exit, which
+/// tears down the namespaces (the kernel finishes that, and kills whatever is
+/// left in them, whether or not anyone waits). Forwards signals to PID 1
+/// meanwhile. When PID 1 dies without a report (killed), its own status.
+fn wait_for_status(
+    child: libc::pid_t,
+    status_r: libc::c_int,
+    mask: &libc::sigset_t,
+) -> Result<libc::c_int, ConfineError> {
+    // SAFETY: a signalfd for the already-blocked set, closed at exit.
+    let sigfd = unsafe { libc::signalfd(-1, mask, libc::SFD_CLOEXEC) };
+    if sigfd < 0 {
+        return Err(ConfineError::last("signalfd"));
+    }
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: status_r,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: sigfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: polling two descriptors we own.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(ConfineError::last("poll"));
+        }
+        if fds[0].revents != 0 {
+            let mut raw = [0u8; 4];
+            // SAFETY: reading into a local buffer from our pipe.
+            let n = unsafe { libc::read(status_r, raw.as_mut_ptr().cast(), raw.len()) };
+            if n == 4 {
+                return Ok(i32::from_ne_bytes(raw));
+            }
+            // No report: PID 1 died first.
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            return Ok(status);
+        }
+        if fds[1].revents != 0 {
+            // SAFETY: signalfd_siginfo is plain data; read fills it.
+            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+            // SAFETY: reading one record into a local.
+            let n = unsafe {
+                libc::read(
+                    sigfd,
+                    (&mut info as *mut libc::signalfd_siginfo).cast(),
+                    std::mem::size_of::<libc::signalfd_siginfo>(),
+                )
+            };
+            let sig = info.ssi_signo as libc::c_int;
+            if n > 0 && sig != libc::SIGCHLD {
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(child, sig) };
+            }
         }
     }
 }

@@ -53,10 +53,22 @@ fn bad_input_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let good = berth_confine::spec::framed(&spec(dir.path())).unwrap();
     let cases: Vec<(Vec<&str>, Vec<u8>, &str)> = vec![
-        (vec!["sh", "-c", "touch /work/ran"], good.clone(), "first argument must be --"),
+        (
+            vec!["sh", "-c", "touch /work/ran"],
+            good.clone(),
+            "first argument must be --",
+        ),
         (vec!["--"], good.clone(), "no program"),
-        (vec!["--", "sh", "-c", "touch /work/ran"], b"garbage".to_vec(), "exec spec"),
-        (vec!["--", "sh", "-c", "touch /work/ran"], b"5\n{}".to_vec(), "exec spec"),
+        (
+            vec!["--", "sh", "-c", "touch /work/ran"],
+            b"garbage".to_vec(),
+            "exec spec",
+        ),
+        (
+            vec!["--", "sh", "-c", "touch /work/ran"],
+            b"5\n{}".to_vec(),
+            "exec spec",
+        ),
     ];
     for (args, input, needle) in cases {
         let (code, _, stderr) = shim(&args, &input);
@@ -80,5 +92,9 @@ fn the_command_runs_at_work_with_its_input() {
     let mut input = berth_confine::spec::framed(&spec(dir.path())).unwrap();
     input.extend_from_slice(b"from stdin");
     let (code, stdout, stderr) = shim(&["--", "sh", "-c", "pwd; cat; exit 7"], &input);
-    assert_eq!((code, stdout.as_str()), (7, "/work\nfrom stdin"), "{stderr}");
+    assert_eq!(
+        (code, stdout.as_str()),
+        (7, "/work\nfrom stdin"),
+        "{stderr}"
+    );
 }

@@ -13,6 +13,7 @@
 //! libgit2's owner check off for repositories it finds through its layout.
 
 use std::collections::{BTreeSet, HashMap};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -44,6 +45,9 @@ pub struct BerthSpec {
     pub forge_objects: PathBuf,
     /// `HOME` for its commands, on the host (`<state>/homes/<project>/<agent>`).
     pub home: PathBuf,
+    /// A runner berth's `/tmp`, on the host (`<state>/tmp/<project>/<agent>`),
+    /// emptied at `down`.
+    pub private_tmp: PathBuf,
     pub config: ProjectConfig,
 }
 
@@ -164,6 +168,18 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
         .iter()
         .map(PathBuf::from)
         .collect();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&spec.private_tmp)
+        .map_err(EngineError::io("creating", &spec.private_tmp))?;
+    config.confinement.private_tmp = Some(spec.private_tmp.clone());
+    config.confinement.limits = berth_sandbox::runner::CgroupLimits {
+        processes: Some(spec.config.sandbox.pids),
+        memory: Some(spec.config.sandbox.memory_mb << 20),
+    };
+    // Counted per exec inside a user namespace (berth not root).
+    config.rlimits.nproc = Some(spec.config.sandbox.pids);
     config.confinement.agent_repo = Some(spec.agent_repo.clone());
     config.confinement.readable = vec![spec.forge_objects.clone()];
     if berth_sandbox::runner::cgroup_name_valid(&spec.project, &spec.agent) {
@@ -289,6 +305,12 @@ impl Engine {
                 .state
                 .root()
                 .join("homes")
+                .join(&agent.project)
+                .join(&agent.name),
+            private_tmp: self
+                .state
+                .root()
+                .join("tmp")
                 .join(&agent.project)
                 .join(&agent.name),
             worktree,
@@ -491,10 +513,23 @@ impl Engine {
             // Every exec of the berth ends with it, daemons included.
             match berth_sandbox::runner::kill_berth_execs(&a.project, agent).await {
                 Ok(killed) if !killed.is_empty() => {
-                    tracing::info!(agent, execs = killed.len(), "killed the berth's running execs")
+                    tracing::info!(
+                        agent,
+                        execs = killed.len(),
+                        "killed the berth's running execs"
+                    )
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(agent, error = %e, "could not kill the berth's execs"),
+            }
+        }
+        if let (Some(BerthMode::Runner), Some(worktree)) = (a.berth, a.worktree.clone()) {
+            // Its private /tmp is emptied.
+            let spec = self.berth_spec(&a, BerthMode::Runner, worktree, &loaded.config);
+            if let Err(e) = std::fs::remove_dir_all(&spec.private_tmp)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(agent, error = %e, "could not empty the berth's /tmp");
             }
         }
         self.sandboxes.drop_agent(agent);

@@ -23,10 +23,7 @@ use berth_policy::{Frame, PathMap};
 pub use capture::TailBuffer;
 pub use exec::{ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, PreparedExec, Program};
 pub use host_scope::{HostScope, ScopeFinding};
-pub use runner::{
-    CONFINEMENT, Confinement, KillAll, NO_CONTAINER_BOUNDARY, Rlimits, Runner, RunnerConfig,
-    locate_shim,
-};
+pub use runner::{CONFINEMENT, Confinement, KillAll, Rlimits, Runner, RunnerConfig, locate_shim};
 
 /// Which backend a sandbox is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -36,8 +36,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use berth_confine::cgroup::{CgroupLimits, CgroupRoots, ExecCgroups};
-use berth_confine::{ExecSpec, Network, Rlimit};
+pub use berth_confine::Network;
+use berth_confine::cgroup::ExecCgroups;
+pub use berth_confine::cgroup::{CgroupLimits, CgroupRoots};
+use berth_confine::{ExecSpec, Rlimit};
 use berth_policy::frame::WORK;
 use berth_policy::{Frame, PathMap};
 use nix::sys::signal::Signal;
@@ -63,9 +65,6 @@ calls) stand behind them, and every process of an exec, daemons included, ends w
 it. It shares this machine's kernel: a kernel exploit escapes it, and CPU, memory \
 and disk are bounded only by the configured limits. Use mounted mode for a second \
 kernel boundary (Docker).";
-
-/// The former name of [`CONFINEMENT`].
-pub const NO_CONTAINER_BOUNDARY: &str = CONFINEMENT;
 
 /// The `PATH` used when neither the configuration nor berth's own environment
 /// has one.
@@ -269,7 +268,12 @@ pub async fn kill_berth_execs(project: &str, agent: &str) -> Result<Vec<PathBuf>
         message,
     };
     tokio::task::spawn_blocking(move || {
-        berth_confine::cgroup::kill_berth(&CgroupRoots::default(), &project, &agent, CGROUP_EMPTY_WAIT)
+        berth_confine::cgroup::kill_berth(
+            &CgroupRoots::default(),
+            &project,
+            &agent,
+            CGROUP_EMPTY_WAIT,
+        )
     })
     .await
     .map_err(|e| fail(e.to_string()))?
