@@ -25,6 +25,20 @@ use crate::spec::{DEFAULT_SYSTEM_DIRS, ExecSpec};
 /// Where the new root's tmpfs is mounted before the pivot (in the private
 /// mount namespace only).
 const STAGING: &str = "/tmp";
+/// Secrets inside the system directories, covered by an empty file or
+/// directory (readable by uid 0 even without capabilities, and by the
+/// `shadow` group).
+const MASKED: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+];
+
 /// The device nodes a command gets.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
@@ -267,6 +281,42 @@ fn mount_entry(root: &Path, entry: &Entry) -> Result<(), ConfineError> {
     }
 }
 
+/// Covers each [`MASKED`] path the new root shows: a directory with an
+/// empty read-only tmpfs, a file with an empty file.
+fn mask_secrets(root: &Path) -> Result<(), ConfineError> {
+    let empty = root.join(".empty");
+    make_mountpoint(&empty, false)?;
+    for path in MASKED {
+        let at = inside(root, Path::new(path));
+        let Ok(meta) = fs::symlink_metadata(&at) else {
+            continue;
+        };
+        if meta.is_dir() {
+            sys_mount(
+                None,
+                &at,
+                Some("tmpfs"),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                Some("size=4k,mode=0755"),
+            )?;
+        } else if meta.is_file() {
+            sys_mount(Some(&empty), &at, None, libc::MS_BIND, None)?;
+            sys_mount(
+                None,
+                &at,
+                None,
+                libc::MS_BIND
+                    | libc::MS_REMOUNT
+                    | libc::MS_RDONLY
+                    | libc::MS_NOSUID
+                    | libc::MS_NODEV,
+                None,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn dev_links(root: &Path) -> Result<(), ConfineError> {
     for (name, to) in [
         ("fd", "/proc/self/fd"),
@@ -337,6 +387,7 @@ pub fn enter(spec: &ExecSpec) -> Result<(), ConfineError> {
         mount_entry(root, entry)?;
     }
     drop(entries);
+    mask_secrets(root)?;
     dev_links(root)?;
     let proc_dir = root.join("proc");
     make_mountpoint(&proc_dir, true)?;

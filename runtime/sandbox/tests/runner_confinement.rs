@@ -107,6 +107,22 @@ async fn a_readable_ssh_key_elsewhere_on_the_host_is_not_visible() {
     assert!(text(&outcome.stderr).contains("No such file"));
 }
 
+/// Secrets inside the system directories read as empty, also for a command
+/// that keeps uid 0 (no capabilities, but the owner of /etc/shadow).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_secrets_are_masked() {
+    let b = berth();
+    let outcome = run(
+        &b.runner,
+        shell("cat /etc/shadow /etc/gshadow 2>/dev/null; ls /etc/ssh 2>/dev/null; echo end"),
+    )
+    .await;
+    assert_eq!(text(&outcome.stdout), "end\n", "{}", text(&outcome.stderr));
+    // The rest of /etc is there.
+    let outcome = run(&b.runner, shell("test -s /etc/passwd && echo passwd")).await;
+    assert_eq!(text(&outcome.stdout), "passwd\n");
+}
+
 /// Writes land in the worktree, the home and the private tmp only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_outside_the_worktree_fail() {
