@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use berth_confine::{ExecSpec, Network};
 
 fn median(mut samples: Vec<Duration>) -> Duration {
+    // The middle sample: robust to the odd slow round.
     samples.sort();
     samples[samples.len() / 2]
 }
@@ -51,28 +52,35 @@ fn main() {
     };
     let framed = berth_confine::spec::framed(&spec).unwrap();
 
-    let plain = (0..rounds)
-        .map(|_| {
-            let start = Instant::now();
-            let status = Command::new("true").stdin(Stdio::null()).status().unwrap();
-            assert!(status.success());
-            start.elapsed()
-        })
-        .collect();
-    let confined = (0..rounds)
-        .map(|_| {
-            let start = Instant::now();
-            let mut child = Command::new(&shim)
-                .args(["--", "true"])
-                .stdin(Stdio::piped())
-                .spawn()
-                .unwrap();
-            child.stdin.take().unwrap().write_all(&framed).unwrap();
-            let status = child.wait().unwrap();
-            assert!(status.success());
-            start.elapsed()
-        })
-        .collect();
+    // Interleaved, so a change in the machine's load hits both alike.
+    let (mut plain, mut confined) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let status = Command::new("/usr/bin/true")
+            .stdin(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        plain.push(start.elapsed());
+
+        let start = Instant::now();
+        let mut child = Command::new(&shim)
+            .args(["--", "/usr/bin/true"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&framed).unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success());
+        confined.push(start.elapsed());
+    }
+    let least = |samples: &[Duration]| samples.iter().min().copied().unwrap_or_default();
+    println!(
+        "spawn `true` x{rounds}, least: plain {:?}, confined {:?}, extra {:?}",
+        least(&plain),
+        least(&confined),
+        least(&confined).saturating_sub(least(&plain))
+    );
     let (plain, confined) = (median(plain), median(confined));
     println!(
         "spawn `true` x{rounds}, median: plain {plain:?}, confined {confined:?}, extra {:?}",
