@@ -429,3 +429,54 @@ async fn as_root_the_command_has_the_berths_uid() {
         text(&outcome.stderr)
     );
 }
+
+/// The same cases with berth as an unprivileged user (`setpriv` to nobody):
+/// the user-namespace path. Runs when the tests run as root; the cases run in
+/// a child test process, each filtered by its exact name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_an_unprivileged_user_the_confinement_holds() {
+    if !is_root() || std::env::var_os("BERTH_TEST_AS_USER").is_some() {
+        return;
+    }
+    let cases = [
+        "a_readable_ssh_key_elsewhere_on_the_host_is_not_visible",
+        "writes_outside_the_worktree_fail",
+        "no_socket_reaches_the_hosts_loopback",
+        "a_daemon_dies_at_the_deadline",
+        "kill_all_ends_every_exec_of_the_berth",
+        "nested_repository_config_starts_no_program",
+        "a_fork_loop_stops_at_the_process_limit",
+        "io_uring_and_unix_sockets_are_refused",
+        "berth_and_the_shim_are_out_of_reach",
+        "as_root_the_command_has_the_berths_uid",
+    ];
+    let exe = std::env::current_exe().unwrap();
+    let mut args: Vec<String> = vec![
+        "--reuid=65534".into(),
+        "--regid=65534".into(),
+        "--clear-groups".into(),
+        "--".into(),
+        exe.display().to_string(),
+        "--exact".into(),
+        "--test-threads=2".into(),
+    ];
+    args.extend(cases.iter().map(|c| c.to_string()));
+    let out = tokio::process::Command::new("setpriv")
+        .args(&args)
+        .env("BERTH_TEST_AS_USER", "1")
+        .env("HOME", "/tmp")
+        .env("TMPDIR", "/tmp")
+        .output()
+        .await
+        .expect("setpriv (util-linux) runs the cases as nobody");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "as nobody:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{} passed", cases.len())),
+        "{stdout}"
+    );
+}
