@@ -7,11 +7,13 @@
 //! binds shows only what was named. The worktree is bound at `/work`, so the
 //! command sees the frame a container gives and no command text is rewritten.
 //!
-//! Sources are opened (`O_PATH`) before anything is mounted and bound from
-//! `/proc/self/fd/N`, so mounting the new root's tmpfs on `/tmp` cannot hide
-//! a source that lives under `/tmp`. Each bind is then remounted with
-//! `nosuid,nodev` (devices keep `dev`), read-only where asked, keeping the
-//! flags the source mount has locked (a user namespace may not clear them).
+//! Sources are opened (`O_PATH`) before anything is mounted, so mounting the
+//! new root's tmpfs on `/tmp` cannot hide a source that lives under `/tmp`.
+//! Each bind is cloned detached (`open_tree`), given `nosuid,nodev` (devices
+//! keep `dev`) and read-only where asked (`mount_setattr`, which only sets
+//! flags, so those a user namespace has locked stay), and attached
+//! (`move_mount`) to a mountpoint opened beneath the new root without
+//! following symlinks.
 
 use std::ffi::CString;
 use std::fs;
@@ -194,30 +196,6 @@ fn plan(spec: &ExecSpec) -> Result<Vec<Entry>, ConfineError> {
     Ok(entries)
 }
 
-/// `MS_*` flags a bind keeps from its source mount (a user namespace may
-/// not clear locked ones on remount).
-fn locked_flags(source: &OwnedFd) -> libc::c_ulong {
-    // SAFETY: `statvfs` is plain data; zeroed is a valid value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid descriptor and a pointer to a local.
-    if unsafe { libc::fstatvfs(source.as_raw_fd(), &mut st) } != 0 {
-        return 0;
-    }
-    let pairs = [
-        (libc::ST_RDONLY, libc::MS_RDONLY),
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
-    ];
-    pairs
-        .iter()
-        .filter(|(st_flag, _)| st.f_flag & st_flag != 0)
-        .fold(0, |acc, (_, ms)| acc | ms)
-}
-
 fn make_mountpoint(at: &Path, dir: bool) -> Result<(), ConfineError> {
     let made = if dir {
         fs::create_dir_all(at)
@@ -247,7 +225,7 @@ fn inside(root: &Path, target: &Path) -> PathBuf {
     root.join(target.strip_prefix("/").unwrap_or(target))
 }
 
-fn mount_entry(root: &Path, entry: &Entry) -> Result<(), ConfineError> {
+fn mount_entry(root: &Path, root_fd: &OwnedFd, entry: &Entry) -> Result<(), ConfineError> {
     match entry {
         Entry::Symlink { target, points_to } => {
             let at = inside(root, target);
@@ -264,21 +242,175 @@ fn mount_entry(root: &Path, entry: &Entry) -> Result<(), ConfineError> {
             writable,
             device,
         } => {
-            let at = inside(root, target);
-            make_mountpoint(&at, *dir)?;
-            let from = PathBuf::from(format!("/proc/self/fd/{}", source.as_raw_fd()));
-            sys_mount(Some(&from), &at, None, libc::MS_BIND | libc::MS_REC, None)?;
-            let mut flags =
-                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | locked_flags(source);
+            let mut attrs = MOUNT_ATTR_NOSUID;
             if !*device {
-                flags |= libc::MS_NODEV;
+                attrs |= MOUNT_ATTR_NODEV;
             }
             if !*writable {
-                flags |= libc::MS_RDONLY;
+                attrs |= MOUNT_ATTR_RDONLY;
             }
-            sys_mount(None, &at, None, flags, None)
+            let tree = detached_bind(source, attrs)?;
+            let at = open_beneath(root_fd, target, *dir)?;
+            // SAFETY: both descriptors are ours; empty paths with the flags
+            // that say so.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_move_mount,
+                    tree.as_raw_fd(),
+                    c"".as_ptr(),
+                    at.as_raw_fd(),
+                    c"".as_ptr(),
+                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+                )
+            };
+            if rc != 0 {
+                return Err(ConfineError::last(format!("mount on {}", target.display())));
+            }
+            Ok(())
         }
     }
+}
+
+/// `open_tree`/`mount_setattr`/`move_mount` (Linux 5.12+): a bind is made
+/// detached, its flags set (only ever set, so flags a user namespace has
+/// locked stay), then attached to a mountpoint opened without following
+/// symlinks — no path is looked up twice.
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+fn detached_bind(source: &OwnedFd, attrs: u64) -> Result<OwnedFd, ConfineError> {
+    // SAFETY: clones the mount tree at `source` into a new detached tree,
+    // returned as a descriptor we own below.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            source.as_raw_fd(),
+            c"".as_ptr(),
+            OPEN_TREE_CLONE
+                | AT_RECURSIVE
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | libc::O_CLOEXEC as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(ConfineError::last("open_tree (Linux 5.2+)"));
+    }
+    // SAFETY: `fd` is a new descriptor owned by no one else.
+    let tree = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+    let attr = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a pointer to a local struct and its size.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(ConfineError::last("mount_setattr (Linux 5.12+)"));
+    }
+    Ok(tree)
+}
+
+/// Opens (`O_PATH`) the mountpoint `target` beneath the new root, making
+/// each missing directory — or the final empty file — on the way, and never
+/// following a symlink: a mountpoint may lie under a directory a command can
+/// write (a home under the private `/tmp`), where a planted symlink must not
+/// lead the setup out.
+fn open_beneath(root: &OwnedFd, target: &Path, dir: bool) -> Result<OwnedFd, ConfineError> {
+    let fail = |source: std::io::Error| ConfineError::Path {
+        what: "make a mountpoint (no symlinks on the way)",
+        path: target.to_path_buf(),
+        source,
+    };
+    let parts: Vec<&std::ffi::OsStr> = target
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(part) => Some(part),
+            _ => None,
+        })
+        .collect();
+    // SAFETY: duplicating a descriptor we hold.
+    let mut current = root.try_clone().map_err(fail)?;
+    for (i, part) in parts.iter().enumerate() {
+        let name = CString::new(part.as_bytes())
+            .map_err(|_| fail(std::io::Error::from_raw_os_error(libc::EINVAL)))?;
+        let last = i + 1 == parts.len();
+        // SAFETY: *at calls relative to a descriptor we own, on a
+        // NUL-terminated name; each new descriptor is owned below.
+        let fd = unsafe {
+            if last && !dir {
+                let made = libc::openat(
+                    current.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_WRONLY
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    0o644,
+                );
+                if made >= 0 {
+                    libc::close(made);
+                } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+                    return Err(fail(std::io::Error::last_os_error()));
+                }
+                libc::openat(
+                    current.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            } else {
+                if libc::mkdirat(current.as_raw_fd(), name.as_ptr(), 0o755) != 0
+                    && std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+                {
+                    return Err(fail(std::io::Error::last_os_error()));
+                }
+                libc::openat(
+                    current.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            }
+        };
+        if fd < 0 {
+            return Err(fail(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` was just opened and is owned by no one else.
+        current = unsafe { OwnedFd::from_raw_fd(fd) };
+    }
+    if !dir {
+        // SAFETY: fstat into a zeroed local.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor and a pointer to a local.
+        let rc = unsafe { libc::fstat(current.as_raw_fd(), &mut st) };
+        if rc != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(fail(std::io::Error::from_raw_os_error(libc::ELOOP)));
+        }
+    }
+    Ok(current)
 }
 
 /// Covers each [`MASKED`] path the new root shows: a directory with an
@@ -383,9 +515,15 @@ pub fn enter(spec: &ExecSpec) -> Result<(), ConfineError> {
             )?;
         }
     }
+    let root_fd = open_path(root).map_err(|source| ConfineError::Path {
+        what: "open the new root",
+        path: root.to_path_buf(),
+        source,
+    })?;
     for entry in &entries {
-        mount_entry(root, entry)?;
+        mount_entry(root, &root_fd, entry)?;
     }
+    drop(root_fd);
     drop(entries);
     mask_secrets(root)?;
     dev_links(root)?;

@@ -480,3 +480,61 @@ async fn as_an_unprivileged_user_the_confinement_holds() {
         "{stdout}"
     );
 }
+
+/// A mountpoint under the berth's private `/tmp` (a home under the host's
+/// /tmp) is made without following symlinks: a symlink a command planted
+/// there cannot lead the next exec's setup to create directories elsewhere
+/// on the host. The exec is refused instead, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_symlink_does_not_lead_the_setup_out() {
+    let dir = tempfile::Builder::new()
+        .prefix("berth-plant-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let (worktree, home, tmp, victim) = (
+        dir.path().join("wt"),
+        dir.path().join("home"),
+        dir.path().join("private-tmp"),
+        dir.path().join("victim"),
+    );
+    for d in [&worktree, &home, &tmp, &victim] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let mut config = RunnerConfig::new(&worktree, &home);
+    config.confinement.private_tmp = Some(tmp.clone());
+    let runner = Runner::new(config).unwrap();
+    let top = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let plant = format!(
+        "mv /tmp/{top} /tmp/moved && ln -s {} /tmp/{top} && echo planted",
+        victim.display()
+    );
+    let outcome = run(&runner, shell(&plant)).await;
+    assert_eq!(
+        text(&outcome.stdout),
+        "planted\n",
+        "{}",
+        text(&outcome.stderr)
+    );
+    let outcome = run(&runner, shell("echo ran")).await;
+    assert_eq!(
+        outcome.status,
+        ExitStatus::Exited(125),
+        "{}",
+        text(&outcome.stdout)
+    );
+    assert!(
+        text(&outcome.stderr).contains("no symlinks"),
+        "{}",
+        text(&outcome.stderr)
+    );
+    assert!(
+        std::fs::read_dir(&victim).unwrap().next().is_none(),
+        "the setup created something through the planted symlink"
+    );
+}
