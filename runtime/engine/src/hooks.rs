@@ -34,7 +34,11 @@ impl Engine {
         timeout: Duration,
     ) -> Result<ExecOutcome> {
         let dir = self.state.project_dir(project);
-        let runner = Runner::new(RunnerConfig::new(&dir, &dir))?;
+        let mut config = RunnerConfig::new(&dir, &dir);
+        // The person's own automation (notifications, generators): it keeps
+        // the network; the rest of the runner's confinement holds.
+        config.confinement.network = berth_sandbox::runner::Network::Open;
+        let runner = Runner::new(config)?;
         // The command goes in a script file: the runner rewrites `/work` in a
         // command line (the agent's frame), and a host command has no frame.
         let scripts = dir.join("run");
