@@ -182,10 +182,18 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     config.rlimits.nproc = Some(spec.config.sandbox.pids);
     config.confinement.agent_repo = Some(spec.agent_repo.clone());
     config.confinement.readable = vec![spec.forge_objects.clone()];
-    if berth_sandbox::runner::cgroup_name_valid(&spec.project, &spec.agent) {
-        config.confinement.cgroup_name = Some((spec.project.clone(), spec.agent.clone()));
+    let scope = cgroup_scope(&spec.instance, &spec.project);
+    if berth_sandbox::runner::cgroup_name_valid(&scope, &spec.agent) {
+        config.confinement.cgroup_name = Some((scope, spec.agent.clone()));
     }
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
+}
+
+/// The first part of a runner berth's exec cgroups
+/// (`berth/<project>@<instance>/<agent>/<action>`): the state directory's
+/// mark keeps one state directory's `down` from killing another's execs.
+fn cgroup_scope(instance: &str, project: &str) -> String {
+    format!("{project}@{instance}")
 }
 
 /// The judged paths of a decision that a host-side check must resolve: every
@@ -511,7 +519,8 @@ impl Engine {
         }
         if a.berth == Some(BerthMode::Runner) {
             // Every exec of the berth ends with it, daemons included.
-            match berth_sandbox::runner::kill_berth_execs(&a.project, agent).await {
+            let scope = cgroup_scope(&instance_of(self.state.root()), &a.project);
+            match berth_sandbox::runner::kill_berth_execs(&scope, agent).await {
                 Ok(killed) if !killed.is_empty() => {
                     tracing::info!(
                         agent,
