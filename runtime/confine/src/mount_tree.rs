@@ -413,6 +413,43 @@ fn open_beneath(root: &OwnedFd, target: &Path, dir: bool) -> Result<OwnedFd, Con
     Ok(current)
 }
 
+/// The parts of `/proc` that reach the whole host (sysctls, the magic SysRq
+/// key, interrupts, buses), bound read-only over themselves as bubblewrap
+/// does: a command keeping uid 0 owns them, and Landlock may be missing.
+const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
+
+fn proc_read_only_parts(proc_dir: &Path) -> Result<(), ConfineError> {
+    for part in PROC_READ_ONLY {
+        let path = proc_dir.join(part);
+        let Ok(source) = open_path(&path) else {
+            continue;
+        };
+        let tree = detached_bind(
+            &source,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        )?;
+        // SAFETY: both descriptors are ours; empty paths with the flags that
+        // say so.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                tree.as_raw_fd(),
+                c"".as_ptr(),
+                source.as_raw_fd(),
+                c"".as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+            )
+        };
+        if rc != 0 {
+            return Err(ConfineError::last(format!(
+                "bind {} read-only",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Covers each [`MASKED`] path the new root shows: a directory with an
 /// empty read-only tmpfs, a file with an empty file.
 fn mask_secrets(root: &Path) -> Result<(), ConfineError> {
@@ -544,6 +581,7 @@ pub fn enter(spec: &ExecSpec) -> Result<(), ConfineError> {
         },
         other => other,
     })?;
+    proc_read_only_parts(&proc_dir)?;
     // The new root itself cannot be written.
     sys_mount(
         None,

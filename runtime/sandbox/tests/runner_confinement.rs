@@ -118,6 +118,14 @@ async fn system_secrets_are_masked() {
     )
     .await;
     assert_eq!(text(&outcome.stdout), "end\n", "{}", text(&outcome.stderr));
+    // Host-wide knobs under /proc cannot be written (0 is not a valid
+    // drop_caches value: harmless if it ever got through).
+    let outcome = run(&b.runner, shell("echo 0 > /proc/sys/vm/drop_caches")).await;
+    let stderr = text(&outcome.stderr);
+    assert!(
+        stderr.contains("Read-only file system") || stderr.contains("Permission denied"),
+        "{stderr}"
+    );
     // The rest of /etc is there.
     let outcome = run(&b.runner, shell("test -s /etc/passwd && echo passwd")).await;
     assert_eq!(text(&outcome.stdout), "passwd\n");
