@@ -546,3 +546,75 @@ async fn a_planted_symlink_does_not_lead_the_setup_out() {
         "the setup created something through the planted symlink"
     );
 }
+
+/// The same, raced: one exec keeps flipping the directory on the way to the
+/// home's mountpoint between a directory and a symlink out, while other execs
+/// of the berth start. Each start either works or is refused; nothing is ever
+/// made through the symlink. `BERTH_RACE_ROUNDS` sets the rounds (CI: 30).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipping_symlink_never_leads_the_setup_out() {
+    let rounds: usize = std::env::var("BERTH_RACE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(30);
+    let dir = tempfile::Builder::new()
+        .prefix("berth-flip-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let (worktree, home, tmp, victim) = (
+        dir.path().join("wt"),
+        dir.path().join("home"),
+        dir.path().join("private-tmp"),
+        dir.path().join("victim"),
+    );
+    for d in [&worktree, &home, &tmp, &victim] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let mut config = RunnerConfig::new(&worktree, &home);
+    config.confinement.private_tmp = Some(tmp.clone());
+    let runner = Runner::new(config).unwrap();
+    let top = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    // Flips the host-side private tmp's entry directly (as a concurrent exec
+    // would through its /tmp), for the length of the rounds.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (stop, entry, victim) = (stop.clone(), tmp.join(&top), victim.clone());
+        std::thread::spawn(move || {
+            let aside = entry.with_extension("aside");
+            let mut flips = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::remove_file(&entry);
+                let _ = std::fs::rename(&aside, &entry);
+                let _ = std::fs::create_dir_all(&entry);
+                let _ = std::fs::rename(&entry, &aside);
+                let _ = std::os::unix::fs::symlink(&victim, &entry);
+                flips += 1;
+            }
+            flips
+        })
+    };
+    let (mut ran, mut refused) = (0, 0);
+    for _ in 0..rounds {
+        let outcome = run(&runner, shell("echo ran")).await;
+        match outcome.status {
+            ExitStatus::Exited(0) => ran += 1,
+            ExitStatus::Exited(125) => refused += 1,
+            other => panic!("{other:?}: {}", text(&outcome.stderr)),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    assert!(flips > 0);
+    let escaped: Vec<_> = std::fs::read_dir(&victim).unwrap().collect();
+    assert!(
+        escaped.is_empty(),
+        "{} of {rounds} setups made something through the symlink ({ran} ran, {refused} refused)",
+        escaped.len()
+    );
+}
