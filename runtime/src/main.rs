@@ -12,6 +12,12 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    // First: what berth runs must not read its environment or memory
+    // through /proc (see ENFORCEMENT.md, "berth itself").
+    if let Err(err) = berth_confine::make_non_dumpable() {
+        eprintln!("berth: {err}");
+        return std::process::ExitCode::from(2);
+    }
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => std::process::ExitCode::from(code),

@@ -13,6 +13,7 @@
 //! libgit2's owner check off for repositories it finds through its layout.
 
 use std::collections::{BTreeSet, HashMap};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -51,6 +52,9 @@ pub struct BerthSpec {
     /// mounted: where the container's `/etc/passwd` and `/etc/group` are
     /// written (`<state>/identities/<project>/<agent>`, never mounted whole).
     pub identity_dir: PathBuf,
+    /// A runner berth's `/tmp`, on the host (`<state>/tmp/<project>/<agent>`),
+    /// emptied at `down`.
+    pub private_tmp: PathBuf,
     pub config: ProjectConfig,
 }
 
@@ -179,7 +183,32 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
         .iter()
         .map(PathBuf::from)
         .collect();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&spec.private_tmp)
+        .map_err(EngineError::io("creating", &spec.private_tmp))?;
+    config.confinement.private_tmp = Some(spec.private_tmp.clone());
+    config.confinement.limits = berth_sandbox::runner::CgroupLimits {
+        processes: Some(spec.config.sandbox.pids),
+        memory: Some(spec.config.sandbox.memory_mb << 20),
+    };
+    // Counted per exec inside a user namespace (berth not root).
+    config.rlimits.nproc = Some(spec.config.sandbox.pids);
+    config.confinement.agent_repo = Some(spec.agent_repo.clone());
+    config.confinement.readable = vec![spec.forge_objects.clone()];
+    let scope = cgroup_scope(&spec.instance, &spec.project);
+    if berth_sandbox::runner::cgroup_name_valid(&scope, &spec.agent) {
+        config.confinement.cgroup_name = Some((scope, spec.agent.clone()));
+    }
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
+}
+
+/// The first part of a runner berth's exec cgroups
+/// (`berth/<project>@<instance>/<agent>/<action>`): the state directory's
+/// mark keeps one state directory's `down` from killing another's execs.
+fn cgroup_scope(instance: &str, project: &str) -> String {
+    format!("{project}@{instance}")
 }
 
 /// The host-side checks of a decided action, which only ever tighten it.
@@ -323,6 +352,12 @@ impl Engine {
                 .state
                 .root()
                 .join("identities")
+                .join(&agent.project)
+                .join(&agent.name),
+            private_tmp: self
+                .state
+                .root()
+                .join("tmp")
                 .join(&agent.project)
                 .join(&agent.name),
             worktree,
@@ -584,6 +619,32 @@ impl Engine {
         if let (Some(mode), Some(worktree)) = (a.berth, a.worktree.clone()) {
             let spec = self.berth_spec(a, mode, worktree, config);
             removed = self.provider.close(&spec).await?;
+        }
+        if a.berth == Some(BerthMode::Runner) {
+            // Every exec of the berth ends with it, daemons included.
+            let scope = cgroup_scope(&instance_of(self.state.root()), &a.project);
+            match berth_sandbox::runner::kill_berth_execs(&scope, &a.name).await {
+                Ok(killed) if !killed.is_empty() => {
+                    tracing::info!(
+                        agent = %a.name,
+                        execs = killed.len(),
+                        "killed the berth's running execs"
+                    )
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(agent = %a.name, error = %e, "could not kill the berth's execs")
+                }
+            }
+            if let Some(worktree) = a.worktree.clone() {
+                // Its private /tmp is emptied.
+                let spec = self.berth_spec(a, BerthMode::Runner, worktree, config);
+                if let Err(e) = std::fs::remove_dir_all(&spec.private_tmp)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!(agent = %a.name, error = %e, "could not empty the berth's /tmp");
+                }
+            }
         }
         self.sandboxes.drop_agent(&a.name);
         if a.berth.is_none() {

@@ -34,13 +34,17 @@ impl Engine {
         timeout: Duration,
     ) -> Result<ExecOutcome> {
         let dir = self.state.project_dir(project);
-        let runner = Runner::new(RunnerConfig::new(&dir, &dir))?;
-        // The command goes in a script file: the runner rewrites `/work` in a
-        // command line (the agent's frame), and a host command has no frame.
+        let mut config = RunnerConfig::new(&dir, &dir);
+        // The person's own automation (notifications, generators): it keeps
+        // the network; the rest of the runner's confinement holds.
+        config.confinement.network = berth_sandbox::runner::Network::Open;
+        let runner = Runner::new(config)?;
+        // The command goes in a script file, run from the project's
+        // directory, which the runner's exec shows at `/work`.
         let scripts = dir.join("run");
         std::fs::create_dir_all(&scripts).map_err(EngineError::io("creating", &scripts))?;
-        // Named relative to the working directory (the project's directory),
-        // so no host path goes through the rewrite either.
+        // Named relative to the working directory: its host path is not
+        // visible inside the exec.
         let name = format!("run/{}.sh", crate::ids::new_id());
         let script = dir.join(&name);
         std::fs::write(&script, command).map_err(EngineError::io("writing", &script))?;

@@ -21,7 +21,7 @@
 //!
 //! The fixture's `/work` must start empty and writable, and `/tmp` inside the
 //! sandbox must be writable. Needs `sh` with `kill`, `trap` and `wait`, and
-//! `cat`, `printf`, `tr`, `seq`, `head`, `sleep`, `chmod`, `grep`, `touch`,
+//! `cat`, `cut`, `printf`, `tr`, `seq`, `head`, `sleep`, `chmod`, `grep`, `touch`,
 //! `mkdir`, `rm`, `rmdir`, `mv`, `ln`, `true`, `false` and `/proc` inside the
 //! sandbox (busybox has them all).
 
@@ -62,6 +62,7 @@ macro_rules! exec_contract_tests {
             argv_runs_without_a_shell,
             shell_runs_a_command_line,
             cwd_inside_work,
+            work_is_real_for_scripts,
             cwd_outside_work_is_refused,
             missing_cwd_is_a_typed_error,
             env_is_passed,
@@ -160,14 +161,26 @@ fn drain_chunks(rx: &mut Receiver<OutputChunk>) -> (Vec<u8>, Vec<u8>) {
     (out, err)
 }
 
-/// Waits (bounded) until none of the processes whose pids are in `pid_files`
-/// (paths under `/work`) is alive, looking from inside the sandbox. Zombies
-/// count as gone: they run nothing and hold nothing.
+/// Defines `mark PID FILE` for a command line: writes the pid with its start
+/// time (field 22 of `/proc/PID/stat`), so a later check is fooled neither by
+/// a reused pid nor by a backend whose execs each have their own PID
+/// namespace, where the same small pids come back in every exec.
+const MARK: &str = "mark() { echo \"$1 $(cut -d' ' -f22 /proc/$1/stat)\" > \"$2\"; }; ";
+
+/// A command line with `mark` defined.
+fn marked(line: &str) -> String {
+    format!("{MARK}{line}")
+}
+
+/// Waits (bounded) until none of the processes marked in `pid_files` (paths
+/// under `/work`, written by `mark`) is alive, looking from inside the
+/// sandbox. Zombies count as gone: they run nothing and hold nothing.
 async fn assert_no_survivors(sb: &dyn Sandbox, pid_files: &[&str]) {
     const CHECK: &str = r#"for f in "$@"; do
   if [ ! -s "$f" ]; then echo "no pid in $f"; continue; fi
-  pid=$(cat "$f")
-  if [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*[ZX]' "/proc/$pid/status" 2>/dev/null; then
+  read pid start < "$f"
+  if [ "$(cut -d' ' -f22 "/proc/$pid/stat" 2>/dev/null)" = "$start" ] \
+     && ! grep -q '^State:[[:space:]]*[ZX]' "/proc/$pid/status" 2>/dev/null; then
     echo "alive: $f (pid $pid)"
   fi
 done"#;
@@ -254,6 +267,27 @@ pub async fn cwd_inside_work(sb: &dyn Sandbox) {
             text(&outcome.stderr)
         );
     }
+}
+
+/// `/work` is a real directory, not a rewrite of the command: `pwd` shows it,
+/// and a script (whose text no one translates) that names `/work` paths works.
+pub async fn work_is_real_for_scripts(sb: &dyn Sandbox) {
+    setup(
+        sb,
+        "mkdir -p /work/sub && printf 'x\\n' > /work/x && \
+         printf '#!/bin/sh\\ncat /work/x > /work/sub/y\\ncd /work/sub && pwd\\n' > /work/run.sh && \
+         chmod +x /work/run.sh",
+    )
+    .await;
+    let mut request = shell("pwd; /work/run.sh; cat /work/sub/y");
+    request.cwd = "/work/sub".to_string();
+    let outcome = run(sb, request).await;
+    assert_eq!(
+        outcome.stdout,
+        full(b"/work/sub\n/work/sub\nx\n"),
+        "{}",
+        text(&outcome.stderr)
+    );
 }
 
 /// A working directory outside `/work`, relative, or with `.`/`..`, is refused
@@ -433,19 +467,19 @@ pub async fn timeout_kills_the_whole_tree(sb: &dyn Sandbox) {
     let cases = [
         (
             "wait",
-            "echo $$ > /work/t1.main; sleep 1000 & echo $! > /work/t1.bg; wait",
+            "mark $$ /work/t1.main; sleep 1000 & mark $! /work/t1.bg; wait",
         ),
         (
             "orphan",
-            "(sleep 1000 & echo $! > /work/t2.bg); echo $$ > /work/t2.main; sleep 1000",
+            "(sleep 1000 & mark $! /work/t2.bg); mark $$ /work/t2.main; sleep 1000",
         ),
         (
             "ignores TERM",
-            "trap '' TERM; echo $$ > /work/t3.main; sleep 1000 & echo $! > /work/t3.bg; wait",
+            "trap '' TERM; mark $$ /work/t3.main; sleep 1000 & mark $! /work/t3.bg; wait",
         ),
     ];
     let run_case = |line: &'static str| async move {
-        let mut request = shell(line);
+        let mut request = shell(&marked(line));
         request.timeout = Duration::from_secs(3);
         run(sb, request).await
     };
@@ -499,23 +533,20 @@ pub async fn finished_exec_leaves_no_background_children(sb: &dyn Sandbox) {
     let cases = [
         (
             "holds stdout",
-            "sleep 1000 & echo $! > /work/f1.bg; echo done",
+            "sleep 1000 & mark $! /work/f1.bg; echo done",
         ),
         (
             "output redirected",
-            "sleep 1000 > /dev/null 2>&1 & echo $! > /work/f2.bg; echo done",
+            "sleep 1000 > /dev/null 2>&1 & mark $! /work/f2.bg; echo done",
         ),
         (
             "ignores TERM",
-            "trap '' TERM; sleep 1000 & echo $! > /work/f3.bg; echo done",
+            "trap '' TERM; sleep 1000 & mark $! /work/f3.bg; echo done",
         ),
-        (
-            "orphaned",
-            "(sleep 1000 & echo $! > /work/f4.bg); echo done",
-        ),
+        ("orphaned", "(sleep 1000 & mark $! /work/f4.bg); echo done"),
     ];
     for (name, line) in cases {
-        let outcome = run(sb, shell(line)).await;
+        let outcome = run(sb, shell(&marked(line))).await;
         assert!(
             !outcome.timed_out,
             "{name}: the exec waited for its background child"

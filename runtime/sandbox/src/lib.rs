@@ -16,8 +16,6 @@ pub mod frame_links;
 pub mod host_scope;
 pub mod identity;
 pub mod image;
-mod process_tree;
-mod read_only;
 pub mod runner;
 
 use std::path::PathBuf;
@@ -35,7 +33,7 @@ pub use exec::{
     PreparedExec, Program, output_channel,
 };
 pub use host_scope::{HostScope, ScopeFinding};
-pub use runner::{NO_CONTAINER_BOUNDARY, Rlimits, Runner, RunnerConfig};
+pub use runner::{CONFINEMENT, Confinement, KillAll, Rlimits, Runner, RunnerConfig, locate_shim};
 
 /// Which backend a sandbox is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,16 +1,18 @@
-//! What only the local runner does: path translation, the clean environment,
+//! What only the local runner does: the real `/work`, the clean environment,
 //! rlimits, the parent-death signal, processes that leave the group, the
 //! symlink check, configuration errors. The shared contract is in
-//! `runner_contract.rs`.
+//! `runner_contract.rs`; the confinement in `runner_confinement.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod host_procs;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use berth_sandbox::{
-    AccessEnforcement, ExecRequest, ExitStatus, Output, PreparedExec, Program, Rlimits, Runner,
+    AccessEnforcement, ExecRequest, ExitStatus, Output, PreparedExec, Rlimits, Runner,
     RunnerConfig, Sandbox, SandboxError, ScopeFinding, WorkAccess,
 };
 
@@ -27,18 +29,12 @@ impl Berth {
     fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }
-
-    fn pid(&self, name: &str) -> i32 {
-        let text = std::fs::read_to_string(self.worktree().join(name))
-            .unwrap_or_else(|e| panic!("pid file {name}: {e}"));
-        text.trim().parse().unwrap()
-    }
 }
 
 fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::Builder::new()
         .prefix("berth-runner-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir()
         .unwrap();
     let worktree = dir.path().join("wt");
     let home = dir.path().join("home");
@@ -82,26 +78,6 @@ fn text(output: &Output) -> String {
     String::from_utf8_lossy(&output.bytes).into_owned()
 }
 
-/// Alive and not a zombie.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
-        !status
-            .lines()
-            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
-    })
-}
-
-/// Waits (bounded) for `pid` to be gone; true if it went.
-async fn gone(pid: i32) -> bool {
-    for _ in 0..100 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_environment_is_an_allow_list() {
     // cargo runs tests with CARGO_* set: they stand in for berth's secrets.
@@ -128,6 +104,8 @@ async fn the_environment_is_an_allow_list() {
         "USER",
         "LOGNAME",
         "FROM_REQUEST",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_COUNT",
         // set by the shell itself
         "PWD",
         "OLDPWD",
@@ -136,7 +114,10 @@ async fn the_environment_is_an_allow_list() {
     ];
     for name in &names {
         assert!(
-            allowed.contains(name) || name.starts_with("LC_"),
+            allowed.contains(name)
+                || name.starts_with("LC_")
+                || name.starts_with("GIT_CONFIG_KEY_")
+                || name.starts_with("GIT_CONFIG_VALUE_"),
             "{name} leaked into the command's environment"
         );
     }
@@ -156,29 +137,32 @@ async fn the_environment_is_an_allow_list() {
     assert_eq!(text(&outcome.stdout), "berth-sandbox|");
 }
 
+/// `/work` is the worktree inside the exec: nothing is rewritten, and paths
+/// in scripts, Makefiles and `pwd` agree.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paths_are_translated_only_for_running() {
+async fn work_is_the_worktree_without_rewriting() {
     let b = berth();
-    let wt = b.worktree().to_str().unwrap().to_string();
     std::fs::create_dir_all(b.worktree().join("sub")).unwrap();
     std::fs::write(b.worktree().join("a.txt"), "alpha").unwrap();
+    std::fs::write(
+        b.worktree().join("copy.sh"),
+        "#!/bin/sh\ncat /work/a.txt > /work/sub/b.txt\n",
+    )
+    .unwrap();
 
-    let mut request =
-        shell("cat /work/a.txt > /work/sub/b.txt; ls /workspace x/work 2>/dev/null; true");
+    let mut request = shell("sh /work/copy.sh && pwd");
     request.cwd = "/work/sub".into();
     assert_eq!(
         b.runner.prepare(&request).unwrap(),
         PreparedExec {
-            program: Program::Shell(format!(
-                "cat {wt}/a.txt > {wt}/sub/b.txt; ls /workspace x/work 2>/dev/null; true"
-            )),
+            program: request.program.clone(),
             cwd: b.worktree().join("sub"),
         }
     );
-    let outcome = run(&b.runner, request.clone()).await;
+    let outcome = run(&b.runner, request).await;
     assert_eq!(
-        outcome.status,
-        ExitStatus::Exited(0),
+        (outcome.status, text(&outcome.stdout)),
+        (ExitStatus::Exited(0), "/work/sub\n".to_string()),
         "{}",
         text(&outcome.stderr)
     );
@@ -186,25 +170,16 @@ async fn paths_are_translated_only_for_running() {
         std::fs::read_to_string(b.worktree().join("sub/b.txt")).unwrap(),
         "alpha"
     );
-    // The decided form is untouched.
-    assert!(matches!(&request.program, Program::Shell(l) if l.starts_with("cat /work/a.txt")));
-
-    let request = ExecRequest::argv(["cat", "/work/a.txt", "--out=/work", "/workspace/x"]);
-    assert_eq!(
-        b.runner.prepare(&request).unwrap().program,
-        Program::Argv(vec![
-            "cat".into(),
-            format!("{wt}/a.txt"),
-            format!("--out={wt}"),
-            "/workspace/x".into()
-        ])
-    );
     let outcome = run(&b.runner, ExecRequest::argv(["cat", "/work/a.txt"])).await;
     assert_eq!(text(&outcome.stdout), "alpha");
-
-    // Output is not translated back: the host path shows.
-    let outcome = run(&b.runner, shell("pwd")).await;
-    assert_eq!(text(&outcome.stdout), format!("{wt}\n"));
+    // The host path of the worktree is not visible inside.
+    let wt = b.worktree().to_str().unwrap().to_string();
+    let outcome = run(
+        &b.runner,
+        shell(&format!("test -e {wt}/a.txt && echo seen")),
+    )
+    .await;
+    assert_eq!(text(&outcome.stdout), "");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -254,61 +229,61 @@ async fn output_caps_are_bounded_by_the_configuration() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_that_leave_the_group_are_still_killed() {
     let b = berth();
-    // On the deadline: a setsid'd child whose parent is still alive is found
-    // through the parent links.
-    let mut request = shell("setsid sleep 1000 & echo $! > /work/s1.pid; wait");
+    // On the deadline: a setsid'd child whose parent is still alive.
+    let marker = host_procs::marker();
+    let mut request = shell(&format!("setsid sleep {marker} & wait"));
     request.timeout = Duration::from_secs(2);
     let outcome = run(&b.runner, request).await;
     assert!(outcome.timed_out);
-    let s1 = b.pid("s1.pid");
-    assert!(gone(s1).await, "setsid'd child {s1} survived the timeout");
+    assert!(
+        host_procs::gone_marked(&marker).await,
+        "setsid'd child survived the timeout"
+    );
 
-    // After a finished exec: one that left the group and was orphaned, but
-    // holds the output pipe, is found through /proc.
+    // After a finished exec: one that left the group, was orphaned and
+    // holds the output pipe.
+    let marker = host_procs::marker();
     let outcome = run(
         &b.runner,
-        shell("(setsid sleep 1000 & echo $! > /work/s2.pid); echo done"),
+        shell(&format!("(setsid sleep {marker} &); echo done")),
     )
     .await;
     assert_eq!(
         (outcome.timed_out, text(&outcome.stdout)),
         (false, "done\n".to_string())
     );
-    let s2 = b.pid("s2.pid");
     assert!(
-        gone(s2).await,
-        "setsid'd orphan {s2} holding stdout survived"
+        host_procs::gone_marked(&marker).await,
+        "setsid'd orphan holding stdout survived"
     );
 }
 
-/// The documented limit (`NO_CONTAINER_BOUNDARY`): a process that leaves the
-/// group, is orphaned and closes its output is out of reach. If this starts
-/// failing, the runner contains more than it says: update the notice.
+/// A daemon — left the group, orphaned, its output closed — dies with its
+/// exec: the exec's PID namespace ends when the command does. (It escaped on
+/// main.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_daemon_escapes_the_runner_as_documented() {
+async fn a_daemon_dies_with_its_exec() {
     let b = berth();
+    let marker = host_procs::marker();
     let outcome = run(
         &b.runner,
-        shell("(setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > /work/d.pid); echo done"),
+        shell(&format!(
+            "(setsid sleep {marker} </dev/null >/dev/null 2>&1 &); sleep 0.5; echo done"
+        )),
     )
     .await;
     assert_eq!(text(&outcome.stdout), "done\n");
-    let daemon = b.pid("d.pid");
-    let escaped = alive(daemon);
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", &daemon.to_string()])
-        .status();
     assert!(
-        escaped,
-        "the daemon was killed: NO_CONTAINER_BOUNDARY overstates the limit"
+        host_procs::gone_marked(&marker).await,
+        "the daemon outlived its exec"
     );
-    assert!(berth_sandbox::NO_CONTAINER_BOUNDARY.contains("setsid"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_exec_kills_its_group() {
     let b = berth();
-    let request = shell("echo $$ > /work/c.main; sleep 1000 & echo $! > /work/c.bg; wait");
+    let marker = host_procs::marker();
+    let request = shell(&format!("sleep {marker} & echo started > /work/c.bg; wait"));
     let pids = b.worktree().join("c.bg");
     let exec = b.runner.exec(request, None);
     let waiter = async {
@@ -324,13 +299,10 @@ async fn a_cancelled_exec_kills_its_group() {
         result = exec => panic!("exec returned on its own: {result:?}"),
         () = waiter => {} // drops the exec future: the caller gave up
     }
-    for name in ["c.main", "c.bg"] {
-        let pid = b.pid(name);
-        assert!(
-            gone(pid).await,
-            "{name} ({pid}) outlived its cancelled exec"
-        );
-    }
+    assert!(
+        host_procs::gone_marked(&marker).await,
+        "the command outlived its cancelled exec"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -366,17 +338,20 @@ async fn a_dropped_sink_does_not_stop_the_exec() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spawn_failures_name_what_is_missing() {
     let b = berth_with(|c| c.shell = PathBuf::from("/nonexistent/sh"));
-    match b.runner.exec(shell("true"), None).await {
-        Err(e @ SandboxError::Spawn { .. }) => {
-            let message = e.to_string();
-            assert!(message.contains("/nonexistent/sh"), "{message}");
-            assert!(
-                message.contains(b.worktree().to_str().unwrap()),
-                "{message}"
-            );
-        }
-        other => panic!("expected a spawn error, got {other:?}"),
-    }
+    let outcome = run(&b.runner, shell("true")).await;
+    assert_eq!(outcome.status, ExitStatus::Exited(127));
+    assert!(text(&outcome.stderr).contains("/nonexistent/sh"));
+
+    // No shim: the command does not run, and the outcome says why.
+    let b = berth_with(|c| c.confinement.shim = Some(PathBuf::from("/nonexistent/shim")));
+    let outcome = run(&b.runner, shell("touch /work/ran")).await;
+    assert_eq!(outcome.status, ExitStatus::Exited(125));
+    let stderr = text(&outcome.stderr);
+    assert!(
+        stderr.contains("/nonexistent/shim") && stderr.contains("did not run"),
+        "{stderr}"
+    );
+    assert!(!b.worktree().join("ran").exists());
     let b = berth();
     let outcome = run(&b.runner, ExecRequest::argv(["berth-no-such-program"])).await;
     assert_eq!(outcome.status, ExitStatus::Exited(127));
@@ -386,8 +361,6 @@ async fn spawn_failures_name_what_is_missing() {
 #[test]
 fn bad_configurations_are_refused_with_the_reason() {
     let (dir, worktree, home) = dirs();
-    let spaced = dir.path().join("my project");
-    std::fs::create_dir_all(&spaced).unwrap();
     let cases: Vec<(&str, RunnerConfig, &str)> = vec![
         (
             "missing worktree",
@@ -395,9 +368,15 @@ fn bad_configurations_are_refused_with_the_reason() {
             "create the worktree",
         ),
         (
-            "worktree a shell would split",
-            RunnerConfig::new(&spaced, &home),
-            "characters a shell would interpret",
+            "cgroup name that walks",
+            RunnerConfig {
+                confinement: berth_sandbox::Confinement {
+                    cgroup_name: Some(("p".into(), "..".into())),
+                    ..Default::default()
+                },
+                ..RunnerConfig::new(&worktree, &home)
+            },
+            "cgroup name",
         ),
         (
             "relative home",
@@ -444,10 +423,8 @@ fn judged_paths_that_escape_through_symlinks_are_reported() {
     );
 }
 
-/// Landlock cannot exclude a subtree, so when the worktree lies inside a
-/// writable directory (here /tmp) the runner grants that directory's other
-/// entries instead: the worktree stays read-only, siblings stay writable, and
-/// new entries directly in the ancestors are refused (the documented cost).
+/// A worktree under /tmp: read-only holds for it, the home stays writable,
+/// and the rest of the host's /tmp is not there at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_holds_for_a_worktree_under_tmp() {
     let dir = tempfile::Builder::new()
@@ -458,6 +435,7 @@ async fn read_only_holds_for_a_worktree_under_tmp() {
     let home = dir.path().join("home");
     std::fs::create_dir_all(&worktree).unwrap();
     std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(dir.path().join("sibling"), "secret").unwrap();
     let runner = Runner::new(RunnerConfig::new(&worktree, &home)).unwrap();
     assert_eq!(
         runner.set_work_access(WorkAccess::ReadOnly).await.unwrap(),
@@ -469,7 +447,9 @@ async fn read_only_holds_for_a_worktree_under_tmp() {
         ("mkdir /work/d".to_string(), false),
         ("echo x > \"$HOME/f\"".to_string(), true),
         ("echo x > /dev/null".to_string(), true),
-        (format!("echo x > {parent}/new-in-ancestor"), false),
+        (format!("cat {parent}/sibling"), false),
+        // Succeeds, in the exec's private /tmp: never on the host.
+        (format!("echo x > {parent}/new-in-ancestor"), true),
     ];
     for (line, ok) in cases {
         let outcome = run(&runner, shell(&line)).await;
@@ -479,15 +459,10 @@ async fn read_only_holds_for_a_worktree_under_tmp() {
             "{line}: {}",
             text(&outcome.stderr)
         );
-        if !ok {
-            assert!(
-                text(&outcome.stderr).contains("Permission denied"),
-                "{line}"
-            );
-        }
     }
     assert!(home.join("f").exists());
     assert!(!worktree.join("f").exists());
+    assert!(!dir.path().join("new-in-ancestor").exists());
 }
 
 /// Run by `the_main_process_dies_with_berth` in a child process: starts a
@@ -499,9 +474,10 @@ async fn pdeathsig_helper() {
     };
     let dir = PathBuf::from(dir);
     let runner = Runner::new(RunnerConfig::new(dir.join("wt"), dir.join("home"))).unwrap();
-    let mut request = ExecRequest::shell(
-        "echo $$ > /work/main.pid.tmp; mv /work/main.pid.tmp /work/main.pid; exec sleep 1000",
-    );
+    let marker = std::env::var("BERTH_PDEATHSIG_MARKER").unwrap();
+    let mut request = ExecRequest::shell(format!(
+        "echo started > /work/main.pid.tmp; mv /work/main.pid.tmp /work/main.pid; exec sleep {marker}"
+    ));
     request.timeout = Duration::from_secs(600);
     let _ = runner.exec(request, None).await;
 }
@@ -509,6 +485,7 @@ async fn pdeathsig_helper() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_process_dies_with_berth() {
     let (dir, worktree, _home) = dirs();
+    let marker = host_procs::marker();
     let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -517,25 +494,28 @@ async fn the_main_process_dies_with_berth() {
             "--test-threads=1",
         ])
         .env("BERTH_PDEATHSIG_DIR", dir.path())
+        .env("BERTH_PDEATHSIG_MARKER", &marker)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let pid_file = worktree.join("main.pid");
-    let mut pid = None;
+    let mut started = false;
     for _ in 0..600 {
-        if let Ok(text) = std::fs::read_to_string(&pid_file) {
-            pid = Some(text.trim().parse::<i32>().unwrap());
+        if pid_file.exists() && !host_procs::marked(&marker).is_empty() {
+            started = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let Some(pid) = pid else {
+    if !started {
         let _ = helper.kill();
         panic!("the helper never started its exec");
-    };
-    assert!(alive(pid));
+    }
     helper.kill().unwrap(); // SIGKILL: no destructor, no kill_on_drop runs
     helper.wait().unwrap();
-    assert!(gone(pid).await, "exec main process {pid} outlived berth");
+    assert!(
+        host_procs::gone_marked(&marker).await,
+        "the exec's command outlived berth"
+    );
 }

@@ -19,11 +19,11 @@ impl ContractFixture for RunnerFixture {
 }
 
 async fn runner_fixture() -> RunnerFixture {
-    // Under the target directory, not /tmp: read-only steps keep /tmp
-    // writable, and a worktree inside it would split it.
+    // Not under the target directory: that lies under /work on CI machines,
+    // and a home shown at its own path may not lie under /work.
     let dir = tempfile::Builder::new()
         .prefix("berth-runner-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir()
         .unwrap();
     let worktree = dir.path().join("wt");
     let home = dir.path().join("home");

@@ -1,0 +1,540 @@
+//! The exec shim: what runs between berth and the command, in the child, so
+//! berth's own process gets no `pre_exec`, no namespace and no limit.
+//!
+//! Three processes:
+//! 1. **the shim** (host PID namespace): dies with berth, joins the exec's
+//!    cgroups, enters a user namespace when not root, forks a child into new
+//!    mount, PID, IPC, UTS and network namespaces, then forwards signals to the
+//!    next one and exits as the command did (by the same signal, or code) as
+//!    soon as PID 1 reports it;
+//! 2. **PID 1** of the new PID namespace: brings `lo` up, builds the mount
+//!    tree and pivots into it, forks the command, reaps every orphan, and
+//!    forwards signals to every process of the namespace. When it exits —
+//!    the command finished, or it was killed — the kernel kills everything
+//!    left in the namespace, `setsid` daemons included;
+//! 3. **the command**: its own session, rlimits, the berth's uid (when root),
+//!    no capabilities, `PR_SET_NO_NEW_PRIVS`, Landlock, seccomp, then
+//!    `execvp`.
+//!
+//! A setup failure prints one line on stderr and exits with
+//! [`SETUP_FAILED`]; the command never runs unconfined.
+
+use std::convert::Infallible;
+use std::ffi::{CString, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::process::ExitCode;
+
+use crate::spec::{ExecSpec, Network, Rlimit, read_framed};
+use crate::{ConfineError, cgroup, landlock_rules, mount_tree, seccomp_filter};
+
+/// The exit code of a confinement that could not be set up (as `env` and
+/// container runtimes use 125 for "the wrapper failed").
+pub const SETUP_FAILED: u8 = 125;
+
+/// Signals the shim and PID 1 pass on instead of dying of.
+const FORWARDED: &[libc::c_int] = &[
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+/// The shim's entry: `ARGS = [shim, "--", program, args...]`, the spec framed
+/// on stdin. Returns only on a setup failure (success ends in the command's
+/// own status).
+pub fn main_from_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    match run(args.into_iter().skip(1).collect()) {
+        Ok(never) => match never {},
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "berth: confinement: {e}");
+            ExitCode::from(SETUP_FAILED)
+        }
+    }
+}
+
+fn parse(args: Vec<OsString>) -> Result<Vec<CString>, ConfineError> {
+    let mut args = args.into_iter();
+    if args.next().as_deref() != Some(std::ffi::OsStr::new("--")) {
+        return Err(ConfineError::Usage("the first argument must be --".into()));
+    }
+    let argv: Vec<CString> = args
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| ConfineError::Usage("an argument holds a NUL byte".into()))?;
+    if argv.is_empty() {
+        return Err(ConfineError::Usage("no program after --".into()));
+    }
+    Ok(argv)
+}
+
+fn check(rc: libc::c_int, op: &str) -> Result<(), ConfineError> {
+    if rc != 0 {
+        return Err(ConfineError::last(op));
+    }
+    Ok(())
+}
+
+fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
+    let argv = parse(args)?;
+    // SAFETY: fd 0 is the pipe berth gave; the File is never dropped, so it
+    // stays open for the command, and reading it unbuffered leaves the
+    // command's input in place.
+    let mut stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
+    let spec = read_framed(&mut *stdin)?;
+
+    // SAFETY: plain prctl/getppid calls.
+    unsafe {
+        check(
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ),
+            "set the parent-death signal",
+        )?;
+        if libc::getppid() != spec.parent_pid {
+            return Err(ConfineError::Usage(
+                "berth exited before the exec started".into(),
+            ));
+        }
+    }
+    cgroup::join(&spec.cgroups)?;
+    // SAFETY: plain id queries.
+    let (root, uid, gid) = unsafe { (libc::geteuid() == 0, libc::getuid(), libc::getgid()) };
+    if !root {
+        enter_user_namespace(uid, gid)?;
+    }
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if spec.network == Network::None {
+        flags |= libc::CLONE_NEWNET;
+    }
+    let mask = block_signals()?;
+    let mut pipe = [0; 2];
+    // SAFETY: a pipe into a local array.
+    check(
+        unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) },
+        "make the status pipe",
+    )?;
+    let [status_r, status_w] = pipe;
+    // A fork whose child alone gets the new namespaces: this process never
+    // holds them, so its exit does not wait for their teardown (PID 1's does,
+    // after the status is reported).
+    // SAFETY: clone without CLONE_VM and with no new stack is fork; the shim
+    // is single-threaded, so the child may do anything.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (flags | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    match pid as libc::pid_t {
+        -1 => Err(ConfineError::Unavailable {
+            mechanism: "mount, PID and network namespaces",
+            remedy: "run berth as root or where user namespaces are allowed",
+            source: std::io::Error::last_os_error(),
+        }),
+        0 => {
+            // SAFETY: closing our copy of the read end.
+            unsafe { libc::close(status_r) };
+            let code = match pid1(&spec, &argv, &mask, status_w, root) {
+                Ok(never) => match never {},
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "berth: confinement: {e}");
+                    i32::from(SETUP_FAILED)
+                }
+            };
+            // SAFETY: leaving without running the parent's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        child => {
+            // SAFETY: closing our copy of the write end.
+            unsafe { libc::close(status_w) };
+            exit_like(wait_for_status(child, status_r, &mask)?)
+        }
+    }
+}
+
+fn enter_user_namespace(uid: libc::uid_t, gid: libc::gid_t) -> Result<(), ConfineError> {
+    // SAFETY: unshare changes only this process's namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+        return Err(ConfineError::Unavailable {
+            mechanism: "an unprivileged user namespace",
+            remedy: "allow them (sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone = 1, or the AppArmor userns restriction off) or run berth as root",
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|source| ConfineError::Path {
+            what: "write the user namespace map",
+            path: file.into(),
+            source,
+        })
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))
+}
+
+fn block_signals() -> Result<libc::sigset_t, ConfineError> {
+    // SAFETY: sigset operations on a local.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in FORWARDED.iter().chain([libc::SIGCHLD].iter()) {
+            libc::sigaddset(&mut set, *sig);
+        }
+        if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(ConfineError::last("block signals"));
+        }
+        Ok(set)
+    }
+}
+
+/// Waits for `child`, passing each forwarded signal to `forward`; reaps any
+/// other child on the way (PID 1 adopts orphans). Returns the child's wait
+/// status.
+fn forward_until_exit(
+    child: libc::pid_t,
+    mask: &libc::sigset_t,
+    mut forward: impl FnMut(libc::c_int),
+) -> libc::c_int {
+    loop {
+        // Reap first: the child may have exited before the signal was blocked
+        // for good.
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid into a local.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid == child {
+                return status;
+            }
+            if pid <= 0 {
+                break;
+            }
+        }
+        // SAFETY: waiting on a blocked set; the info is not needed.
+        let sig = unsafe { libc::sigwaitinfo(mask, std::ptr::null_mut()) };
+        if sig > 0 && sig != libc::SIGCHLD {
+            forward(sig);
+        }
+    }
+}
+
+/// The command's wait status, as PID 1 reports it on the status pipe — read
+/// as soon as it is written, without waiting for PID 1's own exit, which
+/// tears down the namespaces (the kernel finishes that, and kills whatever is
+/// left in them, whether or not anyone waits). Forwards signals to PID 1
+/// meanwhile. When PID 1 dies without a report (killed), its own status.
+fn wait_for_status(
+    child: libc::pid_t,
+    status_r: libc::c_int,
+    mask: &libc::sigset_t,
+) -> Result<libc::c_int, ConfineError> {
+    // SAFETY: a signalfd for the already-blocked set, closed at exit.
+    let sigfd = unsafe { libc::signalfd(-1, mask, libc::SFD_CLOEXEC) };
+    if sigfd < 0 {
+        return Err(ConfineError::last("signalfd"));
+    }
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: status_r,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: sigfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: polling two descriptors we own.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(ConfineError::last("poll"));
+        }
+        if fds[0].revents != 0 {
+            let mut raw = [0u8; 4];
+            // SAFETY: reading into a local buffer from our pipe.
+            let n = unsafe { libc::read(status_r, raw.as_mut_ptr().cast(), raw.len()) };
+            if n == 4 {
+                return Ok(i32::from_ne_bytes(raw));
+            }
+            // No report: PID 1 died first.
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            return Ok(status);
+        }
+        if fds[1].revents != 0 {
+            // SAFETY: signalfd_siginfo is plain data; read fills it.
+            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+            // SAFETY: reading one record into a local.
+            let n = unsafe {
+                libc::read(
+                    sigfd,
+                    (&mut info as *mut libc::signalfd_siginfo).cast(),
+                    std::mem::size_of::<libc::signalfd_siginfo>(),
+                )
+            };
+            let sig = info.ssi_signo as libc::c_int;
+            if n > 0 && sig != libc::SIGCHLD {
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(child, sig) };
+            }
+        }
+    }
+}
+
+/// Exits the way the wait status says: the same code, or the same signal
+/// (core dumps off), so berth sees `Signaled(n)` as it would without the shim.
+fn exit_like(status: libc::c_int) -> ! {
+    if libc::WIFEXITED(status) {
+        // SAFETY: ending the process.
+        unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+    }
+    let sig = if libc::WIFSIGNALED(status) {
+        libc::WTERMSIG(status)
+    } else {
+        libc::SIGKILL
+    };
+    // SAFETY: resetting this process's own signal state and raising.
+    unsafe {
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        libc::kill(libc::getpid(), sig);
+        libc::_exit(128 + sig)
+    }
+}
+
+/// PID 1 of the exec's namespace.
+fn pid1(
+    spec: &ExecSpec,
+    argv: &[CString],
+    mask: &libc::sigset_t,
+    status_w: libc::c_int,
+    root: bool,
+) -> Result<Infallible, ConfineError> {
+    // SAFETY: plain prctl calls on this process.
+    unsafe {
+        check(
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ),
+            "set the parent-death signal of PID 1",
+        )?;
+        check(
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0),
+            "make PID 1 non-dumpable",
+        )?;
+    }
+    if spec.network == Network::None {
+        loopback_up()?;
+    }
+    mount_tree::enter(spec)?;
+    let programs = seccomp_filter::programs()?;
+    let landlock = mount_tree::landlock_paths(spec);
+    let cwd = CString::new(spec.cwd.as_bytes())
+        .map_err(|_| ConfineError::Usage("the working directory holds a NUL byte".into()))?;
+    // SAFETY: single-threaded; the child only sets itself up and execs.
+    match unsafe { libc::fork() } {
+        -1 => Err(ConfineError::last("fork the command")),
+        0 => {
+            let code = match command(spec, argv, &cwd, &landlock, &programs, root) {
+                Ok(never) => match never {},
+                Err((code, e)) => {
+                    let _ = writeln!(std::io::stderr(), "berth: {e}");
+                    code
+                }
+            };
+            // SAFETY: leaving without running the parent's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        child => {
+            let status = forward_until_exit(child, mask, |sig| {
+                // SAFETY: every process of this namespace but PID 1 itself.
+                unsafe { libc::kill(-1, sig) };
+            });
+            let bytes = status.to_ne_bytes();
+            // SAFETY: writing a local buffer to our pipe.
+            unsafe { libc::write(status_w, bytes.as_ptr().cast(), bytes.len()) };
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            };
+            // SAFETY: PID 1 leaving ends the namespace: the kernel kills the rest.
+            unsafe { libc::_exit(code) }
+        }
+    }
+}
+
+fn loopback_up() -> Result<(), ConfineError> {
+    // SAFETY: a socket for the ioctl, closed below; the ifreq is plain data.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(ConfineError::last("socket for lo"));
+        }
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo\0".iter().enumerate() {
+            ifr.ifr_name[i] = *b as libc::c_char;
+        }
+        let result = if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut ifr) != 0 {
+            Err(ConfineError::last("read the flags of lo"))
+        } else {
+            ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            if libc::ioctl(fd, libc::SIOCSIFFLAGS, &ifr) != 0 {
+                Err(ConfineError::last("bring lo up"))
+            } else {
+                Ok(())
+            }
+        };
+        libc::close(fd);
+        result
+    }
+}
+
+fn resource(limit: Rlimit) -> libc::__rlimit_resource_t {
+    match limit {
+        Rlimit::Core => libc::RLIMIT_CORE,
+        Rlimit::OpenFiles => libc::RLIMIT_NOFILE,
+        Rlimit::AddressSpace => libc::RLIMIT_AS,
+        Rlimit::Processes => libc::RLIMIT_NPROC,
+        Rlimit::FileSize => libc::RLIMIT_FSIZE,
+        Rlimit::CpuSeconds => libc::RLIMIT_CPU,
+    }
+}
+
+type Failed = (i32, ConfineError);
+
+fn setup_failed(e: ConfineError) -> Failed {
+    (i32::from(SETUP_FAILED), e)
+}
+
+/// The command's own process: limits, identity, walls, exec.
+fn command(
+    spec: &ExecSpec,
+    argv: &[CString],
+    cwd: &CString,
+    landlock: &landlock_rules::Paths,
+    programs: &[seccompiler::BpfProgram],
+    root: bool,
+) -> Result<Infallible, Failed> {
+    // SAFETY: process-local system calls with local arguments.
+    unsafe {
+        libc::setsid();
+        for (limit, value) in &spec.rlimits {
+            let res = resource(*limit);
+            let mut current = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(res, &mut current);
+            let value = (*value).min(current.rlim_max);
+            let new = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            if libc::setrlimit(res, &new) != 0 {
+                return Err(setup_failed(ConfineError::last(format!(
+                    "set {limit:?} limit"
+                ))));
+            }
+        }
+        // No capability survives exec: empty the bounding set while we still
+        // may (uid 0 without capabilities keeps none after exec).
+        for cap in 0..=63 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+                && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
+            {
+                return Err(setup_failed(ConfineError::last("drop capabilities")));
+            }
+        }
+        if root && let Some(uid) = spec.uid {
+            let gid = spec.gid.unwrap_or(uid);
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(gid, gid, gid) != 0
+                || libc::setresuid(uid, uid, uid) != 0
+            {
+                return Err(setup_failed(ConfineError::last(format!(
+                    "switch to uid {uid} gid {gid}"
+                ))));
+            }
+        }
+        if libc::chdir(cwd.as_ptr()) != 0 {
+            return Err(setup_failed(ConfineError::last(format!(
+                "chdir {}",
+                spec.cwd
+            ))));
+        }
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(setup_failed(ConfineError::last("set no_new_privs")));
+        }
+    }
+    match landlock_rules::restrict(landlock).map_err(setup_failed)? {
+        landlock_rules::Enforcement::Full => {}
+        landlock_rules::Enforcement::Partial => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "berth: note: this kernel's Landlock enforces only part of the file rules (the namespaces still hold)"
+            );
+        }
+        landlock_rules::Enforcement::None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "berth: note: Landlock is not available on this kernel: only the namespaces confine files"
+            );
+        }
+    }
+    seccomp_filter::install(programs).map_err(setup_failed)?;
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: a null-terminated argv of live C strings; on success this never
+    // returns.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        libc::execvp(ptrs[0], ptrs.as_ptr());
+    }
+    let error = std::io::Error::last_os_error();
+    let code = match error.raw_os_error() {
+        Some(libc::ENOENT) => 127,
+        _ => 126,
+    };
+    Err((
+        code,
+        ConfineError::Path {
+            what: "run",
+            path: std::path::PathBuf::from(std::ffi::OsStr::from_bytes(argv[0].as_bytes())),
+            source: error,
+        },
+    ))
+}

@@ -1,0 +1,100 @@
+//! The shim binary on its own: a bad spec or command line is refused with
+//! status 125 and a reason, before anything runs; a good one runs the command
+//! at `/work` with its input after the spec. (Building this test also builds
+//! `berth-exec-shim`, which the runner's tests find beside their binaries.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use berth_confine::{ExecSpec, Network};
+
+const SHIM: &str = env!("CARGO_BIN_EXE_berth-exec-shim");
+
+fn spec(worktree: &std::path::Path) -> ExecSpec {
+    ExecSpec {
+        parent_pid: std::process::id() as i32,
+        worktree: worktree.to_path_buf(),
+        work_read_only: false,
+        cwd: "/work".into(),
+        writable: vec![],
+        readable: vec![],
+        private_tmp: None,
+        system_dirs: vec![],
+        network: Network::None,
+        uid: None,
+        gid: None,
+        rlimits: vec![],
+        cgroups: vec![],
+    }
+}
+
+fn shim(args: &[&str], input: &[u8]) -> (i32, String, String) {
+    let mut child = Command::new(SHIM)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refused shim exits without reading: a broken pipe is expected.
+    let _ = child.stdin.take().unwrap().write_all(input);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = berth_confine::spec::framed(&spec(dir.path())).unwrap();
+    let cases: Vec<(Vec<&str>, Vec<u8>, &str)> = vec![
+        (
+            vec!["sh", "-c", "touch /work/ran"],
+            good.clone(),
+            "first argument must be --",
+        ),
+        (vec!["--"], good.clone(), "no program"),
+        (
+            vec!["--", "sh", "-c", "touch /work/ran"],
+            b"garbage".to_vec(),
+            "exec spec",
+        ),
+        (
+            vec!["--", "sh", "-c", "touch /work/ran"],
+            b"5\n{}".to_vec(),
+            "exec spec",
+        ),
+    ];
+    for (args, input, needle) in cases {
+        let (code, _, stderr) = shim(&args, &input);
+        assert_eq!(code, 125, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    // A spec naming another parent: berth is gone, nothing runs.
+    let mut orphan = spec(dir.path());
+    orphan.parent_pid = 1;
+    let (code, _, stderr) = shim(
+        &["--", "sh", "-c", "touch /work/ran"],
+        &berth_confine::spec::framed(&orphan).unwrap(),
+    );
+    assert_eq!(code, 125, "{stderr}");
+    assert!(!dir.path().join("ran").exists());
+}
+
+#[test]
+fn the_command_runs_at_work_with_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut input = berth_confine::spec::framed(&spec(dir.path())).unwrap();
+    input.extend_from_slice(b"from stdin");
+    let (code, stdout, stderr) = shim(&["--", "sh", "-c", "pwd; cat; exit 7"], &input);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (7, "/work\nfrom stdin"),
+        "{stderr}"
+    );
+}
