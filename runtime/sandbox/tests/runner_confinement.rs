@@ -458,7 +458,19 @@ async fn as_an_unprivileged_user_the_confinement_holds() {
         "berth_and_the_shim_are_out_of_reach",
         "as_root_the_command_has_the_berths_uid",
     ];
-    let exe = std::env::current_exe().unwrap();
+    // nobody must reach both binaries wherever the clone lies (a target
+    // directory under /root is closed to it): run copies from a fresh 0755
+    // directory, the shim named explicitly.
+    let shim = berth_sandbox::runner::locate_shim().unwrap();
+    let bin_dir = tempfile::Builder::new()
+        .prefix("berth-as-nobody-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = bin_dir.path().join("cases");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    let shim_copy = bin_dir.path().join("berth-exec-shim");
+    std::fs::copy(&shim, &shim_copy).unwrap();
     let mut args: Vec<String> = vec![
         "--reuid=65534".into(),
         "--regid=65534".into(),
@@ -472,6 +484,7 @@ async fn as_an_unprivileged_user_the_confinement_holds() {
     let out = tokio::process::Command::new("setpriv")
         .args(&args)
         .env("BERTH_TEST_AS_USER", "1")
+        .env("BERTH_EXEC_SHIM", &shim_copy)
         .env("HOME", "/tmp")
         .env("TMPDIR", "/tmp")
         .output()
