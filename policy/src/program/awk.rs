@@ -6,6 +6,18 @@
 use super::{Facts, HiddenPath};
 use crate::arg::Arg;
 
+/// awk options that load program text or code from a file berth cannot see.
+const AWK_PROGRAM_FROM_FILE: &[&str] = &[
+    "-f",        // the program from a file
+    "--file",    // the same, long
+    "-E",        // the program from a file, last of the options
+    "--exec",    // the same, long
+    "-i",        // a source library included before the program
+    "--include", // the same, long
+    "-l",        // a compiled extension loaded into awk
+    "--load",    // the same, long
+];
+
 pub(super) fn awk(args: &[Arg]) -> Facts {
     let mut facts = Facts::default();
     let mut program: Option<&Arg> = None;
@@ -24,7 +36,7 @@ pub(super) fn awk(args: &[Arg]) -> Facts {
             }
             let name = t.split('=').next().unwrap_or(t);
             match name {
-                "-f" | "--file" | "-E" | "--exec" | "-i" | "--include" | "-l" | "--load" => {
+                _ if AWK_PROGRAM_FROM_FILE.contains(&name) => {
                     return Facts::opaque("an awk program from a file berth cannot see");
                 }
                 "-e" | "--source" => {

@@ -153,6 +153,18 @@ const DIFF_RUNS: &[&str] = &[
     "--ext-diff", // runs the external diff driver config names
 ];
 
+/// `git filter-branch` options whose value is a shell snippet it runs, in a
+/// temporary checkout, for every commit.
+const FILTER_BRANCH_SCRIPTS: &[&str] = &[
+    "--env-filter",      // may change the environment the commit is made in
+    "--tree-filter",     // runs in a checkout of each tree
+    "--index-filter",    // runs against the index of each commit
+    "--parent-filter",   // reads and rewrites the parent list
+    "--msg-filter",      // reads and rewrites the message
+    "--commit-filter",   // runs in place of `git commit-tree`
+    "--tag-name-filter", // reads and rewrites tag names
+];
+
 /// `git send-email` options that run a program.
 const SEND_EMAIL_RUNS: &[&str] = &[
     "--to-cmd",       // a command whose output lists recipients
@@ -228,20 +240,11 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
         }
         "filter-branch" => {
             // Each filter is a shell snippet, run in a temporary checkout.
-            const FILTERS: &[&str] = &[
-                "--env-filter",
-                "--tree-filter",
-                "--index-filter",
-                "--parent-filter",
-                "--msg-filter",
-                "--commit-filter",
-                "--tag-name-filter",
-            ];
             let mut i = 0;
             while i < rest.len() {
                 let a = &rest[i];
                 let name = a.text.split('=').next().unwrap_or(&a.text);
-                if !a.dynamic && FILTERS.contains(&name) {
+                if !a.dynamic && FILTER_BRANCH_SCRIPTS.contains(&name) {
                     let script = match a.text.split_once('=') {
                         Some((_, v)) => Some(Arg {
                             text: v.to_string(),

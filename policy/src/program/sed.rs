@@ -5,6 +5,12 @@
 use super::{Facts, HiddenPath};
 use crate::arg::Arg;
 
+/// sed options that read the script from a file berth cannot see.
+const SED_SCRIPT_FROM_FILE: &[&str] = &[
+    "-f",     // the script from a file (`e` in it runs commands)
+    "--file", // the same, long
+];
+
 pub(super) fn sed(args: &[Arg]) -> Facts {
     let mut facts = Facts::default();
     let mut scripts: Vec<&Arg> = Vec::new();
@@ -31,7 +37,7 @@ pub(super) fn sed(args: &[Arg]) -> Facts {
                     }
                     continue;
                 }
-                "-f" | "--file" => {
+                _ if SED_SCRIPT_FROM_FILE.contains(&name) => {
                     return Facts::opaque("a sed script from a file berth cannot see");
                 }
                 "-l" | "--line-length" => {
