@@ -793,6 +793,45 @@ fn every_endpoint_family(api: &Api, state: &State) {
     assert_eq!(doc.json()["openapi"], "3.1.0");
 }
 
+/// An agent's worktree deeper than any stack (an agent nests 5,000
+/// directories in under a second): taking its berth down is that call's
+/// answer, and the server goes on serving — the recursive walk aborted the
+/// whole `berth serve` process, every agent's berth with it.
+#[test]
+fn a_very_deep_worktree_goes_down_and_the_server_keeps_serving() {
+    let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let wt = state.root().join("worktrees/demo/dev-1");
+    // Chains of 1,000 stacked under one another: no path exceeds PATH_MAX.
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            r#"set -e; p=$(printf 'd/%.0s' $(seq 1000)); mkdir -p "t/$p"; n=1000
+while [ "$n" -lt 5000 ]; do mkdir -p "n/$p"; mv t "n/$p"; mv n t; n=$((n + 1001)); done
+mv t deep"#,
+        )
+        .current_dir(&wt)
+        .status()
+        .unwrap();
+    assert!(made.success());
+
+    let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let api = Api::new(served.client(&state));
+    let down = api.ok(
+        "post",
+        "/api/agents/{name}/down",
+        &["dev-1"],
+        Some(json!({"keep_worktree": false})),
+    );
+    assert_eq!(down["mode"], Value::Null);
+    assert!(!wt.exists());
+    let agents = api.ok("get", "/api/agents", &[], None);
+    assert!(agents.to_string().contains("dev-1"), "{agents}");
+    let (code, _) = served.stop();
+    assert_eq!(code, Some(0));
+}
+
 /// Bad input of every kind gets the documented JSON error, over both
 /// transports; TCP also refuses a missing or wrong token.
 #[test]

@@ -10,20 +10,19 @@
 //! with `unlinkat` / `fchownat(AT_SYMLINK_NOFOLLOW)` relative to the directory
 //! descriptor. A symlink is never followed, only removed (or left alone) as
 //! the link it is, so nothing outside the trusted directory is touched, even if
-//! the agent swaps paths while berth works.
+//! the agent swaps paths while berth works. Whole trees are walked by
+//! [`crate::walk`]: iteratively, with a bounded number of open directories,
+//! so no depth an agent can make exhausts berth's stack or descriptors.
 
 use std::ffi::{CStr, OsStr};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
+use crate::walk::{self, DIR_FLAGS, Visit};
 
 /// What is at a path, without following a symlink there or on the way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,12 +123,9 @@ fn remove_entry(dir: &OwnedFd, name: &OsStr) -> io::Result<bool> {
         Err(rustix::io::Errno::NOENT) => return Ok(false),
         Err(e) => return Err(e.into()),
     };
-    if kind_of(st.st_mode) == Kind::Dir {
+    if walk::is_dir(&st) {
         let child = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty())?;
-        for entry in entries(&child)? {
-            remove_entry(&child, OsStr::from_bytes(entry.to_bytes()))?;
-        }
-        drop(child);
+        walk::walk(child, &mut Removal)?;
         rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)?;
     } else {
         rustix::fs::unlinkat(dir, name, AtFlags::empty())?;
@@ -137,17 +133,21 @@ fn remove_entry(dir: &OwnedFd, name: &OsStr) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Names in a directory, read fully before the caller changes it.
-fn entries(dir: &OwnedFd) -> io::Result<Vec<std::ffi::CString>> {
-    let mut names = Vec::new();
-    for entry in Dir::read_from(dir.as_fd())? {
-        let entry = entry?;
-        let name: &CStr = entry.file_name();
-        if name.to_bytes() != b"." && name.to_bytes() != b".." {
-            names.push(name.to_owned());
+/// Empties a tree: every entry unlinked, every directory once it is empty.
+struct Removal;
+
+impl Visit for Removal {
+    fn entry(&mut self, dir: &OwnedFd, name: &CStr, _: &Stat, _: &Path) -> io::Result<()> {
+        match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
-    Ok(names)
+
+    fn leave(&mut self, parent: &OwnedFd, name: &CStr) -> io::Result<()> {
+        rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?;
+        Ok(())
+    }
 }
 
 /// Changes the owner of everything under `root/rel` (and `rel` itself) to
@@ -157,45 +157,63 @@ fn entries(dir: &OwnedFd) -> io::Result<Vec<std::ffi::CString>> {
 pub(crate) fn chown_tree(root: &Path, rel: &Path, uid: u32, gid: u32) -> io::Result<()> {
     let parts = components(rel)?;
     let dir = open_dir(root, &parts)?;
-    chown_dir(&dir, uid, gid)
+    walk::walk(dir, &mut Chown { uid, gid })
 }
 
-fn chown_dir(dir: &OwnedFd, uid: u32, gid: u32) -> io::Result<()> {
-    let (u, g) = (
-        Some(rustix::fs::Uid::from_raw(uid)),
-        Some(rustix::fs::Gid::from_raw(gid)),
-    );
-    let st = rustix::fs::fstat(dir)?;
-    if st.st_uid != uid || st.st_gid != gid {
-        rustix::fs::fchown(dir, u, g)?;
+/// Re-owns what it visits; each entry is opened (`O_PATH | O_NOFOLLOW`) and
+/// checked through that descriptor, so the inode re-owned is the one checked.
+struct Chown {
+    uid: u32,
+    gid: u32,
+}
+
+impl Chown {
+    fn owns(&self, st: &Stat) -> bool {
+        st.st_uid == self.uid && st.st_gid == self.gid
     }
-    for name in entries(dir)? {
-        let st = match rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
-            Err(rustix::io::Errno::NOENT) => continue,
+
+    fn ids(&self) -> (Option<rustix::fs::Uid>, Option<rustix::fs::Gid>) {
+        (
+            Some(rustix::fs::Uid::from_raw(self.uid)),
+            Some(rustix::fs::Gid::from_raw(self.gid)),
+        )
+    }
+}
+
+impl Visit for Chown {
+    fn enter(&mut self, fd: &OwnedFd, st: &Stat) -> io::Result<()> {
+        if !self.owns(st) {
+            let (u, g) = self.ids();
+            rustix::fs::fchown(fd, u, g)?;
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, dir: &OwnedFd, name: &CStr, st: &Stat, _: &Path) -> io::Result<()> {
+        if self.owns(st) {
+            return Ok(());
+        }
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
-        match kind_of(st.st_mode) {
-            Kind::Dir => {
-                let child = rustix::fs::openat(dir, name.as_c_str(), DIR_FLAGS, Mode::empty())?;
-                chown_dir(&child, uid, gid)?;
-            }
-            kind => {
-                if st.st_uid == uid && st.st_gid == gid {
-                    continue;
-                }
-                if kind == Kind::File && st.st_nlink > 1 {
-                    tracing::warn!(
-                        name = %name.to_string_lossy(),
-                        "not re-owning a hard-linked file in an agent directory"
-                    );
-                    continue;
-                }
-                rustix::fs::chownat(dir, name.as_c_str(), u, g, AtFlags::SYMLINK_NOFOLLOW)?;
-            }
+        let st = rustix::fs::fstat(&fd)?;
+        if self.owns(&st) {
+            return Ok(());
         }
+        if kind_of(st.st_mode) == Kind::File && st.st_nlink > 1 {
+            tracing::warn!(
+                name = %name.to_string_lossy(),
+                "not re-owning a hard-linked file in an agent directory"
+            );
+            return Ok(());
+        }
+        let (u, g) = self.ids();
+        rustix::fs::chownat(&fd, c"", u, g, AtFlags::EMPTY_PATH)?;
+        Ok(())
     }
-    Ok(())
 }
 
 /// Removes every regular file named `*.lock` under `root/rel`, skipping the
@@ -212,45 +230,39 @@ pub(crate) fn remove_lock_files(
         Err(e) if is_missing(&e) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut removed = Vec::new();
-    sweep_locks(&dir, &root.join(rel), skip, 0, &mut removed)?;
-    Ok(removed)
+    let mut sweep = LockSweep {
+        base: root.join(rel),
+        skip,
+        removed: Vec::new(),
+    };
+    walk::walk(dir, &mut sweep)?;
+    Ok(sweep.removed)
 }
 
 // Deep enough for refs/heads/agent/<agent>/<task> and worktrees/<name>/…
 const MAX_SWEEP_DEPTH: usize = 16;
 
-fn sweep_locks(
-    dir: &OwnedFd,
-    path: &Path,
-    skip: &[&str],
-    depth: usize,
-    removed: &mut Vec<PathBuf>,
-) -> io::Result<()> {
-    for name in entries(dir)? {
-        let bytes = name.to_bytes();
-        let os = OsStr::from_bytes(bytes);
-        if depth == 0 && skip.iter().any(|s| s.as_bytes() == bytes) {
-            continue;
-        }
-        let st = match rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
-            Err(rustix::io::Errno::NOENT) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        match kind_of(st.st_mode) {
-            Kind::Dir if depth < MAX_SWEEP_DEPTH => {
-                let child = rustix::fs::openat(dir, name.as_c_str(), DIR_FLAGS, Mode::empty())?;
-                sweep_locks(&child, &path.join(os), skip, depth + 1, removed)?;
-            }
-            Kind::File if bytes.ends_with(b".lock") => {
-                rustix::fs::unlinkat(dir, name.as_c_str(), AtFlags::empty())?;
-                removed.push(path.join(os));
-            }
-            _ => {}
-        }
+/// Removes the lock files a crashed git operation left.
+struct LockSweep<'a> {
+    base: PathBuf,
+    skip: &'a [&'a str],
+    removed: Vec<PathBuf>,
+}
+
+impl Visit for LockSweep<'_> {
+    fn descend(&mut self, depth: usize, name: &CStr) -> bool {
+        let top_skipped = depth == 0 && self.skip.iter().any(|s| s.as_bytes() == name.to_bytes());
+        depth < MAX_SWEEP_DEPTH && !top_skipped
     }
-    Ok(())
+
+    fn entry(&mut self, dir: &OwnedFd, name: &CStr, st: &Stat, rel: &Path) -> io::Result<()> {
+        if kind_of(st.st_mode) == Kind::File && name.to_bytes().ends_with(b".lock") {
+            rustix::fs::unlinkat(dir, name, AtFlags::empty())?;
+            self.removed
+                .push(self.base.join(rel).join(OsStr::from_bytes(name.to_bytes())));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -327,6 +339,140 @@ mod tests {
         assert!(outside.path().join("x.lock").exists());
         assert!(base.join("objects/ab/keep.lock").exists());
         assert!(base.join("refs/heads/agent/a/t").exists());
+    }
+
+    /// Nests `depth` directories named `d` under `root` (fd-relative: the
+    /// path is far longer than PATH_MAX) and returns the deepest.
+    fn nest(root: &Path, depth: usize) -> OwnedFd {
+        let mut fd = rustix::fs::open(root, DIR_FLAGS, Mode::empty()).unwrap();
+        for _ in 0..depth {
+            rustix::fs::mkdirat(&fd, "d", Mode::from_raw_mode(0o755)).unwrap();
+            fd = rustix::fs::openat(&fd, "d", DIR_FLAGS, Mode::empty()).unwrap();
+        }
+        fd
+    }
+
+    const DEEP: usize = 20_000;
+
+    /// A temporary directory in memory when the host has one: 20,000 levels
+    /// cost the disk's journal seconds on a busy machine, and the walk does
+    /// not depend on the filesystem.
+    fn scratch() -> tempfile::TempDir {
+        match Path::new("/dev/shm").is_dir() {
+            true => tempfile::tempdir_in("/dev/shm").unwrap(),
+            false => tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Runs `f` on a thread with a 256 KiB stack: a walk that recursed once
+    /// per level would overflow it within a few hundred levels.
+    fn on_a_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    fn open_fds() -> usize {
+        fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    #[test]
+    fn a_very_deep_tree_is_removed_without_following_its_links() {
+        let outside = scratch();
+        fs::write(outside.path().join("precious"), "x").unwrap();
+        fs::create_dir(outside.path().join("sub")).unwrap();
+        fs::write(outside.path().join("sub/precious"), "x").unwrap();
+        let root = scratch();
+        fs::create_dir(root.path().join("wt")).unwrap();
+        let deepest = nest(&root.path().join("wt"), DEEP);
+        // At the bottom: a link to a directory outside, a link to a file
+        // outside, a hard link to a file outside, and a plain file.
+        rustix::fs::symlinkat(outside.path(), &deepest, "out").unwrap();
+        rustix::fs::symlinkat(outside.path().join("precious"), &deepest, "file-link").unwrap();
+        rustix::fs::linkat(
+            rustix::fs::CWD,
+            outside.path().join("sub/precious"),
+            &deepest,
+            "hard",
+            AtFlags::empty(),
+        )
+        .unwrap();
+        rustix::fs::mkdirat(&deepest, "leaf", Mode::from_raw_mode(0o755)).unwrap();
+        drop(deepest);
+
+        let before = open_fds();
+        let base = root.path().to_path_buf();
+        let removed = on_a_small_stack(move || remove(&base, Path::new("wt")).unwrap());
+        assert!(removed);
+        assert!(!root.path().join("wt").exists());
+        assert_eq!(fs::read(outside.path().join("precious")).unwrap(), b"x");
+        assert_eq!(fs::read(outside.path().join("sub/precious")).unwrap(), b"x");
+        assert!(open_fds() <= before + 8, "descriptors leaked");
+    }
+
+    #[test]
+    fn a_very_deep_tree_is_chowned_without_following_its_links() {
+        if rustix::process::geteuid().as_raw() != 0 {
+            eprintln!("skipping: chown needs root");
+            return;
+        }
+        let outside = scratch();
+        fs::write(outside.path().join("precious"), "x").unwrap();
+        let root = scratch();
+        fs::create_dir(root.path().join("wt")).unwrap();
+        let deepest = nest(&root.path().join("wt"), DEEP);
+        rustix::fs::symlinkat(outside.path(), &deepest, "out").unwrap();
+        rustix::fs::linkat(
+            rustix::fs::CWD,
+            outside.path().join("precious"),
+            &deepest,
+            "hard",
+            AtFlags::empty(),
+        )
+        .unwrap();
+        let mine = rustix::fs::openat(
+            &deepest,
+            "mine",
+            OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        drop(mine);
+        drop(deepest);
+
+        let (uid, gid) = (54_321, 54_322);
+        let base = root.path().to_path_buf();
+        on_a_small_stack(move || chown_tree(&base, Path::new("wt"), uid, gid).unwrap());
+
+        // Every level, the plain file and the link itself are re-owned; the
+        // link's target and the hard-linked foreign file are not.
+        let mut fd = rustix::fs::open(root.path().join("wt"), DIR_FLAGS, Mode::empty()).unwrap();
+        for level in 0..DEEP {
+            let st = rustix::fs::fstat(&fd).unwrap();
+            assert_eq!((st.st_uid, st.st_gid), (uid, gid), "level {level}");
+            fd = rustix::fs::openat(&fd, "d", DIR_FLAGS, Mode::empty()).unwrap();
+        }
+        let owner = |name: &str| {
+            let st = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).unwrap();
+            (st.st_uid, st.st_gid)
+        };
+        assert_eq!(owner("mine"), (uid, gid));
+        assert_eq!(owner("out"), (uid, gid));
+        assert_eq!(owner("hard"), (0, 0));
+        use std::os::unix::fs::MetadataExt;
+        for target in [
+            outside.path().to_path_buf(),
+            outside.path().join("precious"),
+        ] {
+            let md = fs::metadata(&target).unwrap();
+            assert_eq!((md.uid(), md.gid()), (0, 0), "{}", target.display());
+        }
+        // std's remove_dir_all (the temporary directory's cleanup) recurses.
+        drop(fd);
+        assert!(remove(root.path(), Path::new("wt")).unwrap());
     }
 
     #[test]

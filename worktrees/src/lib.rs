@@ -48,6 +48,7 @@ mod ownership;
 mod push;
 mod reconcile;
 mod recycle;
+mod walk;
 
 use std::path::Path;
 

@@ -18,10 +18,9 @@
 use std::sync::Arc;
 
 use berth_policy::{Action, Context, Decision, Verdict};
-use berth_sandbox::{OutputChunk, Sandbox};
+use berth_sandbox::Sandbox;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::Engine;
 use crate::agents::{Agent, load_autonomy};
@@ -534,8 +533,9 @@ pub struct Approved {
     pub rules: Vec<RuleChange>,
 }
 
-/// A sink for a terminal action's output as it arrives.
-pub type OutputSink = UnboundedSender<OutputChunk>;
+/// A sink for a terminal action's output as it arrives: bounded, so a slow
+/// reader throttles the command ([`berth_sandbox::output_channel`]).
+pub type OutputSink = berth_sandbox::OutputSink;
 
 impl Engine {
     /// Proposes an action. See the module docs.

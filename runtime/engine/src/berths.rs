@@ -414,46 +414,61 @@ impl Engine {
             opened.sandbox.clone(),
         );
 
-        let mut tx = self.store.write("bringing a berth up").await?;
-        sqlx::query(
-            "UPDATE agents SET berth_mode = $1, worktree = $2, branch = $3, updated_at = $4 WHERE name = $5",
-        )
-        .bind(mode.as_str())
-        .bind(provisioned.worktree.display().to_string())
-        .bind(&provisioned.branch)
-        .bind(now_ms())
-        .bind(agent)
-        .execute(&mut *tx)
-        .await
-        .map_err(EngineError::store("bringing a berth up"))?;
-        if let Some(container) = &opened.created_container {
-            emit(
-                &mut tx,
-                NewEvent::new(kind::CONTAINER_CREATED, &system)
-                    .project(project)
-                    .agent(agent)
-                    .payload(serde_json::json!({ "container": container })),
+        // A container this call created must not outlive a record that could
+        // not be written: nothing would say it is there.
+        let recorded = async {
+            let mut tx = self.store.write("bringing a berth up").await?;
+            sqlx::query(
+                "UPDATE agents SET berth_mode = $1, worktree = $2, branch = $3, updated_at = $4 WHERE name = $5",
             )
-            .await?;
-        }
-        if a.berth.is_none() {
-            emit(
-                &mut tx,
-                NewEvent::new(kind::BERTH_UP, actor)
-                    .project(project)
-                    .agent(agent)
-                    .payload(serde_json::json!({
-                        "mode": mode.as_str(),
-                        "worktree": provisioned.worktree,
-                        "branch": branch,
-                        "fallback": fallback,
-                    })),
-            )
-            .await?;
-        }
-        tx.commit()
+            .bind(mode.as_str())
+            .bind(provisioned.worktree.display().to_string())
+            .bind(&provisioned.branch)
+            .bind(now_ms())
+            .bind(agent)
+            .execute(&mut *tx)
             .await
             .map_err(EngineError::store("bringing a berth up"))?;
+            if let Some(container) = &opened.created_container {
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::CONTAINER_CREATED, &system)
+                        .project(project)
+                        .agent(agent)
+                        .payload(serde_json::json!({ "container": container })),
+                )
+                .await?;
+            }
+            if a.berth.is_none() {
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::BERTH_UP, actor)
+                        .project(project)
+                        .agent(agent)
+                        .payload(serde_json::json!({
+                            "mode": mode.as_str(),
+                            "worktree": provisioned.worktree,
+                            "branch": branch,
+                            "fallback": fallback,
+                        })),
+                )
+                .await?;
+            }
+            tx.commit()
+                .await
+                .map_err(EngineError::store("bringing a berth up"))?;
+            Ok::<(), EngineError>(())
+        }
+        .await;
+        if let Err(e) = recorded {
+            if opened.created_container.is_some() {
+                self.sandboxes.drop_agent(agent);
+                if let Err(close) = self.provider.close(&spec).await {
+                    tracing::warn!(agent, error = %close, "removing a container whose berth could not be recorded failed; reconcile removes it");
+                }
+            }
+            return Err(e);
+        }
         let mut info = BerthInfo::of(&self.agent(agent).await?);
         if let Some(why) = fallback {
             info.note = Some(match info.note {
@@ -477,32 +492,40 @@ impl Engine {
             )));
         }
         let loaded = self.load_project(&a.project).await?;
+        self.close_berth(&a, &loaded.config, keep_worktree, actor)
+            .await?;
+        if !keep_worktree {
+            self.recycle_after_down(&a, &loaded.project, None).await?;
+        }
+        Ok(BerthInfo::of(&self.agent(agent).await?))
+    }
+
+    /// Removes the berth's container and records the berth down at once,
+    /// its worktree still there (`container.removed`, `berth.down`). Until
+    /// the container is gone the berth stays recorded up, so a failed close
+    /// is retried by the next `down`; after it nothing leaves the store
+    /// saying "up". Does nothing but drop cached sandboxes when already down.
+    pub(crate) async fn close_berth(
+        &self,
+        a: &Agent,
+        config: &ProjectConfig,
+        keep_worktree: bool,
+        actor: &Actor,
+    ) -> Result<()> {
         let mut removed = None;
         if let (Some(mode), Some(worktree)) = (a.berth, a.worktree.clone()) {
-            let spec = self.berth_spec(&a, mode, worktree, &loaded.config);
+            let spec = self.berth_spec(a, mode, worktree, config);
             removed = self.provider.close(&spec).await?;
         }
-        self.sandboxes.drop_agent(agent);
-        let recycled = if keep_worktree {
-            false
-        } else {
-            self.git().recycle(&loaded.project, &a.name).await?
-        };
+        self.sandboxes.drop_agent(&a.name);
+        if a.berth.is_none() {
+            return Ok(());
+        }
         let system = Actor::system();
         let mut tx = self.store.write("taking a berth down").await?;
-        let (worktree, branch) = if keep_worktree {
-            (
-                a.worktree.as_ref().map(|p| p.display().to_string()),
-                a.branch.clone(),
-            )
-        } else {
-            (None, None)
-        };
-        sqlx::query("UPDATE agents SET berth_mode = NULL, worktree = $1, branch = $2, updated_at = $3 WHERE name = $4")
-            .bind(worktree)
-            .bind(branch)
+        sqlx::query("UPDATE agents SET berth_mode = NULL, updated_at = $1 WHERE name = $2")
             .bind(now_ms())
-            .bind(agent)
+            .bind(&a.name)
             .execute(&mut *tx)
             .await
             .map_err(EngineError::store("taking a berth down"))?;
@@ -511,18 +534,8 @@ impl Engine {
                 &mut tx,
                 NewEvent::new(kind::CONTAINER_REMOVED, &system)
                     .project(&a.project)
-                    .agent(agent)
+                    .agent(&a.name)
                     .payload(serde_json::json!({ "container": container })),
-            )
-            .await?;
-        }
-        if recycled {
-            emit(
-                &mut tx,
-                NewEvent::new(kind::WORKTREE_RECYCLED, &system)
-                    .project(&a.project)
-                    .agent(agent)
-                    .payload(serde_json::json!({ "worktree": a.worktree, "branch": a.branch })),
             )
             .await?;
         }
@@ -530,14 +543,84 @@ impl Engine {
             &mut tx,
             NewEvent::new(kind::BERTH_DOWN, actor)
                 .project(&a.project)
-                .agent(agent)
+                .agent(&a.name)
                 .payload(serde_json::json!({ "keep_worktree": keep_worktree })),
         )
         .await?;
         tx.commit()
             .await
-            .map_err(EngineError::store("taking a berth down"))?;
-        Ok(BerthInfo::of(&self.agent(agent).await?))
+            .map_err(EngineError::store("taking a berth down"))
+    }
+
+    /// Recycles the worktree of a berth that is down. On success the record
+    /// forgets the worktree; on failure it keeps it (a down berth with a
+    /// worktree left), the failure goes on the log (`worktree.recycle_failed`)
+    /// and the next `down` recycles again — as does `up`, whose provisioning
+    /// removes a worktree left half-recycled before making a fresh one.
+    pub(crate) async fn recycle_after_down(
+        &self,
+        a: &Agent,
+        project: &crate::projects::Project,
+        task: Option<&str>,
+    ) -> Result<()> {
+        let system = Actor::system();
+        let recycled = match self.git().recycle(project, &a.name).await {
+            Ok(recycled) => recycled,
+            Err(e) => {
+                let worktree = a.worktree.clone().unwrap_or_else(|| {
+                    self.state
+                        .root()
+                        .join("worktrees")
+                        .join(&a.project)
+                        .join(&a.name)
+                });
+                tracing::warn!(agent = %a.name, worktree = %worktree.display(), error = %e, "recycling a worktree failed");
+                let mut tx = self.store.write("recording a failed recycle").await?;
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::WORKTREE_RECYCLE_FAILED, &system)
+                        .project(&a.project)
+                        .agent(&a.name)
+                        .task(task)
+                        .payload(serde_json::json!({
+                            "worktree": worktree,
+                            "branch": a.branch,
+                            "error": e.to_string(),
+                        })),
+                )
+                .await?;
+                tx.commit()
+                    .await
+                    .map_err(EngineError::store("recording a failed recycle"))?;
+                return Err(EngineError::RecycleFailed {
+                    agent: a.name.clone(),
+                    worktree,
+                    source: Box::new(e),
+                });
+            }
+        };
+        let mut tx = self.store.write("recycling a worktree").await?;
+        sqlx::query("UPDATE agents SET worktree = NULL, branch = NULL, updated_at = $1 WHERE name = $2 AND berth_mode IS NULL AND task_id IS NULL")
+            .bind(now_ms())
+            .bind(&a.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("recycling a worktree"))?;
+        if recycled {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::WORKTREE_RECYCLED, &system)
+                    .project(&a.project)
+                    .agent(&a.name)
+                    .task(task)
+                    .payload(serde_json::json!({ "worktree": a.worktree, "branch": a.branch })),
+            )
+            .await?;
+        }
+        tx.commit()
+            .await
+            .map_err(EngineError::store("recycling a worktree"))?;
+        Ok(())
     }
 
     /// Reconciles the containers of this state directory's projects with the

@@ -141,6 +141,17 @@ pub enum EngineError {
 
     #[error("{0}")]
     State(String),
+
+    #[error(
+        "agent `{agent}` is down (its container is gone), but its worktree {} could not be recycled: {source}; remove the cause and run `berth down {agent}` again (`berth up {agent}` also clears it first)",
+        worktree.display()
+    )]
+    RecycleFailed {
+        agent: String,
+        worktree: PathBuf,
+        #[source]
+        source: Box<EngineError>,
+    },
 }
 
 impl EngineError {

@@ -134,6 +134,7 @@ pub mod kind {
     pub const PR_CLOSED: &str = "pr.closed";
     pub const WORKTREE_CREATED: &str = "worktree.created";
     pub const WORKTREE_RECYCLED: &str = "worktree.recycled";
+    pub const WORKTREE_RECYCLE_FAILED: &str = "worktree.recycle_failed";
     pub const CONTAINER_CREATED: &str = "container.created";
     pub const CONTAINER_REMOVED: &str = "container.removed";
     /// Reconcile found an up berth's container running and kept it.

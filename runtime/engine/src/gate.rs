@@ -221,34 +221,13 @@ impl Engine {
             // worktree is that task's now.
             return Ok(());
         }
-        let p = self.project(&project).await?;
-        let recycled = self.git().recycle(&p, &agent).await?;
-        let system = Actor::system();
-        let mut tx = self.store.write("recycling a worktree").await?;
-        sqlx::query(
-            "UPDATE agents SET berth_mode = NULL, worktree = NULL, branch = NULL, updated_at = $1 \
-             WHERE name = $2 AND task_id IS NULL",
-        )
-        .bind(now_ms())
-        .bind(&agent)
-        .execute(&mut *tx)
-        .await
-        .map_err(EngineError::store("recycling a worktree"))?;
-        if recycled {
-            emit(
-                &mut tx,
-                NewEvent::new(kind::WORKTREE_RECYCLED, &system)
-                    .project(&project)
-                    .agent(&agent)
-                    .task(Some(&task))
-                    .payload(serde_json::json!({ "worktree": a.worktree, "branch": a.branch })),
-            )
+        // Its container goes first and the berth is recorded down before
+        // the worktree is touched (as `down` does): no container runs on a
+        // removed worktree, and a failed recycle is retried by `down`/`up`.
+        let loaded = self.load_project(&project).await?;
+        self.close_berth(&a, &loaded.config, false, &Actor::system())
             .await?;
-        }
-        tx.commit()
+        self.recycle_after_down(&a, &loaded.project, Some(&task))
             .await
-            .map_err(EngineError::store("recycling a worktree"))?;
-        self.sandboxes.drop_agent(&agent);
-        Ok(())
     }
 }

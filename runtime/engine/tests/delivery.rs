@@ -189,16 +189,18 @@ async fn a_denied_step_returns_the_task_and_recycles_the_worktree() {
     let tail: Vec<&str> = types
         .iter()
         .rev()
-        .take(4)
+        .take(5)
         .rev()
         .map(String::as_str)
         .collect();
+    // The berth goes down (its container first) before its worktree goes.
     assert_eq!(
         tail,
         [
             "proposed_action.denied",
             "task.pr_settled",
             "task.returned",
+            "berth.down",
             "worktree.recycled"
         ]
     );

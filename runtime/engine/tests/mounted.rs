@@ -551,3 +551,185 @@ async fn a_missing_image_is_an_error_that_says_what_to_do_and_provisions_nothing
     let a = m.engine.agent("dev-1").await.unwrap();
     assert_eq!(a.berth, None);
 }
+
+/// Builds a directory `levels` deep at `/work/<name>` from inside the
+/// container, as an agent can: chains of 1,000 stacked under one another, so
+/// no path the shell handles exceeds PATH_MAX however deep the tree gets.
+const DEEP_TREE: &str = r#"set -e
+p=$(printf 'd/%.0s' $(seq 1000))
+mkdir -p "t/$p"
+n=1000
+while [ "$n" -lt "$LEVELS" ]; do
+  mkdir -p "n/$p"; mv t "n/$p"; mv n t; n=$((n + 1001))
+done
+mv t "$NAME"; echo "$n""#;
+
+#[tokio::test]
+async fn down_up_and_commit_survive_a_worktree_5000_levels_deep() {
+    let m = mounted_or_skip!("deep");
+    let wt = m.up("dev-1").await;
+    let built = m
+        .ok("dev-1", &format!("LEVELS=5000 NAME=deep; {DEEP_TREE}"))
+        .await;
+    assert!(built.trim().parse::<u32>().unwrap() >= 5000, "{built}");
+    // `up` again re-owns the worktree (a walk of the whole tree).
+    m.engine
+        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap();
+    // A commit walks it too; it may refuse the paths, but as its own error.
+    let c = m
+        .run(
+            "dev-1",
+            Action::GitCommit,
+            ActionParams {
+                message: Some("deep".into()),
+                ..ActionParams::default()
+            },
+        )
+        .await;
+    eprintln!("commit of a 5,000-level tree: {:?}", c.diagnostic);
+    m.engine.down("dev-1", false, &user()).await.unwrap();
+    assert!(!m.container_exists("dev-1").await);
+    assert!(!wt.exists());
+    let a = m.engine.agent("dev-1").await.unwrap();
+    assert_eq!((a.berth, a.worktree), (None, None));
+}
+
+/// Makes a directory immutable (`chattr +i`) until dropped; `None` where the
+/// filesystem or the privileges do not allow it.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn set(path: PathBuf) -> Option<Immutable> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Immutable(path))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes_it() {
+    let m = mounted_or_skip!("recycle-fails");
+    let wt = m.up("dev-1").await;
+    m.ok("dev-1", "mkdir stuck && echo x > stuck/f").await;
+    let Some(lock) = Immutable::set(wt.join("stuck")) else {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true and `chattr +i` does not work here: run as root on ext4/xfs/btrfs");
+        }
+        eprintln!("skipping: `chattr +i` does not work here");
+        return;
+    };
+
+    // The container goes, the worktree cannot: the berth is recorded down
+    // with its worktree left, and the failure is on the log.
+    let err = m.engine.down("dev-1", false, &user()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("could not be recycled") && text.contains("berth down dev-1"),
+        "{text}"
+    );
+    assert!(!m.container_exists("dev-1").await);
+    let a = m.engine.agent("dev-1").await.unwrap();
+    assert_eq!(
+        a.berth, None,
+        "the store never says up once the container is gone"
+    );
+    assert_eq!(a.worktree.as_deref(), Some(wt.as_path()));
+    let types = m.event_types().await;
+    for want in ["container.removed", "berth.down", "worktree.recycle_failed"] {
+        assert!(types.iter().any(|t| t == want), "no {want} in {types:?}");
+    }
+
+    // While the cause stays, every retry is that call's error, nothing more.
+    assert!(m.engine.down("dev-1", false, &user()).await.is_err());
+    let up = m
+        .engine
+        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .await;
+    assert!(up.is_err(), "{up:?}");
+    assert_eq!(m.engine.agent("dev-1").await.unwrap().berth, None);
+    assert!(!m.container_exists("dev-1").await);
+
+    // The cause gone, `up` clears what was left and starts fresh; `down`
+    // then recycles as usual.
+    drop(lock);
+    let info = m
+        .engine
+        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap();
+    assert_eq!(info.mode, Some(BerthMode::Mounted));
+    assert!(!wt.join("stuck").exists());
+    assert_eq!(m.ok("dev-1", "git status --porcelain").await, "");
+    m.engine.down("dev-1", false, &user()).await.unwrap();
+    assert!(!wt.exists());
+    assert!(!m.container_exists("dev-1").await);
+    let a = m.engine.agent("dev-1").await.unwrap();
+    assert_eq!((a.berth, a.worktree), (None, None));
+
+    // The same failure retried by `down` alone.
+    let wt = m.up("dev-1").await;
+    m.ok("dev-1", "mkdir stuck && echo x > stuck/f").await;
+    let lock = Immutable::set(wt.join("stuck")).unwrap();
+    assert!(m.engine.down("dev-1", false, &user()).await.is_err());
+    drop(lock);
+    m.engine.down("dev-1", false, &user()).await.unwrap();
+    assert!(!wt.exists());
+    let a = m.engine.agent("dev-1").await.unwrap();
+    assert_eq!((a.berth, a.worktree), (None, None));
+}
+
+#[tokio::test]
+async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() {
+    let m = mounted_or_skip!("settle");
+    m.engine
+        .activate_agent("dev-1", &m.project, AgentImpl::Noop, &user())
+        .await
+        .unwrap();
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "git_commit",
+            berth_policy::autonomy::Mode::RequireApproval,
+            &user(),
+        )
+        .await
+        .unwrap();
+    m.engine
+        .create_task(&m.project, "t", &user())
+        .await
+        .unwrap();
+    let run = m.engine.run_agent("dev-1", true).await.unwrap().stopped;
+    let berth_engine::AgentRun::AwaitingApproval { action, .. } = run else {
+        panic!("{run:?}")
+    };
+    let wt = m.engine.agent("dev-1").await.unwrap().worktree.unwrap();
+    assert!(m.container_exists("dev-1").await);
+    m.engine.deny(&action, &user(), Some("no")).await.unwrap();
+    // The task returned, the worktree recycled: its container went first,
+    // and the store says so.
+    assert!(!wt.exists());
+    assert!(
+        !m.container_exists("dev-1").await,
+        "a container left running on a recycled worktree"
+    );
+    let a = m.engine.agent("dev-1").await.unwrap();
+    assert_eq!((a.berth, a.worktree), (None, None));
+    let types = m.event_types().await;
+    for want in ["container.removed", "berth.down", "worktree.recycled"] {
+        assert!(types.iter().any(|t| t == want), "no {want} in {types:?}");
+    }
+}

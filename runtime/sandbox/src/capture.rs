@@ -8,10 +8,9 @@
 use std::collections::VecDeque;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
-use crate::exec::{Output, OutputChunk};
+use crate::exec::{Output, OutputChunk, OutputSink};
 
 /// The last `cap` bytes of a stream, and its total length.
 #[derive(Debug, Clone)]
@@ -78,35 +77,43 @@ impl Stream {
 /// to `sink` and keeping the tail. `stop` exists because a background process
 /// that escaped the kill may hold the pipe open forever: the exec must return
 /// regardless, with what was read.
+///
+/// A full `sink` is waited for before the next read: the pipe then fills and
+/// the command's writes wait, so a slow reader throttles the command and the
+/// memory held stays bounded. `stop` ends the reading, not a send already
+/// under way: what was read reaches a reader that is still there.
 pub(crate) async fn drain<R: AsyncRead + Unpin>(
     mut pipe: R,
     stream: Stream,
     cap: usize,
-    sink: Option<UnboundedSender<OutputChunk>>,
+    mut sink: Option<OutputSink>,
     mut stop: watch::Receiver<bool>,
 ) -> Output {
     let mut tail = TailBuffer::new(cap);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        tokio::select! {
+        let read = tokio::select! {
             biased;
-            read = pipe.read(&mut buf) => match read {
-                Ok(0) => break,
-                Ok(n) => {
-                    tail.push(&buf[..n]);
-                    if let Some(sink) = &sink {
-                        // A receiver that went away only stops the streaming.
-                        let _ = sink.send(stream.chunk(buf[..n].to_vec()));
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::warn!(?stream, error = %e, "reading command output failed; keeping what was read");
-                    break;
-                }
-            },
+            read = pipe.read(&mut buf) => read,
             _ = stop.wait_for(|stop| *stop) => {
                 tracing::debug!(?stream, "stopped reading output held open by an escaped process");
+                break;
+            }
+        };
+        match read {
+            Ok(0) => break,
+            Ok(n) => {
+                tail.push(&buf[..n]);
+                if let Some(s) = &sink
+                    && s.send(stream.chunk(buf[..n].to_vec())).await.is_err()
+                {
+                    // A receiver that went away only stops the streaming.
+                    sink = None;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!(?stream, error = %e, "reading command output failed; keeping what was read");
                 break;
             }
         }
@@ -199,7 +206,7 @@ mod tests {
     #[tokio::test]
     async fn drain_streams_chunks_and_stops_on_request() {
         let (mut writer, reader) = tokio::io::duplex(16);
-        let (sink, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+        let (sink, mut chunks) = crate::exec::output_channel();
         let (stop_tx, stop_rx) = watch::channel(false);
         let task = tokio::spawn(drain(reader, Stream::Stderr, 3, Some(sink), stop_rx));
         tokio::io::AsyncWriteExt::write_all(&mut writer, b"hello")

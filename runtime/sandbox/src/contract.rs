@@ -30,11 +30,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::Receiver;
 
 use crate::{
-    AccessEnforcement, ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, Sandbox,
-    SandboxError, WorkAccess,
+    AccessEnforcement, ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, OutputSink,
+    Sandbox, SandboxError, WorkAccess,
 };
 
 /// What a backend's test provides: a fresh sandbox with an empty `/work`,
@@ -72,6 +72,7 @@ macro_rules! exec_contract_tests {
             output_cap_keeps_the_tail,
             finished_exec_leaves_no_background_children,
             large_output_does_not_deadlock,
+            a_slow_reader_throttles_the_command,
             read_only_work_refuses_writes,
         );
     };
@@ -114,7 +115,7 @@ async fn run(sb: &dyn Sandbox, request: ExecRequest) -> ExecOutcome {
 async fn run_with_sink(
     sb: &dyn Sandbox,
     request: ExecRequest,
-    sink: Option<tokio::sync::mpsc::UnboundedSender<OutputChunk>>,
+    sink: Option<OutputSink>,
 ) -> ExecOutcome {
     let what = format!("{:?}", request.program);
     let bound = request.timeout + RETURN_BOUND;
@@ -148,7 +149,7 @@ fn full(bytes: &[u8]) -> Output {
     }
 }
 
-fn drain_chunks(rx: &mut UnboundedReceiver<OutputChunk>) -> (Vec<u8>, Vec<u8>) {
+fn drain_chunks(rx: &mut Receiver<OutputChunk>) -> (Vec<u8>, Vec<u8>) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     while let Ok(chunk) = rx.try_recv() {
         match chunk {
@@ -341,7 +342,7 @@ pub async fn stdin_is_optional(sb: &dyn Sandbox) {
 /// command still runs: here the command cannot finish until a second exec,
 /// started only once the first chunk arrived, lets it.
 pub async fn streams_are_separate_and_live(sb: &dyn Sandbox) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = crate::output_channel();
     let slow = shell(
         "echo ready; echo warming >&2; \
          while [ ! -e /work/go ]; do sleep 1; done; \
@@ -558,6 +559,46 @@ pub async fn large_output_does_not_deadlock(sb: &dyn Sandbox) {
         outcome.stdout == full(&input),
         "4 MB through stdin came back changed"
     );
+}
+
+/// A sink whose reader pauses holds the command back — its writes wait —
+/// instead of the backend holding everything it prints; once read, the
+/// stream is complete. (`berth exec` behind a paused pipe held 1.47 GB.)
+pub async fn a_slow_reader_throttles_the_command(sb: &dyn Sandbox) {
+    let size: u64 = 64 << 20;
+    let (tx, mut rx) = crate::output_channel();
+    let request = shell(&format!(
+        "rm -f /work/wrote-all; head -c {size} /dev/zero; touch /work/wrote-all"
+    ));
+    let exec = run_with_sink(sb, request, Some(tx));
+    let reader = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let paused = run(
+            sb,
+            shell("if [ -e /work/wrote-all ]; then echo finished; else echo waiting; fi"),
+        )
+        .await;
+        let mut total = 0u64;
+        while let Some(chunk) = rx.recv().await {
+            match chunk {
+                OutputChunk::Stdout(b) => {
+                    assert!(b.iter().all(|b| *b == 0), "stdout changed on the way");
+                    total += b.len() as u64;
+                }
+                OutputChunk::Stderr(b) => panic!("stderr: {}", String::from_utf8_lossy(&b)),
+            }
+        }
+        (text(&paused.stdout), total)
+    };
+    let (outcome, (paused, total)) = tokio::join!(exec, reader);
+    assert_eq!(
+        paused, "waiting\n",
+        "the command wrote {size} bytes while nobody read its output: they were held somewhere"
+    );
+    assert_eq!(total, size, "bytes through the sink");
+    assert_eq!(outcome.status, ExitStatus::Exited(0));
+    assert!(!outcome.timed_out);
+    assert_eq!(outcome.stdout.total, size);
 }
 
 /// Read-only `/work` refuses every kind of write with a permission error

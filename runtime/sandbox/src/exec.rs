@@ -190,6 +190,21 @@ pub enum OutputChunk {
     Stderr(Vec<u8>),
 }
 
+/// Where an exec streams its output as it arrives: a bounded channel, so a
+/// slow reader slows the command (its pipe fills and its writes wait) instead
+/// of berth holding everything the command prints. Its receiver must be read
+/// while the exec runs, or dropped (which only stops the streaming).
+pub type OutputSink = tokio::sync::mpsc::Sender<OutputChunk>;
+
+/// Chunks an [`output_channel`] holds before the command waits for its
+/// reader; a chunk is at most one pipe read (64 KiB) or one Docker frame.
+pub const OUTPUT_CHANNEL_CHUNKS: usize = 16;
+
+/// A sink and its receiver, bounded by [`OUTPUT_CHANNEL_CHUNKS`].
+pub fn output_channel() -> (OutputSink, tokio::sync::mpsc::Receiver<OutputChunk>) {
+    tokio::sync::mpsc::channel(OUTPUT_CHANNEL_CHUNKS)
+}
+
 /// The result of one exec.
 #[derive(Debug, Clone)]
 pub struct ExecOutcome {

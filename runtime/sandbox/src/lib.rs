@@ -23,7 +23,10 @@ use std::time::Duration;
 use berth_policy::{Frame, PathMap};
 
 pub use capture::TailBuffer;
-pub use exec::{ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, PreparedExec, Program};
+pub use exec::{
+    ExecOutcome, ExecRequest, ExitStatus, OUTPUT_CHANNEL_CHUNKS, Output, OutputChunk, OutputSink,
+    PreparedExec, Program, output_channel,
+};
 pub use host_scope::{HostScope, ScopeFinding};
 pub use runner::{NO_CONTAINER_BOUNDARY, Rlimits, Runner, RunnerConfig};
 
@@ -116,11 +119,12 @@ pub trait Sandbox: Send + Sync {
     fn path_map(&self) -> &PathMap;
 
     /// Runs one request to completion (or its deadline). Output chunks are sent
-    /// to `sink` as they arrive, stdout and stderr separately, when given.
+    /// to `sink` as they arrive, stdout and stderr separately, when given; a
+    /// full sink holds the command's output back until its reader catches up.
     async fn exec(
         &self,
         request: ExecRequest,
-        sink: Option<tokio::sync::mpsc::UnboundedSender<OutputChunk>>,
+        sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError>;
 
     /// Sets write access to `/work` for later execs.

@@ -40,12 +40,11 @@ use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::Signal;
 use nix::unistd::{Pid, getppid};
 use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
 use crate::capture::{Stream, drain};
 use crate::exec::{
-    ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, PreparedExec, Program,
+    ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, OutputSink, PreparedExec, Program,
 };
 use crate::host_scope::{HostScope, ScopeFinding};
 use crate::{
@@ -344,7 +343,7 @@ impl Runner {
     async fn run(
         &self,
         request: ExecRequest,
-        sink: Option<UnboundedSender<OutputChunk>>,
+        sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError> {
         let started = Instant::now();
         let prepared = self.prepare(&request)?;
@@ -492,7 +491,7 @@ impl Runner {
         prepared: &PreparedExec,
         program: &str,
         error: std::io::Error,
-        sink: Option<UnboundedSender<OutputChunk>>,
+        sink: Option<OutputSink>,
         started: Instant,
     ) -> Result<ExecOutcome, SandboxError> {
         if !prepared.cwd.is_dir() {
@@ -514,7 +513,8 @@ impl Runner {
         };
         let message = format!("berth: {program}: {error}\n").into_bytes();
         if let Some(sink) = sink {
-            let _ = sink.send(OutputChunk::Stderr(message.clone()));
+            // The exec's first chunk: a sink has room for it.
+            let _ = sink.try_send(OutputChunk::Stderr(message.clone()));
         }
         let mut stderr = crate::TailBuffer::new(request.output_cap.min(self.config.max_output_cap));
         stderr.push(&message);
@@ -715,7 +715,7 @@ impl Sandbox for Runner {
     async fn exec(
         &self,
         request: ExecRequest,
-        sink: Option<UnboundedSender<OutputChunk>>,
+        sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError> {
         self.run(request, sink).await
     }

@@ -51,7 +51,7 @@ async fn strays(berth: &DockerBerth) -> Vec<String> {
 #[tokio::test]
 async fn streams_are_separate_and_arrive_through_the_sink() {
     let (_layout, berth) = berth_or_skip!("streams");
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = berth_sandbox::output_channel();
     let out = berth
         .exec(
             ExecRequest::shell("echo out1; echo err1 >&2; sleep 0.2; echo out2; echo err2 >&2"),
@@ -279,7 +279,7 @@ async fn bad_requests_are_refused_before_anything_runs() {
 async fn a_cancelled_exec_is_killed() {
     let (layout, berth) = berth_or_skip!("cancel");
     let berth = std::sync::Arc::new(berth);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = berth_sandbox::output_channel();
     let running = {
         let berth = berth.clone();
         tokio::spawn(async move {

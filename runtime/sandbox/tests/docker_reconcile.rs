@@ -27,7 +27,7 @@ async fn child_process_holding_an_exec() {
     let spec = BerthSpec::new(parts[0], parts[1], parts[2], parts[3], parts[4]);
     let backend = DockerBackend::connect().await.unwrap();
     let berth = backend.up(spec).await.unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = berth_sandbox::output_channel();
     let exec = tokio::spawn(async move {
         berth
             .exec(

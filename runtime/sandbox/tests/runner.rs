@@ -350,7 +350,7 @@ async fn extreme_timeouts_are_accepted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_sink_does_not_stop_the_exec() {
     let b = berth();
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, rx) = berth_sandbox::output_channel();
     drop(rx);
     let outcome = b
         .runner

@@ -1,9 +1,6 @@
 //! `berth actions|approve|deny`.
 
-use std::io::Write as _;
-
 use berth_engine::{ActionFilter, ActionRecord, ActionResult, Actor, Engine};
-use berth_sandbox::OutputChunk;
 
 use super::print_json;
 
@@ -143,22 +140,18 @@ pub async fn list(engine: &Engine, a: ActionsArgs) -> anyhow::Result<u8> {
 }
 
 pub async fn approve(engine: &Engine, a: ApproveArgs) -> anyhow::Result<u8> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<OutputChunk>();
-    let printer = (!a.json).then(|| {
-        tokio::spawn(async move {
-            while let Some(chunk) = rx.recv().await {
-                let _ = match chunk {
-                    OutputChunk::Stdout(b) => std::io::stdout().write_all(&b),
-                    OutputChunk::Stderr(b) => std::io::stderr().write_all(&b),
-                };
-            }
-        })
-    });
+    let (sink, printer) = match a.json {
+        true => (None, None),
+        false => {
+            let (sink, printer) = super::live_output::printer();
+            (Some(sink), Some(printer))
+        }
+    };
     let approved = engine
-        .approve(&a.id, &Actor::current_user(), a.always, Some(tx))
+        .approve(&a.id, &Actor::current_user(), a.always, sink)
         .await?;
     if let Some(p) = printer {
-        let _ = p.await;
+        p.finish().await;
     }
     if a.json {
         print_json(&approved)?;

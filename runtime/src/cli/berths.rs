@@ -1,10 +1,7 @@
 //! `berth up|down|ls|exec`.
 
-use std::io::Write as _;
-
 use berth_engine::{ActionParams, ActionResult, Actor, BerthMode, Engine, Proposal, ProposeStatus};
 use berth_policy::Action;
-use berth_sandbox::OutputChunk;
 
 use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
 
@@ -165,25 +162,17 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
             timeout_secs: a.timeout,
             ..ActionParams::default()
         });
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<OutputChunk>();
-    let printer = (!a.json).then(|| {
-        tokio::spawn(async move {
-            while let Some(chunk) = rx.recv().await {
-                // A closed terminal is not our failure to report.
-                let _ = match chunk {
-                    OutputChunk::Stdout(b) => std::io::stdout()
-                        .write_all(&b)
-                        .and_then(|_| std::io::stdout().flush()),
-                    OutputChunk::Stderr(b) => std::io::stderr()
-                        .write_all(&b)
-                        .and_then(|_| std::io::stderr().flush()),
-                };
-            }
-        })
-    });
-    let proposed = engine.propose(proposal, Some(tx)).await?;
+    // `--json` prints the recorded output (capped) at the end: nothing streams.
+    let (sink, printer) = match a.json {
+        true => (None, None),
+        false => {
+            let (sink, printer) = super::live_output::printer();
+            (Some(sink), Some(printer))
+        }
+    };
+    let proposed = engine.propose(proposal, sink).await?;
     if let Some(p) = printer {
-        let _ = p.await;
+        p.finish().await;
     }
     let terminal = match &proposed.status {
         ProposeStatus::Executed { outcome } => match &outcome.result {

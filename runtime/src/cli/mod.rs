@@ -7,6 +7,7 @@ mod agent;
 mod berths;
 mod decide;
 mod image;
+mod live_output;
 mod log;
 mod pr;
 mod project;

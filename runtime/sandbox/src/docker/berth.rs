@@ -2,13 +2,12 @@
 
 use berth_policy::{Frame, PathMap};
 use tokio::sync::RwLock;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::exec::{self, Target};
 use super::{BerthSpec, DockerBackend};
 use crate::image::ImageInfo;
 use crate::{
-    AccessEnforcement, ExecOutcome, ExecRequest, OutputChunk, Sandbox, SandboxError, SandboxKind,
+    AccessEnforcement, ExecOutcome, ExecRequest, OutputSink, Sandbox, SandboxError, SandboxKind,
     WorkAccess,
 };
 
@@ -95,7 +94,7 @@ impl Sandbox for DockerBerth {
     async fn exec(
         &self,
         request: ExecRequest,
-        sink: Option<UnboundedSender<OutputChunk>>,
+        sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError> {
         request.validate(self.frame.project_root())?;
         // /work is the worktree on this host: a missing directory is a typed

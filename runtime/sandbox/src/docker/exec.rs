@@ -40,13 +40,12 @@ use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use bollard::query_parameters::{EventsOptionsBuilder, StartContainerOptions};
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
 use super::{DockerError, is_conflict, is_not_found};
 use crate::SandboxError;
 use crate::capture::TailBuffer;
-use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, Program};
+use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, OutputSink, Program};
 
 /// Runs `"$@"` (after the token) in its own session and kills what is left of
 /// that session's process group when it ends. `$0` is `berth-exec`, `$1` the
@@ -78,6 +77,16 @@ const DRAIN_GRACE: Duration = Duration::from_secs(3);
 const KILL_BUDGET: Duration = Duration::from_secs(10);
 const SIGKILL: i32 = 9;
 
+/// Sends `chunk` to the sink, waiting for room; a receiver that went away
+/// only stops the streaming.
+async fn forward(sink: &mut Option<OutputSink>, chunk: OutputChunk) {
+    if let Some(s) = sink.as_ref()
+        && s.send(chunk).await.is_err()
+    {
+        *sink = None;
+    }
+}
+
 /// Where execs run: the container and the identity of its commands.
 pub(crate) struct Target<'a> {
     pub docker: &'a Docker,
@@ -90,7 +99,7 @@ pub(crate) struct Target<'a> {
 pub(crate) async fn run(
     target: &Target<'_>,
     request: ExecRequest,
-    sink: Option<UnboundedSender<OutputChunk>>,
+    mut sink: Option<OutputSink>,
 ) -> Result<ExecOutcome, SandboxError> {
     let started = Instant::now();
     let started_wall = SystemTime::now();
@@ -210,27 +219,49 @@ pub(crate) async fn run(
 
     let mut timed_out = false;
     let mut filter = StderrFilter::default();
+    // Keeps the tail; returns the chunk for the sink.
     let mut deliver = |log: LogOutput| match log {
         LogOutput::StdErr { message } => {
             let pass = filter.push(&message);
-            if !pass.is_empty() {
-                stderr.push(&pass);
-                if let Some(s) = &sink {
-                    let _ = s.send(OutputChunk::Stderr(pass));
-                }
+            if pass.is_empty() {
+                return None;
             }
+            stderr.push(&pass);
+            Some(OutputChunk::Stderr(pass))
         }
         LogOutput::StdOut { message } | LogOutput::Console { message } => {
             stdout.push(&message);
-            if let Some(s) = &sink {
-                let _ = s.send(OutputChunk::Stdout(message.to_vec()));
-            }
+            Some(OutputChunk::Stdout(message.to_vec()))
         }
-        LogOutput::StdIn { .. } => {}
+        LogOutput::StdIn { .. } => None,
     };
+    // A full sink is waited for before the stream is read further: Docker's
+    // connection then fills, the daemon stops reading the command's pipe and
+    // the command's writes wait. The deadline still holds while waiting.
+    let mut held = None;
     loop {
         match tokio::time::timeout_at(deadline, output.next()).await {
-            Ok(Some(Ok(log))) => deliver(log),
+            Ok(Some(Ok(log))) => {
+                let (Some(chunk), Some(s)) = (deliver(log), sink.as_ref()) else {
+                    continue;
+                };
+                let room = match tokio::time::timeout_at(deadline, s.reserve()).await {
+                    Ok(Ok(permit)) => {
+                        permit.send(chunk);
+                        true
+                    }
+                    Ok(Err(_)) => false,
+                    Err(_) => {
+                        held = Some(chunk);
+                        timed_out = true;
+                        break;
+                    }
+                };
+                if !room {
+                    // A receiver that went away only stops the streaming.
+                    sink = None;
+                }
+            }
             Ok(Some(Err(e))) => {
                 tracing::warn!(container = target.container, error = %e, "exec stream broke");
                 break;
@@ -250,9 +281,14 @@ pub(crate) async fn run(
             tracing::warn!(container = target.container, error = %e, "kill exec failed");
         }
         // What the killed tree wrote last is still worth having.
+        if let Some(chunk) = held {
+            forward(&mut sink, chunk).await;
+        }
         let grace = Instant::now() + DRAIN_GRACE;
         while let Ok(Some(Ok(log))) = tokio::time::timeout_at(grace, output.next()).await {
-            deliver(log);
+            if let Some(chunk) = deliver(log) {
+                forward(&mut sink, chunk).await;
+            }
         }
     }
     drop(output);
@@ -262,9 +298,7 @@ pub(crate) async fn run(
     let rest = filter.finish();
     if !rest.is_empty() {
         stderr.push(&rest);
-        if let Some(s) = &sink {
-            let _ = s.send(OutputChunk::Stderr(rest));
-        }
+        forward(&mut sink, OutputChunk::Stderr(rest)).await;
     }
 
     // The stream has ended; the exit code may lag it by a moment.
