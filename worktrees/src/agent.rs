@@ -22,7 +22,7 @@
 //! checked against what berth wrote first.
 
 use std::fs::OpenOptions;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -30,6 +30,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository, RepositoryInitOptions, RepositoryOpenFlags};
 
 use crate::Worktrees;
+use crate::agent_git::RefsJobParts;
 use crate::confined::{self, Kind};
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{base_branch, open_forge, ref_tip};
@@ -102,17 +103,28 @@ impl Worktrees {
             init_agent_repo(layout, project, agent, &base)?;
         }
         check_agent_repo(layout, project, agent, op)?;
-        let repo = Repository::open_bare(&repo_path).map_err(error::git(op, &repo_path, None))?;
         let owner = match owner {
             Some(o) => Some(o),
             None => foreign_owner(&repo_path, op)?,
         };
 
-        // Refresh the agent's view of the base branch. The objects are already
-        // there through alternates.
-        let base_mirror = format!("refs/remotes/forge/{base}");
-        repo.reference(&base_mirror, base_tip, true, "berth: refresh from forge")
-            .map_err(error::git(op, &repo_path, Some(&base_mirror)))?;
+        // The agent's view of the base branch is refreshed by the git job
+        // below (the objects are already there through alternates). berth
+        // never opens the agent repository as itself: every ref it writes
+        // there is written by berth-helper, as the repository's owner.
+        let base_mirror = Some((format!("refs/remotes/forge/{base}"), base_tip));
+        let git_job = |base_mirror, create_at, checkout| {
+            let parts = RefsJobParts {
+                op,
+                base_mirror,
+                refname: refname.clone(),
+                create_at,
+                checkout,
+                check_clean: false,
+                delete_branch: false,
+            };
+            RefsJobParts::head_required(layout, project, agent, parts)
+        };
 
         let worktree = layout.worktree(project, agent);
         let admin = layout.worktree_admin(project, agent);
@@ -139,14 +151,10 @@ impl Worktrees {
                 .map_err(error::io(op, &admin))?
                 .is_none()
             {
-                write_new(&agents_dir.join(locked), LOCK_REASON, op)?;
+                confined::write_new(&agents_dir, &locked, LOCK_REASON.as_bytes())
+                    .map_err(error::io(op, &agents_dir.join(&locked)))?;
             }
-            let head = ref_tip(&repo, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
-                op,
-                repo: repo_path.clone(),
-                branch: branch.clone(),
-            })?;
-            drop(repo);
+            let head = git_job(base_mirror, None, None)?;
             if let Some(owner) = owner {
                 chown_agent(layout, project, agent, owner, true, op)?;
             }
@@ -176,17 +184,15 @@ impl Worktrees {
 
         // Refuses a `worktrees` directory that is a symlink.
         admin_present(layout, project, agent, op)?;
-        let head = match ref_tip(&repo, &refname, op)? {
-            Some(tip) => tip,
-            None => {
-                let start = ref_tip(&forge, &refname, op)?.unwrap_or(base_tip);
-                repo.reference(&refname, start, false, "berth: branch for task")
-                    .map_err(error::git(op, &repo_path, Some(&refname)))?;
-                start
-            }
-        };
-        drop(repo);
-        add_worktree(layout, project, agent, &refname, head)?;
+        let start = ref_tip(&forge, &refname, op)?.unwrap_or(base_tip);
+        let head = git_job(base_mirror, Some(start), None)?;
+        add_worktree(layout, project, agent, &refname)?;
+        // The admin directory and the worktree were just made by berth: give
+        // them to the repository's owner before its helper checks out there.
+        if let Some(current) = foreign_owner(&repo_path, op)? {
+            chown_agent(layout, project, agent, current, true, op)?;
+        }
+        git_job(None, None, Some(head))?;
 
         if let Some(owner) = owner {
             chown_agent(layout, project, agent, owner, true, op)?;
@@ -205,8 +211,8 @@ impl Worktrees {
     }
 }
 
-/// Creates the linked worktree the way `git worktree add` lays it out, then
-/// checks the branch out into it.
+/// Creates the linked worktree the way `git worktree add` lays it out; the
+/// branch is checked out into it by [`checkout_worktree`] in berth-helper.
 ///
 /// Not `git_worktree_add`: that opens the new worktree through its `.git` file
 /// and checks out in "safe" mode against an empty directory; writing the four
@@ -220,34 +226,59 @@ fn add_worktree(
     project: &ProjectName,
     agent: &AgentName,
     refname: &str,
-    tip: Oid,
 ) -> Result<()> {
     let op = Op::Provision;
     let admin = layout.worktree_admin(project, agent);
     let worktree = layout.worktree(project, agent);
-    let worktrees = layout.agent_repo(project, agent).join("worktrees");
-    match std::fs::create_dir(&worktrees) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-            return Err(error::io(op, &worktrees)(e));
-        }
-        _ => {}
+    // Every entry is made relative to berth's own directories, never through
+    // a link the agent could swap in (its repository's `worktrees` included).
+    let agents_dir = layout.agents_dir(project);
+    let admin_rel = admin_rel(agent);
+    let worktrees_rel = admin_rel.parent().unwrap_or(&admin_rel);
+    confined::create_dir(&agents_dir, worktrees_rel)
+        .map_err(error::io(op, &agents_dir.join(worktrees_rel)))?;
+    if !confined::create_dir(&agents_dir, &admin_rel).map_err(error::io(op, &admin))? {
+        return Err(tampered(op, admin, "nothing", "an entry made meanwhile"));
     }
-    std::fs::create_dir(&admin).map_err(error::io(op, &admin))?;
-    write_new(&admin.join("locked"), LOCK_REASON, op)?;
-    write_new(&admin.join("commondir"), "../..\n", op)?;
-    write_new(
-        &admin.join("gitdir"),
-        &format!("{}\n", worktree.join(".git").display()),
-        op,
-    )?;
-    write_new(&admin.join("HEAD"), &format!("ref: {refname}\n"), op)?;
-    std::fs::create_dir(&worktree).map_err(error::io(op, &worktree))?;
-    write_new(
-        &worktree.join(".git"),
-        &format!("gitdir: {}\n", admin.display()),
-        op,
-    )?;
+    let gitdir = format!("{}\n", worktree.join(".git").display());
+    let head = format!("ref: {refname}\n");
+    for (name, content) in [
+        ("locked", LOCK_REASON),
+        ("commondir", "../..\n"),
+        ("gitdir", gitdir.as_str()),
+        ("HEAD", head.as_str()),
+    ] {
+        let rel = admin_rel.join(name);
+        confined::write_new(&agents_dir, &rel, content.as_bytes())
+            .map_err(error::io(op, &agents_dir.join(&rel)))?;
+    }
+    let worktrees_dir = layout.worktrees_dir(project);
+    if !confined::create_dir(&worktrees_dir, Path::new(agent.as_str()))
+        .map_err(error::io(op, &worktree))?
+    {
+        return Err(tampered(op, worktree, "nothing", "an entry made meanwhile"));
+    }
+    let dot_git = Path::new(agent.as_str()).join(".git");
+    confined::write_new(
+        &worktrees_dir,
+        &dot_git,
+        format!("gitdir: {}\n", admin.display()).as_bytes(),
+    )
+    .map_err(error::io(op, &worktree.join(".git")))?;
+    Ok(())
+}
 
+/// Checks `tip` of `refname` out into the agent's worktree, forced: run by
+/// `berth-helper` (`agent_git.rs`).
+pub(crate) fn checkout_worktree(
+    layout: &Layout,
+    project: &ProjectName,
+    agent: &AgentName,
+    refname: &str,
+    tip: Oid,
+) -> Result<()> {
+    let op = Op::Provision;
+    let admin = layout.worktree_admin(project, agent);
     let repo = open_worktree_repo(layout, project, agent, op)?;
     let git = |e| error::git(op, &admin, Some(refname))(e);
     let tree = repo.find_commit(tip).and_then(|c| c.tree()).map_err(git)?;
@@ -309,18 +340,6 @@ fn filters_may_apply(
     })
     .or_else(|e| if found { Ok(()) } else { Err(e) })?;
     Ok(found)
-}
-
-/// Creates a file that must not exist yet (never through a symlink).
-fn write_new(path: &Path, content: &str, op: Op) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(path)
-        .map_err(error::io(op, path))?;
-    file.write_all(content.as_bytes())
-        .map_err(error::io(op, path))
 }
 
 /// `<agent>.git/worktrees/<agent>`, relative to the project's agents directory.
@@ -674,21 +693,6 @@ pub(crate) fn chown_agent(
             owner.gid,
         )
         .map_err(error::io(op, &layout.worktree(project, agent)))?;
-    }
-    Ok(())
-}
-
-/// Keeps files berth just wrote into the agent repository owned by the
-/// repository's owner (mounted mode).
-pub(crate) fn restore_owner(
-    layout: &Layout,
-    project: &ProjectName,
-    agent: &AgentName,
-    op: Op,
-) -> Result<()> {
-    let repo_path = layout.agent_repo(project, agent);
-    if let Some(owner) = foreign_owner(&repo_path, op)? {
-        chown_agent(layout, project, agent, owner, false, op)?;
     }
     Ok(())
 }

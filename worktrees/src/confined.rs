@@ -62,6 +62,18 @@ fn open_dir(root: &Path, rel: &[&OsStr]) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Like [`open_dir`], but `O_PATH`: enough to look at entries (`statat`),
+/// and allowed where the directory itself may not be read (a helper whose
+/// Landlock ruleset holds the agent's directories but not their parent).
+fn open_dir_path(root: &Path, rel: &[&OsStr]) -> io::Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut fd = rustix::fs::open(root, flags, Mode::empty())?;
+    for name in rel {
+        fd = rustix::fs::openat(&fd, *name, flags | OFlags::NOFOLLOW, Mode::empty())?;
+    }
+    Ok(fd)
+}
+
 fn kind_of(mode: u32) -> Kind {
     match FileType::from_raw_mode(mode) {
         FileType::Directory => Kind::Dir,
@@ -80,23 +92,78 @@ fn is_missing(e: &io::Error) -> bool {
     )
 }
 
-/// What is at `root/rel`; `None` when nothing is there (or a component on the
-/// way is not a real directory).
-pub(crate) fn kind(root: &Path, rel: &Path) -> io::Result<Option<Kind>> {
-    let parts = components(rel)?;
-    let Some((last, parents)) = parts.split_last() else {
-        return Ok(Some(Kind::Dir));
+/// The `stat` of what is at `root/rel`, not following a link there or on the
+/// way; `None` when nothing is there (or a component on the way is not a real
+/// directory). `rel` must name an entry.
+fn stat_beneath(root: &Path, rel: &[&OsStr]) -> io::Result<Option<rustix::fs::Stat>> {
+    let Some((last, parents)) = rel.split_last() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no entry named below a berth root directory",
+        ));
     };
-    let dir = match open_dir(root, parents) {
+    let dir = match open_dir_path(root, parents) {
         Ok(fd) => fd,
         Err(e) if is_missing(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
     match rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Ok(Some(kind_of(st.st_mode))),
+        Ok(st) => Ok(Some(st)),
         Err(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// What is at `root/rel`; `None` when nothing is there (or a component on the
+/// way is not a real directory).
+pub(crate) fn kind(root: &Path, rel: &Path) -> io::Result<Option<Kind>> {
+    let parts = components(rel)?;
+    if parts.is_empty() {
+        return Ok(Some(Kind::Dir));
+    }
+    Ok(stat_beneath(root, &parts)?.map(|st| kind_of(st.st_mode)))
+}
+
+/// The owner of what is at `root/rel` (not following a link there or on the
+/// way); `None` when nothing is there.
+pub(crate) fn owner(root: &Path, rel: &Path) -> io::Result<Option<crate::Owner>> {
+    let parts = components(rel)?;
+    Ok(stat_beneath(root, &parts)?.map(|st| crate::Owner {
+        uid: st.st_uid,
+        gid: st.st_gid,
+    }))
+}
+
+/// Creates the directory `root/rel` (mode 0755), its parents reached without
+/// following a link. `Ok(false)` when something is there already.
+pub(crate) fn create_dir(root: &Path, rel: &Path) -> io::Result<bool> {
+    let parts = components(rel)?;
+    let Some((last, parents)) = parts.split_last() else {
+        return Ok(false);
+    };
+    let dir = open_dir(root, parents)?;
+    match rustix::fs::mkdirat(&dir, *last, Mode::from_raw_mode(0o755)) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::EXIST) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates the file `root/rel` (mode 0644) with `content`; it must not exist,
+/// and neither it nor a directory on the way may be a link.
+pub(crate) fn write_new(root: &Path, rel: &Path, content: &[u8]) -> io::Result<()> {
+    let parts = components(rel)?;
+    let Some((last, parents)) = parts.split_last() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no file named below a berth root directory",
+        ));
+    };
+    let dir = open_dir(root, parents)?;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&dir, *last, flags, Mode::from_raw_mode(0o644))?;
+    let mut file = std::fs::File::from(fd);
+    io::Write::write_all(&mut file, content)
 }
 
 /// Removes whatever is at `root/rel` (a file, a symlink — not its target — or a

@@ -42,6 +42,9 @@ pub enum Op {
     Reconcile,
     /// Taking a repository's writer lock.
     Lock,
+    /// Running `berth-helper`, the confined process that does git work on
+    /// an agent's repository.
+    Helper,
 }
 
 impl fmt::Display for Op {
@@ -60,6 +63,7 @@ impl fmt::Display for Op {
             Op::Recycle => "recycle",
             Op::Reconcile => "reconcile",
             Op::Lock => "lock",
+            Op::Helper => "berth-helper",
         })
     }
 }
@@ -301,6 +305,73 @@ pub enum Error {
         worktree: PathBuf,
         /// The changed paths (at most a few dozen).
         changes: Vec<String>,
+    },
+
+    /// An object over `[git] max_object_bytes` (read from its header, never
+    /// inflated).
+    #[error("{op}: object {oid} in {} is {size} bytes, over the limit of {limit} bytes ([git] max_object_bytes); remove it from the history (e.g. `git filter-repo --strip-blobs-bigger-than`) or raise the limit in the project's berth.toml", repo.display())]
+    ObjectTooLarge {
+        /// The operation.
+        op: Op,
+        /// The repository holding it.
+        repo: PathBuf,
+        /// The object.
+        oid: Oid,
+        /// Its size, from its header.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+
+    /// A push whose new objects add up to more than `[git] max_push_bytes`.
+    #[error(
+        "push: {refname} would add {bytes} bytes of new objects to the forge, over the limit of {limit} bytes ([git] max_push_bytes); push in smaller steps or raise the limit in the project's berth.toml"
+    )]
+    PushTooLarge {
+        /// The ref.
+        refname: String,
+        /// The new objects' total size (or the pack bytes read so far).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+
+    /// The pack berth-helper sent failed berth's own measure before indexing.
+    #[error(
+        "push: the pack for {refname} was refused before indexing: {reason} (the limit is {limit} bytes, [git] max_object_bytes); the forge is unchanged"
+    )]
+    PackRefused {
+        /// The ref.
+        refname: String,
+        /// What was wrong with it.
+        reason: String,
+        /// `max_object_bytes`.
+        limit: u64,
+    },
+
+    /// The import source is a shallow clone: its history is incomplete.
+    #[error("import project: {} is a shallow clone (its history stops at a grafted commit), and a forge made from it would fail with \"object not found\"; run `git fetch --unshallow` in it (or clone the repository whole) and add it again", source_repo.display())]
+    ShallowSource {
+        /// The source repository.
+        source_repo: PathBuf,
+    },
+
+    /// `berth-helper` was not found.
+    #[error("berth-helper not found (looked at {}); build it with `cargo build -p berth-helper` (it must sit beside the berth binary) or set BERTH_HELPER to its path", searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    HelperMissing {
+        /// Where it was looked for.
+        searched: Vec<PathBuf>,
+    },
+
+    /// `berth-helper` failed without a usable answer, or its answer says so.
+    #[error("{op}: berth-helper {}: {message}", helper.display())]
+    Helper {
+        /// The operation it ran for.
+        op: Op,
+        /// The helper binary.
+        helper: PathBuf,
+        /// What went wrong (its own message, or its exit status and stderr).
+        message: String,
     },
 
     /// Berth's own structure inside an agent repository was changed by the agent.

@@ -5,6 +5,11 @@
 //! directory and renamed into place, so a crash never leaves half a forge under
 //! the project's name. The forge's `HEAD` names the project's base branch —
 //! the branch agents start from — so no other file has to agree with it.
+//!
+//! An import refuses a shallow source (its forge would miss the history
+//! below the graft: commits there fail with "object not found") and a source
+//! holding an object over `[git] max_object_bytes` (measured by header before
+//! anything is copied).
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +21,7 @@ use crate::error::{self, Error, Op, Result};
 use crate::layout::Layout;
 use crate::lock::RepoLock;
 use crate::names::{ProjectName, branch_ref};
+use crate::object_bounds::{GitLimits, check_new_objects};
 use crate::ownership;
 
 /// A project in the forge.
@@ -112,6 +118,19 @@ impl Worktrees {
         source: &Path,
         base: Option<&str>,
     ) -> Result<ProjectInfo> {
+        self.import_project_bounded(name, source, base, &GitLimits::default())
+    }
+
+    /// [`Worktrees::import_project`], refusing a source that holds an object
+    /// over `limits.max_object_bytes` (read by header) or is a shallow clone;
+    /// nothing is left in the forge then.
+    pub fn import_project_bounded(
+        &self,
+        name: &ProjectName,
+        source: &Path,
+        base: Option<&str>,
+        limits: &GitLimits,
+    ) -> Result<ProjectInfo> {
         let op = Op::ImportProject;
         let layout = &self.layout;
         let forge_path = layout.forge(name);
@@ -134,10 +153,18 @@ impl Worktrees {
         if let Some(workdir) = src.workdir() {
             ownership::check_source_owner(op, workdir)?;
         }
+        if src.is_shallow() {
+            return Err(Error::ShallowSource {
+                source_repo: src.path().to_path_buf(),
+            });
+        }
         let base = match base {
             Some(b) => b.to_owned(),
             None => source_head_branch(&src)?,
         };
+        // The fetch below packs every object in this process: measure first.
+        let tips = source_tips(&src)?;
+        check_new_objects(&src, &tips, &[], limits.max_object_bytes, op)?;
         branch_ref(&base)?;
         let src_url = src.path().to_str().ok_or_else(|| Error::InvalidInput {
             op,
@@ -219,6 +246,22 @@ impl Worktrees {
             .graph_descendant_of(tip, oid)
             .map_err(error::git(op, forge.path(), Some(&refname)))
     }
+}
+
+/// What an import copies: the targets of the source's branches and tags.
+fn source_tips(src: &Repository) -> Result<Vec<Oid>> {
+    let git = |e| error::git(Op::ImportProject, src.path(), None)(e);
+    let mut tips = Vec::new();
+    for r in src.references().map_err(git)? {
+        let r = r.map_err(git)?;
+        let copied = r
+            .name()
+            .is_ok_and(|n| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"));
+        if let (true, Some(oid)) = (copied, r.target()) {
+            tips.push(oid);
+        }
+    }
+    Ok(tips)
 }
 
 /// The branch the source's HEAD is on.

@@ -23,9 +23,13 @@
 //! - destructive file operations (recycle, reconcile, chown) never follow a
 //!   symlink (`confined.rs`).
 //!
-//! A residual risk is an agent racing berth by swapping a directory inside its
-//! own repository for a symlink between berth's check and libgit2's use; berth's
-//! own deletions are immune to that, libgit2's reads and writes are not.
+//! - libgit2 follows links by path, so everything that reads or writes an
+//!   agent's repository or worktree for a commit or a push (staging, refs,
+//!   reflogs, packing) runs in `berth-helper` as the agent, inside a Landlock
+//!   ruleset of the worktree, the agent repository and the forge's objects;
+//!   berth indexes the helper's pack into the forge itself. A link the agent
+//!   swaps in, in a loop or not, leads nowhere the agent could not go.
+//! - objects entering the forge are bounded in size ([`GitLimits`]).
 //!
 //! # Concurrency
 //!
@@ -35,16 +39,21 @@
 //! processes (`lock.rs`).
 
 mod agent;
+mod agent_git;
 mod commit;
 mod confined;
 mod error;
 mod forge;
+mod helper_process;
+mod helper_protocol;
 mod identity;
 mod layout;
 mod lock;
 mod merge;
 mod names;
+mod object_bounds;
 mod ownership;
+mod pack_scan;
 mod push;
 mod reconcile;
 mod recycle;
@@ -53,16 +62,22 @@ mod walk;
 use std::path::Path;
 
 pub use agent::WorktreeInfo;
-pub use commit::{CommitOutcome, CommitRequest};
+pub use agent_git::{RefsDone, RefsJob, run_refs_job};
+pub use commit::{CommitOutcome, CommitRequest, run_commit_job};
 pub use error::{Error, NameKind, Op, Result};
 pub use forge::ProjectInfo;
 pub use git2::Oid;
+pub use helper_process::{HELPER_NAME, locate_helper};
+pub use helper_protocol::{
+    Answer, CommitDone, CommitJob, Confinement, PackJob, PackReady, WireError, write_answer,
+};
 pub use identity::{ACTION_TRAILER, Identity};
 pub use layout::{Layout, resolve_state_dir};
 pub use merge::{ChangeKind, ChangedFile, DiffStat, MergeKind, MergeOutcome, MergeRequest};
 pub use names::{AgentName, ProjectName, TaskName};
+pub use object_bounds::GitLimits;
 pub use ownership::Owner;
-pub use push::PushOutcome;
+pub use push::{PushOutcome, run_pack_job};
 pub use reconcile::{ReconcileAction, ReconcileReport};
 pub use recycle::{RecycleOptions, RecycleReport};
 

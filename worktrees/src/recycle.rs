@@ -11,7 +11,8 @@ use std::path::Path;
 use git2::{Status, StatusOptions};
 
 use crate::Worktrees;
-use crate::agent::{admin_rel, open_agent_repo, open_worktree_repo, read_record, remove_record};
+use crate::agent::{admin_rel, open_worktree_repo, read_record, remove_record};
+use crate::agent_git::{RefsJobParts, refs_in_helper};
 use crate::confined;
 use crate::error::{self, Error, Op, Result};
 use crate::layout::Layout;
@@ -68,8 +69,27 @@ impl Worktrees {
             .is_some();
 
         let record = read_record(layout, project, agent, op)?;
-        if !options.force && worktree_present {
-            check_clean(self, project, agent)?;
+        if !options.force && worktree_present && repo_present {
+            // Read as the agent, confined: the status reads every file.
+            let refname = record.as_deref().map_or_else(
+                || format!("{}none", agent_ref_prefix(agent)),
+                |b| format!("refs/heads/{b}"),
+            );
+            let check = RefsJobParts {
+                op,
+                base_mirror: None,
+                refname,
+                create_at: None,
+                checkout: None,
+                check_clean: true,
+                delete_branch: false,
+            };
+            match refs_in_helper(layout, project, agent, check) {
+                // No admin directory: a half-created worktree, nothing
+                // committed there.
+                Ok(_) | Err(Error::Missing { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
         let branch = match record {
             Some(b) if options.delete_branch => Some(b),
@@ -90,15 +110,19 @@ impl Worktrees {
         } else if let (Some(branch), true) = (branch, repo_present) {
             let refname = format!("refs/heads/{branch}");
             if refname.starts_with(&agent_ref_prefix(agent)) {
-                let repo = open_agent_repo(layout, project, agent, op)?;
-                match repo.find_reference(&refname) {
-                    Ok(mut r) => {
-                        r.delete()
-                            .map_err(error::git(op, repo.path(), Some(&refname)))?;
-                        report.branch_deleted = Some(branch);
-                    }
-                    Err(e) if e.code() == git2::ErrorCode::NotFound => {}
-                    Err(e) => return Err(error::git(op, repo.path(), Some(&refname))(e)),
+                // The ref and its reflog are deleted as the agent, confined:
+                // a reflog directory swapped for a link leads nowhere.
+                let delete = RefsJobParts {
+                    op,
+                    base_mirror: None,
+                    refname,
+                    create_at: None,
+                    checkout: None,
+                    check_clean: false,
+                    delete_branch: true,
+                };
+                if refs_in_helper(layout, project, agent, delete)?.1 {
+                    report.branch_deleted = Some(branch);
                 }
             }
         }
@@ -110,10 +134,10 @@ impl Worktrees {
 const MAX_LISTED: usize = 20;
 
 /// Refuses a worktree with changes a commit would record (ignored files do not
-/// count).
-fn check_clean(wt: &Worktrees, project: &ProjectName, agent: &AgentName) -> Result<()> {
+/// count). Run by `berth-helper` (`agent_git.rs`).
+pub(crate) fn check_clean(layout: &Layout, project: &ProjectName, agent: &AgentName) -> Result<()> {
     let op = Op::Recycle;
-    let repo = match open_worktree_repo(&wt.layout, project, agent, op) {
+    let repo = match open_worktree_repo(layout, project, agent, op) {
         Ok(repo) => repo,
         // No admin directory: a half-created worktree, nothing committed there.
         Err(Error::Missing { .. }) => return Ok(()),
@@ -140,7 +164,7 @@ fn check_clean(wt: &Worktrees, project: &ProjectName, agent: &AgentName) -> Resu
         listed.push(format!("and {} more", changes.len() - MAX_LISTED));
     }
     Err(Error::DirtyWorktree {
-        worktree: wt.layout.worktree(project, agent),
+        worktree: layout.worktree(project, agent),
         changes: listed,
     })
 }

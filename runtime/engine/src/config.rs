@@ -100,6 +100,10 @@ pub struct GitConfig {
     pub protected_branches: Vec<String>,
     /// `Name <email>`: the person agents work for.
     pub co_author: String,
+    /// The largest object (uncompressed) a push may bring into the forge.
+    pub max_object_bytes: u64,
+    /// The most bytes of new objects one push may bring into the forge.
+    pub max_push_bytes: u64,
 }
 
 impl Default for GitConfig {
@@ -107,11 +111,21 @@ impl Default for GitConfig {
         GitConfig {
             protected_branches: vec!["main".into(), "master".into()],
             co_author: "berth user <user@localhost>".into(),
+            max_object_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_OBJECT_BYTES,
+            max_push_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_PUSH_BYTES,
         }
     }
 }
 
 impl GitConfig {
+    /// The size bounds of what enters the forge.
+    pub fn limits(&self) -> berth_worktrees::GitLimits {
+        berth_worktrees::GitLimits {
+            max_object_bytes: self.max_object_bytes,
+            max_push_bytes: self.max_push_bytes,
+        }
+    }
+
     /// The co-author split into name and email.
     pub fn co_author_parts(&self) -> Option<(&str, &str)> {
         let (name, rest) = self.co_author.split_once('<')?;
@@ -290,7 +304,7 @@ impl ProjectConfig {
                 });
             }
         }
-        let problems: [(bool, &str, &str, &str); 9] = [
+        let problems: [(bool, &str, &str, &str); 11] = [
             (
                 self.sandbox.uid == 0,
                 "sandbox",
@@ -346,6 +360,18 @@ impl ProjectConfig {
                 "git",
                 "co_author",
                 "must look like `Name <email@host>`",
+            ),
+            (
+                self.git.max_object_bytes == 0,
+                "git",
+                "max_object_bytes",
+                "must be at least 1",
+            ),
+            (
+                self.git.max_push_bytes == 0,
+                "git",
+                "max_push_bytes",
+                "must be at least 1",
             ),
         ];
         for (bad, table, key, why) in problems {
@@ -443,6 +469,14 @@ mode = "review"
 protected_branches = ["main", "master"]
 # The person the agents work for: the Co-authored-by trailer of their commits.
 co_author = "{co_author}"
+# The largest object (uncompressed) a git_push may bring into the forge (100 MiB):
+# libgit2 reads an object whole, so one small pack of a huge blob of zeros would
+# otherwise cost that much memory at every later read. Sizes are read from
+# object headers; a larger object is refused with its id.
+max_object_bytes = 104857600
+# The most bytes of new objects (uncompressed, and of pack read) one git_push
+# may bring into the forge (1 GiB).
+max_push_bytes = 1073741824
 
 [scope]
 # Host directories besides the project that commands may touch without asking
@@ -561,6 +595,10 @@ mod tests {
             (
                 "[git]\nco_author = \"nobody\"\n",
                 "berth.toml:2:1: key `git.co_author`: must look like",
+            ),
+            (
+                "[git]\n\nmax_object_bytes = 0\n",
+                "berth.toml:3:1: key `git.max_object_bytes`: must be at least 1",
             ),
             (
                 "[sandbox]\nmode = \"vm\"\n",

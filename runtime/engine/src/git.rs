@@ -297,17 +297,23 @@ impl Engine {
         }
     }
 
-    /// `git_push`: the agent's own branch to the forge, fast-forward only.
+    /// `git_push`: the agent's own branch to the forge, fast-forward only,
+    /// within `[git] max_object_bytes` and `max_push_bytes`.
     pub(crate) async fn exec_push(
         &self,
         record: &ActionRecord,
         agent: &Agent,
         branch: &str,
     ) -> Result<Outcome> {
+        let (config, _) = self.load_project_files(&record.project)?;
+        let limits = config.git.limits();
         let p = project_name(&record.project)?;
         let a = agent_name(&agent.name)?;
         let b = branch.to_string();
-        let result = self.git.blocking(move |wt| Ok(wt.push(&p, &a, &b))).await?;
+        let result = self
+            .git
+            .blocking(move |wt| Ok(wt.push_bounded(&p, &a, &b, &limits)))
+            .await?;
         match result {
             Ok(o) => Ok(Outcome::ok(ActionResult::GitPush {
                 branch: branch.to_string(),
