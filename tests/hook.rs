@@ -277,6 +277,21 @@ fn decisions_on_documented_payloads() {
             ),
         ),
         (
+            "a plain word naming a symlink out of the project asks as a path does",
+            &["--agent", "dev-1"],
+            "Bash",
+            bash("ls etc-link"),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (held after the decision): {p}/etc-link resolves on the host to /etc \
+                     through the symlink(s) {p}/etc-link, outside the project; \
+                     berth allow (stage allow_rule; segment 1 of 1 `ls etc-link`): \
+                     `ls etc-link` matches the allow rule allow \"ls\" ({rules}:3:5)"
+                ),
+            ),
+        ),
+        (
             "a write to Claude Code's settings asks even in auto mode",
             &["--agent", "dev-1"],
             "Write",

@@ -528,14 +528,15 @@ fn files_round_trip_inside_the_worktree_and_ask_outside_it() {
     }
     assert!(!Path::new("/tmp/berth-mcp-escape.txt").exists());
 
-    // Inside as written, outside through a symlink on the host: held.
+    // Inside as written, outside through a link: refused, with where it
+    // leads (no approval makes berth follow it).
     let r = c.call("read_file", json!({"path": "etc-link/hostname"}));
-    assert_eq!(r["structured"]["status"], "pending", "{r}");
+    assert_eq!(r["structured"]["status"], "refused", "{r}");
     assert!(
         r["structured"]["reason"]
             .as_str()
             .unwrap()
-            .contains("through the symlink"),
+            .contains("resolves to /etc/hostname through the link(s) /work/etc-link -> /etc"),
         "{r}"
     );
 }

@@ -474,16 +474,7 @@ fn symlink_hold(call: &Call, extra_roots: &[String], d: &Decision) -> Option<Str
         Ok(s) => s,
         Err(e) => return Some(e.to_string()),
     };
-    let mut paths: Vec<String> = d
-        .segments
-        .iter()
-        .flat_map(|s| s.paths.iter())
-        .filter(|p| p.location.in_scope())
-        .filter_map(|p| p.resolved.clone())
-        .collect();
-    paths.push(call.cwd.clone());
-    paths.sort();
-    paths.dedup();
+    let paths = berth_sandbox::host_scope::judged_paths(d, &call.cwd);
     let findings = scope.check(&berth_policy::PathMap::new(), &paths);
     (!findings.is_empty()).then(|| {
         findings

@@ -570,16 +570,14 @@ impl Engine {
             protected_branches: &project.config.git.protected_branches,
             limits: &limits,
         };
-        let decision = berth_policy::decide(&proposal.action, &ctx);
+        let mut decision = berth_policy::decide(&proposal.action, &ctx);
 
-        // The guard only raises: an auto-approved action whose judged paths
+        // The host checks only raise: a file action led out of its mount by
+        // a link is refused; an auto-approved action whose judged paths
         // escape the scope through a symlink on the host waits for a person.
-        let hold_reason = match (&decision.verdict, &sandbox) {
-            (Verdict::AutoApprove, Some(sb)) => {
-                crate::berths::symlink_hold(sb.as_ref(), &decision, &cwd)
-            }
-            _ => None,
-        };
+        let hold_reason = sandbox.as_ref().and_then(|sb| {
+            crate::berths::host_check(sb.as_ref(), &proposal.action, &mut decision, &cwd)
+        });
         let (created_status, status) = match (decision.verdict, &hold_reason) {
             (Verdict::Deny, _) => (CreatedStatus::Denied, ActionStatus::Refused),
             (Verdict::RequireApproval, _) | (Verdict::AutoApprove, Some(_)) => {

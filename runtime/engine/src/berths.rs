@@ -16,8 +16,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use berth_policy::{Decision, Frame};
-use berth_sandbox::Sandbox;
+use berth_policy::{Action, Decision, Finding, Frame, Stage, Verdict};
+use berth_sandbox::host_scope::judged_paths;
+use berth_sandbox::{FileOp, Sandbox};
 use serde::Serialize;
 
 use crate::Engine;
@@ -167,30 +168,47 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
 }
 
-/// The judged paths of a decision that a host-side check must resolve: every
-/// path the policy placed in scope (a path it already found outside asks anyway).
-fn judged_paths(decision: &Decision, cwd: &str) -> Vec<String> {
-    let mut paths: Vec<String> = decision
-        .segments
-        .iter()
-        .flat_map(|s| s.paths.iter())
-        .filter(|p| p.location.in_scope())
-        .filter_map(|p| p.resolved.clone())
-        .collect();
-    paths.push(cwd.to_string());
-    paths.sort();
-    paths.dedup();
-    paths
-}
-
-/// Why an auto-approved action must wait for a person after all: a judged
-/// path that escapes the scope through a symlink on the host. Runner only —
-/// a container's mount namespace confines what its paths can reach.
-pub(crate) fn symlink_hold(
+/// The host-side checks of a decided action, which only ever tighten it.
+///
+/// A file action whose path leads out of the mount it is written under
+/// through a link is refused: `decision` becomes a deny whose reason names
+/// the link and where it leads (no approval makes berth follow it; execution
+/// is confined anyway). An auto-approved action whose judged paths leave the
+/// scope through a symlink on the host (runner) waits for a person: the
+/// returned hold reason.
+pub(crate) fn host_check(
     sandbox: &dyn Sandbox,
-    decision: &Decision,
+    action: &Action,
+    decision: &mut Decision,
     cwd: &str,
 ) -> Option<String> {
+    let file = match action {
+        Action::FileRead { path } => Some((path, FileOp::Read)),
+        Action::FileWrite { path } => Some((path, FileOp::Write)),
+        _ => None,
+    };
+    if let Some((path, op)) = file {
+        // The file check is the whole host check of a file action: its
+        // execution is confined, whatever changes meanwhile.
+        if decision.verdict == Verdict::Deny {
+            return None;
+        }
+        let refusal = sandbox.check_file_path(&berth_policy::scope::normalize(cwd, path), op)?;
+        let reason = refusal.to_string();
+        decision.verdict = Verdict::Deny;
+        decision.stage = Stage::Scope;
+        decision.reason = reason.clone();
+        decision.findings.push(Finding {
+            stage: Stage::Scope,
+            verdict: Verdict::Deny,
+            reason,
+            segment: None,
+        });
+        return None;
+    }
+    if decision.verdict != Verdict::AutoApprove {
+        return None;
+    }
     let findings = sandbox.check_host_paths(&judged_paths(decision, cwd));
     if findings.is_empty() {
         None

@@ -1,24 +1,21 @@
 //! Executing an approved action. Terminal commands run in the berth's
 //! sandbox; file and git actions are performed by the runtime itself, under
 //! its own restrictions (a push only of the agent's own branch, never forced;
-//! a PR only from that branch; file access only inside the worktree via the
-//! berth's path map). Every failure becomes an outcome with a diagnostic that
+//! a PR only from that branch). File actions are the sandbox's: it opens
+//! beneath the mount a path is on and follows no link out of it
+//! (`berth_sandbox::confined_files`). Every failure becomes an outcome with a diagnostic that
 //! is never empty.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use berth_policy::Action;
-use berth_sandbox::{AccessEnforcement, ExecRequest, Sandbox, WorkAccess};
+use berth_sandbox::{AccessEnforcement, ExecRequest, FileContent, Sandbox, WorkAccess};
 
 use crate::Engine;
 use crate::actions::{ActionRecord, ActionResult, Outcome, OutputSink};
 use crate::agents::Agent;
 use crate::error::{EngineError, Result};
-
-/// The largest file `file_read` returns.
-const MAX_READ: u64 = 16 << 20;
 
 impl Engine {
     /// Executes `record`; never fails: an error is a failed outcome.
@@ -51,75 +48,40 @@ impl Engine {
                 let sb = sandbox.ok_or_else(no_berth)?;
                 self.run_terminal(record, sb.as_ref(), command, sink).await
             }
+            // The sandbox performs file actions, confined beneath the mount
+            // the path is on; the engine never opens a worktree path itself.
             Action::FileRead { path } => {
                 let sb = sandbox.ok_or_else(no_berth)?;
-                let (frame_path, host) = host_path(sb.as_ref(), record, path)?;
-                let meta = tokio::fs::metadata(&host)
-                    .await
-                    .map_err(EngineError::io("reading", &host))?;
-                if meta.is_dir() {
-                    let content = list_directory(&host).await?;
-                    return Ok(Outcome::ok(ActionResult::FileRead {
-                        path: frame_path,
-                        host_path: host.display().to_string(),
-                        bytes: content.len() as u64,
-                        content,
-                    }));
-                }
-                if meta.len() > MAX_READ {
-                    return Ok(Outcome::failed(
-                        format!(
-                            "{frame_path} is {} bytes; file_read returns at most {MAX_READ}",
-                            meta.len()
-                        ),
-                        None,
-                    ));
-                }
-                let bytes = tokio::fs::read(&host)
-                    .await
-                    .map_err(EngineError::io("reading", &host))?;
+                let read = sb
+                    .read_file(&file_frame_path(sb.as_ref(), record, path))
+                    .await?;
+                let (bytes, content) = match read.content {
+                    FileContent::File(bytes) => (
+                        bytes.len() as u64,
+                        String::from_utf8_lossy(&bytes).into_owned(),
+                    ),
+                    FileContent::Listing(names) => (names.len() as u64, names),
+                };
                 Ok(Outcome::ok(ActionResult::FileRead {
-                    path: frame_path,
-                    host_path: host.display().to_string(),
-                    bytes: bytes.len() as u64,
-                    content: String::from_utf8_lossy(&bytes).into_owned(),
+                    path: read.frame_path,
+                    host_path: read.host_path.display().to_string(),
+                    bytes,
+                    content,
                 }))
             }
             Action::FileWrite { path } => {
                 let sb = sandbox.ok_or_else(no_berth)?;
-                let (frame_path, host) = host_path(sb.as_ref(), record, path)?;
                 let content = record.params.content.clone().unwrap_or_default();
-                let mounted = sb.kind() == berth_sandbox::SandboxKind::Docker;
-                if mounted && host.starts_with(self.git().forge_objects(&agent.project)?) {
-                    return Ok(Outcome::failed(
-                        format!(
-                            "{frame_path} is on the forge's objects, mounted read-only in the berth: nothing was written"
-                        ),
-                        None,
-                    ));
-                }
-                // In a container berth, what berth writes must belong to the
-                // container's uid, as the rest of the worktree does.
-                let owner = if mounted {
-                    crate::mounted::owner_of_nearest(&host)
-                } else {
-                    None
-                };
-                if let Some(parent) = host.parent() {
-                    tokio::fs::create_dir_all(parent)
-                        .await
-                        .map_err(EngineError::io("creating", parent))?;
-                }
-                tokio::fs::write(&host, content.as_bytes())
-                    .await
-                    .map_err(EngineError::io("writing", &host))?;
-                if let Some((uid, gid, existing)) = owner {
-                    crate::mounted::chown_created(&host, &existing, uid, gid)?;
-                }
+                let written = sb
+                    .write_file(
+                        &file_frame_path(sb.as_ref(), record, path),
+                        content.into_bytes(),
+                    )
+                    .await?;
                 Ok(Outcome::ok(ActionResult::FileWrite {
-                    path: frame_path,
-                    host_path: host.display().to_string(),
-                    bytes: content.len() as u64,
+                    path: written.frame_path,
+                    host_path: written.host_path.display().to_string(),
+                    bytes: written.bytes,
                 }))
             }
             Action::GitCommit => self.exec_commit(record, agent).await,
@@ -236,50 +198,6 @@ impl Engine {
     }
 }
 
-/// A directory's listing for `file_read` of a directory: its entries'
-/// names, sorted, `/` after a directory and `@` after a symlink (not
-/// followed: where it points is a read of its own). Reading a directory is
-/// the same act as reading a file for the policy — the same `file_read`
-/// autonomy, `Read(…)` rules and scope — so an agent lists files without a
-/// terminal command. At most `MAX_READ` bytes of names.
-async fn list_directory(host: &Path) -> Result<String> {
-    let mut dir = tokio::fs::read_dir(host)
-        .await
-        .map_err(EngineError::io("listing", host))?;
-    let mut names = Vec::new();
-    let mut total = 0u64;
-    while let Some(entry) = dir
-        .next_entry()
-        .await
-        .map_err(EngineError::io("listing", host))?
-    {
-        let kind = entry
-            .file_type()
-            .await
-            .map_err(EngineError::io("listing", entry.path()))?;
-        let mut name = entry.file_name().to_string_lossy().into_owned();
-        if kind.is_dir() {
-            name.push('/');
-        } else if kind.is_symlink() {
-            name.push('@');
-        }
-        total += name.len() as u64 + 1;
-        if total > MAX_READ {
-            return Err(EngineError::State(format!(
-                "{} has more entries than file_read returns ({MAX_READ} bytes of names)",
-                host.display()
-            )));
-        }
-        names.push(name);
-    }
-    names.sort();
-    let mut out = names.join("\n");
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    Ok(out)
-}
-
 fn last_line(bytes: &[u8]) -> Option<String> {
     String::from_utf8_lossy(bytes)
         .lines()
@@ -289,26 +207,10 @@ fn last_line(bytes: &[u8]) -> Option<String> {
         .map(|l| l.chars().take(300).collect())
 }
 
-/// A file action's path: in the frame (relative paths against the action's
-/// cwd) and on the host (through the berth's path map, applied only now).
-fn host_path(sb: &dyn Sandbox, record: &ActionRecord, path: &str) -> Result<(String, PathBuf)> {
-    let root = sb.frame().project_root().to_string();
-    let cwd = record.params.cwd.clone().unwrap_or(root);
-    let frame_path = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("{}/{}", cwd.trim_end_matches('/'), path)
-    };
-    let host = match sb.path_map().to_host(&frame_path) {
-        Some(host) => host,
-        // A container's own files are not on this host: reading or writing
-        // the host path of the same name would touch the wrong file.
-        None if sb.kind() == berth_sandbox::SandboxKind::Docker => {
-            return Err(EngineError::State(format!(
-                "{frame_path} is in the container's own filesystem, not on a mount of this host: read or write it with a terminal command in the berth"
-            )));
-        }
-        None => Path::new(&frame_path).to_path_buf(),
-    };
-    Ok((frame_path, host))
+/// A file action's path in the frame: relative paths against the action's
+/// cwd, normalised lexically (as the decision judged it).
+pub(crate) fn file_frame_path(sb: &dyn Sandbox, record: &ActionRecord, path: &str) -> String {
+    let root = sb.frame().project_root();
+    let cwd = record.params.cwd.as_deref().unwrap_or(root);
+    berth_policy::scope::normalize(cwd, path)
 }

@@ -12,8 +12,7 @@
 //! path map translates only afterwards (the sandbox crate does both).
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_sandbox::docker::{
@@ -214,27 +213,4 @@ impl SandboxProvider for DockerProvider {
             })
             .collect())
     }
-}
-
-/// The owner of the nearest existing ancestor of `path` (or of `path`
-/// itself), and that ancestor: what a host-side write below it must belong to.
-pub(crate) fn owner_of_nearest(path: &Path) -> Option<(u32, u32, PathBuf)> {
-    path.ancestors().find_map(|p| {
-        std::fs::symlink_metadata(p)
-            .ok()
-            .map(|m| (m.uid(), m.gid(), p.to_path_buf()))
-    })
-}
-
-/// Chowns `path` and every directory between it and `existing` (created by
-/// the write) to `uid`:`gid`.
-pub(crate) fn chown_created(path: &Path, existing: &Path, uid: u32, gid: u32) -> Result<()> {
-    for p in path.ancestors().take_while(|p| *p != existing) {
-        let current = std::fs::symlink_metadata(p).map_err(EngineError::io("inspecting", p))?;
-        if current.uid() != uid || current.gid() != gid {
-            std::os::unix::fs::lchown(p, Some(uid), Some(gid))
-                .map_err(EngineError::io("handing to the berth's uid", p))?;
-        }
-    }
-    Ok(())
 }

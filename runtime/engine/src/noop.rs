@@ -11,6 +11,8 @@
 
 use std::time::Duration;
 
+use berth_policy::frame::WORK;
+use berth_sandbox::confined_files::{ConfinedFiles, FileMount, LinkTargets};
 use serde::Serialize;
 
 use crate::Engine;
@@ -111,22 +113,31 @@ impl Engine {
         })?;
         let file = worktree.join(work_file(&task.id));
         if !file.exists() {
-            // In a container berth the worktree belongs to the container's
-            // uid: so must what the agent adds to it.
-            let owner = (a.berth == Some(crate::config::BerthMode::Mounted))
-                .then(|| crate::mounted::owner_of_nearest(&file))
-                .flatten();
-            if let Some(dir) = file.parent() {
-                std::fs::create_dir_all(dir).map_err(EngineError::io("creating", dir))?;
+            // The worktree holds what the project's repository committed
+            // (links included): the file is written beneath it, never
+            // through a link; in a container berth it belongs to the
+            // container's uid, as the rest of the worktree does.
+            let mut files = ConfinedFiles::new(
+                vec![FileMount {
+                    frame: WORK.to_string(),
+                    host: worktree.clone(),
+                    writable: true,
+                }],
+                LinkTargets::Frame,
+            );
+            if a.berth == Some(crate::config::BerthMode::Mounted) {
+                let (config, _) = self.load_project_files(&a.project)?;
+                files = files.with_owner(config.sandbox.uid, config.sandbox.uid);
             }
             let text = format!(
                 "# {}\n\nDelivered by the noop agent {} for task {}.\n",
                 task.title, a.name, task.id
             );
-            std::fs::write(&file, text).map_err(EngineError::io("writing", &file))?;
-            if let Some((uid, gid, existing)) = owner {
-                crate::mounted::chown_created(&file, &existing, uid, gid)?;
-            }
+            let frame_path = format!("{WORK}/{}", work_file(&task.id));
+            tokio::task::spawn_blocking(move || files.write(&frame_path, text.as_bytes()))
+                .await
+                .map_err(|e| EngineError::State(format!("writing the noop file: {e}")))?
+                .map_err(berth_sandbox::SandboxError::from)?;
         }
         match io.deliver(&task).await? {
             Delivery::InReview { .. } => {

@@ -411,6 +411,111 @@ async fn agents_cannot_reach_each_other_nor_write_the_forge() {
     assert!(!wt_a.join("x").exists());
 }
 
+/// Proposes a file action as `agent`; the reason when it was refused.
+async fn refused(m: &Mounted, agent: &str, action: Action, content: Option<&str>) -> String {
+    let p = m
+        .engine
+        .propose(
+            Proposal::by_agent(agent, action.clone()).params(ActionParams {
+                content: content.map(str::to_string),
+                ..ActionParams::default()
+            }),
+            None,
+        )
+        .await
+        .unwrap();
+    match p.status {
+        ProposeStatus::Refused { reason } => reason,
+        other => panic!("{action:?} was not refused: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn file_actions_never_follow_a_link_to_the_host() {
+    let m = mounted_or_skip!("links");
+    let wt = m.up("dev-1").await;
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    // As a repository that commits them checks them out.
+    std::os::unix::fs::symlink("/", wt.join("rootfs")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", wt.join("hostinfo")).unwrap();
+    let read = |path: &str| Action::FileRead { path: path.into() };
+    for path in ["hostinfo", "rootfs", "rootfs/etc", "rootfs/root/.ssh"] {
+        let why = refused(&m, "dev-1", read(path), None).await;
+        assert!(why.contains("nothing was read"), "{path}: {why}");
+        assert!(
+            hostname.trim().is_empty() || !why.contains(hostname.trim()),
+            "{path}: {why}"
+        );
+    }
+    let why = refused(&m, "dev-1", read("hostinfo"), None).await;
+    assert!(
+        why.contains("/work/hostinfo -> /etc/hostname")
+            && why.contains("resolves to /etc/hostname"),
+        "{why}"
+    );
+
+    // Links the agent makes inside the container, to host paths.
+    let hostside = m.dir.path().join("hostside");
+    std::fs::create_dir_all(&hostside).unwrap();
+    let rules = m
+        .state()
+        .join("projects")
+        .join(&m.project)
+        .join("permissions.json");
+    let rules_before = std::fs::read(&rules).unwrap();
+    m.ok(
+        "dev-1",
+        &format!(
+            "ln -s /etc/shadow shadow && ln -s {} st && ln -s {} out && ln -s {} perms && \
+             ln -s /work/README.md inner && echo ok",
+            m.state().display(),
+            hostside.display(),
+            rules.display()
+        ),
+    )
+    .await;
+    for path in ["shadow", "st", "st/berth.db", "perms"] {
+        refused(&m, "dev-1", read(path), None).await;
+    }
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "file_write",
+            berth_policy::autonomy::Mode::AutoApprove,
+            &user(),
+        )
+        .await
+        .unwrap();
+    for path in [
+        "out/planted.txt",
+        "out/new/dir/planted.txt",
+        "perms",
+        "st/planted",
+    ] {
+        let why = refused(
+            &m,
+            "dev-1",
+            Action::FileWrite { path: path.into() },
+            Some("{\"permissions\": {\"allow\": [\"Bash(sudo:*)\"]}}"),
+        )
+        .await;
+        assert!(why.contains("nothing was written"), "{path}: {why}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&hostside).unwrap().count(),
+        0,
+        "nothing was created on the host"
+    );
+    assert_eq!(std::fs::read(&rules).unwrap(), rules_before);
+    assert!(!m.state().join("planted").exists());
+    // An absolute link is a container path: one into /work is followed there.
+    let o = m.run("dev-1", read("inner"), ActionParams::default()).await;
+    let Some(ActionResult::FileRead { content, .. }) = o.result else {
+        panic!("{:?}", o.diagnostic)
+    };
+    assert_eq!(content, "# demo\n");
+}
+
 #[tokio::test]
 async fn the_memory_limit_is_reported_as_out_of_memory() {
     let m = mounted_or_skip!("oom", "memory_mb = 64");

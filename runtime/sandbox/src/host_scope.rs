@@ -26,10 +26,11 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use berth_policy::PathMap;
+use berth_policy::scope::normalize;
+use berth_policy::{Decision, PathMap};
 
 /// The kernel's limit on symlinks followed in one resolution (ELOOP).
-const MAX_LINKS: usize = 40;
+pub(crate) const MAX_LINKS: usize = 40;
 
 /// The host directories a runner action may touch: the worktree and the
 /// frame's extra roots.
@@ -188,6 +189,54 @@ impl HostScope {
             }),
         }
     }
+}
+
+/// What the policy writes as a segment's working directory in its path
+/// reports.
+const CWD_REPORT: &str = "(working directory)";
+
+/// The frame paths of a decision a host-side check must resolve: every path
+/// the policy placed in scope (one it already found outside asks anyway), the
+/// action's cwd, and every argument word without a `/` — and the value of an
+/// `opt=value` word — taken against its segment's working directory. The
+/// policy judges only words that look like paths, yet `cat notes` reads the
+/// entry `notes` of the cwd as surely as `cat ./notes` does, and a committed
+/// `notes -> ~/.ssh/id_rsa` must hold it the same way. A word that names
+/// nothing there resolves to nothing to report.
+pub fn judged_paths(decision: &Decision, cwd: &str) -> Vec<String> {
+    let mut paths: Vec<String> = decision
+        .segments
+        .iter()
+        .flat_map(|s| s.paths.iter())
+        .filter(|p| p.location.in_scope())
+        .filter_map(|p| p.resolved.clone())
+        .collect();
+    paths.push(cwd.to_string());
+    for seg in &decision.segments {
+        let mut dirs: Vec<&str> = seg
+            .paths
+            .iter()
+            .filter(|p| p.written == CWD_REPORT)
+            .filter_map(|p| p.resolved.as_deref())
+            .collect();
+        if dirs.is_empty() {
+            dirs.push(cwd);
+        }
+        for word in seg.argv.iter().skip(1) {
+            let value = word.split_once('=').map(|(_, v)| v);
+            for name in std::iter::once(word.as_str()).chain(value) {
+                if name.is_empty() || name.contains('/') || name.contains('\0') {
+                    continue;
+                }
+                for dir in &dirs {
+                    paths.push(normalize(dir, name));
+                }
+            }
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// Resolves an absolute host path as the kernel would when creating or

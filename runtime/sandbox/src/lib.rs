@@ -7,10 +7,12 @@
 //! paths with its [`path_map`](Sandbox::path_map) only after the decision.
 
 pub mod capture;
+pub mod confined_files;
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod docker;
 pub mod exec;
+pub mod frame_links;
 pub mod host_scope;
 pub mod image;
 mod process_tree;
@@ -18,11 +20,15 @@ mod read_only;
 pub mod runner;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use berth_policy::{Frame, PathMap};
 
 pub use capture::TailBuffer;
+pub use confined_files::{
+    ConfinedFiles, FileActionError, FileContent, FileOp, FileRead, FileWritten,
+};
 pub use exec::{
     ExecOutcome, ExecRequest, ExitStatus, OUTPUT_CHANNEL_CHUNKS, Output, OutputChunk, OutputSink,
     PreparedExec, Program, output_channel,
@@ -93,6 +99,9 @@ pub enum SandboxError {
     /// A backend was configured with something it cannot use.
     #[error("invalid sandbox configuration: {0}")]
     InvalidConfig(String),
+    /// A file action refused or failed (see [`confined_files`]).
+    #[error(transparent)]
+    File(#[from] FileActionError),
 }
 
 fn missing_cwd_message(cwd: &str, host: Option<&std::path::Path>) -> String {
@@ -147,6 +156,50 @@ pub trait Sandbox: Send + Sync {
     fn check_host_paths(&self, _frame_paths: &[String]) -> Vec<ScopeFinding> {
         Vec::new()
     }
+
+    /// The berth's file actions: its mounts, confined (see [`confined_files`]).
+    /// The engine never opens a path under a worktree itself.
+    fn files(&self) -> Arc<ConfinedFiles>;
+
+    /// Reads a file, or lists a directory, at an absolute frame path.
+    async fn read_file(&self, frame_path: &str) -> Result<FileRead, SandboxError> {
+        let path = frame_path.to_string();
+        off_the_runtime("file_read", self.files(), move |f| f.read(&path)).await
+    }
+
+    /// Writes a file at an absolute frame path, creating missing parents.
+    async fn write_file(
+        &self,
+        frame_path: &str,
+        content: Vec<u8>,
+    ) -> Result<FileWritten, SandboxError> {
+        let path = frame_path.to_string();
+        off_the_runtime("file_write", self.files(), move |f| {
+            f.write(&path, &content)
+        })
+        .await
+    }
+
+    /// Decision time: why a file action on `frame_path` must be refused —
+    /// its links lead out of the mount it is written under — if it must.
+    fn check_file_path(&self, frame_path: &str, op: FileOp) -> Option<FileActionError> {
+        self.files().check(frame_path, op)
+    }
+}
+
+/// Runs a blocking file action on tokio's blocking pool.
+async fn off_the_runtime<T: Send + 'static>(
+    op: &'static str,
+    files: Arc<ConfinedFiles>,
+    action: impl FnOnce(&ConfinedFiles) -> Result<T, FileActionError> + Send + 'static,
+) -> Result<T, SandboxError> {
+    tokio::task::spawn_blocking(move || action(&files))
+        .await
+        .map_err(|e| SandboxError::Backend {
+            op,
+            message: e.to_string(),
+        })?
+        .map_err(SandboxError::from)
 }
 
 /// The default deadline of one exec.

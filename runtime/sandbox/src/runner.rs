@@ -43,6 +43,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 use crate::capture::{Stream, drain};
+use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
 use crate::exec::{
     ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, OutputSink, PreparedExec, Program,
 };
@@ -198,6 +199,7 @@ pub struct Runner {
     frame: Frame,
     path_map: PathMap,
     scope: HostScope,
+    files: Arc<ConfinedFiles>,
     access: Mutex<AccessState>,
 }
 
@@ -271,8 +273,25 @@ impl Runner {
             std::iter::once(worktree.clone()).chain(config.extra_roots.iter().cloned()),
         )
         .map_err(|e| invalid_config(e.to_string()))?;
+        // The file actions reach the worktree and the extra roots, each
+        // beneath its own root; an absolute link target is a host path.
+        let files = ConfinedFiles::new(
+            std::iter::once(FileMount {
+                frame: WORK.to_string(),
+                host: worktree.clone(),
+                writable: true,
+            })
+            .chain(config.extra_roots.iter().map(|r| FileMount {
+                frame: r.to_string_lossy().into_owned(),
+                host: r.clone(),
+                writable: true,
+            }))
+            .collect(),
+            LinkTargets::Host,
+        );
         config.worktree = worktree;
         Ok(Runner {
+            files: Arc::new(files),
             frame: Frame::Host {
                 project_root: WORK.to_string(),
                 extra_roots,
@@ -769,6 +788,10 @@ impl Sandbox for Runner {
 
     fn check_host_paths(&self, frame_paths: &[String]) -> Vec<ScopeFinding> {
         self.scope.check(&self.path_map, frame_paths)
+    }
+
+    fn files(&self) -> Arc<ConfinedFiles> {
+        Arc::clone(&self.files)
     }
 }
 

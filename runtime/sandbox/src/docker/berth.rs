@@ -1,10 +1,13 @@
 //! A running Docker berth: the [`Sandbox`] of one agent's container.
 
+use std::sync::Arc;
+
 use berth_policy::{Frame, PathMap};
 use tokio::sync::RwLock;
 
 use super::exec::{self, Target};
 use super::{BerthSpec, DockerBackend};
+use crate::confined_files::ConfinedFiles;
 use crate::image::ImageInfo;
 use crate::{
     AccessEnforcement, ExecOutcome, ExecRequest, OutputSink, Sandbox, SandboxError, SandboxKind,
@@ -21,6 +24,7 @@ pub struct DockerBerth {
     user: String,
     frame: Frame,
     path_map: PathMap,
+    files: Arc<ConfinedFiles>,
     /// Execs hold it shared; changing the access recreates the container and
     /// holds it exclusively, so no exec straddles the swap.
     access: RwLock<WorkAccess>,
@@ -40,6 +44,7 @@ impl DockerBerth {
             user: format!("{}:{}", spec.uid, spec.gid),
             frame: spec.frame(),
             path_map: spec.path_map(),
+            files: Arc::new(spec.confined_files()),
             access: RwLock::new(access),
             backend,
             spec,
@@ -89,6 +94,13 @@ impl Sandbox for DockerBerth {
 
     fn path_map(&self) -> &PathMap {
         &self.path_map
+    }
+
+    /// On the host, beneath each mount's root: a link the agent made
+    /// points, for the host, at the host, so nothing is followed out of a
+    /// mount; absolute targets are read as container paths.
+    fn files(&self) -> Arc<ConfinedFiles> {
+        Arc::clone(&self.files)
     }
 
     async fn exec(

@@ -22,6 +22,7 @@ use super::{
     WORK_ACCESS_LABEL, WORKTREE_LABEL,
 };
 use crate::WorkAccess;
+use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
 use crate::image::{ImageInfo, ImageRef};
 
 /// Resource limits of one berth's container.
@@ -178,6 +179,35 @@ impl BerthSpec {
             map = map.with(&m.target, &m.host);
         }
         map
+    }
+
+    /// The file actions' view of the mounts (see [`crate::confined_files`]):
+    /// the forge's objects and read-only extra mounts refuse writes, and
+    /// what berth creates belongs to the container's uid and gid.
+    pub fn confined_files(&self) -> ConfinedFiles {
+        let mut mounts = vec![
+            FileMount {
+                frame: WORK.to_string(),
+                host: self.worktree.clone(),
+                writable: true,
+            },
+            FileMount {
+                frame: self.agent_repo.to_string_lossy().into_owned(),
+                host: self.agent_repo.clone(),
+                writable: true,
+            },
+            FileMount {
+                frame: self.forge_objects.to_string_lossy().into_owned(),
+                host: self.forge_objects.clone(),
+                writable: false,
+            },
+        ];
+        mounts.extend(self.extra_mounts.iter().map(|m| FileMount {
+            frame: m.target.clone(),
+            host: m.host.clone(),
+            writable: !m.read_only,
+        }));
+        ConfinedFiles::new(mounts, LinkTargets::Frame).with_owner(self.uid, self.gid)
     }
 
     fn invalid(&self, message: impl Into<String>) -> DockerError {
