@@ -164,6 +164,9 @@ pub struct SandboxConfig {
     pub read_only_root: bool,
     pub timeout_secs: u64,
     pub output_cap_bytes: usize,
+    /// Accept auto mode on a runner berth where the runner's confinement
+    /// is not available (auto mode is refused there otherwise).
+    pub allow_unconfined: bool,
 }
 
 impl Default for SandboxConfig {
@@ -179,6 +182,7 @@ impl Default for SandboxConfig {
             read_only_root: false,
             timeout_secs: 600,
             output_cap_bytes: 1 << 20,
+            allow_unconfined: false,
         }
     }
 }
@@ -513,6 +517,10 @@ read_only_root = false
 timeout_secs = 600
 # Bytes kept of each output stream; beyond it the tail is kept and the cut said.
 output_cap_bytes = 1048576
+# Auto mode on a runner berth lifts the path scope on this host. Where the
+# runner's confinement (namespaces, Landlock, seccomp) is not available, auto
+# mode is refused unless this is true (then only the policy stands in the way).
+allow_unconfined = false
 
 [agents]
 # How many agents may work on this project at once.
