@@ -138,9 +138,9 @@ impl TokenAccess {
 /// A lifetime as a person reads it ("12h", "90s").
 pub(crate) fn human_duration(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs >= 3600 && secs % 3600 == 0 {
+    if secs >= 3600 && secs.is_multiple_of(3600) {
         format!("{}h", secs / 3600)
-    } else if secs >= 60 && secs % 60 == 0 {
+    } else if secs >= 60 && secs.is_multiple_of(60) {
         format!("{}m", secs / 60)
     } else {
         format!("{secs}s")
@@ -288,10 +288,10 @@ pub(crate) async fn guard(State(app): State<AppState>, req: Request, next: Next)
                 .into_response();
             }
         };
-        if !is_page(&path) {
-            if let Some(refused) = check_session_secret(req.headers(), &secret) {
-                return refused;
-            }
+        if !is_page(&path)
+            && let Some(refused) = check_session_secret(req.headers(), &secret)
+        {
+            return refused;
         }
         let safe = matches!(*req.method(), Method::GET | Method::HEAD);
         if !safe && !req.headers().contains_key(CSRF_HEADER) {
