@@ -37,6 +37,7 @@ use crate::forge::{base_branch, open_forge, ref_tip};
 use crate::layout::Layout;
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName, TaskName, agent_branch};
+use crate::object_bounds::check_checkout_size;
 use crate::ownership::{Owner, current_uid};
 
 /// The reason written into the worktree's `locked` file: `git worktree prune`
@@ -80,6 +81,26 @@ impl Worktrees {
         task: &TaskName,
         owner: Option<Owner>,
     ) -> Result<WorktreeInfo> {
+        self.provision_within(
+            project,
+            agent,
+            task,
+            owner,
+            crate::GitLimits::DEFAULT_MAX_CHECKOUT_BYTES,
+        )
+    }
+
+    /// [`Worktrees::provision`], refusing a checkout that would write more
+    /// than `max_checkout_bytes` (`[git] max_checkout_bytes`; measured from
+    /// object headers before anything is written: [`Error::CheckoutTooLarge`]).
+    pub fn provision_within(
+        &self,
+        project: &ProjectName,
+        agent: &AgentName,
+        task: &TaskName,
+        owner: Option<Owner>,
+        max_checkout_bytes: u64,
+    ) -> Result<WorktreeInfo> {
         let op = Op::Provision;
         let layout = &self.layout;
         let branch = agent_branch(agent, task);
@@ -120,6 +141,7 @@ impl Worktrees {
                 refname: refname.clone(),
                 create_at,
                 checkout,
+                max_checkout_bytes,
                 check_clean: false,
                 delete_branch: false,
             };
@@ -276,12 +298,16 @@ pub(crate) fn checkout_worktree(
     agent: &AgentName,
     refname: &str,
     tip: Oid,
+    max_checkout_bytes: u64,
 ) -> Result<()> {
     let op = Op::Provision;
     let admin = layout.worktree_admin(project, agent);
     let repo = open_worktree_repo(layout, project, agent, op)?;
     let git = |e| error::git(op, &admin, Some(refname))(e);
     let tree = repo.find_commit(tip).and_then(|c| c.tree()).map_err(git)?;
+    // Measured before a byte is written: a small repository can name one
+    // large blob at thousands of paths.
+    check_checkout_size(&repo, tree.id(), refname, max_checkout_bytes, op)?;
     let mut checkout = CheckoutBuilder::new();
     checkout.force();
     // Looking up attributes for every file is a fifth of libgit2's checkout;

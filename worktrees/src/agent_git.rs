@@ -42,12 +42,20 @@ pub struct RefsJob {
     pub create_at: Option<String>,
     /// Check this commit of the branch out into the worktree (forced).
     pub checkout: Option<String>,
+    /// Refuse the checkout when it would write more than this
+    /// (`[git] max_checkout_bytes`).
+    #[serde(default = "default_max_checkout_bytes")]
+    pub max_checkout_bytes: u64,
     /// Fail with the changes when the worktree has uncommitted ones.
     #[serde(default)]
     pub check_clean: bool,
     /// Delete the branch (after everything else).
     #[serde(default)]
     pub delete_branch: bool,
+}
+
+fn default_max_checkout_bytes() -> u64 {
+    crate::GitLimits::DEFAULT_MAX_CHECKOUT_BYTES
 }
 
 /// What a provisioning job found.
@@ -106,7 +114,14 @@ fn provision_refs(job: &RefsJob) -> Result<(Option<Oid>, bool)> {
     }
     drop(repo);
     if let Some(tip) = &job.checkout {
-        checkout_worktree(&layout, &project, &agent, &job.refname, oid(tip)?)?;
+        checkout_worktree(
+            &layout,
+            &project,
+            &agent,
+            &job.refname,
+            oid(tip)?,
+            job.max_checkout_bytes,
+        )?;
     }
     Ok((head, deleted))
 }
@@ -130,6 +145,7 @@ pub(crate) fn refs_in_helper(
         refname: job.refname,
         create_at: job.create_at.map(|o| o.to_string()),
         checkout: job.checkout.map(|o| o.to_string()),
+        max_checkout_bytes: job.max_checkout_bytes,
         check_clean: job.check_clean,
         delete_branch: job.delete_branch,
     };
@@ -155,6 +171,7 @@ pub(crate) struct RefsJobParts {
     pub refname: String,
     pub create_at: Option<Oid>,
     pub checkout: Option<Oid>,
+    pub max_checkout_bytes: u64,
     pub check_clean: bool,
     pub delete_branch: bool,
 }

@@ -323,6 +323,23 @@ pub enum Error {
         limit: u64,
     },
 
+    /// A tree whose checkout would write more than `[git] max_checkout_bytes`
+    /// (blob sizes read from their headers, each counted at every path).
+    #[error(
+        "{op}: checking out {refname} would write {size} bytes (every file counted at each path it is written to), over the limit of {limit} bytes ([git] max_checkout_bytes); nothing was checked out: remove the large or repeated files from the branch, or raise max_checkout_bytes in the project's berth.toml"
+    )]
+    CheckoutTooLarge {
+        /// The operation.
+        op: Op,
+        /// The branch being checked out.
+        refname: String,
+        /// What the checkout would write (at least; counting stops past the
+        /// limit).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+
     /// A push whose new objects add up to more than `[git] max_push_bytes`.
     #[error(
         "push: {refname} would add {bytes} bytes of new objects to the forge, over the limit of {limit} bytes ([git] max_push_bytes); push in smaller steps or raise the limit in the project's berth.toml"

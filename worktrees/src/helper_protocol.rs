@@ -140,6 +140,11 @@ pub enum WireError {
         bytes: u64,
         limit: u64,
     },
+    CheckoutTooLarge {
+        refname: String,
+        size: u64,
+        limit: u64,
+    },
     Tampered {
         path: PathBuf,
         expected: String,
@@ -221,6 +226,16 @@ impl From<&Error> for WireError {
             } => WireError::PushTooLarge {
                 refname: refname.clone(),
                 bytes: *bytes,
+                limit: *limit,
+            },
+            Error::CheckoutTooLarge {
+                refname,
+                size,
+                limit,
+                ..
+            } => WireError::CheckoutTooLarge {
+                refname: refname.clone(),
+                size: *size,
                 limit: *limit,
             },
             Error::Tampered {
@@ -318,6 +333,16 @@ impl WireError {
             } => Error::PushTooLarge {
                 refname,
                 bytes,
+                limit,
+            },
+            WireError::CheckoutTooLarge {
+                refname,
+                size,
+                limit,
+            } => Error::CheckoutTooLarge {
+                op,
+                refname,
+                size,
                 limit,
             },
             WireError::Tampered {

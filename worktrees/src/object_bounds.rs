@@ -7,7 +7,7 @@
 //! `push` and `import_project` — so the forge never holds one. Sizes come from
 //! object headers (`odb.read_header`): nothing is inflated to be measured.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Sort};
@@ -29,6 +29,8 @@ impl GitLimits {
     pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 100 * 1024 * 1024;
     /// `[git] max_push_bytes` by default: 1 GiB.
     pub const DEFAULT_MAX_PUSH_BYTES: u64 = 1024 * 1024 * 1024;
+    /// `[git] max_checkout_bytes` by default: 2 GiB.
+    pub const DEFAULT_MAX_CHECKOUT_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 }
 
 impl Default for GitLimits {
@@ -229,4 +231,89 @@ impl Counter<'_> {
         }
         Ok(())
     }
+}
+
+/// What checking `tree` out writes: the sum of its blobs' sizes, read from
+/// their headers (nothing inflated), each blob counted at every path it
+/// appears at — a checkout writes each. A repository of a few hundred KB
+/// can name one large blob thousands of times, so this is measured before a
+/// checkout and refused over `limit` ([`Error::CheckoutTooLarge`]).
+///
+/// The walk is iterative (no recursion per level) and memoises each
+/// subtree's total by id, so a tree repeated at many paths is read once
+/// and counted each time. Submodule entries write nothing here.
+pub(crate) fn check_checkout_size(
+    repo: &Repository,
+    tree: Oid,
+    refname: &str,
+    limit: u64,
+    op: Op,
+) -> Result<u64> {
+    let git = |e| error::git(op, repo.path(), Some(refname))(e);
+    let odb = repo.odb().map_err(git)?;
+    let too_large = |size: u64| Error::CheckoutTooLarge {
+        op,
+        refname: refname.to_string(),
+        size,
+        limit,
+    };
+    let mut tree_totals: HashMap<Oid, u64> = HashMap::new();
+    let mut blob_sizes: HashMap<Oid, u64> = HashMap::new();
+    // (tree, its children are already summed)
+    let mut stack: Vec<(Oid, bool)> = vec![(tree, false)];
+    while let Some((oid, children_done)) = stack.pop() {
+        if tree_totals.contains_key(&oid) {
+            continue;
+        }
+        let current = repo.find_tree(oid).map_err(git)?;
+        if !children_done {
+            stack.push((oid, true));
+            for entry in current.iter() {
+                if entry.kind() == Some(ObjectType::Tree) && !tree_totals.contains_key(&entry.id())
+                {
+                    stack.push((entry.id(), false));
+                }
+            }
+            continue;
+        }
+        let mut total = 0u64;
+        for entry in current.iter() {
+            let size = match entry.kind() {
+                Some(ObjectType::Blob) => match blob_sizes.get(&entry.id()) {
+                    Some(size) => *size,
+                    None => {
+                        let (size, _) = odb.read_header(entry.id()).map_err(git)?;
+                        let size = size as u64;
+                        blob_sizes.insert(entry.id(), size);
+                        size
+                    }
+                },
+                Some(ObjectType::Tree) => {
+                    // Summed before its parent (pushed above it); never
+                    // counted as nothing.
+                    tree_totals
+                        .get(&entry.id())
+                        .copied()
+                        .ok_or_else(|| Error::Tampered {
+                            op,
+                            path: repo.path().to_path_buf(),
+                            expected: format!("tree {} summed before {oid}", entry.id()),
+                            found: "it was not".to_string(),
+                        })?
+                }
+                _ => 0,
+            };
+            total = total.saturating_add(size);
+            // Every tree is part of the checkout at least once: over the
+            // limit here is over it for the whole.
+            if total > limit {
+                return Err(too_large(total));
+            }
+        }
+        tree_totals.insert(oid, total);
+    }
+    tree_totals
+        .get(&tree)
+        .copied()
+        .ok_or_else(|| too_large(u64::MAX))
 }

@@ -81,6 +81,7 @@ impl Worktrees {
                 refname,
                 create_at: None,
                 checkout: None,
+                max_checkout_bytes: crate::GitLimits::DEFAULT_MAX_CHECKOUT_BYTES,
                 check_clean: true,
                 delete_branch: false,
             };
@@ -118,6 +119,7 @@ impl Worktrees {
                     refname,
                     create_at: None,
                     checkout: None,
+                    max_checkout_bytes: crate::GitLimits::DEFAULT_MAX_CHECKOUT_BYTES,
                     check_clean: false,
                     delete_branch: true,
                 };

@@ -558,3 +558,63 @@ fn a_worktrees_directory_flipped_to_a_link_never_gets_berths_admin_files_outside
         .collect();
     assert_eq!(entries, Vec::<PathBuf>::new(), "berth wrote outside");
 }
+
+/// A source repository whose tree names one 1 MiB blob at 64 paths: eight
+/// directories holding the same eight copies (so one subtree at eight paths
+/// too). Small to store, 64 MiB to check out.
+fn repeated_blob_source(dir: &Path) -> PathBuf {
+    let blob: Vec<u8> = (0..1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    std::fs::create_dir_all(dir).unwrap();
+    for d in 0..8 {
+        let sub = dir.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..8 {
+            std::fs::write(sub.join(format!("copy{f}.bin")), &blob).unwrap();
+        }
+    }
+    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "one blob at 64 paths"]);
+    dir.to_path_buf()
+}
+
+fn checked_out_bins(worktree: &Path) -> usize {
+    (0..8)
+        .flat_map(|d| (0..8).map(move |f| worktree.join(format!("d{d}/copy{f}.bin"))))
+        .filter(|p| p.exists())
+        .count()
+}
+
+#[test]
+fn a_checkout_over_max_checkout_bytes_is_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = repeated_blob_source(&tmp.path().join("src"));
+    let wt = berth_worktrees::Worktrees::open(tmp.path().join("state")).unwrap();
+    let p = project("web");
+    // Every object is far under max_object_bytes: the import takes it.
+    wt.import_project(&p, &src, None).unwrap();
+    let a = agent("dev-1");
+    let limit = 16 * 1024 * 1024;
+    let err = wt
+        .provision_within(&p, &a, &task("t"), None, limit)
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, Error::CheckoutTooLarge { size, limit: l, .. } if size > limit && l == limit),
+        "{msg}"
+    );
+    assert!(msg.contains("[git] max_checkout_bytes"), "{msg}");
+    assert!(msg.contains(&limit.to_string()), "{msg}");
+    assert!(msg.contains("nothing was checked out"), "{msg}");
+    let worktree = wt.layout().worktree(&p, &a);
+    assert_eq!(checked_out_bins(&worktree), 0, "nothing checked out");
+    assert!(!worktree.join("README.md").exists());
+
+    // Under the bound (64 MiB + a README) it checks out, over the leftover.
+    let info = wt
+        .provision_within(&p, &a, &task("t"), None, 65 * 1024 * 1024)
+        .unwrap();
+    assert_eq!(checked_out_bins(&info.path), 64);
+    assert!(info.path.join("README.md").exists());
+}

@@ -490,6 +490,7 @@ impl Engine {
                 &a.name,
                 &crate::git::task_part(a.task.as_deref()),
                 owner,
+                loaded.config.git.max_checkout_bytes,
             )
             .await?;
         if provisioned.created {

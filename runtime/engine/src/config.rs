@@ -104,6 +104,9 @@ pub struct GitConfig {
     pub max_object_bytes: u64,
     /// The most bytes of new objects one push may bring into the forge.
     pub max_push_bytes: u64,
+    /// The most bytes a checkout into a worktree may write (each file at
+    /// every path it is written to).
+    pub max_checkout_bytes: u64,
 }
 
 impl Default for GitConfig {
@@ -113,6 +116,7 @@ impl Default for GitConfig {
             co_author: "berth user <user@localhost>".into(),
             max_object_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_OBJECT_BYTES,
             max_push_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_PUSH_BYTES,
+            max_checkout_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_CHECKOUT_BYTES,
         }
     }
 }
@@ -455,6 +459,14 @@ impl ProjectConfig {
                 });
             }
         }
+        if self.git.max_checkout_bytes == 0 {
+            return Err(EngineError::Config {
+                file: file.to_string(),
+                line: find_key_line(text, "git", "max_checkout_bytes").unwrap_or(1),
+                column: 1,
+                message: "key `git.max_checkout_bytes`: must be at least 1".to_string(),
+            });
+        }
         for (i, h) in self.hooks.iter().enumerate() {
             if h.command.trim().is_empty() || h.event.trim().is_empty() {
                 return Err(EngineError::Config {
@@ -547,6 +559,11 @@ max_object_bytes = 104857600
 # The most bytes of new objects (uncompressed, and of pack read) one git_push
 # may bring into the forge (1 GiB).
 max_push_bytes = 1073741824
+# The most bytes checking a branch out into an agent's worktree may write (2 GiB),
+# each file counted at every path it is written to: a small repository can name
+# one large blob thousands of times. Measured from object headers before
+# anything is written; `berth up` refuses a larger checkout with its size.
+max_checkout_bytes = 2147483648
 
 [scope]
 # Host directories besides the project that commands may touch without asking

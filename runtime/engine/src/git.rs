@@ -136,19 +136,21 @@ impl Git {
 
     /// The agent's worktree for `task` (its short id, or `scratch`). With
     /// `owner` (mounted mode), the agent's repository and worktree are
-    /// chowned to it, so the container's uid can write them.
+    /// chowned to it, so the container's uid can write them. A checkout that
+    /// would write more than `max_checkout_bytes` is refused.
     pub async fn provision(
         &self,
         project: &Project,
         agent: &str,
         task: &str,
         owner: Option<berth_worktrees::Owner>,
+        max_checkout_bytes: u64,
     ) -> Result<Provisioned> {
         let p = project_name(&project.name)?;
         let a = agent_name(agent)?;
         let t = TaskName::new(task)?;
         self.blocking(move |wt| {
-            let info = wt.provision(&p, &a, &t, owner)?;
+            let info = wt.provision_within(&p, &a, &t, owner, max_checkout_bytes)?;
             Ok(Provisioned {
                 worktree: info.path,
                 branch: info.branch,
