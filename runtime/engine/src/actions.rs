@@ -403,6 +403,12 @@ pub struct ActionRecord {
     pub status: ActionStatus,
     /// Why a host-side guard held an auto-approved action for a person.
     pub hold_reason: Option<String>,
+    /// A file action: where its path leads on the host (its links followed
+    /// within its mount), as found when it was proposed and again when a
+    /// person approved it — what the person is shown; where it leads
+    /// instead, and through which links, when that is out of its mount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_path: Option<String>,
     pub proposer: Actor,
     pub decided_by: Option<String>,
     pub decided_at: Option<i64>,
@@ -460,7 +466,7 @@ impl ActionRecord {
 }
 
 const ACTION_COLUMNS: &str = "id, idempotency_key, agent, project, task_id, action, params, decision, \
-     created_status, status, hold_reason, proposer_kind, proposer_id, decided_by, decided_at, executor, \
+     created_status, status, hold_reason, resolved_path, proposer_kind, proposer_id, decided_by, decided_at, executor, \
      result, diagnostic, created_at, updated_at";
 
 fn json<T: serde::de::DeserializeOwned>(s: &str, what: &str) -> Result<T> {
@@ -502,6 +508,7 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ActionRecord> {
         status: ActionStatus::parse(&status)
             .ok_or_else(|| EngineError::corrupt(op, format!("status `{status}`")))?,
         hold_reason: o("hold_reason")?,
+        resolved_path: o("resolved_path")?,
         proposer: Actor {
             kind: match proposer_kind.as_str() {
                 "agent" => ActorKind::Agent,
@@ -587,6 +594,9 @@ impl Engine {
         let hold_reason = sandbox.as_ref().and_then(|sb| {
             crate::berths::host_check(sb.as_ref(), &proposal.action, &mut decision, &cwd)
         });
+        let resolved_path = sandbox
+            .as_ref()
+            .and_then(|sb| crate::berths::file_host_path(sb.as_ref(), &proposal.action, &cwd));
         let (created_status, status) = match (decision.verdict, &hold_reason) {
             (Verdict::Deny, _) => (CreatedStatus::Denied, ActionStatus::Refused),
             (Verdict::RequireApproval, _) | (Verdict::AutoApprove, Some(_)) => {
@@ -609,8 +619,8 @@ impl Engine {
         let inserted = sqlx::query(
             "INSERT INTO proposed_actions (id, idempotency_key, agent, project, task_id, action_type, action, params, \
              decision, verdict, stage, created_status, status, hold_reason, proposer_kind, proposer_id, executor, \
-             created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18) \
+             created_at, updated_at, resolved_path) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19) \
              ON CONFLICT (idempotency_key) DO NOTHING",
         )
         .bind(&id)
@@ -631,6 +641,7 @@ impl Engine {
         .bind(&proposal.proposer.id)
         .bind(executor.as_deref())
         .bind(now)
+        .bind(resolved_path.as_deref())
         .execute(&mut *tx)
         .await
         .map_err(EngineError::store("recording a proposed action"))?
@@ -655,6 +666,7 @@ impl Engine {
                     "action": proposal.action,
                     "decision": decision,
                     "held": hold_reason,
+                    "resolved_path": resolved_path,
                     "idempotency_key": key,
                 })),
         )
@@ -708,6 +720,17 @@ impl Engine {
         let sandbox = self
             .sandbox_for(&agent, &project.config, needs_berth(&record.action))
             .await?;
+        // Checked again now: the agent may have swapped a directory for a
+        // link since it proposed (execution is confined anyway).
+        let recheck = sandbox
+            .as_ref()
+            .and_then(|sb| FileRecheck::at_approval(sb.as_ref(), &record));
+        if let Some(refusal) = recheck.as_ref().and_then(|r| r.refusal.clone()) {
+            return self
+                .refuse_at_approval(&record, user, refusal, recheck.and_then(|r| r.resolved))
+                .await;
+        }
+        let resolved_now = recheck.and_then(|r| r.resolved);
         let rules = if always {
             permissions::rules_for(&record.decision)
         } else {
@@ -719,12 +742,14 @@ impl Engine {
         // The claim: one conditional update, so exactly one approver runs it.
         let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
-             updated_at = $2 WHERE id = $4 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
+             resolved_path = COALESCE($5, resolved_path), updated_at = $2 \
+             WHERE id = $4 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
         ))
         .bind(&user.id)
         .bind(now)
         .bind(crate::recovery::executor_id())
         .bind(&record.id)
+        .bind(resolved_now.as_deref())
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
@@ -762,6 +787,67 @@ impl Engine {
             id: record.id,
             outcome,
             rules,
+        })
+    }
+
+    /// A pending file action whose path now leads out of its mount, found
+    /// when `user` approved it: refused instead, with the reason naming the
+    /// link and its target, recorded with an event; nothing runs. Fails
+    /// like an approval of an action that is no longer pending when another
+    /// process decided it first.
+    async fn refuse_at_approval(
+        &self,
+        record: &ActionRecord,
+        user: &Actor,
+        refusal: Decision,
+        resolved: Option<String>,
+    ) -> Result<Approved> {
+        let reason = refusal.reason.clone();
+        let decision = crate::stored_decision::for_store(refusal);
+        let now = now_ms();
+        let op = "refusing an action at approval";
+        let mut tx = self.store.write(op).await?;
+        let refused = sqlx::query(&format!(
+            "UPDATE proposed_actions SET status = 'refused', decision = $1, verdict = $2, stage = $3, \
+             decided_by = $4, decided_at = $5, diagnostic = $6, resolved_path = COALESCE($7, resolved_path), \
+             updated_at = $5 WHERE id = $8 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
+        ))
+        .bind(to_json(&decision)?)
+        .bind(decision.verdict.as_str())
+        .bind(decision.stage.as_str())
+        .bind(&user.id)
+        .bind(now)
+        .bind(&reason)
+        .bind(resolved.as_deref())
+        .bind(&record.id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store(op))?;
+        let Some(refused) = refused else {
+            // Read in the transaction: never from the pool while it is held.
+            let current = action_in_tx(&mut tx, &record.id, op).await?;
+            return Err(not_pending(&current));
+        };
+        let record = from_row(&refused)?;
+        emit(
+            &mut tx,
+            NewEvent::new(kind::ACTION_REFUSED_AT_APPROVAL, &Actor::system())
+                .project(&record.project)
+                .agent(&record.agent)
+                .task(record.task.as_deref())
+                .action(&record.id)
+                .payload(serde_json::json!({
+                    "approved_by": user.id,
+                    "reason": reason,
+                    "resolved_path": record.resolved_path,
+                })),
+        )
+        .await?;
+        tx.commit().await.map_err(EngineError::store(op))?;
+        self.after_refusal(&record).await?;
+        Err(EngineError::RefusedAtApproval {
+            id: record.id,
+            reason,
         })
     }
 
@@ -1106,6 +1192,32 @@ async fn action_in_tx(
 
 /// The answer to a second approver (or denier): where the action stands
 /// now, and who decided it.
+/// A pending file action checked again when a person approves it.
+struct FileRecheck {
+    /// The decision as a refusal, when its path now leads out of its mount.
+    refusal: Option<Decision>,
+    /// Where its path leads on the host now.
+    resolved: Option<String>,
+}
+
+impl FileRecheck {
+    /// `None` for an action that is not a file action.
+    fn at_approval(sandbox: &dyn Sandbox, record: &ActionRecord) -> Option<FileRecheck> {
+        let cwd = record
+            .params
+            .cwd
+            .clone()
+            .unwrap_or_else(|| sandbox.frame().project_root().to_string());
+        let resolved = crate::berths::file_host_path(sandbox, &record.action, &cwd)?;
+        let mut decision = record.decision.clone();
+        crate::berths::host_check(sandbox, &record.action, &mut decision, &cwd);
+        Some(FileRecheck {
+            refusal: (decision.verdict == Verdict::Deny).then_some(decision),
+            resolved: Some(resolved),
+        })
+    }
+}
+
 fn not_pending(current: &ActionRecord) -> EngineError {
     let by = match (current.status, current.decided_by.as_deref()) {
         (ActionStatus::Executing | ActionStatus::Executed | ActionStatus::Failed, Some(who)) => {

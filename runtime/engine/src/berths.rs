@@ -225,12 +225,7 @@ pub(crate) fn host_check(
     decision: &mut Decision,
     cwd: &str,
 ) -> Option<String> {
-    let file = match action {
-        Action::FileRead { path } => Some((path, FileOp::Read)),
-        Action::FileWrite { path } => Some((path, FileOp::Write)),
-        _ => None,
-    };
-    if let Some((path, op)) = file {
+    if let Some((path, op)) = file_target(action) {
         // The file check is the whole host check of a file action: its
         // execution is confined, whatever changes meanwhile.
         if decision.verdict == Verdict::Deny {
@@ -264,6 +259,28 @@ pub(crate) fn host_check(
                 .join("; "),
         )
     }
+}
+
+/// A file action's path and what it does to it.
+fn file_target(action: &Action) -> Option<(&String, FileOp)> {
+    match action {
+        Action::FileRead { path } => Some((path, FileOp::Read)),
+        Action::FileWrite { path } => Some((path, FileOp::Write)),
+        _ => None,
+    }
+}
+
+/// Where a file action's path leads on the host now — its links followed
+/// within its mount, never out of it — for the person who decides on it;
+/// where it leads instead when that is off its mount. `None` for an action
+/// that is not a file action.
+pub(crate) fn file_host_path(sandbox: &dyn Sandbox, action: &Action, cwd: &str) -> Option<String> {
+    let (path, _) = file_target(action)?;
+    let frame_path = berth_policy::scope::normalize(cwd, path);
+    Some(match sandbox.files().host_path(&frame_path) {
+        Ok(host) => host.to_string_lossy().into_owned(),
+        Err(why) => why,
+    })
 }
 
 /// A berth as `berth ls` shows it.

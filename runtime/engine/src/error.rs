@@ -109,6 +109,11 @@ pub enum EngineError {
     },
 
     #[error(
+        "action {id} was not executed: {reason}. It is now refused (recorded); the agent can propose it again once the path stays in the worktree"
+    )]
+    RefusedAtApproval { id: String, reason: String },
+
+    #[error(
         "idempotency key `{key}` was already used by action {id} for a different action ({existing}); use a new key"
     )]
     KeyConflict {

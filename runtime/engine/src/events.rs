@@ -98,6 +98,9 @@ pub mod kind {
     pub const ACTION_PROPOSED: &str = "proposed_action.created";
     pub const ACTION_APPROVED: &str = "proposed_action.approved";
     pub const ACTION_DENIED: &str = "proposed_action.denied";
+    /// A pending file action refused when a person approved it: its path
+    /// had come to lead out of its mount through a link.
+    pub const ACTION_REFUSED_AT_APPROVAL: &str = "proposed_action.refused_at_approval";
     pub const ACTION_EXECUTED: &str = "action.executed";
     pub const ACTION_FAILED: &str = "action.failed";
     pub const ACTION_INTERRUPTED: &str = "action.interrupted";

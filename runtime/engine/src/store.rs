@@ -50,6 +50,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "berth uid",
         include_str!("../migrations/0003_berth_uid.sql"),
     ),
+    (
+        4,
+        "resolved path",
+        include_str!("../migrations/0004_resolved_path.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

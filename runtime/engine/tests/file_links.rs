@@ -15,7 +15,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use berth_engine::{ActionParams, ActionResult, AgentImpl, Proposal, ProposeStatus};
+use berth_engine::{
+    ActionParams, ActionResult, ActionStatus, AgentImpl, EngineError, EventFilter, Proposal,
+    ProposeStatus,
+};
 use berth_policy::{Action, Mode, Verdict};
 use common::{Fixture, user};
 
@@ -120,19 +123,105 @@ async fn a_directory_swapped_for_a_link_before_the_approval_gets_nothing_written
         "{:?}",
         p.status
     );
+    // The pending record shows the person where the path leads on the host.
+    let pending = f.engine.action(&p.id).await.unwrap();
+    assert_eq!(
+        pending.resolved_path.as_deref(),
+        Some(wt.join("d/notes.txt").to_str().unwrap()),
+        "{pending:?}"
+    );
     // The agent swaps `d` for a link while the action waits.
     std::fs::rename(wt.join("d"), wt.join("d.real")).unwrap();
     std::os::unix::fs::symlink(&outside, wt.join("d")).unwrap();
-    let a = f.engine.approve(&p.id, &user(), false, None).await.unwrap();
-    assert!(!a.outcome.succeeded, "{:?}", a.outcome);
-    let why = a.outcome.diagnostic.unwrap();
+    let err = f
+        .engine
+        .approve(&p.id, &user(), false, None)
+        .await
+        .unwrap_err();
+    let why = err.to_string();
+    assert!(
+        matches!(err, EngineError::RefusedAtApproval { .. }),
+        "{why}"
+    );
     assert!(
         why.contains(&format!("/work/d -> {}", outside.display()))
             && why.contains("nothing was written"),
-        "the person sees where it led: {why}"
+        "the person sees the link and where it leads: {why}"
     );
     assert!(names(&outside).is_empty(), "{:?}", names(&outside));
     assert!(!wt.join("d.real/notes.txt").exists());
+    // Recorded: refused with that reason, where it led now, and an event.
+    let refused = f.engine.action(&p.id).await.unwrap();
+    assert_eq!(refused.status, ActionStatus::Refused);
+    assert_eq!(refused.decision.verdict, Verdict::Deny);
+    assert!(
+        refused
+            .decision
+            .reason
+            .contains(&format!("/work/d -> {}", outside.display())),
+        "{}",
+        refused.decision.reason
+    );
+    let now = refused.resolved_path.unwrap();
+    assert!(now.contains(&outside.display().to_string()), "{now}");
+    let events = f.engine.events(&EventFilter::default()).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == "proposed_action.refused_at_approval"
+                && e.action.as_deref() == Some(p.id.as_str())),
+        "{events:?}"
+    );
+    // A second approval finds it decided.
+    assert!(matches!(
+        f.engine.approve(&p.id, &user(), false, None).await,
+        Err(EngineError::NotPending { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_pending_write_through_a_link_inside_the_worktree_shows_where_it_lands_and_runs() {
+    let f = Fixture::new().await;
+    let wt = up(&f, "dev-1").await;
+    f.engine
+        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
+        .await
+        .unwrap();
+    std::fs::create_dir_all(wt.join("d.real")).unwrap();
+    std::os::unix::fs::symlink("d.real", wt.join("d")).unwrap();
+    let p = f
+        .engine
+        .propose(write("d/notes.txt", "approved\n"), None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(p.status, ProposeStatus::Pending { .. }),
+        "{:?}",
+        p.status
+    );
+    let landing = wt.join("d.real/notes.txt");
+    let pending = f.engine.action(&p.id).await.unwrap();
+    assert_eq!(
+        pending.resolved_path.as_deref(),
+        Some(landing.to_str().unwrap())
+    );
+    let listed = f
+        .engine
+        .actions(&berth_engine::ActionFilter {
+            pending_only: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed[0].resolved_path, pending.resolved_path);
+    let a = f.engine.approve(&p.id, &user(), false, None).await.unwrap();
+    assert!(a.outcome.succeeded, "{:?}", a.outcome);
+    assert_eq!(std::fs::read_to_string(&landing).unwrap(), "approved\n");
+    let done = f.engine.action(&p.id).await.unwrap();
+    assert_eq!(
+        done.resolved_path.as_deref(),
+        Some(landing.to_str().unwrap())
+    );
 }
 
 #[tokio::test]

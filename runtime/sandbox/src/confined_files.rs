@@ -605,6 +605,32 @@ impl ConfinedFiles {
         }
     }
 
+    /// Where a frame path leads on this host, for the person who decides on
+    /// it: its links followed within the mount it is written under (never
+    /// out of it), then the host path beneath that mount's root. `Err` says
+    /// why there is none: the path is on no mount, leads out of its mount
+    /// (naming the links), or could not be resolved.
+    pub fn host_path(&self, frame_path: &str) -> Result<PathBuf, String> {
+        let at = self
+            .locate(frame_path, FileOp::Read)
+            .map_err(|e| e.to_string())?;
+        let resolution = self.resolve(&at.path)?;
+        match self.mount_of(&resolution.resolved) {
+            Some((index, rel))
+                if index == at.index
+                    && resolution.on_mount.as_deref() == Some(at.mount.frame.as_str()) =>
+            {
+                Ok(at.host(&rel))
+            }
+            _ => Err(format!(
+                "{} {}, outside {}",
+                at.path,
+                resolution.describe(),
+                at.mount.frame
+            )),
+        }
+    }
+
     /// Decision time: why a file action on `frame_path` must be refused, if
     /// it must — its path leads out of the mount it is written under. A
     /// path on no mount is the decision's own business (and refused at

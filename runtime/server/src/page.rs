@@ -397,6 +397,15 @@ pub fn action_card(a: &ActionRecord) -> String {
     if let Some(h) = &a.hold_reason {
         let _ = write!(o, "<p class=\"held\">Held on the host: {}</p>", esc(h));
     }
+    if let Some(r) = &a.resolved_path {
+        // Where the path leads on this host now (its links followed within
+        // the worktree); checked again when approved.
+        let _ = write!(
+            o,
+            "<p class=\"resolved\">Acts on, on this host: <code>{}</code></p>",
+            esc(r)
+        );
+    }
     if !d.segments.is_empty() {
         o.push_str(
             "<table class=\"segments\"><thead><tr><th>#</th><th>runs</th><th>rule</th><th>notes</th></tr></thead><tbody>",

@@ -116,6 +116,9 @@ pub async fn list(engine: &Engine, a: ActionsArgs) -> anyhow::Result<u8> {
                 "          why: {}",
                 x.hold_reason.as_deref().unwrap_or(&x.decision.reason)
             );
+            if let Some(r) = &x.resolved_path {
+                println!("          acts on (host): {r}");
+            }
             for (i, s) in x.decision.segments.iter().enumerate() {
                 let outside: Vec<&str> = s
                     .paths
