@@ -54,6 +54,25 @@ fn read(path: &str) -> Proposal {
     )
 }
 
+/// Writes need a person from now on.
+async fn writes_need_approval(f: &Fixture) {
+    f.engine
+        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
+        .await
+        .unwrap();
+}
+
+/// Proposes a write that must wait for a person; its id.
+async fn pending_write(f: &Fixture, path: &str, content: &str) -> String {
+    let p = f.engine.propose(write(path, content), None).await.unwrap();
+    assert!(
+        matches!(p.status, ProposeStatus::Pending { .. }),
+        "{:?}",
+        p.status
+    );
+    p.id
+}
+
 /// The names in `dir`, sorted.
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -106,25 +125,13 @@ async fn a_file_action_a_link_leads_out_of_the_worktree_is_refused_at_decision()
 async fn a_directory_swapped_for_a_link_before_the_approval_gets_nothing_written_outside() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
-    f.engine
-        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
-        .await
-        .unwrap();
+    writes_need_approval(&f).await;
     let outside = f.dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::create_dir_all(wt.join("d")).unwrap();
-    let p = f
-        .engine
-        .propose(write("d/notes.txt", "from the agent\n"), None)
-        .await
-        .unwrap();
-    assert!(
-        matches!(p.status, ProposeStatus::Pending { .. }),
-        "{:?}",
-        p.status
-    );
+    let id = pending_write(&f, "d/notes.txt", "from the agent\n").await;
     // The pending record shows the person where the path leads on the host.
-    let pending = f.engine.action(&p.id).await.unwrap();
+    let pending = f.engine.action(&id).await.unwrap();
     assert_eq!(
         pending.resolved_path.as_deref(),
         Some(wt.join("d/notes.txt").to_str().unwrap()),
@@ -135,7 +142,7 @@ async fn a_directory_swapped_for_a_link_before_the_approval_gets_nothing_written
     std::os::unix::fs::symlink(&outside, wt.join("d")).unwrap();
     let err = f
         .engine
-        .approve(&p.id, &user(), false, None)
+        .approve(&id, &user(), false, None)
         .await
         .unwrap_err();
     let why = err.to_string();
@@ -151,7 +158,7 @@ async fn a_directory_swapped_for_a_link_before_the_approval_gets_nothing_written
     assert!(names(&outside).is_empty(), "{:?}", names(&outside));
     assert!(!wt.join("d.real/notes.txt").exists());
     // Recorded: refused with that reason, where it led now, and an event.
-    let refused = f.engine.action(&p.id).await.unwrap();
+    let refused = f.engine.action(&id).await.unwrap();
     assert_eq!(refused.status, ActionStatus::Refused);
     assert_eq!(refused.decision.verdict, Verdict::Deny);
     assert!(
@@ -169,12 +176,12 @@ async fn a_directory_swapped_for_a_link_before_the_approval_gets_nothing_written
         events
             .iter()
             .any(|e| e.kind == "proposed_action.refused_at_approval"
-                && e.action.as_deref() == Some(p.id.as_str())),
+                && e.action.as_deref() == Some(id.as_str())),
         "{events:?}"
     );
     // A second approval finds it decided.
     assert!(matches!(
-        f.engine.approve(&p.id, &user(), false, None).await,
+        f.engine.approve(&id, &user(), false, None).await,
         Err(EngineError::NotPending { .. })
     ));
 }
@@ -183,24 +190,12 @@ async fn a_directory_swapped_for_a_link_before_the_approval_gets_nothing_written
 async fn a_pending_write_through_a_link_inside_the_worktree_shows_where_it_lands_and_runs() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
-    f.engine
-        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
-        .await
-        .unwrap();
+    writes_need_approval(&f).await;
     std::fs::create_dir_all(wt.join("d.real")).unwrap();
     std::os::unix::fs::symlink("d.real", wt.join("d")).unwrap();
-    let p = f
-        .engine
-        .propose(write("d/notes.txt", "approved\n"), None)
-        .await
-        .unwrap();
-    assert!(
-        matches!(p.status, ProposeStatus::Pending { .. }),
-        "{:?}",
-        p.status
-    );
+    let id = pending_write(&f, "d/notes.txt", "approved\n").await;
     let landing = wt.join("d.real/notes.txt");
-    let pending = f.engine.action(&p.id).await.unwrap();
+    let pending = f.engine.action(&id).await.unwrap();
     assert_eq!(
         pending.resolved_path.as_deref(),
         Some(landing.to_str().unwrap())
@@ -214,10 +209,10 @@ async fn a_pending_write_through_a_link_inside_the_worktree_shows_where_it_lands
         .await
         .unwrap();
     assert_eq!(listed[0].resolved_path, pending.resolved_path);
-    let a = f.engine.approve(&p.id, &user(), false, None).await.unwrap();
+    let a = f.engine.approve(&id, &user(), false, None).await.unwrap();
     assert!(a.outcome.succeeded, "{:?}", a.outcome);
     assert_eq!(std::fs::read_to_string(&landing).unwrap(), "approved\n");
-    let done = f.engine.action(&p.id).await.unwrap();
+    let done = f.engine.action(&id).await.unwrap();
     assert_eq!(
         done.resolved_path.as_deref(),
         Some(landing.to_str().unwrap())
