@@ -1711,3 +1711,66 @@ fn pipelines_run_over_the_api_and_resume_in_the_background_after_an_approval() {
     assert!(msg.contains("not paused"), "{msg}");
     served.stop();
 }
+
+/// A pending file write shows, over the API, on the page and in `berth
+/// actions`, where its path leads on this host; approving it after the
+/// agent swapped its directory for a link out of the worktree runs nothing
+/// and answers 409 naming the link and its target.
+#[test]
+fn a_pending_file_write_shows_where_it_lands_and_is_checked_again_at_approval() {
+    let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    state.ok(&["autonomy", "set", "dev-1", "file_write", "require_approval"]);
+    let wt = state.root().join("worktrees/demo/dev-1");
+    std::fs::create_dir_all(wt.join("d")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let api = Api::new(served.client(&state));
+    let proposed = api.ok(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({
+            "agent": "dev-1",
+            "action": {"type": "file_write", "path": "d/notes.txt"},
+            "params": {"content": "from the agent\n"},
+        })),
+    );
+    assert_eq!(proposed["status"]["status"], "pending", "{proposed}");
+    let id = proposed["id"].as_str().unwrap();
+    let landing = wt.join("d/notes.txt").display().to_string();
+    let shown = api.ok("get", "/api/actions/{id}", &[id], None);
+    assert_eq!(shown["resolved_path"], landing.as_str(), "{shown}");
+    let page = api.c.raw("GET", "/", &[], None).text();
+    assert!(
+        page.contains(&format!(
+            "class=\"resolved\">Acts on, on this host: <code>{landing}</code>"
+        )),
+        "{page}"
+    );
+    let listed = state.ok(&["actions", "--pending"]);
+    assert!(
+        listed.contains(&format!("acts on (host): {landing}")),
+        "{listed}"
+    );
+
+    std::fs::rename(wt.join("d"), wt.join("d.real")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), wt.join("d")).unwrap();
+    let msg = api.err(
+        "post",
+        "/api/actions/{id}/approve",
+        &[id],
+        Some(json!({})),
+        409,
+        "refused_at_approval",
+    );
+    assert!(
+        msg.contains(&format!("/work/d -> {}", outside.path().display())),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    let after = api.ok("get", "/api/actions/{id}", &[id], None);
+    assert_eq!(after["status"], "refused", "{after}");
+    served.stop();
+}
