@@ -536,6 +536,70 @@ async fn file_actions_never_follow_a_link_to_the_host() {
     assert_eq!(content, "# demo\n");
 }
 
+/// A pending write shows where it lands on the host; once the agent, in
+/// its container, swaps the directory for a link out of `/work`, approving
+/// it runs nothing and says why.
+#[tokio::test]
+async fn a_pending_write_is_checked_again_at_approval() {
+    let m = mounted_or_skip!("approval");
+    let wt = m.up("dev-1").await;
+    m.ok("dev-1", "mkdir -p /work/d && echo ok").await;
+    m.engine
+        .set_autonomy(
+            "dev-1",
+            "file_write",
+            berth_policy::autonomy::Mode::RequireApproval,
+            &user(),
+        )
+        .await
+        .unwrap();
+    let p = m
+        .engine
+        .propose(
+            Proposal::by_agent(
+                "dev-1",
+                Action::FileWrite {
+                    path: "d/notes.txt".into(),
+                },
+            )
+            .params(ActionParams {
+                content: Some("from the agent\n".into()),
+                ..ActionParams::default()
+            }),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(p.status, ProposeStatus::Pending { .. }),
+        "{:?}",
+        p.status
+    );
+    let pending = m.engine.action(&p.id).await.unwrap();
+    assert_eq!(
+        pending.resolved_path.as_deref(),
+        Some(wt.join("d/notes.txt").to_str().unwrap())
+    );
+    m.ok(
+        "dev-1",
+        "mv /work/d /work/d.real && ln -s /tmp /work/d && echo ok",
+    )
+    .await;
+    let err = m
+        .engine
+        .approve(&p.id, &user(), false, None)
+        .await
+        .unwrap_err();
+    let why = err.to_string();
+    assert!(
+        why.contains("/work/d -> /tmp") && why.contains("nothing was written"),
+        "{why}"
+    );
+    let (code, _, _) = m.sh("dev-1", "test -e /tmp/notes.txt").await;
+    assert_eq!(code, 1, "nothing written through the link");
+    assert!(!wt.join("d.real/notes.txt").exists());
+}
+
 #[tokio::test]
 async fn the_memory_limit_is_reported_as_out_of_memory() {
     let m = mounted_or_skip!("oom", "memory_mb = 64");
