@@ -23,6 +23,7 @@ use berth_engine::{
     NewProject, Outcome, Proposal, ProposeStatus, StateDir,
 };
 use berth_policy::Action;
+use berth_policy::autonomy::Mode;
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{NoProgress, Recipe};
 use common::{source_repo, user};
@@ -146,6 +147,14 @@ async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Opti
 }
 
 impl Mounted {
+    /// Sets `agent`'s autonomy for `kind` as the person.
+    async fn autonomy(&self, agent: &str, kind: &str, mode: Mode) {
+        self.engine
+            .set_autonomy(agent, kind, mode, &user())
+            .await
+            .unwrap();
+    }
+
     async fn up(&self, agent: &str) -> PathBuf {
         self.engine
             .activate_agent(agent, &self.project, AgentImpl::Real, &user())
@@ -497,15 +506,7 @@ async fn file_actions_never_follow_a_link_to_the_host() {
     for path in ["shadow", "st", "st/berth.db", "perms"] {
         refused(&m, "dev-1", read(path), None).await;
     }
-    m.engine
-        .set_autonomy(
-            "dev-1",
-            "file_write",
-            berth_policy::autonomy::Mode::AutoApprove,
-            &user(),
-        )
-        .await
-        .unwrap();
+    m.autonomy("dev-1", "file_write", Mode::AutoApprove).await;
     for path in [
         "out/planted.txt",
         "out/new/dir/planted.txt",
@@ -544,15 +545,8 @@ async fn a_pending_write_is_checked_again_at_approval() {
     let m = mounted_or_skip!("approval");
     let wt = m.up("dev-1").await;
     m.ok("dev-1", "mkdir -p /work/d && echo ok").await;
-    m.engine
-        .set_autonomy(
-            "dev-1",
-            "file_write",
-            berth_policy::autonomy::Mode::RequireApproval,
-            &user(),
-        )
-        .await
-        .unwrap();
+    m.autonomy("dev-1", "file_write", Mode::RequireApproval)
+        .await;
     let p = m
         .engine
         .propose(
@@ -758,15 +752,7 @@ async fn down_leaves_nothing_and_container_remove_asks_first() {
     // container_remove is never auto: it waits for a person, then the next
     // command gets a fresh container on the same worktree.
     m.ok("dev-1", "echo gone > /tmp/mark").await;
-    m.engine
-        .set_autonomy(
-            "dev-1",
-            "*",
-            berth_policy::autonomy::Mode::AutoApprove,
-            &user(),
-        )
-        .await
-        .unwrap();
+    m.autonomy("dev-1", "*", Mode::AutoApprove).await;
     let p = m
         .engine
         .propose(Proposal::by_agent("dev-1", Action::ContainerRemove), None)
@@ -1015,15 +1001,8 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
         .activate_agent("dev-1", &m.project, AgentImpl::Noop, &user())
         .await
         .unwrap();
-    m.engine
-        .set_autonomy(
-            "dev-1",
-            "git_commit",
-            berth_policy::autonomy::Mode::RequireApproval,
-            &user(),
-        )
-        .await
-        .unwrap();
+    m.autonomy("dev-1", "git_commit", Mode::RequireApproval)
+        .await;
     m.engine
         .create_task(&m.project, "t", &user())
         .await
@@ -1054,15 +1033,7 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
 async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
     let m = mounted_or_skip!("restart", "pids = 30");
     m.up("dev-1").await;
-    m.engine
-        .set_autonomy(
-            "dev-1",
-            "*",
-            berth_policy::autonomy::Mode::AutoApprove,
-            &user(),
-        )
-        .await
-        .unwrap();
+    m.autonomy("dev-1", "*", Mode::AutoApprove).await;
     let bystander = m.run(
         "dev-1",
         Action::Terminal {
