@@ -54,6 +54,11 @@ impl Fixture {
     pub async fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let src = source_repo(dir.path());
+        Fixture::from_source(dir, src).await
+    }
+
+    /// A state directory in `dir` with project `demo` imported from `src`.
+    pub async fn from_source(dir: tempfile::TempDir, src: PathBuf) -> Fixture {
         let engine = Engine::init(StateDir::new(dir.path().join("state")))
             .await
             .unwrap();
