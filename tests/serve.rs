@@ -1273,7 +1273,12 @@ fn a_page_session_expires() {
 /// scope is lifted on this machine and what still holds.
 #[test]
 fn auto_mode_on_a_runner_berth_says_the_host_and_needs_allow_unconfined() {
-    let state = State::with_project();
+    let mut state = State::with_project();
+    // The runner cannot confine here: its exec shim is named where nothing is.
+    state.env.push((
+        "BERTH_EXEC_SHIM".into(),
+        "/nonexistent/berth-exec-shim".into(),
+    ));
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     let cfg = state.root().join("projects/demo/berth.toml");
