@@ -110,7 +110,23 @@ impl Engine {
         })
     }
 
-    /// At `berth up` of a mounted berth: the uid it runs as, recorded (when
+    /// The uid a runner berth's commands switch to when it is opened (after
+    /// `up`), when berth is root: the recorded one, else the one it was made
+    /// with. `None` when berth is not root (its user namespace maps the
+    /// user's uid), or for a berth brought up before runner berths had a uid
+    /// (its files are still berth's: its commands keep uid 0 with no
+    /// capabilities until its next `up`).
+    pub(crate) async fn runner_uid_for_open(&self, agent: &Agent) -> Result<Option<u32>> {
+        if identity::current_uid() != 0 {
+            return Ok(None);
+        }
+        Ok(match self.recorded_uid(&agent.name).await? {
+            Some(u) => Some(u),
+            None => self.uid_made_with(agent),
+        })
+    }
+
+    /// At `berth up` of a mounted berth (and of a runner berth, berth root): the uid it runs as, recorded (when
     /// berth is not root: the user's own, not recorded, with a note). A new
     /// berth gets a free uid of the range; a recorded uid of the range that
     /// the host has since given to someone moves to the next free one; a berth
