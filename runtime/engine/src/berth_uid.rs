@@ -89,7 +89,8 @@ impl Engine {
 
     /// The uid a berth from before `[host] uid_range` was made with: the
     /// owner of its agent repository, when that is not berth itself (a
-    /// repository only the runner used was never handed to a uid).
+    /// repository only the runner used before runner berths had a uid was
+    /// never handed to one).
     fn uid_made_with(&self, agent: &Agent) -> Option<u32> {
         let repo = self.git().agent_repo(&agent.project, &agent.name);
         let owner = std::fs::symlink_metadata(&repo).ok()?.uid();

@@ -539,7 +539,12 @@ impl Engine {
         {
             // Its home keeps what its commands wrote before (as root, when
             // runner berths had no uid): all of it is the berth's now.
-            chown_berth_dir(&home, owner)?;
+            let dir = home.clone();
+            tokio::task::spawn_blocking(move || chown_berth_dir(&dir, owner))
+                .await
+                .map_err(|e| {
+                    EngineError::State(format!("giving the berth's home to its uid: {e}"))
+                })??;
             spec.runner_uid = Some(uid);
         }
         self.sandboxes.drop_agent(agent);
