@@ -192,6 +192,16 @@ async fn as_root_a_runner_berth_runs_and_writes_as_its_own_uid() {
         panic!("{outcome:?}")
     };
     assert_eq!(stdout, &format!("{uid}\n"));
+
+    // Down (its worktree of the berth's uid recycled, its /tmp emptied) and
+    // up again: the same uid, a fresh worktree of it.
+    let down = f.engine.down("dev-1", false, &user()).await.unwrap();
+    assert!(down.worktree.is_none(), "{down:?}");
+    assert!(!tmp.join("t.txt").exists());
+    let wt = up_runner(&f, "dev-1").await;
+    assert_eq!(recorded_uid(&f, "dev-1").await, uid);
+    assert_eq!(owner(&wt), uid);
+    assert_eq!(ok(&f, "dev-1", "id -u").await, format!("{uid}\n"));
 }
 
 #[tokio::test]
