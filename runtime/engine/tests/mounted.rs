@@ -163,22 +163,7 @@ impl Mounted {
 
     /// Proposes `action` as `agent`, approving it when it waits.
     async fn run(&self, agent: &str, action: Action, params: ActionParams) -> Outcome {
-        let p = self
-            .engine
-            .propose(Proposal::by_agent(agent, action).params(params), None)
-            .await
-            .unwrap();
-        match p.status {
-            ProposeStatus::Executed { outcome } => outcome,
-            ProposeStatus::Pending { .. } => {
-                self.engine
-                    .approve(&p.id, &user(), false, None)
-                    .await
-                    .unwrap()
-                    .outcome
-            }
-            ProposeStatus::Refused { reason } => panic!("refused: {reason}"),
-        }
+        common::run_action(&self.engine, agent, action, params).await
     }
 
     /// A terminal command's exit code and output.

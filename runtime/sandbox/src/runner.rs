@@ -426,6 +426,12 @@ impl Runner {
             .collect(),
             LinkTargets::Host,
         );
+        // What a file action creates belongs to the berth's uid, as what its
+        // commands create does (only root runs as another uid).
+        let files = match config.confinement.uid {
+            Some((uid, gid)) if crate::identity::current_uid() == 0 => files.with_owner(uid, gid),
+            _ => files,
+        };
         config.worktree = worktree;
         Ok(Runner {
             files: Arc::new(files),

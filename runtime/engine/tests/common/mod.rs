@@ -5,7 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
+use berth_engine::{
+    ActionParams, Actor, AgentImpl, Engine, NewProject, Outcome, Proposal, ProposeStatus, StateDir,
+};
+use berth_policy::Action;
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
@@ -47,6 +50,31 @@ pub fn source_repo(root: &Path) -> PathBuf {
 
 pub fn user() -> Actor {
     Actor::user("ada")
+}
+
+/// Proposes `action` by `agent` and, when it waits, approves it as [`user`]:
+/// its outcome.
+pub async fn run_action(
+    engine: &Engine,
+    agent: &str,
+    action: Action,
+    params: ActionParams,
+) -> Outcome {
+    let p = engine
+        .propose(Proposal::by_agent(agent, action).params(params), None)
+        .await
+        .unwrap();
+    match p.status {
+        ProposeStatus::Executed { outcome } => outcome,
+        ProposeStatus::Pending { .. } => {
+            engine
+                .approve(&p.id, &user(), false, None)
+                .await
+                .unwrap()
+                .outcome
+        }
+        ProposeStatus::Refused { reason } => panic!("refused: {reason}"),
+    }
 }
 
 impl Fixture {
