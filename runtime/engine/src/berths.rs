@@ -197,11 +197,22 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     config.rlimits.nproc = Some(spec.config.sandbox.pids);
     config.confinement.agent_repo = Some(spec.agent_repo.clone());
     config.confinement.readable = vec![spec.forge_objects.clone()];
+    config.confinement.network = runner_network(&spec.config.sandbox.network);
     let scope = cgroup_scope(&spec.instance, &spec.project);
     if berth_sandbox::runner::cgroup_name_valid(&scope, &spec.agent) {
         config.confinement.cgroup_name = Some((scope, spec.agent.clone()));
     }
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
+}
+
+/// A runner exec's network: `none` is a network namespace of its own
+/// holding only `lo`; `open` stays in the host's (`docker_network` names a
+/// container's network and means nothing here).
+fn runner_network(network: &crate::config::NetworkConfig) -> berth_sandbox::runner::Network {
+    match network.mode {
+        crate::config::NetworkMode::None => berth_sandbox::runner::Network::None,
+        crate::config::NetworkMode::Open => berth_sandbox::runner::Network::Open,
+    }
 }
 
 /// The first part of a runner berth's exec cgroups

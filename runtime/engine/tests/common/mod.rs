@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
+use berth_engine::{
+    ActionResult, Actor, AgentImpl, Engine, NewProject, Proposal, ProposeStatus, StateDir,
+};
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
@@ -107,5 +109,37 @@ impl Fixture {
             .into_iter()
             .map(|e| e.kind)
             .collect()
+    }
+}
+
+/// A terminal command proposed as `agent` (approved by the user when it
+/// waits): its exit code, stdout and stderr.
+pub async fn terminal(engine: &Engine, agent: &str, command: &str) -> (i32, String, String) {
+    let action = berth_policy::Action::Terminal {
+        command: command.into(),
+    };
+    let p = engine
+        .propose(Proposal::by_agent(agent, action), None)
+        .await
+        .unwrap();
+    let outcome = match p.status {
+        ProposeStatus::Executed { outcome } => outcome,
+        ProposeStatus::Pending { .. } => {
+            engine
+                .approve(&p.id, &user(), false, None)
+                .await
+                .unwrap()
+                .outcome
+        }
+        ProposeStatus::Refused { reason } => panic!("{command}: refused: {reason}"),
+    };
+    match outcome.result {
+        Some(ActionResult::Terminal {
+            exit_code,
+            stdout,
+            stderr,
+            ..
+        }) => (exit_code, stdout, stderr),
+        other => panic!("{command}: {other:?} ({:?})", outcome.diagnostic),
     }
 }
