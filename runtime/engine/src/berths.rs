@@ -198,6 +198,7 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     config.confinement.agent_repo = Some(spec.agent_repo.clone());
     config.confinement.readable = vec![spec.forge_objects.clone()];
     config.confinement.network = runner_network(&spec.config.sandbox.network);
+    config.confinement.git_identity = crate::git::agent_git_identity(&spec.agent);
     let scope = cgroup_scope(&spec.instance, &spec.project);
     if berth_sandbox::runner::cgroup_name_valid(&scope, &spec.agent) {
         config.confinement.cgroup_name = Some((scope, spec.agent.clone()));

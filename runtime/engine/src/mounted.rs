@@ -120,6 +120,7 @@ pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
         home_inodes: s.home_inodes,
     };
     c.network = container_network(&s.network);
+    c.git_identity = crate::git::agent_git_identity(&spec.agent);
     c.read_only_root = s.read_only_root;
     // The project's extra roots are in scope in the runner; in a container
     // they are visible only when mounted, at the same path.

@@ -78,3 +78,26 @@ async fn network_none_keeps_an_exec_off_the_hosts_loopback() {
 async fn network_open_lets_an_exec_reach_the_hosts_loopback() {
     assert_eq!(reaches_the_hosts_loopback("open").await, (true, true));
 }
+
+/// A plain `git commit` at `/work` is by the agent, as berth's own commits
+/// are, and berth wrote nothing into the agent's repository config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_commit_at_work_is_by_the_agent() {
+    let f = Fixture::new().await;
+    let wt = runner_berth(&f, "none").await;
+    std::fs::write(wt.join("notes.txt"), "n\n").unwrap();
+    let (code, out, err) = sh(
+        &f,
+        "git add notes.txt && git commit -q -m x && git log -1 --format='%an <%ae>|%cn <%ce>'",
+    )
+    .await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(
+        out.trim(),
+        "dev-1[bot] <dev-1@berth.local>|dev-1[bot] <dev-1@berth.local>",
+        "{err}"
+    );
+    let config = f.dir.path().join("state/agents/demo/dev-1.git/config");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(!text.contains("[user]"), "{text}");
+}
