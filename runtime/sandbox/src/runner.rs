@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 pub use berth_confine::Network;
 use berth_confine::cgroup::ExecCgroups;
-pub use berth_confine::cgroup::{CgroupLimits, CgroupRoots};
+pub use berth_confine::cgroup::{CgroupLimits, CgroupRoots, exec_cgroup_in};
 pub use berth_confine::git_env::GitIdentity;
 use berth_confine::{ExecSpec, Rlimit};
 use berth_policy::frame::WORK;
