@@ -431,6 +431,32 @@ async fn plain_git_commit_is_by_the_agent_and_nested_repository_config_starts_no
     );
 }
 
+/// `[sandbox.network] mode = "open"` puts the container on Docker's default
+/// bridge (an interface besides `lo`); the default `none` leaves only `lo`.
+#[tokio::test]
+async fn the_network_mode_names_the_containers_network() {
+    let m = mounted_or_skip!("net");
+    let file = m
+        .state()
+        .join("projects")
+        .join(&m.project)
+        .join("berth.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at = text.find("\n[sandbox.network]\n").unwrap();
+    let open = format!(
+        "{}{}",
+        &text[..at],
+        text[at..].replacen("\nmode = \"none\"\n", "\nmode = \"open\"\n", 1)
+    );
+    let interfaces = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '";
+    m.up("closed").await;
+    assert_eq!(m.ok("closed", interfaces).await, "lo ");
+    std::fs::write(&file, open).unwrap();
+    m.up("opened").await;
+    let listed = m.ok("opened", interfaces).await;
+    assert!(listed.contains("eth0") && listed.contains("lo"), "{listed}");
+}
+
 #[tokio::test]
 async fn agents_cannot_reach_each_other_nor_write_the_forge() {
     let m = mounted_or_skip!("isolation");
