@@ -206,6 +206,13 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
 }
 
+/// The first part of a runner berth's exec cgroups
+/// (`berth/<project>@<instance>/<agent>/<action>`): the state directory's
+/// mark keeps one state directory's `down` from killing another's execs.
+fn cgroup_scope(instance: &str, project: &str) -> String {
+    format!("{project}@{instance}")
+}
+
 /// A runner exec's network: `none` is a network namespace of its own
 /// holding only `lo`; `open` stays in the host's (`docker_network` names a
 /// container's network and means nothing here).
@@ -214,13 +221,6 @@ fn runner_network(network: &crate::config::NetworkConfig) -> berth_sandbox::runn
         crate::config::NetworkMode::None => berth_sandbox::runner::Network::None,
         crate::config::NetworkMode::Open => berth_sandbox::runner::Network::Open,
     }
-}
-
-/// The first part of a runner berth's exec cgroups
-/// (`berth/<project>@<instance>/<agent>/<action>`): the state directory's
-/// mark keeps one state directory's `down` from killing another's execs.
-fn cgroup_scope(instance: &str, project: &str) -> String {
-    format!("{project}@{instance}")
 }
 
 /// The host-side checks of a decided action, which only ever tighten it.
