@@ -5,9 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use berth_engine::{
-    ActionResult, Actor, AgentImpl, Engine, NewProject, Proposal, ProposeStatus, StateDir,
-};
+use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
@@ -119,22 +117,24 @@ pub async fn terminal(engine: &Engine, agent: &str, command: &str) -> (i32, Stri
         command: command.into(),
     };
     let p = engine
-        .propose(Proposal::by_agent(agent, action), None)
+        .propose(berth_engine::Proposal::by_agent(agent, action), None)
         .await
         .unwrap();
     let outcome = match p.status {
-        ProposeStatus::Executed { outcome } => outcome,
-        ProposeStatus::Pending { .. } => {
+        berth_engine::ProposeStatus::Executed { outcome } => outcome,
+        berth_engine::ProposeStatus::Pending { .. } => {
             engine
                 .approve(&p.id, &user(), false, None)
                 .await
                 .unwrap()
                 .outcome
         }
-        ProposeStatus::Refused { reason } => panic!("{command}: refused: {reason}"),
+        berth_engine::ProposeStatus::Refused { reason } => {
+            panic!("{command}: refused: {reason}")
+        }
     };
     match outcome.result {
-        Some(ActionResult::Terminal {
+        Some(berth_engine::ActionResult::Terminal {
             exit_code,
             stdout,
             stderr,
