@@ -89,6 +89,51 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(st.success());
 }
 
+/// The state directory is made 0700 and the store 0600 (its WAL files
+/// follow it); when others can read either, every start says so and names
+/// the `chmod` that fixes it.
+#[test]
+fn the_state_is_private_and_an_open_one_is_reported() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cli = Cli::new();
+    cli.ok(&["init"]);
+    let state = cli.state();
+    let db = state.join("berth.db");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o700);
+    assert_eq!(mode(&db), 0o600);
+    let quiet = cli.run(&["project", "ls"]);
+    assert!(quiet.status.success());
+    assert!(
+        !String::from_utf8_lossy(&quiet.stderr).contains("warning"),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    for suffix in ["-wal", "-shm"] {
+        let p = state.join(format!("berth.db{suffix}"));
+        if p.exists() {
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+    }
+
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = cli.run(&["project", "ls"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("chmod 700 {}", state.display()))
+            && err.contains(&format!("chmod 600 {}", db.display()))
+            && err.contains("mode 0755")
+            && err.contains("mode 0644"),
+        "{err}"
+    );
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let fixed = cli.run(&["project", "ls"]);
+    assert!(!String::from_utf8_lossy(&fixed.stderr).contains("chmod"));
+}
+
 #[test]
 fn a_missing_state_says_to_run_init() {
     let cli = Cli::new();

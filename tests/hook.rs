@@ -56,7 +56,10 @@ impl Fixture {
         let text = std::fs::read_to_string(&config).unwrap();
         std::fs::write(
             &config,
-            text.replacen("deny = []", "deny = [\"make deploy\"]", 1),
+            // Auto mode is accepted whatever berth's sandbox (the hook
+            // judges the host's own tool calls).
+            text.replacen("deny = []", "deny = [\"make deploy\"]", 1)
+                .replacen("allow_unconfined = false", "allow_unconfined = true", 1),
         )
         .unwrap();
         f.berth(&["agent", "activate", "dev-1", "--project", "demo"]);

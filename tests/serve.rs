@@ -106,11 +106,13 @@ fn roomy(state: &State) {
     let cfg = state.root().join("projects/demo/berth.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     // Runner berths: these tests are about the API, not containers (a berth
-    // the loop brings up in `auto` would otherwise be a container).
+    // the loop brings up in `auto` would otherwise be a container); auto mode
+    // on them is accepted although the runner confines nothing yet.
     std::fs::write(
         &cfg,
         text.replace("max_parallel = 1", "max_parallel = 8")
-            .replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n"),
+            .replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n")
+            .replacen("allow_unconfined = false", "allow_unconfined = true", 1),
     )
     .unwrap();
 }
@@ -296,6 +298,12 @@ fn every_endpoint_family(api: &Api, state: &State) {
     );
     assert_eq!(on["auto_mode"], true);
     assert!(on["lifts"].as_array().unwrap().len() >= 2, "{on}");
+    assert!(
+        on["runner_host"]
+            .as_str()
+            .is_some_and(|n| n.contains("lifts the path scope on this machine")),
+        "{on}"
+    );
     assert!(!on["still_asks"].as_array().unwrap().is_empty());
     let off = api.ok(
         "put",
@@ -1056,25 +1064,49 @@ fn tcp_requires_the_token_and_the_page_session_requires_the_csrf_header() {
     );
     assert_eq!(bad_login.status, 401);
     assert!(bad_login.header("set-cookie").is_none());
-    // The right token: a session cookie, HttpOnly and SameSite=Strict.
-    let login = anon.raw("GET", &format!("/login?token={token}"), &[], None);
-    assert_eq!((login.status, login.header("location")), (303, Some("/")));
-    let cookie = login.header("set-cookie").unwrap().to_string();
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
-    let session = cookie.split(';').next().unwrap().to_string();
-    assert!(!session.contains(&token), "the cookie is not the token");
+    // The right token: a session cookie, HttpOnly and SameSite=Strict, and
+    // the session's secret, in the login answer only.
+    let (session, secret) = log_in(&anon, &token);
     let with = |extra: &[(&'static str, &'static str)]| {
         let mut h = vec![("Cookie", session.as_str())];
         h.extend_from_slice(extra);
         h
     };
-    assert_eq!(anon.raw("GET", "/", &with(&[]), None).status, 200);
+    let page = anon.raw("GET", "/", &with(&[]), None);
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.text().contains(&secret),
+        "a page fetched with the cookie alone does not carry the secret"
+    );
+    // The cookie alone (as another server on 127.0.0.1 receives it) opens
+    // no API call, not even a read.
+    let cookie_only = anon.raw("GET", "/api/agents", &with(&[]), None);
+    assert_eq!(
+        (
+            cookie_only.status,
+            cookie_only.json()["error"]["code"].as_str()
+        ),
+        (403, Some("session_secret_missing")),
+        "{}",
+        cookie_only.text()
+    );
+    assert!(cookie_only.text().contains("X-Berth-Session-Secret"));
     let body = br#"{"project": "demo", "title": "from the page"}"#;
     let json_ct = ("Content-Type", "application/json");
-    let no_csrf = anon.raw("POST", "/api/tasks", &with(&[json_ct]), Some(body));
+    let secret_h = ("X-Berth-Session-Secret", secret.as_str());
+    let read = anon.raw(
+        "GET",
+        "/api/agents",
+        &[("Cookie", session.as_str()), secret_h],
+        None,
+    );
+    assert_eq!(read.status, 200, "{}", read.text());
+    let no_csrf = anon.raw(
+        "POST",
+        "/api/tasks",
+        &[("Cookie", session.as_str()), secret_h, json_ct],
+        Some(body),
+    );
     assert_eq!(
         (no_csrf.status, no_csrf.json()["error"]["code"].as_str()),
         (403, Some("csrf_header_missing"))
@@ -1082,24 +1114,231 @@ fn tcp_requires_the_token_and_the_page_session_requires_the_csrf_header() {
     let ok = anon.raw(
         "POST",
         "/api/tasks",
-        &with(&[json_ct, ("X-Berth-Request", "1")]),
+        &[
+            ("Cookie", session.as_str()),
+            secret_h,
+            json_ct,
+            ("X-Berth-Request", "1"),
+        ],
         Some(body),
     );
     assert_eq!(ok.status, 201, "{}", ok.text());
+    // Another session's secret does not open this one.
+    let (other_session, other_secret) = log_in(&anon, &token);
+    assert_ne!(other_secret, secret);
+    let crossed = anon.raw(
+        "GET",
+        "/api/agents",
+        &[
+            ("Cookie", session.as_str()),
+            ("X-Berth-Session-Secret", other_secret.as_str()),
+        ],
+        None,
+    );
+    assert_eq!(
+        (crossed.status, crossed.json()["error"]["code"].as_str()),
+        (403, Some("session_secret_wrong"))
+    );
+    let theirs = anon.raw(
+        "GET",
+        "/api/agents",
+        &[
+            ("Cookie", other_session.as_str()),
+            ("X-Berth-Session-Secret", other_secret.as_str()),
+        ],
+        None,
+    );
+    assert_eq!(theirs.status, 200);
     let forged = anon.raw(
         "GET",
         "/api/agents",
-        &[("Cookie", "berth_session=0123")],
+        &[("Cookie", "berth_session=0123"), secret_h],
         None,
     );
     assert_eq!(forged.status, 401);
+    // Bearer-token clients need no secret.
+    assert_eq!(right.raw("GET", "/api/agents", &[], None).status, 200);
     // A session does not outlive the server.
     served.stop();
     let again = start(&state, Transport::Tcp, &["--no-agent-loops"]);
     let anon = Client::new(again.target.clone(), None);
-    assert_eq!(anon.raw("GET", "/api/agents", &with(&[]), None).status, 401);
+    assert_eq!(
+        anon.raw(
+            "GET",
+            "/api/agents",
+            &[("Cookie", session.as_str()), secret_h],
+            None
+        )
+        .status,
+        401
+    );
     assert_eq!(state.token(), token, "the token file is reused");
     again.stop();
+}
+
+/// Logs in with the API token: the session cookie (`berth_session=…`) and
+/// the session's secret, read from the login answer.
+fn log_in(anon: &Client, token: &str) -> (String, String) {
+    let login = anon.raw("GET", &format!("/login?token={token}"), &[], None);
+    assert_eq!(login.status, 200, "{}", login.text());
+    let cookie = login.header("set-cookie").unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict")
+            && cookie.contains("Max-Age="),
+        "{cookie}"
+    );
+    let session = cookie.split(';').next().unwrap().to_string();
+    assert!(!session.contains(token), "the cookie is not the token");
+    let html = login.text();
+    let marker = "<meta name=\"berth-session-secret\" content=\"";
+    let rest = &html[html.find(marker).expect(&html) + marker.len()..];
+    let secret = rest[..rest.find('"').unwrap()].to_string();
+    assert_eq!(secret.len(), 64, "{html}");
+    assert!(
+        !session.contains(&secret),
+        "the secret is not in the cookie"
+    );
+    (session, secret)
+}
+
+/// A page session expires: the page and the API then say to log in again;
+/// a bearer token is unaffected.
+#[test]
+fn a_page_session_expires() {
+    let state = State::with_project();
+    let served = start(
+        &state,
+        Transport::Tcp,
+        &["--no-agent-loops", "--session-ttl", "2"],
+    );
+    let token = state.token();
+    let anon = Client::new(served.target.clone(), None);
+    let (session, secret) = log_in(&anon, &token);
+    let headers = [
+        ("Cookie", session.as_str()),
+        ("X-Berth-Session-Secret", secret.as_str()),
+    ];
+    assert_eq!(anon.raw("GET", "/api/agents", &headers, None).status, 200);
+    std::thread::sleep(Duration::from_millis(2_300));
+    let expired = anon.raw("GET", "/api/agents", &headers, None);
+    assert_eq!(
+        (expired.status, expired.json()["error"]["code"].as_str()),
+        (401, Some("session_expired")),
+        "{}",
+        expired.text()
+    );
+    let msg = expired.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("expired")
+            && msg.contains("reload the page and log in again")
+            && msg.contains("2s"),
+        "{msg}"
+    );
+    let page = anon.raw("GET", "/", &[("Cookie", session.as_str())], None);
+    assert_eq!(page.status, 401);
+    assert!(
+        page.text().contains("expired") && page.text().contains("/login?token="),
+        "{}",
+        page.text()
+    );
+    assert_eq!(
+        served
+            .client(&state)
+            .raw("GET", "/api/agents", &[], None)
+            .status,
+        200
+    );
+    // A new login opens a new session.
+    let (fresh, fresh_secret) = log_in(&anon, &token);
+    let again = anon.raw(
+        "GET",
+        "/api/agents",
+        &[
+            ("Cookie", fresh.as_str()),
+            ("X-Berth-Session-Secret", fresh_secret.as_str()),
+        ],
+        None,
+    );
+    assert_eq!(again.status, 200);
+    served.stop();
+}
+
+/// Auto mode on a runner berth: refused while the runner's confinement is
+/// not available and `[sandbox] allow_unconfined` is off (CLI and API);
+/// once accepted, the CLI, the API's answer and the page say that the path
+/// scope is lifted on this machine and what still holds.
+#[test]
+fn auto_mode_on_a_runner_berth_says_the_host_and_needs_allow_unconfined() {
+    let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let cfg = state.root().join("projects/demo/berth.toml");
+    let accepted = std::fs::read_to_string(&cfg).unwrap();
+    assert!(accepted.contains("allow_unconfined = true"), "{accepted}");
+    std::fs::write(
+        &cfg,
+        accepted.replacen("allow_unconfined = true", "allow_unconfined = false", 1),
+    )
+    .unwrap();
+
+    for args in [
+        &["agent", "auto-mode", "dev-1", "on"][..],
+        &["autonomy", "set", "dev-1", "*", "auto_approve"][..],
+    ] {
+        let out = state.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("auto mode refused for `dev-1`")
+                && err.contains("runner's confinement is not available here")
+                && err.contains("allow_unconfined = true")
+                && err.contains(cfg.to_str().unwrap()),
+            "{err}"
+        );
+    }
+    // A specific type may still be auto-approved: only the wildcard is auto mode.
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+
+    let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let api = served.client(&state);
+    let on = json!({"on": true});
+    let refused = api.call("PUT", "/api/agents/dev-1/auto-mode", Some(&on));
+    assert_eq!(
+        (refused.status, refused.json()["error"]["code"].as_str()),
+        (409, Some("unconfined")),
+        "{}",
+        refused.text()
+    );
+    let report = api.call("GET", "/api/agents/dev-1/autonomy", None).json();
+    assert_eq!(report["auto_mode"], false, "nothing was written");
+
+    std::fs::write(&cfg, &accepted).unwrap();
+    let r = api.call("PUT", "/api/agents/dev-1/auto-mode", Some(&on));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let note = r.json()["runner_host"].as_str().unwrap().to_string();
+    assert!(
+        note.contains("lifts the path scope on this machine")
+            && note.contains("not available here")
+            && note.contains("only the policy"),
+        "{note}"
+    );
+    let page = api.raw("GET", "/", &[], None).text();
+    assert!(
+        page.contains("class=\"runner-host\"")
+            && page.contains("lifts the path scope on this machine"),
+        "{page}"
+    );
+    served.stop();
+    state.ok(&["agent", "auto-mode", "dev-1", "off"]);
+    let said = state.ok(&["agent", "auto-mode", "dev-1", "on"]);
+    assert!(
+        said.contains("lifts the path scope on this machine") && said.contains("only the policy"),
+        "{said}"
+    );
 }
 
 /// A non-loopback address is refused, and says why, unless forced.

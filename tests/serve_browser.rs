@@ -310,6 +310,16 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
     // The pending terminal action, segment by segment.
     let card = format!("#action-{terminal}");
     browser.find(&card);
+    // The login answer handed the page its session's secret and moved on
+    // to `/`; from the page, the cookie alone opens no API call.
+    let probe = browser.script(
+        "const s = localStorage.getItem('berth-session-secret') || '';\
+         const bare = new XMLHttpRequest(); bare.open('GET', '/api/agents', false); bare.send();\
+         const withs = new XMLHttpRequest(); withs.open('GET', '/api/agents', false);\
+         withs.setRequestHeader('X-Berth-Session-Secret', s); withs.send();\
+         return [location.pathname, s.length, bare.status, withs.status];",
+    );
+    assert_eq!(probe, json!(["/", 64, 403, 200]));
     assert_eq!(browser.text("#pending-count"), "3");
     let segments = browser.texts(&format!("{card} tr.segment"));
     assert_eq!(segments.len(), 2, "{segments:?}");

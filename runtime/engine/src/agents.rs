@@ -170,6 +170,9 @@ pub struct AutonomyReport {
     pub lifts: Vec<String>,
     /// What still asks (or is denied) in any mode.
     pub still_asks: Vec<String>,
+    /// On a runner berth: that auto mode lifts the path scope on this
+    /// machine, and what the runner's confinement still holds.
+    pub runner_host: Option<String>,
 }
 
 impl Engine {
@@ -310,6 +313,10 @@ impl Engine {
                 ),
             });
         }
+        if action_type == berth_policy::autonomy::WILDCARD && mode == Mode::AutoApprove {
+            // Auto mode: refused on an unconfined runner berth.
+            self.gate_auto_mode(&a).await?;
+        }
         let mut tx = self.store.write("setting autonomy").await?;
         write_mode(&mut tx, agent, action_type, mode).await?;
         emit(
@@ -394,6 +401,7 @@ impl Engine {
             auto_mode,
             lifts,
             still_asks: still,
+            runner_host: self.runner_host_note(&a, &config),
         })
     }
 }

@@ -451,6 +451,16 @@ impl Engine {
                 current.as_str()
             )));
         }
+        if mode == BerthMode::Runner
+            && crate::agents::load_autonomy(self.store.pool(), agent)
+                .await?
+                .resolve(berth_policy::autonomy::WILDCARD)
+                .is_auto_mode()
+        {
+            // Auto mode was turned on while the berth would have been a
+            // container: a runner berth must pass the same gate.
+            self.check_runner_auto_mode(&a, mode, &loaded.config)?;
+        }
         let branch = branch_for(&a.name, a.task.as_deref());
         let system = Actor::system();
         if let Some(old) = a.branch.as_deref().filter(|b| *b != branch) {

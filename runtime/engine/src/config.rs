@@ -175,6 +175,9 @@ pub struct SandboxConfig {
     pub home_mb: u64,
     /// mounted: files and directories `$HOME` may hold.
     pub home_inodes: u64,
+    /// Accept auto mode on a runner berth where the runner's confinement
+    /// is not available (auto mode is refused there otherwise).
+    pub allow_unconfined: bool,
 }
 
 impl Default for SandboxConfig {
@@ -190,6 +193,7 @@ impl Default for SandboxConfig {
             read_only_root: true,
             timeout_secs: 600,
             output_cap_bytes: 1 << 20,
+            allow_unconfined: false,
             tmp_mb: 256,
             tmp_inodes: 65_536,
             home_mb: 256,
@@ -712,6 +716,10 @@ home_inodes = 65536
 timeout_secs = 600
 # Bytes kept of each output stream; beyond it the tail is kept and the cut said.
 output_cap_bytes = 1048576
+# Auto mode on a runner berth lifts the path scope on this host. Where the
+# runner's confinement (namespaces, Landlock, seccomp) is not available, auto
+# mode is refused unless this is true (then only the policy stands in the way).
+allow_unconfined = false
 
 [sandbox.network]
 # What commands reach: "none" (only loopback: a container on Docker's `none`

@@ -130,6 +130,16 @@ pub enum EngineError {
     #[error("{mode} mode is not available: {why}")]
     ModeUnavailable { mode: &'static str, why: String },
 
+    #[error(
+        "auto mode refused for `{agent}`: its berth runs on this host (runner mode), where auto mode lifts the path scope on the host itself, and the runner's confinement is not available here ({missing}); use a container (`berth down {agent}`, then `berth up {agent} --mode mounted`), or accept it with `allow_unconfined = true` under `[sandbox]` in {}",
+        config.display()
+    )]
+    Unconfined {
+        agent: String,
+        missing: String,
+        config: PathBuf,
+    },
+
     #[error("{0}")]
     Sandbox(#[from] berth_sandbox::SandboxError),
 

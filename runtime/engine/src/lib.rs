@@ -17,6 +17,7 @@ pub mod berth_uid;
 pub mod berths;
 mod breaker;
 pub mod config;
+pub mod confinement;
 pub mod error;
 pub mod events;
 mod execute;
@@ -31,6 +32,7 @@ pub mod noop;
 mod parallel;
 pub mod permissions;
 pub mod pipeline;
+pub mod private_state;
 pub mod projects;
 pub mod prs;
 pub mod recovery;
@@ -76,9 +78,10 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Creates the state directory and its store (idempotent), then opens it.
+    /// Creates the state directory (0700) and its store (0600) (idempotent),
+    /// then opens it.
     pub async fn init(state: StateDir) -> Result<Engine> {
-        std::fs::create_dir_all(state.root()).map_err(EngineError::io("creating", state.root()))?;
+        private_state::create(&state)?;
         let store = Store::open(&state.db(), true).await?;
         Self::with_store(state, store, Arc::new(LocalProvider)).await
     }
@@ -95,6 +98,9 @@ impl Engine {
             return Err(EngineError::StateMissing {
                 path: state.root().to_path_buf(),
             });
+        }
+        for exposed in private_state::exposure(&state)? {
+            tracing::warn!("{exposed}");
         }
         let store = Store::open(&state.db(), false).await?;
         Self::with_store(state, store, provider).await

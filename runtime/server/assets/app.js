@@ -4,15 +4,32 @@
 'use strict';
 
 (function () {
-  // Every state-changing request carries X-Berth-Request: a cross-site form
-  // cannot set it, and a cross-origin script would need a CORS preflight the
-  // server never grants (the server refuses cookie requests without it).
-  const HEADERS = { 'Content-Type': 'application/json', 'X-Berth-Request': '1' };
+  // The session's secret: handed out once, by the login answer, and kept in
+  // this origin's storage. The session cookie reaches every port of this
+  // host; the secret stays with this port's page, and the server refuses an
+  // API request made with the cookie but without it.
+  const SECRET_KEY = 'berth-session-secret';
+  const handed = document.querySelector('meta[name="berth-session-secret"]');
+  if (handed) {
+    try { window.localStorage.setItem(SECRET_KEY, handed.content); } catch (e) { /* reported by the API's refusal */ }
+    window.location.replace('/');
+    return;
+  }
+  function secret() {
+    try { return window.localStorage.getItem(SECRET_KEY) || ''; } catch (e) { return ''; }
+  }
+  // Headers for a read; every state-changing request also carries
+  // X-Berth-Request: a cross-site form cannot set it, and a cross-origin
+  // script would need a CORS preflight the server never grants.
+  function readHeaders() { return { 'X-Berth-Session-Secret': secret() }; }
+  function writeHeaders() {
+    return { 'Content-Type': 'application/json', 'X-Berth-Request': '1', 'X-Berth-Session-Secret': secret() };
+  }
 
   async function call(method, url, body) {
     const r = await fetch(url, {
       method: method,
-      headers: HEADERS,
+      headers: writeHeaders(),
       credentials: 'same-origin',
       body: JSON.stringify(body || {}),
     });
@@ -88,17 +105,51 @@
 
   // --- live updates ---------------------------------------------------------
 
+  // The event stream, read with fetch (EventSource cannot send the session's
+  // secret); it reconnects after the last event seen, as EventSource would.
   function follow(query, cursor, onEvent) {
-    if (!window.EventSource) { return; }
-    const src = new EventSource('/api/events/stream?' + query + 'after=' + encodeURIComponent(cursor));
+    if (!window.fetch || !window.TextDecoder) { return; }
     const live = document.getElementById('live');
-    src.onopen = function () { if (live) { live.hidden = false; } };
-    src.onerror = function () { if (live) { live.hidden = true; } };
-    src.onmessage = function (m) {
-      let e;
-      try { e = JSON.parse(m.data); } catch (err) { return; }
-      onEvent(e);
-    };
+    let last = cursor;
+    async function once() {
+      const r = await fetch('/api/events/stream?' + query + 'after=' + encodeURIComponent(last),
+        { credentials: 'same-origin', headers: readHeaders() });
+      if (!r.ok || !r.body) { return r.status; }
+      if (live) { live.hidden = false; }
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const chunk = await reader.read();
+        if (chunk.done) { return 0; }
+        buf += dec.decode(chunk.value, { stream: true }).replace(/\r\n?/g, '\n');
+        let end;
+        while ((end = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          let data = '';
+          block.split('\n').forEach(function (line) {
+            if (line.startsWith('data:')) { data += line.slice(5).replace(/^ /, ''); }
+            if (line.startsWith('id:')) { last = line.slice(3).trim(); }
+          });
+          if (!data) { continue; }
+          let e;
+          try { e = JSON.parse(data); } catch (err) { continue; }
+          onEvent(e);
+        }
+      }
+    }
+    async function loop() {
+      for (;;) {
+        let status = 0;
+        try { status = await once(); } catch (err) { status = 0; }
+        if (live) { live.hidden = true; }
+        // A refusal (expired session, missing secret) is not retried.
+        if (status === 401 || status === 403) { return; }
+        await new Promise(function (res) { setTimeout(res, 3000); });
+      }
+    }
+    loop();
   }
 
   // Approvals: a new pending action appears without a reload; one decided
@@ -163,7 +214,7 @@
 
   async function refreshTask(id) {
     const mine = ++taskAsked;
-    const r = await fetch('/api/tasks/' + encodeURIComponent(id), { credentials: 'same-origin' });
+    const r = await fetch('/api/tasks/' + encodeURIComponent(id), { credentials: 'same-origin', headers: readHeaders() });
     if (!r.ok) { return; }
     const t = await r.json();
     if (mine !== taskAsked) { return; }
@@ -174,7 +225,7 @@
   // The task's actions: their statuses follow the log.
   async function refreshActions(id) {
     const mine = ++actionsAsked;
-    const r = await fetch('/api/actions?limit=200&task=' + encodeURIComponent(id), { credentials: 'same-origin' });
+    const r = await fetch('/api/actions?limit=200&task=' + encodeURIComponent(id), { credentials: 'same-origin', headers: readHeaders() });
     const tbody = document.getElementById('task-action-rows');
     if (!r.ok || !tbody) { return; }
     const actions = await r.json();

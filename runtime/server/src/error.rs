@@ -117,6 +117,7 @@ fn classify(e: &EngineError) -> (StatusCode, &'static str) {
         EngineError::NoBerth { .. } => (S::CONFLICT, "no_berth"),
         EngineError::WrongProject { .. } => (S::CONFLICT, "wrong_project"),
         EngineError::ModeUnavailable { .. } => (S::CONFLICT, "mode_unavailable"),
+        EngineError::Unconfined { .. } => (S::CONFLICT, "unconfined"),
         EngineError::State(_) => (S::CONFLICT, "invalid_state"),
         EngineError::Config { .. } | EngineError::Rules(_) => {
             (S::INTERNAL_SERVER_ERROR, "config_invalid")

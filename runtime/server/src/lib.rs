@@ -44,6 +44,8 @@ pub use error::{ApiError, ServeError};
 pub use listen::{Listen, load_or_create_token};
 pub use routes::Route;
 
+pub use crate::auth::{DEFAULT_SESSION_TTL, SECRET_HEADER};
+
 use crate::auth::Access;
 use crate::background::LogFollower;
 
@@ -77,6 +79,8 @@ pub struct Options {
     pub poll: Duration,
     /// How often every noop agent gets a pass even when the log is quiet.
     pub rescan: Duration,
+    /// How long a page session lasts before the page must log in again.
+    pub session_ttl: Duration,
 }
 
 impl Options {
@@ -87,6 +91,7 @@ impl Options {
             drive_agents: true,
             poll: Duration::from_millis(250),
             rescan: Duration::from_secs(5),
+            session_ttl: DEFAULT_SESSION_TTL,
         }
     }
 }
@@ -156,7 +161,11 @@ impl Server {
                     .then(|| auth::loopback_hosts(local.port()));
                 (
                     Bound::Tcp(l),
-                    Access::Token(Arc::new(auth::TokenAccess::new(token, hosts))),
+                    Access::Token(Arc::new(auth::TokenAccess::new(
+                        token,
+                        hosts,
+                        options.session_ttl,
+                    ))),
                     Endpoint::Tcp {
                         addr: local,
                         token_file,

@@ -61,9 +61,14 @@ fn seg(s: &str) -> String {
 }
 
 fn layout(title: &str, page: &str, body: &str) -> String {
+    layout_with_head(title, page, "", body)
+}
+
+/// [`layout`] with `head` (markup already escaped) added to the head.
+fn layout_with_head(title: &str, page: &str, head: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">{head}\
          <title>{title}</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
          <script src=\"/assets/app.js\" defer></script></head>\
          <body data-page=\"{page}\"><header><a class=\"home\" href=\"/\">berth</a>\
@@ -97,8 +102,16 @@ pub(crate) struct LoginQuery {
     token: Option<String>,
 }
 
+/// The `<meta>` name under which the login answer hands the page its
+/// session's secret.
+pub const SECRET_META: &str = "berth-session-secret";
+
 /// Exchanges the API token for a session cookie (HttpOnly, SameSite=Strict,
-/// this server only), then sends the browser to the approvals page.
+/// this server only, expiring) and the session's secret: the answer is a
+/// short page whose script keeps the secret in this origin's storage (which,
+/// unlike the cookie, no other port of this host can read) and goes on to
+/// the approvals page. The secret is written nowhere else: a page fetched
+/// with the cookie alone does not carry it.
 pub(crate) async fn login(
     State(app): State<AppState>,
     QueryArgs(q): QueryArgs<LoginQuery>,
@@ -113,16 +126,31 @@ pub(crate) async fn login(
     if !access.token_matches(token.trim()) {
         return login_needed("that token is wrong");
     }
-    let session = match crate::listen::random_hex(32, app.engine.state().root()) {
-        Ok(s) => s,
-        Err(e) => {
+    let root = app.engine.state().root();
+    let (session, secret) = match (
+        crate::listen::random_hex(32, root),
+        crate::listen::random_hex(32, root),
+    ) {
+        (Ok(s), Ok(k)) => (s, k),
+        (Err(e), _) | (_, Err(e)) => {
             return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
                 .into_response();
         }
     };
-    access.open_session(session.clone());
-    let cookie = format!("{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/");
-    let mut r = Redirect::to("/").into_response();
+    access.open_session(session.clone(), secret.clone());
+    let cookie = format!(
+        "{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        access.ttl().as_secs()
+    );
+    let head = format!("<meta name=\"{SECRET_META}\" content=\"{}\">", esc(&secret));
+    let body = format!(
+        "<h1>Logged in</h1><p>This session lasts {}. Continue to <a id=\"continue\" href=\"/\">the approvals</a>.</p>",
+        crate::auth::human_duration(access.ttl())
+    );
+    let mut r = html(
+        StatusCode::OK,
+        layout_with_head("berth — logged in", "logged-in", &head, &body),
+    );
     match HeaderValue::from_str(&cookie) {
         Ok(v) => {
             r.headers_mut().insert(header::SET_COOKIE, v);
@@ -563,6 +591,9 @@ fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
             "<p class=\"lifts\">Turning it on lifts the path scope limit and the partial allow for this agent \
              (each pending action above says what it would lift for that command).</p>",
         );
+    }
+    if let Some(note) = &r.runner_host {
+        let _ = write!(o, "<p class=\"runner-host\">{}</p>", esc(note));
     }
     o.push_str("<p>Still asks (or denies) whatever the switch says:</p><ul class=\"still-asks\">");
     for s in &r.still_asks {

@@ -93,6 +93,9 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
                 println!(
                     "auto mode on for {agent}: `*` = auto_approve. See `berth autonomy show {agent}` for what it lifts and what still asks."
                 );
+                if let Some(note) = engine.autonomy_report(&agent).await?.runner_host {
+                    println!("{note}");
+                }
             } else {
                 println!(
                     "auto mode off for {agent}: `*` = require_approval; the path scope limit applies again."
@@ -146,6 +149,12 @@ pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Resu
                 .set_autonomy(&agent, &action_type, m, &Actor::current_user())
                 .await?;
             println!("{agent}: {action_type} = {}", m.as_str());
+            if action_type == berth_policy::autonomy::WILDCARD
+                && m == Mode::AutoApprove
+                && let Some(note) = engine.autonomy_report(&agent).await?.runner_host
+            {
+                println!("{note}");
+            }
         }
         AutonomyCommand::Show { agent, json } => {
             let r = engine.autonomy_report(&agent).await?;
@@ -181,6 +190,9 @@ pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Resu
             println!("still asks (or denies) whatever the switch says:");
             for s in &r.still_asks {
                 println!("  - {s}");
+            }
+            if let Some(note) = &r.runner_host {
+                println!("on this machine: {note}");
             }
         }
     }

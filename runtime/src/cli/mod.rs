@@ -125,16 +125,27 @@ pub(crate) async fn open_engine(dir: StateDir) -> berth_engine::Result<Engine> {
     Engine::open_with(dir, Arc::new(DockerProvider::new())).await
 }
 
+/// Says on stderr which parts of the state other users can read, and the
+/// `chmod` that fixes each.
+fn warn_exposed(dir: &StateDir) -> anyhow::Result<()> {
+    for exposed in berth_engine::private_state::exposure(dir)? {
+        eprintln!("warning: {exposed}");
+    }
+    Ok(())
+}
+
 async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8> {
     let dir = StateDir::locate(state.as_deref())
         .context("no state directory: pass --state DIR or set BERTH_HOME")?;
     if let Command::Init = command {
         let engine = Engine::init(dir.clone()).await?;
+        warn_exposed(&dir)?;
         println!("berth state ready at {}", dir.root().display());
         engine.close().await;
         return Ok(0);
     }
-    let engine = open_engine(dir).await?;
+    let engine = open_engine(dir.clone()).await?;
+    warn_exposed(&dir)?;
     if let Command::Serve(a) = command {
         return serve::run(engine, a).await;
     }

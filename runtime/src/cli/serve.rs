@@ -21,6 +21,10 @@ pub struct ServeArgs {
     /// Do not drive the noop agents' loops in the background.
     #[arg(long)]
     no_agent_loops: bool,
+    /// How long a page session lasts before the page must log in again,
+    /// in seconds (default: 12 hours). Bearer-token clients are unaffected.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    session_ttl: Option<u64>,
 }
 
 pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
@@ -39,6 +43,9 @@ pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
     let mut options = Options::new(listen);
     options.allow_non_loopback = a.allow_non_loopback;
     options.drive_agents = !a.no_agent_loops;
+    if let Some(secs) = a.session_ttl {
+        options.session_ttl = std::time::Duration::from_secs(secs);
+    }
     // Before any berth comes up: containers a crashed berth left behind are
     // adopted or removed. Docker being down is not fatal to the API (runner
     // berths still work), except under CI, where it fails the run.

@@ -68,6 +68,16 @@ impl Fixture {
             )
             .await
             .unwrap();
+        // The runner has no confinement of its own yet: these tests turn
+        // auto mode on for runner berths, so they accept it (the refusal is
+        // tests/confinement.rs's).
+        let cfg = dir.path().join("state/projects/demo/berth.toml");
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        std::fs::write(
+            &cfg,
+            text.replacen("allow_unconfined = false", "allow_unconfined = true", 1),
+        )
+        .unwrap();
         Fixture { dir, engine }
     }
 

@@ -1,0 +1,517 @@
+//! The terminal action: each segment of a command goes through the stages
+//! of POLICY.md in order, one function per stage — `deny`,
+//! `privileged_limit`, `scope_limit`, `rules_file` — and
+//! `rules_file_outcome` says what the rules file concluded over the whole
+//! command. Stage 3 (never-auto action types) does not apply to commands;
+//! stage 6 (autonomy) is `Decider::finish`'s.
+
+use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
+use crate::arg::{self, Arg};
+use crate::decision::{
+    Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict,
+};
+use crate::pattern::{self, Match, Side};
+use crate::privileged;
+use crate::rules::PathTool;
+use crate::rules::{CommandRule, RuleSet};
+use crate::scope::{self, normalize};
+use crate::segment::{self, SegKind, Segment};
+use crate::template;
+
+/// One segment as the stages judge it: what it is, how people read it,
+/// what is reported of it, and why it cannot be analysed when it cannot.
+struct Judged<'s> {
+    idx: usize,
+    seg: &'s Segment,
+    /// The segment as people read it (`display`).
+    shown: String,
+    report: SegmentReport,
+    /// Why the segment cannot be analysed, when it cannot.
+    opaque: Option<String>,
+}
+
+/// What stage 5 has seen so far over the segments of one command.
+#[derive(Default)]
+struct RulesTally {
+    /// Segments that are commands.
+    commands: usize,
+    /// Why each allowed segment is allowed.
+    allowed: Vec<String>,
+    /// The commands no allow rule matched.
+    unmatched: Vec<usize>,
+}
+
+impl Decider<'_> {
+    pub(super) fn terminal(&mut self, command: &str) -> RulesOutcome {
+        let home = self.ctx.frame.home();
+        let analysis = segment::analyze(command.as_bytes(), &self.cwd_abs(), home);
+        let all_in_scope = scope::all_in_scope(self.ctx.frame);
+        let mut tally = RulesTally::default();
+        for (idx, seg) in analysis.segments.iter().enumerate() {
+            let mut judged = Judged {
+                idx,
+                seg,
+                shown: display(seg),
+                report: SegmentReport {
+                    argv: seg.argv.iter().map(|a| a.text.clone()).collect(),
+                    wrappers: seg
+                        .chain
+                        .iter()
+                        .filter_map(|inv| inv.first().map(|a| a.text.clone()))
+                        .collect(),
+                    matched: if seg.kind == SegKind::Command {
+                        RuleMatch::None
+                    } else {
+                        RuleMatch::NotACommand
+                    },
+                    opaque: seg.opaque.clone(),
+                    privileged: None,
+                    template: None,
+                    paths: Vec::new(),
+                },
+                opaque: seg.opaque.clone(),
+            };
+            self.deny(&mut judged, home);
+            self.privileged_limit(&mut judged);
+            self.scope_limit(&mut judged, all_in_scope);
+            self.rules_file(&mut judged, &mut tally);
+            self.segments.push(judged.report);
+        }
+        if analysis.segments.len() > MAX_SEGMENTS {
+            return self.beyond_bound(analysis.segments.len());
+        }
+        self.rules_file_outcome(&analysis.segments, tally)
+    }
+
+    /// Stage 1: deny rules and the built-in deny templates, against every
+    /// invocation of the segment (wrappers included).
+    fn deny(&mut self, j: &mut Judged<'_>, home: &str) {
+        let (seg, idx) = (j.seg, j.idx);
+        for (rule, found) in command_rule_matches(self.ctx.rules, seg, RuleList::Deny) {
+            match found {
+                Match::Yes => {
+                    let r = rule_ref(rule);
+                    self.raise(
+                        Stage::DenyRule,
+                        Verdict::Deny,
+                        format!("`{}` matches the deny rule {r}", j.shown),
+                        Some(idx),
+                    );
+                    j.report.matched = RuleMatch::Deny { rule: r };
+                }
+                Match::Maybe => {
+                    j.opaque.get_or_insert_with(|| {
+                        format!(
+                            "a dynamic word where the deny rule `{}` compares",
+                            rule.pattern.raw
+                        )
+                    });
+                }
+                Match::No => {}
+            }
+        }
+        match template::check(seg, home, &self.ctx.limits.deny) {
+            Some(template::Hit::Deny(t)) => {
+                self.raise(
+                    Stage::DenyTemplate,
+                    Verdict::Deny,
+                    format!("`{}` meets the built-in deny template: {t}", j.shown),
+                    Some(idx),
+                );
+                j.report.template = Some(t);
+            }
+            Some(template::Hit::Maybe(m)) => {
+                j.opaque.get_or_insert(m);
+            }
+            None => {}
+        }
+    }
+
+    /// Stage 2: the external-effect / privileged limit — built-in classes
+    /// and the project's own patterns, against every invocation.
+    fn privileged_limit(&mut self, j: &mut Judged<'_>) {
+        let (seg, idx) = (j.seg, j.idx);
+        for inv in seg.invocations() {
+            let norm = template::normalized_argv(inv);
+            let mut hit = privileged::check(&norm);
+            if hit.is_none() {
+                for p in &self.ctx.limits.privileged {
+                    match p.matches(&norm, seg.trailing_dynamic, Side::Restrict) {
+                        Match::Yes => {
+                            hit = Some(privileged::Hit::Yes(format!(
+                                "the project's privileged pattern `{}`",
+                                p.raw
+                            )))
+                        }
+                        Match::Maybe => {
+                            hit = Some(privileged::Hit::Maybe(format!(
+                                "a dynamic word where the privileged pattern `{}` compares",
+                                p.raw
+                            )))
+                        }
+                        Match::No => {}
+                    }
+                }
+            }
+            match hit {
+                Some(privileged::Hit::Yes(class)) => {
+                    self.raise(
+                        Stage::Privileged,
+                        Verdict::RequireApproval,
+                        format!(
+                            "`{}`: {class} — approval is required in every mode",
+                            j.shown
+                        ),
+                        Some(idx),
+                    );
+                    j.report.privileged.get_or_insert(class);
+                }
+                Some(privileged::Hit::Maybe(m)) => {
+                    j.opaque.get_or_insert(m);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Stage 4: the path scope limit (lifted in auto mode), then the
+    /// `Read`/`Edit` path rules over the paths the segment touches.
+    fn scope_limit(&mut self, j: &mut Judged<'_>, all_in_scope: bool) {
+        let shown = j.shown.as_str();
+        let paths = scope::judge(j.seg, self.ctx.frame);
+        for p in &paths {
+            let counts = match p.location {
+                Location::Outside => true,
+                Location::Unknown => !all_in_scope,
+                _ => false,
+            };
+            if counts {
+                let why = match (&p.resolved, p.location) {
+                    (Some(r), Location::Outside) => {
+                        format!("`{shown}` touches {}, outside the project scope", clip(r))
+                    }
+                    (None, Location::Outside) => {
+                        format!(
+                            "`{shown}` touches {}, outside the project scope",
+                            clip(&p.written)
+                        )
+                    }
+                    _ => format!(
+                        "`{shown}`: {} cannot be proven inside the project scope",
+                        clip(&p.written)
+                    ),
+                };
+                self.liftable(Stage::Scope, why, Some(j.idx));
+            }
+        }
+        // Path rules (Read/Edit deny and ask) apply to the paths a command touches.
+        self.path_rules_for_command(j.seg, &paths, j.idx, shown, &mut j.report);
+        j.report.paths = paths;
+    }
+
+    /// Stage 5, per segment: an opaque segment, `ask` rules, then the
+    /// allow rule that matches what runs.
+    fn rules_file(&mut self, j: &mut Judged<'_>, tally: &mut RulesTally) {
+        let (seg, idx) = (j.seg, j.idx);
+        let shown = j.shown.as_str();
+        if let Some(reason) = &j.opaque {
+            self.raise(
+                Stage::Opaque,
+                Verdict::RequireApproval,
+                format!("`{shown}` cannot be analysed: {reason}"),
+                Some(idx),
+            );
+            j.report.opaque = Some(reason.clone());
+        }
+        if seg.kind != SegKind::Command {
+            return;
+        }
+        tally.commands += 1;
+        let mut asked = false;
+        for (rule, found) in command_rule_matches(self.ctx.rules, seg, RuleList::Ask) {
+            match found {
+                Match::Yes => {
+                    let r = rule_ref(rule);
+                    self.raise(
+                        Stage::AskRule,
+                        Verdict::RequireApproval,
+                        format!("`{shown}` matches the ask rule {r}"),
+                        Some(idx),
+                    );
+                    if !matches!(j.report.matched, RuleMatch::Deny { .. }) {
+                        j.report.matched = RuleMatch::Ask { rule: r };
+                    }
+                    asked = true;
+                }
+                Match::Maybe => {
+                    let why = format!(
+                        "a dynamic word where the ask rule `{}` compares",
+                        rule.pattern.raw
+                    );
+                    self.raise(
+                        Stage::Opaque,
+                        Verdict::RequireApproval,
+                        format!("`{shown}` cannot be analysed: {why}"),
+                        Some(idx),
+                    );
+                    j.report.opaque.get_or_insert(why);
+                    asked = true;
+                }
+                Match::No => {}
+            }
+        }
+        let allow = if j.opaque.is_none() && !asked {
+            self.allow_rule(seg)
+        } else {
+            None
+        };
+        match allow {
+            Some(r) => {
+                if matches!(j.report.matched, RuleMatch::None) {
+                    j.report.matched = RuleMatch::Allow { rule: r.clone() };
+                }
+                tally
+                    .allowed
+                    .push(format!("`{shown}` matches the allow rule {r}"));
+            }
+            None => tally.unmatched.push(idx),
+        }
+    }
+
+    /// Stage 5 over the whole command: every command allowed is the file's
+    /// `allow`; some allowed and some not is a synthesized partial-allow
+    /// `require_approval` (a file without opinion, lifted in auto mode);
+    /// none allowed names the unmatched ones for the autonomy stage.
+    fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally) -> RulesOutcome {
+        let RulesTally {
+            commands,
+            mut allowed,
+            unmatched,
+        } = tally;
+        if commands > 0 && !allowed.is_empty() && !unmatched.is_empty() {
+            let names: Vec<String> = unmatched
+                .iter()
+                .take(6)
+                .filter_map(|i| segments.get(*i))
+                .map(display)
+                .collect();
+            self.liftable(
+                Stage::PartialAllow,
+                format!(
+                    "only part of the command is allowed: no allow rule matches {}",
+                    name_list(&names)
+                ),
+                unmatched.first().copied(),
+            );
+            return RulesOutcome::NoOpinion;
+        }
+        if commands > 0 && unmatched.is_empty() {
+            return RulesOutcome::Allow(if allowed.len() == 1 {
+                allowed.remove(0)
+            } else {
+                format!(
+                    "every segment matches an allow rule ({} segments)",
+                    allowed.len()
+                )
+            });
+        }
+        if !unmatched.is_empty() {
+            let names: Vec<String> = unmatched
+                .iter()
+                .take(6)
+                .filter_map(|i| segments.get(*i))
+                .map(display)
+                .collect();
+            return RulesOutcome::Unmatched(format!("no rule matches {}", name_list(&names)));
+        }
+        RulesOutcome::NoOpinion
+    }
+
+    /// The allow rule matching the program that runs, if any. A rule may
+    /// also name the wrappers as written when it reaches into the program
+    /// (`npx prettier` matches `npx prettier --check .`; `npx` alone does not
+    /// allow whatever npx runs).
+    fn allow_rule(&self, seg: &Segment) -> Option<RuleRef> {
+        let mut argv = template::without_toolchain(&seg.argv).into_owned();
+        let name = argv.first()?.clone();
+        if name.dynamic {
+            return None;
+        }
+        // A path matches a basename rule only in a system directory.
+        if !name.package && name.text.contains('/') {
+            let dir = normalize("/", &name.text);
+            let parent = dir
+                .rsplit_once('/')
+                .map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
+            if SYSTEM_DIRS.contains(&parent) {
+                argv[0] = Arg {
+                    text: arg::basename(&name.text).to_string(),
+                    ..name.clone()
+                };
+            }
+        }
+        let allows = || {
+            self.ctx
+                .rules
+                .commands
+                .iter()
+                .filter(|r| r.list == RuleList::Allow)
+        };
+        if let Some(r) = allows()
+            .find(|r| r.pattern.matches(&argv, seg.trailing_dynamic, Side::Allow) == Match::Yes)
+        {
+            return Some(rule_ref(r));
+        }
+        // The wrappers of this command line itself (not an enclosing `sh -c`).
+        let own_chain: Vec<&Vec<Arg>> = seg
+            .chain
+            .iter()
+            .filter(|inv| !inv.iter().any(|a| a.is("-c")))
+            .collect();
+        if own_chain.is_empty() {
+            return None;
+        }
+        let prefix: usize = own_chain.iter().map(|inv| inv.len()).sum();
+        let mut full: Vec<Arg> = own_chain
+            .iter()
+            .flat_map(|inv| inv.iter().cloned())
+            .collect();
+        full.extend(seg.argv.iter().cloned());
+        allows()
+            .find(|r| {
+                let reaches = match &r.pattern.kind {
+                    pattern::Kind::Prefix(w) | pattern::Kind::Exact(w) => w.len() > prefix,
+                    _ => false,
+                };
+                reaches && r.pattern.matches(&full, seg.trailing_dynamic, Side::Allow) == Match::Yes
+            })
+            .map(rule_ref)
+    }
+
+    fn path_rules_for_command(
+        &mut self,
+        seg: &Segment,
+        paths: &[PathReport],
+        idx: usize,
+        shown: &str,
+        report: &mut SegmentReport,
+    ) {
+        if self.ctx.rules.paths.is_empty() {
+            return;
+        }
+        let written: Vec<&str> = seg
+            .redirects
+            .iter()
+            .filter(|r| r.writes)
+            .map(|r| r.target.text.as_str())
+            .collect();
+        for p in paths {
+            let Some(abs) = &p.resolved else { continue };
+            let writes = written.iter().any(|w| *w == p.written);
+            let ctx = self.ctx;
+            for rule in &ctx.rules.paths {
+                if rule.list == RuleList::Allow {
+                    continue;
+                }
+                let applies = rule.tool == PathTool::Read || writes;
+                if applies && self.path_rule_matches(rule, abs) {
+                    let r = RuleRef {
+                        list: rule.list,
+                        pattern: rule.raw.clone(),
+                        source: rule.source.clone(),
+                    };
+                    let (stage, verdict, word) = if rule.list == RuleList::Deny {
+                        (Stage::DenyRule, Verdict::Deny, "deny")
+                    } else {
+                        (Stage::AskRule, Verdict::RequireApproval, "ask")
+                    };
+                    self.raise(
+                        stage,
+                        verdict,
+                        format!("`{shown}` touches {abs}, which meets the {word} rule {r}"),
+                        Some(idx),
+                    );
+                    if rule.list == RuleList::Deny
+                        || !matches!(report.matched, RuleMatch::Deny { .. })
+                    {
+                        report.matched = if rule.list == RuleList::Deny {
+                            RuleMatch::Deny { rule: r }
+                        } else {
+                            RuleMatch::Ask { rule: r }
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How each command rule of `list` matches each invocation of `seg`
+/// (wrappers included, git's global options removed), in order: every rule
+/// for the first invocation, then the next.
+fn command_rule_matches<'c>(
+    rules: &'c RuleSet,
+    seg: &'c Segment,
+    list: RuleList,
+) -> impl Iterator<Item = (&'c CommandRule, Match)> + 'c {
+    seg.invocations().flat_map(move |inv| {
+        let norm = template::normalized_argv(inv);
+        rules
+            .commands
+            .iter()
+            .filter(move |r| r.list == list)
+            .map(move |r| {
+                let found = r
+                    .pattern
+                    .matches(&norm, seg.trailing_dynamic, Side::Restrict);
+                (r, found)
+            })
+    })
+}
+
+/// A long word shortened for a reason.
+fn clip(s: &str) -> String {
+    const MAX: usize = 100;
+    if s.chars().count() > MAX {
+        format!("{}…", s.chars().take(MAX).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// `a`, `b`, `c` and N more: a reason names a few segments, not thousands.
+fn name_list(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(" and more");
+    }
+    s
+}
+
+/// A segment as people read it: wrappers and program.
+fn display(seg: &Segment) -> String {
+    let mut parts: Vec<String> = seg.chain.iter().map(|inv| arg::render(inv)).collect();
+    if !seg.argv.is_empty() {
+        parts.push(arg::render(&seg.argv));
+    }
+    let s = parts.join(" ");
+    let s = if s.is_empty() {
+        match seg.kind {
+            SegKind::NotACommand => "(assignment or redirection)".to_string(),
+            _ => "(unparsed)".to_string(),
+        }
+    } else {
+        s
+    };
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    }
+}

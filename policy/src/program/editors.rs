@@ -1,0 +1,69 @@
+//! Editors, pagers and debuggers that take commands to run on their
+//! command line: `vi`/`vim`/`nvim` (`-c`, `+cmd`, `--cmd`, `-S`), `man`
+//! (`-P`, `-H`) and `gdb` (`-ex`, `-x`, …).
+
+use super::{Facts, OrOpaque, opt_runs};
+use crate::arg::Arg;
+
+/// vi's options that run editor commands (`:!cmd` runs a program).
+const VI_RUNS: &[&str] = &[
+    "-c",    // an Ex command after the first file loads
+    "--cmd", // an Ex command before any vimrc
+    "-S",    // sources a file of Ex commands
+];
+// `+cmd` (a `+` with more after it) is `-c cmd`.
+
+pub(super) fn vi(name: &str, args: &[Arg]) -> Facts {
+    if args
+        .iter()
+        .any(|a| VI_RUNS.iter().any(|o| a.is(o)) || (a.text.starts_with('+') && a.text.len() > 1))
+    {
+        Facts::opaque(format!("`{name}` with commands to run (-c/+cmd/--cmd/-S)"))
+    } else {
+        Facts::default()
+    }
+}
+
+/// `man` long options that run a program.
+const MAN_RUNS_LONG: &[&str] = &[
+    "--pager", // the pager is any program
+    "--html",  // the browser is any program
+];
+
+/// `man` short options that run a program.
+const MAN_RUNS_SHORT: &[u8] = b"PH"; // -P: --pager; -H: --html
+
+pub(super) fn man(args: &[Arg]) -> Facts {
+    opt_runs(
+        args,
+        MAN_RUNS_LONG,
+        MAN_RUNS_SHORT,
+        "`man -P/-H` runs a program",
+    )
+}
+
+/// `gdb` long options that run debugger commands (`shell`, `!`, `python`).
+const GDB_RUNS_LONG: &[&str] = &[
+    "--eval-command",      // one command after loading
+    "--command",           // a file of commands
+    "--init-eval-command", // one command before loading
+    "--init-command",      // a file of commands before loading
+];
+
+/// `gdb` short options that run debugger commands, as whole words.
+const GDB_RUNS_SHORT: &[&str] = &[
+    "-ex",  // --eval-command
+    "-x",   // --command
+    "-iex", // --init-eval-command
+    "-ix",  // --init-command
+];
+
+pub(super) fn gdb(args: &[Arg]) -> Facts {
+    opt_runs(args, GDB_RUNS_LONG, &[], "").or(
+        if args.iter().any(|a| GDB_RUNS_SHORT.iter().any(|o| a.is(o))) {
+            Some("`gdb` with commands to run (-ex/-x)")
+        } else {
+            None
+        },
+    )
+}

@@ -1,0 +1,151 @@
+//! What individual programs do with their arguments that matters to the
+//! decision: options that make an allowed program run another program
+//! (git's `-c`, `rg --pre`, `awk` calling `system()`, `sed`'s `e`, …),
+//! commands they run (`find -exec`, `git rebase -x`), and paths hidden in
+//! option values or program text (`awk '{print > "/etc/x"}'`, `sed w file`).
+//!
+//! An option that runs a program makes the segment opaque: the allowed
+//! program is no longer what runs.
+//!
+//! One file per program family, each with a table per program of the
+//! options that matter and a line on why each does; this file holds what
+//! they share and the dispatch by program name.
+
+mod awk;
+mod build_tools;
+mod editors;
+mod file_tools;
+mod git;
+mod interpreters;
+mod network;
+mod sed;
+mod shell_builtins;
+
+pub use awk::awk_program;
+pub use git::{GitSplit, git_key_runs_program, git_normalized, git_split};
+pub use sed::sed_script;
+
+use crate::arg::Arg;
+
+/// A command a program runs on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inner {
+    Argv(Vec<Arg>),
+    Script(Arg),
+}
+
+/// A path found inside an option value or a program's own language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenPath {
+    /// `None` when the path is computed at run time.
+    pub path: Option<String>,
+    pub writes: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub opaque: Option<String>,
+    pub inner: Vec<Inner>,
+    pub paths: Vec<HiddenPath>,
+    /// Relative arguments resolve against this directory (`git -C dir`).
+    pub arg_dir: Option<Arg>,
+    /// The paths `find` walks (what `{}` stands for in its `-exec`).
+    pub find_roots: Vec<Arg>,
+    /// The program's own argv when parts of it belong to inner commands
+    /// (`find … -exec rm {} ;` is judged as `find …`).
+    pub own_argv: Option<Vec<Arg>>,
+    /// Inner commands run in a temporary directory (`git filter-branch`).
+    pub filter_in_temp_dir: bool,
+}
+
+impl Facts {
+    pub(super) fn opaque(reason: impl Into<String>) -> Facts {
+        Facts {
+            opaque: Some(reason.into()),
+            ..Facts::default()
+        }
+    }
+}
+
+/// Analyses the program that runs (`argv[0]` is its name as written).
+pub fn analyze(argv: &[Arg]) -> Facts {
+    let Some(first) = argv.first() else {
+        return Facts::default();
+    };
+    if first.dynamic {
+        return Facts::default();
+    }
+    let name = first.basename();
+    let args = &argv[1..];
+    match name {
+        "git" => git::git(argv),
+        "rg" => file_tools::rg(args),
+        "sort" => file_tools::sort(args),
+        "tar" | "gtar" | "bsdtar" => file_tools::tar(args),
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk::awk(args),
+        "sed" | "gsed" => sed::sed(args),
+        "find" | "gfind" => file_tools::find(argv),
+        "ssh" | "scp" | "sftp" => network::ssh(name, args),
+        "rsync" => network::rsync(args),
+        "zip" => file_tools::zip(args),
+        "man" => editors::man(args),
+        "vi" | "vim" | "nvim" | "view" | "ex" | "gvim" => editors::vi(name, args),
+        "gdb" => editors::gdb(args),
+        "npm" | "pnpm" | "yarn" => build_tools::npm(name, args),
+        "cargo" => build_tools::cargo(args),
+        "rustc" => build_tools::rustc(args),
+        "go" => build_tools::go(args),
+        "make" | "gmake" => build_tools::make(args),
+        "alias" => shell_builtins::alias(args),
+        "hash" => shell_builtins::hash(args),
+        "enable" => shell_builtins::enable(args),
+        "export" | "declare" | "typeset" | "local" | "readonly" => {
+            shell_builtins::declaration(name, args)
+        }
+        "let" => Facts::opaque("`let` evaluates arithmetic over variables"),
+        _ if crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name) => {
+            interpreters::inline_code(name, args)
+        }
+        "[[" => shell_builtins::cond(args),
+        _ => Facts::default(),
+    }
+}
+
+pub(super) trait OrOpaque {
+    fn or(self, other: Option<&str>) -> Facts;
+}
+
+impl OrOpaque for Facts {
+    fn or(self, other: Option<&str>) -> Facts {
+        if self.opaque.is_some() {
+            return self;
+        }
+        match other {
+            Some(r) => Facts::opaque(r),
+            None => self,
+        }
+    }
+}
+
+/// Opaque when any of the long options (`--x` or `--x=…`) or short options
+/// (`-x`, `-xVALUE`) is present.
+pub(super) fn opt_runs(args: &[Arg], long: &[&str], short: &[u8], reason: &str) -> Facts {
+    for a in args {
+        if a.dynamic {
+            continue;
+        }
+        let t = a.text.as_str();
+        if t == "--" {
+            break;
+        }
+        if t.starts_with("--") {
+            let name = t.split('=').next().unwrap_or(t);
+            if long.contains(&name) {
+                return Facts::opaque(reason);
+            }
+        } else if t.len() > 1 && t.starts_with('-') && short.contains(&t.as_bytes()[1]) {
+            return Facts::opaque(reason);
+        }
+    }
+    Facts::default()
+}

@@ -1,0 +1,414 @@
+//! Wrappers: programs whose arguments are a command they run.
+//!
+//! A deny rule must match through them (`nohup rm -rf x` meets `deny: rm`),
+//! and an allow rule must judge what really runs (`timeout 30 npm test` is
+//! `npm test`). Claude Code's deny rules were bypassed by wrappers it did not
+//! know; this table is the class, so it lists the usual ones broadly: process
+//! control (`timeout`, `nice`, `nohup`, …), privilege (`sudo`, `doas`, …),
+//! environment (`env`, version managers' `exec`/`run`), package runners
+//! (`npx`, `uvx`, …), shells with `-c`, `eval`, `trap`, `watch`, `xargs`.
+//!
+//! `find -exec` and git's command-running subcommands are handled with the
+//! programs themselves (`program/`): find is a program in its own right.
+
+//!
+//! One file per wrapper family, each with a table per program (`Spec`):
+//! its options' arity, which options take a command line, which mean it
+//! runs nothing else. This file holds what they share: the option parser
+//! for a `Spec` and the dispatch by program name.
+
+mod environment;
+mod privilege;
+mod process;
+mod runners;
+mod shells;
+
+pub use shells::{is_interpreter, is_shell};
+
+use crate::arg::Arg;
+
+/// What a wrapper invocation runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unwrap {
+    /// Not a wrapper: the invocation is the program.
+    NotAWrapper,
+    /// Runs the command that starts at `start`.
+    Command { start: usize, info: WrapInfo },
+    /// Runs a shell command line.
+    Script {
+        script: Arg,
+        /// Runs in a new process (`sh -c`) rather than the current shell
+        /// (`eval`, `trap`): cwd changes do not come back.
+        new_process: bool,
+        info: WrapInfo,
+    },
+    /// Runs nothing else (`env` alone, `command -v x`, `sudo -l`).
+    Itself,
+    /// Runs something berth cannot see.
+    Opaque(String),
+}
+
+/// What a wrapper adds to the command it runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WrapInfo {
+    /// Environment assignments it makes (`env X=1 cmd`).
+    pub assigns: Vec<(String, Arg)>,
+    /// The directory it runs the command in (`env -C dir`).
+    pub chdir: Option<Arg>,
+    /// Arguments are appended from stdin (`xargs`).
+    pub trailing_dynamic: bool,
+    /// Occurrences of this string in the command are replaced from stdin
+    /// (`xargs -I {}`).
+    pub replace: Option<String>,
+    /// The command is a package name (`npx`, `uvx`, …).
+    pub package: bool,
+    /// The wrapper grants privilege (`sudo`, `doas`, …).
+    pub privileged: bool,
+    /// The wrapper is a shell (`bash -c`).
+    pub shell: bool,
+}
+
+/// Option syntax of a simple wrapper.
+pub(super) struct Spec {
+    /// Short options that take a value (attached or the next word).
+    pub(super) short_val: &'static [u8],
+    /// Long options that take a value (`--x=v` or the next word).
+    pub(super) long_val: &'static [&'static str],
+    /// Positional arguments before the command (`timeout DURATION cmd`).
+    pub(super) positional: usize,
+    /// Options whose value is a shell command line.
+    pub(super) script_short: &'static [u8],
+    pub(super) script_long: &'static [&'static str],
+    /// Options after which nothing else runs.
+    pub(super) itself_short: &'static [u8],
+    pub(super) itself_long: &'static [&'static str],
+    pub(super) privileged: bool,
+    pub(super) package: bool,
+}
+
+pub(super) const NONE: Spec = Spec {
+    short_val: b"",
+    long_val: &[],
+    positional: 0,
+    script_short: b"",
+    script_long: &[],
+    itself_short: b"",
+    itself_long: &[],
+    privileged: false,
+    package: false,
+};
+
+/// The simple wrappers, by program name.
+fn spec(name: &str) -> Option<Spec> {
+    process::spec(name)
+        .or_else(|| privilege::spec(name))
+        .or_else(|| runners::spec(name))
+}
+
+/// Unwraps one invocation: does `argv` wrap another command, and which?
+pub fn unwrap(argv: &[Arg]) -> Unwrap {
+    let Some(first) = argv.first() else {
+        return Unwrap::NotAWrapper;
+    };
+    if first.dynamic {
+        return Unwrap::NotAWrapper;
+    }
+    let name = first.basename();
+    match name {
+        "env" => return environment::unwrap_env(argv),
+        "xargs" => return process::unwrap_xargs(argv),
+        "watch" => return process::unwrap_watch(argv),
+        "eval" => return shells::unwrap_eval(argv),
+        "trap" => return shells::unwrap_trap(argv),
+        "flock" => return process::unwrap_flock(argv),
+        "su" => return privilege::unwrap_su(argv, false),
+        "runuser" => return privilege::unwrap_su(argv, true),
+        "script" => return shells::unwrap_script_cmd(argv),
+        "busybox" | "toybox" => {
+            return if argv.len() > 1 {
+                Unwrap::Command {
+                    start: 1,
+                    info: WrapInfo::default(),
+                }
+            } else {
+                Unwrap::Itself
+            };
+        }
+        "source" | "." => return Unwrap::Opaque(format!("`{name}` runs a file berth cannot see")),
+        "parallel" => return Unwrap::Opaque("`parallel` builds commands from its input".into()),
+        "expect" => return Unwrap::Opaque("`expect` runs a Tcl script".into()),
+        "tmux" | "screen" => {
+            return Unwrap::Opaque(format!(
+                "`{name}` runs commands in a session berth cannot see"
+            ));
+        }
+        "nix-shell" => return runners::unwrap_nix_shell(argv),
+        "sg" => return privilege::unwrap_sg(argv),
+        "hyperfine" => return runners::unwrap_hyperfine(argv),
+        "cross-env" | "cross-env-shell" => return environment::unwrap_env(argv),
+        "concurrently" => return runners::unwrap_concurrently(argv),
+        "nodemon" => return runners::unwrap_nodemon(argv),
+        "bwrap" | "proot" | "firejail" | "systemd-nspawn" | "pee" => {
+            return Unwrap::Opaque(format!(
+                "`{name}` runs commands with options berth does not follow"
+            ));
+        }
+        // Secret managers and runners that take the command after `--`.
+        "op" | "doppler" | "aws-vault" | "infisical" | "teller" | "env-cmd" | "with-env"
+        | "dotenv-cli" => {
+            return match argv.iter().position(|a| a.is("--")) {
+                Some(i) if i + 1 < argv.len() => Unwrap::Command {
+                    start: i + 1,
+                    info: WrapInfo::default(),
+                },
+                _ if name == "env-cmd" => unwrap_with(
+                    argv,
+                    1,
+                    &Spec {
+                        short_val: b"fer",
+                        long_val: &["--file", "--environments", "--rc-file"],
+                        ..NONE
+                    },
+                ),
+                _ => Unwrap::NotAWrapper,
+            };
+        }
+        _ => {}
+    }
+    if is_shell(name) {
+        return shells::unwrap_shell(argv);
+    }
+    if let Some((spec, skip)) = runners::sub_spec(argv) {
+        return unwrap_with(argv, skip, &spec);
+    }
+    if let Some(spec) = spec(name) {
+        return unwrap_with(argv, 1, &spec);
+    }
+    Unwrap::NotAWrapper
+}
+
+/// Whether `name` is a wrapper (for `--always`, which never adds rules for them).
+pub fn is_wrapper(name: &str) -> bool {
+    is_shell(name)
+        || spec(name).is_some()
+        || matches!(
+            name,
+            "env"
+                | "xargs"
+                | "watch"
+                | "eval"
+                | "trap"
+                | "flock"
+                | "su"
+                | "runuser"
+                | "script"
+                | "busybox"
+                | "toybox"
+                | "source"
+                | "."
+                | "parallel"
+                | "expect"
+                | "tmux"
+                | "screen"
+                | "nix-shell"
+                | "sg"
+                | "hyperfine"
+                | "find"
+        )
+}
+
+pub(super) fn long_name(a: &str) -> &str {
+    a.split('=').next().unwrap_or(a)
+}
+
+/// Generic option parsing for a wrapper described by `spec`.
+pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
+    let info = WrapInfo {
+        privileged: spec.privileged,
+        package: spec.package,
+        ..WrapInfo::default()
+    };
+    let mut i = skip;
+    let mut positionals = 0;
+    while i < argv.len() {
+        let a = &argv[i];
+        if a.dynamic {
+            if positionals < spec.positional {
+                positionals += 1;
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        let t = a.text.as_str();
+        if t == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = t.strip_prefix("--").filter(|l| !l.is_empty()) {
+            let name = long_name(t);
+            let _ = long;
+            if spec.script_long.contains(&name) {
+                let script = if t.contains('=') {
+                    Some(Arg {
+                        text: t[name.len() + 1..].to_string(),
+                        ..a.clone()
+                    })
+                } else {
+                    argv.get(i + 1).cloned()
+                };
+                return match script {
+                    Some(s) => Unwrap::Script {
+                        script: s,
+                        new_process: true,
+                        info,
+                    },
+                    None => Unwrap::Itself,
+                };
+            }
+            if spec.itself_long.contains(&name) {
+                return Unwrap::Itself;
+            }
+            if spec.long_val.contains(&name) && !t.contains('=') {
+                i += 2;
+            } else {
+                i += 1;
+            }
+            continue;
+        }
+        if t.len() > 1 && t.starts_with('-') && positionals == 0 {
+            let bytes = t.as_bytes();
+            let mut j = 1;
+            let mut consumed_next = false;
+            while j < bytes.len() {
+                let c = bytes[j];
+                if spec.script_short.contains(&c) {
+                    let script = if j + 1 < bytes.len() {
+                        Some(Arg {
+                            text: t[j + 1..].to_string(),
+                            ..a.clone()
+                        })
+                    } else {
+                        argv.get(i + 1).cloned()
+                    };
+                    return match script {
+                        Some(s) => Unwrap::Script {
+                            script: s,
+                            new_process: true,
+                            info,
+                        },
+                        None => Unwrap::Itself,
+                    };
+                }
+                if spec.itself_short.contains(&c) {
+                    return Unwrap::Itself;
+                }
+                if spec.short_val.contains(&c) {
+                    if j + 1 == bytes.len() {
+                        consumed_next = true;
+                    }
+                    break;
+                }
+                j += 1;
+            }
+            i += if consumed_next { 2 } else { 1 };
+            continue;
+        }
+        if positionals < spec.positional {
+            positionals += 1;
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    if i >= argv.len() {
+        return Unwrap::Itself;
+    }
+    Unwrap::Command { start: i, info }
+}
+
+/// Joins words with spaces into a script, as `eval` and `watch` do.
+pub(super) fn join_script(words: &[Arg], new_process: bool) -> Unwrap {
+    if words.iter().any(|w| w.dynamic) {
+        return Unwrap::Opaque("a command line built from a dynamic string".into());
+    }
+    let text = words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    Unwrap::Script {
+        script: Arg::lit(text),
+        new_process,
+        info: WrapInfo::default(),
+    }
+}
+
+pub(super) fn join_script_sep(words: &[Arg]) -> Unwrap {
+    if words.iter().any(|w| w.dynamic) {
+        return Unwrap::Opaque("a command line built from a dynamic string".into());
+    }
+    let text = words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    Unwrap::Script {
+        script: Arg::lit(text),
+        new_process: true,
+        info: WrapInfo::default(),
+    }
+}
+
+#[cfg(test)]
+mod test_support {
+    use super::{Unwrap, unwrap};
+    use crate::arg::Arg;
+
+    pub(super) fn args(s: &str) -> Vec<Arg> {
+        s.split_whitespace().map(Arg::lit).collect()
+    }
+
+    fn start(s: &str) -> Option<usize> {
+        match unwrap(&args(s)) {
+            Unwrap::Command { start, .. } => Some(start),
+            _ => None,
+        }
+    }
+
+    /// Asserts where the wrapped command starts in each case.
+    pub(super) fn assert_starts(cases: &[(&str, Option<usize>)]) {
+        for (input, want) in cases {
+            assert_eq!(start(input), *want, "{input}");
+        }
+    }
+
+    pub(super) fn script(s: &str) -> Option<String> {
+        match unwrap(&args(s)) {
+            Unwrap::Script { script, .. } => Some(script.text),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{args, assert_starts};
+    use super::{Unwrap, unwrap};
+
+    #[test]
+    fn finds_the_wrapped_command() {
+        let cases: &[(&str, Option<usize>)] = &[
+            ("busybox rm -rf /", Some(1)),
+            ("doppler run -- rm x", Some(3)),
+        ];
+        assert_starts(cases);
+    }
+
+    #[test]
+    fn scripts_and_opaque() {
+        assert!(matches!(unwrap(&args("source x.sh")), Unwrap::Opaque(_)));
+        assert!(matches!(unwrap(&args(". x.sh")), Unwrap::Opaque(_)));
+        assert_eq!(unwrap(&args("ls -l")), Unwrap::NotAWrapper);
+    }
+}

@@ -1,0 +1,141 @@
+//! berth's state is private to berth's uid: the state directory is created
+//! 0700 and the store 0600, and every start checks that group and other
+//! still cannot read them.
+//!
+//! The store holds every command an agent proposed, its output, the
+//! decisions and the rules; the state directory also holds the API token,
+//! the agents' repositories and `berth.sock`. Another local account able to
+//! read them learns everything the agents saw, and one able to traverse the
+//! directory can reach the socket. The API token already refuses to be read
+//! when others can (`berth_server::load_or_create_token`); the directory
+//! and the store get a warning that names the `chmod` to run, on every start,
+//! rather than a refusal: an existing state directory made before this check
+//! keeps working, and says what to fix.
+
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+
+use crate::error::{EngineError, Result};
+use crate::state::StateDir;
+
+/// The state directory's mode when berth creates it.
+pub const STATE_DIR_MODE: u32 = 0o700;
+/// The store's mode when berth creates it (SQLite gives its `-wal` and
+/// `-shm` files the store's own mode).
+pub const STORE_MODE: u32 = 0o600;
+
+/// A part of the state that group or other can reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exposed {
+    pub path: PathBuf,
+    /// Its permission bits.
+    pub mode: u32,
+    /// The mode it should have.
+    pub wanted: u32,
+}
+
+impl std::fmt::Display for Exposed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is open to other users (mode {:04o}): it holds berth's store, token and agents' repositories; run `chmod {:o} {}`",
+            self.path.display(),
+            self.mode,
+            self.wanted,
+            self.path.display()
+        )
+    }
+}
+
+/// Creates the state directory (mode 0700 for what is created) and the
+/// store's file (mode 0600) when they are missing. An existing directory or
+/// store keeps its mode: [`exposure`] reports it.
+pub fn create(state: &StateDir) -> Result<()> {
+    let root = state.root();
+    if !root.is_dir() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(STATE_DIR_MODE)
+            .create(root)
+            .map_err(EngineError::io("creating", root))?;
+        // The umask may have narrowed the mode further, never widened it;
+        // set it exactly so the check below has nothing to say.
+        std::fs::set_permissions(root, std::fs::Permissions::from_mode(STATE_DIR_MODE))
+            .map_err(EngineError::io("setting the mode of", root))?;
+    }
+    let db = state.db();
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(STORE_MODE)
+        .open(&db)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(EngineError::io("creating", &db)(e)),
+    }
+}
+
+/// The parts of the state that group or other can read (or, for the
+/// directory, traverse): the directory and the store with its WAL files.
+pub fn exposure(state: &StateDir) -> Result<Vec<Exposed>> {
+    let db = state.db();
+    let mut candidates = vec![(state.root().to_path_buf(), STATE_DIR_MODE)];
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.clone().into_os_string();
+        p.push(suffix);
+        candidates.push((PathBuf::from(p), STORE_MODE));
+    }
+    let mut out = Vec::new();
+    for (path, wanted) in candidates {
+        if let Some(mode) = open_mode(&path)? {
+            out.push(Exposed { path, mode, wanted });
+        }
+    }
+    Ok(out)
+}
+
+/// The permission bits of `path` when group or other have any of them;
+/// `None` when they have none or the file does not exist.
+fn open_mode(path: &Path) -> Result<Option<u32>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o7777;
+            Ok((mode & 0o077 != 0).then_some(mode))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(EngineError::io("reading the mode of", path)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn created_private_and_opened_up_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::new(tmp.path().join("a/state"));
+        create(&state).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(state.root()), 0o700);
+        assert_eq!(mode(&state.db()), 0o600);
+        assert_eq!(exposure(&state).unwrap(), Vec::new());
+
+        std::fs::set_permissions(state.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(state.db(), std::fs::Permissions::from_mode(0o640)).unwrap();
+        let found = exposure(&state).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!((found[0].mode, found[0].wanted), (0o755, 0o700));
+        assert_eq!((found[1].mode, found[1].wanted), (0o640, 0o600));
+        let said = found[0].to_string();
+        assert!(
+            said.contains(&format!("chmod 700 {}", state.root().display())),
+            "{said}"
+        );
+        // An existing directory keeps its mode: create does not hide it.
+        create(&state).unwrap();
+        assert_eq!(exposure(&state).unwrap().len(), 2);
+    }
+}
