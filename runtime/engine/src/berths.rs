@@ -215,11 +215,15 @@ fn cgroup_scope(instance: &str, project: &str) -> String {
 
 /// A runner exec's network: `none` is a network namespace of its own
 /// holding only `lo`; `open` stays in the host's (`docker_network` names a
-/// container's network and means nothing here).
+/// container's network and means nothing here). The old `[sandbox] network`
+/// string named a container's network only: read from it, the runner keeps
+/// only `lo`, as it did.
 fn runner_network(network: &crate::config::NetworkConfig) -> berth_sandbox::runner::Network {
     match network.mode {
-        crate::config::NetworkMode::None => berth_sandbox::runner::Network::None,
-        crate::config::NetworkMode::Open => berth_sandbox::runner::Network::Open,
+        crate::config::NetworkMode::Open if network.legacy.is_none() => {
+            berth_sandbox::runner::Network::Open
+        }
+        _ => berth_sandbox::runner::Network::None,
     }
 }
 
@@ -876,5 +880,32 @@ pub fn branch_for(agent: &str, task: Option<&str>) -> String {
     match task {
         Some(t) => format!("agent/{agent}/{}", crate::ids::short(t)),
         None => format!("agent/{agent}/scratch"),
+    }
+}
+
+#[cfg(test)]
+mod runner_network_tests {
+    use super::*;
+    use crate::config::ProjectConfig;
+    use berth_sandbox::runner::Network;
+
+    #[test]
+    fn only_the_table_opens_a_runner_berths_network() {
+        let network = |t: &str| {
+            runner_network(
+                &ProjectConfig::parse(t, "berth.toml")
+                    .unwrap()
+                    .sandbox
+                    .network,
+            )
+        };
+        assert_eq!(network(""), Network::None);
+        assert_eq!(
+            network("[sandbox.network]\nmode = \"open\"\n"),
+            Network::Open
+        );
+        // The old string named a container's network only.
+        assert_eq!(network("[sandbox]\nnetwork = \"bridge\"\n"), Network::None);
+        assert_eq!(network("[sandbox]\nnetwork = \"none\"\n"), Network::None);
     }
 }

@@ -407,8 +407,14 @@ impl ProjectConfig {
         if let Some(old) = &config.sandbox.network.legacy {
             let line = find_key_line(text, "sandbox", "network").unwrap_or(1);
             config.warnings.push(format!(
-                "{file}:{line}: `[sandbox] network = {old:?}` is the old form: write the table\n{}\ninstead (it means the same)",
-                config.sandbox.network.replacement()
+                "{file}:{line}: `[sandbox] network = {old:?}` is the old form: write the table\n{}\ninstead{}",
+                config.sandbox.network.replacement(),
+                match config.sandbox.network.mode {
+                    NetworkMode::None => " (it means the same)",
+                    NetworkMode::Open => {
+                        " (the old form named a container's network only; the table's \"open\" also gives runner berths the host's network, which they do not get now)"
+                    }
+                }
             ));
         }
         Ok(config)
@@ -831,7 +837,8 @@ mod tests {
         assert_eq!(c.sandbox.network.docker_network, "br0");
         assert!(
             c.warnings[0].starts_with("berth.toml:3:")
-                && c.warnings[0].contains("mode = \"open\"\ndocker_network = \"br0\""),
+                && c.warnings[0].contains("mode = \"open\"\ndocker_network = \"br0\"")
+                && c.warnings[0].contains("runner berths"),
             "{:?}",
             c.warnings
         );
