@@ -1716,3 +1716,92 @@ fn pipelines_run_over_the_api_and_resume_in_the_background_after_an_approval() {
     assert!(msg.contains("not paused"), "{msg}");
     served.stop();
 }
+
+/// A cgroup under `berth/` in the unified hierarchy, as a runner exec's,
+/// removed (leaf first) when dropped.
+struct ExecCgroup {
+    dirs: Vec<std::path::PathBuf>,
+}
+
+impl ExecCgroup {
+    /// `berth/test@<pid>/a/b`, or `None` (skip) when it cannot be made
+    /// outside CI: making one needs root.
+    fn make() -> Option<ExecCgroup> {
+        let top = std::path::Path::new("/sys/fs/cgroup/unified/berth")
+            .join(format!("test@{}", std::process::id()));
+        let leaf = top.join("a/b");
+        match std::fs::create_dir_all(&leaf) {
+            Ok(()) => Some(ExecCgroup {
+                dirs: vec![leaf, top.join("a"), top],
+            }),
+            Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+                panic!("CI=true and no exec cgroup could be made: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipping: cannot make a cgroup under berth/ (needs root): {e}");
+                None
+            }
+        }
+    }
+
+    fn procs(&self) -> std::path::PathBuf {
+        self.dirs[0].join("cgroup.procs")
+    }
+}
+
+impl Drop for ExecCgroup {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// On the unix socket, `berth serve` refuses a peer that runs inside a
+/// berth exec's cgroup (403, the reason said and logged); a client outside
+/// one is served.
+#[test]
+fn the_socket_refuses_a_peer_inside_a_berth_exec() {
+    let Some(cgroup) = ExecCgroup::make() else {
+        return;
+    };
+    let state = State::new();
+    let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let http::Target::Unix(socket) = &served.target else {
+        panic!("not a unix socket: {:?}", served.target)
+    };
+    let normal = served.client(&state).call("GET", "/api/projects", None);
+    assert_eq!(normal.status, 200, "{}", normal.text());
+
+    // The shell joins the cgroup, then becomes curl (same pid).
+    let script = format!(
+        "echo $$ > '{}' && exec curl -s -w '\\n%{{http_code}}' --unix-socket '{}' http://berth/api/projects",
+        cgroup.procs().display(),
+        socket.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (body, code) = stdout.rsplit_once('\n').unwrap();
+    assert_eq!(code, "403", "{body}");
+    let v: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["error"]["code"], "peer_in_berth", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("inside a berth") && message.contains("/berth/test@"),
+        "{message}"
+    );
+    let again = served.client(&state).call("GET", "/api/projects", None);
+    assert_eq!(again.status, 200, "{}", again.text());
+    let log = served.log();
+    let (code, _) = served.stop();
+    assert_eq!(code, Some(0));
+    assert!(log.contains("refused a peer on the unix socket"), "{log}");
+}

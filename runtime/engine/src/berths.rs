@@ -209,6 +209,8 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     config.rlimits.nproc = Some(spec.config.sandbox.pids);
     config.confinement.agent_repo = Some(spec.agent_repo.clone());
     config.confinement.readable = vec![spec.forge_objects.clone()];
+    config.confinement.network = runner_network(&spec.config.sandbox.network);
+    config.confinement.git_identity = crate::git::agent_git_identity(&spec.agent);
     let scope = cgroup_scope(&spec.instance, &spec.project);
     if berth_sandbox::runner::cgroup_name_valid(&scope, &spec.agent) {
         config.confinement.cgroup_name = Some((scope, spec.agent.clone()));
@@ -235,6 +237,20 @@ fn chown_berth_dir(dir: &std::path::Path, owner: berth_worktrees::Owner) -> Resu
 /// mark keeps one state directory's `down` from killing another's execs.
 fn cgroup_scope(instance: &str, project: &str) -> String {
     format!("{project}@{instance}")
+}
+
+/// A runner exec's network: `none` is a network namespace of its own
+/// holding only `lo`; `open` stays in the host's (`docker_network` names a
+/// container's network and means nothing here). The old `[sandbox] network`
+/// string named a container's network only: read from it, the runner keeps
+/// only `lo`, as it did.
+fn runner_network(network: &crate::config::NetworkConfig) -> berth_sandbox::runner::Network {
+    match network.mode {
+        crate::config::NetworkMode::Open if network.legacy.is_none() => {
+            berth_sandbox::runner::Network::Open
+        }
+        _ => berth_sandbox::runner::Network::None,
+    }
 }
 
 /// The host-side checks of a decided action, which only ever tighten it.
@@ -907,5 +923,32 @@ pub fn branch_for(agent: &str, task: Option<&str>) -> String {
     match task {
         Some(t) => format!("agent/{agent}/{}", crate::ids::short(t)),
         None => format!("agent/{agent}/scratch"),
+    }
+}
+
+#[cfg(test)]
+mod runner_network_tests {
+    use super::*;
+    use crate::config::ProjectConfig;
+    use berth_sandbox::runner::Network;
+
+    #[test]
+    fn only_the_table_opens_a_runner_berths_network() {
+        let network = |t: &str| {
+            runner_network(
+                &ProjectConfig::parse(t, "berth.toml")
+                    .unwrap()
+                    .sandbox
+                    .network,
+            )
+        };
+        assert_eq!(network(""), Network::None);
+        assert_eq!(
+            network("[sandbox.network]\nmode = \"open\"\n"),
+            Network::Open
+        );
+        // The old string named a container's network only.
+        assert_eq!(network("[sandbox]\nnetwork = \"bridge\"\n"), Network::None);
+        assert_eq!(network("[sandbox]\nnetwork = \"none\"\n"), Network::None);
     }
 }

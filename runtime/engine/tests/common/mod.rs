@@ -147,3 +147,37 @@ impl Fixture {
             .collect()
     }
 }
+
+/// A terminal command proposed as `agent` (approved by the user when it
+/// waits): its exit code, stdout and stderr.
+pub async fn terminal(engine: &Engine, agent: &str, command: &str) -> (i32, String, String) {
+    let action = berth_policy::Action::Terminal {
+        command: command.into(),
+    };
+    let p = engine
+        .propose(berth_engine::Proposal::by_agent(agent, action), None)
+        .await
+        .unwrap();
+    let outcome = match p.status {
+        berth_engine::ProposeStatus::Executed { outcome } => outcome,
+        berth_engine::ProposeStatus::Pending { .. } => {
+            engine
+                .approve(&p.id, &user(), false, None)
+                .await
+                .unwrap()
+                .outcome
+        }
+        berth_engine::ProposeStatus::Refused { reason } => {
+            panic!("{command}: refused: {reason}")
+        }
+    };
+    match outcome.result {
+        Some(berth_engine::ActionResult::Terminal {
+            exit_code,
+            stdout,
+            stderr,
+            ..
+        }) => (exit_code, stdout, stderr),
+        other => panic!("{command}: {other:?} ({:?})", outcome.diagnostic),
+    }
+}
