@@ -589,3 +589,30 @@ fn a_pr_merge_waits_for_a_person_then_resolves_the_gate() {
         "{err}"
     );
 }
+
+/// The old `[sandbox] network = "…"` still works, and `up` says on stderr
+/// what to write instead, naming the file and line.
+#[test]
+fn up_warns_of_the_old_network_form_and_names_the_table() {
+    let cli = Cli::new().with_project();
+    cli.ok(&["down", "dev-1"]);
+    let text = std::fs::read_to_string(cli.config()).unwrap();
+    let at = text.find("\n[sandbox.network]\n").unwrap();
+    let end = text[at + 1..].find("\n[").unwrap() + at + 1;
+    let old =
+        text[..at].replace("\npids = 512\n", "\npids = 512\nnetwork = \"none\"\n") + &text[end..];
+    let line = old
+        .lines()
+        .position(|l| l.starts_with("network = "))
+        .unwrap()
+        + 1;
+    std::fs::write(cli.config(), old).unwrap();
+    let out = cli.run(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let want = format!(
+        "berth: warning: {}:{line}: `[sandbox] network = \"none\"` is the old form: write the table\n[sandbox.network]\nmode = \"none\"\n",
+        cli.config().display()
+    );
+    assert!(err.contains(&want), "{err}");
+}

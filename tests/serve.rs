@@ -1273,7 +1273,12 @@ fn a_page_session_expires() {
 /// scope is lifted on this machine and what still holds.
 #[test]
 fn auto_mode_on_a_runner_berth_says_the_host_and_needs_allow_unconfined() {
-    let state = State::with_project();
+    let mut state = State::with_project();
+    // The runner cannot confine here: its exec shim is named where nothing is.
+    state.env.push((
+        "BERTH_EXEC_SHIM".into(),
+        "/nonexistent/berth-exec-shim".into(),
+    ));
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     let cfg = state.root().join("projects/demo/berth.toml");
@@ -1773,4 +1778,93 @@ fn a_pending_file_write_shows_where_it_lands_and_is_checked_again_at_approval() 
     let after = api.ok("get", "/api/actions/{id}", &[id], None);
     assert_eq!(after["status"], "refused", "{after}");
     served.stop();
+}
+
+/// A cgroup under `berth/` in the unified hierarchy, as a runner exec's,
+/// removed (leaf first) when dropped.
+struct ExecCgroup {
+    dirs: Vec<std::path::PathBuf>,
+}
+
+impl ExecCgroup {
+    /// `berth/test@<pid>/a/b`, or `None` (skip) when it cannot be made
+    /// outside CI: making one needs root.
+    fn make() -> Option<ExecCgroup> {
+        let top = std::path::Path::new("/sys/fs/cgroup/unified/berth")
+            .join(format!("test@{}", std::process::id()));
+        let leaf = top.join("a/b");
+        match std::fs::create_dir_all(&leaf) {
+            Ok(()) => Some(ExecCgroup {
+                dirs: vec![leaf, top.join("a"), top],
+            }),
+            Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+                panic!("CI=true and no exec cgroup could be made: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipping: cannot make a cgroup under berth/ (needs root): {e}");
+                None
+            }
+        }
+    }
+
+    fn procs(&self) -> std::path::PathBuf {
+        self.dirs[0].join("cgroup.procs")
+    }
+}
+
+impl Drop for ExecCgroup {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// On the unix socket, `berth serve` refuses a peer that runs inside a
+/// berth exec's cgroup (403, the reason said and logged); a client outside
+/// one is served.
+#[test]
+fn the_socket_refuses_a_peer_inside_a_berth_exec() {
+    let Some(cgroup) = ExecCgroup::make() else {
+        return;
+    };
+    let state = State::new();
+    let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
+    let http::Target::Unix(socket) = &served.target else {
+        panic!("not a unix socket: {:?}", served.target)
+    };
+    let normal = served.client(&state).call("GET", "/api/projects", None);
+    assert_eq!(normal.status, 200, "{}", normal.text());
+
+    // The shell joins the cgroup, then becomes curl (same pid).
+    let script = format!(
+        "echo $$ > '{}' && exec curl -s -w '\\n%{{http_code}}' --unix-socket '{}' http://berth/api/projects",
+        cgroup.procs().display(),
+        socket.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (body, code) = stdout.rsplit_once('\n').unwrap();
+    assert_eq!(code, "403", "{body}");
+    let v: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["error"]["code"], "peer_in_berth", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("inside a berth") && message.contains("/berth/test@"),
+        "{message}"
+    );
+    let again = served.client(&state).call("GET", "/api/projects", None);
+    assert_eq!(again.status, 200, "{}", again.text());
+    let log = served.log();
+    let (code, _) = served.stop();
+    assert_eq!(code, Some(0));
+    assert!(log.contains("refused a peer on the unix socket"), "{log}");
 }

@@ -222,7 +222,10 @@ fn a_full_disk_refuses_what_it_cannot_record_and_recovers_when_space_is_freed() 
     let Some(_mounted) = Mounted::tmpfs(&dir.path().join("state"), "24m") else {
         return;
     };
-    let state = State { dir };
+    let state = State {
+        dir,
+        env: Vec::new(),
+    };
     state.ok(&["init"]);
     state.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
     let cfg = state.root().join("projects/demo/berth.toml");

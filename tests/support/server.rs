@@ -16,6 +16,8 @@ pub const BERTH: &str = env!("CARGO_BIN_EXE_berth");
 /// repository made with the git CLI (tests may; berth never does).
 pub struct State {
     pub dir: tempfile::TempDir,
+    /// Set for every `berth` this state runs (the CLI and `serve`).
+    pub env: Vec<(String, String)>,
 }
 
 impl State {
@@ -27,7 +29,10 @@ impl State {
         std::fs::write(src.join("a.txt"), "a\n").unwrap();
         git(&src, &["add", "a.txt"]);
         git(&src, &["commit", "-q", "-m", "init"]);
-        let s = State { dir };
+        let s = State {
+            dir,
+            env: Vec::new(),
+        };
         s.ok(&["init"]);
         s
     }
@@ -66,6 +71,7 @@ impl State {
     pub fn run(&self, args: &[&str]) -> Output {
         Command::new(BERTH)
             .args(args)
+            .envs(self.env.iter().cloned())
             .env("BERTH_HOME", self.root())
             .env("USER", "ada")
             .output()
@@ -122,6 +128,7 @@ impl Served {
         let mut child = Command::new(BERTH)
             .arg("serve")
             .args(args)
+            .envs(state.env.iter().cloned())
             .env("BERTH_HOME", state.root())
             .env("USER", "ada")
             .env("BERTH_LOG", "info")

@@ -477,7 +477,10 @@ mod tests {
         assert!(!root.path().join("wt").exists());
         assert_eq!(fs::read(outside.path().join("precious")).unwrap(), b"x");
         assert_eq!(fs::read(outside.path().join("sub/precious")).unwrap(), b"x");
-        assert!(open_fds() <= before + 8, "descriptors leaked");
+        // Other tests of this binary open files meanwhile (pipes to helpers,
+        // lock files): the slack is for them, far below the one descriptor
+        // per level (20,000) a leaking walk would keep.
+        assert!(open_fds() <= before + 64, "descriptors leaked");
     }
 
     #[test]

@@ -77,6 +77,16 @@ pub use merge::{ChangeKind, ChangedFile, DiffStat, MergeKind, MergeOutcome, Merg
 pub use names::{AgentName, ProjectName, TaskName};
 pub use object_bounds::GitLimits;
 pub use ownership::Owner;
+
+/// Gives everything under `root/rel` (and `rel` itself) to `owner`, with
+/// the fd-relative, no-follow walk berth uses on an agent's repository and
+/// worktree: `root` must be a directory berth made and no agent can write
+/// (`<state>/homes/<project>`), `rel` plain names beneath it. A symlink is
+/// re-owned as the link it is, never followed; a hard-linked file berth
+/// does not already own for `owner` is skipped.
+pub fn chown_beneath(root: &Path, rel: &Path, owner: Owner) -> std::io::Result<()> {
+    confined::chown_tree(root, rel, owner.uid, owner.gid)
+}
 pub use push::{PushOutcome, run_pack_job};
 pub use reconcile::{ReconcileAction, ReconcileReport};
 pub use recycle::{RecycleOptions, RecycleReport};

@@ -69,6 +69,23 @@ pub fn berth_dir(root: &Path, project: &str, agent: &str) -> PathBuf {
     root.join("berth").join(project).join(agent)
 }
 
+/// The berth exec cgroup a process is in, read from its `/proc/<pid>/cgroup`
+/// (`hierarchy-id:controllers:path` lines): the first path under `berth/`
+/// in any hierarchy (a path seen from a cgroup namespace may begin with
+/// `/..`), or `None`. `berth serve` refuses such a peer on its socket.
+pub fn exec_cgroup_in(proc_cgroup: &str) -> Option<&str> {
+    proc_cgroup
+        .lines()
+        .filter_map(|line| line.splitn(3, ':').nth(2))
+        .find(|path| {
+            let mut rest = path.trim_start_matches('/');
+            while let Some(r) = rest.strip_prefix("../") {
+                rest = r;
+            }
+            rest.starts_with("berth/")
+        })
+}
+
 /// The cgroups of one exec, made by [`ExecCgroups::create`].
 #[derive(Debug, Default)]
 pub struct ExecCgroups {
@@ -240,6 +257,25 @@ pub fn join(dirs: &[PathBuf]) -> Result<(), ConfineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_under_berth_is_in_an_exec_cgroup() {
+        let exec = "12:pids:/berth/p@i/a/x\n0::/berth/p@i/a/x\n";
+        assert_eq!(exec_cgroup_in(exec), Some("/berth/p@i/a/x"));
+        assert_eq!(
+            exec_cgroup_in("0::/../berth/p@i/a/x\n"),
+            Some("/../berth/p@i/a/x")
+        );
+        for other in [
+            "0::/user.slice/user-0.slice/session-1.scope\n",
+            "0::/\n",
+            "0::/berthx/a\n",
+            "5:memory:/system.slice/berth.service\n",
+            "",
+        ] {
+            assert_eq!(exec_cgroup_in(other), None, "{other:?}");
+        }
+    }
 
     #[test]
     fn names_are_plain_components() {

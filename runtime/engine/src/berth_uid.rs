@@ -89,7 +89,8 @@ impl Engine {
 
     /// The uid a berth from before `[host] uid_range` was made with: the
     /// owner of its agent repository, when that is not berth itself (a
-    /// repository only the runner used was never handed to a uid).
+    /// repository only the runner used before runner berths had a uid was
+    /// never handed to one).
     fn uid_made_with(&self, agent: &Agent) -> Option<u32> {
         let repo = self.git().agent_repo(&agent.project, &agent.name);
         let owner = std::fs::symlink_metadata(&repo).ok()?.uid();
@@ -110,7 +111,23 @@ impl Engine {
         })
     }
 
-    /// At `berth up` of a mounted berth: the uid it runs as, recorded (when
+    /// The uid a runner berth's commands switch to when it is opened (after
+    /// `up`), when berth is root: the recorded one, else the one it was made
+    /// with. `None` when berth is not root (its user namespace maps the
+    /// user's uid), or for a berth brought up before runner berths had a uid
+    /// (its files are still berth's: its commands keep uid 0 with no
+    /// capabilities until its next `up`).
+    pub(crate) async fn runner_uid_for_open(&self, agent: &Agent) -> Result<Option<u32>> {
+        if identity::current_uid() != 0 {
+            return Ok(None);
+        }
+        Ok(match self.recorded_uid(&agent.name).await? {
+            Some(u) => Some(u),
+            None => self.uid_made_with(agent),
+        })
+    }
+
+    /// At `berth up` of a mounted berth (and of a runner berth, berth root): the uid it runs as, recorded (when
     /// berth is not root: the user's own, not recorded, with a note). A new
     /// berth gets a free uid of the range; a recorded uid of the range that
     /// the host has since given to someone moves to the next free one; a berth

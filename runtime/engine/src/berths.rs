@@ -49,6 +49,12 @@ pub struct BerthSpec {
     /// mounted: the berth's uid (gid = uid), which owns the worktree and the
     /// agent repository ([`crate::berth_uid`]).
     pub uid: u32,
+    /// runner, berth root: the berth's uid (gid = uid), which owns the
+    /// worktree, the agent repository, the home and the private `/tmp`, and
+    /// which every command switches to. `None` (berth not root, or a berth
+    /// brought up before runner berths had a uid) keeps uid 0 with no
+    /// capabilities as root, or the user's own uid.
+    pub runner_uid: Option<u32>,
     /// mounted: where the container's `/etc/passwd` and `/etc/group` are
     /// written (`<state>/identities/<project>/<agent>`, never mounted whole).
     pub identity_dir: PathBuf,
@@ -189,6 +195,12 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
         .create(&spec.private_tmp)
         .map_err(EngineError::io("creating", &spec.private_tmp))?;
     config.confinement.private_tmp = Some(spec.private_tmp.clone());
+    if let Some(uid) = spec.runner_uid {
+        // The berth's own /tmp, whatever an earlier exec left in it.
+        let owner = berth_worktrees::Owner { uid, gid: uid };
+        chown_berth_dir(&spec.private_tmp, owner)?;
+        config.confinement.uid = Some((uid, uid));
+    }
     config.confinement.limits = berth_sandbox::runner::CgroupLimits {
         processes: Some(spec.config.sandbox.pids),
         memory: Some(spec.config.sandbox.memory_mb << 20),
@@ -197,6 +209,8 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     config.rlimits.nproc = Some(spec.config.sandbox.pids);
     config.confinement.agent_repo = Some(spec.agent_repo.clone());
     config.confinement.readable = vec![spec.forge_objects.clone()];
+    config.confinement.network = runner_network(&spec.config.sandbox.network);
+    config.confinement.git_identity = crate::git::agent_git_identity(&spec.agent);
     let scope = cgroup_scope(&spec.instance, &spec.project);
     if berth_sandbox::runner::cgroup_name_valid(&scope, &spec.agent) {
         config.confinement.cgroup_name = Some((scope, spec.agent.clone()));
@@ -204,11 +218,39 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
 }
 
+/// Gives a berth's directory (`<state>/<kind>/<project>/<agent>`, its
+/// parent made by berth) and everything in it to `owner`, through the
+/// fd-relative walk that follows no link an agent planted.
+fn chown_berth_dir(dir: &std::path::Path, owner: berth_worktrees::Owner) -> Result<()> {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(EngineError::State(format!(
+            "{} is not a berth directory under the state directory",
+            dir.display()
+        )));
+    };
+    berth_worktrees::chown_beneath(parent, std::path::Path::new(name), owner)
+        .map_err(EngineError::io("giving to the berth's uid", dir))
+}
+
 /// The first part of a runner berth's exec cgroups
 /// (`berth/<project>@<instance>/<agent>/<action>`): the state directory's
 /// mark keeps one state directory's `down` from killing another's execs.
 fn cgroup_scope(instance: &str, project: &str) -> String {
     format!("{project}@{instance}")
+}
+
+/// A runner exec's network: `none` is a network namespace of its own
+/// holding only `lo`; `open` stays in the host's (`docker_network` names a
+/// container's network and means nothing here). The old `[sandbox] network`
+/// string named a container's network only: read from it, the runner keeps
+/// only `lo`, as it did.
+fn runner_network(network: &crate::config::NetworkConfig) -> berth_sandbox::runner::Network {
+    match network.mode {
+        crate::config::NetworkMode::Open if network.legacy.is_none() => {
+            berth_sandbox::runner::Network::Open
+        }
+        _ => berth_sandbox::runner::Network::None,
+    }
 }
 
 /// The host-side checks of a decided action, which only ever tighten it.
@@ -365,6 +407,7 @@ impl Engine {
                 .join(&agent.project)
                 .join(&agent.name),
             uid: config.sandbox.uid,
+            runner_uid: None,
             identity_dir: self
                 .state
                 .root()
@@ -405,8 +448,9 @@ impl Engine {
             return Ok(Some(sb));
         }
         let mut spec = self.berth_spec(agent, mode, worktree, config);
-        if mode == BerthMode::Mounted {
-            spec.uid = self.uid_for_open(agent, config).await?;
+        match mode {
+            BerthMode::Mounted => spec.uid = self.uid_for_open(agent, config).await?,
+            BerthMode::Runner => spec.runner_uid = self.runner_uid_for_open(agent).await?,
         }
         let opened = self.provider.open(&spec).await?;
         self.sandboxes.put(key, opened.sandbox.clone());
@@ -491,15 +535,17 @@ impl Engine {
         self.provider.check(mode, &loaded.config).await?;
         let home = self.state.root().join("homes").join(project).join(agent);
         std::fs::create_dir_all(&home).map_err(EngineError::io("creating", &home))?;
-        // The berth's own uid (mounted): allocated, checked against the host,
-        // or kept as made; it owns the repository and the worktree.
-        let (uid, uid_note) = if mode == BerthMode::Mounted {
+        // The berth's own uid (mounted, and runner when berth is root):
+        // allocated, checked against the host, or kept as made; it owns the
+        // repository and the worktree. A runner berth of a berth not root
+        // runs as the user, whom its user namespace maps.
+        let own_uid = mode == BerthMode::Mounted || berth_sandbox::identity::current_uid() == 0;
+        let (uid, uid_note) = if own_uid {
             self.settle_uid(&a, &loaded.config, options.new_uid).await?
         } else {
             (loaded.config.sandbox.uid, None)
         };
-        let owner =
-            (mode == BerthMode::Mounted).then_some(berth_worktrees::Owner { uid, gid: uid });
+        let owner = own_uid.then_some(berth_worktrees::Owner { uid, gid: uid });
         let provisioned = self
             .git()
             .provision(
@@ -532,6 +578,19 @@ impl Engine {
         }
         let mut spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
         spec.uid = uid;
+        if mode == BerthMode::Runner
+            && let Some(owner) = owner
+        {
+            // Its home keeps what its commands wrote before (as root, when
+            // runner berths had no uid): all of it is the berth's now.
+            let dir = home.clone();
+            tokio::task::spawn_blocking(move || chown_berth_dir(&dir, owner))
+                .await
+                .map_err(|e| {
+                    EngineError::State(format!("giving the berth's home to its uid: {e}"))
+                })??;
+            spec.runner_uid = Some(uid);
+        }
         self.sandboxes.drop_agent(agent);
         let opened = self.provider.open(&spec).await?;
         self.sandboxes.put(
@@ -882,5 +941,32 @@ pub fn branch_for(agent: &str, task: Option<&str>) -> String {
     match task {
         Some(t) => format!("agent/{agent}/{}", crate::ids::short(t)),
         None => format!("agent/{agent}/scratch"),
+    }
+}
+
+#[cfg(test)]
+mod runner_network_tests {
+    use super::*;
+    use crate::config::ProjectConfig;
+    use berth_sandbox::runner::Network;
+
+    #[test]
+    fn only_the_table_opens_a_runner_berths_network() {
+        let network = |t: &str| {
+            runner_network(
+                &ProjectConfig::parse(t, "berth.toml")
+                    .unwrap()
+                    .sandbox
+                    .network,
+            )
+        };
+        assert_eq!(network(""), Network::None);
+        assert_eq!(
+            network("[sandbox.network]\nmode = \"open\"\n"),
+            Network::Open
+        );
+        // The old string named a container's network only.
+        assert_eq!(network("[sandbox]\nnetwork = \"bridge\"\n"), Network::None);
+        assert_eq!(network("[sandbox]\nnetwork = \"none\"\n"), Network::None);
     }
 }

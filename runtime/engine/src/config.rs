@@ -162,8 +162,10 @@ pub struct SandboxConfig {
     pub memory_mb: u64,
     pub cpus: f64,
     pub pids: u64,
-    /// mounted: `none` (only loopback) or a Docker network's name.
-    pub network: String,
+    /// `[sandbox.network]`; the old string form `network = "…"` still
+    /// parses (with a warning naming the table).
+    #[serde(deserialize_with = "network_table_or_string")]
+    pub network: NetworkConfig,
     /// mounted: the image's filesystem read-only (the default); `/tmp` and
     /// `$HOME` are bounded tmpfs either way.
     pub read_only_root: bool,
@@ -191,7 +193,7 @@ impl Default for SandboxConfig {
             memory_mb: 2048,
             cpus: 2.0,
             pids: 512,
-            network: "none".into(),
+            network: NetworkConfig::default(),
             read_only_root: true,
             timeout_secs: 600,
             output_cap_bytes: 1 << 20,
@@ -202,6 +204,92 @@ impl Default for SandboxConfig {
             home_inodes: 65_536,
         }
     }
+}
+
+/// `[sandbox.network] mode`: what the commands of a berth reach. (The
+/// network issue adds `allowlist` with `allow` and `deny` beside it.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkMode {
+    /// Only loopback: a container on Docker's `none` network, a runner exec
+    /// in a network namespace of its own holding only `lo`.
+    #[default]
+    None,
+    /// The network: a container on the default bridge (or `docker_network`),
+    /// a runner exec in the host's network namespace.
+    Open,
+}
+
+impl NetworkMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::None => "none",
+            NetworkMode::Open => "open",
+        }
+    }
+}
+
+/// `[sandbox.network]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetworkConfig {
+    pub mode: NetworkMode,
+    /// mounted, `mode = "open"`: a Docker network by name; `""` is the
+    /// default bridge.
+    pub docker_network: String,
+    /// The old `[sandbox] network = "…"` this was read from, if it was.
+    #[serde(skip)]
+    pub legacy: Option<String>,
+}
+
+impl NetworkConfig {
+    /// The table the old `[sandbox] network = "none" | "<docker network>"`
+    /// meant.
+    fn from_legacy(value: &str) -> NetworkConfig {
+        let (mode, docker_network) = match value {
+            "none" => (NetworkMode::None, String::new()),
+            name => (NetworkMode::Open, name.to_string()),
+        };
+        NetworkConfig {
+            mode,
+            docker_network,
+            legacy: Some(value.to_string()),
+        }
+    }
+
+    /// The table to write instead of the old form, as TOML.
+    fn replacement(&self) -> String {
+        let mut t = format!("[sandbox.network]\nmode = \"{}\"", self.mode.as_str());
+        if !self.docker_network.is_empty() {
+            t.push_str(&format!("\ndocker_network = \"{}\"", self.docker_network));
+        }
+        t
+    }
+}
+
+/// `[sandbox] network` as the table `[sandbox.network]` (or an inline table),
+/// or the old string form.
+fn network_table_or_string<'de, D>(d: D) -> std::result::Result<NetworkConfig, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Either;
+    impl<'de> serde::de::Visitor<'de> for Either {
+        type Value = NetworkConfig;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a table with `mode = \"none\"` or `mode = \"open\"`")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<NetworkConfig, E> {
+            Ok(NetworkConfig::from_legacy(v))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            map: A,
+        ) -> std::result::Result<NetworkConfig, A::Error> {
+            NetworkConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(Either)
 }
 
 /// `[host]`: how berth uses the machine it runs on.
@@ -290,6 +378,10 @@ pub struct ProjectConfig {
     pub followups: FollowupsConfig,
     pub hooks: Vec<HookConfig>,
     pub host: HostConfig,
+    /// What a person should change in the file though it parsed (an old
+    /// form): the CLI prints these.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 impl ProjectConfig {
@@ -301,7 +393,7 @@ impl ProjectConfig {
 
     /// Parses `text` as the file `file` (named in errors).
     pub fn parse(text: &str, file: &str) -> Result<ProjectConfig> {
-        let config: ProjectConfig = toml::from_str(text).map_err(|e| {
+        let mut config: ProjectConfig = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
             let key = key_at(text, line);
             let message = e.message().trim().to_string();
@@ -316,6 +408,19 @@ impl ProjectConfig {
             }
         })?;
         config.check(text, file)?;
+        if let Some(old) = &config.sandbox.network.legacy {
+            let line = find_key_line(text, "sandbox", "network").unwrap_or(1);
+            config.warnings.push(format!(
+                "{file}:{line}: `[sandbox] network = {old:?}` is the old form: write the table\n{}\ninstead{}",
+                config.sandbox.network.replacement(),
+                match config.sandbox.network.mode {
+                    NetworkMode::None => " (it means the same)",
+                    NetworkMode::Open => {
+                        " (the old form named a container's network only; the table's \"open\" also gives runner berths the host's network, which they do not get now)"
+                    }
+                }
+            ));
+        }
         Ok(config)
     }
 
@@ -329,6 +434,40 @@ impl ProjectConfig {
                 message: format!("key `policy`: {e}"),
             },
         )
+    }
+
+    /// `[sandbox.network]` (or the old `[sandbox] network`): a Docker network
+    /// never shares the host's or another container's namespace, and is
+    /// named only where it is used.
+    fn check_network(&self, text: &str, file: &str) -> Result<()> {
+        let n = &self.sandbox.network;
+        let (line, key) = match n.legacy {
+            Some(_) => (find_key_line(text, "sandbox", "network"), "sandbox.network"),
+            None => (
+                find_key_line(text, "sandbox.network", "docker_network"),
+                "sandbox.network.docker_network",
+            ),
+        };
+        let why = if n.legacy.as_deref() == Some("") {
+            Some("must be a table `[sandbox.network]` with `mode = \"none\"` or `mode = \"open\"`")
+        } else if n.docker_network == "host" || n.docker_network.starts_with("container:") {
+            Some(
+                "must name a Docker network of its own (never \"host\" or \"container:…\", which share namespaces); for the network use `mode = \"open\"`",
+            )
+        } else if n.mode == NetworkMode::None && !n.docker_network.is_empty() {
+            Some("applies only with `mode = \"open\"`: remove it, or set the mode")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(EngineError::Config {
+                file: file.to_string(),
+                line: line.unwrap_or(1),
+                column: 1,
+                message: format!("key `{key}`: {why}"),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Value checks serde cannot express; each names its key's line.
@@ -351,8 +490,9 @@ impl ProjectConfig {
                 });
             }
         }
+        self.check_network(text, file)?;
         let [first, last] = self.host.uid_range;
-        let problems: [(bool, &str, &str, &str); 14] = [
+        let problems: [(bool, &str, &str, &str); 13] = [
             (
                 first < 65_536 || first > last || last >= 0x8000_0000,
                 "host",
@@ -390,14 +530,6 @@ impl ProjectConfig {
                 "sandbox",
                 "pids",
                 "must be at least 8",
-            ),
-            (
-                self.sandbox.network.is_empty()
-                    || self.sandbox.network == "host"
-                    || self.sandbox.network.starts_with("container:"),
-                "sandbox",
-                "network",
-                "must be \"none\" or the name of a Docker network (never \"host\" or \"container:…\", which share namespaces)",
             ),
             (
                 self.sandbox.memory_mb == 0,
@@ -594,8 +726,6 @@ uid = 1000
 memory_mb = 2048
 cpus = 2.0
 pids = 512
-# mounted: "none" (only loopback) or the name of a Docker network.
-network = "none"
 # mounted: mount the image read-only; only /work, the agent repository and the
 # tmpfs /tmp and $HOME below are writable.
 read_only_root = true
@@ -613,6 +743,14 @@ output_cap_bytes = 1048576
 # runner's confinement (namespaces, Landlock, seccomp) is not available, auto
 # mode is refused unless this is true (then only the policy stands in the way).
 allow_unconfined = false
+
+[sandbox.network]
+# What commands reach: "none" (only loopback: a container on Docker's `none`
+# network, a runner exec in a network namespace holding only `lo`) or "open"
+# (a container on Docker's default bridge, a runner exec on the host's network).
+mode = "none"
+# mounted, mode "open": a Docker network by name instead of the default bridge.
+# docker_network = "my-net"
 
 [agents]
 # How many agents may work on this project at once.
@@ -684,6 +822,46 @@ mod tests {
     }
 
     #[test]
+    fn the_network_is_a_table_and_the_old_string_still_parses_with_a_warning() {
+        let c = ProjectConfig::parse("", "berth.toml").unwrap();
+        assert_eq!(c.sandbox.network.mode, NetworkMode::None);
+        assert!(c.warnings.is_empty());
+
+        let c = ProjectConfig::parse("[sandbox.network]\nmode = \"open\"\n", "berth.toml").unwrap();
+        assert_eq!(c.sandbox.network.mode, NetworkMode::Open);
+        assert_eq!(c.sandbox.network.docker_network, "");
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+
+        let text = "[sandbox]\nnetwork = { mode = \"open\", docker_network = \"br0\" }\n";
+        let c = ProjectConfig::parse(text, "berth.toml").unwrap();
+        assert_eq!(c.sandbox.network.mode, NetworkMode::Open);
+        assert_eq!(c.sandbox.network.docker_network, "br0");
+        assert!(c.warnings.is_empty());
+
+        let c = ProjectConfig::parse("[sandbox]\nnetwork = \"none\"\n", "berth.toml").unwrap();
+        assert_eq!(c.sandbox.network.mode, NetworkMode::None);
+        assert_eq!(c.warnings.len(), 1);
+        assert!(
+            c.warnings[0]
+                .starts_with("berth.toml:2: `[sandbox] network = \"none\"` is the old form")
+                && c.warnings[0].contains("[sandbox.network]\nmode = \"none\""),
+            "{:?}",
+            c.warnings
+        );
+
+        let c = ProjectConfig::parse("[sandbox]\n\nnetwork = \"br0\"\n", "berth.toml").unwrap();
+        assert_eq!(c.sandbox.network.mode, NetworkMode::Open);
+        assert_eq!(c.sandbox.network.docker_network, "br0");
+        assert!(
+            c.warnings[0].starts_with("berth.toml:3:")
+                && c.warnings[0].contains("mode = \"open\"\ndocker_network = \"br0\"")
+                && c.warnings[0].contains("runner berths"),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    #[test]
     fn errors_name_file_line_and_key() {
         let cases: &[(&str, &str)] = &[
             (
@@ -717,7 +895,31 @@ mod tests {
             ),
             (
                 "[sandbox]\nnetwork = \"host\"\n",
-                "berth.toml:2:1: key `sandbox.network`: must be \"none\" or the name",
+                "berth.toml:2:1: key `sandbox.network`: must name a Docker network of its own",
+            ),
+            (
+                "[sandbox]\nnetwork = \"\"\n",
+                "berth.toml:2:1: key `sandbox.network`: must be a table",
+            ),
+            (
+                "[sandbox.network]\n\nmode = \"closed\"\n",
+                "berth.toml:3:8: key `sandbox.network.mode`: unknown variant `closed`, expected `none` or `open`",
+            ),
+            (
+                "[sandbox.network]\nmode = \"open\"\ndocker_network = \"container:x\"\n",
+                "berth.toml:3:1: key `sandbox.network.docker_network`: must name a Docker network of its own",
+            ),
+            (
+                "[sandbox.network]\ndocker_network = \"br\"\n",
+                "berth.toml:2:1: key `sandbox.network.docker_network`: applies only with `mode = \"open\"`",
+            ),
+            (
+                "[sandbox.network]\nmode = \"open\"\nallow = [\"x\"]\n",
+                "berth.toml:3:1: key `sandbox.network.allow`: unknown field `allow`",
+            ),
+            (
+                "[sandbox]\nnetwork = 3\n",
+                "berth.toml:2:11: key `sandbox.network`: invalid type: integer `3`, expected a table with `mode = \"none\"`",
             ),
             (
                 "[sandbox]\npids = 2\n",

@@ -55,6 +55,17 @@ pub fn task_part(task: Option<&str>) -> String {
         .unwrap_or_else(|| "scratch".into())
 }
 
+/// The identity of the agent's own git commands inside its berth (set in
+/// every exec's environment, never in its repository config): the one
+/// berth's commits for the agent use, `<agent>[bot] <agent@berth.local>`.
+pub(crate) fn agent_git_identity(agent: &str) -> Option<berth_sandbox::runner::GitIdentity> {
+    let identity = Identity::for_agent(&AgentName::new(agent).ok()?);
+    Some(berth_sandbox::runner::GitIdentity {
+        name: identity.name().to_string(),
+        email: identity.email().to_string(),
+    })
+}
+
 /// `Name <email>` parsed into an identity.
 pub fn parse_identity(s: &str) -> Option<Identity> {
     let (name, rest) = s.split_once('<')?;

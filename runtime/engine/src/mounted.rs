@@ -22,8 +22,12 @@ use berth_sandbox::image::ImageRef;
 use tokio::sync::Mutex;
 
 use crate::berths::{BerthSpec, OpenedSandbox, ReconciledContainer, SandboxProvider};
-use crate::config::{BerthMode, ProjectConfig};
+use crate::config::{BerthMode, NetworkConfig, NetworkMode, ProjectConfig};
 use crate::error::{EngineError, Result};
+
+/// Docker's default network, where `[sandbox.network] mode = "open"` puts a
+/// container unless `docker_network` names another.
+const DEFAULT_BRIDGE: &str = "bridge";
 
 /// Whether this run is CI, where a missing Docker engine fails instead of
 /// falling back to the runner.
@@ -81,6 +85,16 @@ pub fn image_of(config: &ProjectConfig) -> ImageRef {
     }
 }
 
+/// A container's network from `[sandbox.network]`: `none` is Docker's
+/// `none` (only loopback), `open` the default bridge or `docker_network`.
+fn container_network(network: &NetworkConfig) -> Network {
+    match (network.mode, network.docker_network.as_str()) {
+        (NetworkMode::None, _) => Network::None,
+        (NetworkMode::Open, "") => Network::Named(DEFAULT_BRIDGE.to_string()),
+        (NetworkMode::Open, name) => Network::Named(name.to_string()),
+    }
+}
+
 /// The container spec of a berth, from the project's `[sandbox]` settings.
 pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
     let s = &spec.config.sandbox;
@@ -105,10 +119,8 @@ pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
         home_bytes: s.home_mb.saturating_mul(1 << 20),
         home_inodes: s.home_inodes,
     };
-    c.network = match s.network.as_str() {
-        "none" => Network::None,
-        name => Network::Named(name.to_string()),
-    };
+    c.network = container_network(&s.network);
+    c.git_identity = crate::git::agent_git_identity(&spec.agent);
     c.read_only_root = s.read_only_root;
     // The project's extra roots are in scope in the runner; in a container
     // they are visible only when mounted, at the same path.
@@ -216,5 +228,39 @@ impl SandboxProvider for DockerProvider {
                 },
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod network_tests {
+    use super::*;
+
+    #[test]
+    fn the_network_table_names_the_containers_network() {
+        let parse = |t: &str| {
+            ProjectConfig::parse(t, "berth.toml")
+                .unwrap()
+                .sandbox
+                .network
+        };
+        assert_eq!(container_network(&parse("")), Network::None);
+        assert_eq!(
+            container_network(&parse("[sandbox.network]\nmode = \"open\"\n")),
+            Network::Named("bridge".into())
+        );
+        assert_eq!(
+            container_network(&parse(
+                "[sandbox.network]\nmode = \"open\"\ndocker_network = \"br0\"\n"
+            )),
+            Network::Named("br0".into())
+        );
+        assert_eq!(
+            container_network(&parse("[sandbox]\nnetwork = \"br0\"\n")),
+            Network::Named("br0".into())
+        );
+        assert_eq!(
+            container_network(&parse("[sandbox]\nnetwork = \"none\"\n")),
+            Network::None
+        );
     }
 }

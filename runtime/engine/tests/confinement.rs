@@ -22,8 +22,33 @@ async fn auto_mode_on_an_unconfined_runner_needs_allow_unconfined() {
     let f = Fixture::new().await;
     // The fixture accepts unconfined runners: this test does not.
     set_config(&f, "allow_unconfined = true", "allow_unconfined = false");
-    set_config(&f, "\nmode = \"auto\"\n", "\nmode = \"mounted\"\n");
+    set_config(&f, "\nmode = \"auto\"\n", "\nmode = \"runner\"\n");
     f.agent("dev-1", AgentImpl::Noop).await;
+
+    // With the exec shim in place (the workspace builds it beside the tests),
+    // the runner is confined: auto mode goes on without `allow_unconfined`,
+    // and the report says what is lifted and what the confinement holds.
+    f.engine
+        .set_auto_mode("dev-1", true, &user())
+        .await
+        .unwrap();
+    let confined = f.engine.autonomy_report("dev-1").await.unwrap();
+    let note = confined.runner_host.unwrap_or_default();
+    assert!(
+        note.contains("lifts the path scope on this machine")
+            && note.contains("What still holds: the runner's confinement"),
+        "{note}"
+    );
+    f.engine
+        .set_auto_mode("dev-1", false, &user())
+        .await
+        .unwrap();
+
+    // The shim gone (named where nothing is): the runner cannot confine.
+    // SAFETY: this binary holds this one test, and it runs on a
+    // current-thread runtime: no other thread reads the environment now.
+    unsafe { std::env::set_var("BERTH_EXEC_SHIM", "/nonexistent/berth-exec-shim") };
+    set_config(&f, "\nmode = \"runner\"\n", "\nmode = \"mounted\"\n");
 
     // A berth that would be a container: auto mode goes on, nothing to say
     // about the host.

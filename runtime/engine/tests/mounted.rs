@@ -172,22 +172,7 @@ impl Mounted {
 
     /// Proposes `action` as `agent`, approving it when it waits.
     async fn run(&self, agent: &str, action: Action, params: ActionParams) -> Outcome {
-        let p = self
-            .engine
-            .propose(Proposal::by_agent(agent, action).params(params), None)
-            .await
-            .unwrap();
-        match p.status {
-            ProposeStatus::Executed { outcome } => outcome,
-            ProposeStatus::Pending { .. } => {
-                self.engine
-                    .approve(&p.id, &user(), false, None)
-                    .await
-                    .unwrap()
-                    .outcome
-            }
-            ProposeStatus::Refused { reason } => panic!("refused: {reason}"),
-        }
+        common::run_action(&self.engine, agent, action, params).await
     }
 
     /// A terminal command's exit code and output.
@@ -393,6 +378,77 @@ async fn git_inside_the_container_works_on_the_agents_branch_and_the_host_side_k
         "{:?}",
         r.diagnostic
     );
+}
+
+/// Every exec carries the agent's git identity and the forced git settings:
+/// a plain `git commit` at `/work` is by `dev-1[bot]` (berth wrote nothing
+/// into the agent's repository config), and a nested repository's
+/// `core.fsmonitor` starts no program.
+#[tokio::test]
+async fn plain_git_commit_is_by_the_agent_and_nested_repository_config_starts_nothing() {
+    let m = mounted_or_skip!("gitenv");
+    m.up("dev-1").await;
+    let log = m
+        .ok(
+            "dev-1",
+            "echo x > x.txt && git add x.txt && git commit -qm x && \
+             git log -1 --format='%an <%ae>|%cn <%ce>'",
+        )
+        .await;
+    assert_eq!(
+        log,
+        "dev-1[bot] <dev-1@berth.local>|dev-1[bot] <dev-1@berth.local>\n"
+    );
+    let config = std::fs::read_to_string(m.agent_repo("dev-1").join("config")).unwrap();
+    assert!(!config.contains("[user]"), "{config}");
+
+    let status = m
+        .ok(
+            "dev-1",
+            "mkdir sub && cd sub && git init -q && \
+             git config core.fsmonitor 'touch /work/pwned; false' && \
+             git config core.hooksPath /work/hooks && \
+             mkdir /work/hooks && printf '#!/bin/sh\\ntouch /work/pwned-hook\\n' > /work/hooks/pre-commit && \
+             chmod +x /work/hooks/pre-commit && \
+             echo f > f && git status --short && git add f && git commit -qm f && echo committed",
+        )
+        .await;
+    assert!(
+        status.contains("?? f") && status.contains("committed"),
+        "{status}"
+    );
+    let (code, out, _) = m.sh("dev-1", "ls /work").await;
+    assert_eq!(code, 0);
+    assert!(
+        !out.contains("pwned"),
+        "repository config ran a program: {out}"
+    );
+}
+
+/// `[sandbox.network] mode = "open"` puts the container on Docker's default
+/// bridge (an interface besides `lo`); the default `none` leaves only `lo`.
+#[tokio::test]
+async fn the_network_mode_names_the_containers_network() {
+    let m = mounted_or_skip!("net");
+    let file = m
+        .state()
+        .join("projects")
+        .join(&m.project)
+        .join("berth.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at = text.find("\n[sandbox.network]\n").unwrap();
+    let open = format!(
+        "{}{}",
+        &text[..at],
+        text[at..].replacen("\nmode = \"none\"\n", "\nmode = \"open\"\n", 1)
+    );
+    let interfaces = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '";
+    m.up("closed").await;
+    assert_eq!(m.ok("closed", interfaces).await, "lo ");
+    std::fs::write(&file, open).unwrap();
+    m.up("opened").await;
+    let listed = m.ok("opened", interfaces).await;
+    assert!(listed.contains("eth0") && listed.contains("lo"), "{listed}");
 }
 
 #[tokio::test]

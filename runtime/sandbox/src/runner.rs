@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 
 pub use berth_confine::Network;
 use berth_confine::cgroup::ExecCgroups;
-pub use berth_confine::cgroup::{CgroupLimits, CgroupRoots};
+pub use berth_confine::cgroup::{CgroupLimits, CgroupRoots, exec_cgroup_in};
+pub use berth_confine::git_env::GitIdentity;
 use berth_confine::{ExecSpec, Rlimit};
 use berth_policy::frame::WORK;
 use berth_policy::{Frame, PathMap};
@@ -173,6 +174,9 @@ pub struct Confinement {
     /// The per-berth directory at `/tmp`; `None`: a fresh tmpfs per exec.
     pub private_tmp: Option<PathBuf>,
     pub network: Network,
+    /// `user.name`/`user.email` of the agent's own git commands (among the
+    /// forced `GIT_CONFIG_*`); `None` sets none.
+    pub git_identity: Option<GitIdentity>,
     /// Per-exec limits held by cgroups (v1 `pids`, `memory`).
     pub limits: CgroupLimits,
     /// `(project, agent)`: the exec cgroups are `berth/<project>/<agent>/<action>`.
@@ -191,6 +195,7 @@ impl Default for Confinement {
             readable: Vec::new(),
             private_tmp: None,
             network: Network::None,
+            git_identity: None,
             limits: CgroupLimits {
                 processes: Some(4096),
                 memory: None,
@@ -426,6 +431,12 @@ impl Runner {
             .collect(),
             LinkTargets::Host,
         );
+        // What a file action creates belongs to the berth's uid, as what its
+        // commands create does (only root runs as another uid).
+        let files = match config.confinement.uid {
+            Some((uid, gid)) if crate::identity::current_uid() == 0 => files.with_owner(uid, gid),
+            _ => files,
+        };
         config.worktree = worktree;
         Ok(Runner {
             files: Arc::new(files),
@@ -587,7 +598,9 @@ impl Runner {
             env.insert(name.clone(), value.clone());
         }
         // After the request's own: these win.
-        env.extend(berth_confine::git_env::git_environment());
+        env.extend(berth_confine::git_env::git_environment(
+            self.config.confinement.git_identity.as_ref(),
+        ));
 
         let (program, args): (String, Vec<String>) = match &prepared.program {
             Program::Shell(line) => (

@@ -236,6 +236,9 @@ impl Server {
         };
         let served = match self.bound {
             Bound::Unix(l, path) => {
+                let app = app
+                    .layer(middleware::from_fn(listen::refuse_berth_execs))
+                    .into_make_service_with_connect_info::<listen::UnixPeer>();
                 let r = until_drained(
                     axum::serve(l, app)
                         .with_graceful_shutdown(shutdown)

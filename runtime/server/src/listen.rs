@@ -6,13 +6,24 @@
 //! person forces otherwise, and every request carries a bearer token (or
 //! the session cookie the page gets by exchanging that token), read from a
 //! file in the state directory created with mode 0600.
+//!
+//! The socket's mode lets in every process of berth's uid, and a runner
+//! berth's commands may run as that uid: each peer is identified when it is
+//! accepted (`SO_PEERCRED`), and one inside a berth exec's cgroup is refused.
 
 use std::io::{Read as _, Write as _};
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use crate::error::ServeError;
+use axum::extract::Request;
+use axum::extract::connect_info::{ConnectInfo, Connected};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
+use axum::serve::IncomingStream;
+
+use crate::error::{ApiError, ServeError};
 
 /// Where to listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +119,60 @@ pub(crate) fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, ServeEr
     })();
     let _ = std::fs::remove_dir_all(&private);
     bound
+}
+
+/// The peer of a unix-socket connection, judged when it is accepted.
+#[derive(Debug, Clone)]
+pub(crate) struct UnixPeer {
+    /// Why this peer may not use the socket; `None` lets it in.
+    refused: Option<String>,
+}
+
+impl Connected<IncomingStream<'_, tokio::net::UnixListener>> for UnixPeer {
+    fn connect_info(stream: IncomingStream<'_, tokio::net::UnixListener>) -> Self {
+        let pid = stream.io().peer_cred().ok().and_then(|c| c.pid());
+        UnixPeer {
+            refused: peer_refusal(pid),
+        }
+    }
+}
+
+/// Why the process `pid` (from `SO_PEERCRED`) may not use the socket: it is
+/// a command berth confines (its `/proc/<pid>/cgroup` lies under `berth/`),
+/// or it cannot be told apart from one (fail closed).
+fn peer_refusal(pid: Option<i32>) -> Option<String> {
+    let Some(pid) = pid.filter(|p| *p > 0) else {
+        return Some(
+            "the peer's process is not visible to berth serve (no pid from SO_PEERCRED: another PID namespace?), so it cannot be told apart from a command berth runs".into(),
+        );
+    };
+    let path = format!("/proc/{pid}/cgroup");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => berth_sandbox::runner::exec_cgroup_in(&text).map(|cgroup| {
+            format!(
+                "process {pid} is a command running inside a berth (cgroup {cgroup}): berth serve does not answer the commands it confines; use the berth CLI or API from outside the berth"
+            )
+        }),
+        Err(e) => Some(format!(
+            "cannot read {path} ({e}), so process {pid} cannot be told apart from a command berth runs"
+        )),
+    }
+}
+
+/// In front of every route on the unix socket: a peer judged at accept as
+/// a berth's command gets 403 with the reason, and the refusal is logged.
+pub(crate) async fn refuse_berth_execs(req: Request, next: Next) -> Response {
+    let refused = match req.extensions().get::<ConnectInfo<UnixPeer>>() {
+        Some(ConnectInfo(peer)) => peer.refused.clone(),
+        None => Some("the peer of this connection was not identified".into()),
+    };
+    match refused {
+        Some(why) => {
+            tracing::warn!(method = %req.method(), path = %req.uri().path(), "refused a peer on the unix socket: {why}");
+            ApiError::new(StatusCode::FORBIDDEN, "peer_in_berth", why).into_response()
+        }
+        None => next.run(req).await,
+    }
 }
 
 pub(crate) async fn bind_tcp(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {

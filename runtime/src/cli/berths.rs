@@ -85,6 +85,12 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
     let info = engine
         .up_with(&a.agent, &a.project, mode, options, &Actor::current_user())
         .await?;
+    // The project's berth.toml parsed (up read it); what should change in it.
+    if let Ok((config, _)) = engine.load_project_files(&info.project) {
+        for w in &config.warnings {
+            eprintln!("berth: warning: {w}");
+        }
+    }
     if a.json {
         print_json(&info)?;
     } else {

@@ -5,7 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
+use berth_engine::{
+    ActionParams, Actor, AgentImpl, Engine, NewProject, Outcome, Proposal, ProposeStatus, StateDir,
+};
+use berth_policy::Action;
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
@@ -47,6 +50,31 @@ pub fn source_repo(root: &Path) -> PathBuf {
 
 pub fn user() -> Actor {
     Actor::user("ada")
+}
+
+/// Proposes `action` by `agent` and, when it waits, approves it as [`user`]:
+/// its outcome.
+pub async fn run_action(
+    engine: &Engine,
+    agent: &str,
+    action: Action,
+    params: ActionParams,
+) -> Outcome {
+    let p = engine
+        .propose(Proposal::by_agent(agent, action).params(params), None)
+        .await
+        .unwrap();
+    match p.status {
+        ProposeStatus::Executed { outcome } => outcome,
+        ProposeStatus::Pending { .. } => {
+            engine
+                .approve(&p.id, &user(), false, None)
+                .await
+                .unwrap()
+                .outcome
+        }
+        ProposeStatus::Refused { reason } => panic!("refused: {reason}"),
+    }
 }
 
 impl Fixture {
@@ -122,5 +150,39 @@ impl Fixture {
             .into_iter()
             .map(|e| e.kind)
             .collect()
+    }
+}
+
+/// A terminal command proposed as `agent` (approved by the user when it
+/// waits): its exit code, stdout and stderr.
+pub async fn terminal(engine: &Engine, agent: &str, command: &str) -> (i32, String, String) {
+    let action = berth_policy::Action::Terminal {
+        command: command.into(),
+    };
+    let p = engine
+        .propose(berth_engine::Proposal::by_agent(agent, action), None)
+        .await
+        .unwrap();
+    let outcome = match p.status {
+        berth_engine::ProposeStatus::Executed { outcome } => outcome,
+        berth_engine::ProposeStatus::Pending { .. } => {
+            engine
+                .approve(&p.id, &user(), false, None)
+                .await
+                .unwrap()
+                .outcome
+        }
+        berth_engine::ProposeStatus::Refused { reason } => {
+            panic!("{command}: refused: {reason}")
+        }
+    };
+    match outcome.result {
+        Some(berth_engine::ActionResult::Terminal {
+            exit_code,
+            stdout,
+            stderr,
+            ..
+        }) => (exit_code, stdout, stderr),
+        other => panic!("{command}: {other:?} ({:?})", outcome.diagnostic),
     }
 }

@@ -119,6 +119,12 @@ impl Sandbox for DockerBerth {
                 host: Some(host),
             });
         }
+        // After the request's own: the settings that keep repository
+        // configuration from starting programs, and the agent's identity.
+        let mut request = request;
+        request.env.extend(berth_confine::git_env::git_environment(
+            self.spec.git_identity.as_ref(),
+        ));
         let _access = self.access.read().await;
         let target = Target {
             docker: self.backend.docker(),

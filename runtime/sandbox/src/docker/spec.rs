@@ -24,6 +24,7 @@ use super::{
 use crate::WorkAccess;
 use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
 use crate::image::{ImageInfo, ImageRef};
+use berth_confine::git_env::GitIdentity;
 
 /// Resource limits of one berth's container.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -113,6 +114,9 @@ pub struct BerthSpec {
     pub extra_mounts: Vec<ExtraMount>,
     /// Environment of every command (on top of the image's).
     pub env: BTreeMap<String, String>,
+    /// `user.name`/`user.email` of the agent's own git commands, set with the
+    /// forced git settings in every exec's environment (as in the runner).
+    pub git_identity: Option<GitIdentity>,
     /// How `/work` is mounted when the container is created.
     pub work_access: WorkAccess,
 }
@@ -144,6 +148,7 @@ impl BerthSpec {
             identity_dir: None,
             extra_mounts: Vec::new(),
             env: BTreeMap::new(),
+            git_identity: None,
             work_access: WorkAccess::ReadWrite,
         }
     }
