@@ -18,7 +18,7 @@ fail() { echo "demo-noop: FAILED: $*" >&2; exit 1; }
 pass() { echo "  ok  $*"; }
 
 echo "== building berth"
-cargo build -q --bin berth --bin berth-helper
+cargo build -q --bin berth --bin berth-helper --bin berth-exec-shim
 BERTH="$PWD/target/debug/berth"
 
 # sandbox.mode is "auto": mounted when the engine answers. Under CI=true a
