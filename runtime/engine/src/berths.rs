@@ -209,6 +209,13 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     config.rlimits.nproc = Some(spec.config.sandbox.pids);
     config.confinement.agent_repo = Some(spec.agent_repo.clone());
     config.confinement.readable = vec![spec.forge_objects.clone()];
+    // Declared toolchains read-only, caches read-write, at their own paths.
+    let sandbox = &spec.config.sandbox;
+    config
+        .confinement
+        .readable
+        .extend(sandbox.toolchains.iter().map(PathBuf::from));
+    config.confinement.writable = sandbox.caches.iter().map(PathBuf::from).collect();
     config.confinement.network = runner_network(&spec.config.sandbox.network);
     config.confinement.git_identity = crate::git::agent_git_identity(&spec.agent);
     let scope = cgroup_scope(&spec.instance, &spec.project);
@@ -654,6 +661,19 @@ impl Engine {
             return Err(e);
         }
         let mut info = BerthInfo::of(&self.agent(agent).await?);
+        // The berth's uid must reach each declared toolchain and cache.
+        let unreachable = if own_uid {
+            crate::declared_dirs::unreachable_notes(&loaded.config.sandbox, uid)
+        } else {
+            Vec::new()
+        };
+        for note in unreachable.into_iter().rev() {
+            tracing::warn!(agent, %note, "a declared directory is out of the berth's reach");
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
         if let Some(note) = uid_note {
             info.note = Some(match info.note {
                 Some(n) => format!("{note}; {n}"),

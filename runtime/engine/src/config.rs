@@ -182,6 +182,11 @@ pub struct SandboxConfig {
     /// Accept auto mode on a runner berth where the runner's confinement
     /// is not available (auto mode is refused there otherwise).
     pub allow_unconfined: bool,
+    /// Host directories shown to a berth's commands read-only at their own
+    /// paths (a runner exec's bind and Landlock read; a container's bind).
+    pub toolchains: Vec<String>,
+    /// Host directories shown read-write at their own paths.
+    pub caches: Vec<String>,
 }
 
 impl Default for SandboxConfig {
@@ -202,6 +207,8 @@ impl Default for SandboxConfig {
             tmp_inodes: 65_536,
             home_mb: 256,
             home_inodes: 65_536,
+            toolchains: Vec::new(),
+            caches: Vec::new(),
         }
     }
 }
@@ -470,6 +477,40 @@ impl ProjectConfig {
         }
     }
 
+    /// `[sandbox] toolchains` and `caches`: absolute paths without `..`,
+    /// never under `/work` (where the worktree is shown).
+    fn check_declared_dirs(&self, text: &str, file: &str) -> Result<()> {
+        for (key, list) in [
+            ("toolchains", &self.sandbox.toolchains),
+            ("caches", &self.sandbox.caches),
+        ] {
+            for dir in list {
+                let path = Path::new(dir);
+                let why = if !path.is_absolute() {
+                    Some("must be absolute (write the full path, e.g. \"/opt/rust\")")
+                } else if path
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+                {
+                    Some("must not contain `..` (write the directory's own path)")
+                } else if path.starts_with("/work") || path == Path::new("/") {
+                    Some("must not be `/` or lie under /work, where the worktree is shown")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Err(EngineError::Config {
+                        file: file.to_string(),
+                        line: find_key_line(text, "sandbox", key).unwrap_or(1),
+                        column: 1,
+                        message: format!("key `sandbox.{key}`: {dir:?} {why}"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Value checks serde cannot express; each names its key's line.
     fn check(&self, text: &str, file: &str) -> Result<()> {
         for (key, list) in [
@@ -491,6 +532,7 @@ impl ProjectConfig {
             }
         }
         self.check_network(text, file)?;
+        self.check_declared_dirs(text, file)?;
         let [first, last] = self.host.uid_range;
         let problems: [(bool, &str, &str, &str); 13] = [
             (
@@ -743,6 +785,12 @@ output_cap_bytes = 1048576
 # runner's confinement (namespaces, Landlock, seccomp) is not available, auto
 # mode is refused unless this is true (then only the policy stands in the way).
 allow_unconfined = false
+# Host directories shown to commands at their own paths: toolchains read-only
+# (e.g. "/opt/rust"), caches read-write (e.g. "/var/cache/cargo-registry").
+# Absolute paths. When berth runs as root, the berth's uid must be able to
+# reach them: `berth up` names each one it cannot (e.g. under a 0700 /root).
+toolchains = []
+caches = []
 
 [sandbox.network]
 # What commands reach: "none" (only loopback: a container on Docker's `none`
@@ -796,6 +844,40 @@ mod tests {
         let mut want = ProjectConfig::default();
         want.git.co_author = "Ada Lovelace <ada@example.com>".into();
         assert_eq!(c, want);
+    }
+
+    #[test]
+    fn toolchains_and_caches_are_absolute_paths() {
+        let c = ProjectConfig::parse(
+            "[sandbox]\ntoolchains = [\"/opt/rust\", \"/usr/local/go\"]\ncaches = [\"/var/cache/cargo\"]\n",
+            "berth.toml",
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.toolchains, ["/opt/rust", "/usr/local/go"]);
+        assert_eq!(c.sandbox.caches, ["/var/cache/cargo"]);
+        for (text, key, line) in [
+            (
+                "[sandbox]\nmode = \"runner\"\ntoolchains = [\"opt/rust\"]\n",
+                "toolchains",
+                3,
+            ),
+            ("[sandbox]\ncaches = [\"/var/../root\"]\n", "caches", 2),
+            ("[sandbox]\n\ncaches = [\"/work/cache\"]\n", "caches", 3),
+        ] {
+            match ProjectConfig::parse(text, "berth.toml") {
+                Err(EngineError::Config {
+                    file,
+                    line: l,
+                    message,
+                    ..
+                }) => {
+                    assert_eq!(file, "berth.toml");
+                    assert_eq!(l, line, "{text:?}");
+                    assert!(message.contains(&format!("sandbox.{key}")), "{message}");
+                }
+                other => panic!("{text:?} parsed: {other:?}"),
+            }
+        }
     }
 
     #[test]

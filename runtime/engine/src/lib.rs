@@ -18,6 +18,7 @@ pub mod berths;
 mod breaker;
 pub mod config;
 pub mod confinement;
+pub mod declared_dirs;
 pub mod error;
 pub mod events;
 mod execute;

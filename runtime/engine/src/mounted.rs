@@ -136,6 +136,20 @@ pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
             in_scope: true,
         })
         .collect();
+    // Declared toolchains read-only and caches read-write, at their own
+    // paths (outside the policy's scope: they are not the project).
+    let declared = s
+        .toolchains
+        .iter()
+        .map(|d| (d, true))
+        .chain(s.caches.iter().map(|d| (d, false)));
+    c.extra_mounts
+        .extend(declared.map(|(dir, read_only)| ExtraMount {
+            host: PathBuf::from(dir),
+            target: dir.clone(),
+            read_only,
+            in_scope: false,
+        }));
     c
 }
 

@@ -171,6 +171,8 @@ pub struct Confinement {
     /// Host directories readable at their own paths (declared toolchains,
     /// the forge's objects).
     pub readable: Vec<PathBuf>,
+    /// Host directories writable at their own paths (declared caches).
+    pub writable: Vec<PathBuf>,
     /// The per-berth directory at `/tmp`; `None`: a fresh tmpfs per exec.
     pub private_tmp: Option<PathBuf>,
     pub network: Network,
@@ -193,6 +195,7 @@ impl Default for Confinement {
             uid: None,
             agent_repo: None,
             readable: Vec::new(),
+            writable: Vec::new(),
             private_tmp: None,
             network: Network::None,
             git_identity: None,
@@ -531,6 +534,7 @@ impl Runner {
         let mut writable = vec![self.config.home.clone()];
         writable.extend(confinement.agent_repo.iter().cloned());
         writable.extend(self.config.extra_roots.iter().cloned());
+        writable.extend(confinement.writable.iter().cloned());
         ExecSpec {
             parent_pid: std::process::id() as i32,
             worktree: self.config.worktree.clone(),

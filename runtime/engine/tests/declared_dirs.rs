@@ -1,0 +1,133 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `[sandbox] toolchains` and `caches` in a runner berth when berth is root:
+//! a declared toolchain runs but cannot be written, a declared cache takes
+//! writes, and `berth up` names a declared directory the berth's uid cannot
+//! reach (under a 0700 directory, as `/root` holds rustup, cargo, pyenv).
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use berth_engine::AgentImpl;
+use common::{Fixture, terminal, user};
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A temporary directory at a path shown at its own path in a runner exec
+/// (not under /tmp, which is the berth's private one there).
+fn host_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/opt")
+        .unwrap()
+}
+
+#[tokio::test]
+async fn as_root_declared_toolchains_run_read_only_and_caches_take_writes() {
+    if berth_sandbox::identity::current_uid() != 0 {
+        eprintln!("skipped: berth is not root, so the user namespace maps the user's own uid");
+        return;
+    }
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Real).await;
+
+    let tools = host_dir("berth-toolchain-");
+    chmod(tools.path(), 0o755);
+    std::fs::create_dir(tools.path().join("bin")).unwrap();
+    let hello = tools.path().join("bin/hello");
+    std::fs::write(&hello, "#!/bin/sh\necho hello-from-toolchain\n").unwrap();
+    chmod(&hello, 0o755);
+    let cache = host_dir("berth-cache-");
+    chmod(cache.path(), 0o777);
+    // A toolchain under a 0700 directory, as under /root.
+    let closed = host_dir("berth-closed-");
+    chmod(closed.path(), 0o700);
+    let hidden = closed.path().join("toolchain");
+    std::fs::create_dir(&hidden).unwrap();
+    chmod(&hidden, 0o755);
+
+    let cfg = f.dir.path().join("state/projects/demo/berth.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let text = text
+        .replacen(
+            "toolchains = []",
+            &format!(
+                "toolchains = [{:?}, {:?}]",
+                tools.path().display().to_string(),
+                hidden.display().to_string()
+            ),
+            1,
+        )
+        .replacen(
+            "caches = []",
+            &format!("caches = [{:?}]", cache.path().display().to_string()),
+            1,
+        );
+    assert!(text.contains(&hidden.display().to_string()), "{text}");
+    std::fs::write(&cfg, text).unwrap();
+
+    let info = f
+        .engine
+        .up(
+            "dev-1",
+            "demo",
+            Some(berth_engine::BerthMode::Runner),
+            &user(),
+        )
+        .await
+        .unwrap();
+    let note = info.note.unwrap_or_default();
+    let blocked = format!("{} is 0700", closed.path().display());
+    assert!(
+        note.contains(&blocked) && note.contains(&hidden.display().to_string()),
+        "the note names the unreachable toolchain and what blocks it: {note}"
+    );
+    assert!(
+        !note.contains(&format!("toolchain {}", tools.path().display())),
+        "a reachable toolchain is not named: {note}"
+    );
+
+    let (code, out, err) = terminal(&f.engine, "dev-1", &hello.display().to_string()).await;
+    assert_eq!((code, out.as_str()), (0, "hello-from-toolchain\n"), "{err}");
+
+    let planted = tools.path().join("bin/planted");
+    let (code, _, _) = terminal(
+        &f.engine,
+        "dev-1",
+        &format!("echo x > {}", planted.display()),
+    )
+    .await;
+    assert_ne!(code, 0, "a toolchain is read-only");
+    assert!(!planted.exists());
+    let (code, _, _) = terminal(
+        &f.engine,
+        "dev-1",
+        &format!("echo x >> {}", hello.display()),
+    )
+    .await;
+    assert_ne!(code, 0, "a toolchain's programs are read-only");
+    assert_eq!(
+        std::fs::read_to_string(&hello).unwrap(),
+        "#!/bin/sh\necho hello-from-toolchain\n"
+    );
+
+    std::fs::write(hidden.join("h"), "#!/bin/sh\necho hidden\n").unwrap();
+    chmod(&hidden.join("h"), 0o755);
+    // What the note says holds: the berth's uid cannot run it.
+    let (code, _, err) =
+        terminal(&f.engine, "dev-1", &hidden.join("h").display().to_string()).await;
+    assert_ne!(code, 0, "the unreachable toolchain ran");
+    assert!(err.contains("Permission denied"), "{err}");
+    let cached = cache.path().join("c.txt");
+    let (code, _, err) = terminal(
+        &f.engine,
+        "dev-1",
+        &format!("echo cached > {}", cached.display()),
+    )
+    .await;
+    assert_eq!(code, 0, "a cache takes writes: {err}");
+    assert_eq!(std::fs::read_to_string(&cached).unwrap(), "cached\n");
+}
