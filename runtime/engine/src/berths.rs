@@ -663,7 +663,7 @@ impl Engine {
         let mut info = BerthInfo::of(&self.agent(agent).await?);
         // The berth's uid must reach each declared toolchain and cache.
         let unreachable = if own_uid {
-            crate::declared_dirs::unreachable_notes(&loaded.config.sandbox, uid)
+            crate::declared_dirs::unreachable_notes(&loaded.config.sandbox, uid, mode)
         } else {
             Vec::new()
         };

@@ -17,11 +17,12 @@ fn chmod(path: &Path, mode: u32) {
 }
 
 /// A temporary directory at a path shown at its own path in a runner exec
-/// (not under /tmp, which is the berth's private one there).
+/// (not under /tmp, the berth's private one there, nor /opt, a system
+/// directory shown read-only anyway).
 fn host_dir(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(prefix)
-        .tempdir_in("/opt")
+        .tempdir_in("/srv")
         .unwrap()
 }
 
@@ -35,19 +36,36 @@ async fn as_root_declared_toolchains_run_read_only_and_caches_take_writes() {
     f.agent("dev-1", AgentImpl::Real).await;
 
     let tools = host_dir("berth-toolchain-");
-    chmod(tools.path(), 0o755);
+    // Open to all: only the read-only bind and Landlock keep the berth out.
+    chmod(tools.path(), 0o777);
     std::fs::create_dir(tools.path().join("bin")).unwrap();
+    chmod(&tools.path().join("bin"), 0o777);
     let hello = tools.path().join("bin/hello");
     std::fs::write(&hello, "#!/bin/sh\necho hello-from-toolchain\n").unwrap();
-    chmod(&hello, 0o755);
+    chmod(&hello, 0o777);
     let cache = host_dir("berth-cache-");
     chmod(cache.path(), 0o777);
-    // A toolchain under a 0700 directory, as under /root.
-    let closed = host_dir("berth-closed-");
+    // A toolchain below a 0700 directory inside /opt, a system directory
+    // the runner shows as it is: out of the berth's reach, and named.
+    let closed = tempfile::Builder::new()
+        .prefix("berth-closed-")
+        .tempdir_in("/opt")
+        .unwrap();
     chmod(closed.path(), 0o700);
     let hidden = closed.path().join("toolchain");
     std::fs::create_dir(&hidden).unwrap();
     chmod(&hidden, 0o755);
+    // One below a 0700 directory no other shown directory holds (as
+    // /root/.cargo below /root): its ancestors are made fresh, it runs.
+    let fenced = host_dir("berth-fenced-");
+    chmod(fenced.path(), 0o700);
+    let reached = fenced.path().join("toolchain");
+    std::fs::create_dir(&reached).unwrap();
+    chmod(&reached, 0o755);
+    for dir in [&hidden, &reached] {
+        std::fs::write(dir.join("h"), "#!/bin/sh\necho reached\n").unwrap();
+        chmod(&dir.join("h"), 0o755);
+    }
 
     let cfg = f.dir.path().join("state/projects/demo/berth.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
@@ -55,9 +73,10 @@ async fn as_root_declared_toolchains_run_read_only_and_caches_take_writes() {
         .replacen(
             "toolchains = []",
             &format!(
-                "toolchains = [{:?}, {:?}]",
+                "toolchains = [{:?}, {:?}, {:?}]",
                 tools.path().display().to_string(),
-                hidden.display().to_string()
+                hidden.display().to_string(),
+                reached.display().to_string()
             ),
             1,
         )
@@ -85,10 +104,12 @@ async fn as_root_declared_toolchains_run_read_only_and_caches_take_writes() {
         note.contains(&blocked) && note.contains(&hidden.display().to_string()),
         "the note names the unreachable toolchain and what blocks it: {note}"
     );
-    assert!(
-        !note.contains(&format!("toolchain {}", tools.path().display())),
-        "a reachable toolchain is not named: {note}"
-    );
+    for reachable in [tools.path(), reached.as_path()] {
+        assert!(
+            !note.contains(&format!("toolchain {}", reachable.display())),
+            "a reachable toolchain is not named: {note}"
+        );
+    }
 
     let (code, out, err) = terminal(&f.engine, "dev-1", &hello.display().to_string()).await;
     assert_eq!((code, out.as_str()), (0, "hello-from-toolchain\n"), "{err}");
@@ -114,13 +135,14 @@ async fn as_root_declared_toolchains_run_read_only_and_caches_take_writes() {
         "#!/bin/sh\necho hello-from-toolchain\n"
     );
 
-    std::fs::write(hidden.join("h"), "#!/bin/sh\necho hidden\n").unwrap();
-    chmod(&hidden.join("h"), 0o755);
     // What the note says holds: the berth's uid cannot run it.
     let (code, _, err) =
         terminal(&f.engine, "dev-1", &hidden.join("h").display().to_string()).await;
     assert_ne!(code, 0, "the unreachable toolchain ran");
     assert!(err.contains("Permission denied"), "{err}");
+    let (code, out, err) =
+        terminal(&f.engine, "dev-1", &reached.join("h").display().to_string()).await;
+    assert_eq!((code, out.as_str()), (0, "reached\n"), "{err}");
     let cached = cache.path().join("c.txt");
     let (code, _, err) = terminal(
         &f.engine,

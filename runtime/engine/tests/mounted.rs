@@ -428,6 +428,46 @@ async fn plain_git_commit_is_by_the_agent_and_nested_repository_config_starts_no
 /// `[sandbox.network] mode = "open"` puts the container on Docker's default
 /// bridge (an interface besides `lo`); the default `none` leaves only `lo`.
 #[tokio::test]
+async fn declared_toolchains_are_read_only_and_caches_writable_at_their_own_paths() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = |prefix: &str, mode: u32| {
+        let d = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in("/srv")
+            .unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        d
+    };
+    // Open to all: only the read-only mount keeps the berth from writing.
+    let tools = dir("berth-toolchain-", 0o777);
+    let hello = tools.path().join("hello");
+    std::fs::write(&hello, "#!/bin/sh\necho hello-from-toolchain\n").unwrap();
+    std::fs::set_permissions(&hello, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cache = dir("berth-cache-", 0o777);
+    let toml = format!(
+        "toolchains = [{:?}]\ncaches = [{:?}]",
+        tools.path().display().to_string(),
+        cache.path().display().to_string()
+    );
+    let m = mounted_or_skip!("tc", &toml);
+    m.up("dev").await;
+    assert_eq!(
+        m.ok("dev", &hello.display().to_string()).await,
+        "hello-from-toolchain\n"
+    );
+    let planted = tools.path().join("planted");
+    let (code, _, _) = m
+        .sh("dev", &format!("echo x > {}", planted.display()))
+        .await;
+    assert_ne!(code, 0, "a toolchain is read-only in the container");
+    assert!(!planted.exists());
+    let cached = cache.path().join("c.txt");
+    m.ok("dev", &format!("echo cached > {}", cached.display()))
+        .await;
+    assert_eq!(std::fs::read_to_string(&cached).unwrap(), "cached\n");
+}
+
+#[tokio::test]
 async fn the_network_mode_names_the_containers_network() {
     let m = mounted_or_skip!("net");
     let file = m

@@ -40,6 +40,7 @@ pub use berth_confine::Network;
 use berth_confine::cgroup::ExecCgroups;
 pub use berth_confine::cgroup::{CgroupLimits, CgroupRoots, exec_cgroup_in};
 pub use berth_confine::git_env::GitIdentity;
+pub use berth_confine::spec::DEFAULT_SYSTEM_DIRS;
 use berth_confine::{ExecSpec, Rlimit};
 use berth_policy::frame::WORK;
 use berth_policy::{Frame, PathMap};
