@@ -146,7 +146,10 @@ fn bench(c: &mut Criterion) {
     // The corpus mix: one iteration decides every sampled command; the time
     // per command is the iteration's time over the element count.
     let mut mix = sample(&shared("replay/tldr-dev.jsonl"), 7);
-    mix.extend(sample(&shared("policy-cases/public.jsonl"), 1));
+    mix.extend(sample(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases/public.jsonl"),
+        1,
+    ));
     if !mix.is_empty() {
         let mut g = c.benchmark_group("corpus_mix");
         g.throughput(Throughput::Elements(mix.len() as u64));

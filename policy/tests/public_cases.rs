@@ -1,16 +1,14 @@
-//! Every case of `../shared/policy-cases/public.jsonl` passes.
+//! Every case of the public policy cases passes: a copy of
+//! `../shared/policy-cases/public.jsonl` kept in `tests/cases/`, so a fresh
+//! clone with nothing beside it runs them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use berth_policy::case::Case;
 
 #[test]
 fn public_cases_pass() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/policy-cases/public.jsonl"
-    );
-    let text =
-        std::fs::read_to_string(path).expect("the public policy cases at ../shared/policy-cases/");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases/public.jsonl");
+    let text = std::fs::read_to_string(path).expect("the public policy cases at tests/cases/");
     let mut failures = Vec::new();
     let mut n = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
