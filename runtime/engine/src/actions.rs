@@ -753,12 +753,7 @@ impl Engine {
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
-        let Some(claimed) = claimed else {
-            // Read in the transaction: never from the pool while it is held.
-            let current = action_in_tx(&mut tx, &record.id, op).await?;
-            return Err(not_pending(&current));
-        };
-        let record = from_row(&claimed)?;
+        let record = claimed_or_not_pending(&mut tx, claimed, &record.id, op).await?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_APPROVED, user)
@@ -823,12 +818,7 @@ impl Engine {
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
-        let Some(refused) = refused else {
-            // Read in the transaction: never from the pool while it is held.
-            let current = action_in_tx(&mut tx, &record.id, op).await?;
-            return Err(not_pending(&current));
-        };
-        let record = from_row(&refused)?;
+        let record = claimed_or_not_pending(&mut tx, refused, &record.id, op).await?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_REFUSED_AT_APPROVAL, &Actor::system())
@@ -946,11 +936,7 @@ impl Engine {
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
-        let Some(claimed) = claimed else {
-            let current = action_in_tx(&mut tx, &record.id, op).await?;
-            return Err(not_pending(&current));
-        };
-        let record = from_row(&claimed)?;
+        let record = claimed_or_not_pending(&mut tx, claimed, &record.id, op).await?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_DENIED, user)
@@ -1164,6 +1150,22 @@ async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Res
         crate::tasks::set_status(tx, task, crate::tasks::TaskStatus::InProgress, None).await?;
     }
     Ok(())
+}
+
+/// The row a conditional `UPDATE … WHERE status = 'pending' RETURNING`
+/// claimed, as a record; when it claimed none (another person decided
+/// first), `NotPending` with the action as it is now, read in the
+/// transaction (never from the pool while it is held).
+async fn claimed_or_not_pending(
+    tx: &mut crate::store::Tx,
+    claimed: Option<sqlx::sqlite::SqliteRow>,
+    id: &str,
+    op: &'static str,
+) -> Result<ActionRecord> {
+    match claimed {
+        Some(row) => from_row(&row),
+        None => Err(not_pending(&action_in_tx(tx, id, op).await?)),
+    }
 }
 
 /// An action read inside a write transaction (never from the pool while
