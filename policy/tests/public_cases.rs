@@ -1,14 +1,25 @@
 //! Every case of the public policy cases passes: a copy of
 //! `../shared/policy-cases/public.jsonl` kept in `tests/cases/`, so a fresh
-//! clone with nothing beside it runs them.
+//! clone with nothing beside it runs them; and so does every case of
+//! `wrapper-regressions.jsonl` (denied programs behind wrappers, once a stray
+//! file at the repository root).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use berth_policy::case::Case;
 
 #[test]
 fn public_cases_pass() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases/public.jsonl");
-    let text = std::fs::read_to_string(path).expect("the public policy cases at tests/cases/");
+    cases_pass("public.jsonl", 60);
+}
+
+#[test]
+fn wrapper_regression_cases_pass() {
+    cases_pass("wrapper-regressions.jsonl", 180);
+}
+
+fn cases_pass(file: &str, at_least: usize) {
+    let path = format!("{}/tests/cases/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("the policy cases at tests/cases/");
     let mut failures = Vec::new();
     let mut n = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -26,7 +37,7 @@ fn public_cases_pass() {
             ));
         }
     }
-    assert!(n >= 60, "only {n} cases read");
+    assert!(n >= at_least, "only {n} cases read from {file}");
     assert!(
         failures.is_empty(),
         "{} of {n} failed:\n{}",
