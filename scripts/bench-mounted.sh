@@ -20,7 +20,10 @@ docker version >/dev/null 2>&1 || { echo "bench-mounted: the Docker engine does 
 runs=${BENCH_RUNS:-50}
 
 cargo build -q --release --bin berth
-BERTH="$PWD/target/release/berth"
+# Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
+target_dir=$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+BERTH="$target_dir/release/berth"
 "$BERTH" image build | tail -1
 
 work=$(mktemp -d)

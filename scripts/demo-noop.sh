@@ -19,7 +19,10 @@ pass() { echo "  ok  $*"; }
 
 echo "== building berth"
 cargo build -q --bin berth --bin berth-helper --bin berth-exec-shim
-BERTH="$PWD/target/debug/berth"
+# Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
+target_dir=$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+BERTH="$target_dir/debug/berth"
 
 # sandbox.mode is "auto": mounted when the engine answers. Under CI=true a
 # missing engine fails the demo (berth itself refuses to fall back there).

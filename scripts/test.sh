@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh clone in any directory: installs what the
+# tests need (as root, from Debian's packages and PyPI; as a user it names the
+# packages and stops), builds the binaries the tests run (berth, berth-helper,
+# berth-exec-shim), then runs `cargo test --workspace`. Extra arguments go to
+# cargo test (`scripts/test.sh -p berth-policy`, `scripts/test.sh -- --nocapture`).
+#
+# Needs a running Docker engine: engine, sandbox and serve tests use real
+# containers. Under CI=true a missing engine is a failure, never a skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# --- what a fresh machine lacks -------------------------------------------
+apt_need=()
+command -v busybox >/dev/null 2>&1 || apt_need+=(busybox-static)
+# The agent image copies Debian's git (images/agent/recipe.toml).
+[ -x /usr/bin/git ] || apt_need+=(git)
+# The MCP tests' client is the official Python SDK, in a venv (below).
+command -v python3 >/dev/null 2>&1 || apt_need+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || apt_need+=(python3-venv)
+# berth serve's browser test drives Debian's headless Chromium over WebDriver.
+command -v chromium >/dev/null 2>&1 || apt_need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || apt_need+=(chromium-driver)
+# The per-berth disk images (ext4 on a loop device) when the tests run as root.
+command -v mkfs.ext4 >/dev/null 2>&1 || apt_need+=(e2fsprogs)
+if [ ${#apt_need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/test.sh: the tests need these Debian packages: ${apt_need[*]}" >&2
+    echo "  install them with: sudo apt-get install ${apt_need[*]}" >&2
+    exit 2
+  fi
+  echo "== installing: ${apt_need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${apt_need[@]}" >/dev/null
+fi
+# tests/mcp.rs drives `berth mcp` with the Python MCP SDK from this venv.
+mcp_venv="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/berth-mcp-venv"
+if ! "$mcp_venv/bin/python" -c 'import mcp' >/dev/null 2>&1; then
+  echo "== installing the Python MCP SDK into $mcp_venv"
+  python3 -m venv "$mcp_venv"
+  "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<3'
+fi
+export BERTH_MCP_PYTHON="$mcp_venv/bin/python"
+if ! docker info >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "== the Docker engine does not answer at /var/run/docker.sock; starting it"
+    (service docker start || dockerd >/tmp/dockerd.log 2>&1 &) || true
+    for _ in $(seq 1 30); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  fi
+  if ! docker info >/dev/null 2>&1; then
+    echo "scripts/test.sh: the Docker engine does not answer (docker info failed)." >&2
+    echo "  start it (sudo systemctl start docker) or run as a user in the docker group." >&2
+    exit 2
+  fi
+fi
+
+# --- the suite ----------------------------------------------------------------
+echo "== building the binaries the tests run"
+cargo build --bin berth --bin berth-helper --bin berth-exec-shim
+echo "== cargo test --workspace $*"
+cargo test --workspace "$@"
