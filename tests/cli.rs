@@ -49,13 +49,19 @@ impl Cli {
     }
 
     /// An initialised state with project `demo` and real agent `dev-1`, up.
-    fn with_project(self) -> Cli {
+    /// A user's repository with one commit, to import.
+    fn source_repo(&self) -> PathBuf {
         let src = self.dir.path().join("src");
         std::fs::create_dir_all(&src).unwrap();
         git(&src, &["init", "-q", "-b", "main"]);
         std::fs::write(src.join("a.txt"), "a\n").unwrap();
         git(&src, &["add", "a.txt"]);
         git(&src, &["commit", "-q", "-m", "init"]);
+        src
+    }
+
+    fn with_project(self) -> Cli {
+        let src = self.source_repo();
         self.ok(&["init"]);
         self.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
         // These tests are about the CLI, not containers: every berth is a
@@ -144,6 +150,22 @@ fn a_missing_state_says_to_run_init() {
         "{err}"
     );
     assert!(!cli.state().exists());
+}
+
+/// The first `project add` on a new machine creates the state (0700) instead
+/// of sending the user to `berth init`; the project is then there.
+#[test]
+fn the_first_project_add_creates_the_state() {
+    use std::os::unix::fs::PermissionsExt;
+    let cli = Cli::new();
+    let src = cli.source_repo();
+    let out = cli.run(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("created the state directory"), "{stderr}");
+    let mode = std::fs::metadata(cli.state()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "state mode {mode:o}");
+    assert!(cli.ok(&["project", "ls"]).contains("demo"));
 }
 
 #[test]
@@ -280,6 +302,17 @@ fn metrics_and_outbox_over_the_log() {
         ),
         (Some(1), Some(0), Some(1))
     );
+    // Deliver, then mark: a drain whose reader is already gone dies at its
+    // first write and marks nothing, so the next drain still has every row.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let lost = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["outbox", "drain", "--json"])
+        .env("BERTH_HOME", cli.state())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert!(!lost.status.success(), "a drain into a closed pipe fails");
     let drained: serde_json::Value =
         serde_json::from_str(&cli.ok(&["outbox", "drain", "--json"])).unwrap();
     let types: Vec<&str> = drained["messages"]
@@ -616,3 +649,40 @@ fn up_warns_of_the_old_network_form_and_names_the_table() {
     );
     assert!(err.contains(&want), "{err}");
 }
+
+/// `berth decide --batch … | head -1`: a listing whose reader closes the pipe
+/// ends quietly (killed by SIGPIPE, as every Unix tool), never with a panic
+/// and exit 101. The replay's verdicts are far more than a pipe buffer.
+#[test]
+fn a_listing_piped_into_head_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let cases = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../policy/tests/cases/replay-tldr-dev.jsonl"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["decide", "--batch", cases])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("\"verdict\""), "first line: {first}");
+    // The reader is gone: the rest of the output meets a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(SIGPIPE),
+        "status {:?}, stderr: {stderr}",
+        out.status
+    );
+}
+
+/// SIGPIPE's number on Linux (no libc dependency for one constant).
+const SIGPIPE: i32 = 13;

@@ -19,6 +19,15 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     }
     let args = cli::Cli::parse();
+    // A listing piped into `head` ends quietly; the long-running commands
+    // (serve, the MCP server, the hook, the agent loop) keep SIGPIPE ignored
+    // so a closed peer is an error they handle, not their death.
+    if args.command.prints_to_a_pipe()
+        && let Err(err) = berth_confine::default_sigpipe()
+    {
+        eprintln!("berth: {err}");
+        return std::process::ExitCode::from(2);
+    }
     match cli::run(args) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {

@@ -26,6 +26,19 @@ pub const SHIM_NAME: &str = "berth-exec-shim";
 /// The environment variable that names the shim's path explicitly.
 pub const SHIM_ENV: &str = "BERTH_EXEC_SHIM";
 
+/// Restores the default action of `SIGPIPE` (the Rust runtime ignores it, so
+/// a write to a closed pipe is an error that `println!` turns into a panic).
+/// A listing piped into `head` then ends quietly, as every Unix tool does.
+/// Only for commands whose whole output goes to stdout: a server keeps the
+/// signal ignored and handles `EPIPE` on its sockets.
+pub fn default_sigpipe() -> Result<(), ConfineError> {
+    // SAFETY: sets a signal's disposition to its default; no handler runs.
+    if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) } == libc::SIG_ERR {
+        return Err(ConfineError::last("restore the default SIGPIPE action"));
+    }
+    Ok(())
+}
+
 /// Makes the calling process non-dumpable (`PR_SET_DUMPABLE 0`): its
 /// `/proc/<pid>/environ`, `mem` and `fd` become root's, and no process of the
 /// same uid may ptrace it. berth calls this first thing, so what it runs (a

@@ -348,61 +348,96 @@ pub const OUTBOX_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// Takes every unprocessed outbox row, marks it processed, and prunes rows
 /// processed longer than `retention_ms` ago. Two drainers never get one row
-/// twice: the rows are read and marked in one write transaction.
+/// twice: the rows are read and marked in one write transaction. For a
+/// consumer that answers at once (the HTTP API); the CLI delivers first and
+/// marks after ([`pending`], [`mark_processed`]).
 pub(crate) async fn drain(
     store: &crate::store::Store,
     retention_ms: i64,
 ) -> Result<(Vec<OutboxMessage>, u64)> {
-    let now = now_ms();
     let mut tx = store.write("draining the outbox").await?;
-    let rows = sqlx::query(
-        "SELECT id, at, type, aggregate_type, aggregate_id, payload FROM outbox \
-         WHERE processed_at IS NULL ORDER BY id",
-    )
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(EngineError::store("draining the outbox"))?;
-    let mut out = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let get = EngineError::store("draining the outbox");
-        let payload: String = r.try_get("payload").map_err(get)?;
-        out.push(OutboxMessage {
-            id: r
-                .try_get("id")
-                .map_err(EngineError::store("draining the outbox"))?,
-            at: r
-                .try_get("at")
-                .map_err(EngineError::store("draining the outbox"))?,
-            kind: r
-                .try_get("type")
-                .map_err(EngineError::store("draining the outbox"))?,
-            aggregate_type: r
-                .try_get("aggregate_type")
-                .map_err(EngineError::store("draining the outbox"))?,
-            aggregate_id: r
-                .try_get("aggregate_id")
-                .map_err(EngineError::store("draining the outbox"))?,
-            payload: serde_json::from_str(&payload)
-                .map_err(|e| EngineError::corrupt("draining the outbox", e))?,
-        });
-    }
-    if let Some(last) = out.last() {
-        sqlx::query("UPDATE outbox SET processed_at = $1 WHERE processed_at IS NULL AND id <= $2")
-            .bind(now)
-            .bind(last.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store("marking the outbox processed"))?;
-    }
-    let pruned =
-        sqlx::query("DELETE FROM outbox WHERE processed_at IS NOT NULL AND processed_at < $1")
-            .bind(now - retention_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store("pruning the outbox"))?
-            .rows_affected();
+    let out = read_unprocessed(&mut tx).await?;
+    let pruned = match out.last() {
+        Some(last) => mark_and_prune(&mut tx, last.id, retention_ms).await?,
+        None => mark_and_prune(&mut tx, 0, retention_ms).await?,
+    };
     tx.commit()
         .await
         .map_err(EngineError::store("draining the outbox"))?;
     Ok((out, pruned))
+}
+
+/// Every unprocessed outbox row, oldest first, left unprocessed: the caller
+/// delivers them, then marks them with [`mark_processed`] (at least once: a
+/// crash between the two delivers them again).
+pub(crate) async fn pending(store: &crate::store::Store) -> Result<Vec<OutboxMessage>> {
+    let mut conn = store
+        .pool()
+        .acquire()
+        .await
+        .map_err(EngineError::store("reading the outbox"))?;
+    read_unprocessed(&mut conn).await
+}
+
+/// Marks unprocessed rows up to `up_to` (an id [`pending`] returned)
+/// processed, and prunes rows processed longer than `retention_ms` ago.
+/// Returns how many were pruned.
+pub(crate) async fn mark_processed(
+    store: &crate::store::Store,
+    up_to: i64,
+    retention_ms: i64,
+) -> Result<u64> {
+    let mut tx = store.write("marking the outbox processed").await?;
+    let pruned = mark_and_prune(&mut tx, up_to, retention_ms).await?;
+    tx.commit()
+        .await
+        .map_err(EngineError::store("marking the outbox processed"))?;
+    Ok(pruned)
+}
+
+async fn read_unprocessed(conn: &mut sqlx::SqliteConnection) -> Result<Vec<OutboxMessage>> {
+    let rows = sqlx::query(
+        "SELECT id, at, type, aggregate_type, aggregate_id, payload FROM outbox \
+         WHERE processed_at IS NULL ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(EngineError::store("reading the outbox"))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let get = || EngineError::store("reading the outbox");
+        let payload: String = r.try_get("payload").map_err(get())?;
+        out.push(OutboxMessage {
+            id: r.try_get("id").map_err(get())?,
+            at: r.try_get("at").map_err(get())?,
+            kind: r.try_get("type").map_err(get())?,
+            aggregate_type: r.try_get("aggregate_type").map_err(get())?,
+            aggregate_id: r.try_get("aggregate_id").map_err(get())?,
+            payload: serde_json::from_str(&payload)
+                .map_err(|e| EngineError::corrupt("reading the outbox", e))?,
+        });
+    }
+    Ok(out)
+}
+
+async fn mark_and_prune(
+    conn: &mut sqlx::SqliteConnection,
+    up_to: i64,
+    retention_ms: i64,
+) -> Result<u64> {
+    let now = now_ms();
+    sqlx::query("UPDATE outbox SET processed_at = $1 WHERE processed_at IS NULL AND id <= $2")
+        .bind(now)
+        .bind(up_to)
+        .execute(&mut *conn)
+        .await
+        .map_err(EngineError::store("marking the outbox processed"))?;
+    let pruned =
+        sqlx::query("DELETE FROM outbox WHERE processed_at IS NOT NULL AND processed_at < $1")
+            .bind(now - retention_ms)
+            .execute(&mut *conn)
+            .await
+            .map_err(EngineError::store("pruning the outbox"))?
+            .rows_affected();
+    Ok(pruned)
 }

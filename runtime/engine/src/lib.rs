@@ -165,6 +165,18 @@ impl Engine {
         events::drain(&self.store, events::OUTBOX_RETENTION_MS).await
     }
 
+    /// The unprocessed outbox rows, left unprocessed: deliver them, then
+    /// [`Engine::mark_outbox_processed`] up to the last id (at least once).
+    pub async fn pending_outbox(&self) -> Result<Vec<OutboxMessage>> {
+        events::pending(&self.store).await
+    }
+
+    /// Marks the outbox rows up to `up_to` processed, after they were
+    /// delivered; prunes rows past the retention. Returns how many were pruned.
+    pub async fn mark_outbox_processed(&self, up_to: i64) -> Result<u64> {
+        events::mark_processed(&self.store, up_to, events::OUTBOX_RETENTION_MS).await
+    }
+
     /// Closes the store cleanly.
     pub async fn close(&self) {
         self.store.close().await;

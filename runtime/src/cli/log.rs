@@ -1,5 +1,6 @@
 //! `berth events|metrics|outbox drain`.
 
+use anyhow::Context;
 use berth_engine::{Engine, EventFilter, ids};
 
 use super::print_json;
@@ -96,9 +97,11 @@ pub async fn metrics(engine: &Engine, a: MetricsArgs) -> anyhow::Result<u8> {
 pub async fn outbox(engine: &Engine, cmd: OutboxCommand) -> anyhow::Result<u8> {
     match cmd {
         OutboxCommand::Drain { json } => {
-            let (rows, pruned) = engine.drain_outbox().await?;
+            // Deliver, then mark: a reader that goes away (a closed pipe ends
+            // berth) or a crash leaves the rows for the next drain.
+            let rows = engine.pending_outbox().await?;
             if json {
-                print_json(&serde_json::json!({ "messages": rows, "pruned": pruned }))?;
+                print_json(&serde_json::json!({ "messages": rows }))?;
             } else {
                 for r in &rows {
                     println!(
@@ -110,6 +113,15 @@ pub async fn outbox(engine: &Engine, cmd: OutboxCommand) -> anyhow::Result<u8> {
                         ids::short(&r.aggregate_id)
                     );
                 }
+            }
+            std::io::Write::flush(&mut std::io::stdout()).context("writing the outbox rows")?;
+            let pruned = match rows.last() {
+                Some(last) => engine.mark_outbox_processed(last.id).await?,
+                None => engine.mark_outbox_processed(0).await?,
+            };
+            if json {
+                eprintln!("{} drained, {} pruned", rows.len(), pruned);
+            } else {
                 println!("{} drained, {} pruned", rows.len(), pruned);
             }
         }

@@ -98,6 +98,18 @@ pub enum Command {
     Serve(serve::ServeArgs),
 }
 
+impl Command {
+    /// Whether the command's output is a listing or a report that may be
+    /// piped into `head`: such a command dies quietly on a closed pipe.
+    /// The long-running ones (serve, mcp, the hook, the agent loop) do not.
+    pub fn prints_to_a_pipe(&self) -> bool {
+        !matches!(
+            self,
+            Command::Serve(_) | Command::Mcp(_) | Command::Hook(_) | Command::Agent(_)
+        )
+    }
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     let state = cli.state;
     let command = match cli.command {
@@ -143,6 +155,19 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         println!("berth state ready at {}", dir.root().display());
         engine.close().await;
         return Ok(0);
+    }
+    // The first project on a new machine creates the state: `berth init`
+    // stays for those who want it explicit, but is not a step to remember.
+    if matches!(
+        command,
+        Command::Project(project::ProjectCommand::Add { .. })
+    ) && !dir.db().is_file()
+    {
+        Engine::init(dir.clone()).await?.close().await;
+        eprintln!(
+            "berth: created the state directory {}",
+            dir.root().display()
+        );
     }
     let engine = open_engine(dir.clone()).await?;
     warn_exposed(&dir)?;
