@@ -545,11 +545,26 @@ impl<'h> Walker<'h> {
                 AssignValue::Scalar(w) => vec![w],
                 AssignValue::Array(ws) => ws.iter().collect(),
             };
+            let array = matches!(a.value, AssignValue::Array(_));
             for w in values {
                 self.walk_nested(&w.parts, &state);
                 let (args, v) = self.eval_word(w);
                 if v.arith_vars {
                     seg.set_opaque("arithmetic over variables");
+                }
+                // `a=([i]=1)`, `a=(['$(cmd)']=1)`: bash evaluates the
+                // subscript of an element as arithmetic.
+                if array
+                    && let Some(first) = args.first()
+                    && first.text.starts_with('[')
+                    && let Some(end) = first.text.find("]=")
+                    && (first.dynamic
+                        || program::subscript_is_code(&format!("a{}", &first.text[..=end])))
+                {
+                    seg.set_opaque(format!(
+                        "the subscript of an element of `{}=(…)` is evaluated as arithmetic, which runs `$(…)`",
+                        a.name
+                    ));
                 }
                 for arg in args {
                     seg.assigns.push((a.name.clone(), arg));

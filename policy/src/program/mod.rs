@@ -25,6 +25,7 @@ mod stdin_program;
 pub use awk::awk_program;
 pub use git::{GitSplit, git_key_runs_program, git_normalized, git_split};
 pub use sed::sed_script;
+pub use shell_builtins::subscript_is_code;
 pub use stdin_program::is_stdin_alias;
 
 use crate::arg::Arg;

@@ -104,7 +104,7 @@ pub(super) fn variable_set(builtin: &str, var: &str) -> Option<String> {
 /// Whether a name's `[subscript]` is evaluated into code: it holds `$`, a
 /// backquote, or a name (a variable whose value bash evaluates in turn).
 /// `[@]`, `[*]` and numbers are not.
-pub(super) fn subscript_is_code(var: &str) -> bool {
+pub fn subscript_is_code(var: &str) -> bool {
     let Some(open) = var.find('[') else {
         return false;
     };
