@@ -120,6 +120,50 @@ const EXACT: &[&str] = &[
     "CGO_CPPFLAGS",
     "CGO_LDFLAGS",
     "CGO_FFLAGS",
+    // Added with the amendment's point 4: each is read by a program to find
+    // code, options or programs to run.
+    "TAR_OPTIONS",         // tar options: `--to-command`, `--use-compress-program`
+    "MAKEFILES",           // makefiles make reads first (recipes run)
+    "MFLAGS",              // make options (`--eval`, `-f`)
+    "GNUMAKEFLAGS",        // the same, GNU make only
+    "RSYNC_RSH",           // the remote shell rsync runs
+    "RSYNC_CONNECT_PROG",  // a program rsync runs to connect
+    "RIPGREP_CONFIG_PATH", // rg options (`--pre` runs a program)
+    "GIT_COMMON_DIR",      // where git finds config and hooks
+    "FCEDIT",              // the editor `fc` runs
+    "SUDO_EDITOR",         // the editor `sudoedit` runs
+    "KUBE_EDITOR",         // the editor `kubectl edit` runs
+    "MANOPT",              // man options (`-P pager`, `-H browser`)
+    "LESS",                // less options (`+!cmd` runs a command)
+    "LESSKEYIN",           // less key bindings source
+    "VIMINIT",             // Ex commands vim runs at start (`:!cmd`)
+    "EXINIT",              // the same for ex/vi
+    "PHPRC",               // php.ini (`auto_prepend_file` runs code)
+    "PHP_INI_SCAN_DIR",    // more php ini files
+    "TCLLIBPATH",          // where tclsh loads packages from
+    "JULIA_LOAD_PATH",     // where julia loads modules from
+    "R_PROFILE",           // R code run at start
+    "R_PROFILE_USER",      // the same, per user
+    "NODE_REPL_EXTERNAL_MODULE", // a module node runs instead of its REPL
+    "OPENSSL_CONF",        // openssl config (loads engines: shared objects)
+    "OPENSSL_ENGINES",     // where openssl loads engines from
+    "OPENSSL_MODULES",     // where openssl loads providers from
+    "DOCKER_CONFIG",       // docker config (credential helpers run programs)
+    "KUBECONFIG",          // kube config (exec credential plugins run programs)
+    "AWS_CONFIG_FILE",     // aws config (`credential_process` runs a program)
+    "GOROOT",              // where go finds its tools
+    "JAVA_HOME",           // the java that build tools run
+    "RUSTUP_TOOLCHAIN",    // the toolchain rustup runs (may be a linked path)
+    "RUSTUP_HOME",         // where rustup finds toolchains
+    "CMAKE_TOOLCHAIN_FILE", // a cmake script cmake runs
+    "CCACHE_PREFIX",       // a program ccache runs the compiler through
+    "FZF_DEFAULT_COMMAND", // the command fzf runs for its input
+    "FZF_DEFAULT_OPTS",    // fzf options (`--preview` runs a command)
+    "HGRCPATH",            // mercurial config (hooks run programs)
+    "CFLAGS",              // compiler options (`-wrapper`, `-fplugin=`)
+    "CXXFLAGS",            // the same for C++
+    "CPPFLAGS",            // the same for the preprocessor
+    "LDFLAGS",             // linker options (`-Wl,-plugin`, `-fuse-ld=`)
 ];
 
 /// Name prefixes.
@@ -133,6 +177,10 @@ const PREFIXES: &[&str] = &[
     "npm_config_",
     "CARGO_BUILD_RUSTC",
     "CARGO_CREDENTIAL_",
+    "LUA_INIT",    // lua code run at start (`LUA_INIT_5_4` too)
+    "LUA_PATH",    // where lua loads modules from
+    "LUA_CPATH",   // where lua loads C modules from
+    "SSH_ASKPASS", // `SSH_ASKPASS_REQUIRE` forces the askpass program
 ];
 
 /// Whether assigning `name` can change what runs or where it loads code.
@@ -141,6 +189,8 @@ pub fn is_dangerous_env(name: &str) -> bool {
         || PREFIXES.iter().any(|p| name.starts_with(p))
         || (name.starts_with("CARGO_TARGET_")
             && (name.ends_with("_RUNNER") || name.ends_with("_LINKER")))
+        // `CMAKE_<LANG>_COMPILER_LAUNCHER`: a program cmake runs the compiler through.
+        || (name.starts_with("CMAKE_") && name.ends_with("_LAUNCHER"))
 }
 
 #[cfg(test)]
@@ -159,6 +209,33 @@ mod tests {
             "BASH_FUNC_ls%%",
             "DYLD_INSERT_LIBRARIES",
             "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER",
+            "CDPATH",
+            "PS4",
+            "TAR_OPTIONS",
+            "MAKEFLAGS",
+            "MAKEFILES",
+            "RSYNC_RSH",
+            "RIPGREP_CONFIG_PATH",
+            "LUA_INIT",
+            "LUA_INIT_5_4",
+            "GIT_COMMON_DIR",
+            "GIT_ASKPASS",
+            "SSH_ASKPASS",
+            "LESSOPEN",
+            "LESSCLOSE",
+            "BROWSER",
+            "PYTHONSTARTUP",
+            "PERL5OPT",
+            "RUBYOPT",
+            "GIT_EXEC_PATH",
+            "EDITOR",
+            "VISUAL",
+            "GIT_EDITOR",
+            "PAGER",
+            "BASH_ENV",
+            "ENV",
+            "PROMPT_COMMAND",
+            "IFS",
         ] {
             assert!(is_dangerous_env(n), "{n}");
         }

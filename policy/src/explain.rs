@@ -46,14 +46,21 @@ pub fn render(d: &Decision) -> String {
         let _ = writeln!(out, "\nsegments:");
         for (i, s) in d.segments.iter().enumerate() {
             let mut line = s.wrappers.join(" ⟶ ");
-            if !line.is_empty() {
-                line.push_str(" ⟶ ");
-            }
-            line.push_str(&if s.argv.is_empty() {
-                "(no program)".to_string()
+            if s.argv.is_empty() && !line.is_empty() {
+                // A wrapper's own part (`sh -c … > f`, `PATH=… sh -c …`):
+                // its redirections and assignments, judged apart from
+                // the script it runs (the segments after it).
+                line.push_str(" (its own redirections and assignments)");
             } else {
-                s.argv.join(" ")
-            });
+                if !line.is_empty() {
+                    line.push_str(" ⟶ ");
+                }
+                line.push_str(&if s.argv.is_empty() {
+                    "(no program)".to_string()
+                } else {
+                    s.argv.join(" ")
+                });
+            }
             let _ = writeln!(out, "  {}. {line}", i + 1);
             let rule = match &s.matched {
                 RuleMatch::None => "no rule".to_string(),

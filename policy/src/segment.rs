@@ -381,7 +381,16 @@ impl<'h> Walker<'h> {
                     State::unknown()
                 }
             }
-            Compound::For { words, body, .. } => {
+            Compound::For { var, words, body } => {
+                if is_dangerous_env(var) {
+                    // `for PATH in /work/bin; do git status; done`
+                    let mut seg = Segment::new(&state);
+                    seg.kind = SegKind::NotACommand;
+                    seg.set_opaque(format!(
+                        "`for {var}` sets a variable that changes what runs"
+                    ));
+                    self.push(seg);
+                }
                 if let Some(ws) = words {
                     for w in ws {
                         self.walk_nested(&w.parts, &state);
@@ -536,11 +545,26 @@ impl<'h> Walker<'h> {
                 AssignValue::Scalar(w) => vec![w],
                 AssignValue::Array(ws) => ws.iter().collect(),
             };
+            let array = matches!(a.value, AssignValue::Array(_));
             for w in values {
                 self.walk_nested(&w.parts, &state);
                 let (args, v) = self.eval_word(w);
                 if v.arith_vars {
                     seg.set_opaque("arithmetic over variables");
+                }
+                // `a=([i]=1)`, `a=(['$(cmd)']=1)`: bash evaluates the
+                // subscript of an element as arithmetic.
+                if array
+                    && let Some(first) = args.first()
+                    && first.text.starts_with('[')
+                    && let Some(end) = first.text.find("]=")
+                    && (first.dynamic
+                        || program::subscript_is_code(&format!("a{}", &first.text[..=end])))
+                {
+                    seg.set_opaque(format!(
+                        "the subscript of an element of `{}=(…)` is evaluated as arithmetic, which runs `$(…)`",
+                        a.name
+                    ));
                 }
                 for arg in args {
                     seg.assigns.push((a.name.clone(), arg));
@@ -555,6 +579,12 @@ impl<'h> Walker<'h> {
                     a.name
                 ));
             }
+            if a.subscript_code {
+                seg.set_opaque(format!(
+                    "the subscript of `{}[…]=` is evaluated as arithmetic, which runs `$(…)`",
+                    a.name
+                ));
+            }
         }
         self.judge_redirects(&s.redirects, &state, &mut seg);
         // Words.
@@ -565,7 +595,7 @@ impl<'h> Walker<'h> {
             let (a, v) = self.eval_word(w);
             if v.arith_vars {
                 seg.set_opaque(
-                    "arithmetic over variables (a variable can hold `$(…)` that bash runs)",
+                    "bash evaluates text as code here (arithmetic over variables, an array subscript, `${!x}` or `${x@P}`: a variable can hold `$(…)` that bash runs)",
                 );
             }
             if i == 0 {
@@ -699,19 +729,32 @@ impl<'h> Walker<'h> {
                 Unwrap::Script {
                     script,
                     new_process,
-                    ..
+                    info,
                 } => {
                     seg.chain.push(argv.clone());
+                    if let Some(why) = info.opaque {
+                        seg.set_opaque(why);
+                    }
                     if script.dynamic {
                         seg.set_opaque("a shell command line from a dynamic string");
                         seg.argv = argv;
                         self.push(seg);
                         return (state.clone(), state);
                     }
+                    // The wrapper's own redirections, assignments and what
+                    // already made it opaque (`sh -c ls > ~/.bashrc`,
+                    // `PATH=… sh -c …`) apply to the whole script: they are
+                    // judged in a segment of their own, in the wrapper's cwd.
+                    let own = wrapper_parts(&seg);
                     let before = self.segments.len();
+                    if let Some(own) = own {
+                        self.push(own);
+                    }
+                    let inner_start = self.segments.len();
                     let out = self.walk_script(&script.text, &seg, state.clone());
-                    if self.segments.len() == before {
+                    if self.segments.len() == inner_start {
                         // Nothing ran inside: judge the wrapper itself.
+                        self.segments.truncate(before);
                         seg.chain.pop();
                         seg.argv = argv;
                         self.push(seg);
@@ -961,4 +1004,21 @@ fn package_name(a: &Arg) -> Arg {
         package: !name.starts_with('.') && !name.starts_with('/'),
         ..a.clone()
     }
+}
+
+/// The part of a wrapper that runs a script (`sh -c`, `eval`, `trap`) which
+/// is its own: redirections, assignments, and what made it opaque. `None`
+/// when it has none. The segment keeps the wrapper in its chain (deny rules
+/// and the privileged limit see it) but runs no program of its own.
+fn wrapper_parts(seg: &Segment) -> Option<Segment> {
+    if seg.redirects.is_empty() && seg.assigns.is_empty() && seg.opaque.is_none() {
+        return None;
+    }
+    let mut own = seg.clone();
+    own.kind = SegKind::NotACommand;
+    own.argv.clear();
+    own.hidden_paths.clear();
+    own.find_roots.clear();
+    own.trailing_dynamic = false;
+    Some(own)
 }

@@ -20,10 +20,13 @@ mod interpreters;
 mod network;
 mod sed;
 mod shell_builtins;
+mod stdin_program;
 
 pub use awk::awk_program;
 pub use git::{GitSplit, git_key_runs_program, git_normalized, git_split};
 pub use sed::sed_script;
+pub use shell_builtins::subscript_is_code;
+pub use stdin_program::is_stdin_alias;
 
 use crate::arg::Arg;
 
@@ -77,6 +80,9 @@ pub fn analyze(argv: &[Arg]) -> Facts {
     }
     let name = first.basename();
     let args = &argv[1..];
+    if let Some(why) = stdin_program::reads_program(name, args) {
+        return Facts::opaque(why);
+    }
     match name {
         "git" => git::git(argv),
         "rg" => file_tools::rg(args),
@@ -103,6 +109,10 @@ pub fn analyze(argv: &[Arg]) -> Facts {
             shell_builtins::declaration(name, args)
         }
         "let" => Facts::opaque("`let` evaluates arithmetic over variables"),
+        "read" | "mapfile" | "readarray" | "getopts" | "unset" | "printf" => {
+            shell_builtins::sets_variables(name, args)
+        }
+        "test" | "[" => shell_builtins::test_v(args),
         _ if crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name) => {
             interpreters::inline_code(name, args)
         }

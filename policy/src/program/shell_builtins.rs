@@ -1,7 +1,10 @@
 //! Shell builtins that change what a later command runs or evaluate
-//! their arguments: `alias`, `hash -p`, `enable -f`, declarations of
-//! variables that change what runs (`export PATH=…`, `declare -i`), `let`,
-//! and `[[ … -eq … ]]`, whose operands bash evaluates as arithmetic.
+//! their arguments: `alias`, `hash -p`, `enable -f`, builtins that set
+//! variables which change what runs however they set them (`export PATH=…`,
+//! `read PATH`, `printf -v PATH`, `mapfile`, `declare -n r=PATH`), names
+//! whose subscript bash evaluates as code (`read 'a[$(…)]'`,
+//! `test -v 'a[$(…)]'`, `unset`), `declare -i`, `let`, and `[[ … -eq … ]]`,
+//! whose operands bash evaluates as arithmetic.
 
 use super::Facts;
 use crate::arg::Arg;
@@ -35,21 +38,195 @@ pub(super) fn enable(args: &[Arg]) -> Facts {
 }
 
 pub(super) fn declaration(name: &str, args: &[Arg]) -> Facts {
+    let mut nameref = false;
     for a in args {
-        if !a.dynamic && a.text.starts_with('-') {
+        if !a.dynamic && (a.text.starts_with('-') || a.text.starts_with('+')) && a.text.len() > 1 {
             if name != "export" && a.text.contains('i') {
                 return Facts::opaque(format!("`{name} -i` evaluates arithmetic over variables"));
+            }
+            // `declare -n r=PATH`: `r` then names another variable.
+            if name != "export" && a.text.starts_with('-') && a.text.contains('n') {
+                nameref = true;
             }
             continue;
         }
         let var = a.text.split('=').next().unwrap_or("");
-        let valid = !var.is_empty() && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if a.dynamic && (!valid || !a.text.contains('=') && a.text.is_empty()) {
+        if a.dynamic && (!a.text.contains('=') || !is_static_prefix_name(var)) {
             return Facts::opaque(format!("`{name}` of a dynamic name"));
         }
-        if is_dangerous_env(var) {
+        if let Some(r) = variable_set(name, var) {
+            return Facts::opaque(r);
+        }
+        if nameref {
+            // The target of a nameref is a variable name: whatever it names
+            // is set through it.
+            match a.text.split_once('=') {
+                Some((_, target)) if !a.dynamic => {
+                    if let Some(r) = variable_set(name, target) {
+                        return Facts::opaque(format!("a nameref to it: {r}"));
+                    }
+                }
+                _ => {
+                    return Facts::opaque(format!(
+                        "`{name} -n` without a static target: a later assignment sets any variable"
+                    ));
+                }
+            }
+        }
+    }
+    Facts::default()
+}
+
+fn is_static_prefix_name(var: &str) -> bool {
+    !var.is_empty() && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Why setting the variable `var` (as a builtin names it) is not
+/// analysable, if it is not: a variable that changes what runs, or an
+/// array subscript bash evaluates as arithmetic (`a[$(cmd)]`, `a[i]` where
+/// `i` may hold `x[$(cmd)]`) — text there is code, even single-quoted.
+pub(super) fn variable_set(builtin: &str, var: &str) -> Option<String> {
+    let base = var.split('[').next().unwrap_or(var);
+    let base = base.strip_suffix('+').unwrap_or(base);
+    if is_dangerous_env(base) {
+        return Some(format!(
+            "`{builtin}` sets `{base}`, which changes what runs or where code loads from"
+        ));
+    }
+    if subscript_is_code(var) {
+        return Some(format!(
+            "`{builtin}` names `{var}`: bash evaluates the subscript as arithmetic, which runs `$(…)`"
+        ));
+    }
+    None
+}
+
+/// Whether a name's `[subscript]` is evaluated into code: it holds `$`, a
+/// backquote, or a name (a variable whose value bash evaluates in turn).
+/// `[@]`, `[*]` and numbers are not.
+pub fn subscript_is_code(var: &str) -> bool {
+    let Some(open) = var.find('[') else {
+        return false;
+    };
+    let sub = &var[open + 1..];
+    let sub = sub.strip_suffix(']').unwrap_or(sub);
+    if sub == "@" || sub == "*" {
+        return false;
+    }
+    sub.bytes()
+        .any(|b| b == b'$' || b == b'`' || b.is_ascii_alphabetic() || b == b'_')
+}
+
+/// Options of `read` that take a value (`-a NAME` takes a variable name).
+const READ_VALUE: &[u8] = b"adinNptu";
+/// Options of `mapfile`/`readarray` that take a value (`-C` a callback).
+const MAPFILE_VALUE: &[u8] = b"dnOsuCc";
+
+/// A builtin whose operands (after options) are variable names it sets:
+/// `read`, `mapfile`/`readarray`, `getopts`, `unset` (names it evaluates),
+/// and `printf -v NAME`.
+pub(super) fn sets_variables(name: &str, args: &[Arg]) -> Facts {
+    let value_opts: &[u8] = match name {
+        "read" => READ_VALUE,
+        "mapfile" | "readarray" => MAPFILE_VALUE,
+        "printf" => b"v",
+        _ => b"",
+    };
+    let mut names: Vec<&Arg> = Vec::new();
+    let mut operands: Vec<&Arg> = Vec::new();
+    let mut i = 0;
+    let mut options_done = false;
+    while i < args.len() {
+        let a = &args[i];
+        let t = a.text.as_str();
+        if !options_done && !a.dynamic && t == "--" {
+            options_done = true;
+            i += 1;
+            continue;
+        }
+        if !options_done && !a.dynamic && t.len() > 1 && t.starts_with('-') {
+            let bytes = t.as_bytes();
+            let mut j = 1;
+            while j < bytes.len() {
+                let c = bytes[j];
+                if value_opts.contains(&c) {
+                    let value = if j + 1 < bytes.len() {
+                        Some(Arg {
+                            text: t[j + 1..].to_string(),
+                            ..a.clone()
+                        })
+                    } else {
+                        i += 1;
+                        args.get(i).cloned()
+                    };
+                    if matches!(name, "mapfile" | "readarray") && c == b'C' {
+                        return Facts::opaque(format!("`{name} -C` runs a callback command"));
+                    }
+                    if (name == "read" && c == b'a') || (name == "printf" && c == b'v') {
+                        match value {
+                            Some(v) if !v.dynamic => {
+                                if let Some(r) = variable_set(name, &v.text) {
+                                    return Facts::opaque(r);
+                                }
+                            }
+                            _ => {
+                                return Facts::opaque(format!(
+                                    "`{name} -{}` of a dynamic name",
+                                    c as char
+                                ));
+                            }
+                        }
+                    }
+                    break;
+                }
+                j += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if name == "printf" {
+            // printf's operands are its format and arguments.
+            break;
+        }
+        options_done = true;
+        operands.push(a);
+        i += 1;
+    }
+    match name {
+        // `getopts OPTSTRING NAME [ARGS]`
+        "getopts" => names.extend(operands.get(1).copied()),
+        "mapfile" | "readarray" => names.extend(operands.first().copied()),
+        "read" | "unset" => names.extend(operands.iter().copied()),
+        _ => {}
+    }
+    for n in names {
+        if n.dynamic {
+            return Facts::opaque(format!("`{name}` of a dynamic name"));
+        }
+        let r = if name == "unset" {
+            subscript_is_code(&n.text).then(|| {
+                format!(
+                    "`unset {}`: bash evaluates the subscript as arithmetic, which runs `$(…)`",
+                    n.text
+                )
+            })
+        } else {
+            variable_set(name, &n.text)
+        };
+        if let Some(r) = r {
+            return Facts::opaque(r);
+        }
+    }
+    Facts::default()
+}
+
+/// `test -v NAME`, `[ -v NAME ]`: bash evaluates NAME's subscript.
+pub(super) fn test_v(args: &[Arg]) -> Facts {
+    for w in args.windows(2) {
+        if w[0].is("-v") && (w[1].dynamic || subscript_is_code(&w[1].text)) {
             return Facts::opaque(format!(
-                "`{name} {var}` changes what runs or where code loads from"
+                "`-v {}`: bash evaluates the subscript as arithmetic, which runs `$(…)`",
+                w[1].text
             ));
         }
     }
@@ -61,6 +238,10 @@ pub(super) fn declaration(name: &str, args: &[Arg]) -> Facts {
 const COND_ARITH: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
 
 pub(super) fn cond(args: &[Arg]) -> Facts {
+    let v = test_v(args);
+    if v.opaque.is_some() {
+        return v;
+    }
     for (i, a) in args.iter().enumerate() {
         if COND_ARITH.contains(&a.text.as_str()) {
             for side in [i.checked_sub(1), Some(i + 1)].into_iter().flatten() {

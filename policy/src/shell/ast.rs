@@ -53,6 +53,10 @@ pub struct Simple {
 pub struct Assign {
     pub name: String,
     pub value: AssignValue,
+    /// `a[w]=…` whose subscript bash evaluates into code: it holds `$`, a
+    /// backquote or a name, quoted or not (`a['$(cmd)']=1`, `a[i]=1` where
+    /// `i` may hold `x[$(cmd)]`).
+    pub subscript_code: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

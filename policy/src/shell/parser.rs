@@ -519,8 +519,22 @@ impl<'a> Parser<'a> {
         self.skip_blanks();
         if self.peek() == Some(b'(') {
             if self.peek_at(1) == Some(b'(') {
+                let (start, pending, bodies) = (self.pos, self.pending.len(), self.bodies.len());
                 self.pos += 2;
                 let arith = self.parse_arith_body();
+                if self.error.as_ref().is_some_and(|e| e.message == NOT_ARITH) {
+                    // `((rm -rf x) )`: not arithmetic, so bash reads it
+                    // again as a subshell holding a subshell.
+                    self.error = None;
+                    self.pos = start;
+                    self.pending.truncate(pending);
+                    self.bodies.truncate(bodies);
+                    self.pos += 1;
+                    let list = self.parse_list(Stop::PAREN);
+                    self.expect_byte(b')', "`)` closing a subshell");
+                    let redirects = self.parse_trailing_redirects();
+                    return Command::Compound(Compound::Subshell(list), redirects);
+                }
                 let redirects = self.parse_trailing_redirects();
                 return Command::Compound(Compound::Arith(arith), redirects);
             }
@@ -965,8 +979,9 @@ impl<'a> Parser<'a> {
                 break;
             }
             if cmd.words.is_empty()
-                && let Some(assign) = self.as_assignment(&word)
+                && let Some(mut assign) = self.as_assignment(&word)
             {
+                assign.subscript_code = subscript_is_code(&self.src[before..self.pos]);
                 cmd.assigns.push(assign);
                 continue;
             }
@@ -1007,11 +1022,13 @@ impl<'a> Parser<'a> {
             return Some(Assign {
                 name,
                 value: AssignValue::Array(words),
+                subscript_code: false,
             });
         }
         Some(Assign {
             name,
             value: AssignValue::Scalar(Word { parts: value_parts }),
+            subscript_code: false,
         })
     }
 
@@ -1541,6 +1558,12 @@ impl<'a> Parser<'a> {
                 let arith = self.parse_arith_body();
                 b.push(Part::Arith(arith));
             }
+            Some(b'[') => {
+                // `$[…]`: bash's old spelling of `$((…))`.
+                self.pos += 2;
+                let arith = self.parse_arith_bracket();
+                b.push(Part::Arith(arith));
+            }
             Some(b'(') => {
                 self.pos += 2;
                 if self.enter() {
@@ -1553,7 +1576,7 @@ impl<'a> Parser<'a> {
             Some(b'{') => {
                 self.pos += 2;
                 if self.enter() {
-                    let part = self.parse_braced_param();
+                    let part = self.parse_braced_param(in_dquote);
                     self.leave();
                     b.push(part);
                 }
@@ -1589,7 +1612,11 @@ impl<'a> Parser<'a> {
     }
 
     /// `${…}` after the `${`: the name, and the operator's words as parts.
-    fn parse_braced_param(&mut self) -> Part {
+    ///
+    /// Inside double quotes a `'` in the operator's word is an ordinary
+    /// character (`"${x:-'$(cmd)'}"` runs `cmd`): it is read as one, so the
+    /// substitutions behind it are seen.
+    fn parse_braced_param(&mut self, in_dquote: bool) -> Part {
         let start = self.pos;
         let mut j = start;
         while self.src.get(j).is_some_and(|&x| {
@@ -1616,6 +1643,11 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     break;
                 }
+                b'\'' if in_dquote => {
+                    b.lit(c, true);
+                    self.pos += 1;
+                }
+                b'$' if in_dquote => self.parse_dollar(&mut b, true),
                 b'\'' | b'"' | b'\\' | b'$' | b'`' => self.word_piece(&mut b, false),
                 _ => {
                     b.lit(c, false);
@@ -1698,6 +1730,55 @@ impl<'a> Parser<'a> {
         decode_ansi_c(&self.src[start..i])
     }
 
+    /// An arithmetic body after `$[`, up to the matching `]`.
+    fn parse_arith_bracket(&mut self) -> Arith {
+        let mut arith = Arith::default();
+        if !self.enter() {
+            return arith;
+        }
+        let mut depth = 0usize;
+        loop {
+            if self.failed() {
+                break;
+            }
+            let Some(c) = self.peek() else {
+                self.fail("unterminated `$[`");
+                break;
+            };
+            match c {
+                b']' if depth == 0 => {
+                    self.pos += 1;
+                    break;
+                }
+                b'[' => {
+                    depth += 1;
+                    self.pos += 1;
+                }
+                b']' => {
+                    depth -= 1;
+                    self.pos += 1;
+                }
+                b'$' | b'`' | b'\'' | b'"' => {
+                    arith.has_vars = true;
+                    let mut b = PartsBuilder::new();
+                    match c {
+                        b'$' => self.parse_dollar(&mut b, true),
+                        b'`' => self.parse_backtick(&mut b, true),
+                        _ => self.word_piece(&mut b, false),
+                    }
+                    collect_subs(&b.finish(), &mut arith.subs);
+                }
+                c if is_name_start(c) => {
+                    arith.has_vars = true;
+                    self.pos += 1;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        self.leave();
+        arith
+    }
+
     /// An arithmetic body after `((` or `$((`, up to the matching `))`.
     fn parse_arith_body(&mut self) -> Arith {
         let mut arith = Arith::default();
@@ -1718,7 +1799,7 @@ impl<'a> Parser<'a> {
                     if self.peek_at(1) == Some(b')') {
                         self.pos += 2;
                     } else {
-                        self.fail("expected `))` closing an arithmetic expression");
+                        self.fail(NOT_ARITH);
                     }
                     break;
                 }
@@ -1759,6 +1840,9 @@ impl<'a> Parser<'a> {
         arith
     }
 }
+
+/// The error of `((…) )`: a `)` closes the expression without a second one.
+const NOT_ARITH: &str = "expected `))` closing an arithmetic expression";
 
 /// bash's ANSI-C escapes over the body of a `$'…'`. bash cuts the result at
 /// its first NUL (`$'rm\0x'` is `rm`).
@@ -1926,6 +2010,42 @@ fn subscript_spans_words(raw: &[u8]) -> bool {
                 }
             }
             b'$' | b'`' => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether `raw` (an assignment word as written) starts `NAME[sub]` with a
+/// subscript bash evaluates into code: `$`, a backquote or a name in it,
+/// quoted or not. A subscript whose end cannot be found counts as code.
+fn subscript_is_code(raw: &[u8]) -> bool {
+    let name = raw.iter().take_while(|&&b| is_name_char(b)).count();
+    if raw.get(name) != Some(&b'[') {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = name;
+    while i < raw.len() {
+        match raw[i] {
+            b'[' => depth += 1,
+            b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    let sub = &raw[name + 1..i];
+                    return sub != b"@"
+                        && sub != b"*"
+                        && sub.iter().any(|&b| {
+                            b == b'$' || b == b'`' || b == b'_' || b.is_ascii_alphabetic()
+                        });
+                }
+            }
+            b'\\' => i += 1,
+            b'\'' => match raw[i + 1..].iter().position(|&b| b == b'\'') {
+                Some(n) => i += n + 1,
+                None => return true,
+            },
             _ => {}
         }
         i += 1;

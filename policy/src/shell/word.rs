@@ -87,9 +87,9 @@ pub fn evaluate(word: &Word, home: &str) -> Value {
             Part::Param { name, inner } if name == "HOME" && inner.is_empty() => {
                 tagged.extend(home.bytes().map(|b| (b, true)));
             }
-            Part::Param { inner, .. } => {
+            Part::Param { name, inner } => {
                 v.dynamic = true;
-                if arith_vars_in(inner) {
+                if param_evaluates_code(name, inner) || arith_vars_in(inner) {
                     v.arith_vars = true;
                 }
             }
@@ -162,9 +162,45 @@ fn has_bracket_glob(text: &str) -> bool {
 fn arith_vars_in(parts: &[Part]) -> bool {
     parts.iter().any(|p| match p {
         Part::Arith(a) => a.has_vars,
-        Part::Param { inner, .. } => arith_vars_in(inner),
+        Part::Param { name, inner } => param_evaluates_code(name, inner) || arith_vars_in(inner),
         _ => false,
     })
+}
+
+/// Whether bash evaluates text held in a variable as code when it expands
+/// this parameter: an indirection (`${!x}`: `x` may hold `a[$(cmd)]`), an
+/// array subscript (evaluated as arithmetic: `${a[$i]}`, `${a[i]}`), or
+/// prompt expansion (`${x@P}` runs the `$(…)` in the value).
+fn param_evaluates_code(name: &str, inner: &[Part]) -> bool {
+    if name.contains("@P") {
+        return true;
+    }
+    let lit = match inner.first() {
+        Some(Part::Lit { text, .. }) => Some(text.as_str()),
+        _ => None,
+    };
+    if let Some(indirect) = name.strip_prefix('!')
+        && !indirect.is_empty()
+        && indirect != "#"
+        && !indirect.ends_with('*')
+        && !indirect.ends_with('@')
+        && !lit.is_some_and(|t| t.starts_with("[@]") || t.starts_with("[*]"))
+    {
+        return true;
+    }
+    let Some(rest) = lit.and_then(|t| t.strip_prefix('[')) else {
+        return false;
+    };
+    match rest.find(']') {
+        Some(end) => {
+            let sub = &rest[..end];
+            let after = &rest[end + 1..];
+            (sub != "@" && sub != "*" && sub.bytes().any(|b| b.is_ascii_alphabetic() || b == b'_'))
+                || after.starts_with("@P")
+        }
+        // The subscript holds an expansion: its value is evaluated.
+        None => true,
+    }
 }
 
 /// The command lists nested in a word: `$(…)`, backticks, `<(…)`, and those

@@ -66,6 +66,10 @@ pub struct WrapInfo {
     pub privileged: bool,
     /// The wrapper is a shell (`bash -c`).
     pub shell: bool,
+    /// Why the invocation cannot be fully known though its script is
+    /// visible (`bash $X -c '…'`): the segment is opaque, and deny rules
+    /// still apply to the script.
+    pub opaque: Option<String>,
 }
 
 /// Option syntax of a simple wrapper.

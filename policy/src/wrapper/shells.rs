@@ -76,7 +76,7 @@ pub fn is_interpreter(name: &str) -> bool {
 /// `sh -c 'script'`, `bash -lc …`; a shell with neither `-c` nor a script
 /// file reads its script from stdin.
 pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
-    let info = WrapInfo {
+    let mut info = WrapInfo {
         shell: true,
         ..WrapInfo::default()
     };
@@ -84,13 +84,34 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
     let mut i = 1;
     let mut dash_c = false;
     let mut reads_stdin = false;
+    let mut dynamic_option = None;
     while i < argv.len() {
         let a = &argv[i];
         if a.dynamic {
-            break;
+            // `bash $X -c '…'`: `$X` may be any option (`--rcfile`, `-s`)
+            // or the script's name. Look on for a visible `-c`.
+            if dynamic_option.is_none() {
+                dynamic_option = Some(i);
+            }
+            let c_follows = argv[i + 1..].iter().any(|w| {
+                !w.dynamic
+                    && (w.text == "--command"
+                        || (w.text.starts_with('-')
+                            && !w.text.starts_with("--")
+                            && w.text.contains('c')))
+            });
+            if !c_follows {
+                break;
+            }
+            i += 1;
+            continue;
         }
         let t = a.text.as_str();
-        if t == "--" || t == "-" {
+        if t == "-" {
+            // `bash - x`: the script is read from stdin.
+            return Unwrap::Opaque(format!("`{name} -` reads its script from stdin"));
+        }
+        if t == "--" {
             i += 1;
             break;
         }
@@ -128,6 +149,16 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
         }
         break;
     }
+    if let Some(d) = dynamic_option {
+        let why = format!(
+            "`{name}` with a dynamic word among its options (`{}`)",
+            argv[d].text
+        );
+        if !dash_c {
+            return Unwrap::Opaque(why);
+        }
+        info.opaque = Some(why);
+    }
     if dash_c {
         return match argv.get(i) {
             Some(s) if s.dynamic => Unwrap::Opaque(format!("`{name} -c` with a dynamic script")),
@@ -141,6 +172,10 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
     }
     if reads_stdin || i >= argv.len() {
         return Unwrap::Opaque(format!("`{name}` reads its script from stdin"));
+    }
+    if crate::program::is_stdin_alias(&argv[i]) {
+        // `bash /dev/stdin <<< '…'`, `bash <(curl …)`, `sh /proc/self/fd/0`
+        return Unwrap::Opaque(format!("`{name}` reads its script from `{}`", argv[i].text));
     }
     // `bash script.sh`: the shell runs a file; it is the program judged.
     Unwrap::NotAWrapper
