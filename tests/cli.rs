@@ -80,6 +80,25 @@ impl Cli {
         self
     }
 
+    /// `n` noop agents (`noop-0`…) and `n` tasks for them to take.
+    fn with_noop_agents(self, n: usize) -> Cli {
+        for i in 0..n {
+            let name = format!("noop-{i}");
+            let title = format!("task {i}");
+            self.ok(&[
+                "agent",
+                "activate",
+                &name,
+                "--project",
+                "demo",
+                "--impl",
+                "noop",
+            ]);
+            self.ok(&["task", "create", "--project", "demo", "--title", &title]);
+        }
+        self
+    }
+
     fn config(&self) -> PathBuf {
         self.state().join("projects/demo/berth.toml")
     }
@@ -483,27 +502,8 @@ fn exec_behind_a_paused_reader_stays_small_and_loses_nothing() {
 
 #[test]
 fn noop_agents_in_separate_processes_each_deliver_one_task() {
-    let cli = Cli::new().with_project();
     const N: usize = 3;
-    for i in 0..N {
-        cli.ok(&[
-            "agent",
-            "activate",
-            &format!("noop-{i}"),
-            "--project",
-            "demo",
-            "--impl",
-            "noop",
-        ]);
-        cli.ok(&[
-            "task",
-            "create",
-            "--project",
-            "demo",
-            "--title",
-            &format!("task {i}"),
-        ]);
-    }
+    let cli = Cli::new().with_project().with_noop_agents(N);
     // Run them truly at once.
     let procs: Vec<_> = (0..N)
         .map(|i| {
@@ -686,3 +686,95 @@ fn a_listing_piped_into_head_ends_quietly() {
 
 /// SIGPIPE's number on Linux (no libc dependency for one constant).
 const SIGPIPE: i32 = 13;
+
+/// `kill -9` of noop loops at random points, then a clean `--until-idle` for
+/// each: berth's own effects (commit, push, PR) that a kill interrupted are
+/// resumed by the next loop, so every task reaches review with exactly one
+/// commit past main and one PR, no step proposed twice, nothing blocked.
+/// `BERTH_CRASH_ROUNDS` (default 3) and `BERTH_CRASH_SEED` for longer runs.
+#[test]
+fn kill_9_of_noop_loops_never_leaves_a_delivery_for_a_person() {
+    const N: usize = 3;
+    let rounds: u64 = std::env::var("BERTH_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let mut rng: u64 = std::env::var("BERTH_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
+    let mut next = |below: u64| {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (rng >> 33) % below
+    };
+    let (mut kills, mut interrupted_seen) = (0, 0);
+    for round in 0..rounds {
+        let cli = Cli::new().with_project().with_noop_agents(N);
+        for _ in 0..4 * N {
+            let agent = format!("noop-{}", next(N as u64));
+            let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+                .args(["agent", "run", &agent, "--until-idle"])
+                .env("BERTH_HOME", cli.state())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(50 + next(400)));
+            if child.try_wait().unwrap().is_none() {
+                kills += 1;
+            }
+            child.kill().ok(); // SIGKILL: no cleanup runs.
+            child.wait().unwrap();
+        }
+        for i in 0..N {
+            cli.ok(&["agent", "run", &format!("noop-{i}"), "--until-idle"]);
+        }
+        let tasks: serde_json::Value =
+            serde_json::from_str(&cli.ok(&["task", "ls", "--json"])).unwrap();
+        let tasks = tasks.as_array().unwrap();
+        assert_eq!(tasks.len(), N);
+        assert!(
+            tasks.iter().all(|t| t["status"] == "in_review"),
+            "round {round}: {tasks:#?}"
+        );
+        let prs: serde_json::Value =
+            serde_json::from_str(&cli.ok(&["pr", "list", "--json"])).unwrap();
+        let prs = prs.as_array().unwrap();
+        assert_eq!(prs.len(), N, "round {round}: one PR per task: {prs:#?}");
+        let forge = cli.state().join("forge/demo.git");
+        for pr in prs {
+            let branch = pr["branch"].as_str().unwrap();
+            let count = Command::new("git")
+                .args(["-C", forge.to_str().unwrap(), "rev-list", "--count"])
+                .arg(format!("main..{branch}"))
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&count.stdout).trim(),
+                "1",
+                "round {round}: {branch} has one commit past main"
+            );
+        }
+        let all: serde_json::Value = serde_json::from_str(&cli.ok(&["actions", "--json"])).unwrap();
+        let all = all.as_array().unwrap();
+        assert_eq!(
+            all.len(),
+            3 * N,
+            "round {round}: each step proposed once: {all:#?}"
+        );
+        assert!(
+            all.iter().all(|a| a["status"] == "executed"),
+            "round {round}: {all:#?}"
+        );
+        let interrupted: serde_json::Value =
+            serde_json::from_str(&cli.ok(&["events", "--type", "action.interrupted", "--json"]))
+                .unwrap();
+        interrupted_seen += interrupted.as_array().map_or(0, Vec::len);
+    }
+    eprintln!(
+        "{rounds} rounds: {kills} kills landed mid-run, {interrupted_seen} actions interrupted"
+    );
+    assert!(kills > 0, "no kill landed: the test tested nothing");
+}

@@ -852,6 +852,42 @@ impl Engine {
         user: &Actor,
         sink: Option<OutputSink>,
     ) -> Result<Approved> {
+        self.retry_as(id, user, serde_json::json!({ "retry": true }), sink)
+            .await
+    }
+
+    /// Resumes one of berth's own delivery effects (a commit, a push, a PR)
+    /// that a crash interrupted: berth can see whether each happened, and
+    /// re-executing finds it instead of repeating it (the commit's action-id
+    /// trailer, the forge's ref, the PR recorded for its action), so the
+    /// chain moves on without a person. A terminal command's effect cannot
+    /// be seen: it stays interrupted for a person (`berth retry`).
+    pub(crate) async fn resume_own_effect(&self, record: &ActionRecord) -> Result<ActionRecord> {
+        if !is_own_delivery_effect(&record.action) {
+            return Err(EngineError::State(format!(
+                "action {} is a {}: only berth's own effects are resumed after a crash",
+                record.id,
+                record.action.kind()
+            )));
+        }
+        let resumed = self
+            .retry_as(
+                &record.id,
+                &Actor::system(),
+                serde_json::json!({ "retry": true, "resumed_after_crash": true }),
+                None,
+            )
+            .await?;
+        self.action(&resumed.id).await
+    }
+
+    async fn retry_as(
+        &self,
+        id: &str,
+        user: &Actor,
+        payload: serde_json::Value,
+        sink: Option<OutputSink>,
+    ) -> Result<Approved> {
         let record = self.action(id).await?;
         let agent = self.agent(&record.agent).await?;
         // The berth first: an action that cannot run now stays pending.
@@ -889,7 +925,7 @@ impl Engine {
                 .agent(&record.agent)
                 .task(record.task.as_deref())
                 .action(&record.id)
-                .payload(serde_json::json!({ "retry": true })),
+                .payload(payload),
         )
         .await?;
         if let Some(task) = &record.task {
@@ -1261,4 +1297,15 @@ fn replay(existing: ActionRecord, proposal: &Proposal) -> Result<Proposed> {
         decision: existing.decision,
         replayed: true,
     })
+}
+
+/// berth's own effects in the delivery chain: it can tell whether each
+/// happened, so a crash never leaves them for a person.
+fn is_own_delivery_effect(action: &berth_policy::Action) -> bool {
+    matches!(
+        action,
+        berth_policy::Action::GitCommit
+            | berth_policy::Action::GitPush { .. }
+            | berth_policy::Action::PrOpen
+    )
 }

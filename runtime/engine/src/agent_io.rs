@@ -217,6 +217,15 @@ impl AgentIo<'_> {
     /// What an earlier proposal of a step means now: `None` to go on to the
     /// next step, or where delivery stops.
     async fn settled(&self, rec: &ActionRecord) -> Result<Option<Delivery>> {
+        // A crash interrupted one of berth's own effects: resume it once (it
+        // finds the effect if it happened), then read what it became.
+        let resumed;
+        let rec = if rec.status == ActionStatus::Interrupted {
+            resumed = self.engine.resume_own_effect(rec).await?;
+            &resumed
+        } else {
+            rec
+        };
         Ok(match rec.status {
             ActionStatus::Executed => None,
             ActionStatus::Pending | ActionStatus::Executing => Some(Delivery::Waiting {
@@ -231,20 +240,15 @@ impl AgentIo<'_> {
                     },
                 })
             }
-            ActionStatus::Interrupted => {
-                if self.engine.verify_interrupted(rec).await? {
-                    None
-                } else {
-                    Some(Delivery::Blocked {
-                        diagnosis: format!(
-                            "{} {} was interrupted and its effect is not in the repositories; \
-                             nothing was re-run: inspect the worktree, then return or re-create the task",
-                            rec.action.kind(),
-                            crate::ids::short(&rec.id)
-                        ),
-                    })
-                }
-            }
+            ActionStatus::Interrupted => Some(Delivery::Blocked {
+                diagnosis: format!(
+                    "{} {} was interrupted again while it was resumed: \
+                     inspect the worktree, then `berth retry {}`",
+                    rec.action.kind(),
+                    crate::ids::short(&rec.id),
+                    crate::ids::short(&rec.id)
+                ),
+            }),
         })
     }
 }

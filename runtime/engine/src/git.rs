@@ -12,7 +12,7 @@ use berth_worktrees::{
 };
 
 use crate::Engine;
-use crate::actions::{ActionRecord, ActionResult, ActionStatus, Outcome};
+use crate::actions::{ActionRecord, ActionResult, Outcome};
 use crate::agents::Agent;
 use crate::error::{EngineError, Result};
 use crate::projects::Project;
@@ -333,40 +333,6 @@ impl Engine {
                 commit: o.oid.to_string(),
             })),
             Err(e) => Ok(Outcome::failed(e.to_string(), None)),
-        }
-    }
-
-    /// Whether an interrupted delivery step's effect is in the repositories
-    /// (or the store) after all — checked, never assumed, and never re-run.
-    /// A push is verified against the forge (it holds the commit the task's
-    /// commit action made); a PR by its record. A commit cannot be told apart
-    /// from an agent's own commit without its trailer, so it is not verified
-    /// here: `berth retry` re-executes it, and the commit's action-id
-    /// trailer makes that find the earlier commit instead of making another.
-    pub(crate) async fn verify_interrupted(&self, record: &ActionRecord) -> Result<bool> {
-        if record.status != ActionStatus::Interrupted {
-            return Ok(false);
-        }
-        match &record.action {
-            berth_policy::Action::GitPush { branch } => {
-                let Some(task) = &record.task else {
-                    return Ok(false);
-                };
-                let commit = self
-                    .action_by_key(&format!("task:{task}:git_commit"))
-                    .await?
-                    .and_then(|c| match c.result {
-                        Some(ActionResult::GitCommit { commit, .. }) => Some(commit),
-                        _ => None,
-                    });
-                let Some(commit) = commit else {
-                    return Ok(false);
-                };
-                let project = self.project(&record.project).await?;
-                self.git.forge_has(&project, branch, &commit).await
-            }
-            berth_policy::Action::PrOpen => Ok(self.pr_exists_for(&record.id).await?),
-            _ => Ok(false),
         }
     }
 }

@@ -123,10 +123,6 @@ impl Engine {
             })
     }
 
-    pub(crate) async fn pr_exists_for(&self, action: &str) -> Result<bool> {
-        Ok(self.pr_by_action(action).await?.is_some())
-    }
-
     async fn pr_by_action(&self, action: &str) -> Result<Option<PullRequest>> {
         let row = sqlx::query(&format!(
             "SELECT {PR_COLUMNS} FROM prs WHERE action_id = $1"

@@ -2,9 +2,12 @@
 //!
 //! Each `executing` row names its executor (`host:pid:start-time`). At start,
 //! berth marks `interrupted` every one whose executor is gone from this host
-//! (the pid is dead or now belongs to a process started at another time) and
-//! never re-runs it on its own: a person or the agent's loop decides, and for
-//! commits and pushes the repositories are checked first. An executor on
+//! (the pid is dead or now belongs to a process started at another time).
+//! A terminal command is never re-run on its own (its effect cannot be seen):
+//! a person decides (`berth retry`). berth's own delivery effects — commit,
+//! push, PR — are resumed by the next loop that picks the task up
+//! (`Engine::resume_own_effect`): re-executing one finds its effect when it
+//! happened, so the chain moves on and nothing is done twice. An executor on
 //! another host is left alone: only that host can tell whether it lives.
 
 use crate::Engine;

@@ -421,8 +421,12 @@ fn hostname() -> String {
         .to_string()
 }
 
+/// A crash interrupts berth's own effects (the commit before it committed,
+/// the push after it reached the forge): the next loop resumes each once —
+/// it finds the effect when it happened — and the chain moves on with one
+/// commit past main and one push, and nothing for a person to untangle.
 #[tokio::test]
-async fn interrupted_steps_are_checked_against_the_repositories_never_rerun_on_their_own() {
+async fn interrupted_delivery_steps_are_resumed_once_by_the_next_loop() {
     let f = Fixture::new().await;
     manual_noop(&f, "dev-1").await;
     let task = f.engine.create_task("demo", "t", &user()).await.unwrap();
@@ -441,21 +445,7 @@ async fn interrupted_steps_are_checked_against_the_repositories_never_rerun_on_t
         restarted.action(&commit).await.unwrap().status,
         ActionStatus::Interrupted
     );
-    // The loop cannot prove a commit happened: it blocks instead of re-running.
-    let AgentRun::Blocked { diagnosis, .. } =
-        restarted.run_agent("dev-1", true).await.unwrap().stopped
-    else {
-        panic!()
-    };
-    assert!(diagnosis.contains("was interrupted"), "{diagnosis}");
-    assert_eq!(
-        restarted.task(&task.id).await.unwrap().status,
-        TaskStatus::Blocked
-    );
-    let branch = format!("agent/dev-1/{}", &task.id[..8]);
-    // A person retries it; the chain goes on.
-    let r = restarted.retry(&commit, &user(), None).await.unwrap();
-    assert!(r.outcome.succeeded, "{r:?}");
+    // The next loop resumes the commit and goes on to the push.
     let AgentRun::AwaitingApproval {
         action: push,
         step: s,
@@ -464,6 +454,26 @@ async fn interrupted_steps_are_checked_against_the_repositories_never_rerun_on_t
         panic!()
     };
     assert_eq!(s, "git_push");
+    assert_eq!(
+        restarted.action(&commit).await.unwrap().status,
+        ActionStatus::Executed
+    );
+    assert_ne!(
+        restarted.task(&task.id).await.unwrap().status,
+        TaskStatus::Blocked
+    );
+    let resumed = restarted
+        .events(&berth_engine::EventFilter {
+            action: Some(commit.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.payload.get("resumed_after_crash").is_some())
+        .count();
+    assert_eq!(resumed, 1, "the resumption is in the log");
+    let branch = format!("agent/dev-1/{}", &task.id[..8]);
     f.engine.approve(&push, &user(), false, None).await.unwrap();
     // A crash after the push reached the forge, before its outcome was recorded.
     sqlx::query("UPDATE proposed_actions SET status = 'interrupted' WHERE id = $1")
@@ -471,7 +481,7 @@ async fn interrupted_steps_are_checked_against_the_repositories_never_rerun_on_t
         .execute(f.engine.store().pool())
         .await
         .unwrap();
-    // The forge has the commit: the push is verified, not repeated.
+    // The push is resumed (a no-op: the forge has the commit), not repeated.
     let AgentRun::AwaitingApproval { step: s, .. } = step(&f, "dev-1").await else {
         panic!()
     };
@@ -488,12 +498,8 @@ async fn interrupted_steps_are_checked_against_the_repositories_never_rerun_on_t
         .count();
     assert_eq!(pushes, 1);
     assert!(
-        f.engine.retry(&push, &user(), None).await.is_ok(),
-        "a person may still retry it: a no-op push"
-    );
-    assert!(
         f.engine.retry(&push, &user(), None).await.is_err(),
-        "only interrupted actions"
+        "only interrupted actions are retried"
     );
 }
 
