@@ -67,7 +67,7 @@ pub use projects::{NewProject, Project};
 pub use prs::{PrStatus, PullRequest};
 pub use state::StateDir;
 pub use store::Store;
-pub use tasks::{NewTask, PipelineStep, Task, TaskSource, TaskStatus};
+pub use tasks::{NewTask, PipelineStep, Task, TaskKind, TaskSource, TaskStatus};
 
 /// One state directory's engine. Cheap to share behind an `Arc`.
 pub struct Engine {

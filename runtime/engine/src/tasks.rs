@@ -88,6 +88,39 @@ impl Task {
     pub fn is_pipeline(&self) -> bool {
         self.steps.is_some()
     }
+
+    /// What kind of work it is, so each worker takes only its own.
+    pub fn kind(&self) -> TaskKind {
+        if self.steps.is_some() {
+            TaskKind::Pipeline
+        } else if self.source == TaskSource::Manual {
+            TaskKind::Manual
+        } else {
+            TaskKind::Delivery
+        }
+    }
+}
+
+/// What kind of work a task is; each worker claims only its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// An agent delivers it: commit, push, PR (`berth agent run`).
+    Delivery,
+    /// Its steps run in a berth (`berth task run`).
+    Pipeline,
+    /// A person does it by hand (an escalation); no worker claims it.
+    Manual,
+}
+
+impl TaskKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Delivery => "delivery",
+            TaskKind::Pipeline => "pipeline",
+            TaskKind::Manual => "manual",
+        }
+    }
 }
 
 /// One step of a pipeline task: a terminal command in the agent's berth.
@@ -288,14 +321,17 @@ impl Engine {
         from_row(&row)
     }
 
-    /// Claims the oldest `todo` task of the agent's project for the agent.
-    /// `None` when there is none, or another process won every candidate.
+    /// Claims the oldest `todo` delivery task of the agent's project for the
+    /// agent — never a pipeline task (`berth task run` runs those) nor a
+    /// manual one (a person's). `None` when there is none, or another process
+    /// won every candidate.
     pub async fn claim_task(&self, agent: &str) -> Result<Option<Task>> {
         let a = self.agent(agent).await?;
         for _attempt in 0..8 {
             let mut tx = self.store.write("claiming a task").await?;
             let candidate: Option<String> = sqlx::query_scalar(
-                "SELECT id FROM tasks WHERE project = $1 AND status = 'todo' ORDER BY created_at, id LIMIT 1",
+                "SELECT id FROM tasks WHERE project = $1 AND status = 'todo' \
+                 AND steps IS NULL AND source <> 'manual' ORDER BY created_at, id LIMIT 1",
             )
             .bind(&a.project)
             .fetch_optional(&mut *tx)

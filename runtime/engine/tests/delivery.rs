@@ -583,3 +583,52 @@ async fn a_failed_delivery_step_trips_the_breaker_and_a_denial_does_not() {
         AgentRun::AwaitingApproval { .. }
     ));
 }
+
+/// Each worker takes only its kind of work: the noop loop claims delivery
+/// tasks, never a pipeline task (`berth task run` runs it) nor a manual one
+/// (a person's); they stay `todo` for their own workers.
+#[tokio::test]
+async fn the_noop_loop_claims_only_delivery_tasks() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Noop).await;
+    let pipeline = f
+        .engine
+        .create_task_with(
+            berth_engine::NewTask {
+                steps: Some(vec![berth_engine::PipelineStep {
+                    command: "true".into(),
+                    write: false,
+                }]),
+                ..berth_engine::NewTask::new("demo", "a pipeline")
+            },
+            &user(),
+        )
+        .await
+        .unwrap();
+    let manual = f
+        .engine
+        .create_task_with(
+            berth_engine::NewTask {
+                source: berth_engine::TaskSource::Manual,
+                ..berth_engine::NewTask::new("demo", "by hand")
+            },
+            &user(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(pipeline.kind(), berth_engine::TaskKind::Pipeline);
+    assert_eq!(manual.kind(), berth_engine::TaskKind::Manual);
+    assert_eq!(step(&f, "dev-1").await, AgentRun::Idle);
+    for t in [&pipeline, &manual] {
+        let now = f.engine.task(&t.id).await.unwrap();
+        assert_eq!((now.status, now.agent), (TaskStatus::Todo, None));
+    }
+    let delivery = f.engine.create_task("demo", "code", &user()).await.unwrap();
+    assert_eq!(delivery.kind(), berth_engine::TaskKind::Delivery);
+    assert_eq!(
+        step(&f, "dev-1").await,
+        AgentRun::InReview {
+            task: delivery.id.clone()
+        }
+    );
+}

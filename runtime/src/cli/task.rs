@@ -172,9 +172,10 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
             } else {
                 for t in tasks {
                     println!(
-                        "{}  {:<18} {:<10} {:<8} {}{}{}",
+                        "{}  {:<18} {:<9} {:<10} {:<8} {}{}{}",
                         &t.id[..8],
                         t.status.as_str(),
+                        t.kind().as_str(),
                         t.project,
                         t.agent.as_deref().unwrap_or("-"),
                         t.title,
