@@ -12,16 +12,37 @@
 //! the developer's machine — with the project root at `$CLAUDE_PROJECT_DIR`
 //! (else the payload's `cwd`), the rules of `--project` (its
 //! `permissions.json` and `berth.toml` limits, as the engine loads them) plus
-//! the project's `.claude/settings.json` and `.claude/settings.local.json`,
-//! and the autonomy of `--agent` (manual when none is named). An allowed
-//! action whose judged paths leave the project through a symlink asks, as the
-//! engine holds it in runner mode; so does an allowed write or command that
-//! touches the project's `.claude/` directory, where the rules and this hook
-//! are configured.
+//! the project's `.claude/settings.json` and `.claude/settings.local.json`
+//! (read as Claude Code reads them: [`claude_settings`]), and the autonomy of
+//! `--agent` (none when no agent is named).
+//!
+//! Installing the hook must never make Claude Code weaker, nor ask more than
+//! it would alone. A hook's `allow` skips Claude Code's prompt, so the answer
+//! follows the stage that settled berth's decision:
+//!
+//! - no output when berth only fell back to asking (stage `autonomy` with the
+//!   built-in default or the wildcard `require_approval`, or
+//!   `partial_allow`): Claude Code's own flow decides;
+//! - `allow` only when an allow rule, or an autonomy the agent was given (a
+//!   specific `auto_approve`, or auto mode), settled it;
+//! - `ask` for `privileged`, `never_auto`, `scope`, `opaque`, `ask_rule`, a
+//!   specific `require_approval`, a write or command touching the project's
+//!   `.claude/` (where the rules and this hook are configured), or a path
+//!   that leaves the project through a symlink (the engine's runner guard);
+//! - `deny` for a deny, and for a path that reaches, through a symlink, one a
+//!   deny rule names.
+//!
+//! The payload's `permission_mode` then applies: `acceptEdits` allows a file
+//! write inside the project that no rule settles; `plan` leaves everything
+//! but a deny to Claude Code; `bypassPermissions` decides in berth's auto mode
+//! (the scope lifted; denies, privileged commands, written asks, opaque
+//! commands and `.claude/` still answer); `dontAsk` turns `ask` into `deny`.
+//! The reason is cut to Claude Code's 10,000-character cap on hook output.
 //!
 //! - Bash → `terminal`; Read → `file_read`; Edit, Write, MultiEdit,
-//!   NotebookEdit → `file_write`. Any other tool: no opinion (no output, exit
-//!   0), and Claude Code applies its own rules.
+//!   NotebookEdit → `file_write`; PowerShell, which berth cannot analyse,
+//!   asks as an opaque command does. Any other tool: no opinion (no output,
+//!   exit 0), and Claude Code applies its own rules.
 //! - Fail closed: a payload that is not JSON or lacks what its tool needs, or
 //!   rules or state that cannot be read, answer `ask` with the reason (and
 //!   say so on stderr), never `allow`; the exit code stays 0 so Claude Code
@@ -61,8 +82,8 @@ pub struct ClaudeCodeArgs {
     /// (default: the agent's project, else none).
     #[arg(long)]
     project: Option<String>,
-    /// The agent whose autonomy applies (default: manual, every action asks
-    /// unless a rule allows it).
+    /// The agent whose autonomy applies (default: none; what no rule settles
+    /// is left to Claude Code's own flow).
     #[arg(long)]
     agent: Option<String>,
 }
