@@ -590,6 +590,7 @@ fn answers_match_claude_codes_documented_meaning() {
     std::fs::create_dir_all(proj.join("src")).unwrap();
     std::fs::write(proj.join("src/lib.rs"), "\n").unwrap();
     f.berth(&["agent", "auto-mode", "dev-1", "on"]);
+    f.berth(&["autonomy", "set", "dev-1", "file_read", "require_approval"]);
     let settings = f.project().join(".claude/settings.json");
     let s = settings.display().to_string();
     const NONE: &str = r#"{"permissions": {}}"#;
@@ -921,6 +922,116 @@ fn answers_match_claude_codes_documented_meaning() {
                 &format!(
                     "berth ask (held after the decision): {p}/etc-link/hostname resolves on the host to /etc/hostname through the symlink(s) {p}/etc-link, outside the project; berth ask (stage autonomy; segment 1 of 1 `read {p}/etc-link/hostname`): no autonomy is set for this action type: approval is required by default"
                 ),
+            ),
+            "",
+        ),
+        // permission-modes: "Writes to protected paths are never
+        // auto-approved except in `bypassPermissions` mode"; `.claude` is one.
+        (
+            "no agent: a write to .claude/ asks",
+            NONE,
+            &[],
+            "default",
+            "Write",
+            json!({"file_path": format!("{p}/.claude/settings.json"), "content": "{}"}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, whose settings hold the rules berth reads and this hook: a person decides; berth ask (stage autonomy; segment 1 of 1 `write {p}/.claude/settings.json`): no autonomy is set for this action type: approval is required by default"
+                ),
+            ),
+            "",
+        ),
+        (
+            "acceptEdits: a write to .claude/ asks",
+            NONE,
+            &[],
+            "acceptEdits",
+            "Edit",
+            json!({"file_path": format!("{p}/.claude/settings.json"), "old_string": "a", "new_string": "b"}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, whose settings hold the rules berth reads and this hook: a person decides; berth allow (permission mode acceptEdits): a write of {p}/.claude/settings.json, inside the project, that no rule settles"
+                ),
+            ),
+            "",
+        ),
+        (
+            "plan: a scope ask gets no opinion",
+            NONE,
+            &[],
+            "plan",
+            "Edit",
+            json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+            None,
+            "",
+        ),
+        (
+            "dontAsk: what berth leaves to Claude Code stays so",
+            NONE,
+            &[],
+            "dontAsk",
+            "Bash",
+            bash("cat README.md"),
+            None,
+            "",
+        ),
+        (
+            "an agent's specific require_approval asks",
+            NONE,
+            &["--agent", "dev-1"],
+            "default",
+            "Read",
+            json!({"file_path": format!("{p}/src/lib.rs")}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (stage autonomy; segment 1 of 1 `read {p}/src/lib.rs`): the agent's autonomy for this action is require_approval (specific)"
+                ),
+            ),
+            "",
+        ),
+        (
+            "bypassPermissions: an agent's specific require_approval still asks",
+            NONE,
+            &["--agent", "dev-1"],
+            "bypassPermissions",
+            "Read",
+            json!({"file_path": format!("{p}/src/lib.rs")}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (stage autonomy; segment 1 of 1 `read {p}/src/lib.rs`): the agent's autonomy for this action is require_approval (specific)"
+                ),
+            ),
+            "",
+        ),
+        // hooks: "Match `Bash|PowerShell` in hooks that inspect shell
+        // commands"; berth cannot analyse PowerShell: opaque, so it asks.
+        (
+            "PowerShell asks as an opaque command",
+            NONE,
+            &[],
+            "default",
+            "PowerShell",
+            json!({"command": "Get-ChildItem -Recurse"}),
+            decision(
+                "ask",
+                "berth ask (stage opaque): a PowerShell command, which berth cannot analyse",
+            ),
+            "",
+        ),
+        (
+            "dontAsk: PowerShell is denied",
+            NONE,
+            &[],
+            "dontAsk",
+            "PowerShell",
+            json!({"command": "Get-ChildItem -Recurse"}),
+            decision(
+                "deny",
+                "berth deny (permission mode dontAsk: what would ask is denied); berth ask (stage opaque): a PowerShell command, which berth cannot analyse",
             ),
             "",
         ),
