@@ -63,6 +63,7 @@ pub(super) fn load(path: &Path) -> Result<(RuleSet, Vec<String>), String> {
         };
         match classify(entry) {
             Keep::AsWritten => continue,
+            Keep::Ignore => {}
             Keep::Skip(why) => warnings.push(format!("{loc}: `{}` {why}: skipped", entry.value)),
             Keep::Expanded(rules) => {
                 for rule in rules {
@@ -94,6 +95,8 @@ pub(super) fn load(path: &Path) -> Result<(RuleSet, Vec<String>), String> {
 /// What becomes of one entry.
 enum Keep {
     AsWritten,
+    /// Left out quietly: a rule for tools berth does not run.
+    Ignore,
     /// Skipped, with the reason.
     Skip(String),
     /// Replaced by these entries of the same list.
@@ -108,6 +111,11 @@ fn classify(entry: &Entry) -> Keep {
     };
     let allow = entry.list == "allow";
     if name.contains(['*', '?']) {
+        if allow && anchored_mcp_glob(name) {
+            // A glob over one MCP server's tools: valid in Claude Code, and
+            // for tools berth does not run.
+            return Keep::Ignore;
+        }
         if allow {
             return Keep::Skip(
                 "is an allow glob in the tool-name position, which Claude Code skips and which approves nothing"
@@ -137,6 +145,15 @@ fn classify(entry: &Entry) -> Keep {
         return Keep::Skip(format!("is an allow entry berth cannot read ({why})"));
     }
     Keep::AsWritten
+}
+
+/// `mcp__<server>__<glob>` with a glob-free server: the one form of allow
+/// glob Claude Code accepts ("Allow rules accept tool-name globs only after a
+/// literal `mcp__<server>__` prefix").
+fn anchored_mcp_glob(name: &str) -> bool {
+    name.strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+        .is_some_and(|(server, _)| !server.is_empty() && !server.contains(['*', '?']))
 }
 
 /// A glob over a whole tool name: `*` any run of characters, `?` one.
@@ -361,6 +378,22 @@ impl Walk<'_> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_server_anchored_mcp_glob_is_a_valid_allow_glob() {
+        let cases = [
+            ("mcp__github__get_*", true),
+            ("mcp__puppeteer__*", true),
+            ("mcp__*", false),
+            ("mcp__*__x", false),
+            ("mcp____*", false),
+            ("*", false),
+            ("B*", false),
+        ];
+        for (name, want) in cases {
+            assert_eq!(anchored_mcp_glob(name), want, "{name}");
+        }
+    }
 
     #[test]
     fn tool_name_globs_match_whole_names() {
