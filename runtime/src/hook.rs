@@ -372,8 +372,8 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
             .collect::<Vec<_>>()
             .join("\n")
     });
-    let d = berth_policy::decide(&call.action, &ctx);
     let resolved = inputs.autonomy.resolve(call.action.kind());
+    let d = berth_policy::decide(&call.action, &ctx);
     let (mut answer, mut reason) = if call.powershell {
         (
             Answer::Ask,
@@ -442,7 +442,8 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
     })
 }
 
-/// The hook's answer before the permission mode and the holds.
+/// The hook's answer as it is settled: by the stage, then the symlink deny,
+/// the holds and the permission mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answer {
     /// No output: Claude Code's own flow decides.
