@@ -1135,3 +1135,36 @@ fn the_readme_matcher_names_the_tools_the_hook_answers_for() {
         assert_eq!(decision, Some(json!(want)), "{tool}: {got:?}");
     }
 }
+
+/// permissions: "A symlink that points to a denied file is itself denied",
+/// also when the project itself is reached through a symlink (as `/tmp` is
+/// `/private/tmp` on macOS): the project's rules keep its own spelling.
+#[test]
+fn a_symlink_to_a_denied_file_is_denied_in_a_project_reached_through_a_symlink() {
+    let f = Fixture::new();
+    std::os::unix::fs::symlink(".env", f.project().join("env-link")).unwrap();
+    let via = f.dir.path().join("via");
+    std::os::unix::fs::symlink(f.dir.path(), &via).unwrap();
+    let p = via.join("proj").display().to_string();
+    let mut payload: Value =
+        serde_json::from_slice(&f.payload("Read", json!({"file_path": format!("{p}/env-link")})))
+            .unwrap();
+    payload["cwd"] = json!(p);
+    let (got, stderr, code) = f.hook(&[], payload.to_string().as_bytes());
+    let settings = format!("{p}/.claude/settings.json");
+    assert_eq!(
+        (got, stderr.as_str(), code),
+        (
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (through a symlink): {p}/env-link resolves on the host to {p}/.env; \
+                     berth deny (stage deny_rule; segment 1 of 1 `read {p}/.env`): \
+                     {p}/.env meets the deny rule deny \"Read(./.env)\" ({settings}:4:14)"
+                )
+            ),
+            "",
+            0
+        )
+    );
+}

@@ -664,10 +664,21 @@ fn settings_hold(call: &Call, d: &Decision) -> Option<String> {
 /// symlink that points to a denied file is itself denied".
 fn symlink_deny(call: &Call, d: &Decision, ctx: &berth_policy::Context<'_>) -> Option<String> {
     let write = matches!(call.action, Action::FileWrite { .. });
+    // A project that itself lives under a symlink (`/tmp` → `/private/tmp`)
+    // keeps its own spelling, so its rules still match what is inside it.
+    let root = call.root.as_str();
+    let canonical_root = host_target(root).filter(|r| r != root);
     for path in berth_sandbox::host_scope::judged_paths(d, &call.cwd) {
-        let Some(target) = host_target(&path) else {
+        let Some(mut target) = host_target(&path) else {
             continue;
         };
+        if let Some(rest) = canonical_root
+            .as_deref()
+            .and_then(|c| target.strip_prefix(c))
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+        {
+            target = format!("{root}{rest}");
+        }
         if target == path {
             continue;
         }
