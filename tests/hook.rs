@@ -124,11 +124,16 @@ impl Fixture {
 
     /// A PreToolUse payload as Claude Code sends it.
     fn payload(&self, tool: &str, input: Value) -> Vec<u8> {
+        self.payload_in("default", tool, input)
+    }
+
+    /// The same in another `permission_mode`.
+    fn payload_in(&self, mode: &str, tool: &str, input: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({
             "session_id": "abc123",
             "transcript_path": format!("{}/.claude/projects/x/abc123.jsonl", self.home().display()),
             "cwd": self.p(),
-            "permission_mode": "default",
+            "permission_mode": mode,
             "hook_event_name": "PreToolUse",
             "tool_name": tool,
             "tool_input": input,
@@ -218,16 +223,15 @@ fn decisions_on_documented_payloads() {
                 ),
             ),
         ),
+        // permission-modes: in `default` only reads run without asking, so
+        // Claude Code asks for the part no rule allows: berth leaves it to
+        // Claude Code's own flow (no output) instead of asking twice.
         (
-            "partially allowed Bash asks",
+            "partially allowed Bash gets no opinion",
             &[],
             "Bash",
             bash("ls && rm notes.txt"),
-            decision(
-                "ask",
-                "berth ask (stage partial_allow; segment 2 of 2 `rm notes.txt`): \
-                 only part of the command is allowed: no allow rule matches `rm notes.txt`",
-            ),
+            None,
         ),
         (
             "a deny rule denies the whole line",
@@ -359,17 +363,11 @@ fn decisions_on_documented_payloads() {
             ),
         ),
         (
-            "manual: a Write no rule names asks",
+            "no agent: a Write no rule names gets no opinion",
             &[],
             "Write",
             json!({"file_path": format!("{p}/notes.md"), "content": "x"}),
-            decision(
-                "ask",
-                &format!(
-                    "berth ask (stage autonomy; segment 1 of 1 `write {p}/notes.md`): \
-                     the agent's autonomy for this action is require_approval (wildcard)"
-                ),
-            ),
+            None,
         ),
         (
             "--project: permissions.json allows, berth.toml adds a deny template",
@@ -563,5 +561,610 @@ fn the_project_directory_comes_from_claude_project_dir() {
     assert_eq!(
         got["hookSpecificOutput"]["permissionDecision"], "allow",
         "{got}"
+    );
+}
+
+/// (case, `.claude/settings.json`, hook arguments, permission_mode, tool,
+/// tool_input, the whole stdout, stderr with `{settings}` for the file).
+type ParityCase = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    &'static str,
+    Value,
+    Option<Value>,
+    &'static str,
+);
+
+/// Never allow what Claude Code would not, and ask no more than it would
+/// alone. Each row quotes the passage of Claude Code's documentation
+/// (code.claude.com/docs/en: permissions, permission-modes, hooks) it
+/// relies on.
+#[test]
+fn answers_match_claude_codes_documented_meaning() {
+    let f = Fixture::new();
+    let p = f.p();
+    let proj = f.project();
+    std::os::unix::fs::symlink(".env", proj.join("env-link")).unwrap();
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(proj.join("src/lib.rs"), "\n").unwrap();
+    f.berth(&["agent", "auto-mode", "dev-1", "on"]);
+    f.berth(&["autonomy", "set", "dev-1", "file_read", "require_approval"]);
+    let settings = f.project().join(".claude/settings.json");
+    let s = settings.display().to_string();
+    const NONE: &str = r#"{"permissions": {}}"#;
+    const DEFAULT: &str = SETTINGS;
+    let cases: Vec<ParityCase> = vec![
+        // permissions: "An unanchored allow glob such as `"*"`, `"B*"`, or
+        // `"mcp__*"` is skipped with a warning and doesn't auto-approve anything."
+        (
+            "an unanchored allow glob approves nothing",
+            r#"{"permissions": {"allow": ["*", "B*"]}}"#,
+            &[],
+            "default",
+            "Bash",
+            bash("rm -rf build"),
+            None,
+            "berth hook: warning: {settings}:1:28: `*` is an allow glob in the tool-name position, which Claude Code skips and which approves nothing: skipped\n\
+             berth hook: warning: {settings}:1:33: `B*` is an allow glob in the tool-name position, which Claude Code skips and which approves nothing: skipped\n",
+        ),
+        // permissions: "The pattern must match the full tool name: `"*"`
+        // matches every tool".
+        (
+            "a deny glob covers every tool",
+            r#"{"permissions": {"deny": ["*"]}}"#,
+            &[],
+            "default",
+            "Read",
+            json!({"file_path": format!("{p}/src/lib.rs")}),
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (stage deny_rule; segment 1 of 1 `read {p}/src/lib.rs`): {p}/src/lib.rs meets the deny rule deny \"Read\" ({s}:1:27)"
+                ),
+            ),
+            "",
+        ),
+        (
+            "a deny glob covers Bash too",
+            r#"{"permissions": {"deny": ["B*"]}}"#,
+            &[],
+            "default",
+            "Bash",
+            bash("ls"),
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (stage deny_rule; segment 1 of 1 `ls`): `ls` matches the deny rule deny \"Bash\" ({s}:1:27)"
+                ),
+            ),
+            "",
+        ),
+        // permissions: "If you write a path rule for `Write`, `NotebookEdit`,
+        // `Glob`, or the legacy `MultiEdit` tool instead, Claude Code accepts
+        // the rule but never consults it".
+        (
+            "an allow Write(…) path rule approves nothing",
+            r#"{"permissions": {"allow": ["Write(docs/**)", "MultiEdit(docs/**)"]}}"#,
+            &[],
+            "default",
+            "Write",
+            json!({"file_path": format!("{p}/docs/a.md"), "content": "x"}),
+            None,
+            "berth hook: warning: {settings}:1:28: `Write(docs/**)` is a path rule for Write, which Claude Code accepts but never consults (write `Edit(…)`): skipped\n\
+             berth hook: warning: {settings}:1:46: `MultiEdit(docs/**)` is a path rule for MultiEdit, which Claude Code accepts but never consults (write `Edit(…)`): skipped\n",
+        ),
+        (
+            "an allow Edit(…) path rule approves a Write",
+            r#"{"permissions": {"allow": ["Edit(docs/**)"]}}"#,
+            &[],
+            "default",
+            "Write",
+            json!({"file_path": format!("{p}/docs/a.md"), "content": "x"}),
+            decision(
+                "allow",
+                &format!(
+                    "berth allow (stage allow_rule; segment 1 of 1 `write {p}/docs/a.md`): {p}/docs/a.md meets the allow rule allow \"Edit(docs/**)\" ({s}:1:28)"
+                ),
+            ),
+            "",
+        ),
+        // permission-modes: "`default` | Reads only" run without asking:
+        // berth's fallback (no rule, no agent) leaves the call to Claude Code.
+        (
+            "no settings, no agent: a Read inside the project gets no opinion",
+            NONE,
+            &[],
+            "default",
+            "Read",
+            json!({"file_path": format!("{p}/src/lib.rs")}),
+            None,
+            "",
+        ),
+        (
+            "no settings, no agent: ls gets no opinion",
+            NONE,
+            &[],
+            "default",
+            "Bash",
+            bash("ls -la"),
+            None,
+            "",
+        ),
+        (
+            "a partly allowed command gets no opinion",
+            DEFAULT,
+            &[],
+            "default",
+            "Bash",
+            bash("ls && rm notes.txt"),
+            None,
+            "",
+        ),
+        // permission-modes: acceptEdits "lets Claude create and edit files in
+        // your working directory without prompting".
+        (
+            "acceptEdits: a write inside the project is allowed",
+            NONE,
+            &[],
+            "acceptEdits",
+            "Edit",
+            json!({"file_path": format!("{p}/src/lib.rs"), "old_string": "a", "new_string": "b"}),
+            decision(
+                "allow",
+                &format!(
+                    "berth allow (permission mode acceptEdits): a write of {p}/src/lib.rs, inside the project, that no rule settles"
+                ),
+            ),
+            "",
+        ),
+        (
+            "acceptEdits: a command is answered as in default",
+            NONE,
+            &[],
+            "acceptEdits",
+            "Bash",
+            bash("npm run lint"),
+            None,
+            "",
+        ),
+        (
+            "acceptEdits: a write outside the project asks",
+            NONE,
+            &[],
+            "acceptEdits",
+            "Write",
+            json!({"file_path": "/etc/hosts", "content": "x"}),
+            decision(
+                "ask",
+                "berth ask (stage scope; segment 1 of 1 `write /etc/hosts`): /etc/hosts is outside the project scope",
+            ),
+            "",
+        ),
+        // permission-modes: plan "Reads, plus classifier-approved commands":
+        // Claude Code's plan flow decides; "Deny rules block in every mode".
+        (
+            "plan: an allowed command gets no opinion",
+            DEFAULT,
+            &[],
+            "plan",
+            "Bash",
+            bash("ls"),
+            None,
+            "",
+        ),
+        (
+            "plan: a deny still denies",
+            DEFAULT,
+            &[],
+            "plan",
+            "Bash",
+            bash("curl -s https://example.com"),
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (stage deny_rule; segment 1 of 1 `curl -s https://example.com`): `curl -s https://example.com` matches the deny rule deny \"Bash(curl:*)\" ({s}:4:30)"
+                ),
+            ),
+            "",
+        ),
+        // permission-modes: bypassPermissions "disables permission prompts
+        // and safety checks"; "Deny rules block in every mode, including
+        // `bypassPermissions`"; explicit ask rules still prompt.
+        (
+            "bypassPermissions: berth's auto mode lifts the scope",
+            NONE,
+            &[],
+            "bypassPermissions",
+            "Edit",
+            json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+            decision(
+                "allow",
+                "berth allow (stage autonomy; segment 1 of 1 `write /etc/hosts`): the agent's autonomy for this action is auto_approve (wildcard)",
+            ),
+            "",
+        ),
+        (
+            "bypassPermissions: a privileged command still asks",
+            NONE,
+            &[],
+            "bypassPermissions",
+            "Bash",
+            bash("git push origin main"),
+            decision(
+                "ask",
+                "berth ask (stage privileged; segment 1 of 1 `git push origin main`): `git push origin main`: `git push` pushes to a remote — approval is required in every mode",
+            ),
+            "",
+        ),
+        (
+            "bypassPermissions: a deny still denies",
+            DEFAULT,
+            &[],
+            "bypassPermissions",
+            "Read",
+            json!({"file_path": format!("{p}/.env")}),
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (stage deny_rule; segment 1 of 1 `read {p}/.env`): {p}/.env meets the deny rule deny \"Read(./.env)\" ({s}:4:14)"
+                ),
+            ),
+            "",
+        ),
+        (
+            "bypassPermissions: a written ask still asks",
+            r#"{"permissions": {"ask": ["Bash(make release:*)"]}}"#,
+            &[],
+            "bypassPermissions",
+            "Bash",
+            bash("make release"),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (stage ask_rule; segment 1 of 1 `make release`): `make release` matches the ask rule ask \"Bash(make release:*)\" ({s}:1:26)"
+                ),
+            ),
+            "",
+        ),
+        // permission-modes: dontAsk "auto-denies every tool call that would
+        // otherwise prompt you".
+        (
+            "dontAsk: what would ask is denied",
+            NONE,
+            &[],
+            "dontAsk",
+            "Edit",
+            json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+            decision(
+                "deny",
+                "berth deny (permission mode dontAsk: what would ask is denied); berth ask (stage scope; segment 1 of 1 `write /etc/hosts`): /etc/hosts is outside the project scope",
+            ),
+            "",
+        ),
+        // permissions (Claude Code skips what it cannot read): one unreadable
+        // allow entry is skipped, the rest still apply.
+        (
+            "an unreadable allow entry is skipped with a warning",
+            r#"{"permissions": {"allow": ["Bash(echo don't)", "Bash(ls:*)"]}}"#,
+            &[],
+            "default",
+            "Bash",
+            bash("ls"),
+            decision(
+                "allow",
+                &format!(
+                    "berth allow (stage allow_rule; segment 1 of 1 `ls`): `ls` matches the allow rule allow \"Bash(ls:*)\" ({s}:1:48)"
+                ),
+            ),
+            "berth hook: warning: {settings}:1:28: `Bash(echo don't)` is an allow entry berth cannot read (cannot read `Bash(echo don't)`: an unterminated quote in `echo don't`): skipped\n",
+        ),
+        (
+            "an unreadable deny entry fails closed",
+            r#"{"permissions": {"deny": ["Bash(echo don't)"]}}"#,
+            &[],
+            "default",
+            "Bash",
+            bash("ls"),
+            decision(
+                "ask",
+                &format!(
+                    "berth could not decide, so a person must: {s}:1:27: cannot read `Bash(echo don't)`: an unterminated quote in `echo don't`"
+                ),
+            ),
+            "berth hook: {settings}:1:27: cannot read `Bash(echo don't)`: an unterminated quote in `echo don't`\n",
+        ),
+        // permissions: "Deny rules: apply when either the symlink path or
+        // its target matches. A symlink that points to a denied file is
+        // itself denied."
+        (
+            "a Read through a symlink to a denied file is denied",
+            DEFAULT,
+            &[],
+            "default",
+            "Read",
+            json!({"file_path": format!("{p}/env-link")}),
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (through a symlink): {p}/env-link resolves on the host to {p}/.env; berth deny (stage deny_rule; segment 1 of 1 `read {p}/.env`): {p}/.env meets the deny rule deny \"Read(./.env)\" ({s}:4:14)"
+                ),
+            ),
+            "",
+        ),
+        (
+            "a command naming a symlink to a denied file is denied",
+            DEFAULT,
+            &["--agent", "dev-1"],
+            "default",
+            "Bash",
+            bash("cat env-link"),
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (through a symlink): {p}/env-link resolves on the host to {p}/.env; berth deny (stage deny_rule; segment 1 of 1 `read {p}/.env`): {p}/.env meets the deny rule deny \"Read(./.env)\" ({s}:4:14)"
+                ),
+            ),
+            "",
+        ),
+        // permissions: "A symlink inside an allowed directory that points
+        // outside it still prompts you."
+        (
+            "a Read through a symlink out of the project asks",
+            NONE,
+            &[],
+            "default",
+            "Read",
+            json!({"file_path": format!("{p}/etc-link/hostname")}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (held after the decision): {p}/etc-link/hostname resolves on the host to /etc/hostname through the symlink(s) {p}/etc-link, outside the project; berth ask (stage autonomy; segment 1 of 1 `read {p}/etc-link/hostname`): no autonomy is set for this action type: approval is required by default"
+                ),
+            ),
+            "",
+        ),
+        // permission-modes: "Writes to protected paths are never
+        // auto-approved except in `bypassPermissions` mode"; `.claude` is one.
+        (
+            "no agent: a write to .claude/ asks",
+            NONE,
+            &[],
+            "default",
+            "Write",
+            json!({"file_path": format!("{p}/.claude/settings.json"), "content": "{}"}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, whose settings hold the rules berth reads and this hook: a person decides; berth ask (stage autonomy; segment 1 of 1 `write {p}/.claude/settings.json`): no autonomy is set for this action type: approval is required by default"
+                ),
+            ),
+            "",
+        ),
+        (
+            "acceptEdits: a write to .claude/ asks",
+            NONE,
+            &[],
+            "acceptEdits",
+            "Edit",
+            json!({"file_path": format!("{p}/.claude/settings.json"), "old_string": "a", "new_string": "b"}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, whose settings hold the rules berth reads and this hook: a person decides; berth allow (permission mode acceptEdits): a write of {p}/.claude/settings.json, inside the project, that no rule settles"
+                ),
+            ),
+            "",
+        ),
+        (
+            "plan: a scope ask gets no opinion",
+            NONE,
+            &[],
+            "plan",
+            "Edit",
+            json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+            None,
+            "",
+        ),
+        (
+            "dontAsk: what berth leaves to Claude Code stays so",
+            NONE,
+            &[],
+            "dontAsk",
+            "Bash",
+            bash("cat README.md"),
+            None,
+            "",
+        ),
+        (
+            "an agent's specific require_approval asks",
+            NONE,
+            &["--agent", "dev-1"],
+            "default",
+            "Read",
+            json!({"file_path": format!("{p}/src/lib.rs")}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (stage autonomy; segment 1 of 1 `read {p}/src/lib.rs`): the agent's autonomy for this action is require_approval (specific)"
+                ),
+            ),
+            "",
+        ),
+        (
+            "bypassPermissions: an agent's specific require_approval still asks",
+            NONE,
+            &["--agent", "dev-1"],
+            "bypassPermissions",
+            "Read",
+            json!({"file_path": format!("{p}/src/lib.rs")}),
+            decision(
+                "ask",
+                &format!(
+                    "berth ask (stage autonomy; segment 1 of 1 `read {p}/src/lib.rs`): the agent's autonomy for this action is require_approval (specific)"
+                ),
+            ),
+            "",
+        ),
+        // hooks: "Match `Bash|PowerShell` in hooks that inspect shell
+        // commands"; berth cannot analyse PowerShell: opaque, so it asks.
+        (
+            "PowerShell asks as an opaque command",
+            NONE,
+            &[],
+            "default",
+            "PowerShell",
+            json!({"command": "Get-ChildItem -Recurse"}),
+            decision(
+                "ask",
+                "berth ask (stage opaque): a PowerShell command, which berth cannot analyse",
+            ),
+            "",
+        ),
+        (
+            "dontAsk: PowerShell is denied",
+            NONE,
+            &[],
+            "dontAsk",
+            "PowerShell",
+            json!({"command": "Get-ChildItem -Recurse"}),
+            decision(
+                "deny",
+                "berth deny (permission mode dontAsk: what would ask is denied); berth ask (stage opaque): a PowerShell command, which berth cannot analyse",
+            ),
+            "",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, text, args, mode, tool, input, want, want_err) in cases {
+        std::fs::write(&settings, text).unwrap();
+        let (got, stderr, code) = f.hook(args, &f.payload_in(mode, tool, input));
+        let want_err = want_err.replace("{settings}", &settings.display().to_string());
+        if (got.as_ref(), code, stderr.as_str()) != (want.as_ref(), 0, want_err.as_str()) {
+            failures.push(format!(
+                "{name}:\n  want {} / {want_err:?}\n  got  {} / {stderr:?} (exit {code})",
+                want.map(|w| w.to_string()).unwrap_or_default(),
+                got.map(|g| g.to_string()).unwrap_or_default()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// hooks: "Hook output strings, including `additionalContext`,
+/// `systemMessage`, and plain stdout, are capped at 10,000 characters."
+/// A 2 MB command's reason stays within the cap, cut on a character
+/// boundary (the command is multi-byte) with a marker.
+#[test]
+fn the_reason_is_bounded_by_claude_codes_cap() {
+    let f = Fixture::new();
+    let command = format!("curl -s https://example.com/{}", "é".repeat(1 << 20));
+    let (got, stderr, code) = f.hook(&[], &f.payload("Bash", bash(&command)));
+    let got = got.unwrap();
+    let out = &got["hookSpecificOutput"];
+    let reason = out["permissionDecisionReason"].as_str().unwrap();
+    let marker = reason.rsplit_once(" … [").map(|(_, m)| m);
+    assert_eq!(
+        (
+            &out["permissionDecision"],
+            reason.chars().count() <= 10_000,
+            reason.starts_with(
+                "berth deny (stage deny_rule; segment 1 of 1 `curl -s https://example.com/éé"
+            ),
+            marker.is_some_and(|m| m.ends_with(" characters truncated]")),
+            code,
+            stderr.as_str(),
+        ),
+        (&json!("deny"), true, true, true, 0, ""),
+        "{} characters: …{}",
+        reason.chars().count(),
+        reason.chars().rev().take(60).collect::<String>()
+    );
+}
+
+/// hooks: PreToolUse "Matches on tool name: `Bash`, `PowerShell`, `Edit`,
+/// `Write`, `Read`, …"; permissions: "`notebook_path` for NotebookEdit", and
+/// `MultiEdit` is "the legacy `MultiEdit` tool". The README's matcher names
+/// exactly the tools the hook answers for; each gets an answer with
+/// `deny: ["*"]` ("`"*"` matches every tool"): Claude Code's own deny rule
+/// decides PowerShell, which berth cannot analyse and asks about.
+#[test]
+fn the_readme_matcher_names_the_tools_the_hook_answers_for() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme.split("## Claude Code hook").nth(1).unwrap();
+    let matcher = section
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("\"matcher\": \""))
+        .and_then(|l| l.split('"').next())
+        .unwrap();
+    let mut tools: Vec<&str> = matcher.split('|').collect();
+    tools.sort_unstable();
+    assert_eq!(
+        tools,
+        [
+            "Bash",
+            "Edit",
+            "NotebookEdit",
+            "PowerShell",
+            "Read",
+            "Write"
+        ]
+    );
+    let f = Fixture::new();
+    let p = f.p();
+    std::fs::write(
+        f.project().join(".claude/settings.json"),
+        r#"{"permissions": {"deny": ["*"]}}"#,
+    )
+    .unwrap();
+    for tool in tools {
+        let input = match tool {
+            "Bash" | "PowerShell" => json!({"command": "ls"}),
+            "NotebookEdit" => json!({"notebook_path": format!("{p}/a.ipynb"), "new_source": "x"}),
+            _ => {
+                json!({"file_path": format!("{p}/a.txt"), "content": "x", "old_string": "a", "new_string": "b"})
+            }
+        };
+        let (got, _, _) = f.hook(&[], &f.payload(tool, input));
+        let decision = got
+            .as_ref()
+            .map(|g| g["hookSpecificOutput"]["permissionDecision"].clone());
+        let want = if tool == "PowerShell" { "ask" } else { "deny" };
+        assert_eq!(decision, Some(json!(want)), "{tool}: {got:?}");
+    }
+}
+
+/// permissions: "A symlink that points to a denied file is itself denied",
+/// also when the project itself is reached through a symlink (as `/tmp` is
+/// `/private/tmp` on macOS): the project's rules keep its own spelling.
+#[test]
+fn a_symlink_to_a_denied_file_is_denied_in_a_project_reached_through_a_symlink() {
+    let f = Fixture::new();
+    std::os::unix::fs::symlink(".env", f.project().join("env-link")).unwrap();
+    let via = f.dir.path().join("via");
+    std::os::unix::fs::symlink(f.dir.path(), &via).unwrap();
+    let p = via.join("proj").display().to_string();
+    let mut payload: Value =
+        serde_json::from_slice(&f.payload("Read", json!({"file_path": format!("{p}/env-link")})))
+            .unwrap();
+    payload["cwd"] = json!(p);
+    let (got, stderr, code) = f.hook(&[], payload.to_string().as_bytes());
+    let settings = format!("{p}/.claude/settings.json");
+    assert_eq!(
+        (got, stderr.as_str(), code),
+        (
+            decision(
+                "deny",
+                &format!(
+                    "berth deny (through a symlink): {p}/env-link resolves on the host to {p}/.env; \
+                     berth deny (stage deny_rule; segment 1 of 1 `read {p}/.env`): \
+                     {p}/.env meets the deny rule deny \"Read(./.env)\" ({settings}:4:14)"
+                )
+            ),
+            "",
+            0
+        )
     );
 }

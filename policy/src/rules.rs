@@ -3,9 +3,16 @@
 //! `permissions.json` is `{"allow": [...], "ask": [...], "deny": [...]}` of
 //! command patterns (plain word prefixes, or Claude Code's `Bash(…)` forms).
 //! A Claude Code `settings.json` is read as-is: `permissions.allow|ask|deny`,
-//! where `Bash(…)` entries are command rules, `Read(…)`, `Edit(…)` and
-//! `Write(…)` path rules for file actions, and other tools are ignored with a
-//! warning (berth does not run them).
+//! where `Bash(…)` entries are command rules, `Read(…)` and `Edit(…)` path
+//! rules for file actions, and other tools are ignored with a warning (berth
+//! does not run them).
+//!
+//! Claude Code checks file permissions against `Edit(path)` and `Read(path)`
+//! rules only: it accepts a path rule for `Write`, `MultiEdit` or
+//! `NotebookEdit` but never consults it. Write `Edit(…)`. This parser still
+//! reads such a rule as a write rule (a deny or ask one only holds more than
+//! Claude Code would); the Claude Code hook skips an allow one, with a
+//! warning, so there it approves nothing, as in Claude Code.
 //!
 //! A file that does not parse, or an entry berth cannot read, is an error
 //! naming the file, line and column: nothing is decided from a broken file —

@@ -12,16 +12,37 @@
 //! the developer's machine — with the project root at `$CLAUDE_PROJECT_DIR`
 //! (else the payload's `cwd`), the rules of `--project` (its
 //! `permissions.json` and `berth.toml` limits, as the engine loads them) plus
-//! the project's `.claude/settings.json` and `.claude/settings.local.json`,
-//! and the autonomy of `--agent` (manual when none is named). An allowed
-//! action whose judged paths leave the project through a symlink asks, as the
-//! engine holds it in runner mode; so does an allowed write or command that
-//! touches the project's `.claude/` directory, where the rules and this hook
-//! are configured.
+//! the project's `.claude/settings.json` and `.claude/settings.local.json`
+//! (read as Claude Code reads them: [`claude_settings`]), and the autonomy of
+//! `--agent` (none when no agent is named).
+//!
+//! Installing the hook must never make Claude Code weaker, nor ask more than
+//! it would alone. A hook's `allow` skips Claude Code's prompt, so the answer
+//! follows the stage that settled berth's decision:
+//!
+//! - no output when berth only fell back to asking (stage `autonomy` with the
+//!   built-in default or the wildcard `require_approval`, or
+//!   `partial_allow`): Claude Code's own flow decides;
+//! - `allow` only when an allow rule, or an autonomy the agent was given (a
+//!   specific `auto_approve`, or auto mode), settled it;
+//! - `ask` for `privileged`, `never_auto`, `scope`, `opaque`, `ask_rule`, a
+//!   specific `require_approval`, a write or command touching the project's
+//!   `.claude/` (where the rules and this hook are configured), or a path
+//!   that leaves the project through a symlink (the engine's runner guard);
+//! - `deny` for a deny, and for a path that reaches, through a symlink, one a
+//!   deny rule names.
+//!
+//! The payload's `permission_mode` then applies: `acceptEdits` allows a file
+//! write inside the project that no rule settles; `plan` leaves everything
+//! but a deny to Claude Code; `bypassPermissions` decides in berth's auto mode
+//! (the scope lifted; denies, privileged commands, written asks, opaque
+//! commands and `.claude/` still answer); `dontAsk` turns `ask` into `deny`.
+//! The reason is cut to Claude Code's 10,000-character cap on hook output.
 //!
 //! - Bash → `terminal`; Read → `file_read`; Edit, Write, MultiEdit,
-//!   NotebookEdit → `file_write`. Any other tool: no opinion (no output, exit
-//!   0), and Claude Code applies its own rules.
+//!   NotebookEdit → `file_write`; PowerShell, which berth cannot analyse,
+//!   asks as an opaque command does. Any other tool: no opinion (no output,
+//!   exit 0), and Claude Code applies its own rules.
 //! - Fail closed: a payload that is not JSON or lacks what its tool needs, or
 //!   rules or state that cannot be read, answer `ask` with the reason (and
 //!   say so on stderr), never `allow`; the exit code stays 0 so Claude Code
@@ -31,11 +52,17 @@
 //! `--agent` (the agent's autonomy). It records nothing: the developer's own
 //! Claude Code session is not an agent's berth.
 
+mod claude_settings;
+
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use berth_engine::{Engine, StateDir};
-use berth_policy::{Action, Autonomy, Decision, Frame, Limits, RuleMatch, RuleSet, Verdict};
+use berth_policy::autonomy::WILDCARD;
+use berth_policy::{
+    Action, Autonomy, Decision, Frame, Limits, Mode, Origin, Resolved, RuleMatch, RuleSet, Stage,
+    Verdict,
+};
 use berth_sandbox::host_scope::HostScope;
 use serde_json::{Value, json};
 
@@ -55,8 +82,8 @@ pub struct ClaudeCodeArgs {
     /// (default: the agent's project, else none).
     #[arg(long)]
     project: Option<String>,
-    /// The agent whose autonomy applies (default: manual, every action asks
-    /// unless a rule allows it).
+    /// The agent whose autonomy applies (default: none; what no rule settles
+    /// is left to Claude Code's own flow).
     #[arg(long)]
     agent: Option<String>,
 }
@@ -76,7 +103,10 @@ pub struct HookEnv {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookAnswer {
     /// Print nothing; exit 0. The note (why) goes to stderr when there is one.
-    NoOpinion { note: Option<String> },
+    NoOpinion {
+        note: Option<String>,
+        warning: Option<String>,
+    },
     /// Print the decision; `warning` goes to stderr.
     Decide {
         decision: &'static str,
@@ -140,9 +170,12 @@ pub fn run(state: Option<PathBuf>, cmd: HookCommand) -> anyhow::Result<u8> {
         Ok(_) => answer(&input, &env, &args),
     };
     match &answer {
-        HookAnswer::NoOpinion { note } => {
+        HookAnswer::NoOpinion { note, warning } => {
             if let Some(n) = note {
                 eprintln!("berth hook: {n}");
+            }
+            if let Some(w) = warning {
+                eprintln!("{w}");
             }
         }
         HookAnswer::Decide { warning, .. } => {
@@ -157,9 +190,41 @@ pub fn run(state: Option<PathBuf>, cmd: HookCommand) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Claude Code's permission mode, from the payload's `permission_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PermissionMode {
+    /// `default` (Manual), and any value this hook does not know (`auto`,
+    /// a mode added later): berth's answer by the stage that settled it.
+    Default,
+    /// `acceptEdits`: file writes inside the project as allowed.
+    AcceptEdits,
+    /// `plan`: Claude Code's own plan-mode flow decides.
+    Plan,
+    /// `bypassPermissions`: berth's auto mode.
+    BypassPermissions,
+    /// `dontAsk`: what would ask is denied.
+    DontAsk,
+}
+
+impl PermissionMode {
+    fn read(value: Option<&str>) -> PermissionMode {
+        match value {
+            Some("acceptEdits") => PermissionMode::AcceptEdits,
+            Some("plan") => PermissionMode::Plan,
+            Some("bypassPermissions") => PermissionMode::BypassPermissions,
+            Some("dontAsk") => PermissionMode::DontAsk,
+            _ => PermissionMode::Default,
+        }
+    }
+}
+
 /// A tool call berth governs.
 struct Call {
     action: Action,
+    mode: PermissionMode,
+    /// A PowerShell call: its command is not bash, so nothing in it is
+    /// judged and it answers as an opaque command does.
+    powershell: bool,
     /// The directory the call runs in (absolute).
     cwd: String,
     /// The project root (absolute).
@@ -171,13 +236,17 @@ pub fn answer(input: &[u8], env: &HookEnv, args: &ClaudeCodeArgs) -> HookAnswer 
     let call = match read_call(input, env) {
         Ok(Some(c)) => c,
         Ok(None) => {
-            return HookAnswer::NoOpinion { note: None };
+            return HookAnswer::NoOpinion {
+                note: None,
+                warning: None,
+            };
         }
         Err(Malformed::NotPreToolUse(event)) => {
             return HookAnswer::NoOpinion {
                 note: Some(format!(
                     "`{event}` is not a PreToolUse payload: no opinion (install the hook under hooks.PreToolUse)"
                 )),
+                warning: None,
             };
         }
         Err(Malformed::Invalid(why)) => {
@@ -235,8 +304,14 @@ fn read_call(input: &[u8], env: &HookEnv) -> Result<Option<Call>, Malformed> {
         "NotebookEdit" => Action::FileWrite {
             path: field("notebook_path")?,
         },
+        // A PowerShell command berth cannot analyse: decided as opaque.
+        "PowerShell" => Action::Terminal {
+            command: field("command")?,
+        },
         _ => return Ok(None),
     };
+    let powershell = tool == "PowerShell";
+    let mode = PermissionMode::read(text("permission_mode"));
     let cwd = text("cwd").filter(|c| c.starts_with('/'));
     let root = env
         .project_dir
@@ -252,6 +327,8 @@ fn read_call(input: &[u8], env: &HookEnv) -> Result<Option<Call>, Malformed> {
     let root = berth_policy::scope::normalize("/", root);
     Ok(Some(Call {
         action,
+        mode,
+        powershell,
         cwd: cwd.map_or_else(|| root.clone(), |c| berth_policy::scope::normalize("/", c)),
         root,
     }))
@@ -268,7 +345,12 @@ struct Inputs {
 }
 
 fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<HookAnswer, String> {
-    let inputs = load_inputs(&call.root, env, args)?;
+    let mut inputs = load_inputs(&call.root, env, args)?;
+    if call.mode == PermissionMode::BypassPermissions {
+        // Claude Code skips its prompts: berth's auto mode (the agent's
+        // specific modes stay, the wildcard becomes auto_approve).
+        inputs.autonomy.set(WILDCARD, Mode::AutoApprove);
+    }
     let frame = Frame::Host {
         project_root: call.root.clone(),
         extra_roots: inputs.extra_roots.clone(),
@@ -282,7 +364,6 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
         protected_branches: &inputs.protected,
         limits: &inputs.limits,
     };
-    let d = berth_policy::decide(&call.action, &ctx);
     let warning = (!inputs.warnings.is_empty()).then(|| {
         inputs
             .warnings
@@ -291,28 +372,136 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
             .collect::<Vec<_>>()
             .join("\n")
     });
-    let reason = explain(&d);
-    Ok(match d.verdict {
-        Verdict::Deny => HookAnswer::Decide {
+    let resolved = inputs.autonomy.resolve(call.action.kind());
+    let d = berth_policy::decide(&call.action, &ctx);
+    let (mut answer, mut reason) = if call.powershell {
+        (
+            Answer::Ask,
+            "berth ask (stage opaque): a PowerShell command, which berth cannot analyse"
+                .to_string(),
+        )
+    } else {
+        (settle(&d, resolved), explain(&d))
+    };
+    // A path that reaches, through a symlink, one a deny rule names.
+    if answer != Answer::Deny
+        && !call.powershell
+        && let Some(held) = symlink_deny(call, &d, &ctx)
+    {
+        answer = Answer::Deny;
+        reason = held;
+    }
+    if call.mode == PermissionMode::AcceptEdits
+        && let Action::FileWrite { path } = &call.action
+        && answer == Answer::NoOpinion
+        && d.stage == Stage::Autonomy
+    {
+        answer = Answer::Allow;
+        reason = format!(
+            "berth allow (permission mode acceptEdits): a write of {path}, inside the project, that no rule settles"
+        );
+    }
+    if matches!(answer, Answer::Allow | Answer::NoOpinion) && !call.powershell {
+        let held = settings_hold(call, &d).or_else(|| {
+            // berth's auto mode lifts the scope: a link out of it is in scope.
+            (call.mode != PermissionMode::BypassPermissions)
+                .then(|| symlink_hold(call, &inputs.extra_roots, &d))
+                .flatten()
+        });
+        if let Some(held) = held {
+            answer = Answer::Ask;
+            reason = format!("berth ask (held after the decision): {held}; {reason}");
+        }
+    }
+    match call.mode {
+        PermissionMode::Plan if answer != Answer::Deny => answer = Answer::NoOpinion,
+        PermissionMode::DontAsk if answer == Answer::Ask => {
+            answer = Answer::Deny;
+            reason =
+                format!("berth deny (permission mode dontAsk: what would ask is denied); {reason}");
+        }
+        _ => {}
+    }
+    let reason = bounded(reason);
+    Ok(match answer {
+        Answer::NoOpinion => HookAnswer::NoOpinion {
+            note: None,
+            warning,
+        },
+        Answer::Allow => HookAnswer::Decide {
+            decision: "allow",
+            reason,
+            warning,
+        },
+        Answer::Ask => HookAnswer::ask(reason, warning),
+        Answer::Deny => HookAnswer::Decide {
             decision: "deny",
             reason,
             warning,
         },
-        Verdict::RequireApproval => HookAnswer::ask(reason, warning),
-        Verdict::AutoApprove => {
-            match settings_hold(call, &d).or_else(|| symlink_hold(call, &inputs.extra_roots, &d)) {
-                Some(held) => HookAnswer::ask(
-                    format!("berth ask (held after the decision): {held}; {reason}"),
-                    warning,
-                ),
-                None => HookAnswer::Decide {
-                    decision: "allow",
-                    reason,
-                    warning,
-                },
+    })
+}
+
+/// The hook's answer as it is settled: by the stage, then the symlink deny,
+/// the holds and the permission mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// No output: Claude Code's own flow decides.
+    NoOpinion,
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// The answer by the stage that settled berth's decision: `allow` only where
+/// a rule, or an autonomy the agent was given, approved; no opinion where
+/// berth only fell back to asking (the built-in default, the switch off, or
+/// a command partly allowed), so Claude Code asks no more than it would alone;
+/// `ask` where berth's policy itself holds the action; `deny` for a deny.
+fn settle(d: &Decision, resolved: Resolved) -> Answer {
+    match (d.verdict, d.stage) {
+        (Verdict::Deny, _) => Answer::Deny,
+        (Verdict::RequireApproval, Stage::PartialAllow) => Answer::NoOpinion,
+        (Verdict::RequireApproval, Stage::Autonomy) => {
+            if resolved.origin == Origin::Specific {
+                Answer::Ask
+            } else {
+                Answer::NoOpinion
             }
         }
-    })
+        (Verdict::RequireApproval, _) => Answer::Ask,
+        (Verdict::AutoApprove, Stage::Autonomy) => {
+            if resolved.origin == Origin::Specific || resolved.is_auto_mode() {
+                Answer::Allow
+            } else {
+                Answer::NoOpinion
+            }
+        }
+        (Verdict::AutoApprove, _) => Answer::Allow,
+    }
+}
+
+/// Claude Code's cap on a hook's output strings.
+const MAX_REASON_CHARS: usize = 10_000;
+
+/// The reason within [`MAX_REASON_CHARS`], cut on a character boundary with a
+/// marker saying how much was left out.
+fn bounded(reason: String) -> String {
+    let total = reason.chars().count();
+    if total <= MAX_REASON_CHARS {
+        return reason;
+    }
+    // The marker is at most 64 characters; the head fills the rest.
+    let keep = MAX_REASON_CHARS - 64;
+    let cut = reason
+        .char_indices()
+        .nth(keep)
+        .map_or(reason.len(), |(i, _)| i);
+    format!(
+        "{} … [{} characters truncated]",
+        &reason[..cut],
+        total - keep
+    )
 }
 
 fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Inputs, String> {
@@ -320,7 +509,9 @@ fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Input
     let mut limits = Limits::default();
     let mut protected = vec!["main".to_string(), "master".to_string()];
     let mut extra_roots = Vec::new();
-    let mut autonomy = Autonomy::manual();
+    // No agent: no autonomy at all, so what no rule settles falls to the
+    // built-in default and Claude Code's own flow decides it.
+    let mut autonomy = Autonomy::new();
 
     // Names become paths in the state directory: the engine's rule, checked first.
     for (what, name) in [("project name", &args.project), ("agent name", &args.agent)] {
@@ -359,13 +550,15 @@ fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Input
         rules.extend(project_rules);
     }
     let claude = Path::new(root).join(".claude");
+    let mut settings_warnings = Vec::new();
     for name in ["settings.json", "settings.local.json"] {
         let path = claude.join(name);
         if !path.is_file() {
             continue;
         }
-        let set = RuleSet::load(&path).map_err(|e| e.to_string())?;
+        let (set, skipped) = claude_settings::load(&path)?;
         rules.extend(set);
+        settings_warnings.extend(skipped);
         extra_roots.extend(additional_directories(&path, root, env.home.as_deref())?);
     }
     // Entries berth skips on purpose (other tools' rules, Claude Code's own
@@ -373,6 +566,7 @@ fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Input
     let warnings = std::mem::take(&mut rules.warnings)
         .into_iter()
         .filter(|w| !w.contains("which berth does not run") && !w.contains("is not used by berth"))
+        .chain(settings_warnings)
         .collect();
     Ok(Inputs {
         rules,
@@ -462,6 +656,69 @@ fn settings_hold(call: &Call, d: &Decision) -> Option<String> {
                 "{p} is in {claude}, whose settings hold the rules berth reads and this hook: a person decides"
             )
         })
+}
+
+/// Why the action is denied after all: a path it touches resolves on this
+/// host, through a symlink, to one a deny rule names. The policy judges
+/// paths as written; Claude Code checks a symlink and its target, and "a
+/// symlink that points to a denied file is itself denied".
+fn symlink_deny(call: &Call, d: &Decision, ctx: &berth_policy::Context<'_>) -> Option<String> {
+    let write = matches!(call.action, Action::FileWrite { .. });
+    // A project that itself lives under a symlink (`/tmp` → `/private/tmp`)
+    // keeps its own spelling, so its rules still match what is inside it.
+    let root = call.root.as_str();
+    let canonical_root = host_target(root).filter(|r| r != root);
+    for path in berth_sandbox::host_scope::judged_paths(d, &call.cwd) {
+        let Some(mut target) = host_target(&path) else {
+            continue;
+        };
+        if let Some(rest) = canonical_root
+            .as_deref()
+            .and_then(|c| target.strip_prefix(c))
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+        {
+            target = format!("{root}{rest}");
+        }
+        if target == path {
+            continue;
+        }
+        let reads = std::iter::once(Action::FileRead {
+            path: target.clone(),
+        });
+        let writes = write.then(|| Action::FileWrite {
+            path: target.clone(),
+        });
+        for probe in reads.chain(writes) {
+            let t = berth_policy::decide(&probe, ctx);
+            if t.verdict == Verdict::Deny
+                && matches!(t.stage, Stage::DenyRule | Stage::DenyTemplate)
+            {
+                return Some(format!(
+                    "berth deny (through a symlink): {path} resolves on the host to {target}; {}",
+                    explain(&t)
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Where `path` leads on this host: its longest existing prefix with every
+/// symlink resolved, the rest appended as written (`None` when the path is
+/// not UTF-8 once resolved).
+fn host_target(path: &str) -> Option<String> {
+    let mut existing = Path::new(path);
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(mut resolved) = std::fs::canonicalize(existing) {
+            for part in rest.iter().rev() {
+                resolved.push(part);
+            }
+            return resolved.to_str().map(str::to_string);
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
 }
 
 /// Why an allowed action must ask after all: a judged path inside the scope

@@ -225,7 +225,7 @@ impl BerthMcp {
 
     /// Writes a file of the berth, as a proposed file_write action.
     #[tool(
-        description = "Write a whole text file in your berth, as a proposed file_write action (policy: file_write autonomy, Edit/Write(...) rules, the project scope). Returns the bytes written, or the pending action id and how a person approves it, or the refusal's reason and stage.",
+        description = "Write a whole text file in your berth, as a proposed file_write action (policy: file_write autonomy, Edit(...) path rules, the project scope). Returns the bytes written, or the pending action id and how a person approves it, or the refusal's reason and stage.",
         annotations(
             title = "Write a file",
             destructive_hint = true,
