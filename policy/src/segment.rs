@@ -134,10 +134,11 @@ pub struct Segment {
     pub cd_absolute: bool,
     /// The function whose body holds it.
     pub in_function: Option<String>,
-    /// Runs in a pipeline or in the background.
+    /// Runs in a child process: a pipeline, the background, a subshell, a
+    /// command or process substitution, a coproc.
     pub piped_or_background: bool,
-    /// The self-call of a function that runs itself in a pipeline or in the
-    /// background: a fork bomb.
+    /// The self-call of a function that runs itself (directly or through
+    /// other functions) in a child process: a fork bomb.
     pub fork_bomb: bool,
 }
 
@@ -352,7 +353,10 @@ impl<'h> Walker<'h> {
         match c {
             Compound::Group(l) => self.walk_list(l, state),
             Compound::Subshell(l) => {
+                let saved = self.piped_or_background;
+                self.piped_or_background = true;
                 self.walk_list(l, state.clone());
+                self.piped_or_background = saved;
                 state
             }
             Compound::If {
@@ -469,7 +473,10 @@ impl<'h> Walker<'h> {
         // A substitution runs in the same privilege as its command's shell:
         // keep the enclosing wrappers (`sudo sh -c 'echo $(id)'`).
         self.via = saved_via.clone();
+        // …and in a child process (`f(){ f <(f); }` forks).
+        let saved_forked = std::mem::replace(&mut self.piped_or_background, true);
         self.walk_list(list, state.clone());
+        self.piped_or_background = saved_forked;
         self.via = saved_via;
     }
 
@@ -677,7 +684,10 @@ impl<'h> Walker<'h> {
                     if let Some(r) = &info.replace {
                         for a in rest.iter_mut() {
                             if !r.is_empty() && a.text.contains(r.as_str()) {
+                                // What replaces it comes from stdin: the
+                                // skeleton is the rest of the word.
                                 a.dynamic = true;
+                                a.text = a.text.replace(r.as_str(), "");
                             }
                         }
                     }
@@ -878,27 +888,79 @@ impl<'h> Walker<'h> {
         }
     }
 
-    /// A function whose body runs itself in a pipeline or in the background,
-    /// and is called from outside: a fork bomb.
+    /// A function that runs itself — directly or through other functions of
+    /// the line (`a(){ b|b& }; b(){ a; }`) — from a child process (a
+    /// pipeline, the background, a subshell, `$(…)`, `<(…)`, `coproc`), and
+    /// is called from outside its own body: a fork bomb. Each such self-call
+    /// is marked.
     fn mark_fork_bombs(&mut self) {
-        let called_outside: Vec<String> = self
+        // A call is a segment naming a function of the line, even one
+        // defined after the body that calls it (`a(){ b|b& }; b(){ a; }`).
+        let functions = &self.functions;
+        let is_call = |s: &Segment| {
+            s.kind == SegKind::FunctionCall
+                || (s.kind == SegKind::Command
+                    && s.chain.is_empty()
+                    && s.argv
+                        .first()
+                        .is_some_and(|a| !a.dynamic && functions.contains_key(&a.text)))
+        };
+        // Calls between functions: (caller, callee, forked).
+        let calls: Vec<(&str, &str, bool)> = self
             .segments
             .iter()
-            .filter(|s| s.kind == SegKind::FunctionCall)
-            .filter(|s| {
-                s.argv
-                    .first()
-                    .is_some_and(|a| s.in_function.as_deref() != Some(a.text.as_str()))
+            .filter(|s| is_call(s))
+            .filter_map(|s| {
+                let callee = s.argv.first()?.text.as_str();
+                Some((s.in_function.as_deref()?, callee, s.piped_or_background))
             })
+            .collect();
+        if calls.is_empty() {
+            return;
+        }
+        // Whether `from` reaches `to` through calls (bounded by the number
+        // of functions: each is visited once).
+        let reaches = |from: &str, to: &str| {
+            let mut seen: Vec<&str> = vec![from];
+            let mut todo: Vec<&str> = vec![from];
+            while let Some(f) = todo.pop() {
+                for &(caller, callee, _) in &calls {
+                    if caller == f {
+                        if callee == to {
+                            return true;
+                        }
+                        if !seen.contains(&callee) {
+                            seen.push(callee);
+                            todo.push(callee);
+                        }
+                    }
+                }
+            }
+            false
+        };
+        // Functions run from outside any function, and all they reach.
+        let top: Vec<String> = self
+            .segments
+            .iter()
+            .filter(|s| is_call(s) && s.in_function.is_none())
             .filter_map(|s| s.argv.first().map(|a| a.text.clone()))
             .collect();
-        for seg in &mut self.segments {
-            if let (Some(f), Some(a)) = (&seg.in_function, seg.argv.first())
-                && seg.kind == SegKind::FunctionCall
-                && seg.piped_or_background
-                && &a.text == f
-                && called_outside.contains(f)
-            {
+        let run = |f: &str| top.iter().any(|t| t == f || reaches(t, f));
+        let bombs: Vec<bool> = self
+            .segments
+            .iter()
+            .map(|seg| {
+                let (Some(f), Some(a)) = (&seg.in_function, seg.argv.first()) else {
+                    return false;
+                };
+                is_call(seg)
+                    && seg.piped_or_background
+                    && (a.text == *f || reaches(&a.text, f))
+                    && run(f)
+            })
+            .collect();
+        for (seg, bomb) in self.segments.iter_mut().zip(bombs) {
+            if bomb {
                 seg.fork_bomb = true;
             }
         }
