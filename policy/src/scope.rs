@@ -6,6 +6,15 @@
 //! in program text (`sed w file`) — normalised lexically against the cwd and
 //! compared byte for byte at path boundaries (`/workspace` is not `/work`,
 //! `/wоrk` with a Cyrillic `о` is not `/work`).
+//!
+//! Spelling does not change meaning (POLICY.md points 6–8): the kernel's
+//! aliases are followed (`/proc/self/root/X` is `/X`, `/proc/self/cwd/X` is
+//! `<cwd>/X`, another process's cwd is outside, `/dev/fd/N` beyond a
+//! process substitution's own is unknown); a glob is judged by what it can
+//! match (the directory holding its static prefix, and every mount it can
+//! lead into: `/s*/git` reaches `/srv/git`); and a command that walks what
+//! it is given (`rm -r`, `grep -r`, `find`, `du`, `tar c`) reaches every
+//! out-of-scope mount below a directory it names.
 
 use crate::arg::Arg;
 use crate::decision::{Location, PathReport};
@@ -745,7 +754,8 @@ impl Judge<'_> {
             below,
         };
         let candidates = path_candidates(&a.text);
-        if candidates.is_empty() && a.glob && !a.text.starts_with('-') {
+        if candidates.is_empty() && a.glob && !a.text.starts_with('-') && is_url(&a.text).is_none()
+        {
             // `*.rs`, `e*`: a glob expands to paths under the cwd.
             self.path(&a.text, base, cwd, reach);
         }

@@ -1,11 +1,25 @@
 //! Built-in deny templates: a short list no configuration can allow, matched
-//! by meaning rather than spelling.
+//! by meaning rather than spelling (POLICY.md, "Spelling does not change
+//! meaning", point 12).
 //!
-//! `rm` recursive on `/`, `/*`, `~`, `~/`, `~/*` or the frame's home in any
-//! spelling (`-rf`, `-fr`, `-r -f`, `-R`, `--recursive`, with or without
-//! `--no-preserve-root`, through any wrapper, after `cd /`); a fork bomb;
-//! `mkfs` on a device; writing a block device; a recursive permission change
-//! of `/`. Projects may add templates (patterns), never remove these.
+//! - `rm` recursive — any spelling of `-r` (`-R`, `-fr`, `--recursive`,
+//!   `--recu`), through any wrapper, after `cd` — of `/`, the home or any
+//!   directory above it, in any path spelling (`//`, `~/..`, `$HOME/..`,
+//!   `/proc/self/root`, `/proc/self/cwd/..`) or glob that can match one or
+//!   every child of one (`/**`, `/?*`, `/[!.]*`, `~/.[!.]*`);
+//!   `find … -delete` and `find … -exec rm {}` from there;
+//! - `chmod`/`chown`/`chgrp -R` of `/`;
+//! - a block device written by any program (`dd of=`, `mkfs.*`, `wipefs`,
+//!   `sgdisk`, `curl -o`, `tee`, `cp`, a redirection) in any path spelling
+//!   (`//dev/sda`, `./../../dev/sda`, `sda` after `cd /dev`, `/dev/sd[a]`);
+//! - a fork bomb in any shape (see `segment::mark_fork_bombs`);
+//! - `kill -1`.
+//!
+//! What might meet a template — a variable where an option or operand is
+//! read, operands from stdin (`xargs rm -rf`), a glob where a subcommand is
+//! read (`git p?sh`) — is a `Maybe`: never auto-approved. Whether a command
+//! recurses is asked of one function, [`recursion`]. Projects may add
+//! templates (patterns), never remove these.
 
 use std::borrow::Cow;
 
@@ -394,6 +408,34 @@ const LS: Options = Options {
     ],
 };
 
+/// `zip -r`: recursion; other letters are not read (an unknown one counts
+/// as possibly recursive, which only widens what it reaches).
+const ZIP: Options = Options {
+    recursive_short: b"rR",
+    flag_short: b"",
+    value_short: b"",
+    recursive_long: &["recurse-paths", "recurse-patterns"],
+    long: &["recurse-paths", "recurse-patterns"],
+};
+
+/// `rsync -r`, `-a` (archive implies recursion).
+const RSYNC: Options = Options {
+    recursive_short: b"ra",
+    flag_short: b"",
+    value_short: b"",
+    recursive_long: &["recursive", "archive"],
+    long: &["recursive", "archive"],
+};
+
+/// `scp -r`.
+const SCP: Options = Options {
+    recursive_short: b"r",
+    flag_short: b"346ABCOpqRTv",
+    value_short: b"cDFiJlmoPsSX",
+    recursive_long: &[],
+    long: &[],
+};
+
 /// The option table of a program whose recursion is an option.
 fn options_of(program: &str) -> Option<&'static Options> {
     Some(match program {
@@ -403,6 +445,9 @@ fn options_of(program: &str) -> Option<&'static Options> {
         "cp" => &CP,
         "grep" | "egrep" | "fgrep" => &GREP,
         "ls" => &LS,
+        "zip" => &ZIP,
+        "rsync" => &RSYNC,
+        "scp" => &SCP,
         _ => return None,
     })
 }
@@ -663,8 +708,10 @@ fn target_danger(op: &Arg, r: &Removal<'_>, guarded: &[String]) -> Danger {
     }
     if op.dynamic {
         // The static skeleton: `$X/` or `"$Y"` could be anything at all.
+        // A skeleton ending in `/` may end in a dynamic part (`/tmp/$X`,
+        // `build/$X`): that part may be `..` and climb anywhere.
         let skel = op.text.trim_end_matches('/');
-        if skel.is_empty() || skel == "/*" || skel == "*" {
+        if skel.is_empty() || skel == "/*" || skel == "*" || op.text.ends_with('/') {
             return Danger::Maybe;
         }
         let dirs = match r.cwd {
@@ -679,6 +726,20 @@ fn target_danger(op: &Arg, r: &Removal<'_>, guarded: &[String]) -> Danger {
         } else {
             Danger::No
         };
+    }
+    if op.tilde_user {
+        // `~agent` is the home when it names the frame's own user.
+        let rest = &op.text[1..];
+        let (user, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        if crate::arg::basename(r.home) != user {
+            return Danger::No;
+        }
+        let own = Arg {
+            text: format!("{}/{tail}", r.home),
+            tilde_user: false,
+            ..op.clone()
+        };
+        return target_danger(&own, r, guarded);
     }
     let mut worst = Danger::No;
     for place in places(r.cwd, &op.text) {
@@ -1208,20 +1269,92 @@ const SUBCOMMAND_PROGRAMS: &[&str] = &[
     "nix",
 ];
 
-/// A glob in a command's subcommand position is opaque.
+/// Subcommands that take a subcommand of their own (`gh pr create`,
+/// `docker compose push`, `npm dist-tag add`, `git remote add`).
+const SUBCOMMAND_GROUPS: &[&str] = &[
+    "pr",
+    "repo",
+    "release",
+    "issue",
+    "workflow",
+    "gist",
+    "secret",
+    "api",
+    "compose",
+    "buildx",
+    "image",
+    "container",
+    "manifest",
+    "network",
+    "volume",
+    "system",
+    "context",
+    "plugin",
+    "rollout",
+    "config",
+    "set",
+    "create",
+    "dist-tag",
+    "owner",
+    "team",
+    "org",
+    "access",
+    "hook",
+    "token",
+    "profile",
+    "pkg",
+    "remote",
+    "stash",
+    "submodule",
+    "worktree",
+    "notes",
+    "lfs",
+    "subtree",
+    "bisect",
+    "mr",
+    "pages",
+    "pip",
+    "tool",
+    "python",
+    "cache",
+    "deployments",
+    "functions",
+    "apps",
+    "projects",
+    "alias",
+    "extension",
+    "auth",
+    "sites",
+];
+
+/// Programs whose commands nest deeper than one group (`gcloud run
+/// deploy`, `aws s3 cp`, `az webapp up`).
+const DEEP_SUBCOMMANDS: &[&str] = &["gcloud", "aws", "az", "nix"];
+
+/// A glob in a command's subcommand position is opaque: the leading words
+/// that are not options (and not an option's value), through every
+/// subcommand group.
 fn subcommand_glob(inv: &[Arg]) -> Option<Hit> {
     let name = inv.first()?;
-    if name.dynamic || !SUBCOMMAND_PROGRAMS.contains(&name.basename()) {
+    let program = name.basename();
+    if name.dynamic || !SUBCOMMAND_PROGRAMS.contains(&program) {
         return None;
     }
     let argv = normalized_argv(inv);
+    let mut depth = if DEEP_SUBCOMMANDS.contains(&program) {
+        3
+    } else {
+        1
+    };
     let mut after_option = false;
     for a in argv.iter().skip(1) {
+        if a.is("--") {
+            break;
+        }
         if a.glob {
             return Some(Hit::Maybe(format!(
-                "a glob (`{}`) where `{}` reads its subcommand: it could expand to any",
-                a.text,
-                name.basename()
+                "a glob (`{}`) where `{program}` reads its subcommand: it could expand to any",
+                a.text
             )));
         }
         if !a.dynamic && a.text.starts_with('-') && a.text.len() > 1 {
@@ -1233,7 +1366,13 @@ fn subcommand_glob(inv: &[Arg]) -> Option<Hit> {
             after_option = false;
             continue;
         }
-        break;
+        if !a.dynamic && SUBCOMMAND_GROUPS.contains(&a.text.as_str()) {
+            depth += 1;
+        }
+        depth -= 1;
+        if depth == 0 {
+            break;
+        }
     }
     None
 }

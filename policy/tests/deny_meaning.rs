@@ -152,6 +152,10 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("rm $FLAGS /", Box, None, ASK),
     ("rm \"$@\" ~", Box, None, ASK),
     ("rm -rf \"$X\"", Box, None, ASK),
+    ("rm -rf /tmp/$X", Box, None, ASK),
+    ("rm -rf \"build/${X}\"", Box, None, ASK),
+    ("rm -rf ~agent", Box, None, DENY),
+    ("rm -rf ~agent/..", Box, None, DENY),
     // operands read from stdin or a file are not provable
     ("echo / | xargs rm -rf", Box, None, ASK),
     ("xargs -a list.txt rm -rf", Box, None, ASK),
@@ -192,6 +196,7 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("chmod -rwx script.sh", Box, None, AUTO),
     ("chmod -R u+w .", Box, None, AUTO),
     ("chown -R agent src", Box, None, AUTO),
+    ("rm -rf ~bob/tmp", Box, None, AUTO),
 ];
 
 #[rustfmt::skip]
@@ -279,6 +284,9 @@ const GLOBS: &[Row] = &[
     ("npm publis?", Box, None, ASK),
     ("kubectl -n prod ap*ly -f k.yaml", Box, None, ASK),
     ("timeout 60 cargo pub*", Box, None, ASK),
+    ("gh pr cr*", Box, None, ASK),
+    ("docker compose p*sh", Box, None, ASK),
+    ("gcloud run d?ploy", Box, None, ASK),
     // in a path: the static prefix is judged
     ("cat /s*/git/p.git/config", Mounts, None, ASK),
     ("cat /srv/g?t/p.git/config", Mounts, None, ASK),
@@ -297,6 +305,10 @@ const GLOBS: &[Row] = &[
     ("ls /work/src/*.rs", Host, None, AUTO),
     ("wc -l src/**/*.rs", Host, None, AUTO),
     ("git add *.rs", Box, None, AUTO),
+    ("git add *", Box, None, AUTO),
+    ("cargo run -- *.txt", Box, None, AUTO),
+    ("go run *.go", Box, None, AUTO),
+    ("gh pr list", Box, None, AUTO),
     ("git status", Box, None, AUTO),
     ("cargo test -- --nocapture", Box, None, AUTO),
     ("npm run build", Box, None, AUTO),
@@ -343,6 +355,10 @@ const RECURSION_BELOW: &[Row] = &[
     ("chmod -R 755 /srv", Mounts, None, ASK),
     ("chown -R agent /srv", Mounts, None, ASK),
     ("ls -R /srv", Mounts, None, ASK),
+    ("zip -r x.zip /srv", Mounts, None, ASK),
+    ("rsync -a /srv /tmp/x", Mounts, None, ASK),
+    ("grep -rl x ../..", Mounts, None, ASK),
+    ("cat /srv/gi*", Mounts, None, ASK),
     ("rm -rf /s*", Mounts, None, ASK),
     // must stay auto-approved
     ("rm -rf /srv", Box, None, AUTO),
@@ -357,6 +373,8 @@ const RECURSION_BELOW: &[Row] = &[
     ("du -sh .", Mounts, None, AUTO),
     ("tar xzf x.tgz -C /tmp", Mounts, None, AUTO),
     ("rg TODO", Mounts, None, AUTO),
+    ("ls -d /s*", Mounts, None, AUTO),
+    ("grep -r x /srv/gitx", Mounts, None, AUTO),
 ];
 
 #[test]
