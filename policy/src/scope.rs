@@ -645,41 +645,50 @@ impl Judge<'_> {
     /// Judges a static path written relative to `base` (the cwd, or
     /// `git -C`'s directory); `cwd` is what `/proc/self/cwd` stands for.
     fn path(&mut self, written: &str, base: &Cwd, cwd: &Cwd, reach: Reach) {
-        let bases: Vec<&str> = if written.starts_with('/') {
-            vec!["/"]
-        } else {
-            match base {
-                Cwd::Known(dirs) => dirs.iter().map(String::as_str).collect(),
-                Cwd::Unknown => {
-                    self.report(written, None, Location::Unknown);
-                    return;
-                }
-            }
-        };
         // `/proc/self/cwd` (or a glob that may be it) needs the cwd.
-        let aliases: Vec<Option<&str>> = match cwd {
-            _ if !(reach.glob || written.contains("cwd")) => vec![None],
-            Cwd::Known(dirs) => dirs.iter().map(|d| Some(d.as_str())).collect(),
-            Cwd::Unknown => vec![None],
-        };
-        for b in bases {
-            for alias in &aliases {
-                match resolve(b, written, *alias) {
-                    Ok(abs) => {
-                        self.located(written, &abs, reach);
-                        if reach.glob {
-                            // A glob that may or may not pass a kernel alias
-                            // (`/*/*/root/…`) reaches both ways.
-                            let plain = lexical(b, written);
-                            if plain != abs {
-                                self.located(written, &plain, reach);
+        let alias_needed = reach.glob || written.contains("cwd");
+        let absolute = written.starts_with('/');
+        match (base, cwd) {
+            _ if absolute && !alias_needed => self.resolved(written, "/", None, reach),
+            (Cwd::Unknown, _) if !absolute => self.report(written, None, Location::Unknown),
+            (_, Cwd::Known(cwds)) if alias_needed => {
+                for c in cwds {
+                    match base {
+                        Cwd::Known(dirs) if !absolute => {
+                            for b in dirs {
+                                self.resolved(written, b, Some(c), reach);
                             }
                         }
+                        _ => self.resolved(written, "/", Some(c), reach),
                     }
-                    Err(Unresolved::UnknownCwd) => self.report(written, None, Location::Unknown),
-                    Err(Unresolved::OtherProcess) => self.report(written, None, Location::Outside),
                 }
             }
+            (Cwd::Known(dirs), _) if !absolute => {
+                for b in dirs {
+                    self.resolved(written, b, None, reach);
+                }
+            }
+            _ => self.resolved(written, "/", None, reach),
+        }
+    }
+
+    /// Judges `written` resolved against `base`, with `cwd` standing for
+    /// `/proc/self/cwd`.
+    fn resolved(&mut self, written: &str, base: &str, cwd: Option<&str>, reach: Reach) {
+        match resolve(base, written, cwd) {
+            Ok(abs) => {
+                self.located(written, &abs, reach);
+                if reach.glob {
+                    // A glob that may or may not pass a kernel alias
+                    // (`/*/*/root/…`) reaches both ways.
+                    let plain = lexical(base, written);
+                    if plain != abs {
+                        self.located(written, &plain, reach);
+                    }
+                }
+            }
+            Err(Unresolved::UnknownCwd) => self.report(written, None, Location::Unknown),
+            Err(Unresolved::OtherProcess) => self.report(written, None, Location::Outside),
         }
     }
 

@@ -1012,6 +1012,14 @@ fn reads_only(program: &str) -> bool {
 /// write it, so it is not auto-approved.
 fn device_write(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
     let program = inv.first()?.basename();
+    // Most commands name nothing under `/dev` and run far from it.
+    if !near_dev(cwd)
+        && !inv[1..]
+            .iter()
+            .any(|a| a.dynamic || a.glob || a.text.contains("dev"))
+    {
+        return None;
+    }
     let listing = inv[1..]
         .iter()
         .any(|a| a.is("-l") || a.is("--list") || a.is("-L"));
@@ -1120,6 +1128,15 @@ fn device_write(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
     maybe.map(Hit::Maybe)
 }
 
+/// Whether a relative path from the cwd may land in `/dev` without naming
+/// it (`sda` in `/dev`, `dev/sda` in `/`), or the cwd is not known.
+fn near_dev(cwd: &Cwd) -> bool {
+    match cwd {
+        Cwd::Known(dirs) => dirs.iter().any(|d| scope::under(d, "/dev") || d == "/"),
+        Cwd::Unknown => true,
+    }
+}
+
 /// Long options that name where output goes.
 fn is_output_option(name: &str) -> bool {
     matches!(
@@ -1170,11 +1187,7 @@ fn device_danger(a: &Arg, cwd: &Cwd, strict: bool) -> Danger {
         };
     }
     let t = a.text.as_str();
-    let near_dev = match cwd {
-        Cwd::Known(dirs) => dirs.iter().any(|d| scope::under(d, "/dev") || d == "/"),
-        Cwd::Unknown => true,
-    };
-    if !(t.contains("dev") || a.glob || (near_dev && !t.starts_with('/'))) {
+    if !(t.contains("dev") || a.glob || (near_dev(cwd) && !t.starts_with('/'))) {
         return Danger::No;
     }
     let mut worst = Danger::No;
@@ -1337,7 +1350,7 @@ const DEEP_SUBCOMMANDS: &[&str] = &["gcloud", "aws", "az", "nix"];
 fn subcommand_glob(inv: &[Arg]) -> Option<Hit> {
     let name = inv.first()?;
     let program = name.basename();
-    if name.dynamic || !SUBCOMMAND_PROGRAMS.contains(&program) {
+    if name.dynamic || !inv.iter().any(|a| a.glob) || !SUBCOMMAND_PROGRAMS.contains(&program) {
         return None;
     }
     let argv = normalized_argv(inv);
