@@ -827,6 +827,43 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     for a in seg.argv.iter().skip(1) {
         j.arg(a, &arg_base, &seg.find_roots, cwd, below);
     }
+    if below {
+        // A walker's plain operands (`srv` in `/`) are directories under
+        // the cwd too; with none it walks the cwd itself (`grep -r x`).
+        let mut operands = 0;
+        let mut pattern = crate::template::pattern_operand(&seg.argv);
+        for a in seg.argv.iter().skip(1) {
+            if a.dynamic || a.package || a.find_placeholder || a.text.starts_with('-') {
+                continue;
+            }
+            if std::mem::take(&mut pattern) {
+                continue;
+            }
+            operands += 1;
+            if !a.glob && !looks_like_path(&a.text) && is_url(&a.text).is_none() {
+                j.path(
+                    &a.text,
+                    &arg_base,
+                    cwd,
+                    Reach {
+                        glob: false,
+                        below: true,
+                    },
+                );
+            }
+        }
+        if operands == 0 {
+            j.path(
+                ".",
+                &arg_base,
+                cwd,
+                Reach {
+                    glob: false,
+                    below: true,
+                },
+            );
+        }
+    }
     for r in &seg.redirects {
         if r.target.dynamic {
             j.dynamic(&r.target.text);

@@ -619,6 +619,29 @@ pub fn walks_operands(inv: &[Arg]) -> bool {
     recursion(inv) != Some(false)
 }
 
+/// Searchers whose first operand is the pattern, not a path — unless an
+/// option gives the pattern (`-e`, `-f`, `--regexp`, `--file`).
+pub fn pattern_operand(inv: &[Arg]) -> bool {
+    let Some(name) = inv.first().filter(|a| !a.dynamic) else {
+        return false;
+    };
+    if !matches!(
+        name.basename(),
+        "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack"
+    ) {
+        return false;
+    }
+    !inv[1..].iter().any(|a| {
+        let t = a.text.as_str();
+        !a.dynamic
+            && (t.starts_with("--regexp")
+                || t.starts_with("--file")
+                || (t.starts_with('-')
+                    && !t.starts_with("--")
+                    && t[1..].bytes().any(|b| b == b'e' || b == b'f')))
+    })
+}
+
 /// Non-option arguments (everything after `--`, too); for a program with
 /// an option table, option values are skipped.
 fn operands(inv: &[Arg]) -> Vec<&Arg> {
@@ -711,7 +734,13 @@ fn target_danger(op: &Arg, r: &Removal<'_>, guarded: &[String]) -> Danger {
         // A skeleton ending in `/` may end in a dynamic part (`/tmp/$X`,
         // `build/$X`): that part may be `..` and climb anywhere.
         let skel = op.text.trim_end_matches('/');
-        if skel.is_empty() || skel == "/*" || skel == "*" || op.text.ends_with('/') {
+        // A dynamic part inside `/proc/…` may be a pid: `/proc/$$/root`.
+        if skel.is_empty()
+            || skel == "/*"
+            || skel == "*"
+            || op.text.ends_with('/')
+            || normalize("/", skel).starts_with("/proc")
+        {
             return Danger::Maybe;
         }
         let dirs = match r.cwd {
@@ -1168,6 +1197,10 @@ const DEVICE_SAMPLES: &[&str] = &[
     "/dev/mapper/root",
     "/dev/disk/by-id/x",
     "/dev/block/8:0",
+    "/dev/sg0",
+    "/dev/fd0",
+    "/dev/mtdblock0",
+    "/dev/root",
 ];
 
 /// Whether a word names a block device: by any path spelling
@@ -1428,6 +1461,15 @@ pub fn is_block_device(path: &str) -> bool {
         || digits("zram")
         || digits("ram")
         || digits("rbd")
+        || digits("drbd")
+        || digits("zd")
+        || digits("sg")
+        || digits("fd")
+        || digits("mtd")
+        || digits("mtdblock")
+        || digits("ublkb")
+        || digits("bcache")
+        || dev == "root"
 }
 
 #[cfg(test)]

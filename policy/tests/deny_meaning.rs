@@ -148,6 +148,7 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("rm -rf /proc/*/root", Box, None, DENY),
     ("rm -rf /proc/self/cwd/..", Box, None, DENY),
     ("rm -rf /proc/1/cwd", Box, None, ASK),
+    ("rm -rf /proc/$$/root", Box, None, ASK),
     // an option that cannot be read may be -r
     ("rm $FLAGS /", Box, None, ASK),
     ("rm \"$@\" ~", Box, None, ASK),
@@ -222,6 +223,10 @@ const BLOCK_DEVICES: &[Row] = &[
     ("cd /dev && cat img > sda", Box, None, DENY),
     ("cat img > /dev/sd[a]", Box, None, DENY),
     ("cat img 1<> /dev/loop0", Box, None, DENY),
+    ("exec 3>/dev/sda; echo x >&3", Box, None, DENY),
+    ("dd if=x of=/dev/../dev/./sda", Box, None, DENY),
+    ("dd if=x of=/dev/fd0", Box, None, DENY),
+    ("cat x > /dev/$DISK", Box, None, ASK),
     ("sgdisk --zap-all /dev/sda", Box, None, DENY),
     ("wipefs -a /dev/sda1", Box, None, DENY),
     ("blkdiscard /dev/nvme0n1", Box, None, DENY),
@@ -251,6 +256,7 @@ const BLOCK_DEVICES: &[Row] = &[
     ("tee out.log < input", Box, None, AUTO),
     ("make 2>&1 | tee \"$LOG\"", Box, None, AUTO),
     ("ls src/dev/", Box, None, AUTO),
+    ("cat x > /dev/fd/1", Box, None, AUTO),
 ];
 
 #[rustfmt::skip]
@@ -360,6 +366,9 @@ const RECURSION_BELOW: &[Row] = &[
     ("grep -rl x ../..", Mounts, None, ASK),
     ("cat /srv/gi*", Mounts, None, ASK),
     ("rm -rf /s*", Mounts, None, ASK),
+    ("cd / && rm -rf srv", Mounts, None, ASK),
+    ("cd /srv && grep -r password", Mounts, None, ASK),
+    ("cd / && du", Mounts, None, ASK),
     // must stay auto-approved
     ("rm -rf /srv", Box, None, AUTO),
     ("rm -rf /state", Mounts, None, AUTO),
