@@ -41,7 +41,7 @@ const SPECIAL: &[&str] = &[
 /// `/proc/<pid>/task/<tid>/root` are `/` (so `/proc/self/root/..` is `/`
 /// too). `/proc/self/cwd` needs the cwd: see [`resolve`].
 pub fn normalize(base: &str, path: &str) -> String {
-    match walk(base, path, CwdAlias::Lexical) {
+    match walk(base, path, CwdAlias::Lexical, true) {
         Ok(s) => s,
         // Lexical mode never fails; keep the plain lexical form regardless.
         Err(_) => lexical(base, path),
@@ -69,11 +69,13 @@ pub enum Unresolved {
 }
 
 /// Whether a `/proc` component names a process (`self`, `thread-self`, a
-/// pid) — or is a glob that may (`*`, `[0-9]*`): then it is taken as one.
-fn names_process(c: &str) -> bool {
+/// pid) — or, with `globs`, is a glob that may (`*`, `[0-9]*`): then it is
+/// taken as one.
+fn names_process(c: &str, globs: bool) -> bool {
     matches!(c, "self" | "thread-self")
         || (!c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()))
-        || (first_glob(c).is_some()
+        || (globs
+            && first_glob(c).is_some()
             && ["self", "thread-self", "1"]
                 .iter()
                 .any(|n| component_matches(c, n)))
@@ -81,21 +83,20 @@ fn names_process(c: &str) -> bool {
 
 /// The alias the components so far end in, if any: `root` (the process's
 /// root), `cwd` of this process, or `cwd` of another.
-fn alias_at(parts: &[&str]) -> Option<(&'static str, bool)> {
+fn alias_at(parts: &[&str], globs: bool) -> Option<(&'static str, bool)> {
+    let may_be = |c: &str, name: &str| {
+        c == name || (globs && first_glob(c).is_some() && component_matches(c, name))
+    };
     let (proc_part, pid, tail) = match parts {
         [a, p, t] => (*a, *p, *t),
-        [a, p, task, tid, t] if names_task(task) && names_process(tid) => (*a, *p, *t),
+        [a, p, task, tid, t] if may_be(task, "task") && names_process(tid, globs) => (*a, *p, *t),
         _ => return None,
     };
-    if !(proc_part == "proc"
-        || (first_glob(proc_part).is_some() && component_matches(proc_part, "proc")))
-        || !names_process(pid)
-    {
+    if !may_be(proc_part, "proc") || !names_process(pid, globs) {
         return None;
     }
     let own = matches!(pid, "self" | "thread-self");
-    let is =
-        |name: &str| tail == name || (first_glob(tail).is_some() && component_matches(tail, name));
+    let is = |name: &str| may_be(tail, name);
     if is("root") {
         Some(("root", own))
     } else if is("cwd") {
@@ -105,12 +106,9 @@ fn alias_at(parts: &[&str]) -> Option<(&'static str, bool)> {
     }
 }
 
-fn names_task(c: &str) -> bool {
-    c == "task" || (first_glob(c).is_some() && component_matches(c, "task"))
-}
-
-/// The normaliser behind [`normalize`] and [`resolve`].
-fn walk(base: &str, path: &str, cwd: CwdAlias<'_>) -> Result<String, Unresolved> {
+/// The normaliser behind [`normalize`] and [`resolve`]. `globs`: a glob
+/// component that may name an alias (`/proc/*/root`) is taken as it.
+fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String, Unresolved> {
     let mut parts: Vec<&str> = Vec::new();
     let full_base = if path.starts_with('/') { "" } else { base };
     for piece in full_base.split('/').chain(path.split('/')) {
@@ -122,7 +120,7 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>) -> Result<String, Unresolved>
             p => {
                 parts.push(p);
                 if (p.ends_with("root") || p.ends_with("cwd") || first_glob(p).is_some())
-                    && let Some((alias, own)) = alias_at(&parts)
+                    && let Some((alias, own)) = alias_at(&parts, globs)
                 {
                     match (alias, own, cwd) {
                         ("root", ..) => parts.clear(),
@@ -172,14 +170,14 @@ fn lexical(base: &str, path: &str) -> String {
 /// `path` resolved against `base` as the kernel would, with `cwd` standing
 /// for `/proc/self/cwd` (`None`: not known).
 pub fn resolve(base: &str, path: &str, cwd: Option<&str>) -> Result<String, Unresolved> {
-    walk(
-        base,
-        path,
-        match cwd {
-            Some(d) => CwdAlias::Known(d),
-            None => CwdAlias::Unknown,
-        },
-    )
+    walk(base, path, cwd_alias(cwd), true)
+}
+
+fn cwd_alias(cwd: Option<&str>) -> CwdAlias<'_> {
+    match cwd {
+        Some(d) => CwdAlias::Known(d),
+        None => CwdAlias::Unknown,
+    }
 }
 
 /// Where the first glob character of a word is (`*`, `?`, or a `[` that
@@ -447,7 +445,9 @@ fn is_other_descriptor(path: &str) -> bool {
         return true;
     }
     let mut c = path.split('/').filter(|c| !c.is_empty());
-    c.next() == Some("proc") && c.next().is_some_and(names_process) && c.next() == Some("fd")
+    c.next() == Some("proc")
+        && c.next().is_some_and(|p| names_process(p, true))
+        && c.next() == Some("fd")
 }
 
 /// Where an absolute, normalised frame path lies.
@@ -681,9 +681,10 @@ impl Judge<'_> {
                 if reach.glob {
                     // A glob that may or may not pass a kernel alias
                     // (`/*/*/root/…`) reaches both ways.
-                    let plain = lexical(base, written);
-                    if plain != abs {
-                        self.located(written, &plain, reach);
+                    match walk(base, written, cwd_alias(cwd), false) {
+                        Ok(plain) if plain != abs => self.located(written, &plain, reach),
+                        Ok(_) => {}
+                        Err(_) => self.report(written, None, Location::Unknown),
                     }
                 }
             }

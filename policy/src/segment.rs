@@ -975,14 +975,22 @@ fn union_all(states: Vec<State>) -> State {
     it.fold(first, |acc, s| acc.union(&s))
 }
 
+/// The directory `cd target` leaves, the kernel's aliases followed
+/// (`cd /proc/self/cwd` stays, `cd /proc/1/cwd` goes somewhere unknown).
 fn resolve_cwd(cwd: &Cwd, target: &str) -> Cwd {
-    if target.starts_with('/') {
-        return Cwd::Known(vec![normalize("/", target)]);
+    let dirs: Vec<Option<&str>> = match cwd {
+        Cwd::Known(dirs) => dirs.iter().map(|d| Some(d.as_str())).collect(),
+        Cwd::Unknown if target.starts_with('/') => vec![None],
+        Cwd::Unknown => return Cwd::Unknown,
+    };
+    let mut out = Vec::with_capacity(dirs.len());
+    for d in dirs {
+        match crate::scope::resolve(d.unwrap_or("/"), target, d) {
+            Ok(p) => out.push(p),
+            Err(_) => return Cwd::Unknown,
+        }
     }
-    match cwd {
-        Cwd::Known(dirs) => Cwd::Known(dirs.iter().map(|d| normalize(d, target)).collect()),
-        Cwd::Unknown => Cwd::Unknown,
-    }
+    Cwd::Known(out)
 }
 
 /// Arguments of an evaluated word.

@@ -335,6 +335,9 @@ const KERNEL_ALIASES: &[Row] = &[
     ("cat /proc/self/fd/7", Host, None, ASK),
     // must stay auto-approved
     ("cat /proc/self/cwd/src/main.rs", Host, None, AUTO),
+    ("cd /proc/self/cwd && cat x", Host, None, AUTO),
+    ("ls /proc/self/cwd/*", Host, None, AUTO),
+    ("cd /proc/1/cwd && cat x", Box, None, ASK),
     ("cat /proc/self/root/work/README.md", Host, None, AUTO),
     ("cat /proc/self/status", Box, None, AUTO),
     ("diff <(ls a) <(ls b)", Host, None, AUTO),
