@@ -891,8 +891,10 @@ impl<'h> Walker<'h> {
     /// A function that runs itself — directly or through other functions of
     /// the line (`a(){ b|b& }; b(){ a; }`) — from a child process (a
     /// pipeline, the background, a subshell, `$(…)`, `<(…)`, `coproc`), and
-    /// is called from outside its own body: a fork bomb. Each such self-call
-    /// is marked.
+    /// is run from a call outside every function: a fork bomb. A forked call
+    /// runs its caller again when both lie on one cycle of the call graph
+    /// (one strongly connected component); each such call is marked. Linear
+    /// in the number of calls.
     fn mark_fork_bombs(&mut self) {
         // A call is a segment naming a function of the line, even one
         // defined after the body that calls it (`a(){ b|b& }; b(){ a; }`).
@@ -905,62 +907,103 @@ impl<'h> Walker<'h> {
                         .first()
                         .is_some_and(|a| !a.dynamic && functions.contains_key(&a.text)))
         };
-        // Calls between functions: (caller, callee, forked).
-        let calls: Vec<(&str, &str, bool)> = self
-            .segments
-            .iter()
-            .filter(|s| is_call(s))
-            .filter_map(|s| {
-                let callee = s.argv.first()?.text.as_str();
-                Some((s.in_function.as_deref()?, callee, s.piped_or_background))
+        // The call graph over the line's functions, by index.
+        fn node<'n>(
+            name: &'n str,
+            index: &mut std::collections::HashMap<&'n str, usize>,
+            edges: &mut Vec<Vec<usize>>,
+        ) -> usize {
+            *index.entry(name).or_insert_with(|| {
+                edges.push(Vec::new());
+                edges.len() - 1
             })
-            .collect();
-        if calls.is_empty() {
+        }
+        let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut edges: Vec<Vec<usize>> = Vec::new();
+        let mut top: Vec<usize> = Vec::new();
+        let mut forked: Vec<(usize, usize, usize)> = Vec::new(); // (segment, caller, callee)
+        for (i, s) in self.segments.iter().enumerate() {
+            if !is_call(s) {
+                continue;
+            }
+            let Some(callee) = s.argv.first().map(|a| a.text.as_str()) else {
+                continue;
+            };
+            let to = node(callee, &mut index, &mut edges);
+            match s.in_function.as_deref() {
+                Some(caller) => {
+                    let from = node(caller, &mut index, &mut edges);
+                    edges[from].push(to);
+                    if s.piped_or_background {
+                        forked.push((i, from, to));
+                    }
+                }
+                None => top.push(to),
+            }
+        }
+        if forked.is_empty() || top.is_empty() {
             return;
         }
-        // Whether `from` reaches `to` through calls (bounded by the number
-        // of functions: each is visited once).
-        let reaches = |from: &str, to: &str| {
-            let mut seen: Vec<&str> = vec![from];
-            let mut todo: Vec<&str> = vec![from];
-            while let Some(f) = todo.pop() {
-                for &(caller, callee, _) in &calls {
-                    if caller == f {
-                        if callee == to {
-                            return true;
-                        }
-                        if !seen.contains(&callee) {
-                            seen.push(callee);
-                            todo.push(callee);
-                        }
+        let n = edges.len();
+        // Functions run from outside any function: reachable from a call at
+        // the top level.
+        let mut run = vec![false; n];
+        let mut todo = top;
+        while let Some(f) = todo.pop() {
+            if !std::mem::replace(&mut run[f], true) {
+                todo.extend(edges[f].iter().copied());
+            }
+        }
+        // A forked call runs its caller again when both lie on one cycle:
+        // the same strongly connected component (Kosaraju, iterative).
+        let mut order = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        for start in 0..n {
+            if seen[start] {
+                continue;
+            }
+            seen[start] = true;
+            let mut stack = vec![(start, 0usize)];
+            while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+                if let Some(&w) = edges[v].get(*next) {
+                    *next += 1;
+                    if !seen[w] {
+                        seen[w] = true;
+                        stack.push((w, 0));
+                    }
+                } else {
+                    order.push(v);
+                    stack.pop();
+                }
+            }
+        }
+        let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (v, out) in edges.iter().enumerate() {
+            for &w in out {
+                reverse[w].push(v);
+            }
+        }
+        let mut component = vec![usize::MAX; n];
+        for (c, &root) in order.iter().rev().enumerate() {
+            if component[root] != usize::MAX {
+                continue;
+            }
+            component[root] = c;
+            let mut todo = vec![root];
+            while let Some(v) = todo.pop() {
+                for &w in &reverse[v] {
+                    if component[w] == usize::MAX {
+                        component[w] = c;
+                        todo.push(w);
                     }
                 }
             }
-            false
-        };
-        // Functions run from outside any function, and all they reach.
-        let top: Vec<String> = self
-            .segments
-            .iter()
-            .filter(|s| is_call(s) && s.in_function.is_none())
-            .filter_map(|s| s.argv.first().map(|a| a.text.clone()))
-            .collect();
-        let run = |f: &str| top.iter().any(|t| t == f || reaches(t, f));
-        let bombs: Vec<bool> = self
-            .segments
-            .iter()
-            .map(|seg| {
-                let (Some(f), Some(a)) = (&seg.in_function, seg.argv.first()) else {
-                    return false;
-                };
-                is_call(seg)
-                    && seg.piped_or_background
-                    && (a.text == *f || reaches(&a.text, f))
-                    && run(f)
-            })
-            .collect();
-        for (seg, bomb) in self.segments.iter_mut().zip(bombs) {
-            if bomb {
+        }
+        for (i, from, to) in forked {
+            if run[from]
+                && component[from] == component[to]
+                && let Some(seg) = self.segments.get_mut(i)
+            {
                 seg.fork_bomb = true;
             }
         }
