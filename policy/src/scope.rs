@@ -912,6 +912,57 @@ mod tests {
     }
 
     #[test]
+    fn follows_kernel_aliases() {
+        let cases = [
+            ("/", "/proc/self/root/srv/git", Ok("/srv/git")),
+            ("/", "/proc/1/root/../etc", Ok("/etc")),
+            ("/", "/proc/thread-self/root", Ok("/")),
+            ("/", "/proc/self/task/7/root/x", Ok("/x")),
+            ("/proc", "self/root/x", Ok("/x")),
+            ("/", "/proc/*/root/x", Ok("/x")),
+            ("/", "/proc/self/cwd/src", Ok("/work/src")),
+            ("/", "/proc/self/cwd/..", Ok("/")),
+            ("/", "/proc/1/cwd/x", Err(Unresolved::OtherProcess)),
+            ("/", "/proc/self/status", Ok("/proc/self/status")),
+            ("/", "/proc/selfish/root", Ok("/proc/selfish/root")),
+        ];
+        for (base, path, want) in cases {
+            assert_eq!(
+                resolve(base, path, Some("/work")),
+                want.map(str::to_string),
+                "{base} {path}"
+            );
+        }
+        assert_eq!(
+            resolve("/", "/proc/self/cwd/x", None),
+            Err(Unresolved::UnknownCwd)
+        );
+        // Without a cwd, `normalize` leaves the cwd alias as written.
+        assert_eq!(normalize("/", "/proc/self/cwd/x"), "/proc/self/cwd/x");
+    }
+
+    #[test]
+    fn globs_reach_what_they_can_match() {
+        let cases = [
+            ("/s*/git/p.git/config", "/srv/git", false, true),
+            ("/s*", "/srv/git", false, false),
+            ("/s*", "/srv/git", true, true),
+            ("/t*/git", "/srv/git", false, false),
+            ("/srv/g?t", "/srv/git", false, true),
+            ("/srv", "/srv/git", true, true),
+            ("/srv/gitx", "/srv/git", true, false),
+        ];
+        for (pattern, target, below, want) in cases {
+            assert_eq!(reaches(pattern, target, below), want, "{pattern} {target}");
+        }
+        assert_eq!(glob_prefix("/s*/git").1, "/");
+        assert_eq!(glob_prefix("/work/src/*.rs").1, "/work/src");
+        assert!(pattern_matches("/[!.]*", "/home"));
+        assert!(!pattern_matches("/[!.]*", "/.x"));
+        assert!(!pattern_matches("/*", "/home/agent"));
+    }
+
+    #[test]
     fn locates_in_frames() {
         let host = Frame::Host {
             project_root: "/work".into(),
