@@ -140,6 +140,10 @@ pub struct Segment {
     /// The self-call of a function that runs itself (directly or through
     /// other functions) in a child process: a fork bomb.
     pub fork_bomb: bool,
+    /// What a pipe feeds this segment, when the writer is `echo` or
+    /// `printf` of static words: the operands `xargs` would append
+    /// (`echo / | xargs rm -rf`).
+    pub stdin_words: Option<Vec<Arg>>,
 }
 
 impl Segment {
@@ -161,6 +165,7 @@ impl Segment {
             in_function: None,
             piped_or_background: false,
             fork_bomb: false,
+            stdin_words: None,
         }
     }
 
@@ -233,6 +238,8 @@ struct Walker<'h> {
     piped_or_background: bool,
     /// Wrappers of the enclosing `sh -c` / `eval` being walked.
     via: Vec<Vec<Arg>>,
+    /// The words the previous command of a pipeline prints, when known.
+    pipe_words: Option<Vec<Arg>>,
     /// Nesting of scripts inside scripts (bounded with the parser's depth).
     depth: usize,
     /// Bytes of nested scripts still allowed to be parsed (keeps the whole
@@ -255,6 +262,7 @@ impl<'h> Walker<'h> {
             current_function: None,
             piped_or_background: false,
             via: Vec::new(),
+            pipe_words: None,
             depth: 0,
             budget: input_len.saturating_mul(8).saturating_add(64 * 1024),
             expansion_budget: input_len.saturating_mul(4).saturating_add(4096),
@@ -313,7 +321,12 @@ impl<'h> Walker<'h> {
                 } else {
                     Stdin::Pipe
                 };
+                self.pipe_words = match i.checked_sub(1).and_then(|k| p.commands.get(k)) {
+                    Some(Command::Simple(w)) => printed_words(w, self.home),
+                    _ => None,
+                };
                 self.walk_command(c, state.clone(), stdin);
+                self.pipe_words = None;
             }
             self.piped_or_background = saved;
             (state.clone(), state)
@@ -537,6 +550,9 @@ impl<'h> Walker<'h> {
     fn walk_simple(&mut self, s: &Simple, state: State, stdin: Stdin) -> (State, State) {
         let mut seg = Segment::new(&state);
         seg.stdin = stdin;
+        if stdin == Stdin::Pipe {
+            seg.stdin_words = self.pipe_words.take();
+        }
         // Assignments.
         for a in &s.assigns {
             let values: Vec<&Word> = match &a.value {
@@ -1008,6 +1024,46 @@ impl<'h> Walker<'h> {
             }
         }
     }
+}
+
+/// The words `echo …` or `printf FORMAT …` of static words prints, split
+/// as `xargs` splits them; `None` for anything else.
+fn printed_words(s: &Simple, home: &str) -> Option<Vec<Arg>> {
+    if !s.redirects.is_empty() {
+        return None;
+    }
+    let mut words = Vec::with_capacity(s.words.len());
+    for w in &s.words {
+        words.push(word::evaluate(w, home).single()?.to_string());
+    }
+    let (name, rest) = words.split_first()?;
+    let printed: Vec<String> = match name.as_str() {
+        "echo" => rest
+            .iter()
+            .skip_while(|w| matches!(w.as_str(), "-n" | "-e" | "-E" | "-ne" | "-en"))
+            .cloned()
+            .collect(),
+        "printf" => match rest.split_first() {
+            Some((_, args)) if !args.is_empty() => args.to_vec(),
+            // A format without conversions prints itself; `\n` and `\t`
+            // are blanks to xargs.
+            Some((format, _)) if !format.contains('%') => {
+                vec![format.replace("\\n", " ").replace("\\t", " ")]
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    // xargs reads quotes and backslashes itself: not followed here.
+    if printed.iter().any(|w| w.contains(['\'', '"', '\\'])) {
+        return None;
+    }
+    Some(
+        printed
+            .iter()
+            .flat_map(|w| w.split_whitespace().map(Arg::lit))
+            .collect(),
+    )
 }
 
 fn union_all(states: Vec<State>) -> State {

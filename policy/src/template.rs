@@ -69,6 +69,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
         home,
         find_roots: &seg.find_roots,
         trailing: seg.trailing_dynamic,
+        stdin_words: seg.stdin_words.as_deref(),
     };
     for inv in seg.invocations() {
         let Some(name) = inv.first() else { continue };
@@ -178,6 +179,8 @@ struct Removal<'a> {
     find_roots: &'a [Arg],
     /// More operands come from stdin or a file (`xargs`).
     trailing: bool,
+    /// Those operands, when a pipe from `echo`/`printf` shows them.
+    stdin_words: Option<&'a [Arg]>,
 }
 
 /// One program's options, as far as the templates read them: which short
@@ -848,6 +851,27 @@ fn rm(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
                 )))
             }
             Danger::No => {}
+        }
+    }
+    if r.trailing
+        && recursive != Some(false)
+        && let Some(words) = r.stdin_words
+    {
+        // `echo / | xargs rm -rf`: the operands are visible.
+        let mut worst = Danger::No;
+        for w in words {
+            match target_danger(w, r, &guarded) {
+                Danger::Yes => {
+                    return Some(Hit::Deny(format!(
+                        "`rm -r` of `{}`, read from stdin",
+                        w.text
+                    )));
+                }
+                d => worst = worst.max(d),
+            }
+        }
+        if worst == Danger::No && maybe.is_none() {
+            return None;
         }
     }
     if maybe.is_none() && r.trailing && recursive != Some(false) {
