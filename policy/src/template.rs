@@ -1397,9 +1397,10 @@ const SUBCOMMAND_GROUPS: &[&str] = &[
     "sites",
 ];
 
-/// Programs whose commands nest deeper than one group (`gcloud run
-/// deploy`, `aws s3 cp`, `az webapp up`).
-const DEEP_SUBCOMMANDS: &[&str] = &["gcloud", "aws", "az", "nix"];
+/// Programs whose commands nest deeper than one group, and how many words
+/// name a command (`aws s3 cp`, `az webapp up`, `gcloud compute instances
+/// create`).
+const DEEP_SUBCOMMANDS: &[(&str, usize)] = &[("aws", 2), ("az", 2), ("nix", 2), ("gcloud", 3)];
 
 /// A glob in a command's subcommand position is opaque: the leading words
 /// that are not options (and not an option's value), through every
@@ -1411,11 +1412,10 @@ fn subcommand_glob(inv: &[Arg]) -> Option<Hit> {
         return None;
     }
     let argv = normalized_argv(inv);
-    let mut depth = if DEEP_SUBCOMMANDS.contains(&program) {
-        3
-    } else {
-        1
-    };
+    let mut depth = DEEP_SUBCOMMANDS
+        .iter()
+        .find(|(p, _)| *p == program)
+        .map_or(1, |(_, d)| *d);
     let mut after_option = false;
     for a in argv.iter().skip(1) {
         if a.is("--") {

@@ -299,6 +299,7 @@ const GLOBS: &[Row] = &[
     ("gh pr cr*", Box, None, ASK),
     ("docker compose p*sh", Box, None, ASK),
     ("gcloud run d?ploy", Box, None, ASK),
+    ("aws s3 r? s3://bucket/x", Box, None, ASK),
     // in a path: the static prefix is judged
     ("cat /s*/git/p.git/config", Mounts, None, ASK),
     ("cat /srv/g?t/p.git/config", Mounts, None, ASK),
@@ -321,6 +322,8 @@ const GLOBS: &[Row] = &[
     ("cargo run -- *.txt", Box, None, AUTO),
     ("go run *.go", Box, None, AUTO),
     ("gh pr list", Box, None, AUTO),
+    ("aws s3 cp *.txt s3://bucket/", Box, None, AUTO),
+    ("git checkout -- *.rs", Box, None, AUTO),
     ("git status", Box, None, AUTO),
     ("cargo test -- --nocapture", Box, None, AUTO),
     ("npm run build", Box, None, AUTO),
