@@ -6,6 +6,15 @@
 //! in program text (`sed w file`) — normalised lexically against the cwd and
 //! compared byte for byte at path boundaries (`/workspace` is not `/work`,
 //! `/wоrk` with a Cyrillic `о` is not `/work`).
+//!
+//! Spelling does not change meaning (POLICY.md points 6–8): the kernel's
+//! aliases are followed (`/proc/self/root/X` is `/X`, `/proc/self/cwd/X` is
+//! `<cwd>/X`, another process's cwd is outside, `/dev/fd/N` beyond a
+//! process substitution's own is unknown); a glob is judged by what it can
+//! match (the directory holding its static prefix, and every mount it can
+//! lead into: `/s*/git` reaches `/srv/git`); and a command that walks what
+//! it is given (`rm -r`, `grep -r`, `find`, `du`, `tar c`) reaches every
+//! out-of-scope mount below a directory it names.
 
 use crate::arg::Arg;
 use crate::decision::{Location, PathReport};
@@ -27,7 +36,123 @@ const SPECIAL: &[&str] = &[
 
 /// Lexically normalises `path` against `base` (an absolute directory):
 /// `.` and `..` resolved, repeated slashes collapsed, `..` at `/` stays `/`.
+/// The kernel's root aliases are followed as the kernel follows them:
+/// `/proc/self/root`, `/proc/<pid>/root`, `/proc/thread-self/root` and
+/// `/proc/<pid>/task/<tid>/root` are `/` (so `/proc/self/root/..` is `/`
+/// too). `/proc/self/cwd` needs the cwd: see [`resolve`].
 pub fn normalize(base: &str, path: &str) -> String {
+    match walk(base, path, CwdAlias::Lexical, true) {
+        Ok(s) => s,
+        // Lexical mode never fails; keep the plain lexical form regardless.
+        Err(_) => lexical(base, path),
+    }
+}
+
+/// What `/proc/self/cwd` (or another process's cwd) stands for in a walk.
+#[derive(Clone, Copy)]
+enum CwdAlias<'a> {
+    /// Left as it is written (`normalize`).
+    Lexical,
+    /// This directory (absolute, normalised).
+    Known(&'a str),
+    /// Not known: resolving through it fails.
+    Unknown,
+}
+
+/// Why a path could not be resolved to one frame path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unresolved {
+    /// Through `/proc/self/cwd` while the cwd is not known.
+    UnknownCwd,
+    /// Through another process's cwd (`/proc/<pid>/cwd`): somewhere outside.
+    OtherProcess,
+}
+
+/// Whether a `/proc` component names a process (`self`, `thread-self`, a
+/// pid) — or, with `globs`, is a glob that may (`*`, `[0-9]*`): then it is
+/// taken as one.
+fn names_process(c: &str, globs: bool) -> bool {
+    matches!(c, "self" | "thread-self")
+        || (!c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()))
+        || (globs
+            && first_glob(c).is_some()
+            && ["self", "thread-self", "1"]
+                .iter()
+                .any(|n| component_matches(c, n)))
+}
+
+/// The alias the components so far end in, if any: `root` (the process's
+/// root), `cwd` of this process, or `cwd` of another.
+fn alias_at(parts: &[&str], globs: bool) -> Option<(&'static str, bool)> {
+    let may_be = |c: &str, name: &str| {
+        c == name || (globs && first_glob(c).is_some() && component_matches(c, name))
+    };
+    let (proc_part, pid, tail) = match parts {
+        [a, p, t] => (*a, *p, *t),
+        [a, p, task, tid, t] if may_be(task, "task") && names_process(tid, globs) => (*a, *p, *t),
+        _ => return None,
+    };
+    if !may_be(proc_part, "proc") || !names_process(pid, globs) {
+        return None;
+    }
+    let own = matches!(pid, "self" | "thread-self");
+    let is = |name: &str| may_be(tail, name);
+    if is("root") {
+        Some(("root", own))
+    } else if is("cwd") {
+        Some(("cwd", own))
+    } else {
+        None
+    }
+}
+
+/// The normaliser behind [`normalize`] and [`resolve`]. `globs`: a glob
+/// component that may name an alias (`/proc/*/root`) is taken as it.
+fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String, Unresolved> {
+    let mut parts: Vec<&str> = Vec::new();
+    let full_base = if path.starts_with('/') { "" } else { base };
+    for piece in full_base.split('/').chain(path.split('/')) {
+        match piece {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => {
+                parts.push(p);
+                if (p.ends_with("root") || p.ends_with("cwd") || first_glob(p).is_some())
+                    && let Some((alias, own)) = alias_at(&parts, globs)
+                {
+                    match (alias, own, cwd) {
+                        ("root", ..) => parts.clear(),
+                        (_, _, CwdAlias::Lexical) => {}
+                        (_, false, _) => return Err(Unresolved::OtherProcess),
+                        (_, true, CwdAlias::Unknown) => return Err(Unresolved::UnknownCwd),
+                        (_, true, CwdAlias::Known(dir)) => {
+                            parts.clear();
+                            parts.extend(dir.split('/').filter(|c| !c.is_empty()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(join(&parts, path.len() + base.len() + 1))
+}
+
+fn join(parts: &[&str], capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity);
+    for p in parts {
+        out.push('/');
+        out.push_str(p);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// Purely lexical normalisation (no aliases).
+fn lexical(base: &str, path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     let full_base = if path.starts_with('/') { "" } else { base };
     for piece in full_base.split('/').chain(path.split('/')) {
@@ -39,15 +164,241 @@ pub fn normalize(base: &str, path: &str) -> String {
             p => parts.push(p),
         }
     }
-    let mut out = String::with_capacity(path.len() + base.len() + 1);
-    for p in &parts {
-        out.push('/');
-        out.push_str(p);
+    join(&parts, path.len() + base.len() + 1)
+}
+
+/// `path` resolved against `base` as the kernel would, with `cwd` standing
+/// for `/proc/self/cwd` (`None`: not known).
+pub fn resolve(base: &str, path: &str, cwd: Option<&str>) -> Result<String, Unresolved> {
+    walk(base, path, cwd_alias(cwd), true)
+}
+
+fn cwd_alias(cwd: Option<&str>) -> CwdAlias<'_> {
+    match cwd {
+        Some(d) => CwdAlias::Known(d),
+        None => CwdAlias::Unknown,
     }
-    if out.is_empty() {
-        out.push('/');
+}
+
+/// Where the first glob character of a word is (`*`, `?`, or a `[` that
+/// closes). Quoted and unquoted characters are not told apart here: a word
+/// known to hold a glob is cut at the first one, which can only widen what
+/// it is judged to reach.
+pub fn first_glob(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'*' | b'?' => return Some(i),
+            b'[' if text[i + 1..].contains(']') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One token of a glob component.
+enum Tok {
+    Star,
+    Any,
+    Lit(u8),
+    /// `[…]`: byte ranges and character classes (`[[:digit:]]`), negated;
+    /// `any` when it holds a class not known here, taken as matching
+    /// anything.
+    Set {
+        ranges: Vec<(u8, u8)>,
+        classes: Vec<fn(&u8) -> bool>,
+        negated: bool,
+        any: bool,
+    },
+}
+
+/// A POSIX character class by name (ASCII, as in the C locale).
+fn char_class(name: &[u8]) -> Option<fn(&u8) -> bool> {
+    Some(match name {
+        b"alpha" => u8::is_ascii_alphabetic,
+        b"digit" => u8::is_ascii_digit,
+        b"alnum" => u8::is_ascii_alphanumeric,
+        b"upper" => u8::is_ascii_uppercase,
+        b"lower" => u8::is_ascii_lowercase,
+        b"space" => u8::is_ascii_whitespace,
+        b"punct" => u8::is_ascii_punctuation,
+        b"xdigit" => u8::is_ascii_hexdigit,
+        b"graph" => u8::is_ascii_graphic,
+        b"cntrl" => u8::is_ascii_control,
+        b"print" => |c: &u8| c.is_ascii_graphic() || *c == b' ',
+        b"blank" => |c: &u8| matches!(c, b' ' | b'\t'),
+        b"word" => |c: &u8| c.is_ascii_alphanumeric() || *c == b'_',
+        _ => return None,
+    })
+}
+
+fn tokens(pat: &[u8]) -> Vec<Tok> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < pat.len() {
+        match pat[i] {
+            b'*' => {
+                if !matches!(out.last(), Some(Tok::Star)) {
+                    out.push(Tok::Star);
+                }
+                i += 1;
+            }
+            b'?' => {
+                out.push(Tok::Any);
+                i += 1;
+            }
+            b'[' => {
+                let mut j = i + 1;
+                let negated = matches!(pat.get(j), Some(b'!' | b'^'));
+                if negated {
+                    j += 1;
+                }
+                let start = j;
+                let mut ranges = Vec::new();
+                let mut any = false;
+                let mut classes = Vec::new();
+                let mut closed = None;
+                while j < pat.len() {
+                    if pat[j] == b']' && j > start {
+                        closed = Some(j);
+                        break;
+                    }
+                    if pat[j] == b'[' && pat.get(j + 1) == Some(&b':') {
+                        // `[:alpha:]`: taken as matching anything.
+                        if let Some(k) = pat[j + 2..].windows(2).position(|w| w == b":]") {
+                            match char_class(&pat[j + 2..j + 2 + k]) {
+                                Some(c) => classes.push(c),
+                                None => any = true,
+                            }
+                            j += k + 4;
+                            continue;
+                        }
+                    }
+                    if pat.get(j + 1) == Some(&b'-') && pat.get(j + 2).is_some_and(|&c| c != b']') {
+                        ranges.push((pat[j], pat[j + 2]));
+                        j += 3;
+                    } else {
+                        ranges.push((pat[j], pat[j]));
+                        j += 1;
+                    }
+                }
+                match closed {
+                    Some(end) => {
+                        out.push(Tok::Set {
+                            ranges,
+                            classes,
+                            negated,
+                            any,
+                        });
+                        i = end + 1;
+                    }
+                    None => {
+                        out.push(Tok::Lit(b'['));
+                        i += 1;
+                    }
+                }
+            }
+            c => {
+                out.push(Tok::Lit(c));
+                i += 1;
+            }
+        }
     }
     out
+}
+
+fn tok_matches(t: &Tok, c: u8) -> bool {
+    match t {
+        Tok::Star | Tok::Any => true,
+        Tok::Lit(l) => *l == c,
+        Tok::Set {
+            ranges,
+            classes,
+            negated,
+            any,
+        } => {
+            *any || (ranges.iter().any(|&(a, b)| a <= c && c <= b) || classes.iter().any(|f| f(&c)))
+                != *negated
+        }
+    }
+}
+
+/// Whether a glob component can match the name `name`, as bash matches
+/// without `dotglob`: a leading `.` only by a literal `.`; `.` and `..`
+/// never by a pattern.
+pub fn component_matches(pat: &str, name: &str) -> bool {
+    let toks = tokens(pat.as_bytes());
+    let text = name.as_bytes();
+    if text.first() == Some(&b'.') && !matches!(toks.first(), Some(Tok::Lit(b'.'))) {
+        return false;
+    }
+    if (name == "." || name == "..") && pat != name {
+        return false;
+    }
+    let (mut p, mut t) = (0usize, 0usize);
+    let (mut star, mut mark) = (None, 0usize);
+    while t < text.len() {
+        match toks.get(p) {
+            Some(Tok::Star) => {
+                star = Some(p);
+                mark = t;
+                p += 1;
+            }
+            Some(tok) if tok_matches(tok, text[t]) => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some(s) => {
+                    p = s + 1;
+                    mark += 1;
+                    t = mark;
+                }
+                None => return false,
+            },
+        }
+    }
+    while matches!(toks.get(p), Some(Tok::Star)) {
+        p += 1;
+    }
+    p == toks.len()
+}
+
+/// Whether an absolute, normalised glob pattern can match the absolute,
+/// normalised path `path` (component by component; `**` is `*`, as bash
+/// has it without `globstar`).
+pub fn pattern_matches(pattern: &str, path: &str) -> bool {
+    let mut pc = pattern.split('/').filter(|c| !c.is_empty());
+    let mut tc = path.split('/').filter(|c| !c.is_empty());
+    loop {
+        match (pc.next(), tc.next()) {
+            (None, None) => return true,
+            (Some(p), Some(t)) => {
+                let ok = if first_glob(p).is_some() {
+                    component_matches(p, t)
+                } else {
+                    p == t
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// The static part of a normalised glob pattern: the text before its
+/// first glob character (`/s*/git` → `/s`), and the directory that holds
+/// every match (`/`).
+pub fn glob_prefix(pattern: &str) -> (&str, String) {
+    let cut = first_glob(pattern).unwrap_or(pattern.len());
+    let prefix = &pattern[..cut];
+    let dir = match prefix.rfind('/') {
+        Some(0) | None => "/".to_string(),
+        Some(i) => prefix[..i].to_string(),
+    };
+    (prefix, dir)
 }
 
 /// `p` normalised, borrowed when it already is (roots and mount targets
@@ -72,14 +423,40 @@ pub fn under(path: &str, root: &str) -> bool {
     path == root || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/'))
 }
 
+/// Special files, and the standard streams by descriptor (`/dev/fd/0`–`2`,
+/// `/proc/self/fd/0`–`2`). Another descriptor (`/dev/fd/5`) is whatever the
+/// shell opened there: not known (a process substitution's own is judged
+/// where it is written, see `Judge::arg`).
 fn is_special(path: &str) -> bool {
-    SPECIAL.contains(&path) || under(path, "/dev/fd") || under(path, "/proc/self/fd")
+    if SPECIAL.contains(&path) || path == "/dev/fd" {
+        return true;
+    }
+    ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
+        .iter()
+        .any(|d| {
+            path.strip_prefix(d)
+                .is_some_and(|n| matches!(n, "0" | "1" | "2"))
+        })
+}
+
+/// A descriptor path that is not a standard stream: unknown.
+fn is_other_descriptor(path: &str) -> bool {
+    if under(path, "/dev/fd") {
+        return true;
+    }
+    let mut c = path.split('/').filter(|c| !c.is_empty());
+    c.next() == Some("proc")
+        && c.next().is_some_and(|p| names_process(p, true))
+        && c.next() == Some("fd")
 }
 
 /// Where an absolute, normalised frame path lies.
 pub fn locate(frame: &Frame, path: &str) -> Location {
     if is_special(path) {
         return Location::Special;
+    }
+    if is_other_descriptor(path) {
+        return Location::Unknown;
     }
     match frame {
         Frame::Host {
@@ -206,11 +583,51 @@ pub fn path_candidates(text: &str) -> Vec<String> {
     out
 }
 
+/// Host mounts out of scope in a container frame (none in the host frame:
+/// there everything outside the roots is outside already).
+fn out_of_scope_mounts(frame: &Frame) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    let mounts: &[crate::frame::Mount] = match frame {
+        Frame::Host { .. } => &[],
+        Frame::Container { mounts, .. } => mounts,
+    };
+    mounts
+        .iter()
+        .filter(|m| m.kind == MountKind::Host { in_scope: false })
+        .map(|m| normal(&m.target))
+}
+
+/// Whether a path (or glob pattern), absolute and normalised, reaches
+/// `target`: it names it or a path below it, or — `below`, a command that
+/// walks what it is given — a directory above it.
+fn reaches(pattern: &str, target: &str, below: bool) -> bool {
+    let pc: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
+    let tc: Vec<&str> = target.split('/').filter(|c| !c.is_empty()).collect();
+    for (p, t) in pc.iter().zip(&tc) {
+        let ok = if first_glob(p).is_some() {
+            component_matches(p, t)
+        } else {
+            p == t
+        };
+        if !ok {
+            return false;
+        }
+    }
+    pc.len() >= tc.len() || below
+}
+
 struct Judge<'a> {
     frame: &'a Frame,
     reports: Vec<PathReport>,
     /// `(written, resolved)` already reported: one report each.
     seen: rustc_hash::FxHashSet<(String, Option<String>)>,
+}
+
+/// How a path is judged: as a glob (by what it can match), and whether the
+/// command walks everything below it.
+#[derive(Clone, Copy, Default)]
+struct Reach {
+    glob: bool,
+    below: bool,
 }
 
 impl Judge<'_> {
@@ -226,23 +643,74 @@ impl Judge<'_> {
     }
 
     /// Judges a static path written relative to `base` (the cwd, or
-    /// `git -C`'s directory).
-    fn path(&mut self, written: &str, base: &Cwd) {
-        if written.starts_with('/') {
-            let abs = normalize("/", written);
-            let loc = locate(self.frame, &abs);
-            self.report(written, Some(abs), loc);
-            return;
-        }
-        match base {
-            Cwd::Known(dirs) => {
-                for d in dirs {
-                    let abs = normalize(d, written);
-                    let loc = locate(self.frame, &abs);
-                    self.report(written, Some(abs), loc);
+    /// `git -C`'s directory); `cwd` is what `/proc/self/cwd` stands for.
+    fn path(&mut self, written: &str, base: &Cwd, cwd: &Cwd, reach: Reach) {
+        // `/proc/self/cwd` (or a glob that may be it) needs the cwd.
+        let alias_needed = reach.glob || written.contains("cwd");
+        let absolute = written.starts_with('/');
+        match (base, cwd) {
+            _ if absolute && !alias_needed => self.resolved(written, "/", None, reach),
+            (Cwd::Unknown, _) if !absolute => self.report(written, None, Location::Unknown),
+            (_, Cwd::Known(cwds)) if alias_needed => {
+                for c in cwds {
+                    match base {
+                        Cwd::Known(dirs) if !absolute => {
+                            for b in dirs {
+                                self.resolved(written, b, Some(c), reach);
+                            }
+                        }
+                        _ => self.resolved(written, "/", Some(c), reach),
+                    }
                 }
             }
-            Cwd::Unknown => self.report(written, None, Location::Unknown),
+            (Cwd::Known(dirs), _) if !absolute => {
+                for b in dirs {
+                    self.resolved(written, b, None, reach);
+                }
+            }
+            _ => self.resolved(written, "/", None, reach),
+        }
+    }
+
+    /// Judges `written` resolved against `base`, with `cwd` standing for
+    /// `/proc/self/cwd`.
+    fn resolved(&mut self, written: &str, base: &str, cwd: Option<&str>, reach: Reach) {
+        match resolve(base, written, cwd) {
+            Ok(abs) => {
+                self.located(written, &abs, reach);
+                if reach.glob {
+                    // A glob that may or may not pass a kernel alias
+                    // (`/*/*/root/…`) reaches both ways.
+                    match walk(base, written, cwd_alias(cwd), false) {
+                        Ok(plain) if plain != abs => self.located(written, &plain, reach),
+                        Ok(_) => {}
+                        Err(_) => self.report(written, None, Location::Unknown),
+                    }
+                }
+            }
+            Err(Unresolved::UnknownCwd) => self.report(written, None, Location::Unknown),
+            Err(Unresolved::OtherProcess) => self.report(written, None, Location::Outside),
+        }
+    }
+
+    /// Reports a resolved path (or glob pattern) and the out-of-scope
+    /// mounts it reaches.
+    fn located(&mut self, written: &str, abs: &str, reach: Reach) {
+        let loc = if reach.glob {
+            let (_, dir) = glob_prefix(abs);
+            locate(self.frame, &dir)
+        } else {
+            locate(self.frame, abs)
+        };
+        self.report(written, Some(abs.to_string()), loc);
+        if !(reach.glob || reach.below) {
+            return;
+        }
+        let frame = self.frame;
+        for t in out_of_scope_mounts(frame) {
+            if reaches(abs, &t, reach.below) {
+                self.report(written, Some(t.into_owned()), Location::Outside);
+            }
         }
     }
 
@@ -250,16 +718,30 @@ impl Judge<'_> {
         self.report(&format!("⟨{written}⟩"), None, Location::Unknown);
     }
 
-    fn arg(&mut self, a: &Arg, base: &Cwd, roots: &[Arg], cwd: &Cwd) {
+    fn arg(&mut self, a: &Arg, base: &Cwd, roots: &[Arg], cwd: &Cwd, below: bool) {
         if a.package {
             return;
         }
+        if a.proc_sub {
+            // `<(…)`: the shell's own descriptor for the substitution.
+            self.report(&a.text, None, Location::Special);
+            return;
+        }
         if a.find_placeholder {
+            // `{}` is every path find walks under its roots.
             for r in roots {
-                self.arg(r, cwd, &[], cwd);
+                self.arg(r, cwd, &[], cwd, true);
                 if !r.dynamic && !looks_like_path(&r.text) {
                     // A plain root like `src` still lies under the cwd.
-                    self.path(&r.text, cwd);
+                    self.path(
+                        &r.text,
+                        cwd,
+                        cwd,
+                        Reach {
+                            glob: r.glob,
+                            below: true,
+                        },
+                    );
                 }
             }
             return;
@@ -277,8 +759,18 @@ impl Judge<'_> {
             self.report(&a.text, None, loc);
             return;
         }
-        for p in path_candidates(&a.text) {
-            self.path(&p, base);
+        let reach = Reach {
+            glob: a.glob,
+            below,
+        };
+        let candidates = path_candidates(&a.text);
+        if candidates.is_empty() && a.glob && !a.text.starts_with('-') && is_url(&a.text).is_none()
+        {
+            // `*.rs`, `e*`: a glob expands to paths under the cwd.
+            self.path(&a.text, base, cwd, reach);
+        }
+        for p in candidates {
+            self.path(&p, base, cwd, reach);
         }
     }
 }
@@ -312,15 +804,16 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
         Some(_) => Cwd::Unknown,
         None => seg.cwd.clone(),
     };
+    let cwd = &seg.cwd;
     for inv in &seg.chain {
         if let Some(name) = inv.first()
             && !name.dynamic
             && name.text.contains('/')
         {
-            j.path(&name.text, &seg.cwd);
+            j.path(&name.text, cwd, cwd, Reach::default());
         }
         for a in inv.iter().skip(1) {
-            j.arg(a, &seg.cwd, &seg.find_roots, &seg.cwd);
+            j.arg(a, cwd, &seg.find_roots, cwd, false);
         }
     }
     if let Some(name) = seg.argv.first()
@@ -328,25 +821,67 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
         && !name.package
         && name.text.contains('/')
     {
-        j.path(&name.text, &seg.cwd);
+        j.path(&name.text, cwd, cwd, Reach::default());
     }
+    // A command that walks its operands reaches what lies below them.
+    let below = crate::template::walks_operands(&seg.argv);
     for a in seg.argv.iter().skip(1) {
-        j.arg(a, &arg_base, &seg.find_roots, &seg.cwd);
+        j.arg(a, &arg_base, &seg.find_roots, cwd, below);
+    }
+    if below {
+        // A walker's plain operands (`srv` in `/`) are directories under
+        // the cwd too; with none it walks the cwd itself (`grep -r x`).
+        let mut operands = 0;
+        let mut pattern = crate::template::pattern_operand(&seg.argv);
+        for a in seg.argv.iter().skip(1) {
+            if a.dynamic || a.package || a.find_placeholder || a.text.starts_with('-') {
+                continue;
+            }
+            if std::mem::take(&mut pattern) {
+                continue;
+            }
+            operands += 1;
+            if !a.glob && !looks_like_path(&a.text) && is_url(&a.text).is_none() {
+                j.path(
+                    &a.text,
+                    &arg_base,
+                    cwd,
+                    Reach {
+                        glob: false,
+                        below: true,
+                    },
+                );
+            }
+        }
+        if operands == 0 {
+            j.path(
+                ".",
+                &arg_base,
+                cwd,
+                Reach {
+                    glob: false,
+                    below: true,
+                },
+            );
+        }
     }
     for r in &seg.redirects {
         if r.target.dynamic {
             j.dynamic(&r.target.text);
         } else {
-            let t = r.target.text.clone();
-            j.path(&t, &seg.cwd);
+            let reach = Reach {
+                glob: r.target.glob,
+                below: false,
+            };
+            j.path(&r.target.text, cwd, cwd, reach);
         }
     }
     for (_, v) in &seg.assigns {
-        j.arg(v, &seg.cwd, &[], &seg.cwd);
+        j.arg(v, cwd, &[], cwd, false);
     }
     for h in &seg.hidden_paths {
         match &h.path {
-            Some(p) => j.path(p, &seg.cwd),
+            Some(p) => j.path(p, cwd, cwd, Reach::default()),
             None => j.report("(a path computed at run time)", None, Location::Unknown),
         }
     }
@@ -374,6 +909,57 @@ mod tests {
         for (base, p, want) in cases {
             assert_eq!(normalize(base, p), want, "{base} {p}");
         }
+    }
+
+    #[test]
+    fn follows_kernel_aliases() {
+        let cases = [
+            ("/", "/proc/self/root/srv/git", Ok("/srv/git")),
+            ("/", "/proc/1/root/../etc", Ok("/etc")),
+            ("/", "/proc/thread-self/root", Ok("/")),
+            ("/", "/proc/self/task/7/root/x", Ok("/x")),
+            ("/proc", "self/root/x", Ok("/x")),
+            ("/", "/proc/*/root/x", Ok("/x")),
+            ("/", "/proc/self/cwd/src", Ok("/work/src")),
+            ("/", "/proc/self/cwd/..", Ok("/")),
+            ("/", "/proc/1/cwd/x", Err(Unresolved::OtherProcess)),
+            ("/", "/proc/self/status", Ok("/proc/self/status")),
+            ("/", "/proc/selfish/root", Ok("/proc/selfish/root")),
+        ];
+        for (base, path, want) in cases {
+            assert_eq!(
+                resolve(base, path, Some("/work")),
+                want.map(str::to_string),
+                "{base} {path}"
+            );
+        }
+        assert_eq!(
+            resolve("/", "/proc/self/cwd/x", None),
+            Err(Unresolved::UnknownCwd)
+        );
+        // Without a cwd, `normalize` leaves the cwd alias as written.
+        assert_eq!(normalize("/", "/proc/self/cwd/x"), "/proc/self/cwd/x");
+    }
+
+    #[test]
+    fn globs_reach_what_they_can_match() {
+        let cases = [
+            ("/s*/git/p.git/config", "/srv/git", false, true),
+            ("/s*", "/srv/git", false, false),
+            ("/s*", "/srv/git", true, true),
+            ("/t*/git", "/srv/git", false, false),
+            ("/srv/g?t", "/srv/git", false, true),
+            ("/srv", "/srv/git", true, true),
+            ("/srv/gitx", "/srv/git", true, false),
+        ];
+        for (pattern, target, below, want) in cases {
+            assert_eq!(reaches(pattern, target, below), want, "{pattern} {target}");
+        }
+        assert_eq!(glob_prefix("/s*/git").1, "/");
+        assert_eq!(glob_prefix("/work/src/*.rs").1, "/work/src");
+        assert!(pattern_matches("/[!.]*", "/home"));
+        assert!(!pattern_matches("/[!.]*", "/.x"));
+        assert!(!pattern_matches("/*", "/home/agent"));
     }
 
     #[test]
@@ -407,7 +993,14 @@ mod tests {
             (&host, "/tmp", Location::Outside),
             (&host, "/opt/cache/x", Location::ExtraRoot),
             (&host, "/dev/null", Location::Special),
-            (&host, "/dev/fd/63", Location::Special),
+            // A descriptor that is not a standard stream is whatever the
+            // shell opened there (a process substitution's own is judged
+            // where it is written).
+            (&host, "/dev/fd/63", Location::Unknown),
+            (&host, "/dev/fd/1", Location::Special),
+            (&host, "/proc/self/fd/0", Location::Special),
+            (&host, "/proc/self/fd/9", Location::Unknown),
+            (&container, "/proc/1/fd/3", Location::Unknown),
             (&container, "/tmp/x", Location::ContainerPrivate),
             (&container, "/srv/git/p.git", Location::Outside),
             (&container, "/state/agents/p/a.git", Location::DeclaredMount),

@@ -134,11 +134,16 @@ pub struct Segment {
     pub cd_absolute: bool,
     /// The function whose body holds it.
     pub in_function: Option<String>,
-    /// Runs in a pipeline or in the background.
+    /// Runs in a child process: a pipeline, the background, a subshell, a
+    /// command or process substitution, a coproc.
     pub piped_or_background: bool,
-    /// The self-call of a function that runs itself in a pipeline or in the
-    /// background: a fork bomb.
+    /// The self-call of a function that runs itself (directly or through
+    /// other functions) in a child process: a fork bomb.
     pub fork_bomb: bool,
+    /// What a pipe feeds this segment, when the writer is `echo` or
+    /// `printf` of static words: the operands `xargs` would append
+    /// (`echo / | xargs rm -rf`).
+    pub stdin_words: Option<Vec<Arg>>,
 }
 
 impl Segment {
@@ -160,6 +165,7 @@ impl Segment {
             in_function: None,
             piped_or_background: false,
             fork_bomb: false,
+            stdin_words: None,
         }
     }
 
@@ -232,6 +238,8 @@ struct Walker<'h> {
     piped_or_background: bool,
     /// Wrappers of the enclosing `sh -c` / `eval` being walked.
     via: Vec<Vec<Arg>>,
+    /// The words the previous command of a pipeline prints, when known.
+    pipe_words: Option<Vec<Arg>>,
     /// Nesting of scripts inside scripts (bounded with the parser's depth).
     depth: usize,
     /// Bytes of nested scripts still allowed to be parsed (keeps the whole
@@ -254,6 +262,7 @@ impl<'h> Walker<'h> {
             current_function: None,
             piped_or_background: false,
             via: Vec::new(),
+            pipe_words: None,
             depth: 0,
             budget: input_len.saturating_mul(8).saturating_add(64 * 1024),
             expansion_budget: input_len.saturating_mul(4).saturating_add(4096),
@@ -312,7 +321,12 @@ impl<'h> Walker<'h> {
                 } else {
                     Stdin::Pipe
                 };
+                self.pipe_words = match i.checked_sub(1).and_then(|k| p.commands.get(k)) {
+                    Some(Command::Simple(w)) => printed_words(w, self.home),
+                    _ => None,
+                };
                 self.walk_command(c, state.clone(), stdin);
+                self.pipe_words = None;
             }
             self.piped_or_background = saved;
             (state.clone(), state)
@@ -352,7 +366,10 @@ impl<'h> Walker<'h> {
         match c {
             Compound::Group(l) => self.walk_list(l, state),
             Compound::Subshell(l) => {
+                let saved = self.piped_or_background;
+                self.piped_or_background = true;
                 self.walk_list(l, state.clone());
+                self.piped_or_background = saved;
                 state
             }
             Compound::If {
@@ -478,7 +495,10 @@ impl<'h> Walker<'h> {
         // A substitution runs in the same privilege as its command's shell:
         // keep the enclosing wrappers (`sudo sh -c 'echo $(id)'`).
         self.via = saved_via.clone();
+        // …and in a child process (`f(){ f <(f); }` forks).
+        let saved_forked = std::mem::replace(&mut self.piped_or_background, true);
         self.walk_list(list, state.clone());
+        self.piped_or_background = saved_forked;
         self.via = saved_via;
     }
 
@@ -539,6 +559,9 @@ impl<'h> Walker<'h> {
     fn walk_simple(&mut self, s: &Simple, state: State, stdin: Stdin) -> (State, State) {
         let mut seg = Segment::new(&state);
         seg.stdin = stdin;
+        if stdin == Stdin::Pipe {
+            seg.stdin_words = self.pipe_words.take();
+        }
         // Assignments.
         for a in &s.assigns {
             let values: Vec<&Word> = match &a.value {
@@ -707,7 +730,10 @@ impl<'h> Walker<'h> {
                     if let Some(r) = &info.replace {
                         for a in rest.iter_mut() {
                             if !r.is_empty() && a.text.contains(r.as_str()) {
+                                // What replaces it comes from stdin: the
+                                // skeleton is the rest of the word.
                                 a.dynamic = true;
+                                a.text = a.text.replace(r.as_str(), "");
                             }
                         }
                     }
@@ -921,31 +947,166 @@ impl<'h> Walker<'h> {
         }
     }
 
-    /// A function whose body runs itself in a pipeline or in the background,
-    /// and is called from outside: a fork bomb.
+    /// A function that runs itself — directly or through other functions of
+    /// the line (`a(){ b|b& }; b(){ a; }`) — from a child process (a
+    /// pipeline, the background, a subshell, `$(…)`, `<(…)`, `coproc`), and
+    /// is run from a call outside every function: a fork bomb. A forked call
+    /// runs its caller again when both lie on one cycle of the call graph
+    /// (one strongly connected component); each such call is marked. Linear
+    /// in the number of calls.
     fn mark_fork_bombs(&mut self) {
-        let called_outside: Vec<String> = self
-            .segments
-            .iter()
-            .filter(|s| s.kind == SegKind::FunctionCall)
-            .filter(|s| {
-                s.argv
-                    .first()
-                    .is_some_and(|a| s.in_function.as_deref() != Some(a.text.as_str()))
+        // A call is a segment naming a function of the line, even one
+        // defined after the body that calls it (`a(){ b|b& }; b(){ a; }`).
+        let functions = &self.functions;
+        let is_call = |s: &Segment| {
+            s.kind == SegKind::FunctionCall
+                || (s.kind == SegKind::Command
+                    && s.chain.is_empty()
+                    && s.argv
+                        .first()
+                        .is_some_and(|a| !a.dynamic && functions.contains_key(&a.text)))
+        };
+        // The call graph over the line's functions, by index.
+        fn node<'n>(
+            name: &'n str,
+            index: &mut std::collections::HashMap<&'n str, usize>,
+            edges: &mut Vec<Vec<usize>>,
+        ) -> usize {
+            *index.entry(name).or_insert_with(|| {
+                edges.push(Vec::new());
+                edges.len() - 1
             })
-            .filter_map(|s| s.argv.first().map(|a| a.text.clone()))
-            .collect();
-        for seg in &mut self.segments {
-            if let (Some(f), Some(a)) = (&seg.in_function, seg.argv.first())
-                && seg.kind == SegKind::FunctionCall
-                && seg.piped_or_background
-                && &a.text == f
-                && called_outside.contains(f)
+        }
+        let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut edges: Vec<Vec<usize>> = Vec::new();
+        let mut top: Vec<usize> = Vec::new();
+        let mut forked: Vec<(usize, usize, usize)> = Vec::new(); // (segment, caller, callee)
+        for (i, s) in self.segments.iter().enumerate() {
+            if !is_call(s) {
+                continue;
+            }
+            let Some(callee) = s.argv.first().map(|a| a.text.as_str()) else {
+                continue;
+            };
+            let to = node(callee, &mut index, &mut edges);
+            match s.in_function.as_deref() {
+                Some(caller) => {
+                    let from = node(caller, &mut index, &mut edges);
+                    edges[from].push(to);
+                    if s.piped_or_background {
+                        forked.push((i, from, to));
+                    }
+                }
+                None => top.push(to),
+            }
+        }
+        if forked.is_empty() || top.is_empty() {
+            return;
+        }
+        let n = edges.len();
+        // Functions run from outside any function: reachable from a call at
+        // the top level.
+        let mut run = vec![false; n];
+        let mut todo = top;
+        while let Some(f) = todo.pop() {
+            if !std::mem::replace(&mut run[f], true) {
+                todo.extend(edges[f].iter().copied());
+            }
+        }
+        // A forked call runs its caller again when both lie on one cycle:
+        // the same strongly connected component (Kosaraju, iterative).
+        let mut order = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        for start in 0..n {
+            if seen[start] {
+                continue;
+            }
+            seen[start] = true;
+            let mut stack = vec![(start, 0usize)];
+            while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+                if let Some(&w) = edges[v].get(*next) {
+                    *next += 1;
+                    if !seen[w] {
+                        seen[w] = true;
+                        stack.push((w, 0));
+                    }
+                } else {
+                    order.push(v);
+                    stack.pop();
+                }
+            }
+        }
+        let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (v, out) in edges.iter().enumerate() {
+            for &w in out {
+                reverse[w].push(v);
+            }
+        }
+        let mut component = vec![usize::MAX; n];
+        for (c, &root) in order.iter().rev().enumerate() {
+            if component[root] != usize::MAX {
+                continue;
+            }
+            component[root] = c;
+            let mut todo = vec![root];
+            while let Some(v) = todo.pop() {
+                for &w in &reverse[v] {
+                    if component[w] == usize::MAX {
+                        component[w] = c;
+                        todo.push(w);
+                    }
+                }
+            }
+        }
+        for (i, from, to) in forked {
+            if run[from]
+                && component[from] == component[to]
+                && let Some(seg) = self.segments.get_mut(i)
             {
                 seg.fork_bomb = true;
             }
         }
     }
+}
+
+/// The words `echo …` or `printf FORMAT …` of static words prints, split
+/// as `xargs` splits them; `None` for anything else.
+fn printed_words(s: &Simple, home: &str) -> Option<Vec<Arg>> {
+    if !s.redirects.is_empty() {
+        return None;
+    }
+    let mut words = Vec::with_capacity(s.words.len());
+    for w in &s.words {
+        words.push(word::evaluate(w, home).single()?.to_string());
+    }
+    let (name, rest) = words.split_first()?;
+    let printed: Vec<String> = match name.as_str() {
+        "echo" => rest
+            .iter()
+            .skip_while(|w| matches!(w.as_str(), "-n" | "-e" | "-E" | "-ne" | "-en"))
+            .cloned()
+            .collect(),
+        "printf" => match rest.split_first() {
+            Some((_, args)) if !args.is_empty() => args.to_vec(),
+            // A format without conversions prints itself; `\n` and `\t`
+            // are blanks to xargs.
+            Some((format, _)) if !format.contains('%') => {
+                vec![format.replace("\\n", " ").replace("\\t", " ")]
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    // xargs reads quotes and backslashes itself: not followed here.
+    if printed.iter().any(|w| w.contains(['\'', '"', '\\'])) {
+        return None;
+    }
+    Some(
+        printed
+            .iter()
+            .flat_map(|w| w.split_whitespace().map(Arg::lit))
+            .collect(),
+    )
 }
 
 fn union_all(states: Vec<State>) -> State {
@@ -956,14 +1117,22 @@ fn union_all(states: Vec<State>) -> State {
     it.fold(first, |acc, s| acc.union(&s))
 }
 
+/// The directory `cd target` leaves, the kernel's aliases followed
+/// (`cd /proc/self/cwd` stays, `cd /proc/1/cwd` goes somewhere unknown).
 fn resolve_cwd(cwd: &Cwd, target: &str) -> Cwd {
-    if target.starts_with('/') {
-        return Cwd::Known(vec![normalize("/", target)]);
+    let dirs: Vec<Option<&str>> = match cwd {
+        Cwd::Known(dirs) => dirs.iter().map(|d| Some(d.as_str())).collect(),
+        Cwd::Unknown if target.starts_with('/') => vec![None],
+        Cwd::Unknown => return Cwd::Unknown,
+    };
+    let mut out = Vec::with_capacity(dirs.len());
+    for d in dirs {
+        match crate::scope::resolve(d.unwrap_or("/"), target, d) {
+            Ok(p) => out.push(p),
+            Err(_) => return Cwd::Unknown,
+        }
     }
-    match cwd {
-        Cwd::Known(dirs) => Cwd::Known(dirs.iter().map(|d| normalize(d, target)).collect()),
-        Cwd::Unknown => Cwd::Unknown,
-    }
+    Cwd::Known(out)
 }
 
 /// Arguments of an evaluated word.

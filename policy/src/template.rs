@@ -1,18 +1,32 @@
 //! Built-in deny templates: a short list no configuration can allow, matched
-//! by meaning rather than spelling.
+//! by meaning rather than spelling (POLICY.md, "Spelling does not change
+//! meaning", point 12).
 //!
-//! `rm` recursive on `/`, `/*`, `~`, `~/`, `~/*` or the frame's home in any
-//! spelling (`-rf`, `-fr`, `-r -f`, `-R`, `--recursive`, with or without
-//! `--no-preserve-root`, through any wrapper, after `cd /`); a fork bomb;
-//! `mkfs` on a device; writing a block device; a recursive permission change
-//! of `/`. Projects may add templates (patterns), never remove these.
+//! - `rm` recursive — any spelling of `-r` (`-R`, `-fr`, `--recursive`,
+//!   `--recu`), through any wrapper, after `cd` — of `/`, the home or any
+//!   directory above it, in any path spelling (`//`, `~/..`, `$HOME/..`,
+//!   `/proc/self/root`, `/proc/self/cwd/..`) or glob that can match one or
+//!   every child of one (`/**`, `/?*`, `/[!.]*`, `~/.[!.]*`);
+//!   `find … -delete` and `find … -exec rm {}` from there;
+//! - `chmod`/`chown`/`chgrp -R` of `/`;
+//! - a block device written by any program (`dd of=`, `mkfs.*`, `wipefs`,
+//!   `sgdisk`, `curl -o`, `tee`, `cp`, a redirection) in any path spelling
+//!   (`//dev/sda`, `./../../dev/sda`, `sda` after `cd /dev`, `/dev/sd[a]`);
+//! - a fork bomb in any shape (see `segment::mark_fork_bombs`);
+//! - `kill -1`.
+//!
+//! What might meet a template — a variable where an option or operand is
+//! read, operands from stdin (`xargs rm -rf`), a glob where a subcommand is
+//! read (`git p?sh`) — is a `Maybe`: never auto-approved. Whether a command
+//! recurses is asked of one function, [`recursion`]. Projects may add
+//! templates (patterns), never remove these.
 
 use std::borrow::Cow;
 
 use crate::arg::Arg;
 use crate::pattern::{Match, Pattern, Side};
 use crate::program::git_normalized;
-use crate::scope::normalize;
+use crate::scope::{self, normalize};
 use crate::segment::{Cwd, Segment};
 
 /// A template hit: its name, or that it might hit (an operand could not be
@@ -27,70 +41,51 @@ pub enum Hit {
 pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
     if seg.fork_bomb {
         return Some(Hit::Deny(
-            "fork bomb: a function that runs itself in a pipeline or in the background".into(),
+            "fork bomb: a function that runs itself in a child process (a pipeline, the \
+             background, a subshell, a substitution or a coproc)"
+                .into(),
         ));
     }
-    for r in &seg.redirects {
-        if r.writes
-            && !r.target.dynamic
-            && is_block_device(&normalize_with(&seg.cwd, &r.target.text))
-        {
-            return Some(Hit::Deny(format!(
-                "writing the block device {}",
-                r.target.text
-            )));
+    let mut maybe = None;
+    for r in seg.redirects.iter().filter(|r| r.writes) {
+        match device_danger(&r.target, &seg.cwd, false) {
+            Danger::Yes => {
+                return Some(Hit::Deny(format!(
+                    "writing the block device {}",
+                    r.target.text
+                )));
+            }
+            Danger::Maybe => {
+                maybe = maybe.or(Some(format!(
+                    "a redirection to {}, which may be a block device",
+                    describe(&r.target)
+                )))
+            }
+            Danger::No => {}
         }
     }
-    let mut maybe = None;
+    let removal = Removal {
+        cwd: &seg.cwd,
+        home,
+        find_roots: &seg.find_roots,
+        trailing: seg.trailing_dynamic,
+        stdin_words: seg.stdin_words.as_deref(),
+    };
     for inv in seg.invocations() {
         let Some(name) = inv.first() else { continue };
         if name.dynamic {
             continue;
         }
-        let hit = match name.basename() {
-            "rm" => rm(inv, &seg.cwd, home),
-            n if n == "mkfs"
-                || n.starts_with("mkfs.")
-                || matches!(
-                    n,
-                    "mke2fs"
-                        | "mkswap"
-                        | "mkdosfs"
-                        | "mkntfs"
-                        | "mkexfatfs"
-                        | "wipefs"
-                        | "blkdiscard"
-                ) =>
-            {
-                operands(inv)
-                    .iter()
-                    .find(|a| !a.dynamic && a.text.starts_with("/dev/"))
-                    .map(|a| Hit::Deny(format!("`{n}` on the device {}", a.text)))
-            }
-            "dd" => inv.iter().skip(1).find_map(|a| {
-                let t = a.text.strip_prefix("of=")?;
-                is_block_device(&normalize_with(&seg.cwd, t))
-                    .then(|| Hit::Deny(format!("`dd` writing the block device {t}")))
-            }),
-            "tee" | "shred" => operands(inv)
-                .iter()
-                .find(|a| !a.dynamic && is_block_device(&normalize_with(&seg.cwd, &a.text)))
-                .map(|a| Hit::Deny(format!("writing the block device {}", a.text))),
-            "cp" | "mv" | "install" | "cat" => {
-                let ops = operands(inv);
-                ops.last()
-                    .filter(|a| {
-                        !a.dynamic
-                            && ops.len() > 1
-                            && is_block_device(&normalize_with(&seg.cwd, &a.text))
-                    })
-                    .map(|a| Hit::Deny(format!("writing the block device {}", a.text)))
-            }
-            "chmod" | "chown" | "chgrp" => recursive_on_root(inv, &seg.cwd),
-            "find" => find_delete(inv, &seg.cwd, home),
+        let n = name.basename();
+        let hit = match n {
+            "rm" => rm(inv, &removal),
+            "chmod" | "chown" | "chgrp" => recursive_on_root(inv, &removal),
+            "find" => find_delete(inv, &removal),
             "kill" | "pkill" | "killall" => kill_all(inv),
             _ => None,
-        };
+        }
+        .or_else(|| device_write(inv, &seg.cwd))
+        .or_else(|| subcommand_glob(inv));
         match hit {
             Some(Hit::Deny(d)) => return Some(Hit::Deny(d)),
             Some(Hit::Maybe(m)) => maybe = maybe.or(Some(m)),
@@ -167,17 +162,523 @@ pub fn without_toolchain(inv: &[Arg]) -> Cow<'_, [Arg]> {
     }
 }
 
-/// Non-option arguments (everything after `--`, too).
+/// How dangerous an operand is for a template: it names the target, it
+/// may (a word that cannot be known), or it does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Danger {
+    No,
+    Maybe,
+    Yes,
+}
+
+/// What a removal template needs besides the operand.
+struct Removal<'a> {
+    cwd: &'a Cwd,
+    home: &'a str,
+    /// What `{}` stands for under `find -exec`.
+    find_roots: &'a [Arg],
+    /// More operands come from stdin or a file (`xargs`).
+    trailing: bool,
+    /// Those operands, when a pipe from `echo`/`printf` shows them.
+    stdin_words: Option<&'a [Arg]>,
+}
+
+/// One program's options, as far as the templates read them: which short
+/// letters recurse, which take a value, and the long options (GNU
+/// `getopt_long` accepts any unambiguous prefix of one).
+struct Options {
+    recursive_short: &'static [u8],
+    /// Short letters the program knows that take no value.
+    flag_short: &'static [u8],
+    /// Short letters that take a value (attached or the next word).
+    value_short: &'static [u8],
+    /// Long options that recurse.
+    recursive_long: &'static [&'static str],
+    /// Every long option (those that take a value with a trailing `=`).
+    long: &'static [&'static str],
+}
+
+/// GNU coreutils `rm`.
+const RM: Options = Options {
+    recursive_short: b"rR",
+    flag_short: b"fiIdv",
+    value_short: b"",
+    recursive_long: &["recursive"],
+    long: &[
+        "force",
+        "interactive",
+        "one-file-system",
+        "no-preserve-root",
+        "preserve-root",
+        "recursive",
+        "dir",
+        "verbose",
+        "help",
+        "version",
+    ],
+};
+
+/// GNU coreutils `chmod` (a word like `-rwx` is a mode, not options).
+const CHMOD: Options = Options {
+    recursive_short: b"R",
+    flag_short: b"cfv",
+    value_short: b"",
+    recursive_long: &["recursive"],
+    long: &[
+        "changes",
+        "silent",
+        "quiet",
+        "verbose",
+        "no-preserve-root",
+        "preserve-root",
+        "reference=",
+        "recursive",
+        "help",
+        "version",
+    ],
+};
+
+/// GNU coreutils `chown` and `chgrp`.
+const CHOWN: Options = Options {
+    recursive_short: b"R",
+    flag_short: b"cfvhHLP",
+    value_short: b"",
+    recursive_long: &["recursive"],
+    long: &[
+        "changes",
+        "dereference",
+        "no-dereference",
+        "from=",
+        "silent",
+        "quiet",
+        "no-preserve-root",
+        "preserve-root",
+        "reference=",
+        "recursive",
+        "verbose",
+        "help",
+        "version",
+    ],
+};
+
+/// GNU coreutils `cp` (`-a` is `-dR --preserve=all`).
+const CP: Options = Options {
+    recursive_short: b"rRa",
+    flag_short: b"bdfHilLnPpsuvxT",
+    value_short: b"St",
+    recursive_long: &["recursive", "archive"],
+    long: &[
+        "archive",
+        "attributes-only",
+        "backup",
+        "copy-contents",
+        "debug",
+        "dereference",
+        "force",
+        "interactive",
+        "link",
+        "no-clobber",
+        "no-dereference",
+        "no-preserve=",
+        "no-target-directory",
+        "one-file-system",
+        "parents",
+        "preserve",
+        "recursive",
+        "reflink",
+        "remove-destination",
+        "sparse=",
+        "strip-trailing-slashes",
+        "suffix=",
+        "symbolic-link",
+        "target-directory=",
+        "update",
+        "verbose",
+        "context",
+        "help",
+        "version",
+    ],
+};
+
+/// GNU `grep` (`-d recurse` and `--directories=recurse` recurse too).
+const GREP: Options = Options {
+    recursive_short: b"rR",
+    flag_short: b"EFGPiyvwxcLloqsbHhnTZUzaIV0123456789",
+    value_short: b"efmABCdD",
+    recursive_long: &["recursive", "dereference-recursive"],
+    long: &[
+        "extended-regexp",
+        "fixed-strings",
+        "basic-regexp",
+        "perl-regexp",
+        "regexp=",
+        "file=",
+        "ignore-case",
+        "no-ignore-case",
+        "word-regexp",
+        "line-regexp",
+        "null-data",
+        "no-messages",
+        "invert-match",
+        "version",
+        "help",
+        "max-count=",
+        "byte-offset",
+        "line-number",
+        "line-buffered",
+        "with-filename",
+        "no-filename",
+        "label=",
+        "only-matching",
+        "quiet",
+        "silent",
+        "binary-files=",
+        "text",
+        "directories=",
+        "devices=",
+        "recursive",
+        "dereference-recursive",
+        "include=",
+        "exclude=",
+        "exclude-from=",
+        "exclude-dir=",
+        "files-without-match",
+        "files-with-matches",
+        "count",
+        "initial-tab",
+        "null",
+        "before-context=",
+        "after-context=",
+        "context=",
+        "group-separator=",
+        "no-group-separator",
+        "color",
+        "colour",
+        "binary",
+    ],
+};
+
+/// `ls -R`.
+const LS: Options = Options {
+    recursive_short: b"R",
+    flag_short: b"aAbBcCdfFgGhHiklLmnNopqQrsStuUvxXZ1",
+    value_short: b"ITw",
+    recursive_long: &["recursive"],
+    long: &[
+        "all",
+        "almost-all",
+        "author",
+        "escape",
+        "block-size=",
+        "ignore-backups",
+        "color",
+        "classify",
+        "file-type",
+        "format=",
+        "full-time",
+        "group-directories-first",
+        "no-group",
+        "human-readable",
+        "si",
+        "dereference-command-line",
+        "dereference-command-line-symlink-to-dir",
+        "hide=",
+        "hyperlink",
+        "indicator-style=",
+        "inode",
+        "ignore=",
+        "kibibytes",
+        "dereference",
+        "numeric-uid-gid",
+        "literal",
+        "hide-control-chars",
+        "show-control-chars",
+        "quote-name",
+        "quoting-style=",
+        "reverse",
+        "recursive",
+        "size",
+        "sort=",
+        "time=",
+        "time-style=",
+        "tabsize=",
+        "width=",
+        "context",
+        "zero",
+        "directory",
+        "help",
+        "version",
+    ],
+};
+
+/// `zip -r`: recursion; other letters are not read (an unknown one counts
+/// as possibly recursive, which only widens what it reaches).
+const ZIP: Options = Options {
+    recursive_short: b"rR",
+    flag_short: b"",
+    value_short: b"",
+    recursive_long: &["recurse-paths", "recurse-patterns"],
+    long: &["recurse-paths", "recurse-patterns"],
+};
+
+/// `rsync -r`, `-a` (archive implies recursion).
+const RSYNC: Options = Options {
+    recursive_short: b"ra",
+    flag_short: b"",
+    value_short: b"",
+    recursive_long: &["recursive", "archive"],
+    long: &["recursive", "archive"],
+};
+
+/// `scp -r`.
+const SCP: Options = Options {
+    recursive_short: b"r",
+    flag_short: b"346ABCOpqRTv",
+    value_short: b"cDFiJlmoPsSX",
+    recursive_long: &[],
+    long: &[],
+};
+
+/// The option table of a program whose recursion is an option.
+fn options_of(program: &str) -> Option<&'static Options> {
+    Some(match program {
+        "rm" => &RM,
+        "chmod" => &CHMOD,
+        "chown" | "chgrp" => &CHOWN,
+        "cp" => &CP,
+        "grep" | "egrep" | "fgrep" => &GREP,
+        "ls" => &LS,
+        "zip" => &ZIP,
+        "rsync" => &RSYNC,
+        "scp" => &SCP,
+        _ => return None,
+    })
+}
+
+/// Programs that always walk the directories they are given.
+const ALWAYS_WALK: &[&str] = &[
+    "find", "du", "rg", "ag", "ack", "fd", "fdfind", "tree", "chattr",
+];
+
+/// A long option as `getopt_long` reads it: an exact name, or the one
+/// option an abbreviation names. `None`: unknown or ambiguous (the program
+/// refuses it).
+fn long_option(word: &str, table: &'static [&'static str]) -> Option<&'static str> {
+    let name = word.split('=').next().unwrap_or(word);
+    let bare = |o: &'static str| o.trim_end_matches('=');
+    if let Some(o) = table.iter().find(|o| bare(o) == name) {
+        return Some(bare(o));
+    }
+    let mut found = table.iter().filter(|o| bare(o).starts_with(name));
+    match (found.next(), found.next()) {
+        (Some(o), None) if !name.is_empty() => Some(bare(o)),
+        _ => None,
+    }
+}
+
+/// Whether an invocation recurses into the directories it names: the one
+/// question every recursion template asks (`rm -r`, `rm -fR`,
+/// `rm --recu`, `cp -a`, `grep -d recurse`). `None` when a word that may
+/// be an option cannot be read (a variable, an unknown option): the
+/// caller treats that as possibly recursive.
+pub fn recursion(inv: &[Arg]) -> Option<bool> {
+    let name = inv.first()?;
+    if name.dynamic {
+        return None;
+    }
+    let program = name.basename();
+    if ALWAYS_WALK.contains(&program) {
+        return Some(true);
+    }
+    if program == "tar" {
+        return Some(tar_creates(inv));
+    }
+    let opts = options_of(program)?;
+    let mut recursive = false;
+    let mut unknown = false;
+    let mut i = 1;
+    while i < inv.len() {
+        let a = &inv[i];
+        i += 1;
+        if a.dynamic {
+            // `$FLAGS` may be `-r`; `"$dir/x"` cannot be an option.
+            let t = a.text.as_str();
+            if t.is_empty() || t.starts_with('-') {
+                unknown = true;
+            }
+            continue;
+        }
+        let t = a.text.as_str();
+        if t == "--" {
+            break;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            match long_option(long, opts.long) {
+                Some(o) if opts.recursive_long.contains(&o) => recursive = true,
+                Some("directories") => {
+                    recursive |= long
+                        .split_once('=')
+                        .is_some_and(|(_, v)| "recurse".starts_with(v) && !v.is_empty())
+                }
+                Some(o) => {
+                    let takes_value = opts.long.iter().any(|l| l.strip_suffix('=') == Some(o));
+                    if takes_value && !long.contains('=') {
+                        i += 1;
+                    }
+                }
+                None => unknown = true,
+            }
+            continue;
+        }
+        let Some(cluster) = t.strip_prefix('-') else {
+            continue;
+        };
+        if cluster.is_empty() {
+            continue;
+        }
+        if program == "chmod"
+            && cluster
+                .bytes()
+                .all(|b| b"rwxXstugoa+-=,0123456789".contains(&b))
+        {
+            // `chmod -w f`: a mode.
+            continue;
+        }
+        let bytes = cluster.as_bytes();
+        for (k, &c) in bytes.iter().enumerate() {
+            if opts.recursive_short.contains(&c) {
+                recursive = true;
+            } else if opts.value_short.contains(&c) {
+                let attached = &cluster[k + 1..];
+                let value = if attached.is_empty() {
+                    let v = inv.get(i).map(|v| v.text.as_str());
+                    i += 1;
+                    v
+                } else {
+                    Some(attached)
+                };
+                if c == b'd' && value.is_some_and(|v| v == "recurse") {
+                    recursive = true;
+                }
+                break;
+            } else if !opts.flag_short.contains(&c) {
+                unknown = true;
+            }
+        }
+    }
+    if recursive {
+        Some(true)
+    } else if unknown {
+        None
+    } else {
+        Some(false)
+    }
+}
+
+/// `tar` creating, appending or updating an archive: it walks its operands
+/// (unless `--no-recursion`).
+fn tar_creates(inv: &[Arg]) -> bool {
+    let mut creates = false;
+    for (i, a) in inv.iter().enumerate().skip(1) {
+        if a.dynamic {
+            continue;
+        }
+        let t = a.text.as_str();
+        if t == "--no-recursion" {
+            return false;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            if ["create", "append", "update"]
+                .iter()
+                .any(|o| name.len() >= 2 && o.starts_with(name))
+            {
+                creates = true;
+            }
+        } else if let Some(c) = t.strip_prefix('-') {
+            creates |= c.bytes().any(|b| matches!(b, b'c' | b'r' | b'u'));
+        } else if i == 1 && t.bytes().all(|b| b.is_ascii_alphabetic()) {
+            // Old style: `tar cf x.tar dir`.
+            creates |= t.bytes().any(|b| matches!(b, b'c' | b'r' | b'u'));
+        }
+    }
+    creates
+}
+
+/// Whether a command walks everything below the paths it names (`rm -r`,
+/// `grep -r`, `find`, `du`, `tar c`, …): a directory it is given reaches
+/// every mount below it. A recursion that cannot be read counts.
+pub fn walks_operands(inv: &[Arg]) -> bool {
+    let Some(name) = inv.first() else {
+        return false;
+    };
+    if name.dynamic {
+        return false;
+    }
+    let program = name.basename();
+    if options_of(program).is_none() && !ALWAYS_WALK.contains(&program) && program != "tar" {
+        return false;
+    }
+    recursion(inv) != Some(false)
+}
+
+/// Searchers whose first operand is the pattern, not a path — unless an
+/// option gives the pattern (`-e`, `-f`, `--regexp`, `--file`).
+pub fn pattern_operand(inv: &[Arg]) -> bool {
+    let Some(name) = inv.first().filter(|a| !a.dynamic) else {
+        return false;
+    };
+    if !matches!(
+        name.basename(),
+        "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack"
+    ) {
+        return false;
+    }
+    !inv[1..].iter().any(|a| {
+        let t = a.text.as_str();
+        !a.dynamic
+            && (t.starts_with("--regexp")
+                || t.starts_with("--file")
+                || (t.starts_with('-')
+                    && !t.starts_with("--")
+                    && t[1..].bytes().any(|b| b == b'e' || b == b'f')))
+    })
+}
+
+/// Non-option arguments (everything after `--`, too); for a program with
+/// an option table, option values are skipped.
 fn operands(inv: &[Arg]) -> Vec<&Arg> {
+    let opts = inv
+        .first()
+        .filter(|a| !a.dynamic)
+        .and_then(|a| options_of(a.basename()));
     let mut out = Vec::new();
     let mut options_done = false;
+    let mut skip_next = false;
     for a in inv.iter().skip(1) {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
         if !options_done && !a.dynamic {
             if a.text == "--" {
                 options_done = true;
                 continue;
             }
             if a.text.starts_with('-') && a.text.len() > 1 {
+                if let Some(o) = opts {
+                    if let Some(long) = a.text.strip_prefix("--") {
+                        skip_next = !long.contains('=')
+                            && long_option(long, o.long).is_some_and(|n| {
+                                o.long.iter().any(|l| l.strip_suffix('=') == Some(n))
+                            });
+                    } else {
+                        let c = &a.text.as_bytes()[1..];
+                        if let Some(k) = c.iter().position(|b| o.value_short.contains(b)) {
+                            skip_next = k + 1 == c.len();
+                        }
+                    }
+                }
                 continue;
             }
         }
@@ -186,44 +687,197 @@ fn operands(inv: &[Arg]) -> Vec<&Arg> {
     out
 }
 
-fn normalize_with(cwd: &Cwd, path: &str) -> String {
+/// Where a static path may resolve, once per possible cwd; `None` where
+/// it cannot be known (a relative path in an unknown cwd, another
+/// process's cwd).
+fn places(cwd: &Cwd, text: &str) -> Vec<Option<String>> {
     match cwd {
-        Cwd::Known(d) if !d.is_empty() => normalize(&d[0], path),
-        _ => normalize("/", path),
+        Cwd::Known(dirs) if !dirs.is_empty() => dirs
+            .iter()
+            .map(|d| scope::resolve(d, text, Some(d)).ok())
+            .collect(),
+        _ if text.starts_with('/') => vec![scope::resolve("/", text, None).ok()],
+        _ => vec![None],
     }
 }
 
-fn rm(inv: &[Arg], cwd: &Cwd, home: &str) -> Option<Hit> {
-    let mut recursive = false;
-    let mut options_done = false;
-    for a in inv.iter().skip(1) {
-        if a.dynamic || options_done {
-            continue;
+/// `/`, the home and every directory above it: what a recursive removal
+/// must never reach.
+fn guarded(home: &str) -> Vec<String> {
+    let mut out = vec!["/".to_string()];
+    let mut h = normalize("/", home);
+    while h != "/" {
+        out.push(h.clone());
+        h = match h.rfind('/') {
+            Some(0) | None => "/".to_string(),
+            Some(i) => h[..i].to_string(),
+        };
+    }
+    out
+}
+
+/// How dangerous a removal (or recursive change) of `op` is: it names one
+/// of `guarded`, a glob can match one or every child of one, or it might.
+fn target_danger(op: &Arg, r: &Removal<'_>, guarded: &[String]) -> Danger {
+    if op.find_placeholder {
+        // `{}` is every path find walks: each root and all below it.
+        let mut worst = Danger::No;
+        for root in r.find_roots {
+            let sub = Arg {
+                text: op.text.replace("{}", &root.text),
+                find_placeholder: false,
+                ..root.clone()
+            };
+            worst = worst.max(target_danger(&sub, r, guarded));
         }
-        let t = a.text.as_str();
-        if t == "--" {
-            options_done = true;
-        } else if t == "--recursive"
-            || !t.starts_with("--") && t.starts_with('-') && (t.contains('r') || t.contains('R'))
+        return worst;
+    }
+    if op.dynamic {
+        // The static skeleton: `$X/` or `"$Y"` could be anything at all.
+        // A skeleton ending in `/` may end in a dynamic part (`/tmp/$X`,
+        // `build/$X`): that part may be `..` and climb anywhere.
+        let skel = op.text.trim_end_matches('/');
+        // A dynamic part inside `/proc/…` may be a pid: `/proc/$$/root`.
+        if skel.is_empty()
+            || skel == "/*"
+            || skel == "*"
+            || op.text.ends_with('/')
+            || normalize("/", skel).starts_with("/proc")
         {
-            recursive = true;
+            return Danger::Maybe;
         }
+        let dirs = match r.cwd {
+            Cwd::Known(d) => d.clone(),
+            Cwd::Unknown => vec!["/".to_string()],
+        };
+        return if dirs
+            .iter()
+            .any(|d| guarded.contains(&normalize(d, &op.text)))
+        {
+            Danger::Maybe
+        } else {
+            Danger::No
+        };
     }
-    if !recursive {
-        return None;
+    if op.tilde_user {
+        // `~agent` is the home when it names the frame's own user.
+        let rest = &op.text[1..];
+        let (user, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        if crate::arg::basename(r.home) != user {
+            return Danger::No;
+        }
+        let own = Arg {
+            text: format!("{}/{tail}", r.home),
+            tilde_user: false,
+            ..op.clone()
+        };
+        return target_danger(&own, r, guarded);
     }
+    let mut worst = Danger::No;
+    for place in places(r.cwd, &op.text) {
+        let d = match place {
+            None => unknown_place_danger(&op.text),
+            Some(p) if op.glob => glob_danger(&p, guarded),
+            Some(p) => {
+                if guarded.contains(&p) {
+                    Danger::Yes
+                } else {
+                    Danger::No
+                }
+            }
+        };
+        worst = worst.max(d);
+    }
+    worst
+}
+
+/// A relative operand in an unknown cwd (or through another process's
+/// cwd): `*`, `.`, `..` and the like could be `/` or the home.
+fn unknown_place_danger(text: &str) -> Danger {
+    let first = text.split('/').find(|c| !c.is_empty()).unwrap_or(".");
+    if text.starts_with('/')
+        || first == "."
+        || text.split('/').any(|c| c == "..")
+        || scope::first_glob(first).is_some()
+    {
+        Danger::Maybe
+    } else {
+        Danger::No
+    }
+}
+
+/// A glob (absolute, normalised) judged by what it can match: one of the
+/// guarded directories, every child of one (`/*`, `/.[!.]*`, `~/*`), or
+/// some child of `/` (`/u*`).
+fn glob_danger(pattern: &str, guarded: &[String]) -> Danger {
+    if guarded.iter().any(|g| scope::pattern_matches(pattern, g)) {
+        return Danger::Yes;
+    }
+    let (prefix, dir) = scope::glob_prefix(pattern);
+    let component = prefix.rsplit('/').next().unwrap_or("");
+    if guarded.contains(&dir) && matches!(component, "" | ".") {
+        return Danger::Yes;
+    }
+    if dir == "/" {
+        return Danger::Maybe;
+    }
+    Danger::No
+}
+
+fn rm(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    let guarded = guarded(r.home);
+    let recursive = recursion(inv);
     let mut maybe = None;
     for op in operands(inv) {
-        match dangerous_operand(op, cwd, home) {
-            Some(true) => return Some(Hit::Deny(format!("`rm -r` of {}", describe(op)))),
-            None => {
+        // Without recursion only `find`'s placeholder removes a tree
+        // (`find / -exec rm {} +` removes every file under `/`).
+        if recursive == Some(false) && !op.find_placeholder {
+            continue;
+        }
+        match target_danger(op, r, &guarded) {
+            Danger::Yes if recursive == Some(true) || op.find_placeholder => {
+                return Some(Hit::Deny(format!("`rm -r` of {}", describe(op))));
+            }
+            Danger::Yes => {
                 maybe = Some(Hit::Maybe(format!(
-                    "`rm -r` of {}, which may expand to / or the home directory",
+                    "`rm` of {} with an option that cannot be read (it may be `-r`)",
                     describe(op)
                 )))
             }
-            Some(false) => {}
+            Danger::Maybe => {
+                maybe = Some(Hit::Maybe(format!(
+                    "`rm -r` of {}, which may be / or the home directory",
+                    describe(op)
+                )))
+            }
+            Danger::No => {}
         }
+    }
+    if r.trailing
+        && recursive != Some(false)
+        && let Some(words) = r.stdin_words
+    {
+        // `echo / | xargs rm -rf`: the operands are visible.
+        let mut worst = Danger::No;
+        for w in words {
+            match target_danger(w, r, &guarded) {
+                Danger::Yes => {
+                    return Some(Hit::Deny(format!(
+                        "`rm -r` of `{}`, read from stdin",
+                        w.text
+                    )));
+                }
+                d => worst = worst.max(d),
+            }
+        }
+        if worst == Danger::No && maybe.is_none() {
+            return None;
+        }
+    }
+    if maybe.is_none() && r.trailing && recursive != Some(false) {
+        maybe = Some(Hit::Maybe(
+            "`rm -r` of operands read from stdin or a file: they cannot be known".to_string(),
+        ));
     }
     maybe
 }
@@ -236,90 +890,67 @@ fn describe(a: &Arg) -> String {
     }
 }
 
-/// `Some(true)`: names `/`, `/*`, the home or its contents. `None`: might.
-fn dangerous_operand(op: &Arg, cwd: &Cwd, home: &str) -> Option<bool> {
-    let home = normalize("/", home);
-    let is_bad = |abs: &str| {
-        abs == "/"
-            || abs == "/*"
-            || abs == home
-            || abs == format!("{home}/*")
-            || abs == format!("{home}/.*")
-    };
-    if op.dynamic {
-        // The static skeleton: `$X/` or `"$Y"` could be anything at all.
-        let skel = op.text.trim_end_matches('/');
-        if skel.is_empty() || skel == "/*" || skel == "*" {
-            return None;
-        }
-        let dirs = match cwd {
-            Cwd::Known(d) => d.clone(),
-            Cwd::Unknown => vec!["/".to_string()],
-        };
-        return if dirs.iter().any(|d| is_bad(&normalize(d, &op.text))) {
-            None
-        } else {
-            Some(false)
-        };
+/// `chmod -R`, `chown -R`, `chgrp -R` of `/` (in any spelling of `/`).
+fn recursive_on_root(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    let recursive = recursion(inv);
+    if recursive == Some(false) {
+        return None;
     }
-    let t = op.text.as_str();
-    if t.starts_with('/') {
-        return Some(is_bad(&normalize("/", t)));
-    }
-    match cwd {
-        Cwd::Known(dirs) => Some(dirs.iter().any(|d| is_bad(&normalize(d, t)))),
-        // `rm -rf *` with an unknown cwd could be at `/`.
-        Cwd::Unknown => {
-            if t == "*" || t == "." || t.starts_with("..") {
-                None
-            } else {
-                Some(false)
+    let name = inv.first()?.basename();
+    let root = ["/".to_string()];
+    let mut maybe = None;
+    for op in operands(inv) {
+        match target_danger(op, r, &root) {
+            Danger::Yes if recursive == Some(true) || op.find_placeholder => {
+                return Some(Hit::Deny(format!("recursive `{name}` of /")));
+            }
+            Danger::No => {}
+            _ => {
+                maybe = Some(Hit::Maybe(format!(
+                    "recursive `{name}` of {}, which may be /",
+                    describe(op)
+                )))
             }
         }
     }
-}
-
-fn recursive_on_root(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
-    let recursive = inv.iter().skip(1).any(|a| {
-        !a.dynamic
-            && (a.text == "--recursive"
-                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('R')))
-    });
-    if !recursive {
-        return None;
+    if maybe.is_none() && r.trailing && recursive == Some(true) {
+        maybe = Some(Hit::Maybe(format!(
+            "recursive `{name}` of operands read from stdin or a file"
+        )));
     }
-    let name = inv[0].basename();
-    for op in operands(inv) {
-        if op.dynamic {
-            continue;
-        }
-        let abs = normalize_with(cwd, &op.text);
-        if abs == "/" || abs == "/*" {
-            return Some(Hit::Deny(format!("recursive `{name}` of /")));
-        }
-    }
-    None
+    maybe
 }
 
 /// `find / -delete` (or `find ~ -delete`): `rm -rf /` by another name.
-fn find_delete(inv: &[Arg], cwd: &Cwd, home: &str) -> Option<Hit> {
+/// (`find / -exec rm {} +` is the inner `rm`'s, through `{}`.)
+fn find_delete(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
     if !inv.iter().any(|a| a.is("-delete")) {
         return None;
     }
+    if inv.iter().any(|a| a.is("-files0-from")) {
+        return Some(Hit::Maybe(
+            "`find -files0-from … -delete`: start paths read from a file".to_string(),
+        ));
+    }
+    let guarded = guarded(r.home);
     let mut maybe = None;
-    for root in inv
+    let mut roots = inv
         .iter()
         .skip(1)
+        .skip_while(|a| !a.dynamic && (matches!(a.text.as_str(), "-H" | "-L" | "-P")))
         .take_while(|a| a.dynamic || !(a.text.starts_with('-') || a.text == "(" || a.text == "!"))
-    {
-        match dangerous_operand(root, cwd, home) {
-            Some(true) => return Some(Hit::Deny(format!("`find {} -delete`", root.text))),
-            None => {
-                maybe = Some(Hit::Maybe(
-                    "`find -delete` from a dynamic start path".to_string(),
-                ))
+        .peekable();
+    roots.peek()?;
+    for root in roots {
+        match target_danger(root, r, &guarded) {
+            Danger::Yes => return Some(Hit::Deny(format!("`find {} -delete`", root.text))),
+            Danger::Maybe => {
+                maybe = Some(Hit::Maybe(format!(
+                    "`find -delete` from {}, which may be / or the home directory",
+                    describe(root)
+                )))
             }
-            Some(false) => {}
+            Danger::No => {}
         }
     }
     maybe
@@ -350,13 +981,483 @@ fn kill_all(inv: &[Arg]) -> Option<Hit> {
     None
 }
 
-/// Block devices and raw memory: `/dev/sda`, `/dev/nvme0n1`, `/dev/mapper/x`, …
+/// Programs that write the devices they are given: every operand is a
+/// target.
+fn writes_devices(program: &str) -> bool {
+    program.starts_with("mkfs")
+        || matches!(
+            program,
+            "mke2fs"
+                | "mkswap"
+                | "mkdosfs"
+                | "mkntfs"
+                | "mkexfatfs"
+                | "mkudffs"
+                | "wipefs"     // erases signatures
+                | "blkdiscard" // discards every block
+                | "sgdisk"     // `--zap-all` and every change rewrites the table
+                | "sfdisk"
+                | "gdisk"
+                | "cgdisk"
+                | "fdisk"
+                | "cfdisk"
+                | "parted"
+                | "shred"      // overwrites in place
+                | "cryptsetup" // `luksFormat`
+                | "pvcreate"
+                | "mdadm"
+                | "zpool"
+                | "tee"
+        )
+}
+
+/// Programs that only read (or only name) what they are given: a block
+/// device among their arguments is not written.
+fn reads_only(program: &str) -> bool {
+    matches!(
+        program,
+        "cat"
+            | "head"
+            | "tail"
+            | "less"
+            | "more"
+            | "od"
+            | "hexdump"
+            | "xxd"
+            | "strings"
+            | "file"
+            | "stat"
+            | "ls"
+            | "lsblk"
+            | "blkid"
+            | "findmnt"
+            | "df"
+            | "du"
+            | "wc"
+            | "cmp"
+            | "diff"
+            | "md5sum"
+            | "sha1sum"
+            | "sha256sum"
+            | "sha512sum"
+            | "b2sum"
+            | "cksum"
+            | "smartctl"
+            | "udevadm"
+            | "readlink"
+            | "realpath"
+            | "test"
+            | "["
+            | "[["
+            | "echo"
+            | "printf"
+            | "grep"
+            | "dumpe2fs"
+            | "pv"
+    )
+}
+
+/// The device templates: a block device written by any program or path
+/// spelling. Known writers (`mkfs.*`, `wipefs`, `sgdisk`, `tee`, …) on a
+/// device, `dd of=`, an output option's value (`-o`, `--output=`,
+/// `-sSLo/dev/sda`), the target of `cp`/`mv`/`install`: deny. A device
+/// named to any other program that is not known to only read: it may
+/// write it, so it is not auto-approved.
+fn device_write(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
+    let program = inv.first()?.basename();
+    // Most commands name nothing under `/dev` and run far from it.
+    if !near_dev(cwd)
+        && !inv[1..]
+            .iter()
+            .any(|a| a.dynamic || a.glob || a.text.contains("dev"))
+    {
+        return None;
+    }
+    let listing = inv[1..]
+        .iter()
+        .any(|a| a.is("-l") || a.is("--list") || a.is("-L"));
+    let writer =
+        writes_devices(program) && !(listing && matches!(program, "fdisk" | "sfdisk" | "parted"));
+    // A word that cannot be known may be the device for a disk tool and
+    // `dd of=`; for `tee` or `curl -o` it is as likely a log file.
+    let strict = writer && program != "tee";
+    let reader = reads_only(program) || (listing && !writer);
+    let mut maybe = None;
+    let mut hit = |value: &Arg, output: bool| -> Option<Hit> {
+        let d = device_danger(value, cwd, strict || (output && program == "dd"));
+        match d {
+            Danger::Yes if writer || output => Some(Hit::Deny(format!(
+                "`{program}` writing the block device {}",
+                value.text
+            ))),
+            Danger::No => None,
+            _ if reader && !output => None,
+            _ => {
+                maybe = maybe.take().or(Some(format!(
+                    "`{program}` given {}, which may be a block device it writes",
+                    describe(value)
+                )));
+                None
+            }
+        }
+    };
+    let last_is_target = matches!(program, "cp" | "mv" | "install" | "cat");
+    let ops = operands(inv);
+    let mut next_is_output = false;
+    for a in inv.iter().skip(1) {
+        if next_is_output {
+            next_is_output = false;
+            if let Some(h) = hit(a, true) {
+                return Some(h);
+            }
+            continue;
+        }
+        if a.dynamic {
+            // `of=$OUT`: the key is known, the value is not.
+            let (output, value) = match a.text.split_once('=') {
+                Some((key, value)) => {
+                    let key = key.trim_start_matches('-');
+                    if program == "dd" && key == "if" {
+                        continue;
+                    }
+                    let v = Arg {
+                        text: value.to_string(),
+                        ..a.clone()
+                    };
+                    (program == "dd" && key == "of" || is_output_option(key), v)
+                }
+                None => (false, a.clone()),
+            };
+            if let Some(h) = hit(&value, output) {
+                return Some(h);
+            }
+            continue;
+        }
+        let t = a.text.as_str();
+        // `of=/dev/sda`, `--output=/dev/sda`, `--device=/dev/sda`.
+        if let Some((key, value)) = t.split_once('=') {
+            let key = key.trim_start_matches('-');
+            let output = program == "dd" && key == "of" || is_output_option(key);
+            if program == "dd" && key == "if" {
+                continue;
+            }
+            let v = Arg {
+                text: value.to_string(),
+                ..a.clone()
+            };
+            if let Some(h) = hit(&v, output) {
+                return Some(h);
+            }
+            continue;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            next_is_output = is_output_option(long);
+            continue;
+        }
+        if let Some(cluster) = t.strip_prefix('-').filter(|c| !c.is_empty()) {
+            // `-o FILE`, `-sSLo FILE`, `-o/dev/sda`, `-sSLo/dev/sda`.
+            if let Some(k) = cluster.find(['o', 'O']) {
+                let attached = &cluster[k + 1..];
+                if attached.is_empty() {
+                    next_is_output = true;
+                } else if attached.starts_with(['/', '.', '~']) {
+                    let v = Arg {
+                        text: attached.to_string(),
+                        ..a.clone()
+                    };
+                    if let Some(h) = hit(&v, true) {
+                        return Some(h);
+                    }
+                }
+            }
+            continue;
+        }
+        let target =
+            last_is_target && ops.len() > 1 && ops.last().is_some_and(|l| std::ptr::eq(*l, a));
+        if let Some(h) = hit(a, target) {
+            return Some(h);
+        }
+    }
+    maybe.map(Hit::Maybe)
+}
+
+/// Whether a relative path from the cwd may land in `/dev` without naming
+/// it (`sda` in `/dev`, `dev/sda` in `/`), or the cwd is not known.
+fn near_dev(cwd: &Cwd) -> bool {
+    match cwd {
+        Cwd::Known(dirs) => dirs.iter().any(|d| scope::under(d, "/dev") || d == "/"),
+        Cwd::Unknown => true,
+    }
+}
+
+/// Long options that name where output goes.
+fn is_output_option(name: &str) -> bool {
+    matches!(
+        name,
+        "o" | "of" | "output" | "output-document" | "out" | "outfile" | "out-file" | "output-file"
+    )
+}
+
+/// Device names a glob is tried against (one of each kind).
+const DEVICE_SAMPLES: &[&str] = &[
+    "/dev/sda",
+    "/dev/sdb1",
+    "/dev/hda",
+    "/dev/vda",
+    "/dev/xvda",
+    "/dev/nvme0n1",
+    "/dev/nvme0n1p1",
+    "/dev/mmcblk0",
+    "/dev/pmem0",
+    "/dev/loop0",
+    "/dev/dm-0",
+    "/dev/md0",
+    "/dev/sr0",
+    "/dev/nbd0",
+    "/dev/zram0",
+    "/dev/mem",
+    "/dev/kmem",
+    "/dev/port",
+    "/dev/mapper/root",
+    "/dev/disk/by-id/x",
+    "/dev/block/8:0",
+    "/dev/sg0",
+    "/dev/fd0",
+    "/dev/mtdblock0",
+    "/dev/root",
+];
+
+/// Whether a word names a block device: by any path spelling
+/// (`//dev/sda`, `./../../dev/sda`, `sda` in `/dev`,
+/// `/proc/self/root/dev/sda`) or a glob that can match one.
+/// `strict`: for a known writer, a word that cannot be known may be one.
+fn device_danger(a: &Arg, cwd: &Cwd, strict: bool) -> Danger {
+    if a.proc_sub || a.package {
+        return Danger::No;
+    }
+    if a.dynamic {
+        let skel = a.text.as_str();
+        return if skel.contains("/dev/") || (strict && !skel.contains('/')) {
+            Danger::Maybe
+        } else {
+            Danger::No
+        };
+    }
+    let t = a.text.as_str();
+    if !(t.contains("dev") || a.glob || (near_dev(cwd) && !t.starts_with('/'))) {
+        return Danger::No;
+    }
+    let mut worst = Danger::No;
+    for place in places(cwd, t) {
+        let d = match place {
+            None => {
+                let base = crate::arg::basename(t);
+                if is_block_device(&format!("/dev/{base}")) {
+                    Danger::Maybe
+                } else {
+                    Danger::No
+                }
+            }
+            Some(p) if a.glob => {
+                if DEVICE_SAMPLES.iter().any(|s| scope::pattern_matches(&p, s)) {
+                    Danger::Yes
+                } else {
+                    Danger::No
+                }
+            }
+            Some(p) => {
+                if is_block_device(&p) {
+                    Danger::Yes
+                } else {
+                    Danger::No
+                }
+            }
+        };
+        worst = worst.max(d);
+    }
+    worst
+}
+
+/// Programs whose first operand is a subcommand the limits compare
+/// (`git push`, `npm publish`, `kubectl apply`): a glob there (`git p?sh`,
+/// `git pus[h]`) could become any of them.
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "git",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "deno",
+    "cargo",
+    "go",
+    "docker",
+    "podman",
+    "buildah",
+    "kubectl",
+    "helm",
+    "gh",
+    "glab",
+    "hub",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "pipx",
+    "conda",
+    "gem",
+    "bundle",
+    "rustup",
+    "terraform",
+    "terragrunt",
+    "tofu",
+    "pulumi",
+    "gcloud",
+    "aws",
+    "az",
+    "systemctl",
+    "apt",
+    "apt-get",
+    "brew",
+    "dotnet",
+    "fly",
+    "flyctl",
+    "vercel",
+    "vc",
+    "netlify",
+    "ntl",
+    "firebase",
+    "heroku",
+    "wrangler",
+    "composer",
+    "twine",
+    "cdk",
+    "sam",
+    "serverless",
+    "sls",
+    "skaffold",
+    "ansible-galaxy",
+    "nix",
+];
+
+/// Subcommands that take a subcommand of their own (`gh pr create`,
+/// `docker compose push`, `npm dist-tag add`, `git remote add`).
+const SUBCOMMAND_GROUPS: &[&str] = &[
+    "pr",
+    "repo",
+    "release",
+    "issue",
+    "workflow",
+    "gist",
+    "secret",
+    "api",
+    "compose",
+    "buildx",
+    "image",
+    "container",
+    "manifest",
+    "network",
+    "volume",
+    "system",
+    "context",
+    "plugin",
+    "rollout",
+    "config",
+    "set",
+    "create",
+    "dist-tag",
+    "owner",
+    "team",
+    "org",
+    "access",
+    "hook",
+    "token",
+    "profile",
+    "pkg",
+    "remote",
+    "stash",
+    "submodule",
+    "worktree",
+    "notes",
+    "lfs",
+    "subtree",
+    "bisect",
+    "mr",
+    "pages",
+    "pip",
+    "tool",
+    "python",
+    "cache",
+    "deployments",
+    "functions",
+    "apps",
+    "projects",
+    "alias",
+    "extension",
+    "auth",
+    "sites",
+];
+
+/// Programs whose commands nest deeper than one group, and how many words
+/// name a command (`aws s3 cp`, `az webapp up`, `gcloud compute instances
+/// create`).
+const DEEP_SUBCOMMANDS: &[(&str, usize)] = &[("aws", 2), ("az", 2), ("nix", 2), ("gcloud", 3)];
+
+/// A glob in a command's subcommand position is opaque: the leading words
+/// that are not options (and not an option's value), through every
+/// subcommand group.
+fn subcommand_glob(inv: &[Arg]) -> Option<Hit> {
+    let name = inv.first()?;
+    let program = name.basename();
+    if name.dynamic || !inv.iter().any(|a| a.glob) || !SUBCOMMAND_PROGRAMS.contains(&program) {
+        return None;
+    }
+    let argv = normalized_argv(inv);
+    let mut depth = DEEP_SUBCOMMANDS
+        .iter()
+        .find(|(p, _)| *p == program)
+        .map_or(1, |(_, d)| *d);
+    let mut after_option = false;
+    for a in argv.iter().skip(1) {
+        if a.is("--") {
+            break;
+        }
+        if a.glob {
+            return Some(Hit::Maybe(format!(
+                "a glob (`{}`) where `{program}` reads its subcommand: it could expand to any",
+                a.text
+            )));
+        }
+        if !a.dynamic && a.text.starts_with('-') && a.text.len() > 1 {
+            // `-n prod apply`: the word after an option may be its value.
+            after_option = !a.text.contains('=');
+            continue;
+        }
+        if after_option {
+            after_option = false;
+            continue;
+        }
+        if !a.dynamic && SUBCOMMAND_GROUPS.contains(&a.text.as_str()) {
+            depth += 1;
+        }
+        depth -= 1;
+        if depth == 0 {
+            break;
+        }
+    }
+    None
+}
+
+/// Block devices and raw memory: `/dev/sda`, `/dev/nvme0n1`, `/dev/pmem0`,
+/// `/dev/mapper/x`, `/dev/disk/by-id/x`, … (not `/dev/null`, `/dev/zero`,
+/// `/dev/tty`, `/dev/stdout`).
 pub fn is_block_device(path: &str) -> bool {
     let Some(dev) = path.strip_prefix("/dev/") else {
         return false;
     };
     if dev.starts_with("disk/")
         || dev.starts_with("mapper/")
+        || dev.starts_with("block/")
+        || dev.starts_with("md/")
         || matches!(dev, "mem" | "kmem" | "port")
     {
         return true;
@@ -375,12 +1476,24 @@ pub fn is_block_device(path: &str) -> bool {
         || letters("xvd")
         || digits("nvme")
         || digits("mmcblk")
+        || digits("pmem")
         || digits("loop")
         || digits("dm-")
         || digits("md")
         || digits("sr")
         || digits("nbd")
         || digits("zram")
+        || digits("ram")
+        || digits("rbd")
+        || digits("drbd")
+        || digits("zd")
+        || digits("sg")
+        || digits("fd")
+        || digits("mtd")
+        || digits("mtdblock")
+        || digits("ublkb")
+        || digits("bcache")
+        || dev == "root"
 }
 
 #[cfg(test)]

@@ -609,7 +609,23 @@ impl<'a> Parser<'a> {
                         self.pos = save;
                     }
                 }
-                self.parse_command()
+                // A coprocess runs in the background, in a subshell.
+                let cmd = self.parse_command();
+                Command::Compound(
+                    Compound::Group(List {
+                        items: vec![ListItem {
+                            and_or: AndOr {
+                                first: Pipeline {
+                                    negated: false,
+                                    commands: vec![cmd],
+                                },
+                                rest: Vec::new(),
+                            },
+                            background: true,
+                        }],
+                    }),
+                    Vec::new(),
+                )
             }
             Some(r) if !matches!(r, "in") => {
                 let msg = format!("unexpected reserved word `{r}`");
