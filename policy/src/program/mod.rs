@@ -13,16 +13,23 @@
 
 mod awk;
 mod build_tools;
+mod compilers;
 mod editors;
 mod file_tools;
+mod forge;
 mod git;
 mod interpreters;
 mod network;
 mod sed;
 mod shell_builtins;
+mod sqlite;
 
 pub use awk::awk_program;
-pub use git::{GitSplit, git_key_runs_program, git_normalized, git_split};
+pub use git::{
+    GitSplit, git_key_harmless, git_key_runs_program, git_normalized, git_split, git_undashed,
+    git_without_harmless_settings,
+};
+pub use interpreters::python_module_argv;
 pub use sed::sed_script;
 
 use crate::arg::Arg;
@@ -77,8 +84,14 @@ pub fn analyze(argv: &[Arg]) -> Facts {
     }
     let name = first.basename();
     let args = &argv[1..];
+    if let Some(undashed) = git_undashed(argv) {
+        return git::git(&undashed);
+    }
     match name {
         "git" => git::git(argv),
+        "gh" => forge::gh(args),
+        "sqlite3" | "sqlite" => sqlite::sqlite3(args),
+        _ if compilers::is_compiler_driver(name) => compilers::cc(name, args),
         "rg" => file_tools::rg(args),
         "sort" => file_tools::sort(args),
         "tar" | "gtar" | "bsdtar" => file_tools::tar(args),
