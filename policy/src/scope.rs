@@ -346,6 +346,11 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     }
     for h in &seg.hidden_paths {
         match &h.path {
+            // A program's own file in the home (`git config --global`).
+            Some(p) if p.starts_with("~/") => {
+                let abs = format!("{}/{}", frame.home().trim_end_matches('/'), &p[2..]);
+                j.path(&abs, &seg.cwd);
+            }
             Some(p) => j.path(p, &seg.cwd),
             None => j.report("(a path computed at run time)", None, Location::Unknown),
         }

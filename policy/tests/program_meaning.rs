@@ -109,6 +109,14 @@ const INLINE_CODE: &[Row] = &[
     ("php -r '$f = \"sys\".\"tem\"; $f(\"id\");'", &["php"], Auto, Container, ASK),
     ("lua -e 'os.execute(\"id\")'", &["lua"], Auto, Container, ASK),
     ("Rscript -e 'system(\"id\")'", &["Rscript"], Auto, Container, ASK),
+    ("julia -e 'run(`id`)'", &["julia"], Auto, Container, ASK),
+    ("erl -noshell -eval 'os:cmd(\"id\")'", &["erl"], Auto, Container, ASK),
+    ("java -XX:OnError='sh -c id' -jar app.jar", &["java"], Auto, Container, ASK),
+    ("pwsh -NoProfile -Comm 'Start-Process id'", &["pwsh"], Auto, Container, ASK),
+    ("elixir -e 'System.cmd(\"id\", [])'", &["elixir"], Auto, Container, ASK),
+    ("python3 -c '\u{ff45}\u{ff58}\u{ff45}\u{ff43}(1)'", &["python3"], Auto, Container, ASK),
+    ("perl -MCPAN -e 1", &["perl"], Auto, Container, ASK),
+    ("deno run 'data:text/javascript,Deno.exit(0)'", &["deno"], Auto, Container, ASK),
     // not over-prompting
     ("python3 script.py", &["python3"], Manual, Container, AUTO),
     ("python3 -m pytest -q tests/", &["python3"], Manual, Container, AUTO),
@@ -121,6 +129,9 @@ const INLINE_CODE: &[Row] = &[
     ("perl -pe 's/foo/bar/g' notes.txt", &["perl"], Manual, Container, AUTO),
     ("perl -lane 'print $F[0]' notes.txt", &["perl"], Manual, Container, AUTO),
     ("ruby -e 'puts RUBY_VERSION'", &["ruby"], Manual, Container, AUTO),
+    ("perl -Mstrict -lne 'print if /TODO/' src.txt", &["perl"], Manual, Container, AUTO),
+    ("java -jar app.jar", &["java"], Manual, Container, AUTO),
+    ("pwsh -NoProfile -File build.ps1", &["pwsh"], Manual, Container, AUTO),
 ];
 
 /// Options that make an allowed program run another program.
@@ -218,6 +229,13 @@ const GIT_CONFIG: &[Row] = &[
     ("git --config-env=core.editor=EDITOR commit", &["git commit"], Auto, Container, ASK),
     ("git -c user.name=x -c core.sshCommand=./x fetch", &["git fetch"], Auto, Container, ASK),
     ("git -c \"$K\" status", &["git status"], Auto, Container, ASK),
+    // writes outside the project that name no path (POLICY point 9)
+    ("git config --global user.name x", &["git config"], Manual, Host, ASK),
+    ("git config --system user.name x", &["git config"], Manual, Host, ASK),
+    ("git config --glob user.name x", &["git config"], Manual, Host, ASK),
+    ("git config -f ~/.gitconfig user.name x", &["git config"], Manual, Host, ASK),
+    ("git config --global user.name x", &["git config"], Manual, Container, AUTO),
+    ("git config --global --get user.name", &["git config"], Manual, Host, AUTO),
     // not over-prompting
     ("git config user.name x", &["git config"], Manual, Container, AUTO),
     ("git config user.email x@example.com", &["git config"], Manual, Container, AUTO),
@@ -354,4 +372,39 @@ fn privileged_rows_are_the_limit() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Words the option readers slice (clusters, attached values) with
+/// non-ASCII text: no panic, and nothing auto-approved that runs code.
+#[test]
+fn non_ascii_options_are_total() {
+    for cmd in [
+        "node -\u{e9} x",
+        "node -p\u{e9}",
+        "perl -l\u{e9}e 1",
+        "perl -e 's\u{e9}a\u{e9}b\u{e9}'",
+        "python3 -\u{e9}c 1",
+        "curl -X\u{e9} https://api.github.com",
+        "ssh -o\u{e9} host",
+        "sqlite3 db '.\u{e9}'",
+        "gcc -\u{e9} x.c",
+        "make -\u{e9}E x",
+        "git -c\u{e9}=1 status",
+        "git config --\u{e9} x y",
+        "docker run -v\u{e9}:/x alpine",
+        "go build -\u{e9}=x",
+        "pwsh -\u{e9}",
+    ] {
+        let d = decide(&(
+            cmd,
+            &[
+                "node", "perl", "python3", "curl", "ssh", "sqlite3", "gcc", "make", "git",
+                "docker", "go", "pwsh",
+            ],
+            Manual,
+            Container,
+            ASK,
+        ));
+        assert!(!d.reason.is_empty(), "{cmd}");
+    }
 }

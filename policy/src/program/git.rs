@@ -549,6 +549,9 @@ fn git_config(rest: &[Arg]) -> ConfigEffect {
                     reading = true;
                 }
                 "--file" => file = value,
+                // Files outside the project that the command line does not name.
+                "--global" => file = Some(Arg::lit("~/.gitconfig")),
+                "--system" => file = Some(Arg::lit("/etc/gitconfig")),
                 _ => {}
             }
             i += 1;

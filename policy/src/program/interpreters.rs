@@ -50,6 +50,13 @@ struct CodeOptions {
     module_long: &'static [&'static str],
     /// A subcommand whose operand is code (`deno eval CODE`).
     code_subcommand: Option<&'static str>,
+    /// Whole-word options (single-dash long ones included) whose value —
+    /// the next word, or after `=`/`:` — is code (`erl -eval`,
+    /// `java -XX:OnError=`).
+    code_words: &'static [&'static str],
+    /// Module names that `module_short` may load without running code at
+    /// load time (perl's `-M`); `None`: any plain name.
+    safe_modules: Option<&'static [&'static str]>,
 }
 
 /// python: `-c CODE` (clusters: `-Ic`, `-uc`, `-cCODE`).
@@ -63,6 +70,8 @@ const PYTHON: CodeOptions = CodeOptions {
     module_short: b"",
     module_long: &[],
     code_subcommand: None,
+    code_words: &[],
+    safe_modules: None,
 };
 
 /// node: `-e`/`--eval`, `-p`/`--print` (clusters: `-pe`).
@@ -104,6 +113,8 @@ const NODE: CodeOptions = CodeOptions {
     // A `data:` URL here is inline code.
     module_long: &["--require", "--import", "--loader", "--experimental-loader"],
     code_subcommand: None,
+    code_words: &[],
+    safe_modules: None,
 };
 
 /// bun: `-e`/`--eval`, `-p`/`--print`.
@@ -117,6 +128,8 @@ const BUN: CodeOptions = CodeOptions {
     module_short: b"r",
     module_long: &["--preload"],
     code_subcommand: None,
+    code_words: &[],
+    safe_modules: None,
 };
 
 /// deno: `deno eval CODE` (and `-p`).
@@ -136,6 +149,8 @@ const DENO: CodeOptions = CodeOptions {
     module_short: b"",
     module_long: &["--preload", "--import"],
     code_subcommand: Some("eval"), // the operand is code
+    code_words: &[],
+    safe_modules: None,
 };
 
 /// perl: `-e`/`-E` (clusters: `-le`, `-lane`, `-pi.bak -e`), `-M`/`-m`.
@@ -151,6 +166,32 @@ const PERL: CodeOptions = CodeOptions {
     module_short: b"Mm",
     module_long: &[],
     code_subcommand: None,
+    code_words: &[],
+    // Modules whose loading runs nothing (any other module's `import` is code).
+    safe_modules: Some(&[
+        "strict",
+        "warnings",
+        "utf8",
+        "feature",
+        "List::Util",
+        "Scalar::Util",
+        "POSIX",
+        "Data::Dumper",
+        "JSON::PP",
+        "Time::HiRes",
+        "Time::Local",
+        "Text::Wrap",
+        "MIME::Base64",
+        "Digest::MD5",
+        "Digest::SHA",
+        "open",
+        "bigint",
+        "bignum",
+        "integer",
+        "English",
+        "constant",
+        "Encode",
+    ]),
 };
 
 /// ruby: `-e` (clusters: `-ne`, `-pe`), `-r` library.
@@ -164,6 +205,8 @@ const RUBY: CodeOptions = CodeOptions {
     module_short: b"r",
     module_long: &[],
     code_subcommand: None,
+    code_words: &[],
+    safe_modules: None,
 };
 
 /// php: `-r` code, and `-B`/`-R`/`-E` code run per line with `-F`.
@@ -183,6 +226,8 @@ const PHP: CodeOptions = CodeOptions {
     module_short: b"dz",
     module_long: &["--define", "--zend-extension"],
     code_subcommand: None,
+    code_words: &[],
+    safe_modules: None,
 };
 
 /// lua: `-e` statement, `-l` library.
@@ -196,6 +241,8 @@ const LUA: CodeOptions = CodeOptions {
     module_short: b"l",
     module_long: &[],
     code_subcommand: None,
+    code_words: &[],
+    safe_modules: None,
 };
 
 /// R: `Rscript -e EXPR`, `R -e EXPR`.
@@ -209,7 +256,65 @@ const R: CodeOptions = CodeOptions {
     module_short: b"",
     module_long: &[],
     code_subcommand: None,
+    code_words: &[],
+    safe_modules: None,
 };
+
+/// An interpreter whose inline code has no harmless subset modelled: any
+/// inline code is opaque.
+const fn unread(
+    code_short: &'static [u8],
+    code_long: &'static [&'static str],
+    code_words: &'static [&'static str],
+) -> CodeOptions {
+    CodeOptions {
+        lang: Lang::Unread,
+        code_short,
+        code_long,
+        value_short: b"",
+        attached_short: b"",
+        value_long: &[],
+        module_short: b"",
+        module_long: &[],
+        code_subcommand: None,
+        code_words,
+        safe_modules: None,
+    }
+}
+
+/// julia: `-e`/`--eval`, `-E`/`--print`.
+const JULIA: CodeOptions = unread(b"eE", &["--eval", "--print"], &[]);
+/// osascript: `-e` statement.
+const OSASCRIPT: CodeOptions = unread(b"e", &[], &[]);
+/// ghci: `-e` expression.
+const GHCI: CodeOptions = unread(b"e", &[], &[]);
+/// racket: `-e`/`--eval`, `-r`/`--require-script`? no: `-e` only as code.
+const RACKET: CodeOptions = unread(b"e", &["--eval"], &[]);
+/// guile: `-c` expression.
+const GUILE: CodeOptions = unread(b"c", &["--eval"], &[]);
+/// sbcl: `--eval` form.
+const SBCL: CodeOptions = unread(b"", &["--eval"], &[]);
+/// clojure: `-e`/`--eval`.
+const CLOJURE: CodeOptions = unread(b"e", &["--eval"], &[]);
+/// scala, groovy, swift, kotlin: `-e` expression.
+const DASH_E: CodeOptions = unread(b"e", &["--eval", "--execute"], &[]);
+/// elixir: `-e`/`--eval`.
+const ELIXIR: CodeOptions = unread(b"e", &["--eval", "--rpc-eval"], &[]);
+/// erl: `-eval EXPR`, `-s MOD FUN`, `-run MOD FUN` run code.
+const ERL: CodeOptions = unread(b"", &[], &["-eval", "-s", "-run", "-pa", "-pz"]);
+/// java: `-XX:OnError=CMD` / `-XX:OnOutOfMemoryError=CMD` run a shell
+/// command; `-javaagent:`/`-agentpath:`/`-agentlib:` load code.
+const JAVA: CodeOptions = unread(
+    b"",
+    &[],
+    &[
+        "-XX:OnError",
+        "-XX:OnOutOfMemoryError",
+        "-javaagent",
+        "-agentpath",
+        "-agentlib",
+    ],
+);
 
 /// tcl: `tclsh`/`wish` take no inline code option; a script file or stdin.
 fn options_for(name: &str) -> Option<&'static CodeOptions> {
@@ -224,6 +329,17 @@ fn options_for(name: &str) -> Option<&'static CodeOptions> {
         "php" => &PHP,
         "lua" | "luajit" => &LUA,
         "Rscript" | "R" => &R,
+        "julia" => &JULIA,
+        "osascript" => &OSASCRIPT,
+        "ghci" | "runghc" | "ghc" => &GHCI,
+        "racket" => &RACKET,
+        "guile" => &GUILE,
+        "sbcl" => &SBCL,
+        "clojure" | "clj" => &CLOJURE,
+        "scala" | "groovy" | "swift" | "kotlin" | "kotlinc" => &DASH_E,
+        "elixir" | "iex" => &ELIXIR,
+        "erl" => &ERL,
+        "java" => &JAVA,
         _ => return None,
     })
 }
@@ -235,8 +351,47 @@ enum Found {
     Module(String),
 }
 
+/// Whether the interpreter's inline code options are modelled here.
+pub(super) fn has_model(name: &str) -> bool {
+    options_for(name).is_some() || matches!(name, "pwsh" | "powershell" | "pwsh-preview")
+}
+
+/// PowerShell reads `-Command`, `-EncodedCommand` and `-CommandWithArgs`
+/// by any case-insensitive prefix; Windows PowerShell also takes a bare
+/// operand as a command.
+fn powershell(name: &str, args: &[Arg]) -> Facts {
+    for a in args {
+        if a.dynamic {
+            return Facts::opaque(format!("`{name}` with an argument computed at run time"));
+        }
+        let o = a.text.to_ascii_lowercase();
+        let o = o.split(':').next().unwrap_or("");
+        let names_code = o.len() >= 2
+            && o.starts_with('-')
+            && [
+                "-command",
+                "-encodedcommand",
+                "-commandwithargs",
+                "-ec",
+                "-cwa",
+            ]
+            .iter()
+            .any(|full| full.starts_with(o));
+        if names_code {
+            return Facts::opaque(format!("`{name} {}` runs inline code", a.text));
+        }
+        if name == "powershell" && !o.starts_with('-') {
+            return Facts::opaque("`powershell` runs its operand as a command");
+        }
+    }
+    Facts::default()
+}
+
 /// Inline code given to an interpreter: opaque unless provably harmless.
 pub(super) fn inline_code(name: &str, args: &[Arg]) -> Facts {
+    if matches!(name, "pwsh" | "powershell" | "pwsh-preview") {
+        return powershell(name, args);
+    }
     let Some(opts) = options_for(name) else {
         return Facts::default();
     };
@@ -269,6 +424,15 @@ pub(super) fn inline_code(name: &str, args: &[Arg]) -> Facts {
 /// operand) unless an unknown option might have taken it as its value.
 fn find_code(opts: &CodeOptions, args: &[Arg]) -> Vec<Found> {
     let mut out = Vec::new();
+    // A `data:` URL as the module to run (`deno run data:…`) is inline code.
+    if opts.lang == Lang::Js
+        && let Some(d) = args
+            .iter()
+            .find(|a| !a.dynamic && a.text.starts_with("data:"))
+    {
+        out.push(Found::Module(d.text.clone()));
+        return out;
+    }
     let mut uncertain = false;
     let mut i = 0;
     while i < args.len() {
@@ -284,6 +448,19 @@ fn find_code(opts: &CodeOptions, args: &[Arg]) -> Vec<Found> {
         let t = a.text.as_str();
         if t == "--" {
             break;
+        }
+        if let Some(word) = opts.code_words.iter().find(|w| {
+            t == **w
+                || t.strip_prefix(**w)
+                    .is_some_and(|r| r.starts_with(['=', ':']))
+        }) {
+            let code = match t.strip_prefix(word).filter(|r| !r.is_empty()) {
+                Some(r) => Arg::lit(&r[1..]),
+                None => args.get(i + 1).cloned().unwrap_or_else(|| Arg::dynamic("")),
+            };
+            out.push(Found::Code(code));
+            i += if t == *word { 2 } else { 1 };
+            continue;
         }
         if let Some(sub) = opts.code_subcommand
             && out.is_empty()
@@ -331,7 +508,8 @@ fn find_code(opts: &CodeOptions, args: &[Arg]) -> Vec<Found> {
             let mut step = 1;
             while k < bytes.len() {
                 let c = bytes[k];
-                let rest = &t[k + 1..];
+                // Not a char boundary after a non-ASCII byte: an unknown flag.
+                let rest = t.get(k + 1..).unwrap_or("");
                 if opts.code_short.contains(&c) {
                     if rest.is_empty() {
                         out.push(Found::Code(
@@ -355,7 +533,7 @@ fn find_code(opts: &CodeOptions, args: &[Arg]) -> Vec<Found> {
                         Some(Arg::lit(rest))
                     };
                     if opts.module_short.contains(&c)
-                        && let Some(m) = v.as_ref().and_then(module_is_code)
+                        && let Some(m) = v.as_ref().and_then(|m| module_not_safe(opts, m))
                     {
                         out.push(Found::Module(m));
                     }
@@ -441,6 +619,22 @@ pub fn python_module_argv(argv: &[Arg]) -> Option<Vec<Arg>> {
         i += 1;
     }
     None
+}
+
+/// A module option's value that may run code when loaded: code itself
+/// (`module_is_code`), or a module off the interpreter's list.
+fn module_not_safe(opts: &CodeOptions, m: &Arg) -> Option<String> {
+    if let Some(code) = module_is_code(m) {
+        return Some(code);
+    }
+    let safe = opts.safe_modules?;
+    let name = m
+        .text
+        .split('=')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('-');
+    (!safe.contains(&name)).then(|| m.text.clone())
 }
 
 /// The value of a module option, when it is more than a module name
@@ -1004,6 +1198,10 @@ fn scan_names<'c>(
     let mut binding_list = false;
     while i < b.len() {
         let c = b[i];
+        if !c.is_ascii() {
+            // Identifiers may be non-ASCII (python folds `ｅｘｅｃ` to `exec`).
+            return Err("a non-ASCII character outside a string".into());
+        }
         match c {
             b'\'' | b'"' => {
                 let end = string_end(b, i, lang == Lang::Python)?;
@@ -1199,12 +1397,18 @@ fn string_end(b: &[u8], start: usize, triple_ok: bool) -> Result<usize, String> 
 /// single-quoted strings, double-quoted strings and regexes that hold no
 /// code, and `s///`/`tr///` without the `e` flag.
 fn perl_harmless(code: &str) -> Result<(), String> {
+    if !code.is_ascii() {
+        return Err("a non-ASCII character".into());
+    }
     let b = code.as_bytes();
     let mut i = 0;
     // Whether a `/` here starts a regex (an operand is expected).
     let mut operand = true;
     while i < b.len() {
         let c = b[i];
+        if !c.is_ascii() {
+            return Err("a non-ASCII character".into());
+        }
         match c {
             b'`' => return Err("a backtick runs a command".into()),
             b'#' => {
@@ -1460,6 +1664,10 @@ mod tests {
             (Lang::Python, "import sys; sys.modules['os'].system('id')"),
             (Lang::Python, "().__class__.__bases__[0].__subclasses__()"),
             (Lang::Python, "exec('x')"),
+            (
+                Lang::Python,
+                "\u{ff45}\u{ff58}\u{ff45}\u{ff43}('import os')",
+            ),
             (Lang::Js, "require('child'+'_process').execSync('id')"),
             (Lang::Js, "process.binding('spawn_sync')"),
             (Lang::Js, "[]['constructor']['constructor']('x')()"),

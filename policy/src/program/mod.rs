@@ -116,7 +116,9 @@ pub fn analyze(argv: &[Arg]) -> Facts {
             shell_builtins::declaration(name, args)
         }
         "let" => Facts::opaque("`let` evaluates arithmetic over variables"),
-        _ if crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name) => {
+        _ if interpreters::has_model(name)
+            || (crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name)) =>
+        {
             interpreters::inline_code(name, args)
         }
         "[[" => shell_builtins::cond(args),
