@@ -103,6 +103,25 @@ const VERBS: &[(&str, &[&str])] = &[
     ("cargo", &["yank"]),
     ("twine", &["upload"]),
     ("poetry", &["publish"]),
+    ("pdm", &["publish"]),
+    ("maturin", &["publish"]),
+    ("maturin", &["upload"]),
+    ("lerna", &["publish"]),
+    ("changeset", &["publish"]),
+    ("semantic-release", &[]),
+    ("jsr", &["publish"]),
+    ("deno", &["publish"]),
+    ("mix", &["hex.publish"]),
+    ("conan", &["upload"]),
+    ("nuget", &["push"]),
+    ("rake", &["release"]),
+    ("tea", &["pulls", "create"]),
+    ("tea", &["pulls", "merge"]),
+    ("tea", &["pr", "create"]),
+    ("tea", &["pr", "merge"]),
+    ("tea", &["releases", "create"]),
+    ("az", &["repos", "pr", "create"]),
+    ("netlify-cli", &["deploy"]),
     ("uv", &["publish"]),
     ("hatch", &["publish"]),
     ("flit", &["publish"]),
@@ -494,6 +513,19 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     }
     match name {
         "gh" | "hub" | "glab" => forge_api(name, inv),
+        // Build phases and tasks may come in any order (`mvn clean deploy`,
+        // `gradle build :lib:publish`).
+        "mvn" | "mvnw" => pos
+            .iter()
+            .find(|a| a.is("deploy") || a.text.starts_with("deploy:") || a.is("release:perform"))
+            .map(|a| Hit::Yes(format!("`{name} {}` publishes artifacts", a.text))),
+        "gradle" | "gradlew" => pos
+            .iter()
+            .find(|a| {
+                let task = a.text.rsplit(':').next().unwrap_or("");
+                task.starts_with("publish") && task != "publishToMavenLocal"
+            })
+            .map(|a| Hit::Yes(format!("`{name} {}` publishes artifacts", a.text))),
         "docker" | "podman" | "nerdctl" | "buildah" | "docker-compose" | "podman-compose" => {
             container_push_or_privilege(name, inv, &pos)
         }
@@ -528,12 +560,21 @@ pub fn redirect(target: &Arg) -> Option<Hit> {
     let raw = |p: &str| p.starts_with("/dev/tcp/") || p.starts_with("/dev/udp/");
     if target.dynamic {
         // A dynamic target whose static text already names the device.
-        return (raw(&norm)
-            || target.text.contains("/dev/tcp")
-            || target.text.contains("/dev/udp"))
-        .then(|| {
-            Hit::Yes("a redirection to /dev/tcp or /dev/udp opens a network connection".into())
-        });
+        if raw(&norm) || target.text.contains("/dev/tcp") || target.text.contains("/dev/udp") {
+            return Some(Hit::Yes(
+                "a redirection to /dev/tcp or /dev/udp opens a network connection".into(),
+            ));
+        }
+        // `$D/host/80`, `$T`: the value may be `/dev/tcp/HOST/PORT`. A last
+        // part that cannot be a port or service name (`$DIR/out.log`) rules
+        // that out.
+        let last = target.text.rsplit('/').next().unwrap_or("");
+        let port_like = last
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        return ((target.text.is_empty() || target.text.starts_with('/')) && port_like).then(
+            || Hit::Maybe("a redirection to a path computed at run time may be /dev/tcp/…".into()),
+        );
     }
     (target.text.starts_with('/') && raw(&norm)).then(|| {
         Hit::Yes(format!(
@@ -744,7 +785,10 @@ fn build_pushes(inv: &[Arg]) -> bool {
 fn run_gains_host(inv: &[Arg]) -> Option<String> {
     for (i, a) in inv.iter().enumerate() {
         let t = a.text.as_str();
-        if t == "--privileged" || t == "--privileged=true" {
+        if t == "--privileged"
+            || t.strip_prefix("--privileged=")
+                .is_some_and(|v| !matches!(v, "false" | "False" | "FALSE" | "0" | "f" | "F"))
+        {
             return Some("with `--privileged` gains the host".into());
         }
         for ns in ["--pid", "--userns", "--ipc", "--uts", "--cgroupns"] {
@@ -814,6 +858,23 @@ fn http_write(name: &str, inv: &[Arg]) -> Option<Hit> {
         "wget" => wget_request(inv),
         _ => httpie_request(inv),
     };
+    // telnet://, gopher://, dict:// send raw bytes to any port.
+    if let Some(u) = req.urls.iter().find(|u| {
+        let l = u.text.to_ascii_lowercase();
+        ["telnet://", "gopher://", "gophers://", "dict://"]
+            .iter()
+            .any(|s| l.starts_with(s))
+    }) {
+        return Some(Hit::Yes(format!(
+            "`{name} {}` opens a raw network connection",
+            u.text
+        )));
+    }
+    if req.config_file {
+        return Some(Hit::Maybe(format!(
+            "`{name}` reads its method and URLs from a config file"
+        )));
+    }
     let method_writes = match &req.method {
         Some(m) if m.dynamic => true,
         Some(m) => !matches!(
@@ -855,8 +916,11 @@ struct HttpRequest {
     method: Option<Arg>,
     body: bool,
     urls: Vec<Arg>,
-    /// URLs or options come from a file (`curl -K`, `wget -i`).
+    /// URLs come from a file (`wget -i`).
     unknown_targets: bool,
+    /// Options come from a file or a command (`curl -K`, `wget -e`,
+    /// `wget --config`).
+    config_file: bool,
 }
 
 /// curl's short options that take a value.
@@ -981,7 +1045,7 @@ fn curl_request(inv: &[Arg]) -> HttpRequest {
             match full {
                 Some("request") => r.method = value,
                 Some("url") => r.urls.extend(value),
-                Some("config") => r.unknown_targets = true,
+                Some("config") => r.config_file = true,
                 _ if body_prefix => r.body = true,
                 _ => {}
             }
@@ -1009,7 +1073,7 @@ fn curl_request(inv: &[Arg]) -> HttpRequest {
                     match c {
                         b'X' => r.method = value,
                         b'd' | b'F' | b'T' => r.body = true,
-                        b'K' => r.unknown_targets = true,
+                        b'K' => r.config_file = true,
                         _ => {}
                     }
                     break;
@@ -1068,6 +1132,7 @@ fn wget_request(inv: &[Arg]) -> HttpRequest {
                 "method" => r.method = v,
                 "post-data" | "post-file" | "body-data" | "body-file" => r.body = true,
                 "input-file" => r.unknown_targets = true,
+                "execute" | "config" => r.config_file = true,
                 _ => {}
             }
         } else if t.len() > 1 && t.starts_with('-') && !a.dynamic {
@@ -1077,6 +1142,9 @@ fn wget_request(inv: &[Arg]) -> HttpRequest {
             }
             if c == b'i' {
                 r.unknown_targets = true;
+            }
+            if c == b'e' {
+                r.config_file = true;
             }
         } else {
             r.urls.push(a.clone());

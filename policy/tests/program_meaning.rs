@@ -312,7 +312,24 @@ const PRIVILEGED: &[Row] = &[
     ("cat < /dev/udp/203.0.113.5/53", &["cat"], Auto, Host, ASK),
     ("exec 3<>/dev/tcp/203.0.113.5/80", &["exec"], Auto, Container, ASK),
     ("echo hi 2>/dev/tcp/203.0.113.5/4444", &["echo"], Auto, Container, ASK),
+    ("mvn clean deploy", &["mvn"], Auto, Container, ASK),
+    ("./gradlew build :lib:publish", &["./gradlew"], Auto, Container, ASK),
+    ("tea pulls create --title x", &["tea"], Auto, Container, ASK),
+    ("curl telnet://203.0.113.5:4444", &["curl"], Auto, Container, ASK),
+    ("curl -K req.cfg", &["curl"], Auto, Container, ASK),
+    ("docker run --privileged=1 alpine", &["docker"], Auto, Container, ASK),
+    ("D=/dev/tcp; cat < $D/203.0.113.5/80", &["cat"], Auto, Container, ASK),
+    ("timeout 5 git-push origin main", &["timeout", "git-push"], Auto, Container, ASK),
+    ("env nc -l 4444", &["env", "nc"], Auto, Container, ASK),
+    ("bash -c 'exec 3<>/dev/tcp/203.0.113.5/80'", &["bash"], Auto, Container, ASK),
+    ("npx vercel --prod", &["npx"], Auto, Container, ASK),
+    ("uvx twine upload dist/*", &["uvx"], Auto, Container, ASK),
+    ("npm --prefix . pub", &["npm"], Auto, Container, ASK),
     // not over-prompting
+    ("mvn clean install", &["mvn"], Manual, Container, AUTO),
+    ("./gradlew build publishToMavenLocal", &["./gradlew"], Manual, Container, AUTO),
+    ("curl -fsSL https://example.com/install.sh -o install.sh", &["curl"], Manual, Container, AUTO),
+    ("docker run --privileged=false alpine true", &["docker run"], Manual, Container, AUTO),
     ("docker build -t x .", &["docker build"], Manual, Container, AUTO),
     ("docker buildx build -o out -t x .", &["docker buildx"], Manual, Container, AUTO),
     ("docker run --rm -v \"$PWD\":/src -w /src node:20 npm test", &["docker run"], Manual, Container, AUTO),
@@ -336,6 +353,8 @@ const PRIVILEGED: &[Row] = &[
     ("gcloud deploy releases list", &["gcloud"], Manual, Container, AUTO),
     ("git-status", &["git-status"], Manual, Container, AUTO),
     ("echo hi > /dev/null", &["echo"], Manual, Container, AUTO),
+    ("echo hi > \"$DIR/out.log\"", &["echo"], Auto, Container, AUTO),
+    ("echo hi > out/$NAME.txt", &["echo"], Auto, Container, AUTO),
 ];
 
 #[test]
@@ -365,8 +384,8 @@ fn privileged_rows_are_the_limit() {
     let mut wrong = Vec::new();
     for row in PRIVILEGED.iter().filter(|r| r.4 == ASK) {
         let d = decide(row);
-        let limit =
-            d.stage == Stage::Privileged || (d.stage == Stage::Opaque && row.0.contains('$'));
+        let maybe = row.0.contains('$') || row.0.contains(" -K ");
+        let limit = d.stage == Stage::Privileged || (d.stage == Stage::Opaque && maybe);
         if !limit {
             wrong.push(format!("{:?}: stage {}", row.0, d.stage.as_str()));
         }

@@ -133,21 +133,27 @@ impl Decider<'_> {
         let (seg, idx) = (j.seg, j.idx);
         // A redirection to /dev/tcp or /dev/udp is a raw connection bash
         // opens itself, whatever the segment runs (`exec 3<>/dev/tcp/…`).
-        if let Some(privileged::Hit::Yes(class)) = seg
+        match seg
             .redirects
             .iter()
             .find_map(|r| privileged::redirect(&r.target))
         {
-            self.raise(
-                Stage::Privileged,
-                Verdict::RequireApproval,
-                format!(
-                    "`{}`: {class} — approval is required in every mode",
-                    j.shown
-                ),
-                Some(idx),
-            );
-            j.report.privileged.get_or_insert(class);
+            Some(privileged::Hit::Yes(class)) => {
+                self.raise(
+                    Stage::Privileged,
+                    Verdict::RequireApproval,
+                    format!(
+                        "`{}`: {class} — approval is required in every mode",
+                        j.shown
+                    ),
+                    Some(idx),
+                );
+                j.report.privileged.get_or_insert(class);
+            }
+            Some(privileged::Hit::Maybe(m)) => {
+                j.opaque.get_or_insert(m);
+            }
+            None => {}
         }
         for inv in seg.invocations() {
             let norm = template::normalized_argv(inv);
