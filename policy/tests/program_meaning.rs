@@ -131,6 +131,7 @@ const INLINE_CODE: &[Row] = &[
     ("ruby -e 'puts RUBY_VERSION'", &["ruby"], Manual, Container, AUTO),
     ("perl -Mstrict -lne 'print if /TODO/' src.txt", &["perl"], Manual, Container, AUTO),
     ("java -jar app.jar", &["java"], Manual, Container, AUTO),
+    ("java -agentlib:jdwp=transport=dt_socket,server=y,address=*:5005 -jar app.jar", &["java"], Manual, Container, AUTO),
     ("pwsh -NoProfile -File build.ps1", &["pwsh"], Manual, Container, AUTO),
 ];
 
@@ -174,6 +175,12 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("gh alias set --shell ship 'git push origin main' && gh ship", &["gh"], Auto, Container, ASK),
     ("gh alias set co 'pr checkout'", &["gh alias"], Auto, Container, ASK),
     ("gh config set pager 'sh -c id'", &["gh config"], Auto, Container, ASK),
+    ("gh ship", &["gh"], Auto, Container, ASK),
+    ("gh extension install owner/gh-x", &["gh"], Auto, Container, ASK),
+    ("git ship origin main", &["git"], Auto, Container, ASK),
+    ("git fetch --upload-p='sh -c id' origin", &["git fetch"], Auto, Container, ASK),
+    ("git clone --upload-pa=./x https://example.com/r.git", &["git clone"], Auto, Container, ASK),
+    ("git merge-index ./evil -a", &["git merge-index"], Auto, Container, ASK),
     // not over-prompting
     ("make test", &["make"], Manual, Container, AUTO),
     ("make -j4 -C sub build", &["make"], Manual, Container, AUTO),
@@ -191,6 +198,10 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("ssh -p 2222 -o StrictHostKeyChecking=no user@host ls -F", &["ssh"], Manual, Container, AUTO),
     ("gh pr view 12", &["gh pr"], Manual, Container, AUTO),
     ("gh alias list", &["gh alias"], Manual, Container, AUTO),
+    ("gh extension list", &["gh extension"], Manual, Container, AUTO),
+    ("git lfs pull", &["git lfs"], Manual, Container, AUTO),
+    ("git fetch --unshallow origin", &["git fetch"], Manual, Container, AUTO),
+    ("git mergetool --tool-help", &["git mergetool"], Manual, Container, AUTO),
     ("gh config set git_protocol ssh", &["gh config"], Manual, Container, AUTO),
 ];
 
@@ -229,6 +240,8 @@ const GIT_CONFIG: &[Row] = &[
     ("git --config-env=core.editor=EDITOR commit", &["git commit"], Auto, Container, ASK),
     ("git -c user.name=x -c core.sshCommand=./x fetch", &["git fetch"], Auto, Container, ASK),
     ("git -c \"$K\" status", &["git status"], Auto, Container, ASK),
+    ("git rebase -fx 'git push origin main' HEAD~1", &["git rebase"], Auto, Container, ASK),
+    ("git rebase --exe='git push origin main' HEAD~1", &["git rebase"], Auto, Container, ASK),
     // writes outside the project that name no path (POLICY point 9)
     ("git config --global user.name x", &["git config"], Manual, Host, ASK),
     ("git config --system user.name x", &["git config"], Manual, Host, ASK),

@@ -14,6 +14,49 @@ const GH_CONFIG_RUNS: &[&str] = &[
     "browser", // run to open URLs
 ];
 
+/// gh's own commands: any other word is an alias (`gh alias set`) or an
+/// extension (a program), which the policy cannot read.
+const GH_COMMANDS: &[&str] = &[
+    "alias",
+    "api",
+    "attestation",
+    "auth",
+    "browse",
+    "cache",
+    "co",
+    "codespace",
+    "cs",
+    "completion",
+    "config",
+    "extension",
+    "ext",
+    "extensions",
+    "gist",
+    "gpg-key",
+    "help",
+    "issue",
+    "label",
+    "org",
+    "pr",
+    "preview",
+    "project",
+    "release",
+    "repo",
+    "ruleset",
+    "run",
+    "search",
+    "secret",
+    "ssh-key",
+    "status",
+    "variable",
+    "workflow",
+    "version",
+    "accessibility",
+    "agent-task",
+    "licenses",
+    "copilot",
+];
+
 /// gh's options that take a value before or among subcommand words.
 const GH_VALUE_OPTIONS: &[&str] = &["-R", "--repo", "--hostname", "-h", "--host"];
 
@@ -34,6 +77,23 @@ pub(super) fn gh(args: &[Arg]) -> Facts {
         i += 1;
     }
     let is = |k: usize, w: &str| words.get(k).is_some_and(|a| a.is(w));
+    if let Some(first) = words.first() {
+        if first.dynamic {
+            return Facts::opaque("`gh` with a command computed at run time");
+        }
+        if !GH_COMMANDS.contains(&first.text.as_str()) {
+            return Facts::opaque(format!(
+                "`gh {}` is not a gh command the policy knows: an alias or an extension",
+                first.text
+            ));
+        }
+    }
+    let reads_extensions = words
+        .get(1)
+        .is_none_or(|a| a.is("list") || a.is("ls") || a.is("browse") || a.is("search"));
+    if (is(0, "extension") || is(0, "ext") || is(0, "extensions")) && !reads_extensions {
+        return Facts::opaque("`gh extension` installs or runs an extension program");
+    }
     if is(0, "alias") && (is(1, "set") || is(1, "import")) {
         return Facts::opaque("`gh alias set` defines a gh command that runs what the alias says");
     }

@@ -203,6 +203,200 @@ pub fn git_normalized(argv: &[Arg]) -> Vec<Arg> {
     out
 }
 
+/// git's own commands (built in, or shipped with git) and common external
+/// commands: any other word in the subcommand position is an alias
+/// (`alias.ship = push`, `alias.x = !sh …`) or a `git-X` program found on
+/// PATH, which the policy cannot read.
+const GIT_COMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archimport",
+    "archive",
+    "backfill",
+    "bisect",
+    "blame",
+    "branch",
+    "bugreport",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "checkout-index",
+    "cherry",
+    "cherry-pick",
+    "citool",
+    "clean",
+    "clone",
+    "column",
+    "commit",
+    "commit-graph",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "credential",
+    "credential-cache",
+    "credential-store",
+    "cvsexportcommit",
+    "cvsimport",
+    "cvsserver",
+    "daemon",
+    "describe",
+    "diagnose",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-pairs",
+    "diff-tree",
+    "difftool",
+    "fast-export",
+    "fast-import",
+    "fetch",
+    "fetch-pack",
+    "filter-branch",
+    "fmt-merge-msg",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "fsck-objects",
+    "gc",
+    "get-tar-commit-id",
+    "gitk",
+    "grep",
+    "gui",
+    "hash-object",
+    "help",
+    "hook",
+    "http-backend",
+    "http-fetch",
+    "http-push",
+    "imap-send",
+    "index-pack",
+    "init",
+    "init-db",
+    "interpret-trailers",
+    "last-modified",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "mailinfo",
+    "mailsplit",
+    "maintenance",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-one-file",
+    "merge-tree",
+    "mergetool",
+    "mktag",
+    "mktree",
+    "multi-pack-index",
+    "mv",
+    "name-rev",
+    "notes",
+    "p4",
+    "pack-objects",
+    "pack-redundant",
+    "pack-refs",
+    "patch-id",
+    "prune",
+    "prune-packed",
+    "pull",
+    "push",
+    "quiltimport",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "receive-pack",
+    "reflog",
+    "refs",
+    "remote",
+    "remote-ext",
+    "remote-fd",
+    "remote-ftp",
+    "remote-ftps",
+    "remote-http",
+    "remote-https",
+    "repack",
+    "replace",
+    "replay",
+    "repo",
+    "request-pull",
+    "rerere",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "scalar",
+    "send-email",
+    "send-pack",
+    "shell",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-index",
+    "show-ref",
+    "sparse-checkout",
+    "stage",
+    "stash",
+    "status",
+    "stripspace",
+    "submodule",
+    "subtree",
+    "svn",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "unpack-file",
+    "unpack-objects",
+    "update-index",
+    "update-ref",
+    "update-server-info",
+    "upload-archive",
+    "upload-pack",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+    // external commands in common use
+    "lfs",
+    "flow",
+    "filter-repo",
+    "crypt",
+    "annex",
+    "secret",
+    "secrets",
+    "absorb",
+    "sizer",
+    "branchless",
+    "machete",
+    "town",
+    "credential-manager",
+];
+
+/// git commands that run a program named on their command line or read
+/// git commands from config.
+const GIT_COMMANDS_RUN: &[(&str, &str)] = &[
+    ("merge-index", "runs the merge program it is given"),
+    (
+        "for-each-repo",
+        "runs git commands in repositories a config key lists",
+    ),
+    ("instaweb", "runs a web server and a browser"),
+    ("web--browse", "runs a browser"),
+];
+
 /// `git fetch|pull|ls-remote` options that run a program.
 const FETCH_RUNS: &[&str] = &[
     "--upload-pack", // the program run for the other side of the fetch
@@ -288,11 +482,29 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
         facts.opaque = Some("a git `ext::` remote runs a command".into());
         return facts;
     }
+    if !GIT_COMMANDS.contains(&sub.text.as_str()) {
+        facts.opaque = Some(format!(
+            "`git {}` is not a git command the policy knows: an alias or a program on PATH",
+            sub.text
+        ));
+        return facts;
+    }
+    if let Some((_, why)) = GIT_COMMANDS_RUN.iter().find(|(c, _)| sub.is(c)) {
+        facts.opaque = Some(format!("`git {}` {why}", sub.text));
+        return facts;
+    }
+    // Long options as git reads them: an unambiguous prefix is the option
+    // (`--upload-p` is `--upload-pack`); short options exactly.
     let has = |names: &[&str]| {
         rest.iter().any(|a| {
             !a.dynamic && {
                 let n = a.text.split('=').next().unwrap_or(&a.text);
                 names.contains(&n)
+                    || (n.len() > 3
+                        && n.starts_with("--")
+                        && names
+                            .iter()
+                            .any(|full| full.starts_with("--") && full.starts_with(n)))
             }
         })
     };
@@ -385,11 +597,30 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
                         text: s.to_string(),
                         ..a.clone()
                     }));
-                } else if a.text.starts_with("-x") && a.text.len() > 2 && !a.dynamic {
-                    facts.inner.push(Inner::Script(Arg {
-                        text: a.text[2..].to_string(),
-                        ..a.clone()
-                    }));
+                } else if let Some(script) = rebase_cluster_exec(a, rest.get(i + 1)) {
+                    // `-x` in a cluster (`-fx CMD`, `-ixCMD`).
+                    if script.1 {
+                        i += 1;
+                    }
+                    facts.inner.push(Inner::Script(script.0));
+                } else if !a.dynamic
+                    && a.text.len() > 3
+                    && a.text.starts_with("--")
+                    && "--exec".starts_with(a.text.split('=').next().unwrap_or(""))
+                {
+                    // `--exe CMD` / `--ex=CMD`: a prefix of `--exec`.
+                    match a.text.split_once('=') {
+                        Some((_, v)) => facts.inner.push(Inner::Script(Arg {
+                            text: v.to_string(),
+                            ..a.clone()
+                        })),
+                        None => {
+                            if let Some(s) = rest.get(i + 1) {
+                                facts.inner.push(Inner::Script(s.clone()));
+                            }
+                            i += 1;
+                        }
+                    }
                 }
                 i += 1;
             }
@@ -418,6 +649,38 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
         _ => {}
     }
     facts
+}
+
+/// `git rebase` short options that take a value (a cluster stops there).
+const REBASE_VALUE_SHORT: &[u8] = b"sXCS";
+
+/// The script of `-x` inside a short-option cluster of `git rebase`
+/// (`-fx CMD`, `-ixCMD`), and whether it is the next word.
+fn rebase_cluster_exec(a: &Arg, next: Option<&Arg>) -> Option<(Arg, bool)> {
+    if a.dynamic || a.text.starts_with("--") || !a.text.starts_with('-') {
+        return None;
+    }
+    let bytes = a.text.as_bytes();
+    for (k, c) in bytes.iter().enumerate().skip(1) {
+        if *c == b'x' {
+            let rest = a.text.get(k + 1..).unwrap_or("");
+            return Some(if rest.is_empty() {
+                (next.cloned().unwrap_or_else(|| Arg::dynamic("")), true)
+            } else {
+                (
+                    Arg {
+                        text: rest.to_string(),
+                        ..a.clone()
+                    },
+                    false,
+                )
+            });
+        }
+        if REBASE_VALUE_SHORT.contains(c) {
+            return None;
+        }
+    }
+    None
 }
 
 /// `git config`'s long options (a unique prefix reads as the whole name,

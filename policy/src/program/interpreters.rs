@@ -303,16 +303,17 @@ const ELIXIR: CodeOptions = unread(b"e", &["--eval", "--rpc-eval"], &[]);
 /// erl: `-eval EXPR`, `-s MOD FUN`, `-run MOD FUN` run code.
 const ERL: CodeOptions = unread(b"", &[], &["-eval", "-s", "-run", "-pa", "-pz"]);
 /// java: `-XX:OnError=CMD` / `-XX:OnOutOfMemoryError=CMD` run a shell
-/// command; `-javaagent:`/`-agentpath:`/`-agentlib:` load code.
+/// command; `-XX:Flags=`/`-XX:VMOptionsFile=` read more options (those
+/// included) from a file. Agents (`-javaagent:`, `-agentlib:jdwp`) load
+/// code the way `-jar` does, and are not inline code.
 const JAVA: CodeOptions = unread(
     b"",
     &[],
     &[
         "-XX:OnError",
         "-XX:OnOutOfMemoryError",
-        "-javaagent",
-        "-agentpath",
-        "-agentlib",
+        "-XX:Flags",
+        "-XX:VMOptionsFile",
     ],
 );
 
