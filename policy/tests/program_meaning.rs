@@ -202,6 +202,7 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("git lfs pull", &["git lfs"], Manual, Container, AUTO),
     ("git fetch --unshallow origin", &["git fetch"], Manual, Container, AUTO),
     ("git mergetool --tool-help", &["git mergetool"], Manual, Container, AUTO),
+    ("git merge-index -o git-merge-one-file -a", &["git merge-index"], Manual, Container, AUTO),
     ("gh config set git_protocol ssh", &["gh config"], Manual, Container, AUTO),
 ];
 

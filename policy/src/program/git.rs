@@ -260,6 +260,7 @@ const GIT_COMMANDS: &[&str] = &[
     "filter-branch",
     "fmt-merge-msg",
     "for-each-ref",
+    "for-each-repo",
     "format-patch",
     "fsck",
     "fsck-objects",
@@ -292,6 +293,7 @@ const GIT_COMMANDS: &[&str] = &[
     "merge-file",
     "merge-one-file",
     "merge-tree",
+    "merge-index",
     "mergetool",
     "mktag",
     "mktree",
@@ -388,7 +390,6 @@ const GIT_COMMANDS: &[&str] = &[
 /// git commands that run a program named on their command line or read
 /// git commands from config.
 const GIT_COMMANDS_RUN: &[(&str, &str)] = &[
-    ("merge-index", "runs the merge program it is given"),
     (
         "for-each-repo",
         "runs git commands in repositories a config key lists",
@@ -487,6 +488,14 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
             "`git {}` is not a git command the policy knows: an alias or a program on PATH",
             sub.text
         ));
+        return facts;
+    }
+    if sub.is("merge-index") {
+        // `git merge-index [-o] [-q] PROGRAM …`: git's own merge program, or opaque.
+        let program = rest.iter().find(|a| a.dynamic || !a.text.starts_with('-'));
+        if !program.is_some_and(|p| !p.dynamic && p.basename() == "git-merge-one-file") {
+            facts.opaque = Some("`git merge-index` runs the merge program it is given".into());
+        }
         return facts;
     }
     if let Some((_, why)) = GIT_COMMANDS_RUN.iter().find(|(c, _)| sub.is(c)) {
