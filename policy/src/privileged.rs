@@ -480,9 +480,19 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     if let Some(module) = crate::program::python_module_argv(inv) {
         return check(&module);
     }
-    let (pos, uncertain) = positionals(inv);
-    let canonical: Vec<Arg> = pos.iter().map(|a| canonical_verb(name, a)).collect();
-    let pos: Vec<&Arg> = canonical.iter().collect();
+    let (mut pos, uncertain) = positionals(inv);
+    // npm reads a verb by any unambiguous prefix (`npm pub`).
+    let canonical: Vec<Arg> = if name == "npm" {
+        pos.iter()
+            .take(2)
+            .map(|a| canonical_verb(name, a))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for (k, c) in canonical.iter().enumerate() {
+        pos[k] = c;
+    }
     for (tool, verbs) in VERBS {
         if *tool != name {
             continue;

@@ -1,6 +1,6 @@
 //! Network tools whose options name a program to run for the transport:
-//! `ssh`/`scp`/`sftp` (`-F config`, `-o ProxyCommand=…`, `-S`) and
-//! `rsync` (`-e`).
+//! `ssh`/`scp`/`sftp` (`-F config`, `-o ProxyCommand=…`, `-S`), `rsync`
+//! (`-e`), `wget` (`--use-askpass`, `-e`) and `curl` (`--engine`).
 
 use super::{Facts, opt_runs};
 use crate::arg::Arg;
@@ -105,5 +105,37 @@ pub(super) fn rsync(args: &[Arg]) -> Facts {
         RSYNC_RUNS_LONG,
         RSYNC_RUNS_SHORT,
         "`rsync -e/--rsh/--rsync-path` runs a program",
+    )
+}
+
+/// `wget` options that run a program or read options that may.
+const WGET_RUNS_LONG: &[&str] = &[
+    "--use-askpass", // runs a program to ask for credentials
+    "--execute",     // a wgetrc command (`use_askpass = cmd` included)
+];
+
+/// `wget` short options that do the same.
+const WGET_RUNS_SHORT: &[u8] = b"e"; // -e: --execute
+
+pub(super) fn wget(args: &[Arg]) -> Facts {
+    opt_runs(
+        args,
+        WGET_RUNS_LONG,
+        WGET_RUNS_SHORT,
+        "`wget --use-askpass/--execute` runs a program or reads commands that may",
+    )
+}
+
+/// `curl` options that load code.
+const CURL_RUNS_LONG: &[&str] = &[
+    "--engine", // loads an OpenSSL engine (a shared library)
+];
+
+pub(super) fn curl(args: &[Arg]) -> Facts {
+    opt_runs(
+        args,
+        CURL_RUNS_LONG,
+        &[],
+        "`curl --engine` loads a crypto engine library",
     )
 }

@@ -1,8 +1,9 @@
-//! `sqlite3`: its arguments after the database are SQL or dot-commands,
-//! and several dot-commands and SQL functions run programs or load code
-//! (`.shell`, `.system`, `.once |cmd`, `load_extension()`, `edit()`).
-//! A dot-command is judged by a positive list: one the model does not
-//! list makes the segment opaque.
+//! SQL shells whose command lines carry client commands that run
+//! programs: `sqlite3` (arguments after the database are SQL or
+//! dot-commands: `.shell`, `.system`, `.once |cmd`, `load_extension()`,
+//! `edit()`), `psql -c` (`\!`, `\o |cmd`, `COPY … TO PROGRAM`) and
+//! `mysql -e` (`system`, `\!`, `pager`). Client commands are judged by a
+//! positive list: one the model does not list makes the segment opaque.
 
 use super::Facts;
 use crate::arg::Arg;
@@ -153,4 +154,133 @@ fn sqlite_command_runs(text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// psql's meta-commands that only read or set how output looks; any other
+/// (`\!` runs a shell command, `\o |cmd`/`\g |cmd` pipe to a program,
+/// `\copy … program`, `\i` reads a file of commands, `\setenv`) is opaque.
+const PSQL_READ_META: &[&str] = &[
+    "\\d",
+    "\\dt",
+    "\\di",
+    "\\dv",
+    "\\ds",
+    "\\df",
+    "\\dn",
+    "\\du",
+    "\\dx",
+    "\\l",
+    "\\x",
+    "\\timing",
+    "\\conninfo",
+    "\\q",
+    "\\?",
+    "\\pset",
+    "\\a",
+    "\\t",
+    "\\H",
+    "\\echo",
+    "\\encoding",
+    "\\d+",
+    "\\dt+",
+    "\\l+",
+    "\\dn+",
+    "\\df+",
+    "\\dp",
+    "\\z",
+    "\\sf",
+    "\\sv",
+];
+
+/// mysql/mariadb client commands that run a program or write a file.
+const MYSQL_RUNS: &[&str] = &[
+    "\\!",    // runs a shell command
+    "system", // the same, spelled out
+    "\\p",    // `\P cmd`: a pager program (compared lowercased)
+    "pager",  // the same, spelled out
+    "\\t",    // `\T file`: tee to a file
+    "tee",    // the same, spelled out
+    "\\.",    // reads a file of commands
+    "source", // the same, spelled out
+];
+
+/// mysql/mariadb options that run a program or load code.
+const MYSQL_RUNS_OPTIONS: &[&str] = &[
+    "--pager",        // output goes through a program
+    "--plugin-dir",   // where authentication plugins (code) are loaded from
+    "--default-auth", // the authentication plugin to load
+    "--tee",          // writes a file
+];
+
+/// `psql -c/--command`, `mysql -e/--execute`: the inline commands are read
+/// for meta-commands that run programs (`\!`, `system`, `\o |cmd`,
+/// `COPY … TO PROGRAM`).
+pub(super) fn sql_client(name: &str, args: &[Arg]) -> Facts {
+    let psql = name == "psql";
+    let (short, long): (&str, &str) = if psql {
+        ("-c", "--command")
+    } else {
+        ("-e", "--execute")
+    };
+    for (i, a) in args.iter().enumerate() {
+        let t = a.text.as_str();
+        if !psql
+            && !a.dynamic
+            && MYSQL_RUNS_OPTIONS
+                .iter()
+                .any(|o| t == *o || t.strip_prefix(o).is_some_and(|r| r.starts_with('=')))
+        {
+            return Facts::opaque(format!("`{name} {t}` runs a program or loads code"));
+        }
+        let attached = t
+            .strip_prefix(long)
+            .and_then(|r| r.strip_prefix('='))
+            .or_else(|| {
+                t.strip_prefix(short)
+                    .filter(|v| !v.is_empty() && !t.starts_with("--"))
+            });
+        let code = if a.is(short) || a.is(long) {
+            args.get(i + 1).cloned()
+        } else {
+            attached.map(|v| Arg {
+                text: v.to_string(),
+                ..a.clone()
+            })
+        };
+        let Some(code) = code else { continue };
+        if code.dynamic {
+            return Facts::opaque(format!("`{name}` runs commands computed at run time"));
+        }
+        let lower = code.text.to_ascii_lowercase();
+        if lower.contains("program") {
+            return Facts::opaque(format!("`{name}` SQL that runs a program (`… PROGRAM`)"));
+        }
+        if psql {
+            for word in code.text.split_whitespace().filter(|w| w.starts_with('\\')) {
+                let meta = word.split(['|', '\'']).next().unwrap_or(word);
+                if !PSQL_READ_META.contains(&meta) {
+                    return Facts::opaque(format!(
+                        "`psql {meta}` is not on the list of meta-commands that only read"
+                    ));
+                }
+            }
+        } else {
+            let runs = lower.split([';', '\n']).any(|stmt| {
+                let stmt = stmt.trim_start();
+                MYSQL_RUNS.iter().any(|r| {
+                    stmt.starts_with(r)
+                        && stmt[r.len()..]
+                            .chars()
+                            .next()
+                            .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
+                })
+            }) || lower.contains("\\!");
+            if runs {
+                return Facts::opaque(format!(
+                    "`{name}` client command that runs a program or writes a file"
+                ));
+            }
+        }
+    }
+    Facts::default()
 }
