@@ -1109,55 +1109,83 @@ fn curl_request(inv: &[Arg]) -> HttpRequest {
 fn wget_request(inv: &[Arg]) -> HttpRequest {
     let mut r = HttpRequest::default();
     let value_short = b"OoaeiPUtTwQBlARDIX";
+    let value_long = [
+        "method",
+        "post-data",
+        "post-file",
+        "body-data",
+        "body-file",
+        "input-file",
+        "header",
+        "output-document",
+        "user-agent",
+        "execute",
+        "config",
+    ];
     let mut i = 1;
     while i < inv.len() {
         let a = &inv[i];
         let t = a.text.as_str();
-        if let Some(long) = t.strip_prefix("--") {
-            let (n, v) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(Arg::lit(v))),
-                None => (long, None),
-            };
-            let v = match v {
-                Some(v) => Some(v),
-                None if matches!(
-                    n,
-                    "method"
-                        | "post-data"
-                        | "post-file"
-                        | "body-data"
-                        | "body-file"
-                        | "input-file"
-                        | "header"
-                        | "output-document"
-                        | "user-agent"
-                ) =>
-                {
+        let (name, value) = if let Some(long) = t.strip_prefix("--") {
+            match long.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(Arg::lit(v))),
+                None if value_long.contains(&long) => {
                     i += 1;
-                    inv.get(i).cloned()
+                    (long.to_string(), inv.get(i).cloned())
                 }
-                None => None,
-            };
-            match n {
-                "method" => r.method = v,
-                "post-data" | "post-file" | "body-data" | "body-file" => r.body = true,
-                "input-file" => r.unknown_targets = true,
-                "execute" | "config" => r.config_file = true,
-                _ => {}
+                None => (long.to_string(), None),
             }
         } else if t.len() > 1 && t.starts_with('-') && !a.dynamic {
             let c = t.as_bytes()[1];
-            if value_short.contains(&c) && t.len() == 2 {
+            let value = if !value_short.contains(&c) {
+                None
+            } else if t.len() == 2 {
                 i += 1;
-            }
-            if c == b'i' {
-                r.unknown_targets = true;
-            }
-            if c == b'e' {
-                r.config_file = true;
-            }
+                inv.get(i).cloned()
+            } else {
+                t.get(2..).map(Arg::lit)
+            };
+            let long = match c {
+                b'i' => "input-file",
+                b'e' => "execute",
+                _ => "",
+            };
+            (long.to_string(), value)
         } else {
             r.urls.push(a.clone());
+            i += 1;
+            continue;
+        };
+        match name.as_str() {
+            "method" => r.method = value,
+            "post-data" | "post-file" | "body-data" | "body-file" => r.body = true,
+            "input-file" => r.unknown_targets = true,
+            "config" => r.config_file = true,
+            // A wgetrc command: only those that set the request matter.
+            "execute" => {
+                let key: String = value
+                    .as_ref()
+                    .map(|v| v.text.to_ascii_lowercase())
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .collect();
+                let sets_request = [
+                    "method",
+                    "postdata",
+                    "postfile",
+                    "bodydata",
+                    "bodyfile",
+                    "inputfile",
+                    "input",
+                ]
+                .iter()
+                .any(|k| key.starts_with(k));
+                if value.as_ref().is_none_or(|v| v.dynamic) || sets_request {
+                    r.config_file = true;
+                }
+            }
+            _ => {}
         }
         i += 1;
     }

@@ -208,6 +208,7 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("psql app -c '\\dt'", &["psql"], Manual, Container, AUTO),
     ("mysql -e 'show tables' app", &["mysql"], Manual, Container, AUTO),
     ("emacs --batch -l build.el", &["emacs"], Manual, Container, AUTO),
+    ("wget -e robots=off -r https://example.com/docs/", &["wget"], Manual, Container, AUTO),
     ("gh alias list", &["gh alias"], Manual, Container, AUTO),
     ("gh extension list", &["gh extension"], Manual, Container, AUTO),
     ("git lfs pull", &["git lfs"], Manual, Container, AUTO),

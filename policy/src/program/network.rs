@@ -108,22 +108,41 @@ pub(super) fn rsync(args: &[Arg]) -> Facts {
     )
 }
 
-/// `wget` options that run a program or read options that may.
-const WGET_RUNS_LONG: &[&str] = &[
-    "--use-askpass", // runs a program to ask for credentials
-    "--execute",     // a wgetrc command (`use_askpass = cmd` included)
-];
-
-/// `wget` short options that do the same.
-const WGET_RUNS_SHORT: &[u8] = b"e"; // -e: --execute
-
+/// `wget` runs a program for `--use-askpass=CMD`, and for the wgetrc
+/// command `use_askpass = CMD` given with `-e`/`--execute`.
 pub(super) fn wget(args: &[Arg]) -> Facts {
-    opt_runs(
-        args,
-        WGET_RUNS_LONG,
-        WGET_RUNS_SHORT,
-        "`wget --use-askpass/--execute` runs a program or reads commands that may",
-    )
+    for (i, a) in args.iter().enumerate() {
+        let t = a.text.as_str();
+        if a.dynamic {
+            if t.is_empty() || t.starts_with('-') {
+                return Facts::opaque("`wget` with an option computed at run time");
+            }
+            continue;
+        }
+        if t.starts_with("--use-a") {
+            return Facts::opaque("`wget --use-askpass` runs a program");
+        }
+        let attached = t
+            .strip_prefix("--execute=")
+            .or_else(|| t.strip_prefix("-e").filter(|v| !v.is_empty()));
+        let command = if t == "-e" || t == "--execute" {
+            args.get(i + 1).cloned()
+        } else {
+            attached.map(Arg::lit)
+        };
+        if let Some(c) = command {
+            let key: String = c
+                .text
+                .to_ascii_lowercase()
+                .chars()
+                .filter(|ch| ch.is_ascii_alphanumeric())
+                .collect();
+            if c.dynamic || key.starts_with("useaskpass") {
+                return Facts::opaque("`wget -e use_askpass=…` runs a program");
+            }
+        }
+    }
+    Facts::default()
 }
 
 /// `curl` options that load code.
