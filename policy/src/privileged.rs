@@ -523,6 +523,11 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     }
     match name {
         "gh" | "hub" | "glab" => forge_api(name, inv),
+        // `yarn workspaces foreach -A npm publish`: a publish run per workspace.
+        "yarn" => pos
+            .iter()
+            .any(|a| a.is("publish"))
+            .then(|| Hit::Yes("`yarn … publish` publishes".to_string())),
         // Build phases and tasks may come in any order (`mvn clean deploy`,
         // `gradle build :lib:publish`).
         "mvn" | "mvnw" => pos

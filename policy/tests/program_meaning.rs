@@ -351,6 +351,7 @@ const PRIVILEGED: &[Row] = &[
     ("npx vercel --prod", &["npx"], Auto, Container, ASK),
     ("uvx twine upload dist/*", &["uvx"], Auto, Container, ASK),
     ("npm --prefix . pub", &["npm"], Auto, Container, ASK),
+    ("yarn workspaces foreach -A npm publish", &["yarn"], Auto, Container, ASK),
     // not over-prompting
     ("mvn clean install", &["mvn"], Manual, Container, AUTO),
     ("./gradlew build publishToMavenLocal", &["./gradlew"], Manual, Container, AUTO),
