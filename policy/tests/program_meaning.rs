@@ -379,6 +379,7 @@ const PRIVILEGED: &[Row] = &[
     ("gcloud run services list", &["gcloud"], Manual, Container, AUTO),
     ("gcloud deploy releases list", &["gcloud"], Manual, Container, AUTO),
     ("git-status", &["git-status"], Manual, Container, AUTO),
+    ("./scripts/git-prune-branches.sh", &["./scripts/git-prune-branches.sh"], Manual, Container, AUTO),
     ("echo hi > /dev/null", &["echo"], Manual, Container, AUTO),
     ("echo hi > \"$DIR/out.log\"", &["echo"], Auto, Container, AUTO),
     ("echo hi > out/$NAME.txt", &["echo"], Auto, Container, AUTO),

@@ -180,10 +180,11 @@ pub fn git_undashed(argv: &[Arg]) -> Option<Vec<Arg>> {
     if first.dynamic || first.package {
         return None;
     }
+    // git's own programs have no extension (`git-hooks.sh` is a script).
     let sub = first
         .basename()
         .strip_prefix("git-")
-        .filter(|s| !s.is_empty())?;
+        .filter(|s| !s.is_empty() && !s.contains('.'))?;
     let mut out = vec![Arg::lit("git"), Arg::lit(sub)];
     out.extend_from_slice(&argv[1..]);
     Some(out)
