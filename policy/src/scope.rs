@@ -881,6 +881,11 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     }
     for h in &seg.hidden_paths {
         match &h.path {
+            // A program's own file in the home (`git config --global`).
+            Some(p) if p.starts_with("~/") => {
+                let abs = format!("{}/{}", frame.home().trim_end_matches('/'), &p[2..]);
+                j.path(&abs, cwd, cwd, Reach::default());
+            }
             Some(p) => j.path(p, cwd, cwd, Reach::default()),
             None => j.report("(a path computed at run time)", None, Location::Unknown),
         }

@@ -121,7 +121,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
 pub fn normalized_argv(inv: &[Arg]) -> Cow<'_, [Arg]> {
     if inv
         .first()
-        .is_some_and(|a| !a.dynamic && a.basename() == "git")
+        .is_some_and(|a| !a.dynamic && (a.basename() == "git" || a.basename().starts_with("git-")))
     {
         Cow::Owned(git_normalized(inv))
     } else {

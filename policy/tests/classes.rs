@@ -200,7 +200,9 @@ const TABLE: &[Row] = &[
     ("echo $((1+2))", &["echo"], &[], &[], Manual, Container, AUTO),
     ("echo 'unterminated", &["echo"], &[], &[], AutoMode, Container, ASK),
     ("git -c core.pager=less log", &["git"], &[], &[], AutoMode, Container, ASK),
-    ("git -c user.name=x commit", &["git"], &[], &[], AutoMode, Container, ASK),
+    // POLICY.md point 2: a key that cannot run a program is analysed.
+    ("git -c user.name=x commit", &["git"], &[], &[], AutoMode, Container, AUTO),
+    ("git -c user.name=x -c core.editor=x commit", &["git"], &[], &[], AutoMode, Container, ASK),
     ("git config core.fsmonitor 'rm -rf /'", &["git"], &[], &[], AutoMode, Container, ASK),
     ("git config alias.x '!sh'", &["git"], &[], &[], AutoMode, Container, ASK),
     ("git config user.email a@b", &["git"], &[], &[], Manual, Container, AUTO),

@@ -131,6 +131,30 @@ impl Decider<'_> {
     /// and the project's own patterns, against every invocation.
     fn privileged_limit(&mut self, j: &mut Judged<'_>) {
         let (seg, idx) = (j.seg, j.idx);
+        // A redirection to /dev/tcp or /dev/udp is a raw connection bash
+        // opens itself, whatever the segment runs (`exec 3<>/dev/tcp/…`).
+        match seg
+            .redirects
+            .iter()
+            .find_map(|r| privileged::redirect(&r.target))
+        {
+            Some(privileged::Hit::Yes(class)) => {
+                self.raise(
+                    Stage::Privileged,
+                    Verdict::RequireApproval,
+                    format!(
+                        "`{}`: {class} — approval is required in every mode",
+                        j.shown
+                    ),
+                    Some(idx),
+                );
+                j.report.privileged.get_or_insert(class);
+            }
+            Some(privileged::Hit::Maybe(m)) => {
+                j.opaque.get_or_insert(m);
+            }
+            None => {}
+        }
         for inv in seg.invocations() {
             let norm = template::normalized_argv(inv);
             let mut hit = privileged::check(&norm);
@@ -332,7 +356,9 @@ impl Decider<'_> {
     /// (`npx prettier` matches `npx prettier --check .`; `npx` alone does not
     /// allow whatever npx runs).
     fn allow_rule(&self, seg: &Segment) -> Option<RuleRef> {
-        let mut argv = template::without_toolchain(&seg.argv).into_owned();
+        // `git -c user.name=x commit` is `git commit` to an allow rule.
+        let mut argv =
+            crate::program::git_without_harmless_settings(&template::without_toolchain(&seg.argv));
         let name = argv.first()?.clone();
         if name.dynamic {
             return None;

@@ -1,7 +1,8 @@
 //! Build tools and package managers whose options or settings name a
 //! program they run: `npm`/`pnpm`/`yarn` (`--script-shell`), `cargo`
-//! (`--config`), `rustc` (`-C linker=`), `go` (`-toolexec`, `go env -w CC=`)
-//! and `make` (`SHELL=`).
+//! (`--config`), `rustc` (`-C linker=`), `go` (`-toolexec`, `-vettool`,
+//! `-ldflags=-extld=`, `go env -w CC=`) and `make` (`--eval`, `-E`,
+//! `SHELL=`, `MAKEFLAGS=`, a variable holding code or a program path).
 
 use super::Facts;
 use crate::arg::Arg;
@@ -81,17 +82,49 @@ const GO_ENV_RUNS: &[&str] = &[
     "CGO_CFLAGS",  // compiler flags: plugins and wrappers
 ];
 
+/// `go` build flags (`-flag v`, `-flag=v`, `--flag`) whose value is a
+/// program go runs.
+const GO_RUNS_FLAGS: &[&str] = &[
+    "toolexec", // runs every tool (compile, link, vet) through this program
+    "exec",     // `go run|test -exec`: runs the binary through this program
+    "vettool",  // `go vet -vettool`: the analysis program to run
+];
+
+/// `go` flags whose value is passed to a tool that may run a program.
+const GO_TOOL_FLAGS: &[&str] = &[
+    "ldflags",    // `-extld`/`-extar` name the external linker or archiver
+    "gccgoflags", // flags for gccgo: `-wrapper`, `-fplugin`, `-B`
+    "gcflags",    // flags for the compiler (judged for `-extld` as well)
+];
+
 pub(super) fn go(args: &[Arg]) -> Facts {
     for (i, a) in args.iter().enumerate() {
         let t = a.text.as_str();
-        if t == "-toolexec"
-            || t.starts_with("-toolexec=")
-            || t == "--toolexec"
-            || t.starts_with("--toolexec=")
-            || t == "-exec"
-            || t.starts_with("-exec=")
-        {
-            return Facts::opaque("`go -toolexec/-exec` runs a program");
+        let flag = t.strip_prefix("--").or_else(|| t.strip_prefix('-'));
+        if let Some(flag) = flag.filter(|_| !a.dynamic) {
+            let (name, attached) = match flag.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (flag, None),
+            };
+            if GO_RUNS_FLAGS.contains(&name) {
+                return Facts::opaque(format!("`go -{name}` runs a program"));
+            }
+            if GO_TOOL_FLAGS.contains(&name) {
+                let value = match attached {
+                    Some(v) => Some(Arg::lit(v)),
+                    None => args.get(i + 1).cloned(),
+                };
+                if let Some(v) = value
+                    && (v.dynamic
+                        || (name == "gccgoflags" && !v.text.trim().is_empty())
+                        || v.text.contains("extld")
+                        || v.text.contains("extar"))
+                {
+                    return Facts::opaque(format!(
+                        "`go -{name}` names a program the toolchain runs"
+                    ));
+                }
+            }
         }
         if t == "env" && args.get(i + 1).is_some_and(|w| w.is("-w")) {
             let runs = args[i + 2..].iter().any(|kv| {
@@ -107,20 +140,106 @@ pub(super) fn go(args: &[Arg]) -> Facts {
 }
 
 /// `make` variables on the command line that change the program that runs
-/// recipes.
+/// recipes, or the options and makefiles make reads.
 const MAKE_RUNS_VARS: &[&str] = &[
-    "SHELL=",       // recipes run with this program
-    "MAKESHELL=",   // the same on some makes
-    ".SHELLFLAGS=", // the flags it is given (`-c` replaced)
+    "SHELL",        // recipes run with this program
+    "MAKESHELL",    // the same on some makes
+    ".SHELLFLAGS",  // the flags it is given (`-c` replaced)
+    "MAKEFLAGS",    // options, `--eval` included
+    "MFLAGS",       // the same, older
+    "GNUMAKEFLAGS", // the same, GNU make only
+    "MAKEFILES",    // makefiles read before the others
 ];
 
+/// `make` variables that conventionally name a program a recipe runs: a
+/// path as their value runs that file.
+const MAKE_PROGRAM_VARS: &[&str] = &[
+    "CC",
+    "CXX",
+    "CPP",
+    "LD",
+    "AR",
+    "AS",
+    "FC",
+    "F77",
+    "RANLIB",
+    "STRIP",
+    "OBJCOPY",
+    "OBJDUMP",
+    "NM",
+    "PKG_CONFIG",
+    "INSTALL",
+    "RM",
+    "LEX",
+    "YACC",
+    "MAKE",
+    "M4",
+    "CHECK",
+    "PYTHON",
+    "PERL",
+    "GO",
+    "CARGO",
+    "NPM",
+    "NODE",
+    "DOCKER",
+    "SED",
+    "AWK",
+    "CCACHE",
+    "HOSTCC",
+    "HOSTCXX",
+    "CROSS_COMPILE",
+    "LINK",
+    "LINKER",
+    "DLLTOOL",
+    "WINDRES",
+];
+
+/// GNU make's short options that take a value (attached or the next word);
+/// `-E` is `--eval`.
+const MAKE_VALUE_SHORT: &[u8] = b"CfIoWE";
+
 pub(super) fn make(args: &[Arg]) -> Facts {
-    if args
-        .iter()
-        .any(|a| MAKE_RUNS_VARS.iter().any(|v| a.text.starts_with(v)))
-    {
-        Facts::opaque("`make SHELL=` changes the program that runs recipes")
-    } else {
-        Facts::default()
+    for a in args {
+        if a.dynamic {
+            if a.text.is_empty() || a.text.starts_with('-') || a.text.contains('=') {
+                return Facts::opaque("`make` with an option or variable computed at run time");
+            }
+            continue;
+        }
+        let t = a.text.as_str();
+        if let Some(long) = t.strip_prefix("--") {
+            let n = long.split('=').next().unwrap_or(long);
+            // GNU make reads any unambiguous prefix: `--ev` is `--eval`.
+            if n.len() >= 2 && "eval".starts_with(n) {
+                return Facts::opaque("`make --eval` evaluates text as a makefile (`$(shell …)`)");
+            }
+            continue;
+        }
+        if t.len() > 1 && t.starts_with('-') {
+            for c in t.bytes().skip(1) {
+                if c == b'E' {
+                    return Facts::opaque("`make -E` evaluates text as a makefile (`$(shell …)`)");
+                }
+                if MAKE_VALUE_SHORT.contains(&c) {
+                    break;
+                }
+            }
+            continue;
+        }
+        if let Some((var, value)) = t.split_once('=') {
+            let var = var.trim_end_matches([':', '+', '?', '!']);
+            if MAKE_RUNS_VARS.contains(&var) {
+                return Facts::opaque(format!("`make {var}=` changes how make runs recipes"));
+            }
+            if value.contains(['$', '`', ';', '|', '&', '<', '>', '\n']) {
+                return Facts::opaque(format!(
+                    "`make {var}=…` holds make or shell code that recipes expand"
+                ));
+            }
+            if MAKE_PROGRAM_VARS.contains(&var) && value.contains('/') {
+                return Facts::opaque(format!("`make {var}=` names a program file to run"));
+            }
+        }
     }
+    Facts::default()
 }

@@ -1,6 +1,6 @@
 //! Editors, pagers and debuggers that take commands to run on their
 //! command line: `vi`/`vim`/`nvim` (`-c`, `+cmd`, `--cmd`, `-S`), `man`
-//! (`-P`, `-H`) and `gdb` (`-ex`, `-x`, …).
+//! (`-P`, `-H`), `gdb` (`-ex`, `-x`, …) and `emacs` (`--eval`, `-f`).
 
 use super::{Facts, OrOpaque, opt_runs};
 use crate::arg::Arg;
@@ -66,4 +66,29 @@ pub(super) fn gdb(args: &[Arg]) -> Facts {
             None
         },
     )
+}
+
+/// emacs options whose value is Lisp to evaluate (`(shell-command …)`).
+const EMACS_RUNS: &[&str] = &[
+    "--eval",    // evaluates an expression
+    "-eval",     // the same, single-dash
+    "--execute", // the same, another name
+    "-execute",  // the same, single-dash
+    "-e",        // emacsclient: evaluates the arguments
+    "-f",        // calls a function by name
+    "--funcall", // the same, long
+    "-funcall",  // the same, single-dash
+];
+
+pub(super) fn emacs(name: &str, args: &[Arg]) -> Facts {
+    let hit = args.iter().find(|a| {
+        !a.dynamic && {
+            let n = a.text.split('=').next().unwrap_or(&a.text);
+            EMACS_RUNS.contains(&n)
+        }
+    });
+    match hit {
+        Some(a) => Facts::opaque(format!("`{name} {}` evaluates Lisp", a.text)),
+        None => Facts::default(),
+    }
 }

@@ -4,7 +4,7 @@
 //! git run another program (`-c core.pager=…`, `--upload-pack`,
 //! `rebase -x`, `filter-branch`).
 
-use super::{Facts, Inner};
+use super::{Facts, HiddenPath, Inner};
 use crate::arg::Arg;
 
 /// git's global options that take a value.
@@ -55,9 +55,18 @@ pub fn git_split(argv: &[Arg]) -> GitSplit {
         let name = t.split('=').next().unwrap_or(t);
         match name {
             "-c" | "--config-env" => {
-                out.opaque.get_or_insert_with(|| {
-                    format!("git's global `{name}` can set a program git runs")
-                });
+                // `-c K=V`: analysed when K cannot make git run a program.
+                let setting = if t.len() > name.len() {
+                    Some(Arg {
+                        text: t[name.len() + 1..].to_string(),
+                        ..a.clone()
+                    })
+                } else {
+                    argv.get(i + 1).cloned()
+                };
+                if let Some(why) = global_config_opaque(name, setting.as_ref()) {
+                    out.opaque.get_or_insert(why);
+                }
             }
             "--exec-path" => {
                 out.opaque.get_or_insert_with(|| {
@@ -88,6 +97,13 @@ pub fn git_split(argv: &[Arg]) -> GitSplit {
             continue;
         }
         if t.starts_with("-c") && t.len() > 2 && !t.starts_with("--") {
+            let setting = Arg {
+                text: t[2..].to_string(),
+                ..a.clone()
+            };
+            if let Some(why) = global_config_opaque("-c", Some(&setting)) {
+                out.opaque.get_or_insert(why);
+            }
             i += 1;
             continue;
         }
@@ -100,8 +116,86 @@ pub fn git_split(argv: &[Arg]) -> GitSplit {
     out
 }
 
-/// argv with git's global options removed (`git -C /work push` → `git push`).
+/// Why a global `-c K=V` / `--config-env K=ENV` makes git opaque: a key
+/// that is not on the list of keys that cannot run a program.
+fn global_config_opaque(option: &str, setting: Option<&Arg>) -> Option<String> {
+    let Some(s) = setting else {
+        return Some(format!("git's global `{option}` without a setting"));
+    };
+    if s.dynamic {
+        return Some(format!(
+            "git's global `{option}` with a setting computed at run time"
+        ));
+    }
+    let key = s.text.split('=').next().unwrap_or("");
+    (!git_key_harmless(key))
+        .then(|| format!("git's global `{option} {key}=…` can set a program git runs"))
+}
+
+/// git's argv as allow rules compare it: global `-c K=V` settings of keys
+/// that cannot run a program removed (`git -c user.name=x commit` is
+/// `git commit` to an allow rule); every other word kept.
+pub fn git_without_harmless_settings(argv: &[Arg]) -> Vec<Arg> {
+    let is_git = argv
+        .first()
+        .is_some_and(|a| !a.dynamic && a.basename() == "git");
+    let Some(sub) = git_split(argv).sub.filter(|_| is_git) else {
+        return argv.to_vec();
+    };
+    let harmless = |setting: &str| git_key_harmless(setting.split('=').next().unwrap_or(""));
+    let mut out = vec![argv[0].clone()];
+    let mut i = 1;
+    while i < sub {
+        let a = &argv[i];
+        let t = a.text.as_str();
+        if !a.dynamic {
+            if (t == "-c" || t == "--config-env")
+                && argv
+                    .get(i + 1)
+                    .is_some_and(|v| !v.dynamic && harmless(&v.text))
+            {
+                i += 2;
+                continue;
+            }
+            let attached = t.strip_prefix("--config-env=").or_else(|| {
+                t.strip_prefix("-c")
+                    .filter(|r| !r.is_empty() && !t.starts_with("--"))
+            });
+            if attached.is_some_and(harmless) {
+                i += 1;
+                continue;
+            }
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    out.extend_from_slice(&argv[sub..]);
+    out
+}
+
+/// The dashed spelling of a git command (`git-push`,
+/// `/usr/lib/git-core/git-push`) as `git push`.
+pub fn git_undashed(argv: &[Arg]) -> Option<Vec<Arg>> {
+    let first = argv.first()?;
+    if first.dynamic || first.package {
+        return None;
+    }
+    // git's own programs have no extension (`git-hooks.sh` is a script).
+    let sub = first
+        .basename()
+        .strip_prefix("git-")
+        .filter(|s| !s.is_empty() && !s.contains('.'))?;
+    let mut out = vec![Arg::lit("git"), Arg::lit(sub)];
+    out.extend_from_slice(&argv[1..]);
+    Some(out)
+}
+
+/// argv with git's global options removed (`git -C /work push` → `git push`);
+/// a dashed command is undashed (`git-push` → `git push`).
 pub fn git_normalized(argv: &[Arg]) -> Vec<Arg> {
+    if let Some(undashed) = git_undashed(argv) {
+        return undashed;
+    }
     let split = git_split(argv);
     let mut out = vec![argv[0].clone()];
     if let Some(s) = split.sub {
@@ -109,6 +203,201 @@ pub fn git_normalized(argv: &[Arg]) -> Vec<Arg> {
     }
     out
 }
+
+/// git's own commands (built in, or shipped with git) and common external
+/// commands: any other word in the subcommand position is an alias
+/// (`alias.ship = push`, `alias.x = !sh …`) or a `git-X` program found on
+/// PATH, which the policy cannot read.
+const GIT_COMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archimport",
+    "archive",
+    "backfill",
+    "bisect",
+    "blame",
+    "branch",
+    "bugreport",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "checkout-index",
+    "cherry",
+    "cherry-pick",
+    "citool",
+    "clean",
+    "clone",
+    "column",
+    "commit",
+    "commit-graph",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "credential",
+    "credential-cache",
+    "credential-store",
+    "cvsexportcommit",
+    "cvsimport",
+    "cvsserver",
+    "daemon",
+    "describe",
+    "diagnose",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-pairs",
+    "diff-tree",
+    "difftool",
+    "fast-export",
+    "fast-import",
+    "fetch",
+    "fetch-pack",
+    "filter-branch",
+    "fmt-merge-msg",
+    "for-each-ref",
+    "for-each-repo",
+    "format-patch",
+    "fsck",
+    "fsck-objects",
+    "gc",
+    "get-tar-commit-id",
+    "gitk",
+    "grep",
+    "gui",
+    "hash-object",
+    "help",
+    "hook",
+    "http-backend",
+    "http-fetch",
+    "http-push",
+    "imap-send",
+    "index-pack",
+    "init",
+    "init-db",
+    "interpret-trailers",
+    "last-modified",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "mailinfo",
+    "mailsplit",
+    "maintenance",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-one-file",
+    "merge-tree",
+    "merge-index",
+    "mergetool",
+    "mktag",
+    "mktree",
+    "multi-pack-index",
+    "mv",
+    "name-rev",
+    "notes",
+    "p4",
+    "pack-objects",
+    "pack-redundant",
+    "pack-refs",
+    "patch-id",
+    "prune",
+    "prune-packed",
+    "pull",
+    "push",
+    "quiltimport",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "receive-pack",
+    "reflog",
+    "refs",
+    "remote",
+    "remote-ext",
+    "remote-fd",
+    "remote-ftp",
+    "remote-ftps",
+    "remote-http",
+    "remote-https",
+    "repack",
+    "replace",
+    "replay",
+    "repo",
+    "request-pull",
+    "rerere",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "scalar",
+    "send-email",
+    "send-pack",
+    "shell",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-index",
+    "show-ref",
+    "sparse-checkout",
+    "stage",
+    "stash",
+    "status",
+    "stripspace",
+    "submodule",
+    "subtree",
+    "svn",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "unpack-file",
+    "unpack-objects",
+    "update-index",
+    "update-ref",
+    "update-server-info",
+    "upload-archive",
+    "upload-pack",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+    // external commands in common use
+    "lfs",
+    "flow",
+    "filter-repo",
+    "crypt",
+    "annex",
+    "secret",
+    "secrets",
+    "absorb",
+    "sizer",
+    "branchless",
+    "machete",
+    "town",
+    "credential-manager",
+];
+
+/// git commands that run a program named on their command line or read
+/// git commands from config.
+const GIT_COMMANDS_RUN: &[(&str, &str)] = &[
+    (
+        "for-each-repo",
+        "runs git commands in repositories a config key lists",
+    ),
+    ("instaweb", "runs a web server and a browser"),
+    ("web--browse", "runs a browser"),
+];
 
 /// `git fetch|pull|ls-remote` options that run a program.
 const FETCH_RUNS: &[&str] = &[
@@ -195,22 +484,52 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
         facts.opaque = Some("a git `ext::` remote runs a command".into());
         return facts;
     }
+    if !GIT_COMMANDS.contains(&sub.text.as_str()) {
+        facts.opaque = Some(format!(
+            "`git {}` is not a git command the policy knows: an alias or a program on PATH",
+            sub.text
+        ));
+        return facts;
+    }
+    if sub.is("merge-index") {
+        // `git merge-index [-o] [-q] PROGRAM …`: git's own merge program, or opaque.
+        let program = rest.iter().find(|a| a.dynamic || !a.text.starts_with('-'));
+        if !program.is_some_and(|p| !p.dynamic && p.basename() == "git-merge-one-file") {
+            facts.opaque = Some("`git merge-index` runs the merge program it is given".into());
+        }
+        return facts;
+    }
+    if let Some((_, why)) = GIT_COMMANDS_RUN.iter().find(|(c, _)| sub.is(c)) {
+        facts.opaque = Some(format!("`git {}` {why}", sub.text));
+        return facts;
+    }
+    // Long options as git reads them: an unambiguous prefix is the option
+    // (`--upload-p` is `--upload-pack`); short options exactly.
     let has = |names: &[&str]| {
         rest.iter().any(|a| {
             !a.dynamic && {
                 let n = a.text.split('=').next().unwrap_or(&a.text);
                 names.contains(&n)
+                    || (n.len() > 3
+                        && n.starts_with("--")
+                        && names
+                            .iter()
+                            .any(|full| full.starts_with("--") && full.starts_with(n)))
             }
         })
     };
     match sub.text.as_str() {
-        "config" => {
-            if let Some(key) = git_config_sets_program(rest) {
-                facts.opaque = Some(format!(
-                    "`git config` sets `{key}`, which makes git run a program"
-                ));
+        "config" => match git_config(rest) {
+            ConfigEffect::Opaque(why) => facts.opaque = Some(why),
+            ConfigEffect::Harmless { file } => {
+                if let Some(f) = file {
+                    facts.paths.push(HiddenPath {
+                        path: f.known().map(str::to_string),
+                        writes: true,
+                    });
+                }
             }
-        }
+        },
         "fetch" | "pull" | "ls-remote" if has(FETCH_RUNS) => {
             facts.opaque = Some("`--upload-pack` runs a program".into());
         }
@@ -288,11 +607,30 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
                         text: s.to_string(),
                         ..a.clone()
                     }));
-                } else if a.text.starts_with("-x") && a.text.len() > 2 && !a.dynamic {
-                    facts.inner.push(Inner::Script(Arg {
-                        text: a.text[2..].to_string(),
-                        ..a.clone()
-                    }));
+                } else if let Some(script) = rebase_cluster_exec(a, rest.get(i + 1)) {
+                    // `-x` in a cluster (`-fx CMD`, `-ixCMD`).
+                    if script.1 {
+                        i += 1;
+                    }
+                    facts.inner.push(Inner::Script(script.0));
+                } else if !a.dynamic
+                    && a.text.len() > 3
+                    && a.text.starts_with("--")
+                    && "--exec".starts_with(a.text.split('=').next().unwrap_or(""))
+                {
+                    // `--exe CMD` / `--ex=CMD`: a prefix of `--exec`.
+                    match a.text.split_once('=') {
+                        Some((_, v)) => facts.inner.push(Inner::Script(Arg {
+                            text: v.to_string(),
+                            ..a.clone()
+                        })),
+                        None => {
+                            if let Some(s) = rest.get(i + 1) {
+                                facts.inner.push(Inner::Script(s.clone()));
+                            }
+                            i += 1;
+                        }
+                    }
                 }
                 i += 1;
             }
@@ -323,54 +661,472 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
     facts
 }
 
-/// When `git config …` sets a key that makes git run a program, that key.
-fn git_config_sets_program(rest: &[Arg]) -> Option<String> {
+/// `git rebase` short options that take a value (a cluster stops there).
+const REBASE_VALUE_SHORT: &[u8] = b"sXCS";
+
+/// The script of `-x` inside a short-option cluster of `git rebase`
+/// (`-fx CMD`, `-ixCMD`), and whether it is the next word.
+fn rebase_cluster_exec(a: &Arg, next: Option<&Arg>) -> Option<(Arg, bool)> {
+    if a.dynamic || a.text.starts_with("--") || !a.text.starts_with('-') {
+        return None;
+    }
+    let bytes = a.text.as_bytes();
+    for (k, c) in bytes.iter().enumerate().skip(1) {
+        if *c == b'x' {
+            let rest = a.text.get(k + 1..).unwrap_or("");
+            return Some(if rest.is_empty() {
+                (next.cloned().unwrap_or_else(|| Arg::dynamic("")), true)
+            } else {
+                (
+                    Arg {
+                        text: rest.to_string(),
+                        ..a.clone()
+                    },
+                    false,
+                )
+            });
+        }
+        if REBASE_VALUE_SHORT.contains(c) {
+            return None;
+        }
+    }
+    None
+}
+
+/// `git config`'s long options (a unique prefix reads as the whole name,
+/// as git's option parser does) and whether each takes a value.
+const CONFIG_OPTIONS: &[(&str, bool)] = &[
+    ("--global", false),      // writes ~/.gitconfig
+    ("--system", false),      // writes /etc/gitconfig
+    ("--local", false),       // writes .git/config (the default)
+    ("--worktree", false),    // writes .git/config.worktree
+    ("--file", true),         // writes the file it names
+    ("--blob", true),         // reads a blob
+    ("--type", true),         // how the value is read
+    ("--default", true),      // the value when the key is missing
+    ("--comment", true),      // a comment written beside the value
+    ("--value", true),        // matches values (new syntax)
+    ("--add", false),         // sets (adds a value)
+    ("--replace-all", false), // sets (replaces every value)
+    ("--append", false),      // sets (new syntax)
+    ("--all", false),         // every value
+    ("--get", false),
+    ("--get-all", false),
+    ("--get-regexp", false),
+    ("--get-urlmatch", false),
+    ("--get-color", false),
+    ("--get-colorbool", false),
+    ("--list", false),
+    ("--unset", false),
+    ("--unset-all", false),
+    ("--remove-section", false),
+    ("--rename-section", false),
+    ("--edit", false), // an editor may write any key
+    ("--show-origin", false),
+    ("--show-scope", false),
+    ("--name-only", false),
+    ("--null", false),
+    ("--includes", false),
+    ("--no-includes", false),
+    ("--bool", false),
+    ("--int", false),
+    ("--bool-or-int", false),
+    ("--bool-or-str", false),
+    ("--path", false),
+    ("--expiry-date", false),
+    ("--fixed-value", false),
+    ("--regexp", false),
+    ("--url", true),
+];
+
+/// `git config`'s short options and whether each takes a value.
+const CONFIG_SHORT: &[(u8, bool)] = &[
+    (b'f', true),  // --file
+    (b'l', false), // --list
+    (b'e', false), // --edit
+    (b'z', false), // --null
+    (b't', true),  // --type
+];
+
+/// What `git config …` does that the decision must see.
+enum ConfigEffect {
+    /// Reads, or sets only keys that cannot run a program.
+    Harmless { file: Option<Arg> },
+    /// Why the segment is opaque.
+    Opaque(String),
+}
+
+/// Reads `git config …` (old and new syntax): setting a key that is not on
+/// the list of keys that cannot run a program, editing, or an option the
+/// model does not know, is opaque; `--file F` is a path the command writes.
+fn git_config(rest: &[Arg]) -> ConfigEffect {
     let mut positional: Vec<&Arg> = Vec::new();
     let mut setting = false;
+    let mut reading = false;
+    let mut file: Option<Arg> = None;
     let mut i = 0;
     while i < rest.len() {
         let a = &rest[i];
         if a.dynamic {
+            if a.text.starts_with('-') || a.text.is_empty() {
+                return ConfigEffect::Opaque(
+                    "`git config` with an option computed at run time".into(),
+                );
+            }
             positional.push(a);
             i += 1;
             continue;
         }
         let t = a.text.as_str();
-        match t {
-            "--add" | "--replace-all" => setting = true,
-            "-f" | "--file" | "--blob" | "--type" | "--default" | "--comment" | "--value" => {
-                i += 2;
-                continue;
-            }
-            "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "-l" | "--list"
-            | "--unset" | "--unset-all" | "--remove-section" | "--rename-section" | "-e"
-            | "--edit" | "--show-origin" | "--show-scope" | "--name-only" => {
-                return None;
-            }
-            _ if t.starts_with('-') => {}
-            _ => positional.push(a),
+        if t == "--" {
+            positional.extend(rest[i + 1..].iter());
+            break;
         }
+        if let Some(long) = t.strip_prefix("--") {
+            let (n, attached) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
+            };
+            let exact = CONFIG_OPTIONS.iter().find(|(o, _)| o[2..] == *n);
+            let mut hits = CONFIG_OPTIONS.iter().filter(|(o, _)| o[2..].starts_with(n));
+            let found = exact.or_else(|| {
+                let first = hits.next();
+                first.filter(|_| hits.next().is_none())
+            });
+            let Some((name, takes)) = found else {
+                return ConfigEffect::Opaque(format!(
+                    "`git config` with the option `{t}`, which the policy does not know"
+                ));
+            };
+            let value = match (attached, takes) {
+                (Some(v), _) => Some(Arg {
+                    text: v.to_string(),
+                    ..a.clone()
+                }),
+                (None, true) => {
+                    i += 1;
+                    rest.get(i).cloned()
+                }
+                (None, false) => None,
+            };
+            match *name {
+                "--edit" => {
+                    return ConfigEffect::Opaque(
+                        "`git config --edit` lets an editor write any key".into(),
+                    );
+                }
+                "--add" | "--replace-all" | "--append" => setting = true,
+                "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "--get-color"
+                | "--get-colorbool" | "--list" | "--unset" | "--unset-all" | "--remove-section"
+                | "--rename-section" | "--show-origin" | "--show-scope" | "--name-only" => {
+                    reading = true;
+                }
+                "--file" => file = value,
+                // Files outside the project that the command line does not name.
+                "--global" => file = Some(Arg::lit("~/.gitconfig")),
+                "--system" => file = Some(Arg::lit("/etc/gitconfig")),
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if t.len() > 1 && t.starts_with('-') {
+            let bytes = t.as_bytes();
+            for (k, c) in bytes.iter().enumerate().skip(1) {
+                let Some((_, takes)) = CONFIG_SHORT.iter().find(|(s, _)| s == c) else {
+                    return ConfigEffect::Opaque(format!(
+                        "`git config` with the option `{t}`, which the policy does not know"
+                    ));
+                };
+                match c {
+                    b'e' => {
+                        return ConfigEffect::Opaque(
+                            "`git config -e` lets an editor write any key".into(),
+                        );
+                    }
+                    b'l' => reading = true,
+                    _ => {}
+                }
+                if *takes {
+                    let value = if k + 1 < bytes.len() {
+                        Some(Arg {
+                            text: t[k + 1..].to_string(),
+                            ..a.clone()
+                        })
+                    } else {
+                        i += 1;
+                        rest.get(i).cloned()
+                    };
+                    if *c == b'f' {
+                        file = value;
+                    }
+                    break;
+                }
+            }
+            i += 1;
+            continue;
+        }
+        positional.push(a);
         i += 1;
     }
-    // New syntax: `git config set [opts] key value`.
+    // New syntax: `git config set|unset|get|list|edit …`.
     if let Some(first) = positional.first() {
         match first.text.as_str() {
             "set" => {
                 setting = true;
                 positional.remove(0);
             }
-            "get" | "list" | "unset" | "rename-section" | "remove-section" | "edit" => return None,
+            "edit" => {
+                return ConfigEffect::Opaque(
+                    "`git config edit` lets an editor write any key".into(),
+                );
+            }
+            "get" | "list" | "unset" | "rename-section" | "remove-section" => reading = true,
             _ => {}
         }
     }
-    let key = positional.first()?;
-    if !(setting || positional.len() >= 2) {
-        return None;
+    let sets = !reading && (setting || positional.len() >= 2);
+    if sets {
+        let Some(key) = positional.first() else {
+            return ConfigEffect::Opaque("`git config` sets a key it does not name".into());
+        };
+        if key.dynamic {
+            return ConfigEffect::Opaque("`git config` sets a key computed at run time".into());
+        }
+        if !git_key_harmless(&key.text) {
+            return ConfigEffect::Opaque(format!(
+                "`git config` sets `{}`, which is not on the list of keys that cannot run a program",
+                key.text
+            ));
+        }
     }
-    if key.dynamic {
-        return Some("a dynamic key".to_string());
+    ConfigEffect::Harmless {
+        file: if sets { file } else { None },
     }
-    git_key_runs_program(&key.text).then(|| key.text.clone())
+}
+
+/// Keys that cannot make git run a program, load more config, fetch from
+/// or push to elsewhere, or write outside the repository: `git -c K=V`
+/// with one of them is analysed, and `git config` may set them. Each
+/// entry is `section.name`, `section.*` (any name, no subsection), or
+/// `section.<>.name` (any subsection).
+const HARMLESS_KEYS: &[&str] = &[
+    "user.name",
+    "user.email",
+    "user.signingkey",
+    "user.useconfigonly",
+    "author.name",
+    "author.email",
+    "committer.name",
+    "committer.email",
+    "color.*",
+    "color.<>.*",
+    "advice.*",
+    "column.*",
+    "i18n.*",
+    "pretty.*",
+    "core.quotepath",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.filemode",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.whitespace",
+    "core.abbrev",
+    "core.commentchar",
+    "core.commentstring",
+    "core.longpaths",
+    "core.symlinks",
+    "core.compression",
+    "core.loosecompression",
+    "core.bigfilethreshold",
+    "core.preloadindex",
+    "core.untrackedcache",
+    "core.checkstat",
+    "core.trustctime",
+    "core.logallrefupdates",
+    "core.warnambiguousrefs",
+    "core.splitindex",
+    "core.multipackindex",
+    "core.commitgraph",
+    "core.deltabasecachelimit",
+    "core.packedgitlimit",
+    "core.packedgitwindowsize",
+    "core.fsyncmethod",
+    "init.defaultbranch",
+    "log.date",
+    "log.decorate",
+    "log.abbrevcommit",
+    "log.follow",
+    "log.showroot",
+    "log.showsignature",
+    "log.mailmap",
+    "log.graphcolors",
+    "log.excludedecoration",
+    "log.initialdecorationset",
+    "log.diffmerges",
+    "format.pretty",
+    "format.subjectprefix",
+    "format.signoff",
+    "format.numbered",
+    "format.headers",
+    "format.to",
+    "format.cc",
+    "format.suffix",
+    "format.coverletter",
+    "format.thread",
+    "format.signature",
+    "format.attach",
+    "format.from",
+    "format.filenamemaxlength",
+    "format.encodeemailheaders",
+    "format.useautobase",
+    "format.notes",
+    "format.mboxrd",
+    "format.forceinbodyfrom",
+    "format.coverfromdescription",
+    "format.noprefix",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "push.autosetupremote",
+    "push.followtags",
+    "fetch.prune",
+    "fetch.prunetags",
+    "fetch.parallel",
+    "fetch.writecommitgraph",
+    "fetch.showforcedupdates",
+    "fetch.output",
+    "rebase.autosquash",
+    "rebase.autostash",
+    "rebase.updaterefs",
+    "rebase.stat",
+    "rebase.abbreviatecommands",
+    "rebase.missingcommitscheck",
+    "rebase.instructionformat",
+    "rebase.forkpoint",
+    "rebase.rescheduledfailedexec",
+    "merge.ff",
+    "merge.conflictstyle",
+    "merge.log",
+    "merge.stat",
+    "merge.verbosity",
+    "merge.renames",
+    "merge.directoryrenames",
+    "merge.autostash",
+    "merge.renamelimit",
+    "diff.algorithm",
+    "diff.colormoved",
+    "diff.colormovedws",
+    "diff.renames",
+    "diff.renamelimit",
+    "diff.mnemonicprefix",
+    "diff.noprefix",
+    "diff.relative",
+    "diff.context",
+    "diff.interhunkcontext",
+    "diff.statgraphwidth",
+    "diff.statnamewidth",
+    "diff.submodule",
+    "diff.ignoresubmodules",
+    "diff.indentheuristic",
+    "diff.suppressblankempty",
+    "diff.wserrorhighlight",
+    "diff.dirstat",
+    "status.showuntrackedfiles",
+    "status.short",
+    "status.branch",
+    "status.relativepaths",
+    "status.submodulesummary",
+    "status.showstash",
+    "status.aheadbehind",
+    "status.renames",
+    "commit.verbose",
+    "commit.status",
+    "commit.cleanup",
+    "commit.gpgsign",
+    "tag.sort",
+    "tag.gpgsign",
+    "tag.forcesignannotated",
+    "branch.sort",
+    "branch.autosetupmerge",
+    "branch.autosetuprebase",
+    "branch.<>.remote",
+    "branch.<>.merge",
+    "branch.<>.rebase",
+    "branch.<>.description",
+    "gc.auto",
+    "gc.autodetach",
+    "gc.autopacklimit",
+    "gc.pruneexpire",
+    "gc.reflogexpire",
+    "gc.reflogexpireunreachable",
+    "gc.worktreepruneexpire",
+    "rerere.enabled",
+    "rerere.autoupdate",
+    "grep.linenumber",
+    "grep.patterntype",
+    "grep.extendedregexp",
+    "grep.fullname",
+    "grep.column",
+    "grep.threads",
+    "grep.fallbacktonoindex",
+    "blame.date",
+    "blame.coloring",
+    "blame.showemail",
+    "blame.blankboundary",
+    "interactive.singlekey",
+    "am.threeway",
+    "am.keepcr",
+    "apply.whitespace",
+    "clean.requireforce",
+    "transfer.fsckobjects",
+    "fetch.fsckobjects",
+    "receive.fsckobjects",
+    "pack.threads",
+    "pack.windowmemory",
+    "index.version",
+    "index.threads",
+    "feature.manyfiles",
+    "feature.experimental",
+    "protocol.version",
+    "submodule.recurse",
+    "checkout.defaultremote",
+    "checkout.workers",
+    "worktree.guessremote",
+    "versionsort.suffix",
+    "lfs.url",
+    "lfs.fetchinclude",
+    "lfs.fetchexclude",
+    "lfs.locksverify",
+    "init.defaultobjectformat",
+];
+
+/// Whether a config key is on the list of keys that cannot run a program
+/// (sections and names compared as git does, case-insensitively; a
+/// subsection as written).
+pub fn git_key_harmless(key: &str) -> bool {
+    let Some((section, rest)) = key.split_once('.') else {
+        return false;
+    };
+    let (sub, name) = match rest.rsplit_once('.') {
+        Some((sub, name)) => (Some(sub), name),
+        None => (None, rest),
+    };
+    if name.is_empty() || sub.is_some_and(str::is_empty) || git_key_runs_program(key) {
+        return false;
+    }
+    let section = section.to_ascii_lowercase();
+    let name = name.to_ascii_lowercase();
+    HARMLESS_KEYS.iter().any(|entry| {
+        let parts: Vec<&str> = entry.split('.').collect();
+        match (parts.as_slice(), sub) {
+            ([s, n], None) => *s == section && (*n == "*" || *n == name),
+            ([s, "<>", n], Some(_)) => *s == section && (*n == "*" || *n == name),
+            _ => false,
+        }
+    })
 }
 
 /// Config keys whose value is a program git runs, or that load more config.
@@ -395,12 +1151,18 @@ pub fn git_key_runs_program(key: &str) -> bool {
                 | "askpass"
                 | "attributesfile"
                 | "worktree"
+                | "alternaterefscommand"
+                | "excludesfile"
         ),
+        "help" => matches!(last, "autocorrect" | "browser" | "format"),
+        "init" => last == "templatedir",
+        "imap" => last == "tunnel",
+        "lfs" => matches!(last, "path" | "standalonetransferagent"),
         "diff" => matches!(last, "external" | "textconv" | "command"),
         "difftool" | "mergetool" => matches!(last, "cmd" | "path"),
         "merge" => last == "driver",
         "credential" => last == "helper",
-        "gpg" => last == "program",
+        "gpg" => matches!(last, "program" | "defaultkeycommand"),
         "sequence" => last == "editor",
         "interactive" => last == "difffilter",
         "web" => last == "browser",

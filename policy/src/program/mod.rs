@@ -13,17 +13,24 @@
 
 mod awk;
 mod build_tools;
+mod compilers;
 mod editors;
 mod file_tools;
+mod forge;
 mod git;
 mod interpreters;
 mod network;
 mod sed;
 mod shell_builtins;
+mod sqlite;
 mod stdin_program;
 
 pub use awk::awk_program;
-pub use git::{GitSplit, git_key_runs_program, git_normalized, git_split};
+pub use git::{
+    GitSplit, git_key_harmless, git_key_runs_program, git_normalized, git_split, git_undashed,
+    git_without_harmless_settings,
+};
+pub use interpreters::python_module_argv;
 pub use sed::sed_script;
 pub use shell_builtins::subscript_is_code;
 pub use stdin_program::is_stdin_alias;
@@ -83,8 +90,18 @@ pub fn analyze(argv: &[Arg]) -> Facts {
     if let Some(why) = stdin_program::reads_program(name, args) {
         return Facts::opaque(why);
     }
+    if let Some(undashed) = git_undashed(argv) {
+        return git::git(&undashed);
+    }
     match name {
         "git" => git::git(argv),
+        "gh" => forge::gh(args),
+        "sqlite3" | "sqlite" => sqlite::sqlite3(args),
+        "psql" | "mysql" | "mariadb" => sqlite::sql_client(name, args),
+        "emacs" | "emacsclient" => editors::emacs(name, args),
+        "wget" => network::wget(args),
+        "curl" => network::curl(args),
+        _ if compilers::is_compiler_driver(name) => compilers::cc(name, args),
         "rg" => file_tools::rg(args),
         "sort" => file_tools::sort(args),
         "tar" | "gtar" | "bsdtar" => file_tools::tar(args),
@@ -113,7 +130,9 @@ pub fn analyze(argv: &[Arg]) -> Facts {
             shell_builtins::sets_variables(name, args)
         }
         "test" | "[" => shell_builtins::test_v(args),
-        _ if crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name) => {
+        _ if interpreters::has_model(name)
+            || (crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name)) =>
+        {
             interpreters::inline_code(name, args)
         }
         "[[" => shell_builtins::cond(args),

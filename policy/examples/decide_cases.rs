@@ -1,0 +1,38 @@
+//! Decides every case of a policy-case JSON-lines file, `rounds` times, and
+//! prints the verdict counts — the decision alone, without `berth`'s process
+//! start and output, for instruction counts that compare two versions of the
+//! policy in one run:
+//!
+//! ```sh
+//! cargo build --release -p berth-policy --example decide_cases
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!   target/release/examples/decide_cases policy/tests/cases/replay-tldr-dev.jsonl 1
+//! ```
+//!
+//! The cases are parsed (and their rules compiled, cached) before the
+//! rounds; with `rounds` = 0 only that set-up runs, so the difference of two
+//! runs is the decisions' own cost.
+use std::collections::BTreeMap;
+
+use berth_policy::case::{Case, RulesCache};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().ok_or("usage: decide_cases FILE [ROUNDS]")?;
+    let rounds: usize = args.next().map(|r| r.parse()).transpose()?.unwrap_or(1);
+    let text = std::fs::read_to_string(&path)?;
+    let mut cache = RulesCache::default();
+    let mut inputs = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let case: Case = serde_json::from_str(line)?;
+        inputs.push(case.inputs_cached(&mut cache)?);
+    }
+    let mut verdicts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for _ in 0..rounds {
+        for i in &inputs {
+            *verdicts.entry(i.decide().verdict.as_str()).or_default() += 1;
+        }
+    }
+    println!("{} cases × {rounds}: {verdicts:?}", inputs.len());
+    Ok(())
+}
