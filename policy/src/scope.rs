@@ -137,73 +137,9 @@ fn looks_like_path(s: &str) -> bool {
     s.contains('/') || s.starts_with('~') || s.starts_with('.')
 }
 
-fn is_url(s: &str) -> Option<&str> {
-    let i = s.find("://")?;
-    let scheme = &s[..i];
-    let ok = !scheme.is_empty()
-        && scheme.as_bytes()[0].is_ascii_alphabetic()
-        && scheme
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
-    ok.then_some(scheme)
-}
-
 /// The paths an argument's text names (none for plain words and URLs).
 pub fn path_candidates(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let add = |p: &str, out: &mut Vec<String>| {
-        if !p.is_empty() && !out.iter().any(|x| x == p) {
-            out.push(p.to_string());
-        }
-    };
-    if let Some(scheme) = is_url(text) {
-        if scheme.eq_ignore_ascii_case("file") {
-            let rest = &text[scheme.len() + 3..];
-            // file://host/path or file:///path
-            let path = match rest.find('/') {
-                Some(i) => &rest[i..],
-                None => "/",
-            };
-            add(path, &mut out);
-        }
-        return out;
-    }
-    if let Some(opt) = text.strip_prefix('-') {
-        if let Some((_, v)) = text.split_once('=') {
-            if looks_like_path(v) {
-                add(v, &mut out);
-            }
-        } else if !opt.starts_with('-')
-            && opt.len() > 1
-            && matches!(opt.as_bytes()[1], b'/' | b'~' | b'.')
-        {
-            add(&opt[1..], &mut out);
-        }
-    } else {
-        if looks_like_path(text) {
-            add(text, &mut out);
-        }
-        if let Some((_, v)) = text.split_once('=')
-            && looks_like_path(v)
-        {
-            add(v, &mut out);
-        }
-    }
-    if text.contains(':') {
-        for part in text.split(':').skip(1) {
-            let part = part.split_once('=').map_or(part, |(_, v)| v);
-            if part.starts_with('/') || part.starts_with('~') {
-                add(part, &mut out);
-            }
-        }
-        // `/abs:…` (a colon list starting with a path).
-        if let Some(first) = text.split(':').next()
-            && first.starts_with('/')
-        {
-            add(first, &mut out);
-        }
-    }
-    out
+    crate::path_words::candidates(text)
 }
 
 struct Judge<'a> {
@@ -228,6 +164,9 @@ impl Judge<'_> {
     /// Judges a static path written relative to `base` (the cwd, or
     /// `git -C`'s directory).
     fn path(&mut self, written: &str, base: &Cwd) {
+        if written.starts_with('~') && self.tilde(written) {
+            return;
+        }
         if written.starts_with('/') {
             let abs = normalize("/", written);
             let loc = locate(self.frame, &abs);
@@ -244,6 +183,23 @@ impl Judge<'_> {
             }
             Cwd::Unknown => self.report(written, None, Location::Unknown),
         }
+    }
+
+    /// A `~` bash left as it is (`if=~root/x`, `--prefix=~/x`): `~user` is
+    /// another user's home, outside in both frames (which user the frame
+    /// runs as is not known here); `~/x` is the frame's home to a program
+    /// that expands it, and a relative path to one that does not — judged
+    /// both ways. Returns whether the path is fully judged.
+    fn tilde(&mut self, written: &str) -> bool {
+        let rest = &written[1..];
+        if rest.is_empty() || rest.starts_with('/') {
+            let abs = normalize(self.frame.home(), rest.trim_start_matches('/'));
+            let loc = locate(self.frame, &abs);
+            self.report(written, Some(abs), loc);
+            return false;
+        }
+        self.report(written, None, Location::Outside);
+        true
     }
 
     fn dynamic(&mut self, written: &str) {
@@ -269,12 +225,8 @@ impl Judge<'_> {
             return;
         }
         if a.tilde_user {
-            let loc = if self.frame.is_container() {
-                Location::ContainerPrivate
-            } else {
-                Location::Outside
-            };
-            self.report(&a.text, None, loc);
+            // Another user's home: outside in both frames (point 9).
+            self.report(&a.text, None, Location::Outside);
             return;
         }
         for p in path_candidates(&a.text) {
