@@ -198,15 +198,17 @@ const WRITE_OPTIONS: &[(&str, &[&str])] = &[
     ("tar", &["-f", "--file"]),
 ];
 
-/// Programs whose operands are all written.
+/// Programs whose operands are all written. `mv` removes its sources; `ln`
+/// makes a second name for its targets, through which a later write
+/// reaches them (`ln -s .git g; echo x > g/hooks/pre-commit`).
 const WRITE_ALL: &[&str] = &[
     "tee", "touch", "truncate", "mkdir", "chmod", "chown", "chgrp", "shred", "mkfifo", "mknod",
-    "setfacl", "chattr",
+    "setfacl", "chattr", "mv", "gmv", "ln", "gln", "link", "symlink",
 ];
 
 /// Programs that write their last operand (the target) and read the rest,
 /// unless `-t DIR` names the target.
-const WRITE_LAST: &[&str] = &["cp", "mv", "ln", "install", "rsync", "scp", "gcp", "gmv"];
+const WRITE_LAST: &[&str] = &["cp", "install", "rsync", "scp", "gcp", "ginstall"];
 
 /// Programs that edit their file operands in place with an option
 /// (`sed -i`, `perl -i`, `yq -i`).
@@ -587,7 +589,11 @@ mod tests {
             ("cp a b", &[("b", Write)]),
             ("cp -r a b c", &[("c", Write)]),
             ("cp -t d a b", &[("d", Write)]),
-            ("mv a .git/hooks/x", &[(".git/hooks/x", Write)]),
+            (
+                "mv a .git/hooks/x",
+                &[("a", Write), (".git/hooks/x", Write)],
+            ),
+            ("ln -s .git g", &[(".git", Write), ("g", Write)]),
             ("tee -a a b", &[("a", Write), ("b", Write)]),
             ("sed -i s/a/b/ f", &[("f", Write)]),
             ("sed -i -e s/a/b/ f g", &[("f", Write), ("g", Write)]),

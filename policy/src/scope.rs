@@ -76,6 +76,30 @@ fn is_special(path: &str) -> bool {
     SPECIAL.contains(&path) || under(path, "/dev/fd") || under(path, "/proc/self/fd")
 }
 
+/// Whether an extra root adds to the scope: only an absolute, normalised
+/// path does (point 13). `""`, `"."` or `"a/../"` would otherwise
+/// normalise to `/` or the cwd and put far more in scope than was meant.
+pub fn usable_extra_root(root: &str) -> bool {
+    root.starts_with('/') && normalize("/", root) == root
+}
+
+/// A warning for each extra root of the frame that adds nothing (see
+/// [`usable_extra_root`]), for whoever builds the frame to show.
+pub fn ignored_extra_roots(frame: &Frame) -> Vec<String> {
+    match frame {
+        Frame::Host { extra_roots, .. } => extra_roots
+            .iter()
+            .filter(|r| !usable_extra_root(r))
+            .map(|r| {
+                format!(
+                    "extra root {r:?} is ignored: an extra root must be an absolute, normalised path"
+                )
+            })
+            .collect(),
+        Frame::Container { .. } => Vec::new(),
+    }
+}
+
 /// Where an absolute, normalised frame path lies.
 pub fn locate(frame: &Frame, path: &str) -> Location {
     if is_special(path) {
@@ -89,7 +113,10 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
         } => {
             if under(path, &normal(project_root)) {
                 Location::Project
-            } else if extra_roots.iter().any(|r| under(path, &normal(r))) {
+            } else if extra_roots
+                .iter()
+                .any(|r| usable_extra_root(r) && under(path, r))
+            {
                 Location::ExtraRoot
             } else {
                 Location::Outside
