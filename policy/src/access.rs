@@ -42,6 +42,17 @@ pub struct FileAccess {
     pub tilde_user: bool,
     /// A program argument: relative to `git -C`'s directory when given.
     pub in_argv: bool,
+    /// Read recursively (`grep -r`, `cp -r`, `rg`): everything under it is
+    /// read, hidden names too when `hidden`.
+    pub recursive: Option<Recursion>,
+}
+
+/// How a directory is read recursively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recursion {
+    /// Names starting with `.` are read too (`grep -r`, `cp -r`; not `rg`
+    /// without `--hidden`).
+    pub hidden: bool,
 }
 
 /// Programs that only read the paths they name (their options that write
@@ -242,8 +253,22 @@ pub fn accesses(seg: &Segment) -> Vec<FileAccess> {
         push(&mut out, r, Access::Read, false, false);
     }
     let found = argv_accesses(&seg.argv);
+    let from = out.len();
     for (a, k) in seg.argv.iter().zip(found.kinds).skip(1) {
         push(&mut out, a, k, true, false);
+    }
+    if let Some(r) = found.recursive {
+        for fa in &mut out[from..] {
+            if fa.access == Access::Read {
+                fa.recursive = Some(r);
+            }
+        }
+        if found.searches_cwd {
+            push(&mut out, &Arg::lit("."), Access::Read, false, true);
+            if let Some(last) = out.last_mut() {
+                last.recursive = Some(r);
+            }
+        }
     }
     for v in found.attached_writes {
         push(&mut out, &Arg::lit(v), Access::Write, true, true);
@@ -262,6 +287,7 @@ fn push(out: &mut Vec<FileAccess>, a: &Arg, access: Access, in_argv: bool, whole
         dynamic: a.dynamic,
         tilde_user: a.tilde_user,
         in_argv,
+        recursive: None,
     };
     let mut add = |t: &str, tilde_user: bool| {
         if t.is_empty() || out.iter().any(|f| f.text == t && f.access == access) {
@@ -298,6 +324,10 @@ pub struct ArgvAccess {
     /// Values attached to a writing option (`-oout`, `--output=out`,
     /// `of=out`): exactly the path written.
     pub attached_writes: Vec<String>,
+    /// The directories it names are read recursively.
+    pub recursive: Option<Recursion>,
+    /// With no directory named, it searches the cwd (`rg x`, `grep -r x`).
+    pub searches_cwd: bool,
 }
 
 /// What the program of `argv` does with each of its words.
@@ -308,6 +338,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
         return ArgvAccess {
             kinds,
             attached_writes,
+            ..ArgvAccess::default()
         };
     };
     let name = name.to_string();
@@ -391,20 +422,31 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
         }
         if IN_PLACE.contains(&name.as_str()) {
             let short = !t.starts_with("--");
-            // `-i`, `-i.bak`, `-ni`, `-pi`: `i` among the letters before one
-            // that takes a value (`-e`, `-f`).
+            // The letters that take a value (the rest of the word or the
+            // next word): sed's `-e script`, `-f file`, `-l N`; perl's
+            // `-e code`, `-E code`, `-I dir`, `-M module`, …
+            let value_letters: &[char] = match name.as_str() {
+                "sed" | "gsed" => &['e', 'f', 'l'],
+                "perl" => &['e', 'E', 'I', 'M', 'm', 'x', 'd', 'D', 'C', 'l', '0'],
+                _ => &[],
+            };
             let letters = t.trim_start_matches('-');
-            let before_value = letters.split(['e', 'f', 'E']).next().unwrap_or("");
-            if (short && (before_value.contains('i') || letters.starts_with('i')))
-                || opt == "--in-place"
-                || opt == "--inplace"
-            {
+            // `-i`, `-i.bak`, `-ni`, `-pi`, `-Ei`: `i` before any letter that
+            // takes a value; what follows `i` is its backup suffix
+            // (`sed -ie` and `perl -pie` back up with the suffix `e`).
+            let cut = letters.find(value_letters).unwrap_or(letters.len());
+            let i_at = letters.find('i').filter(|&p| p < cut);
+            if short && i_at.is_some() || opt == "--in-place" || opt == "--inplace" {
                 in_place = true;
             }
-            if short && (letters.contains('e') || letters.contains('f')) && !letters.contains('E') {
-                script_given = true;
-                // The script is the next word.
-                if letters.ends_with('e') || letters.ends_with('f') {
+            if short && i_at.is_none() && cut < letters.len() {
+                let c = letters[cut..].chars().next().unwrap_or('e');
+                script_given |= match name.as_str() {
+                    "perl" => matches!(c, 'e' | 'E'),
+                    _ => matches!(c, 'e' | 'f'),
+                };
+                // The value is the next word when the letter ends the word.
+                if letters.len() == cut + c.len_utf8() {
                     i += 1;
                 }
             }
@@ -485,9 +527,56 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             }
         }
     }
+    let (recursive, searches_cwd) = recursion(&name, args, operands.len());
     ArgvAccess {
         kinds,
         attached_writes,
+        recursive,
+        searches_cwd,
+    }
+}
+
+/// Whether the program reads the directories it names recursively, and
+/// whether, naming none, it reads the cwd so.
+fn recursion(name: &str, args: &[Arg], operands: usize) -> (Option<Recursion>, bool) {
+    let short_has = |letters: &[char]| {
+        args.iter().any(|a| {
+            let t = a.text.as_str();
+            !a.dynamic && t.starts_with('-') && !t.starts_with("--") && t[1..].contains(letters)
+        })
+    };
+    let long_has = |opts: &[&str]| {
+        args.iter().any(|a| {
+            opts.iter()
+                .any(|o| a.text == *o || a.text.starts_with(&format!("{o}=")))
+        })
+    };
+    let all = Some(Recursion { hidden: true });
+    match name {
+        "grep" | "egrep" | "fgrep" | "zgrep"
+            if short_has(&['r', 'R'])
+                || long_has(&["--recursive", "--dereference-recursive"])
+                || args.windows(2).any(|w| w[0].is("-d") && w[1].is("recurse")) =>
+        {
+            (all, operands <= 1)
+        }
+        "rg" | "ag" | "ack" => {
+            let hidden =
+                long_has(&["--hidden", "--unrestricted", "--all-types"]) || short_has(&['u', '.']);
+            let files = long_has(&["--files"]);
+            (Some(Recursion { hidden }), operands <= usize::from(!files))
+        }
+        "cp" | "gcp" | "scp"
+            if short_has(&['r', 'R', 'a']) || long_has(&["--recursive", "--archive"]) =>
+        {
+            (all, false)
+        }
+        "rsync" if short_has(&['r', 'a']) || long_has(&["--recursive", "--archive"]) => {
+            (all, false)
+        }
+        "zip" if short_has(&['r']) || long_has(&["--recurse-paths"]) => (all, false),
+        "tar" | "gtar" | "bsdtar" => (all, false),
+        _ => (None, false),
     }
 }
 
@@ -599,6 +688,12 @@ mod tests {
             ("sed -i -e s/a/b/ f g", &[("f", Write), ("g", Write)]),
             ("sed -n p f", &[]),
             ("perl -pi -e s/a/b/ f", &[("f", Write)]),
+            ("perl -pie s/a/b/ f", &[("f", Write)]),
+            ("sed -ie s/a/b/ f", &[("f", Write)]),
+            ("sed -Ei s/a/b/ f", &[("f", Write)]),
+            ("sed -E -i s/a/b/ f", &[("f", Write)]),
+            ("sed -ni.bak -e p f", &[("f", Write)]),
+            ("sed -n -e p -f x.sed f", &[]),
             ("dd if=a of=b", &[("of=b", Write), ("b", Write)]),
             ("curl -sSLo out https://x", &[("out", Write)]),
             ("curl -sSLoout https://x", &[("out", Write)]),

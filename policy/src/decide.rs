@@ -556,7 +556,9 @@ pub fn glob_path_may_match(pattern: &str, path: &str, hidden_rule: bool) -> bool
             // bash's `**` (globstar) may stand for any number of components.
             if cc == Some(&"**") {
                 states.push((p, c + 1));
-                if p < pat.len() {
+                if let Some(pp) = pat.get(p)
+                    && (*pp == "**" || crate::glob_meet::may_meet("*", pp, hidden_rule))
+                {
                     states.push((p + 1, c));
                 }
             }

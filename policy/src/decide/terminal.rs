@@ -428,6 +428,8 @@ impl Decider<'_> {
                 )
             })
             .collect();
+        let recursive: Vec<Option<access::Recursion>> =
+            accesses.iter().map(|fa| fa.recursive).collect();
         self.protected_writes(&resolved, idx, shown);
         if self.ctx.rules.paths.is_empty() {
             return;
@@ -451,6 +453,21 @@ impl Decider<'_> {
                     }
                 }
             }
+            // A directory read recursively reads what may lie under it.
+            let mut below = false;
+            if hit.is_none() && rule.tool == PathTool::Read {
+                hit = resolved
+                    .iter()
+                    .zip(&recursive)
+                    .filter_map(|((_, _, abs_list, _), r)| r.map(|r| (abs_list, r)))
+                    .flat_map(|(abs_list, r)| abs_list.iter().map(move |a| (a, r)))
+                    .find(|(abs, r)| {
+                        let under = format!("{}/**", abs.trim_end_matches('/'));
+                        self.path_rule_may_match(rule, &under, hidden_rule && !r.hidden)
+                    })
+                    .map(|(abs, _)| (abs.clone(), Access::Read));
+                below = hit.is_some();
+            }
             // The paths the scope stage found (the cwd, `find` roots, paths
             // inside program text) are read.
             if hit.is_none() && rule.tool == PathTool::Read {
@@ -466,13 +483,14 @@ impl Decider<'_> {
                 pattern: rule.raw.clone(),
                 source: rule.source.clone(),
             };
-            let unsure = rule.tool == PathTool::Write && access == Access::MayWrite;
+            let unsure = below || rule.tool == PathTool::Write && access == Access::MayWrite;
             let (stage, verdict, word) = match rule.list {
                 RuleList::Deny if unsure => (Stage::Opaque, Verdict::RequireApproval, "deny"),
                 RuleList::Deny => (Stage::DenyRule, Verdict::Deny, "deny"),
                 _ => (Stage::AskRule, Verdict::RequireApproval, "ask"),
             };
             let how = match access {
+                Access::Read if below => "reads everything under",
                 Access::Read => "touches",
                 Access::MayWrite => "may write (it is not known only to read)",
                 Access::Write => "writes",
