@@ -299,6 +299,14 @@ fn push(out: &mut Vec<FileAccess>, a: &Arg, access: Access, in_argv: bool, whole
             ..base.clone()
         });
     };
+    if a.dynamic {
+        // Its value is unknown: one access, its skeleton as the text.
+        out.push(FileAccess {
+            text: a.text.clone(),
+            ..base
+        });
+        return;
+    }
     let t = a.text.as_str();
     // A redirection target is one path; an argument is itself a path
     // (unless it is an option) and may hold more.
@@ -578,6 +586,88 @@ fn recursion(name: &str, args: &[Arg], operands: usize) -> (Option<Recursion>, b
         "tar" | "gtar" | "bsdtar" => (all, false),
         _ => (None, false),
     }
+}
+
+/// Programs that read the files their operands name (what a dynamic
+/// operand of theirs may read is unknown). Programs that do not read their
+/// operands as files (`echo`, `git commit -m`) are not here.
+const FILE_READERS: &[&str] = &[
+    "cat",
+    "tac",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "bat",
+    "batcat",
+    "nl",
+    "od",
+    "xxd",
+    "hexdump",
+    "strings",
+    "base64",
+    "wc",
+    "sort",
+    "uniq",
+    "cut",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "diff",
+    "cmp",
+    "comm",
+    "jq",
+    "yq",
+    "source",
+    ".",
+    "cp",
+    "scp",
+    "rsync",
+    "tar",
+    "gtar",
+    "zip",
+    "gzip",
+    "bzip2",
+    "xz",
+    "zcat",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "awk",
+    "gawk",
+    "sed",
+    "gsed",
+    "paste",
+    "join",
+    "tee",
+    "dd",
+    "install",
+    "ln",
+    "mv",
+    "curl",
+    "wget",
+    "file",
+    "stat",
+    "fold",
+    "fmt",
+    "rev",
+    "iconv",
+    "column",
+    "tr",
+    "split",
+];
+
+/// Whether what a dynamic word of this access reads is unknown: a read
+/// redirection, or an operand of a program that reads its operands as files.
+pub fn dynamic_read(fa: &FileAccess, program: Option<&Arg>) -> bool {
+    fa.dynamic
+        && (!fa.in_argv
+            || program.is_some_and(|p| !p.dynamic && FILE_READERS.contains(&p.basename())))
 }
 
 /// Where a command writes outside the project without naming a path

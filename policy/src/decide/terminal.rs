@@ -468,6 +468,18 @@ impl Decider<'_> {
                     .map(|(abs, _)| (abs.clone(), Access::Read));
                 below = hit.is_some();
             }
+            // A dynamic path may be the one the rule names (`f=.env; cat $f`).
+            if hit.is_none() {
+                let program = seg.argv.first();
+                let dynamic = accesses.iter().find(|fa| match rule.tool {
+                    PathTool::Read => access::dynamic_read(fa, program),
+                    PathTool::Write => fa.dynamic && fa.access == Access::Write,
+                });
+                if let Some(fa) = dynamic {
+                    hit = Some((format!("⟨{}⟩", fa.text), fa.access));
+                    below = true;
+                }
+            }
             // The paths the scope stage found (the cwd, `find` roots, paths
             // inside program text) are read.
             if hit.is_none() && rule.tool == PathTool::Read {
@@ -490,6 +502,7 @@ impl Decider<'_> {
                 _ => (Stage::AskRule, Verdict::RequireApproval, "ask"),
             };
             let how = match access {
+                _ if below && hit_dynamic(&abs) => "names a path only known when it runs,",
                 Access::Read if below => "reads everything under",
                 Access::Read => "touches",
                 Access::MayWrite => "may write (it is not known only to read)",
@@ -607,6 +620,11 @@ fn command_rule_matches<'c>(
                 (r, found)
             })
     })
+}
+
+/// Whether a reported path is a dynamic word's skeleton (`⟨$f⟩`).
+fn hit_dynamic(shown: &str) -> bool {
+    shown.starts_with('⟨')
 }
 
 /// A long word shortened for a reason.
