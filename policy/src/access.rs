@@ -226,7 +226,9 @@ const WRITE_LAST: &[&str] = &["cp", "install", "rsync", "scp", "gcp", "ginstall"
 const IN_PLACE: &[&str] = &["sed", "gsed", "perl", "yq"];
 
 /// What the segment does with each path it names.
-pub fn accesses(seg: &Segment) -> Vec<FileAccess> {
+/// With `reads` unset, only what it writes (or may write): what the
+/// protected paths need when no path rule is loaded.
+pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     let mut out = Vec::new();
     for r in &seg.redirects {
         let access = if r.writes {
@@ -234,10 +236,10 @@ pub fn accesses(seg: &Segment) -> Vec<FileAccess> {
         } else {
             Access::Read
         };
-        push(&mut out, &r.target, access, false, true);
+        push(&mut out, &r.target, access, false, true, reads);
     }
     for (_, v) in &seg.assigns {
-        push(&mut out, v, Access::Read, false, false);
+        push(&mut out, v, Access::Read, false, false, reads);
     }
     for h in &seg.hidden_paths {
         if let Some(p) = &h.path {
@@ -246,16 +248,16 @@ pub fn accesses(seg: &Segment) -> Vec<FileAccess> {
             } else {
                 Access::Read
             };
-            push(&mut out, &Arg::lit(p.as_str()), access, false, true);
+            push(&mut out, &Arg::lit(p.as_str()), access, false, true, reads);
         }
     }
     for r in &seg.find_roots {
-        push(&mut out, r, Access::Read, false, false);
+        push(&mut out, r, Access::Read, false, false, reads);
     }
     let found = argv_accesses(&seg.argv);
     let from = out.len();
     for (a, k) in seg.argv.iter().zip(found.kinds).skip(1) {
-        push(&mut out, a, k, true, false);
+        push(&mut out, a, k, true, false, reads);
     }
     if let Some(r) = found.recursive {
         for fa in &mut out[from..] {
@@ -263,21 +265,29 @@ pub fn accesses(seg: &Segment) -> Vec<FileAccess> {
                 fa.recursive = Some(r);
             }
         }
-        if found.searches_cwd {
-            push(&mut out, &Arg::lit("."), Access::Read, false, true);
-            if let Some(last) = out.last_mut() {
-                last.recursive = Some(r);
+        if found.searches_cwd && reads {
+            let before = out.len();
+            push(&mut out, &Arg::lit("."), Access::Read, false, true, reads);
+            for fa in &mut out[before..] {
+                fa.recursive = Some(r);
             }
         }
     }
     for v in found.attached_writes {
-        push(&mut out, &Arg::lit(v), Access::Write, true, true);
+        push(&mut out, &Arg::lit(v), Access::Write, true, true, reads);
     }
     out
 }
 
-fn push(out: &mut Vec<FileAccess>, a: &Arg, access: Access, in_argv: bool, whole: bool) {
-    if a.package || a.find_placeholder || a.proc_sub {
+fn push(
+    out: &mut Vec<FileAccess>,
+    a: &Arg,
+    access: Access,
+    in_argv: bool,
+    whole: bool,
+    reads: bool,
+) {
+    if a.package || a.find_placeholder || a.proc_sub || !reads && access == Access::Read {
         return;
     }
     let base = FileAccess {
@@ -363,6 +373,9 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
     let mut target_dir = false;
     let mut script_given = false;
     let mut creates = false;
+    let mut extracts = false;
+    // `tar -C dir`: where an extraction writes.
+    let mut tar_dirs: Vec<String> = Vec::new();
     let mut i = 0;
     let mut opts_done = false;
     while i < args.len() {
@@ -465,8 +478,25 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
                 }
             }
         }
-        if matches!(name.as_str(), "tar" | "gtar" | "bsdtar") && !t.starts_with("--") {
-            creates |= t.contains('c') || t.contains('r') || t.contains('u');
+        if matches!(name.as_str(), "tar" | "gtar" | "bsdtar") {
+            if !t.starts_with("--") {
+                creates |= t.contains('c') || t.contains('r') || t.contains('u');
+                extracts |= t.contains('x');
+                if t == "-C" {
+                    if let Some(v) = args.get(i + 1).and_then(Arg::known) {
+                        tar_dirs.push(v.to_string());
+                    }
+                } else if let Some(v) = t.strip_prefix("-C").filter(|v| !v.is_empty()) {
+                    tar_dirs.push(v.to_string());
+                }
+            }
+            if opt == "--directory" {
+                match attached {
+                    Some(v) => tar_dirs.push(v.to_string()),
+                    None => tar_dirs.extend(args.get(i + 1).and_then(Arg::known).map(String::from)),
+                }
+            }
+            extracts |= matches!(opt, "--extract" | "--get");
         }
         if matches!(opt, "--create" | "--append" | "--update") {
             creates = true;
@@ -481,6 +511,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
         && !t.contains('/')
     {
         creates |= t.contains('c') || t.contains('r') || t.contains('u');
+        extracts |= t.contains('x');
         if let Some(fpos) = t.find('f') {
             let value_at = 2 + t[..fpos]
                 .matches(['b', 'C', 'T', 'X', 'g', 'N', 'K', 'V'])
@@ -497,6 +528,13 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             *k = Access::Read;
         }
         attached_writes.clear();
+        // An extraction writes under `-C`'s directory, or the cwd.
+        if extracts {
+            if tar_dirs.is_empty() {
+                attached_writes.push(".".to_string());
+            }
+            attached_writes.extend(tar_dirs);
+        }
     }
     let n = name.as_str();
     if n == "dd" {
@@ -794,7 +832,10 @@ mod tests {
             ("wget -O out https://x", &[("out", Write)]),
             ("tar -czf out.tgz src", &[("out.tgz", Write)]),
             ("tar czf out.tgz src", &[("out.tgz", Write)]),
-            ("tar -xzf in.tgz", &[]),
+            ("tar -xzf in.tgz", &[(".", Write)]),
+            ("tar -xzf in.tgz -C .git/hooks", &[(".git/hooks", Write)]),
+            ("tar xf in.tar --directory=out", &[("out", Write)]),
+            ("tar -tzf in.tgz", &[]),
             ("sort -o out in", &[("out", Write)]),
             ("touch a", &[("a", Write)]),
             ("git config --file f k v", &[("f", Write)]),

@@ -416,7 +416,7 @@ impl Decider<'_> {
         shown: &str,
         report: &mut SegmentReport,
     ) {
-        let accesses = access::accesses(seg);
+        let accesses = access::accesses(seg, !self.ctx.rules.paths.is_empty());
         let resolved: Vec<(Access, bool, Vec<String>, &str)> = accesses
             .iter()
             .map(|fa| {
