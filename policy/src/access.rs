@@ -15,6 +15,7 @@
 //! ([`crate::scope::path_candidates`]: option values, `=` values, `@file`).
 
 use crate::arg::Arg;
+use crate::protected;
 use crate::scope::path_candidates;
 use crate::segment::Segment;
 
@@ -56,115 +57,216 @@ pub struct Recursion {
 }
 
 /// Programs that only read the paths they name (their options that write
-/// are listed in [`WRITE_OPTIONS`]).
-const READERS: &[&str] = &[
-    "cat",
-    "tac",
-    "head",
-    "tail",
-    "less",
-    "more",
-    "bat",
-    "batcat",
-    "grep",
-    "egrep",
-    "fgrep",
-    "rg",
-    "ag",
-    "ack",
-    "ls",
-    "dir",
-    "stat",
-    "file",
-    "wc",
-    "diff",
-    "cmp",
-    "comm",
-    "md5sum",
-    "sha1sum",
-    "sha224sum",
-    "sha256sum",
-    "sha384sum",
-    "sha512sum",
-    "b2sum",
-    "cksum",
-    "sum",
-    "du",
-    "df",
-    "tree",
-    "find",
-    "realpath",
-    "readlink",
-    "basename",
-    "dirname",
-    "echo",
-    "printf",
-    "test",
-    "[",
-    "[[",
-    "jq",
-    "od",
-    "hexdump",
-    "strings",
-    "nl",
-    "sort",
-    "cut",
-    "tr",
-    "column",
-    "paste",
-    "join",
-    "awk",
-    "gawk",
-    "mawk",
-    "nawk",
-    "fold",
-    "fmt",
-    "expand",
-    "unexpand",
-    "rev",
-    "shasum",
-    "git",
-    "cd",
-    "pushd",
-    "popd",
-    "pwd",
-    "true",
-    "false",
-    "type",
-    "which",
-    "command",
-    "whereis",
-    "source",
-    ".",
-    "exa",
-    "eza",
-    "fd",
-    "fdfind",
-    "locate",
-    "xxd",
-    "base64",
-    "iconv",
-    "zcat",
-    "zless",
-    "zgrep",
-    "bzcat",
-    "xzcat",
-    "lsof",
-    "namei",
-    "getfacl",
-    "lsattr",
-    "sed",
-    "gsed",
-    "perl",
-    "yq",
-    "uniq",
-    "tar",
-    "gtar",
-    "bsdtar",
-    "wget",
-    "curl",
-    "dd",
-];
+/// are listed in [`WRITE_OPTIONS`], their other writes below).
+fn reader(name: &str) -> bool {
+    matches!(
+        name,
+        "cat"
+            | "tac"
+            | "head"
+            | "tail"
+            | "less"
+            | "more"
+            | "bat"
+            | "batcat"
+            | "grep"
+            | "egrep"
+            | "fgrep"
+            | "rg"
+            | "ag"
+            | "ack"
+            | "ls"
+            | "dir"
+            | "stat"
+            | "file"
+            | "wc"
+            | "diff"
+            | "cmp"
+            | "comm"
+            | "md5sum"
+            | "sha1sum"
+            | "sha224sum"
+            | "sha256sum"
+            | "sha384sum"
+            | "sha512sum"
+            | "b2sum"
+            | "cksum"
+            | "sum"
+            | "du"
+            | "df"
+            | "tree"
+            | "find"
+            | "realpath"
+            | "readlink"
+            | "basename"
+            | "dirname"
+            | "echo"
+            | "printf"
+            | "test"
+            | "["
+            | "[["
+            | "jq"
+            | "od"
+            | "hexdump"
+            | "strings"
+            | "nl"
+            | "sort"
+            | "cut"
+            | "tr"
+            | "column"
+            | "paste"
+            | "join"
+            | "awk"
+            | "gawk"
+            | "mawk"
+            | "nawk"
+            | "fold"
+            | "fmt"
+            | "expand"
+            | "unexpand"
+            | "rev"
+            | "shasum"
+            | "git"
+            | "cd"
+            | "pushd"
+            | "popd"
+            | "pwd"
+            | "true"
+            | "false"
+            | "type"
+            | "which"
+            | "command"
+            | "whereis"
+            | "source"
+            | "."
+            | "exa"
+            | "eza"
+            | "fd"
+            | "fdfind"
+            | "locate"
+            | "xxd"
+            | "base64"
+            | "iconv"
+            | "zcat"
+            | "zless"
+            | "zgrep"
+            | "bzcat"
+            | "xzcat"
+            | "lsof"
+            | "namei"
+            | "getfacl"
+            | "lsattr"
+            | "sed"
+            | "gsed"
+            | "perl"
+            | "yq"
+            | "uniq"
+            | "tar"
+            | "gtar"
+            | "bsdtar"
+            | "wget"
+            | "curl"
+            | "dd"
+    )
+}
+
+/// Readers that write nothing whatever their options.
+fn reads_only(name: &str) -> bool {
+    matches!(
+        name,
+        "cat"
+            | "tac"
+            | "head"
+            | "tail"
+            | "less"
+            | "more"
+            | "bat"
+            | "batcat"
+            | "grep"
+            | "egrep"
+            | "fgrep"
+            | "rg"
+            | "ag"
+            | "ack"
+            | "ls"
+            | "dir"
+            | "stat"
+            | "file"
+            | "wc"
+            | "diff"
+            | "cmp"
+            | "comm"
+            | "md5sum"
+            | "sha1sum"
+            | "sha224sum"
+            | "sha256sum"
+            | "sha384sum"
+            | "sha512sum"
+            | "b2sum"
+            | "cksum"
+            | "sum"
+            | "du"
+            | "df"
+            | "tree"
+            | "realpath"
+            | "readlink"
+            | "basename"
+            | "dirname"
+            | "echo"
+            | "printf"
+            | "test"
+            | "["
+            | "[["
+            | "jq"
+            | "od"
+            | "hexdump"
+            | "strings"
+            | "nl"
+            | "cut"
+            | "tr"
+            | "column"
+            | "paste"
+            | "join"
+            | "awk"
+            | "gawk"
+            | "mawk"
+            | "nawk"
+            | "fold"
+            | "fmt"
+            | "expand"
+            | "unexpand"
+            | "rev"
+            | "shasum"
+            | "cd"
+            | "pushd"
+            | "popd"
+            | "pwd"
+            | "true"
+            | "false"
+            | "type"
+            | "which"
+            | "command"
+            | "whereis"
+            | "source"
+            | "."
+            | "exa"
+            | "eza"
+            | "fd"
+            | "fdfind"
+            | "locate"
+            | "base64"
+            | "iconv"
+            | "zcat"
+            | "zless"
+            | "zgrep"
+            | "bzcat"
+            | "xzcat"
+            | "lsof"
+            | "namei"
+            | "getfacl"
+            | "lsattr"
+    )
+}
 
 /// Options whose value is a path the program writes, by program.
 const WRITE_OPTIONS: &[(&str, &[&str])] = &[
@@ -230,6 +332,20 @@ const IN_PLACE: &[&str] = &["sed", "gsed", "perl", "yq"];
 /// protected paths need when no path rule is loaded.
 pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     let mut out = Vec::new();
+    // Only writes wanted, for the protected names: a word that mentions
+    // none, under a directory that names none, cannot write one.
+    let base_protected = match &seg.cwd {
+        crate::segment::Cwd::Known(dirs) => dirs.iter().any(|d| protected::mentioned_in(d)),
+        crate::segment::Cwd::Unknown => false,
+    } || seg
+        .arg_dir
+        .as_ref()
+        .is_some_and(|d| protected::mentioned_in(&d.text));
+    let push = |out: &mut Vec<FileAccess>, a: &Arg, access, in_argv, whole, reads: bool| {
+        if reads || a.glob || base_protected || protected::mentioned_in(&a.text) {
+            collect(out, a, access, in_argv, whole, reads);
+        }
+    };
     for r in &seg.redirects {
         let access = if r.writes {
             Access::Write
@@ -253,6 +369,15 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     }
     for r in &seg.find_roots {
         push(&mut out, r, Access::Read, false, false, reads);
+    }
+    // A program that only reads writes nothing through its words.
+    if !reads
+        && seg
+            .argv
+            .first()
+            .is_some_and(|p| !p.dynamic && reads_only(p.basename()))
+    {
+        return out;
     }
     let found = argv_accesses(&seg.argv);
     let from = out.len();
@@ -279,7 +404,7 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     out
 }
 
-fn push(
+fn collect(
     out: &mut Vec<FileAccess>,
     a: &Arg,
     access: Access,
@@ -566,7 +691,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
                 kinds[o] = Access::Write;
             }
         }
-    } else if !READERS.contains(&n) {
+    } else if !reader(n) {
         for k in kinds.iter_mut().skip(1) {
             if *k == Access::Read {
                 *k = Access::MayWrite;

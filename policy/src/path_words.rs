@@ -44,7 +44,7 @@ impl Found {
 /// The paths a word's text names (none for plain words and URLs).
 pub fn candidates(text: &str) -> Vec<String> {
     let mut out = Found(Vec::new());
-    if let Some(scheme) = url_scheme(text) {
+    if let Some(scheme) = text.contains("://").then(|| url_scheme(text)).flatten() {
         if scheme.eq_ignore_ascii_case("file") {
             let rest = &text[scheme.len() + 3..];
             // file://host/path or file:///path
@@ -67,7 +67,7 @@ pub fn candidates(text: &str) -> Vec<String> {
     for (i, _) in text.match_indices('=') {
         out.value(&text[i + 1..]);
     }
-    if text.contains(':') && url_scheme(text).is_none() {
+    if text.contains(':') {
         for part in text.split(':').skip(1) {
             let part = part.split_once('=').map_or(part, |(_, v)| v);
             if part.starts_with('/') || part.starts_with('~') {

@@ -66,11 +66,32 @@ const PROTECTED: &[(&str, &str)] = &[
 /// `config` and `hooks/` run code like a `.git/` directory's.
 const BARE_REPO_SUFFIX: &str = ".git";
 
+/// Whether `path` may name a protected place at all: every protected name
+/// starts with a literal `.` or ends in `.git`, and a glob matches a
+/// leading `.` only with `dotglob`. A cheap test before [`why`].
+pub fn may_name(path: &str, dotglob: bool) -> bool {
+    dotglob || path.starts_with('.') || path.contains("/.") || path.contains(".git")
+}
+
+/// Whether a word mentions a protected name anywhere (`--out=.envrc`,
+/// `-o.git/x`): the cheap test that lets the words that do not skip the
+/// search for paths inside them when only protected names matter.
+pub fn mentioned_in(word: &str) -> bool {
+    // Every name starts with `.`, and so does the bare-repository suffix.
+    word.match_indices('.').any(|(i, _)| {
+        let rest = &word[i..];
+        rest.starts_with(BARE_REPO_SUFFIX) || PROTECTED.iter().any(|(n, _)| rest.starts_with(n))
+    })
+}
+
 /// Why writing `path` (absolute, normalised; components may be globs when
 /// `glob` is set) would write a protected place, if it would. A glob is
 /// judged by what it can match; without `dotglob` it does not match a
 /// leading `.`.
 pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static str)> {
+    if !may_name(path, glob && dotglob) {
+        return None;
+    }
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     for (i, comp) in comps.iter().enumerate() {
         let is_glob = glob && comp.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));

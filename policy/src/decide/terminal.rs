@@ -416,14 +416,32 @@ impl Decider<'_> {
         shown: &str,
         report: &mut SegmentReport,
     ) {
-        let accesses = access::accesses(seg, !self.ctx.rules.paths.is_empty());
+        let rules = !self.ctx.rules.paths.is_empty();
+        let accesses = access::accesses(seg, rules);
+        // Without path rules only the protected names matter: a path is
+        // resolved only when it or the directory it is relative to may name
+        // one (most words of most commands do not).
+        let base_may_protect = match &seg.cwd {
+            Cwd::Known(dirs) => dirs.iter().any(|d| protected::may_name(d, self.dotglob)),
+            Cwd::Unknown => false,
+        } || seg
+            .arg_dir
+            .as_ref()
+            .is_some_and(|d| protected::may_name(&d.text, self.dotglob));
         let resolved: Vec<(Access, bool, Vec<String>, &str)> = accesses
             .iter()
             .map(|fa| {
+                let needed = rules
+                    || base_may_protect
+                    || protected::may_name(&fa.text, fa.glob && self.dotglob);
                 (
                     fa.access,
                     fa.glob,
-                    self.access_paths(seg, fa),
+                    if needed {
+                        self.access_paths(seg, fa)
+                    } else {
+                        Vec::new()
+                    },
                     fa.text.as_str(),
                 )
             })
