@@ -70,7 +70,7 @@ const BARE_REPO_SUFFIX: &str = ".git";
 /// starts with a literal `.` or ends in `.git`, and a glob matches a
 /// leading `.` only with `dotglob`. A cheap test before [`why`].
 pub fn may_name(path: &str, dotglob: bool) -> bool {
-    dotglob || path.starts_with('.') || path.contains("/.") || path.contains(".git")
+    dotglob || path.starts_with('.') || path.contains("/.") || mentioned_in(path)
 }
 
 /// Whether a word mentions a protected name anywhere (`--out=.envrc`,
@@ -78,9 +78,13 @@ pub fn may_name(path: &str, dotglob: bool) -> bool {
 /// search for paths inside them when only protected names matter.
 pub fn mentioned_in(word: &str) -> bool {
     // Every name starts with `.`, and so does the bare-repository suffix.
+    let starts = |rest: &str, n: &str| {
+        rest.get(..n.len())
+            .is_some_and(|r| r.eq_ignore_ascii_case(n))
+    };
     word.match_indices('.').any(|(i, _)| {
         let rest = &word[i..];
-        rest.starts_with(BARE_REPO_SUFFIX) || PROTECTED.iter().any(|(n, _)| rest.starts_with(n))
+        starts(rest, BARE_REPO_SUFFIX) || PROTECTED.iter().any(|(n, _)| starts(rest, n))
     })
 }
 
@@ -96,17 +100,21 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
     for (i, comp) in comps.iter().enumerate() {
         let is_glob = glob && comp.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
         for (name, why) in PROTECTED {
+            // Compared without case: a host on a case-insensitive file
+            // system (macOS) opens `.GIT/config` as `.git/config`.
             let hit = if is_glob {
-                crate::glob_meet::may_meet(comp, name, !dotglob)
+                crate::glob_meet::may_meet(&comp.to_ascii_lowercase(), name, !dotglob)
             } else {
-                comp == name
+                comp.eq_ignore_ascii_case(name)
             };
             if hit {
                 return Some((name.to_string(), why));
             }
         }
         // `p.git/config`, `p.git/hooks/…`: a bare repository's own files.
-        let bare = comp.len() > BARE_REPO_SUFFIX.len() && comp.ends_with(BARE_REPO_SUFFIX);
+        let bare = comp.len() > BARE_REPO_SUFFIX.len()
+            && comp.is_char_boundary(comp.len() - BARE_REPO_SUFFIX.len())
+            && comp[comp.len() - BARE_REPO_SUFFIX.len()..].eq_ignore_ascii_case(BARE_REPO_SUFFIX);
         if bare && i + 1 < comps.len() {
             return Some((
                 comp.to_string(),
@@ -138,6 +146,9 @@ mod tests {
             ("/work/*.rs", true, None),
             ("/work/.gi?", false, None),
             ("/work/src/**/*.js", true, None),
+            ("/work/.GIT/hooks/x", false, Some(".git")),
+            ("/work/.Git", false, Some(".git")),
+            ("/srv/P.GIT/config", false, Some("P.GIT")),
             ("/work/.[g]it/config", true, Some(".git")),
         ];
         for (path, glob, want) in cases {

@@ -186,6 +186,8 @@ const PROTECTED: &[Row] = &[
     ("cp evil.sh sub/.git/hooks/pre-commit", ALL, &[], &[], AutoMode, Container, ASK),
     ("ln -s .git g && echo x > g/hooks/pre-commit", ALL, &[], &[], AutoMode, Container, ASK),
     ("mv .git g", ALL, &[], &[], AutoMode, Container, ASK),
+    ("echo x > .GIT/hooks/pre-commit", ALL, &[], &[], AutoMode, Host, ASK),
+    ("cp x .Envrc", ALL, &[], &[], AutoMode, Host, ASK),
     ("tar -xzf hooks.tgz -C .git/hooks", ALL, &[], &[], AutoMode, Container, ASK),
     ("cd .git && tar xf ../evil.tar", ALL, &[], &[], AutoMode, Container, ASK),
     ("tar -xzf deps.tgz -C vendor", ALL, &[], &[], AutoMode, Container, AUTO),
