@@ -381,8 +381,22 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     }
     let found = argv_accesses(&seg.argv);
     let from = out.len();
-    for (a, k) in seg.argv.iter().zip(found.kinds).skip(1) {
-        push(&mut out, a, k, true, false, reads);
+    for (a, k) in seg.argv.iter().zip(&found.kinds).skip(1) {
+        push(&mut out, a, *k, true, false, reads);
+    }
+    // `find ROOT … -exec sed -i … {} +`: what `{}` stands for lies under
+    // the roots, and is written as `{}` is.
+    let placeholder = seg
+        .argv
+        .iter()
+        .zip(&found.kinds)
+        .filter(|(a, _)| a.find_placeholder)
+        .map(|(_, k)| *k)
+        .max();
+    if let Some(k) = placeholder.filter(|k| *k != Access::Read) {
+        for r in &seg.find_roots {
+            push(&mut out, r, k, false, false, reads);
+        }
     }
     if let Some(r) = found.recursive {
         for fa in &mut out[from..] {
