@@ -46,6 +46,8 @@ pub struct FileAccess {
     /// Read recursively (`grep -r`, `cp -r`, `rg`): everything under it is
     /// read, hidden names too when `hidden`.
     pub recursive: Option<Recursion>,
+    /// Arguments appended from stdin (`xargs`): paths not known before it runs.
+    pub from_stdin: bool,
 }
 
 /// How a directory is read recursively.
@@ -384,6 +386,31 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     for (a, k) in seg.argv.iter().zip(&found.kinds).skip(1) {
         push(&mut out, a, *k, true, false, reads);
     }
+    // `… | xargs sed -i s/a/b/`: what the appended words are written as,
+    // read from stdin.
+    // (`mkdir` makes empty directories: nothing that runs.)
+    if seg.trailing_dynamic
+        && seg
+            .argv
+            .first()
+            .is_some_and(|p| !p.dynamic && p.basename() != "mkdir")
+    {
+        let mut with_appended = seg.argv.clone();
+        with_appended.push(Arg::dynamic(""));
+        let k = argv_accesses(&with_appended).kinds.last().copied();
+        if k == Some(Access::Write) {
+            out.push(FileAccess {
+                text: String::new(),
+                access: Access::Write,
+                glob: false,
+                dynamic: true,
+                tilde_user: false,
+                in_argv: true,
+                recursive: None,
+                from_stdin: true,
+            });
+        }
+    }
     // `find ROOT … -exec sed -i … {} +`: what `{}` stands for lies under
     // the roots, and is written as `{}` is.
     let placeholder = seg
@@ -437,6 +464,7 @@ fn collect(
         tilde_user: a.tilde_user,
         in_argv,
         recursive: None,
+        from_stdin: false,
     };
     let mut add = |t: &str, tilde_user: bool| {
         if t.is_empty() || out.iter().any(|f| f.text == t && f.access == access) {

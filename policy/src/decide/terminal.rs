@@ -448,6 +448,16 @@ impl Decider<'_> {
             .collect();
         let recursive: Vec<Option<access::Recursion>> =
             accesses.iter().map(|fa| fa.recursive).collect();
+        if accesses.iter().any(|fa| fa.from_stdin) {
+            self.raise(
+                Stage::NeverAuto,
+                Verdict::RequireApproval,
+                format!(
+                    "`{shown}` writes paths read from stdin: they may be protected (`.git/`, `.claude/`, …), and writing those is never auto-approved"
+                ),
+                Some(idx),
+            );
+        }
         self.protected_writes(&resolved, idx, shown);
         if self.ctx.rules.paths.is_empty() {
             return;
