@@ -362,3 +362,55 @@ fn file_actions_by_meaning() {
     let d = c.inputs().unwrap().decide();
     assert_eq!((d.verdict, d.stage), (ASK, Stage::Scope), "{}", d.reason);
 }
+
+/// What bash itself does with the spellings these rows rely on: `~user`
+/// and `~` after `=` in a word are expanded (`dd if=~root/x`), not after
+/// `--opt=`; a `CDPATH` set by `read` steers a relative `cd`. Skipped where
+/// bash is absent.
+#[test]
+fn bash_agrees_on_tilde_and_cdpath() {
+    let run = |script: &str| {
+        std::process::Command::new("bash")
+            .arg("--norc")
+            .arg("-c")
+            .arg(script)
+            .env("HOME", "/home/agent")
+            .current_dir("/")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(root_home) = run("echo ~root") else {
+        eprintln!("bash is absent: skipped");
+        return;
+    };
+    let cases = [
+        ("printf '%s\\n' if=~root/x", format!("if={root_home}/x")),
+        ("printf '%s\\n' of=~/x", "of=/home/agent/x".to_string()),
+        ("printf '%s\\n' --p=~/x", "--p=~/x".to_string()),
+        (
+            "read CDPATH <<< /; cd etc >/dev/null && pwd",
+            "/etc".to_string(),
+        ),
+    ];
+    for (script, want) in cases {
+        assert_eq!(run(script).as_deref(), Some(want.as_str()), "{script}");
+    }
+    // ...and the policy reads them so: the value after `=` is another
+    // user's home (outside), the `--p=` value a relative path, the cwd
+    // after a CDPATH `cd` unknown.
+    let host = |cmd: &str| {
+        case(cmd, ALL, &[], &[], Manual, Host)
+            .inputs()
+            .unwrap()
+            .decide()
+    };
+    assert_eq!(host("dd if=~root/x of=y").verdict, ASK);
+    assert_eq!(
+        host("touch --p=~/x").verdict,
+        ASK,
+        "judged both ways: the home, outside"
+    );
+    let d = host("read CDPATH <<< /; cd etc && cat shadow");
+    assert_eq!((d.verdict, d.stage), (ASK, Stage::Scope), "{}", d.reason);
+}
