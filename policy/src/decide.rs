@@ -89,6 +89,7 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
         lifted_seen: FindingSet::default(),
         segments: Vec::new(),
         omitted: None,
+        dotglob: false,
     };
     if resolved.mode == Mode::Deny {
         d.raise(
@@ -195,6 +196,8 @@ struct Decider<'a> {
     lifted_seen: FindingSet,
     segments: Vec<SegmentReport>,
     omitted: Option<String>,
+    /// The command may turn on `dotglob`: globs match hidden names.
+    dotglob: bool,
 }
 
 impl Decider<'_> {
@@ -224,9 +227,9 @@ impl Decider<'_> {
     }
 
     fn is_protected(&self, branch: &str) -> bool {
-        let b = branch.strip_prefix("refs/heads/").unwrap_or(branch);
+        let b = branch_meaning(branch);
         self.ctx.protected_branches.iter().any(|p| {
-            let p = p.strip_prefix("refs/heads/").unwrap_or(p);
+            let p = branch_meaning(p);
             p == b || (p.contains('*') && pattern::glob_match(p.as_bytes(), b.as_bytes()))
         })
     }
@@ -316,9 +319,23 @@ impl Decider<'_> {
     }
 
     fn path_rule_matches(&self, rule: &PathRule, abs: &str) -> bool {
+        path_glob(&self.rule_pattern(rule), abs)
+    }
+
+    /// Whether a path that holds globs (`/work/.e*`) may name a path the
+    /// rule covers.
+    fn path_rule_may_match(&self, rule: &PathRule, abs_glob: &str, hidden_rule: bool) -> bool {
+        glob_path_may_match(&self.rule_pattern(rule), abs_glob, hidden_rule)
+    }
+
+    /// A rule's pattern as an absolute glob. A relative pattern with a `/`
+    /// (`secrets/**`) in a deny or ask rule matches at any depth (point
+    /// 14): a restriction must not depend on the directory a command runs in.
+    fn rule_pattern(&self, rule: &PathRule) -> String {
         let g = rule.glob.as_str();
+        let restricts = rule.list != RuleList::Allow;
         let root = normalize("/", self.ctx.frame.project_root());
-        let pattern = if let Some(rest) = g.strip_prefix("//") {
+        if let Some(rest) = g.strip_prefix("//") {
             format!("/{rest}")
         } else if let Some(rest) = g.strip_prefix("~/") {
             format!("{}/{rest}", self.ctx.frame.home().trim_end_matches('/'))
@@ -328,20 +345,37 @@ impl Decider<'_> {
             format!("{}/{rest}", root.trim_end_matches('/'))
         } else if let Some(rest) = g.strip_prefix("./") {
             format!("{}/{rest}", self.cwd_abs().trim_end_matches('/'))
-        } else if g.contains('/') {
+        } else if g.contains('/') && !restricts {
             format!("{}/{g}", self.cwd_abs().trim_end_matches('/'))
         } else {
             // A bare name matches at any depth (gitignore).
             format!("**/{g}")
-        };
-        path_glob(&pattern, abs)
+        }
     }
 
     // ---- file actions -----------------------------------------------------
 
+    /// A file action's path in the frame, `~` expanded as in a command:
+    /// `~` and `~/x` are the frame's home; `~user` is another user's home,
+    /// whose place is not known (`None`: outside).
+    fn file_path(&self, path: &str) -> Option<String> {
+        match path.strip_prefix('~') {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => Some(normalize(
+                self.ctx.frame.home(),
+                rest.trim_start_matches('/'),
+            )),
+            Some(_) => None,
+            None => Some(normalize(&self.cwd_abs(), path)),
+        }
+    }
+
     fn file(&mut self, path: &str, tool: PathTool) -> RulesOutcome {
-        let abs = normalize(&self.cwd_abs(), path);
-        let location = scope::locate(self.ctx.frame, &abs);
+        let resolved = self.file_path(path);
+        let location = match &resolved {
+            Some(abs) => scope::locate(self.ctx.frame, abs),
+            None => crate::decision::Location::Outside,
+        };
+        let abs = resolved.clone().unwrap_or_else(|| path.to_string());
         if !location.in_scope() {
             self.liftable(
                 Stage::Scope,
@@ -349,11 +383,24 @@ impl Decider<'_> {
                 None,
             );
         }
+        if tool == PathTool::Write
+            && let Some((name, why)) = crate::protected::why(&abs, false, false)
+        {
+            self.raise(
+                Stage::NeverAuto,
+                Verdict::RequireApproval,
+                format!("writing {abs} is never auto-approved: `{name}` is protected ({why})"),
+                None,
+            );
+        }
         let mut outcome = RulesOutcome::NoOpinion;
         let mut matched = RuleMatch::None;
         let ctx = self.ctx;
         for rule in &ctx.rules.paths {
-            if rule.tool != tool || !self.path_rule_matches(rule, &abs) {
+            // A `Read` deny or ask also holds for writing there.
+            let applies =
+                rule.tool == tool || (tool == PathTool::Write && rule.list != RuleList::Allow);
+            if !applies || resolved.is_none() || !self.path_rule_matches(rule, &abs) {
                 continue;
             }
             let r = RuleRef {
@@ -407,7 +454,7 @@ impl Decider<'_> {
             template: None,
             paths: vec![PathReport {
                 written: path.to_string(),
-                resolved: Some(abs),
+                resolved,
                 location,
             }],
         });
@@ -470,6 +517,59 @@ pub fn path_glob(pattern: &str, path: &str) -> bool {
     (0..=comps.len())
         .rev()
         .any(|n| match_components(&pat, &comps[..n]))
+}
+
+/// A branch name as git resolves it for a push or a merge: `+x` (forced)
+/// and `SRC:x` (a refspec) name `x`; `refs/heads/x` and `heads/x` are `x`.
+pub fn branch_meaning(branch: &str) -> &str {
+    let b = branch.strip_prefix('+').unwrap_or(branch);
+    let b = b.rsplit_once(':').map_or(b, |(_, dst)| dst);
+    b.strip_prefix("refs/heads/")
+        .or_else(|| b.strip_prefix("heads/"))
+        .unwrap_or(b)
+}
+
+/// Whether `path` — absolute, its components possibly bash globs — may
+/// name a path `pattern` covers (the path itself or something under it).
+/// With `hidden_rule`, a glob does not match a leading `.` (bash without
+/// `dotglob`).
+pub fn glob_path_may_match(pattern: &str, path: &str, hidden_rule: bool) -> bool {
+    let pat: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+    let comps: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    (0..=comps.len()).rev().any(|n| {
+        let mut states = vec![(0usize, 0usize)];
+        let mut seen = std::collections::HashSet::new();
+        while let Some((p, c)) = states.pop() {
+            if !seen.insert((p, c)) {
+                continue;
+            }
+            if p == pat.len() && c == n {
+                return true;
+            }
+            let (pp, cc) = (pat.get(p), comps[..n].get(c));
+            if pp == Some(&"**") {
+                states.push((p + 1, c));
+                if c < n {
+                    states.push((p, c + 1));
+                }
+            }
+            // bash's `**` (globstar) may stand for any number of components.
+            if cc == Some(&"**") {
+                states.push((p, c + 1));
+                if let Some(pp) = pat.get(p)
+                    && (*pp == "**" || crate::glob_meet::may_meet("*", pp, hidden_rule))
+                {
+                    states.push((p + 1, c));
+                }
+            }
+            if let (Some(pp), Some(cc)) = (pp, cc)
+                && crate::glob_meet::may_meet(cc, pp, hidden_rule)
+            {
+                states.push((p + 1, c + 1));
+            }
+        }
+        false
+    })
 }
 
 fn match_components(pat: &[&str], comps: &[&str]) -> bool {

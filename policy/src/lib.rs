@@ -11,6 +11,7 @@
 //! in the frame where a command runs, and translates paths to the host with
 //! [`PathMap`] only after the decision. The contract is `design/POLICY.md`.
 
+pub mod access;
 pub mod action;
 pub mod arg;
 pub mod autonomy;
@@ -20,11 +21,14 @@ pub mod decision;
 pub mod env;
 pub mod explain;
 pub mod frame;
+pub mod glob_meet;
 mod json_spans;
+pub mod path_words;
 pub mod pathmap;
 pub mod pattern;
 pub mod privileged;
 pub mod program;
+pub mod protected;
 pub mod rules;
 pub mod scope;
 pub mod segment;

@@ -450,6 +450,30 @@ fn is_other_descriptor(path: &str) -> bool {
         && c.next() == Some("fd")
 }
 
+/// Whether an extra root adds to the scope: only an absolute, normalised
+/// path does (point 13). `""`, `"."` or `"a/../"` would otherwise
+/// normalise to `/` or the cwd and put far more in scope than was meant.
+pub fn usable_extra_root(root: &str) -> bool {
+    root.starts_with('/') && normalize("/", root) == root
+}
+
+/// A warning for each extra root of the frame that adds nothing (see
+/// [`usable_extra_root`]), for whoever builds the frame to show.
+pub fn ignored_extra_roots(frame: &Frame) -> Vec<String> {
+    match frame {
+        Frame::Host { extra_roots, .. } => extra_roots
+            .iter()
+            .filter(|r| !usable_extra_root(r))
+            .map(|r| {
+                format!(
+                    "extra root {r:?} is ignored: an extra root must be an absolute, normalised path"
+                )
+            })
+            .collect(),
+        Frame::Container { .. } => Vec::new(),
+    }
+}
+
 /// Where an absolute, normalised frame path lies.
 pub fn locate(frame: &Frame, path: &str) -> Location {
     if is_special(path) {
@@ -466,7 +490,10 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
         } => {
             if under(path, &normal(project_root)) {
                 Location::Project
-            } else if extra_roots.iter().any(|r| under(path, &normal(r))) {
+            } else if extra_roots
+                .iter()
+                .any(|r| usable_extra_root(r) && under(path, r))
+            {
                 Location::ExtraRoot
             } else {
                 Location::Outside
@@ -514,73 +541,9 @@ fn looks_like_path(s: &str) -> bool {
     s.contains('/') || s.starts_with('~') || s.starts_with('.')
 }
 
-fn is_url(s: &str) -> Option<&str> {
-    let i = s.find("://")?;
-    let scheme = &s[..i];
-    let ok = !scheme.is_empty()
-        && scheme.as_bytes()[0].is_ascii_alphabetic()
-        && scheme
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
-    ok.then_some(scheme)
-}
-
 /// The paths an argument's text names (none for plain words and URLs).
 pub fn path_candidates(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let add = |p: &str, out: &mut Vec<String>| {
-        if !p.is_empty() && !out.iter().any(|x| x == p) {
-            out.push(p.to_string());
-        }
-    };
-    if let Some(scheme) = is_url(text) {
-        if scheme.eq_ignore_ascii_case("file") {
-            let rest = &text[scheme.len() + 3..];
-            // file://host/path or file:///path
-            let path = match rest.find('/') {
-                Some(i) => &rest[i..],
-                None => "/",
-            };
-            add(path, &mut out);
-        }
-        return out;
-    }
-    if let Some(opt) = text.strip_prefix('-') {
-        if let Some((_, v)) = text.split_once('=') {
-            if looks_like_path(v) {
-                add(v, &mut out);
-            }
-        } else if !opt.starts_with('-')
-            && opt.len() > 1
-            && matches!(opt.as_bytes()[1], b'/' | b'~' | b'.')
-        {
-            add(&opt[1..], &mut out);
-        }
-    } else {
-        if looks_like_path(text) {
-            add(text, &mut out);
-        }
-        if let Some((_, v)) = text.split_once('=')
-            && looks_like_path(v)
-        {
-            add(v, &mut out);
-        }
-    }
-    if text.contains(':') {
-        for part in text.split(':').skip(1) {
-            let part = part.split_once('=').map_or(part, |(_, v)| v);
-            if part.starts_with('/') || part.starts_with('~') {
-                add(part, &mut out);
-            }
-        }
-        // `/abs:…` (a colon list starting with a path).
-        if let Some(first) = text.split(':').next()
-            && first.starts_with('/')
-        {
-            add(first, &mut out);
-        }
-    }
-    out
+    crate::path_words::candidates(text)
 }
 
 /// Host mounts out of scope in a container frame (none in the host frame:
@@ -645,6 +608,9 @@ impl Judge<'_> {
     /// Judges a static path written relative to `base` (the cwd, or
     /// `git -C`'s directory); `cwd` is what `/proc/self/cwd` stands for.
     fn path(&mut self, written: &str, base: &Cwd, cwd: &Cwd, reach: Reach) {
+        if written.starts_with('~') && self.tilde(written) {
+            return;
+        }
         // `/proc/self/cwd` (or a glob that may be it) needs the cwd.
         let alias_needed = reach.glob || written.contains("cwd");
         let absolute = written.starts_with('/');
@@ -714,6 +680,23 @@ impl Judge<'_> {
         }
     }
 
+    /// A `~` bash left as it is (`if=~root/x`, `--prefix=~/x`): `~user` is
+    /// another user's home, outside in both frames (which user the frame
+    /// runs as is not known here); `~/x` is the frame's home to a program
+    /// that expands it, and a relative path to one that does not — judged
+    /// both ways. Returns whether the path is fully judged.
+    fn tilde(&mut self, written: &str) -> bool {
+        let rest = &written[1..];
+        if rest.is_empty() || rest.starts_with('/') {
+            let abs = normalize(self.frame.home(), rest.trim_start_matches('/'));
+            let loc = locate(self.frame, &abs);
+            self.report(written, Some(abs), loc);
+            return false;
+        }
+        self.report(written, None, Location::Outside);
+        true
+    }
+
     fn dynamic(&mut self, written: &str) {
         self.report(&format!("⟨{written}⟩"), None, Location::Unknown);
     }
@@ -751,12 +734,8 @@ impl Judge<'_> {
             return;
         }
         if a.tilde_user {
-            let loc = if self.frame.is_container() {
-                Location::ContainerPrivate
-            } else {
-                Location::Outside
-            };
-            self.report(&a.text, None, loc);
+            // Another user's home: outside in both frames (point 9).
+            self.report(&a.text, None, Location::Outside);
             return;
         }
         let reach = Reach {
@@ -764,7 +743,10 @@ impl Judge<'_> {
             below,
         };
         let candidates = path_candidates(&a.text);
-        if candidates.is_empty() && a.glob && !a.text.starts_with('-') && is_url(&a.text).is_none()
+        if candidates.is_empty()
+            && a.glob
+            && !a.text.starts_with('-')
+            && crate::path_words::url_scheme(&a.text).is_none()
         {
             // `*.rs`, `e*`: a glob expands to paths under the cwd.
             self.path(&a.text, base, cwd, reach);
@@ -841,7 +823,10 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
                 continue;
             }
             operands += 1;
-            if !a.glob && !looks_like_path(&a.text) && is_url(&a.text).is_none() {
+            if !a.glob
+                && !looks_like_path(&a.text)
+                && crate::path_words::url_scheme(&a.text).is_none()
+            {
                 j.path(
                     &a.text,
                     &arg_base,

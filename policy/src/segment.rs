@@ -202,6 +202,7 @@ pub struct Analysis {
 pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
     let script = crate::shell::parse(command);
     let mut walker = Walker::new(home, command.len());
+    walker.cdpath_named = names_cdpath(command);
     let state = State {
         cwd: Cwd::Known(vec![normalize("/", cwd)]),
         stack: Vec::new(),
@@ -251,6 +252,20 @@ struct Walker<'h> {
     /// Every command of `eval a \; a \; …` or `sh -c 'a; a; …' x x …`
     /// carries the wrapper's whole argv: without a bound that is quadratic.
     chain_budget: usize,
+    /// The line names `CDPATH`: a relative `cd` may go anywhere.
+    cdpath_named: bool,
+}
+
+/// Whether the line names `CDPATH`, however quoted (`read CDPATH`,
+/// `"CD"PATH=/`): then `cd etc` may mean `/etc`, and the cwd after a `cd`
+/// to a relative name is unknown.
+fn names_cdpath(command: &[u8]) -> bool {
+    let bare: Vec<u8> = command
+        .iter()
+        .copied()
+        .filter(|b| !matches!(b, b'\'' | b'"' | b'\\'))
+        .collect();
+    bare.windows(6).any(|w| w == b"CDPATH")
 }
 
 impl<'h> Walker<'h> {
@@ -267,6 +282,7 @@ impl<'h> Walker<'h> {
             budget: input_len.saturating_mul(8).saturating_add(64 * 1024),
             expansion_budget: input_len.saturating_mul(4).saturating_add(4096),
             chain_budget: input_len.saturating_mul(4).saturating_add(4096),
+            cdpath_named: false,
         }
     }
 
@@ -936,6 +952,13 @@ impl<'h> Walker<'h> {
                 };
                 if t.starts_with('/') {
                     seg.cd_absolute = true;
+                } else if self.cdpath_named
+                    && !(t == "." || t == ".." || t.starts_with("./") || t.starts_with("../"))
+                {
+                    return State {
+                        cwd: Cwd::Unknown,
+                        stack: state.stack.clone(),
+                    };
                 }
                 let mut s = state.clone();
                 if name == "pushd" {

@@ -222,3 +222,82 @@ fn explain_shows_segments_rules_paths_and_auto_mode() {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
 }
+
+/// Point 13: a structured push or merge names its branch as git resolves
+/// it: `+x`, `SRC:x`, `refs/heads/x` and `heads/x` are `x`.
+#[test]
+fn structured_branches_by_meaning() {
+    let seeded = Autonomy::auto();
+    let c = Frame::container("/work");
+    let none = RuleSet::default();
+    let push = |b: &str| Action::GitPush { branch: b.into() };
+    let merge = |b: &str| Action::GitMerge { target: b.into() };
+    #[rustfmt::skip]
+    let cases = [
+        (push("HEAD:main"), Verdict::RequireApproval),
+        (push("+main"), Verdict::RequireApproval),
+        (push("heads/main"), Verdict::RequireApproval),
+        (push("refs/heads/main"), Verdict::RequireApproval),
+        (push("+HEAD:refs/heads/main"), Verdict::RequireApproval),
+        (push(":main"), Verdict::RequireApproval),
+        (push("agent/x:release/2.0"), Verdict::RequireApproval),
+        (push("heads/release/2.0"), Verdict::RequireApproval),
+        (merge("heads/main"), Verdict::RequireApproval),
+        (merge("refs/heads/release/3"), Verdict::RequireApproval),
+        (push("agent/dev-1/t1"), Verdict::AutoApprove),
+        (push("HEAD:agent/dev-1/t1"), Verdict::AutoApprove),
+        (push("main-fix"), Verdict::AutoApprove),
+        (push("feature/main"), Verdict::AutoApprove),
+        (merge("feature/x"), Verdict::AutoApprove),
+    ];
+    for (action, verdict) in cases {
+        let d = run(&action, &seeded, &none, &c);
+        assert_eq!(d.verdict, verdict, "{action:?}: {}", d.reason);
+        if verdict == Verdict::RequireApproval {
+            assert_eq!(d.stage, Stage::NeverAuto, "{action:?}: {}", d.reason);
+        }
+    }
+}
+
+/// Point 13: extra roots that are empty, relative or not normalised add
+/// nothing to the scope, and a warning names each.
+#[test]
+fn unusable_extra_roots_add_nothing() {
+    let manual = Autonomy::manual().with("file_read", Mode::AutoApprove);
+    let none = RuleSet::default();
+    for (roots, path, verdict) in [
+        (vec![""], "/etc/passwd", Verdict::RequireApproval),
+        (vec!["."], "/etc/passwd", Verdict::RequireApproval),
+        (vec!["a/../"], "/etc/passwd", Verdict::RequireApproval),
+        (
+            vec!["/opt/cache/../"],
+            "/etc/passwd",
+            Verdict::RequireApproval,
+        ),
+        (
+            vec!["/opt/cache/"],
+            "/opt/cache/x",
+            Verdict::RequireApproval,
+        ),
+        (vec!["/opt/cache"], "/opt/cache/x", Verdict::AutoApprove),
+        (vec!["/opt/cache"], "/etc/passwd", Verdict::RequireApproval),
+    ] {
+        let frame = Frame::Host {
+            project_root: "/work".into(),
+            extra_roots: roots.iter().map(|r| r.to_string()).collect(),
+            home: "/home/agent".into(),
+        };
+        let d = run(
+            &Action::FileRead { path: path.into() },
+            &manual,
+            &none,
+            &frame,
+        );
+        assert_eq!(d.verdict, verdict, "{roots:?} {path}: {}", d.reason);
+        let warned = berth_policy::scope::ignored_extra_roots(&frame);
+        let usable = roots
+            .iter()
+            .all(|r| berth_policy::scope::usable_extra_root(r));
+        assert_eq!(warned.is_empty(), usable, "{roots:?}: {warned:?}");
+    }
+}

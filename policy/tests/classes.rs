@@ -261,7 +261,7 @@ const TABLE: &[Row] = &[
     ("cd \"$X\" && ls", &["cd", "ls"], &[], &[], Manual, Host, ASK),
     ("pushd src && ls && popd", &["pushd", "ls", "popd"], &[], &[], Manual, Host, AUTO),
     ("ls ~other/x", &["ls"], &[], &[], Manual, Host, ASK),
-    ("ls ~other/x", &["ls"], &[], &[], Manual, Container, AUTO),
+    ("ls ~other/x", &["ls"], &[], &[], Manual, Container, ASK), // POLICY.md amendment point 9: `~user` is outside in both frames
     ("diff <(ls a) <(ls b)", &["diff", "ls"], &[], &[], Manual, Host, AUTO),
     ("curl -o /tmp/x https://e.com", &["curl"], &[], &[], Manual, Host, ASK),
     ("curl https://example.com/a/b", &["curl"], &[], &[], Manual, Host, AUTO),

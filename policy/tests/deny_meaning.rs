@@ -203,7 +203,8 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("chmod -rwx script.sh", Box, None, AUTO),
     ("chmod -R u+w .", Box, None, AUTO),
     ("chown -R agent src", Box, None, AUTO),
-    ("rm -rf ~bob/tmp", Box, None, AUTO),
+    // Not the home: no deny template; another user's home is outside (point 9).
+    ("rm -rf ~bob/tmp", Box, None, ASK),
 ];
 
 #[rustfmt::skip]

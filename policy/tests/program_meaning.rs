@@ -260,7 +260,9 @@ const GIT_CONFIG: &[Row] = &[
     ("git config --system user.name x", &["git config"], Manual, Host, ASK),
     ("git config --glob user.name x", &["git config"], Manual, Host, ASK),
     ("git config -f ~/.gitconfig user.name x", &["git config"], Manual, Host, ASK),
-    ("git config --global user.name x", &["git config"], Manual, Container, AUTO),
+    // The container's home is in scope, but `~/.gitconfig` is a protected
+    // path (point 10): writing it is never auto-approved.
+    ("git config --global user.name x", &["git config"], Manual, Container, ASK),
     ("git config --global --get user.name", &["git config"], Manual, Host, AUTO),
     // not over-prompting
     ("git config user.name x", &["git config"], Manual, Container, AUTO),

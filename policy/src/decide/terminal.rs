@@ -6,16 +6,18 @@
 //! stage 6 (autonomy) is `Decider::finish`'s.
 
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
+use crate::access::{self, Access, FileAccess};
 use crate::arg::{self, Arg};
 use crate::decision::{
     Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict,
 };
 use crate::pattern::{self, Match, Side};
 use crate::privileged;
+use crate::protected;
 use crate::rules::PathTool;
 use crate::rules::{CommandRule, RuleSet};
 use crate::scope::{self, normalize};
-use crate::segment::{self, SegKind, Segment};
+use crate::segment::{self, Cwd, SegKind, Segment};
 use crate::template;
 
 /// One segment as the stages judge it: what it is, how people read it,
@@ -43,6 +45,9 @@ struct RulesTally {
 
 impl Decider<'_> {
     pub(super) fn terminal(&mut self, command: &str) -> RulesOutcome {
+        // With `dotglob` (or `GLOBIGNORE`, which sets it) a glob matches
+        // names that start with `.`.
+        self.dotglob = command.contains("dotglob") || command.contains("GLOBIGNORE");
         let home = self.ctx.frame.home();
         let analysis = segment::analyze(command.as_bytes(), &self.cwd_abs(), home);
         let all_in_scope = scope::all_in_scope(self.ctx.frame);
@@ -227,6 +232,16 @@ impl Decider<'_> {
                 };
                 self.liftable(Stage::Scope, why, Some(j.idx));
             }
+        }
+        if !self.ctx.frame.is_container()
+            && let Some(what) =
+                access::writes_outside_unnamed(&template::normalized_argv(&j.seg.argv))
+        {
+            self.liftable(
+                Stage::Scope,
+                format!("`{shown}` writes {what}, outside the project scope"),
+                Some(j.idx),
+            );
         }
         // Path rules (Read/Edit deny and ask) apply to the paths a command touches.
         self.path_rules_for_command(j.seg, &paths, j.idx, shown, &mut j.report);
@@ -414,6 +429,11 @@ impl Decider<'_> {
             .map(rule_ref)
     }
 
+    /// The `Read`/`Edit` path rules and the protected paths over what the
+    /// segment reads and writes (points 10 and 14): a `Read` rule covers
+    /// every path the command names (a `Read` deny also denies writing
+    /// there), an `Edit` rule every path it writes; a glob is judged by
+    /// what it can match.
     fn path_rules_for_command(
         &mut self,
         seg: &Segment,
@@ -422,51 +442,212 @@ impl Decider<'_> {
         shown: &str,
         report: &mut SegmentReport,
     ) {
+        let rules = !self.ctx.rules.paths.is_empty();
+        let accesses = access::accesses(seg, rules);
+        // Without path rules only the protected names matter: a path is
+        // resolved only when it or the directory it is relative to may name
+        // one (most words of most commands do not).
+        let base_may_protect = match &seg.cwd {
+            Cwd::Known(dirs) => dirs.iter().any(|d| protected::may_name(d, self.dotglob)),
+            Cwd::Unknown => false,
+        } || seg
+            .arg_dir
+            .as_ref()
+            .is_some_and(|d| protected::may_name(&d.text, self.dotglob));
+        let resolved: Vec<(Access, bool, Vec<String>, &str)> = accesses
+            .iter()
+            .map(|fa| {
+                let needed = rules
+                    || base_may_protect
+                    || protected::may_name(&fa.text, fa.glob && self.dotglob);
+                (
+                    fa.access,
+                    fa.glob,
+                    if needed {
+                        self.access_paths(seg, fa)
+                    } else {
+                        Vec::new()
+                    },
+                    fa.text.as_str(),
+                )
+            })
+            .collect();
+        let recursive: Vec<Option<access::Recursion>> =
+            accesses.iter().map(|fa| fa.recursive).collect();
+        if accesses.iter().any(|fa| fa.from_stdin) {
+            self.raise(
+                Stage::NeverAuto,
+                Verdict::RequireApproval,
+                format!(
+                    "`{shown}` writes paths read from stdin: they may be protected (`.git/`, `.claude/`, …), and writing those is never auto-approved"
+                ),
+                Some(idx),
+            );
+        }
+        self.protected_writes(&resolved, idx, shown);
         if self.ctx.rules.paths.is_empty() {
             return;
         }
-        let written: Vec<&str> = seg
-            .redirects
-            .iter()
-            .filter(|r| r.writes)
-            .map(|r| r.target.text.as_str())
-            .collect();
-        for p in paths {
-            let Some(abs) = &p.resolved else { continue };
-            let writes = written.iter().any(|w| *w == p.written);
-            let ctx = self.ctx;
-            for rule in &ctx.rules.paths {
-                if rule.list == RuleList::Allow {
+        let hidden_rule = !self.dotglob;
+        let ctx = self.ctx;
+        for rule in ctx.rules.paths.iter().filter(|r| r.list != RuleList::Allow) {
+            let mut hit: Option<(String, Access)> = None;
+            for (access, glob, abs_list, _) in &resolved {
+                if rule.tool == PathTool::Write && *access == Access::Read {
                     continue;
                 }
-                let applies = rule.tool == PathTool::Read || writes;
-                if applies && self.path_rule_matches(rule, abs) {
-                    let r = RuleRef {
-                        list: rule.list,
-                        pattern: rule.raw.clone(),
-                        source: rule.source.clone(),
-                    };
-                    let (stage, verdict, word) = if rule.list == RuleList::Deny {
-                        (Stage::DenyRule, Verdict::Deny, "deny")
+                for abs in abs_list {
+                    let m = if *glob {
+                        self.path_rule_may_match(rule, abs, hidden_rule)
                     } else {
-                        (Stage::AskRule, Verdict::RequireApproval, "ask")
+                        self.path_rule_matches(rule, abs)
                     };
-                    self.raise(
-                        stage,
-                        verdict,
-                        format!("`{shown}` touches {abs}, which meets the {word} rule {r}"),
-                        Some(idx),
-                    );
-                    if rule.list == RuleList::Deny
-                        || !matches!(report.matched, RuleMatch::Deny { .. })
-                    {
-                        report.matched = if rule.list == RuleList::Deny {
-                            RuleMatch::Deny { rule: r }
-                        } else {
-                            RuleMatch::Ask { rule: r }
-                        };
+                    if m && hit.as_ref().is_none_or(|(_, a)| access > a) {
+                        hit = Some((abs.clone(), *access));
                     }
                 }
+            }
+            // A directory read recursively reads what may lie under it.
+            let mut below = false;
+            if hit.is_none() && rule.tool == PathTool::Read {
+                hit = resolved
+                    .iter()
+                    .zip(&recursive)
+                    .filter_map(|((_, _, abs_list, _), r)| r.map(|r| (abs_list, r)))
+                    .flat_map(|(abs_list, r)| abs_list.iter().map(move |a| (a, r)))
+                    .find(|(abs, r)| {
+                        let under = format!("{}/**", abs.trim_end_matches('/'));
+                        self.path_rule_may_match(rule, &under, hidden_rule && !r.hidden)
+                    })
+                    .map(|(abs, _)| (abs.clone(), Access::Read));
+                below = hit.is_some();
+            }
+            // A dynamic path may be the one the rule names (`f=.env; cat $f`).
+            if hit.is_none() {
+                let program = seg.argv.first();
+                let dynamic = accesses.iter().find(|fa| match rule.tool {
+                    PathTool::Read => access::dynamic_read(fa, program),
+                    PathTool::Write => fa.dynamic && fa.access == Access::Write,
+                });
+                if let Some(fa) = dynamic {
+                    hit = Some((format!("⟨{}⟩", fa.text), fa.access));
+                    below = true;
+                }
+            }
+            // The paths the scope stage found (the cwd, `find` roots, paths
+            // inside program text) are read.
+            if hit.is_none() && rule.tool == PathTool::Read {
+                hit = paths
+                    .iter()
+                    .filter_map(|p| p.resolved.as_ref())
+                    .find(|abs| self.path_rule_matches(rule, abs))
+                    .map(|abs| (abs.clone(), Access::Read));
+            }
+            let Some((abs, access)) = hit else { continue };
+            let r = RuleRef {
+                list: rule.list,
+                pattern: rule.raw.clone(),
+                source: rule.source.clone(),
+            };
+            let unsure = below || rule.tool == PathTool::Write && access == Access::MayWrite;
+            let (stage, verdict, word) = match rule.list {
+                RuleList::Deny if unsure => (Stage::Opaque, Verdict::RequireApproval, "deny"),
+                RuleList::Deny => (Stage::DenyRule, Verdict::Deny, "deny"),
+                _ => (Stage::AskRule, Verdict::RequireApproval, "ask"),
+            };
+            let how = match access {
+                _ if below && hit_dynamic(&abs) => "names a path only known when it runs,",
+                Access::Read if below => "reads everything under",
+                Access::Read => "touches",
+                Access::MayWrite => "may write (it is not known only to read)",
+                Access::Write => "writes",
+            };
+            self.raise(
+                stage,
+                verdict,
+                format!("`{shown}` {how} {abs}, which meets the {word} rule {r}"),
+                Some(idx),
+            );
+            if stage == Stage::Opaque {
+                continue;
+            }
+            if rule.list == RuleList::Deny || !matches!(report.matched, RuleMatch::Deny { .. }) {
+                report.matched = if rule.list == RuleList::Deny {
+                    RuleMatch::Deny { rule: r }
+                } else {
+                    RuleMatch::Ask { rule: r }
+                };
+            }
+        }
+    }
+
+    /// The absolute frame paths one access may name: a relative path under
+    /// each possible cwd (or `git -C`'s directory), `~/x` under the home
+    /// (and, unexpanded, under the cwd). None for a dynamic path or
+    /// another user's home.
+    fn access_paths(&self, seg: &Segment, fa: &FileAccess) -> Vec<String> {
+        if fa.dynamic || fa.tilde_user {
+            return Vec::new();
+        }
+        let t = fa.text.as_str();
+        if t.starts_with('/') {
+            return vec![normalize("/", t)];
+        }
+        let mut out = Vec::new();
+        if let Some(rest) = t.strip_prefix('~')
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            out.push(normalize(
+                self.ctx.frame.home(),
+                rest.trim_start_matches('/'),
+            ));
+        }
+        let dirs: Vec<String> = match (&seg.cwd, seg.arg_dir.as_ref().filter(|_| fa.in_argv)) {
+            (Cwd::Known(dirs), None) => dirs.clone(),
+            (Cwd::Known(dirs), Some(d)) if !d.dynamic => {
+                dirs.iter().map(|c| normalize(c, &d.text)).collect()
+            }
+            _ => Vec::new(),
+        };
+        out.extend(dirs.iter().map(|d| normalize(d, t)));
+        out
+    }
+
+    /// Point 10: writing a protected path is never auto-approved — in
+    /// every mode, whatever the rules file allows.
+    fn protected_writes(
+        &mut self,
+        resolved: &[(Access, bool, Vec<String>, &str)],
+        idx: usize,
+        shown: &str,
+    ) {
+        for (access, glob, abs_list, text) in resolved {
+            if *access == Access::Read {
+                continue;
+            }
+            // The written text too: a relative path under an unknown cwd,
+            // or the skeleton of a dynamic one (`$D/.git/hooks/x`).
+            let found = abs_list
+                .iter()
+                .map(String::as_str)
+                .chain(std::iter::once(*text))
+                .find_map(|p| protected::why(p, *glob, self.dotglob).map(|w| (p, w)));
+            if let Some((p, (name, why))) = found {
+                let how = if *access == Access::Write {
+                    "writes"
+                } else {
+                    "may write (it is not known only to read)"
+                };
+                self.raise(
+                    Stage::NeverAuto,
+                    Verdict::RequireApproval,
+                    format!(
+                        "`{shown}` {how} {}: `{name}` is protected, and writing it is never auto-approved ({why})",
+                        clip(p)
+                    ),
+                    Some(idx),
+                );
+                return;
             }
         }
     }
@@ -493,6 +674,11 @@ fn command_rule_matches<'c>(
                 (r, found)
             })
     })
+}
+
+/// Whether a reported path is a dynamic word's skeleton (`⟨$f⟩`).
+fn hit_dynamic(shown: &str) -> bool {
+    shown.starts_with('⟨')
 }
 
 /// A long word shortened for a reason.

@@ -1,0 +1,155 @@
+//! The paths one word names, found by meaning (POLICY.md, "Spelling does not
+//! change meaning", point 9): the word itself when it is path-shaped; a
+//! value after any `=` (`--out=/x`, `if=~root/…`, `PREFIX=~root/.local`,
+//! `-Dk=/x`); a value attached to a short-option cluster, read both as the
+//! value of its first letter (`-Isrc/x`) and of its last (`-czf/tmp/x`,
+//! `-sSLo/home/…`) since only the program's table knows which; `@path`
+//! where a program reads a file (`curl -d @file`, `-F k=@file`, response
+//! files); colon lists (`/a:/b`); `file://` URLs. Other URLs are not paths.
+
+fn looks_like_path(s: &str) -> bool {
+    s.contains('/') || s.starts_with('~') || s.starts_with('.')
+}
+
+pub(crate) fn url_scheme(s: &str) -> Option<&str> {
+    let i = s.find("://")?;
+    let scheme = &s[..i];
+    let ok = !scheme.is_empty()
+        && scheme.as_bytes()[0].is_ascii_alphabetic()
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
+    ok.then_some(scheme)
+}
+
+struct Found(Vec<String>);
+
+impl Found {
+    fn add(&mut self, p: &str) {
+        if !p.is_empty() && !self.0.iter().any(|x| x == p) {
+            self.0.push(p.to_string());
+        }
+    }
+
+    /// A value: itself when path-shaped, and the file of `@file`.
+    fn value(&mut self, v: &str) {
+        match v.strip_prefix('@') {
+            Some(file) if !file.is_empty() && !file.starts_with(['{', '@']) => self.add(file),
+            _ if looks_like_path(v) => self.add(v),
+            _ => {}
+        }
+    }
+}
+
+/// The paths a word's text names (none for plain words and URLs).
+pub fn candidates(text: &str) -> Vec<String> {
+    let mut out = Found(Vec::new());
+    if let Some(scheme) = text.contains("://").then(|| url_scheme(text)).flatten() {
+        if scheme.eq_ignore_ascii_case("file") {
+            let rest = &text[scheme.len() + 3..];
+            // file://host/path or file:///path
+            let path = match rest.find('/') {
+                Some(i) => &rest[i..],
+                None => "/",
+            };
+            out.add(path);
+        }
+        return out.0;
+    }
+    if let Some(opt) = text.strip_prefix('-') {
+        if !opt.starts_with('-') && !opt.contains('=') {
+            short_cluster(opt, &mut out);
+        }
+    } else {
+        out.value(text);
+    }
+    // After any `=`: `--out=/x`, `if=~root/x`, `-F k=@file`, `a=b=/x`.
+    for (i, _) in text.match_indices('=') {
+        out.value(&text[i + 1..]);
+    }
+    if text.contains(':') {
+        for part in text.split(':').skip(1) {
+            let part = part.split_once('=').map_or(part, |(_, v)| v);
+            if part.starts_with('/') || part.starts_with('~') {
+                out.add(part);
+            }
+        }
+        // `/abs:…` (a colon list starting with a path).
+        if let Some(first) = text.split(':').next()
+            && first.starts_with('/')
+        {
+            out.add(first);
+        }
+    }
+    out.0
+}
+
+/// `-XYZvalue`: the value of the first letter (`-o/x`, `-Isrc/x`) and of
+/// the last letter before a byte no option letter is (`-czf/tmp/x`).
+fn short_cluster(opt: &str, out: &mut Found) {
+    let b = opt.as_bytes();
+    if b.len() < 2 {
+        return;
+    }
+    // The first letter's value (none when the first letter is not ASCII).
+    let Some(first) = opt.get(1..) else {
+        return;
+    };
+    if matches!(b[1], b'/' | b'~' | b'.' | b'@') {
+        out.value(first);
+    } else if first.contains('/') && b[1].is_ascii_alphanumeric() {
+        // `-Isrc/include`: a relative value.
+        out.add(first);
+    }
+    // The last letter's value: the cluster is letters, then the value.
+    if let Some(k) = b.iter().position(|c| !c.is_ascii_alphanumeric())
+        && k > 1
+        && matches!(b[k], b'/' | b'~' | b'.' | b'@')
+        && let Some(v) = opt.get(k..)
+    {
+        out.value(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_values_by_meaning() {
+        let cases: &[(&str, &[&str])] = &[
+            ("-czf/tmp/out.tgz", &["zf/tmp/out.tgz", "/tmp/out.tgz"]),
+            (
+                "-sSLo/home/agent/.bashrc",
+                &["SLo/home/agent/.bashrc", "/home/agent/.bashrc"],
+            ),
+            ("-o/tmp/x", &["/tmp/x"]),
+            ("-Isrc/include", &["src/include", "/include"]),
+            ("-la", &[]),
+            ("-d@/home/agent/.ssh/id_rsa", &["/home/agent/.ssh/id_rsa"]),
+            ("@/home/agent/.ssh/id_rsa", &["/home/agent/.ssh/id_rsa"]),
+            ("@file", &["file"]),
+            ("k=@file", &["file"]),
+            (
+                "if=~root/.ssh/id_rsa",
+                &["if=~root/.ssh/id_rsa", "~root/.ssh/id_rsa"],
+            ),
+            (
+                "PREFIX=~root/.local",
+                &["PREFIX=~root/.local", "~root/.local"],
+            ),
+            ("--define=X=/etc/passwd", &["X=/etc/passwd", "/etc/passwd"]),
+            ("@{-1}", &[]),
+            ("--out=build", &[]),
+            ("https://example.com/a=/b", &[]),
+            ("file:///etc/passwd", &["/etc/passwd"]),
+        ];
+        for (word, want) in cases {
+            assert_eq!(
+                candidates(word),
+                want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                "{word}"
+            );
+        }
+    }
+}

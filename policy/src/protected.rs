@@ -1,0 +1,162 @@
+//! Protected paths: places whose contents decide what code runs later, so
+//! that writing them is never auto-approved (POLICY.md, "Spelling does not
+//! change meaning", point 10), in every front end — a command's redirection,
+//! `cp`/`tee`/`sed -i`/`dd of=` target, or a `file_write` action.
+//!
+//! One list, each entry with why. It holds what POLICY.md names and what
+//! Claude Code's permission-modes documentation ("Protected paths",
+//! code.claude.com/docs/en/permission-modes#protected-paths) protects: the
+//! directories `.git`, `.vscode`, `.idea`, `.husky`, `.claude` and the files
+//! `.gitconfig`, `.bashrc`, `.zshrc`, `.profile`, `.mcp.json`. Reading any of
+//! them is fine.
+
+/// The protected names, each with why writing there runs code later.
+/// A name matches as a path component anywhere: the file or directory
+/// itself and everything under it.
+const PROTECTED: &[(&str, &str)] = &[
+    (
+        ".git",
+        "git runs its hooks and the programs its config names (`core.fsmonitor`, `core.pager`, filters)",
+    ),
+    (
+        ".claude",
+        "Claude Code's settings, hooks and commands: hooks run shell commands, settings grant permissions",
+    ),
+    (".husky", "husky's git hooks run on every commit and push"),
+    (
+        ".vscode",
+        "editor tasks and settings run programs when the folder is opened",
+    ),
+    (
+        ".idea",
+        "JetBrains run configurations and tool settings run programs",
+    ),
+    (
+        ".envrc",
+        "direnv runs it as shell code on entering the directory",
+    ),
+    (
+        ".mcp.json",
+        "it names the MCP servers an agent starts (programs it runs)",
+    ),
+    (
+        ".gitconfig",
+        "git config can name programs git runs (`core.pager`, `core.sshCommand`, aliases with `!`)",
+    ),
+    (
+        ".gitmodules",
+        "submodule URLs and paths steer what `git submodule update` fetches and checks out",
+    ),
+    (
+        ".bashrc",
+        "bash runs it as shell code at every interactive start",
+    ),
+    (".bash_profile", "bash runs it as shell code at every login"),
+    (".bash_login", "bash runs it as shell code at login"),
+    (
+        ".zshrc",
+        "zsh runs it as shell code at every interactive start",
+    ),
+    (".zshenv", "zsh runs it as shell code at every start"),
+    (".zprofile", "zsh runs it as shell code at login"),
+    (".profile", "login shells run it as shell code"),
+];
+
+/// A bare repository's directory (`p.git`) is a git directory too: its
+/// `config` and `hooks/` run code like a `.git/` directory's.
+const BARE_REPO_SUFFIX: &str = ".git";
+
+/// Whether `path` may name a protected place at all: every protected name
+/// starts with a literal `.` or ends in `.git`, and a glob matches a
+/// leading `.` only with `dotglob`. A cheap test before [`why`].
+pub fn may_name(path: &str, dotglob: bool) -> bool {
+    dotglob || path.starts_with('.') || path.contains("/.") || mentioned_in(path)
+}
+
+/// Whether a word mentions a protected name anywhere (`--out=.envrc`,
+/// `-o.git/x`): the cheap test that lets the words that do not skip the
+/// search for paths inside them when only protected names matter.
+pub fn mentioned_in(word: &str) -> bool {
+    // Every name starts with `.`, and so does the bare-repository suffix.
+    let starts = |rest: &str, n: &str| {
+        rest.get(..n.len())
+            .is_some_and(|r| r.eq_ignore_ascii_case(n))
+    };
+    word.match_indices('.').any(|(i, _)| {
+        let rest = &word[i..];
+        starts(rest, BARE_REPO_SUFFIX) || PROTECTED.iter().any(|(n, _)| starts(rest, n))
+    })
+}
+
+/// Why writing `path` (absolute, normalised; components may be globs when
+/// `glob` is set) would write a protected place, if it would. A glob is
+/// judged by what it can match; without `dotglob` it does not match a
+/// leading `.`.
+pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static str)> {
+    if !may_name(path, glob && dotglob) {
+        return None;
+    }
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    for (i, comp) in comps.iter().enumerate() {
+        let is_glob = glob && comp.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
+        for (name, why) in PROTECTED {
+            // Compared without case: a host on a case-insensitive file
+            // system (macOS) opens `.GIT/config` as `.git/config`.
+            let hit = if is_glob {
+                crate::glob_meet::may_meet(&comp.to_ascii_lowercase(), name, !dotglob)
+            } else {
+                comp.eq_ignore_ascii_case(name)
+            };
+            if hit {
+                return Some((name.to_string(), why));
+            }
+        }
+        // `p.git/config`, `p.git/hooks/…`: a bare repository's own files.
+        let bare = comp.len() > BARE_REPO_SUFFIX.len()
+            && comp.is_char_boundary(comp.len() - BARE_REPO_SUFFIX.len())
+            && comp[comp.len() - BARE_REPO_SUFFIX.len()..].eq_ignore_ascii_case(BARE_REPO_SUFFIX);
+        if bare && i + 1 < comps.len() {
+            return Some((
+                comp.to_string(),
+                "a bare git repository: git runs its hooks and the programs its config names",
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_protected_components() {
+        let cases = [
+            ("/work/.git/config", false, Some(".git")),
+            ("/work/.git/hooks/pre-commit", false, Some(".git")),
+            ("/work/sub/.git/info/attributes", false, Some(".git")),
+            ("/work/.git", false, Some(".git")),
+            ("/work/.envrc", false, Some(".envrc")),
+            ("/work/a/.claude/settings.json", false, Some(".claude")),
+            ("/state/agents/p/a.git/hooks/x", false, Some("a.git")),
+            ("/work/.gitignore", false, None),
+            ("/work/src/git/x", false, None),
+            ("/work/.gi?/hooks/x", true, Some(".git")),
+            ("/work/.e*", true, Some(".envrc")),
+            ("/work/*.rs", true, None),
+            ("/work/.gi?", false, None),
+            ("/work/src/**/*.js", true, None),
+            ("/work/.GIT/hooks/x", false, Some(".git")),
+            ("/work/.Git", false, Some(".git")),
+            ("/srv/P.GIT/config", false, Some("P.GIT")),
+            ("/work/.[g]it/config", true, Some(".git")),
+        ];
+        for (path, glob, want) in cases {
+            assert_eq!(
+                why(path, glob, false).map(|(n, _)| n),
+                want.map(str::to_string),
+                "{path}"
+            );
+        }
+    }
+}
