@@ -21,6 +21,7 @@ pub mod env;
 pub mod explain;
 pub mod frame;
 mod json_spans;
+pub mod options;
 pub mod pathmap;
 pub mod pattern;
 pub mod privileged;

@@ -115,8 +115,19 @@ impl Pattern {
     pub fn matches(&self, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
         match &self.kind {
             Kind::All => Match::Yes,
-            Kind::Prefix(words) => compare(words, argv, side, false, trailing_dynamic),
-            Kind::Exact(words) => compare(words, argv, side, true, trailing_dynamic),
+            Kind::Prefix(words) | Kind::Exact(words) => {
+                let exact = matches!(self.kind, Kind::Exact(_));
+                // Deny, ask and privileged patterns compare meanings: the
+                // argv they see has its global options removed and its
+                // subcommand named canonically, so the pattern's words are
+                // read the same way (`npm run build` is `npm run-script build`).
+                let canonical = match side {
+                    Side::Restrict => canonical_words(words),
+                    Side::Allow => None,
+                };
+                let words = canonical.as_deref().unwrap_or(words);
+                compare(words, argv, side, exact, trailing_dynamic)
+            }
             Kind::Glob(g) => {
                 if argv.iter().any(|a| a.dynamic) || trailing_dynamic {
                     return Match::Maybe;
@@ -141,6 +152,17 @@ impl Pattern {
             }
         }
     }
+}
+
+/// A pattern's words as a modelled tool reads them (see
+/// [`crate::options::global`]); `None` when they are read as written.
+fn canonical_words(words: &[String]) -> Option<Vec<String>> {
+    if !crate::options::global::is_modelled(basename(words.first()?)) {
+        return None;
+    }
+    let argv: Vec<Arg> = words.iter().map(Arg::lit).collect();
+    let norm = crate::options::global::normalized(&argv)?;
+    Some(norm.into_iter().map(|a| a.text).collect())
 }
 
 fn glob_kind(text: &str) -> Kind {

@@ -124,6 +124,11 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
 /// Borrowed when nothing is removed (most commands): it is computed for
 /// every invocation of every segment, several times.
 pub fn normalized_argv(inv: &[Arg]) -> Cow<'_, [Arg]> {
+    // Every modelled tool's global options removed and its subcommand
+    // named canonically (`npm --prefix . pub` → `npm publish`).
+    if let Some(norm) = crate::options::global::normalized(inv) {
+        return Cow::Owned(norm);
+    }
     if inv
         .first()
         .is_some_and(|a| !a.dynamic && a.basename() == "git")
@@ -194,24 +199,23 @@ fn normalize_with(cwd: &Cwd, path: &str) -> String {
 }
 
 fn rm(inv: &[Arg], cwd: &Cwd, home: &str) -> Option<Hit> {
-    let mut recursive = false;
-    let mut options_done = false;
-    for a in inv.iter().skip(1) {
-        if a.dynamic || options_done {
-            continue;
-        }
-        let t = a.text.as_str();
-        if t == "--" {
-            options_done = true;
-        } else if t == "--recursive"
-            || !t.starts_with("--") && t.starts_with('-') && (t.contains('r') || t.contains('R'))
-        {
-            recursive = true;
-        }
+    // Options read as rm reads them (`--recu`, `-fR`, `x -r`); options it
+    // cannot read might be `-r`: what they would deny is only a maybe.
+    let certain = match crate::options::programs::rm_is_recursive(inv) {
+        Some(true) => true,
+        Some(false) => return None,
+        None => false,
+    };
+    let hit = rm_operands(inv, cwd, home);
+    match hit {
+        Some(Hit::Deny(d)) if !certain => Some(Hit::Maybe(format!(
+            "{d}, if an option berth cannot read is recursive"
+        ))),
+        other => other,
     }
-    if !recursive {
-        return None;
-    }
+}
+
+fn rm_operands(inv: &[Arg], cwd: &Cwd, home: &str) -> Option<Hit> {
     let mut maybe = None;
     for op in operands(inv) {
         match dangerous_operand(op, cwd, home) {
@@ -280,11 +284,8 @@ fn dangerous_operand(op: &Arg, cwd: &Cwd, home: &str) -> Option<bool> {
 }
 
 fn recursive_on_root(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
-    let recursive = inv.iter().skip(1).any(|a| {
-        !a.dynamic
-            && (a.text == "--recursive"
-                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('R')))
-    });
+    // In any spelling (`--recu`); options berth cannot read count as recursive.
+    let recursive = crate::options::programs::chmod_is_recursive(inv) != Some(false);
     if !recursive {
         return None;
     }

@@ -26,6 +26,7 @@ pub use git::{GitSplit, git_key_runs_program, git_normalized, git_split};
 pub use sed::sed_script;
 
 use crate::arg::Arg;
+use crate::options::{self, programs};
 
 /// A command a program runs on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,13 +78,22 @@ pub fn analyze(argv: &[Arg]) -> Facts {
     }
     let name = first.basename();
     let args = &argv[1..];
+    // A modelled tool whose subcommand cannot be found past its global
+    // options (`npm --weird publish`).
+    if let Some(reason) = options::global::opaque_reason(argv) {
+        return Facts::opaque(reason);
+    }
     match name {
+        // Deny-template programs: every option known, or opaque.
+        "rm" => unknown_option(argv, programs::RM),
+        "chmod" => unknown_option(argv, programs::CHMOD),
+        "chown" | "chgrp" => unknown_option(argv, programs::CHOWN),
         "git" => git::git(argv),
         "rg" => file_tools::rg(args),
         "sort" => file_tools::sort(args),
         "tar" | "gtar" | "bsdtar" => file_tools::tar(args),
         "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk::awk(args),
-        "sed" | "gsed" => sed::sed(args),
+        "sed" | "gsed" => sed::sed(argv),
         "find" | "gfind" => file_tools::find(argv),
         "ssh" | "scp" | "sftp" => network::ssh(name, args),
         "rsync" => network::rsync(args),
@@ -108,6 +118,14 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         }
         "[[" => shell_builtins::cond(args),
         _ => Facts::default(),
+    }
+}
+
+/// Opaque when `argv` holds an option `opts` does not list.
+fn unknown_option(argv: &[Arg], opts: &'static [options::Opt]) -> Facts {
+    match programs::unknown_option(argv, opts) {
+        Some(reason) => Facts::opaque(reason),
+        None => Facts::default(),
     }
 }
 

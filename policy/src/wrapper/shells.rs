@@ -2,8 +2,78 @@
 //! `eval`, `trap`, `script -c`; which programs are shells and which
 //! interpret code given to them.
 
-use super::{Unwrap, WrapInfo, join_script, long_name};
+use super::{Unwrap, WrapInfo, join_script};
 use crate::arg::Arg;
+use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, parse, value};
+
+/// Options of the Bourne-family shells (`sh`, `bash`, `dash`, `ksh`,
+/// `zsh`, `csh`, …): `-c` makes the first operand the script; `-s`/`-i`
+/// read it from stdin; the set options (`-e`, `-x`, `+o posix`, …) change
+/// nothing the decision judges.
+const SHELL: &[Opt] = &[
+    flag(b'c', "command").role(Role::Script), // the first operand is a command line it runs
+    flag(b's', ""),                           // reads the script from stdin
+    flag(b'i', ""),                           // interactive: reads commands from stdin
+    value(b'o', ""),
+    value(b'O', ""),
+    value(0, "rcfile").role(Role::Runs), // a startup file berth cannot see
+    value(0, "init-file").role(Role::Runs), // the same
+    flag(b'l', "login"),
+    flag(b'r', "restricted"),
+    flag(b'D', "dump-strings"),
+    flag(0, "dump-po-strings"),
+    flag(0, "noprofile"),
+    flag(0, "norc"),
+    flag(0, "posix"),
+    flag(0, "noediting"),
+    flag(0, "verbose"),
+    flag(0, "debugger"),
+    flag(0, "pretty-print"),
+    flag(b'a', ""),
+    flag(b'b', ""),
+    flag(b'd', ""),
+    flag(b'e', ""),
+    flag(b'f', ""),
+    flag(b'h', ""),
+    flag(b'k', ""),
+    flag(b'm', ""),
+    flag(b'n', ""),
+    flag(b'p', ""),
+    flag(b't', ""),
+    flag(b'u', ""),
+    flag(b'v', ""),
+    flag(b'x', ""),
+    flag(b'B', ""),
+    flag(b'C', ""),
+    flag(b'E', ""),
+    flag(b'H', ""),
+    flag(b'P', ""),
+    flag(b'T', ""),
+    flag(b'V', ""),
+    flag(b'X', ""),
+    HELP_VERSION[0],
+    HELP_VERSION[1],
+];
+
+/// fish: `-c` takes the command line as its value; `-C` runs one first.
+const FISH: &[Opt] = &[
+    value(b'c', "command").role(Role::Script), // a command line it runs
+    value(b'C', "init-command").role(Role::Runs), // runs a command line before anything else
+    value(b'd', "debug"),
+    value(b'o', "debug-output"),
+    value(b'f', "features"),
+    value(b'p', "profile"),
+    value(0, "profile-startup"),
+    flag(b'i', "interactive"),
+    flag(b'l', "login"),
+    flag(b'n', "no-execute"),
+    flag(b'N', "no-config"),
+    flag(b'P', "private"),
+    flag(0, "print-rusage-self"),
+    flag(0, "print-debug-categories").role(Role::Itself),
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'v', "version").role(Role::Itself),
+];
 
 /// Programs that are shells (`-c` runs a script).
 pub fn is_shell(name: &str) -> bool {
@@ -81,52 +151,55 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
         ..WrapInfo::default()
     };
     let name = argv[0].basename().to_string();
-    let mut i = 1;
-    let mut dash_c = false;
-    let mut reads_stdin = false;
-    while i < argv.len() {
-        let a = &argv[i];
-        if a.dynamic {
-            break;
+    let opts = if name == "fish" { FISH } else { SHELL };
+    let parsed = parse(
+        argv,
+        1,
+        &Syntax {
+            plus: true,
+            ..Syntax::wrapper(opts)
+        },
+    );
+    match &parsed.problem {
+        Some(Problem::Dynamic(_)) => {
+            return Unwrap::Opaque(format!("`{name}` with a dynamic word among its options"));
         }
-        let t = a.text.as_str();
-        if t == "--" || t == "-" {
-            i += 1;
-            break;
-        }
-        if t.starts_with("--") {
-            match long_name(t) {
-                "--rcfile" | "--init-file" => {
-                    return Unwrap::Opaque(format!(
-                        "`{name} {t}` runs a startup file berth cannot see"
-                    ));
-                }
-                "--command" => {
-                    dash_c = true;
-                    i += 1;
-                    continue;
-                }
-                _ => {
-                    i += 1;
-                    continue;
-                }
+        Some(p) => return Unwrap::Opaque(p.describe(&name)),
+        None => {}
+    }
+    if let Some(f) = parsed.first_with(Role::Runs) {
+        return Unwrap::Opaque(format!(
+            "`{name} {}` runs a startup file or command berth cannot see",
+            f.opt.display()
+        ));
+    }
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
+    let mut i = parsed.end;
+    if argv.get(i).is_some_and(|a| a.is("-")) {
+        i += 1;
+    }
+    if let Some(v) = parsed
+        .first_with(Role::Script)
+        .and_then(|f| f.value.as_ref())
+    {
+        // fish's `-c CMDLINE`.
+        return if v.dynamic {
+            Unwrap::Opaque(format!("`{name} -c` with a dynamic script"))
+        } else {
+            Unwrap::Script {
+                script: v.clone(),
+                new_process: true,
+                info,
             }
-        }
-        if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
-            let bytes = t.as_bytes();
-            let mut takes_next = 0;
-            for &c in &bytes[1..] {
-                match c {
-                    b'c' => dash_c = true,
-                    b's' | b'i' => reads_stdin = true,
-                    b'o' | b'O' => takes_next += 1,
-                    _ => {}
-                }
-            }
-            i += 1 + takes_next;
-            continue;
-        }
-        break;
+        };
+    }
+    let dash_c = parsed.first_with(Role::Script).is_some();
+    let reads_stdin = parsed.has_short(b's') || parsed.has_short(b'i');
+    if !dash_c && argv.get(i).is_some_and(|a| a.dynamic) && i + 1 < argv.len() {
+        // `bash $X -c '…'`: the dynamic word may be options.
+        return Unwrap::Opaque(format!("`{name}` with a dynamic word among its options"));
     }
     if dash_c {
         return match argv.get(i) {
@@ -147,7 +220,19 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
 }
 
 pub(super) fn unwrap_eval(argv: &[Arg]) -> Unwrap {
-    let words = &argv[1..];
+    // `eval -- cmd` is `eval cmd`; any other option is an error.
+    let mut words = &argv[1..];
+    if words.first().is_some_and(|w| w.is("--")) {
+        words = &words[1..];
+    } else if let Some(w) = words
+        .first()
+        .filter(|w| w.text.len() > 1 && w.text.starts_with('-') && !w.dynamic)
+    {
+        return Unwrap::Opaque(format!(
+            "`eval` with the option `{}`, which berth does not know",
+            w.text
+        ));
+    }
     if words.is_empty() {
         return Unwrap::Itself;
     }
