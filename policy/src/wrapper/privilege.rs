@@ -145,7 +145,8 @@ const SUDO: Spec = Spec {
         value(b'C', "close-from"),
         value(b'c', "login-class"),
         value(b'D', "chdir").role(Role::Chdir), // the command runs in this directory
-        optional(b'E', "preserve-env"),
+        flag(b'E', ""), // a flag in its short form, an optional list in its long one
+        optional(0, "preserve-env"),
         value(b'g', "group"),
         flag(b'H', "set-home"),
         optional(b'h', "host"),

@@ -1,0 +1,226 @@
+//! POLICY.md "Spelling does not change meaning", point 2: options are read
+//! as the program reads them. Each row is a command line, the rules (allow,
+//! ask, deny), the mode, the frame and the verdict the contract gives:
+//! abbreviated long options, short clusters, attached values, `--`, global
+//! options before a subcommand and aliases, per class (wrappers,
+//! deny-template programs, program-running programs, privileged tools),
+//! with the common spellings that must stay auto-approved.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use berth_policy::case::Case;
+use berth_policy::{Verdict, case::CaseRules};
+
+#[derive(Clone, Copy)]
+enum M {
+    Manual,
+    Auto,
+}
+#[derive(Clone, Copy)]
+enum F {
+    Host,
+    Container,
+}
+use F::*;
+use M::{Auto as AutoMode, Manual};
+
+const DENY: Verdict = Verdict::Deny;
+const ASK: Verdict = Verdict::RequireApproval;
+const AUTO: Verdict = Verdict::AutoApprove;
+
+type Row = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+    M,
+    F,
+    Verdict,
+);
+
+fn decide(row: &Row) -> berth_policy::Decision {
+    let (cmd, allow, ask, deny, mode, frame, _) = *row;
+    let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let case = Case {
+        command: Some(cmd.to_string()),
+        rules: Some(CaseRules {
+            allow: list(allow),
+            ask: list(ask),
+            deny: list(deny),
+        }),
+        mode: Some(
+            match mode {
+                M::Auto => "auto",
+                M::Manual => "manual",
+            }
+            .to_string(),
+        ),
+        frame: Some(
+            match frame {
+                F::Host => "host",
+                F::Container => "container",
+            }
+            .to_string(),
+        ),
+        ..Case::default()
+    };
+    case.inputs().unwrap().decide()
+}
+
+#[test]
+fn options_read_as_programs_read_them() {
+    let mut failures = Vec::new();
+    for row in TABLE {
+        let d = decide(row);
+        if d.verdict != row.6 {
+            failures.push(format!(
+                "{:?}: want {}, got {} [{}] {}",
+                row.0,
+                row.6.as_str(),
+                d.verdict.as_str(),
+                d.stage.as_str(),
+                d.reason
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} rows failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[rustfmt::skip]
+const TABLE: &[Row] = &[
+    // Wrappers: abbreviated long options, clusters and attached values find
+    // the command they run.
+    ("env --sp='git push origin main'", &["env", "git"], &[], &[], AutoMode, Container, ASK),
+    ("env -vS'git push origin main'", &["env", "git"], &[], &[], AutoMode, Container, ASK),
+    ("env --split-s='rm -rf /'", &["env", "rm"], &[], &[], AutoMode, Container, DENY),
+    ("env -iS'rm -rf x'", &["env"], &[], &["rm"], AutoMode, Container, DENY),
+    ("env --ch=/tmp rm x", &["env"], &[], &["rm"], AutoMode, Container, DENY),
+    ("timeout --kill 5 10 rm -rf /work/src", &["timeout", "rm"], &[], &["rm"], AutoMode, Container, DENY),
+    ("timeout --sig=KILL 5 rm x", &["timeout"], &[], &["rm"], AutoMode, Container, DENY),
+    ("timeout -sKILL 5 rm x", &["timeout"], &[], &["rm"], AutoMode, Container, DENY),
+    ("nice -n5 rm x", &["nice"], &[], &["rm"], AutoMode, Container, DENY),
+    ("nice -10 rm x", &["nice"], &[], &["rm"], AutoMode, Container, DENY),
+    ("nice --adj=5 rm x", &["nice"], &[], &["rm"], AutoMode, Container, DENY),
+    ("stdbuf -oL -eL rm x", &["stdbuf"], &[], &["rm"], AutoMode, Container, DENY),
+    ("setsid -fw rm x", &["setsid"], &[], &["rm"], AutoMode, Container, DENY),
+    ("ionice -c3 rm x", &["ionice"], &[], &["rm"], AutoMode, Container, DENY),
+    ("chrt -r 5 rm x", &["chrt"], &[], &["rm"], AutoMode, Container, DENY),
+    ("taskset -c 1 rm x", &["taskset"], &[], &["rm"], AutoMode, Container, DENY),
+    ("xargs --max-a 1 rm", &["xargs"], &[], &["rm"], AutoMode, Container, DENY),
+    ("xargs -n1 -P4 rm", &["xargs"], &[], &["rm"], AutoMode, Container, DENY),
+    ("xargs -I{} rm {}", &["xargs"], &[], &["rm"], AutoMode, Container, DENY),
+    ("flock --time 5 /tmp/l rm x", &["flock"], &[], &["rm"], AutoMode, Container, DENY),
+    ("flock -w5 /tmp/l -c 'rm x'", &["flock"], &[], &["rm"], AutoMode, Container, DENY),
+    ("watch -n1 'rm x'", &["watch"], &[], &["rm"], AutoMode, Container, DENY),
+    ("watch --int 1 -x rm x", &["watch"], &[], &["rm"], AutoMode, Container, DENY),
+    ("sudo -k rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("sudo --us=root rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("sudo -Eu root rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("doas -u root rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("su -c'rm -rf /work/src' root", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("su -lc 'rm -rf /work/src'", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("su root -c 'rm x'", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("su --comm='rm x' root", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("runuser -u bob -- rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("unshare -rm rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("nsenter -t 1 -m rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("npx -c 'rm x'", &["npx"], &[], &["rm"], AutoMode, Container, DENY),
+    ("npx --call='rm x'", &["npx"], &[], &["rm"], AutoMode, Container, DENY),
+    ("eval -- rm -rf /", &["eval", "rm"], &[], &[], AutoMode, Container, DENY),
+    ("eval -- git push origin main", &["eval", "git"], &[], &[], AutoMode, Container, ASK),
+    ("bash -o pipefail -c 'rm -rf /'", &["bash", "rm"], &[], &[], AutoMode, Container, DENY),
+    ("bash -ec 'rm x'", &["bash"], &[], &["rm"], AutoMode, Container, DENY),
+    // Options the model does not know, and options that name a program.
+    ("env --frobnicate ls", &["env", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("timeout --bogus 5 ls", &["timeout", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("xargs --frob ls", &["xargs", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("eval -x ls", &["eval", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("su -s /tmp/evil -c ls", &["su", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("bash $X -c 'ls'", &["bash", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("bash --rcf x -c ls", &["bash", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("bash --frob -c ls", &["bash", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("fish -C 'rm x' -c ls", &["fish", "ls"], &[], &[], AutoMode, Container, ASK),
+    ("npx --shell=/tmp/evil -c ls", &["npx", "ls"], &[], &[], AutoMode, Container, ASK),
+    // Wrappers: the usual spellings stay auto-approved.
+    ("env FOO=1 make test", &["env", "make"], &[], &[], Manual, Container, AUTO),
+    ("env -u HOME ls", &["env", "ls"], &[], &[], Manual, Container, AUTO),
+    ("env -i FOO=1 ls", &["env", "ls"], &[], &[], Manual, Container, AUTO),
+    ("timeout 60 cargo test", &["timeout", "cargo"], &[], &[], Manual, Container, AUTO),
+    ("timeout --kill-after 5m 30s cargo test", &["timeout", "cargo"], &[], &[], Manual, Container, AUTO),
+    ("timeout -s INT 5s sleep 10", &["timeout", "sleep"], &[], &[], Manual, Container, AUTO),
+    ("nice -n 10 make", &["nice", "make"], &[], &[], Manual, Container, AUTO),
+    ("nohup make", &["nohup", "make"], &[], &[], Manual, Container, AUTO),
+    ("xargs -0 -n 1 gzip", &["xargs", "gzip"], &[], &[], Manual, Container, AUTO),
+    ("xargs -I _ cp _ /tmp/backup/", &["xargs", "cp"], &[], &[], Manual, Container, AUTO),
+    ("bash -c 'ls -l'", &["bash", "ls"], &[], &[], Manual, Container, AUTO),
+    ("bash -lc 'cargo test'", &["bash", "cargo"], &[], &[], Manual, Container, AUTO),
+    ("sh -e -c ls", &["sh", "ls"], &[], &[], Manual, Container, AUTO),
+    ("npx --no-install eslint src/", &["npx", "eslint"], &[], &[], Manual, Container, AUTO),
+    ("npx --package eslint eslint", &["npx", "eslint"], &[], &[], Manual, Container, AUTO),
+    ("watch -n 1 ls", &["watch", "ls"], &[], &[], Manual, Container, AUTO),
+    ("flock /tmp/l make", &["flock", "make"], &[], &[], Manual, Container, AUTO),
+    // Deny-template programs: every spelling of recursive, unknown options opaque.
+    ("rm --recu --force ~", &["rm"], &[], &[], AutoMode, Container, DENY),
+    ("rm --recursive --force /", &["rm"], &[], &[], AutoMode, Container, DENY),
+    ("rm -f --rec /", &["rm"], &[], &[], AutoMode, Container, DENY),
+    ("rm / -r", &["rm"], &[], &[], AutoMode, Container, DENY),
+    ("chmod --recu 777 /", &["chmod"], &[], &[], AutoMode, Container, DENY),
+    ("chown --rec nobody /", &["chown"], &[], &[], AutoMode, Container, DENY),
+    ("rm --frobnicate x", &["rm"], &[], &[], AutoMode, Container, ASK),
+    ("chmod --frob 644 x", &["chmod"], &[], &[], AutoMode, Container, ASK),
+    ("rm -f build.log", &["rm"], &[], &[], Manual, Container, AUTO),
+    ("rm -d coverage", &["rm"], &[], &[], Manual, Container, AUTO),
+    ("rm --interactive core", &["rm"], &[], &[], Manual, Container, AUTO),
+    ("chmod -R g+w,o+w src", &["chmod"], &[], &[], Manual, Container, AUTO),
+    ("chmod -w notes.txt", &["chmod"], &[], &[], Manual, Container, AUTO),
+    ("chmod 755 run.sh", &["chmod"], &[], &[], Manual, Container, AUTO),
+    // Program-running programs: options by their meaning.
+    ("tar -xf a.tar --to-com='sh -c x'", &["tar"], &[], &[], AutoMode, Container, ASK),
+    ("tar --use-comp=./evil -cf a.tar src", &["tar"], &[], &[], AutoMode, Container, ASK),
+    ("tar -cIevil -f a.tar src", &["tar"], &[], &[], AutoMode, Container, ASK),
+    ("sed -ne '1e git push origin main' f", &["sed"], &[], &[], AutoMode, Container, ASK),
+    ("sed --expr='1e id' f", &["sed"], &[], &[], AutoMode, Container, ASK),
+    ("sed -n -e 's/a/b/' -e '2e id' f", &["sed"], &[], &[], AutoMode, Container, ASK),
+    ("sed --fi=x.sed f", &["sed"], &[], &[], AutoMode, Container, ASK),
+    ("sed --frob 's/a/b/' f", &["sed"], &[], &[], AutoMode, Container, ASK),
+    ("tar -czf out.tgz src", &["tar"], &[], &[], Manual, Container, AUTO),
+    ("tar -xf a.tar --to-stdout", &["tar"], &[], &[], Manual, Container, AUTO),
+    ("sed -n 1,5p notes.txt", &["sed"], &[], &[], Manual, Container, AUTO),
+    ("sed -i.bak 's/a/b/' notes.txt", &["sed"], &[], &[], Manual, Container, AUTO),
+    ("sed --in-place '/^$/d' notes.txt", &["sed"], &[], &[], Manual, Container, AUTO),
+    // Global options before a subcommand; aliases by meaning.
+    ("npm --prefix . exec -c 'git push origin main'", &["npm", "git"], &[], &[], AutoMode, Container, ASK),
+    ("npm --prefix . exec -c 'rm x'", &["npm"], &[], &["rm"], AutoMode, Container, DENY),
+    ("npm pub", &["npm"], &[], &[], AutoMode, Container, ASK),
+    ("npm publis --tag next", &["npm"], &[], &[], AutoMode, Container, ASK),
+    ("npm -C web pub", &["npm"], &[], &[], AutoMode, Container, ASK),
+    ("npm i left-pad", &["npm"], &[], &["npm install"], AutoMode, Container, DENY),
+    ("npm rum build", &["npm"], &["npm run build"], &[], AutoMode, Container, ASK),
+    ("npm --weird publish", &["npm"], &[], &[], AutoMode, Container, ASK),
+    ("kubectl -v 6 apply -f k8s/", &["kubectl"], &[], &[], AutoMode, Container, ASK),
+    ("kubectl --v=6 delete pod x", &["kubectl"], &[], &[], AutoMode, Container, ASK),
+    ("pnpm -r exec git push origin main", &["pnpm", "git"], &[], &[], AutoMode, Container, ASK),
+    ("pnpm -r exec rm x", &["pnpm"], &[], &["rm"], AutoMode, Container, DENY),
+    ("uv --directory . run rm -rf /", &["uv", "rm"], &[], &[], AutoMode, Container, DENY),
+    ("cargo +nightly --locked run", &["cargo"], &[], &["cargo run"], AutoMode, Container, DENY),
+    ("docker --context x push img", &["docker"], &[], &[], AutoMode, Container, ASK),
+    ("gh -R o/r pr merge 1", &["gh"], &[], &[], AutoMode, Container, ASK),
+    ("git -C . push origin main", &["git"], &[], &["git push"], AutoMode, Container, DENY),
+    ("git --no-pager push origin main", &["git"], &[], &["git push"], AutoMode, Container, DENY),
+    ("npm --prefix web test", &["npm"], &[], &[], Manual, Container, AUTO),
+    ("npm -w web run build", &["npm"], &[], &[], Manual, Container, AUTO),
+    ("npm i", &["npm"], &[], &[], Manual, Container, AUTO),
+    ("npm --version", &["npm"], &[], &[], Manual, Container, AUTO),
+    ("cargo +nightly --locked build", &["cargo"], &[], &[], Manual, Container, AUTO),
+    ("cargo -vv test", &["cargo"], &[], &[], Manual, Container, AUTO),
+    ("kubectl -v 6 get pods", &["kubectl"], &[], &[], Manual, Container, AUTO),
+    ("git -C . status", &["git"], &[], &[], Manual, Container, AUTO),
+    ("gh -R o/r pr view 1", &["gh"], &[], &[], Manual, Container, AUTO),
+    ("docker --context x ps", &["docker"], &[], &[], Manual, Container, AUTO),
+    ("uv --directory . run pytest", &["uv", "pytest"], &[], &[], Manual, Container, AUTO),
+    ("pnpm -r exec tsc", &["pnpm", "tsc"], &[], &[], Manual, Container, AUTO),
+];
