@@ -223,4 +223,9 @@ const TABLE: &[Row] = &[
     ("docker --context x ps", &["docker"], &[], &[], Manual, Container, AUTO),
     ("uv --directory . run pytest", &["uv", "pytest"], &[], &[], Manual, Container, AUTO),
     ("pnpm -r exec tsc", &["pnpm", "tsc"], &[], &[], Manual, Container, AUTO),
+    // The host frame reads options the same way.
+    ("rm --recu --force ~", &["rm"], &[], &[], AutoMode, Host, DENY),
+    ("env --sp='git push origin main'", &["env", "git"], &[], &[], AutoMode, Host, ASK),
+    ("timeout 60 cargo test", &["timeout", "cargo"], &[], &[], Manual, Host, AUTO),
+    ("npm --prefix web test", &["npm"], &[], &[], Manual, Host, AUTO),
 ];
