@@ -30,6 +30,8 @@ pub enum Arity {
     Value,
     /// A value only when attached (`-d5`, `--differences=permanent`).
     OptionalValue,
+    /// Attached digits only, as perl reads `-l` and `-0` (`-l0e` is `-l0 -e`).
+    OptionalDigits,
 }
 
 /// What an option's presence or value is to the decision.
@@ -51,6 +53,9 @@ pub enum Role {
     SplitString,
     /// Replaces a string in the command with input (`xargs -I`).
     Replace,
+    /// Its value is code in the program's own language (`perl -e`,
+    /// `python -c`): the program's table of calls judges it.
+    Code,
 }
 
 /// One option of a program: its short letter (0 if none), its long name
@@ -61,12 +66,19 @@ pub struct Opt {
     pub long: &'static str,
     pub arity: Arity,
     pub role: Role,
+    /// The program reads no options after this one (`python -c CODE args…`).
+    pub ends: bool,
 }
 
 impl Opt {
     /// A copy with another role.
     pub const fn role(self, role: Role) -> Opt {
         Opt { role, ..self }
+    }
+
+    /// A copy after which the program reads no more options.
+    pub const fn ends(self) -> Opt {
+        Opt { ends: true, ..self }
     }
 
     /// How people write it: `-x` or `--long`.
@@ -86,6 +98,7 @@ pub const fn flag(short: u8, long: &'static str) -> Opt {
         long,
         arity: Arity::Flag,
         role: Role::Plain,
+        ends: false,
     }
 }
 
@@ -96,6 +109,7 @@ pub const fn value(short: u8, long: &'static str) -> Opt {
         long,
         arity: Arity::Value,
         role: Role::Plain,
+        ends: false,
     }
 }
 
@@ -106,6 +120,18 @@ pub const fn optional(short: u8, long: &'static str) -> Opt {
         long,
         arity: Arity::OptionalValue,
         role: Role::Plain,
+        ends: false,
+    }
+}
+
+/// An option whose value, if any, is the digits attached to it.
+pub const fn digits(short: u8) -> Opt {
+    Opt {
+        short,
+        long: "",
+        arity: Arity::OptionalDigits,
+        role: Role::Plain,
+        ends: false,
     }
 }
 
@@ -127,6 +153,9 @@ pub struct Syntax {
     pub numeric: bool,
     /// `+x` clusters are options too (shells: `bash +o posix`).
     pub plus: bool,
+    /// A long option the table does not list is a flag, not an error
+    /// (node passes its V8 flags through).
+    pub lenient_long: bool,
 }
 
 impl Syntax {
@@ -137,6 +166,7 @@ impl Syntax {
             stop_at_operand: true,
             numeric: false,
             plus: false,
+            lenient_long: false,
         }
     }
 
@@ -147,6 +177,7 @@ impl Syntax {
             stop_at_operand: false,
             numeric: false,
             plus: false,
+            lenient_long: false,
         }
     }
 }
@@ -306,6 +337,10 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
             };
             let opt = match long_option(syntax.opts, name) {
                 Ok(o) => o,
+                Err(Problem::Unknown(_)) if syntax.lenient_long => {
+                    i += 1;
+                    continue;
+                }
                 Err(p) => {
                     out.problem = Some(p);
                     out.end = i;
@@ -318,7 +353,7 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
                     out.end = i;
                     return out;
                 }
-                (Arity::Flag, None) | (Arity::OptionalValue, None) => None,
+                (Arity::Flag, None) | (Arity::OptionalValue | Arity::OptionalDigits, None) => None,
                 (_, Some(v)) => Some(Arg {
                     text: v.to_string(),
                     ..a.clone()
@@ -335,6 +370,10 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
             };
             out.found.push(Found { opt, value, at });
             i += 1;
+            if opt.ends {
+                out.end = i;
+                return out;
+            }
             continue;
         }
         if syntax.numeric && t[1..].bytes().all(|b| b.is_ascii_digit()) {
@@ -370,6 +409,19 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
                         at,
                     });
                     j += 1;
+                }
+                Arity::OptionalDigits => {
+                    let rest = t.get(j + 1..).unwrap_or("");
+                    let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+                    out.found.push(Found {
+                        opt,
+                        value: (n > 0).then(|| Arg {
+                            text: rest[..n].to_string(),
+                            ..a.clone()
+                        }),
+                        at,
+                    });
+                    j += 1 + n;
                 }
                 Arity::OptionalValue => {
                     let rest = t.get(j + 1..).unwrap_or("");
@@ -409,6 +461,10 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
             }
         }
         i += 1;
+        if out.found.last().is_some_and(|f| f.at == at && f.opt.ends) {
+            out.end = i;
+            return out;
+        }
     }
     out
 }

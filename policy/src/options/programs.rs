@@ -4,7 +4,7 @@
 //! segment opaque ([`unknown_option`]): `rm --recu` must be read as
 //! `--recursive`, and an option berth cannot read might be one that is.
 
-use super::{HELP_VERSION, Opt, Parsed, Role, Syntax, flag, optional, parse, value};
+use super::{HELP_VERSION, Opt, Parsed, Role, Syntax, digits, flag, optional, parse, value};
 use crate::arg::Arg;
 
 /// GNU `rm`.
@@ -145,6 +145,193 @@ const TAR_PLAIN_LONG: &[&str] = &[
     "read-full-records",
 ];
 
+/// CPython's options: `-c` is code and ends the options, as `-m` does.
+pub const PYTHON: &[Opt] = &[
+    value(b'c', "").role(Role::Code).ends(), // code in python: its calls are judged
+    value(b'm', "").ends(),                  // runs a module as a script
+    value(b'W', ""),
+    value(b'X', ""),
+    value(0, "check-hash-based-pycs"),
+    flag(b'b', ""),
+    flag(b'B', ""),
+    flag(b'd', ""),
+    flag(b'E', ""),
+    flag(b'i', ""),
+    flag(b'I', ""),
+    flag(b'O', ""),
+    flag(b'P', ""),
+    flag(b'q', ""),
+    flag(b's', ""),
+    flag(b'S', ""),
+    flag(b'u', ""),
+    flag(b'v', ""),
+    flag(b'x', ""),
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'V', "version").role(Role::Itself),
+    flag(0, "help-env").role(Role::Itself),
+    flag(0, "help-xoptions").role(Role::Itself),
+    flag(0, "help-all").role(Role::Itself),
+];
+
+/// perl's switches (`perlrun`): `-le` is `-l -e`, `-M` code is inserted as
+/// `use …;`, so it is code too.
+pub const PERL: &[Opt] = &[
+    value(b'e', "").role(Role::Code), // a line of perl
+    value(b'E', "").role(Role::Code), // the same, with features on
+    value(b'M', "").role(Role::Code), // `use MODULE…;`: its text is code
+    value(b'm', "").role(Role::Code), // `use MODULE ();`: the same
+    value(b'I', ""),
+    digits(b'l'),
+    digits(b'0'),
+    optional(b'C', ""),
+    optional(b'd', ""),
+    optional(b'D', ""),
+    optional(b'F', ""),
+    optional(b'i', ""),
+    optional(b'x', ""),
+    optional(b'V', ""),
+    flag(b'a', ""),
+    flag(b'c', ""),
+    flag(b'f', ""),
+    flag(b'n', ""),
+    flag(b'p', ""),
+    flag(b's', ""),
+    flag(b'S', ""),
+    flag(b't', ""),
+    flag(b'T', ""),
+    flag(b'u', ""),
+    flag(b'U', ""),
+    flag(b'w', ""),
+    flag(b'W', ""),
+    flag(b'X', ""),
+    flag(b'h', "").role(Role::Itself),
+    flag(b'v', "").role(Role::Itself),
+];
+
+/// ruby's switches.
+pub const RUBY: &[Opt] = &[
+    value(b'e', "").role(Role::Code), // a line of ruby
+    value(b'r', ""),
+    value(b'I', ""),
+    value(b'C', ""),
+    value(b'E', "encoding"),
+    value(0, "external-encoding"),
+    value(0, "internal-encoding"),
+    value(0, "enable"),
+    value(0, "disable"),
+    value(0, "dump"),
+    value(0, "backtrace-limit"),
+    digits(b'0'),
+    optional(b'F', ""),
+    optional(b'i', ""),
+    optional(b'W', ""),
+    optional(b'x', ""),
+    flag(b'a', ""),
+    flag(b'c', ""),
+    flag(b'd', "debug"),
+    flag(b'l', ""),
+    flag(b'n', ""),
+    flag(b'p', ""),
+    flag(b's', ""),
+    flag(b'S', ""),
+    flag(b'w', ""),
+    flag(0, "verbose"),
+    flag(0, "jit"),
+    flag(0, "yjit"),
+    flag(b'v', "").role(Role::Itself),
+    flag(b'h', "help").role(Role::Itself),
+    flag(0, "version").role(Role::Itself),
+    flag(0, "copyright").role(Role::Itself),
+];
+
+/// php's CLI options.
+pub const PHP: &[Opt] = &[
+    value(b'r', "").role(Role::Code), // php code, without `<?php`
+    value(b'B', "").role(Role::Code), // code run before the input lines
+    value(b'R', "").role(Role::Code), // code run for each input line
+    value(b'E', "").role(Role::Code), // code run after the input lines
+    value(b'c', "").role(Role::Runs), // an ini file: `auto_prepend_file` runs any code
+    value(b'd', "").role(Role::Runs), // an ini setting: the same
+    value(b'z', "").role(Role::Runs), // loads a Zend extension: native code
+    value(b'f', ""),
+    value(b'F', ""),
+    value(b'S', ""),
+    value(b't', ""),
+    flag(b'a', ""),
+    flag(b'e', ""),
+    flag(b'H', ""),
+    flag(b'n', ""),
+    flag(b'q', ""),
+    flag(b's', ""),
+    flag(b'w', ""),
+    flag(b'l', ""),
+    flag(b'i', "").role(Role::Itself),
+    flag(b'm', "").role(Role::Itself),
+    flag(b'h', "").role(Role::Itself),
+    flag(b'v', "").role(Role::Itself),
+];
+
+/// node's options that berth reads; its many other `--flags` (V8's) are
+/// read as flags.
+pub const NODE: &[Opt] = &[
+    value(b'e', "eval").role(Role::Code),  // javascript to run
+    value(b'p', "print").role(Role::Code), // the same, printing the result
+    value(b'r', "require"),
+    value(0, "import"),
+    value(0, "loader"),
+    value(0, "experimental-loader"),
+    value(0, "input-type"),
+    value(b'C', "conditions"),
+    value(0, "env-file"),
+    value(0, "title"),
+    value(0, "stack-size"),
+    value(0, "max-old-space-size"),
+    optional(0, "inspect"),
+    optional(0, "inspect-brk"),
+    flag(b'i', "interactive"),
+    flag(b'c', "check"),
+    flag(0, "watch"),
+    flag(0, "test"),
+    flag(b'v', "version").role(Role::Itself),
+    flag(b'h', "help").role(Role::Itself),
+];
+
+/// The code an interpreter runs from its options (`perl -le CODE`,
+/// `python3 -Sc CODE`, `node --eval=CODE`), read as it reads its options;
+/// `None` when the interpreter has no table here, `Err` when its options
+/// cannot be read or one names a program.
+pub fn interpreter_code(argv: &[Arg]) -> Option<Result<Vec<Arg>, String>> {
+    let name = argv.first()?.basename();
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let syntax = match base {
+        "python" | "pypy" => Syntax::wrapper(PYTHON),
+        "perl" => Syntax::wrapper(PERL),
+        "ruby" => Syntax::wrapper(RUBY),
+        "php" => Syntax::wrapper(PHP),
+        "node" | "nodejs" => Syntax {
+            lenient_long: true,
+            ..Syntax::wrapper(NODE)
+        },
+        _ => return None,
+    };
+    let parsed = parse(argv, 1, &syntax);
+    if let Some(p) = &parsed.problem {
+        return Some(Err(p.describe(name)));
+    }
+    if let Some(f) = parsed.first_with(Role::Runs) {
+        return Some(Err(format!(
+            "`{name} {}` names code berth cannot see",
+            f.opt.display()
+        )));
+    }
+    Some(Ok(parsed
+        .found
+        .iter()
+        .filter(|f| f.opt.role == Role::Code)
+        .filter_map(|f| f.value.clone())
+        .collect()))
+}
+
 /// The first option of `argv[1..]` a table does not know, as written.
 pub fn unknown_option(argv: &[Arg], opts: &'static [Opt]) -> Option<String> {
     let parsed = parse(argv, 1, &Syntax::gnu(opts));
@@ -261,6 +448,28 @@ mod tests {
         for (s, want) in cases {
             assert_eq!(rm_is_recursive(&argv(s)), want, "{s}");
         }
+    }
+
+    #[test]
+    fn interpreter_code_in_every_spelling() {
+        let code = |s: &str| -> Option<Result<Vec<String>, String>> {
+            interpreter_code(&argv(s)).map(|r| r.map(|v| v.into_iter().map(|a| a.text).collect()))
+        };
+        let ok = |v: &[&str]| Some(Ok(v.iter().map(|s| s.to_string()).collect()));
+        assert_eq!(code("perl -le X"), ok(&["X"]));
+        assert_eq!(code("perl -l0e X"), ok(&["X"]));
+        assert_eq!(code("perl -MPOSIX -e1"), ok(&["POSIX", "1"]));
+        assert_eq!(code("python3 -Sc X -e Y"), ok(&["X"]));
+        assert_eq!(code("python3 -m pytest -q"), ok(&[]));
+        assert_eq!(code("node --eval=X"), ok(&["X"]));
+        assert_eq!(code("node --no-lazy --inspect-brk server.js"), ok(&[]));
+        assert_eq!(code("ruby -rjson -e X"), ok(&["X"]));
+        assert!(matches!(code("python3 -Z x"), Some(Err(_))));
+        assert!(matches!(
+            code("php -d auto_prepend_file=x -r 1"),
+            Some(Err(_))
+        ));
+        assert_eq!(code("ls -l"), None);
     }
 
     #[test]

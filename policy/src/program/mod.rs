@@ -114,10 +114,39 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         }
         "let" => Facts::opaque("`let` evaluates arithmetic over variables"),
         _ if crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name) => {
-            interpreters::inline_code(name, args)
+            interpreter(name, argv)
         }
         "[[" => shell_builtins::cond(args),
         _ => Facts::default(),
+    }
+}
+
+/// An interpreter's inline code, found as it reads its options (`perl -le`,
+/// `python3 -Sc`, `node --eval=`), given to the interpreter's table of calls
+/// in its plain spelling (`-e CODE`); options it cannot read are opaque.
+fn interpreter(name: &str, argv: &[Arg]) -> Facts {
+    let as_written = interpreters::inline_code(name, &argv[1..]);
+    if as_written.opaque.is_some() {
+        return as_written;
+    }
+    match programs::interpreter_code(argv) {
+        None => as_written,
+        Some(Err(reason)) => Facts::opaque(reason),
+        Some(Ok(code)) => {
+            let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+            let flag = match base {
+                "python" | "pypy" => "-c",
+                "php" => "-r",
+                _ => "-e",
+            };
+            let plain: Vec<Arg> = code.into_iter().flat_map(|c| [Arg::lit(flag), c]).collect();
+            let judged = interpreters::inline_code(name, &plain);
+            if judged.opaque.is_some() {
+                judged
+            } else {
+                as_written
+            }
+        }
     }
 }
 

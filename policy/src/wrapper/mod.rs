@@ -260,7 +260,7 @@ pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
                 };
             }
             Role::Chdir => info.chdir = f.value.clone(),
-            Role::Plain | Role::Runs | Role::SplitString | Role::Replace => {}
+            Role::Plain | Role::Runs | Role::SplitString | Role::Replace | Role::Code => {}
         }
     }
     let mut i = parsed.end;
