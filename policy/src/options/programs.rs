@@ -332,6 +332,125 @@ pub fn interpreter_code(argv: &[Arg]) -> Option<Result<Vec<Arg>, String>> {
         .collect()))
 }
 
+/// git subcommands' options that make git run a program, with the short
+/// letters that take a value (a cluster's letters after the first of them
+/// are its value): git's parse-options takes any unambiguous prefix of a
+/// long option (`--upload-p`) and clusters short ones (`rebase -fx CMD`).
+const GIT_SUB_RUNS: &[(&[&str], &[Opt], &[u8])] = &[
+    (
+        &["fetch", "pull", "ls-remote"],
+        &[value(0, "upload-pack")], // the program run for the other side
+        b"jos",
+    ),
+    (
+        &["clone"],
+        &[
+            value(b'u', "upload-pack"), // the program run for the other side
+            value(b'c', "config"),      // any config key in the new repository
+            value(0, "template"),       // a template directory: hooks that later run
+        ],
+        b"objuc",
+    ),
+    (
+        &["push", "send-pack"],
+        &[
+            value(0, "receive-pack"), // the program run for the other side
+            value(0, "exec"),         // the same, by its older name
+        ],
+        b"o",
+    ),
+    (
+        &["archive"],
+        &[
+            value(0, "exec"),   // the program run for the other side of `--remote`
+            value(0, "remote"), // runs `git-upload-archive` through a transport
+        ],
+        b"o",
+    ),
+    (
+        &["grep"],
+        &[optional(b'O', "open-files-in-pager")], // opens the files in a pager it names
+        b"efABCm",
+    ),
+    (
+        &["difftool"],
+        &[value(b'x', "extcmd")], // the diff command to run
+        b"t",
+    ),
+    (
+        &["rebase"],
+        &[value(b'x', "exec")], // a shell command after each commit
+        b"sXSC",
+    ),
+    (
+        &["send-email"],
+        &[
+            value(0, "to-cmd"),       // a command whose output lists recipients
+            value(0, "cc-cmd"),       // the same for Cc
+            value(0, "header-cmd"),   // a command whose output adds headers
+            value(0, "sendmail-cmd"), // the program that sends the mail
+            value(0, "smtp-server"),  // a path here is a program to run
+        ],
+        b"",
+    ),
+    (
+        &[
+            "diff",
+            "log",
+            "show",
+            "format-patch",
+            "whatchanged",
+            "diff-tree",
+            "diff-files",
+            "diff-index",
+        ],
+        &[flag(0, "ext-diff")], // runs the external diff driver config names
+        b"",
+    ),
+];
+
+/// The git option that makes a subcommand run a program, in any spelling
+/// (`argv` is git's with its global options removed: `git SUB …`).
+pub fn git_sub_runs(argv: &[Arg]) -> Option<String> {
+    let sub = argv.get(1).filter(|a| !a.dynamic)?.text.as_str();
+    let (_, runs, value_letters) = GIT_SUB_RUNS
+        .iter()
+        .find(|(subs, _, _)| subs.contains(&sub))?;
+    for a in &argv[2..] {
+        if a.dynamic {
+            continue;
+        }
+        let t = a.text.as_str();
+        if t == "--" {
+            break;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            if let Some(o) = runs.iter().find(|o| {
+                !o.long.is_empty()
+                    && (o.long == name || (name.len() >= 3 && o.long.starts_with(name)))
+            }) {
+                return Some(format!("`git {sub} --{}` runs a program (`{t}`)", o.long));
+            }
+            continue;
+        }
+        if let Some(letters) = t.strip_prefix('-') {
+            for b in letters.bytes() {
+                if let Some(o) = runs.iter().find(|o| o.short == b && b != 0) {
+                    return Some(format!(
+                        "`git {sub} -{}` runs a program (`{t}`)",
+                        o.short as char
+                    ));
+                }
+                if value_letters.contains(&b) {
+                    break;
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The first option of `argv[1..]` a table does not know, as written.
 pub fn unknown_option(argv: &[Arg], opts: &'static [Opt]) -> Option<String> {
     let parsed = parse(argv, 1, &Syntax::gnu(opts));
@@ -470,6 +589,26 @@ mod tests {
             Some(Err(_))
         ));
         assert_eq!(code("ls -l"), None);
+    }
+
+    #[test]
+    fn git_options_that_run_programs() {
+        let cases = [
+            ("git fetch --upload-p=x origin", true),
+            ("git fetch --upload-pack x origin", true),
+            ("git rebase -fx cmd HEAD~1", true),
+            ("git rebase --exe cmd HEAD~1", true),
+            ("git rebase -sx HEAD~1", false),
+            ("git clone -uevil url", true),
+            ("git send-email --to-c=x a.patch", true),
+            ("git grep -nO x", true),
+            ("git grep -e O x", false),
+            ("git rebase -i HEAD~3", false),
+            ("git fetch origin", false),
+        ];
+        for (s, want) in cases {
+            assert_eq!(git_sub_runs(&argv(s)).is_some(), want, "{s}");
+        }
     }
 
     #[test]

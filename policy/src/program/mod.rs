@@ -88,7 +88,13 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         "rm" => unknown_option(argv, programs::RM),
         "chmod" => unknown_option(argv, programs::CHMOD),
         "chown" | "chgrp" => unknown_option(argv, programs::CHOWN),
-        "git" => git::git(argv),
+        "git" => {
+            let facts = git::git(argv);
+            // Subcommand options in any spelling (`--upload-p`, `rebase -fx`).
+            let norm = options::global::normalized(argv);
+            let runs = programs::git_sub_runs(norm.as_deref().unwrap_or(argv));
+            facts.or(runs.as_deref())
+        }
         "rg" => file_tools::rg(args),
         "sort" => file_tools::sort(args),
         "tar" | "gtar" | "bsdtar" => file_tools::tar(args),
