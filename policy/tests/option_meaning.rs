@@ -253,3 +253,79 @@ const TABLE: &[Row] = &[
     ("timeout 60 cargo test", &["timeout", "cargo"], &[], &[], Manual, Host, AUTO),
     ("npm --prefix web test", &["npm"], &[], &[], Manual, Host, AUTO),
 ];
+
+/// Where the real program is installed, it decides: each line runs a
+/// harmless `echo` through the wrapper's options as the wrapper reads them,
+/// and what berth says the wrapper runs must print the same.
+#[test]
+fn wrappers_read_options_as_the_real_programs_do() {
+    use berth_policy::arg::Arg;
+    use berth_policy::wrapper::{Unwrap, unwrap};
+    use std::process::{Command, Stdio};
+
+    let lock = std::env::temp_dir().join("berth-option-meaning.lock");
+    let lock = lock.to_string_lossy().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["env", "--sp=echo a b"],
+        vec!["env", "--split-s", "echo a", "b"],
+        vec!["env", "-iSecho a"],
+        vec!["env", "-0iS", "echo a"],
+        vec!["env", "--ch=/", "echo", "a"],
+        vec!["env", "-u", "X", "FOO=1", "echo", "a"],
+        vec!["env", "-uX", "echo", "a"],
+        vec!["env", "--", "echo", "a"],
+        vec!["timeout", "--kill", "5", "10", "echo", "a"],
+        vec!["timeout", "-sKILL", "10", "echo", "a"],
+        vec!["timeout", "--sig=KILL", "10", "echo", "a"],
+        vec!["timeout", "-k5", "-v", "10", "echo", "a"],
+        vec!["timeout", "--pres", "10", "echo", "a"],
+        vec!["nice", "-n5", "echo", "a"],
+        vec!["nice", "-5", "echo", "a"],
+        vec!["nice", "--adj=1", "echo", "a"],
+        vec!["stdbuf", "-oL", "-eL", "echo", "a"],
+        vec!["stdbuf", "--out=L", "echo", "a"],
+        vec!["xargs", "--max-a", "1", "echo", "a"],
+        vec!["xargs", "-tn1", "echo", "a"],
+        vec!["xargs", "-n1", "-P2", "echo", "a"],
+        vec!["flock", "--time", "5", &lock, "echo", "a"],
+        vec!["flock", "-w5", &lock, "-c", "echo a"],
+        vec!["flock", "-c", "echo a", &lock],
+        vec!["ionice", "-c3", "echo", "a"],
+        vec!["taskset", "-c", "0", "echo", "a"],
+        vec!["prlimit", "--nofile=1024", "echo", "a"],
+        vec!["bash", "-ec", "echo a"],
+        vec!["bash", "-o", "pipefail", "-c", "echo a"],
+        vec!["bash", "+o", "posix", "-c", "echo a"],
+        vec!["bash", "-c", "--", "echo a"],
+    ];
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for words in &cases {
+        let real = Command::new(words[0])
+            .args(&words[1..])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        let Ok(real) = real else { continue };
+        if !real.status.success() {
+            continue;
+        }
+        ran += 1;
+        let printed = String::from_utf8_lossy(&real.stdout).trim().to_string();
+        let argv: Vec<Arg> = words.iter().map(|w| Arg::lit(*w)).collect();
+        let judged = match unwrap(&argv) {
+            Unwrap::Command { start, .. } => words[start..].join(" "),
+            Unwrap::Script { script, .. } => script.text,
+            other => format!("{other:?}"),
+        };
+        let judged_prints = judged.strip_prefix("echo ").unwrap_or(&judged).trim();
+        if judged_prints != printed {
+            failures.push(format!(
+                "{words:?}: the program printed {printed:?}, berth reads `{judged}`"
+            ));
+        }
+    }
+    eprintln!("{ran} of {} lines ran with the real programs", cases.len());
+    assert!(ran > 0, "no wrapper is installed");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
