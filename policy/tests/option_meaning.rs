@@ -134,7 +134,13 @@ const TABLE: &[Row] = &[
     ("eval -- git push origin main", &["eval", "git"], &[], &[], AutoMode, Container, ASK),
     ("bash -o pipefail -c 'rm -rf /'", &["bash", "rm"], &[], &[], AutoMode, Container, DENY),
     ("bash -ec 'rm x'", &["bash"], &[], &["rm"], AutoMode, Container, DENY),
+    ("script -qc 'rm x' /dev/null", &["script"], &[], &["rm"], AutoMode, Container, DENY),
+    ("script --comm='rm x' /dev/null", &["script"], &[], &["rm"], AutoMode, Container, DENY),
+    ("hyperfine -p'rm x' ls", &["hyperfine", "ls"], &[], &["rm"], AutoMode, Container, DENY),
+    ("hyperfine --prepare='rm x' ls", &["hyperfine", "ls"], &[], &["rm"], AutoMode, Container, DENY),
+    ("nodemon -x'rm x'", &["nodemon"], &[], &["rm"], AutoMode, Container, DENY),
     // Options the model does not know, and options that name a program.
+    ("hyperfine -Sbash ls", &["hyperfine", "ls"], &[], &[], AutoMode, Container, ASK),
     ("env --frobnicate ls", &["env", "ls"], &[], &[], AutoMode, Container, ASK),
     ("timeout --bogus 5 ls", &["timeout", "ls"], &[], &[], AutoMode, Container, ASK),
     ("xargs --frob ls", &["xargs", "ls"], &[], &[], AutoMode, Container, ASK),
@@ -163,6 +169,7 @@ const TABLE: &[Row] = &[
     ("npx --package eslint eslint", &["npx", "eslint"], &[], &[], Manual, Container, AUTO),
     ("watch -n 1 ls", &["watch", "ls"], &[], &[], Manual, Container, AUTO),
     ("flock /tmp/l make", &["flock", "make"], &[], &[], Manual, Container, AUTO),
+    ("script -q -c 'cargo test' /dev/null", &["script", "cargo"], &[], &[], Manual, Container, AUTO),
     // Deny-template programs: every spelling of recursive, unknown options opaque.
     ("rm --recu --force ~", &["rm"], &[], &[], AutoMode, Container, DENY),
     ("rm --recursive --force /", &["rm"], &[], &[], AutoMode, Container, DENY),

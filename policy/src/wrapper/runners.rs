@@ -349,10 +349,41 @@ pub(super) fn unwrap_hyperfine(argv: &[Arg]) -> Unwrap {
     while i < argv.len() {
         let a = &argv[i];
         let t = a.text.as_str();
+        // Attached values of the options whose value is a command line
+        // (`-p'make clean'`, `--prepare=…`, `--reference=…`).
+        if !a.dynamic
+            && let Some(v) = [
+                "--prepare=",
+                "--setup=",
+                "--cleanup=",
+                "--conclude=",
+                "--reference=",
+            ]
+            .iter()
+            .find_map(|o| t.strip_prefix(o))
+            .or_else(|| {
+                ["-p", "-s", "-c"]
+                    .iter()
+                    .find_map(|o| t.strip_prefix(o).filter(|v| !v.is_empty()))
+            })
+        {
+            scripts.push(Arg {
+                text: v.to_string(),
+                ..a.clone()
+            });
+            i += 1;
+            continue;
+        }
         if !a.dynamic
             && matches!(
                 t,
-                "-p" | "--prepare" | "-s" | "--setup" | "-c" | "--cleanup" | "--conclude"
+                "-p" | "--prepare"
+                    | "-s"
+                    | "--setup"
+                    | "-c"
+                    | "--cleanup"
+                    | "--conclude"
+                    | "--reference"
             )
         {
             if let Some(v) = argv.get(i + 1) {
@@ -392,9 +423,8 @@ pub(super) fn unwrap_hyperfine(argv: &[Arg]) -> Unwrap {
                     | "--time-unit"
                     | "--sort"
                     | "--input"
-                    | "--reference"
             );
-            if matches!(t, "-S" | "--shell") {
+            if t.starts_with("-S") || t == "--shell" || t.starts_with("--shell=") {
                 return Unwrap::Opaque(
                     "`hyperfine --shell` chooses the program that runs each command".into(),
                 );
@@ -465,7 +495,11 @@ pub(super) fn unwrap_nodemon(argv: &[Arg]) -> Unwrap {
                 None => Unwrap::Itself,
             };
         }
-        if let Some(v) = a.text.strip_prefix("--exec=") {
+        if let Some(v) = a
+            .text
+            .strip_prefix("--exec=")
+            .or_else(|| a.text.strip_prefix("-x").filter(|v| !v.is_empty()))
+        {
             return Unwrap::Script {
                 script: Arg {
                     text: v.to_string(),

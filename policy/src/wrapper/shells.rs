@@ -4,7 +4,7 @@
 
 use super::{Unwrap, WrapInfo, join_script};
 use crate::arg::Arg;
-use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, parse, value};
+use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, optional, parse, value};
 
 /// Options of the Bourne-family shells (`sh`, `bash`, `dash`, `ksh`,
 /// `zsh`, `csh`, …): `-c` makes the first operand the script; `-s`/`-i`
@@ -273,35 +273,47 @@ pub(super) fn unwrap_trap(argv: &[Arg]) -> Unwrap {
     }
 }
 
+/// util-linux `script`: records a terminal session; `-c` runs a command
+/// line in it (options anywhere, as GNU getopt permutes them).
+const SCRIPT: &[Opt] = &[
+    value(b'c', "command").role(Role::Script), // a command line run with the user's shell
+    value(b'E', "echo"),
+    value(b'B', "log-io"),
+    value(b'I', "log-in"),
+    value(b'O', "log-out"),
+    value(b'T', "log-timing"),
+    value(b'm', "logging-format"),
+    value(b'o', "output-limit"),
+    optional(b't', "timing"),
+    flag(b'a', "append"),
+    flag(b'e', "return"),
+    flag(b'f', "flush"),
+    flag(0, "force"),
+    flag(b'q', "quiet"),
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'V', "version").role(Role::Itself),
+];
+
 pub(super) fn unwrap_script_cmd(argv: &[Arg]) -> Unwrap {
-    let mut i = 1;
-    while i < argv.len() {
-        let a = &argv[i];
-        let t = a.text.as_str();
-        if !a.dynamic && (t == "-c" || t == "--command") {
-            return match argv.get(i + 1) {
-                Some(s) => Unwrap::Script {
-                    script: s.clone(),
-                    new_process: true,
-                    info: WrapInfo::default(),
-                },
-                None => Unwrap::Itself,
-            };
-        }
-        if !a.dynamic && t.starts_with("--command=") {
-            return Unwrap::Script {
-                script: Arg {
-                    text: t["--command=".len()..].to_string(),
-                    ..a.clone()
-                },
-                new_process: true,
-                info: WrapInfo::default(),
-            };
-        }
-        i += 1;
+    let parsed = parse(argv, 1, &Syntax::gnu(SCRIPT));
+    if let Some(p) = &parsed.problem {
+        return Unwrap::Opaque(p.describe("script"));
     }
-    // `script` without -c starts an interactive shell.
-    Unwrap::Opaque("`script` without -c starts an interactive shell".into())
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
+    match parsed
+        .first_with(Role::Script)
+        .and_then(|f| f.value.clone())
+    {
+        Some(script) => Unwrap::Script {
+            script,
+            new_process: true,
+            info: WrapInfo::default(),
+        },
+        // `script` without -c starts an interactive shell.
+        None => Unwrap::Opaque("`script` without -c starts an interactive shell".into()),
+    }
 }
 
 #[cfg(test)]
