@@ -336,3 +336,106 @@ fn wrappers_read_options_as_the_real_programs_do() {
     assert!(ran > 0, "no wrapper is installed");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `rm`'s options as GNU rm reads them: each spelling runs on a fresh
+/// directory holding a file, and whether rm removed it recursively must be
+/// what berth reads.
+#[test]
+fn rm_recursion_as_the_real_rm_reads_it() {
+    use berth_policy::arg::Arg;
+    use berth_policy::options::programs::rm_is_recursive;
+    use std::process::{Command, Stdio};
+
+    let spellings: &[&[&str]] = &[
+        &["--recu", "--force"],
+        &["--rec"],
+        &["-fR"],
+        &["-rf"],
+        &["-f", "--recursive"],
+        &["-f"],
+        &["--force"],
+        &["-d"],
+        &["-v", "-f"],
+    ];
+    let root = std::env::temp_dir().join(format!("berth-rm-{}", std::process::id()));
+    let mut failures = Vec::new();
+    for (k, opts) in spellings.iter().enumerate() {
+        let dir = root.join(format!("d{k}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("f"), "x").unwrap();
+        let dir_s = dir.to_string_lossy().to_string();
+        let Ok(_) = Command::new("rm")
+            .args(*opts)
+            .arg(&dir_s)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+        else {
+            return;
+        };
+        let removed = !dir.exists();
+        let mut argv = vec![Arg::lit("rm")];
+        argv.extend(opts.iter().map(|o| Arg::lit(*o)));
+        argv.push(Arg::lit(dir_s));
+        if rm_is_recursive(&argv) != Some(removed) {
+            failures.push(format!(
+                "rm {opts:?}: removed {removed}, berth reads {:?}",
+                rm_is_recursive(&argv)
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Interpreters' inline code as they read their options: each line prints
+/// a mark from its code; berth must find that code.
+#[test]
+fn inline_code_as_the_real_interpreters_read_it() {
+    use berth_policy::arg::Arg;
+    use berth_policy::options::programs::interpreter_code;
+    use std::process::{Command, Stdio};
+
+    let cases: &[&[&str]] = &[
+        &["perl", "-le", "print q(MARK)"],
+        &["perl", "-l0e", "print q(MARK)"],
+        &["perl", "-we", "print q(MARK)"],
+        &["perl", "-Mstrict", "-e", "print q(MARK)"],
+        &["perl", "-ne", "print q(MARK)", "/dev/null"],
+        &["python3", "-Sc", "print('MARK')"],
+        &["python3", "-c", "print('MARK')", "-x"],
+        &["python3", "-Ic", "print('MARK')"],
+        &["node", "--eval=console.log('MARK')"],
+        &["node", "-e", "console.log('MARK')"],
+        &["node", "--no-warnings", "-p", "'MARK'"],
+        &["ruby", "-we", "puts 'MARK'"],
+        &["php", "-r", "echo 'MARK';"],
+    ];
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for words in cases {
+        let Ok(real) = Command::new(words[0])
+            .args(&words[1..])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+        else {
+            continue;
+        };
+        if !String::from_utf8_lossy(&real.stdout).contains("MARK") {
+            continue;
+        }
+        ran += 1;
+        let argv: Vec<Arg> = words.iter().map(|w| Arg::lit(*w)).collect();
+        let found = match interpreter_code(&argv) {
+            Some(Ok(code)) => code.iter().any(|c| c.text.contains("MARK")),
+            _ => false,
+        };
+        if !found {
+            failures.push(format!("{words:?}: runs code berth does not find"));
+        }
+    }
+    assert!(ran > 0, "no interpreter is installed");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
