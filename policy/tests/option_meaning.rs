@@ -140,6 +140,11 @@ const TABLE: &[Row] = &[
     ("hyperfine --prepare='rm x' ls", &["hyperfine", "ls"], &[], &["rm"], AutoMode, Container, DENY),
     ("nodemon -x'rm x'", &["nodemon"], &[], &["rm"], AutoMode, Container, DENY),
     // Options the model does not know, and options that name a program.
+    ("timeout --bogus 5 rm -rf /", &["timeout", "rm"], &[], &[], AutoMode, Container, DENY),
+    ("sudo --frob rm x", &[], &[], &["rm"], AutoMode, Container, DENY),
+    ("env --frob rm -rf /", &["env", "rm"], &[], &[], AutoMode, Container, DENY),
+    ("xargs --frob rm x", &["xargs"], &[], &["rm"], AutoMode, Container, DENY),
+    ("nice --frob ls", &["nice", "ls"], &[], &[], Manual, Container, ASK),
     ("hyperfine -Sbash ls", &["hyperfine", "ls"], &[], &[], AutoMode, Container, ASK),
     ("env --frobnicate ls", &["env", "ls"], &[], &[], AutoMode, Container, ASK),
     ("timeout --bogus 5 ls", &["timeout", "ls"], &[], &[], AutoMode, Container, ASK),

@@ -156,6 +156,10 @@ pub struct Syntax {
     /// A long option the table does not list is a flag, not an error
     /// (node passes its V8 flags through).
     pub lenient_long: bool,
+    /// Read on past an unknown option as if it were a flag, keeping the
+    /// first problem: a best guess of where the operands start, so deny
+    /// rules still see the command of a segment that is opaque anyway.
+    pub guess: bool,
 }
 
 impl Syntax {
@@ -167,6 +171,7 @@ impl Syntax {
             numeric: false,
             plus: false,
             lenient_long: false,
+            guess: false,
         }
     }
 
@@ -178,6 +183,7 @@ impl Syntax {
             numeric: false,
             plus: false,
             lenient_long: false,
+            guess: false,
         }
     }
 }
@@ -341,6 +347,11 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
                     i += 1;
                     continue;
                 }
+                Err(p @ (Problem::Unknown(_) | Problem::Ambiguous(_))) if syntax.guess => {
+                    out.problem.get_or_insert(p);
+                    i += 1;
+                    continue;
+                }
                 Err(p) => {
                     out.problem = Some(p);
                     out.end = i;
@@ -348,6 +359,10 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
                 }
             };
             let value = match (opt.arity, attached) {
+                (Arity::Flag, Some(_)) if syntax.guess => {
+                    out.problem.get_or_insert(Problem::Unknown(t.to_string()));
+                    None
+                }
                 (Arity::Flag, Some(_)) => {
                     out.problem = Some(Problem::Unknown(t.to_string()));
                     out.end = i;
@@ -397,7 +412,12 @@ pub fn parse(argv: &[Arg], start: usize, syntax: &Syntax) -> Parsed {
                 let shown = t
                     .get(j..=j)
                     .map_or_else(|| "?".to_string(), |s| s.to_string());
-                out.problem = Some(Problem::Unknown(format!("{}{shown}", &t[..1])));
+                let p = Problem::Unknown(format!("{}{shown}", &t[..1]));
+                if syntax.guess {
+                    out.problem.get_or_insert(p);
+                    break;
+                }
+                out.problem = Some(p);
                 out.end = i;
                 return out;
             };
@@ -541,6 +561,18 @@ mod tests {
             assert_eq!(p.end, *end, "{line}");
             assert_eq!(p.problem, *problem, "{line}");
         }
+    }
+
+    #[test]
+    fn a_guess_reads_on_past_unknown_options() {
+        let argv = words("p --bogus -vx -s 9 cmd -v");
+        let syntax = Syntax {
+            guess: true,
+            ..Syntax::wrapper(OPTS)
+        };
+        let p = parse(&argv, 1, &syntax);
+        assert_eq!(p.problem, Some(Problem::Unknown("--bogus".into())));
+        assert_eq!(p.end, 5);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::{Unwrap, WrapInfo};
 use crate::arg::Arg;
-use crate::options::{HELP_VERSION, Opt, Role, Syntax, flag, optional, parse, value};
+use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, optional, parse, value};
 
 /// GNU `env` (and `cross-env`, which takes assignments the same way).
 const ENV: &[Opt] = &[
@@ -25,14 +25,31 @@ const ENV: &[Opt] = &[
 
 pub(super) fn unwrap_env(argv: &[Arg]) -> Unwrap {
     let name = argv.first().map_or("env", |a| a.basename());
-    let parsed = parse(argv, 1, &Syntax::wrapper(ENV));
-    if let Some(p) = &parsed.problem {
-        return Unwrap::Opaque(p.describe(name));
+    let parsed = parse(
+        argv,
+        1,
+        &Syntax {
+            guess: true,
+            ..Syntax::wrapper(ENV)
+        },
+    );
+    let mut info = WrapInfo::default();
+    match &parsed.problem {
+        Some(p @ (Problem::Unknown(_) | Problem::Ambiguous(_))) => {
+            info.opaque = Some(p.describe(name));
+        }
+        Some(p) => return Unwrap::Opaque(p.describe(name)),
+        None => {}
+    }
+    if let Some(reason) = &info.opaque
+        && (parsed.first_with(Role::Itself).is_some()
+            || parsed.first_with(Role::SplitString).is_some())
+    {
+        return Unwrap::Opaque(reason.clone());
     }
     if parsed.first_with(Role::Itself).is_some() {
         return Unwrap::Itself;
     }
-    let mut info = WrapInfo::default();
     for f in parsed.found.iter().filter(|f| f.opt.role == Role::Chdir) {
         info.chdir = f.value.clone();
     }
@@ -84,6 +101,9 @@ pub(super) fn unwrap_env(argv: &[Arg]) -> Unwrap {
         i += 1;
     }
     if i >= argv.len() {
+        if let Some(reason) = info.opaque {
+            return Unwrap::Opaque(reason);
+        }
         if info.assigns.is_empty() && info.chdir.is_none() {
             return Unwrap::Itself;
         }

@@ -26,7 +26,7 @@ mod shells;
 pub use shells::{is_interpreter, is_shell};
 
 use crate::arg::Arg;
-use crate::options::{Found, Opt, Role, Syntax, flag, parse, value};
+use crate::options::{Found, Opt, Problem, Role, Syntax, flag, parse, value};
 
 /// What a wrapper invocation runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +67,10 @@ pub struct WrapInfo {
     pub privileged: bool,
     /// The wrapper is a shell (`bash -c`).
     pub shell: bool,
+    /// Why the segment is opaque although the command was found: an option
+    /// of the wrapper berth does not know (the command found is a best
+    /// guess, so deny rules still see it).
+    pub opaque: Option<String>,
 }
 
 /// A simple wrapper: its option table (read by [`crate::options`]), the
@@ -232,21 +236,29 @@ pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
     let name = argv.first().map_or("", |a| a.basename());
     let syntax = Syntax {
         numeric: spec.numeric,
+        guess: true,
         ..Syntax::wrapper(spec.opts)
     };
     let parsed = parse(argv, skip, &syntax);
-    if let Some(p) = &parsed.problem {
-        return Unwrap::Opaque(p.describe(name));
-    }
     let mut info = WrapInfo {
         privileged: spec.privileged,
         package: spec.package,
         ..WrapInfo::default()
     };
+    match &parsed.problem {
+        Some(p @ (Problem::Unknown(_) | Problem::Ambiguous(_))) => {
+            info.opaque = Some(p.describe(name));
+        }
+        Some(p) => return Unwrap::Opaque(p.describe(name)),
+        None => {}
+    }
     if let Some(f) = parsed.first_with(Role::Runs) {
         return Unwrap::Opaque(runs_reason(name, f));
     }
     for f in &parsed.found {
+        if let (Some(reason), Role::Itself | Role::Script) = (&info.opaque, f.opt.role) {
+            return Unwrap::Opaque(reason.clone());
+        }
         match f.opt.role {
             Role::Itself => return Unwrap::Itself,
             Role::Script => {
@@ -270,7 +282,10 @@ pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
         }
     }
     if i >= argv.len() {
-        return Unwrap::Itself;
+        return match info.opaque {
+            Some(reason) => Unwrap::Opaque(reason),
+            None => Unwrap::Itself,
+        };
     }
     Unwrap::Command { start: i, info }
 }

@@ -6,7 +6,7 @@
 
 use super::{NONE, Spec, Unwrap, WrapInfo, join_script};
 use crate::arg::Arg;
-use crate::options::{HELP_VERSION, Opt, Role, Syntax, flag, optional, parse, value};
+use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, optional, parse, value};
 
 const HELP: Opt = HELP_VERSION[0];
 const VERSION: Opt = HELP_VERSION[1];
@@ -639,17 +639,28 @@ const XARGS: &[Opt] = &[
 ];
 
 pub(super) fn unwrap_xargs(argv: &[Arg]) -> Unwrap {
-    let parsed = parse(argv, 1, &Syntax::wrapper(XARGS));
-    if let Some(p) = &parsed.problem {
-        return Unwrap::Opaque(p.describe("xargs"));
-    }
-    if parsed.first_with(Role::Itself).is_some() {
-        return Unwrap::Itself;
-    }
+    let parsed = parse(
+        argv,
+        1,
+        &Syntax {
+            guess: true,
+            ..Syntax::wrapper(XARGS)
+        },
+    );
     let mut info = WrapInfo {
         trailing_dynamic: true,
         ..WrapInfo::default()
     };
+    match &parsed.problem {
+        Some(p @ (Problem::Unknown(_) | Problem::Ambiguous(_))) => {
+            info.opaque = Some(p.describe("xargs"));
+        }
+        Some(p) => return Unwrap::Opaque(p.describe("xargs")),
+        None => {}
+    }
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
     for f in parsed.found.iter().filter(|f| f.opt.role == Role::Replace) {
         info.replace = Some(
             f.value
@@ -661,7 +672,10 @@ pub(super) fn unwrap_xargs(argv: &[Arg]) -> Unwrap {
     }
     if parsed.end >= argv.len() {
         // xargs with no command runs `echo`.
-        return Unwrap::Itself;
+        return match info.opaque {
+            Some(reason) => Unwrap::Opaque(reason),
+            None => Unwrap::Itself,
+        };
     }
     Unwrap::Command {
         start: parsed.end,
