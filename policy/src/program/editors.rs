@@ -83,7 +83,27 @@ const GDB_RUNS_SHORT: &[&str] = &[
 ];
 
 pub(super) fn gdb(args: &[Arg]) -> Facts {
-    opt_runs(args, GDB_RUNS_LONG, &[], "").or(
+    // gdb reads long options with one dash too (`-eval-command=…`, `-ev`).
+    let long_spelled: Vec<Arg> = args
+        .iter()
+        .map(|a| {
+            if a.text.len() > 2 && a.text.starts_with('-') && !a.text.starts_with("--") {
+                Arg {
+                    text: format!("-{}", a.text),
+                    ..a.clone()
+                }
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    opt_runs(
+        &long_spelled,
+        GDB_RUNS_LONG,
+        &[],
+        "`gdb` with commands to run",
+    )
+    .or(
         if args.iter().any(|a| GDB_RUNS_SHORT.iter().any(|o| a.is(o))) {
             Some("`gdb` with commands to run (-ex/-x)")
         } else {

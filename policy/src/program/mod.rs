@@ -98,7 +98,7 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         "rg" => file_tools::rg(args),
         "sort" => file_tools::sort(args),
         "tar" | "gtar" | "bsdtar" => file_tools::tar(args),
-        "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk::awk(args),
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk::awk(argv),
         "sed" | "gsed" => sed::sed(argv),
         "find" | "gfind" => file_tools::find(argv),
         "ssh" | "scp" | "sftp" => network::ssh(name, args),
@@ -192,12 +192,20 @@ pub(super) fn opt_runs(args: &[Arg], long: &[&str], short: &[u8], reason: &str) 
             break;
         }
         if t.starts_with("--") {
+            // GNU getopt_long takes any unambiguous prefix (`--pre`,
+            // `--compress-p`): a prefix of a listed option is read as it.
             let name = t.split('=').next().unwrap_or(t);
-            if long.contains(&name) {
+            if long
+                .iter()
+                .any(|l| *l == name || (name.len() >= 4 && l.starts_with(name)))
+            {
                 return Facts::opaque(reason);
             }
-        } else if t.len() > 1 && t.starts_with('-') && short.contains(&t.as_bytes()[1]) {
-            return Facts::opaque(reason);
+        } else if t.len() > 1 && t.starts_with('-') {
+            // Any letter of a cluster (`-aP pager`), a value attached or not.
+            if t.bytes().skip(1).any(|b| short.contains(&b)) {
+                return Facts::opaque(reason);
+            }
         }
     }
     Facts::default()
