@@ -576,6 +576,64 @@ mod tests {
     }
 
     #[test]
+    fn parsing_is_total() {
+        let words = [
+            "-",
+            "--",
+            "-=",
+            "--=",
+            "--é=x",
+            "-é",
+            "-aé",
+            "-vé",
+            "-Sé",
+            "-l0é",
+            "-0",
+            "+",
+            "+é",
+            "+o",
+            "-\u{10FFFF}",
+            "--sp",
+            "--s",
+            "-kS",
+            "x",
+            "",
+            "-d",
+        ];
+        let tables: [&[Opt]; 6] = [
+            OPTS,
+            programs::RM,
+            programs::SED,
+            programs::PERL,
+            programs::PYTHON,
+            programs::NODE,
+        ];
+        for table in tables {
+            for plus in [false, true] {
+                for stop in [false, true] {
+                    let syntax = Syntax {
+                        opts: table,
+                        stop_at_operand: stop,
+                        numeric: plus,
+                        plus,
+                        lenient_long: plus,
+                        guess: stop,
+                    };
+                    for a in words {
+                        for b in words {
+                            let argv = vec![Arg::lit("p"), Arg::lit(a), Arg::lit(b)];
+                            let p = parse(&argv, 1, &syntax);
+                            assert!(p.end <= argv.len(), "{a:?} {b:?}");
+                            let argv = vec![Arg::lit("p"), Arg::dynamic(a), Arg::lit(b)];
+                            let _ = parse(&argv, 1, &syntax);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn gnu_programs_permute() {
         let argv = words("p a -v b -- -s");
         let p = parse(&argv, 1, &Syntax::gnu(OPTS));
