@@ -251,6 +251,8 @@ const TABLE: &[Row] = &[
     ("npm -C web pub", &["npm"], &[], &[], AutoMode, Container, ASK),
     ("npm i left-pad", &["npm"], &[], &["npm install"], AutoMode, Container, DENY),
     ("npm rum build", &["npm"], &["npm run build"], &[], AutoMode, Container, ASK),
+    ("npm run-script build", &["npm"], &["npm run *"], &[], AutoMode, Container, ASK),
+    ("npm run build", &["npm"], &["npm run *"], &[], AutoMode, Container, ASK),
     ("npm --weird publish", &["npm"], &[], &[], AutoMode, Container, ASK),
     ("kubectl -v 6 apply -f k8s/", &["kubectl"], &[], &[], AutoMode, Container, ASK),
     ("kubectl --v=6 delete pod x", &["kubectl"], &[], &[], AutoMode, Container, ASK),

@@ -324,7 +324,7 @@ const NPM_COMMANDS: &[&str] = &[
     "repo",
     "restart",
     "root",
-    "run-script",
+    "run",
     "sbom",
     "search",
     "set",
@@ -345,7 +345,9 @@ const NPM_COMMANDS: &[&str] = &[
     "whoami",
 ];
 
-/// npm's aliases (`lib/utils/cmd-list.js`): alias → command.
+/// npm's aliases (`lib/utils/cmd-list.js`): alias → command. `run` is
+/// named as people write it (npm's own name is `run-script`), so a glob
+/// pattern `npm run *` still matches.
 const NPM_ALIASES: &[(&str, &str)] = &[
     ("author", "owner"),
     ("home", "docs"),
@@ -374,7 +376,7 @@ const NPM_ALIASES: &[(&str, &str)] = &[
     ("t", "test"),
     ("ddp", "dedupe"),
     ("v", "view"),
-    ("run", "run-script"),
+    ("run-script", "run"),
     ("clean-install", "ci"),
     ("clean-install-test", "install-ci-test"),
     ("x", "exec"),
@@ -398,9 +400,9 @@ const NPM_ALIASES: &[(&str, &str)] = &[
     ("dist-tags", "dist-tag"),
     ("upgrade", "update"),
     ("udpate", "update"),
-    ("rum", "run-script"),
+    ("rum", "run"),
     ("sit", "install-ci-test"),
-    ("urn", "run-script"),
+    ("urn", "run"),
     ("ogr", "org"),
     ("add-user", "adduser"),
 ];
@@ -630,7 +632,8 @@ mod tests {
             ("npm pub", "npm publish"),
             ("npm publis", "npm publish"),
             ("npm i left-pad", "npm install left-pad"),
-            ("npm -C web run build", "npm run-script build"),
+            ("npm -C web run build", "npm run build"),
+            ("npm run-script build", "npm run build"),
             ("npm --weird publish", "-"),
             ("npm p", "npm p"),
             ("kubectl -v 6 apply -f k8s/", "kubectl apply -f k8s/"),
