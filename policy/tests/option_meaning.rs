@@ -260,6 +260,8 @@ const TABLE: &[Row] = &[
     ("pnpm -r exec rm x", &["pnpm"], &[], &["rm"], AutoMode, Container, DENY),
     ("uv --directory . run rm -rf /", &["uv", "rm"], &[], &[], AutoMode, Container, DENY),
     ("cargo +nightly --locked run", &["cargo"], &[], &["cargo run"], AutoMode, Container, DENY),
+    ("cargo r", &["cargo"], &[], &["cargo run"], AutoMode, Container, DENY),
+    ("helm -n prod del app", &["helm"], &[], &[], AutoMode, Container, ASK),
     ("docker --context x push img", &["docker"], &[], &[], AutoMode, Container, ASK),
     ("gh -R o/r pr merge 1", &["gh"], &[], &[], AutoMode, Container, ASK),
     ("git -C . push origin main", &["git"], &[], &["git push"], AutoMode, Container, DENY),

@@ -431,8 +431,23 @@ const YARN_ALIASES: &[(&str, &str)] = &[
     ("run-script", "run"),
 ];
 
-/// docker's aliases for the commands the limit names.
-const DOCKER_ALIASES: &[(&str, &str)] = &[("builder", "builder")];
+/// cargo's built-in aliases.
+const CARGO_ALIASES: &[(&str, &str)] = &[
+    ("b", "build"),
+    ("c", "check"),
+    ("d", "doc"),
+    ("t", "test"),
+    ("r", "run"),
+    ("rm", "remove"),
+];
+
+/// helm's aliases.
+const HELM_ALIASES: &[(&str, &str)] = &[
+    ("del", "uninstall"),
+    ("delete", "uninstall"),
+    ("un", "uninstall"),
+    ("ls", "list"),
+];
 
 /// A tool that takes a subcommand: its global options and how it names
 /// subcommands.
@@ -473,16 +488,17 @@ fn table(name: &str) -> Option<Tool> {
         },
         "bun" => tool(BUN),
         "cargo" => Tool {
+            aliases: CARGO_ALIASES,
             toolchain: true,
             ..tool(CARGO)
         },
         "uv" => tool(UV),
-        "docker" | "podman" => Tool {
-            aliases: DOCKER_ALIASES,
-            ..tool(DOCKER)
-        },
+        "docker" | "podman" => tool(DOCKER),
         "kubectl" | "oc" => tool(KUBECTL),
-        "helm" => tool(HELM),
+        "helm" => Tool {
+            aliases: HELM_ALIASES,
+            ..tool(HELM)
+        },
         "gh" | "hub" | "glab" => tool(GH),
         "pulumi" => tool(PULUMI),
         _ => return None,
@@ -641,6 +657,8 @@ mod tests {
             ("pnpm -r exec git push", "pnpm exec git push"),
             ("uv --directory . run pytest", "uv run pytest"),
             ("cargo +nightly --locked run", "cargo run"),
+            ("cargo r --release", "cargo run --release"),
+            ("helm del x", "helm uninstall x"),
             ("docker --context x push img", "docker push img"),
             ("gh -R o/r pr merge", "gh pr merge"),
             ("git -C d -c k=v push", "git push"),
