@@ -117,39 +117,37 @@ impl Pattern {
             Kind::All => Match::Yes,
             Kind::Prefix(words) | Kind::Exact(words) => {
                 let exact = matches!(self.kind, Kind::Exact(_));
+                let as_written = compare(words, argv, side, exact, trailing_dynamic);
                 // Deny, ask and privileged patterns compare meanings: the
                 // argv they see has its global options removed and its
                 // subcommand named canonically, so the pattern's words are
-                // read the same way (`npm run build` is `npm run-script build`).
-                let canonical = match side {
-                    Side::Restrict => canonical_words(words),
-                    Side::Allow => None,
-                };
-                let words = canonical.as_deref().unwrap_or(words);
-                compare(words, argv, side, exact, trailing_dynamic)
-            }
-            Kind::Glob(g) => {
-                if argv.iter().any(|a| a.dynamic) || trailing_dynamic {
-                    return Match::Maybe;
-                }
-                let joined = argv
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| {
-                        if i == 0 && side == Side::Restrict {
-                            a.basename()
-                        } else {
-                            a.text.as_str()
+                // read the same way too (`npm rum build` is `npm run build`);
+                // either reading matching is a match.
+                match (side, as_written) {
+                    (Side::Restrict, Match::No | Match::Maybe) => match canonical_words(words) {
+                        Some(c) => {
+                            either(as_written, compare(&c, argv, side, exact, trailing_dynamic))
                         }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if glob_match(g.as_bytes(), joined.as_bytes()) {
-                    Match::Yes
-                } else {
-                    Match::No
+                        None => as_written,
+                    },
+                    _ => as_written,
                 }
             }
+            Kind::Glob(g) if side == Side::Restrict => {
+                let as_written = glob_matches(g, argv, trailing_dynamic, side);
+                if as_written == Match::Yes {
+                    return as_written;
+                }
+                let words: Vec<String> = g.split(' ').map(str::to_string).collect();
+                match canonical_words(&words) {
+                    Some(c) => either(
+                        as_written,
+                        glob_matches(&c.join(" "), argv, trailing_dynamic, side),
+                    ),
+                    None => as_written,
+                }
+            }
+            Kind::Glob(g) => glob_matches(g, argv, trailing_dynamic, side),
         }
     }
 }
@@ -163,6 +161,39 @@ fn canonical_words(words: &[String]) -> Option<Vec<String>> {
     let argv: Vec<Arg> = words.iter().map(Arg::lit).collect();
     let norm = crate::options::global::normalized(&argv)?;
     Some(norm.into_iter().map(|a| a.text).collect())
+}
+
+/// The stronger of two readings' matches.
+fn either(a: Match, b: Match) -> Match {
+    match (a, b) {
+        (Match::Yes, _) | (_, Match::Yes) => Match::Yes,
+        (Match::Maybe, _) | (_, Match::Maybe) => Match::Maybe,
+        _ => Match::No,
+    }
+}
+
+/// A glob over argv's words joined by spaces.
+fn glob_matches(g: &str, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
+    if argv.iter().any(|a| a.dynamic) || trailing_dynamic {
+        return Match::Maybe;
+    }
+    let joined = argv
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if i == 0 && side == Side::Restrict {
+                a.basename()
+            } else {
+                a.text.as_str()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    if glob_match(g.as_bytes(), joined.as_bytes()) {
+        Match::Yes
+    } else {
+        Match::No
+    }
 }
 
 fn glob_kind(text: &str) -> Kind {
