@@ -111,6 +111,20 @@ impl Pattern {
         }
     }
 
+    /// Matches an invocation for a deny, ask or privileged pattern: as
+    /// written (`kubectl --context prod` meets its global option) or as the
+    /// tool reads it (`norm`: global options removed, subcommand canonical).
+    pub fn matches_restrict(&self, written: &[Arg], norm: &[Arg], trailing_dynamic: bool) -> Match {
+        let read = self.matches(norm, trailing_dynamic, Side::Restrict);
+        if read == Match::Yes || written.len() == norm.len() && written == norm {
+            return read;
+        }
+        either(
+            read,
+            self.matches(written, trailing_dynamic, Side::Restrict),
+        )
+    }
+
     /// Matches argv. `trailing_dynamic`: more arguments follow from stdin.
     pub fn matches(&self, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
         match &self.kind {

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use crate::arg::Arg;
-use crate::pattern::{Match, Pattern, Side};
+use crate::pattern::{Match, Pattern};
 use crate::program::git_normalized;
 use crate::scope::normalize;
 use crate::segment::{Cwd, Segment};
@@ -98,7 +98,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
         }
         let normalized = normalized_argv(inv);
         for p in extra {
-            match p.matches(&normalized, seg.trailing_dynamic, Side::Restrict) {
+            match p.matches_restrict(inv, &normalized, seg.trailing_dynamic) {
                 Match::Yes => {
                     return Some(Hit::Deny(format!(
                         "the project's deny template `{}`",

@@ -256,6 +256,8 @@ const TABLE: &[Row] = &[
     ("npm install left-pad", &["npm"], &[], &["npm i *"], AutoMode, Container, DENY),
     ("npm --prefix . i left-pad", &["npm"], &[], &["npm i *-pad"], AutoMode, Container, DENY),
     ("git -C . push origin main --force", &["git"], &[], &["git push * --force"], AutoMode, Container, DENY),
+    ("kubectl --context prod get pods", &["kubectl"], &[], &["kubectl --context prod"], AutoMode, Container, DENY),
+    ("npm --prefix web test", &["npm"], &["npm --prefix web"], &[], AutoMode, Container, ASK),
     ("npm --weird publish", &["npm"], &[], &[], AutoMode, Container, ASK),
     ("kubectl -v 6 apply -f k8s/", &["kubectl"], &[], &[], AutoMode, Container, ASK),
     ("kubectl --v=6 delete pod x", &["kubectl"], &[], &[], AutoMode, Container, ASK),
