@@ -23,6 +23,10 @@ pub struct Pattern {
     /// As written in the rules file.
     pub raw: String,
     pub kind: Kind,
+    /// The pattern as a modelled tool reads it (global options removed,
+    /// subcommand canonical), when that differs: deny, ask and privileged
+    /// matching try it too. Computed once here, not per invocation.
+    pub canonical: Option<Kind>,
 }
 
 /// Whether a pattern matches.
@@ -45,6 +49,24 @@ pub enum Side {
 }
 
 impl Pattern {
+    fn new(raw: String, kind: Kind) -> Pattern {
+        let canonical = match &kind {
+            Kind::Prefix(w) => canonical_words(w).map(Kind::Prefix),
+            Kind::Exact(w) => canonical_words(w).map(Kind::Exact),
+            Kind::Glob(g) => {
+                let words: Vec<String> = g.split(' ').map(str::to_string).collect();
+                canonical_words(&words).map(|c| Kind::Glob(c.join(" ")))
+            }
+            Kind::All => None,
+        }
+        .filter(|c| *c != kind);
+        Pattern {
+            raw,
+            kind,
+            canonical,
+        }
+    }
+
     /// A plain word-prefix pattern (native `permissions.json`, berth.toml).
     pub fn plain(raw: &str) -> Result<Pattern, String> {
         let words = split_words(raw)?;
@@ -55,25 +77,16 @@ impl Pattern {
             return Pattern::claude_inner(raw, raw);
         }
         if words.iter().any(|w| w.contains('*')) {
-            return Ok(Pattern {
-                raw: raw.to_string(),
-                kind: glob_kind(raw),
-            });
+            return Ok(Pattern::new(raw.to_string(), glob_kind(raw)));
         }
-        Ok(Pattern {
-            raw: raw.to_string(),
-            kind: Kind::Prefix(words),
-        })
+        Ok(Pattern::new(raw.to_string(), Kind::Prefix(words)))
     }
 
     /// The inside of Claude Code's `Bash(…)`.
     pub fn claude_inner(raw: &str, inner: &str) -> Result<Pattern, String> {
         let inner = inner.trim();
         if inner.is_empty() || inner == "*" {
-            return Ok(Pattern {
-                raw: raw.to_string(),
-                kind: Kind::All,
-            });
+            return Ok(Pattern::new(raw.to_string(), Kind::All));
         }
         let (body, prefix) = if let Some(b) = inner.strip_suffix(":*") {
             (b, true)
@@ -83,10 +96,7 @@ impl Pattern {
             (inner, false)
         };
         if body.contains('*') {
-            return Ok(Pattern {
-                raw: raw.to_string(),
-                kind: glob_kind(inner),
-            });
+            return Ok(Pattern::new(raw.to_string(), glob_kind(inner)));
         }
         let words = split_words(body)?;
         if words.is_empty() {
@@ -97,10 +107,7 @@ impl Pattern {
         } else {
             Kind::Exact(words)
         };
-        Ok(Pattern {
-            raw: raw.to_string(),
-            kind,
-        })
+        Ok(Pattern::new(raw.to_string(), kind))
     }
 
     /// The pattern's first word (the program), if it has a fixed one.
@@ -127,42 +134,26 @@ impl Pattern {
 
     /// Matches argv. `trailing_dynamic`: more arguments follow from stdin.
     pub fn matches(&self, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
-        match &self.kind {
-            Kind::All => Match::Yes,
-            Kind::Prefix(words) | Kind::Exact(words) => {
-                let exact = matches!(self.kind, Kind::Exact(_));
-                let as_written = compare(words, argv, side, exact, trailing_dynamic);
-                // Deny, ask and privileged patterns compare meanings: the
-                // argv they see has its global options removed and its
-                // subcommand named canonically, so the pattern's words are
-                // read the same way too (`npm rum build` is `npm run build`);
-                // either reading matching is a match.
-                match (side, as_written) {
-                    (Side::Restrict, Match::No | Match::Maybe) => match canonical_words(words) {
-                        Some(c) => {
-                            either(as_written, compare(&c, argv, side, exact, trailing_dynamic))
-                        }
-                        None => as_written,
-                    },
-                    _ => as_written,
-                }
+        let as_written = kind_matches(&self.kind, argv, trailing_dynamic, side);
+        // Deny, ask and privileged patterns compare meanings: the argv they
+        // see has its global options removed and its subcommand named
+        // canonically, so the pattern is read the same way too (`npm rum
+        // build` is `npm run build`); either reading matching is a match.
+        match (side, as_written, &self.canonical) {
+            (Side::Restrict, Match::No | Match::Maybe, Some(c)) => {
+                either(as_written, kind_matches(c, argv, trailing_dynamic, side))
             }
-            Kind::Glob(g) if side == Side::Restrict => {
-                let as_written = glob_matches(g, argv, trailing_dynamic, side);
-                if as_written == Match::Yes {
-                    return as_written;
-                }
-                let words: Vec<String> = g.split(' ').map(str::to_string).collect();
-                match canonical_words(&words) {
-                    Some(c) => either(
-                        as_written,
-                        glob_matches(&c.join(" "), argv, trailing_dynamic, side),
-                    ),
-                    None => as_written,
-                }
-            }
-            Kind::Glob(g) => glob_matches(g, argv, trailing_dynamic, side),
+            _ => as_written,
         }
+    }
+}
+
+fn kind_matches(kind: &Kind, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
+    match kind {
+        Kind::All => Match::Yes,
+        Kind::Prefix(words) => compare(words, argv, side, false, trailing_dynamic),
+        Kind::Exact(words) => compare(words, argv, side, true, trailing_dynamic),
+        Kind::Glob(g) => glob_matches(g, argv, trailing_dynamic, side),
     }
 }
 
