@@ -23,6 +23,7 @@ pub mod explain;
 pub mod frame;
 pub mod glob_meet;
 mod json_spans;
+pub mod options;
 pub mod path_words;
 pub mod pathmap;
 pub mod pattern;

@@ -23,6 +23,10 @@ pub struct Pattern {
     /// As written in the rules file.
     pub raw: String,
     pub kind: Kind,
+    /// The pattern as a modelled tool reads it (global options removed,
+    /// subcommand canonical), when that differs: deny, ask and privileged
+    /// matching try it too. Computed once here, not per invocation.
+    pub canonical: Option<Kind>,
 }
 
 /// Whether a pattern matches.
@@ -45,6 +49,24 @@ pub enum Side {
 }
 
 impl Pattern {
+    fn new(raw: String, kind: Kind) -> Pattern {
+        let canonical = match &kind {
+            Kind::Prefix(w) => canonical_words(w).map(Kind::Prefix),
+            Kind::Exact(w) => canonical_words(w).map(Kind::Exact),
+            Kind::Glob(g) => {
+                let words: Vec<String> = g.split(' ').map(str::to_string).collect();
+                canonical_words(&words).map(|c| Kind::Glob(c.join(" ")))
+            }
+            Kind::All => None,
+        }
+        .filter(|c| *c != kind);
+        Pattern {
+            raw,
+            kind,
+            canonical,
+        }
+    }
+
     /// A plain word-prefix pattern (native `permissions.json`, berth.toml).
     pub fn plain(raw: &str) -> Result<Pattern, String> {
         let words = split_words(raw)?;
@@ -55,25 +77,16 @@ impl Pattern {
             return Pattern::claude_inner(raw, raw);
         }
         if words.iter().any(|w| w.contains('*')) {
-            return Ok(Pattern {
-                raw: raw.to_string(),
-                kind: glob_kind(raw),
-            });
+            return Ok(Pattern::new(raw.to_string(), glob_kind(raw)));
         }
-        Ok(Pattern {
-            raw: raw.to_string(),
-            kind: Kind::Prefix(words),
-        })
+        Ok(Pattern::new(raw.to_string(), Kind::Prefix(words)))
     }
 
     /// The inside of Claude Code's `Bash(…)`.
     pub fn claude_inner(raw: &str, inner: &str) -> Result<Pattern, String> {
         let inner = inner.trim();
         if inner.is_empty() || inner == "*" {
-            return Ok(Pattern {
-                raw: raw.to_string(),
-                kind: Kind::All,
-            });
+            return Ok(Pattern::new(raw.to_string(), Kind::All));
         }
         let (body, prefix) = if let Some(b) = inner.strip_suffix(":*") {
             (b, true)
@@ -83,10 +96,7 @@ impl Pattern {
             (inner, false)
         };
         if body.contains('*') {
-            return Ok(Pattern {
-                raw: raw.to_string(),
-                kind: glob_kind(inner),
-            });
+            return Ok(Pattern::new(raw.to_string(), glob_kind(inner)));
         }
         let words = split_words(body)?;
         if words.is_empty() {
@@ -97,10 +107,7 @@ impl Pattern {
         } else {
             Kind::Exact(words)
         };
-        Ok(Pattern {
-            raw: raw.to_string(),
-            kind,
-        })
+        Ok(Pattern::new(raw.to_string(), kind))
     }
 
     /// The pattern's first word (the program), if it has a fixed one.
@@ -111,35 +118,86 @@ impl Pattern {
         }
     }
 
+    /// Matches an invocation for a deny, ask or privileged pattern: as
+    /// written (`kubectl --context prod` meets its global option) or as the
+    /// tool reads it (`norm`: global options removed, subcommand canonical).
+    pub fn matches_restrict(&self, written: &[Arg], norm: &[Arg], trailing_dynamic: bool) -> Match {
+        let read = self.matches(norm, trailing_dynamic, Side::Restrict);
+        if read == Match::Yes || written.len() == norm.len() && written == norm {
+            return read;
+        }
+        either(
+            read,
+            self.matches(written, trailing_dynamic, Side::Restrict),
+        )
+    }
+
     /// Matches argv. `trailing_dynamic`: more arguments follow from stdin.
     pub fn matches(&self, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
-        match &self.kind {
-            Kind::All => Match::Yes,
-            Kind::Prefix(words) => compare(words, argv, side, false, trailing_dynamic),
-            Kind::Exact(words) => compare(words, argv, side, true, trailing_dynamic),
-            Kind::Glob(g) => {
-                if argv.iter().any(|a| a.dynamic) || trailing_dynamic {
-                    return Match::Maybe;
-                }
-                let joined = argv
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| {
-                        if i == 0 && side == Side::Restrict {
-                            a.basename()
-                        } else {
-                            a.text.as_str()
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if glob_match(g.as_bytes(), joined.as_bytes()) {
-                    Match::Yes
-                } else {
-                    Match::No
-                }
+        let as_written = kind_matches(&self.kind, argv, trailing_dynamic, side);
+        // Deny, ask and privileged patterns compare meanings: the argv they
+        // see has its global options removed and its subcommand named
+        // canonically, so the pattern is read the same way too (`npm rum
+        // build` is `npm run build`); either reading matching is a match.
+        match (side, as_written, &self.canonical) {
+            (Side::Restrict, Match::No | Match::Maybe, Some(c)) => {
+                either(as_written, kind_matches(c, argv, trailing_dynamic, side))
             }
+            _ => as_written,
         }
+    }
+}
+
+fn kind_matches(kind: &Kind, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
+    match kind {
+        Kind::All => Match::Yes,
+        Kind::Prefix(words) => compare(words, argv, side, false, trailing_dynamic),
+        Kind::Exact(words) => compare(words, argv, side, true, trailing_dynamic),
+        Kind::Glob(g) => glob_matches(g, argv, trailing_dynamic, side),
+    }
+}
+
+/// A pattern's words as a modelled tool reads them (see
+/// [`crate::options::global`]); `None` when they are read as written.
+fn canonical_words(words: &[String]) -> Option<Vec<String>> {
+    if !crate::options::global::is_modelled(basename(words.first()?)) {
+        return None;
+    }
+    let argv: Vec<Arg> = words.iter().map(Arg::lit).collect();
+    let norm = crate::options::global::normalized(&argv)?;
+    Some(norm.into_iter().map(|a| a.text).collect())
+}
+
+/// The stronger of two readings' matches.
+fn either(a: Match, b: Match) -> Match {
+    match (a, b) {
+        (Match::Yes, _) | (_, Match::Yes) => Match::Yes,
+        (Match::Maybe, _) | (_, Match::Maybe) => Match::Maybe,
+        _ => Match::No,
+    }
+}
+
+/// A glob over argv's words joined by spaces.
+fn glob_matches(g: &str, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
+    if argv.iter().any(|a| a.dynamic) || trailing_dynamic {
+        return Match::Maybe;
+    }
+    let joined = argv
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if i == 0 && side == Side::Restrict {
+                a.basename()
+            } else {
+                a.text.as_str()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    if glob_match(g.as_bytes(), joined.as_bytes()) {
+        Match::Yes
+    } else {
+        Match::No
     }
 }
 

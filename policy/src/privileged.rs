@@ -456,6 +456,9 @@ const FORGE_HOSTS: &[&str] = &[
 /// Checks one invocation (its argv already normalised: git's global options
 /// removed).
 pub fn check(inv: &[Arg]) -> Option<Hit> {
+    // Global options removed and aliases canonical (`npm pub` is `npm publish`).
+    let norm = crate::options::global::normalized(inv);
+    let inv = norm.as_deref().unwrap_or(inv);
     let first = inv.first()?;
     if first.dynamic {
         return None;

@@ -720,6 +720,9 @@ impl<'h> Walker<'h> {
                     break;
                 }
                 Unwrap::Command { start, info } => {
+                    if let Some(reason) = &info.opaque {
+                        seg.set_opaque(reason.clone());
+                    }
                     let name = argv[0].basename().to_string();
                     if name != "builtin" && name != "command" {
                         cd_ok = false;

@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 
 use crate::arg::Arg;
-use crate::pattern::{Match, Pattern, Side};
+use crate::pattern::{Match, Pattern};
 use crate::program::git_normalized;
 use crate::scope::{self, normalize};
 use crate::segment::{Cwd, Segment};
@@ -93,7 +93,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
         }
         let normalized = normalized_argv(inv);
         for p in extra {
-            match p.matches(&normalized, seg.trailing_dynamic, Side::Restrict) {
+            match p.matches_restrict(inv, &normalized, seg.trailing_dynamic) {
                 Match::Yes => {
                     return Some(Hit::Deny(format!(
                         "the project's deny template `{}`",
@@ -119,6 +119,11 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
 /// Borrowed when nothing is removed (most commands): it is computed for
 /// every invocation of every segment, several times.
 pub fn normalized_argv(inv: &[Arg]) -> Cow<'_, [Arg]> {
+    // Every modelled tool's global options removed and its subcommand
+    // named canonically (`npm --prefix . pub` → `npm publish`).
+    if let Some(norm) = crate::options::global::normalized(inv) {
+        return Cow::Owned(norm);
+    }
     if inv
         .first()
         .is_some_and(|a| !a.dynamic && (a.basename() == "git" || a.basename().starts_with("git-")))
@@ -482,6 +487,23 @@ fn long_option(word: &str, table: &'static [&'static str]) -> Option<&'static st
 /// be an option cannot be read (a variable, an unknown option): the
 /// caller treats that as possibly recursive.
 pub fn recursion(inv: &[Arg]) -> Option<bool> {
+    let own = recursion_by_table(inv);
+    // rm's and chmod's own option tables (the getopt reads `--recu`, `-fR`
+    // as they do): recursive when either reading says so, known not
+    // recursive only when both do.
+    let by_getopt = match inv.first().filter(|a| !a.dynamic).map(Arg::basename) {
+        Some("rm") => crate::options::programs::rm_is_recursive(inv),
+        Some("chmod" | "chown" | "chgrp") => crate::options::programs::chmod_is_recursive(inv),
+        _ => return own,
+    };
+    match (own, by_getopt) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }
+}
+
+fn recursion_by_table(inv: &[Arg]) -> Option<bool> {
     let name = inv.first()?;
     if name.dynamic {
         return None;

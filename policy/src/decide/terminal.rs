@@ -165,7 +165,7 @@ impl Decider<'_> {
             let mut hit = privileged::check(&norm);
             if hit.is_none() {
                 for p in &self.ctx.limits.privileged {
-                    match p.matches(&norm, seg.trailing_dynamic, Side::Restrict) {
+                    match p.matches_restrict(inv, &norm, seg.trailing_dynamic) {
                         Match::Yes => {
                             hit = Some(privileged::Hit::Yes(format!(
                                 "the project's privileged pattern `{}`",
@@ -668,9 +668,7 @@ fn command_rule_matches<'c>(
             .iter()
             .filter(move |r| r.list == list)
             .map(move |r| {
-                let found = r
-                    .pattern
-                    .matches(&norm, seg.trailing_dynamic, Side::Restrict);
+                let found = r.pattern.matches_restrict(inv, &norm, seg.trailing_dynamic);
                 (r, found)
             })
     })

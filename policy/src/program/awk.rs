@@ -5,72 +5,66 @@
 
 use super::{Facts, HiddenPath};
 use crate::arg::Arg;
+use crate::options::{Opt, Problem, Role, Syntax, flag, optional, parse, value};
 
-/// awk options that load program text or code from a file berth cannot see.
-const AWK_PROGRAM_FROM_FILE: &[&str] = &[
-    "-f",        // the program from a file
-    "--file",    // the same, long
-    "-E",        // the program from a file, last of the options
-    "--exec",    // the same, long
-    "-i",        // a source library included before the program
-    "--include", // the same, long
-    "-l",        // a compiled extension loaded into awk
-    "--load",    // the same, long
+/// gawk's options (mawk's and busybox's are a subset), read as gawk's
+/// getopt reads them: options end at the program text.
+const AWK: &[Opt] = &[
+    value(b'f', "file").role(Role::Runs), // the program from a file berth cannot see
+    value(b'E', "exec").role(Role::Runs), // the same, last of the options
+    value(b'i', "include").role(Role::Runs), // a source library included before the program
+    value(b'l', "load").role(Role::Runs), // a compiled extension loaded into awk
+    value(b'W', "").role(Role::Runs), // mawk's `-W exec FILE` and other settings berth does not read
+    value(b'e', "source").role(Role::Code), // program text
+    value(b'v', "assign"),
+    value(b'F', "field-separator"),
+    optional(b'd', "dump-variables"),
+    optional(b'D', "debug"),
+    optional(b'o', "pretty-print"),
+    optional(b'p', "profile"),
+    optional(b'L', "lint"),
+    flag(b'b', "characters-as-bytes"),
+    flag(b'c', "traditional"),
+    flag(b'g', "gen-pot"),
+    flag(b'I', "trace"),
+    flag(b'k', "csv"),
+    flag(b'M', "bignum"),
+    flag(b'n', "non-decimal-data"),
+    flag(b'N', "use-lc-numeric"),
+    flag(b'O', "optimize"),
+    flag(b'P', "posix"),
+    flag(b'r', "re-interval"),
+    flag(b's', "no-optimize"),
+    flag(b'S', "sandbox"),
+    flag(b't', "lint-old"),
+    flag(b'C', "copyright").role(Role::Itself),
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'V', "version").role(Role::Itself),
 ];
 
-pub(super) fn awk(args: &[Arg]) -> Facts {
-    let mut facts = Facts::default();
-    let mut program: Option<&Arg> = None;
-    let mut i = 0;
-    let mut sources = Vec::new();
-    while i < args.len() {
-        let a = &args[i];
-        let t = a.text.as_str();
-        if a.dynamic && program.is_none() && sources.is_empty() {
-            return Facts::opaque("an awk program from a dynamic string");
-        }
-        if !a.dynamic && t.starts_with('-') && t.len() > 1 && program.is_none() {
-            if t == "--" {
-                i += 1;
-                continue;
-            }
-            let name = t.split('=').next().unwrap_or(t);
-            match name {
-                _ if AWK_PROGRAM_FROM_FILE.contains(&name) => {
-                    return Facts::opaque("an awk program from a file berth cannot see");
-                }
-                "-e" | "--source" => {
-                    if let Some(s) = args.get(i + 1) {
-                        sources.push(s);
-                    }
-                    i += 2;
-                    continue;
-                }
-                "-v" | "-F" | "--assign" | "--field-separator" => {
-                    i += if t.len() == 2 || !t.contains('=') && t.starts_with("--") {
-                        2
-                    } else {
-                        1
-                    };
-                    continue;
-                }
-                _ => {
-                    if t.starts_with("-f") {
-                        return Facts::opaque("an awk program from a file berth cannot see");
-                    }
-                    i += 1;
-                    continue;
-                }
-            }
-        }
-        if program.is_none() && sources.is_empty() {
-            program = Some(a);
-        }
-        i += 1;
+pub(super) fn awk(argv: &[Arg]) -> Facts {
+    let parsed = parse(argv, 1, &Syntax::wrapper(AWK));
+    if let Some(p) = &parsed.problem {
+        return match p {
+            Problem::Dynamic(_) => Facts::opaque("an awk program from a dynamic string"),
+            _ => Facts::opaque(p.describe("awk")),
+        };
     }
-    if let Some(p) = program {
+    if parsed.first_with(Role::Runs).is_some() {
+        return Facts::opaque("an awk program from a file berth cannot see");
+    }
+    let mut sources: Vec<&Arg> = parsed
+        .found
+        .iter()
+        .filter(|f| f.opt.role == Role::Code)
+        .filter_map(|f| f.value.as_ref())
+        .collect();
+    if sources.is_empty()
+        && let Some(p) = argv.get(parsed.end)
+    {
         sources.push(p);
     }
+    let mut facts = Facts::default();
     for src in sources {
         if src.dynamic {
             return Facts::opaque("an awk program from a dynamic string");

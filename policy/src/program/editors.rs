@@ -5,23 +5,47 @@
 use super::{Facts, OrOpaque, opt_runs};
 use crate::arg::Arg;
 
-/// vi's options that run editor commands (`:!cmd` runs a program).
-const VI_RUNS: &[&str] = &[
-    "-c",    // an Ex command after the first file loads
-    "--cmd", // an Ex command before any vimrc
-    "-S",    // sources a file of Ex commands
+/// vi's short options that run editor commands (`:!cmd` runs a program).
+/// vim reads a word of letters one by one and a value attached to its last
+/// letter (`-Rc:!cmd`, `'-c:!cmd'`), so any of these letters in such a word
+/// counts.
+// `c`: an Ex command after the first file loads; `S`: sources a file of Ex
+// commands; `u`/`U`: a vimrc/gvimrc of Ex commands used instead; `s`: reads
+// Normal-mode keys (`:!cmd` among them) from a file.
+const VI_RUNS_SHORT: &[u8] = b"cSuUs";
+
+/// vi's long options that run editor commands.
+const VI_RUNS_LONG: &[&str] = &[
+    "cmd",         // an Ex command before any vimrc
+    "remote-send", // keys sent to a server vim: `:!cmd` among them
+    "remote-expr", // an expression a server vim evaluates: `system()` among them
 ];
 // `+cmd` (a `+` with more after it) is `-c cmd`.
 
 pub(super) fn vi(name: &str, args: &[Arg]) -> Facts {
-    if args
-        .iter()
-        .any(|a| VI_RUNS.iter().any(|o| a.is(o)) || (a.text.starts_with('+') && a.text.len() > 1))
-    {
-        Facts::opaque(format!("`{name}` with commands to run (-c/+cmd/--cmd/-S)"))
-    } else {
-        Facts::default()
+    for a in args {
+        if a.dynamic {
+            continue;
+        }
+        let t = a.text.as_str();
+        if t == "--" {
+            break;
+        }
+        let runs = if let Some(long) = t.strip_prefix("--") {
+            let long = long.split('=').next().unwrap_or(long);
+            VI_RUNS_LONG
+                .iter()
+                .any(|o| !long.is_empty() && o.starts_with(long))
+        } else if let Some(letters) = t.strip_prefix('-') {
+            letters.bytes().any(|b| VI_RUNS_SHORT.contains(&b))
+        } else {
+            t.starts_with('+') && t.len() > 1
+        };
+        if runs {
+            return Facts::opaque(format!("`{name}` with commands to run (`{t}`)"));
+        }
     }
+    Facts::default()
 }
 
 /// `man` long options that run a program.
@@ -59,7 +83,27 @@ const GDB_RUNS_SHORT: &[&str] = &[
 ];
 
 pub(super) fn gdb(args: &[Arg]) -> Facts {
-    opt_runs(args, GDB_RUNS_LONG, &[], "").or(
+    // gdb reads long options with one dash too (`-eval-command=…`, `-ev`).
+    let long_spelled: Vec<Arg> = args
+        .iter()
+        .map(|a| {
+            if a.text.len() > 2 && a.text.starts_with('-') && !a.text.starts_with("--") {
+                Arg {
+                    text: format!("-{}", a.text),
+                    ..a.clone()
+                }
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    opt_runs(
+        &long_spelled,
+        GDB_RUNS_LONG,
+        &[],
+        "`gdb` with commands to run",
+    )
+    .or(
         if args.iter().any(|a| GDB_RUNS_SHORT.iter().any(|o| a.is(o))) {
             Some("`gdb` with commands to run (-ex/-x)")
         } else {

@@ -4,48 +4,15 @@
 
 use super::{Facts, HiddenPath, Inner, OrOpaque, opt_runs};
 use crate::arg::Arg;
+use crate::options::programs;
 
-/// tar's long options that run a program.
-const TAR_RUNS_LONG: &[&str] = &[
-    "--to-command",           // pipes each extracted file to a command
-    "--checkpoint-action",    // `exec=CMD` runs a command at each checkpoint
-    "--use-compress-program", // the (de)compressor is any program
-    "--info-script",          // runs a script at the end of each volume
-    "--new-volume-script",    // the same, by its other name
-    "--rsh-command",          // the remote shell for `host:archive`
-    "--rmt-command",          // the remote tape program
-];
-// Short: `-I` is --use-compress-program, `-F` is --info-script (checked
-// inside clusters and the old `tar xvf` style in `tar`).
-
+/// tar runs a program with `--to-command`, `-I`, `-F`, … in any spelling
+/// (the table is [`crate::options::programs::TAR_RUNS`]).
 pub(super) fn tar(args: &[Arg]) -> Facts {
-    for (i, a) in args.iter().enumerate() {
-        if a.dynamic {
-            continue;
-        }
-        let t = a.text.as_str();
-        if t.starts_with("--") {
-            let name = t.split('=').next().unwrap_or(t);
-            if TAR_RUNS_LONG.contains(&name) {
-                return Facts::opaque(format!("`tar {name}` runs a program"));
-            }
-            continue;
-        }
-        let cluster = if let Some(c) = t.strip_prefix('-') {
-            Some(c)
-        } else if i == 0 && !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic()) {
-            // Old style: `tar xvf f.tar`.
-            Some(t)
-        } else {
-            None
-        };
-        if let Some(c) = cluster
-            && (c.contains('I') || c.contains('F'))
-        {
-            return Facts::opaque("`tar -I/-F` runs a program");
-        }
+    match programs::tar_runs(args) {
+        Some(opt) => Facts::opaque(format!("`tar {opt}` runs a program")),
+        None => Facts::default(),
     }
-    Facts::default()
 }
 
 /// `rg` options that run a program.

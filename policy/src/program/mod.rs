@@ -36,6 +36,7 @@ pub use shell_builtins::subscript_is_code;
 pub use stdin_program::is_stdin_alias;
 
 use crate::arg::Arg;
+use crate::options::{self, programs};
 
 /// A command a program runs on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,10 +92,19 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         return Facts::opaque(why);
     }
     if let Some(undashed) = git_undashed(argv) {
-        return git::git(&undashed);
+        return git_facts(&undashed);
+    }
+    // A modelled tool whose subcommand cannot be found past its global
+    // options (`npm --weird publish`).
+    if let Some(reason) = options::global::opaque_reason(argv) {
+        return Facts::opaque(reason);
     }
     match name {
-        "git" => git::git(argv),
+        // Deny-template programs: every option known, or opaque.
+        "rm" => unknown_option(argv, programs::RM),
+        "chmod" => unknown_option(argv, programs::CHMOD),
+        "chown" | "chgrp" => unknown_option(argv, programs::CHOWN),
+        "git" => git_facts(argv),
         "gh" => forge::gh(args),
         "sqlite3" | "sqlite" => sqlite::sqlite3(args),
         "psql" | "mysql" | "mariadb" => sqlite::sql_client(name, args),
@@ -105,8 +115,8 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         "rg" => file_tools::rg(args),
         "sort" => file_tools::sort(args),
         "tar" | "gtar" | "bsdtar" => file_tools::tar(args),
-        "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk::awk(args),
-        "sed" | "gsed" => sed::sed(args),
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk::awk(argv),
+        "sed" | "gsed" => sed::sed(argv),
         "find" | "gfind" => file_tools::find(argv),
         "ssh" | "scp" | "sftp" => network::ssh(name, args),
         "rsync" => network::rsync(args),
@@ -133,10 +143,76 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         _ if interpreters::has_model(name)
             || (crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name)) =>
         {
-            interpreters::inline_code(name, args)
+            interpreter(name, argv)
         }
         "[[" => shell_builtins::cond(args),
         _ => Facts::default(),
+    }
+}
+
+/// An interpreter's inline code, found as it reads its options (`perl -le`,
+/// `python3 -Sc`, `node --eval=`), given to the interpreter's table of calls
+/// in its plain spelling (`-e CODE`); options it cannot read are opaque.
+/// git's own facts, and its subcommands' options that run a program in any
+/// spelling (`--upload-p`, `rebase -fx`).
+fn git_facts(argv: &[Arg]) -> Facts {
+    let facts = git::git(argv);
+    let norm = options::global::normalized(argv);
+    let runs = programs::git_sub_runs(norm.as_deref().unwrap_or(argv));
+    facts.or(runs.as_deref())
+}
+
+fn interpreter(name: &str, argv: &[Arg]) -> Facts {
+    let as_written = interpreters::inline_code(name, &argv[1..]);
+    if as_written.opaque.is_some() {
+        return as_written;
+    }
+    match programs::interpreter_code(argv) {
+        None => as_written,
+        Some(Err(reason)) => Facts::opaque(reason),
+        Some(Ok(code)) => {
+            let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+            let flag = match base {
+                "python" | "pypy" => "-c",
+                "php" => "-r",
+                _ => "-e",
+            };
+            // perl's `-MModule` is judged as written above (a list of safe
+            // modules); only a value that is more than a module name
+            // (`-M'POSIX;system…'`) is code here.
+            let module_name = |c: &Arg| {
+                base == "perl"
+                    && !c.dynamic
+                    && c.text
+                        .split_once('=')
+                        .map_or(c.text.as_str(), |(m, _)| m)
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == ':')
+                    && c.text.split_once('=').is_none_or(|(_, v)| {
+                        v.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == ',')
+                    })
+                    && argv.iter().any(|a| a.text == format!("-M{}", c.text))
+            };
+            let plain: Vec<Arg> = code
+                .into_iter()
+                .filter(|c| !module_name(c))
+                .flat_map(|c| [Arg::lit(flag), c])
+                .collect();
+            let judged = interpreters::inline_code(name, &plain);
+            if judged.opaque.is_some() {
+                judged
+            } else {
+                as_written
+            }
+        }
+    }
+}
+
+/// Opaque when `argv` holds an option `opts` does not list.
+fn unknown_option(argv: &[Arg], opts: &'static [options::Opt]) -> Facts {
+    match programs::unknown_option(argv, opts) {
+        Some(reason) => Facts::opaque(reason),
+        None => Facts::default(),
     }
 }
 
@@ -168,12 +244,20 @@ pub(super) fn opt_runs(args: &[Arg], long: &[&str], short: &[u8], reason: &str) 
             break;
         }
         if t.starts_with("--") {
+            // GNU getopt_long takes any unambiguous prefix (`--pre`,
+            // `--compress-p`): a prefix of a listed option is read as it.
             let name = t.split('=').next().unwrap_or(t);
-            if long.contains(&name) {
+            if long
+                .iter()
+                .any(|l| *l == name || (name.len() >= 4 && l.starts_with(name)))
+            {
                 return Facts::opaque(reason);
             }
-        } else if t.len() > 1 && t.starts_with('-') && short.contains(&t.as_bytes()[1]) {
-            return Facts::opaque(reason);
+        } else if t.len() > 1 && t.starts_with('-') {
+            // Any letter of a cluster (`-aP pager`), a value attached or not.
+            if t.bytes().skip(1).any(|b| short.contains(&b)) {
+                return Facts::opaque(reason);
+            }
         }
     }
     Facts::default()

@@ -4,79 +4,38 @@
 
 use super::{Facts, HiddenPath};
 use crate::arg::Arg;
+use crate::options::programs::SED;
+use crate::options::{Role, Syntax, parse};
 
-/// sed options that read the script from a file berth cannot see.
-const SED_SCRIPT_FROM_FILE: &[&str] = &[
-    "-f",     // the script from a file (`e` in it runs commands)
-    "--file", // the same, long
-];
-
-pub(super) fn sed(args: &[Arg]) -> Facts {
+/// Reads sed's options as GNU sed does (`-ne SCRIPT`, `--expr=SCRIPT`,
+/// `-i.bak`; the table is [`crate::options::programs::SED`]): the scripts
+/// given with `-e`, else the first operand, are scanned; `-f` reads a
+/// script berth cannot see.
+pub(super) fn sed(argv: &[Arg]) -> Facts {
+    let parsed = parse(argv, 1, &Syntax::gnu(SED));
+    if let Some(p) = &parsed.problem {
+        return Facts::opaque(p.describe("sed"));
+    }
+    if parsed.first_with(Role::Runs).is_some() {
+        return Facts::opaque("a sed script from a file berth cannot see");
+    }
+    let mut scripts: Vec<&Arg> = parsed
+        .found
+        .iter()
+        .filter(|f| f.opt.long == "expression")
+        .filter_map(|f| f.value.as_ref())
+        .collect();
+    if scripts.is_empty()
+        && let Some(&first) = parsed.operands.first()
+    {
+        scripts.push(&argv[first]);
+    }
     let mut facts = Facts::default();
-    let mut scripts: Vec<&Arg> = Vec::new();
-    let mut explicit = false;
-    let mut i = 0;
-    let mut first_operand: Option<&Arg> = None;
-    while i < args.len() {
-        let a = &args[i];
-        let t = a.text.as_str();
-        if !a.dynamic && t.starts_with('-') && t.len() > 1 {
-            let name = t.split('=').next().unwrap_or(t);
-            match name {
-                "-e" | "--expression" => {
-                    explicit = true;
-                    if let Some(v) = t.strip_prefix("--expression=") {
-                        let _ = v;
-                        scripts.push(a);
-                        i += 1;
-                    } else {
-                        if let Some(s) = args.get(i + 1) {
-                            scripts.push(s);
-                        }
-                        i += 2;
-                    }
-                    continue;
-                }
-                _ if SED_SCRIPT_FROM_FILE.contains(&name) => {
-                    return Facts::opaque("a sed script from a file berth cannot see");
-                }
-                "-l" | "--line-length" => {
-                    i += if t.len() == 2 { 2 } else { 1 };
-                    continue;
-                }
-                _ => {
-                    if t.starts_with("-e") && t.len() > 2 {
-                        explicit = true;
-                        scripts.push(a);
-                    } else if !t.starts_with("--")
-                        && (t.starts_with("-f") || t[1..].contains('f') && !t.contains('i'))
-                    {
-                        return Facts::opaque("a sed script from a file berth cannot see");
-                    }
-                    i += 1;
-                    continue;
-                }
-            }
-        }
-        if first_operand.is_none() {
-            first_operand = Some(a);
-        }
-        i += 1;
-    }
-    if !explicit && let Some(s) = first_operand {
-        scripts.push(s);
-    }
     for s in scripts {
         if s.dynamic {
             return Facts::opaque("a sed script from a dynamic string");
         }
-        let text = s
-            .text
-            .strip_prefix("--expression=")
-            .or_else(|| s.text.strip_prefix("-e"))
-            .filter(|_| s.text.starts_with('-'))
-            .unwrap_or(&s.text);
-        match sed_script(text) {
+        match sed_script(&s.text) {
             Err(reason) => return Facts::opaque(reason),
             Ok(paths) => facts.paths.extend(paths),
         }

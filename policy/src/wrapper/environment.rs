@@ -4,147 +4,106 @@
 
 use super::{Unwrap, WrapInfo};
 use crate::arg::Arg;
+use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, optional, parse, value};
+
+/// GNU `env` (and `cross-env`, which takes assignments the same way).
+const ENV: &[Opt] = &[
+    flag(b'i', "ignore-environment"),
+    flag(b'0', "null"),
+    value(b'u', "unset"),
+    value(b'C', "chdir").role(Role::Chdir), // the command runs in this directory
+    value(b'S', "split-string").role(Role::SplitString), // the value is split into the command line
+    value(b'a', "argv0"),
+    optional(0, "block-signal"),
+    optional(0, "default-signal"),
+    optional(0, "ignore-signal"),
+    flag(0, "list-signal-handling"),
+    flag(b'v', "debug"),
+    HELP_VERSION[0],
+    HELP_VERSION[1],
+];
 
 pub(super) fn unwrap_env(argv: &[Arg]) -> Unwrap {
+    let name = argv.first().map_or("env", |a| a.basename());
+    let parsed = parse(
+        argv,
+        1,
+        &Syntax {
+            guess: true,
+            ..Syntax::wrapper(ENV)
+        },
+    );
     let mut info = WrapInfo::default();
-    let mut i = 1;
-    while i < argv.len() {
-        let a = &argv[i];
-        if a.dynamic {
-            if a.text.contains('=') {
-                // `env "$X=1" cmd` or `env X=$Y cmd`
-                if let Some((name, _)) = a.text.split_once('=')
-                    && is_env_name(name)
-                {
-                    info.assigns.push((
-                        name.to_string(),
-                        Arg {
-                            text: String::new(),
-                            ..a.clone()
-                        },
-                    ));
-                    i += 1;
-                    continue;
+    match &parsed.problem {
+        Some(p @ (Problem::Unknown(_) | Problem::Ambiguous(_))) => {
+            info.opaque = Some(p.describe(name));
+        }
+        Some(p) => return Unwrap::Opaque(p.describe(name)),
+        None => {}
+    }
+    if let Some(reason) = &info.opaque
+        && (parsed.first_with(Role::Itself).is_some()
+            || parsed.first_with(Role::SplitString).is_some())
+    {
+        return Unwrap::Opaque(reason.clone());
+    }
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
+    for f in parsed.found.iter().filter(|f| f.opt.role == Role::Chdir) {
+        info.chdir = f.value.clone();
+    }
+    if let Some(f) = parsed.first_with(Role::SplitString) {
+        let rest = &argv[parsed.end.min(argv.len())..];
+        return match &f.value {
+            Some(s) if !s.dynamic && rest.iter().all(|r| !r.dynamic) => {
+                // The split string's words come first, then the rest.
+                let mut text = s.text.clone();
+                for r in rest {
+                    text.push(' ');
+                    text.push_str(&shell_quote(&r.text));
+                }
+                Unwrap::Script {
+                    script: Arg::lit(text),
+                    new_process: true,
+                    info,
                 }
             }
+            Some(_) => Unwrap::Opaque(format!("`{name} -S` with a dynamic string")),
+            None => Unwrap::Itself,
+        };
+    }
+    let mut i = parsed.end;
+    if argv.get(i).is_some_and(|a| a.is("-")) {
+        // `env -` is `env -i`.
+        i += 1;
+    }
+    while i < argv.len() {
+        let a = &argv[i];
+        let Some((var, val)) = a.text.split_once('=') else {
+            break;
+        };
+        if !is_env_name(var) {
             break;
         }
-        let t = a.text.as_str();
-        if t == "--" {
-            i += 1;
-            continue;
-        }
-        if t == "-"
-            || t == "-i"
-            || t == "--ignore-environment"
-            || t == "-0"
-            || t == "--null"
-            || t == "-v"
-            || t == "--debug"
-        {
-            i += 1;
-            continue;
-        }
-        if t == "-u" || t == "--unset" || t == "-a" || t == "--argv0" {
-            i += 2;
-            continue;
-        }
-        if t.starts_with("--argv0=") {
-            i += 1;
-            continue;
-        }
-        if t.starts_with("--unset=")
-            || t.starts_with("--default-signal")
-            || t.starts_with("--ignore-signal")
-            || t.starts_with("--block-signal")
-            || t == "--list-signal-handling"
-        {
-            i += 1;
-            continue;
-        }
-        if t == "-C" || t == "--chdir" {
-            info.chdir = argv.get(i + 1).cloned();
-            i += 2;
-            continue;
-        }
-        if let Some(d) = t.strip_prefix("--chdir=") {
-            info.chdir = Some(Arg {
-                text: d.to_string(),
-                ..a.clone()
-            });
-            i += 1;
-            continue;
-        }
-        if t == "-S"
-            || t == "--split-string"
-            || t.starts_with("--split-string=")
-            || (t.starts_with("-S") && t.len() > 2)
-        {
-            let script = if let Some(v) = t.strip_prefix("--split-string=") {
-                Some(Arg {
-                    text: v.to_string(),
-                    ..a.clone()
-                })
-            } else if t.len() > 2 && t.starts_with("-S") {
-                Some(Arg {
-                    text: t[2..].to_string(),
-                    ..a.clone()
-                })
-            } else {
-                argv.get(i + 1).cloned()
-            };
-            let rest_from = if t == "-S" || t == "--split-string" {
-                i + 2
-            } else {
-                i + 1
-            };
-            return match script {
-                Some(s)
-                    if !s.dynamic
-                        && argv[rest_from.min(argv.len())..].iter().all(|r| !r.dynamic) =>
-                {
-                    // The split string's words come first, then the rest.
-                    let mut text = s.text.clone();
-                    for r in &argv[rest_from.min(argv.len())..] {
-                        text.push(' ');
-                        text.push_str(&shell_quote(&r.text));
-                    }
-                    Unwrap::Script {
-                        script: Arg::lit(text),
-                        new_process: true,
-                        info,
-                    }
-                }
-                Some(_) => Unwrap::Opaque("`env -S` with a dynamic string".into()),
-                None => Unwrap::Itself,
-            };
-        }
-        if t.starts_with('-') && t.len() > 1 {
-            // `-iu X` style clusters: treat a trailing `u`/`C`/`S` as taking the next word.
-            let last = t.as_bytes()[t.len() - 1];
-            i += if matches!(last, b'u' | b'C' | b'a') {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        if let Some((name, value)) = t.split_once('=')
-            && is_env_name(name)
-        {
-            info.assigns.push((
-                name.to_string(),
-                Arg {
-                    text: value.to_string(),
-                    ..a.clone()
+        // `env X=1 cmd`, `env "$X=1" cmd` (dynamic: its value unknown).
+        info.assigns.push((
+            var.to_string(),
+            Arg {
+                text: if a.dynamic {
+                    String::new()
+                } else {
+                    val.to_string()
                 },
-            ));
-            i += 1;
-            continue;
-        }
-        break;
+                ..a.clone()
+            },
+        ));
+        i += 1;
     }
     if i >= argv.len() {
+        if let Some(reason) = info.opaque {
+            return Unwrap::Opaque(reason);
+        }
         if info.assigns.is_empty() && info.chdir.is_none() {
             return Unwrap::Itself;
         }

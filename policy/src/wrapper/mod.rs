@@ -26,6 +26,7 @@ mod shells;
 pub use shells::{is_interpreter, is_shell};
 
 use crate::arg::Arg;
+use crate::options::{Found, Opt, Problem, Role, Syntax, flag, parse, value};
 
 /// What a wrapper invocation runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,41 +67,49 @@ pub struct WrapInfo {
     pub privileged: bool,
     /// The wrapper is a shell (`bash -c`).
     pub shell: bool,
-    /// Why the invocation cannot be fully known though its script is
-    /// visible (`bash $X -c '…'`): the segment is opaque, and deny rules
-    /// still apply to the script.
+    /// Why the segment is opaque although what it runs was found: an
+    /// option of the wrapper berth does not know (the command found is a
+    /// best guess), or a dynamic word among a shell's options with a
+    /// visible script (`bash $X -c '…'`); deny rules still see it.
     pub opaque: Option<String>,
 }
 
-/// Option syntax of a simple wrapper.
+/// A simple wrapper: its option table (read by [`crate::options`]), the
+/// positional words before the command, and what it adds.
 pub(super) struct Spec {
-    /// Short options that take a value (attached or the next word).
-    pub(super) short_val: &'static [u8],
-    /// Long options that take a value (`--x=v` or the next word).
-    pub(super) long_val: &'static [&'static str],
+    /// Every option it takes, with arity and role: an option not listed
+    /// makes the segment opaque.
+    pub(super) opts: &'static [Opt],
     /// Positional arguments before the command (`timeout DURATION cmd`).
     pub(super) positional: usize,
-    /// Options whose value is a shell command line.
-    pub(super) script_short: &'static [u8],
-    pub(super) script_long: &'static [&'static str],
-    /// Options after which nothing else runs.
-    pub(super) itself_short: &'static [u8],
-    pub(super) itself_long: &'static [&'static str],
+    /// `-NUM` is an option (`nice -10`).
+    pub(super) numeric: bool,
     pub(super) privileged: bool,
     pub(super) package: bool,
 }
 
 pub(super) const NONE: Spec = Spec {
-    short_val: b"",
-    long_val: &[],
+    opts: &[],
     positional: 0,
-    script_short: b"",
-    script_long: &[],
-    itself_short: b"",
-    itself_long: &[],
+    numeric: false,
     privileged: false,
     package: false,
 };
+
+/// `env-cmd [-f FILE] cmd…`: runs the command with variables from a file.
+const ENV_CMD: &[Opt] = &[
+    value(b'f', "file"),
+    value(b'r', "rc-file"),
+    value(b'e', "environments"),
+    flag(0, "fallback"),
+    flag(0, "no-override"),
+    flag(0, "silent"),
+    flag(0, "expand-envs"),
+    flag(0, "verbose"),
+    flag(0, "use-shell").role(Role::Runs), // runs the command line through a shell berth does not follow here
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'v', "version").role(Role::Itself),
+];
 
 /// The simple wrappers, by program name.
 fn spec(name: &str) -> Option<Spec> {
@@ -169,8 +178,7 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
                     argv,
                     1,
                     &Spec {
-                        short_val: b"fer",
-                        long_val: &["--file", "--environments", "--rc-file"],
+                        opts: ENV_CMD,
                         ..NONE
                     },
                 ),
@@ -221,114 +229,74 @@ pub fn is_wrapper(name: &str) -> bool {
         )
 }
 
-pub(super) fn long_name(a: &str) -> &str {
-    a.split('=').next().unwrap_or(a)
-}
-
-/// Generic option parsing for a wrapper described by `spec`.
+/// Generic option parsing for a wrapper described by `spec`: the options
+/// are read as the wrapper's getopt reads them (abbreviations, clusters,
+/// attached values), an unknown one makes the segment opaque, and the
+/// command starts after the options and positional words.
 pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
-    let info = WrapInfo {
+    let name = argv.first().map_or("", |a| a.basename());
+    let syntax = Syntax {
+        numeric: spec.numeric,
+        guess: true,
+        ..Syntax::wrapper(spec.opts)
+    };
+    let parsed = parse(argv, skip, &syntax);
+    let mut info = WrapInfo {
         privileged: spec.privileged,
         package: spec.package,
         ..WrapInfo::default()
     };
-    let mut i = skip;
-    let mut positionals = 0;
-    while i < argv.len() {
-        let a = &argv[i];
-        if a.dynamic {
-            if positionals < spec.positional {
-                positionals += 1;
-                i += 1;
-                continue;
-            }
-            break;
+    match &parsed.problem {
+        Some(p @ (Problem::Unknown(_) | Problem::Ambiguous(_))) => {
+            info.opaque = Some(p.describe(name));
         }
-        let t = a.text.as_str();
-        if t == "--" {
-            i += 1;
-            break;
+        Some(p) => return Unwrap::Opaque(p.describe(name)),
+        None => {}
+    }
+    if let Some(f) = parsed.first_with(Role::Runs) {
+        return Unwrap::Opaque(runs_reason(name, f));
+    }
+    for f in &parsed.found {
+        if let (Some(reason), Role::Itself | Role::Script) = (&info.opaque, f.opt.role) {
+            return Unwrap::Opaque(reason.clone());
         }
-        if let Some(long) = t.strip_prefix("--").filter(|l| !l.is_empty()) {
-            let name = long_name(t);
-            let _ = long;
-            if spec.script_long.contains(&name) {
-                let script = if t.contains('=') {
-                    Some(Arg {
-                        text: t[name.len() + 1..].to_string(),
-                        ..a.clone()
-                    })
-                } else {
-                    argv.get(i + 1).cloned()
-                };
-                return match script {
+        match f.opt.role {
+            Role::Itself => return Unwrap::Itself,
+            Role::Script => {
+                return match &f.value {
                     Some(s) => Unwrap::Script {
-                        script: s,
+                        script: s.clone(),
                         new_process: true,
                         info,
                     },
                     None => Unwrap::Itself,
                 };
             }
-            if spec.itself_long.contains(&name) {
-                return Unwrap::Itself;
-            }
-            if spec.long_val.contains(&name) && !t.contains('=') {
-                i += 2;
-            } else {
-                i += 1;
-            }
-            continue;
+            Role::Chdir => info.chdir = f.value.clone(),
+            Role::Plain | Role::Runs | Role::SplitString | Role::Replace | Role::Code => {}
         }
-        if t.len() > 1 && t.starts_with('-') && positionals == 0 {
-            let bytes = t.as_bytes();
-            let mut j = 1;
-            let mut consumed_next = false;
-            while j < bytes.len() {
-                let c = bytes[j];
-                if spec.script_short.contains(&c) {
-                    let script = if j + 1 < bytes.len() {
-                        Some(Arg {
-                            text: t[j + 1..].to_string(),
-                            ..a.clone()
-                        })
-                    } else {
-                        argv.get(i + 1).cloned()
-                    };
-                    return match script {
-                        Some(s) => Unwrap::Script {
-                            script: s,
-                            new_process: true,
-                            info,
-                        },
-                        None => Unwrap::Itself,
-                    };
-                }
-                if spec.itself_short.contains(&c) {
-                    return Unwrap::Itself;
-                }
-                if spec.short_val.contains(&c) {
-                    if j + 1 == bytes.len() {
-                        consumed_next = true;
-                    }
-                    break;
-                }
-                j += 1;
-            }
-            i += if consumed_next { 2 } else { 1 };
-            continue;
-        }
-        if positionals < spec.positional {
-            positionals += 1;
+    }
+    let mut i = parsed.end;
+    for _ in 0..spec.positional {
+        if i < argv.len() {
             i += 1;
-            continue;
         }
-        break;
     }
     if i >= argv.len() {
-        return Unwrap::Itself;
+        return match info.opaque {
+            Some(reason) => Unwrap::Opaque(reason),
+            None => Unwrap::Itself,
+        };
     }
     Unwrap::Command { start: i, info }
+}
+
+/// Why an option that names a program makes the segment opaque.
+pub(super) fn runs_reason(name: &str, f: &Found) -> String {
+    format!(
+        "`{name} {}` names a program berth cannot see run",
+        f.opt.display()
+    )
 }
 
 /// Joins words with spaces into a script, as `eval` and `watch` do.

@@ -3,12 +3,22 @@
 //! `chroot`, `setpriv`, …). Their specs say `privileged`, which the
 //! privileged limit reads whatever the command they run.
 
-use super::{NONE, Spec, Unwrap, WrapInfo};
+use super::{NONE, Spec, Unwrap, WrapInfo, runs_reason};
 use crate::arg::Arg;
+use crate::options::{HELP_VERSION, Opt, Role, Syntax, flag, optional, parse, value};
+
+const HELP: Opt = HELP_VERSION[0];
+const VERSION: Opt = HELP_VERSION[1];
 
 /// `chroot DIR cmd…`: runs the command under another root; needs privilege.
 const CHROOT: Spec = Spec {
-    long_val: &["--userspec", "--groups"],
+    opts: &[
+        value(0, "userspec"),
+        value(0, "groups"),
+        flag(0, "skip-chdir"),
+        HELP,
+        VERSION,
+    ],
     positional: 1,
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
@@ -16,16 +26,70 @@ const CHROOT: Spec = Spec {
 
 /// `unshare [opts] cmd…`: runs the command in new namespaces; a user namespace makes it root there.
 const UNSHARE: Spec = Spec {
-    short_val: b"S",
-    long_val: &["--setuid", "--setgid", "--wd", "--root"],
+    opts: &[
+        optional(b'm', "mount"),
+        optional(b'u', "uts"),
+        optional(b'i', "ipc"),
+        optional(b'n', "net"),
+        optional(b'p', "pid"),
+        optional(b'U', "user"),
+        optional(b'C', "cgroup"),
+        optional(b'T', "time"),
+        flag(b'f', "fork"),
+        optional(0, "kill-child"),
+        optional(0, "mount-proc"),
+        optional(0, "map-user"),
+        optional(0, "map-group"),
+        value(0, "map-users"),
+        value(0, "map-groups"),
+        flag(0, "map-auto"),
+        flag(b'r', "map-root-user"),
+        flag(b'c', "map-current-user"),
+        value(0, "propagation"),
+        value(0, "setgroups"),
+        value(b'R', "root"),
+        value(b'w', "wd"),
+        value(b'S', "setuid"),
+        value(b'G', "setgid"),
+        value(0, "monotonic"),
+        value(0, "boottime"),
+        value(b'l', "load-interp").role(Role::Runs), // registers an interpreter program (binfmt_misc)
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
 };
 
 /// `nsenter -t PID cmd…`: runs the command in another process's namespaces; needs privilege.
 const NSENTER: Spec = Spec {
-    short_val: b"tSGwr",
-    long_val: &["--target", "--setuid", "--setgid"],
+    opts: &[
+        value(b't', "target"),
+        flag(b'a', "all"),
+        optional(b'm', "mount"),
+        optional(b'u', "uts"),
+        optional(b'i', "ipc"),
+        optional(b'n', "net"),
+        optional(b'N', "net-socket"),
+        optional(b'p', "pid"),
+        optional(b'C', "cgroup"),
+        optional(b'U', "user"),
+        optional(b'T', "time"),
+        flag(0, "user-parent"),
+        value(b'S', "setuid"),
+        value(b'G', "setgid"),
+        flag(0, "preserve-credentials"),
+        flag(0, "keep-caps"),
+        optional(b'r', "root"),
+        optional(b'w', "wd"),
+        value(b'W', "wdns"),
+        flag(b'e', "env"),
+        flag(b'F', "no-fork"),
+        flag(b'Z', "follow-context"),
+        flag(b'c', "join-cgroup"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
 };
@@ -39,12 +103,33 @@ const SU_EXEC: Spec = Spec {
 
 /// `setpriv --reuid=U cmd…`: runs the command with other ids and capabilities.
 const SETPRIV: Spec = Spec {
-    long_val: &[
-        "--reuid",
-        "--regid",
-        "--groups",
-        "--inh-caps",
-        "--bounding-set",
+    opts: &[
+        flag(b'd', "dump").role(Role::Itself), // prints the state: no command follows
+        flag(0, "nnp"),
+        flag(0, "no-new-privs"),
+        value(0, "ambient-caps"),
+        value(0, "inh-caps"),
+        value(0, "bounding-set"),
+        value(0, "ruid"),
+        value(0, "euid"),
+        value(0, "rgid"),
+        value(0, "egid"),
+        value(0, "reuid"),
+        value(0, "regid"),
+        flag(0, "clear-groups"),
+        flag(0, "keep-groups"),
+        flag(0, "init-groups"),
+        value(0, "groups"),
+        value(0, "securebits"),
+        value(0, "pdeathsig"),
+        value(0, "selinux-label"),
+        value(0, "apparmor-profile"),
+        value(0, "landlock-access"),
+        value(0, "landlock-rule"),
+        flag(0, "reset-env"),
+        flag(0, "list-caps").role(Role::Itself),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
     ],
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
@@ -52,28 +137,39 @@ const SETPRIV: Spec = Spec {
 
 /// `sudo [opts] cmd…`: runs the command as another user, root by default.
 const SUDO: Spec = Spec {
-    short_val: b"ughpCDrtTUR",
-    long_val: &[
-        "--user",
-        "--group",
-        "--host",
-        "--prompt",
-        "--close-from",
-        "--chdir",
-        "--role",
-        "--type",
-        "--command-timeout",
-        "--other-user",
-        "--chroot",
-    ],
-    itself_short: b"lvkKVe", // list, validate, forget, version, edit: no command follows
-    itself_long: &[
-        "--list",
-        "--validate",
-        "--reset-timestamp",
-        "--remove-timestamp",
-        "--version",
-        "--edit",
+    opts: &[
+        flag(b'A', "askpass"), // runs the askpass program SUDO_ASKPASS names: still sudo
+        value(b'a', "auth-type"),
+        flag(b'B', "bell"),
+        flag(b'b', "background"),
+        value(b'C', "close-from"),
+        value(b'c', "login-class"),
+        value(b'D', "chdir").role(Role::Chdir), // the command runs in this directory
+        flag(b'E', ""), // a flag in its short form, an optional list in its long one
+        optional(0, "preserve-env"),
+        value(b'g', "group"),
+        flag(b'H', "set-home"),
+        optional(b'h', "host"),
+        flag(b'i', "login"),
+        flag(b'k', "reset-timestamp"), // forgets the credentials, then still runs the command
+        flag(b'n', "non-interactive"),
+        flag(b'N', "no-update"),
+        flag(b'P', "preserve-groups"),
+        value(b'p', "prompt"),
+        value(b'R', "chroot"),
+        value(b'r', "role"),
+        flag(b'S', "stdin"),
+        flag(b's', "shell"),
+        value(b'T', "command-timeout"),
+        value(b't', "type"),
+        value(b'U', "other-user"),
+        value(b'u', "user"),
+        flag(b'K', "remove-timestamp").role(Role::Itself), // forgets the credentials: no command follows
+        flag(b'l', "list").role(Role::Itself),             // lists what may run: no command follows
+        flag(b'V', "version").role(Role::Itself),
+        flag(b'v', "validate").role(Role::Itself), // refreshes the credentials: no command follows
+        flag(b'e', "edit").role(Role::Itself), // edits files (sudoedit): the limit reads `sudo` itself
+        flag(0, "help").role(Role::Itself),
     ],
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
@@ -81,34 +177,48 @@ const SUDO: Spec = Spec {
 
 /// `doas [opts] cmd…`: OpenBSD's sudo.
 const DOAS: Spec = Spec {
-    short_val: b"uC",
-    itself_short: b"L", // forgets the credentials: no command follows
-    privileged: true,   // runs the command as another user or with other privileges
+    opts: &[
+        value(b'a', ""),
+        value(b'C', "").role(Role::Itself), // checks a config file: no command runs
+        flag(b'L', "").role(Role::Itself),  // forgets the credentials: no command follows
+        flag(b'n', ""),
+        flag(b's', ""),
+        value(b'u', ""),
+    ],
+    privileged: true, // runs the command as another user or with other privileges
     ..NONE
 };
 
 /// `pkexec cmd…`: polkit runs the command as another user.
 const PKEXEC: Spec = Spec {
-    long_val: &["--user"],
+    opts: &[
+        value(0, "user"),
+        flag(0, "keep-cwd"),
+        flag(0, "disable-internal-agent"),
+        flag(0, "help").role(Role::Itself),
+        flag(0, "version").role(Role::Itself),
+    ],
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
 };
 
 /// `run0 [opts] cmd…`: systemd's sudo.
 const RUN0: Spec = Spec {
-    short_val: b"ugD",
-    long_val: &[
-        "--user",
-        "--group",
-        "--chdir",
-        "--setenv",
-        "--unit",
-        "--property",
-        "--description",
-        "--slice",
-        "--nice",
-        "--background",
-        "--machine",
+    opts: &[
+        value(b'u', "user"),
+        value(b'g', "group"),
+        value(b'D', "chdir").role(Role::Chdir), // the command runs in this directory
+        value(0, "setenv"),
+        value(0, "unit"),
+        value(0, "property"),
+        value(0, "description"),
+        value(0, "slice"),
+        value(0, "nice"),
+        value(0, "background"),
+        value(0, "machine"),
+        flag(0, "no-ask-password"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(0, "version").role(Role::Itself),
     ],
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
@@ -119,6 +229,25 @@ const SUDOEDIT: Spec = Spec {
     privileged: true, // runs the command as another user or with other privileges
     ..NONE
 };
+
+/// util-linux `su` and `runuser`'s su-like form.
+const SU: &[Opt] = &[
+    value(b'c', "command").role(Role::Script), // a command line run by the user's shell
+    value(0, "session-command").role(Role::Script), // the same, in the same session
+    value(b's', "shell").role(Role::Runs),     // the program that runs the command line
+    value(b'g', "group"),
+    value(b'G', "supp-group"),
+    value(b'w', "whitelist-environment"),
+    value(b'u', "user"), // runuser only: the command follows
+    flag(b'f', "fast"),
+    flag(b'l', "login"),
+    flag(b'm', "preserve-environment"),
+    flag(b'p', ""),
+    flag(b'P', "pty"),
+    flag(b'T', "no-pty"),
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'V', "version").role(Role::Itself),
+];
 
 pub(super) fn spec(name: &str) -> Option<Spec> {
     Some(match name {
@@ -136,68 +265,61 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
     })
 }
 
+/// `su [opts] [-] [user [args…]]` (options anywhere, as GNU getopt
+/// permutes them); `runuser -u user [--] cmd…`.
 pub(super) fn unwrap_su(argv: &[Arg], runuser: bool) -> Unwrap {
+    let name = if runuser { "runuser" } else { "su" };
     let info = WrapInfo {
         privileged: true,
         ..WrapInfo::default()
     };
-    let mut i = 1;
-    while i < argv.len() {
-        let a = &argv[i];
-        let t = a.text.as_str();
-        if a.dynamic {
-            i += 1;
-            continue;
-        }
-        if t == "-c" || t == "--command" || t == "--session-command" {
-            return match argv.get(i + 1) {
-                Some(s) => Unwrap::Script {
-                    script: s.clone(),
-                    new_process: true,
-                    info,
-                },
-                None => Unwrap::Itself,
-            };
-        }
-        if let Some(v) = t
-            .strip_prefix("--command=")
-            .or_else(|| t.strip_prefix("--session-command="))
-        {
-            return Unwrap::Script {
-                script: Arg {
-                    text: v.to_string(),
-                    ..a.clone()
-                },
-                new_process: true,
-                info,
-            };
-        }
-        if runuser && (t == "-u" || t == "--user") {
-            // `runuser -u user [--] cmd…`
-            let mut j = i + 2;
-            if argv.get(j).is_some_and(|x| x.is("--")) {
-                j += 1;
+    if runuser {
+        // `runuser -u USER [--] cmd…`: options end at the command.
+        let parsed = parse(argv, 1, &Syntax::wrapper(SU));
+        if parsed.problem.is_none() && parsed.has("user") {
+            if let Some(f) = parsed.first_with(Role::Runs) {
+                return Unwrap::Opaque(runs_reason(name, f));
             }
-            return if j < argv.len() {
-                Unwrap::Command { start: j, info }
+            return if parsed.end < argv.len() {
+                Unwrap::Command {
+                    start: parsed.end,
+                    info,
+                }
             } else {
                 Unwrap::Itself
             };
         }
-        if matches!(
-            t,
-            "-s" | "--shell"
-                | "-g"
-                | "--group"
-                | "-G"
-                | "--supp-group"
-                | "-w"
-                | "--whitelist-environment"
-        ) {
-            i += 2;
-            continue;
-        }
-        i += 1;
+    }
+    let parsed = parse(argv, 1, &Syntax::gnu(SU));
+    if let Some(p) = &parsed.problem {
+        return Unwrap::Opaque(p.describe(name));
+    }
+    if let Some(f) = parsed.first_with(Role::Runs) {
+        return Unwrap::Opaque(runs_reason(name, f));
+    }
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
+    if let Some(f) = parsed.first_with(Role::Script) {
+        return match &f.value {
+            Some(s) => Unwrap::Script {
+                script: s.clone(),
+                new_process: true,
+                info,
+            },
+            None => Unwrap::Itself,
+        };
+    }
+    // `su [-] [user]` starts the user's shell; more operands are its
+    // arguments (a script it runs).
+    let operands: Vec<&Arg> = parsed
+        .operands
+        .iter()
+        .map(|&i| &argv[i])
+        .filter(|a| !a.is("-"))
+        .collect();
+    if operands.len() > 1 || operands.iter().any(|a| a.dynamic) {
+        return Unwrap::Opaque(format!("`{name}` passes arguments to the user's shell"));
     }
     Unwrap::Itself
 }

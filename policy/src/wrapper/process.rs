@@ -4,252 +4,575 @@
 //! input or rerun it (`xargs`, `watch`). A table per program gives its
 //! options' arity and which ones mean it runs nothing else.
 
-use super::{NONE, Spec, Unwrap, WrapInfo, join_script, long_name};
+use super::{NONE, Spec, Unwrap, WrapInfo, join_script};
 use crate::arg::Arg;
+use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, optional, parse, value};
 
-/// Process wrappers with no options of their own that matter: they run the rest of the line as it is (`nohup`, `setsid`, `builtin`, …).
-const PLAIN: Spec = Spec {
-    itself_short: b"",
+const HELP: Opt = HELP_VERSION[0];
+const VERSION: Opt = HELP_VERSION[1];
+
+/// `nohup cmd…`: runs the command ignoring hangups.
+const NOHUP: Spec = Spec {
+    opts: &[HELP, VERSION],
+    ..NONE
+};
+
+/// `setsid cmd…`: runs the command in a new session.
+const SETSID: Spec = Spec {
+    opts: &[
+        flag(b'c', "ctty"),
+        flag(b'f', "fork"),
+        flag(b'w', "wait"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `command cmd…` runs `cmd` bypassing functions; `-v`/`-V` only print what a name is, running nothing.
 const COMMAND: Spec = Spec {
-    itself_short: b"vV", // prints what a name is: no command follows
+    opts: &[
+        flag(b'p', ""),
+        flag(b'v', "").role(Role::Itself), // prints what a name is: no command follows
+        flag(b'V', "").role(Role::Itself), // the same, verbosely
+    ],
     ..NONE
 };
 
 /// `exec cmd…` replaces the shell with `cmd`; `-a NAME` sets its argv[0].
 const EXEC: Spec = Spec {
-    short_val: b"a",
+    opts: &[value(b'a', ""), flag(b'c', ""), flag(b'l', "")],
     ..NONE
 };
 
 /// `timeout DURATION cmd…` (and GNU `gtimeout` on macOS): runs the command with a time limit.
 const TIMEOUT: Spec = Spec {
-    short_val: b"sk",
-    long_val: &["--signal", "--kill-after"],
+    opts: &[
+        value(b's', "signal"),
+        value(b'k', "kill-after"),
+        flag(b'f', "foreground"),
+        flag(b'p', "preserve-status"),
+        flag(b'v', "verbose"),
+        HELP,
+        VERSION,
+    ],
     positional: 1,
     ..NONE
 };
 
 /// `nice [-n N] cmd…` (and `gnice`): runs the command at another priority.
 const NICE: Spec = Spec {
-    short_val: b"n",
-    long_val: &["--adjustment"],
+    opts: &[value(b'n', "adjustment"), HELP, VERSION],
+    numeric: true,
     ..NONE
 };
 
 /// `ionice [-c C] cmd…`: runs the command at another I/O priority; `-p` acts on running processes instead, running nothing.
 const IONICE: Spec = Spec {
-    short_val: b"cnpPu",
-    long_val: &["--class", "--classdata", "--pid", "--pgid", "--uid"],
-    itself_short: b"p", // acts on a running process: no command follows
+    opts: &[
+        value(b'c', "class"),
+        value(b'n', "classdata"),
+        flag(b't', "ignore"),
+        value(b'p', "pid").role(Role::Itself), // acts on a running process: no command follows
+        value(b'P', "pgid").role(Role::Itself), // the same for a process group
+        value(b'u', "uid").role(Role::Itself), // the same for a user's processes
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `stdbuf -oL cmd…` (and `gstdbuf`): runs the command with other stdio buffering.
 const STDBUF: Spec = Spec {
-    short_val: b"ioe",
-    long_val: &["--input", "--output", "--error"],
+    opts: &[
+        value(b'i', "input"),
+        value(b'o', "output"),
+        value(b'e', "error"),
+        HELP,
+        VERSION,
+    ],
     ..NONE
 };
 
 /// `time [-p] cmd…`: the `time` program runs the command and reports how long it took.
 const TIME: Spec = Spec {
-    short_val: b"fo",
-    long_val: &["--format", "--output"],
+    opts: &[
+        flag(b'a', "append"),
+        value(b'f', "format"),
+        value(b'o', "output"),
+        flag(b'p', "portability"),
+        flag(b'q', "quiet"),
+        flag(b'v', "verbose"),
+        HELP,
+        flag(b'V', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `taskset MASK cmd…`: runs the command on some CPUs; `-p` acts on a running process instead.
 const TASKSET: Spec = Spec {
+    opts: &[
+        flag(b'a', "all-tasks"),
+        flag(b'c', "cpu-list"),
+        flag(b'p', "pid").role(Role::Itself), // acts on a running process: no command follows
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     positional: 1,
-    itself_short: b"p", // acts on a running process: no command follows
     ..NONE
 };
 
 /// `chrt PRIO cmd…`: runs the command with a real-time policy; `-p` acts on a running process, `-m` only lists.
 const CHRT: Spec = Spec {
-    short_val: b"T",
+    opts: &[
+        flag(b'b', "batch"),
+        flag(b'd', "deadline"),
+        flag(b'f', "fifo"),
+        flag(b'i', "idle"),
+        flag(b'o', "other"),
+        flag(b'r', "rr"),
+        flag(b'e', "ext"),
+        flag(b'R', "reset-on-fork"),
+        value(b'T', "sched-runtime"),
+        value(b'P', "sched-period"),
+        value(b'D', "sched-deadline"),
+        flag(b'a', "all-tasks"),
+        flag(b'v', "verbose"),
+        flag(b'm', "max").role(Role::Itself), // lists priorities: no command follows
+        flag(b'p', "pid").role(Role::Itself), // acts on a running process: no command follows
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     positional: 1,
-    itself_short: b"pm", // a running process, or lists: no command follows
     ..NONE
 };
 
 /// `prlimit --nofile=N cmd…`: runs the command with resource limits.
 const PRLIMIT: Spec = Spec {
-    short_val: b"p",
-    long_val: &["--pid"],
+    opts: &[
+        value(b'p', "pid").role(Role::Itself), // acts on a running process: no command follows
+        value(b'o', "output"),
+        flag(0, "noheadings"),
+        flag(0, "raw"),
+        flag(0, "verbose"),
+        optional(b'c', "core"),
+        optional(b'd', "data"),
+        optional(b'e', "nice"),
+        optional(b'f', "fsize"),
+        optional(b'i', "sigpending"),
+        optional(b'l', "memlock"),
+        optional(b'm', "rss"),
+        optional(b'n', "nofile"),
+        optional(b'q', "msgqueue"),
+        optional(b'r', "rtprio"),
+        optional(b's', "stack"),
+        optional(b't', "cpu"),
+        optional(b'u', "nproc"),
+        optional(b'v', "as"),
+        optional(b'x', "locks"),
+        optional(b'y', "rttime"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `faketime TIME cmd…`: runs the command with a faked clock.
 const FAKETIME: Spec = Spec {
-    short_val: b"f",
+    opts: &[value(b'f', ""), flag(b'm', ""), HELP, VERSION],
     positional: 1,
     ..NONE
 };
 
 /// `fakeroot cmd…`: runs the command believing it is root (no real privilege).
 const FAKEROOT: Spec = Spec {
-    short_val: b"ls",
-    long_val: &["--lib", "--faked", "-s", "-i"],
+    opts: &[
+        value(b'l', "lib"),
+        value(0, "faked").role(Role::Runs), // the daemon program fakeroot starts
+        value(b's', ""),
+        value(b'i', ""),
+        flag(b'u', "unknown-is-real"),
+        value(b'b', ""),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'v', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `systemd-run cmd…`: runs the command as a systemd unit, outside the caller.
 const SYSTEMD_RUN: Spec = Spec {
-    short_val: b"pEMH",
-    long_val: &[
-        "--unit",
-        "--property",
-        "--setenv",
-        "--uid",
-        "--gid",
-        "--working-directory",
-        "--machine",
-        "--host",
-        "--slice",
-        "--description",
-        "--nice",
-        "--service-type",
+    opts: &[
+        value(b'u', "unit"),
+        value(b'p', "property"),
+        value(b'E', "setenv"),
+        value(0, "uid"),
+        value(0, "gid"),
+        value(0, "working-directory"),
+        value(b'M', "machine"),
+        value(b'H', "host"),
+        value(0, "slice"),
+        value(0, "description"),
+        value(0, "nice"),
+        value(0, "service-type"),
+        flag(0, "user"),
+        flag(0, "system"),
+        flag(0, "scope"),
+        flag(b'r', "remain-after-exit"),
+        flag(b't', "pty"),
+        flag(b'P', "pipe"),
+        flag(b'q', "quiet"),
+        flag(b'G', "collect"),
+        flag(0, "wait"),
+        flag(0, "no-block"),
+        flag(0, "no-ask-password"),
+        flag(b'S', "shell"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(0, "version").role(Role::Itself),
     ],
     ..NONE
 };
 
 /// `strace [opts] cmd…`: runs the command under the tracer.
 const STRACE: Spec = Spec {
-    short_val: b"eoOpPsSuUXabI",
-    long_val: &["--output", "--trace", "--signal"],
+    opts: &[
+        value(b'o', "output"),
+        value(b'e', ""),
+        value(b'E', "env"),
+        value(b'p', "attach"),
+        value(b'P', "trace-path"),
+        value(b's', "string-limit"),
+        value(b'S', "summary-sort-by"),
+        value(b'u', "user"),
+        value(b'X', "const-print-style"),
+        value(b'a', "columns"),
+        value(b'b', "detach-on"),
+        value(b'I', "interruptible"),
+        value(b'O', "summary-syscall-overhead"),
+        optional(0, "trace"),
+        optional(0, "signal"),
+        flag(b'f', "follow-forks"),
+        flag(b'F', ""),
+        flag(b'c', "summary-only"),
+        flag(b'C', "summary"),
+        flag(b'd', "debug"),
+        flag(b'D', "daemonize"),
+        flag(b'i', "instruction-pointer"),
+        flag(b'k', "stack-trace"),
+        flag(b'n', "syscall-number"),
+        flag(b'q', "quiet"),
+        flag(b'r', "relative-timestamps"),
+        flag(b't', "absolute-timestamps"),
+        flag(b'T', "syscall-times"),
+        flag(b'v', "no-abbrev"),
+        flag(b'w', "summary-wall-clock"),
+        flag(b'x', ""),
+        flag(b'y', "decode-fds"),
+        flag(b'z', "successful-only"),
+        flag(b'Z', "failed-only"),
+        flag(b'A', "output-append-mode"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `ltrace [opts] cmd…`: runs the command under the library tracer.
 const LTRACE: Spec = Spec {
-    short_val: b"eoOpPsSuUXaAbDFlnx",
-    long_val: &["--output"],
+    opts: &[
+        value(b'o', "output"),
+        value(b'e', ""),
+        value(b'a', "align"),
+        value(b'A', ""),
+        value(b'D', "debug"),
+        value(b'F', "config"),
+        value(b'l', "library"),
+        value(b'n', "indent"),
+        value(b'p', ""),
+        value(b's', ""),
+        value(b'u', ""),
+        value(b'x', ""),
+        value(b'L', ""),
+        flag(b'b', "no-signals"),
+        flag(b'c', ""),
+        flag(b'C', "demangle"),
+        flag(b'f', ""),
+        flag(b'i', ""),
+        flag(b'r', ""),
+        flag(b'S', ""),
+        flag(b't', ""),
+        flag(b'T', ""),
+        flag(b'w', "where"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
-/// `valgrind cmd…`, `caffeinate cmd…`: run the command as it is.
-const VALGRIND: Spec = NONE;
+/// `valgrind cmd…`: runs the command under a checker. Its `--tool=…` and
+/// the many `--x=y` settings are read; any other option is unknown.
+const VALGRIND: Spec = Spec {
+    opts: &[
+        value(0, "tool"),
+        value(0, "leak-check"),
+        value(0, "show-leak-kinds"),
+        value(0, "track-origins"),
+        value(0, "log-file"),
+        value(0, "error-exitcode"),
+        value(0, "suppressions"),
+        value(0, "gen-suppressions"),
+        value(0, "trace-children"),
+        flag(b'q', "quiet"),
+        flag(b'v', "verbose"),
+        HELP,
+        VERSION,
+    ],
+    ..NONE
+};
+
+/// `caffeinate [-dimsu] cmd…`: macOS keeps the machine awake while the command runs.
+const CAFFEINATE: Spec = Spec {
+    opts: &[
+        flag(b'd', ""),
+        flag(b'i', ""),
+        flag(b'm', ""),
+        flag(b's', ""),
+        flag(b'u', ""),
+        value(b't', ""),
+        value(b'w', "").role(Role::Itself), // waits for a running process: no command follows
+    ],
+    ..NONE
+};
 
 /// `firejail cmd…` is named a wrapper here (for `--always`); `unwrap` treats it as opaque before this table is read.
 const FIREJAIL: Spec = NONE;
 
-/// Less common process wrappers with no options that matter (deny rules must see through them too).
+/// Less common process wrappers: run the rest of the line; berth knows no
+/// options of theirs, so any option makes the segment opaque.
 const PLAIN_LESS_COMMON: Spec = NONE;
 
 /// `setarch ARCH cmd…`: runs the command with another personality.
 const SETARCH: Spec = Spec {
+    opts: &[
+        flag(b'v', "verbose"),
+        flag(b'R', "addr-no-randomize"),
+        flag(b'3', "3gb"),
+        flag(b'L', "addr-compat-layout"),
+        flag(b'B', "32bit"),
+        flag(b'F', "fdpic-funcptrs"),
+        flag(b'I', "short-inode"),
+        flag(b'S', "whole-seconds"),
+        flag(b'T', "sticky-timeouts"),
+        flag(b'X', "read-implies-exec"),
+        flag(b'Z', "mmap-page-zero"),
+        flag(0, "uname-2.6"),
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     positional: 1,
     ..NONE
 };
 
 /// `proxychains [-f CONF] cmd…`: runs the command through proxies.
 const PROXYCHAINS: Spec = Spec {
-    short_val: b"f",
+    opts: &[value(b'f', ""), flag(b'q', "")],
     ..NONE
 };
 
 /// `trickle -d N cmd…`: runs the command with limited bandwidth.
 const TRICKLE: Spec = Spec {
-    short_val: b"dulwtn",
+    opts: &[
+        value(b'd', ""),
+        value(b'u', ""),
+        value(b'l', ""),
+        value(b'w', ""),
+        value(b't', ""),
+        value(b'n', ""),
+        flag(b's', ""),
+        flag(b'v', ""),
+        flag(b'V', ""),
+    ],
     ..NONE
 };
 
 /// `cpulimit -l N cmd…`: runs the command with limited CPU; `-p`/`-P`/`-e` act on a running process instead.
 const CPULIMIT: Spec = Spec {
-    short_val: b"lpei",
-    long_val: &["--limit", "--pid", "--exe", "--path"],
-    itself_short: b"pPe", // a running process: no command follows
+    opts: &[
+        value(b'l', "limit"),
+        value(b'p', "pid").role(Role::Itself), // a running process: no command follows
+        value(b'e', "exe").role(Role::Itself), // the same, by name
+        value(b'P', "path").role(Role::Itself), // the same, by path
+        value(b'i', ""),
+        flag(b'z', "lazy"),
+        flag(b'k', "kill"),
+        flag(b'r', "restore"),
+        flag(b'v', "verbose"),
+        flag(b'b', "background"),
+        flag(b'f', "foreground"),
+        flag(b'q', "quiet"),
+        flag(b'h', "help").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `timelimit -t N cmd…`: runs the command with a time limit.
 const TIMELIMIT: Spec = Spec {
-    short_val: b"tTsSpP",
+    opts: &[
+        value(b't', ""),
+        value(b'T', ""),
+        value(b's', ""),
+        value(b'S', ""),
+        flag(b'p', ""),
+        flag(b'q', ""),
+    ],
     ..NONE
 };
 
 /// `lckdo LOCKFILE cmd…`: runs the command holding a lock.
 const LCKDO: Spec = Spec {
-    short_val: b"W",
+    opts: &[flag(b'w', ""), value(b'W', ""), flag(b'q', "")],
     positional: 1,
     ..NONE
 };
 
 /// `with-lock-ex LOCKFILE cmd…`: runs the command holding a lock.
 const WITH_LOCK_EX: Spec = Spec {
+    opts: &[flag(b'q', ""), flag(b'w', "")],
     positional: 1,
     ..NONE
 };
 
 /// `chpst [opts] cmd…`: runit's process-state changer.
 const CHPST: Spec = Spec {
-    short_val: b"uUbeglmdosctfp",
+    opts: &[
+        value(b'u', ""),
+        value(b'U', ""),
+        value(b'b', ""),
+        value(b'e', ""),
+        value(b'n', ""),
+        value(b'l', ""),
+        value(b'L', ""),
+        value(b'm', ""),
+        value(b'd', ""),
+        value(b'o', ""),
+        value(b'p', ""),
+        value(b'f', ""),
+        value(b'c', ""),
+        value(b'r', ""),
+        value(b't', ""),
+        value(b'/', ""),
+        flag(b'v', ""),
+        flag(b'P', ""),
+        flag(b'0', ""),
+        flag(b'1', ""),
+        flag(b'2', ""),
+    ],
     ..NONE
 };
 
 /// `cgexec -g CG cmd…`: runs the command in a control group.
 const CGEXEC: Spec = Spec {
-    short_val: b"g",
+    opts: &[value(b'g', ""), flag(0, "sticky")],
     ..NONE
 };
 
 /// `numactl [opts] cmd…`: runs the command with a NUMA policy.
 const NUMACTL: Spec = Spec {
-    short_val: b"NCmpiP",
-    long_val: &[
-        "--cpunodebind",
-        "--physcpubind",
-        "--membind",
-        "--preferred",
-        "--interleave",
+    opts: &[
+        value(b'N', "cpunodebind"),
+        value(b'C', "physcpubind"),
+        value(b'm', "membind"),
+        value(b'p', "preferred"),
+        value(b'i', "interleave"),
+        flag(b'l', "localalloc"),
+        flag(b'a', "all"),
+        flag(b'H', "hardware").role(Role::Itself), // prints the hardware: no command follows
+        flag(b's', "show").role(Role::Itself),     // prints the policy: no command follows
+        flag(b'h', "help").role(Role::Itself),
     ],
     ..NONE
 };
 
 /// `flatpak-spawn [opts] cmd…`: runs the command outside or inside a sandbox.
 const FLATPAK_SPAWN: Spec = Spec {
-    long_val: &["--directory", "--env", "--forward-fd"],
+    opts: &[
+        value(0, "directory"),
+        value(0, "env"),
+        value(0, "forward-fd"),
+        flag(0, "host"),
+        flag(0, "clear-env"),
+        flag(0, "watch-bus"),
+        flag(0, "sandbox"),
+        flag(0, "no-network"),
+        flag(0, "latest-version"),
+        flag(b'v', "verbose"),
+        flag(b'h', "help").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `schroot -c CHROOT cmd…`: runs the command in a configured chroot.
 const SCHROOT: Spec = Spec {
-    short_val: b"cud",
-    long_val: &["--chroot", "--user", "--directory"],
+    opts: &[
+        value(b'c', "chroot"),
+        value(b'u', "user"),
+        value(b'd', "directory"),
+        flag(b'p', "preserve-environment"),
+        flag(b'q', "quiet"),
+        flag(b'v', "verbose"),
+        flag(b'l', "list").role(Role::Itself), // lists chroots: no command follows
+        flag(b'i', "info").role(Role::Itself), // prints chroot info: no command follows
+        flag(b'h', "help").role(Role::Itself),
+        flag(b'V', "version").role(Role::Itself),
+    ],
     ..NONE
 };
 
 /// `arch cmd…`: runs the command (macOS: under another architecture).
-const ARCH: Spec = NONE;
+const ARCH: Spec = Spec {
+    opts: &[
+        flag(0, "x86_64"),
+        flag(0, "arm64"),
+        flag(0, "arm64e"),
+        flag(0, "i386"),
+        flag(b'c', ""),
+        value(b'e', ""),
+        value(b'd', ""),
+    ],
+    ..NONE
+};
 
 /// `sandbox-exec -f PROFILE cmd…`: macOS's sandbox runs the command.
 const SANDBOX_EXEC: Spec = Spec {
-    short_val: b"fpD",
+    opts: &[
+        value(b'f', ""),
+        value(b'n', ""),
+        value(b'p', ""),
+        value(b'D', ""),
+    ],
     ..NONE
 };
 
 /// `xvfb-run [opts] cmd…`: runs the command with a virtual X display.
 const XVFB_RUN: Spec = Spec {
-    short_val: b"nsfpe",
-    long_val: &[
-        "--server-num",
-        "--server-args",
-        "--auth-file",
-        "--xauth-protocol",
-        "--error-file",
+    opts: &[
+        value(b'n', "server-num"),
+        value(b's', "server-args"),
+        value(b'f', "auth-file"),
+        value(b'p', "xauth-protocol"),
+        value(b'e', "error-file"),
+        flag(b'a', "auto-servernum"),
+        value(b'l', "listen-tcp"),
+        flag(b'h', "help").role(Role::Itself),
     ],
     ..NONE
 };
 
 pub(super) fn spec(name: &str) -> Option<Spec> {
     Some(match name {
-        "nohup" | "builtin" | "setsid" | "catchsegv" | "dbus-run-session" | "entr"
-        | "with-contenv" | "chronic" | "unbuffer" | "pv-wrap" => PLAIN,
+        "nohup" | "gnohup" => NOHUP,
+        "setsid" => SETSID,
+        "builtin" | "catchsegv" | "dbus-run-session" | "entr" | "with-contenv" | "chronic"
+        | "unbuffer" | "pv-wrap" => PLAIN_LESS_COMMON,
         "command" => COMMAND,
         "exec" => EXEC,
         "timeout" | "gtimeout" => TIMEOUT,
@@ -265,11 +588,12 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
         "systemd-run" => SYSTEMD_RUN,
         "strace" => STRACE,
         "ltrace" => LTRACE,
-        "valgrind" | "caffeinate" => VALGRIND,
+        "valgrind" => VALGRIND,
+        "caffeinate" => CAFFEINATE,
         "firejail" => FIREJAIL,
         "eatmydata" | "nocache" | "torsocks" | "tsocks" | "rlwrap" | "run-one" | "ifne"
-        | "daemonize" | "gnohup" | "fakechroot" | "linux32" | "linux64" | "ccache" | "sccache"
-        | "distcc" | "icecc" => PLAIN_LESS_COMMON,
+        | "daemonize" | "fakechroot" | "linux32" | "linux64" | "ccache" | "sccache" | "distcc"
+        | "icecc" => PLAIN_LESS_COMMON,
         "setarch" => SETARCH,
         "proxychains" | "proxychains4" => PROXYCHAINS,
         "trickle" => TRICKLE,
@@ -289,193 +613,177 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
     })
 }
 
+/// GNU `xargs`: builds the command from its input.
+const XARGS: &[Opt] = &[
+    flag(b'0', "null"),
+    value(b'a', "arg-file"), // operands come from a file: the command gets unknown arguments either way
+    value(b'd', "delimiter"),
+    value(b'E', ""),
+    optional(b'e', "eof"),
+    value(b'I', "").role(Role::Replace), // replaces the string in the command with each input line
+    optional(b'i', "replace").role(Role::Replace), // the same, `{}` by default
+    value(b'L', ""),
+    optional(b'l', "max-lines"),
+    value(b'n', "max-args"),
+    value(b'P', "max-procs"),
+    value(b's', "max-chars"),
+    value(0, "process-slot-var"),
+    flag(b'o', "open-tty"),
+    flag(b'p', "interactive"),
+    flag(b'r', "no-run-if-empty"),
+    flag(b't', "verbose"),
+    flag(b'x', "exit"),
+    flag(0, "show-limits"),
+    HELP,
+    VERSION,
+];
+
 pub(super) fn unwrap_xargs(argv: &[Arg]) -> Unwrap {
+    let parsed = parse(
+        argv,
+        1,
+        &Syntax {
+            guess: true,
+            ..Syntax::wrapper(XARGS)
+        },
+    );
     let mut info = WrapInfo {
         trailing_dynamic: true,
         ..WrapInfo::default()
     };
-    let mut i = 1;
-    // Options that take a value in the next word when not attached.
-    const SHORT_VAL: &[u8] = b"aEdILnPs";
-    const LONG_VAL: &[&str] = &[
-        "--arg-file",
-        "--delimiter",
-        "--max-lines",
-        "--max-args",
-        "--max-procs",
-        "--max-chars",
-        "--process-slot-var",
-        "--eof",
-        "--replace",
-    ];
-    while i < argv.len() {
-        let a = &argv[i];
-        if a.dynamic {
-            break;
+    match &parsed.problem {
+        Some(p @ (Problem::Unknown(_) | Problem::Ambiguous(_))) => {
+            info.opaque = Some(p.describe("xargs"));
         }
-        let t = a.text.as_str();
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if t.starts_with("--") {
-            let name = long_name(t);
-            if name == "--replace" {
-                info.replace = Some(t.split_once('=').map_or("{}", |(_, v)| v).to_string());
-                info.trailing_dynamic = false;
-                i += 1;
-                continue;
-            }
-            if LONG_VAL.contains(&name) && !t.contains('=') {
-                i += 2;
-            } else {
-                i += 1;
-            }
-            continue;
-        }
-        if t.len() > 1 && t.starts_with('-') {
-            let bytes = t.as_bytes();
-            let c = bytes[1];
-            if c == b'I' {
-                let r = if t.len() > 2 {
-                    Some(t[2..].to_string())
-                } else {
-                    argv.get(i + 1).map(|x| x.text.clone())
-                };
-                info.replace = r;
-                info.trailing_dynamic = false;
-                i += if t.len() > 2 { 1 } else { 2 };
-                continue;
-            }
-            if c == b'i' {
-                info.replace = Some(if t.len() > 2 {
-                    t[2..].to_string()
-                } else {
-                    "{}".to_string()
-                });
-                info.trailing_dynamic = false;
-                i += 1;
-                continue;
-            }
-            // A cluster: the first value-taking option takes the rest or the next word.
-            let mut next = false;
-            for (j, &ch) in bytes.iter().enumerate().skip(1) {
-                if SHORT_VAL.contains(&ch) {
-                    next = j + 1 == bytes.len();
-                    break;
-                }
-            }
-            i += if next { 2 } else { 1 };
-            continue;
-        }
-        break;
+        Some(p) => return Unwrap::Opaque(p.describe("xargs")),
+        None => {}
     }
-    if i >= argv.len() {
-        // xargs with no command runs `echo`.
+    if parsed.first_with(Role::Itself).is_some() {
         return Unwrap::Itself;
     }
-    Unwrap::Command { start: i, info }
+    for f in parsed.found.iter().filter(|f| f.opt.role == Role::Replace) {
+        info.replace = Some(
+            f.value
+                .as_ref()
+                .map_or("{}", |v| v.text.as_str())
+                .to_string(),
+        );
+        info.trailing_dynamic = false;
+    }
+    if parsed.end >= argv.len() {
+        // xargs with no command runs `echo`.
+        return match info.opaque {
+            Some(reason) => Unwrap::Opaque(reason),
+            None => Unwrap::Itself,
+        };
+    }
+    Unwrap::Command {
+        start: parsed.end,
+        info,
+    }
 }
+
+/// procps `watch`: reruns a command line (through `sh -c`, or as argv with
+/// `-x`).
+const WATCH: &[Opt] = &[
+    flag(b'b', "beep"),
+    flag(b'c', "color"),
+    flag(b'C', "no-color"),
+    optional(b'd', "differences"),
+    flag(b'e', "errexit"),
+    flag(b'g', "chgexit"),
+    value(b'n', "interval"),
+    flag(b'p', "precise"),
+    value(b'q', "equexit"),
+    flag(b'r', "no-rerun"),
+    value(b's', "shotsdir"),
+    flag(b't', "no-title"),
+    flag(b'w', "no-wrap"),
+    flag(b'x', "exec"), // runs the words as argv instead of through `sh -c`
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'v', "version").role(Role::Itself),
+];
 
 pub(super) fn unwrap_watch(argv: &[Arg]) -> Unwrap {
-    let mut i = 1;
-    let mut exec = false;
-    while i < argv.len() {
-        let a = &argv[i];
-        if a.dynamic {
-            break;
-        }
-        let t = a.text.as_str();
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if t == "-x" || t == "--exec" {
-            exec = true;
-            i += 1;
-            continue;
-        }
-        if t == "-n" || t == "--interval" || t == "-q" || t == "--equexit" {
-            i += 2;
-            continue;
-        }
-        if t.starts_with('-') && t.len() > 1 {
-            if t.starts_with("-n") || t.starts_with("--") {
-                i += 1;
-                continue;
-            }
-            if t.contains('x') {
-                exec = true;
-            }
-            i += 1;
-            continue;
-        }
-        break;
+    let parsed = parse(argv, 1, &Syntax::wrapper(WATCH));
+    if let Some(p) = &parsed.problem {
+        return Unwrap::Opaque(p.describe("watch"));
+    }
+    if parsed.first_with(Role::Itself).is_some() || parsed.end >= argv.len() {
+        return Unwrap::Itself;
+    }
+    if parsed.has("exec") {
+        return Unwrap::Command {
+            start: parsed.end,
+            info: WrapInfo::default(),
+        };
+    }
+    join_script(&argv[parsed.end..], true)
+}
+
+/// util-linux `flock`: runs a command holding a lock on a file.
+const FLOCK: &[Opt] = &[
+    flag(b's', "shared"),
+    flag(b'x', "exclusive"),
+    flag(b'e', ""),
+    flag(b'u', "unlock"),
+    flag(b'n', "nonblock"),
+    flag(0, "nb"),
+    value(b'w', "wait"),
+    value(0, "timeout"),
+    value(b'E', "conflict-exit-code"),
+    flag(b'o', "close"),
+    flag(b'F', "no-fork"),
+    flag(0, "verbose"),
+    value(b'c', "command").role(Role::Script), // a shell command line, run with `sh -c`
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'V', "version").role(Role::Itself),
+];
+
+pub(super) fn unwrap_flock(argv: &[Arg]) -> Unwrap {
+    let parsed = parse(argv, 1, &Syntax::wrapper(FLOCK));
+    if let Some(p) = &parsed.problem {
+        return Unwrap::Opaque(p.describe("flock"));
+    }
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
+    if let Some(f) = parsed.first_with(Role::Script) {
+        return match &f.value {
+            Some(s) => Unwrap::Script {
+                script: s.clone(),
+                new_process: true,
+                info: WrapInfo::default(),
+            },
+            None => Unwrap::Itself,
+        };
+    }
+    // `flock FILE cmd…`, `flock FILE -c CMDLINE`; `flock FD` alone runs nothing.
+    let mut i = parsed.end + 1;
+    if i >= argv.len() {
+        return Unwrap::Itself;
+    }
+    let word = &argv[i];
+    if word.is("-c") || word.is("--command") {
+        return match argv.get(i + 1) {
+            Some(s) => Unwrap::Script {
+                script: s.clone(),
+                new_process: true,
+                info: WrapInfo::default(),
+            },
+            None => Unwrap::Itself,
+        };
+    }
+    if word.is("--") {
+        i += 1;
     }
     if i >= argv.len() {
         return Unwrap::Itself;
     }
-    if exec {
-        return Unwrap::Command {
-            start: i,
-            info: WrapInfo::default(),
-        };
+    Unwrap::Command {
+        start: i,
+        info: WrapInfo::default(),
     }
-    join_script(&argv[i..], true)
-}
-
-pub(super) fn unwrap_flock(argv: &[Arg]) -> Unwrap {
-    let mut i = 1;
-    let mut have_file = false;
-    while i < argv.len() {
-        let a = &argv[i];
-        let t = a.text.as_str();
-        if !a.dynamic && (t == "-c" || t == "--command") {
-            return match argv.get(i + 1) {
-                Some(s) => Unwrap::Script {
-                    script: s.clone(),
-                    new_process: true,
-                    info: WrapInfo::default(),
-                },
-                None => Unwrap::Itself,
-            };
-        }
-        if !a.dynamic && t.starts_with("--command=") {
-            return Unwrap::Script {
-                script: Arg {
-                    text: t["--command=".len()..].to_string(),
-                    ..a.clone()
-                },
-                new_process: true,
-                info: WrapInfo::default(),
-            };
-        }
-        if !a.dynamic && !have_file && t.starts_with('-') && t.len() > 1 {
-            i += if matches!(
-                t,
-                "-w" | "--wait" | "--timeout" | "-E" | "--conflict-exit-code"
-            ) {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        if !have_file {
-            have_file = true;
-            i += 1;
-            continue;
-        }
-        if a.is("--") {
-            i += 1;
-            continue;
-        }
-        return Unwrap::Command {
-            start: i,
-            info: WrapInfo::default(),
-        };
-    }
-    Unwrap::Itself
 }
 
 #[cfg(test)]

@@ -7,48 +7,155 @@
 
 use super::{NONE, Spec, Unwrap, WrapInfo, join_script_sep};
 use crate::arg::Arg;
+use crate::options::global::{self, Sub};
+use crate::options::{Opt, Role, flag, value};
 
-/// `npx [opts] PACKAGE args…`: fetches and runs a package; `-c`/`--call` run a shell command line.
+const HELP: Opt = flag(b'h', "help").role(Role::Itself);
+
+/// `npm exec` / `npx [opts] PACKAGE args…`: fetches and runs a package.
+const NPM_EXEC: &[Opt] = &[
+    value(b'p', "package"),
+    value(b'c', "call").role(Role::Script), // a shell command line
+    value(0, "shell").role(Role::Runs),     // the shell that runs `-c` (older npx)
+    value(0, "script-shell").role(Role::Runs), // the same
+    value(b'w', "workspace"),
+    flag(0, "workspaces"),
+    flag(0, "include-workspace-root"),
+    value(0, "prefix"),
+    value(0, "cache"),
+    value(0, "registry"),
+    value(0, "userconfig"),
+    value(0, "loglevel"),
+    flag(b'y', "yes"),
+    flag(0, "no"),
+    flag(0, "no-install"),
+    flag(0, "ignore-existing"),
+    flag(b'q', "quiet"),
+    flag(0, "silent"),
+    flag(0, "offline"),
+    flag(0, "prefer-offline"),
+    flag(0, "prefer-online"),
+    HELP,
+    flag(b'v', "version").role(Role::Itself),
+];
+
+/// `npx`: `npm exec`, and a package name comes first.
 const NPX: Spec = Spec {
-    short_val: b"p",
-    long_val: &["--package", "--prefix", "--cache"],
-    script_short: b"c",       // `-c CMDLINE` runs a shell command line
-    script_long: &["--call"], // long for -c
+    opts: NPM_EXEC,
     package: true,
     ..NONE
 };
 
-/// `bunx PACKAGE args…`: fetches and runs a package.
+/// `bunx` / `bun x PACKAGE args…`: fetches and runs a package.
 const BUNX: Spec = Spec {
-    short_val: b"p",
-    long_val: &["--package"],
-    package: true,
-    ..NONE
-};
-
-/// `uvx [--from P] TOOL args…`: fetches and runs a Python tool.
-const UVX: Spec = Spec {
-    short_val: b"p",
-    long_val: &[
-        "--from",
-        "--with",
-        "--with-requirements",
-        "--python",
-        "--index-url",
-        "--extra-index-url",
-        "--index",
-        "--constraints",
-        "--overrides",
+    opts: &[
+        value(b'p', "package"),
+        flag(0, "bun"),
+        flag(0, "no-install"),
+        flag(0, "verbose"),
+        flag(0, "silent"),
+        HELP,
     ],
     package: true,
     ..NONE
 };
 
-/// `dotenv [-e FILE] cmd…`: runs the command with variables from a file.
-const DOTENV: Spec = Spec {
-    short_val: b"evc",
+/// `uv tool run` / `uvx [--from P] TOOL args…`: fetches and runs a Python tool.
+const UVX: Spec = Spec {
+    opts: &[
+        value(0, "from"),
+        value(0, "with"),
+        value(0, "with-editable"),
+        value(0, "with-requirements"),
+        value(b'p', "python"),
+        value(0, "index-url"),
+        value(0, "extra-index-url"),
+        value(0, "index"),
+        value(0, "default-index"),
+        value(b'c', "constraints"),
+        value(0, "overrides"),
+        value(0, "cache-dir"),
+        flag(0, "isolated"),
+        flag(b'n', "no-cache"),
+        flag(b'q', "quiet"),
+        flag(b'v', "verbose"),
+        flag(0, "offline"),
+        flag(0, "refresh"),
+        flag(b'U', "upgrade"),
+        HELP,
+        flag(b'V', "version").role(Role::Itself),
+    ],
+    package: true,
     ..NONE
 };
+
+/// `uv run [opts] cmd…`: runs the command in the project's environment.
+const UV_RUN: Spec = Spec {
+    opts: &[
+        value(0, "with"),
+        value(0, "with-editable"),
+        value(0, "with-requirements"),
+        value(b'p', "python"),
+        value(0, "project"),
+        value(0, "directory"),
+        value(0, "package"),
+        value(0, "extra"),
+        value(0, "group"),
+        value(0, "only-group"),
+        value(0, "no-group"),
+        value(0, "index-url"),
+        value(0, "extra-index-url"),
+        value(0, "index"),
+        value(0, "default-index"),
+        value(0, "env-file"),
+        value(0, "cache-dir"),
+        value(0, "color"),
+        flag(0, "all-extras"),
+        flag(0, "all-groups"),
+        flag(0, "all-packages"),
+        flag(0, "no-default-groups"),
+        flag(0, "no-dev"),
+        flag(0, "dev"),
+        flag(0, "only-dev"),
+        flag(0, "no-sync"),
+        flag(0, "frozen"),
+        flag(0, "locked"),
+        flag(0, "isolated"),
+        flag(0, "no-project"),
+        flag(0, "active"),
+        flag(0, "exact"),
+        flag(0, "no-env-file"),
+        flag(0, "no-editable"),
+        flag(0, "compile-bytecode"),
+        flag(0, "refresh"),
+        flag(0, "reinstall"),
+        flag(b'U', "upgrade"),
+        flag(b'm', "module"),
+        flag(b's', "script"),
+        flag(b'n', "no-cache"),
+        flag(b'q', "quiet"),
+        flag(b'v', "verbose"),
+        flag(0, "offline"),
+        HELP,
+    ],
+    ..NONE
+};
+
+/// `dotenv [-e FILE] cmd…`: runs the command with variables from a file.
+const DOTENV: Spec = Spec {
+    opts: &[
+        value(b'e', ""),
+        value(b'v', ""),
+        value(b'c', ""),
+        flag(b'p', "").role(Role::Itself), // prints a variable: no command follows
+        HELP,
+    ],
+    ..NONE
+};
+
+/// Runners with no options berth reads: any option makes the segment
+/// opaque (`poetry run`, `bundle exec`, …).
+const BARE: Spec = NONE;
 
 pub(super) fn spec(name: &str) -> Option<Spec> {
     Some(match name {
@@ -60,158 +167,162 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
     })
 }
 
-/// Subcommand-style wrappers: `tool SUB [opts] cmd…` (`npm exec`, `uv run`).
-/// Returns the spec and the number of words of the wrapper prefix.
+/// Subcommand-style wrappers: `tool [global opts] SUB [opts] cmd…`
+/// (`npm --prefix . exec`, `uv --directory . run`). Returns the spec and the
+/// number of words before the subcommand's own options.
 pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
     let name = argv.first()?.basename();
-    let sub = argv.get(1).and_then(Arg::known)?;
-    let pkg_npm = Spec {
-        short_val: b"pw",
-        long_val: &["--package", "--workspace", "--prefix"],
-        script_short: b"c",       // `-c CMDLINE` runs a shell command line
-        script_long: &["--call"], // long for -c
-        package: true,
-        ..NONE
+    // Global options before the subcommand, where the tool's are modelled.
+    let (sub_i, sub) = match global::subcommand(argv) {
+        Some(Sub::At { index, canonical }) => (index, canonical),
+        Some(_) => return None,
+        None => (1, argv.get(1).and_then(Arg::known)?.to_string()),
     };
-    Some(match (name, sub) {
-        ("npm", "exec" | "x") => (pkg_npm, 2),
-        ("pnpm", "dlx") => (
-            Spec {
-                long_val: &["--package"],
-                script_short: b"c", // `-c CMDLINE` runs a shell command line
-                script_long: &["--shell-mode"], // runs the command through a shell
-                package: true,
-                ..NONE
+    if argv[sub_i].dynamic {
+        return None;
+    }
+    let skip = sub_i + 1;
+    let spec = match (name, sub.as_str()) {
+        ("npm", "exec") => Spec {
+            opts: NPM_EXEC,
+            package: true,
+            ..NONE
+        },
+        ("pnpm", "dlx") => Spec {
+            opts: const {
+                &[
+                    value(0, "package"),
+                    value(b'c', "shell-mode").role(Role::Script), // runs the command line through a shell
+                    flag(b's', "silent"),
+                    HELP,
+                ]
             },
-            2,
-        ),
-        ("pnpm", "exec") => (
-            Spec {
-                script_short: b"c",             // `-c CMDLINE` runs a shell command line
-                script_long: &["--shell-mode"], // runs the command through a shell
-                ..NONE
+            package: true,
+            ..NONE
+        },
+        ("pnpm", "exec") => Spec {
+            opts: const {
+                &[
+                    value(b'c', "shell-mode").role(Role::Script), // runs the command line through a shell
+                    flag(b'r', "recursive"),
+                    flag(0, "parallel"),
+                    flag(0, "report-summary"),
+                    value(0, "resume-from"),
+                    value(b'F', "filter"),
+                    flag(0, "no-reporter-hide-prefix"),
+                    HELP,
+                ]
             },
-            2,
-        ),
-        ("yarn", "dlx") => (
-            Spec {
-                short_val: b"p",
-                long_val: &["--package"],
-                package: true,
-                ..NONE
+            ..NONE
+        },
+        ("yarn", "dlx") => Spec {
+            opts: const { &[value(b'p', "package"), flag(b'q', "quiet"), HELP] },
+            package: true,
+            ..NONE
+        },
+        ("yarn", "exec") => BARE,
+        ("bun", "x") => BUNX,
+        ("pipx", "run") => Spec {
+            opts: const {
+                &[
+                    value(0, "spec"),
+                    value(0, "python"),
+                    value(0, "pip-args"),
+                    value(b'i', "index-url"),
+                    flag(0, "no-cache"),
+                    flag(0, "path"),
+                    flag(0, "pypackages"),
+                    flag(0, "system-site-packages"),
+                    flag(b'q', "quiet"),
+                    flag(b'v', "verbose"),
+                    HELP,
+                ]
             },
-            2,
-        ),
-        ("yarn", "exec") => (NONE, 2),
-        ("bun", "x") => (
-            Spec {
-                short_val: b"p",
-                long_val: &["--package"],
-                package: true,
-                ..NONE
-            },
-            2,
-        ),
-        ("pipx", "run") => (
-            Spec {
-                long_val: &["--spec", "--python", "--pip-args", "--index-url"],
-                package: true,
-                ..NONE
-            },
-            2,
-        ),
-        ("uv", "run") => (
-            Spec {
-                short_val: b"p",
-                long_val: &[
-                    "--with",
-                    "--with-editable",
-                    "--with-requirements",
-                    "--python",
-                    "--project",
-                    "--directory",
-                    "--package",
-                    "--extra",
-                    "--group",
-                    "--index-url",
-                    "--extra-index-url",
-                    "--env-file",
-                    "--from",
-                ],
-                ..NONE
-            },
-            2,
-        ),
-        ("uv", "tool") if argv.get(2).is_some_and(|a| a.is("run")) => (
-            Spec {
-                short_val: b"p",
-                long_val: &["--from", "--with", "--python", "--index-url"],
-                package: true,
-                ..NONE
-            },
-            3,
-        ),
-        ("poetry" | "pipenv" | "pdm" | "hatch" | "rye" | "devbox" | "volta" | "dotenvx", "run") => {
-            (NONE, 2)
+            package: true,
+            ..NONE
+        },
+        ("uv", "run") => UV_RUN,
+        ("uv", "tool") if argv.get(skip).is_some_and(|a| a.is("run")) => {
+            return Some((UVX, skip + 1));
         }
-        ("bundle" | "rbenv" | "pyenv" | "asdf", "exec") => (NONE, 2),
-        ("conda" | "mamba" | "micromamba", "run") => (
-            Spec {
-                short_val: b"np",
-                long_val: &["--name", "--prefix", "--cwd"],
-                ..NONE
+        ("poetry" | "pipenv" | "pdm" | "hatch" | "rye" | "devbox" | "volta", "run")
+        | ("bundle" | "rbenv" | "pyenv" | "asdf", "exec") => BARE,
+        ("dotenvx", "run") => Spec {
+            opts: const {
+                &[
+                    value(b'f', "env-file"),
+                    value(b'e', "env"),
+                    flag(b'o', "overload"),
+                    flag(b'q', "quiet"),
+                    flag(0, "verbose"),
+                    flag(0, "debug"),
+                    flag(0, "strict"),
+                    HELP,
+                ]
             },
-            2,
-        ),
-        ("mise" | "rtx", "exec" | "x") => (
-            Spec {
-                short_val: b"C",
-                long_val: &["--cd"],
-                ..NONE
+            ..NONE
+        },
+        ("conda" | "mamba" | "micromamba", "run") => Spec {
+            opts: const {
+                &[
+                    value(b'n', "name"),
+                    value(b'p', "prefix"),
+                    value(0, "cwd"),
+                    flag(0, "live-stream"),
+                    flag(0, "no-capture-output"),
+                    flag(b'v', "verbose"),
+                    flag(0, "debug-wrapper-scripts"),
+                    HELP,
+                ]
             },
-            2,
-        ),
-        ("fnm", "exec") => (
-            Spec {
-                long_val: &["--using"],
-                ..NONE
+            ..NONE
+        },
+        ("mise" | "rtx", "exec" | "x") => Spec {
+            opts: const {
+                &[
+                    value(b'C', "cd").role(Role::Chdir), // the command runs in this directory
+                    value(b'c', "command").role(Role::Script), // a shell command line
+                    value(b'j', "jobs"),
+                    flag(0, "raw"),
+                    flag(b'q', "quiet"),
+                    flag(b'v', "verbose"),
+                    HELP,
+                ]
             },
-            2,
-        ),
-        ("nvm", "exec") => (
-            Spec {
-                positional: 1,
-                ..NONE
-            },
-            2,
-        ),
-        ("rustup", "run") => (
-            Spec {
-                positional: 1,
-                ..NONE
-            },
-            2,
-        ),
-        ("direnv", "exec") => (
-            Spec {
-                positional: 1,
-                ..NONE
-            },
-            2,
-        ),
+            ..NONE
+        },
+        ("fnm", "exec") => Spec {
+            opts: const { &[value(0, "using"), value(0, "log-level"), HELP] },
+            ..NONE
+        },
+        ("nvm", "exec") => Spec {
+            opts: const { &[flag(0, "silent")] },
+            positional: 1,
+            ..NONE
+        },
+        ("rustup", "run") => Spec {
+            opts: const { &[flag(0, "install"), HELP] },
+            positional: 1,
+            ..NONE
+        },
+        ("direnv", "exec") => Spec {
+            positional: 1,
+            ..NONE
+        },
         ("nix", "develop" | "shell") => {
             // `nix develop -c cmd…` / `--command cmd…`
             let mut i = 2;
             while let Some(a) = argv.get(i) {
                 if a.is("-c") || a.is("--command") {
-                    return Some((Spec { ..NONE }, i + 1));
+                    return Some((NONE, i + 1));
                 }
                 i += 1;
             }
             return None;
         }
         _ => return None,
-    })
+    };
+    Some((spec, skip))
 }
 
 pub(super) fn unwrap_nix_shell(argv: &[Arg]) -> Unwrap {
@@ -238,10 +349,41 @@ pub(super) fn unwrap_hyperfine(argv: &[Arg]) -> Unwrap {
     while i < argv.len() {
         let a = &argv[i];
         let t = a.text.as_str();
+        // Attached values of the options whose value is a command line
+        // (`-p'make clean'`, `--prepare=…`, `--reference=…`).
+        if !a.dynamic
+            && let Some(v) = [
+                "--prepare=",
+                "--setup=",
+                "--cleanup=",
+                "--conclude=",
+                "--reference=",
+            ]
+            .iter()
+            .find_map(|o| t.strip_prefix(o))
+            .or_else(|| {
+                ["-p", "-s", "-c"]
+                    .iter()
+                    .find_map(|o| t.strip_prefix(o).filter(|v| !v.is_empty()))
+            })
+        {
+            scripts.push(Arg {
+                text: v.to_string(),
+                ..a.clone()
+            });
+            i += 1;
+            continue;
+        }
         if !a.dynamic
             && matches!(
                 t,
-                "-p" | "--prepare" | "-s" | "--setup" | "-c" | "--cleanup" | "--conclude"
+                "-p" | "--prepare"
+                    | "-s"
+                    | "--setup"
+                    | "-c"
+                    | "--cleanup"
+                    | "--conclude"
+                    | "--reference"
             )
         {
             if let Some(v) = argv.get(i + 1) {
@@ -281,9 +423,8 @@ pub(super) fn unwrap_hyperfine(argv: &[Arg]) -> Unwrap {
                     | "--time-unit"
                     | "--sort"
                     | "--input"
-                    | "--reference"
             );
-            if matches!(t, "-S" | "--shell") {
+            if t.starts_with("-S") || t == "--shell" || t.starts_with("--shell=") {
                 return Unwrap::Opaque(
                     "`hyperfine --shell` chooses the program that runs each command".into(),
                 );
@@ -354,7 +495,11 @@ pub(super) fn unwrap_nodemon(argv: &[Arg]) -> Unwrap {
                 None => Unwrap::Itself,
             };
         }
-        if let Some(v) = a.text.strip_prefix("--exec=") {
+        if let Some(v) = a
+            .text
+            .strip_prefix("--exec=")
+            .or_else(|| a.text.strip_prefix("-x").filter(|v| !v.is_empty()))
+        {
             return Unwrap::Script {
                 script: Arg {
                     text: v.to_string(),

@@ -2,8 +2,78 @@
 //! `eval`, `trap`, `script -c`; which programs are shells and which
 //! interpret code given to them.
 
-use super::{Unwrap, WrapInfo, join_script, long_name};
+use super::{Unwrap, WrapInfo, join_script};
 use crate::arg::Arg;
+use crate::options::{HELP_VERSION, Opt, Problem, Role, Syntax, flag, optional, parse, value};
+
+/// Options of the Bourne-family shells (`sh`, `bash`, `dash`, `ksh`,
+/// `zsh`, `csh`, …): `-c` makes the first operand the script; `-s`/`-i`
+/// read it from stdin; the set options (`-e`, `-x`, `+o posix`, …) change
+/// nothing the decision judges.
+const SHELL: &[Opt] = &[
+    flag(b'c', "command").role(Role::Script), // the first operand is a command line it runs
+    flag(b's', ""),                           // reads the script from stdin
+    flag(b'i', ""),                           // interactive: reads commands from stdin
+    value(b'o', ""),
+    value(b'O', ""),
+    value(0, "rcfile").role(Role::Runs), // a startup file berth cannot see
+    value(0, "init-file").role(Role::Runs), // the same
+    flag(b'l', "login"),
+    flag(b'r', "restricted"),
+    flag(b'D', "dump-strings"),
+    flag(0, "dump-po-strings"),
+    flag(0, "noprofile"),
+    flag(0, "norc"),
+    flag(0, "posix"),
+    flag(0, "noediting"),
+    flag(0, "verbose"),
+    flag(0, "debugger"),
+    flag(0, "pretty-print"),
+    flag(b'a', ""),
+    flag(b'b', ""),
+    flag(b'd', ""),
+    flag(b'e', ""),
+    flag(b'f', ""),
+    flag(b'h', ""),
+    flag(b'k', ""),
+    flag(b'm', ""),
+    flag(b'n', ""),
+    flag(b'p', ""),
+    flag(b't', ""),
+    flag(b'u', ""),
+    flag(b'v', ""),
+    flag(b'x', ""),
+    flag(b'B', ""),
+    flag(b'C', ""),
+    flag(b'E', ""),
+    flag(b'H', ""),
+    flag(b'P', ""),
+    flag(b'T', ""),
+    flag(b'V', ""),
+    flag(b'X', ""),
+    HELP_VERSION[0],
+    HELP_VERSION[1],
+];
+
+/// fish: `-c` takes the command line as its value; `-C` runs one first.
+const FISH: &[Opt] = &[
+    value(b'c', "command").role(Role::Script), // a command line it runs
+    value(b'C', "init-command").role(Role::Runs), // runs a command line before anything else
+    value(b'd', "debug"),
+    value(b'o', "debug-output"),
+    value(b'f', "features"),
+    value(b'p', "profile"),
+    value(0, "profile-startup"),
+    flag(b'i', "interactive"),
+    flag(b'l', "login"),
+    flag(b'n', "no-execute"),
+    flag(b'N', "no-config"),
+    flag(b'P', "private"),
+    flag(0, "print-rusage-self"),
+    flag(0, "print-debug-categories").role(Role::Itself),
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'v', "version").role(Role::Itself),
+];
 
 /// Programs that are shells (`-c` runs a script).
 pub fn is_shell(name: &str) -> bool {
@@ -76,88 +146,62 @@ pub fn is_interpreter(name: &str) -> bool {
 /// `sh -c 'script'`, `bash -lc …`; a shell with neither `-c` nor a script
 /// file reads its script from stdin.
 pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
-    let mut info = WrapInfo {
+    let info = WrapInfo {
         shell: true,
         ..WrapInfo::default()
     };
     let name = argv[0].basename().to_string();
-    let mut i = 1;
-    let mut dash_c = false;
-    let mut reads_stdin = false;
-    let mut dynamic_option = None;
-    while i < argv.len() {
-        let a = &argv[i];
-        if a.dynamic {
-            // `bash $X -c '…'`: `$X` may be any option (`--rcfile`, `-s`)
-            // or the script's name. Look on for a visible `-c`.
-            if dynamic_option.is_none() {
-                dynamic_option = Some(i);
-            }
-            let c_follows = argv[i + 1..].iter().any(|w| {
-                !w.dynamic
-                    && (w.text == "--command"
-                        || (w.text.starts_with('-')
-                            && !w.text.starts_with("--")
-                            && w.text.contains('c')))
-            });
-            if !c_follows {
-                break;
-            }
-            i += 1;
-            continue;
-        }
-        let t = a.text.as_str();
-        if t == "-" {
+    let opts = if name == "fish" { FISH } else { SHELL };
+    let parsed = parse(
+        argv,
+        1,
+        &Syntax {
+            plus: true,
+            ..Syntax::wrapper(opts)
+        },
+    );
+    match &parsed.problem {
+        Some(Problem::Dynamic(_)) => return dynamic_among_options(argv, &name, info),
+        Some(p) => return Unwrap::Opaque(p.describe(&name)),
+        None => {}
+    }
+    if let Some(f) = parsed.first_with(Role::Runs) {
+        return Unwrap::Opaque(format!(
+            "`{name} {}` runs a startup file or command berth cannot see",
+            f.opt.display()
+        ));
+    }
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
+    let mut i = parsed.end;
+    if argv.get(i).is_some_and(|a| a.is("-")) {
+        if parsed.first_with(Role::Script).is_none() {
             // `bash - x`: the script is read from stdin.
             return Unwrap::Opaque(format!("`{name} -` reads its script from stdin"));
         }
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if t.starts_with("--") {
-            match long_name(t) {
-                "--rcfile" | "--init-file" => {
-                    return Unwrap::Opaque(format!(
-                        "`{name} {t}` runs a startup file berth cannot see"
-                    ));
-                }
-                "--command" => {
-                    dash_c = true;
-                    i += 1;
-                    continue;
-                }
-                _ => {
-                    i += 1;
-                    continue;
-                }
-            }
-        }
-        if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
-            let bytes = t.as_bytes();
-            let mut takes_next = 0;
-            for &c in &bytes[1..] {
-                match c {
-                    b'c' => dash_c = true,
-                    b's' | b'i' => reads_stdin = true,
-                    b'o' | b'O' => takes_next += 1,
-                    _ => {}
-                }
-            }
-            i += 1 + takes_next;
-            continue;
-        }
-        break;
+        i += 1;
     }
-    if let Some(d) = dynamic_option {
-        let why = format!(
-            "`{name}` with a dynamic word among its options (`{}`)",
-            argv[d].text
-        );
-        if !dash_c {
-            return Unwrap::Opaque(why);
-        }
-        info.opaque = Some(why);
+    if let Some(v) = parsed
+        .first_with(Role::Script)
+        .and_then(|f| f.value.as_ref())
+    {
+        // fish's `-c CMDLINE`.
+        return if v.dynamic {
+            Unwrap::Opaque(format!("`{name} -c` with a dynamic script"))
+        } else {
+            Unwrap::Script {
+                script: v.clone(),
+                new_process: true,
+                info,
+            }
+        };
+    }
+    let dash_c = parsed.first_with(Role::Script).is_some();
+    let reads_stdin = parsed.has_short(b's') || parsed.has_short(b'i');
+    if !dash_c && argv.get(i).is_some_and(|a| a.dynamic) && i + 1 < argv.len() {
+        // `bash $X -c '…'`: the dynamic word may be options.
+        return dynamic_among_options(argv, &name, info);
     }
     if dash_c {
         return match argv.get(i) {
@@ -181,8 +225,45 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
     Unwrap::NotAWrapper
 }
 
+/// `bash $X -c '…'`: `$X` may be any option (`--rcfile`, `-s`), so the
+/// segment is opaque; a visible `-c` further on still gives the script, which
+/// is walked so deny rules see it (POLICY.md amendment, point 1).
+fn dynamic_among_options(argv: &[Arg], name: &str, info: WrapInfo) -> Unwrap {
+    let why = format!("`{name}` with a dynamic word among its options");
+    let dash_c = argv.iter().rposition(|w| {
+        !w.dynamic
+            && (w.text == "--command"
+                || (w.text.starts_with('-')
+                    && !w.text.starts_with("--")
+                    && w.text[1..].contains('c')))
+    });
+    match dash_c.and_then(|p| argv.get(p + 1)) {
+        Some(s) if !s.dynamic => Unwrap::Script {
+            script: s.clone(),
+            new_process: true,
+            info: WrapInfo {
+                opaque: Some(why),
+                ..info
+            },
+        },
+        _ => Unwrap::Opaque(why),
+    }
+}
+
 pub(super) fn unwrap_eval(argv: &[Arg]) -> Unwrap {
-    let words = &argv[1..];
+    // `eval -- cmd` is `eval cmd`; any other option is an error.
+    let mut words = &argv[1..];
+    if words.first().is_some_and(|w| w.is("--")) {
+        words = &words[1..];
+    } else if let Some(w) = words
+        .first()
+        .filter(|w| w.text.len() > 1 && w.text.starts_with('-') && !w.dynamic)
+    {
+        return Unwrap::Opaque(format!(
+            "`eval` with the option `{}`, which berth does not know",
+            w.text
+        ));
+    }
     if words.is_empty() {
         return Unwrap::Itself;
     }
@@ -223,35 +304,47 @@ pub(super) fn unwrap_trap(argv: &[Arg]) -> Unwrap {
     }
 }
 
+/// util-linux `script`: records a terminal session; `-c` runs a command
+/// line in it (options anywhere, as GNU getopt permutes them).
+const SCRIPT: &[Opt] = &[
+    value(b'c', "command").role(Role::Script), // a command line run with the user's shell
+    value(b'E', "echo"),
+    value(b'B', "log-io"),
+    value(b'I', "log-in"),
+    value(b'O', "log-out"),
+    value(b'T', "log-timing"),
+    value(b'm', "logging-format"),
+    value(b'o', "output-limit"),
+    optional(b't', "timing"),
+    flag(b'a', "append"),
+    flag(b'e', "return"),
+    flag(b'f', "flush"),
+    flag(0, "force"),
+    flag(b'q', "quiet"),
+    flag(b'h', "help").role(Role::Itself),
+    flag(b'V', "version").role(Role::Itself),
+];
+
 pub(super) fn unwrap_script_cmd(argv: &[Arg]) -> Unwrap {
-    let mut i = 1;
-    while i < argv.len() {
-        let a = &argv[i];
-        let t = a.text.as_str();
-        if !a.dynamic && (t == "-c" || t == "--command") {
-            return match argv.get(i + 1) {
-                Some(s) => Unwrap::Script {
-                    script: s.clone(),
-                    new_process: true,
-                    info: WrapInfo::default(),
-                },
-                None => Unwrap::Itself,
-            };
-        }
-        if !a.dynamic && t.starts_with("--command=") {
-            return Unwrap::Script {
-                script: Arg {
-                    text: t["--command=".len()..].to_string(),
-                    ..a.clone()
-                },
-                new_process: true,
-                info: WrapInfo::default(),
-            };
-        }
-        i += 1;
+    let parsed = parse(argv, 1, &Syntax::gnu(SCRIPT));
+    if let Some(p) = &parsed.problem {
+        return Unwrap::Opaque(p.describe("script"));
     }
-    // `script` without -c starts an interactive shell.
-    Unwrap::Opaque("`script` without -c starts an interactive shell".into())
+    if parsed.first_with(Role::Itself).is_some() {
+        return Unwrap::Itself;
+    }
+    match parsed
+        .first_with(Role::Script)
+        .and_then(|f| f.value.clone())
+    {
+        Some(script) => Unwrap::Script {
+            script,
+            new_process: true,
+            info: WrapInfo::default(),
+        },
+        // `script` without -c starts an interactive shell.
+        None => Unwrap::Opaque("`script` without -c starts an interactive shell".into()),
+    }
 }
 
 #[cfg(test)]
