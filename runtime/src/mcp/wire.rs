@@ -26,7 +26,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
@@ -164,13 +166,19 @@ where
         let mut input = BufReader::new(input);
         let mut line = Vec::new();
         loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let body = line.strip_suffix(b"\n").unwrap_or(&line);
-            match judge(body, &tools) {
+            let verdict = match read_line(&mut input, &mut line, MAX_LINE_BYTES).await {
+                LineRead::End => break,
+                LineRead::TooLong => LineVerdict::Answer(error(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: the message is longer than {MAX_LINE_BYTES} bytes and was dropped"
+                    ),
+                )),
+                LineRead::Line => judge(&line, &tools),
+            };
+            let body = &line;
+            match verdict {
                 LineVerdict::Forward => {
                     let sent = async {
                         to_rmcp.write_all(body).await?;
@@ -203,6 +211,62 @@ where
     (rmcp, answers)
 }
 
+/// The longest message the gate takes (rmcp's own cap on a stdio line).
+pub const MAX_LINE_BYTES: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+
+enum LineRead {
+    /// A line (without its newline) is in the buffer.
+    Line,
+    /// The line was longer than the cap: it was read to its end and dropped.
+    TooLong,
+    /// The input ended (or failed).
+    End,
+}
+
+/// Reads one line into `line` (cleared first) without holding more than
+/// `max` bytes of it: a peer that never sends a newline cannot grow it.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> LineRead {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let buf = match input.fill_buf().await {
+            Ok(b) => b,
+            Err(_) => return LineRead::End,
+        };
+        if buf.is_empty() {
+            // A last line without its newline still counts.
+            return match (too_long, line.is_empty()) {
+                (true, _) => LineRead::TooLong,
+                (false, true) => LineRead::End,
+                (false, false) => LineRead::Line,
+            };
+        }
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !too_long && line.len() + chunk.len() <= max {
+            line.extend_from_slice(chunk);
+        } else {
+            too_long = true;
+            line.clear();
+        }
+        let used = done.unwrap_or(buf.len());
+        input.consume(used);
+        if done.is_some() {
+            return if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            };
+        }
+    }
+}
+
 async fn write_line<O: AsyncWrite + Unpin>(output: &Mutex<O>, line: &str) -> std::io::Result<()> {
     let mut out = output.lock().await;
     out.write_all(line.as_bytes()).await?;
@@ -214,6 +278,22 @@ async fn write_line<O: AsyncWrite + Unpin>(output: &Mutex<O>, line: &str) -> std
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[tokio::test]
+    async fn lines_longer_than_the_cap_are_dropped_whole() {
+        let input = b"{\"a\":1}\n0123456789abcdef\n{}\nlast".to_vec();
+        let mut reader = BufReader::with_capacity(4, &input[..]);
+        let mut line = Vec::new();
+        let mut got = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut line, 10).await {
+                LineRead::End => break,
+                LineRead::TooLong => got.push("too long".to_string()),
+                LineRead::Line => got.push(String::from_utf8(line.clone()).unwrap()),
+            }
+        }
+        assert_eq!(got, ["{\"a\":1}", "too long", "{}", "last"]);
+    }
 
     /// The answer a line gets: its id, error code and a part of its message.
     type Answered = Option<(Value, i64, &'static str)>;
