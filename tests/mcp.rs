@@ -921,6 +921,21 @@ fn jsonrpc_batches_parse_errors_and_invalid_params_are_answered() {
             -32602,
             "params must be an object",
         ),
+        // MCP 2025-11-25 basic ("Requests"): `params?: { [key: string]:
+        // unknown }`; any method's params are an object, with the id kept.
+        (
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": "x"}).to_string(),
+            json!(9),
+            -32602,
+            "Invalid params for tools/list: params must be an object, not a string",
+        ),
+        // JSON-RPC 2.0 §4: a request has a `method`; the answer keeps its id.
+        (
+            json!({"jsonrpc": "2.0", "id": 10}).to_string(),
+            json!(10),
+            -32600,
+            "Invalid Request: a message has a `method`",
+        ),
     ];
     for (i, (line, id, code, says)) in cases.into_iter().enumerate() {
         let a = s.ask(&line);

@@ -12,6 +12,11 @@
 //!   "Remove support for JSON-RPC batching", and never negotiates 2025-03-26,
 //!   the one revision that required servers to receive batches (see
 //!   `SUPPORTED_VERSIONS` in `mcp.rs`).
+//! - A message that is no JSON-RPC 2.0 request, notification or response (no
+//!   `"jsonrpc": "2.0"`, an `id` that is not a string or integer, neither
+//!   `method` nor `result`/`error`) is answered `-32600` with its id when it
+//!   has one (rmcp answers these without any id); a request whose params are
+//!   not an object, or whose `_meta` is not, `-32602`.
 //! - A `tools/call` request whose params do not fit `CallToolRequest` (no
 //!   `name`, `arguments` that is not an object, a tool that does not exist)
 //!   is answered `-32602 Invalid params` with a message saying what is wrong;
@@ -89,17 +94,80 @@ pub fn judge(line: &[u8], tools: &[String]) -> LineVerdict {
             ));
         }
     };
-    if object.get("method").and_then(Value::as_str) != Some("tools/call") {
-        return LineVerdict::Forward;
+    // The id an answer carries: the request's when it is one (MCP: "Requests
+    // MUST include a string or integer ID"), else null (JSON-RPC 2.0 §5).
+    let id = match object.get("id") {
+        None => None,
+        Some(v @ (Value::String(_) | Value::Number(_))) => Some(v.clone()),
+        Some(other) => {
+            return LineVerdict::Answer(error(
+                Value::Null,
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: `id` must be a string or an integer, not {}",
+                    json_kind(other)
+                ),
+            ));
+        }
+    };
+    let invalid = |message: String| match &id {
+        Some(id) => LineVerdict::Answer(error(id.clone(), INVALID_REQUEST, message)),
+        None => LineVerdict::Answer(error(Value::Null, INVALID_REQUEST, message)),
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(r#"Invalid Request: `jsonrpc` must be "2.0""#.to_string());
     }
-    let problem = call_params_problem(object.get("params"), tools);
-    match (problem, object.get("id")) {
+    let method = match object.get("method") {
+        // A response (to a request of the server's): rmcp's business.
+        None if object.contains_key("result") || object.contains_key("error") => {
+            return LineVerdict::Forward;
+        }
+        None => {
+            return invalid(
+                "Invalid Request: a message has a `method` (a request or notification) or a `result` or `error` (a response)"
+                    .to_string(),
+            );
+        }
+        Some(Value::String(m)) => m.as_str(),
+        Some(other) => {
+            return invalid(format!(
+                "Invalid Request: `method` must be a string, not {}",
+                json_kind(other)
+            ));
+        }
+    };
+    let problem = params_problem(object.get("params")).or_else(|| {
+        (method == "tools/call")
+            .then(|| call_params_problem(object.get("params"), tools))
+            .flatten()
+    });
+    match (problem, id) {
         (None, _) => LineVerdict::Forward,
+        // A notification gets no answer, not even an error.
         (Some(_), None) => LineVerdict::Drop,
         (Some(problem), Some(id)) => LineVerdict::Answer(error(
-            id.clone(),
+            id,
             INVALID_PARAMS,
-            format!("Invalid params for tools/call: {problem}"),
+            format!("Invalid params for {method}: {problem}"),
+        )),
+    }
+}
+
+/// What is wrong with any request's params: MCP's are an object (`params?:
+/// { [key: string]: unknown }`) whose `_meta`, if any, is an object.
+fn params_problem(params: Option<&Value>) -> Option<String> {
+    match params {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(p)) => match p.get("_meta") {
+            None | Some(Value::Null) | Some(Value::Object(_)) => None,
+            Some(other) => Some(format!(
+                "`_meta` must be an object, not {}",
+                json_kind(other)
+            )),
+        },
+        Some(other) => Some(format!(
+            "params must be an object, not {}",
+            json_kind(other)
         )),
     }
 }
@@ -302,7 +370,36 @@ mod tests {
     fn lines_are_forwarded_answered_or_dropped() {
         let tools = vec!["run_command".to_string(), "read_file".to_string()];
         // (line, None = forwarded / dropped, Some((id, code, message fragment)))
-        let cases: [(&str, Answered); 11] = [
+        let cases: [(&str, Answered); 17] = [
+            (r#"{"jsonrpc":"2.0","id":9,"result":{}}"#, None),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":"x"}"#,
+                Some((
+                    json!(1),
+                    INVALID_PARAMS,
+                    "params must be an object, not a string",
+                )),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":5}}"#,
+                Some((json!(1), INVALID_PARAMS, "`_meta` must be an object")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                Some((
+                    Value::Null,
+                    INVALID_REQUEST,
+                    "`id` must be a string or an integer",
+                )),
+            ),
+            (
+                r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#,
+                Some((json!(4), INVALID_REQUEST, "`jsonrpc` must be")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":5}"#,
+                Some((json!(5), INVALID_REQUEST, "a message has a `method`")),
+            ),
             (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, None),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a"}}}"#,
