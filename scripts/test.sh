@@ -34,12 +34,14 @@ if [ ${#apt_need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${apt_need[@]}" >/dev/null
 fi
-# tests/mcp.rs drives `berth mcp` with the Python MCP SDK from this venv.
+# tests/mcp.rs drives `berth mcp` with the Python MCP SDK from this venv, and
+# checks conformance with a second, independent client library (FastMCP's
+# Client, which brings jsonschema) from the same venv.
 mcp_venv="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/berth-mcp-venv"
-if ! "$mcp_venv/bin/python" -c 'import mcp' >/dev/null 2>&1; then
-  echo "== installing the Python MCP SDK into $mcp_venv"
+if ! "$mcp_venv/bin/python" -c 'import mcp, fastmcp, jsonschema' >/dev/null 2>&1; then
+  echo "== installing the Python MCP SDK and FastMCP into $mcp_venv"
   python3 -m venv "$mcp_venv"
-  "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<3'
+  "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<3' 'fastmcp>=4.2,<5' jsonschema
 fi
 export BERTH_MCP_PYTHON="$mcp_venv/bin/python"
 if ! docker info >/dev/null 2>&1; then

@@ -2,7 +2,11 @@
 //! `berth mcp` with a real MCP client: the official Python SDK (`mcp`)
 //! drives the server over stdio (tests/mcp_client.py), against a real store,
 //! real git and the runner. Between two calls of one session a person acts
-//! through the CLI (`berth approve`), as they would.
+//! through the CLI (`berth approve`), as they would. A second, independent
+//! client library (FastMCP, tests/mcp_fastmcp_client.py) checks conformance,
+//! and raw JSON-RPC lines check what no SDK sends (batches, invalid JSON,
+//! malformed params). Each test quotes the specification passage it relies
+//! on (MCP revisions 2025-03-26, 2025-06-18, 2025-11-25; JSON-RPC 2.0).
 //!
 //! The client's Python comes from `$BERTH_MCP_PYTHON`, else the venv `.ci/run`
 //! makes (`~/.cache/berth-mcp-venv`), else `python3`; one without the `mcp`
@@ -580,8 +584,38 @@ fn commit_push_and_open_pr_deliver_the_agents_branch() {
         (&json!("pr_open"), &json!(1), &json!("main")),
         "{r}"
     );
+    let first = r["structured"]["result"]["pr"].clone();
+    assert_eq!(r["structured"]["result"]["already_open"], false, "{r}");
+
+    // Again, for the same branch at the same head: the open PR, not #2.
+    for title in ["Add b", "Add b again"] {
+        let r = c.call("open_pr", json!({"title": title}));
+        assert_eq!(
+            (
+                &r["structured"]["result"]["number"],
+                &r["structured"]["result"]["pr"],
+                &r["structured"]["result"]["already_open"]
+            ),
+            (&json!(1), &first, &json!(true)),
+            "{r}"
+        );
+        assert!(
+            r["text"]
+                .as_str()
+                .unwrap()
+                .contains("PR #1 (agent/dev-1/scratch into main) is already open at this head: no second PR was opened"),
+            "{r}"
+        );
+    }
     let prs = f.ok(&["pr", "list"]);
     assert!(prs.contains("Add b"), "{prs}");
+    assert_eq!(
+        prs.lines()
+            .filter(|l| l.contains("agent/dev-1/scratch"))
+            .count(),
+        1,
+        "{prs}"
+    );
 }
 
 /// (tool, arguments, the whole error message).
@@ -694,4 +728,579 @@ fn an_action_under_way_is_recorded_when_the_client_goes_away() {
         (&json!("executed"), &json!(0)),
         "{last}"
     );
+}
+
+/// `berth mcp` with no client library in between: JSON-RPC lines on its
+/// stdin, its answers read line by line from its stdout.
+struct RawSession {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl RawSession {
+    fn start(state: &Path, agent: &str) -> RawSession {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["mcp", "--agent", agent])
+            .env("BERTH_HOME", state)
+            .env("USER", "ada")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        RawSession {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn write(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("berth mcp answered nothing ({e})"));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Writes `line` and reads the one answer it gets.
+    fn ask(&mut self, line: &str) -> Value {
+        self.write(line);
+        self.read()
+    }
+
+    fn initialize(&mut self, version: &str) -> Value {
+        let init = self.ask(
+            &json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {
+                    "protocolVersion": version, "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            })
+            .to_string(),
+        );
+        self.write(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        init
+    }
+}
+
+impl Drop for RawSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The protocol revision the server answers `initialize` with, per revision
+/// a client asks for. MCP 2025-03-26, basic/index ("Batching"): "MCP
+/// implementations MAY support sending JSON-RPC batches, but MUST support
+/// receiving JSON-RPC batches." The 2025-06-18 changelog: "Remove support
+/// for JSON-RPC batching". Berth does not speak 2025-03-26; lifecycle
+/// (2025-06-18, "Version Negotiation"): "If the server supports the requested
+/// protocol version, it MUST respond with the same version. Otherwise, the
+/// server MUST respond with another protocol version it supports. This SHOULD
+/// be the latest version supported by the server."
+#[test]
+fn protocol_revisions_offered_leave_out_the_one_that_requires_batches() {
+    let f = Fixture::new();
+    let mut answered = Vec::new();
+    for asked in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let mut s = RawSession::start(&f.state(), "dev-1");
+        let init = s.initialize(asked);
+        answered.push((
+            asked,
+            init["result"]["protocolVersion"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        ));
+    }
+    assert_eq!(
+        answered,
+        vec![
+            ("2024-11-05", "2024-11-05".to_string()),
+            ("2025-03-26", "2025-11-25".to_string()),
+            ("2025-06-18", "2025-06-18".to_string()),
+            ("2025-11-25", "2025-11-25".to_string()),
+        ]
+    );
+}
+
+/// JSON-RPC lines the SDKs never send, answered as JSON-RPC 2.0 and the MCP
+/// specification (2025-11-25) say, each followed by a ping that shows the
+/// session goes on.
+///
+/// - JSON-RPC 2.0 §5.1: "-32700 Parse error: Invalid JSON was received by the
+///   server"; §5 (Response object, id): "If there was an error in detecting
+///   the id in the Request object (e.g. Parse error/Invalid Request), it MUST
+///   be Null."
+/// - A batch: MCP 2025-06-18 changelog "Remove support for JSON-RPC batching";
+///   JSON-RPC 2.0 §4 "-32600 Invalid Request: The JSON sent is not a valid
+///   Request object."
+/// - MCP 2025-11-25 server/tools ("Error Handling"): "Protocol Errors:
+///   Standard JSON-RPC errors for issues like: Unknown tools, Malformed
+///   requests (requests that fail to satisfy CallToolRequest schema)";
+///   JSON-RPC 2.0 §5.1 "-32602 Invalid params".
+#[test]
+fn jsonrpc_batches_parse_errors_and_invalid_params_are_answered() {
+    let f = Fixture::new();
+    let mut s = RawSession::start(&f.state(), "dev-1");
+    let init = s.initialize("2025-06-18");
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ])
+    .to_string();
+    let call = |id: i64, params: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    };
+    // (line, id, code, what the message says)
+    let cases: Vec<(String, Value, i64, &str)> = vec![
+        (
+            // The JSON-RPC 2.0 specification's own example of invalid JSON.
+            r#"{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]"#.into(),
+            Value::Null,
+            -32700,
+            "Parse error: the line is not JSON",
+        ),
+        ("\u{1}garbage".into(), Value::Null, -32700, "Parse error"),
+        (
+            batch,
+            Value::Null,
+            -32600,
+            "JSON-RPC batches are not accepted",
+        ),
+        ("[]".into(), Value::Null, -32600, "batches are not accepted"),
+        (
+            call(3, json!({"name": "run_command", "arguments": "ls"})),
+            json!(3),
+            -32602,
+            "`arguments` must be an object of the tool's parameters (see its inputSchema), not a string",
+        ),
+        (
+            call(4, json!({"arguments": {"command": "ls"}})),
+            json!(4),
+            -32602,
+            "`name` is missing: name the tool to call (one of ",
+        ),
+        (
+            call(5, json!({"name": 7})),
+            json!(5),
+            -32602,
+            "`name` must be a string",
+        ),
+        (
+            call(6, json!({"name": "delete_everything", "arguments": {}})),
+            json!(6),
+            -32602,
+            "unknown tool `delete_everything`: the tools are ",
+        ),
+        (
+            call(7, json!("run_command")),
+            json!(7),
+            -32602,
+            "params must be an object",
+        ),
+        // MCP 2025-11-25 basic ("Requests"): `params?: { [key: string]:
+        // unknown }`; any method's params are an object, with the id kept.
+        (
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": "x"}).to_string(),
+            json!(9),
+            -32602,
+            "Invalid params for tools/list: params must be an object, not a string",
+        ),
+        // JSON-RPC 2.0 §4: a request has a `method`; the answer keeps its id.
+        (
+            json!({"jsonrpc": "2.0", "id": 10}).to_string(),
+            json!(10),
+            -32600,
+            "Invalid Request: a message has a `method`",
+        ),
+    ];
+    for (i, (line, id, code, says)) in cases.into_iter().enumerate() {
+        let a = s.ask(&line);
+        assert_eq!(
+            (&a["jsonrpc"], &a["id"], &a["error"]["code"]),
+            (&json!("2.0"), &id, &json!(code)),
+            "{line}: {a}"
+        );
+        let message = a["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{line}: {message}");
+        // Nothing else was answered (no member of a batch ran), and the
+        // session goes on.
+        let ping_id = 100 + i as i64;
+        let pong = s.ask(&json!({"jsonrpc": "2.0", "id": ping_id, "method": "ping"}).to_string());
+        assert_eq!(
+            (&pong["id"], &pong["result"]),
+            (&json!(ping_id), &json!({})),
+            "{line}: {pong}"
+        );
+    }
+    // Well-formed params reach the tool; arguments that do not fit its input
+    // schema are a tool result (2025-11-25: "Input validation errors ...
+    // Tool Execution Errors"), with structured content like every other.
+    let a = s.ask(&call(
+        8,
+        json!({"name": "read_file", "arguments": {"path": 5}}),
+    ));
+    let r = &a["result"];
+    assert_eq!(
+        (&r["isError"], &r["structuredContent"]["status"]),
+        (&json!(true), &json!("error")),
+        "{a}"
+    );
+    assert_eq!(
+        r["content"][0]["text"], r["structuredContent"]["error"],
+        "{a}"
+    );
+    assert!(
+        r["content"][0]["text"].as_str().unwrap().starts_with(
+            "invalid arguments for read_file: invalid type: integer `5`, expected a string"
+        ),
+        "{a}"
+    );
+}
+
+/// Arguments no action can be made of are tool errors that say what to pass,
+/// never actions waiting for a person, and nothing is proposed. MCP
+/// 2025-11-25 server/tools ("Error Handling"): "Tool Execution Errors:
+/// Reported in tool results with isError: true: ... Input validation errors
+/// (e.g., date in wrong format, value out of range)"; "Clients SHOULD provide
+/// tool execution errors to language models to enable self-correction."
+#[test]
+fn arguments_no_action_can_be_made_of_are_tool_errors() {
+    let f = Fixture::new();
+    let mut c = f.client("dev-1");
+    // (tool, arguments, the message after "invalid arguments for TOOL: ")
+    let cases: [(&str, Value, &str); 14] = [
+        (
+            "run_command",
+            json!({"command": ""}),
+            "`command` is empty: pass the shell command line to run (e.g. `ls -la`)",
+        ),
+        (
+            "run_command",
+            json!({"command": " \t\n "}),
+            "`command` is empty: pass the shell command line to run (e.g. `ls -la`)",
+        ),
+        (
+            "run_command",
+            json!({"command": "ls\u{0}-la"}),
+            "`command` contains a NUL byte, which no command line, path or git message can hold: remove it",
+        ),
+        (
+            "run_command",
+            json!({"command": "ls", "cwd": "src"}),
+            "`cwd` must be an absolute path in your berth's frame (e.g. /work/src), not `src`; leave it out for /work",
+        ),
+        (
+            "run_command",
+            json!({"command": "ls", "cwd": "/work\u{0}x"}),
+            "`cwd` contains a NUL byte, which no command line, path or git message can hold: remove it",
+        ),
+        (
+            "run_command",
+            json!({"command": "ls", "timeout_secs": 0}),
+            "`timeout_secs` must be at least 1 (seconds); leave it out for the project's default",
+        ),
+        (
+            "run_command",
+            json!({"command": "ls", "timeout_secs": 86_401}),
+            "`timeout_secs` is at most 86400 (a day), not 86401; leave it out for the project's default",
+        ),
+        (
+            "run_command",
+            json!({"command": "ls", "timeout_secs": u64::MAX}),
+            "`timeout_secs` is at most 86400 (a day), not 18446744073709551615; leave it out for the project's default",
+        ),
+        (
+            "run_command",
+            json!({"command": "ls", "timeout_secs": -1}),
+            "invalid value: integer `-1`, expected u64 (see the tool's inputSchema)",
+        ),
+        (
+            "read_file",
+            json!({"path": "a.txt\u{0}"}),
+            "`path` contains a NUL byte, which no command line, path or git message can hold: remove it",
+        ),
+        (
+            "write_file",
+            json!({"path": " ", "content": "x"}),
+            "`path` is empty: name the file to write, e.g. /work/notes.txt",
+        ),
+        (
+            "commit",
+            json!({"message": "  "}),
+            "`message` is empty: give the commit a message saying what the change does",
+        ),
+        (
+            "open_pr",
+            json!({"title": ""}),
+            "`title` is empty: give the pull request a title saying what it changes",
+        ),
+        (
+            "open_pr",
+            json!({"title": "\n"}),
+            "`title` is empty: give the pull request a title saying what it changes",
+        ),
+    ];
+    for (tool, args, says) in cases {
+        let r = c.call(tool, args.clone());
+        let message = format!("invalid arguments for {tool}: {says}; nothing was proposed");
+        assert_eq!(
+            (
+                &r["is_error"],
+                r["text"].as_str().unwrap(),
+                &r["structured"]
+            ),
+            (
+                &json!(true),
+                message.as_str(),
+                &json!({"status": "error", "error": message})
+            ),
+            "{tool} {args}"
+        );
+    }
+    let actions: Value = serde_json::from_str(&f.ok(&["actions", "--json"])).unwrap();
+    assert_eq!(actions, json!([]), "nothing may be proposed");
+}
+
+/// Every tool answer of a runner-mode session, successes and errors alike,
+/// shows frame paths only: neither the worktree's host path nor the state
+/// directory's. The log (what a person reads) keeps the host paths, which
+/// shows the answers had them to hide.
+#[test]
+fn host_paths_never_reach_the_agent_in_runner_mode() {
+    let f = Fixture::new();
+    let wt = f.worktree("dev-1");
+    for kind in ["terminal", "file_write"] {
+        f.ok(&["autonomy", "set", "dev-1", kind, "auto_approve"]);
+    }
+    let mut c = f.client("dev-1");
+    let calls = [
+        ("run_command", json!({"command": "pwd"})),
+        ("run_command", json!({"command": "cat missing.txt"})),
+        (
+            "run_command",
+            json!({"command": "ls", "cwd": "/work/no-such-dir"}),
+        ),
+        (
+            "run_command",
+            json!({"command": "git rev-parse --git-dir --show-toplevel"}),
+        ),
+        ("read_file", json!({"path": "missing.txt"})),
+        ("read_file", json!({"path": "a.txt/below"})),
+        ("list_files", json!({"path": "no-such-dir"})),
+        ("write_file", json!({"path": "a.txt/below", "content": "x"})),
+        ("read_file", json!({"path": ".git"})),
+        ("commit", json!({"message": "nothing changed"})),
+        ("open_pr", json!({"title": "not pushed"})),
+        ("write_file", json!({"path": "b.txt", "content": "b\n"})),
+        ("commit", json!({"message": "add b"})),
+        ("push", json!({})),
+    ];
+    let hidden: Vec<String> = [
+        wt.clone(),
+        wt.canonicalize().unwrap(),
+        f.state(),
+        f.state().canonicalize().unwrap(),
+    ]
+    .iter()
+    .map(|p| p.display().to_string())
+    .collect();
+    let mut answers = Vec::new();
+    let mut pending = Vec::new();
+    for (tool, args) in calls {
+        let r = c.call(tool, args.clone());
+        if r["structured"]["status"] == "pending" {
+            pending.push(action_id(&r));
+        }
+        answers.push((format!("{tool} {args}"), r));
+    }
+    // What a person approved, as the agent then sees it.
+    for id in pending {
+        f.ok(&["approve", &id]);
+        let r = c.call("action_status", json!({"id": id}));
+        answers.push((format!("action_status {id}"), r));
+    }
+    for (call, r) in &answers {
+        let answer = r.to_string();
+        for h in &hidden {
+            assert!(!answer.contains(h.as_str()), "{call} shows {h}: {r}");
+        }
+    }
+    // Paths are translated (the worktree) or hidden (the rest of the state:
+    // `git rev-parse --git-dir` names the agent's git directory), not dropped.
+    let naming = |what: &str| {
+        answers
+            .iter()
+            .filter(|(_, r)| r.to_string().contains(what))
+            .count()
+    };
+    assert!(
+        naming("/work") >= 5,
+        "only {} answers name /work",
+        naming("/work")
+    );
+    assert!(naming("<berth state>") >= 1, "{answers:?}");
+    let log = f.ok(&["actions", "--json"]);
+    assert!(log.contains(&wt.display().to_string()), "{log}");
+}
+
+/// The official SDK's client validates every successful structured result
+/// against the tool's outputSchema (it fails the call when one does not fit),
+/// so every test above also checks the schema; here the schema itself. MCP
+/// 2025-11-25 server/tools ("Output Schema"): "If an output schema is
+/// provided: Servers MUST provide structured results that conform to this
+/// schema."
+#[test]
+fn every_tool_declares_the_output_schema_of_its_structured_content() {
+    let f = Fixture::new();
+    let mut c = f.client("dev-1");
+    let tools = c.send(json!({"op": "list_tools"}));
+    let tools = tools["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 8);
+    for t in tools {
+        let schema = &t["output_schema"];
+        assert_eq!(
+            (
+                &schema["type"],
+                &schema["required"],
+                &schema["properties"]["status"]["enum"]
+            ),
+            (
+                &json!("object"),
+                &json!(["status"]),
+                &json!(["executed", "pending", "refused", "error"])
+            ),
+            "{t}"
+        );
+        assert_eq!(
+            schema, &tools[0]["output_schema"],
+            "one shape for every tool"
+        );
+    }
+}
+
+/// FastMCP's client (PyPI `fastmcp`), not the official SDK: the handshake,
+/// ping, the tool list, and one call per result status, each result checked
+/// against the tool's outputSchema with `jsonschema` (errors too) and
+/// hydrated by FastMCP through it.
+#[test]
+fn a_second_client_library_speaks_to_berth_mcp() {
+    let f = Fixture::new();
+    let calls = json!([
+        {"tool": "read_file", "args": {"path": "a.txt"}},
+        {"tool": "run_command", "args": {"command": "echo hi > out.txt"}},
+        {"tool": "run_command", "args": {"command": "ls && rm -rf /"}},
+        {"tool": "run_command", "args": {"command": "  "}},
+        {"tool": "action_status", "args": {"id": "ffffffff"}},
+    ]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_fastmcp_client.py");
+    let out = Command::new(fastmcp_python())
+        .arg(script)
+        .arg(calls.to_string())
+        .args([env!("CARGO_BIN_EXE_berth"), "mcp", "--agent", "dev-1"])
+        .env("BERTH_HOME", f.state())
+        .env("USER", "ada")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&got["server"], &got["ping"], &got["protocol_version"]),
+        (&json!("berth"), &json!(true), &json!("2026-07-28")),
+        "{got}"
+    );
+    let mut names: Vec<&str> = got["tools"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "action_status",
+            "commit",
+            "list_files",
+            "open_pr",
+            "push",
+            "read_file",
+            "run_command",
+            "write_file"
+        ]
+    );
+    // (status, is_error, hydrated through the schema: FastMCP does that for
+    // results that are not errors)
+    let seen: Vec<(Value, Value, Value, Value)> = got["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["structured"]["status"].clone(),
+                c["is_error"].clone(),
+                c["data_parsed"].clone(),
+                c["schema_error"].clone(),
+            )
+        })
+        .collect();
+    let (t, fl, n) = (json!(true), json!(false), Value::Null);
+    assert_eq!(
+        seen,
+        vec![
+            (json!("executed"), fl.clone(), t.clone(), n.clone()),
+            (json!("pending"), fl.clone(), t.clone(), n.clone()),
+            (json!("refused"), t.clone(), fl.clone(), n.clone()),
+            (json!("error"), t.clone(), fl.clone(), n.clone()),
+            (json!("error"), t, fl, n),
+        ],
+        "{got}"
+    );
+    assert_eq!(got["calls"][0]["text"], "a\n", "{got}");
+}
+
+/// The Python with FastMCP (scripts/test.sh installs it beside the SDK).
+fn fastmcp_python() -> PathBuf {
+    let p = python();
+    let ok = Command::new(&p)
+        .args(["-c", "import fastmcp, jsonschema"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{} has no fastmcp: run `{} -m pip install fastmcp` (scripts/test.sh does)",
+        p.display(),
+        p.display()
+    );
+    p
 }

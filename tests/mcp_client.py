@@ -73,6 +73,7 @@ async def main():
                                     "name": t.name,
                                     "description": t.description,
                                     "input_schema": t.input_schema,
+                                    "output_schema": t.output_schema,
                                     "annotations": t.annotations.model_dump(exclude_none=True)
                                     if t.annotations
                                     else None,

@@ -17,7 +17,28 @@
 //! unknown action) are tool errors (`isError`) with the engine's message,
 //! which says what to do; the server keeps serving. stdout carries the
 //! protocol only: logs go to stderr.
+//!
+//! Arguments are checked before anything is proposed (an empty command, a
+//! NUL byte, a relative `cwd`, a `timeout_secs` outside 1..=86400, an empty
+//! commit message or PR title): such a call is a tool error saying what to
+//! pass instead, never an action waiting for a person. Every tool declares
+//! one `outputSchema`, the `status`-tagged shape of its structured content
+//! (executed, pending, refused, error). The text block is not the JSON
+//! serialisation the specification suggests (a SHOULD, for clients without
+//! structured content): it is what a model reads — a file verbatim, a
+//! command's output unescaped, the words saying how a person approves an
+//! action — and the structured content holds the same facts for programs.
+//!
+//! The protocol revisions are those rmcp knows but 2025-03-26, the only one
+//! requiring servers to accept JSON-RPC batches (`wire` says why); the line
+//! gate in `wire` answers parse errors, batches and malformed `tools/call`
+//! params as JSON-RPC 2.0 asks. Host paths never reach the agent
+//! (`frame_paths`).
 
+mod frame_paths;
+mod wire;
+
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -29,10 +50,13 @@ use berth_engine::{
 use berth_policy::Action;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, JsonObject, ProtocolVersion, ServerCapabilities,
+    ServerConfig,
+};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, de::DeserializeOwned};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -69,7 +93,9 @@ fn init_logging() {
 async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
     // The server starts whatever the state: a broken setup is what every tool
     // call answers (as a tool error), so the agent can tell its person.
-    let engine = match StateDir::locate(state.as_deref()) {
+    let located = StateDir::locate(state.as_deref());
+    let state_root = located.as_ref().map(|d| d.root().to_path_buf());
+    let engine = match located {
         None => Err(
             "no berth state directory: pass --state DIR or set BERTH_HOME in the MCP server's command".to_string(),
         ),
@@ -85,13 +111,23 @@ async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
         },
         Err(err) => tracing::warn!("{err}"),
     }
-    let server = BerthMcp::new(engine.clone(), args.agent);
+    let mut server = BerthMcp::new(engine.clone(), args.agent);
+    server.state_root = state_root;
     let inflight = server.inflight.clone();
+    let tools = server
+        .tool_router
+        .list_all()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    let (pipe, answers) = wire::gate(tokio::io::stdin(), tokio::io::stdout(), tools);
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(pipe)
         .await
         .context("the MCP handshake failed")?;
     let quit = running.waiting().await;
+    // rmcp's last answers reach stdout once it has dropped its pipe end.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), answers).await;
     // Actions already under way finish and are recorded, client or not
     // (rmcp drains the requests in flight when the input closes; the permits
     // also cover a handler it dropped, whose proposal goes on in its task).
@@ -108,6 +144,8 @@ async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
 pub struct BerthMcp {
     engine: Result<Arc<Engine>, String>,
     agent: String,
+    /// The state directory on the host (hidden from the agent's answers).
+    state_root: Option<PathBuf>,
     /// One permit per proposal under way: shutdown waits for them all.
     inflight: Arc<Semaphore>,
     tool_router: ToolRouter<Self>,
@@ -123,8 +161,9 @@ pub struct RunCommandArgs {
     /// Working directory in the berth's frame, an absolute path under /work (default: /work).
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Deadline in seconds; the whole process tree is killed after it (default: the project's sandbox.timeout_secs).
+    /// Deadline in seconds, 1 to 86400; the whole process tree is killed after it (default: the project's sandbox.timeout_secs).
     #[serde(default)]
+    #[schemars(range(min = 1, max = 86400))]
     pub timeout_secs: Option<u64>,
 }
 
@@ -170,12 +209,202 @@ pub struct ActionStatusArgs {
     pub id: String,
 }
 
+/// A tool's arguments as the client sent them: deserialised here rather
+/// than by rmcp, so arguments that do not fit the schema are a tool error
+/// with the same structured content as every other (rmcp's own is not).
+/// Its schema is `T`'s.
+pub struct Checked<T>(Result<T, String>);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Checked<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        Ok(Checked(T::deserialize(value).map_err(|e| e.to_string())))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Checked<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
+/// The longest deadline a command may ask for: a day. Longer is a mistake
+/// (or an attempt to outlive every person watching), not a plan.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
+
+/// What is wrong with a tool's arguments beyond their schema, if anything:
+/// what the tool cannot act on, said so the agent can fix it.
+trait ArgsProblem {
+    fn problem(&self) -> Option<String>;
+}
+
+fn nul_in(field: &str, value: &str) -> Option<String> {
+    value.contains('\0').then(|| {
+        format!("`{field}` contains a NUL byte, which no command line, path or git message can hold: remove it")
+    })
+}
+
+fn blank(field: &str, value: &str, what: &str) -> Option<String> {
+    value
+        .trim()
+        .is_empty()
+        .then(|| format!("`{field}` is empty: {what}"))
+}
+
+impl ArgsProblem for RunCommandArgs {
+    fn problem(&self) -> Option<String> {
+        blank(
+            "command",
+            &self.command,
+            "pass the shell command line to run (e.g. `ls -la`)",
+        )
+        .or_else(|| nul_in("command", &self.command))
+        .or_else(|| {
+            let cwd = self.cwd.as_deref()?;
+            nul_in("cwd", cwd).or_else(|| {
+                (!cwd.starts_with('/')).then(|| {
+                    format!(
+                        "`cwd` must be an absolute path in your berth's frame (e.g. /work/src), not `{cwd}`; leave it out for /work"
+                    )
+                })
+            })
+        })
+        .or_else(|| match self.timeout_secs {
+            Some(0) => Some(
+                "`timeout_secs` must be at least 1 (seconds); leave it out for the project's default"
+                    .to_string(),
+            ),
+            Some(t) if t > MAX_TIMEOUT_SECS => Some(format!(
+                "`timeout_secs` is at most {MAX_TIMEOUT_SECS} (a day), not {t}; leave it out for the project's default"
+            )),
+            _ => None,
+        })
+    }
+}
+
+impl ArgsProblem for PathArgs {
+    fn problem(&self) -> Option<String> {
+        blank("path", &self.path, "name a file, e.g. /work/README.md")
+            .or_else(|| nul_in("path", &self.path))
+    }
+}
+
+impl ArgsProblem for ListFilesArgs {
+    fn problem(&self) -> Option<String> {
+        nul_in("path", self.path.as_deref()?)
+    }
+}
+
+impl ArgsProblem for WriteFileArgs {
+    fn problem(&self) -> Option<String> {
+        blank(
+            "path",
+            &self.path,
+            "name the file to write, e.g. /work/notes.txt",
+        )
+        .or_else(|| nul_in("path", &self.path))
+    }
+}
+
+impl ArgsProblem for CommitArgs {
+    fn problem(&self) -> Option<String> {
+        blank(
+            "message",
+            &self.message,
+            "give the commit a message saying what the change does",
+        )
+        .or_else(|| nul_in("message", &self.message))
+    }
+}
+
+impl ArgsProblem for OpenPrArgs {
+    fn problem(&self) -> Option<String> {
+        blank(
+            "title",
+            &self.title,
+            "give the pull request a title saying what it changes",
+        )
+        .or_else(|| nul_in("title", &self.title))
+    }
+}
+
+impl ArgsProblem for NoArgs {
+    fn problem(&self) -> Option<String> {
+        None
+    }
+}
+
+impl ArgsProblem for ActionStatusArgs {
+    fn problem(&self) -> Option<String> {
+        blank(
+            "id",
+            &self.id,
+            "pass the action id a pending result gave (action_id)",
+        )
+    }
+}
+
+/// The arguments, or the tool error that says what is wrong with them.
+fn accept<T: ArgsProblem>(tool: &str, Checked(args): Checked<T>) -> Result<T, CallToolResult> {
+    let args = args.map_err(|e| {
+        tool_error(&format!(
+            "invalid arguments for {tool}: {e} (see the tool's inputSchema); nothing was proposed"
+        ))
+    })?;
+    match args.problem() {
+        Some(p) => Err(tool_error(&format!(
+            "invalid arguments for {tool}: {p}; nothing was proposed"
+        ))),
+        None => Ok(args),
+    }
+}
+
+/// The `outputSchema` of every tool: its structured content, by `status`.
+fn result_schema() -> Arc<JsonObject> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["executed", "pending", "refused", "error"]},
+            "action_id": {"type": "string", "description": "The action's id (action_status, berth approve)."},
+            "succeeded": {"type": "boolean"},
+            "diagnostic": {"type": ["string", "null"], "description": "Why an executed action failed."},
+            "result": {"type": ["object", "null"], "description": "What the action did, by `kind` (terminal, file_read, file_write, git_commit, git_push, pr_open, ...)."},
+            "stage": {"type": "string", "description": "The policy stage that decided."},
+            "reason": {"type": "string"},
+            "approve": {"type": "string", "description": "The command a person approves it with."},
+            "deny": {"type": "string", "description": "The command a person denies it with."},
+            "error": {"type": "string", "description": "What went wrong and what to do; nothing was proposed or it could not be."}
+        },
+        "required": ["status"],
+        "oneOf": [
+            {"properties": {"status": {"const": "executed"}}, "required": ["action_id", "succeeded", "diagnostic", "result"]},
+            {"properties": {"status": {"const": "pending"}}, "required": ["action_id", "stage", "reason", "approve", "deny"]},
+            {"properties": {"status": {"const": "refused"}}, "required": ["action_id", "stage", "reason"]},
+            {"properties": {"status": {"const": "error"}}, "required": ["error"]}
+        ]
+    });
+    match schema {
+        Value::Object(o) => Arc::new(o),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
 #[tool_router]
 impl BerthMcp {
     pub fn new(engine: Result<Arc<Engine>, String>, agent: String) -> Self {
         BerthMcp {
             engine,
             agent,
+            state_root: None,
             inflight: Arc::new(Semaphore::new(INFLIGHT_PERMITS as usize)),
             tool_router: Self::tool_router(),
         }
@@ -184,140 +413,228 @@ impl BerthMcp {
     /// Runs a shell command line in the agent's berth, as a proposed terminal action.
     #[tool(
         description = "Run a shell command line in your berth (the project worktree at /work). The command is a proposed action: berth's policy decides it segment by segment. Returns its exit code, stdout and stderr (saying when output was truncated); or, when a person must approve it, the action id and how they approve it (nothing ran yet: call action_status later); or, when refused, the reason and the policy stage.",
+        output_schema = result_schema(),
         annotations(
             title = "Run a command",
             destructive_hint = true,
             open_world_hint = false
         )
     )]
-    async fn run_command(&self, Parameters(a): Parameters<RunCommandArgs>) -> CallToolResult {
+    async fn run_command(
+        &self,
+        Parameters(a): Parameters<Checked<RunCommandArgs>>,
+    ) -> CallToolResult {
+        let a = match accept("run_command", a) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
         let params = ActionParams {
             cwd: a.cwd,
             timeout_secs: a.timeout_secs,
             ..ActionParams::default()
         };
-        self.propose(Action::Terminal { command: a.command }, params)
-            .await
+        let r = self
+            .propose(Action::Terminal { command: a.command }, params)
+            .await;
+        self.answer(r).await
     }
 
     /// Reads a file of the berth, as a proposed file_read action.
     #[tool(
         description = "Read a text file in your berth, as a proposed file_read action (policy: file_read autonomy, Read(...) rules, the project scope). Returns the content, or the pending action id and how a person approves it, or the refusal's reason and stage.",
+        output_schema = result_schema(),
         annotations(title = "Read a file", read_only_hint = true, open_world_hint = false)
     )]
-    async fn read_file(&self, Parameters(a): Parameters<PathArgs>) -> CallToolResult {
-        self.propose(Action::FileRead { path: a.path }, ActionParams::default())
-            .await
+    async fn read_file(&self, Parameters(a): Parameters<Checked<PathArgs>>) -> CallToolResult {
+        let a = match accept("read_file", a) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let r = self
+            .propose(Action::FileRead { path: a.path }, ActionParams::default())
+            .await;
+        self.answer(r).await
     }
 
     /// Lists a directory of the berth, as a proposed file_read of the directory.
     #[tool(
         description = "List a directory in your berth: a proposed file_read of the directory (the same policy as reading a file; no shell). Returns one entry a line, sorted, with / after a directory and @ after a symlink.",
+        output_schema = result_schema(),
         annotations(title = "List files", read_only_hint = true, open_world_hint = false)
     )]
-    async fn list_files(&self, Parameters(a): Parameters<ListFilesArgs>) -> CallToolResult {
+    async fn list_files(
+        &self,
+        Parameters(a): Parameters<Checked<ListFilesArgs>>,
+    ) -> CallToolResult {
+        let a = match accept("list_files", a) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
         let path = a
             .path
             .unwrap_or_else(|| berth_policy::frame::WORK.to_string());
-        self.propose(Action::FileRead { path }, ActionParams::default())
-            .await
+        let r = self
+            .propose(Action::FileRead { path }, ActionParams::default())
+            .await;
+        self.answer(r).await
     }
 
     /// Writes a file of the berth, as a proposed file_write action.
     #[tool(
         description = "Write a whole text file in your berth, as a proposed file_write action (policy: file_write autonomy, Edit(...) path rules, the project scope). Returns the bytes written, or the pending action id and how a person approves it, or the refusal's reason and stage.",
+        output_schema = result_schema(),
         annotations(
             title = "Write a file",
             destructive_hint = true,
             open_world_hint = false
         )
     )]
-    async fn write_file(&self, Parameters(a): Parameters<WriteFileArgs>) -> CallToolResult {
+    async fn write_file(
+        &self,
+        Parameters(a): Parameters<Checked<WriteFileArgs>>,
+    ) -> CallToolResult {
+        let a = match accept("write_file", a) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
         let params = ActionParams {
             content: Some(a.content),
             ..ActionParams::default()
         };
-        self.propose(Action::FileWrite { path: a.path }, params)
-            .await
+        let r = self
+            .propose(Action::FileWrite { path: a.path }, params)
+            .await;
+        self.answer(r).await
     }
 
     /// Commits the worktree's changes, as a proposed git_commit action.
     #[tool(
         description = "Commit every change in your worktree on your branch under your identity (a proposed git_commit action). When you hold a task, the commit is part of its delivery: a commit that fails returns the task.",
+        output_schema = result_schema(),
         annotations(title = "Commit", destructive_hint = false, open_world_hint = false)
     )]
-    async fn commit(&self, Parameters(a): Parameters<CommitArgs>) -> CallToolResult {
+    async fn commit(&self, Parameters(a): Parameters<Checked<CommitArgs>>) -> CallToolResult {
+        let a = match accept("commit", a) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
         let params = ActionParams {
             message: Some(a.message),
             ..ActionParams::default()
         };
-        self.propose_chain(|_| Ok(Action::GitCommit), params).await
+        let r = self.propose_chain(|_| Ok(Action::GitCommit), params).await;
+        self.answer(r).await
     }
 
     /// Pushes the agent's branch to the project's forge, as a proposed git_push.
     #[tool(
         description = "Push your branch to the project's forge, fast-forward only (a proposed git_push action; pushes need a person's approval unless your autonomy allows them).",
+        output_schema = result_schema(),
         annotations(title = "Push", destructive_hint = false, open_world_hint = true)
     )]
-    async fn push(&self, Parameters(_): Parameters<NoArgs>) -> CallToolResult {
-        self.propose_chain(
-            |agent| match &agent.branch {
-                Some(branch) => Ok(Action::GitPush {
-                    branch: branch.clone(),
-                }),
-                None => Err(EngineError::NoBerth {
-                    agent: agent.name.clone(),
-                    project: agent.project.clone(),
-                }),
-            },
-            ActionParams::default(),
-        )
-        .await
+    async fn push(&self, Parameters(a): Parameters<Checked<NoArgs>>) -> CallToolResult {
+        if let Err(e) = accept("push", a) {
+            return e;
+        }
+        let r = self
+            .propose_chain(
+                |agent| match &agent.branch {
+                    Some(branch) => Ok(Action::GitPush {
+                        branch: branch.clone(),
+                    }),
+                    None => Err(EngineError::NoBerth {
+                        agent: agent.name.clone(),
+                        project: agent.project.clone(),
+                    }),
+                },
+                ActionParams::default(),
+            )
+            .await;
+        self.answer(r).await
     }
 
     /// Opens a pull request from the agent's branch, as a proposed pr_open.
     #[tool(
-        description = "Open a pull request from your pushed branch into the project's base branch (a proposed pr_open action).",
+        description = "Open a pull request from your pushed branch into the project's base branch (a proposed pr_open action). When a PR is already open for the same branch at the same head, it is returned (already_open) and no second one is opened.",
+        output_schema = result_schema(),
         annotations(
             title = "Open a pull request",
             destructive_hint = false,
             open_world_hint = true
         )
     )]
-    async fn open_pr(&self, Parameters(a): Parameters<OpenPrArgs>) -> CallToolResult {
+    async fn open_pr(&self, Parameters(a): Parameters<Checked<OpenPrArgs>>) -> CallToolResult {
+        let a = match accept("open_pr", a) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
         let params = ActionParams {
             title: Some(a.title),
             ..ActionParams::default()
         };
-        self.propose_chain(|_| Ok(Action::PrOpen), params).await
+        let r = self.propose_chain(|_| Ok(Action::PrOpen), params).await;
+        self.answer(r).await
     }
 
     /// What became of one of the agent's actions.
     #[tool(
         description = "What became of one of your actions (one that was pending): still pending, executed (with its output), refused or denied (with the reason).",
+        output_schema = result_schema(),
         annotations(
             title = "Action status",
             read_only_hint = true,
             open_world_hint = false
         )
     )]
-    async fn action_status(&self, Parameters(a): Parameters<ActionStatusArgs>) -> CallToolResult {
+    async fn action_status(
+        &self,
+        Parameters(a): Parameters<Checked<ActionStatusArgs>>,
+    ) -> CallToolResult {
+        let a = match accept("action_status", a) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
         let engine = match &self.engine {
             Ok(e) => e,
             Err(msg) => return tool_error(msg),
         };
-        match engine.action(&a.id).await {
+        let r = match engine.action(&a.id).await {
             Ok(record) if record.agent != self.agent => tool_error(&format!(
                 "action {} belongs to agent `{}`, not to you (`{}`)",
                 record.id, record.agent, self.agent
             )),
             Ok(record) => render(&record.id, &record.propose_status(), &record),
             Err(e) => tool_error(&e.to_string()),
-        }
+        };
+        self.answer(r).await
     }
 }
 
 impl BerthMcp {
+    /// `result` as the agent may see it: host paths (its worktree, the state
+    /// directory) become frame paths or are hidden. Without a state there is
+    /// no berth and no frame: the setup error names the path for the person.
+    async fn answer(&self, mut result: CallToolResult) -> CallToolResult {
+        let Ok(engine) = &self.engine else {
+            return result;
+        };
+        let worktree = engine
+            .agent(&self.agent)
+            .await
+            .ok()
+            .and_then(|a| a.worktree);
+        let paths = frame_paths::HostPaths::new(worktree.as_deref(), self.state_root.as_deref());
+        for block in &mut result.content {
+            if let ContentBlock::Text(text) = block {
+                text.text = paths.to_frame(&text.text);
+            }
+        }
+        if let Some(s) = &mut result.structured_content {
+            paths.value_to_frame(s);
+        }
+        result
+    }
+
     /// Proposes `action` as the agent and renders what the engine made of it.
     async fn propose(&self, action: Action, params: ActionParams) -> CallToolResult {
         let engine = match &self.engine {
@@ -523,6 +840,15 @@ fn describe_result(r: &ActionResult) -> String {
             number,
             branch,
             base,
+            already_open: true,
+            ..
+        } => format!(
+            "PR #{number} ({branch} into {base}) is already open at this head: no second PR was opened"
+        ),
+        ActionResult::PrOpen {
+            number,
+            branch,
+            base,
             ..
         } => format!("opened PR #{number}: {branch} into {base}"),
         ActionResult::GitMerge { target, commit, .. } => {
@@ -556,6 +882,21 @@ fn result_json(r: &ActionResult) -> Value {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for BerthMcp {
+    /// Every revision rmcp knows but 2025-03-26: "MCP implementations ... MUST
+    /// support receiving JSON-RPC batches" there, and 2025-06-18 removed
+    /// batching. A client asking for 2025-03-26 is offered the newest
+    /// revision with a handshake, as the lifecycle asks ("Otherwise, the
+    /// server MUST respond with another protocol version it supports").
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Owned(
+            ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .filter(|v| **v != ProtocolVersion::V_2025_03_26)
+                .cloned()
+                .collect(),
+        )
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("berth", env!("CARGO_PKG_VERSION")))

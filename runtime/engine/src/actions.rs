@@ -226,6 +226,10 @@ pub enum ActionResult {
         branch: String,
         base: String,
         head: String,
+        /// True when a PR was already open for this branch at this head: it
+        /// is the one returned, and no second PR was opened.
+        #[serde(default)]
+        already_open: bool,
     },
     GitMerge {
         pr: String,

@@ -141,15 +141,16 @@ impl Engine {
         record: &ActionRecord,
         agent: &Agent,
     ) -> Result<Outcome> {
-        let to_result = |pr: &PullRequest| ActionResult::PrOpen {
+        let to_result = |pr: &PullRequest, already_open: bool| ActionResult::PrOpen {
             pr: pr.id.clone(),
             number: pr.number,
             branch: pr.branch.clone(),
             base: pr.base.clone(),
             head: pr.head.clone(),
+            already_open,
         };
         if let Some(pr) = self.pr_by_action(&record.id).await? {
-            return Ok(Outcome::ok(to_result(&pr)));
+            return Ok(Outcome::ok(to_result(&pr, false)));
         }
         let Some(branch) = agent.branch.clone() else {
             return Ok(Outcome::failed(
@@ -164,6 +165,14 @@ impl Engine {
                 None,
             ));
         };
+        // One open PR per branch and head: opening it again (an agent that
+        // retries, or forgot) returns the open one instead of a duplicate.
+        if let Some(pr) = self
+            .open_pr_at(&record.project, &branch, &project.base_branch, &head)
+            .await?
+        {
+            return Ok(Outcome::ok(to_result(&pr, true)));
+        }
         let title = record
             .params
             .title
@@ -198,7 +207,29 @@ impl Engine {
             .await
             .map_err(EngineError::store("opening a PR"))?;
         let pr = self.pr(&number.to_string()).await?;
-        Ok(Outcome::ok(to_result(&pr)))
+        Ok(Outcome::ok(to_result(&pr, false)))
+    }
+
+    /// The open PR of `branch` into `base` at `head` in `project`, if any.
+    async fn open_pr_at(
+        &self,
+        project: &str,
+        branch: &str,
+        base: &str,
+        head: &str,
+    ) -> Result<Option<PullRequest>> {
+        let row = sqlx::query(&format!(
+            "SELECT {PR_COLUMNS} FROM prs WHERE project = $1 AND branch = $2 AND base = $3 AND head = $4 \
+             AND status = 'open' ORDER BY number LIMIT 1"
+        ))
+        .bind(project)
+        .bind(branch)
+        .bind(base)
+        .bind(head)
+        .fetch_optional(self.store.pool())
+        .await
+        .map_err(EngineError::store("reading a PR"))?;
+        row.as_ref().map(from_row).transpose()
     }
 
     /// Executes `git_merge` of the PR named in the params into `target`.
