@@ -9,6 +9,14 @@ struct Cli {
     dir: tempfile::TempDir,
 }
 
+impl Drop for Cli {
+    /// A berth left up keeps its own disk mounted in the state directory
+    /// (berth as root): it goes before the directory does, failed or not.
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
+    }
+}
+
 impl Cli {
     fn new() -> Cli {
         Cli {

@@ -56,6 +56,8 @@ impl Drop for State {
                 .args(&ids)
                 .output();
         }
+        // Then the berths' own disks (a mount would outlive the directory).
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
     }
 }
 
@@ -243,8 +245,9 @@ fn up_defaults_to_mounted_when_docker_answers_and_says_plainly_when_it_does_not(
             // Nothing was provisioned for a berth that could not come up.
             assert!(
                 !s.state()
-                    .join("worktrees")
+                    .join("berths")
                     .join(&s.project)
+                    .join(agent)
                     .join(agent)
                     .exists()
             );
@@ -341,8 +344,9 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
     assert!(container_id(&s).is_empty(), "the container is gone");
     assert!(
         !s.state()
-            .join("worktrees")
+            .join("berths")
             .join(&s.project)
+            .join("dev-1")
             .join("dev-1")
             .exists()
     );

@@ -15,6 +15,15 @@ pub struct Fixture {
     pub engine: Engine,
 }
 
+impl Drop for Fixture {
+    /// A berth left up keeps its own disk mounted in the state directory
+    /// (berth as root): it goes before the directory does, even when the
+    /// test fails.
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
+    }
+}
+
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args([
