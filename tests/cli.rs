@@ -9,6 +9,14 @@ struct Cli {
     dir: tempfile::TempDir,
 }
 
+impl Drop for Cli {
+    /// A berth left up keeps its own disk mounted in the state directory
+    /// (berth as root): it goes before the directory does, failed or not.
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
+    }
+}
+
 impl Cli {
     fn new() -> Cli {
         Cli {
@@ -777,4 +785,90 @@ fn kill_9_of_noop_loops_never_leaves_a_delivery_for_a_person() {
         "{rounds} rounds: {kills} kills landed mid-run, {interrupted_seen} actions interrupted"
     );
     assert!(kills > 0, "no kill landed: the test tested nothing");
+}
+
+/// As an unprivileged user (`setpriv` to nobody, when the tests run as root)
+/// a berth gets no disk of its own: `berth up` and `berth doctor` say that
+/// /work is not limited and why; with `[sandbox] disk_required = true`,
+/// `berth up` fails instead, provisioning nothing.
+#[test]
+fn as_a_user_up_and_doctor_say_the_disk_is_not_limited() {
+    if berth_sandbox::identity::current_uid() != 0 {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // nobody must reach the binaries and the state: a fresh 0755 directory
+    // in /tmp (a target directory under /root is closed to it).
+    let dir = tempfile::Builder::new()
+        .prefix("berth-disk-user-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let berth = PathBuf::from(env!("CARGO_BIN_EXE_berth"));
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for name in ["berth", "berth-helper", "berth-exec-shim"] {
+        std::fs::copy(berth.with_file_name(name), bin.join(name)).unwrap();
+    }
+    let home = dir.path().join("home");
+    let src = home.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    git(&src, &["init", "-q", "-b", "main"]);
+    std::fs::write(src.join("a.txt"), "a\n").unwrap();
+    git(&src, &["add", "a.txt"]);
+    git(&src, &["commit", "-q", "-m", "init"]);
+    let st = Command::new("chown")
+        .args(["-R", "nobody:nogroup"])
+        .arg(&home)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let state = home.join("state");
+    let run = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            .arg(bin.join("berth"))
+            .args(args)
+            .env("HOME", &home)
+            .env("BERTH_HOME", &state)
+            .env("BERTH_EXEC_SHIM", bin.join("berth-exec-shim"))
+            .env("USER", "nobody")
+            .output()
+            .expect("setpriv (util-linux) runs berth as nobody")
+    };
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert!(
+            out.status.success(),
+            "berth {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    ok(&["init"]);
+    ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
+    ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    let said = "disk use of /work is not limited";
+    let why = "berth is not running as root";
+    let up = ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    assert!(up.contains(said) && up.contains(why), "{up}");
+    let doctor = ok(&["doctor"]);
+    assert!(doctor.contains(said) && doctor.contains(why), "{doctor}");
+    ok(&["down", "dev-1"]);
+
+    let config = state.join("projects/demo/berth.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replacen("disk_required = false", "disk_required = true", 1),
+    )
+    .unwrap();
+    let out = run(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "up succeeded");
+    assert!(
+        stderr.contains("[sandbox] disk_required = true") && stderr.contains(why),
+        "{stderr}"
+    );
+    assert!(!state.join("berths/demo/dev-1/dev-1").exists());
 }

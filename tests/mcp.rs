@@ -25,6 +25,14 @@ struct Fixture {
     dir: tempfile::TempDir,
 }
 
+impl Drop for Fixture {
+    /// A berth left up keeps its own disk mounted in the state directory
+    /// (berth as root): it goes before the directory does, failed or not.
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
+    }
+}
+
 impl Fixture {
     fn new() -> Fixture {
         let f = Fixture {

@@ -56,6 +56,8 @@ impl Drop for State {
                 .args(&ids)
                 .output();
         }
+        // Then the berths' own disks (a mount would outlive the directory).
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
     }
 }
 
@@ -243,8 +245,9 @@ fn up_defaults_to_mounted_when_docker_answers_and_says_plainly_when_it_does_not(
             // Nothing was provisioned for a berth that could not come up.
             assert!(
                 !s.state()
-                    .join("worktrees")
+                    .join("berths")
                     .join(&s.project)
+                    .join(agent)
                     .join(agent)
                     .exists()
             );
@@ -341,8 +344,9 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
     assert!(container_id(&s).is_empty(), "the container is gone");
     assert!(
         !s.state()
-            .join("worktrees")
+            .join("berths")
             .join(&s.project)
+            .join("dev-1")
             .join("dev-1")
             .exists()
     );
@@ -418,12 +422,15 @@ fn berth_exec_says_when_the_memory_limit_killed_a_process_and_doctor_finds_nothi
     let events = s.json(&["events", "--type", "command.oom_killed", "--json"]);
     assert_eq!(events.as_array().map(Vec::len), Some(3), "{events}");
 
-    // The berth's uid is its own: doctor has nothing to say.
+    // The berth's uid is its own: doctor has nothing to say. As root its
+    // worktree is on a disk of its own, and doctor says that too.
     let out = s.run_env(&["doctor"], &[]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("every berth's uid is its own"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("every berth's uid is its own"), "{stdout}");
+    let disk_line = match berth_sandbox::disk::unavailable() {
+        None => "live on a disk of its own",
+        Some(_) => "disk use of /work is not limited",
+    };
+    assert!(stdout.contains(disk_line), "{stdout}");
 }

@@ -28,6 +28,8 @@ impl Drop for Cli {
         if self.mounted {
             let _ = self.run(&["down", "dev-1"]);
         }
+        // A berth's own disk (berth as root) goes before the directory.
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
     }
 }
 
@@ -761,7 +763,7 @@ fn in_a_docker_berth_auto_mode_retries_a_read_only_failure_with_write_access() {
         .unwrap_or_default()
         .to_lowercase();
     assert!(stderr.contains("read-only file system"), "{stderr}");
-    let wt = cli.state().join("worktrees/demo/dev-1");
+    let wt = cli.state().join("berths/demo/dev-1/dev-1");
     assert_eq!(
         std::fs::read_to_string(wt.join("out.txt")).unwrap(),
         "built\n"

@@ -810,7 +810,7 @@ fn a_very_deep_worktree_goes_down_and_the_server_keeps_serving() {
     let state = State::with_project();
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
-    let wt = state.root().join("worktrees/demo/dev-1");
+    let wt = state.root().join("berths/demo/dev-1/dev-1");
     // Chains of 1,000 stacked under one another: no path exceeds PATH_MAX.
     let made = std::process::Command::new("sh")
         .arg("-c")
@@ -1727,7 +1727,7 @@ fn a_pending_file_write_shows_where_it_lands_and_is_checked_again_at_approval() 
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     state.ok(&["autonomy", "set", "dev-1", "file_write", "require_approval"]);
-    let wt = state.root().join("worktrees/demo/dev-1");
+    let wt = state.root().join("berths/demo/dev-1/dev-1");
     std::fs::create_dir_all(wt.join("d")).unwrap();
     let outside = tempfile::tempdir().unwrap();
     let served = start(&state, Transport::Socket, &["--no-agent-loops"]);

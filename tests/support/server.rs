@@ -20,6 +20,14 @@ pub struct State {
     pub env: Vec<(String, String)>,
 }
 
+impl Drop for State {
+    /// A berth left up keeps its own disk mounted in the state directory
+    /// (berth as root): it goes before the directory does, failed or not.
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.root());
+    }
+}
+
 impl State {
     pub fn new() -> State {
         let dir = tempfile::tempdir().unwrap();

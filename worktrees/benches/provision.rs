@@ -284,7 +284,7 @@ fn main() -> Result<()> {
         // Beside berth's worktrees: same filesystem, same directory depth.
         let path = wt
             .layout()
-            .worktrees_dir(&project)
+            .berths_dir(&project)
             .join(format!("git-wt-{run}"));
         let path_s = path.to_str().ok_or("non-UTF-8 temp path")?.to_owned();
         let branch = format!("bench/{run}");

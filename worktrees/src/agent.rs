@@ -48,7 +48,7 @@ const LOCK_REASON: &str = "berth: live until its task's gate resolves";
 /// A provisioned worktree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorktreeInfo {
-    /// The worktree directory (`<state>/worktrees/<project>/<agent>`).
+    /// The worktree directory (`<state>/berths/<project>/<agent>/<agent>`).
     pub path: PathBuf,
     /// The agent's repository (mount it at this same path in a container).
     pub agent_repo: PathBuf,
@@ -109,15 +109,17 @@ impl Worktrees {
 
         let forge = open_forge(layout, project, op)?;
         let (base, base_tip) = base_branch(&forge, op)?;
-        let agents_dir = layout.agents_dir(project);
-        let worktrees_dir = layout.worktrees_dir(project);
-        for dir in [&agents_dir, &worktrees_dir] {
+        // The berth's directory holds the repository and the worktree; the
+        // records' directory only berth's records. (When the engine gives the
+        // berth a disk of its own, it is mounted at the berth's directory.)
+        let berth_dir = layout.berth_dir(project, agent);
+        for dir in [&berth_dir, &layout.agents_dir(project)] {
             std::fs::create_dir_all(dir).map_err(error::io(op, dir))?;
         }
 
         let repo_path = layout.agent_repo(project, agent);
         let repo_rel = PathBuf::from(Layout::agent_repo_name(agent));
-        if confined::kind(&agents_dir, &repo_rel)
+        if confined::kind(&berth_dir, &repo_rel)
             .map_err(error::io(op, &repo_path))?
             .is_none()
         {
@@ -151,7 +153,7 @@ impl Worktrees {
         let worktree = layout.worktree(project, agent);
         let admin = layout.worktree_admin(project, agent);
         let record = read_record(layout, project, agent, op)?;
-        let worktree_kind = confined::kind(&worktrees_dir, Path::new(agent.as_str()))
+        let worktree_kind = confined::kind(&berth_dir, Path::new(agent.as_str()))
             .map_err(error::io(op, &worktree))?;
         if let Some(live_branch) = record.as_deref()
             && worktree_kind == Some(Kind::Dir)
@@ -169,12 +171,12 @@ impl Worktrees {
             // Live: make sure it is still locked (the agent may have
             // unlocked it) and owned as asked.
             let locked = admin_rel(agent).join("locked");
-            if confined::kind(&agents_dir, &locked)
+            if confined::kind(&berth_dir, &locked)
                 .map_err(error::io(op, &admin))?
                 .is_none()
             {
-                confined::write_new(&agents_dir, &locked, LOCK_REASON.as_bytes())
-                    .map_err(error::io(op, &agents_dir.join(&locked)))?;
+                confined::write_new(&berth_dir, &locked, LOCK_REASON.as_bytes())
+                    .map_err(error::io(op, &berth_dir.join(&locked)))?;
             }
             let head = git_job(base_mirror, None, None)?;
             if let Some(owner) = owner {
@@ -194,13 +196,13 @@ impl Worktrees {
         // Not live: whatever is there is a leftover of a crash or of a
         // worktree whose directory was deleted. Remove it by name.
         remove_record(layout, project, agent, op)?;
-        if confined::remove(&worktrees_dir, Path::new(agent.as_str()))
+        if confined::remove(&berth_dir, Path::new(agent.as_str()))
             .map_err(error::io(op, &worktree))?
         {
             tracing::warn!(worktree = %worktree.display(), "removed a half-created worktree");
         }
         let admin_rel = admin_rel(agent);
-        if confined::remove(&agents_dir, &admin_rel).map_err(error::io(op, &admin))? {
+        if confined::remove(&berth_dir, &admin_rel).map_err(error::io(op, &admin))? {
             tracing::warn!(admin = %admin.display(), "removed a stale worktree admin directory");
         }
 
@@ -254,12 +256,12 @@ fn add_worktree(
     let worktree = layout.worktree(project, agent);
     // Every entry is made relative to berth's own directories, never through
     // a link the agent could swap in (its repository's `worktrees` included).
-    let agents_dir = layout.agents_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
     let admin_rel = admin_rel(agent);
     let worktrees_rel = admin_rel.parent().unwrap_or(&admin_rel);
-    confined::create_dir(&agents_dir, worktrees_rel)
-        .map_err(error::io(op, &agents_dir.join(worktrees_rel)))?;
-    if !confined::create_dir(&agents_dir, &admin_rel).map_err(error::io(op, &admin))? {
+    confined::create_dir(&berth_dir, worktrees_rel)
+        .map_err(error::io(op, &berth_dir.join(worktrees_rel)))?;
+    if !confined::create_dir(&berth_dir, &admin_rel).map_err(error::io(op, &admin))? {
         return Err(tampered(op, admin, "nothing", "an entry made meanwhile"));
     }
     let gitdir = format!("{}\n", worktree.join(".git").display());
@@ -271,18 +273,17 @@ fn add_worktree(
         ("HEAD", head.as_str()),
     ] {
         let rel = admin_rel.join(name);
-        confined::write_new(&agents_dir, &rel, content.as_bytes())
-            .map_err(error::io(op, &agents_dir.join(&rel)))?;
+        confined::write_new(&berth_dir, &rel, content.as_bytes())
+            .map_err(error::io(op, &berth_dir.join(&rel)))?;
     }
-    let worktrees_dir = layout.worktrees_dir(project);
-    if !confined::create_dir(&worktrees_dir, Path::new(agent.as_str()))
+    if !confined::create_dir(&berth_dir, Path::new(agent.as_str()))
         .map_err(error::io(op, &worktree))?
     {
         return Err(tampered(op, worktree, "nothing", "an entry made meanwhile"));
     }
     let dot_git = Path::new(agent.as_str()).join(".git");
     confined::write_new(
-        &worktrees_dir,
+        &berth_dir,
         &dot_git,
         format!("gitdir: {}\n", admin.display()).as_bytes(),
     )
@@ -368,7 +369,7 @@ fn filters_may_apply(
     Ok(found)
 }
 
-/// `<agent>.git/worktrees/<agent>`, relative to the project's agents directory.
+/// `<agent>.git/worktrees/<agent>`, relative to the berth's directory.
 pub(crate) fn admin_rel(agent: &AgentName) -> PathBuf {
     Path::new(&Layout::agent_repo_name(agent))
         .join("worktrees")
@@ -384,10 +385,10 @@ fn init_agent_repo(
     base: &str,
 ) -> Result<()> {
     let op = Op::Provision;
-    let agents_dir = layout.agents_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
     let staging_name = format!(".init-{agent}.git");
-    let staging = agents_dir.join(&staging_name);
-    confined::remove(&agents_dir, Path::new(&staging_name)).map_err(error::io(op, &staging))?;
+    let staging = berth_dir.join(&staging_name);
+    confined::remove(&berth_dir, Path::new(&staging_name)).map_err(error::io(op, &staging))?;
     let repo = Repository::init_opts(
         &staging,
         RepositoryInitOptions::new()
@@ -440,9 +441,9 @@ fn tampered(op: Op, path: PathBuf, expected: impl Into<String>, found: impl Into
     }
 }
 
-fn expect_kind(agents_dir: &Path, rel: &Path, want: Kind, op: Op) -> Result<()> {
-    let path = agents_dir.join(rel);
-    match confined::kind(agents_dir, rel).map_err(error::io(op, &path))? {
+fn expect_kind(berth_dir: &Path, rel: &Path, want: Kind, op: Op) -> Result<()> {
+    let path = berth_dir.join(rel);
+    match confined::kind(berth_dir, rel).map_err(error::io(op, &path))? {
         Some(k) if k == want => Ok(()),
         found => Err(tampered(
             op,
@@ -472,10 +473,10 @@ pub(crate) fn check_agent_repo(
     agent: &AgentName,
     op: Op,
 ) -> Result<()> {
-    let agents_dir = layout.agents_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
     let repo = PathBuf::from(Layout::agent_repo_name(agent));
-    let repo_path = agents_dir.join(&repo);
-    match confined::kind(&agents_dir, &repo).map_err(error::io(op, &repo_path))? {
+    let repo_path = berth_dir.join(&repo);
+    match confined::kind(&berth_dir, &repo).map_err(error::io(op, &repo_path))? {
         None => {
             return Err(Error::Missing {
                 op,
@@ -488,15 +489,15 @@ pub(crate) fn check_agent_repo(
         found => return Err(tampered(op, repo_path, "a directory", kind_name(found))),
     }
     for dir in ["objects", "objects/info", "refs"] {
-        expect_kind(&agents_dir, &repo.join(dir), Kind::Dir, op)?;
+        expect_kind(&berth_dir, &repo.join(dir), Kind::Dir, op)?;
     }
     let commondir = repo.join("commondir");
     if let Some(found) =
-        confined::kind(&agents_dir, &commondir).map_err(error::io(op, &repo_path))?
+        confined::kind(&berth_dir, &commondir).map_err(error::io(op, &repo_path))?
     {
         return Err(tampered(
             op,
-            agents_dir.join(commondir),
+            berth_dir.join(commondir),
             "no commondir file",
             kind_name(Some(found)),
         ));
@@ -522,12 +523,12 @@ pub(crate) fn check_agent_repo(
         format!("worktrees/{agent}/logs"),
     ] {
         let rel = repo.join(&dir);
-        match confined::kind(&agents_dir, &rel).map_err(error::io(op, &repo_path))? {
+        match confined::kind(&berth_dir, &rel).map_err(error::io(op, &repo_path))? {
             None | Some(Kind::Dir) => {}
             found => {
                 return Err(tampered(
                     op,
-                    agents_dir.join(rel),
+                    berth_dir.join(rel),
                     "a directory",
                     kind_name(found),
                 ));
@@ -546,8 +547,8 @@ pub(crate) fn check_agent_repo(
         }
     }
     let alternates_rel = repo.join("objects/info/alternates");
-    expect_kind(&agents_dir, &alternates_rel, Kind::File, op)?;
-    let alternates = agents_dir.join(&alternates_rel);
+    expect_kind(&berth_dir, &alternates_rel, Kind::File, op)?;
+    let alternates = berth_dir.join(&alternates_rel);
     let want = alternates_content(layout, project);
     let found = read_small(&alternates).map_err(error::io(op, &alternates))?;
     if found != want {
@@ -564,17 +565,17 @@ fn admin_present(
     agent: &AgentName,
     op: Op,
 ) -> Result<bool> {
-    let agents_dir = layout.agents_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
     let admin = admin_rel(agent);
     let kind =
-        |rel: &Path| confined::kind(&agents_dir, rel).map_err(error::io(op, &agents_dir.join(rel)));
+        |rel: &Path| confined::kind(&berth_dir, rel).map_err(error::io(op, &berth_dir.join(rel)));
     match kind(admin.parent().unwrap_or(&admin))? {
         None => return Ok(false),
         Some(Kind::Dir) => {}
         found => {
             return Err(tampered(
                 op,
-                agents_dir.join(admin.parent().unwrap_or(&admin)),
+                berth_dir.join(admin.parent().unwrap_or(&admin)),
                 "a directory",
                 kind_name(found),
             ));
@@ -585,7 +586,7 @@ fn admin_present(
         Some(Kind::Dir) => Ok(true),
         found => Err(tampered(
             op,
-            agents_dir.join(&admin),
+            berth_dir.join(&admin),
             "a directory",
             kind_name(found),
         )),
@@ -614,7 +615,7 @@ pub(crate) fn open_worktree_repo(
     op: Op,
 ) -> Result<Repository> {
     check_agent_repo(layout, project, agent, op)?;
-    let agents_dir = layout.agents_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
     let admin_path = layout.worktree_admin(project, agent);
     let worktree = layout.worktree(project, agent);
     let admin = admin_rel(agent);
@@ -632,8 +633,8 @@ pub(crate) fn open_worktree_repo(
             hint: "provision the agent again",
         });
     }
-    expect_kind(&agents_dir, &admin.join("HEAD"), Kind::File, op)?;
-    expect_kind(&agents_dir, &admin.join("commondir"), Kind::File, op)?;
+    expect_kind(&berth_dir, &admin.join("HEAD"), Kind::File, op)?;
+    expect_kind(&berth_dir, &admin.join("commondir"), Kind::File, op)?;
     let commondir_path = admin_path.join("commondir");
     let found = read_small(&commondir_path).map_err(error::io(op, &commondir_path))?;
     let repo_path = layout.agent_repo(project, agent);
@@ -645,7 +646,7 @@ pub(crate) fn open_worktree_repo(
             shown(&found),
         ));
     }
-    match confined::kind(&layout.worktrees_dir(project), Path::new(agent.as_str()))
+    match confined::kind(&layout.berth_dir(project, agent), Path::new(agent.as_str()))
         .map_err(error::io(op, &worktree))?
     {
         Some(Kind::Dir) => {}
@@ -703,22 +704,17 @@ pub(crate) fn chown_agent(
     worktree: bool,
     op: Op,
 ) -> Result<()> {
-    let agents_dir = layout.agents_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
     confined::chown_tree(
-        &agents_dir,
+        &berth_dir,
         Path::new(&Layout::agent_repo_name(agent)),
         owner.uid,
         owner.gid,
     )
     .map_err(error::io(op, &layout.agent_repo(project, agent)))?;
     if worktree {
-        confined::chown_tree(
-            &layout.worktrees_dir(project),
-            Path::new(agent.as_str()),
-            owner.uid,
-            owner.gid,
-        )
-        .map_err(error::io(op, &layout.worktree(project, agent)))?;
+        confined::chown_tree(&berth_dir, Path::new(agent.as_str()), owner.uid, owner.gid)
+            .map_err(error::io(op, &layout.worktree(project, agent)))?;
     }
     Ok(())
 }

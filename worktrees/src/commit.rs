@@ -147,9 +147,9 @@ pub(crate) fn agent_confinement(
     with_worktree: bool,
     op: Op,
 ) -> Result<Confinement> {
-    let agents_dir = layout.agents_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
     let repo = layout.agent_repo(project, agent);
-    let owner = match confined::owner(&agents_dir, Path::new(&Layout::agent_repo_name(agent))) {
+    let owner = match confined::owner(&berth_dir, Path::new(&Layout::agent_repo_name(agent))) {
         Ok(Some(o)) => o,
         Ok(None) => {
             return Err(Error::Missing {
@@ -165,7 +165,7 @@ pub(crate) fn agent_confinement(
     let mut write = vec![repo];
     if with_worktree {
         let worktree = layout.worktree(project, agent);
-        match confined::kind(&layout.worktrees_dir(project), Path::new(agent.as_str())) {
+        match confined::kind(&berth_dir, Path::new(agent.as_str())) {
             Ok(Some(confined::Kind::Dir)) => write.insert(0, worktree),
             Ok(None) => {
                 return Err(Error::Missing {

@@ -7,17 +7,23 @@
 //!
 //! ```text
 //! <state>/forge/<project>.git                  bare forge; only berth writes it
-//! <state>/agents/<project>/<agent>.git         the agent's bare repository (alternates → forge objects)
-//! <state>/agents/<project>/<agent>.git/worktrees/<agent>   its worktree's admin directory
+//! <state>/berths/<project>/<agent>/            the berth's directory: everything the agent writes
+//!                                              on the host (one disk image of its own when berth is root)
+//! <state>/berths/<project>/<agent>/<agent>.git the agent's bare repository (alternates → forge objects)
+//! <state>/berths/<project>/<agent>/<agent>.git/worktrees/<agent>   its worktree's admin directory
+//! <state>/berths/<project>/<agent>/<agent>     the linked worktree (mounted at /work)
 //! <state>/agents/<project>/<agent>.worktree    berth's record of the live worktree (the branch)
-//! <state>/worktrees/<project>/<agent>          the linked worktree (mounted at /work)
 //! <state>/projects/<project>/                  project configuration (berth.toml, permissions.json)
 //! <state>/locks/forge/<project>.lock           writer lock of the forge
 //! <state>/locks/agents/<project>/<agent>.lock  writer lock of the agent repository
 //! ```
 //!
-//! Only `<agent>.git` and the worktree are handed to the agent (and chowned to
-//! its uid); their parent directories, the record and the locks stay berth's.
+//! The agent repository and the worktree share one directory so that one
+//! bounded file system can hold both (the engine mounts a loop-backed ext4
+//! image there; a rename between them, or from the repository's staging name,
+//! never crosses a mount). Only `<agent>.git` and the worktree are handed to
+//! the agent (and chowned to its uid); the berth's directory itself, the
+//! record and the locks stay berth's.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -60,14 +66,29 @@ impl Layout {
         self.forge(project).join("objects")
     }
 
-    /// `<state>/agents/<project>`, berth-owned parent of the agent repositories.
+    /// `<state>/agents/<project>`, berth-owned directory of the records of
+    /// the project's live worktrees.
     pub fn agents_dir(&self, project: &ProjectName) -> PathBuf {
         self.root.join("agents").join(project.as_str())
     }
 
-    /// `<state>/agents/<project>/<agent>.git`, the agent's bare repository.
+    /// `<state>/berths/<project>`, berth-owned parent of the berths'
+    /// directories.
+    pub fn berths_dir(&self, project: &ProjectName) -> PathBuf {
+        self.root.join("berths").join(project.as_str())
+    }
+
+    /// `<state>/berths/<project>/<agent>`, berth-owned directory holding the
+    /// agent's repository and its worktree (and nothing of berth's own).
+    pub fn berth_dir(&self, project: &ProjectName, agent: &AgentName) -> PathBuf {
+        self.berths_dir(project).join(agent.as_str())
+    }
+
+    /// `<state>/berths/<project>/<agent>/<agent>.git`, the agent's bare
+    /// repository.
     pub fn agent_repo(&self, project: &ProjectName, agent: &AgentName) -> PathBuf {
-        self.agents_dir(project).join(Self::agent_repo_name(agent))
+        self.berth_dir(project, agent)
+            .join(Self::agent_repo_name(agent))
     }
 
     /// The admin directory of the agent's worktree inside its repository.
@@ -85,14 +106,10 @@ impl Layout {
         self.agents_dir(project).join(format!("{agent}.worktree"))
     }
 
-    /// `<state>/worktrees/<project>`, berth-owned parent of the worktrees.
-    pub fn worktrees_dir(&self, project: &ProjectName) -> PathBuf {
-        self.root.join("worktrees").join(project.as_str())
-    }
-
-    /// `<state>/worktrees/<project>/<agent>`, the agent's linked worktree.
+    /// `<state>/berths/<project>/<agent>/<agent>`, the agent's linked
+    /// worktree.
     pub fn worktree(&self, project: &ProjectName, agent: &AgentName) -> PathBuf {
-        self.worktrees_dir(project).join(agent.as_str())
+        self.berth_dir(project, agent).join(agent.as_str())
     }
 
     /// `<state>/projects/<project>`, the project's configuration directory.
@@ -220,6 +237,7 @@ mod tests {
         let a = AgentName::new("dev-1").unwrap();
         let got = [
             layout.forge(&p),
+            layout.berth_dir(&p, &a),
             layout.agent_repo(&p, &a),
             layout.worktree_admin(&p, &a),
             layout.worktree_record(&p, &a),
@@ -230,10 +248,11 @@ mod tests {
         ];
         let want = [
             "/s/forge/web.git",
-            "/s/agents/web/dev-1.git",
-            "/s/agents/web/dev-1.git/worktrees/dev-1",
+            "/s/berths/web/dev-1",
+            "/s/berths/web/dev-1/dev-1.git",
+            "/s/berths/web/dev-1/dev-1.git/worktrees/dev-1",
             "/s/agents/web/dev-1.worktree",
-            "/s/worktrees/web/dev-1",
+            "/s/berths/web/dev-1/dev-1",
             "/s/projects/web",
             "/s/locks/forge/web.lock",
             "/s/locks/agents/web/dev-1.lock",

@@ -110,7 +110,7 @@ impl Worktrees {
         let dir = state_dir.as_ref();
         std::fs::create_dir_all(dir).map_err(error::io(op, dir))?;
         let root = dir.canonicalize().map_err(error::io(op, dir))?;
-        for sub in ["forge", "agents", "worktrees", "projects", "locks"] {
+        for sub in ["forge", "agents", "berths", "projects", "locks"] {
             let path = root.join(sub);
             std::fs::create_dir_all(&path).map_err(error::io(op, &path))?;
         }

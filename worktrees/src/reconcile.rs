@@ -134,7 +134,7 @@ fn projects(layout: &Layout) -> Result<BTreeSet<ProjectName>> {
         let stem = stem.strip_prefix(".import-").unwrap_or(stem);
         set.extend(ProjectName::new(stem).ok());
     }
-    for dir in ["agents", "worktrees"] {
+    for dir in ["agents", "berths"] {
         for name in names_in(&root.join(dir))? {
             set.extend(ProjectName::new(name).ok());
         }
@@ -145,14 +145,10 @@ fn projects(layout: &Layout) -> Result<BTreeSet<ProjectName>> {
 fn agents(layout: &Layout, project: &ProjectName) -> Result<BTreeSet<AgentName>> {
     let mut set = BTreeSet::new();
     for name in names_in(&layout.agents_dir(project))? {
-        let stem = name
-            .strip_suffix(".git")
-            .or_else(|| name.strip_suffix(".worktree"))
-            .unwrap_or(&name);
-        let stem = stem.strip_prefix(".init-").unwrap_or(stem);
+        let stem = name.strip_suffix(".worktree").unwrap_or(&name);
         set.extend(AgentName::new(stem).ok());
     }
-    for name in names_in(&layout.worktrees_dir(project))? {
+    for name in names_in(&layout.berths_dir(project))? {
         set.extend(AgentName::new(name).ok());
     }
     Ok(set)
@@ -173,30 +169,29 @@ fn reconcile_agent(
             .push(ReconcileAction::SkippedBusy { lock: lock_path });
         return Ok(());
     };
-    let agents_dir = layout.agents_dir(project);
-    let worktrees_dir = layout.worktrees_dir(project);
+    let berth_dir = layout.berth_dir(project, agent);
 
     let staging = format!(".init-{agent}.git");
-    if confined::remove(&agents_dir, Path::new(&staging))
-        .map_err(error::io(op, &agents_dir.join(&staging)))?
+    if confined::remove(&berth_dir, Path::new(&staging))
+        .map_err(error::io(op, &berth_dir.join(&staging)))?
     {
         report.actions.push(ReconcileAction::RemovedStaging {
-            path: agents_dir.join(&staging),
+            path: berth_dir.join(&staging),
         });
     }
 
     let worktree = layout.worktree(project, agent);
     let admin = layout.worktree_admin(project, agent);
     let record = read_record(layout, project, agent, op)?;
-    let worktree_present = confined::kind(&worktrees_dir, Path::new(agent.as_str()))
+    let worktree_present = confined::kind(&berth_dir, Path::new(agent.as_str()))
         .map_err(error::io(op, &worktree))?
         .is_some();
-    let admin_present = confined::kind(&agents_dir, &admin_rel(agent))
+    let admin_present = confined::kind(&berth_dir, &admin_rel(agent))
         .map_err(error::io(op, &admin))?
         == Some(Kind::Dir);
 
     let remove_admin = |report: &mut ReconcileReport| -> Result<()> {
-        if confined::remove(&agents_dir, &admin_rel(agent)).map_err(error::io(op, &admin))? {
+        if confined::remove(&berth_dir, &admin_rel(agent)).map_err(error::io(op, &admin))? {
             report.actions.push(ReconcileAction::PrunedAdminDir {
                 project: project.clone(),
                 agent: agent.clone(),
@@ -218,7 +213,7 @@ fn reconcile_agent(
         }
         // Never finished provisioning.
         (false, true, _) => {
-            if confined::remove(&worktrees_dir, Path::new(agent.as_str())).map_err(error::io(op, &worktree))? {
+            if confined::remove(&berth_dir, Path::new(agent.as_str())).map_err(error::io(op, &worktree))? {
                 report.actions.push(ReconcileAction::RemovedHalfCreatedWorktree {
                     project: project.clone(),
                     agent: agent.clone(),
@@ -237,12 +232,12 @@ fn reconcile_agent(
 
     let repo_rel = PathBuf::from(Layout::agent_repo_name(agent));
     if !is_live
-        && confined::kind(&agents_dir, &repo_rel)
-            .map_err(error::io(op, &agents_dir.join(&repo_rel)))?
+        && confined::kind(&berth_dir, &repo_rel)
+            .map_err(error::io(op, &berth_dir.join(&repo_rel)))?
             == Some(Kind::Dir)
     {
-        for path in confined::remove_lock_files(&agents_dir, &repo_rel, &["objects"])
-            .map_err(error::io(op, &agents_dir.join(&repo_rel)))?
+        for path in confined::remove_lock_files(&berth_dir, &repo_rel, &["objects"])
+            .map_err(error::io(op, &berth_dir.join(&repo_rel)))?
         {
             report
                 .actions

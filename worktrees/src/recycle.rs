@@ -59,12 +59,11 @@ impl Worktrees {
         let layout = &self.layout;
         let _lock = RepoLock::acquire(&layout.agent_lock(project, agent))?;
         let worktree = layout.worktree(project, agent);
-        let agents_dir = layout.agents_dir(project);
-        let worktrees_dir = layout.worktrees_dir(project);
-        let repo_present = confined::kind(&agents_dir, Path::new(&Layout::agent_repo_name(agent)))
+        let berth_dir = layout.berth_dir(project, agent);
+        let repo_present = confined::kind(&berth_dir, Path::new(&Layout::agent_repo_name(agent)))
             .map_err(error::io(op, &layout.agent_repo(project, agent)))?
             .is_some();
-        let worktree_present = confined::kind(&worktrees_dir, Path::new(agent.as_str()))
+        let worktree_present = confined::kind(&berth_dir, Path::new(agent.as_str()))
             .map_err(error::io(op, &worktree))?
             .is_some();
 
@@ -99,14 +98,14 @@ impl Worktrees {
 
         let mut report = RecycleReport::default();
         remove_record(layout, project, agent, op)?;
-        report.worktree_removed = confined::remove(&worktrees_dir, Path::new(agent.as_str()))
+        report.worktree_removed = confined::remove(&berth_dir, Path::new(agent.as_str()))
             .map_err(error::io(op, &worktree))?;
-        report.admin_removed = confined::remove(&agents_dir, &admin_rel(agent))
+        report.admin_removed = confined::remove(&berth_dir, &admin_rel(agent))
             .map_err(error::io(op, &layout.worktree_admin(project, agent)))?;
 
         if options.remove_repository {
             report.repository_removed =
-                confined::remove(&agents_dir, Path::new(&Layout::agent_repo_name(agent)))
+                confined::remove(&berth_dir, Path::new(&Layout::agent_repo_name(agent)))
                     .map_err(error::io(op, &layout.agent_repo(project, agent)))?;
         } else if let (Some(branch), true) = (branch, repo_present) {
             let refname = format!("refs/heads/{branch}");

@@ -79,7 +79,8 @@ fn provisioning_for_uid_1000_as_root_keeps_both_sides_working() {
     // berth's own directories stay berth's.
     for dir in [
         f.wt.layout().agents_dir(p),
-        f.wt.layout().worktrees_dir(p),
+        f.wt.layout().berths_dir(p),
+        f.wt.layout().berth_dir(p, &a),
         f.forge(),
     ] {
         assert_eq!(

@@ -49,8 +49,8 @@ fn provision_creates_a_locked_worktree_sharing_the_forge_objects() {
     assert_eq!(
         info,
         WorktreeInfo {
-            path: f.state().join("worktrees/web/dev-1"),
-            agent_repo: f.state().join("agents/web/dev-1.git"),
+            path: f.state().join("berths/web/dev-1/dev-1"),
+            agent_repo: f.state().join("berths/web/dev-1/dev-1.git"),
             forge_objects: f.state().join("forge/web.git/objects"),
             branch: "agent/dev-1/t1".to_owned(),
             base_branch: "main".to_owned(),
@@ -188,10 +188,10 @@ fn provision_repairs_what_a_crash_left() {
 
     // Crash inside repository creation: a staging directory.
     let a = agent("staged");
-    std::fs::create_dir_all(layout.agents_dir(p).join(".init-staged.git/objects")).unwrap();
+    std::fs::create_dir_all(layout.berth_dir(p, &a).join(".init-staged.git/objects")).unwrap();
     let info = f.wt.provision(p, &a, &task("t"), None).unwrap();
     assert!(info.created);
-    assert!(!layout.agents_dir(p).join(".init-staged.git").exists());
+    assert!(!layout.berth_dir(p, &a).join(".init-staged.git").exists());
 }
 
 #[test]

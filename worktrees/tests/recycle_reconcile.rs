@@ -237,7 +237,7 @@ fn reconcile_prunes_only_what_is_provably_dead() {
     let early = agent("early");
     std::fs::create_dir_all(layout.worktree(p, &early).join("partial")).unwrap();
     // Staging directories of interrupted creations.
-    std::fs::create_dir_all(layout.agents_dir(p).join(".init-early.git/objects")).unwrap();
+    std::fs::create_dir_all(layout.berth_dir(p, &early).join(".init-early.git/objects")).unwrap();
     std::fs::create_dir_all(layout.forge_dir().join(".import-web.git/objects")).unwrap();
     // A healthy worktree of an agent that is not live: kept (its gate may be open).
     let idle = agent("idle");
@@ -247,7 +247,7 @@ fn reconcile_prunes_only_what_is_provably_dead() {
     let report = f.wt.reconcile(&[]).unwrap();
     let want = vec![
         ReconcileAction::RemovedStaging {
-            path: layout.agents_dir(p).join(".init-early.git"),
+            path: layout.berth_dir(p, &early).join(".init-early.git"),
         },
         ReconcileAction::RemovedHalfCreatedWorktree {
             project: p.clone(),

@@ -58,8 +58,9 @@ pub struct BerthSpec {
     /// mounted: where the container's `/etc/passwd` and `/etc/group` are
     /// written (`<state>/identities/<project>/<agent>`, never mounted whole).
     pub identity_dir: PathBuf,
-    /// A runner berth's `/tmp`, on the host (`<state>/tmp/<project>/<agent>`),
-    /// emptied at `down`.
+    /// A runner berth's `/tmp`, on the host
+    /// (`<state>/berths/<project>/<agent>/.tmp`, on the berth's own disk when
+    /// it has one), emptied at `down`.
     pub private_tmp: PathBuf,
     pub config: ProjectConfig,
 }
@@ -421,12 +422,14 @@ impl Engine {
                 .join("identities")
                 .join(&agent.project)
                 .join(&agent.name),
-            private_tmp: self
-                .state
-                .root()
-                .join("tmp")
-                .join(&agent.project)
-                .join(&agent.name),
+            // In the berth's directory, so on its own disk when it has one
+            // (`.tmp` is no agent's name: names start with a letter or digit).
+            private_tmp: crate::berth_disk::berth_dir(
+                self.state.root(),
+                &agent.project,
+                &agent.name,
+            )
+            .join(".tmp"),
             worktree,
             config: config.clone(),
         }
@@ -553,16 +556,35 @@ impl Engine {
             (loaded.config.sandbox.uid, None)
         };
         let owner = own_uid.then_some(berth_worktrees::Owner { uid, gid: uid });
-        let provisioned = self
+        // The berth's own disk is mounted before anything is provisioned:
+        // the repository and the worktree are created on it.
+        let disk = self.settle_disk(&a, &loaded.config).await?;
+        let max_checkout_bytes = match &disk {
+            crate::berth_disk::DiskOutcome::Own { free_bytes, .. } => {
+                loaded.config.git.max_checkout_bytes.min(*free_bytes)
+            }
+            crate::berth_disk::DiskOutcome::Unbounded { .. } => {
+                loaded.config.git.max_checkout_bytes
+            }
+        };
+        let provisioned = match self
             .git()
             .provision(
                 &loaded.project,
                 &a.name,
                 &crate::git::task_part(a.task.as_deref()),
                 owner,
-                loaded.config.git.max_checkout_bytes,
+                max_checkout_bytes,
             )
-            .await?;
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(self
+                    .provision_failed_on_disk(&a, &loaded.config, &disk, e)
+                    .await);
+            }
+        };
         if provisioned.created {
             // Logged at once: a sandbox that fails to open must not hide it.
             let mut tx = self.store.write("recording a worktree").await?;
@@ -641,6 +663,13 @@ impl Engine {
                             "worktree": provisioned.worktree,
                             "branch": branch,
                             "fallback": fallback,
+                            "disk": match &disk {
+                                crate::berth_disk::DiskOutcome::Own { .. } => serde_json::json!({
+                                    "bytes": loaded.config.sandbox.disk.bytes(),
+                                    "inodes": crate::berth_disk::disk_inodes(&loaded.config),
+                                }),
+                                crate::berth_disk::DiskOutcome::Unbounded { .. } => serde_json::Value::Null,
+                            },
                         })),
                 )
                 .await?;
@@ -669,6 +698,12 @@ impl Engine {
         };
         for note in unreachable.into_iter().rev() {
             tracing::warn!(agent, %note, "a declared directory is out of the berth's reach");
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
+        if let crate::berth_disk::DiskOutcome::Unbounded { note } = disk {
             info.note = Some(match info.note {
                 Some(n) => format!("{note}; {n}"),
                 None => note,
@@ -806,8 +841,9 @@ impl Engine {
                 let worktree = a.worktree.clone().unwrap_or_else(|| {
                     self.state
                         .root()
-                        .join("worktrees")
+                        .join("berths")
                         .join(&a.project)
+                        .join(&a.name)
                         .join(&a.name)
                 });
                 tracing::warn!(agent = %a.name, worktree = %worktree.display(), error = %e, "recycling a worktree failed");
@@ -836,12 +872,13 @@ impl Engine {
             }
         };
         let mut tx = self.store.write("recycling a worktree").await?;
-        sqlx::query("UPDATE agents SET worktree = NULL, branch = NULL, updated_at = $1 WHERE name = $2 AND berth_mode IS NULL AND task_id IS NULL")
+        let forgotten = sqlx::query("UPDATE agents SET worktree = NULL, branch = NULL, updated_at = $1 WHERE name = $2 AND berth_mode IS NULL AND task_id IS NULL")
             .bind(now_ms())
             .bind(&a.name)
             .execute(&mut *tx)
             .await
-            .map_err(EngineError::store("recycling a worktree"))?;
+            .map_err(EngineError::store("recycling a worktree"))?
+            .rows_affected();
         if recycled {
             emit(
                 &mut tx,
@@ -856,6 +893,14 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("recycling a worktree"))?;
+        if forgotten == 1 {
+            // Last: the berth's own disk, with its agent repository (the
+            // branch was deleted with the worktree; the forge keeps what was
+            // pushed). Not when the berth came up again meanwhile.
+            if let Err(e) = self.release_disk(&a.project, &a.name).await {
+                tracing::warn!(agent = %a.name, error = %e, "the berth's disk could not be released; the next `down` or `berth reconcile` releases it");
+            }
+        }
         Ok(())
     }
 

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 
+/// The smallest `[sandbox] disk`: an ext4 file system with its journal and a
+/// checkout of any size needs at least this.
+pub const MIN_DISK_BYTES: u64 = 32 << 20;
+
 /// How a pipeline task ends (ARCHITECTURE.md: the execution mode, not auto mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -187,6 +191,100 @@ pub struct SandboxConfig {
     pub toolchains: Vec<String>,
     /// Host directories shown read-write at their own paths.
     pub caches: Vec<String>,
+    /// When berth is root: the size of the berth's own disk (a loop-mounted
+    /// ext4 image holding its worktree and agent repository).
+    pub disk: ByteSize,
+    /// Files and directories the berth's own disk may hold.
+    pub disk_inodes: u64,
+    /// `berth up` fails where the berth cannot get a disk of its own
+    /// (berth not root, no loop device, no `mkfs.ext4`) instead of saying so.
+    pub disk_required: bool,
+}
+
+/// A size in bytes, written as a number of bytes or a string with a unit:
+/// `"8GiB"`, `"512 MiB"`, `"64M"` (K, M, G, T and their `iB` forms are
+/// powers of 1024; `kB`, `MB`, `GB`, `TB` powers of 1000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    pub const fn gib(n: u64) -> ByteSize {
+        ByteSize(n << 30)
+    }
+
+    pub fn bytes(self) -> u64 {
+        self.0
+    }
+
+    /// Parses `"8GiB"`-style sizes; `None` for anything else (or an overflow).
+    pub fn parse(text: &str) -> Option<ByteSize> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let number: u64 = number.parse().ok()?;
+        let factor: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "K" | "KiB" | "k" => 1 << 10,
+            "M" | "MiB" => 1 << 20,
+            "G" | "GiB" => 1 << 30,
+            "T" | "TiB" => 1 << 40,
+            "kB" | "KB" => 1_000,
+            "MB" => 1_000_000,
+            "GB" => 1_000_000_000,
+            "TB" => 1_000_000_000_000,
+            _ => return None,
+        };
+        number.checked_mul(factor).map(ByteSize)
+    }
+}
+
+impl std::fmt::Display for ByteSize {
+    /// The largest binary unit that divides it exactly (`8GiB`, `65MiB`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0;
+        for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+            if n != 0 && n.is_multiple_of(1u64 << shift) {
+                return write!(f, "{}{unit}", n >> shift);
+            }
+        }
+        write!(f, "{n}B")
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Size;
+        impl serde::de::Visitor<'_> for Size {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a size such as \"8GiB\", \"512MiB\" or a number of bytes")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<ByteSize, E> {
+                u64::try_from(v)
+                    .map(ByteSize)
+                    .map_err(|_| E::custom("a size cannot be negative"))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<ByteSize, E> {
+                ByteSize::parse(v).ok_or_else(|| {
+                    E::custom(format!(
+                        "{v:?} is not a size: write it like \"8GiB\", \"512MiB\" or \"64M\""
+                    ))
+                })
+            }
+        }
+        d.deserialize_any(Size)
+    }
 }
 
 impl Default for SandboxConfig {
@@ -209,6 +307,9 @@ impl Default for SandboxConfig {
             home_inodes: 65_536,
             toolchains: Vec::new(),
             caches: Vec::new(),
+            disk: ByteSize::gib(8),
+            disk_inodes: 524_288,
+            disk_required: false,
         }
     }
 }
@@ -534,7 +635,19 @@ impl ProjectConfig {
         self.check_network(text, file)?;
         self.check_declared_dirs(text, file)?;
         let [first, last] = self.host.uid_range;
-        let problems: [(bool, &str, &str, &str); 13] = [
+        let problems: [(bool, &str, &str, &str); 15] = [
+            (
+                self.sandbox.disk.bytes() < MIN_DISK_BYTES,
+                "sandbox",
+                "disk",
+                "must be at least 32MiB (the berth's worktree and repository live on it)",
+            ),
+            (
+                self.sandbox.disk_inodes < 1024,
+                "sandbox",
+                "disk_inodes",
+                "must be at least 1024",
+            ),
             (
                 first < 65_536 || first > last || last >= 0x8000_0000,
                 "host",
@@ -791,6 +904,19 @@ allow_unconfined = false
 # reach them: `berth up` names each one it cannot (e.g. under a 0700 /root).
 toolchains = []
 caches = []
+# When berth runs as root, each berth's worktree and agent repository live on
+# a disk of their own: a sparse ext4 image in berth's state directory,
+# loop-mounted nosuid,nodev at the berth's directory and deleted at
+# `berth down`. An agent that fills it gets "No space left on device" in its
+# berth; the host's disk and berth's own store are untouched. `disk` is its
+# size ("8GiB", "512MiB"), `disk_inodes` how many files and directories it
+# holds (at most one per 8 KiB of `disk`); both apply to disks made from then on (a berth kept across
+# `down --keep-worktree` keeps its disk). Where berth is not root (or the host
+# has no loop devices or mkfs.ext4) `berth up` and `berth doctor` say that
+# /work is not bounded; with disk_required = true `berth up` fails instead.
+disk = "8GiB"
+disk_inodes = 524288
+disk_required = false
 
 [sandbox.network]
 # What commands reach: "none" (only loopback: a container on Docker's `none`
@@ -844,6 +970,74 @@ mod tests {
         let mut want = ProjectConfig::default();
         want.git.co_author = "Ada Lovelace <ada@example.com>".into();
         assert_eq!(c, want);
+    }
+
+    #[test]
+    fn disk_sizes_read_as_bytes_with_their_units() {
+        for (text, want) in [
+            ("8GiB", Some(8u64 << 30)),
+            ("8G", Some(8 << 30)),
+            ("512 MiB", Some(512 << 20)),
+            ("64M", Some(64 << 20)),
+            ("1TiB", Some(1 << 40)),
+            ("2GB", Some(2_000_000_000)),
+            ("100kB", Some(100_000)),
+            ("4096", Some(4096)),
+            ("4096B", Some(4096)),
+            ("8 gib", None),
+            ("GiB", None),
+            ("-1GiB", None),
+            ("1.5GiB", None),
+            ("99999999999999TiB", None),
+            ("", None),
+        ] {
+            assert_eq!(ByteSize::parse(text).map(ByteSize::bytes), want, "{text:?}");
+        }
+        for (bytes, shown) in [
+            (8u64 << 30, "8GiB"),
+            (65 << 20, "65MiB"),
+            (3072, "3KiB"),
+            (1536, "1536B"),
+            (1000, "1000B"),
+        ] {
+            assert_eq!(ByteSize(bytes).to_string(), shown);
+            assert_eq!(ByteSize::parse(shown), Some(ByteSize(bytes)));
+        }
+    }
+
+    #[test]
+    fn the_disk_keys_parse_and_are_checked() {
+        let c = ProjectConfig::parse(
+            "[sandbox]\ndisk = \"64MiB\"\ndisk_inodes = 4096\ndisk_required = true\n",
+            "berth.toml",
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.disk, ByteSize(64 << 20));
+        assert_eq!(c.sandbox.disk_inodes, 4096);
+        assert!(c.sandbox.disk_required);
+        assert_eq!(
+            ProjectConfig::parse("[sandbox]\ndisk = 1073741824\n", "berth.toml")
+                .unwrap()
+                .sandbox
+                .disk,
+            ByteSize::gib(1)
+        );
+        for (text, want) in [
+            (
+                "[sandbox]\ndisk = \"16MiB\"\n",
+                "berth.toml:2:1: key `sandbox.disk`: must be at least 32MiB",
+            ),
+            (
+                "[sandbox]\n\ndisk_inodes = 10\n",
+                "berth.toml:3:1: key `sandbox.disk_inodes`: must be at least 1024",
+            ),
+            ("[sandbox]\ndisk = \"8 parsecs\"\n", "is not a size"),
+        ] {
+            let err = ProjectConfig::parse(text, "berth.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
     }
 
     #[test]

@@ -157,6 +157,17 @@ pub enum EngineError {
     #[error("{0}")]
     State(String),
 
+    /// `why` names `[sandbox] disk`, the room on it and the size needed.
+    #[error(
+        "agent `{agent}`: the berth's own disk is too small for its checkout: {why}; nothing was checked out and nothing was lost"
+    )]
+    DiskTooSmall { agent: String, why: String },
+
+    #[error(
+        "agent `{agent}`: [sandbox] disk_required = true, and this berth cannot get a disk of its own: {why}; nothing was provisioned"
+    )]
+    DiskUnavailable { agent: String, why: String },
+
     #[error(
         "agent `{agent}` is down (its container is gone), but its worktree {} could not be recycled: {source}; remove the cause and run `berth down {agent}` again (`berth up {agent}` also clears it first)",
         worktree.display()

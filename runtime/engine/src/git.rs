@@ -114,9 +114,10 @@ impl Git {
                 .wt
                 .layout()
                 .state_dir()
-                .join("agents")
+                .join("berths")
                 .join(project)
-                .join(agent),
+                .join(agent)
+                .join(format!("{agent}.git")),
         }
     }
 

@@ -13,6 +13,7 @@
 pub mod actions;
 pub mod agent_io;
 pub mod agents;
+pub mod berth_disk;
 pub mod berth_uid;
 pub mod berths;
 mod breaker;
@@ -50,6 +51,7 @@ pub use actions::{
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{Agent, AgentImpl, AgentStatus, AutonomyReport};
+pub use berth_disk::{DiskDoctor, ReconciledDisk, release_disks_under};
 pub use berth_uid::UidFinding;
 pub use berths::{
     BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, ReconciledContainer, SandboxProvider,

@@ -67,7 +67,7 @@ async fn up_refuses_a_checkout_over_max_checkout_bytes_and_takes_one_under_it() 
             && err.contains("berth.toml"),
         "{err}"
     );
-    let worktree = state.join("worktrees/demo/dev-1");
+    let worktree = state.join("berths/demo/dev-1/dev-1");
     assert_eq!(checked_out(&worktree), 0, "nothing checked out");
 
     set_bound(&state, 128 * 1024 * 1024);

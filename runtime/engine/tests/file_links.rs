@@ -393,6 +393,7 @@ async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
     // A project whose repository commits `noop -> <a directory outside>`:
     // the noop agent writes `noop/<task>.md` in its worktree.
     let dir = tempfile::tempdir().unwrap();
+    let _disks = common::ReleaseDisks(dir.path().join("state"));
     let outside = dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let src = dir.path().join("src");

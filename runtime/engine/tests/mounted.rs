@@ -36,7 +36,8 @@ struct Mounted {
 }
 
 impl Drop for Mounted {
-    /// Removes the test's containers even when it fails.
+    /// Removes the test's containers even when it fails, then the berths'
+    /// own disks (a mount would outlive the state directory).
     fn drop(&mut self) {
         let names: Vec<String> = std::process::Command::new("docker")
             .args(["ps", "-aq", "--filter"])
@@ -55,6 +56,7 @@ impl Drop for Mounted {
                 .args(&names)
                 .output();
         }
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
     }
 }
 
@@ -212,8 +214,9 @@ impl Mounted {
 
     fn agent_repo(&self, agent: &str) -> PathBuf {
         self.state()
-            .join("agents")
+            .join("berths")
             .join(&self.project)
+            .join(agent)
             .join(format!("{agent}.git"))
     }
 
@@ -888,6 +891,61 @@ async fn down_leaves_nothing_and_container_remove_asks_first() {
 }
 
 #[tokio::test]
+async fn a_containers_work_stops_at_the_berths_own_disk_and_down_leaves_no_disk() {
+    use berth_sandbox::disk;
+    if let Some(why) = disk::unavailable() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true and berths cannot get a disk of their own here: {why}");
+        }
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let m = mounted_or_skip!("disk", "disk = \"64MiB\"\ndisk_inodes = 4096");
+    let wt = m.up("dev-1").await;
+    let berth_dir = m.state().join("berths").join(&m.project).join("dev-1");
+    let image = m.state().join("disks").join(&m.project).join("dev-1.img");
+    assert_eq!(wt, berth_dir.join("dev-1"));
+    let mount = disk::mounted_at(&berth_dir).unwrap().expect("mounted");
+    assert_eq!(mount.fs_type, "ext4");
+
+    // The container writes /work on the berth's disk: ENOSPC at its size,
+    // and the host gives the image no more than that.
+    let (code, _, stderr) = m
+        .sh("dev-1", "dd if=/dev/zero of=/work/big bs=1M count=200")
+        .await;
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    let taken = std::fs::metadata(&image).unwrap().blocks() * 512;
+    assert!(
+        taken <= (64 << 20) + (1 << 20),
+        "the image takes {taken} bytes"
+    );
+    assert_eq!(m.ok("dev-1", "rm /work/big && echo gone").await, "gone\n");
+
+    // Files stop near disk_inodes.
+    let (code, out, stderr) = m
+        .sh(
+            "dev-1",
+            "mkdir /work/many && cd /work/many && i=0; while true > f$i 2>/dev/null; do i=$((i+1)); [ $i -gt 100000 ] && break; done; echo $i; true > one-more",
+        )
+        .await;
+    let made: u64 = out
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{out:?} {stderr}"));
+    assert!((1000..8192).contains(&made), "{made} files were made");
+    assert_ne!(code, 0);
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+
+    // down: the container, then the worktree, then the disk.
+    m.engine.down("dev-1", false, &user()).await.unwrap();
+    assert!(!m.container_exists("dev-1").await);
+    assert!(disk::mounted_at(&berth_dir).unwrap().is_none());
+    assert_eq!(disk::loops_backed_by(&image), Vec::<PathBuf>::new());
+    assert!(!image.exists() && !berth_dir.exists());
+}
+
+#[tokio::test]
 async fn reconcile_adopts_live_berths_and_removes_orphans() {
     let m = mounted_or_skip!("reconcile");
     // Another state directory with the same project and agent names on the
@@ -941,8 +999,9 @@ async fn a_missing_image_is_an_error_that_says_what_to_do_and_provisions_nothing
     );
     assert!(
         !m.state()
-            .join("worktrees")
+            .join("berths")
             .join(&m.project)
+            .join("dev-1")
             .join("dev-1")
             .exists()
     );

@@ -97,7 +97,10 @@ async fn git_commit_at_work_is_by_the_agent() {
         "dev-1[bot] <dev-1@berth.local>|dev-1[bot] <dev-1@berth.local>",
         "{err}"
     );
-    let config = f.dir.path().join("state/agents/demo/dev-1.git/config");
+    let config = f
+        .dir
+        .path()
+        .join("state/berths/demo/dev-1/dev-1.git/config");
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(!text.contains("[user]"), "{text}");
 }

@@ -10,6 +10,7 @@ pub mod capture;
 pub mod confined_files;
 #[cfg(feature = "contract")]
 pub mod contract;
+pub mod disk;
 pub mod docker;
 pub mod exec;
 pub mod frame_links;

@@ -125,9 +125,32 @@ pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
 
 pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> {
     let report = engine.reconcile_berths().await?;
+    let disks = engine.reconcile_disks().await?;
     if a.json {
-        print_json(&report)?;
+        // The containers, then the berths' disks.
+        let all: Vec<serde_json::Value> = report
+            .iter()
+            .map(serde_json::to_value)
+            .chain(disks.iter().map(serde_json::to_value))
+            .collect::<Result<_, _>>()?;
+        print_json(&all)?;
         return Ok(0);
+    }
+    for d in &disks {
+        match d.outcome {
+            "removed" => println!(
+                "removed the disk of {}/{} (no worktree recorded): {} unmounted, its image deleted",
+                d.project,
+                d.agent,
+                d.mount_point.display()
+            ),
+            _ => println!(
+                "mounted the disk of {}/{} again at {}",
+                d.project,
+                d.agent,
+                d.mount_point.display()
+            ),
+        }
     }
     if report.is_empty() {
         println!("no berth containers of this state's projects");
@@ -154,6 +177,25 @@ pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> 
 /// Exit 0 when nothing was found, 1 when a berth needs moving.
 pub async fn doctor(engine: &Engine, a: DoctorArgs) -> anyhow::Result<u8> {
     let findings = engine.doctor().await?;
+    if !a.json {
+        let disks = engine.disk_doctor().await?;
+        match &disks.unbounded {
+            Some(note) => println!("{note}"),
+            None => println!(
+                "each berth's worktree and repository live on a disk of its own ([sandbox] disk, disk_inodes)"
+            ),
+        }
+        for (project, agent) in &disks.unmounted {
+            println!(
+                "{agent} ({project}): its disk is not mounted (a reboot?), so its worktree is not where berth looks\n  mount it again: berth reconcile"
+            );
+        }
+        for (project, agent) in &disks.without_disk {
+            println!(
+                "{agent} ({project}) has a worktree on this host's disk, not on one of its own (made before, or while berth was not root): what it writes is not limited\n  move it: berth down {agent} (its worktree is recycled), then berth up {agent} --project {project}"
+            );
+        }
+    }
     if a.json {
         print_json(&findings)?;
     } else if findings.is_empty() {

@@ -64,6 +64,16 @@ pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
         }
         Err(e) => tracing::warn!("berth containers not reconciled: {e}"),
     }
+    // The berths' disks: a `down` that died before its disk went, or a
+    // reboot that unmounted a kept berth's disk.
+    match engine.reconcile_disks().await {
+        Ok(report) => {
+            for d in &report {
+                tracing::info!(project = %d.project, agent = %d.agent, mount_point = %d.mount_point.display(), outcome = d.outcome, "reconcile settled a berth's disk");
+            }
+        }
+        Err(e) => tracing::warn!("berth disks not reconciled: {e}"),
+    }
     let engine = Arc::new(engine);
     let server = Server::bind(engine.clone(), options).await?;
     // One line a script can read for the address (port 0 resolved).

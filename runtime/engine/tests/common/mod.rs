@@ -15,6 +15,25 @@ pub struct Fixture {
     pub engine: Engine,
 }
 
+/// Releases the berths' own disks under a state directory when dropped:
+/// declared after the `TempDir` holding it, it runs first.
+pub struct ReleaseDisks(pub PathBuf);
+
+impl Drop for ReleaseDisks {
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.0);
+    }
+}
+
+impl Drop for Fixture {
+    /// A berth left up keeps its own disk mounted in the state directory
+    /// (berth as root): it goes before the directory does, even when the
+    /// test fails.
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.dir.path().join("state"));
+    }
+}
+
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args([
