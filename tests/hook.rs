@@ -306,10 +306,7 @@ fn decisions_on_documented_payloads() {
             decision(
                 "ask",
                 &format!(
-                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, \
-                     whose settings hold the rules berth reads and this hook: a person decides; \
-                     berth allow (stage autonomy; segment 1 of 1 `write {p}/.claude/settings.json`): \
-                     the agent's autonomy for this action is auto_approve (specific)"
+                    "berth ask (stage never_auto; segment 1 of 1 `write {p}/.claude/settings.json`): writing {p}/.claude/settings.json is never auto-approved: `.claude` is protected (Claude Code's settings, hooks and commands: hooks run shell commands, settings grant permissions)"
                 ),
             ),
         ),
@@ -937,7 +934,7 @@ fn answers_match_claude_codes_documented_meaning() {
             decision(
                 "ask",
                 &format!(
-                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, whose settings hold the rules berth reads and this hook: a person decides; berth ask (stage autonomy; segment 1 of 1 `write {p}/.claude/settings.json`): no autonomy is set for this action type: approval is required by default"
+                    "berth ask (stage never_auto; segment 1 of 1 `write {p}/.claude/settings.json`): writing {p}/.claude/settings.json is never auto-approved: `.claude` is protected (Claude Code's settings, hooks and commands: hooks run shell commands, settings grant permissions)"
                 ),
             ),
             "",
@@ -952,7 +949,7 @@ fn answers_match_claude_codes_documented_meaning() {
             decision(
                 "ask",
                 &format!(
-                    "berth ask (held after the decision): {p}/.claude/settings.json is in {p}/.claude, whose settings hold the rules berth reads and this hook: a person decides; berth allow (permission mode acceptEdits): a write of {p}/.claude/settings.json, inside the project, that no rule settles"
+                    "berth ask (stage never_auto; segment 1 of 1 `write {p}/.claude/settings.json`): writing {p}/.claude/settings.json is never auto-approved: `.claude` is protected (Claude Code's settings, hooks and commands: hooks run shell commands, settings grant permissions)"
                 ),
             ),
             "",
@@ -1167,4 +1164,61 @@ fn a_symlink_to_a_denied_file_is_denied_in_a_project_reached_through_a_symlink()
             0
         )
     );
+}
+
+/// permissions ("Protected paths"): "Writes to these paths are never
+/// auto-approved … in every mode", and an allow rule does not pre-approve
+/// them; hooks: a hook's `"allow"` "skips the permission prompt". So with
+/// `allow: ["Edit", "Bash(echo *)"]` berth's answer for a write to a
+/// protected path — by a file tool or a command's write target — is `ask`,
+/// never `allow` (POLICY.md amendment point 10, from the policy); other
+/// writes stay allowed. permissions: a `Read` deny "also" blocks writes to
+/// the path, and `Read(secrets/**)` in deny matches at any depth (point 14).
+#[test]
+fn protected_paths_and_read_denies_are_never_allowed() {
+    let f = Fixture::new();
+    let p = f.p();
+    std::fs::write(
+        f.project().join(".claude/settings.json"),
+        r#"{"permissions": {"allow": ["Edit", "Bash(echo *)", "Bash(cat *)"], "deny": ["Read(.env)", "Read(secrets/**)"]}}"#,
+    )
+    .unwrap();
+    std::fs::write(f.project().join(".claude/settings.local.json"), "{}").unwrap();
+    let write = |path: &str| json!({"file_path": format!("{p}/{path}"), "content": "x"});
+    let rows: Vec<(&str, Value, &str)> = vec![
+        ("Write", write(".git/hooks/pre-commit"), "ask"),
+        ("Write", write(".git/config"), "ask"),
+        ("Write", write(".husky/pre-commit"), "ask"),
+        ("Write", write(".envrc"), "ask"),
+        ("Write", write(".mcp.json"), "ask"),
+        ("Write", write(".vscode/settings.json"), "ask"),
+        ("Write", write("sub/.git/hooks/post-checkout"), "ask"),
+        (
+            "Bash",
+            bash("echo 'rm -rf ~' > .git/hooks/pre-commit"),
+            "ask",
+        ),
+        ("Bash", bash("echo x >> .envrc"), "ask"),
+        ("Write", write("src/lib.rs"), "allow"),
+        ("Bash", bash("echo x > notes.txt"), "allow"),
+        ("Write", write(".env"), "deny"),
+        ("Bash", bash("cat .e*"), "deny"),
+        ("Bash", bash("cat deep/er/secrets/key.pem"), "deny"),
+        ("Write", write("deep/secrets/key.pem"), "deny"),
+    ];
+    let mut wrong = Vec::new();
+    for (tool, input, want) in &rows {
+        let (got, stderr, code) = f.hook(&[], &f.payload(tool, input.clone()));
+        let answer = got
+            .as_ref()
+            .and_then(|g| g["hookSpecificOutput"]["permissionDecision"].as_str())
+            .unwrap_or("(no output)")
+            .to_string();
+        if answer != *want || code != 0 {
+            wrong.push(format!(
+                "{tool} {input}: want {want}, got {answer} ({code}) {stderr}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
