@@ -524,6 +524,16 @@ fn a_broken_settings_file_asks_and_names_file_line_and_column() {
         (&json!("ask"), 0, true, true),
         "{reason} / {stderr}"
     );
+    // Agent SDK permissions: "In dontAsk mode a matching ask rule is denied
+    // instead, because that mode never prompts." What berth cannot decide
+    // would ask, so under dontAsk it is denied.
+    let (got, _, code) = f.hook(&[], &f.payload_in("dontAsk", "Bash", bash("ls")));
+    let got = got.unwrap();
+    assert_eq!(
+        (&got["hookSpecificOutput"]["permissionDecision"], code),
+        (&json!("deny"), 0),
+        "{got}"
+    );
 }
 
 #[test]

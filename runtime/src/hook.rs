@@ -255,6 +255,16 @@ pub fn answer(input: &[u8], env: &HookEnv, args: &ClaudeCodeArgs) -> HookAnswer 
     };
     match decide_call(&call, env, args) {
         Ok(a) => a,
+        // Agent SDK permissions: "In dontAsk mode a matching ask rule is
+        // denied instead, because that mode never prompts." What berth
+        // cannot decide would ask, so under dontAsk it is denied.
+        Err(why) if call.mode == PermissionMode::DontAsk => HookAnswer::Decide {
+            decision: "deny",
+            reason: bounded(format!(
+                "berth deny (permission mode dontAsk: berth could not decide, and what would ask is denied): {why}"
+            )),
+            warning: Some(format!("berth hook: {why}")),
+        },
         Err(why) => HookAnswer::cannot_decide(why),
     }
 }
