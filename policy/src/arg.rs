@@ -60,10 +60,16 @@ impl Arg {
 }
 
 pub fn basename(s: &str) -> &str {
-    let trimmed = s.trim_end_matches('/');
-    match trimmed.rfind('/') {
-        Some(i) => &trimmed[i + 1..],
-        None => trimmed,
+    // Bytes, not chars: `/` is ASCII, and this runs for every word of every
+    // invocation several times per decision.
+    let b = s.as_bytes();
+    let mut end = b.len();
+    while end > 0 && b[end - 1] == b'/' {
+        end -= 1;
+    }
+    match b[..end].iter().rposition(|&c| c == b'/') {
+        Some(i) => &s[i + 1..end],
+        None => &s[..end],
     }
 }
 

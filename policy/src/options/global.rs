@@ -601,6 +601,13 @@ fn canonical_command(t: &Tool, word: &str) -> String {
 /// written; the segment is opaque for other reasons).
 pub fn normalized(argv: &[Arg]) -> Option<Vec<Arg>> {
     match subcommand(argv)? {
+        // Nothing removed and the subcommand already canonical (most
+        // commands): argv as written, with no copy.
+        Sub::At { index: 1, canonical }
+            if argv.get(1).is_some_and(|a| a.dynamic || a.text == canonical) =>
+        {
+            None
+        }
         Sub::At { index, canonical } => {
             let mut out = Vec::with_capacity(argv.len() + 1 - index);
             out.push(argv[0].clone());
@@ -631,14 +638,18 @@ mod tests {
 
     fn norm(s: &str) -> String {
         let argv: Vec<Arg> = s.split_whitespace().map(Arg::lit).collect();
-        normalized(&argv)
-            .map(|v| {
-                v.iter()
-                    .map(|a| a.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_else(|| "-".into())
+        match subcommand(&argv) {
+            None | Some(Sub::None) | Some(Sub::Unknown(_)) => "-".into(),
+            // Unchanged argv is `None` from `normalized`: read as written.
+            Some(Sub::At { .. }) => normalized(&argv)
+                .map(|v| {
+                    v.iter()
+                        .map(|a| a.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_else(|| s.to_string()),
+        }
     }
 
     #[test]
