@@ -45,6 +45,8 @@ pub struct DownArgs {
     /// Keep the worktree (and its branch) for a later `berth up`.
     #[arg(long)]
     keep_worktree: bool,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -115,7 +117,12 @@ pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
     engine
         .down(&a.agent, a.keep_worktree, &Actor::current_user())
         .await?;
-    if a.keep_worktree {
+    if a.json {
+        print_json(&serde_json::json!({
+            "agent": a.agent,
+            "worktree": if a.keep_worktree { "kept" } else { "recycled" },
+        }))?;
+    } else if a.keep_worktree {
         println!("{} down; worktree kept", a.agent);
     } else {
         println!("{} down; worktree recycled", a.agent);

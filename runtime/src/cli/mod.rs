@@ -41,7 +41,10 @@ pub enum Command {
     /// Decide one action, or a batch of policy cases, without running anything.
     Decide(decide::DecideArgs),
     /// Create the state directory and its store.
-    Init,
+    Init {
+        #[arg(long)]
+        json: bool,
+    },
     /// Projects: a forge imported from a repository, and its configuration.
     #[command(subcommand)]
     Project(project::ProjectCommand),
@@ -149,10 +152,14 @@ fn warn_exposed(dir: &StateDir) -> anyhow::Result<()> {
 async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8> {
     let dir = StateDir::locate(state.as_deref())
         .context("no state directory: pass --state DIR or set BERTH_HOME")?;
-    if let Command::Init = command {
+    if let Command::Init { json } = command {
         let engine = Engine::init(dir.clone()).await?;
         warn_exposed(&dir)?;
-        println!("berth state ready at {}", dir.root().display());
+        if json {
+            print_json(&serde_json::json!({ "state": dir.root() }))?;
+        } else {
+            println!("berth state ready at {}", dir.root().display());
+        }
         engine.close().await;
         return Ok(0);
     }
@@ -176,7 +183,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
     }
     let code = match command {
         Command::Decide(_)
-        | Command::Init
+        | Command::Init { .. }
         | Command::Hook(_)
         | Command::Mcp(_)
         | Command::Serve(_)
