@@ -1214,6 +1214,44 @@ fn json_output_matches_docs_cli_json_md() {
     json("reconcile", &["reconcile"], 0);
     let v = json("down", &["down", "dev-1"], 0);
     assert_eq!(v["worktree"], "recycled");
+    // `up` without --project: the agent knows its project.
+    let v = json("up", &["up", "dev-1", "--mode", "runner"], 0);
+    assert_eq!(
+        (v["project"].as_str(), v["mode"].as_str()),
+        (Some("demo"), Some("runner"))
+    );
+    assert!(
+        v["container"].is_null(),
+        "a runner berth has no container: {v}"
+    );
+    let (_, err) = cli.err(&["up", "ghost"]);
+    assert!(
+        err.contains("berth agent activate ghost --project"),
+        "{err}"
+    );
+
+    // Unset: the type resolves as if never written; a second unset removes nothing.
+    cli.ok(&["autonomy", "set", "dev-1", "git_push", "deny"]);
+    let v = json(
+        "autonomy unset",
+        &["autonomy", "unset", "dev-1", "git_push"],
+        0,
+    );
+    assert_eq!(v["removed"], true);
+    let show = json("autonomy show", &["autonomy", "show", "dev-1"], 0);
+    assert!(show["modes"].get("git_push").is_none(), "{show}");
+    let v = json(
+        "autonomy unset",
+        &["autonomy", "unset", "dev-1", "git_push"],
+        0,
+    );
+    assert_eq!(v["removed"], false);
+    let evs = json("events", &["events", "--type", "agent.autonomy_set"], 0);
+    let last = evs.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last["payload"],
+        serde_json::json!({"action_type": "git_push", "mode": null})
+    );
     let v = json(
         "decide",
         &["decide", "--mode", "auto", "--", "echo", "hi"],

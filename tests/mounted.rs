@@ -234,6 +234,26 @@ fn up_defaults_to_mounted_when_docker_answers_and_says_plainly_when_it_does_not(
         if succeeds {
             let info: Value = serde_json::from_str(&stdout).unwrap();
             assert_eq!(info["mode"], shown, "{agent}");
+            // `up --json` names the container, and it is there.
+            if shown == "mounted" {
+                assert_eq!(info["container"], s.container(agent).as_str(), "{agent}");
+                let inspect = Command::new("docker")
+                    .args([
+                        "inspect",
+                        "--format",
+                        "{{.State.Running}}",
+                        &s.container(agent),
+                    ])
+                    .output()
+                    .unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&inspect.stdout).trim(),
+                    "true",
+                    "{agent}"
+                );
+            } else {
+                assert!(info["container"].is_null(), "{agent}: {info}");
+            }
             let note = info["note"].as_str().unwrap_or("");
             for t in texts {
                 assert!(note.contains(t), "{agent}: note {note:?} lacks {t:?}");

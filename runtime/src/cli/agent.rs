@@ -66,6 +66,14 @@ pub enum AutonomyCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Remove the mode written for an action type (or `*`): it resolves as if never set.
+    Unset {
+        agent: String,
+        /// An action type (terminal, file_read, git_commit, …) or `*`.
+        action_type: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// What the agent's autonomy resolves to, what auto mode lifts, what still asks.
     Show {
         agent: String,
@@ -202,6 +210,30 @@ pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Resu
                 if let Some(note) = note {
                     println!("{note}");
                 }
+            }
+        }
+        AutonomyCommand::Unset {
+            agent,
+            action_type,
+            json,
+        } => {
+            let removed = engine
+                .unset_autonomy(&agent, &action_type, &Actor::current_user())
+                .await?;
+            if json {
+                print_json(&serde_json::json!({
+                    "agent": agent,
+                    "action_type": action_type,
+                    "removed": removed,
+                }))?;
+            } else if removed {
+                let now = engine.autonomy(&agent).await?.resolve(&action_type);
+                println!(
+                    "{agent}: {action_type} unset; it now resolves to {}",
+                    now.mode.as_str()
+                );
+            } else {
+                println!("{agent}: nothing was written for {action_type}: nothing to unset");
             }
         }
         AutonomyCommand::Show { agent, json } => {

@@ -18,8 +18,9 @@ pub enum ModeArg {
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
     agent: String,
+    /// The agent's project (default: the project of the agent, when it exists).
     #[arg(long)]
-    project: String,
+    project: Option<String>,
     /// Default: the project's sandbox.mode; with `auto`, mounted when the
     /// Docker engine answers, else the runner (said in a note).
     #[arg(long, value_enum)]
@@ -84,8 +85,22 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
         ModeArg::Mounted => BerthMode::Mounted,
     });
     let options = UpOptions { new_uid: a.new_uid };
+    let project = match a.project {
+        Some(p) => p,
+        None => engine
+            .agent(&a.agent)
+            .await
+            .map(|x| x.project)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{e}: create it with `berth agent activate {} --project P`, then `berth up {}`",
+                    a.agent,
+                    a.agent
+                )
+            })?,
+    };
     let info = engine
-        .up_with(&a.agent, &a.project, mode, options, &Actor::current_user())
+        .up_with(&a.agent, &project, mode, options, &Actor::current_user())
         .await?;
     // The project's berth.toml parsed (up read it); what should change in it.
     if let Ok((config, _)) = engine.load_project_files(&info.project) {
@@ -106,6 +121,9 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
                 .unwrap_or_default(),
             info.branch.as_deref().unwrap_or("?")
         );
+        if let Some(container) = &info.container {
+            println!("container: {container}");
+        }
         if let Some(note) = &info.note {
             println!("note: {note}");
         }
