@@ -1030,8 +1030,8 @@ fn leaf_commands(prefix: &[&str]) -> Vec<String> {
 #[test]
 fn every_command_that_prints_takes_json_and_is_documented() {
     let doc = JsonDoc::load();
-    // Their own protocols: documented in the README, not as `--json`.
-    let protocols = ["hook", "mcp", "serve"];
+    // Their own protocols (documented in the README), and a shell script.
+    let protocols = ["hook", "mcp", "serve", "completions"];
     let leaves = leaf_commands(&[]);
     for leaf in &leaves {
         if protocols.iter().any(|p| leaf.split(' ').next() == Some(*p)) {
@@ -1272,4 +1272,68 @@ fn json_output_matches_docs_cli_json_md() {
             "`{c}` is documented but its JSON is not checked"
         );
     }
+}
+
+/// `berth completions bash`, sourced by real bash, completes subcommands,
+/// nested subcommands and argument values; zsh and fish get their own
+/// scripts, and an unknown shell is an error that lists the known ones.
+#[test]
+fn completions_complete_in_real_bash() {
+    let berth = env!("CARGO_BIN_EXE_berth");
+    // (words typed, the word being completed, what COMPREPLY must hold)
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["berth", "auto"], &["autonomy"]),
+        (&["berth", "autonomy", "u"], &["unset"]),
+        (&["berth", "project", "s"], &["set-mode"]),
+        (&["berth", "completions", "f"], &["fish"]),
+        (&["berth", "events", "--j"], &["--json"]),
+    ];
+    for (words, expected) in cases {
+        let array = words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cword = words.len() - 1;
+        let (cur, prev) = (words[cword], words[cword - 1]);
+        let script = format!(
+            "source <('{berth}' completions bash) && COMP_WORDS=({array}) && COMP_CWORD={cword} && _berth berth '{cur}' '{prev}' && printf '%s\\n' \"${{COMPREPLY[@]}}\""
+        );
+        let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{words:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(&got, expected, "{words:?}");
+    }
+    for (shell, marker) in [("zsh", "#compdef berth"), ("fish", "complete -c berth")] {
+        let out = Command::new(berth)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains(marker),
+            "{shell}: {}",
+            &text[..200.min(text.len())]
+        );
+        assert!(text.contains("autonomy"), "{shell}");
+    }
+    let out = Command::new(berth)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("bash") && err.contains("zsh") && err.contains("fish"),
+        "{err}"
+    );
 }

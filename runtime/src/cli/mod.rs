@@ -99,6 +99,11 @@ pub enum Command {
     Hook(crate::hook::HookCommand),
     /// Serve the HTTP/JSON API and the approvals page; drive agents in the background.
     Serve(serve::ServeArgs),
+    /// Print the shell completion script (`source <(berth completions bash)`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 impl Command {
@@ -120,6 +125,12 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         // Before every tool call: no runtime unless it needs the store.
         Command::Hook(cmd) => return crate::hook::run(state, cmd),
         Command::Mcp(args) => return crate::mcp::run(state, args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut cli = Cli::command();
+            clap_complete::generate(shell, &mut cli, "berth", &mut std::io::stdout());
+            return Ok(0);
+        }
         other => other,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -187,6 +198,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         | Command::Hook(_)
         | Command::Mcp(_)
         | Command::Serve(_)
+        | Command::Completions { .. }
         | Command::Image(_) => 0,
         Command::Reconcile(a) => berths::reconcile(&engine, a).await?,
         Command::Doctor(a) => berths::doctor(&engine, a).await?,
