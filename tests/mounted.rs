@@ -173,6 +173,32 @@ fn image_build_shows_progress_and_does_nothing_when_nothing_changed() {
         second.contains("is up to date: nothing to build") && second.contains("(unchanged)"),
         "{second}"
     );
+    // `--json`: stdout holds one object (docs/cli-json.md), progress goes to stderr.
+    let out = Command::new(BERTH)
+        .args(["image", "build", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["bytes", "entries", "id", "latest", "tag", "up_to_date"]
+    );
+    assert_eq!(v["up_to_date"], true);
+    assert_eq!(v["latest"], "berth-agent:latest");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("is up to date: nothing to build"),
+        "{stderr}"
+    );
 }
 
 #[test]
