@@ -872,3 +872,468 @@ fn as_a_user_up_and_doctor_say_the_disk_is_not_limited() {
     );
     assert!(!state.join("berths/demo/dev-1/dev-1").exists());
 }
+
+/// The documented JSON of every command: `docs/cli-json.md`, parsed.
+struct JsonDoc {
+    /// Command (`task ls`) → (shape, every field, the fields always present).
+    commands: std::collections::BTreeMap<String, (String, Vec<String>, Vec<String>)>,
+}
+
+impl JsonDoc {
+    fn load() -> JsonDoc {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli-json.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let rows: Vec<Vec<String>> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("| ") && !l.starts_with("| Command") && !l.starts_with("| Record")
+            })
+            .map(|l| {
+                l.trim_matches('|')
+                    .split(" | ")
+                    .map(|c| c.trim().to_string())
+                    .collect()
+            })
+            .collect();
+        let mut records = std::collections::BTreeMap::new();
+        for r in rows.iter().filter(|r| r.len() == 2) {
+            records.insert(r[0].clone(), top_level_names(&r[1]));
+        }
+        let mut commands = std::collections::BTreeMap::new();
+        for r in rows.iter().filter(|r| r.len() == 3) {
+            let name = r[0].trim_matches('`').to_string();
+            let mut fields = Vec::new();
+            for n in top_level_names(&r[2]) {
+                match n.strip_prefix('[') {
+                    Some(record) => fields.extend(
+                        records
+                            .get(record.trim_end_matches(']'))
+                            .unwrap_or_else(|| panic!("{name}: no record {n}"))
+                            .clone(),
+                    ),
+                    None => fields.push(n),
+                }
+            }
+            let all: Vec<String> = fields
+                .iter()
+                .map(|f| f.trim_end_matches('?').to_string())
+                .collect();
+            let always: Vec<String> = fields.into_iter().filter(|f| !f.ends_with('?')).collect();
+            commands.insert(name, (r[1].clone(), all, always));
+        }
+        assert!(commands.len() > 30, "{:?}", commands.keys());
+        JsonDoc { commands }
+    }
+
+    /// Checks one command's stdout against its row.
+    fn check(&self, command: &str, stdout: &str) {
+        let (shape, all, always) = self
+            .commands
+            .get(command)
+            .unwrap_or_else(|| panic!("`{command}` is not in docs/cli-json.md"));
+        assert_eq!(
+            stdout.trim_end().lines().count(),
+            if command == "decide" {
+                stdout.trim_end().lines().count()
+            } else {
+                1
+            },
+            "{command}: one line: {stdout}"
+        );
+        let v: serde_json::Value = serde_json::from_str(stdout)
+            .unwrap_or_else(|e| panic!("{command}: not JSON ({e}): {stdout}"));
+        let objects: Vec<&serde_json::Value> = match shape.as_str() {
+            "object" => vec![&v],
+            "array" => v
+                .as_array()
+                .unwrap_or_else(|| panic!("{command}: not an array: {v}"))
+                .iter()
+                .collect(),
+            other => panic!("{command}: unknown shape {other}"),
+        };
+        for o in objects {
+            let keys: Vec<&String> = o
+                .as_object()
+                .unwrap_or_else(|| panic!("{command}: not an object: {o}"))
+                .keys()
+                .collect();
+            for k in &keys {
+                assert!(all.contains(k), "{command}: `{k}` is not documented: {o}");
+            }
+            for f in always {
+                assert!(
+                    keys.contains(&f),
+                    "{command}: documented `{f}` missing: {o}"
+                );
+            }
+        }
+    }
+}
+
+/// The backticked and `[Record]` names of a cell, outside parentheses.
+fn top_level_names(cell: &str) -> Vec<String> {
+    let mut depth = 0usize;
+    let mut outside = String::new();
+    for c in cell.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => outside.push(c),
+            _ => {}
+        }
+    }
+    let mut names = Vec::new();
+    for (i, part) in outside.split('`').enumerate() {
+        if i % 2 == 1 {
+            names.push(part.to_string());
+        } else {
+            for r in part.split('[').skip(1) {
+                if let Some((name, _)) = r.split_once(']') {
+                    names.push(format!("[{name}]"));
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The leaf subcommands of `berth`, from its own `--help`.
+fn leaf_commands(prefix: &[&str]) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(prefix)
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let subs: Vec<String> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|s| s != "help")
+        .collect();
+    if subs.is_empty() {
+        return vec![prefix.join(" ")];
+    }
+    subs.iter()
+        .flat_map(|s| {
+            let mut p = prefix.to_vec();
+            p.push(s);
+            leaf_commands(&p)
+        })
+        .collect()
+}
+
+/// Every command that prints takes `--json` and is in docs/cli-json.md; the
+/// doc names no command berth does not have.
+#[test]
+fn every_command_that_prints_takes_json_and_is_documented() {
+    let doc = JsonDoc::load();
+    // Their own protocols (documented in the README), and a shell script.
+    let protocols = ["hook", "mcp", "serve", "completions"];
+    let leaves = leaf_commands(&[]);
+    for leaf in &leaves {
+        if protocols.iter().any(|p| leaf.split(' ').next() == Some(*p)) {
+            continue;
+        }
+        assert!(
+            doc.commands.contains_key(leaf),
+            "`berth {leaf}` is not in docs/cli-json.md"
+        );
+        let args: Vec<&str> = leaf.split(' ').chain(["--help"]).collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(help.contains("--json"), "`berth {leaf}` has no --json");
+    }
+    for documented in doc.commands.keys() {
+        assert!(
+            leaves.contains(documented),
+            "docs/cli-json.md names `{documented}`, which berth does not have"
+        );
+    }
+}
+
+/// Each command's `--json`, run against a real store and git, has the
+/// fields docs/cli-json.md gives it.
+#[test]
+fn json_output_matches_docs_cli_json_md() {
+    let doc = JsonDoc::load();
+    let cli = Cli::new();
+    let mut checked = std::collections::BTreeSet::new();
+    let mut json = |command: &str, args: &[&str], code: i32| -> serde_json::Value {
+        // `--json` before a command line's `--`.
+        let at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        let mut full: Vec<&str> = args.to_vec();
+        full.insert(at, "--json");
+        let out = cli.run(&full);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "berth {full:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        doc.check(command, &stdout);
+        checked.insert(command.to_string());
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let src = cli.source_repo();
+    let v = json("init", &["init"], 0);
+    assert_eq!(v["state"], cli.state().to_str().unwrap());
+    let v = json(
+        "project add",
+        &["project", "add", "demo", "--from", src.to_str().unwrap()],
+        0,
+    );
+    assert_eq!(v["project"]["name"], "demo");
+    let config = cli.config();
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n"),
+    )
+    .unwrap();
+    json("project ls", &["project", "ls"], 0);
+    json(
+        "project set-mode",
+        &["project", "set-mode", "demo", "review"],
+        0,
+    );
+    let v = json(
+        "agent activate",
+        &["agent", "activate", "dev-1", "--project", "demo"],
+        0,
+    );
+    assert_eq!(
+        (v["name"].as_str(), v["impl"].as_str()),
+        (Some("dev-1"), Some("real"))
+    );
+    json(
+        "agent activate",
+        &[
+            "agent",
+            "activate",
+            "noop-1",
+            "--project",
+            "demo",
+            "--impl",
+            "noop",
+        ],
+        0,
+    );
+    let v = json(
+        "autonomy set",
+        &["autonomy", "set", "dev-1", "terminal", "auto_approve"],
+        0,
+    );
+    assert_eq!(v["mode"], "auto_approve");
+    json("autonomy show", &["autonomy", "show", "dev-1"], 0);
+    let v = json(
+        "agent auto-mode",
+        &["agent", "auto-mode", "dev-1", "off"],
+        0,
+    );
+    assert_eq!(v["auto_mode"], false);
+    let v = json(
+        "up",
+        &["up", "dev-1", "--project", "demo", "--mode", "runner"],
+        0,
+    );
+    assert_eq!(v["mode"], "runner");
+    json("ls", &["ls"], 0);
+
+    // A pipeline task, in review mode: run, reject, run, approve.
+    let t = json(
+        "task create",
+        &[
+            "task",
+            "create",
+            "--project",
+            "demo",
+            "--title",
+            "pipe",
+            "--step",
+            "echo x",
+        ],
+        0,
+    );
+    let pipe = t["id"].as_str().unwrap().to_string();
+    json("task set-mode", &["task", "set-mode", &pipe, "review"], 0);
+    let r = json("task run", &["task", "run", &pipe, "--agent", "dev-1"], 0);
+    assert_eq!(r["task"], pipe.as_str());
+    let t = json(
+        "task reject",
+        &["task", "reject", &pipe, "--reason", "again"],
+        0,
+    );
+    assert_eq!(t["diagnosis"], "again");
+    json("task run", &["task", "run", &pipe, "--agent", "dev-1"], 0);
+    json("task approve", &["task", "approve", &pipe], 0);
+    json("task ls", &["task", "ls"], 0);
+    json("task show", &["task", "show", &pipe], 0);
+
+    // Actions: one runs, one is approved, one denied.
+    let v = json("exec", &["exec", "dev-1", "--", "echo hi"], 0);
+    assert_eq!(v["stdout"], "hi\n");
+    cli.ok(&["autonomy", "set", "dev-1", "terminal", "require_approval"]);
+    let v = json("exec", &["exec", "dev-1", "--", "echo two"], 3);
+    let id = v["action_id"].as_str().unwrap().to_string();
+    let v = json("approve", &["approve", &id], 0);
+    assert_eq!(v["id"], id.as_str());
+    let v = json("exec", &["exec", "dev-1", "--", "echo three"], 3);
+    let id = v["action_id"].as_str().unwrap().to_string();
+    let v = json("deny", &["deny", &id, "--reason", "no"], 0);
+    assert_eq!(v["status"], "denied");
+    json("actions", &["actions"], 0);
+
+    // A noop agent delivers a task: a PR, merged by a person.
+    json(
+        "task create",
+        &["task", "create", "--project", "demo", "--title", "t"],
+        0,
+    );
+    json("agent run", &["agent", "run", "noop-1", "--until-idle"], 0);
+    let prs = json("pr list", &["pr", "list"], 0);
+    let number = prs[0]["number"].to_string();
+    json("pr show", &["pr", "show", &number], 0);
+    json("pr merge", &["pr", "merge", &number], 3);
+    json(
+        "pr close",
+        &["pr", "close", &number, "--reason", "not now"],
+        0,
+    );
+
+    json("events", &["events"], 0);
+    json("metrics", &["metrics"], 0);
+    json("outbox drain", &["outbox", "drain"], 0);
+    json("doctor", &["doctor"], 0);
+    json("reconcile", &["reconcile"], 0);
+    let v = json("down", &["down", "dev-1"], 0);
+    assert_eq!(v["worktree"], "recycled");
+    // `up` without --project: the agent knows its project.
+    let v = json("up", &["up", "dev-1", "--mode", "runner"], 0);
+    assert_eq!(
+        (v["project"].as_str(), v["mode"].as_str()),
+        (Some("demo"), Some("runner"))
+    );
+    assert!(
+        v["container"].is_null(),
+        "a runner berth has no container: {v}"
+    );
+    let (_, err) = cli.err(&["up", "ghost"]);
+    assert!(
+        err.contains("berth agent activate ghost --project"),
+        "{err}"
+    );
+
+    // Unset: the type resolves as if never written; a second unset removes nothing.
+    cli.ok(&["autonomy", "set", "dev-1", "git_push", "deny"]);
+    let v = json(
+        "autonomy unset",
+        &["autonomy", "unset", "dev-1", "git_push"],
+        0,
+    );
+    assert_eq!(v["removed"], true);
+    let show = json("autonomy show", &["autonomy", "show", "dev-1"], 0);
+    assert!(show["modes"].get("git_push").is_none(), "{show}");
+    let v = json(
+        "autonomy unset",
+        &["autonomy", "unset", "dev-1", "git_push"],
+        0,
+    );
+    assert_eq!(v["removed"], false);
+    let evs = json("events", &["events", "--type", "agent.autonomy_set"], 0);
+    let last = evs.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last["payload"],
+        serde_json::json!({"action_type": "git_push", "mode": null})
+    );
+    let v = json(
+        "decide",
+        &["decide", "--mode", "auto", "--", "echo", "hi"],
+        0,
+    );
+    assert_eq!(v["verdict"], "auto_approve");
+
+    // Not run here, each for its reason; every other documented command was.
+    let elsewhere = [
+        ("agent resume", "needs an agent the circuit breaker paused"),
+        ("retry", "needs an action a crash interrupted"),
+        ("resolve", "needs a followup blocked by permissions"),
+        ("image build", "needs the Docker engine (tests/mounted.rs)"),
+    ];
+    for c in doc.commands.keys() {
+        assert!(
+            checked.contains(c) || elsewhere.iter().any(|(e, _)| e == c),
+            "`{c}` is documented but its JSON is not checked"
+        );
+    }
+}
+
+/// `berth completions bash`, sourced by real bash, completes subcommands,
+/// nested subcommands and argument values; zsh and fish get their own
+/// scripts, and an unknown shell is an error that lists the known ones.
+#[test]
+fn completions_complete_in_real_bash() {
+    let berth = env!("CARGO_BIN_EXE_berth");
+    // (words typed, the word being completed, what COMPREPLY must hold)
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["berth", "auto"], &["autonomy"]),
+        (&["berth", "autonomy", "u"], &["unset"]),
+        (&["berth", "project", "s"], &["set-mode"]),
+        (&["berth", "completions", "f"], &["fish"]),
+        (&["berth", "events", "--j"], &["--json"]),
+    ];
+    for (words, expected) in cases {
+        let array = words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cword = words.len() - 1;
+        let (cur, prev) = (words[cword], words[cword - 1]);
+        let script = format!(
+            "source <('{berth}' completions bash) && COMP_WORDS=({array}) && COMP_CWORD={cword} && _berth berth '{cur}' '{prev}' && printf '%s\\n' \"${{COMPREPLY[@]}}\""
+        );
+        let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{words:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(&got, expected, "{words:?}");
+    }
+    for (shell, marker) in [("zsh", "#compdef berth"), ("fish", "complete -c berth")] {
+        let out = Command::new(berth)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains(marker),
+            "{shell}: {}",
+            &text[..200.min(text.len())]
+        );
+        assert!(text.contains("autonomy"), "{shell}");
+    }
+    let out = Command::new(berth)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("bash") && err.contains("zsh") && err.contains("fish"),
+        "{err}"
+    );
+}

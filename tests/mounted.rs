@@ -173,6 +173,32 @@ fn image_build_shows_progress_and_does_nothing_when_nothing_changed() {
         second.contains("is up to date: nothing to build") && second.contains("(unchanged)"),
         "{second}"
     );
+    // `--json`: stdout holds one object (docs/cli-json.md), progress goes to stderr.
+    let out = Command::new(BERTH)
+        .args(["image", "build", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["bytes", "entries", "id", "latest", "tag", "up_to_date"]
+    );
+    assert_eq!(v["up_to_date"], true);
+    assert_eq!(v["latest"], "berth-agent:latest");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("is up to date: nothing to build"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -234,6 +260,26 @@ fn up_defaults_to_mounted_when_docker_answers_and_says_plainly_when_it_does_not(
         if succeeds {
             let info: Value = serde_json::from_str(&stdout).unwrap();
             assert_eq!(info["mode"], shown, "{agent}");
+            // `up --json` names the container, and it is there.
+            if shown == "mounted" {
+                assert_eq!(info["container"], s.container(agent).as_str(), "{agent}");
+                let inspect = Command::new("docker")
+                    .args([
+                        "inspect",
+                        "--format",
+                        "{{.State.Running}}",
+                        &s.container(agent),
+                    ])
+                    .output()
+                    .unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&inspect.stdout).trim(),
+                    "true",
+                    "{agent}"
+                );
+            } else {
+                assert!(info["container"].is_null(), "{agent}: {info}");
+            }
             let note = info["note"].as_str().unwrap_or("");
             for t in texts {
                 assert!(note.contains(t), "{agent}: note {note:?} lacks {t:?}");

@@ -332,6 +332,41 @@ impl Engine {
             .map_err(EngineError::store("setting autonomy"))
     }
 
+    /// Removes the mode written for an action type or `*`, so it resolves as
+    /// if never set (`agent.autonomy_set` with `mode` null). Returns whether
+    /// a row was there.
+    pub async fn unset_autonomy(
+        &self,
+        agent: &str,
+        action_type: &str,
+        actor: &Actor,
+    ) -> Result<bool> {
+        let a = self.agent(agent).await?;
+        let mut tx = self.store.write("unsetting autonomy").await?;
+        let removed = sqlx::query("DELETE FROM autonomy WHERE agent = $1 AND action_type = $2")
+            .bind(agent)
+            .bind(action_type)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("unsetting autonomy"))?
+            .rows_affected()
+            > 0;
+        if removed {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::AGENT_AUTONOMY, actor)
+                    .project(&a.project)
+                    .agent(agent)
+                    .payload(serde_json::json!({ "action_type": action_type, "mode": null })),
+            )
+            .await?;
+        }
+        tx.commit()
+            .await
+            .map_err(EngineError::store("unsetting autonomy"))?;
+        Ok(removed)
+    }
+
     /// The auto-mode switch: writes or overwrites the wildcard — `auto_approve`
     /// on, `require_approval` off (ADR 0167: off restores the scope limit).
     pub async fn set_auto_mode(&self, agent: &str, on: bool, actor: &Actor) -> Result<()> {

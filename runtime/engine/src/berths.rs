@@ -342,6 +342,8 @@ pub struct BerthInfo {
     pub implementation: crate::agents::AgentImpl,
     pub status: crate::agents::AgentStatus,
     pub mode: Option<BerthMode>,
+    /// The name of its Docker container while it is up in mounted mode.
+    pub container: Option<String>,
     pub worktree: Option<PathBuf>,
     pub branch: Option<String>,
     pub task: Option<String>,
@@ -350,13 +352,18 @@ pub struct BerthInfo {
 }
 
 impl BerthInfo {
-    fn of(a: &Agent) -> BerthInfo {
+    /// `instance`: this state directory's ([`instance_of`]), which names
+    /// its containers.
+    fn of(a: &Agent, instance: &str) -> BerthInfo {
         BerthInfo {
             agent: a.name.clone(),
             project: a.project.clone(),
             implementation: a.implementation,
             status: a.status,
             mode: a.berth,
+            container: (a.berth == Some(BerthMode::Mounted)).then(|| {
+                berth_sandbox::docker::spec::container_name_in(instance, &a.project, &a.name)
+            }),
             worktree: a.worktree.clone(),
             branch: a.branch.clone(),
             task: a.task.clone(),
@@ -689,7 +696,8 @@ impl Engine {
             }
             return Err(e);
         }
-        let mut info = BerthInfo::of(&self.agent(agent).await?);
+        let instance = instance_of(self.state.root());
+        let mut info = BerthInfo::of(&self.agent(agent).await?, &instance);
         // The berth's uid must reach each declared toolchain and cache.
         let unreachable = if own_uid {
             crate::declared_dirs::unreachable_notes(&loaded.config.sandbox, uid, mode)
@@ -742,7 +750,8 @@ impl Engine {
         if !keep_worktree {
             self.recycle_after_down(&a, &loaded.project, None).await?;
         }
-        Ok(BerthInfo::of(&self.agent(agent).await?))
+        let instance = instance_of(self.state.root());
+        Ok(BerthInfo::of(&self.agent(agent).await?, &instance))
     }
 
     /// Removes the berth's container and records the berth down at once,
@@ -997,7 +1006,13 @@ impl Engine {
 
     /// Every agent and its berth.
     pub async fn berths(&self) -> Result<Vec<BerthInfo>> {
-        Ok(self.agents().await?.iter().map(BerthInfo::of).collect())
+        let instance = instance_of(self.state.root());
+        Ok(self
+            .agents()
+            .await?
+            .iter()
+            .map(|a| BerthInfo::of(a, &instance))
+            .collect())
     }
 }
 

@@ -27,11 +27,22 @@ pub enum AgentCommand {
         project: String,
         #[arg(long = "impl", value_enum, default_value = "real")]
         implementation: ImplArg,
+        #[arg(long)]
+        json: bool,
     },
     /// Auto mode: writes the wildcard `*` as auto_approve (on) or require_approval (off).
-    AutoMode { agent: String, switch: Switch },
+    AutoMode {
+        agent: String,
+        switch: Switch,
+        #[arg(long)]
+        json: bool,
+    },
     /// Resume an agent the circuit breaker paused.
-    Resume { agent: String },
+    Resume {
+        agent: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Drive a noop agent's loop in the foreground.
     Run {
         agent: String,
@@ -52,6 +63,16 @@ pub enum AutonomyCommand {
         action_type: String,
         /// auto_approve | require_approval | deny
         mode: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the mode written for an action type (or `*`): it resolves as if never set.
+    Unset {
+        agent: String,
+        /// An action type (terminal, file_read, git_commit, …) or `*`.
+        action_type: String,
+        #[arg(long)]
+        json: bool,
     },
     /// What the agent's autonomy resolves to, what auto mode lifts, what still asks.
     Show {
@@ -68,12 +89,17 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
             agent,
             project,
             implementation,
+            json,
         } => {
             let i = match implementation {
                 ImplArg::Real => AgentImpl::Real,
                 ImplArg::Noop => AgentImpl::Noop,
             };
             let a = engine.activate_agent(&agent, &project, i, &user).await?;
+            if json {
+                print_json(&a)?;
+                return Ok(0);
+            }
             println!(
                 "agent {} ({}) active in project {} as {}",
                 a.name,
@@ -82,14 +108,32 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
                 a.identity()
             );
         }
-        AgentCommand::Resume { agent } => {
+        AgentCommand::Resume { agent, json } => {
             let a = engine.resume_agent(&agent, &user).await?;
+            if json {
+                print_json(&a)?;
+                return Ok(0);
+            }
             println!("agent {} resumed: {}", a.name, a.status.as_str());
         }
-        AgentCommand::AutoMode { agent, switch } => {
+        AgentCommand::AutoMode {
+            agent,
+            switch,
+            json,
+        } => {
             let on = matches!(switch, Switch::On);
             engine.set_auto_mode(&agent, on, &user).await?;
-            if on {
+            if json {
+                let note = match on {
+                    true => engine.autonomy_report(&agent).await?.runner_host,
+                    false => None,
+                };
+                print_json(&serde_json::json!({
+                    "agent": agent,
+                    "auto_mode": on,
+                    "note": note,
+                }))?;
+            } else if on {
                 println!(
                     "auto mode on for {agent}: `*` = auto_approve. See `berth autonomy show {agent}` for what it lifts and what still asks."
                 );
@@ -141,6 +185,7 @@ pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Resu
             agent,
             action_type,
             mode,
+            json,
         } => {
             let m = Mode::parse(&mode).ok_or_else(|| {
                 anyhow::anyhow!("invalid mode `{mode}`: use auto_approve, require_approval or deny")
@@ -148,12 +193,47 @@ pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Resu
             engine
                 .set_autonomy(&agent, &action_type, m, &Actor::current_user())
                 .await?;
-            println!("{agent}: {action_type} = {}", m.as_str());
-            if action_type == berth_policy::autonomy::WILDCARD
-                && m == Mode::AutoApprove
-                && let Some(note) = engine.autonomy_report(&agent).await?.runner_host
-            {
-                println!("{note}");
+            let note =
+                match action_type == berth_policy::autonomy::WILDCARD && m == Mode::AutoApprove {
+                    true => engine.autonomy_report(&agent).await?.runner_host,
+                    false => None,
+                };
+            if json {
+                print_json(&serde_json::json!({
+                    "agent": agent,
+                    "action_type": action_type,
+                    "mode": m.as_str(),
+                    "note": note,
+                }))?;
+            } else {
+                println!("{agent}: {action_type} = {}", m.as_str());
+                if let Some(note) = note {
+                    println!("{note}");
+                }
+            }
+        }
+        AutonomyCommand::Unset {
+            agent,
+            action_type,
+            json,
+        } => {
+            let removed = engine
+                .unset_autonomy(&agent, &action_type, &Actor::current_user())
+                .await?;
+            if json {
+                print_json(&serde_json::json!({
+                    "agent": agent,
+                    "action_type": action_type,
+                    "removed": removed,
+                }))?;
+            } else if removed {
+                let now = engine.autonomy(&agent).await?.resolve(&action_type);
+                println!(
+                    "{agent}: {action_type} unset; it now resolves to {}",
+                    now.mode.as_str()
+                );
+            } else {
+                println!("{agent}: nothing was written for {action_type}: nothing to unset");
             }
         }
         AutonomyCommand::Show { agent, json } => {

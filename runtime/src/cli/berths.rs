@@ -18,8 +18,9 @@ pub enum ModeArg {
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
     agent: String,
+    /// The agent's project (default: the project of the agent, when it exists).
     #[arg(long)]
-    project: String,
+    project: Option<String>,
     /// Default: the project's sandbox.mode; with `auto`, mounted when the
     /// Docker engine answers, else the runner (said in a note).
     #[arg(long, value_enum)]
@@ -45,6 +46,8 @@ pub struct DownArgs {
     /// Keep the worktree (and its branch) for a later `berth up`.
     #[arg(long)]
     keep_worktree: bool,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -82,8 +85,22 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
         ModeArg::Mounted => BerthMode::Mounted,
     });
     let options = UpOptions { new_uid: a.new_uid };
+    let project = match a.project {
+        Some(p) => p,
+        None => engine
+            .agent(&a.agent)
+            .await
+            .map(|x| x.project)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{e}: create it with `berth agent activate {} --project P`, then `berth up {}`",
+                    a.agent,
+                    a.agent
+                )
+            })?,
+    };
     let info = engine
-        .up_with(&a.agent, &a.project, mode, options, &Actor::current_user())
+        .up_with(&a.agent, &project, mode, options, &Actor::current_user())
         .await?;
     // The project's berth.toml parsed (up read it); what should change in it.
     if let Ok((config, _)) = engine.load_project_files(&info.project) {
@@ -104,6 +121,9 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
                 .unwrap_or_default(),
             info.branch.as_deref().unwrap_or("?")
         );
+        if let Some(container) = &info.container {
+            println!("container: {container}");
+        }
         if let Some(note) = &info.note {
             println!("note: {note}");
         }
@@ -115,7 +135,12 @@ pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
     engine
         .down(&a.agent, a.keep_worktree, &Actor::current_user())
         .await?;
-    if a.keep_worktree {
+    if a.json {
+        print_json(&serde_json::json!({
+            "agent": a.agent,
+            "worktree": if a.keep_worktree { "kept" } else { "recycled" },
+        }))?;
+    } else if a.keep_worktree {
         println!("{} down; worktree kept", a.agent);
     } else {
         println!("{} down; worktree recycled", a.agent);

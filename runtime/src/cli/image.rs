@@ -25,6 +25,9 @@ pub struct BuildArgs {
     /// Print the engine's build output line by line.
     #[arg(long, short)]
     verbose: bool,
+    /// Print one JSON object at the end (the progress goes to stderr).
+    #[arg(long)]
+    json: bool,
 }
 
 pub async fn run(cmd: ImageCommand) -> anyhow::Result<u8> {
@@ -39,7 +42,14 @@ async fn build(a: BuildArgs) -> anyhow::Result<u8> {
         None => Recipe::default_agent()?,
     };
     let backend = DockerBackend::connect().await?;
-    println!("berth image build: recipe {}", recipe.origin());
+    let json = a.json;
+    // With `--json`, stdout holds only the final object: progress goes to stderr.
+    macro_rules! say {
+        ($($t:tt)*) => {
+            if json { eprintln!($($t)*) } else { println!($($t)*) }
+        };
+    }
+    say!("berth image build: recipe {}", recipe.origin());
     let verbose = a.verbose;
     let mut progress = |event: BuildEvent<'_>| {
         match event {
@@ -47,36 +57,48 @@ async fn build(a: BuildArgs) -> anyhow::Result<u8> {
                 tag,
                 entries,
                 bytes,
-            } => println!(
+            } => say!(
                 "  resolved {entries} files ({:.1} MiB) from this host -> {tag}",
                 bytes as f64 / (1u64 << 20) as f64
             ),
             BuildEvent::UpToDate { tag } => {
-                println!("  {tag} is up to date: nothing to build")
+                say!("  {tag} is up to date: nothing to build")
             }
-            BuildEvent::ContextReady { bytes } => println!(
+            BuildEvent::ContextReady { bytes } => say!(
                 "  build context ready ({:.1} MiB); building",
                 bytes as f64 / (1u64 << 20) as f64
             ),
             BuildEvent::Step { line } => {
                 if line.starts_with("Step ") {
-                    println!("  {line}");
+                    say!("  {line}");
                 } else if verbose {
-                    println!("    {line}");
+                    say!("    {line}");
                 }
             }
-            BuildEvent::Built { tag, id, elapsed } => println!(
+            BuildEvent::Built { tag, id, elapsed } => say!(
                 "  built {tag} ({}) in {:.1} s",
                 id.trim_start_matches("sha256:").get(..12).unwrap_or(id),
                 elapsed.as_secs_f64()
             ),
         }
         let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
     };
     let built = backend
         .build_image(&recipe, &mut progress)
         .await
         .context("building the agent image")?;
+    if json {
+        super::print_json(&serde_json::json!({
+            "tag": built.tag,
+            "latest": built.latest,
+            "id": built.id,
+            "up_to_date": built.up_to_date,
+            "entries": built.entries,
+            "bytes": built.bytes,
+        }))?;
+        return Ok(0);
+    }
     println!(
         "{} -> {}{}",
         built.latest,

@@ -41,7 +41,10 @@ pub enum Command {
     /// Decide one action, or a batch of policy cases, without running anything.
     Decide(decide::DecideArgs),
     /// Create the state directory and its store.
-    Init,
+    Init {
+        #[arg(long)]
+        json: bool,
+    },
     /// Projects: a forge imported from a repository, and its configuration.
     #[command(subcommand)]
     Project(project::ProjectCommand),
@@ -96,6 +99,11 @@ pub enum Command {
     Hook(crate::hook::HookCommand),
     /// Serve the HTTP/JSON API and the approvals page; drive agents in the background.
     Serve(serve::ServeArgs),
+    /// Print the shell completion script (`source <(berth completions bash)`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 impl Command {
@@ -117,6 +125,12 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         // Before every tool call: no runtime unless it needs the store.
         Command::Hook(cmd) => return crate::hook::run(state, cmd),
         Command::Mcp(args) => return crate::mcp::run(state, args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut cli = Cli::command();
+            clap_complete::generate(shell, &mut cli, "berth", &mut std::io::stdout());
+            return Ok(0);
+        }
         other => other,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -149,10 +163,14 @@ fn warn_exposed(dir: &StateDir) -> anyhow::Result<()> {
 async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8> {
     let dir = StateDir::locate(state.as_deref())
         .context("no state directory: pass --state DIR or set BERTH_HOME")?;
-    if let Command::Init = command {
+    if let Command::Init { json } = command {
         let engine = Engine::init(dir.clone()).await?;
         warn_exposed(&dir)?;
-        println!("berth state ready at {}", dir.root().display());
+        if json {
+            print_json(&serde_json::json!({ "state": dir.root() }))?;
+        } else {
+            println!("berth state ready at {}", dir.root().display());
+        }
         engine.close().await;
         return Ok(0);
     }
@@ -176,10 +194,11 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
     }
     let code = match command {
         Command::Decide(_)
-        | Command::Init
+        | Command::Init { .. }
         | Command::Hook(_)
         | Command::Mcp(_)
         | Command::Serve(_)
+        | Command::Completions { .. }
         | Command::Image(_) => 0,
         Command::Reconcile(a) => berths::reconcile(&engine, a).await?,
         Command::Doctor(a) => berths::doctor(&engine, a).await?,

@@ -17,6 +17,8 @@ pub enum ProjectCommand {
         /// The branch PRs target (default: the repository's current branch).
         #[arg(long)]
         base: Option<String>,
+        #[arg(long)]
+        json: bool,
     },
     /// List projects.
     Ls {
@@ -28,16 +30,31 @@ pub enum ProjectCommand {
         name: String,
         #[arg(value_enum)]
         mode: super::task::ModeArg,
+        #[arg(long)]
+        json: bool,
     },
 }
 
 pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
     match cmd {
-        ProjectCommand::Add { name, from, base } => {
+        ProjectCommand::Add {
+            name,
+            from,
+            base,
+            json,
+        } => {
             let from = std::fs::canonicalize(&from).unwrap_or(from);
             let p = engine
                 .add_project(NewProject { name, from, base }, &Actor::current_user())
                 .await?;
+            if json {
+                print_json(&serde_json::json!({
+                    "project": p,
+                    "config": engine.state().project_config(&p.name),
+                    "rules": engine.state().project_rules(&p.name),
+                }))?;
+                return Ok(0);
+            }
             println!(
                 "project {} added: base branch {}, forge {}",
                 p.name,
@@ -50,10 +67,14 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                 engine.state().project_rules(&p.name).display()
             );
         }
-        ProjectCommand::SetMode { name, mode } => {
+        ProjectCommand::SetMode { name, mode, json } => {
             engine
                 .set_project_mode(&name, mode.mode(), &Actor::current_user())
                 .await?;
+            if json {
+                print_json(&serde_json::json!({ "project": name, "mode": mode.mode().as_str() }))?;
+                return Ok(0);
+            }
             println!(
                 "project {name}: execution mode {} (tasks without their own mode, from their next run)",
                 mode.mode().as_str()

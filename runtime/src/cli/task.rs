@@ -77,7 +77,12 @@ pub enum TaskCommand {
         json: bool,
     },
     /// Set a task's own execution mode, or `inherit` the project's.
-    SetMode { task: String, mode: TaskModeArg },
+    SetMode {
+        task: String,
+        mode: TaskModeArg,
+        #[arg(long)]
+        json: bool,
+    },
     /// Approve a pipeline task in review: done, then its followups.
     Approve {
         task: String,
@@ -89,6 +94,8 @@ pub enum TaskCommand {
         task: String,
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -229,13 +236,17 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
             }
             return Ok(run_exit(&r.end));
         }
-        TaskCommand::SetMode { task, mode } => {
+        TaskCommand::SetMode { task, mode, json } => {
             let m = match mode {
                 TaskModeArg::Auto => Some(ExecutionMode::Auto),
                 TaskModeArg::Review => Some(ExecutionMode::Review),
                 TaskModeArg::Inherit => None,
             };
             let t = engine.set_task_mode(&task, m, &user).await?;
+            if json {
+                print_json(&t)?;
+                return Ok(0);
+            }
             println!(
                 "task {}: mode {} (applies from its next run)",
                 &t.id[..8],
@@ -253,8 +264,12 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
                 }
             }
         }
-        TaskCommand::Reject { task, reason } => {
+        TaskCommand::Reject { task, reason, json } => {
             let t = engine.reject_task(&task, &reason, &user).await?;
+            if json {
+                print_json(&t)?;
+                return Ok(0);
+            }
             println!("task {} returned: {reason}", &t.id[..8]);
         }
     }
