@@ -80,7 +80,7 @@ fn open_user_repo(path: &Path, op: Op) -> Result<Repository> {
     Ok(repo)
 }
 
-fn utf8_url<'a>(path: &'a Path, op: Op) -> Result<&'a str> {
+fn utf8_url(path: &Path, op: Op) -> Result<&str> {
     path.to_str().ok_or_else(|| Error::InvalidInput {
         op,
         field: "repository path",
