@@ -393,6 +393,15 @@ pub enum Error {
         source_oid: Oid,
     },
 
+    /// The source repository has no branch of the base branch's name.
+    #[error("sync project: {} has no branch {branch:?}, the project's base branch; nothing was changed. Create or restore that branch there (sync reads only it) and run the sync again", source_repo.display())]
+    SourceLacksBase {
+        /// The source repository.
+        source_repo: PathBuf,
+        /// The base branch.
+        branch: String,
+    },
+
     /// The commit to export is not (or no longer) in the forge.
     #[error("export: commit {oid} is not in the forge {}; {hint}", forge.display())]
     CommitMissing {

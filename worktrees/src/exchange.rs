@@ -135,9 +135,8 @@ impl Worktrees {
                 source_repo: src.path().to_path_buf(),
             });
         }
-        let source_tip = ref_tip(&src, &refname, op)?.ok_or_else(|| Error::UnknownBranch {
-            op,
-            repo: source.to_path_buf(),
+        let source_tip = ref_tip(&src, &refname, op)?.ok_or_else(|| Error::SourceLacksBase {
+            source_repo: source.to_path_buf(),
             branch: branch.clone(),
         })?;
         let unchanged = |status| Synced {
