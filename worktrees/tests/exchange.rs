@@ -106,7 +106,7 @@ fn export_writes_only_refs_under_refs_berth_and_only_forge_commits() {
         );
     }
     // A commit not reachable from the branch named.
-    let stranger = Oid::from_str(&git(&target, &["rev-parse", "HEAD"]).trim().to_owned()).unwrap();
+    let stranger = Oid::from_str(git(&target, &["rev-parse", "HEAD"]).trim()).unwrap();
     let err = wt
         .export_commit(
             &project("web"),
