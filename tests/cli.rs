@@ -1200,6 +1200,10 @@ fn json_output_matches_docs_cli_json_md() {
     let prs = json("pr list", &["pr", "list"], 0);
     let number = prs[0]["number"].to_string();
     json("pr show", &["pr", "show", &number], 0);
+    let v = json("pr export", &["pr", "export", &number], 0);
+    assert_eq!(v["ref"], format!("refs/berth/pr/{number}"));
+    let v = json("project sync", &["project", "sync", "demo"], 0);
+    assert_eq!(v["status"], "up_to_date");
     json("pr merge", &["pr", "merge", &number], 3);
     json(
         "pr close",
@@ -1284,7 +1288,7 @@ fn completions_complete_in_real_bash() {
     let cases: &[(&[&str], &[&str])] = &[
         (&["berth", "auto"], &["autonomy"]),
         (&["berth", "autonomy", "u"], &["unset"]),
-        (&["berth", "project", "s"], &["set-mode"]),
+        (&["berth", "project", "s"], &["sync", "set-mode"]),
         (&["berth", "completions", "f"], &["fish"]),
         (&["berth", "events", "--j"], &["--json"]),
     ];
@@ -1334,6 +1338,239 @@ fn completions_complete_in_real_bash() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.contains("bash") && err.contains("zsh") && err.contains("fish"),
+        "{err}"
+    );
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+impl Cli {
+    fn src(&self) -> PathBuf {
+        self.dir.path().join("src")
+    }
+
+    fn forge_main(&self) -> String {
+        git_out(
+            &self.state().join("forge/demo.git"),
+            &["rev-parse", "refs/heads/main"],
+        )
+    }
+
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    /// A noop agent's PR #1, open.
+    fn with_open_pr(self) -> Cli {
+        let cli = self.with_noop_agents(1);
+        cli.ok(&["up", "noop-0", "--project", "demo", "--mode", "runner"]);
+        cli.ok(&["agent", "run", "noop-0", "--until-idle"]);
+        assert_eq!(cli.json(&["pr", "show", "1", "--json"])["status"], "open");
+        cli
+    }
+
+    /// Merges PR #1 (into protected main: approved by a person).
+    fn merge_pr_1(&self) -> String {
+        assert_eq!(self.run(&["pr", "merge", "1"]).status.code(), Some(3));
+        let pending = self.json(&["actions", "--pending", "--json"]);
+        self.ok(&["approve", pending[0]["id"].as_str().unwrap()]);
+        let pr = self.json(&["pr", "show", "1", "--json"]);
+        assert_eq!(pr["status"], "merged");
+        pr["merge_commit"].as_str().unwrap().to_string()
+    }
+
+    fn commit_upstream(&self, file: &str) -> String {
+        std::fs::write(self.src().join(file), format!("{file}\n")).unwrap();
+        git(&self.src(), &["add", file]);
+        git(&self.src(), &["commit", "-q", "-m", file]);
+        git_out(&self.src(), &["rev-parse", "HEAD"])
+    }
+}
+
+/// What a person sees of their checkout: the branch, HEAD, the index file,
+/// and `git status`.
+fn checkout_view(src: &Path) -> (String, String, Vec<u8>, String) {
+    (
+        git_out(src, &["symbolic-ref", "HEAD"]),
+        git_out(src, &["rev-parse", "HEAD"]),
+        std::fs::read(src.join(".git/index")).unwrap(),
+        git_out(src, &["status", "--porcelain", "--untracked-files=all"]),
+    )
+}
+
+#[test]
+fn sync_fast_forwards_the_forge_to_new_upstream_commits() {
+    let cli = Cli::new().with_project();
+    let before = cli.forge_main();
+    let s = cli.json(&["project", "sync", "demo", "--json"]);
+    assert_eq!(s["status"], "up_to_date");
+    assert_eq!(s["after"], before.as_str());
+
+    let upstream = cli.commit_upstream("b.txt");
+    let s = cli.json(&["project", "sync", "demo", "--json"]);
+    assert_eq!(s["status"], "fast_forwarded", "{s}");
+    assert_eq!(s["before"], before.as_str());
+    assert_eq!(s["after"], upstream.as_str());
+    assert_eq!(cli.forge_main(), upstream);
+    let events = cli.json(&["events", "--json"]);
+    assert!(
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "project.synced"),
+        "{events}"
+    );
+    let text = cli.ok(&["project", "sync", "demo"]);
+    assert!(text.contains("up to date"), "{text}");
+}
+
+#[test]
+fn sync_refuses_divergence_says_what_to_do_and_changes_nothing() {
+    let cli = Cli::new().with_project().with_open_pr();
+    cli.merge_pr_1();
+    let merged = cli.forge_main();
+    // Merged PRs only: the forge is ahead, nothing to bring in.
+    let s = cli.json(&["project", "sync", "demo", "--json"]);
+    assert_eq!(s["status"], "forge_ahead", "{s}");
+    assert_eq!(cli.forge_main(), merged);
+
+    cli.commit_upstream("b.txt");
+    let (code, err) = cli.err(&["project", "sync", "demo"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("main has diverged"), "{err}");
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert!(err.contains("berth pr export PR"), "{err}");
+    assert_eq!(cli.forge_main(), merged, "the forge is unchanged");
+
+    // Doing what it says: export, merge in the source, sync.
+    cli.ok(&["pr", "export", "1"]);
+    git(&cli.src(), &["merge", "-q", "--no-edit", "refs/berth/pr/1"]);
+    let s = cli.json(&["project", "sync", "demo", "--json"]);
+    assert_eq!(s["status"], "fast_forwarded", "{s}");
+    assert_eq!(
+        cli.forge_main(),
+        git_out(&cli.src(), &["rev-parse", "HEAD"])
+    );
+}
+
+#[test]
+fn export_of_an_open_and_a_merged_pr_writes_only_the_ref() {
+    let cli = Cli::new().with_project().with_open_pr();
+    let src = cli.src();
+    // A checkout in use: a modified tracked file and an untracked one.
+    std::fs::write(src.join("a.txt"), "edited\n").unwrap();
+    std::fs::write(src.join("notes.txt"), "mine\n").unwrap();
+    let view = checkout_view(&src);
+
+    let pr = cli.json(&["pr", "show", "1", "--json"]);
+    let e = cli.json(&["pr", "export", "1", "--json"]);
+    assert_eq!(e["ref"], "refs/berth/pr/1");
+    assert_eq!(e["status"], "open");
+    assert_eq!(e["commit"], pr["head"], "{e}");
+    assert_eq!(
+        git_out(&src, &["rev-parse", "refs/berth/pr/1"]),
+        pr["head"].as_str().unwrap()
+    );
+    assert!(
+        e["merge"]
+            .as_str()
+            .unwrap()
+            .ends_with("merge refs/berth/pr/1"),
+        "{e}"
+    );
+    assert_eq!(
+        checkout_view(&src),
+        view,
+        "HEAD, index and worktree untouched"
+    );
+
+    let merge_commit = cli.merge_pr_1();
+    let text = cli.ok(&["pr", "export", "#1"]);
+    assert!(text.contains("git -C "), "{text}");
+    assert_eq!(
+        git_out(&src, &["rev-parse", "refs/berth/pr/1"]),
+        merge_commit
+    );
+    assert_eq!(
+        checkout_view(&src),
+        view,
+        "HEAD, index and worktree untouched"
+    );
+
+    // --to another repository.
+    let other = cli.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    git(&other, &["init", "-q", "-b", "main"]);
+    let e = cli.json(&[
+        "pr",
+        "export",
+        "1",
+        "--to",
+        other.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(e["commit"], merge_commit.as_str());
+    assert_eq!(
+        git_out(&other, &["rev-parse", "refs/berth/pr/1"]),
+        merge_commit
+    );
+}
+
+#[test]
+fn sync_and_export_errors_say_what_to_do() {
+    let cli = Cli::new().with_project().with_open_pr();
+    let not_a_repo = cli.dir.path().join("plain");
+    std::fs::create_dir_all(&not_a_repo).unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["project", "sync", "nope"],
+            "unknown project `nope`: list them with `berth project ls`",
+        ),
+        (
+            &["pr", "export", "9"],
+            "unknown PR `9`: list them with `berth pr list`",
+        ),
+        (
+            &["pr", "export", "1", "--to", not_a_repo.to_str().unwrap()],
+            "export: ",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, err) = cli.err(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(
+            err.starts_with(&format!("berth: {want}")),
+            "{args:?}: {err}"
+        );
+    }
+    let (_, err) = cli.err(&["pr", "export", "1", "--to", not_a_repo.to_str().unwrap()]);
+    assert!(err.contains("is not a git repository"), "{err}");
+
+    std::fs::rename(cli.src(), cli.dir.path().join("moved")).unwrap();
+    let (code, err) = cli.err(&["project", "sync", "demo"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the source repository"), "{err}");
+    assert!(
+        err.contains("is not there any more: put the repository back"),
+        "{err}"
+    );
+    let (code, err) = cli.err(&["pr", "export", "1"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("is not there any more: give the repository to export into with `--to DIR`"),
         "{err}"
     );
 }

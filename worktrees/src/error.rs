@@ -45,6 +45,10 @@ pub enum Op {
     /// Running `berth-helper`, the confined process that does git work on
     /// an agent's repository.
     Helper,
+    /// Fast-forwarding a forge's base branch from its source repository.
+    SyncProject,
+    /// Fetching a forge commit into a user's repository as a ref.
+    ExportCommit,
 }
 
 impl fmt::Display for Op {
@@ -64,6 +68,8 @@ impl fmt::Display for Op {
             Op::Reconcile => "reconcile",
             Op::Lock => "lock",
             Op::Helper => "berth-helper",
+            Op::SyncProject => "sync project",
+            Op::ExportCommit => "export",
         })
     }
 }
@@ -371,6 +377,40 @@ pub enum Error {
     ShallowSource {
         /// The source repository.
         source_repo: PathBuf,
+    },
+
+    /// The forge's base branch and the source's have each moved where the
+    /// other has not: a fast-forward either way would drop commits.
+    #[error("sync project: {branch} has diverged: the forge is at {forge_oid} and {} is at {source_oid}, and neither contains the other; nothing was changed. Bring the forge's commits (merged PRs) to the source first — `berth pr export PR` each one and merge `refs/berth/pr/N` into {branch} there — then run the sync again", source_repo.display())]
+    Diverged {
+        /// The source repository.
+        source_repo: PathBuf,
+        /// The base branch.
+        branch: String,
+        /// The forge's tip.
+        forge_oid: Oid,
+        /// The source's tip.
+        source_oid: Oid,
+    },
+
+    /// The source repository has no branch of the base branch's name.
+    #[error("sync project: {} has no branch {branch:?}, the project's base branch; nothing was changed. Create or restore that branch there (sync reads only it) and run the sync again", source_repo.display())]
+    SourceLacksBase {
+        /// The source repository.
+        source_repo: PathBuf,
+        /// The base branch.
+        branch: String,
+    },
+
+    /// The commit to export is not (or no longer) in the forge.
+    #[error("export: commit {oid} is not in the forge {}; {hint}", forge.display())]
+    CommitMissing {
+        /// The forge repository.
+        forge: PathBuf,
+        /// The commit.
+        oid: Oid,
+        /// What to do.
+        hint: &'static str,
     },
 
     /// `berth-helper` was not found.

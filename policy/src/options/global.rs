@@ -603,8 +603,12 @@ pub fn normalized(argv: &[Arg]) -> Option<Vec<Arg>> {
     match subcommand(argv)? {
         // Nothing removed and the subcommand already canonical (most
         // commands): argv as written, with no copy.
-        Sub::At { index: 1, canonical }
-            if argv.get(1).is_some_and(|a| a.dynamic || a.text == canonical) =>
+        Sub::At {
+            index: 1,
+            canonical,
+        } if argv
+            .get(1)
+            .is_some_and(|a| a.dynamic || a.text == canonical) =>
         {
             None
         }

@@ -70,6 +70,17 @@ pub enum EngineError {
     UnknownProject(String),
 
     #[error(
+        "{what} {} of project `{project}` is not there any more: {hint}",
+        path.display()
+    )]
+    RepositoryGone {
+        what: &'static str,
+        project: String,
+        path: PathBuf,
+        hint: &'static str,
+    },
+
+    #[error(
         "unknown agent `{0}`: list them with `berth ls`, create one with `berth agent activate AGENT --project P`"
     )]
     UnknownAgent(String),

@@ -105,6 +105,8 @@ pub mod kind {
     pub const ACTION_FAILED: &str = "action.failed";
     pub const ACTION_INTERRUPTED: &str = "action.interrupted";
     pub const PROJECT_ADDED: &str = "project.added";
+    /// The forge's base branch was fast-forwarded from the source repository.
+    pub const PROJECT_SYNCED: &str = "project.synced";
     pub const AGENT_ACTIVATED: &str = "agent.activated";
     pub const AGENT_AUTONOMY: &str = "agent.autonomy_set";
     pub const AGENT_AWAITING: &str = "agent.awaiting_approval";
@@ -135,6 +137,8 @@ pub mod kind {
     pub const AGENT_RESUMED: &str = "agent.resumed";
     pub const PR_MERGED: &str = "pr.merged";
     pub const PR_CLOSED: &str = "pr.closed";
+    /// A PR's branch or merge was fetched into a user's repository as a ref.
+    pub const PR_EXPORTED: &str = "pr.exported";
     pub const WORKTREE_CREATED: &str = "worktree.created";
     pub const WORKTREE_RECYCLED: &str = "worktree.recycled";
     pub const WORKTREE_RECYCLE_FAILED: &str = "worktree.recycle_failed";

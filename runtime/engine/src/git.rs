@@ -141,6 +141,40 @@ impl Git {
         .await
     }
 
+    /// Fast-forwards the project's base branch from `source` (see
+    /// `berth_worktrees::Worktrees::sync_project`).
+    pub async fn sync_project(
+        &self,
+        project: &str,
+        source: &Path,
+        limits: berth_worktrees::GitLimits,
+    ) -> Result<berth_worktrees::Synced> {
+        let p = project_name(project)?;
+        let source = source.to_path_buf();
+        self.blocking(move |wt| Ok(wt.sync_project(&p, &source, &limits)?))
+            .await
+    }
+
+    /// Fetches forge `commit` (reachable from `via_branch`) into `target` as
+    /// `refname`.
+    pub async fn export_commit(
+        &self,
+        project: &str,
+        commit: &str,
+        via_branch: &str,
+        target: &Path,
+        refname: &str,
+    ) -> Result<berth_worktrees::Exported> {
+        let p = project_name(project)?;
+        let oid = berth_worktrees::Oid::from_str(commit)
+            .map_err(|_| EngineError::corrupt("exporting a PR", format!("commit id `{commit}`")))?;
+        let via = via_branch.to_string();
+        let target = target.to_path_buf();
+        let refname = refname.to_string();
+        self.blocking(move |wt| Ok(wt.export_commit(&p, oid, &via, &target, &refname)?))
+            .await
+    }
+
     /// The forge's object directory, mounted read-only into container berths.
     pub fn forge_objects(&self, project: &str) -> Result<PathBuf> {
         Ok(self.wt.layout().forge_objects(&project_name(project)?))

@@ -22,6 +22,7 @@ pub mod confinement;
 pub mod declared_dirs;
 pub mod error;
 pub mod events;
+mod exchange;
 mod execute;
 pub mod followups;
 mod gate;
@@ -60,6 +61,7 @@ pub use berths::{
 pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
 pub use error::{EngineError, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter, OutboxMessage};
+pub use exchange::{PrExport, ProjectSync};
 pub use followups::{Choice, FollowupItem};
 pub use metrics::Metrics;
 pub use mounted::DockerProvider;

@@ -1,4 +1,6 @@
-//! `berth pr list|show|merge|close`.
+//! `berth pr list|show|merge|close|export`.
+
+use std::path::PathBuf;
 
 use berth_engine::{Actor, Engine, ProposeStatus};
 
@@ -22,6 +24,17 @@ pub enum PrCommand {
     /// protected branch it always waits for `berth approve`).
     Merge {
         id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fetch the PR's branch (merged: its merge commit) into a repository as
+    /// `refs/berth/pr/<number>`, leaving its checkout, index and branches alone.
+    Export {
+        /// The PR number (or id prefix).
+        id: String,
+        /// The repository to fetch into (default: the project's source).
+        #[arg(long)]
+        to: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -117,6 +130,25 @@ pub async fn run(engine: &Engine, cmd: PrCommand) -> anyhow::Result<u8> {
                     EXIT_REFUSED
                 }
             })
+        }
+        PrCommand::Export { id, to, json } => {
+            let to = to.map(|d| std::fs::canonicalize(&d).unwrap_or(d));
+            let e = engine.export_pr(&id, to.as_deref(), &user).await?;
+            if json {
+                print_json(&e)?;
+            } else {
+                println!(
+                    "PR #{} ({}) exported to {} as {} at {}",
+                    e.pr,
+                    e.status.as_str(),
+                    e.repo.display(),
+                    e.refname,
+                    e.commit
+                );
+                println!("  look at it: {}", e.show);
+                println!("  merge it:   {}", e.merge);
+            }
+            Ok(0)
         }
         PrCommand::Close { id, reason, json } => {
             let p = engine.close_pr(&id, &user, reason.as_deref()).await?;

@@ -1,4 +1,4 @@
-//! `berth project add|ls|set-mode`.
+//! `berth project add|ls|set-mode|sync`.
 
 use std::path::PathBuf;
 
@@ -22,6 +22,13 @@ pub enum ProjectCommand {
     },
     /// List projects.
     Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fast-forward the forge's base branch from the repository the project
+    /// was imported from (refusing divergence; nothing else changes).
+    Sync {
+        name: String,
         #[arg(long)]
         json: bool,
     },
@@ -66,6 +73,35 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                 engine.state().project_config(&p.name).display(),
                 engine.state().project_rules(&p.name).display()
             );
+        }
+        ProjectCommand::Sync { name, json } => {
+            let s = engine.sync_project(&name, &Actor::current_user()).await?;
+            if json {
+                print_json(&s)?;
+            } else {
+                let short = |c: &str| c.get(..12).unwrap_or(c).to_string();
+                match s.status {
+                    "fast_forwarded" => println!(
+                        "project {}: {} fast-forwarded {} → {} from {}",
+                        s.project,
+                        s.base_branch,
+                        short(&s.before),
+                        short(&s.after),
+                        s.source
+                    ),
+                    "forge_ahead" => println!(
+                        "project {}: nothing new in {}; the forge's {} is ahead (merged PRs): take them out with `berth pr export PR`",
+                        s.project, s.source, s.base_branch
+                    ),
+                    _ => println!(
+                        "project {}: {} is up to date with {} at {}",
+                        s.project,
+                        s.base_branch,
+                        s.source,
+                        short(&s.after)
+                    ),
+                }
+            }
         }
         ProjectCommand::SetMode { name, mode, json } => {
             engine
