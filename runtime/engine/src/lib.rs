@@ -55,7 +55,7 @@ pub use berth_disk::{DiskDoctor, ReconciledDisk, release_disks_under};
 pub use berth_uid::UidFinding;
 pub use berths::{
     BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, ReconciledContainer, SandboxProvider,
-    UpOptions,
+    SavedEntry, SavedRef, UpOptions,
 };
 pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
 pub use error::{EngineError, Result};

@@ -45,6 +45,12 @@ pub struct DownArgs {
     /// Keep the worktree (and its branch) for a later `berth up`.
     #[arg(long)]
     keep_worktree: bool,
+    /// Recycle without saving uncommitted changes and unpushed commits
+    /// into the forge (`refs/berth/saved/…`).
+    #[arg(long, conflicts_with = "keep_worktree")]
+    discard: bool,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -112,13 +118,35 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
 }
 
 pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
-    engine
-        .down(&a.agent, a.keep_worktree, &Actor::current_user())
+    let info = engine
+        .down_with(&a.agent, a.keep_worktree, a.discard, &Actor::current_user())
         .await?;
+    if a.json {
+        print_json(&info)?;
+        return Ok(0);
+    }
     if a.keep_worktree {
         println!("{} down; worktree kept", a.agent);
     } else {
         println!("{} down; worktree recycled", a.agent);
+    }
+    if let (true, Some(note)) = (a.keep_worktree, &info.note) {
+        println!("  {note}");
+    }
+    if let Some(saved) = &info.saved {
+        let what = if saved.committed_changes {
+            "its uncommitted changes and unpushed commits"
+        } else {
+            "its unpushed commits"
+        };
+        println!(
+            "  saved {what} as {} (commit {})\n  get them back: {}\n  drop them: berth saved drop {} {}",
+            saved.refname,
+            saved.commit,
+            saved.fetch_command(),
+            info.project,
+            saved.refname
+        );
     }
     Ok(0)
 }
