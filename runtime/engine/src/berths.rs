@@ -124,6 +124,24 @@ pub trait SandboxProvider: Send + Sync {
     ) -> Result<Vec<ReconciledContainer>> {
         Ok(Vec::new())
     }
+    /// Berth containers (of any state directory) whose state directory no
+    /// longer exists; removed with `remove`.
+    async fn orphans(&self, _remove: bool) -> Result<Vec<OrphanContainer>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A berth container whose state directory is gone: nothing will ever take
+/// it down but `berth reconcile --orphans`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrphanContainer {
+    pub container: String,
+    pub project: String,
+    pub agent: String,
+    /// The worktree its label names (gone, with its state directory).
+    pub worktree: PathBuf,
+    /// Whether it was removed now.
+    pub removed: bool,
 }
 
 /// The provider of this build: the runner; mounted mode is not here yet.
@@ -786,9 +804,10 @@ impl Engine {
         let a = self.agent(agent).await?;
         if let (Some(task), false) = (&a.task, keep_worktree) {
             return Err(EngineError::State(format!(
-                "agent `{agent}` holds task {} ({}): its worktree must outlive it; use `--keep-worktree`, or resolve the task first",
+                "agent `{agent}` holds task {} ({}): its worktree must outlive it — {}; `berth down {agent} --keep-worktree` takes the berth down and keeps them, or resolve the task first",
                 crate::ids::short(task),
-                a.status.as_str()
+                a.status.as_str(),
+                kept_for_task(&a),
             )));
         }
         let loaded = self.load_project(&a.project).await?;
@@ -802,20 +821,8 @@ impl Engine {
         }
         let mut info = BerthInfo::of(&self.agent(agent).await?);
         info.saved = saved;
-        if let (Some(task), true) = (&a.task, keep_worktree) {
-            info.note = Some(format!(
-                "kept its worktree{} and branch{}: task {} is {}, and what it holds is judged on them; they are recycled when the task is resolved (`berth task approve|reject`)",
-                a.worktree
-                    .as_ref()
-                    .map(|w| format!(" {}", w.display()))
-                    .unwrap_or_default(),
-                a.branch
-                    .as_ref()
-                    .map(|b| format!(" {b}"))
-                    .unwrap_or_default(),
-                crate::ids::short(task),
-                a.status.as_str(),
-            ));
+        if a.task.is_some() && keep_worktree {
+            info.note = Some(kept_for_task(&a));
         }
         Ok(info)
     }
@@ -1081,6 +1088,14 @@ impl Engine {
         Ok(report)
     }
 
+    /// Berth containers on this host's Docker engine whose state directory
+    /// no longer exists (any state directory's, this one's included); with
+    /// `remove`, they are removed. A container of a state directory that
+    /// still exists is never one of them.
+    pub async fn orphan_containers(&self, remove: bool) -> Result<Vec<OrphanContainer>> {
+        self.provider.orphans(remove).await
+    }
+
     /// Executes an approved `container_remove`: removes the agent's container
     /// (what runs in it ends, `/tmp` is lost); the berth stays up, and its next
     /// command starts a fresh container on the same worktree.
@@ -1145,6 +1160,35 @@ impl Engine {
     pub async fn berths(&self) -> Result<Vec<BerthInfo>> {
         Ok(self.agents().await?.iter().map(BerthInfo::of).collect())
     }
+}
+
+/// What `down` keeps of an agent holding a task, and why.
+fn kept_for_task(a: &Agent) -> String {
+    let what = format!(
+        "its worktree{} and branch{} are kept",
+        a.worktree
+            .as_ref()
+            .map(|w| format!(" {}", w.display()))
+            .unwrap_or_default(),
+        a.branch
+            .as_ref()
+            .map(|b| format!(" {b}"))
+            .unwrap_or_default(),
+    );
+    let task = a.task.as_deref().map(crate::ids::short).unwrap_or_default();
+    let why = match a.status {
+        crate::agents::AgentStatus::InReview => format!(
+            "task {task} is in review: its PR is judged on that branch and a change the review asks for is made in that worktree; they are recycled when the PR is merged or closed"
+        ),
+        crate::agents::AgentStatus::AwaitingApproval => format!(
+            "task {task} has an action waiting for a person, which runs in that worktree; they are recycled when the task is resolved"
+        ),
+        _ => format!(
+            "task {task} ({}) is worked on there; they are recycled when the task is resolved",
+            a.status.as_str()
+        ),
+    };
+    format!("{what}: {why}")
 }
 
 /// A save's name: the UTC time to the millisecond, `2026-12-02T074000123Z`.

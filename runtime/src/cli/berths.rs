@@ -55,6 +55,10 @@ pub struct DownArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ReconcileArgs {
+    /// Also remove the berth containers whose state directory no longer
+    /// exists (any state directory's); without it they are only listed.
+    #[arg(long)]
+    orphans: bool,
     #[arg(long)]
     json: bool,
 }
@@ -154,15 +158,33 @@ pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
 pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> {
     let report = engine.reconcile_berths().await?;
     let disks = engine.reconcile_disks().await?;
+    let orphans = engine.orphan_containers(a.orphans).await?;
     if a.json {
-        // The containers, then the berths' disks.
+        // The containers, the berths' disks, then the orphans.
         let all: Vec<serde_json::Value> = report
             .iter()
             .map(serde_json::to_value)
             .chain(disks.iter().map(serde_json::to_value))
+            .chain(orphans.iter().map(serde_json::to_value))
             .collect::<Result<_, _>>()?;
         print_json(&all)?;
         return Ok(0);
+    }
+    for o in &orphans {
+        let verb = if o.removed { "removed" } else { "found" };
+        println!(
+            "{verb} orphan {} ({}/{}): its state directory is gone (worktree {})",
+            o.container,
+            o.project,
+            o.agent,
+            o.worktree.display()
+        );
+    }
+    if !a.orphans && !orphans.is_empty() {
+        println!(
+            "  {} container(s) of deleted state directories; remove them: berth reconcile --orphans",
+            orphans.len()
+        );
     }
     for d in &disks {
         match d.outcome {
@@ -206,6 +228,19 @@ pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> 
 pub async fn doctor(engine: &Engine, a: DoctorArgs) -> anyhow::Result<u8> {
     let findings = engine.doctor().await?;
     if !a.json {
+        match engine.orphan_containers(false).await {
+            Ok(orphans) if orphans.is_empty() => {}
+            Ok(orphans) => println!(
+                "{} berth container(s) outlive their deleted state directory ({}): they run until removed\n  remove them: berth reconcile --orphans",
+                orphans.len(),
+                orphans
+                    .iter()
+                    .map(|o| o.container.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(e) => println!("could not look for orphan berth containers: {e}"),
+        }
         let disks = engine.disk_doctor().await?;
         match &disks.unbounded {
             Some(note) => println!("{note}"),
