@@ -566,3 +566,29 @@ impl DockerBackend {
         Ok(stale)
     }
 }
+
+#[cfg(test)]
+mod orphan_tests {
+    use super::*;
+
+    #[test]
+    fn a_worktree_label_names_its_state_directory_only_in_berths_layout() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("/tmp/x/state/berths/demo/dev-1/dev-1", Some("/tmp/x/state")),
+            ("/s/berths/p/a/a", Some("/s")),
+            // Not the layout: nothing can be said.
+            ("/tmp/x/state/other/demo/dev-1/dev-1", None),
+            ("relative/berths/p/a/a", None),
+            ("", None),
+            ("/berths", None),
+            ("/a/a", None),
+        ];
+        for (worktree, want) in cases {
+            assert_eq!(
+                state_dir_of_worktree(Path::new(worktree)),
+                want.map(PathBuf::from),
+                "{worktree}"
+            );
+        }
+    }
+}
