@@ -1211,6 +1211,13 @@ fn json_output_matches_docs_cli_json_md() {
         0,
     );
 
+    json("saved ls", &["saved", "ls"], 0);
+    let v = json(
+        "saved drop",
+        &["saved", "drop", "demo", "refs/berth/saved/dev-1/none"],
+        1,
+    );
+    assert_eq!(v["dropped"], false);
     json("events", &["events"], 0);
     json("metrics", &["metrics"], 0);
     json("outbox drain", &["outbox", "drain"], 0);
@@ -1573,4 +1580,55 @@ fn sync_and_export_errors_say_what_to_do() {
         err.contains("is not there any more: give the repository to export into with `--to DIR`"),
         "{err}"
     );
+}
+
+#[test]
+fn down_saves_uncommitted_work_and_prints_how_to_get_it_back() {
+    let cli = Cli::new().with_project();
+    cli.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let ls: serde_json::Value = serde_json::from_str(&cli.ok(&["ls", "--json"])).unwrap();
+    let wt = PathBuf::from(ls[0]["worktree"].as_str().unwrap());
+    std::fs::write(wt.join("unsaved.txt"), "keep me\n").unwrap();
+    let out = cli.ok(&["down", "dev-1"]);
+    assert!(!wt.exists(), "recycled");
+    let fetch = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("get them back: "))
+        .unwrap_or_else(|| panic!("no fetch command in {out}"));
+    assert!(fetch.contains("refs/berth/saved/dev-1/"), "{out}");
+    // The printed command works in a repository of one's own.
+    let mine = cli.dir.path().join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    git(&mine, &["init", "-q"]);
+    let words: Vec<&str> = fetch.split_whitespace().collect();
+    assert_eq!(&words[..2], &["git", "fetch"], "{fetch}");
+    git(&mine, &["fetch", "-q", words[2], words[3]]);
+    let shown = Command::new("git")
+        .args(["show", "FETCH_HEAD:unsaved.txt"])
+        .current_dir(&mine)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&shown.stdout), "keep me\n");
+
+    let listed = cli.ok(&["saved", "ls"]);
+    let refname = words[3].split(':').next().unwrap();
+    assert!(listed.contains(refname), "{listed}");
+    cli.ok(&["saved", "drop", "demo", refname]);
+    assert!(cli.ok(&["saved", "ls"]).contains("no saved work"));
+    let (code, _) = cli.err(&["saved", "drop", "demo", refname]);
+    assert_eq!(code, 1);
+
+    // Clean: nothing saved, nothing said. --discard: nothing saved.
+    for (write, args) in [
+        (false, &["down", "dev-1"][..]),
+        (true, &["down", "dev-1", "--discard"][..]),
+    ] {
+        cli.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+        if write {
+            std::fs::write(wt.join("gone.txt"), "x\n").unwrap();
+        }
+        let out = cli.ok(args);
+        assert!(!out.contains("saved"), "{args:?}: {out}");
+        assert!(cli.ok(&["saved", "ls"]).contains("no saved work"));
+    }
 }

@@ -826,11 +826,22 @@ mv t deep"#,
 
     let served = start(&state, Transport::Socket, &["--no-agent-loops"]);
     let api = Api::new(served.client(&state));
-    let down = api.ok(
+    // What cannot be committed cannot be saved: refused until discarded.
+    let m = api.err(
         "post",
         "/api/agents/{name}/down",
         &["dev-1"],
         Some(json!({"keep_worktree": false})),
+        409,
+        "save_failed",
+    );
+    assert!(m.contains("--discard"), "{m}");
+    assert!(wt.exists());
+    let down = api.ok(
+        "post",
+        "/api/agents/{name}/down",
+        &["dev-1"],
+        Some(json!({"keep_worktree": false, "discard": true})),
     );
     assert_eq!(down["mode"], Value::Null);
     assert!(!wt.exists());

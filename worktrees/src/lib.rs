@@ -58,6 +58,7 @@ mod pack_scan;
 mod push;
 mod reconcile;
 mod recycle;
+mod saved;
 mod walk;
 
 use std::path::Path;
@@ -92,6 +93,7 @@ pub fn chown_beneath(root: &Path, rel: &Path, owner: Owner) -> std::io::Result<(
 pub use push::{PushOutcome, run_pack_job};
 pub use reconcile::{ReconcileAction, ReconcileReport};
 pub use recycle::{RecycleOptions, RecycleReport};
+pub use saved::{SAVED_PREFIX, SavedWork};
 
 /// berth's repositories in one state directory. Cheap to clone; holds no
 /// libgit2 handle.

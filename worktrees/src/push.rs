@@ -91,10 +91,28 @@ impl Worktrees {
             });
         }
 
+        self.push_into(project, agent, &refname, &refname, limits, false)
+    }
+
+    /// Copies the commit at the agent repository's `refname` into the forge
+    /// under `forge_ref`, fast-forward only. With `only_new`, a commit the
+    /// forge already holds is not written again (`updated: false`): what
+    /// `save_unpushed` needs, where the forge's own ref is a new one.
+    pub(crate) fn push_into(
+        &self,
+        project: &ProjectName,
+        agent: &AgentName,
+        refname: &str,
+        forge_ref: &str,
+        limits: &GitLimits,
+        only_new: bool,
+    ) -> Result<PushOutcome> {
+        let op = Op::Push;
+        let refname = refname.to_owned();
         let _agent_lock = RepoLock::acquire(&self.layout.agent_lock(project, agent))?;
         let _forge_lock = RepoLock::acquire(&self.layout.forge_lock(project))?;
         let forge = open_forge(&self.layout, project, op)?;
-        let previous = ref_tip(&forge, &refname, op)?;
+        let previous = ref_tip(&forge, forge_ref, op)?;
         let forge_tips = forge_tips(&forge, &refname)?;
         // Packing only reads: the agent repository is not writable to it.
         let mut confinement = agent_confinement(&self.layout, project, agent, false, op)?;
@@ -120,12 +138,18 @@ impl Worktrees {
                 return Err(e.into_error(op, &helper));
             }
         };
-        let forge_git = |e| error::git(op, forge.path(), Some(&refname))(e);
+        let forge_git = |e| error::git(op, forge.path(), Some(forge_ref))(e);
         let local = Oid::from_str(&ready.tip).map_err(forge_git)?;
-        if previous == Some(local) {
-            running.finish()?;
+        let known = only_new && forge.find_commit(local).is_ok();
+        if previous == Some(local) || known {
+            if known {
+                // Its pack (if any) is not wanted: the helper is stopped.
+                drop(running);
+            } else {
+                running.finish()?;
+            }
             return Ok(PushOutcome {
-                refname,
+                refname: forge_ref.to_owned(),
                 oid: local,
                 previous,
                 updated: false,
@@ -163,14 +187,14 @@ impl Worktrees {
             .map_err(forge_git)?;
         let log = format!("berth: push from agent {agent}");
         match previous {
-            Some(old) => forge.reference_matching(&refname, local, true, old, &log),
-            None => forge.reference(&refname, local, false, &log),
+            Some(old) => forge.reference_matching(forge_ref, local, true, old, &log),
+            None => forge.reference(forge_ref, local, false, &log),
         }
         .map_err(forge_git)?;
         let objects = ready.objects;
-        tracing::info!(refname = %refname, oid = %local, objects, "pushed to forge");
+        tracing::info!(refname = %forge_ref, oid = %local, objects, "pushed to forge");
         Ok(PushOutcome {
-            refname,
+            refname: forge_ref.to_owned(),
             oid: local,
             previous,
             updated: true,

@@ -124,6 +124,24 @@ pub trait SandboxProvider: Send + Sync {
     ) -> Result<Vec<ReconciledContainer>> {
         Ok(Vec::new())
     }
+    /// Berth containers (of any state directory) whose state directory no
+    /// longer exists; removed with `remove`.
+    async fn orphans(&self, _remove: bool) -> Result<Vec<OrphanContainer>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A berth container whose state directory is gone: nothing will ever take
+/// it down but `berth reconcile --orphans`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrphanContainer {
+    pub container: String,
+    pub project: String,
+    pub agent: String,
+    /// The worktree its label names (gone, with its state directory).
+    pub worktree: PathBuf,
+    /// Whether it was removed now.
+    pub removed: bool,
 }
 
 /// The provider of this build: the runner; mounted mode is not here yet.
@@ -349,6 +367,44 @@ pub struct BerthInfo {
     pub task: Option<String>,
     /// What a person should know about this berth's isolation.
     pub note: Option<String>,
+    /// Work `down` saved into the forge before recycling the worktree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved: Option<SavedRef>,
+}
+
+/// Work saved into the forge before a worktree was recycled, and how to get
+/// it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SavedRef {
+    /// The forge's ref (`refs/berth/saved/<agent>/<stamp>`).
+    pub refname: String,
+    /// The commit it holds.
+    pub commit: String,
+    /// The forge (a bare repository).
+    pub forge: PathBuf,
+    /// Whether uncommitted changes were committed into it.
+    pub committed_changes: bool,
+}
+
+/// One saved ref in a forge (`berth saved ls`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SavedEntry {
+    pub project: String,
+    pub refname: String,
+    pub commit: String,
+    pub forge: PathBuf,
+}
+
+impl SavedRef {
+    /// The command that fetches it into a repository of one's own.
+    pub fn fetch_command(&self) -> String {
+        let local = self.refname.trim_start_matches("refs/");
+        format!(
+            "git fetch {} {}:refs/{local}",
+            self.forge.display(),
+            self.refname
+        )
+    }
 }
 
 impl BerthInfo {
@@ -368,6 +424,7 @@ impl BerthInfo {
             branch: a.branch.clone(),
             task: a.task.clone(),
             note: (a.berth == Some(BerthMode::Runner)).then(|| RUNNER_NOTE.to_string()),
+            saved: None,
         }
     }
 }
@@ -732,26 +789,51 @@ impl Engine {
         Ok(info)
     }
 
-    /// Takes an agent's berth down; recycles its worktree unless `keep_worktree`.
+    /// Takes an agent's berth down; recycles its worktree unless
+    /// `keep_worktree`, saving first what the recycle would lose (see
+    /// [`Engine::down_with`]).
+    pub async fn down(&self, agent: &str, keep_worktree: bool, actor: &Actor) -> Result<BerthInfo> {
+        self.down_with(agent, keep_worktree, false, actor).await
+    }
+
+    /// Takes an agent's berth down; recycles its worktree unless
+    /// `keep_worktree`. Before the recycle, uncommitted changes and commits
+    /// the forge does not hold are saved under `refs/berth/saved/<agent>/…`
+    /// in the forge ([`BerthInfo::saved`]) unless `discard`.
     /// Refuses to recycle the worktree of an agent holding a task: a pending
     /// action must never outlive its worktree (ADR 0048, D5).
-    pub async fn down(&self, agent: &str, keep_worktree: bool, actor: &Actor) -> Result<BerthInfo> {
+    pub async fn down_with(
+        &self,
+        agent: &str,
+        keep_worktree: bool,
+        discard: bool,
+        actor: &Actor,
+    ) -> Result<BerthInfo> {
         let a = self.agent(agent).await?;
         if let (Some(task), false) = (&a.task, keep_worktree) {
             return Err(EngineError::State(format!(
-                "agent `{agent}` holds task {} ({}): its worktree must outlive it; use `--keep-worktree`, or resolve the task first",
+                "agent `{agent}` holds task {} ({}): its worktree must outlive it — {}; `berth down {agent} --keep-worktree` takes the berth down and keeps them, or resolve the task first",
                 crate::ids::short(task),
-                a.status.as_str()
+                a.status.as_str(),
+                kept_for_task(&a),
             )));
         }
         let loaded = self.load_project(&a.project).await?;
         self.close_berth(&a, &loaded.config, keep_worktree, actor)
             .await?;
+        let mut saved = None;
         if !keep_worktree {
-            self.recycle_after_down(&a, &loaded.project, None).await?;
+            saved = self
+                .recycle_after_down(&a, &loaded.project, None, discard)
+                .await?;
         }
         let instance = instance_of(self.state.root());
-        Ok(BerthInfo::of(&self.agent(agent).await?, &instance))
+        let mut info = BerthInfo::of(&self.agent(agent).await?, &instance);
+        info.saved = saved;
+        if a.task.is_some() && keep_worktree {
+            info.note = Some(kept_for_task(&a));
+        }
+        Ok(info)
     }
 
     /// Removes the berth's container and records the berth down at once,
@@ -842,8 +924,49 @@ impl Engine {
         a: &Agent,
         project: &crate::projects::Project,
         task: Option<&str>,
-    ) -> Result<()> {
+        discard: bool,
+    ) -> Result<Option<SavedRef>> {
         let system = Actor::system();
+        // Saved first: the berth's disk (and the agent repository on it) goes
+        // after the recycle. A save that fails stops the recycle.
+        let saved = if discard || a.worktree.is_none() {
+            None
+        } else {
+            let saved = self
+                .git()
+                .save_unpushed(project, &a.name, &save_stamp())
+                .await;
+            if let Err(e) = &saved {
+                let mut tx = self.store.write("recording a failed save").await?;
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::WORKTREE_RECYCLE_FAILED, &system)
+                        .project(&a.project)
+                        .agent(&a.name)
+                        .task(task)
+                        .payload(serde_json::json!({
+                            "worktree": a.worktree,
+                            "branch": a.branch,
+                            "error": format!("saving its work first: {e}"),
+                        })),
+                )
+                .await?;
+                tx.commit()
+                    .await
+                    .map_err(EngineError::store("recording a failed save"))?;
+            }
+            saved
+                .map_err(|e| EngineError::SaveFailed {
+                    agent: a.name.clone(),
+                    source: Box::new(e),
+                })?
+                .map(|s| SavedRef {
+                    refname: s.refname,
+                    commit: s.oid.to_string(),
+                    forge: project.forge.clone(),
+                    committed_changes: s.committed_changes,
+                })
+        };
         let recycled = match self.git().recycle(project, &a.name).await {
             Ok(recycled) => recycled,
             Err(e) => {
@@ -895,7 +1018,11 @@ impl Engine {
                     .project(&a.project)
                     .agent(&a.name)
                     .task(task)
-                    .payload(serde_json::json!({ "worktree": a.worktree, "branch": a.branch })),
+                    .payload(serde_json::json!({
+                        "worktree": a.worktree,
+                        "branch": a.branch,
+                        "saved": saved.as_ref().map(|s| &s.refname),
+                    })),
             )
             .await?;
         }
@@ -910,7 +1037,7 @@ impl Engine {
                 tracing::warn!(agent = %a.name, error = %e, "the berth's disk could not be released; the next `down` or `berth reconcile` releases it");
             }
         }
-        Ok(())
+        Ok(saved)
     }
 
     /// Reconciles the containers of this state directory's projects with the
@@ -970,6 +1097,14 @@ impl Engine {
         Ok(report)
     }
 
+    /// Berth containers on this host's Docker engine whose state directory
+    /// no longer exists (any state directory's, this one's included); with
+    /// `remove`, they are removed. A container of a state directory that
+    /// still exists is never one of them.
+    pub async fn orphan_containers(&self, remove: bool) -> Result<Vec<OrphanContainer>> {
+        self.provider.orphans(remove).await
+    }
+
     /// Executes an approved `container_remove`: removes the agent's container
     /// (what runs in it ends, `/tmp` is lost); the berth stays up, and its next
     /// command starts a fresh container on the same worktree.
@@ -1004,6 +1139,32 @@ impl Engine {
         Ok(removed)
     }
 
+    /// The work saved before recycles, in every project's forge (or
+    /// `project`'s): the project, the ref and its commit.
+    pub async fn saved_work(&self, project: Option<&str>) -> Result<Vec<SavedEntry>> {
+        let mut out = Vec::new();
+        for p in self.projects().await? {
+            if project.is_some_and(|want| want != p.name) {
+                continue;
+            }
+            for (refname, commit) in self.git().saved(&p.name).await? {
+                out.push(SavedEntry {
+                    project: p.name.clone(),
+                    refname,
+                    commit,
+                    forge: p.forge.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drops one saved ref from `project`'s forge; false when there was none.
+    pub async fn drop_saved_work(&self, project: &str, refname: &str) -> Result<bool> {
+        let loaded = self.load_project(project).await?;
+        self.git().drop_saved(&loaded.project.name, refname).await
+    }
+
     /// Every agent and its berth.
     pub async fn berths(&self) -> Result<Vec<BerthInfo>> {
         let instance = instance_of(self.state.root());
@@ -1014,6 +1175,44 @@ impl Engine {
             .map(|a| BerthInfo::of(a, &instance))
             .collect())
     }
+}
+
+/// What `down` keeps of an agent holding a task, and why.
+fn kept_for_task(a: &Agent) -> String {
+    let what = format!(
+        "its worktree{} and branch{} are kept",
+        a.worktree
+            .as_ref()
+            .map(|w| format!(" {}", w.display()))
+            .unwrap_or_default(),
+        a.branch
+            .as_ref()
+            .map(|b| format!(" {b}"))
+            .unwrap_or_default(),
+    );
+    let task = a.task.as_deref().map(crate::ids::short).unwrap_or_default();
+    let why = match a.status {
+        crate::agents::AgentStatus::InReview => format!(
+            "task {task} is in review: its PR is judged on that branch and a change the review asks for is made in that worktree; they are recycled when the PR is merged or closed"
+        ),
+        crate::agents::AgentStatus::AwaitingApproval => format!(
+            "task {task} has an action waiting for a person, which runs in that worktree; they are recycled when the task is resolved"
+        ),
+        _ => format!(
+            "task {task} ({}) is worked on there; they are recycled when the task is resolved",
+            a.status.as_str()
+        ),
+    };
+    format!("{what}: {why}")
+}
+
+/// A save's name: the UTC time to the millisecond, `2026-12-02T074000123Z`.
+fn save_stamp() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect()
 }
 
 /// `agent/<agent>/<task id, 8 digits>`, or `agent/<agent>/scratch` with no task.

@@ -189,6 +189,16 @@ pub enum EngineError {
         #[source]
         source: Box<EngineError>,
     },
+    /// What recycling a worktree would lose could not be saved into the
+    /// forge, so the worktree was kept.
+    #[error(
+        "could not save what recycling `{agent}`'s worktree would lose (uncommitted changes, unpushed commits): {source}; nothing was removed. Fix that and run `berth down {agent}` again, or `berth down {agent} --discard` to recycle without saving"
+    )]
+    SaveFailed {
+        agent: String,
+        #[source]
+        source: Box<EngineError>,
+    },
 }
 
 impl EngineError {

@@ -227,7 +227,22 @@ impl Engine {
         let loaded = self.load_project(&project).await?;
         self.close_berth(&a, &loaded.config, false, &Actor::system())
             .await?;
-        self.recycle_after_down(&a, &loaded.project, Some(&task))
+        match self
+            .recycle_after_down(&a, &loaded.project, Some(&task), false)
             .await
+        {
+            Ok(Some(saved)) => {
+                tracing::info!(agent = %agent, refname = %saved.refname, "saved the agent's unpushed work before recycling");
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            // The outcome is recorded; the worktree stays for the next
+            // `down`, which says why.
+            Err(e @ EngineError::SaveFailed { .. }) => {
+                tracing::warn!(agent = %agent, error = %e, "kept the worktree: its work could not be saved");
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 }

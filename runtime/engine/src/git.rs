@@ -228,6 +228,44 @@ impl Git {
         .await
     }
 
+    /// Saves what recycling the agent's worktree would lose (its
+    /// uncommitted changes, committed by the helper as the agent, and a tip
+    /// the forge does not hold) under `refs/berth/saved/<agent>/<stamp>` in
+    /// the forge; `None` when there is nothing to save.
+    pub async fn save_unpushed(
+        &self,
+        project: &Project,
+        agent: &str,
+        stamp: &str,
+    ) -> Result<Option<berth_worktrees::SavedWork>> {
+        let p = project_name(&project.name)?;
+        let a = agent_name(agent)?;
+        let stamp = stamp.to_string();
+        self.blocking(move |wt| Ok(wt.save_unpushed(&p, &a, &stamp)?))
+            .await
+    }
+
+    /// The saved work in `project`'s forge: each ref and its commit.
+    pub async fn saved(&self, project: &str) -> Result<Vec<(String, String)>> {
+        let p = project_name(project)?;
+        self.blocking(move |wt| {
+            Ok(wt
+                .saved(&p)?
+                .into_iter()
+                .map(|(r, o)| (r, o.to_string()))
+                .collect())
+        })
+        .await
+    }
+
+    /// Drops one saved ref from `project`'s forge; false when there was none.
+    pub async fn drop_saved(&self, project: &str, refname: &str) -> Result<bool> {
+        let p = project_name(project)?;
+        let refname = refname.to_string();
+        self.blocking(move |wt| Ok(wt.drop_saved(&p, &refname)?))
+            .await
+    }
+
     /// The tip of `branch` in the forge, if it is there.
     pub async fn forge_head(&self, project: &Project, branch: &str) -> Result<Option<String>> {
         let p = project_name(&project.name)?;

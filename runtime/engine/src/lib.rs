@@ -55,8 +55,8 @@ pub use agents::{Agent, AgentImpl, AgentStatus, AutonomyReport};
 pub use berth_disk::{DiskDoctor, ReconciledDisk, release_disks_under};
 pub use berth_uid::UidFinding;
 pub use berths::{
-    BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, ReconciledContainer, SandboxProvider,
-    UpOptions,
+    BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, OrphanContainer, ReconciledContainer,
+    SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
 pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
 pub use error::{EngineError, Result};

@@ -21,7 +21,9 @@ use berth_sandbox::docker::{
 use berth_sandbox::image::ImageRef;
 use tokio::sync::Mutex;
 
-use crate::berths::{BerthSpec, OpenedSandbox, ReconciledContainer, SandboxProvider};
+use crate::berths::{
+    BerthSpec, OpenedSandbox, OrphanContainer, ReconciledContainer, SandboxProvider,
+};
 use crate::config::{BerthMode, NetworkConfig, NetworkMode, ProjectConfig};
 use crate::error::{EngineError, Result};
 
@@ -240,6 +242,22 @@ impl SandboxProvider for DockerProvider {
                     stale_execs_killed: 0,
                     reason: Some(reason),
                 },
+            })
+            .collect())
+    }
+
+    async fn orphans(&self, remove: bool) -> Result<Vec<OrphanContainer>> {
+        let backend = self.backend().await?;
+        Ok(backend
+            .orphans(remove)
+            .await?
+            .into_iter()
+            .map(|(c, removed)| OrphanContainer {
+                container: c.name,
+                project: c.project,
+                agent: c.agent,
+                worktree: PathBuf::from(c.worktree),
+                removed,
             })
             .collect())
     }

@@ -177,8 +177,18 @@ async fn a_runner_berths_disk_stops_bytes_and_files_at_its_limits_and_down_leave
     assert_ne!(code, 0);
     assert!(stderr.contains("No space left on device"), "{stderr}");
 
-    f.engine
+    // A full disk: nothing can be saved from it, and `down` says so
+    // (keeping the worktree) until told to discard.
+    let refused = f
+        .engine
         .down("dev-1", false, &berth_engine::Actor::current_user())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("--discard"), "{refused}");
+    assert!(p.berth_dir.join("dev-1/many").is_dir(), "nothing removed");
+    f.engine
+        .down_with("dev-1", false, true, &berth_engine::Actor::current_user())
         .await
         .unwrap();
     assert_released(&p);

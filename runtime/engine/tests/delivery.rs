@@ -244,9 +244,24 @@ async fn merging_resolves_the_gate_closing_returns_the_task() {
     );
     let err = f.engine.down("dev-1", false, &user()).await.unwrap_err();
     assert!(
-        err.to_string().contains("its worktree must outlive it"),
+        err.to_string().contains("its worktree must outlive it")
+            && err.to_string().contains("in review")
+            && err.to_string().contains("--keep-worktree"),
         "{err}"
     );
+    // Taken down keeping them, it says what it keeps and why.
+    let before = f.engine.agent("dev-1").await.unwrap();
+    let kept = f.engine.down("dev-1", true, &user()).await.unwrap();
+    let note = kept.note.unwrap_or_default();
+    let worktree = before.worktree.unwrap();
+    assert!(
+        note.contains("in review")
+            && note.contains(&worktree.display().to_string())
+            && note.contains(&before.branch.unwrap())
+            && note.contains("merged or closed"),
+        "{note}"
+    );
+    assert!(worktree.is_dir());
 
     // Merging into the protected base is never auto-approved.
     let merge = f.engine.merge_pr("1", &user()).await.unwrap();

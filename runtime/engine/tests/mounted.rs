@@ -937,8 +937,15 @@ async fn a_containers_work_stops_at_the_berths_own_disk_and_down_leaves_no_disk(
     assert_ne!(code, 0);
     assert!(stderr.contains("No space left on device"), "{stderr}");
 
-    // down: the container, then the worktree, then the disk.
-    m.engine.down("dev-1", false, &user()).await.unwrap();
+    // down: the container, then the worktree, then the disk. A full disk
+    // holds no save commit: `down` says so until told to discard.
+    let refused = m.engine.down("dev-1", false, &user()).await.unwrap_err();
+    assert!(refused.to_string().contains("--discard"), "{refused}");
+    assert!(berth_dir.join("dev-1/many").is_dir(), "nothing removed");
+    m.engine
+        .down_with("dev-1", false, true, &user())
+        .await
+        .unwrap();
     assert!(!m.container_exists("dev-1").await);
     assert!(disk::mounted_at(&berth_dir).unwrap().is_none());
     assert_eq!(disk::loops_backed_by(&image), Vec::<PathBuf>::new());
@@ -1046,7 +1053,16 @@ async fn down_up_and_commit_survive_a_worktree_5000_levels_deep() {
         )
         .await;
     eprintln!("commit of a 5,000-level tree: {:?}", c.diagnostic);
-    m.engine.down("dev-1", false, &user()).await.unwrap();
+    // What cannot be committed cannot be saved: `down` says so and keeps
+    // the worktree until told to discard it.
+    if let Err(e) = m.engine.down("dev-1", false, &user()).await {
+        assert!(e.to_string().contains("--discard"), "{e}");
+        assert!(wt.exists());
+        m.engine
+            .down_with("dev-1", false, true, &user())
+            .await
+            .unwrap();
+    }
     assert!(!m.container_exists("dev-1").await);
     assert!(!wt.exists());
     let a = m.engine.agent("dev-1").await.unwrap();
@@ -1129,8 +1145,11 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
         .await
         .unwrap();
     assert_eq!(info.mode, Some(BerthMode::Mounted));
-    assert!(!wt.join("stuck").exists());
+    // The first `down` saved the uncommitted file (committed on the branch,
+    // which the failed recycle kept): `up` checks it out again, nothing lost.
+    assert_eq!(std::fs::read_to_string(wt.join("stuck/f")).unwrap(), "x\n");
     assert_eq!(m.ok("dev-1", "git status --porcelain").await, "");
+    assert_eq!(m.engine.saved_work(None).await.unwrap().len(), 1);
     m.engine.down("dev-1", false, &user()).await.unwrap();
     assert!(!wt.exists());
     assert!(!m.container_exists("dev-1").await);
@@ -1263,4 +1282,62 @@ async fn a_range_with_no_free_uid_is_a_clear_error() {
     );
     // Nothing was provisioned for b.
     assert!(!m.agent_repo("b").exists());
+}
+
+/// A state directory deleted behind berth's back leaves its berths'
+/// containers running: another state's `reconcile --orphans` finds them by
+/// their worktree label and removes them, and never touches a container of a
+/// state directory that still exists.
+#[tokio::test]
+async fn orphans_of_a_deleted_state_directory_are_found_and_removed() {
+    let m = mounted_or_skip!("orphan");
+    let other = mounted_as("orphan2", "", None).await.unwrap();
+    m.up("dev-1").await;
+    other.up("dev-1").await;
+    let name = |x: &Mounted| {
+        format!(
+            "berth-{}.dev-1.{}",
+            x.project,
+            berth_engine::berths::instance_of(&x.state())
+        )
+    };
+    let (gone, kept) = (name(&m), name(&other));
+    let listed = |o: &[berth_engine::OrphanContainer], c: &str| o.iter().any(|x| x.container == c);
+
+    // Both state directories exist: neither container is an orphan.
+    let found = other.engine.orphan_containers(false).await.unwrap();
+    assert!(
+        !listed(&found, &gone) && !listed(&found, &kept),
+        "{found:?}"
+    );
+
+    let state = m.state();
+    berth_engine::release_disks_under(&state);
+    std::fs::remove_dir_all(&state).unwrap();
+    assert!(m.container_exists("dev-1").await, "still running");
+
+    // Without removing: reported, left alone.
+    let found = other.engine.orphan_containers(false).await.unwrap();
+    let entry = found
+        .iter()
+        .find(|x| x.container == gone)
+        .unwrap_or_else(|| panic!("{gone} not among {found:?}"));
+    assert!(!entry.removed);
+    assert_eq!(
+        (entry.project.as_str(), entry.agent.as_str()),
+        (m.project.as_str(), "dev-1")
+    );
+    assert!(!listed(&found, &kept), "{found:?}");
+    assert!(m.container_exists("dev-1").await);
+
+    // Removing: the orphan goes, the living state's berth stays and runs.
+    let removed = other.engine.orphan_containers(true).await.unwrap();
+    assert!(
+        removed.iter().any(|x| x.container == gone && x.removed),
+        "{removed:?}"
+    );
+    assert!(!listed(&removed, &kept), "{removed:?}");
+    assert!(!m.container_exists("dev-1").await);
+    assert!(other.container_exists("dev-1").await);
+    assert_eq!(other.ok("dev-1", "echo alive").await, "alive\n");
 }

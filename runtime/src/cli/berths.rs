@@ -46,12 +46,20 @@ pub struct DownArgs {
     /// Keep the worktree (and its branch) for a later `berth up`.
     #[arg(long)]
     keep_worktree: bool,
+    /// Recycle without saving uncommitted changes and unpushed commits
+    /// into the forge (`refs/berth/saved/…`).
+    #[arg(long, conflicts_with = "keep_worktree")]
+    discard: bool,
     #[arg(long)]
     json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct ReconcileArgs {
+    /// Also remove the berth containers whose state directory no longer
+    /// exists (any state directory's); without it they are only listed.
+    #[arg(long)]
+    orphans: bool,
     #[arg(long)]
     json: bool,
 }
@@ -132,18 +140,40 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
 }
 
 pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
-    engine
-        .down(&a.agent, a.keep_worktree, &Actor::current_user())
+    let info = engine
+        .down_with(&a.agent, a.keep_worktree, a.discard, &Actor::current_user())
         .await?;
     if a.json {
         print_json(&serde_json::json!({
             "agent": a.agent,
             "worktree": if a.keep_worktree { "kept" } else { "recycled" },
+            "saved": info.saved,
+            "note": info.note,
         }))?;
-    } else if a.keep_worktree {
+        return Ok(0);
+    }
+    if a.keep_worktree {
         println!("{} down; worktree kept", a.agent);
     } else {
         println!("{} down; worktree recycled", a.agent);
+    }
+    if let (true, Some(note)) = (a.keep_worktree, &info.note) {
+        println!("  {note}");
+    }
+    if let Some(saved) = &info.saved {
+        let what = if saved.committed_changes {
+            "its uncommitted changes and unpushed commits"
+        } else {
+            "its unpushed commits"
+        };
+        println!(
+            "  saved {what} as {} (commit {})\n  get them back: {}\n  drop them: berth saved drop {} {}",
+            saved.refname,
+            saved.commit,
+            saved.fetch_command(),
+            info.project,
+            saved.refname
+        );
     }
     Ok(0)
 }
@@ -151,15 +181,33 @@ pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
 pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> {
     let report = engine.reconcile_berths().await?;
     let disks = engine.reconcile_disks().await?;
+    let orphans = engine.orphan_containers(a.orphans).await?;
     if a.json {
-        // The containers, then the berths' disks.
+        // The containers, the berths' disks, then the orphans.
         let all: Vec<serde_json::Value> = report
             .iter()
             .map(serde_json::to_value)
             .chain(disks.iter().map(serde_json::to_value))
+            .chain(orphans.iter().map(serde_json::to_value))
             .collect::<Result<_, _>>()?;
         print_json(&all)?;
         return Ok(0);
+    }
+    for o in &orphans {
+        let verb = if o.removed { "removed" } else { "found" };
+        println!(
+            "{verb} orphan {} ({}/{}): its state directory is gone (worktree {})",
+            o.container,
+            o.project,
+            o.agent,
+            o.worktree.display()
+        );
+    }
+    if !a.orphans && !orphans.is_empty() {
+        println!(
+            "  {} container(s) of deleted state directories; remove them: berth reconcile --orphans",
+            orphans.len()
+        );
     }
     for d in &disks {
         match d.outcome {
@@ -203,6 +251,19 @@ pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> 
 pub async fn doctor(engine: &Engine, a: DoctorArgs) -> anyhow::Result<u8> {
     let findings = engine.doctor().await?;
     if !a.json {
+        match engine.orphan_containers(false).await {
+            Ok(orphans) if orphans.is_empty() => {}
+            Ok(orphans) => println!(
+                "{} berth container(s) outlive their deleted state directory ({}): they run until removed\n  remove them: berth reconcile --orphans",
+                orphans.len(),
+                orphans
+                    .iter()
+                    .map(|o| o.container.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(e) => println!("could not look for orphan berth containers: {e}"),
+        }
         let disks = engine.disk_doctor().await?;
         match &disks.unbounded {
             Some(note) => println!("{note}"),

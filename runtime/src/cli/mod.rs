@@ -11,6 +11,7 @@ mod live_output;
 mod log;
 mod pr;
 mod project;
+mod saved;
 mod serve;
 mod task;
 
@@ -63,6 +64,9 @@ pub enum Command {
     Down(berths::DownArgs),
     /// Adopt the running containers of berths that are up, remove the rest.
     Reconcile(berths::ReconcileArgs),
+    /// Work saved into the forge before a worktree was recycled.
+    #[command(subcommand)]
+    Saved(saved::SavedCommand),
     /// Check this host's berths: those whose uid is also a host account.
     Doctor(berths::DoctorArgs),
     /// Agent images, built locally.
@@ -201,6 +205,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         | Command::Completions { .. }
         | Command::Image(_) => 0,
         Command::Reconcile(a) => berths::reconcile(&engine, a).await?,
+        Command::Saved(c) => saved::run(&engine, c).await?,
         Command::Doctor(a) => berths::doctor(&engine, a).await?,
         Command::Project(c) => project::run(&engine, c).await?,
         Command::Agent(c) => agent::run(&engine, c).await?,

@@ -7,6 +7,7 @@
 //! removed.
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 use bollard::exec::CreateExecOptions;
 use bollard::models::ContainerCreateBody;
@@ -19,7 +20,7 @@ use super::exec::{self, ExecOwner, PROBE_SCRIPT, Target};
 use super::spec::{container_name, container_name_in};
 use super::{
     AGENT_LABEL, BerthSpec, DockerBackend, DockerBerth, DockerError, INSTANCE_LABEL, MANAGED_LABEL,
-    PROJECT_LABEL, SPEC_LABEL, is_conflict, is_not_found, status_of,
+    PROJECT_LABEL, SPEC_LABEL, WORKTREE_LABEL, is_conflict, is_not_found, status_of,
 };
 use crate::image::{ImageInfo, ImageRef};
 use crate::{SandboxError, WorkAccess};
@@ -36,6 +37,20 @@ pub struct BerthContainer {
     pub instance: String,
     /// Docker's state: `running`, `exited`, `created`, ….
     pub state: String,
+    /// The host worktree its label names; empty when the label is missing.
+    pub worktree: String,
+}
+
+/// The state directory a berth container's worktree label points into:
+/// worktrees lie at `<state>/berths/<project>/<agent>/<agent>`. `None` when
+/// the path does not have that shape (an older or foreign container), so
+/// nothing can be said about it.
+pub fn state_dir_of_worktree(worktree: &Path) -> Option<PathBuf> {
+    if !worktree.is_absolute() {
+        return None;
+    }
+    let berths = worktree.ancestors().nth(3)?;
+    (berths.file_name()? == "berths").then(|| berths.parent().map(Path::to_path_buf))?
 }
 
 /// What reconcile did with one container.
@@ -385,6 +400,7 @@ impl DockerBackend {
                     agent: label(AGENT_LABEL),
                     instance: label(INSTANCE_LABEL),
                     state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                    worktree: label(WORKTREE_LABEL),
                 }
             })
             .collect())
@@ -463,6 +479,35 @@ impl DockerBackend {
         Ok(report)
     }
 
+    /// Berth containers of every installation whose state directory no
+    /// longer exists (deleted, or a temporary one removed): nothing will ever
+    /// take them down. With `remove`, each is removed; the answer says which
+    /// were. A container whose worktree still exists, whose state directory
+    /// still exists (that state's own reconcile decides about it) or whose
+    /// worktree label berth cannot read is never counted.
+    pub async fn orphans(&self, remove: bool) -> Result<Vec<(BerthContainer, bool)>, DockerError> {
+        let mut out = Vec::new();
+        for c in self.list_berths_in(None, None).await? {
+            let worktree = Path::new(&c.worktree);
+            let Some(state) = state_dir_of_worktree(worktree) else {
+                continue;
+            };
+            // `symlink_metadata`: a path that exists in any form is not gone.
+            if worktree.symlink_metadata().is_ok() || state.symlink_metadata().is_ok() {
+                continue;
+            }
+            let removed = if remove {
+                self.remove(&c.name).await?;
+                tracing::info!(container = %c.name, state = %state.display(), "removed an orphan berth container");
+                true
+            } else {
+                false
+            };
+            out.push((c, removed));
+        }
+        Ok(out)
+    }
+
     /// Kills running execs whose berth process is dead; returns how many.
     async fn kill_stale_execs(&self, name: &str) -> Result<usize, DockerError> {
         let api = |op: &'static str| {
@@ -519,5 +564,31 @@ impl DockerBackend {
                 })?;
         }
         Ok(stale)
+    }
+}
+
+#[cfg(test)]
+mod orphan_tests {
+    use super::*;
+
+    #[test]
+    fn a_worktree_label_names_its_state_directory_only_in_berths_layout() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("/tmp/x/state/berths/demo/dev-1/dev-1", Some("/tmp/x/state")),
+            ("/s/berths/p/a/a", Some("/s")),
+            // Not the layout: nothing can be said.
+            ("/tmp/x/state/other/demo/dev-1/dev-1", None),
+            ("relative/berths/p/a/a", None),
+            ("", None),
+            ("/berths", None),
+            ("/a/a", None),
+        ];
+        for (worktree, want) in cases {
+            assert_eq!(
+                state_dir_of_worktree(Path::new(worktree)),
+                want.map(PathBuf::from),
+                "{worktree}"
+            );
+        }
     }
 }

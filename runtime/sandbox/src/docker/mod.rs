@@ -25,7 +25,7 @@ use std::time::Duration;
 use bollard::Docker;
 
 pub use berth::DockerBerth;
-pub use lifecycle::{BerthContainer, ReconcileAction, ReconcileReport};
+pub use lifecycle::{BerthContainer, ReconcileAction, ReconcileReport, state_dir_of_worktree};
 pub use spec::{BerthSpec, ExtraMount, Limits, Network};
 
 use crate::SandboxError;

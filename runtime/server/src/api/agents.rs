@@ -104,6 +104,9 @@ pub(crate) async fn up(
 pub(crate) struct DownBody {
     #[serde(default)]
     keep_worktree: bool,
+    /// Recycle without saving uncommitted changes and unpushed commits.
+    #[serde(default)]
+    discard: bool,
 }
 
 pub(crate) async fn down(
@@ -112,7 +115,9 @@ pub(crate) async fn down(
     JsonBody(b): JsonBody<DownBody>,
 ) -> Result<Json<BerthInfo>, ApiError> {
     Ok(Json(
-        app.engine.down(&agent, b.keep_worktree, &app.user).await?,
+        app.engine
+            .down_with(&agent, b.keep_worktree, b.discard, &app.user)
+            .await?,
     ))
 }
 
