@@ -31,6 +31,9 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
 }
 
 /// A chromedriver this test started, and its one session.
+/// How often a lookup is repeated when the page replaced what it found.
+const STALE_RETRIES: usize = 20;
+
 struct Browser {
     driver: Child,
     wd: Client,
@@ -121,23 +124,42 @@ impl Browser {
     }
 
     fn text(&self, css: &str) -> String {
-        let el = self.find(css);
-        self.cmd("GET", &format!("/element/{el}/text"), None)
-            .as_str()
-            .unwrap()
-            .to_string()
+        for _ in 0..STALE_RETRIES {
+            let el = self.find(css);
+            if let Some(t) = self.element_text(&el) {
+                return t;
+            }
+        }
+        panic!("{css}: the element went stale {STALE_RETRIES} times in a row");
     }
 
+    /// The texts of every element `css` finds. The page re-renders as it
+    /// polls, so an element found may be gone when its text is asked
+    /// ("stale element reference"): then the whole list is found again.
     fn texts(&self, css: &str) -> Vec<String> {
-        self.find_all(css)
-            .iter()
-            .map(|el| {
-                self.cmd("GET", &format!("/element/{el}/text"), None)
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
+        for _ in 0..STALE_RETRIES {
+            let found: Option<Vec<String>> = self
+                .find_all(css)
+                .iter()
+                .map(|el| self.element_text(el))
+                .collect();
+            if let Some(texts) = found {
+                return texts;
+            }
+        }
+        panic!("{css}: an element went stale {STALE_RETRIES} times in a row");
+    }
+
+    /// An element's text, `None` when the page replaced it meanwhile.
+    fn element_text(&self, el: &str) -> Option<String> {
+        let url = format!("/session/{}/element/{el}/text", self.session);
+        let r = self.wd.call("GET", &url, None);
+        let v = r.json();
+        if r.status == 404 && v["value"]["error"] == "stale element reference" {
+            return None;
+        }
+        assert_eq!(r.status, 200, "GET {url}: {v}");
+        Some(v["value"].as_str().unwrap().to_string())
     }
 
     fn click(&self, css: &str) {
