@@ -52,7 +52,14 @@ unset BERTH_STATE || true
 downs() {
   for a in dev-1 dev-2; do "$BERTH" down "$a" --keep-worktree >/dev/null 2>&1 || true; done
 }
-trap 'downs; rm -rf "$work"' EXIT
+# A berth's own disk (berth as root) stays mounted while its worktree is
+# kept: a temporary state is unmounted before it is removed.
+unmount_temp() {
+  [ "$state" = "$work/state" ] || return 0
+  awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+trap 'downs; unmount_temp; rm -rf "$work"' EXIT
 
 b() { "$BERTH" "$@"; }
 # The first "KEY":"VALUE" of a JSON text (berth prints the id first).
@@ -89,9 +96,9 @@ pass "branch $branch1 in the forge"
 berth_mode=$(b ls --json | grep -o '"agent":"dev-1"[^}]*"mode":"[a-z]*"' | sed 's/.*"mode":"//; s/"$//')
 [ "$berth_mode" = "$mode" ] || fail "dev-1's berth is in '$berth_mode' mode, expected $mode"
 if [ "$mode" = mounted ]; then
-  container=$(docker ps --filter "label=berth.worktree=$state/worktrees/demo/dev-1" --format '{{.Names}}')
+  container=$(docker ps --filter "label=berth.worktree=$state/berths/demo/dev-1/dev-1" --format '{{.Names}}')
   [ -n "$container" ] || fail "no container for dev-1's mounted berth"
-  owner=$(stat -c %u "$state/worktrees/demo/dev-1/noop/$short1.md")
+  owner=$(stat -c %u "$state/berths/demo/dev-1/dev-1/noop/$short1.md")
   [ "$owner" = 1000 ] || fail "the noop agent's file belongs to uid $owner, not the container's uid 1000"
   pass "dev-1 worked in a mounted berth (container $container, files owned by uid 1000)"
 else
@@ -158,7 +165,7 @@ if [ "$state" = "$work/state" ]; then where="a temporary state, removed"; else w
 downs
 if [ "$mode" = mounted ]; then
   for a in dev-1 dev-2; do
-    left=$(docker ps -a --filter "label=berth.worktree=$state/worktrees/demo/$a" --format '{{.Names}}')
+    left=$(docker ps -a --filter "label=berth.worktree=$state/berths/demo/$a/$a" --format '{{.Names}}')
     [ -z "$left" ] || fail "$a's container is left after down: $left"
   done
   pass "no container left after down"
