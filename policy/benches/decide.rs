@@ -28,17 +28,10 @@ fn sample(path: &str, step: usize) -> Vec<Inputs> {
         .collect()
 }
 
-/// `shared/FILE` in the nearest ancestor of the crate that has it (the
-/// project's `../shared/`, also from a worktree deeper down).
-fn shared(file: &str) -> String {
-    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    crate_dir
-        .ancestors()
-        .map(|d| d.join("shared").join(file))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| crate_dir.join("../../shared").join(file))
-        .display()
-        .to_string()
+/// A case file kept in the project (`tests/cases/`), so the bench needs
+/// nothing beside the clone.
+fn project_cases(file: &str) -> String {
+    format!("{}/tests/cases/{file}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A case in the container frame with an allow list, as agents run.
@@ -145,7 +138,7 @@ fn bench(c: &mut Criterion) {
 
     // The corpus mix: one iteration decides every sampled command; the time
     // per command is the iteration's time over the element count.
-    let mut mix = sample(&shared("replay/tldr-dev.jsonl"), 7);
+    let mut mix = sample(&project_cases("replay-tldr-dev.jsonl"), 7);
     mix.extend(sample(
         concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases/public.jsonl"),
         1,
