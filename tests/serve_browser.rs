@@ -437,14 +437,23 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
             .into_iter()
             .find(|r| r.contains("pr_open") && r.contains("executed"))
     });
-    let log = browser.texts("#events tr.event td.type");
-    for kind in [
+    // The log follows the event stream, which may trail the API the status
+    // and the actions table read: wait for it rather than read it once.
+    let kinds = [
         "task.claimed",
         "proposed_action.approved",
         "action.executed",
         "task.in_review",
-    ] {
-        assert!(log.iter().any(|k| k == kind), "{kind} in {log:?}");
+    ];
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !kinds.iter().all(|kind| seen.iter().any(|k| k == kind)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{kinds:?} in the task page's log {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        seen = browser.texts("#events tr.event td.type");
     }
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-task-page.png");
     browser.screenshot(&shot);
