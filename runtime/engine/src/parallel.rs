@@ -10,9 +10,12 @@
 //! team size (the idempotency key names it), so a denial is not asked again
 //! until the team changes. Accepting creates `<agent>-2` (or the next free
 //! suffix) with the same implementation (a noop agent's twin is noop: ADR
-//! 0018), every autonomy row and the instructions of the agent it copies —
-//! without the autonomy, one-click acceptance would turn into three manual
-//! approvals per task.
+//! 0018), the instructions of the agent it copies, and the seed's fixed
+//! autonomy set — `auto_approve` for the delivery chain
+//! ([`ACTIVATION_SEEDS`], never `git_merge`), not a copy of the base agent's
+//! rows: without it one-click acceptance would turn into three manual
+//! approvals per task, and a copy would hand the twin every widening a
+//! person granted the base agent alone.
 
 use std::path::PathBuf;
 
@@ -20,6 +23,7 @@ use berth_policy::Action;
 
 use crate::Engine;
 use crate::actions::{ActionRecord, ActionResult, Outcome, Proposal};
+use crate::agents::ACTIVATION_SEEDS;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
@@ -114,17 +118,22 @@ impl Engine {
         .execute(&mut *tx)
         .await
         .map_err(EngineError::store("creating a parallel agent"))?;
-        let copied = sqlx::query(
-            "INSERT INTO autonomy (agent, action_type, mode, updated_at) \
-             SELECT $1, action_type, mode, $2 FROM autonomy WHERE agent = $3",
-        )
-        .bind(&name)
-        .bind(now)
-        .bind(&base.name)
-        .execute(&mut *tx)
-        .await
-        .map_err(EngineError::store("copying autonomy"))?
-        .rows_affected();
+        // The seed's fixed set, not a copy of the base agent's rows: a person
+        // who widened the base agent's autonomy (a terminal, git_merge) did
+        // so for that agent; the twin starts from the delivery chain.
+        let mut seeded = 0;
+        for kind in ACTIVATION_SEEDS {
+            seeded += sqlx::query(
+                "INSERT INTO autonomy (agent, action_type, mode, updated_at) VALUES ($1, $2, 'auto_approve', $3)",
+            )
+            .bind(&name)
+            .bind(kind)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("seeding the parallel agent's autonomy"))?
+            .rows_affected();
+        }
         let from = self.instructions_path(&base.name);
         let instructions = if from.is_file() {
             let to = self.instructions_path(&name);
@@ -143,7 +152,8 @@ impl Engine {
                     "impl": base.implementation.as_str(),
                     "identity": crate::agents::identity(&name),
                     "parallel_of": base.name,
-                    "autonomy_rows": copied,
+                    "autonomy_rows": seeded,
+                    "seeded": ACTIVATION_SEEDS,
                     "instructions": instructions,
                 })),
         )
@@ -155,7 +165,7 @@ impl Engine {
             agent: name,
             of: base.name.clone(),
             implementation: base.implementation.as_str().to_string(),
-            autonomy_rows: copied,
+            autonomy_rows: seeded,
         }))
     }
 

@@ -23,7 +23,8 @@ async fn parallelize_actions(f: &Fixture) -> Vec<berth_engine::ActionRecord> {
 }
 
 #[tokio::test]
-async fn piled_up_work_proposes_a_twin_that_inherits_impl_autonomy_and_instructions() {
+async fn piled_up_work_proposes_a_twin_that_inherits_impl_and_instructions_with_the_seeded_autonomy()
+ {
     let f = Fixture::new().await;
     let path = f.state().project_config("demo");
     let text = std::fs::read_to_string(&path)
@@ -33,6 +34,10 @@ async fn piled_up_work_proposes_a_twin_that_inherits_impl_autonomy_and_instructi
     f.agent("dev-1", AgentImpl::Noop).await;
     f.engine
         .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .await
+        .unwrap();
+    f.engine
+        .set_autonomy("dev-1", "git_merge", Mode::AutoApprove, &user())
         .await
         .unwrap();
     // Auto mode on: parallelize still asks.
@@ -111,8 +116,23 @@ async fn piled_up_work_proposes_a_twin_that_inherits_impl_autonomy_and_instructi
         .iter()
         .map(|(k, m)| (k.to_string(), m))
         .collect();
-    assert_eq!(a, b);
-    assert_eq!(autonomy_rows as usize, a.len());
+    // The twin gets the seed's fixed set (ADR 0018), not the base agent's
+    // widenings: no terminal, never git_merge.
+    let seeded: Vec<_> = berth_engine::ACTIVATION_SEEDS
+        .iter()
+        .map(|k| (k.to_string(), Mode::AutoApprove))
+        .collect();
+    let mut b_sorted = b.clone();
+    b_sorted.sort();
+    let mut seeded_sorted = seeded.clone();
+    seeded_sorted.sort();
+    assert_eq!(b_sorted, seeded_sorted);
+    assert!(a.iter().any(|(k, _)| k == "git_merge"), "{a:?}");
+    assert!(
+        !b.iter().any(|(k, _)| k == "git_merge" || k == "terminal"),
+        "{b:?}"
+    );
+    assert_eq!(autonomy_rows as usize, b.len());
     assert_eq!(
         std::fs::read_to_string(f.engine.instructions_path("dev-1-2")).unwrap(),
         "be brief\n"
