@@ -54,9 +54,19 @@ impl StateDir {
     }
 }
 
-/// Checks a name used as a path component and in branch names: projects,
-/// agents. Lowercase ASCII letters, digits, `-`, `_` and `.`; starting with a
-/// letter or digit; at most 64 bytes.
+/// The longest project or agent name: a container is named
+/// `berth-<project>.<agent>.<instance>` and Docker's names stay short.
+pub const MAX_NAME_LEN: usize = 48;
+
+/// Checks a project or agent name, once, where a person gives it (`project
+/// add`, `agent activate`, the hook): the one rule every place that uses the
+/// name accepts — a path component, a branch name (`berth_worktrees`'
+/// `ProjectName`/`AgentName`), a Docker container name and its labels.
+/// Lowercase ASCII letters, digits, `-` and `_`; starting with a letter or
+/// digit; at most [`MAX_NAME_LEN`] bytes. No `.`: the container name joins
+/// project and agent with `.`, so `a.b`+`c` and `a`+`b.c` would be one
+/// container (and a name with `.` passed here once, then failed at a mounted
+/// `berth up` after its worktree existed).
 pub fn check_name(what: &'static str, name: &str) -> crate::Result<()> {
     let ok_first = name
         .bytes()
@@ -64,14 +74,16 @@ pub fn check_name(what: &'static str, name: &str) -> crate::Result<()> {
         .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
     let ok_rest = name
         .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
-    if ok_first && ok_rest && name.len() <= 64 && !name.contains("..") && !name.ends_with(".lock") {
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_'));
+    if ok_first && ok_rest && name.len() <= MAX_NAME_LEN {
         Ok(())
     } else {
         Err(crate::EngineError::Invalid {
             what,
             value: name.to_string(),
-            why: "use lowercase letters, digits, `-`, `_` or `.`, starting with a letter or digit, at most 64 characters".into(),
+            why: format!(
+                "use lowercase letters, digits, `-` or `_`, starting with a letter or digit, at most {MAX_NAME_LEN} characters (no `.`: it joins project and agent in container names)"
+            ),
         })
     }
 }
@@ -82,7 +94,7 @@ mod tests {
 
     #[test]
     fn names() {
-        for good in ["dev-1", "p", "my_project.v2", "0x"] {
+        for good in ["dev-1", "p", "my_project_v2", "0x", &"a".repeat(48)] {
             assert!(check_name("agent", good).is_ok(), "{good}");
         }
         for bad in [
@@ -92,10 +104,29 @@ mod tests {
             "a/b",
             "a..b",
             "x.lock",
+            "my_project.v2",
             "a b",
-            &"a".repeat(65),
+            &"a".repeat(49),
         ] {
             assert!(check_name("agent", bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A name this check accepts is accepted everywhere it is used later:
+    /// git's names (the sandbox checks a container's the same way).
+    #[test]
+    fn an_accepted_name_is_accepted_downstream() {
+        for name in [
+            "dev-1",
+            "p",
+            "my_project_v2",
+            "0x",
+            "a-_-b",
+            &"z".repeat(48),
+        ] {
+            check_name("project", name).unwrap();
+            berth_worktrees::ProjectName::new(name).unwrap();
+            berth_worktrees::AgentName::new(name).unwrap();
         }
     }
 }
