@@ -17,6 +17,7 @@ pub mod berth_disk;
 pub mod berth_uid;
 pub mod berths;
 mod breaker;
+pub mod checkup;
 pub mod config;
 pub mod confinement;
 pub mod declared_dirs;
@@ -51,7 +52,7 @@ pub use actions::{
     Outcome, OutputSink, Proposal, ProposeStatus, Proposed,
 };
 pub use agent_io::{AgentIo, Delivery};
-pub use agents::{Agent, AgentImpl, AgentStatus, AutonomyReport};
+pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport};
 pub use berth_disk::{DiskDoctor, ReconciledDisk, release_disks_under};
 pub use berth_uid::UidFinding;
 pub use berths::{

@@ -1,5 +1,6 @@
 //! `berth up|down|ls|exec|doctor`.
 
+use berth_engine::checkup::CheckStatus;
 use berth_engine::{
     ActionParams, ActionResult, Actor, BerthMode, Engine, Proposal, ProposeStatus, UpOptions,
 };
@@ -247,60 +248,22 @@ pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> 
     Ok(0)
 }
 
-/// Exit 0 when nothing was found, 1 when a berth needs moving.
+/// Every part berth depends on, each line with what to do. Exit 0 when all
+/// is in place or only warnings, 1 when something berth needs is missing.
 pub async fn doctor(engine: &Engine, a: DoctorArgs) -> anyhow::Result<u8> {
-    let findings = engine.doctor().await?;
-    if !a.json {
-        match engine.orphan_containers(false).await {
-            Ok(orphans) if orphans.is_empty() => {}
-            Ok(orphans) => println!(
-                "{} berth container(s) outlive their deleted state directory ({}): they run until removed\n  remove them: berth reconcile --orphans",
-                orphans.len(),
-                orphans
-                    .iter()
-                    .map(|o| o.container.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Err(e) => println!("could not look for orphan berth containers: {e}"),
-        }
-        let disks = engine.disk_doctor().await?;
-        match &disks.unbounded {
-            Some(note) => println!("{note}"),
-            None => println!(
-                "each berth's worktree and repository live on a disk of its own ([sandbox] disk, disk_inodes)"
-            ),
-        }
-        for (project, agent) in &disks.unmounted {
-            println!(
-                "{agent} ({project}): its disk is not mounted (a reboot?), so its worktree is not where berth looks\n  mount it again: berth reconcile"
-            );
-        }
-        for (project, agent) in &disks.without_disk {
-            println!(
-                "{agent} ({project}) has a worktree on this host's disk, not on one of its own (made before, or while berth was not root): what it writes is not limited\n  move it: berth down {agent} (its worktree is recycled), then berth up {agent} --project {project}"
-            );
-        }
-    }
+    let checkup = engine.checkup().await?;
+    let failed = checkup.worst() == CheckStatus::Fail;
     if a.json {
-        print_json(&findings)?;
-    } else if findings.is_empty() {
-        println!(
-            "every berth's uid is its own: no host account, group or subordinate range has it"
-        );
-    } else {
-        for f in &findings {
-            println!(
-                "{} ({}) runs as uid {}, which the host also gives to someone: {}\n  move it: {}",
-                f.agent,
-                f.project,
-                f.uid,
-                f.claims.join("; "),
-                f.command
-            );
+        print_json(&checkup)?;
+        return Ok(u8::from(failed));
+    }
+    for c in &checkup.checks {
+        println!("{:<4} {:<8} {}", c.status.as_str(), c.part, c.detail);
+        if let Some(fix) = &c.fix {
+            println!("              fix: {fix}");
         }
     }
-    Ok(u8::from(!findings.is_empty()))
+    Ok(u8::from(failed))
 }
 
 pub async fn ls(engine: &Engine, a: LsArgs) -> anyhow::Result<u8> {

@@ -1,0 +1,389 @@
+//! `berth doctor`: every part berth depends on, checked where it can be
+//! without running an agent, each finding with what to do.
+//!
+//! A person runs the doctor when something does not work, or before trusting
+//! a machine with agents; it must name the part (the Docker engine, an
+//! image, a confinement mechanism, the state's permissions, berth's own
+//! helper programs, the host's git, the berths' disks and uids) and the one
+//! command or setting that fixes it, and never stop at the first problem.
+//! The checks only read: nothing is built, pulled, started or removed here.
+
+use serde::Serialize;
+
+use berth_sandbox::docker::DockerBackend;
+
+use crate::Engine;
+use crate::config::{BerthMode, ModeChoice};
+use crate::error::Result;
+use crate::mounted::image_of;
+
+/// How a part stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// In place.
+    Ok,
+    /// Works, with a limit a person should know (a fallback, a weaker bound).
+    Warn,
+    /// Something berth needs is missing: some commands will fail.
+    Fail,
+}
+
+impl CheckStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckStatus::Ok => "ok",
+            CheckStatus::Warn => "warn",
+            CheckStatus::Fail => "fail",
+        }
+    }
+}
+
+/// One finding of the doctor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// The part checked: `state`, `docker`, `image`, `runner`, `helper`,
+    /// `git`, `disk`, `uid`, `orphans`.
+    pub part: &'static str,
+    pub status: CheckStatus,
+    /// What was found.
+    pub detail: String,
+    /// What to do, when something is to be done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(part: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            part,
+            status: CheckStatus::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn with(
+        part: &'static str,
+        status: CheckStatus,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
+        Check {
+            part,
+            status,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// Every finding, in the order a person would fix them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Checkup {
+    pub checks: Vec<Check>,
+}
+
+impl Checkup {
+    /// The worst status found (`Ok` when there are no checks).
+    pub fn worst(&self) -> CheckStatus {
+        if self.checks.iter().any(|c| c.status == CheckStatus::Fail) {
+            CheckStatus::Fail
+        } else if self.checks.iter().any(|c| c.status == CheckStatus::Warn) {
+            CheckStatus::Warn
+        } else {
+            CheckStatus::Ok
+        }
+    }
+}
+
+impl Engine {
+    /// Checks every part berth depends on; see the module doc.
+    pub async fn checkup(&self) -> Result<Checkup> {
+        let mut checks = Vec::new();
+        self.check_state(&mut checks);
+        let docker = self.check_docker(&mut checks).await?;
+        if let Some(backend) = &docker {
+            self.check_images(backend, &mut checks).await?;
+        }
+        check_runner(&mut checks);
+        check_helpers(&mut checks);
+        check_git(&mut checks);
+        self.check_disks(&mut checks).await?;
+        self.check_uids(&mut checks).await?;
+        if docker.is_some() {
+            self.check_orphans(&mut checks).await;
+        }
+        Ok(Checkup { checks })
+    }
+
+    fn check_state(&self, checks: &mut Vec<Check>) {
+        match crate::private_state::exposure(&self.state) {
+            Ok(exposed) if exposed.is_empty() => checks.push(Check::ok(
+                "state",
+                format!(
+                    "{} and its store are private to this user",
+                    self.state.root().display()
+                ),
+            )),
+            Ok(exposed) => {
+                for e in exposed {
+                    checks.push(Check::with(
+                        "state",
+                        CheckStatus::Warn,
+                        format!(
+                            "{} is open to other users (mode {:04o})",
+                            e.path.display(),
+                            e.mode
+                        ),
+                        format!("chmod {:o} {}", e.wanted, e.path.display()),
+                    ));
+                }
+            }
+            Err(e) => checks.push(Check::with(
+                "state",
+                CheckStatus::Fail,
+                format!("cannot read the state's permissions: {e}"),
+                "check that this user owns the state directory (BERTH_STATE or --state)",
+            )),
+        }
+    }
+
+    /// The projects' fixed modes: whether any needs Docker.
+    async fn modes(&self) -> Result<Vec<(String, ModeChoice)>> {
+        let mut modes = Vec::new();
+        for p in self.projects().await? {
+            // A broken berth.toml is the project's own finding, said by
+            // every command that loads it; here it only leaves the mode open.
+            let choice = self
+                .load_project_files(&p.name)
+                .map(|(config, _)| config.sandbox.mode)
+                .unwrap_or_default();
+            modes.push((p.name, choice));
+        }
+        Ok(modes)
+    }
+
+    async fn check_docker(&self, checks: &mut Vec<Check>) -> Result<Option<DockerBackend>> {
+        let modes = self.modes().await?;
+        let fixed_mounted: Vec<&str> = modes
+            .iter()
+            .filter(|(_, m)| m.fixed() == Some(BerthMode::Mounted))
+            .map(|(p, _)| p.as_str())
+            .collect();
+        match DockerBackend::connect().await {
+            Ok(backend) => {
+                checks.push(Check::ok(
+                    "docker",
+                    format!(
+                        "the Docker engine answers at {}: mounted berths run in containers",
+                        backend.socket()
+                    ),
+                ));
+                Ok(Some(backend))
+            }
+            Err(e) => {
+                let (status, consequence) = if fixed_mounted.is_empty() {
+                    (
+                        CheckStatus::Warn,
+                        "berths run as runner berths on this host (sandbox.mode = \"auto\")"
+                            .to_string(),
+                    )
+                } else {
+                    (
+                        CheckStatus::Fail,
+                        format!(
+                            "project(s) {} fix sandbox.mode = \"mounted\" and cannot come up",
+                            fixed_mounted.join(", ")
+                        ),
+                    )
+                };
+                checks.push(Check::with(
+                    "docker",
+                    status,
+                    format!("the Docker engine does not answer ({e}): {consequence}"),
+                    "start it (sudo systemctl start docker), or set DOCKER_HOST to its socket; a user needs to be in the docker group",
+                ));
+                Ok(None)
+            }
+        }
+    }
+
+    async fn check_images(&self, backend: &DockerBackend, checks: &mut Vec<Check>) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in self.projects().await? {
+            let Ok((config, _)) = self.load_project_files(&p.name) else {
+                continue;
+            };
+            if config.sandbox.mode.fixed() == Some(BerthMode::Runner) {
+                continue;
+            }
+            let image = image_of(&config);
+            if !seen.insert(config.sandbox.image.clone()) {
+                continue;
+            }
+            let shown = match config.sandbox.image.trim() {
+                "" => "the default agent image".to_string(),
+                name => format!("image {name}"),
+            };
+            match backend.ensure_image(&image).await {
+                Ok(info) => checks.push(Check::ok(
+                    "image",
+                    format!("{shown} is here ({}), for project {}", info.name, p.name),
+                )),
+                Err(e) => checks.push(Check::with(
+                    "image",
+                    CheckStatus::Fail,
+                    format!("{shown} of project {}: {e}", p.name),
+                    match config.sandbox.image.trim() {
+                        "" => "berth image build".to_string(),
+                        name => format!(
+                            "build or load {name} locally (docker build -t {name} …; there is no registry), or set [sandbox] image = \"\" for the default"
+                        ),
+                    },
+                )),
+            }
+        }
+        Ok(())
+    }
+
+    async fn check_disks(&self, checks: &mut Vec<Check>) -> Result<()> {
+        let disks = self.disk_doctor().await?;
+        match disks.unbounded {
+            Some(note) => checks.push(Check::with(
+                "disk",
+                CheckStatus::Warn,
+                note,
+                "run berth as root for a disk per berth, or bound the state directory's file system",
+            )),
+            None => checks.push(Check::ok(
+                "disk",
+                "each berth's worktree and repository live on a disk of its own ([sandbox] disk, disk_inodes)",
+            )),
+        }
+        for (project, agent) in disks.unmounted {
+            checks.push(Check::with(
+                "disk",
+                CheckStatus::Fail,
+                format!(
+                    "{agent} ({project}): its disk is not mounted (a reboot?), so its worktree is not where berth looks"
+                ),
+                "berth reconcile",
+            ));
+        }
+        for (project, agent) in disks.without_disk {
+            checks.push(Check::with(
+                "disk",
+                CheckStatus::Warn,
+                format!(
+                    "{agent} ({project}) has a worktree on this host's disk, not on one of its own (made before, or while berth was not root): what it writes is not limited"
+                ),
+                format!("berth down {agent}, then berth up {agent} --project {project}"),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn check_uids(&self, checks: &mut Vec<Check>) -> Result<()> {
+        let findings = self.doctor().await?;
+        if findings.is_empty() {
+            checks.push(Check::ok(
+                "uid",
+                "every berth's uid is its own: no host account, group or subordinate range has it",
+            ));
+        }
+        for f in findings {
+            checks.push(Check::with(
+                "uid",
+                CheckStatus::Fail,
+                format!(
+                    "{} ({}) runs as uid {}, which the host also gives to someone: {}",
+                    f.agent,
+                    f.project,
+                    f.uid,
+                    f.claims.join("; ")
+                ),
+                f.command,
+            ));
+        }
+        Ok(())
+    }
+
+    async fn check_orphans(&self, checks: &mut Vec<Check>) {
+        match self.orphan_containers(false).await {
+            Ok(orphans) if orphans.is_empty() => {}
+            Ok(orphans) => checks.push(Check::with(
+                "orphans",
+                CheckStatus::Warn,
+                format!(
+                    "{} berth container(s) outlive their deleted state directory ({}): they run until removed",
+                    orphans.len(),
+                    orphans
+                        .iter()
+                        .map(|o| o.container.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                "berth reconcile --orphans",
+            )),
+            Err(e) => checks.push(Check::with(
+                "orphans",
+                CheckStatus::Warn,
+                format!("could not look for orphan berth containers: {e}"),
+                "check the Docker engine, then berth doctor again",
+            )),
+        }
+    }
+}
+
+/// The runner's confinement: the shim, Landlock, user namespaces.
+fn check_runner(checks: &mut Vec<Check>) {
+    match crate::confinement::runner_confinement_note() {
+        None => checks.push(Check::ok(
+            "runner",
+            "runner berths are confined: namespaces with the worktree at /work, Landlock, seccomp, cgroups",
+        )),
+        Some(missing) => checks.push(Check::with(
+            "runner",
+            CheckStatus::Fail,
+            format!("runner berths cannot be confined here: {missing}"),
+            "fix what is named; until then runner execs fail, and auto mode on a runner berth is refused unless [sandbox] allow_unconfined = true",
+        )),
+    }
+}
+
+/// berth's own programs beside the binary: the git helper and the exec shim
+/// (the shim is part of the runner check).
+fn check_helpers(checks: &mut Vec<Check>) {
+    match berth_worktrees::locate_helper() {
+        Ok(path) => checks.push(Check::ok(
+            "helper",
+            format!("berth-helper (berth's git work, confined) is at {}", path.display()),
+        )),
+        Err(e) => checks.push(Check::with(
+            "helper",
+            CheckStatus::Fail,
+            format!("berth-helper is missing: {e}"),
+            "install berth-helper beside the berth binary (cargo build --bin berth-helper), or set BERTH_HELPER",
+        )),
+    }
+}
+
+/// The default agent image copies the host's git (Debian's, with its
+/// libraries); berth itself never runs the git CLI on an agent's repository.
+fn check_git(checks: &mut Vec<Check>) {
+    let git = std::path::Path::new("/usr/bin/git");
+    if git.is_file() {
+        checks.push(Check::ok(
+            "git",
+            "/usr/bin/git is here: the default agent image can give berths git",
+        ));
+    } else {
+        checks.push(Check::with(
+            "git",
+            CheckStatus::Warn,
+            "/usr/bin/git is missing: `berth image build` cannot give the default agent image git",
+            "sudo apt-get install git",
+        ));
+    }
+}
