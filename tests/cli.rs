@@ -228,6 +228,16 @@ fn unknown_names_say_what_to_do() {
             &["up", "dev-1", "--project", "demo", "--mode", "mounted"],
             "agent `dev-1` is already up in runner mode",
         ),
+        // One rule for names, at the edge: a name with `.` used to pass
+        // here and fail at a mounted `up` after its worktree existed.
+        (
+            &["project", "add", "my_project.v2", "--from", "."],
+            "invalid project name `my_project.v2`",
+        ),
+        (
+            &["agent", "activate", "dev.2", "--project", "demo"],
+            "invalid agent name `dev.2`",
+        ),
     ];
     for (args, want) in cases {
         let (code, err) = cli.err(args);
@@ -237,6 +247,9 @@ fn unknown_names_say_what_to_do() {
             "{args:?}: {err}"
         );
     }
+    assert!(!cli.state().join("projects/my_project.v2").exists());
+    let agents = cli.ok(&["ls"]);
+    assert!(!agents.contains("dev.2"), "{agents}");
 }
 
 #[test]
@@ -1631,4 +1644,74 @@ fn down_saves_uncommitted_work_and_prints_how_to_get_it_back() {
         assert!(!out.contains("saved"), "{args:?}: {out}");
         assert!(cli.ok(&["saved", "ls"]).contains("no saved work"));
     }
+}
+
+/// `berth doctor` names every part it checks and, for what is missing, the
+/// part and the command that fixes it; a missing image or helper fails it.
+#[test]
+fn doctor_names_each_part_and_what_to_do() {
+    let cli = Cli::new().with_project();
+    let checks = |out: &Output| -> Vec<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["checks"].as_array().unwrap().clone()
+    };
+    let part = |checks: &[serde_json::Value], part: &str| -> Vec<serde_json::Value> {
+        checks
+            .iter()
+            .filter(|c| c["part"] == part)
+            .cloned()
+            .collect()
+    };
+    let out = cli.run(&["doctor", "--json"]);
+    let found = checks(&out);
+    for p in ["state", "runner", "helper", "git", "disk", "uid"] {
+        assert!(!part(&found, p).is_empty(), "no {p} check: {found:?}");
+    }
+    assert_eq!(part(&found, "helper")[0]["status"], "ok", "{found:?}");
+
+    // A project that names an image this engine does not have (mode auto:
+    // it would run in a container when Docker answers).
+    let text = std::fs::read_to_string(cli.config()).unwrap();
+    std::fs::write(
+        cli.config(),
+        text.replacen("\nmode = \"runner\"\n", "\nmode = \"auto\"\n", 1)
+            .replacen("image = \"\"", "image = \"berth-no-such-image:1\"", 1),
+    )
+    .unwrap();
+    let out = cli.run(&["doctor", "--json"]);
+    let found = checks(&out);
+    let docker = part(&found, "docker");
+    if docker[0]["status"] == "ok" {
+        let image = part(&found, "image");
+        assert_eq!(image.len(), 1, "{found:?}");
+        assert_eq!(image[0]["status"], "fail", "{image:?}");
+        assert!(
+            image[0]["detail"]
+                .as_str()
+                .unwrap()
+                .contains("berth-no-such-image:1")
+                && image[0]["fix"].as_str().unwrap().contains("docker build"),
+            "{image:?}"
+        );
+        assert_eq!(out.status.code(), Some(1));
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no Docker engine under CI: {docker:?}"
+        );
+    }
+
+    // berth-helper missing: named, with where it was looked for and the fix.
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["doctor"])
+        .env("BERTH_HOME", cli.state())
+        .env("BERTH_HELPER", cli.dir.path().join("no-helper"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("fail helper") && text.contains("no-helper") && text.contains("fix:"),
+        "{text}"
+    );
 }
