@@ -23,11 +23,13 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::Engine;
-use crate::agents::{Agent, load_autonomy};
+use crate::agents::{Agent, AgentStatus, load_autonomy};
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, ActorKind, NewEvent, emit, kind};
 use crate::ids::{new_id, now_ms};
 use crate::permissions::{self, RuleChange};
+use crate::tasks::TaskStatus;
+use crate::transitions::{self, AgentMove, AgentMoved, TaskMove};
 
 /// Inputs of an action beyond what the policy judges.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -933,16 +935,19 @@ impl Engine {
         )
         .await?;
         if let Some(task) = &record.task {
-            // A task blocked on this interruption goes back to work.
-            sqlx::query(
-                "UPDATE tasks SET status = 'in_progress', updated_at = $1 WHERE id = $2 AND status = 'blocked' AND agent = $3",
+            // A task of this agent blocked on this interruption goes back to work.
+            let blocked: Option<String> = sqlx::query_scalar(
+                "SELECT id FROM tasks WHERE id = $1 AND status = 'blocked' AND agent = $2",
             )
-            .bind(now)
             .bind(task)
             .bind(&record.agent)
-            .execute(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await
-            .map_err(EngineError::store("retrying an action"))?;
+            .map_err(EngineError::store(op))?;
+            if blocked.is_some() {
+                let mv = TaskMove::to(TaskStatus::InProgress).only_from(&[TaskStatus::Blocked]);
+                let _ = transitions::task(&mut tx, task, mv, None).await?;
+            }
         }
         tx.commit()
             .await
@@ -1146,19 +1151,15 @@ impl Engine {
         action_id: &str,
     ) -> Result<()> {
         let Some(task) = task else { return Ok(()) };
-        let n = sqlx::query(
-            "UPDATE agents SET status = 'awaiting_approval', updated_at = $1 WHERE name = $2 AND task_id = $3",
-        )
-        .bind(now_ms())
-        .bind(&agent.name)
-        .bind(task)
-        .execute(&mut **tx)
-        .await
-        .map_err(EngineError::store("recording that an agent waits"))?
-        .rows_affected();
-        if n == 1 {
-            crate::tasks::set_status(tx, task, crate::tasks::TaskStatus::AwaitingApproval, None)
-                .await?;
+        let waits = AgentMove::follow(task, AgentStatus::AwaitingApproval);
+        let moved = transitions::agent(tx, &agent.name, waits).await?;
+        if moved == AgentMoved::NotHolding {
+            return Ok(());
+        }
+        // Its task waits with it (a paused agent stays paused, its task waits).
+        let _ =
+            transitions::task(tx, task, TaskMove::to(TaskStatus::AwaitingApproval), None).await?;
+        if moved != AgentMoved::Paused {
             let actor = Actor::agent(&agent.name);
             emit(
                 tx,
@@ -1175,20 +1176,22 @@ impl Engine {
 }
 
 /// The agent goes back to work on `task` (an action it waited on was approved).
+/// Only an agent that waited on `task` moves; any other is left as it is.
 async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Result<()> {
-    let n = sqlx::query(
-        "UPDATE agents SET status = 'working', updated_at = $1 WHERE name = $2 AND task_id = $3 AND status = 'awaiting_approval'",
+    let waited: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM agents WHERE name = $1 AND task_id = $2 AND status = 'awaiting_approval'",
     )
-    .bind(now_ms())
     .bind(agent)
     .bind(task)
-    .execute(&mut **tx)
+    .fetch_optional(&mut **tx)
     .await
-    .map_err(EngineError::store("resuming an agent"))?
-    .rows_affected();
-    if n == 1 {
-        crate::tasks::set_status(tx, task, crate::tasks::TaskStatus::InProgress, None).await?;
+    .map_err(EngineError::store("resuming an agent"))?;
+    if waited.is_none() {
+        return Ok(());
     }
+    let back = AgentMove::follow(task, AgentStatus::Working);
+    let _ = transitions::agent(tx, agent, back).await?;
+    let _ = transitions::task(tx, task, TaskMove::to(TaskStatus::InProgress), None).await?;
     Ok(())
 }
 

@@ -43,6 +43,7 @@ pub mod state;
 pub mod store;
 pub mod stored_decision;
 pub mod tasks;
+mod transitions;
 
 use std::sync::Arc;
 

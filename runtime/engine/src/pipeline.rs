@@ -34,7 +34,8 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{now_ms, short};
 use crate::store::Tx;
-use crate::tasks::{PipelineStep, Task, TaskStatus, set_status};
+use crate::tasks::{PipelineStep, Task, TaskStatus};
+use crate::transitions::{self, TaskMove};
 
 /// Output that says a step failed for want of write access. Matched
 /// case-insensitively against the failed step's stdout, stderr and diagnostic.
@@ -308,7 +309,9 @@ impl Engine {
             .await
             .map_err(EngineError::store("taking a pipeline's lease"))?;
             if task.status == TaskStatus::AwaitingApproval {
-                set_status(&mut tx, &task.id, TaskStatus::InProgress, None).await?;
+                let back =
+                    TaskMove::to(TaskStatus::InProgress).only_from(&[TaskStatus::AwaitingApproval]);
+                let _ = transitions::task(&mut tx, &task.id, back, None).await?;
             }
         } else {
             match task.status {
@@ -358,31 +361,22 @@ impl Engine {
             .execute(&mut *tx)
             .await
             .map_err(EngineError::store("starting a pipeline run"))?;
-            sqlx::query(
-                "UPDATE tasks SET status = 'in_progress', agent = $1, diagnosis = NULL, updated_at = $2 WHERE id = $3",
-            )
-            .bind(agent)
-            .bind(now)
-            .bind(&task.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store("starting a pipeline run"))?;
-            fired.push(
-                emit(
-                    &mut tx,
-                    NewEvent::new(kind::PIPELINE_STARTED, actor)
-                        .project(&task.project)
-                        .agent(agent)
-                        .task(Some(&task.id))
-                        .payload(serde_json::json!({
-                            "run": number,
-                            "mode": mode.as_str(),
-                            "mode_from": if task.execution_mode.is_some() { "task" } else { "project" },
-                            "steps": task.steps.as_ref().map(Vec::len),
-                        })),
-                )
-                .await?,
-            );
+            let started = NewEvent::new(kind::PIPELINE_STARTED, actor)
+                .project(&task.project)
+                .agent(agent)
+                .task(Some(&task.id))
+                .payload(serde_json::json!({
+                    "run": number,
+                    "mode": mode.as_str(),
+                    "mode_from": if task.execution_mode.is_some() { "task" } else { "project" },
+                    "steps": task.steps.as_ref().map(Vec::len),
+                }));
+            let start = TaskMove::to(TaskStatus::InProgress)
+                .only_from(&[TaskStatus::Todo, TaskStatus::Returned, TaskStatus::Blocked])
+                .agent(agent)
+                .clear_diagnosis();
+            let started = transitions::task(&mut tx, &task.id, start, Some(started)).await?;
+            fired.extend(started.event());
         }
         let run = load_run(&mut *tx, &task.id)
             .await?
@@ -702,7 +696,6 @@ impl Engine {
         .execute(&mut *tx)
         .await
         .map_err(EngineError::store("blocking a pipeline"))?;
-        set_status(&mut tx, &task.id, TaskStatus::Blocked, Some(diagnosis)).await?;
         let mut ev = NewEvent::new(kind::TASK_BLOCKED, &system)
             .project(&task.project)
             .agent(&run.agent)
@@ -711,7 +704,12 @@ impl Engine {
         if let Some(r) = record {
             ev = ev.action(&r.id);
         }
-        fired.push(emit(&mut tx, ev).await?);
+        let block = TaskMove::to(TaskStatus::Blocked).diagnosis(Some(diagnosis));
+        fired.extend(
+            transitions::task(&mut tx, &task.id, block, Some(ev))
+                .await?
+                .event(),
+        );
         if counts {
             fired.extend(
                 crate::breaker::count_failure(&mut tx, self, &run.agent, &task.project, diagnosis)
@@ -748,18 +746,17 @@ impl Engine {
         .rows_affected();
         let mut fired = Fired::new();
         if n == 1 {
-            set_status(&mut tx, &task.id, TaskStatus::AwaitingApproval, None).await?;
-            fired.push(
-                emit(
-                    &mut tx,
-                    NewEvent::new(kind::PIPELINE_WAITING, &agent)
-                        .project(&task.project)
-                        .agent(&run.agent)
-                        .task(Some(&task.id))
-                        .action(&record.id)
-                        .payload(serde_json::json!({ "run": run.run, "step": step + 1 })),
-                )
-                .await?,
+            let waiting = NewEvent::new(kind::PIPELINE_WAITING, &agent)
+                .project(&task.project)
+                .agent(&run.agent)
+                .task(Some(&task.id))
+                .action(&record.id)
+                .payload(serde_json::json!({ "run": run.run, "step": step + 1 }));
+            let wait = TaskMove::to(TaskStatus::AwaitingApproval);
+            fired.extend(
+                transitions::task(&mut tx, &task.id, wait, Some(waiting))
+                    .await?
+                    .event(),
             );
         }
         tx.commit()
@@ -805,13 +802,12 @@ impl Engine {
             };
             match run.mode {
                 ExecutionMode::Auto => {
-                    set_status(&mut tx, &task.id, TaskStatus::Done, None).await?;
-                    fired.push(
-                        emit(
-                            &mut tx,
-                            base(kind::TASK_DONE).payload(serde_json::json!({ "run": run.run })),
-                        )
-                        .await?,
+                    let done = base(kind::TASK_DONE).payload(serde_json::json!({ "run": run.run }));
+                    let mv = TaskMove::to(TaskStatus::Done);
+                    fired.extend(
+                        transitions::task(&mut tx, &task.id, mv, Some(done))
+                            .await?
+                            .event(),
                     );
                     fired.push(
                         emit(
@@ -825,14 +821,13 @@ impl Engine {
                     );
                 }
                 ExecutionMode::Review => {
-                    set_status(&mut tx, &task.id, TaskStatus::InReview, None).await?;
-                    fired.push(
-                        emit(
-                            &mut tx,
-                            base(kind::TASK_IN_REVIEW)
-                                .payload(serde_json::json!({ "run": run.run })),
-                        )
-                        .await?,
+                    let in_review =
+                        base(kind::TASK_IN_REVIEW).payload(serde_json::json!({ "run": run.run }));
+                    let mv = TaskMove::to(TaskStatus::InReview);
+                    fired.extend(
+                        transitions::task(&mut tx, &task.id, mv, Some(in_review))
+                            .await?
+                            .event(),
                     );
                     fired.push(
                         emit(
@@ -914,16 +909,11 @@ impl Engine {
                 short(&task.id)
             ))
         })?;
-        let won = sqlx::query(
-            "UPDATE tasks SET status = 'done', updated_at = $1 WHERE id = $2 AND status = 'in_review'",
-        )
-        .bind(now_ms())
-        .bind(&task.id)
-        .execute(&mut *tx)
-        .await
-        .map_err(EngineError::store("approving a task"))?
-        .rows_affected();
-        if won == 1 {
+        let approve = TaskMove::to(TaskStatus::Done).only_from(&[TaskStatus::InReview]);
+        if transitions::task(&mut tx, &task.id, approve, None)
+            .await?
+            .moved()
+        {
             sqlx::query(
                 "UPDATE pipeline_runs SET state = 'succeeded', phase = 'approved', updated_at = $1 WHERE task_id = $2",
             )
@@ -951,11 +941,11 @@ impl Engine {
                     .await?,
                 );
             }
-        } else if !(task.status == TaskStatus::Done && run.phase.as_deref() == Some("approved")) {
+        } else if run.phase.as_deref() != Some("approved") {
+            // Done, and its followups were finished by an earlier approval.
             return Err(EngineError::State(format!(
-                "task {} is {}: only a pipeline task in review can be approved",
+                "task {} is done: only a pipeline task in review can be approved",
                 short(&task.id),
-                task.status.as_str()
             )));
         }
         let run = load_run(&mut *tx, &task.id)
@@ -995,32 +985,23 @@ impl Engine {
             )));
         }
         let mut tx = self.store.write("rejecting a task").await?;
-        let won = sqlx::query(
-            "UPDATE tasks SET status = 'returned', diagnosis = $1, updated_at = $2 WHERE id = $3 AND status = 'in_review'",
-        )
-        .bind(reason)
-        .bind(now_ms())
-        .bind(&task.id)
-        .execute(&mut *tx)
-        .await
-        .map_err(EngineError::store("rejecting a task"))?
-        .rows_affected();
-        if won != 1 {
+        let returned = NewEvent::new(kind::TASK_RETURNED, user)
+            .project(&task.project)
+            .agent(task.agent.as_deref().unwrap_or_default())
+            .task(Some(&task.id))
+            .payload(serde_json::json!({ "reason": reason }));
+        let reject = TaskMove::to(TaskStatus::Returned)
+            .only_from(&[TaskStatus::InReview])
+            .diagnosis(Some(reason));
+        let Some(id) = transitions::task(&mut tx, &task.id, reject, Some(returned))
+            .await?
+            .event()
+        else {
             return Err(EngineError::State(format!(
-                "task {} is {}: only a task in review can be rejected",
+                "task {} is returned already: only a task in review can be rejected",
                 short(&task.id),
-                task.status.as_str()
             )));
-        }
-        let id = emit(
-            &mut tx,
-            NewEvent::new(kind::TASK_RETURNED, user)
-                .project(&task.project)
-                .agent(task.agent.as_deref().unwrap_or_default())
-                .task(Some(&task.id))
-                .payload(serde_json::json!({ "reason": reason })),
-        )
-        .await?;
+        };
         tx.commit()
             .await
             .map_err(EngineError::store("rejecting a task"))?;
