@@ -94,7 +94,7 @@ impl AgentStatus {
     /// round) and is idle again when the task leaves it. The circuit
     /// breaker pauses it from any status; only `berth agent resume` ends a
     /// pause (idle, or working on the task it still holds) — a paused
-    /// agent's task moves on without it ([`AgentMoved::Paused`]).
+    /// agent's task moves on without it.
     pub fn can_move_to(self, to: AgentStatus) -> bool {
         use AgentStatus::*;
         matches!(
