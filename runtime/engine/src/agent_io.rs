@@ -18,6 +18,7 @@ use crate::agents::Agent;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::tasks::{Task, TaskStatus};
+use crate::transitions::{self, TaskMove};
 
 /// Where a task's delivery stands after one pass of the chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -158,16 +159,13 @@ impl AgentIo<'_> {
         let a = self.agent().await?;
         let actor = Actor::agent(&a.name);
         let mut tx = self.engine.store.write("blocking a task").await?;
-        crate::tasks::set_status(&mut tx, &task.id, TaskStatus::Blocked, Some(diagnosis)).await?;
-        emit(
-            &mut tx,
-            NewEvent::new(kind::TASK_BLOCKED, &actor)
-                .project(&a.project)
-                .agent(&a.name)
-                .task(Some(&task.id))
-                .payload(serde_json::json!({ "diagnosis": diagnosis })),
-        )
-        .await?;
+        let blocked = NewEvent::new(kind::TASK_BLOCKED, &actor)
+            .project(&a.project)
+            .agent(&a.name)
+            .task(Some(&task.id))
+            .payload(serde_json::json!({ "diagnosis": diagnosis }));
+        let mv = TaskMove::to(TaskStatus::Blocked).diagnosis(Some(diagnosis));
+        let _ = transitions::task(&mut tx, &task.id, mv, Some(blocked)).await?;
         tx.commit()
             .await
             .map_err(EngineError::store("blocking a task"))

@@ -11,6 +11,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
 use crate::store::Tx;
+use crate::transitions::{self, AgentMove, AgentMoved};
 
 /// Counts one failure of `agent` in `tx`; pauses it at the threshold.
 /// Returns the events written.
@@ -38,16 +39,8 @@ pub(crate) async fn count_failure(
     if failures < i64::from(threshold) {
         return Ok(Vec::new());
     }
-    let paused = sqlx::query(
-        "UPDATE agents SET status = 'paused', updated_at = $1 WHERE name = $2 AND status <> 'paused'",
-    )
-    .bind(now_ms())
-    .bind(agent)
-    .execute(&mut **tx)
-    .await
-    .map_err(EngineError::store(op))?
-    .rows_affected();
-    if paused != 1 {
+    let paused = transitions::agent(tx, agent, AgentMove::itself(AgentStatus::Paused)).await?;
+    if paused != AgentMoved::Moved {
         return Ok(Vec::new());
     }
     let system = Actor::system();
@@ -88,15 +81,20 @@ impl Engine {
             )));
         }
         let mut tx = self.store.write("resuming an agent").await?;
-        sqlx::query(
-            "UPDATE agents SET status = CASE WHEN task_id IS NULL THEN 'idle' ELSE 'working' END, \
-             consecutive_failures = 0, updated_at = $1 WHERE name = $2 AND status = 'paused'",
-        )
-        .bind(now_ms())
-        .bind(agent)
-        .execute(&mut *tx)
-        .await
-        .map_err(EngineError::store("resuming an agent"))?;
+        // The task it holds, read under the write lock.
+        let held: Option<String> = sqlx::query_scalar("SELECT task_id FROM agents WHERE name = $1")
+            .bind(agent)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(EngineError::store("resuming an agent"))?;
+        if transitions::agent(&mut tx, agent, AgentMove::resume(held.as_deref())).await?
+            != AgentMoved::Moved
+        {
+            // Another process resumed it first.
+            drop(tx);
+            return self.agent(agent).await;
+        }
+        reset(&mut tx, agent).await?;
         emit(
             &mut tx,
             NewEvent::new(kind::AGENT_RESUMED, user)

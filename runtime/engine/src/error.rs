@@ -119,6 +119,16 @@ pub enum EngineError {
         decided: String,
     },
 
+    /// A status move the state machine forbids (`transitions.rs`); nothing
+    /// was written.
+    #[error("{what} {id} is {from}: it cannot move to {to}")]
+    IllegalTransition {
+        what: &'static str,
+        id: String,
+        from: String,
+        to: &'static str,
+    },
+
     #[error(
         "action {id} was not executed: {reason}. It is now refused (recorded); the agent can propose it again once the path stays in the worktree"
     )]

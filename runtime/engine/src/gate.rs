@@ -11,11 +11,12 @@
 
 use crate::Engine;
 use crate::actions::{ActionRecord, ActionResult, ActionStatus, Outcome};
+use crate::agents::AgentStatus;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
-use crate::ids::now_ms;
 use crate::store::Tx;
-use crate::tasks::{TaskStatus, set_status};
+use crate::tasks::TaskStatus;
+use crate::transitions::{self, AgentMove, AgentMoved, TaskMove};
 
 /// Work that follows a settled transaction (git, outside the store's lock).
 #[derive(Debug, Default)]
@@ -60,21 +61,24 @@ impl Engine {
                         .payload(serde_json::json!({ "opened": true, "pr": pr })),
                 )
                 .await?;
-                set_status(tx, task, TaskStatus::InReview, None).await?;
-                sqlx::query("UPDATE agents SET status = 'in_review', updated_at = $1 WHERE name = $2 AND task_id = $3")
-                    .bind(now_ms())
-                    .bind(&record.agent)
-                    .bind(task)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(EngineError::store("opening the gate"))?;
-                emit(
+                // A PR opened again while the gate is open (an auto-fix
+                // round's) moves nothing and logs no second `task.in_review`.
+                let in_review = NewEvent::new(kind::TASK_IN_REVIEW, &system)
+                    .project(&record.project)
+                    .agent(&record.agent)
+                    .task(Some(task))
+                    .payload(serde_json::json!({ "pr": pr }));
+                let _ = transitions::task(
                     tx,
-                    NewEvent::new(kind::TASK_IN_REVIEW, &system)
-                        .project(&record.project)
-                        .agent(&record.agent)
-                        .task(Some(task))
-                        .payload(serde_json::json!({ "pr": pr })),
+                    task,
+                    TaskMove::to(TaskStatus::InReview),
+                    Some(in_review),
+                )
+                .await?;
+                let _ = transitions::agent(
+                    tx,
+                    &record.agent,
+                    AgentMove::follow(task, AgentStatus::InReview),
                 )
                 .await?;
                 crate::breaker::reset(tx, &record.agent).await?;
@@ -181,31 +185,18 @@ impl Engine {
         why: &str,
         event: &str,
     ) -> Result<AfterSettle> {
-        set_status(tx, task, to, (to != TaskStatus::Done).then_some(why)).await?;
-        let released = sqlx::query(
-            // A paused agent stays paused (the breaker may have just tripped).
-            "UPDATE agents SET task_id = NULL, status = CASE WHEN status = 'paused' THEN 'paused' ELSE 'idle' END, \
-             updated_at = $1 WHERE name = $2 AND task_id = $3",
-        )
-        .bind(now_ms())
-        .bind(agent)
-        .bind(task)
-        .execute(&mut **tx)
-        .await
-        .map_err(EngineError::store("releasing an agent"))?
-        .rows_affected();
         let system = Actor::system();
-        emit(
-            tx,
-            NewEvent::new(event, &system)
-                .project(project)
-                .agent(agent)
-                .task(Some(task))
-                .payload(serde_json::json!({ "reason": why })),
-        )
-        .await?;
+        let ended = NewEvent::new(event, &system)
+            .project(project)
+            .agent(agent)
+            .task(Some(task))
+            .payload(serde_json::json!({ "reason": why }));
+        let mv = TaskMove::to(to).diagnosis((to != TaskStatus::Done).then_some(why));
+        let _ = transitions::task(tx, task, mv, Some(ended)).await?;
+        // A paused agent stays paused (the breaker may have just tripped).
+        let released = transitions::agent(tx, agent, AgentMove::release(task)).await?;
         Ok(AfterSettle {
-            recycle: (released == 1)
+            recycle: (released != AgentMoved::NotHolding)
                 .then(|| (project.to_string(), agent.to_string(), task.to_string())),
         })
     }

@@ -9,6 +9,34 @@
 //! does one and exits; `berth agent run` drives a loop; a server drives all).
 //! Nothing here assumes one process or one host beyond what the store
 //! guarantees.
+//!
+//! Where each [`Engine`] method lives (private steps sit beside the
+//! public call they serve):
+//!
+//! | file | methods |
+//! |---|---|
+//! | `lib.rs` | `init`, `open`, `open_with`, `state`, `store`, `events`, `latest_event_id`, the outbox (`drain_outbox`, `pending_outbox`, `mark_outbox_processed`), `close` |
+//! | `projects.rs` | `add_project`, `projects`, `project`, `load_project`, `load_project_files`, `set_project_mode` |
+//! | `agents.rs` | `activate_agent`, `agent`, `agents`, autonomy (`autonomy`, `set_autonomy`, `unset_autonomy`, `set_auto_mode`, `autonomy_report`) |
+//! | `breaker.rs` | `resume_agent`, `consecutive_failures` |
+//! | `tasks.rs` | `create_task`, `create_task_with`, `set_task_mode`, `tasks`, `task`, `claim_task` |
+//! | `transitions.rs` | no method: the task and agent state machines every status write goes through |
+//! | `actions/propose.rs` | `propose` |
+//! | `actions/decide.rs` | `approve`, `deny`, `retry` (and berth's resume of its own effects) |
+//! | `actions/record.rs` | `action`, `action_by_key`, `actions`, `pending_count` |
+//! | `actions/finish.rs`, `execute.rs` | running a claimed action and recording its end |
+//! | `gate.rs` | what an action's outcome means for its task: the gate, returns, releases |
+//! | `agent_io.rs`, `noop.rs` | `agent_io` (the delivery chain), `run_agent` |
+//! | `pipeline/mod.rs` | `run_pipeline`, `run_pipeline_with`, `pipelines_to_resume`, `pipeline_state` |
+//! | `pipeline/end.rs` | `approve_task`, `reject_task` (`lease.rs`, `drive.rs`: the run's steps) |
+//! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
+//! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
+//! | `berths.rs` | `up`, `up_with`, `down`, `down_with`, `berths`, `reconcile_berths`, `orphan_containers`, `saved_work`, `drop_saved_work` |
+//! | `berth_disk.rs`, `berth_uid.rs` | `disk_doctor`, `reconcile_disks`, `doctor` |
+//! | `exchange.rs` | `sync_project`, `export_pr` |
+//! | `parallel.rs` | `instructions_path`, `consider_parallelize` |
+//! | `recovery.rs` | `recover` |
+//! | `metrics.rs` | `metrics` |
 
 pub mod actions;
 pub mod agent_io;
@@ -44,6 +72,7 @@ pub mod state;
 pub mod store;
 pub mod stored_decision;
 pub mod tasks;
+mod transitions;
 
 use std::sync::Arc;
 

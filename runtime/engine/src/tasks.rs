@@ -1,10 +1,12 @@
 //! Tasks and their statuses: `todo → in_progress → (awaiting_approval ⇄
-//! in_progress) → in_review → done | returned`, and `blocked`.
+//! in_progress) → in_review → done | returned`, and `blocked` (the moves
+//! between them are `transitions.rs`'s table).
 //!
-//! Claiming is one conditional UPDATE (`… WHERE status = 'todo'`) checked by
-//! the rows it touched, together with a conditional UPDATE of the agent
-//! (`… WHERE task_id IS NULL`), in one write transaction: two processes can
-//! never both win one task, and an agent never holds two.
+//! Claiming is one guarded move of the task (`… WHERE status IN ('todo')`)
+//! checked by the rows it touched, together with a guarded move of the
+//! agent (`… WHERE task_id IS NULL AND status IN ('idle')`), in one write
+//! transaction: two processes can never both win one task, and an agent
+//! never holds two.
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -15,6 +17,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{new_id, now_ms};
 use crate::store::Tx;
+use crate::transitions::{self, AgentMove, AgentMoved, TaskMove};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -340,45 +343,27 @@ impl Engine {
             let Some(task_id) = candidate else {
                 return Ok(None);
             };
-            let now = now_ms();
-            let won = sqlx::query(
-                "UPDATE tasks SET status = 'in_progress', agent = $1, updated_at = $2 WHERE id = $3 AND status = 'todo'",
-            )
-            .bind(agent)
-            .bind(now)
-            .bind(&task_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store("claiming a task"))?
-            .rows_affected();
-            if won != 1 {
+            let actor = Actor::agent(agent);
+            let claimed = NewEvent::new(kind::TASK_CLAIMED, &actor)
+                .project(&a.project)
+                .agent(agent)
+                .task(Some(&task_id));
+            let mv = TaskMove::to(TaskStatus::InProgress)
+                .only_from(&[TaskStatus::Todo])
+                .agent(agent);
+            if !transitions::task(&mut tx, &task_id, mv, Some(claimed))
+                .await?
+                .moved()
+            {
                 continue;
             }
-            let free = sqlx::query(
-                "UPDATE agents SET task_id = $1, status = 'working', updated_at = $2 \
-                 WHERE name = $3 AND task_id IS NULL AND status = 'idle'",
-            )
-            .bind(&task_id)
-            .bind(now)
-            .bind(agent)
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store("claiming a task"))?
-            .rows_affected();
-            if free != 1 {
-                // The agent already holds a task (another process claimed for
-                // it): leave this one to the others.
-                return Ok(None);
+            match transitions::agent(&mut tx, agent, AgentMove::claim(&task_id)).await {
+                Ok(AgentMoved::Moved) => {}
+                // The agent already holds a task (another process claimed
+                // for it), or is paused: leave this one to the others.
+                Ok(_) | Err(EngineError::IllegalTransition { .. }) => return Ok(None),
+                Err(e) => return Err(e),
             }
-            let actor = Actor::agent(agent);
-            emit(
-                &mut tx,
-                NewEvent::new(kind::TASK_CLAIMED, &actor)
-                    .project(&a.project)
-                    .agent(agent)
-                    .task(Some(&task_id)),
-            )
-            .await?;
             tx.commit()
                 .await
                 .map_err(EngineError::store("claiming a task"))?;
@@ -523,24 +508,4 @@ pub(crate) async fn insert_task(
     )
     .await?;
     Ok((id, true))
-}
-
-/// Moves a task to `to` (and records `diagnosis` when given), in `tx`.
-pub(crate) async fn set_status(
-    tx: &mut Tx,
-    task: &str,
-    to: TaskStatus,
-    diagnosis: Option<&str>,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE tasks SET status = $1, diagnosis = COALESCE($2, diagnosis), updated_at = $3 WHERE id = $4",
-    )
-    .bind(to.as_str())
-    .bind(diagnosis)
-    .bind(now_ms())
-    .bind(task)
-    .execute(&mut **tx)
-    .await
-    .map_err(EngineError::store("moving a task"))?;
-    Ok(())
 }

@@ -7,8 +7,8 @@
 mod common;
 
 use berth_engine::{
-    ActionResult, ActionStatus, AgentImpl, AgentStatus, EventFilter, ExecutionMode, NewTask,
-    PipelineEnd, PipelineStep, Task, TaskSource, TaskStatus,
+    ActionResult, ActionStatus, AgentImpl, AgentStatus, EngineError, EventFilter, ExecutionMode,
+    NewTask, PipelineEnd, PipelineStep, Task, TaskSource, TaskStatus,
 };
 use berth_policy::Mode;
 use common::{Fixture, user};
@@ -858,4 +858,71 @@ async fn two_runs_of_one_task_never_overlap() {
     assert_eq!(actions.len(), 2, "each step ran once");
     let s = f.engine.pipeline_state(&t.id).await.unwrap().unwrap();
     assert!(s["lease_owner"].is_null(), "the lease is released: {s}");
+}
+
+#[tokio::test]
+async fn an_illegal_move_is_refused_and_nothing_changes() {
+    let f = fixture("").await;
+    let unchanged = |before: &Task, after: &Task| {
+        assert_eq!(before, after, "the task must not change");
+    };
+    // Never in review: it cannot be rejected.
+    let todo = pipeline(&f, "not run yet", None, &["true"]).await;
+    let last = f.engine.latest_event_id().await.unwrap();
+    let err = f
+        .engine
+        .reject_task(&todo.id, "no", &user())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            EngineError::IllegalTransition { what: "task", from, to: "returned", .. } if from == "todo"
+        ),
+        "{err:?}"
+    );
+    unchanged(&todo, &f.engine.task(&todo.id).await.unwrap());
+    assert_eq!(f.engine.latest_event_id().await.unwrap(), last, "no event");
+
+    // Done is final: a rejection after an auto-mode run changes nothing.
+    let done = pipeline(&f, "done", Some(ExecutionMode::Auto), &["true"]).await;
+    f.engine
+        .run_pipeline(&done.id, None, &user())
+        .await
+        .unwrap();
+    let done = f.engine.task(&done.id).await.unwrap();
+    assert_eq!(done.status, TaskStatus::Done);
+    let last = f.engine.latest_event_id().await.unwrap();
+    let err = f
+        .engine
+        .reject_task(&done.id, "too late", &user())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, EngineError::IllegalTransition { from, .. } if from == "done"),
+        "{err:?}"
+    );
+    unchanged(&done, &f.engine.task(&done.id).await.unwrap());
+    assert_eq!(f.engine.latest_event_id().await.unwrap(), last, "no event");
+
+    // Blocked waits for a person to run it again, not for a verdict.
+    let blocked = pipeline(&f, "blocked", None, &["false"]).await;
+    f.engine
+        .run_pipeline(&blocked.id, None, &user())
+        .await
+        .unwrap();
+    let blocked = f.engine.task(&blocked.id).await.unwrap();
+    assert_eq!(blocked.status, TaskStatus::Blocked);
+    let last = f.engine.latest_event_id().await.unwrap();
+    let err = f
+        .engine
+        .reject_task(&blocked.id, "no", &user())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, EngineError::IllegalTransition { from, .. } if from == "blocked"),
+        "{err:?}"
+    );
+    unchanged(&blocked, &f.engine.task(&blocked.id).await.unwrap());
+    assert_eq!(f.engine.latest_event_id().await.unwrap(), last, "no event");
 }

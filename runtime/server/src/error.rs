@@ -120,6 +120,7 @@ fn classify(e: &EngineError) -> (StatusCode, &'static str) {
         EngineError::ModeUnavailable { .. } => (S::CONFLICT, "mode_unavailable"),
         EngineError::Unconfined { .. } => (S::CONFLICT, "unconfined"),
         EngineError::State(_) => (S::CONFLICT, "invalid_state"),
+        EngineError::IllegalTransition { .. } => (S::CONFLICT, "illegal_transition"),
         EngineError::SaveFailed { .. } => (S::CONFLICT, "save_failed"),
         EngineError::DiskTooSmall { .. } => (S::CONFLICT, "disk_too_small"),
         EngineError::DiskUnavailable { .. } => (S::CONFLICT, "disk_unavailable"),

@@ -1,0 +1,127 @@
+//! What a caller asks of the action pipeline and what it gets back: the
+//! proposal and its parameters, and the three answers every caller must
+//! look at (`executed | pending | refused`). Kept apart from how the store
+//! holds an action, so a caller's vocabulary reads in one place.
+
+use berth_policy::{Action, Decision};
+use serde::{Deserialize, Serialize};
+
+use super::Outcome;
+use crate::events::Actor;
+use crate::permissions::RuleChange;
+
+/// Inputs of an action beyond what the policy judges.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionParams {
+    /// terminal: the working directory in the frame (default `/work`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// terminal: the deadline in seconds (default: the project's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+    /// file_write: the new content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// git_commit: the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// pr_open: the title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// git_merge: the PR being merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pr: Option<String>,
+    /// terminal: run with `/work` read-only (a pipeline step that did not ask
+    /// to write). Part of the action, so whoever executes it — the pipeline,
+    /// or a person's `berth approve` in another process — enforces it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+}
+
+/// A request to act.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub agent: String,
+    pub action: Action,
+    pub params: ActionParams,
+    /// The task the action serves, when it is part of its delivery.
+    pub task: Option<String>,
+    /// Makes a retry safe: the same key returns the first proposal's state
+    /// and never runs the action twice. A new random key when `None`.
+    pub idempotency_key: Option<String>,
+    /// Who asks: the agent, or a person acting on its berth (`berth pr merge`).
+    pub proposer: Actor,
+}
+
+impl Proposal {
+    /// A proposal by the agent itself.
+    pub fn by_agent(agent: &str, action: Action) -> Proposal {
+        Proposal {
+            agent: agent.to_string(),
+            action,
+            params: ActionParams::default(),
+            task: None,
+            idempotency_key: None,
+            proposer: Actor::agent(agent),
+        }
+    }
+
+    pub fn params(mut self, params: ActionParams) -> Self {
+        self.params = params;
+        self
+    }
+
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    pub fn task(mut self, task: Option<String>) -> Self {
+        self.task = task;
+        self
+    }
+}
+
+/// What `propose` made of a proposal. Every caller handles all three.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ProposeStatus {
+    /// It ran (successfully or not: see the outcome).
+    Executed { outcome: Outcome },
+    /// It waits for a person (`berth approve ID`).
+    Pending { reason: String },
+    /// It will not run.
+    Refused { reason: String },
+}
+
+impl ProposeStatus {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProposeStatus::Executed { .. } => "executed",
+            ProposeStatus::Pending { .. } => "pending",
+            ProposeStatus::Refused { .. } => "refused",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Proposed {
+    pub id: String,
+    pub status: ProposeStatus,
+    pub decision: Decision,
+    /// True when the idempotency key had been used: nothing new happened.
+    pub replayed: bool,
+}
+
+/// What `approve` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Approved {
+    pub id: String,
+    pub outcome: Outcome,
+    /// `--always`: what happened to each segment.
+    pub rules: Vec<RuleChange>,
+}
+
+/// A sink for a terminal action's output as it arrives: bounded, so a slow
+/// reader throttles the command ([`berth_sandbox::output_channel`]).
+pub type OutputSink = berth_sandbox::OutputSink;
