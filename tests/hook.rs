@@ -450,10 +450,12 @@ fn bad_input_fails_closed_and_other_tools_get_no_opinion() {
             decision(
                 "ask",
                 "berth could not decide, so a person must: invalid project name `../etc`: use lowercase letters, \
-                 digits, `-`, `_` or `.`, starting with a letter or digit, at most 64 characters",
+                 digits, `-` or `_`, starting with a letter or digit, at most 48 characters (no `.`: it joins \
+                 project and agent in container names)",
             ),
-            "berth hook: invalid project name `../etc`: use lowercase letters, digits, `-`, `_` or `.`, \
-             starting with a letter or digit, at most 64 characters\n",
+            "berth hook: invalid project name `../etc`: use lowercase letters, digits, `-` or `_`, \
+             starting with a letter or digit, at most 48 characters (no `.`: it joins project and agent \
+             in container names)\n",
         ),
         (
             "a tool berth does not govern: no output, Claude Code's own rules apply",

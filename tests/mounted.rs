@@ -8,8 +8,7 @@
 //! Without a Docker engine these tests skip with the reason, except under
 //! `CI=true`, where they fail.
 
-#[path = "support/docker.rs"]
-mod docker;
+use crate::docker;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -6,8 +6,7 @@
 //! for most, and a Docker berth for the execution modes and the permission
 //! retry (the read-only `/work` of a container).
 
-#[path = "support/docker.rs"]
-mod docker;
+use crate::docker;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -27,6 +27,27 @@ use crate::layout::Layout;
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName};
 
+/// How long reconcile waits for a lock before calling its holder busy. A
+/// lock is also held for a moment by a child process another thread of the
+/// same program forks (its descriptor lives until the child's exec), and by
+/// a helper that is still exiting; an instant's look would report such a
+/// lock busy and leave stale files behind.
+const BUSY_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The lock, waiting up to [`BUSY_GRACE`]; `None` when it stays held.
+fn acquire_within_grace(path: &Path) -> Result<Option<RepoLock>> {
+    let deadline = std::time::Instant::now() + BUSY_GRACE;
+    loop {
+        if let Some(lock) = RepoLock::try_acquire(path)? {
+            return Ok(Some(lock));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// One thing reconcile did (or declined to do).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReconcileAction {
@@ -163,7 +184,7 @@ fn reconcile_agent(
 ) -> Result<()> {
     let op = Op::Reconcile;
     let lock_path = layout.agent_lock(project, agent);
-    let Some(_lock) = RepoLock::try_acquire(&lock_path)? else {
+    let Some(_lock) = acquire_within_grace(&lock_path)? else {
         report
             .actions
             .push(ReconcileAction::SkippedBusy { lock: lock_path });
@@ -254,7 +275,7 @@ fn reconcile_forge(
 ) -> Result<()> {
     let op = Op::Reconcile;
     let lock_path = layout.forge_lock(project);
-    let Some(_lock) = RepoLock::try_acquire(&lock_path)? else {
+    let Some(_lock) = acquire_within_grace(&lock_path)? else {
         report
             .actions
             .push(ReconcileAction::SkippedBusy { lock: lock_path });

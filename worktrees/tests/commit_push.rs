@@ -1,7 +1,7 @@
 //! Identity commits and restricted pushes, checked in the real repositories.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use berth_worktrees::{CommitOutcome, CommitRequest, Error, Identity, PushOutcome};
 use common::*;

@@ -2,7 +2,7 @@
 //! own `Worktrees` handle (as separate engine tasks would).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
@@ -110,7 +110,7 @@ fn processes_serialise_their_writes() {
         .map(|i| {
             std::process::Command::new(&exe)
                 .args([
-                    "child_process_writer",
+                    test_path(module_path!(), "child_process_writer").as_str(),
                     "--exact",
                     "--ignored",
                     "--nocapture",

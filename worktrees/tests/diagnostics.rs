@@ -2,7 +2,7 @@
 //! `{"", 2}`); a missing directory is named as missing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use berth_worktrees::{Error, Identity, MergeRequest, RecycleOptions};
 use common::*;

@@ -2,7 +2,7 @@
 //! refuse, and that a refusal changes nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use berth_worktrees::{Error, GitLimits, Oid, SyncStatus, Worktrees, pr_export_ref};
 use common::*;

@@ -1,7 +1,7 @@
 //! Importing projects into the forge, listing them, and `forge_has`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use berth_worktrees::{Error, Oid, Worktrees};
 use common::*;

@@ -2,7 +2,7 @@
 //! None of it may reach the forge, another agent, or run a program in berth.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

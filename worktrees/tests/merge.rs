@@ -1,7 +1,7 @@
 //! Merging forge branches in memory, and the diff stat of a branch.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use berth_worktrees::{
     ChangeKind, ChangedFile, Error, Identity, MergeKind, MergeOutcome, MergeRequest, Oid,

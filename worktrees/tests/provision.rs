@@ -2,7 +2,7 @@
 //! idempotence and repair of leftovers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

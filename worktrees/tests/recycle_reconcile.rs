@@ -1,7 +1,7 @@
 //! Recycling one agent's worktree, and reconciling crash leftovers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 //! Real loop devices: without root, `/dev/loop-control` or `mkfs.ext4` the
 //! tests skip with the reason, except under `CI=true`, where they fail.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

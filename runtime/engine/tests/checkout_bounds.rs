@@ -4,7 +4,7 @@
 //! checkout is measured (by object headers, each path counted) and refused
 //! over the bound with the size, the bound and the key; under it, `up` works.
 
-mod common;
+use crate::common;
 
 use berth_engine::{AgentImpl, BerthMode};
 use common::{Fixture, git, user};

@@ -3,7 +3,7 @@
 //! delivery chain, allow rules and `--always`, refusals, the host-side
 //! symlink guard, and what auto mode lifts.
 
-mod common;
+use crate::common;
 
 use berth_engine::{
     ActionParams, ActionResult, ActionStatus, AgentImpl, AgentRun, CreatedStatus, EventFilter,

@@ -4,7 +4,7 @@
 //! writes, and `berth up` names a declared directory the berth's uid cannot
 //! reach (under a 0700 directory, as `/root` holds rustup, cargo, pyenv).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

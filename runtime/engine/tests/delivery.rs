@@ -4,7 +4,7 @@
 //! time, the gate only after the PR, refusals return the task, merging and
 //! closing resolve the gate and recycle the worktree.
 
-mod common;
+use crate::common;
 
 use berth_engine::{
     ActionStatus, AgentImpl, AgentRun, AgentStatus, EventFilter, PrStatus, ProposeStatus,

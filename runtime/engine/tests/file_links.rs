@@ -8,7 +8,7 @@
 //! `BERTH_RACE_ROUNDS`, 200 by default); and a plain word (`cat notes`) that
 //! names a link out of the worktree holds the command as `cat ./notes` does.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

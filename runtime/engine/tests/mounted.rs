@@ -11,7 +11,7 @@
 //! here it is the engine's wiring that is under test. Without an engine the
 //! tests skip with the reason, except under `CI=true`, where they fail.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! worktree, denial, failures with diagnostics, races between processes,
 //! idempotency keys, crash recovery.
 
-mod common;
+use crate::common;
 
 use berth_engine::{
     ActionParams, ActionResult, ActionStatus, ActorKind, AgentImpl, CreatedStatus, EngineError,

@@ -4,7 +4,7 @@
 //! followups and their choices, the circuit breaker, and the lease that keeps
 //! two runs of one task apart. Real store, real git, real processes.
 
-mod common;
+use crate::common;
 
 use berth_engine::{
     ActionResult, ActionStatus, AgentImpl, AgentStatus, EngineError, EventFilter, ExecutionMode,

@@ -5,7 +5,7 @@
 //! with `none`), and the agent's git identity, so a plain `git commit` at
 //! `/work` works without berth writing into the agent's repository config.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

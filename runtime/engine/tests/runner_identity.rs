@@ -6,7 +6,7 @@
 //! berth is not root the user namespace maps the user's own uid and these
 //! cases do not apply.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

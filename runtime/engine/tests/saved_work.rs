@@ -5,7 +5,7 @@
 //! `--discard`), saves nothing when there is nothing to lose, and a person
 //! lists and drops what was saved.
 
-mod common;
+use crate::common;
 
 use berth_engine::{ActionParams, AgentImpl, BerthMode};
 use berth_policy::Action;

@@ -2,7 +2,7 @@
 //! The store on disk: WAL, migrations, the missing-state error, atomic
 //! claims across processes' worth of connections, the log and the outbox.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -3,7 +3,7 @@
 //! berth when work piles up, `raise_max_parallel` and `instruction_patch`;
 //! none auto-approved even in auto mode; what each did is in the log.
 
-mod common;
+use crate::common;
 
 use berth_engine::{
     ActionFilter, ActionParams, ActionResult, ActionStatus, AgentImpl, EventFilter, Proposal,

@@ -3,7 +3,7 @@
 //! lifecycle. Each test uses its own project; its containers go with it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

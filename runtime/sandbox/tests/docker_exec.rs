@@ -2,7 +2,7 @@
 //! exit codes, the output cap, the deadline and the process group.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

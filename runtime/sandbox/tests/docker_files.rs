@@ -6,7 +6,7 @@
 //! container's uid; the forge's objects are read-only.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;

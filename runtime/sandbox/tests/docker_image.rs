@@ -2,7 +2,7 @@
 //! them (never pulling).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{BuildEvent, DEFAULT_RECIPE, ImageRef, NoProgress, Recipe};
@@ -247,7 +247,11 @@ async fn an_engine_that_does_not_answer_names_the_socket() {
     let out = std::process::Command::new(exe)
         .args([
             "--exact",
-            "an_engine_that_does_not_answer_names_the_socket",
+            common::test_path(
+                module_path!(),
+                "an_engine_that_does_not_answer_names_the_socket",
+            )
+            .as_str(),
             "--nocapture",
         ])
         .env("BERTH_TEST_DEAD_SOCKET", "1")

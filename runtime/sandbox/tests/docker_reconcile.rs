@@ -4,7 +4,7 @@
 //! orphaned exec, and remove the containers of berths that are gone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -17,12 +17,13 @@ use common::{Layout, text};
 const CHILD_ENV: &str = "BERTH_TEST_RECONCILE_CHILD";
 
 /// The child: bring the berth up (adopting the parent's container), start an
-/// exec that runs for minutes, say so, and hang until killed.
+/// exec that runs for minutes, say so, and hang until killed. Ignored: it
+/// tests nothing on its own, the test below runs it by name.
 #[tokio::test]
+#[ignore = "run by the test below in a child process"]
 async fn child_process_holding_an_exec() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return; // only meaningful as the child of the test below
-    };
+    let spec = std::env::var(CHILD_ENV)
+        .expect("run by the test below, which sets the berth's spec in the environment");
     let parts: Vec<&str> = spec.split('\n').collect();
     let spec = BerthSpec::new(parts[0], parts[1], parts[2], parts[3], parts[4]);
     let backend = DockerBackend::connect().await.unwrap();
@@ -85,7 +86,12 @@ async fn reconcile_after_the_owner_is_killed_mid_exec() {
     let berth = backend.up(spec.clone()).await.unwrap();
 
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_process_holding_an_exec", "--nocapture"])
+        .args([
+            "--exact",
+            common::test_path(module_path!(), "child_process_holding_an_exec").as_str(),
+            "--ignored",
+            "--nocapture",
+        ])
         .env(
             CHILD_ENV,
             [

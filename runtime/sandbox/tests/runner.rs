@@ -5,7 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod host_procs;
+use crate::common;
+use crate::host_procs;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -466,12 +467,13 @@ async fn read_only_holds_for_a_worktree_under_tmp() {
 }
 
 /// Run by `the_main_process_dies_with_berth` in a child process: starts a
-/// long exec and waits to be killed.
+/// long exec and waits to be killed. Ignored: it tests nothing on its own,
+/// its parent runs it by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by the_main_process_dies_with_berth in a child process"]
 async fn pdeathsig_helper() {
-    let Ok(dir) = std::env::var("BERTH_PDEATHSIG_DIR") else {
-        return;
-    };
+    let dir = std::env::var("BERTH_PDEATHSIG_DIR")
+        .expect("run by the_main_process_dies_with_berth, which sets BERTH_PDEATHSIG_DIR");
     let dir = PathBuf::from(dir);
     let runner = Runner::new(RunnerConfig::new(dir.join("wt"), dir.join("home"))).unwrap();
     let marker = std::env::var("BERTH_PDEATHSIG_MARKER").unwrap();
@@ -489,7 +491,8 @@ async fn the_main_process_dies_with_berth() {
     let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "pdeathsig_helper",
+            common::test_path(module_path!(), "pdeathsig_helper").as_str(),
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -243,3 +243,13 @@ impl Drop for ProjectGuard {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// The name libtest knows a test by, for re-running it in a child process:
+/// `module::name` in the crate's one test binary, `name` in a binary of its
+/// own. `module_path` is the caller's `module_path!()`.
+pub fn test_path(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, module)) => format!("{module}::{name}"),
+        None => name.to_string(),
+    }
+}

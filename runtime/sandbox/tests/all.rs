@@ -1,0 +1,20 @@
+//! The crate's integration tests in one binary (one link step, as ripgrep's
+//! tests/tests.rs): each module is one area; `common` holds the Docker
+//! fixtures, `host_procs` finds a runner exec's processes from the host.
+//! `runner_confinement` stays a binary of its own: it copies itself and runs
+//! its cases again as `nobody` (`setpriv`), by name.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod common;
+mod host_procs;
+
+mod confined_files;
+mod docker_berth;
+mod docker_contract;
+mod docker_exec;
+mod docker_files;
+mod docker_image;
+mod docker_reconcile;
+mod runner;
+mod runner_contract;

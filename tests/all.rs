@@ -1,0 +1,15 @@
+//! berth's end-to-end tests of the binary in one test binary (one link step,
+//! as ripgrep's tests/tests.rs): each module drives `berth` as a person or a
+//! client would — the CLI, the Claude Code hook, the MCP server, mounted
+//! berths, pipelines. `berth serve`'s tests (`serve`, `serve_browser`) stay
+//! binaries of their own: they share the HTTP harness in `support/`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/docker.rs"]
+mod docker;
+
+mod cli;
+mod hook;
+mod mcp;
+mod mounted;
+mod pipelines;
