@@ -448,14 +448,11 @@ impl BerthInfo {
             worktree: a.worktree.clone(),
             branch: a.branch.clone(),
             task: a.task.clone(),
-            note: (a.berth == Some(BerthMode::Runner)).then(|| RUNNER_NOTE.to_string()),
+            note: (a.berth == Some(BerthMode::Runner)).then(crate::confinement::runner_note),
             saved: None,
         }
     }
 }
-
-/// Said plainly wherever a runner berth is shown.
-pub const RUNNER_NOTE: &str = "runner mode: commands run on this host as your user, inside the worktree; there is no container boundary — only the policy stands between the agent and your machine";
 
 /// Sandboxes opened by this process, by agent and worktree.
 #[derive(Default)]
