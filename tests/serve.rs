@@ -793,10 +793,17 @@ fn every_endpoint_family(api: &Api, state: &State) {
         Some(json!({"keep_worktree": true})),
     );
     assert_eq!(down["mode"], Value::Null);
-    // The page and the document answer too.
+    // The page (a shell), its content and the document answer too.
     let page = api.c.raw("GET", "/", &[], None);
     assert_eq!(page.status, 200);
-    assert!(page.text().contains("Waiting for you"), "{}", page.text());
+    assert!(page.text().contains("/assets/app.js"), "{}", page.text());
+    let content = api.c.raw("GET", "/api/pages/approvals", &[], None);
+    assert_eq!(content.status, 200);
+    assert!(
+        content.text().contains("Waiting for you"),
+        "{}",
+        content.text()
+    );
     let doc = api.c.raw("GET", "/openapi.json", &[], None);
     assert_eq!(doc.json()["openapi"], "3.1.0");
 }
@@ -994,6 +1001,8 @@ fn bad_input_gets_a_json_error_that_says_what_to_do() {
 fn tcp_requires_the_token_and_the_page_session_requires_the_csrf_header() {
     use std::os::unix::fs::PermissionsExt as _;
     let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     let served = start(&state, Transport::Tcp, &["--no-agent-loops"]);
     let token_file = state.root().join("api-token");
     assert_eq!(
@@ -1089,6 +1098,73 @@ fn tcp_requires_the_token_and_the_page_session_requires_the_csrf_header() {
         !page.text().contains(&secret),
         "a page fetched with the cookie alone does not carry the secret"
     );
+    // Nor any data: the pages are shells, their content is under /api/pages
+    // (the secret needed there too). A task and a pending action with
+    // known text, which the content shows and a shell must not.
+    let title = "a task title only the content shows";
+    let made = right.raw(
+        "POST",
+        "/api/tasks",
+        &[("Content-Type", "application/json")],
+        Some(format!("{{\"project\": \"demo\", \"title\": \"{title}\"}}").as_bytes()),
+    );
+    assert_eq!(made.status, 201, "{}", made.text());
+    let task_id = made.json()["id"].as_str().unwrap().to_string();
+    let command = "ls /root/only-the-content-shows-this";
+    let proposed = right.raw(
+        "POST",
+        "/api/actions",
+        &[("Content-Type", "application/json")],
+        Some(
+            format!(
+                "{{\"agent\": \"dev-1\", \"task\": \"{task_id}\", \"action\": {{\"type\": \"terminal\", \"command\": \"{command}\"}}}}"
+            )
+            .as_bytes(),
+        ),
+    );
+    assert_eq!(
+        proposed.json()["status"]["status"],
+        "pending",
+        "{}",
+        proposed.text()
+    );
+    let task_path = format!("/tasks/{task_id}");
+    let fragment_paths = [
+        "/api/pages/approvals".to_string(),
+        format!("/api/pages{task_path}"),
+    ];
+    for (shell, fragment) in ["/", task_path.as_str()].into_iter().zip(&fragment_paths) {
+        let page = anon.raw("GET", shell, &with(&[]), None);
+        assert_eq!(page.status, 200, "{shell}");
+        assert!(
+            !page.text().contains(title)
+                && !page.text().contains(&task_id)
+                && !page.text().contains(command),
+            "{shell} with the cookie alone shows no data: {}",
+            page.text()
+        );
+        let refused = anon.raw("GET", fragment, &with(&[]), None);
+        assert_eq!(
+            (refused.status, refused.json()["error"]["code"].as_str()),
+            (403, Some("session_secret_missing")),
+            "{fragment}"
+        );
+        let shown = anon.raw(
+            "GET",
+            fragment,
+            &with(&[])
+                .into_iter()
+                .chain([("X-Berth-Session-Secret", secret.as_str())])
+                .collect::<Vec<_>>(),
+            None,
+        );
+        assert_eq!(shown.status, 200, "{fragment}");
+        assert!(
+            shown.text().contains(title) && shown.text().contains(command),
+            "{fragment}: {}",
+            shown.text()
+        );
+    }
     // The cookie alone (as another server on 127.0.0.1 receives it) opens
     // no API call, not even a read.
     let cookie_only = anon.raw("GET", "/api/agents", &with(&[]), None);
@@ -1342,7 +1418,7 @@ fn auto_mode_on_a_runner_berth_says_the_host_and_needs_allow_unconfined() {
             && note.contains("only the policy"),
         "{note}"
     );
-    let page = api.raw("GET", "/", &[], None).text();
+    let page = api.raw("GET", "/api/pages/approvals", &[], None).text();
     assert!(
         page.contains("class=\"runner-host\"")
             && page.contains("lifts the path scope on this machine"),
@@ -1758,7 +1834,7 @@ fn a_pending_file_write_shows_where_it_lands_and_is_checked_again_at_approval() 
     let landing = wt.join("d/notes.txt").display().to_string();
     let shown = api.ok("get", "/api/actions/{id}", &[id], None);
     assert_eq!(shown["resolved_path"], landing.as_str(), "{shown}");
-    let page = api.c.raw("GET", "/", &[], None).text();
+    let page = api.c.raw("GET", "/api/pages/approvals", &[], None).text();
     assert!(
         page.contains(&format!(
             "class=\"resolved\">Acts on, on this host: <code>{landing}</code>"

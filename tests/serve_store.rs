@@ -427,9 +427,10 @@ fn lists_are_paged_and_a_huge_command_stays_small() {
     assert_eq!(created, n);
     assert!(pages >= 3, "{pages} pages");
 
-    // The approvals page: 25 cards a page, a link to the next, all of them.
+    // The approvals page's content: 25 cards a page, a link to the next
+    // (a page path, whose content is under /api/pages), all of them.
     let mut cards = Vec::new();
-    let mut path = "/".to_string();
+    let mut path = "/api/pages/approvals".to_string();
     loop {
         let r = client.call("GET", &path, None);
         assert_eq!(r.status, 200);
@@ -446,7 +447,11 @@ fn lists_are_paged_and_a_huge_command_stays_small() {
         assert!(unique.len() <= 25, "{} cards on one page", unique.len());
         cards.extend(unique);
         match html.split("id=\"pending-next\" href=\"").nth(1) {
-            Some(rest) => path = rest[..rest.find('"').unwrap()].to_string(),
+            Some(rest) => {
+                let link = &rest[..rest.find('"').unwrap()];
+                let query = link.strip_prefix('/').unwrap();
+                path = format!("/api/pages/approvals{query}");
+            }
             None => break,
         }
     }
@@ -481,7 +486,11 @@ fn lists_are_paged_and_a_huge_command_stays_small() {
     );
     assert_eq!(last.as_array().unwrap().len(), 1);
     let page = client
-        .call("GET", &format!("/?after={}", ids[n - 1]), None)
+        .call(
+            "GET",
+            &format!("/api/pages/approvals?after={}", ids[n - 1]),
+            None,
+        )
         .text();
     assert!(
         page.contains(id) && page.len() < 64 * 1024,

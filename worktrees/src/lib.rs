@@ -84,11 +84,18 @@ pub use ownership::Owner;
 /// Gives everything under `root/rel` (and `rel` itself) to `owner`, with
 /// the fd-relative, no-follow walk berth uses on an agent's repository and
 /// worktree: `root` must be a directory berth made and no agent can write
-/// (`<state>/homes/<project>`), `rel` plain names beneath it. A symlink is
+/// (`<state>/berths/<project>/<agent>`), `rel` plain names beneath it. A symlink is
 /// re-owned as the link it is, never followed; a hard-linked file berth
 /// does not already own for `owner` is skipped.
 pub fn chown_beneath(root: &Path, rel: &Path, owner: Owner) -> std::io::Result<()> {
     confined::chown_tree(root, rel, owner.uid, owner.gid)
+}
+/// Removes whatever is at `root/rel` (a whole tree, a file, a symlink — not
+/// its target) with the same fd-relative, no-follow walk: `root` a directory
+/// berth made and no agent can write, `rel` plain names beneath it. Returns
+/// whether something was there.
+pub fn remove_beneath(root: &Path, rel: &Path) -> std::io::Result<bool> {
+    confined::remove(root, rel)
 }
 pub use push::{PushOutcome, run_pack_job};
 pub use reconcile::{ReconcileAction, ReconcileReport};

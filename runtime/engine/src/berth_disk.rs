@@ -3,8 +3,8 @@
 //! worktree is recycled, and found again by reconcile after a crash.
 //!
 //! When berth is root, each berth's directory
-//! (`<state>/berths/<project>/<agent>`, holding its worktree and its agent
-//! repository) is a loop-mounted ext4 image of `[sandbox] disk` bytes and
+//! (`<state>/berths/<project>/<agent>`, holding its worktree, its agent
+//! repository and a runner berth's `$HOME` and `/tmp`) is a loop-mounted ext4 image of `[sandbox] disk` bytes and
 //! `disk_inodes` files, kept at `<state>/disks/<project>/<agent>.img`
 //! ([`berth_sandbox::disk`]). A container and a runner exec see the same
 //! directory, so one bound serves both modes. Where berth cannot make one,
@@ -93,7 +93,7 @@ pub(crate) fn disk_inodes(config: &ProjectConfig) -> u64 {
 /// The plain words for a berth without a disk of its own.
 pub(crate) fn unbounded_note(why: &str) -> String {
     format!(
-        "disk use of /work is not limited: what the agent writes to its worktree and repository counts against this host's disk ({why})"
+        "disk use of /work is not limited: what the agent writes to its worktree and repository (and, in runner mode, to its $HOME and /tmp) counts against this host's disk ({why})"
     )
 }
 

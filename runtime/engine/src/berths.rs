@@ -44,7 +44,10 @@ pub struct BerthSpec {
     /// The forge's objects on the host (the agent repository's alternates),
     /// read-only in a container.
     pub forge_objects: PathBuf,
-    /// `HOME` for its commands, on the host (`<state>/homes/<project>/<agent>`).
+    /// A runner berth's `HOME`, on the host
+    /// (`<state>/berths/<project>/<agent>/.home`, on the berth's own disk
+    /// when it has one), kept across `down --keep-worktree`, gone with the
+    /// worktree at `down`.
     pub home: PathBuf,
     /// mounted: the berth's uid (gid = uid), which owns the worktree and the
     /// agent repository ([`crate::berth_uid`]).
@@ -208,16 +211,17 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
         .iter()
         .map(PathBuf::from)
         .collect();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&spec.private_tmp)
-        .map_err(EngineError::io("creating", &spec.private_tmp))?;
+    make_private_dir(&spec.private_tmp)?;
+    let new_home = make_private_dir(&spec.home)?;
     config.confinement.private_tmp = Some(spec.private_tmp.clone());
     if let Some(uid) = spec.runner_uid {
-        // The berth's own /tmp, whatever an earlier exec left in it.
+        // The berth's own /tmp, whatever an earlier exec left in it; a home
+        // made here (its disk was made again) is the berth's too.
         let owner = berth_worktrees::Owner { uid, gid: uid };
         chown_berth_dir(&spec.private_tmp, owner)?;
+        if new_home {
+            chown_berth_dir(&spec.home, owner)?;
+        }
         config.confinement.uid = Some((uid, uid));
     }
     config.confinement.limits = berth_sandbox::runner::CgroupLimits {
@@ -233,8 +237,16 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     config
         .confinement
         .readable
-        .extend(sandbox.toolchains.iter().map(PathBuf::from));
-    config.confinement.writable = sandbox.caches.iter().map(PathBuf::from).collect();
+        .extend(sandbox.toolchains.iter().map(|d| PathBuf::from(&d.path)));
+    config.confinement.writable = sandbox
+        .caches
+        .iter()
+        .map(|d| PathBuf::from(&d.path))
+        .collect();
+    // The variables they carry, and their programs after the rest of PATH.
+    let declared = crate::declared_dirs::declared_env(sandbox);
+    config.env = declared.vars;
+    config.path_append = declared.path_append;
     config.confinement.network = runner_network(&spec.config.sandbox.network);
     config.confinement.git_identity = crate::git::agent_git_identity(&spec.agent);
     let scope = cgroup_scope(&spec.instance, &spec.project);
@@ -242,6 +254,19 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
         config.confinement.cgroup_name = Some((scope, spec.agent.clone()));
     }
     Ok(Arc::new(berth_sandbox::Runner::new(config)?))
+}
+
+/// Makes `dir` (and its parents) 0700 when it is missing; whether it was.
+fn make_private_dir(dir: &std::path::Path) -> Result<bool> {
+    if dir.is_dir() {
+        return Ok(false);
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(EngineError::io("creating", dir))?;
+    Ok(true)
 }
 
 /// Gives a berth's directory (`<state>/<kind>/<project>/<agent>`, its
@@ -423,14 +448,11 @@ impl BerthInfo {
             worktree: a.worktree.clone(),
             branch: a.branch.clone(),
             task: a.task.clone(),
-            note: (a.berth == Some(BerthMode::Runner)).then(|| RUNNER_NOTE.to_string()),
+            note: (a.berth == Some(BerthMode::Runner)).then(crate::confinement::runner_note),
             saved: None,
         }
     }
 }
-
-/// Said plainly wherever a runner berth is shown.
-pub const RUNNER_NOTE: &str = "runner mode: commands run on this host as your user, inside the worktree; there is no container boundary — only the policy stands between the agent and your machine";
 
 /// Sandboxes opened by this process, by agent and worktree.
 #[derive(Default)]
@@ -472,12 +494,10 @@ impl Engine {
                 .git()
                 .forge_objects(&agent.project)
                 .unwrap_or_else(|_| self.state.root().join("forge").join("objects")),
-            home: self
-                .state
-                .root()
-                .join("homes")
-                .join(&agent.project)
-                .join(&agent.name),
+            // In the berth's directory, so on its own disk when it has one
+            // (`.home` is no agent's name either).
+            home: crate::berth_disk::berth_dir(self.state.root(), &agent.project, &agent.name)
+                .join(".home"),
             uid: config.sandbox.uid,
             runner_uid: None,
             identity_dir: self
@@ -607,8 +627,6 @@ impl Engine {
         // Before anything is provisioned: a mounted berth with no engine or
         // no image fails here, naming what to do.
         self.provider.check(mode, &loaded.config).await?;
-        let home = self.state.root().join("homes").join(project).join(agent);
-        std::fs::create_dir_all(&home).map_err(EngineError::io("creating", &home))?;
         // The berth's own uid (mounted, and runner when berth is root):
         // allocated, checked against the host, or kept as made; it owns the
         // repository and the worktree. A runner berth of a berth not root
@@ -674,9 +692,11 @@ impl Engine {
         if mode == BerthMode::Runner
             && let Some(owner) = owner
         {
-            // Its home keeps what its commands wrote before (as root, when
-            // runner berths had no uid): all of it is the berth's now.
-            let dir = home.clone();
+            // Its home keeps what its commands wrote before a
+            // `down --keep-worktree` (as root, when runner berths had no
+            // uid): all of it is the berth's now.
+            make_private_dir(&spec.home)?;
+            let dir = spec.home.clone();
             tokio::task::spawn_blocking(move || chown_berth_dir(&dir, owner))
                 .await
                 .map_err(|e| {
@@ -1035,6 +1055,16 @@ impl Engine {
             // pushed). Not when the berth came up again meanwhile.
             if let Err(e) = self.release_disk(&a.project, &a.name).await {
                 tracing::warn!(agent = %a.name, error = %e, "the berth's disk could not be released; the next `down` or `berth reconcile` releases it");
+            }
+            // A runner berth's home goes with its worktree (with the disk
+            // when it had one; here when it had none).
+            let dir = crate::berth_disk::berth_dir(self.state.root(), &a.project, &a.name);
+            let removed = tokio::task::spawn_blocking(move || {
+                berth_worktrees::remove_beneath(&dir, std::path::Path::new(".home"))
+            })
+            .await;
+            if let Ok(Err(e)) = removed {
+                tracing::warn!(agent = %a.name, error = %e, "the berth's home could not be removed; the next `down` removes it");
             }
         }
         Ok(saved)

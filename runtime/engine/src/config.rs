@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::declared_dirs::DeclaredDir;
 use crate::error::{EngineError, Result};
 
 /// The smallest `[sandbox] disk`: an ext4 file system with its journal and a
@@ -187,10 +188,13 @@ pub struct SandboxConfig {
     /// is not available (auto mode is refused there otherwise).
     pub allow_unconfined: bool,
     /// Host directories shown to a berth's commands read-only at their own
-    /// paths (a runner exec's bind and Landlock read; a container's bind).
-    pub toolchains: Vec<String>,
+    /// paths (a runner exec's bind and Landlock read; a container's bind),
+    /// with the environment each one carries ([`crate::declared_dirs`]).
+    #[serde(deserialize_with = "crate::declared_dirs::path_or_table")]
+    pub toolchains: Vec<DeclaredDir>,
     /// Host directories shown read-write at their own paths.
-    pub caches: Vec<String>,
+    #[serde(deserialize_with = "crate::declared_dirs::path_or_table")]
+    pub caches: Vec<DeclaredDir>,
     /// When berth is root: the size of the berth's own disk (a loop-mounted
     /// ext4 image holding its worktree and agent repository).
     pub disk: ByteSize,
@@ -578,40 +582,6 @@ impl ProjectConfig {
         }
     }
 
-    /// `[sandbox] toolchains` and `caches`: absolute paths without `..`,
-    /// never under `/work` (where the worktree is shown).
-    fn check_declared_dirs(&self, text: &str, file: &str) -> Result<()> {
-        for (key, list) in [
-            ("toolchains", &self.sandbox.toolchains),
-            ("caches", &self.sandbox.caches),
-        ] {
-            for dir in list {
-                let path = Path::new(dir);
-                let why = if !path.is_absolute() {
-                    Some("must be absolute (write the full path, e.g. \"/opt/rust\")")
-                } else if path
-                    .components()
-                    .any(|c| matches!(c, std::path::Component::ParentDir))
-                {
-                    Some("must not contain `..` (write the directory's own path)")
-                } else if path.starts_with("/work") || path == Path::new("/") {
-                    Some("must not be `/` or lie under /work, where the worktree is shown")
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    return Err(EngineError::Config {
-                        file: file.to_string(),
-                        line: find_key_line(text, "sandbox", key).unwrap_or(1),
-                        column: 1,
-                        message: format!("key `sandbox.{key}`: {dir:?} {why}"),
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Value checks serde cannot express; each names its key's line.
     fn check(&self, text: &str, file: &str) -> Result<()> {
         for (key, list) in [
@@ -633,7 +603,7 @@ impl ProjectConfig {
             }
         }
         self.check_network(text, file)?;
-        self.check_declared_dirs(text, file)?;
+        crate::declared_dirs::check(&self.sandbox, text, file)?;
         let [first, last] = self.host.uid_range;
         let problems: [(bool, &str, &str, &str); 15] = [
             (
@@ -796,7 +766,7 @@ fn key_at(text: &str, line: usize) -> Option<String> {
     })
 }
 
-fn find_key_line(text: &str, table: &str, key: &str) -> Option<usize> {
+pub(crate) fn find_key_line(text: &str, table: &str, key: &str) -> Option<usize> {
     let mut current = String::new();
     for (i, l) in text.lines().enumerate() {
         let t = l.trim();
@@ -902,6 +872,12 @@ allow_unconfined = false
 # (e.g. "/opt/rust"), caches read-write (e.g. "/var/cache/cargo-registry").
 # Absolute paths. When berth runs as root, the berth's uid must be able to
 # reach them: `berth up` names each one it cannot (e.g. under a 0700 /root).
+# An entry may be a table carrying the variables its tool needs ("{path}" is
+# the entry's path) and its programs' directory, appended to PATH:
+#   toolchains = [{ path = "/opt/rustup", env = { RUSTUP_HOME = "{path}" } }]
+#   caches = [{ path = "/opt/cargo", env = { CARGO_HOME = "{path}" }, path_bin = "bin" }]
+# A variable that changes what runs (RUSTUP_HOME, CARGO_HOME, JAVA_HOME, …)
+# may only point into declared directories; PATH and HOME are berth's.
 toolchains = []
 caches = []
 # When berth runs as root, each berth's worktree and agent repository live on
@@ -1047,8 +1023,14 @@ mod tests {
             "berth.toml",
         )
         .unwrap();
-        assert_eq!(c.sandbox.toolchains, ["/opt/rust", "/usr/local/go"]);
-        assert_eq!(c.sandbox.caches, ["/var/cache/cargo"]);
+        assert_eq!(
+            c.sandbox.toolchains,
+            [
+                DeclaredDir::plain("/opt/rust"),
+                DeclaredDir::plain("/usr/local/go")
+            ]
+        );
+        assert_eq!(c.sandbox.caches, [DeclaredDir::plain("/var/cache/cargo")]);
         for (text, key, line) in [
             (
                 "[sandbox]\nmode = \"runner\"\ntoolchains = [\"opt/rust\"]\n",

@@ -64,6 +64,28 @@ pub fn runner_confinement_note() -> Option<String> {
     }
 }
 
+/// Said plainly wherever a runner berth is shown: what confines its
+/// commands here, as whom they run, and what is missing on this machine.
+pub fn runner_note() -> String {
+    let identity = if berth_sandbox::identity::current_uid() == 0 {
+        "as the berth's own uid"
+    } else {
+        "as your user, mapped in a user namespace"
+    };
+    let mut note = format!(
+        "runner mode (Linux only): commands run on this host {identity}, each in namespaces of its \
+         own (/work is the worktree, a private /tmp, system directories read-only, only loopback) \
+         under Landlock and seccomp; there is no container boundary: they share this host's \
+         kernel (mounted mode adds one)"
+    );
+    if let Some(missing) = runner_confinement_note() {
+        note.push_str(&format!(
+            "; not available here: {missing} — commands do not run until it is"
+        ));
+    }
+    note
+}
+
 /// What still holds on a runner berth in auto mode, given what the
 /// runner's confinement lacks (`missing`).
 pub fn runner_auto_mode_note(missing: Option<&str>) -> String {

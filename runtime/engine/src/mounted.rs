@@ -147,11 +147,15 @@ pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
         .chain(s.caches.iter().map(|d| (d, false)));
     c.extra_mounts
         .extend(declared.map(|(dir, read_only)| ExtraMount {
-            host: PathBuf::from(dir),
-            target: dir.clone(),
+            host: PathBuf::from(&dir.path),
+            target: dir.path.clone(),
             read_only,
             in_scope: false,
         }));
+    // The variables they carry, and their programs after the image's PATH.
+    let declared = crate::declared_dirs::declared_env(s);
+    c.env.extend(declared.vars);
+    c.path_append = declared.path_append;
     c
 }
 

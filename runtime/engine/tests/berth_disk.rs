@@ -2,7 +2,8 @@
 //! The berth's own disk through the engine, runner mode (mounted mode's are
 //! in `mounted.rs`): with berth as root, `up` mounts a loop-backed ext4 image
 //! of `[sandbox] disk` at the berth's directory, where the worktree and the
-//! agent repository are made; a write past its size stops with ENOSPC and
+//! agent repository are made (and a runner berth's `$HOME` and `/tmp`);
+//! a write past its size stops with ENOSPC and
 //! the host's disk outside the image does not grow; file creation stops at
 //! `disk_inodes`; `down` leaves no mount, no loop device and no image; a
 //! checkout bigger than the disk fails `up` naming the key, losing nothing;
@@ -192,6 +193,64 @@ async fn a_runner_berths_disk_stops_bytes_and_files_at_its_limits_and_down_leave
         .await
         .unwrap();
     assert_released(&p);
+}
+
+#[tokio::test]
+async fn a_runner_berths_home_and_tmp_are_on_its_disk_and_go_with_it() {
+    let Some(f) = fixture("64MiB", 4096).await else {
+        return;
+    };
+    f.engine
+        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .await
+        .unwrap();
+    let p = paths(&f, "dev-1");
+    let state = f.dir.path().join("state");
+    // $HOME is the berth's `.home`, on its disk (the same file system as
+    // the worktree), as /tmp is its `.tmp`.
+    let (code, out, stderr) = terminal(
+        &f.engine,
+        "dev-1",
+        "echo \"$HOME\"; stat -c %d \"$HOME\" /tmp /work",
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], p.berth_dir.join(".home").to_str().unwrap());
+    assert!(
+        lines[1] == lines[2] && lines[2] == lines[3],
+        "$HOME, /tmp and /work on one device: {out}"
+    );
+    let outside_before = allocated_under(&state) - allocated(&p.image);
+    for (place, path) in [("$HOME", "\"$HOME/big\""), ("/tmp", "/tmp/big")] {
+        let (code, _, stderr) = terminal(
+            &f.engine,
+            "dev-1",
+            &format!("dd if=/dev/zero of={path} bs=1M count=200"),
+        )
+        .await;
+        assert_ne!(code, 0, "{place}: {stderr}");
+        assert!(
+            stderr.contains("No space left on device"),
+            "{place}: {stderr}"
+        );
+        let outside_after = allocated_under(&state) - allocated(&p.image);
+        assert!(
+            outside_after < outside_before + (8 << 20),
+            "{place}: the state directory grew from {outside_before} to {outside_after} bytes outside the disk"
+        );
+        let (code, _, stderr) = terminal(&f.engine, "dev-1", &format!("rm {path}")).await;
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let (code, _, stderr) =
+        terminal(&f.engine, "dev-1", "echo kept > \"$HOME/.profile-ish\"").await;
+    assert_eq!(code, 0, "{stderr}");
+    // Kept across `down --keep-worktree`, gone with the worktree at `down`.
+    f.engine.down("dev-1", true, &user()).await.unwrap();
+    assert!(p.berth_dir.join(".home/.profile-ish").is_file());
+    f.engine.down("dev-1", false, &user()).await.unwrap();
+    assert_released(&p);
+    assert!(!state.join("homes").exists(), "nothing in <state>/homes");
 }
 
 /// A source whose only file is `mib` MiB of zeros (tiny in git, that size

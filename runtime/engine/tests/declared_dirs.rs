@@ -2,7 +2,10 @@
 //! `[sandbox] toolchains` and `caches` in a runner berth when berth is root:
 //! a declared toolchain runs but cannot be written, a declared cache takes
 //! writes, and `berth up` names a declared directory the berth's uid cannot
-//! reach (under a 0700 directory, as `/root` holds rustup, cargo, pyenv).
+//! reach (under a 0700 directory, as `/root` holds rustup, cargo, pyenv);
+//! and, as any user, a declared toolchain's variables and programs (its
+//! `path_bin` on PATH) reach its commands, a variable pointing elsewhere is
+//! refused naming the file and line.
 
 use crate::common;
 
@@ -152,4 +155,94 @@ async fn as_root_declared_toolchains_run_read_only_and_caches_take_writes() {
     .await;
     assert_eq!(code, 0, "a cache takes writes: {err}");
     assert_eq!(std::fs::read_to_string(&cached).unwrap(), "cached\n");
+}
+
+/// Writes `line` over the `key = …` line of project `demo`'s berth.toml.
+fn set_line(f: &Fixture, key: &str, line: &str) -> std::path::PathBuf {
+    let cfg = f.dir.path().join("state/projects/demo/berth.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let start = text.find(&format!("\n{key} = ")).unwrap() + 1;
+    let end = text[start..].find('\n').unwrap() + start;
+    let mut text = text;
+    text.replace_range(start..end, line);
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+async fn up_runner(f: &Fixture) -> Result<berth_engine::BerthInfo, berth_engine::EngineError> {
+    f.engine
+        .up(
+            "dev-1",
+            "demo",
+            Some(berth_engine::BerthMode::Runner),
+            &user(),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_declared_toolchain_carries_its_variables_and_its_programs_run_by_name() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Real).await;
+    let tools = host_dir("berth-toolchain-");
+    chmod(tools.path(), 0o755);
+    std::fs::create_dir(tools.path().join("bin")).unwrap();
+    chmod(&tools.path().join("bin"), 0o755);
+    let hello = tools.path().join("bin/hello");
+    std::fs::write(&hello, "#!/bin/sh\necho \"hello from $RUSTUP_HOME\"\n").unwrap();
+    chmod(&hello, 0o755);
+    let path = tools.path().display().to_string();
+
+    // A variable the policy reads as changing what runs may only point into
+    // declared directories: refused at `up`, naming the file and the line.
+    let cfg = set_line(
+        &f,
+        "toolchains",
+        &format!(
+            "toolchains = [{{ path = {path:?}, env = {{ RUSTUP_HOME = \"/root/.rustup\" }} }}]"
+        ),
+    );
+    let line = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("toolchains = "))
+        .unwrap()
+        + 1;
+    let err = up_runner(&f).await.unwrap_err().to_string();
+    for want in [
+        format!("{}:{line}:", cfg.display()),
+        "RUSTUP_HOME".to_string(),
+        "\"/root/.rustup\" is not in one".to_string(),
+    ] {
+        assert!(err.contains(&want), "{want:?} not in {err}");
+    }
+    // PATH is berth's: the table's `path_bin` appends to it.
+    set_line(
+        &f,
+        "toolchains",
+        &format!("toolchains = [{{ path = {path:?}, env = {{ PATH = \"{{path}}/bin\" }} }}]"),
+    );
+    let err = up_runner(&f).await.unwrap_err().to_string();
+    assert!(err.contains("path_bin"), "{err}");
+
+    set_line(
+        &f,
+        "toolchains",
+        &format!(
+            "toolchains = [{{ path = {path:?}, env = {{ RUSTUP_HOME = \"{{path}}\" }}, path_bin = \"bin\" }}]"
+        ),
+    );
+    up_runner(&f).await.unwrap();
+    let (code, out, err) = terminal(&f.engine, "dev-1", "hello").await;
+    assert_eq!(
+        (code, out.as_str()),
+        (0, format!("hello from {path}\n").as_str()),
+        "{err}"
+    );
+    let (code, out, err) = terminal(&f.engine, "dev-1", "echo \"$PATH\"").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.trim_end().ends_with(&format!(":{path}/bin")),
+        "the toolchain's programs come last on PATH: {out}"
+    );
 }

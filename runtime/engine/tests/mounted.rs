@@ -443,12 +443,15 @@ async fn declared_toolchains_are_read_only_and_caches_writable_at_their_own_path
     };
     // Open to all: only the read-only mount keeps the berth from writing.
     let tools = dir("berth-toolchain-", 0o777);
-    let hello = tools.path().join("hello");
+    std::fs::create_dir(tools.path().join("bin")).unwrap();
+    let hello = tools.path().join("bin/hello");
     std::fs::write(&hello, "#!/bin/sh\necho hello-from-toolchain\n").unwrap();
     std::fs::set_permissions(&hello, std::fs::Permissions::from_mode(0o755)).unwrap();
     let cache = dir("berth-cache-", 0o777);
+    // The table form: the variables it carries (one the policy reads as
+    // changing what runs, pointing into it) and its programs on PATH.
     let toml = format!(
-        "toolchains = [{:?}]\ncaches = [{:?}]",
+        "toolchains = [{{ path = {:?}, env = {{ RUSTUP_HOME = \"{{path}}\", TOOL_FLAVOUR = \"plain\" }}, path_bin = \"bin\" }}]\ncaches = [{:?}]",
         tools.path().display().to_string(),
         cache.path().display().to_string()
     );
@@ -457,6 +460,26 @@ async fn declared_toolchains_are_read_only_and_caches_writable_at_their_own_path
     assert_eq!(
         m.ok("dev", &hello.display().to_string()).await,
         "hello-from-toolchain\n"
+    );
+    assert_eq!(m.ok("dev", "hello").await, "hello-from-toolchain\n");
+    assert_eq!(
+        m.ok(
+            "dev",
+            "echo \"$RUSTUP_HOME $TOOL_FLAVOUR\"; echo \"$PATH\" | tr : '\\n' | tail -n 1"
+        )
+        .await,
+        format!(
+            "{} plain\n{}\n",
+            tools.path().display(),
+            tools.path().join("bin").display()
+        )
+    );
+    // The image's own PATH still comes first (`tr` and `tail` above were
+    // found through it).
+    let path = m.ok("dev", "echo \"$PATH\"").await;
+    assert!(
+        path.split(':').count() > 1 && !path.starts_with(&tools.path().display().to_string()),
+        "{path}"
     );
     let planted = tools.path().join("planted");
     let (code, _, _) = m

@@ -100,7 +100,7 @@ async fn as_root_a_runner_berth_runs_and_writes_as_its_own_uid() {
         "uid {uid} is the host's"
     );
     let repo = state(&f).join("berths/demo/dev-1/dev-1.git");
-    let home = state(&f).join("homes/demo/dev-1");
+    let home = state(&f).join("berths/demo/dev-1/.home");
     let tmp = state(&f).join("berths/demo/dev-1/.tmp");
     for dir in [&wt, &repo, &home, &tmp, &wt.join("README.md")] {
         assert_eq!(owner(dir), uid, "{}", dir.display());
@@ -211,7 +211,7 @@ async fn as_root_what_earlier_execs_left_as_root_becomes_the_berths() {
     };
     // A home and a /tmp with root's files in them, as runner berths without
     // a uid left them, and a link out that must not be followed.
-    let home = state(&f).join("homes/demo/dev-1");
+    let home = state(&f).join("berths/demo/dev-1/.home");
     let tmp = state(&f).join("berths/demo/dev-1/.tmp");
     let outside = f.dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();

@@ -146,6 +146,11 @@ pub struct RunnerConfig {
     pub inherit_env: Vec<String>,
     /// `PATH` for commands; `None` takes berth's own, or [`DEFAULT_PATH`].
     pub path: Option<String>,
+    /// Directories appended to `PATH` (declared toolchains' programs).
+    pub path_append: Vec<String>,
+    /// Variables every command gets (declared toolchains' and caches'),
+    /// after the inherited ones; a request's own still win.
+    pub env: BTreeMap<String, String>,
     /// The shell for command lines (`SHELL -c LINE`).
     pub shell: PathBuf,
     pub rlimits: Rlimits,
@@ -220,6 +225,8 @@ impl RunnerConfig {
             extra_roots: Vec::new(),
             inherit_env: Vec::new(),
             path: None,
+            path_append: Vec::new(),
+            env: BTreeMap::new(),
             shell: PathBuf::from("/bin/sh"),
             rlimits: Rlimits::default(),
             kill_grace: Duration::from_secs(2),
@@ -506,7 +513,10 @@ impl Runner {
             .clone()
             .or_else(|| std::env::var("PATH").ok())
             .unwrap_or_else(|| DEFAULT_PATH.to_string());
-        env.insert("PATH".to_string(), path);
+        env.insert(
+            "PATH".to_string(),
+            append_path(path, &self.config.path_append),
+        );
         env.insert("HOME".to_string(), self.frame.home().to_string());
         env.insert("TERM".to_string(), "dumb".to_string());
         let allowed = |name: &str| {
@@ -526,6 +536,7 @@ impl Runner {
                 env.insert(name.to_string(), value.to_string());
             }
         }
+        env.extend(self.config.env.clone());
         env
     }
 
@@ -758,6 +769,20 @@ impl Runner {
     }
 }
 
+/// `path` with `dirs` after it, each once.
+pub fn append_path(path: String, dirs: &[String]) -> String {
+    let mut path = path;
+    for dir in dirs {
+        if !path.split(':').any(|p| p == dir) {
+            if !path.is_empty() {
+                path.push(':');
+            }
+            path.push_str(dir);
+        }
+    }
+    path
+}
+
 async fn remove_cgroups(cgroups: Arc<ExecCgroups>) {
     blocking(move || cgroups.remove(CGROUP_EMPTY_WAIT)).await;
 }
@@ -929,6 +954,16 @@ mod tests {
                 (Rlimit::FileSize, 64 << 20)
             ]
         );
+    }
+
+    #[test]
+    fn declared_programs_come_after_the_path_once() {
+        let dirs = ["/opt/a/bin".to_string(), "/usr/bin".to_string()];
+        assert_eq!(
+            append_path("/usr/bin:/bin".into(), &dirs),
+            "/usr/bin:/bin:/opt/a/bin"
+        );
+        assert_eq!(append_path(String::new(), &dirs[..1]), "/opt/a/bin");
     }
 
     #[test]

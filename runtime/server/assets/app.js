@@ -1,6 +1,11 @@
-// berth's page script: approve and deny buttons, the auto-mode switch, and
-// live updates from the event stream. Plain JavaScript, no build step. Data
-// from the server is only ever set as text (textContent), never as HTML.
+// berth's page script: the page's content, approve and deny buttons, the
+// auto-mode switch, and live updates from the event stream. Plain
+// JavaScript, no build step. The page routes answer a shell without data;
+// the content is the server's own rendering (every value escaped there),
+// fetched from /api/pages/… with the session's secret and parsed as a
+// document, never run (the Content-Security-Policy allows this origin's
+// script files only). Data from the JSON API is only ever set as text
+// (textContent), never as HTML.
 'use strict';
 
 (function () {
@@ -152,12 +157,49 @@
     loop();
   }
 
+  // The content of this page: its path under /api/pages (`/` is the
+  // approvals), with its query (the approvals' `after`).
+  function fragmentUrl() {
+    const path = window.location.pathname === '/' ? '/approvals' : window.location.pathname;
+    return '/api/pages' + path + window.location.search;
+  }
+
+  // The server's rendering of `url` as a document, or an Error saying why
+  // there is none (the API's own message: a missing secret says to log in).
+  async function fetchFragment(url) {
+    const r = await fetch(url, { credentials: 'same-origin', headers: readHeaders() });
+    const type = r.headers.get('Content-Type') || '';
+    if (type.startsWith('text/html')) {
+      return new DOMParser().parseFromString(await r.text(), 'text/html');
+    }
+    let data = null;
+    try { data = await r.json(); } catch (e) { data = null; }
+    throw new Error(data && data.error ? data.error.message : 'HTTP ' + r.status);
+  }
+
+  // Fills the shell's main element with the page's content.
+  async function load() {
+    const main = document.getElementById('content');
+    try {
+      const doc = await fetchFragment(fragmentUrl());
+      const nodes = Array.from(doc.body.childNodes).map(function (n) { return document.importNode(n, true); });
+      main.replaceChildren.apply(main, nodes);
+      return true;
+    } catch (e) {
+      const p = document.createElement('p');
+      p.className = 'error';
+      p.id = 'load-error';
+      p.textContent = 'This page could not be loaded: ' + e.message;
+      main.replaceChildren(p);
+      return false;
+    }
+  }
+
   // Approvals: a new pending action appears without a reload; one decided
   // elsewhere (the CLI, another tab) says so.
   async function addNewCards() {
-    const r = await fetch('/', { credentials: 'same-origin' });
-    if (!r.ok) { return; }
-    const doc = new DOMParser().parseFromString(await r.text(), 'text/html');
+    let doc;
+    try { doc = await fetchFragment('/api/pages/approvals'); } catch (e) { return; }
     const list = document.getElementById('pending-list');
     doc.querySelectorAll('#pending-list article.action').forEach(function (card) {
       if (!document.getElementById(card.id)) {
@@ -247,13 +289,15 @@
     });
   }
 
-  document.addEventListener('DOMContentLoaded', function () {
+  document.addEventListener('DOMContentLoaded', async function () {
     const page = document.body.dataset.page;
+    if ((page === 'approvals' || page === 'task') && !(await load())) { return; }
     if (page === 'approvals') {
       const s = document.getElementById('pending');
       follow('', s.dataset.cursor, onApprovalsEvent);
     } else if (page === 'task') {
       const s = document.getElementById('task');
+      if (!s) { return; }
       const id = s.dataset.taskId;
       follow('task=' + encodeURIComponent(id) + '&', s.dataset.cursor, function (e) {
         appendEvent(e);

@@ -14,8 +14,10 @@
 //!
 //! Cookies are not isolated by port: the browser sends the session cookie
 //! to every server on 127.0.0.1, an agent's dev server included, which can
-//! then replay it. So a cookie alone opens only the HTML pages; every other
-//! request made with it (the API, the event stream) must also carry
+//! then replay it. So a cookie alone opens only the HTML pages, which are
+//! shells without data ([`crate::page`]); every other request made with it
+//! (the API, the pages' content under `/api/pages`, the event stream) must
+//! also carry
 //! `X-Berth-Session-Secret`, a second per-session secret that is handed out
 //! once, in the answer to `/login` (which needs the API token), and that the
 //! page keeps in its origin's storage (isolated by port). Sessions expire

@@ -3,6 +3,12 @@
 //! No front-end build: HTML written here, one small script and one style
 //! sheet served from `/assets/` (the Content-Security-Policy allows scripts
 //! and styles from this origin only, so nothing inline would run anyway).
+//!
+//! The page routes (`/`, `/tasks/{id}`) answer a shell without data: the
+//! session cookie reaches every server on this host, which could replay it.
+//! The script fetches the rendered content from `/api/pages/…` (in
+//! [`crate::api::pages`]), which, like all of `/api`, needs the session's
+//! secret as well as its cookie, and inserts it.
 //! Every value from the store goes through [`esc`] — a command line, a path
 //! or a task title is whatever an agent or a person typed.
 //!
@@ -15,14 +21,11 @@ use std::fmt::Write as _;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use berth_engine::{
-    ActionFilter, ActionRecord, Agent, AutonomyReport, Event, EventFilter, Task, ids,
-};
+use berth_engine::{ActionRecord, Agent, AutonomyReport, Event, Task, ids};
 use berth_policy::{Decision, Location, RuleMatch, Verdict, explain::auto_mode_split};
 use serde::Deserialize;
 
 use crate::AppState;
-use crate::api::PathArgs;
 use crate::auth::{Access, SESSION_COOKIE};
 use crate::body::QueryArgs;
 use crate::error::ApiError;
@@ -72,7 +75,7 @@ fn layout_with_head(title: &str, page: &str, head: &str, body: &str) -> String {
          <title>{title}</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
          <script src=\"/assets/app.js\" defer></script></head>\
          <body data-page=\"{page}\"><header><a class=\"home\" href=\"/\">berth</a>\
-         <span class=\"live\" id=\"live\" hidden>live</span></header><main>{body}</main></body></html>\n",
+         <span class=\"live\" id=\"live\" hidden>live</span></header><main id=\"content\">{body}</main></body></html>\n",
         title = esc(title),
         page = esc(page),
     )
@@ -185,53 +188,38 @@ pub const PENDING_PAGE: usize = 25;
 /// The characters of a command (or path, message, title) a card shows.
 const SHOWN_CHARS: usize = 2_000;
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct ApprovalsQuery {
-    /// The last pending action of the previous page.
-    after: Option<String>,
+/// `/`: the approvals page's shell. Its content (what waits for a person,
+/// the agents, the tasks) is fetched by the page's script from
+/// `/api/pages/approvals` with the session's secret: a cookie replayed by
+/// another server on this host opens the shell alone.
+pub(crate) async fn approvals() -> Response {
+    shell("berth — approvals", "approvals")
 }
 
-/// `/`: what waits for a person (a page of it), the agents and their
-/// auto-mode switch, and the tasks.
-pub(crate) async fn approvals(
-    State(app): State<AppState>,
-    QueryArgs(q): QueryArgs<ApprovalsQuery>,
-) -> Result<Response, ApiError> {
-    let e = &app.engine;
-    let after = match q.after {
-        Some(a) => Some(e.action(&a).await?.id),
-        None => None,
-    };
-    let mut pending = e
-        .actions(&ActionFilter {
-            pending_only: true,
-            after,
-            limit: Some(PENDING_PAGE as i64 + 1),
-            ..ActionFilter::default()
-        })
-        .await?;
-    let next = (pending.len() > PENDING_PAGE).then(|| {
-        pending.truncate(PENDING_PAGE);
-        pending.last().map(|a| a.id.clone()).unwrap_or_default()
-    });
-    let waiting = e.pending_count().await?;
-    let agents = e.agents().await?;
-    let mut reports = Vec::with_capacity(agents.len());
-    for a in &agents {
-        reports.push(e.autonomy_report(&a.name).await?);
-    }
-    let tasks = e.tasks(None).await?;
-    let cursor = e.latest_event_id().await?;
-    let page = PendingPage {
-        actions: &pending,
-        waiting,
-        next: next.as_deref(),
-    };
-    let body = render_approvals(&page, &agents, &reports, &tasks, cursor);
-    Ok(html(
+/// `/tasks/{id}`: a task page's shell; its content is fetched from
+/// `/api/pages/tasks/{id}` as the approvals' is.
+pub(crate) async fn task_page() -> Response {
+    shell("berth — task", "task")
+}
+
+/// A page that holds no data: the script fills `main` from the fragment
+/// route (the same path under `/api/pages`), sending the session's secret.
+fn shell(title: &str, page: &str) -> Response {
+    html(
         StatusCode::OK,
-        layout("berth — approvals", "approvals", &body),
-    ))
+        layout(
+            title,
+            page,
+            "<p id=\"loading\" class=\"empty\">Loading…</p><noscript><p>This page needs \
+             JavaScript: its content is fetched with the session's secret, which only this \
+             page holds.</p></noscript>",
+        ),
+    )
+}
+
+/// An HTML fragment for `main`, from a fragment route.
+pub(crate) fn fragment(status: StatusCode, body: String) -> Response {
+    html(status, body)
 }
 
 /// One page of the pending actions.
@@ -610,47 +598,6 @@ fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
     }
     o.push_str("</ul></article>");
     o
-}
-
-/// `/tasks/{id}`: the task, its actions, and its event log (live).
-pub(crate) async fn task_page(
-    State(app): State<AppState>,
-    PathArgs(id): PathArgs<String>,
-) -> Result<Response, ApiError> {
-    let e = &app.engine;
-    let task = match e.task(&id).await {
-        Ok(t) => t,
-        Err(err) => {
-            let api = ApiError::from(err);
-            let body = format!("<h1>No such task</h1><p>{}</p>", esc(&api.message));
-            return Ok(html(api.status, layout("berth — task", "task", &body)));
-        }
-    };
-    // Bounded like the API's pages: the first actions and events of the
-    // task (the API pages through the rest; the live log appends).
-    let actions = e
-        .actions(&ActionFilter {
-            task: Some(task.id.clone()),
-            limit: Some(crate::api::actions::MAX_LIMIT),
-            ..ActionFilter::default()
-        })
-        .await?;
-    let events = e
-        .events(&EventFilter {
-            task: Some(task.id.clone()),
-            limit: Some(crate::api::events::MAX_LIMIT),
-            ..EventFilter::default()
-        })
-        .await?;
-    let body = render_task(&task, &actions, &events);
-    Ok(html(
-        StatusCode::OK,
-        layout(
-            &format!("berth — task {}", ids::short(&task.id)),
-            "task",
-            &body,
-        ),
-    ))
 }
 
 /// The task page's body.

@@ -7,7 +7,7 @@ use axum::handler::Handler;
 use axum::routing::{MethodFilter, on};
 
 use crate::AppState;
-use crate::api::{actions, agents, events, projects, prs, tasks};
+use crate::api::{actions, agents, events, pages, projects, prs, tasks};
 use crate::page;
 
 /// One registered route.
@@ -66,6 +66,9 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .get("/assets/app.js", page::app_js)
     .get("/assets/app.css", page::app_css)
     .get("/openapi.json", crate::openapi::serve)
+    // The pages' content (the shells above hold none).
+    .get("/api/pages/approvals", pages::approvals)
+    .get("/api/pages/tasks/{id}", pages::task)
     // Projects.
     .get("/api/projects", projects::list)
     .post("/api/projects", projects::add)

@@ -114,6 +114,9 @@ pub struct BerthSpec {
     pub extra_mounts: Vec<ExtraMount>,
     /// Environment of every command (on top of the image's).
     pub env: BTreeMap<String, String>,
+    /// Directories appended to the image's `PATH` (declared toolchains'
+    /// programs).
+    pub path_append: Vec<String>,
     /// `user.name`/`user.email` of the agent's own git commands, set with the
     /// forced git settings in every exec's environment (as in the runner).
     pub git_identity: Option<GitIdentity>,
@@ -148,6 +151,7 @@ impl BerthSpec {
             identity_dir: None,
             extra_mounts: Vec::new(),
             env: BTreeMap::new(),
+            path_append: Vec::new(),
             git_identity: None,
             work_access: WorkAccess::ReadWrite,
         }
@@ -507,6 +511,18 @@ impl BerthSpec {
         };
         let mut env: Vec<String> = vec![format!("HOME={DEFAULT_HOME}")];
         env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+        if !self.path_append.is_empty() {
+            // Docker replaces the image's PATH with the container's: the
+            // image's own first, then the declared directories.
+            let base = image
+                .path
+                .clone()
+                .unwrap_or_else(|| crate::runner::DEFAULT_PATH.to_string());
+            env.push(format!(
+                "PATH={}",
+                crate::runner::append_path(base, &self.path_append)
+            ));
+        }
 
         let mut body = ContainerCreateBody {
             image: Some(image.name.clone()),
@@ -688,6 +704,7 @@ mod tests {
         let img = ImageInfo {
             name: "img".into(),
             id: "sha256:1".into(),
+            path: None,
         };
         let body = s.container_body(&img, WorkAccess::ReadOnly);
         let hc = body.host_config.clone().unwrap();

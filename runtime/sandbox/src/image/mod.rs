@@ -156,6 +156,19 @@ pub struct ImageInfo {
     /// The reference a container is created from.
     pub name: String,
     pub id: String,
+    /// The image's own `PATH`, when its configuration sets one.
+    pub path: Option<String>,
+}
+
+/// The `PATH` an image's configuration sets.
+fn image_path(found: &bollard::models::ImageInspect) -> Option<String> {
+    found
+        .config
+        .as_ref()?
+        .env
+        .as_ref()?
+        .iter()
+        .find_map(|e| e.strip_prefix("PATH=").map(str::to_string))
 }
 
 impl Recipe {
@@ -341,6 +354,7 @@ impl DockerBackend {
             ImageRef::Named(name) => match self.docker().inspect_image(name).await {
                 Ok(found) => Ok(ImageInfo {
                     name: name.clone(),
+                    path: image_path(&found),
                     id: found.id.unwrap_or_default(),
                 }),
                 Err(e) if is_not_found(&e) => Err(ImageError::Missing {
@@ -394,6 +408,7 @@ impl DockerBackend {
         }
         Ok(ImageInfo {
             name: latest,
+            path: image_path(&found),
             id: found.id.unwrap_or_default(),
         })
     }

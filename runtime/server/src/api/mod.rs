@@ -7,6 +7,7 @@
 pub(crate) mod actions;
 pub(crate) mod agents;
 pub(crate) mod events;
+pub(crate) mod pages;
 pub(crate) mod projects;
 pub(crate) mod prs;
 pub(crate) mod tasks;

@@ -1,0 +1,101 @@
+//! The pages' content: the approvals and a task, rendered on the server
+//! ([`crate::page`]) and answered as HTML fragments under `/api/pages/…`.
+//!
+//! The page routes answer a shell only; the page's script fetches these
+//! with the session's secret, which `/api/*` requires beside the cookie. So
+//! a cookie replayed by another server on this host (cookies are not
+//! isolated by port) reads no command, path or task.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use berth_engine::{ActionFilter, EventFilter};
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::api::PathArgs;
+use crate::body::QueryArgs;
+use crate::error::ApiError;
+use crate::page::{PENDING_PAGE, PendingPage, esc, fragment, render_approvals, render_task};
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ApprovalsQuery {
+    /// The last pending action of the previous page.
+    after: Option<String>,
+}
+
+/// `/api/pages/approvals`: what waits for a person (a page of it), the
+/// agents and their auto-mode switch, and the tasks.
+pub(crate) async fn approvals(
+    State(app): State<AppState>,
+    QueryArgs(q): QueryArgs<ApprovalsQuery>,
+) -> Result<Response, ApiError> {
+    let e = &app.engine;
+    let after = match q.after {
+        Some(a) => Some(e.action(&a).await?.id),
+        None => None,
+    };
+    let mut pending = e
+        .actions(&ActionFilter {
+            pending_only: true,
+            after,
+            limit: Some(PENDING_PAGE as i64 + 1),
+            ..ActionFilter::default()
+        })
+        .await?;
+    let next = (pending.len() > PENDING_PAGE).then(|| {
+        pending.truncate(PENDING_PAGE);
+        pending.last().map(|a| a.id.clone()).unwrap_or_default()
+    });
+    let waiting = e.pending_count().await?;
+    let agents = e.agents().await?;
+    let mut reports = Vec::with_capacity(agents.len());
+    for a in &agents {
+        reports.push(e.autonomy_report(&a.name).await?);
+    }
+    let tasks = e.tasks(None).await?;
+    let cursor = e.latest_event_id().await?;
+    let page = PendingPage {
+        actions: &pending,
+        waiting,
+        next: next.as_deref(),
+    };
+    let body = render_approvals(&page, &agents, &reports, &tasks, cursor);
+    Ok(fragment(StatusCode::OK, body))
+}
+
+/// `/api/pages/tasks/{id}`: the task, its actions, and its event log.
+pub(crate) async fn task(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Response, ApiError> {
+    let e = &app.engine;
+    let task = match e.task(&id).await {
+        Ok(t) => t,
+        Err(err) => {
+            let api = ApiError::from(err);
+            let body = format!("<h1>No such task</h1><p>{}</p>", esc(&api.message));
+            return Ok(fragment(api.status, body));
+        }
+    };
+    // Bounded like the API's pages: the first actions and events of the
+    // task (the API pages through the rest; the live log appends).
+    let actions = e
+        .actions(&ActionFilter {
+            task: Some(task.id.clone()),
+            limit: Some(crate::api::actions::MAX_LIMIT),
+            ..ActionFilter::default()
+        })
+        .await?;
+    let events = e
+        .events(&EventFilter {
+            task: Some(task.id.clone()),
+            limit: Some(crate::api::events::MAX_LIMIT),
+            ..EventFilter::default()
+        })
+        .await?;
+    Ok(fragment(
+        StatusCode::OK,
+        render_task(&task, &actions, &events),
+    ))
+}
