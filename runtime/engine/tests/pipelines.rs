@@ -926,3 +926,56 @@ async fn an_illegal_move_is_refused_and_nothing_changes() {
     unchanged(&blocked, &f.engine.task(&blocked.id).await.unwrap());
     assert_eq!(f.engine.latest_event_id().await.unwrap(), last, "no event");
 }
+
+/// A pipeline task that an older berth's noop loop delivered as a PR (before
+/// task kinds): `task approve` said "run it" and `task run` said "approve
+/// it". Both now name the PR and the way out, and the way out works. The old
+/// state is written into the store as that version left it: today's code
+/// cannot make it.
+#[tokio::test]
+async fn a_pipeline_task_delivered_as_a_pr_says_how_to_get_out() {
+    let f = fixture("").await;
+    let t = pipeline(&f, "t", None, &["true"]).await;
+    let pool = f.engine.store().pool();
+    sqlx::query("UPDATE tasks SET status = 'in_review', agent = 'dev-1' WHERE id = $1")
+        .bind(&t.id)
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO prs (id, number, project, agent, task_id, action_id, branch, base, head, title, status, created_at, updated_at) \
+         VALUES ('0123456789abcdef0123456789abcdef', 7, 'demo', 'dev-1', $1, 'fedcba9876543210fedcba9876543210', 'agent/dev-1/t', 'main', 'abc', 't', 'open', 0, 0)",
+    )
+    .bind(&t.id)
+    .execute(pool)
+    .await
+    .unwrap();
+
+    let approve = f.engine.approve_task(&t.id, &user()).await.unwrap_err();
+    let run = f
+        .engine
+        .run_pipeline(&t.id, Some("dev-1"), &user())
+        .await
+        .unwrap_err();
+    for err in [approve.to_string(), run.to_string()] {
+        assert!(
+            err.contains("delivered as PR #7")
+                && err.contains("berth pr close 7")
+                && err.contains(&format!("berth task run {}", &t.id[..8])),
+            "{err}"
+        );
+    }
+    // The way out it names: close the PR (the task returns), run the steps.
+    f.engine
+        .close_pr("7", &user(), Some("run the pipeline"))
+        .await
+        .unwrap();
+    let report = f
+        .engine
+        .run_pipeline(&t.id, Some("dev-1"), &user())
+        .await
+        .unwrap();
+    assert_eq!(report.agent, "dev-1");
+    let task = f.engine.task(&t.id).await.unwrap();
+    assert_ne!(task.status, berth_engine::TaskStatus::Returned, "{task:?}");
+}

@@ -3,6 +3,7 @@
 //! and `pipeline_completed` once; and a person's approval (`done`, then the
 //! followups) or rejection (`returned`) of a task in review.
 
+use super::lease::stray_delivery;
 use super::{Fired, PipelineEnd, PipelineReport, Run, load_run};
 use crate::Engine;
 use crate::config::ExecutionMode;
@@ -146,13 +147,16 @@ impl Engine {
         }
         let mut fired = Fired::new();
         let mut tx = self.store.write("approving a task").await?;
-        let run = load_run(&mut *tx, &task.id).await?.ok_or_else(|| {
-            EngineError::State(format!(
+        let Some(run) = load_run(&mut *tx, &task.id).await? else {
+            if let Some(way_out) = stray_delivery(&mut tx, &task).await? {
+                return Err(EngineError::State(way_out));
+            }
+            return Err(EngineError::State(format!(
                 "task {} has not run yet: `berth task run {}`",
                 short(&task.id),
                 short(&task.id)
-            ))
-        })?;
+            )));
+        };
         let approve = TaskMove::to(TaskStatus::Done).only_from(&[TaskStatus::InReview]);
         if transitions::task(&mut tx, &task.id, approve, None)
             .await?

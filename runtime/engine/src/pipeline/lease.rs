@@ -144,6 +144,16 @@ impl Engine {
                         short(&task.id)
                     )));
                 }
+                TaskStatus::InReview if current.is_none() => {
+                    if let Some(way_out) = stray_delivery(&mut tx, &task).await? {
+                        return Err(EngineError::State(way_out));
+                    }
+                    return Err(EngineError::State(format!(
+                        "task {} is in_review without a pipeline run: a person decides (`berth task reject {} --reason R` returns it)",
+                        short(&task.id),
+                        short(&task.id)
+                    )));
+                }
                 other => {
                     return Err(EngineError::State(format!(
                         "task {} is {}: nothing to run{}",
@@ -248,6 +258,28 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// A pipeline task an agent's loop delivered as a PR (berth before task
+/// kinds let the noop loop claim any `todo` task): its steps never ran, and
+/// its gate is that PR, not `task approve`. The way out, for a person: the
+/// PR's number and what to run. `None` when the task has no open PR.
+pub(super) async fn stray_delivery(tx: &mut Tx, task: &Task) -> Result<Option<String>> {
+    let number: Option<i64> = sqlx::query_scalar(
+        "SELECT number FROM prs WHERE task_id = $1 AND status = 'open' ORDER BY number DESC LIMIT 1",
+    )
+    .bind(&task.id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(EngineError::store("reading a task's PR"))?;
+    Ok(number.map(|n| {
+        format!(
+            "task {t} is a pipeline task an agent's loop delivered as PR #{n}: its steps never ran. \
+             Close the PR to run them (`berth pr close {n} --reason 'run the pipeline'`, then `berth task run {t}`), \
+             or merge it to keep the agent's change (`berth pr merge {n}`)",
+            t = short(&task.id)
+        )
+    }))
 }
 
 pub(super) async fn task_in_tx(tx: &mut Tx, id: &str) -> Result<Task> {
