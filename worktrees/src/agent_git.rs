@@ -68,6 +68,51 @@ pub struct RefsDone {
     pub branch_deleted: bool,
 }
 
+/// Stops libgit2 from re-hashing every object it reads (and from re-checking
+/// that each object it names exists), for the rest of this process, when
+/// `job` checks a tree out (nothing otherwise); says whether it did. `berth-helper git-refs` calls it once confined, before
+/// [`run_refs_job`]; nothing else may: the setting is process-wide, and
+/// berth's own process (`berth`, `berth serve`) keeps verifying.
+///
+/// Re-hashing was 1.81 G of the 3.32 G instructions of checking out 10,000
+/// files (`benches/provision.rs`); git's own checkout does not re-hash.
+///
+/// Why the checkout can trust an object's name here:
+/// - The process is confined (`berth-helper`): it reads only the forge's
+///   objects and the agent's repository, writes only that repository and
+///   the worktree, as the berth's uid. Nothing it reads decides anything
+///   for berth: what it writes is the agent's own worktree.
+/// - The forge's objects were hashed when they entered, by berth, in its
+///   own process: a pushed pack is indexed by `git2::Indexer` (`push.rs`),
+///   an import is a libgit2 fetch into a fresh forge (the same indexer), a
+///   merge commit is written by libgit2, and in each case an object's name
+///   is the SHA-1 libgit2 computed over its bytes, never a name the pusher
+///   claims. No agent can write there (berth owns it; containers and this
+///   helper get it read-only). Re-hashing at read would only find a later
+///   corruption of berth's own disk, which no agent can cause.
+/// - The agent repository's own objects are the agent's: one whose content
+///   does not match its name (even one shadowing a forge object, since
+///   local objects are looked up before the alternates) changes only what
+///   lands in that agent's worktree — bytes the agent can write there
+///   itself. Every path out of the agent repository hashes again: a push is
+///   re-indexed by berth (`push.rs`), and `git-commit`/`git-pack` never
+///   turn verification off.
+/// - Sizes stay bounded without the hash: `max_checkout_bytes` is checked
+///   from object headers first, and libgit2 inflates an object into a
+///   buffer of the size its header declares, refusing a longer stream.
+pub fn skip_rehash_for_checkout(job: &RefsJob) -> bool {
+    if job.checkout.is_none() {
+        return false;
+    }
+    git2::opts::strict_hash_verification(false);
+    // The index the checkout writes names the blobs of a tree this process
+    // just read: looking each one up again to see it exists (strict object
+    // creation) re-reads 10,000 headers. The refs this job writes name
+    // commits berth resolved in the forge.
+    git2::opts::strict_object_creation(false);
+    true
+}
+
 /// Runs a `git-provision` request: what `berth-helper` calls once confined.
 pub fn run_refs_job(job: &RefsJob) -> Answer<RefsDone> {
     match provision_refs(job) {
