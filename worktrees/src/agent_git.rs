@@ -40,8 +40,11 @@ pub struct RefsJob {
     pub refname: String,
     /// Create the branch at this commit when it is missing.
     pub create_at: Option<String>,
-    /// Check this commit of the branch out into the worktree (forced).
-    pub checkout: Option<String>,
+    /// Check the branch's tip (once created) out into the worktree, forced.
+    /// berth never opens the agent repository itself, so it does not know
+    /// the tip beforehand: one process writes the refs and checks out.
+    #[serde(default)]
+    pub checkout: bool,
     /// Refuse the checkout when it would write more than this
     /// (`[git] max_checkout_bytes`).
     #[serde(default = "default_max_checkout_bytes")]
@@ -101,7 +104,7 @@ pub struct RefsDone {
 ///   from object headers first, and libgit2 inflates an object into a
 ///   buffer of the size its header declares, refusing a longer stream.
 pub fn skip_rehash_for_checkout(job: &RefsJob) -> bool {
-    if job.checkout.is_none() {
+    if !job.checkout {
         return false;
     }
     git2::opts::strict_hash_verification(false);
@@ -158,13 +161,13 @@ fn provision_refs(job: &RefsJob) -> Result<(Option<Oid>, bool)> {
         }
     }
     drop(repo);
-    if let Some(tip) = &job.checkout {
+    if let (true, Some(tip)) = (job.checkout, head) {
         checkout_worktree(
             &layout,
             &project,
             &agent,
             &job.refname,
-            oid(tip)?,
+            tip,
             job.max_checkout_bytes,
         )?;
     }
@@ -180,7 +183,7 @@ pub(crate) fn refs_in_helper(
     job: RefsJobParts,
 ) -> Result<(Option<Oid>, bool)> {
     let op = job.op;
-    let with_worktree = job.checkout.is_some() || job.check_clean;
+    let with_worktree = job.checkout || job.check_clean;
     let request = RefsJob {
         confinement: agent_confinement(layout, project, agent, with_worktree, op)?,
         state_dir: layout.state_dir().to_path_buf(),
@@ -189,7 +192,7 @@ pub(crate) fn refs_in_helper(
         base_mirror: job.base_mirror.map(|(r, o)| (r, o.to_string())),
         refname: job.refname,
         create_at: job.create_at.map(|o| o.to_string()),
-        checkout: job.checkout.map(|o| o.to_string()),
+        checkout: job.checkout,
         max_checkout_bytes: job.max_checkout_bytes,
         check_clean: job.check_clean,
         delete_branch: job.delete_branch,
@@ -215,7 +218,7 @@ pub(crate) struct RefsJobParts {
     pub base_mirror: Option<(String, Oid)>,
     pub refname: String,
     pub create_at: Option<Oid>,
-    pub checkout: Option<Oid>,
+    pub checkout: bool,
     pub max_checkout_bytes: u64,
     pub check_clean: bool,
     pub delete_branch: bool,
