@@ -5,6 +5,25 @@
 //! `cargo bench -p berth-worktrees --bench provision` (release profile). The
 //! git CLI builds the test repository and runs the baseline; berth itself uses
 //! git2 only.
+//!
+//! Wall time on a shared machine swings 2–3×; instruction counts do not. For
+//! those, the same binary prepares the repository once and provisions one
+//! agent per process, so valgrind counts berth (and its `berth-helper`
+//! child) against `git worktree add` (and its children) in one run:
+//!
+//! ```sh
+//! B=$(ls target/release/deps/provision-* | grep -v '\.d$')
+//! $B --bench --setup /tmp/pv        # prints the two commands to count
+//! BERTH_HELPER=$B valgrind --tool=callgrind --trace-children=yes \
+//!   --callgrind-out-file=/tmp/cg.%p $B --bench --once /tmp/pv a1
+//! $B --bench --check /tmp/pv/state/berths/bench/a1/a1   # not counted
+//! ```
+//!
+//! valgrind (3.19) does not know Landlock's system calls, and the real
+//! `berth-helper` refuses to work unconfined; so for counting, this binary
+//! stands in for it (`BERTH_HELPER=$B`): called as `git-refs` it runs the
+//! same job code (`skip_rehash_for_checkout`, `run_refs_job`) without the confinement, whose cost is a
+//! handful of system calls.
 
 use std::error::Error;
 use std::io::Write;
@@ -241,7 +260,42 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
+/// `berth-helper git-refs` without its confinement, for counting only (see
+/// the module doc).
+fn refs_job_unconfined() -> Result<()> {
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin(), &mut body)?;
+    let job: berth_worktrees::RefsJob = serde_json::from_slice(&body)?;
+    berth_worktrees::skip_rehash_for_checkout(&job);
+    let answer = berth_worktrees::run_refs_job(&job);
+    berth_worktrees::write_answer(&mut std::io::stdout().lock(), &answer)?;
+    Ok(())
+}
+
+/// The source repository, the forge imported from it (project `bench` in
+/// `dir/state`) and the baseline's copy of the forge (`dir/baseline.git`):
+/// the times of generation and import, and the project.
+fn prepare(dir: &Path) -> Result<(Duration, Duration, berth_worktrees::ProjectInfo)> {
+    let (t_generate, source) = time(|| generate(dir))?;
+    let wt = Worktrees::open(dir.join("state"))?;
+    let project = ProjectName::new("bench")?;
+    let (t_import, info) = time(|| Ok(wt.import_project(&project, &source, None)?))?;
+    // The baseline runs on a copy of the forge: the same pack, the same objects.
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&info.forge)
+        .arg(dir.join("baseline.git"))
+        .status()?;
+    if !status.success() {
+        return Err("cp -a of the forge failed".into());
+    }
+    Ok((t_generate, t_import, info))
+}
+
 fn main() -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("git-refs") {
+        return refs_job_unconfined();
+    }
     // `cargo bench` passes `--bench`; `cargo test --benches` does not, and a
     // test run should not spend minutes here.
     if !std::env::args().any(|a| a == "--bench") {
@@ -250,24 +304,66 @@ fn main() -> Result<()> {
         );
         return Ok(());
     }
+    let args: Vec<String> = std::env::args().collect();
+    let after = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .map(|i| args[i + 1..].to_vec())
+    };
+    if let Some(rest) = after("--setup") {
+        let dir = PathBuf::from(rest.first().ok_or("--setup DIR")?);
+        std::fs::create_dir(&dir)?;
+        let (_, _, info) = prepare(&dir)?;
+        let baseline = dir.join("baseline.git");
+        println!(
+            "prepared {}; count one provisioning with `--once {} AGENT` and the baseline with\n  git -C {} worktree add -q -b BRANCH {} main",
+            dir.display(),
+            dir.display(),
+            baseline.display(),
+            Worktrees::open(dir.join("state"))?
+                .layout()
+                .berths_dir(&info.name)
+                .join("git-wt-BRANCH")
+                .display()
+        );
+        return Ok(());
+    }
+    if let Some(rest) = after("--once") {
+        let [dir, agent, ..] = rest.as_slice() else {
+            return Err("--once DIR AGENT".into());
+        };
+        let wt = Worktrees::open(Path::new(dir).join("state"))?;
+        let prov = wt.provision(
+            &ProjectName::new("bench")?,
+            &AgentName::new(agent.as_str())?,
+            &TaskName::new("t")?,
+            None,
+        )?;
+        // Checked by `--check` in a process of its own: not counted.
+        if !prov.created {
+            return Err("provisioning found a live worktree".into());
+        }
+        return Ok(());
+    }
+    if let Some(rest) = after("--check") {
+        let dir = Path::new(rest.first().ok_or("--check WORKTREE")?);
+        let size = content_size(dir)?;
+        if size < TOTAL_BYTES as u64 {
+            return Err(format!(
+                "{} holds {size} bytes of files, under {TOTAL_BYTES}",
+                dir.display()
+            )
+            .into());
+        }
+        println!("{}: the whole tree ({size} bytes)", dir.display());
+        return Ok(());
+    }
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path();
-
-    let (t_generate, source) = time(|| generate(dir))?;
+    let (t_generate, t_import, info) = prepare(dir)?;
     let wt = Worktrees::open(dir.join("state"))?;
-    let project = ProjectName::new("bench")?;
-    let (t_import, info) = time(|| Ok(wt.import_project(&project, &source, None)?))?;
-
-    // The baseline runs on a copy of the forge: the same pack, the same objects.
+    let project = info.name.clone();
     let baseline = dir.join("baseline.git");
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(&info.forge)
-        .arg(&baseline)
-        .status()?;
-    if !status.success() {
-        return Err("cp -a of the forge failed".into());
-    }
     let task = TaskName::new("t")?;
     let options = RecycleOptions::default();
 

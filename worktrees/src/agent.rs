@@ -136,7 +136,7 @@ impl Worktrees {
         // never opens the agent repository as itself: every ref it writes
         // there is written by berth-helper, as the repository's owner.
         let base_mirror = Some((format!("refs/remotes/forge/{base}"), base_tip));
-        let git_job = |base_mirror, create_at, checkout| {
+        let git_job = |base_mirror, create_at, checkout: bool| {
             let parts = RefsJobParts {
                 op,
                 base_mirror,
@@ -178,7 +178,7 @@ impl Worktrees {
                 confined::write_new(&berth_dir, &locked, LOCK_REASON.as_bytes())
                     .map_err(error::io(op, &berth_dir.join(&locked)))?;
             }
-            let head = git_job(base_mirror, None, None)?;
+            let head = git_job(base_mirror, None, false)?;
             if let Some(owner) = owner {
                 chown_agent(layout, project, agent, owner, true, op)?;
             }
@@ -209,18 +209,18 @@ impl Worktrees {
         // Refuses a `worktrees` directory that is a symlink.
         admin_present(layout, project, agent, op)?;
         let start = ref_tip(&forge, &refname, op)?.unwrap_or(base_tip);
-        let head = git_job(base_mirror, Some(start), None)?;
         add_worktree(layout, project, agent, &refname)?;
-        // The admin directory and the worktree were just made by berth: give
-        // them to the repository's owner before its helper checks out there.
-        if let Some(current) = foreign_owner(&repo_path, op)? {
-            chown_agent(layout, project, agent, current, true, op)?;
-        }
-        git_job(None, None, Some(head))?;
-
+        // The admin directory and the worktree were just made by berth (and
+        // the repository too, when it is new): give them to the owner before
+        // its helper writes there, so what the checkout writes is the
+        // owner's from the start and no walk over it follows.
         if let Some(owner) = owner {
             chown_agent(layout, project, agent, owner, true, op)?;
         }
+        // One helper process writes the refs, creates the branch and checks
+        // its tip out.
+        let head = git_job(base_mirror, Some(start), true)?;
+
         write_record(layout, project, agent, &branch, op)?;
         tracing::info!(project = %project, agent = %agent, branch = %branch, "worktree provisioned");
         Ok(WorktreeInfo {

@@ -64,7 +64,7 @@ mod walk;
 use std::path::Path;
 
 pub use agent::WorktreeInfo;
-pub use agent_git::{RefsDone, RefsJob, run_refs_job};
+pub use agent_git::{RefsDone, RefsJob, run_refs_job, skip_rehash_for_checkout};
 pub use commit::{CommitOutcome, CommitRequest, run_commit_job};
 pub use error::{Error, NameKind, Op, Result};
 pub use exchange::{Exported, SyncStatus, Synced, pr_export_ref};

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use berth_worktrees::{
     Answer, CommitJob, Confinement, PackJob, RefsJob, WireError, run_commit_job, run_pack_job,
-    run_refs_job, write_answer,
+    run_refs_job, skip_rehash_for_checkout, write_answer,
 };
 use serde::de::DeserializeOwned;
 
@@ -107,7 +107,15 @@ fn git_pack() -> Result<()> {
 }
 
 fn git_refs() -> Result<()> {
-    answer_job(|j: &RefsJob| &j.confinement, run_refs_job)
+    let job: RefsJob = read_request()?;
+    let mut out = std::io::stdout().lock();
+    confine_or_answer::<berth_worktrees::RefsDone>(&job.confinement, &mut out)?;
+    // Only here, confined, in a process that reads nothing but the forge's
+    // objects and this agent's repository: why that is safe is argued at
+    // `skip_rehash_for_checkout`.
+    skip_rehash_for_checkout(&job);
+    let answer = run_refs_job(&job);
+    write_answer(&mut out, &answer).context("writing the answer")
 }
 
 /// A request of `probe`: confine, then try each path.
