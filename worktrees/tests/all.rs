@@ -14,6 +14,7 @@ mod exchange;
 mod forge;
 mod isolation;
 mod merge;
+mod object_trust;
 mod ownership;
 mod provision;
 mod recycle_reconcile;

@@ -5,7 +5,7 @@
 //! test plants one by hand to see which side checks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
