@@ -868,6 +868,11 @@ impl<'h> Walker<'h> {
             argv = own;
         }
         seg.argv = argv;
+        if facts.inner.is_empty() {
+            // Runs no other command (most segments): nothing to copy for one.
+            self.push(seg);
+            return (out_succ, out_fail);
+        }
         let via_for_inner = {
             let mut v = seg.chain.clone();
             v.push(seg.argv.clone());
