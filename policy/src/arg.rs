@@ -76,6 +76,13 @@ pub fn basename(s: &str) -> &str {
 /// Renders argv for people: words with spaces or quotes are quoted.
 pub fn render(argv: &[Arg]) -> String {
     let mut out = String::new();
+    render_into(&mut out, argv);
+    out
+}
+
+/// [`render`] appended to `out` (a segment's wrappers and program in one
+/// string, no string per part).
+pub fn render_into(out: &mut String, argv: &[Arg]) {
     for (i, a) in argv.iter().enumerate() {
         if i > 0 {
             out.push(' ');
@@ -98,5 +105,4 @@ pub fn render(argv: &[Arg]) -> String {
             out.push_str(t);
         }
     }
-    out
 }

@@ -113,7 +113,12 @@ pub struct RuleRef {
 
 impl std::fmt::Display for RuleRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} \"{}\"", self.list.as_str(), self.pattern)?;
+        // Pieces, not a format string: every allowed command's reason names
+        // its rule.
+        f.write_str(self.list.as_str())?;
+        f.write_str(" \"")?;
+        f.write_str(&self.pattern)?;
+        f.write_str("\"")?;
         if let Some(src) = &self.source {
             write!(f, " ({src})")?;
         }

@@ -22,6 +22,7 @@ pub mod env;
 pub mod explain;
 pub mod frame;
 pub mod glob_meet;
+pub mod invocation;
 mod json_spans;
 pub mod options;
 pub mod path_words;

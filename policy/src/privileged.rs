@@ -10,6 +10,9 @@
 //! subcommand would be makes the segment opaque.
 
 use crate::arg::Arg;
+use by_name::Fixed;
+
+mod by_name;
 
 /// The limit's verdict for one invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -413,6 +416,26 @@ const READ_VERBS: &[&str] = &[
     "-h",
 ];
 
+/// The programs `check` reads by name past the tables (its final `match`).
+const READ_BY_NAME: &[&str] = &[
+    "gh",
+    "hub",
+    "glab",
+    "yarn",
+    "mvn",
+    "mvnw",
+    "gradle",
+    "gradlew",
+    "docker",
+    "podman",
+    "nerdctl",
+    "buildah",
+    "docker-compose",
+    "podman-compose",
+    "vercel",
+    "vc",
+];
+
 /// HTTP clients whose request method and body the limit reads.
 const HTTP_CLIENTS: &[&str] = &["curl", "wget", "http", "https", "xh", "xhs", "curlie"];
 
@@ -458,22 +481,31 @@ const FORGE_HOSTS: &[&str] = &[
 pub fn check(inv: &[Arg]) -> Option<Hit> {
     // Global options removed and aliases canonical (`npm pub` is `npm publish`).
     let norm = crate::options::global::normalized(inv);
-    let inv = norm.as_deref().unwrap_or(inv);
+    check_normalized(norm.as_deref().unwrap_or(inv))
+}
+
+/// [`check`] of an invocation whose tool's global options are already
+/// removed (`Invocation::privileged`, derived once per segment).
+pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     let first = inv.first()?;
     if first.dynamic {
         return None;
     }
     let name = first.basename();
-    if PRIVILEGE.contains(&name) {
-        return Some(Hit::Yes(format!("`{name}` runs a command with privilege")));
-    }
-    if MACHINE.contains(&name) {
-        return Some(Hit::Yes(format!(
-            "`{name}` changes the machine's power state"
-        )));
-    }
-    if RAW_NETWORK.contains(&name) {
-        return Some(Hit::Yes(format!("`{name}` opens a raw network connection")));
+    let known = by_name::known(name);
+    match known.and_then(|k| k.fixed) {
+        Some(Fixed::Privilege) => {
+            return Some(Hit::Yes(format!("`{name}` runs a command with privilege")));
+        }
+        Some(Fixed::Machine) => {
+            return Some(Hit::Yes(format!(
+                "`{name}` changes the machine's power state"
+            )));
+        }
+        Some(Fixed::RawNetwork) => {
+            return Some(Hit::Yes(format!("`{name}` opens a raw network connection")));
+        }
+        None => {}
     }
     // `git-push`, `/usr/lib/git-core/git-push`: the dashed form of `git push`.
     if let Some(undashed) = crate::program::git_undashed(inv) {
@@ -483,6 +515,8 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     if let Some(module) = crate::program::python_module_argv(inv) {
         return check(&module);
     }
+    // No table below names the program.
+    let known = known?;
     let (mut pos, uncertain) = positionals(inv);
     // npm reads a verb by any unambiguous prefix (`npm pub`).
     let canonical: Vec<Arg> = if name == "npm" {
@@ -496,10 +530,7 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     for (k, c) in canonical.iter().enumerate() {
         pos[k] = c;
     }
-    for (tool, verbs) in VERBS {
-        if *tool != name {
-            continue;
-        }
+    for verbs in &known.verbs {
         for start in 0..=usize::from(uncertain) {
             match verbs_match(&pos, start, verbs) {
                 Some(true) => return Some(Hit::Yes(external(name, verbs))),
@@ -524,6 +555,7 @@ pub fn check(inv: &[Arg]) -> Option<Hit> {
     if HTTP_CLIENTS.contains(&name) {
         return http_write(name, inv);
     }
+    // Every name this match reads is in `READ_BY_NAME`.
     match name {
         "gh" | "hub" | "glab" => forge_api(name, inv),
         // `yarn workspaces foreach -A npm publish`: a publish run per workspace.

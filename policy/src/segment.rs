@@ -11,6 +11,7 @@
 
 use crate::arg::Arg;
 use crate::env::is_dangerous_env;
+use crate::invocation::{AS_WRITTEN, Invocation, Normalized};
 use crate::program::{self, HiddenPath, Inner};
 use crate::scope::normalize;
 use crate::shell::ast::*;
@@ -144,6 +145,10 @@ pub struct Segment {
     /// `printf` of static words: the operands `xargs` would append
     /// (`echo / | xargs rm -rf`).
     pub stdin_words: Option<Vec<Arg>>,
+    /// Each invocation's normalised argv, derived once when the walk is
+    /// done (in `invocations()` order); read through
+    /// [`Segment::invocations_normalized`].
+    normalized: Vec<Normalized>,
 }
 
 impl Segment {
@@ -166,6 +171,7 @@ impl Segment {
             piped_or_background: false,
             fork_bomb: false,
             stdin_words: None,
+            normalized: Vec::new(),
         }
     }
 
@@ -186,6 +192,26 @@ impl Segment {
             .iter()
             .map(Vec::as_slice)
             .chain(std::iter::once(self.argv.as_slice()).filter(|a| !a.is_empty()))
+    }
+
+    /// Every invocation with its normalised views (see [`crate::invocation`]).
+    pub fn invocations_normalized(&self) -> impl Iterator<Item = Invocation<'_>> {
+        self.invocations()
+            .enumerate()
+            .map(|(i, inv)| Invocation::new(inv, self.normalized.get(i)))
+    }
+
+    /// The program's own argv (the last invocation) as patterns compare it.
+    pub fn argv_normalized(&self) -> Invocation<'_> {
+        if self.argv.is_empty() {
+            return Invocation::new(&self.argv, Some(&AS_WRITTEN));
+        }
+        Invocation::new(&self.argv, self.normalized.get(self.chain.len()))
+    }
+
+    /// Derives the normalised views once the segment is final.
+    fn derive_normalized(&mut self) {
+        self.normalized = self.invocations().map(Normalized::derive).collect();
     }
 }
 
@@ -220,6 +246,9 @@ pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
         parse_error = Some(e.message.clone());
     }
     walker.mark_fork_bombs();
+    for seg in &mut walker.segments {
+        seg.derive_normalized();
+    }
     Analysis {
         segments: walker.segments,
         parse_error,
@@ -839,6 +868,11 @@ impl<'h> Walker<'h> {
             argv = own;
         }
         seg.argv = argv;
+        if facts.inner.is_empty() {
+            // Runs no other command (most segments): nothing to copy for one.
+            self.push(seg);
+            return (out_succ, out_fail);
+        }
         let via_for_inner = {
             let mut v = seg.chain.clone();
             v.push(seg.argv.clone());

@@ -25,7 +25,7 @@ use std::borrow::Cow;
 
 use crate::arg::Arg;
 use crate::pattern::{Match, Pattern};
-use crate::program::git_normalized;
+use crate::program::{git_normalized, git_split};
 use crate::scope::{self, normalize};
 use crate::segment::{Cwd, Segment};
 
@@ -71,7 +71,8 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
         trailing: seg.trailing_dynamic,
         stdin_words: seg.stdin_words.as_deref(),
     };
-    for inv in seg.invocations() {
+    for view in seg.invocations_normalized() {
+        let inv = view.written;
         let Some(name) = inv.first() else { continue };
         if name.dynamic {
             continue;
@@ -85,15 +86,14 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
             _ => None,
         }
         .or_else(|| device_write(inv, &seg.cwd))
-        .or_else(|| subcommand_glob(inv));
+        .or_else(|| subcommand_glob(inv, &view.normalized));
         match hit {
             Some(Hit::Deny(d)) => return Some(Hit::Deny(d)),
             Some(Hit::Maybe(m)) => maybe = maybe.or(Some(m)),
             None => {}
         }
-        let normalized = normalized_argv(inv);
         for p in extra {
-            match p.matches_restrict(inv, &normalized, seg.trailing_dynamic) {
+            match p.matches_restrict(inv, &view.normalized, seg.trailing_dynamic) {
                 Match::Yes => {
                     return Some(Hit::Deny(format!(
                         "the project's deny template `{}`",
@@ -124,10 +124,20 @@ pub fn normalized_argv(inv: &[Arg]) -> Cow<'_, [Arg]> {
     if let Some(norm) = crate::options::global::normalized(inv) {
         return Cow::Owned(norm);
     }
+    normalized_argv_unmodelled(inv)
+}
+
+/// [`normalized_argv`] when the tool's table found nothing to change:
+/// git's dashed or global-option spellings, a rustup toolchain selector.
+pub fn normalized_argv_unmodelled(inv: &[Arg]) -> Cow<'_, [Arg]> {
     if inv
         .first()
         .is_some_and(|a| !a.dynamic && (a.basename() == "git" || a.basename().starts_with("git-")))
     {
+        // `git status`: no global option, not dashed — nothing to change.
+        if inv[0].basename() == "git" && git_split(inv).sub == Some(1) {
+            return Cow::Borrowed(inv);
+        }
         Cow::Owned(git_normalized(inv))
     } else {
         without_toolchain(inv)
@@ -1427,13 +1437,12 @@ const DEEP_SUBCOMMANDS: &[(&str, usize)] = &[("aws", 2), ("az", 2), ("nix", 2), 
 /// A glob in a command's subcommand position is opaque: the leading words
 /// that are not options (and not an option's value), through every
 /// subcommand group.
-fn subcommand_glob(inv: &[Arg]) -> Option<Hit> {
+fn subcommand_glob(inv: &[Arg], argv: &[Arg]) -> Option<Hit> {
     let name = inv.first()?;
     let program = name.basename();
     if name.dynamic || !inv.iter().any(|a| a.glob) || !SUBCOMMAND_PROGRAMS.contains(&program) {
         return None;
     }
-    let argv = normalized_argv(inv);
     let mut depth = DEEP_SUBCOMMANDS
         .iter()
         .find(|(p, _)| *p == program)

@@ -160,12 +160,11 @@ impl Decider<'_> {
             }
             None => {}
         }
-        for inv in seg.invocations() {
-            let norm = template::normalized_argv(inv);
-            let mut hit = privileged::check(&norm);
+        for view in seg.invocations_normalized() {
+            let mut hit = privileged::check_normalized(&view.privileged);
             if hit.is_none() {
                 for p in &self.ctx.limits.privileged {
-                    match p.matches_restrict(inv, &norm, seg.trailing_dynamic) {
+                    match p.matches_restrict(view.written, &view.normalized, seg.trailing_dynamic) {
                         Match::Yes => {
                             hit = Some(privileged::Hit::Yes(format!(
                                 "the project's privileged pattern `{}`",
@@ -234,8 +233,7 @@ impl Decider<'_> {
             }
         }
         if !self.ctx.frame.is_container()
-            && let Some(what) =
-                access::writes_outside_unnamed(&template::normalized_argv(&j.seg.argv))
+            && let Some(what) = access::writes_outside_unnamed(&j.seg.argv_normalized().normalized)
         {
             self.liftable(
                 Stage::Scope,
@@ -372,9 +370,9 @@ impl Decider<'_> {
     /// allow whatever npx runs).
     fn allow_rule(&self, seg: &Segment) -> Option<RuleRef> {
         // `git -c user.name=x commit` is `git commit` to an allow rule.
-        let mut argv =
-            crate::program::git_without_harmless_settings(&template::without_toolchain(&seg.argv));
-        let name = argv.first()?.clone();
+        let toolchain_removed = template::without_toolchain(&seg.argv);
+        let mut argv = crate::program::git_without_harmless_settings(&toolchain_removed);
+        let name = argv.first()?;
         if name.dynamic {
             return None;
         }
@@ -385,10 +383,11 @@ impl Decider<'_> {
                 .rsplit_once('/')
                 .map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
             if SYSTEM_DIRS.contains(&parent) {
-                argv[0] = Arg {
+                let first = Arg {
                     text: arg::basename(&name.text).to_string(),
                     ..name.clone()
                 };
+                argv.to_mut()[0] = first;
             }
         }
         let allows = || {
@@ -661,14 +660,17 @@ fn command_rule_matches<'c>(
     seg: &'c Segment,
     list: RuleList,
 ) -> impl Iterator<Item = (&'c CommandRule, Match)> + 'c {
-    seg.invocations().flat_map(move |inv| {
-        let norm = template::normalized_argv(inv);
+    seg.invocations_normalized().flat_map(move |view| {
         rules
             .commands
             .iter()
             .filter(move |r| r.list == list)
             .map(move |r| {
-                let found = r.pattern.matches_restrict(inv, &norm, seg.trailing_dynamic);
+                let found = r.pattern.matches_restrict(
+                    view.written,
+                    &view.normalized,
+                    seg.trailing_dynamic,
+                );
                 (r, found)
             })
     })
@@ -706,21 +708,28 @@ fn name_list(names: &[String]) -> String {
 
 /// A segment as people read it: wrappers and program.
 fn display(seg: &Segment) -> String {
-    let mut parts: Vec<String> = seg.chain.iter().map(|inv| arg::render(inv)).collect();
-    if !seg.argv.is_empty() {
-        parts.push(arg::render(&seg.argv));
+    const MAX: usize = 120;
+    let mut s = String::new();
+    for inv in seg
+        .chain
+        .iter()
+        .map(Vec::as_slice)
+        .chain(Some(seg.argv.as_slice()).filter(|a| !a.is_empty()))
+    {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        arg::render_into(&mut s, inv);
     }
-    let s = parts.join(" ");
-    let s = if s.is_empty() {
-        match seg.kind {
+    if s.is_empty() {
+        return match seg.kind {
             SegKind::NotACommand => "(assignment or redirection)".to_string(),
             _ => "(unparsed)".to_string(),
-        }
-    } else {
-        s
-    };
-    if s.chars().count() > 120 {
-        format!("{}…", s.chars().take(120).collect::<String>())
+        };
+    }
+    // Bytes bound chars: most segments are short, and counted no further.
+    if s.len() > MAX && s.chars().count() > MAX {
+        format!("{}…", s.chars().take(MAX).collect::<String>())
     } else {
         s
     }

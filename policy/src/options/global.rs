@@ -600,7 +600,12 @@ fn canonical_command(t: &Tool, word: &str) -> String {
 /// not modelled or its subcommand cannot be found (the caller keeps argv as
 /// written; the segment is opaque for other reasons).
 pub fn normalized(argv: &[Arg]) -> Option<Vec<Arg>> {
-    match subcommand(argv)? {
+    normalized_at(argv, subcommand(argv)?)
+}
+
+/// [`normalized`] with the subcommand already found ([`subcommand`]).
+pub fn normalized_at(argv: &[Arg], sub: Sub) -> Option<Vec<Arg>> {
+    match sub {
         // Nothing removed and the subcommand already canonical (most
         // commands): argv as written, with no copy.
         Sub::At {
@@ -624,15 +629,6 @@ pub fn normalized(argv: &[Arg]) -> Option<Vec<Arg>> {
             Some(out)
         }
         Sub::None | Sub::Unknown(_) => None,
-    }
-}
-
-/// The reason a segment is opaque when a modelled tool's subcommand cannot
-/// be found.
-pub fn opaque_reason(argv: &[Arg]) -> Option<String> {
-    match subcommand(argv)? {
-        Sub::Unknown(p) => Some(p.describe(argv[0].basename())),
-        _ => None,
     }
 }
 

@@ -4,6 +4,8 @@
 //! git run another program (`-c core.pager=…`, `--upload-pack`,
 //! `rebase -x`, `filter-branch`).
 
+use std::borrow::Cow;
+
 use super::{Facts, HiddenPath, Inner};
 use crate::arg::Arg;
 
@@ -135,12 +137,17 @@ fn global_config_opaque(option: &str, setting: Option<&Arg>) -> Option<String> {
 /// git's argv as allow rules compare it: global `-c K=V` settings of keys
 /// that cannot run a program removed (`git -c user.name=x commit` is
 /// `git commit` to an allow rule); every other word kept.
-pub fn git_without_harmless_settings(argv: &[Arg]) -> Vec<Arg> {
+pub fn git_without_harmless_settings(argv: &[Arg]) -> Cow<'_, [Arg]> {
     let is_git = argv
         .first()
         .is_some_and(|a| !a.dynamic && a.basename() == "git");
-    let Some(sub) = git_split(argv).sub.filter(|_| is_git) else {
-        return argv.to_vec();
+    if !is_git {
+        return Cow::Borrowed(argv);
+    }
+    // Nothing before the subcommand (most commands): argv as written.
+    let sub = match git_split(argv).sub {
+        Some(1) | None => return Cow::Borrowed(argv),
+        Some(sub) => sub,
     };
     let harmless = |setting: &str| git_key_harmless(setting.split('=').next().unwrap_or(""));
     let mut out = vec![argv[0].clone()];
@@ -170,7 +177,7 @@ pub fn git_without_harmless_settings(argv: &[Arg]) -> Vec<Arg> {
         i += 1;
     }
     out.extend_from_slice(&argv[sub..]);
-    out
+    Cow::Owned(out)
 }
 
 /// The dashed spelling of a git command (`git-push`,

@@ -92,19 +92,24 @@ pub fn analyze(argv: &[Arg]) -> Facts {
         return Facts::opaque(why);
     }
     if let Some(undashed) = git_undashed(argv) {
-        return git_facts(&undashed);
+        let norm = options::global::normalized(&undashed);
+        return git_facts(&undashed, norm);
     }
     // A modelled tool whose subcommand cannot be found past its global
-    // options (`npm --weird publish`).
-    if let Some(reason) = options::global::opaque_reason(argv) {
-        return Facts::opaque(reason);
+    // options (`npm --weird publish`). Found once: git's facts read it too.
+    let sub = options::global::subcommand(argv);
+    if let Some(options::global::Sub::Unknown(p)) = &sub {
+        return Facts::opaque(p.describe(first.basename()));
     }
     match name {
         // Deny-template programs: every option known, or opaque.
         "rm" => unknown_option(argv, programs::RM),
         "chmod" => unknown_option(argv, programs::CHMOD),
         "chown" | "chgrp" => unknown_option(argv, programs::CHOWN),
-        "git" => git_facts(argv),
+        "git" => git_facts(
+            argv,
+            sub.and_then(|sub| options::global::normalized_at(argv, sub)),
+        ),
         "gh" => forge::gh(args),
         "sqlite3" | "sqlite" => sqlite::sqlite3(args),
         "psql" | "mysql" | "mariadb" => sqlite::sql_client(name, args),
@@ -155,9 +160,8 @@ pub fn analyze(argv: &[Arg]) -> Facts {
 /// in its plain spelling (`-e CODE`); options it cannot read are opaque.
 /// git's own facts, and its subcommands' options that run a program in any
 /// spelling (`--upload-p`, `rebase -fx`).
-fn git_facts(argv: &[Arg]) -> Facts {
+fn git_facts(argv: &[Arg], norm: Option<Vec<Arg>>) -> Facts {
     let facts = git::git(argv);
-    let norm = options::global::normalized(argv);
     let runs = programs::git_sub_runs(norm.as_deref().unwrap_or(argv));
     facts.or(runs.as_deref())
 }

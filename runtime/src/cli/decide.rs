@@ -225,10 +225,42 @@ fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> anyhow::Resul
             stage: d.stage.as_str(),
             reason: &d.reason,
         };
-        serde_json::to_writer(&mut *out, &line)?;
-        out.write_all(b"\n")?;
+        write_line(out, &line)?;
     }
     Ok(())
+}
+
+/// Writes one JSON record and its newline. U+2028, U+2029 and U+0085 are
+/// line terminators to some line-oriented readers (JavaScript's, Python's
+/// `str.splitlines`): escaped, a record is always one line for them too.
+fn write_line(out: &mut impl Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, LineSafe);
+    value.serialize(&mut ser)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// serde_json's compact output with the line terminators JSON leaves raw
+/// escaped as `\uXXXX`.
+struct LineSafe;
+
+impl serde_json::ser::Formatter for LineSafe {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest
+            .char_indices()
+            .find(|(_, c)| matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}'))
+        {
+            writer.write_all(&rest.as_bytes()[..i])?;
+            write!(writer, "\\u{:04x}", u32::from(c))?;
+            rest = &rest[i + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
 }
 
 fn write_error(
@@ -241,9 +273,7 @@ fn write_error(
         Some(id) => serde_json::json!({"id": id, "line": line, "error": message}),
         None => serde_json::json!({"id": serde_json::Value::Null, "line": line, "error": message}),
     };
-    serde_json::to_writer(&mut *out, &v)?;
-    out.write_all(b"\n")?;
-    Ok(())
+    write_line(out, &v)
 }
 
 #[cfg(test)]
@@ -268,5 +298,35 @@ mod tests {
         assert!(lines[2]["error"].as_str().unwrap().contains("frame"));
         assert_eq!(lines[3]["id"], "c");
         assert_eq!(lines[3]["stage"], "privileged");
+    }
+
+    #[test]
+    fn line_terminators_beyond_newline_are_escaped() {
+        // An id and a command (which the reason quotes) holding U+2028,
+        // U+2029 and U+0085, and a line that is not a case, naming one.
+        let odd = "a\u{2028}b\u{2029}c\u{85}d";
+        let case =
+            serde_json::json!({"id": odd, "command": format!("echo '{odd}'"), "mode": "manual"});
+        let bad = serde_json::json!({"id": odd, "frame": "moon", "command": "ls"});
+        let input = format!("{case}\n{bad}\n");
+        let mut out = Vec::new();
+        decide_lines(input.as_bytes(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for c in ['\u{2028}', '\u{2029}', '\u{85}'] {
+            assert!(!text.contains(c), "{c:?} left raw in {text:?}");
+        }
+        assert!(text.contains("\\u2028") && text.contains("\\u2029") && text.contains("\\u0085"));
+        // What Python's splitlines or a JavaScript reader would split on.
+        let records: Vec<&str> = text
+            .split(['\n', '\r', '\u{2028}', '\u{2029}', '\u{85}'])
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(records.len(), 2, "{text}");
+        let first: serde_json::Value = serde_json::from_str(records[0]).unwrap();
+        assert_eq!(first["id"], odd);
+        assert!(first["reason"].as_str().unwrap().contains(odd), "{first}");
+        let second: serde_json::Value = serde_json::from_str(records[1]).unwrap();
+        assert_eq!(second["id"], odd);
+        assert!(second["error"].as_str().unwrap().contains("frame"));
     }
 }

@@ -3,8 +3,9 @@
 //! heredocs (quoted and unquoted), long pipelines, loops and conditionals,
 //! and long argument lists — each with allow rules.
 //!
-//! `make_corpus OUT MEGABYTES [SHARED_DIR]` (default `../../../shared`, the
-//! project's `shared/` seen from this folder). Deterministic: a fixed seed.
+//! `make_corpus OUT MEGABYTES [CASES_DIR]` (default `../tests/cases`, the
+//! policy crate's case files kept in the project: the replay and the
+//! public cases). Deterministic: a fixed seed.
 
 use std::io::Write;
 
@@ -27,12 +28,12 @@ struct Seed {
     allow: Vec<String>,
 }
 
-fn read_seeds(shared: &str) -> Vec<Seed> {
+fn read_seeds(cases: &str) -> Vec<Seed> {
     let mut seeds = Vec::new();
-    for file in ["replay/tldr-dev.jsonl", "policy-cases/public.jsonl"] {
-        let path = format!("{shared}/{file}");
+    for file in ["replay-tldr-dev.jsonl", "public.jsonl"] {
+        let path = format!("{cases}/{file}");
         let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {path}: {e} (give SHARED_DIR)"));
+            .unwrap_or_else(|e| panic!("cannot read {path}: {e} (give CASES_DIR)"));
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
             let Some(command) = v.get("command").and_then(|c| c.as_str()) else {
@@ -60,15 +61,15 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let out = args
         .next()
-        .expect("usage: make_corpus OUT MEGABYTES [SHARED_DIR]");
+        .expect("usage: make_corpus OUT MEGABYTES [CASES_DIR]");
     let mb: usize = args
         .next()
         .and_then(|s| s.parse().ok())
         .expect("MEGABYTES: a number");
-    let shared = args
+    let cases = args
         .next()
-        .unwrap_or_else(|| format!("{}/../../../shared", env!("CARGO_MANIFEST_DIR")));
-    let seeds = read_seeds(&shared);
+        .unwrap_or_else(|| format!("{}/../tests/cases", env!("CARGO_MANIFEST_DIR")));
+    let seeds = read_seeds(&cases);
     let one_liners: Vec<&Seed> = seeds.iter().filter(|s| !s.command.contains('\n')).collect();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let file = std::fs::File::create(&out).expect("create the corpus file");
