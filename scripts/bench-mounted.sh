@@ -10,6 +10,9 @@
 #      `docker run -d` of the same image plus `git worktree add`.
 #
 #   scripts/bench-mounted.sh            # release build; BENCH_RUNS=50 by default
+#   BERTH_BASELINE=/path/to/old/berth scripts/bench-mounted.sh
+#                                       # also that binary's exec, in the same run
+#                                       # (build it from another worktree)
 #
 # The in-process exec against a bare bollard exec, and 20 agents × 50
 # commands at once, are in `cargo bench -p berth-sandbox --bench docker_exec`.
@@ -52,9 +55,14 @@ container=$(docker ps --filter "label=berth.worktree=$BERTH_HOME/worktrees/bench
 [ "$("$BERTH" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-mounted: berth exec true failed" >&2; exit 1; }
 
 echo "== 1. exec of true, end to end (container $container)"
+baseline_exec=()
+if [ -n "${BERTH_BASELINE:-}" ]; then
+  baseline_exec=(-n "berth exec true (baseline)" "$BERTH_BASELINE exec dev-1 -- true")
+fi
 hyperfine -N --warmup 5 --runs "$runs" \
   -n "docker exec true" "docker exec $container true" \
-  -n "berth exec true" "$BERTH exec dev-1 -- true"
+  -n "berth exec true" "$BERTH exec dev-1 -- true" \
+  "${baseline_exec[@]}"
 
 echo "== 2. up from down"
 # The baseline: the same image, hardening and mounts a berth has, and a

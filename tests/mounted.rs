@@ -479,3 +479,94 @@ fn berth_exec_says_when_the_memory_limit_killed_a_process_and_doctor_finds_nothi
     };
     assert!(stdout.contains(disk_line), "{stdout}");
 }
+
+/// A unix socket in front of the Docker engine's that counts the connections
+/// made through it: bollard opens one per request, so it counts the API
+/// calls of a `berth` process pointed at it with `DOCKER_HOST`.
+struct CountingProxy {
+    path: PathBuf,
+    connections: std::sync::Arc<AtomicU32>,
+}
+
+impl CountingProxy {
+    fn start(dir: &Path) -> CountingProxy {
+        use std::os::unix::net::{UnixListener, UnixStream};
+        let path = dir.join("docker-proxy.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let connections = std::sync::Arc::new(AtomicU32::new(0));
+        let counted = connections.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let Ok(engine) = UnixStream::connect("/var/run/docker.sock") else {
+                    continue;
+                };
+                let pump = |mut from: UnixStream, mut to: UnixStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Write);
+                    });
+                };
+                pump(client.try_clone().unwrap(), engine.try_clone().unwrap());
+                pump(engine, client);
+            }
+        });
+        CountingProxy { path, connections }
+    }
+
+    fn host(&self) -> String {
+        format!("unix://{}", self.path.display())
+    }
+
+    fn count(&self) -> u32 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn only_a_command_that_runs_contacts_the_engine_and_a_removed_container_comes_back() {
+    if !docker_answers() {
+        return;
+    }
+    image_build();
+    let s = State::new("attach");
+    s.activate("dev-1");
+    s.ok(&["up", "dev-1", "--project", &s.project, "--mode", "mounted"]);
+    let proxy = CountingProxy::start(s.dir.path());
+    let env = [("DOCKER_HOST", proxy.host())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+
+    // Pending (terminal needs approval by default), then refused: decided
+    // and recorded, and the engine never asked.
+    let out = s.run_env(&["exec", "dev-1", "--json", "--", "echo pending"], &env);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "pending", "{v}");
+    s.ok(&["autonomy", "set", "dev-1", "terminal", "deny"]);
+    let out = s.run_env(&["exec", "dev-1", "--json", "--", "echo refused"], &env);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "refused", "{v}");
+    assert_eq!(proxy.count(), 0, "a decision alone made Docker calls");
+
+    // A command that runs: a ping, the exec's create and start; the exit
+    // code comes from the wrapper's report.
+    s.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let out = s.run_env(&["exec", "dev-1", "--", "echo ran"], &env);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    assert_eq!(proxy.count(), 3, "Docker calls of one exec");
+
+    // Removed behind berth's back: the next exec brings it up again.
+    let gone = Command::new("docker")
+        .args(["rm", "-f", &s.container("dev-1")])
+        .output()
+        .unwrap();
+    assert!(gone.status.success());
+    let out = s.run_env(&["exec", "dev-1", "--", "echo back"], &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "back\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.top("dev-1").contains("sleep"), "{}", s.top("dev-1"));
+}

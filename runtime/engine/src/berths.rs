@@ -99,8 +99,14 @@ pub struct ReconciledContainer {
 /// Opens and closes sandboxes. The Docker backend implements this too.
 #[async_trait::async_trait]
 pub trait SandboxProvider: Send + Sync {
-    /// Opens (or adopts) the sandbox of a berth.
+    /// Opens (or adopts) the sandbox of a berth: its bring-up.
     async fn open(&self, spec: &BerthSpec) -> Result<OpenedSandbox>;
+    /// The sandbox of a berth that is up, as cheaply as the provider can
+    /// name it: what every action after `berth up` runs in. A provider that
+    /// cannot attach opens.
+    async fn attach(&self, spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
+        Ok(self.open(spec).await?.sandbox)
+    }
     /// Removes what `open` created. Returns the container removed, if any.
     async fn close(&self, spec: &BerthSpec) -> Result<Option<String>>;
     /// The mode of `sandbox.mode = "auto"`, with a note for the person when
@@ -546,9 +552,9 @@ impl Engine {
             BerthMode::Mounted => spec.uid = self.uid_for_open(agent, config).await?,
             BerthMode::Runner => spec.runner_uid = self.runner_uid_for_open(agent).await?,
         }
-        let opened = self.provider.open(&spec).await?;
-        self.sandboxes.put(key, opened.sandbox.clone());
-        Ok(Some(opened.sandbox))
+        let sandbox = self.provider.attach(&spec).await?;
+        self.sandboxes.put(key, sandbox.clone());
+        Ok(Some(sandbox))
     }
 
     /// Brings an agent's berth up: its worktree (on its task's branch, or its

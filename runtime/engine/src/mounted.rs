@@ -5,7 +5,10 @@
 //! engine opens: every CLI call opens an engine, and only those that touch a
 //! mounted berth should pay for the connection — or fail when the Docker
 //! engine is down. A failed connection is not remembered, so a later call
-//! retries once the engine is back.
+//! retries once the engine is back. An action in a berth that is up attaches
+//! to its recorded container without a Docker call
+//! ([`DockerBerth::attach`]), so only a command that runs contacts the
+//! engine: a pending or refused action never does.
 //!
 //! The project's `[sandbox]` settings become the container's spec here; the
 //! decision has already been made in the container's frame, and the berth's
@@ -15,11 +18,12 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use berth_sandbox::Sandbox;
 use berth_sandbox::docker::{
-    BerthSpec as ContainerSpec, DockerBackend, ExtraMount, Limits, Network, ReconcileAction,
+    BerthSpec as ContainerSpec, ConnectOptions, DockerBackend, DockerBerth, DockerConnection,
+    ExtraMount, Limits, Network, ReconcileAction,
 };
 use berth_sandbox::image::ImageRef;
-use tokio::sync::Mutex;
 
 use crate::berths::{
     BerthSpec, OpenedSandbox, OrphanContainer, ReconciledContainer, SandboxProvider,
@@ -39,7 +43,7 @@ pub fn ci_requires_docker() -> bool {
 
 /// Opens runner berths on the host and mounted berths in Docker.
 pub struct DockerProvider {
-    backend: Mutex<Option<DockerBackend>>,
+    connection: DockerConnection,
     /// A missing engine is an error even for `auto` (CI).
     strict: bool,
 }
@@ -54,7 +58,7 @@ impl DockerProvider {
     /// Connects on first need; strict under `CI=true`.
     pub fn new() -> DockerProvider {
         DockerProvider {
-            backend: Mutex::new(None),
+            connection: DockerConnection::deferred(ConnectOptions::default()),
             strict: ci_requires_docker(),
         }
     }
@@ -62,20 +66,19 @@ impl DockerProvider {
     /// A provider over an engine already connected (tests, benchmarks).
     pub fn with_backend(backend: DockerBackend) -> DockerProvider {
         DockerProvider {
-            backend: Mutex::new(Some(backend)),
+            connection: DockerConnection::connected(backend),
             strict: ci_requires_docker(),
         }
     }
 
     /// The Docker engine, connecting when not yet connected.
     pub async fn backend(&self) -> Result<DockerBackend> {
-        let mut slot = self.backend.lock().await;
-        if let Some(b) = slot.as_ref() {
-            return Ok(b.clone());
-        }
-        let b = DockerBackend::connect().await?;
-        *slot = Some(b.clone());
-        Ok(b)
+        Ok(self.connection.backend().await?)
+    }
+
+    /// Whether this provider has contacted the Docker engine yet.
+    pub fn connected(&self) -> bool {
+        self.connection.is_connected()
     }
 }
 
@@ -177,6 +180,18 @@ impl SandboxProvider for DockerProvider {
                 })
             }
         }
+    }
+
+    /// A mounted berth attaches to the container its `up` recorded, without
+    /// a Docker call; without a record (or with a `[sandbox]` changed since)
+    /// it is brought up.
+    async fn attach(&self, spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
+        if spec.mode == BerthMode::Mounted
+            && let Some(berth) = DockerBerth::attach(self.connection.clone(), container_spec(spec))
+        {
+            return Ok(Arc::new(berth));
+        }
+        Ok(self.open(spec).await?.sandbox)
     }
 
     async fn close(&self, spec: &BerthSpec) -> Result<Option<String>> {

@@ -564,3 +564,73 @@ async fn specs_that_would_weaken_the_berth_are_refused() {
         vec![]
     );
 }
+
+#[tokio::test]
+async fn an_attached_berth_runs_in_the_recorded_container_and_brings_a_removed_one_up_again() {
+    use berth_sandbox::docker::{ConnectOptions, DockerConnection};
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("attach");
+    let mut spec = layout.spec("a");
+    spec.identity_dir = Some(layout.root().join("identity").join("a"));
+    let attach = |spec: &berth_sandbox::docker::BerthSpec| {
+        let connection = DockerConnection::deferred(ConnectOptions::default());
+        DockerBerth::attach(connection.clone(), spec.clone()).map(|b| (b, connection))
+    };
+    assert!(
+        attach(&spec).is_none(),
+        "nothing is up: nothing to attach to"
+    );
+
+    let up = backend.up(spec.clone()).await.unwrap();
+    ok(&up, "echo marker > /tmp/marker").await;
+    let (attached, connection) = attach(&spec).expect("up recorded its container");
+    assert_eq!(attached.frame(), up.frame());
+    assert!(
+        !connection.is_connected(),
+        "attaching asks the engine nothing"
+    );
+    assert_eq!(
+        ok(&attached, "cat /tmp/marker").await,
+        "marker\n",
+        "the container up left"
+    );
+    assert!(connection.is_connected());
+
+    // Removed behind berth's back: the next command brings it up again.
+    let name = attached.container_name().to_string();
+    let out = std::process::Command::new("docker")
+        .args(["rm", "-f", &name])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        ok(&attached, "echo back; cat /tmp/marker 2>&1 || true")
+            .await
+            .lines()
+            .next(),
+        Some("back")
+    );
+    let listed = backend.list_berths(Some(&layout.project)).await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].state, "running");
+
+    // A changed `[sandbox]` is not attached to: it goes through `up`.
+    let mut changed = spec.clone();
+    changed.limits.pids = 99;
+    assert!(attach(&changed).is_none());
+
+    // Taken down through berth: no attach, and a clear error, not a
+    // container brought back behind the person's back.
+    assert!(backend.down_spec(&spec).await.unwrap());
+    assert!(attach(&spec).is_none());
+    let err = attached
+        .exec(ExecRequest::shell("true"), None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("berth up"), "{err}");
+    assert_eq!(
+        backend.list_berths(Some(&layout.project)).await.unwrap(),
+        vec![]
+    );
+}

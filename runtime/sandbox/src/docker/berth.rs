@@ -1,12 +1,19 @@
 //! A running Docker berth: the [`Sandbox`] of one agent's container.
+//!
+//! Two ways to get one: [`DockerBackend::up`] brings the berth up (validates
+//! the spec, resolves the image, adopts or creates the container), and
+//! [`DockerBerth::attach`] names the container `up` recorded
+//! ([`record`](super::record)) without a Docker call — what every command
+//! after `up` uses. The engine is contacted only when a command runs, and an
+//! attached berth whose container has gone brings it up again then.
 
 use std::sync::Arc;
 
 use berth_policy::{Frame, PathMap};
-use tokio::sync::RwLock;
+use tokio::sync::{OnceCell, RwLock};
 
-use super::exec::{self, Target};
-use super::{BerthSpec, DockerBackend};
+use super::exec::{self, Run, Target};
+use super::{BerthSpec, DockerBackend, DockerConnection, DockerError};
 use crate::confined_files::ConfinedFiles;
 use crate::image::ImageInfo;
 use crate::{
@@ -14,12 +21,14 @@ use crate::{
     WorkAccess,
 };
 
-/// One agent's container, brought up (or adopted) by [`DockerBackend::up`].
+/// One agent's container, brought up (or adopted) by [`DockerBackend::up`],
+/// or attached to by [`DockerBerth::attach`].
 #[derive(Debug)]
 pub struct DockerBerth {
-    backend: DockerBackend,
+    connection: DockerConnection,
     spec: BerthSpec,
-    image: ImageInfo,
+    /// Known after `up`; resolved when first needed after `attach`.
+    image: OnceCell<ImageInfo>,
     name: String,
     user: String,
     frame: Frame,
@@ -39,6 +48,38 @@ impl DockerBerth {
         access: WorkAccess,
         adopted: bool,
     ) -> DockerBerth {
+        DockerBerth::with(
+            DockerConnection::connected(backend),
+            spec,
+            OnceCell::new_with(Some(image)),
+            access,
+            adopted,
+        )
+    }
+
+    /// The berth whose container `up` recorded for `spec`, without asking
+    /// Docker: no validation, no image inspect, no adoption. `None` when
+    /// there is no record, or the spec has changed since it was written
+    /// (then bring it up). The connection is made when a command runs; a
+    /// container removed since is brought up again then.
+    pub fn attach(connection: DockerConnection, spec: BerthSpec) -> Option<DockerBerth> {
+        let access = spec.recorded_access()?;
+        Some(DockerBerth::with(
+            connection,
+            spec,
+            OnceCell::new(),
+            access,
+            true,
+        ))
+    }
+
+    fn with(
+        connection: DockerConnection,
+        spec: BerthSpec,
+        image: OnceCell<ImageInfo>,
+        access: WorkAccess,
+        adopted: bool,
+    ) -> DockerBerth {
         DockerBerth {
             name: spec.container_name(),
             user: format!("{}:{}", spec.uid, spec.gid),
@@ -46,7 +87,7 @@ impl DockerBerth {
             path_map: spec.path_map(),
             files: Arc::new(spec.confined_files()),
             access: RwLock::new(access),
-            backend,
+            connection,
             spec,
             image,
             adopted,
@@ -62,12 +103,22 @@ impl DockerBerth {
         &self.spec
     }
 
-    /// The image the container runs.
-    pub fn image(&self) -> &ImageInfo {
-        &self.image
+    /// The image the container runs, once known (after `up`, or once an
+    /// attached berth needed it).
+    pub fn image(&self) -> Option<&ImageInfo> {
+        self.image.get()
     }
 
-    /// Whether `up` found this container running and took it over.
+    /// The image, resolved now when not known yet.
+    async fn image_with(&self, backend: &DockerBackend) -> Result<ImageInfo, DockerError> {
+        self.image
+            .get_or_try_init(|| backend.ensure_image(&self.spec.image))
+            .await
+            .cloned()
+    }
+
+    /// Whether `up` found this container running and took it over (always,
+    /// for an attached berth).
     pub fn adopted(&self) -> bool {
         self.adopted
     }
@@ -77,8 +128,9 @@ impl DockerBerth {
         *self.access.read().await
     }
 
-    pub fn backend(&self) -> &DockerBackend {
-        &self.backend
+    /// The engine, connected when a command first needed it.
+    pub fn connection(&self) -> &DockerConnection {
+        &self.connection
     }
 }
 
@@ -125,13 +177,30 @@ impl Sandbox for DockerBerth {
         request.env.extend(berth_confine::git_env::git_environment(
             self.spec.git_identity.as_ref(),
         ));
-        let _access = self.access.read().await;
+        let backend = self.connection.backend().await?;
+        let access = self.access.read().await;
         let target = Target {
-            docker: self.backend.docker(),
+            docker: backend.docker(),
             container: &self.name,
             user: &self.user,
         };
-        exec::run(&target, request, sink).await
+        let (request, sink) = match exec::run(&target, request, sink).await? {
+            Run::Done(outcome) => return Ok(outcome),
+            Run::ContainerGone(request, sink) => (request, sink),
+        };
+        // Taken down through berth (its record forgotten): say so.
+        if self.spec.recorded_access().is_none() {
+            return Err(exec::container_gone(&self.name));
+        }
+        // Removed behind berth's back (or by a reboot): bring it up again,
+        // as it was, and run the command there.
+        tracing::warn!(container = %self.name, "berth container is gone; bringing it up again");
+        let (image, _) = backend.bring_up(&self.spec, *access).await?;
+        let _ = self.image.set(image);
+        match exec::run(&target, request, sink).await? {
+            Run::Done(outcome) => Ok(outcome),
+            Run::ContainerGone(..) => Err(exec::container_gone(&self.name)),
+        }
     }
 
     /// Recreates the container with `/work` mounted as asked (same name and
@@ -145,9 +214,9 @@ impl Sandbox for DockerBerth {
         }
         let mut current = self.access.write().await;
         if *current != access {
-            self.backend
-                .recreate(&self.spec, &self.image, access)
-                .await?;
+            let backend = self.connection.backend().await?;
+            let image = self.image_with(&backend).await?;
+            backend.recreate(&self.spec, &image, access).await?;
             *current = access;
         }
         Ok(AccessEnforcement::Enforced)

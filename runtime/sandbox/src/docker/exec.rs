@@ -66,11 +66,22 @@ use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, OutputSink,
 /// when it grew, a report line of its own says [`OOM_WORD`], whatever the
 /// code. `k` reads in the wrapper's own shell (no command substitution: no
 /// fork, and a subshell before `jobs -l` would let the shell forget the job).
-pub(crate) const WRAPPER: &str = "shift; k() { v=0; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do if [ -r $f ]; then while read -r a b; do if [ \"$a\" = oom_kill ]; then v=$b; return; fi; done < $f; fi; done; }; k; o=$v; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; k; [ \"$v\" = \"$o\" ] || printf '\\036berth-jobs oom\\n' >&2; exit $r";
+///
+/// Its last line reports the exit code ([`EXIT_WORD`]), written after the
+/// process group is killed: the reader takes the code from there and spares
+/// an `inspect_exec` (and its polling while Docker catches up with the
+/// exit). Without that line (the wrapper itself died) Docker's code is asked
+/// for. The command could print such a line itself, but it only ever lies
+/// about its own exit code, which it chooses anyway; the wrapper's line comes
+/// last.
+pub(crate) const WRAPPER: &str = "shift; k() { v=0; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do if [ -r $f ]; then while read -r a b; do if [ \"$a\" = oom_kill ]; then v=$b; return; fi; done < $f; fi; done; }; k; o=$v; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; k; [ \"$v\" = \"$o\" ] || printf '\\036berth-jobs oom\\n' >&2; printf '\\036berth-jobs exit %d\\n' $r >&2; exit $r";
 
 /// The wrapper's report when the memory cgroup killed a process while the
 /// command ran.
 const OOM_WORD: &str = "oom";
+
+/// Starts the wrapper's report of its exit code.
+const EXIT_WORD: &str = "exit ";
 
 /// Starts the wrapper's report of how its command ended.
 const JOBS_MARKER: &[u8] = b"\x1eberth-jobs ";
@@ -111,12 +122,21 @@ pub(crate) struct Target<'a> {
     pub user: &'a str,
 }
 
+/// How [`run`] ended.
+pub(crate) enum Run {
+    /// The command ran (to its end or its deadline).
+    Done(ExecOutcome),
+    /// The container does not exist: nothing ran, and the request comes
+    /// back for a retry once the berth is up again.
+    ContainerGone(ExecRequest, Option<OutputSink>),
+}
+
 /// Runs one request to completion or its deadline.
 pub(crate) async fn run(
     target: &Target<'_>,
     request: ExecRequest,
     mut sink: Option<OutputSink>,
-) -> Result<ExecOutcome, SandboxError> {
+) -> Result<Run, SandboxError> {
     let started = Instant::now();
     let started_wall = SystemTime::now();
     // Saturating: `Duration::MAX` means "no deadline", not an overflow.
@@ -180,9 +200,11 @@ pub(crate) async fn run(
     };
 
     let exec_id = match tokio::time::timeout_at(deadline, create_exec(target, options)).await {
-        Ok(created) => created?,
+        Ok(Ok(Some(id))) => id,
+        Ok(Ok(None)) => return Ok(Run::ContainerGone(request, sink)),
+        Ok(Err(e)) => return Err(e),
         // Nothing was created, so nothing runs.
-        Err(_) => return Ok(timed_out_outcome(stdout, stderr)),
+        Err(_) => return Ok(Run::Done(timed_out_outcome(stdout, stderr))),
     };
     // From here a process may run: if this future is dropped (the caller
     // gave up) or fails, the guard kills the exec's tree.
@@ -221,7 +243,7 @@ pub(crate) async fn run(
             let restarted = kill_then_wait(target, &exec_id, &token).await?;
             let mut outcome = timed_out_outcome(stdout, stderr);
             outcome.container_restarted = restarted;
-            return Ok(outcome);
+            return Ok(Run::Done(outcome));
         }
     };
 
@@ -320,32 +342,39 @@ pub(crate) async fn run(
         forward(&mut sink, OutputChunk::Stderr(rest)).await;
     }
 
-    // The stream has ended; the exit code may lag it by a moment.
+    // The wrapper reported how its command ended, after killing its group:
+    // nothing of the command runs any more.
+    let reported = filter.exit.filter(|_| !timed_out);
+    // Else the stream has ended and Docker's exit code may lag it by a moment.
     let mut restarted = false;
-    let code = loop {
-        let inspected = target
-            .docker
-            .inspect_exec(&exec_id)
-            .await
-            .map_err(|source| DockerError::Api {
-                op: "inspect exec in",
-                target: target.container.to_string(),
-                source,
-            })?;
-        if inspected.running != Some(true) {
-            break inspected.exit_code;
+    let code = if reported.is_some() {
+        reported
+    } else {
+        loop {
+            let inspected = target
+                .docker
+                .inspect_exec(&exec_id)
+                .await
+                .map_err(|source| DockerError::Api {
+                    op: "inspect exec in",
+                    target: target.container.to_string(),
+                    source,
+                })?;
+            if inspected.running != Some(true) {
+                break inspected.exit_code;
+            }
+            if Instant::now() >= deadline && !timed_out {
+                timed_out = true;
+                restarted = kill_then_wait(target, &exec_id, &token).await?;
+                break None;
+            }
+            if timed_out {
+                // Killed above; wait for it to be reaped, within the budget.
+                restarted = wait_stopped(target, &exec_id).await?;
+                break None;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        if Instant::now() >= deadline && !timed_out {
-            timed_out = true;
-            restarted = kill_then_wait(target, &exec_id, &token).await?;
-            break None;
-        }
-        if timed_out {
-            // Killed above; wait for it to be reaped, within the budget.
-            restarted = wait_stopped(target, &exec_id).await?;
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
     };
 
     let (status, oom_killed) = if timed_out {
@@ -361,7 +390,9 @@ pub(crate) async fn run(
         let code = i32::try_from(code).unwrap_or(i32::MAX);
         let oom_reported = filter.oom;
         let status = status_from_code(code, filter.jobs.as_deref());
-        if code == 128 + SIGKILL && !oom_reported {
+        // A wrapper that reported outlived its command, so no restart killed
+        // it.
+        if code == 128 + SIGKILL && !oom_reported && reported.is_none() {
             // Killed with everything else in the container (a restart for
             // another command's deadline), or by the memory limit where the
             // wrapper could not read the counter (or was the victim itself).
@@ -372,7 +403,7 @@ pub(crate) async fn run(
         (status, oom)
     };
     guard.armed = false;
-    Ok(ExecOutcome {
+    Ok(Run::Done(ExecOutcome {
         status,
         stdout: stdout.finish(),
         stderr: stderr.finish(),
@@ -380,15 +411,16 @@ pub(crate) async fn run(
         oom_killed,
         container_restarted: restarted,
         duration: started.elapsed(),
-    })
+    }))
 }
 
 /// `create_exec`, starting the container once if it has stopped (an
-/// out-of-memory kill of its init, a daemon restart).
+/// out-of-memory kill of its init, a daemon restart). `None` when the
+/// container does not exist.
 async fn create_exec(
     target: &Target<'_>,
     options: CreateExecOptions<String>,
-) -> Result<String, SandboxError> {
+) -> Result<Option<String>, SandboxError> {
     let api = |op: &'static str| {
         let container = target.container.to_string();
         move |source| DockerError::Api {
@@ -402,7 +434,7 @@ async fn create_exec(
         .create_exec(target.container, options.clone())
         .await
     {
-        Ok(created) => Ok(created.id),
+        Ok(created) => Ok(Some(created.id)),
         Err(e) if is_conflict(&e) => {
             tracing::warn!(
                 container = target.container,
@@ -418,16 +450,21 @@ async fn create_exec(
                 .create_exec(target.container, options)
                 .await
                 .map_err(api("create exec in"))?;
-            Ok(created.id)
+            Ok(Some(created.id))
         }
-        Err(e) if is_not_found(&e) => Err(SandboxError::Backend {
-            op: "docker exec",
-            message: format!(
-                "container {} does not exist (removed by `berth down` or reconcile?); run `berth up`",
-                target.container
-            ),
-        }),
+        Err(e) if is_not_found(&e) => Ok(None),
         Err(source) => Err(api("create exec in")(source).into()),
+    }
+}
+
+/// The error of a container that does not exist (after a bring-up, or for
+/// a helper exec, which does not bring berths up).
+pub(crate) fn container_gone(container: &str) -> SandboxError {
+    SandboxError::Backend {
+        op: "docker exec",
+        message: format!(
+            "container {container} does not exist (removed by `berth down` or reconcile?); run `berth up`"
+        ),
     }
 }
 
@@ -603,7 +640,9 @@ pub(crate) async fn run_plain(
         }
     };
     let work = async {
-        let id = create_exec(target, options).await?;
+        let id = create_exec(target, options)
+            .await?
+            .ok_or_else(|| container_gone(target.container))?;
         let mut bytes = Vec::new();
         if let StartExecResults::Attached { mut output, .. } = target
             .docker
@@ -772,6 +811,8 @@ struct StderrFilter {
     jobs: Option<String>,
     /// The wrapper reported an out-of-memory kill ([`OOM_WORD`]).
     oom: bool,
+    /// The exit code the wrapper reported ([`EXIT_WORD`]).
+    exit: Option<i64>,
 }
 
 impl StderrFilter {
@@ -789,6 +830,9 @@ impl StderrFilter {
         let line = String::from_utf8_lossy(line).trim().to_string();
         if line == OOM_WORD {
             self.oom = true;
+        } else if let Some(code) = line.strip_prefix(EXIT_WORD) {
+            // The last report wins: the wrapper's is written last.
+            self.exit = code.trim().parse().ok();
         } else {
             self.jobs = Some(line);
         }
@@ -876,7 +920,7 @@ mod tests {
     #[test]
     fn the_jobs_report_is_stripped_from_stderr_wherever_chunks_split() {
         let stream: &[u8] =
-            b"err1\nerr2\x1e not ours\n\x1eberth-jobs [1]+  12 Killed  \n\x1eberth-jobs oom\n";
+            b"err1\nerr2\x1e not ours\n\x1eberth-jobs [1]+  12 Killed  \n\x1eberth-jobs oom\n\x1eberth-jobs exit 137\n";
         let want_out: &[u8] = b"err1\nerr2\x1e not ours\n";
         for split in 0..=stream.len() {
             for split2 in split..=stream.len() {
@@ -892,6 +936,7 @@ mod tests {
                     "split at {split}/{split2}"
                 );
                 assert!(f.oom, "split at {split}/{split2}");
+                assert_eq!(f.exit, Some(137), "split at {split}/{split2}");
             }
         }
         // A truncated marker at the end is output, not a report.

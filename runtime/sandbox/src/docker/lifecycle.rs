@@ -89,6 +89,22 @@ impl DockerBackend {
     /// Brings a berth up: adopts its running container when the container
     /// matches the spec, else (re)creates and starts it. Idempotent.
     pub async fn up(&self, spec: BerthSpec) -> Result<DockerBerth, DockerError> {
+        let access = spec.work_access;
+        let (image, adopted) = self.bring_up(&spec, access).await?;
+        if adopted {
+            tracing::debug!(container = %spec.container_name(), "adopted running berth container");
+        }
+        Ok(DockerBerth::new(self.clone(), spec, image, access, adopted))
+    }
+
+    /// What [`up`](Self::up) does, with `/work` mounted as `access`: the
+    /// image the container runs, and whether the container was adopted.
+    /// Records the container for [`DockerBerth::attach`] once it runs.
+    pub(crate) async fn bring_up(
+        &self,
+        spec: &BerthSpec,
+        access: WorkAccess,
+    ) -> Result<(ImageInfo, bool), DockerError> {
         {
             let spec = spec.clone();
             tokio::task::spawn_blocking(move || {
@@ -103,16 +119,18 @@ impl DockerBackend {
         }
         let image = self.ensure_image(&spec.image).await?;
         let name = spec.container_name();
-        let access = spec.work_access;
         let body = spec.container_body(&image, access);
 
-        if self.adopt_if_matching(&name, &body).await? {
-            tracing::debug!(container = %name, "adopted running berth container");
-            return Ok(DockerBerth::new(self.clone(), spec, image, access, true));
+        // Until the container is known to run as the spec says, no process
+        // attaches to it.
+        spec.forget_container();
+        let adopted = self.adopt_if_matching(&name, &body).await?;
+        if !adopted {
+            let probe = matches!(spec.image, ImageRef::Named(_));
+            self.create_and_start(&name, body, &image, probe).await?;
         }
-        let probe = matches!(spec.image, ImageRef::Named(_));
-        self.create_and_start(&name, body, &image, probe).await?;
-        Ok(DockerBerth::new(self.clone(), spec, image, access, false))
+        spec.record_container(access);
+        Ok((image, adopted))
     }
 
     /// True when a running managed container named `name` matches `body`
@@ -286,8 +304,10 @@ impl DockerBackend {
     ) -> Result<(), SandboxError> {
         let name = spec.container_name();
         let body = spec.container_body(image, access);
+        spec.forget_container();
         self.remove(&name).await?;
         self.create_and_start(&name, body, image, false).await?;
+        spec.record_container(access);
         tracing::info!(container = %name, access = super::spec::access_label(access), "recreated berth container");
         Ok(())
     }
@@ -301,6 +321,7 @@ impl DockerBackend {
     /// Removes the container of `spec` (its instance, project and agent);
     /// `Ok(false)` when there was none.
     pub async fn down_spec(&self, spec: &BerthSpec) -> Result<bool, DockerError> {
+        spec.forget_container();
         self.down_named(spec.container_name()).await
     }
 

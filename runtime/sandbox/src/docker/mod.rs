@@ -8,14 +8,17 @@
 //! container.
 //!
 //! Layout: [`spec`] (what a berth is made of and the container it becomes),
+//! `connection` (reaching the engine once per process, on first need),
 //! [`seccomp`] (the system calls a berth may make), [`berth`] (the
 //! [`Sandbox`](crate::Sandbox) implementation), `exec` (one
 //! command, its deadline and its process group), [`lifecycle`] (up, down,
-//! reconcile).
+//! reconcile), `record` (the container `up` left, which `attach` trusts).
 
 pub mod berth;
+mod connection;
 mod exec;
 pub mod lifecycle;
+mod record;
 pub mod seccomp;
 pub mod spec;
 
@@ -25,6 +28,7 @@ use std::time::Duration;
 use bollard::Docker;
 
 pub use berth::DockerBerth;
+pub use connection::DockerConnection;
 pub use lifecycle::{BerthContainer, ReconcileAction, ReconcileReport, state_dir_of_worktree};
 pub use spec::{BerthSpec, ExtraMount, Limits, Network};
 
@@ -138,19 +142,10 @@ impl DockerBackend {
 
     pub async fn connect_with(options: ConnectOptions) -> Result<DockerBackend, DockerError> {
         let socket = socket_path();
-        let unavailable = |source| DockerError::EngineUnavailable {
-            socket: socket.clone(),
-            source,
-        };
-        let secs = options.timeout.as_secs().max(1);
-        let docker = Docker::connect_with_local_defaults()
-            .map_err(unavailable)?
-            .with_timeout(Duration::from_secs(secs))
-            // 0.21 still works unnegotiated against 1.41 by accident (it drops
-            // the version prefix); later clients send it. Negotiate always.
-            .negotiate_version()
-            .await
-            .map_err(unavailable)?;
+        // Negotiated from `/_ping`, once per connection ([`connection`]):
+        // 0.21 still works unnegotiated against 1.41 by accident (it drops
+        // the version prefix); later clients send it. Negotiate always.
+        let docker = connection::negotiated_client(&socket, options.timeout).await?;
         Ok(DockerBackend { docker, socket })
     }
 
@@ -166,7 +161,8 @@ impl DockerBackend {
     }
 }
 
-/// The socket `connect_with_local_defaults` will use, for messages.
+/// The socket `connect_with_local_defaults` would use: `DOCKER_HOST` when it
+/// names a unix socket, else the default one.
 fn socket_path() -> String {
     match std::env::var("DOCKER_HOST") {
         Ok(h) if h.starts_with("unix://") => h.trim_start_matches("unix://").to_string(),
