@@ -42,6 +42,9 @@ impl BerthSpec {
                 ImageRef::Named(n) => n.clone(),
             },
             id: String::new(),
+            // The image's own PATH is read by `up` alone; the key leaves it
+            // out on both sides (record and attach), as it does the id.
+            path: None,
         };
         self.container_body(&named, access)
             .labels
