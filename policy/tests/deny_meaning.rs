@@ -17,9 +17,7 @@
 use berth_policy::Verdict;
 use berth_policy::case::{Case, CaseMount, CaseRules};
 
-const DENY: Verdict = Verdict::Deny;
-const ASK: Verdict = Verdict::RequireApproval;
-const AUTO: Verdict = Verdict::AutoApprove;
+use crate::table::{ASK, AUTO, DENY};
 
 /// Where the row runs.
 #[derive(Clone, Copy, Debug)]
@@ -75,27 +73,11 @@ fn decide(row: &Row) -> berth_policy::Decision {
 }
 
 fn check(table: &[Row]) {
-    let mut failures = Vec::new();
-    for row in table {
-        let d = decide(row);
-        if d.verdict != row.3 {
-            failures.push(format!(
-                "{:?} ({:?}, cwd {:?}): want {}, got {} [{}] {}",
-                row.0,
-                row.1,
-                row.2,
-                row.3.as_str(),
-                d.verdict.as_str(),
-                d.stage.as_str(),
-                d.reason
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} rows failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+    crate::table::check_by(
+        table,
+        decide,
+        |r| r.3,
+        |r| format!("{:?} ({:?}, cwd {:?})", r.0, r.1, r.2),
     );
 }
 

@@ -5,87 +5,13 @@
 //! that must stay auto-approved.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::table::{ASK, AUTO, DENY, F, M, Row, case, check};
+
 use berth_policy::case::{Case, CaseMount, CaseRules};
 use berth_policy::{Stage, Verdict};
 
-#[derive(Clone, Copy, Debug)]
-enum M {
-    Manual,
-    Auto,
-}
-#[derive(Clone, Copy, Debug)]
-enum F {
-    Host,
-    Container,
-}
 use F::*;
 use M::{Auto as AutoMode, Manual};
-
-const DENY: Verdict = Verdict::Deny;
-const ASK: Verdict = Verdict::RequireApproval;
-const AUTO: Verdict = Verdict::AutoApprove;
-
-type Row = (
-    &'static str,
-    &'static [&'static str],
-    &'static [&'static str],
-    &'static [&'static str],
-    M,
-    F,
-    Verdict,
-);
-
-fn case(cmd: &str, allow: &[&str], ask: &[&str], deny: &[&str], mode: M, frame: F) -> Case {
-    let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    Case {
-        command: Some(cmd.to_string()),
-        rules: Some(CaseRules {
-            allow: list(allow),
-            ask: list(ask),
-            deny: list(deny),
-        }),
-        mode: Some(
-            match mode {
-                M::Auto => "auto",
-                M::Manual => "manual",
-            }
-            .to_string(),
-        ),
-        frame: Some(
-            match frame {
-                F::Host => "host",
-                F::Container => "container",
-            }
-            .to_string(),
-        ),
-        ..Case::default()
-    }
-}
-
-fn run_table(table: &[Row]) {
-    let mut failures = Vec::new();
-    for &(cmd, allow, ask, deny, mode, frame, want) in table {
-        let d = case(cmd, allow, ask, deny, mode, frame)
-            .inputs()
-            .unwrap()
-            .decide();
-        if d.verdict != want {
-            failures.push(format!(
-                "{cmd:?} ({mode:?}, {frame:?}): want {}, got {} [{}] {}",
-                want.as_str(),
-                d.verdict.as_str(),
-                d.stage.as_str(),
-                d.reason
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} rows failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
 
 const ALL: &[&str] = &["Bash(*)"];
 
@@ -135,7 +61,7 @@ const FOUND_BY_MEANING: &[Row] = &[
 
 #[test]
 fn paths_found_by_meaning() {
-    run_table(FOUND_BY_MEANING);
+    check(FOUND_BY_MEANING);
 }
 
 /// Point 9: writes outside the project that name no path are outside in
@@ -164,7 +90,7 @@ const UNNAMED_WRITES: &[Row] = &[
 
 #[test]
 fn unnamed_writes_outside() {
-    run_table(UNNAMED_WRITES);
+    check(UNNAMED_WRITES);
 }
 
 /// Point 10: writing a protected path is never auto-approved — by any
@@ -240,7 +166,7 @@ const PROTECTED: &[Row] = &[
 
 #[test]
 fn protected_paths() {
-    run_table(PROTECTED);
+    check(PROTECTED);
 }
 
 /// Point 14: Claude Code path rules by meaning.
@@ -303,7 +229,7 @@ const CLAUDE_RULES: &[Row] = &[
 
 #[test]
 fn claude_path_rules_by_meaning() {
-    run_table(CLAUDE_RULES);
+    check(CLAUDE_RULES);
 }
 
 /// `file_write` actions: protected paths, `~` expanded as in a command, and

@@ -7,75 +7,29 @@
 //! approves them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use berth_policy::case::{Case, CaseRules};
 use berth_policy::{Stage, Verdict};
 
-#[derive(Clone, Copy)]
-enum M {
-    Manual,
-    Auto,
-}
-#[derive(Clone, Copy)]
-enum F {
-    Host,
-    Container,
-}
+use crate::table::{ASK, AUTO, F, M};
 use F::{Container, Host};
 use M::{Auto, Manual};
 
-const ASK: Verdict = Verdict::RequireApproval;
-const AUTO: Verdict = Verdict::AutoApprove;
-
 type Row = (&'static str, &'static [&'static str], M, F, Verdict);
 
+/// A row has only allow rules.
 fn decide(row: &Row) -> berth_policy::Decision {
     let (cmd, allow, mode, frame, _) = *row;
-    let case = Case {
-        command: Some(cmd.to_string()),
-        rules: Some(CaseRules {
-            allow: allow.iter().map(|s| s.to_string()).collect(),
-            ask: Vec::new(),
-            deny: Vec::new(),
-        }),
-        mode: Some(
-            match mode {
-                M::Auto => "auto",
-                M::Manual => "manual",
-            }
-            .to_string(),
-        ),
-        frame: Some(
-            match frame {
-                F::Host => "host",
-                F::Container => "container",
-            }
-            .to_string(),
-        ),
-        ..Case::default()
-    };
-    case.inputs().unwrap().decide()
+    crate::table::case(cmd, allow, &[], &[], mode, frame)
+        .inputs()
+        .unwrap()
+        .decide()
 }
 
 fn check(table: &[Row]) {
-    let mut failures = Vec::new();
-    for row in table {
-        let d = decide(row);
-        if d.verdict != row.4 {
-            failures.push(format!(
-                "{:?}: want {}, got {} [{}] {}",
-                row.0,
-                row.4.as_str(),
-                d.verdict.as_str(),
-                d.stage.as_str(),
-                d.reason
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} rows failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+    crate::table::check_by(
+        table,
+        decide,
+        |r| r.4,
+        |r| format!("{:?} ({:?}, {:?})", r.0, r.2, r.3),
     );
 }
 

@@ -9,91 +9,15 @@
 //!    command — and berth must see it or mark the command opaque.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::table::{ASK, AUTO, DENY, F, M, Row, check, decide};
+
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 
-use berth_policy::case::{Case, CaseRules};
 use berth_policy::segment::analyze;
-use berth_policy::{Decision, Verdict};
 
-#[derive(Clone, Copy)]
-enum M {
-    Manual,
-    Auto,
-}
-#[derive(Clone, Copy)]
-enum F {
-    Host,
-    Container,
-}
 use F::*;
 use M::{Auto as AutoMode, Manual};
-
-const DENY: Verdict = Verdict::Deny;
-const ASK: Verdict = Verdict::RequireApproval;
-const AUTO: Verdict = Verdict::AutoApprove;
-
-type Row = (
-    &'static str,
-    &'static [&'static str],
-    &'static [&'static str],
-    &'static [&'static str],
-    M,
-    F,
-    Verdict,
-);
-
-fn decide(row: &Row) -> Decision {
-    let (cmd, allow, ask, deny, mode, frame, _) = *row;
-    let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let case = Case {
-        command: Some(cmd.to_string()),
-        rules: Some(CaseRules {
-            allow: list(allow),
-            ask: list(ask),
-            deny: list(deny),
-        }),
-        mode: Some(
-            match mode {
-                M::Auto => "auto",
-                M::Manual => "manual",
-            }
-            .to_string(),
-        ),
-        frame: Some(
-            match frame {
-                F::Host => "host",
-                F::Container => "container",
-            }
-            .to_string(),
-        ),
-        ..Case::default()
-    };
-    case.inputs().unwrap().decide()
-}
-
-fn check(table: &[Row]) {
-    let mut failures = Vec::new();
-    for row in table {
-        let d = decide(row);
-        if d.verdict != row.6 {
-            failures.push(format!(
-                "{:?}: want {}, got {} [{}] {}",
-                row.0,
-                row.6.as_str(),
-                d.verdict.as_str(),
-                d.stage.as_str(),
-                d.reason
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} rows failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
 
 /// Rules most rows use: the everyday programs allowed.
 const EVERYDAY: &[&str] = &[
