@@ -155,7 +155,20 @@ impl Store {
         Ok(store)
     }
 
+    /// Applies pending migrations. A store whose `user_version` already
+    /// names the last migration skips the migrator (which reads its table
+    /// and re-hashes every migration's SQL on every open: a cost each
+    /// one-shot CLI process paid); only this function writes that version,
+    /// after the migrator succeeded.
     async fn migrate(&self) -> Result<()> {
+        let latest = MIGRATIONS.last().map_or(0, |m| m.0);
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(EngineError::store("reading the store's version"))?;
+        if version == latest {
+            return Ok(());
+        }
         let migrations: Vec<Migration> = MIGRATIONS
             .iter()
             .map(|(version, desc, sql)| {
@@ -178,7 +191,13 @@ impl Store {
             .map_err(|source| EngineError::Migrate {
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        // A literal: PRAGMA takes no bound parameters.
+        sqlx::query(&format!("PRAGMA user_version = {latest}"))
+            .execute(&self.pool)
+            .await
+            .map_err(EngineError::store("recording the store's version"))?;
+        Ok(())
     }
 
     pub fn pool(&self) -> &SqlitePool {

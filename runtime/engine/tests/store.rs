@@ -317,3 +317,44 @@ async fn a_hundred_thousand_segment_command_stores_a_bounded_decision() {
     assert!(record.decision.segments.is_empty());
     assert!(record.decision.omitted.is_some());
 }
+
+/// The store's version is recorded after the migrations ran, and a store
+/// that has it opens without the migrator (which re-hashes every migration
+/// on every open); a store an older berth made, without the version, runs
+/// the migrator once and gets it.
+#[tokio::test]
+async fn a_migrated_store_records_its_version_and_opens_without_the_migrator() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("berth.db");
+    let store = berth_engine::store::Store::open(&db, true).await.unwrap();
+    let version = |s: &berth_engine::store::Store| {
+        let pool = s.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("PRAGMA user_version")
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let latest = version(&store).await;
+    assert!(latest >= 4, "{latest}");
+    // The migrator would refuse this store (a shipped migration's checksum
+    // changed); with the version recorded it is not run.
+    sqlx::query("UPDATE _sqlx_migrations SET checksum = x'00' WHERE version = 1")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    store.close().await;
+    let store = berth_engine::store::Store::open(&db, false).await.unwrap();
+    // Without the version (a store an older berth made), the migrator runs,
+    // and here it finds the changed checksum: proof it ran.
+    sqlx::query("PRAGMA user_version = 0")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    store.close().await;
+    let err = berth_engine::store::Store::open(&db, false)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Migrate { .. }), "{err}");
+}
