@@ -215,7 +215,8 @@ async fn background_leftovers_die_with_their_exec() {
     let out = berth
         .exec(
             ExecRequest::shell(
-                "(sleep 1; echo late > /work/late) & nohup sleep 200 >/dev/null 2>&1 & echo done",
+                "(sleep 1; echo late > /work/late) & nohup sleep 200 >/dev/null 2>&1 & \
+                 echo done > /work/done; echo done",
             ),
             None,
         )
@@ -223,14 +224,23 @@ async fn background_leftovers_die_with_their_exec() {
         .unwrap();
     assert_eq!(out.status, ExitStatus::Exited(0));
     assert_eq!(text(&out.stdout.bytes), "done\n");
+    // No process of the exec is left: `ps` in the container would list a
+    // surviving `sleep 1` or `sleep 200`.
     assert_eq!(strays(&berth).await, Vec::<String>::new());
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let late = layout
-        .root()
-        .join("worktrees")
-        .join(&layout.project)
-        .join("a/late");
-    assert!(!late.exists(), "a background child outlived its exec");
+    // And none acts later. The exec's own file is where this looks (so a
+    // wrong path cannot make the absence below pass); a surviving child
+    // would write `late` one second in, and is given three.
+    let worktree = layout.worktree("a");
+    assert!(
+        worktree.join("done").exists(),
+        "{} is not the berth's /work",
+        worktree.display()
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !worktree.join("late").exists(),
+        "a background child outlived its exec"
+    );
 }
 
 #[tokio::test]

@@ -143,6 +143,14 @@ impl Layout {
     }
 
     /// Provisions an agent as the worktrees crate would, chowned to 1000.
+    /// Where `agent`'s worktree is (its `/work`).
+    pub fn worktree(&self, agent: &str) -> PathBuf {
+        self.root()
+            .join("worktrees")
+            .join(&self.project)
+            .join(agent)
+    }
+
     pub fn agent(&self, agent: &str) -> AgentPaths {
         self.agent_owned_by(agent, 1000)
     }
@@ -164,7 +172,7 @@ impl Layout {
         .unwrap();
         let main = git(&self.forge, &["rev-parse", "refs/heads/main"]);
         git(&repo, &["update-ref", "refs/heads/main", main.trim()]);
-        let worktree = root.join("worktrees").join(&self.project).join(agent);
+        let worktree = self.worktree(agent);
         std::fs::create_dir_all(worktree.parent().unwrap()).unwrap();
         git(
             &repo,
