@@ -61,7 +61,7 @@ pub enum EngineError {
         message: String,
     },
 
-    #[error("{0}")]
+    #[error(transparent)]
     Rules(#[from] berth_policy::RulesError),
 
     #[error(
@@ -166,13 +166,13 @@ pub enum EngineError {
         config: PathBuf,
     },
 
-    #[error("{0}")]
+    #[error(transparent)]
     Sandbox(#[from] berth_sandbox::SandboxError),
 
     #[error(transparent)]
     Docker(#[from] berth_sandbox::docker::DockerError),
 
-    #[error("{0}")]
+    #[error(transparent)]
     Worktrees(#[from] berth_worktrees::Error),
 
     #[error("{0}")]

@@ -221,7 +221,7 @@ pub enum ServeError {
     )]
     TokenMalformed { path: PathBuf, why: String },
 
-    #[error("{0}")]
+    #[error(transparent)]
     Engine(#[from] EngineError),
 
     #[error("serving: {0}")]
