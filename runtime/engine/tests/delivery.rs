@@ -647,3 +647,49 @@ async fn the_noop_loop_claims_only_delivery_tasks() {
         }
     );
 }
+
+/// An agent proposes only for its own task: a commit another agent names
+/// with dev-1's task is refused before anything is recorded, and dev-1's
+/// task does not move (before, a failure of it returned dev-1's task).
+#[tokio::test]
+async fn an_agent_cannot_propose_for_another_agents_task() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Real).await;
+    f.agent("dev-2", AgentImpl::Real).await;
+    let task = f.engine.create_task("demo", "one", &user()).await.unwrap();
+    let claimed = f.engine.claim_task("dev-1").await.unwrap().unwrap();
+    assert_eq!(claimed.id, task.id);
+    let before = f.engine.task(&task.id).await.unwrap();
+    let latest = f.engine.latest_event_id().await.unwrap();
+
+    let err = f
+        .engine
+        .propose(
+            berth_engine::Proposal::by_agent("dev-2", berth_policy::Action::GitCommit)
+                .task(Some(task.id.clone())),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("an agent proposes only for its own task"),
+        "{err}"
+    );
+    let after = f.engine.task(&task.id).await.unwrap();
+    assert_eq!(
+        (after.status, after.updated_at),
+        (before.status, before.updated_at)
+    );
+    assert_eq!(f.engine.latest_event_id().await.unwrap(), latest);
+
+    // Its own agent still proposes for it.
+    f.engine
+        .propose(
+            berth_engine::Proposal::by_agent("dev-1", berth_policy::Action::GitCommit)
+                .task(Some(task.id.clone())),
+            None,
+        )
+        .await
+        .unwrap();
+}

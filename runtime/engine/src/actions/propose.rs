@@ -25,6 +25,23 @@ impl Engine {
         {
             return replay(existing, &proposal);
         }
+        // An agent proposes for its own task only: a proposal naming another
+        // agent's task (or another project's) would move that task when it
+        // waits, fails or is refused.
+        if let Some(task_id) = proposal.task.as_deref() {
+            let task = self.task(task_id).await?;
+            if task.project != agent.project
+                || task.agent.as_deref().is_some_and(|a| a != agent.name)
+            {
+                return Err(EngineError::State(format!(
+                    "task {} is {}'s in project `{}`, not agent `{}`'s: an agent proposes only for its own task",
+                    crate::ids::short(&task.id),
+                    task.agent.as_deref().unwrap_or("no agent"),
+                    task.project,
+                    agent.name
+                )));
+            }
+        }
         let project = self.load_project(&agent.project).await?;
         let sandbox = self
             .sandbox_for(&agent, &project.config, needs_berth(&proposal.action))
