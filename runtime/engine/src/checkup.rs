@@ -13,7 +13,7 @@ use serde::Serialize;
 use berth_sandbox::docker::DockerBackend;
 
 use crate::Engine;
-use crate::config::{BerthMode, ModeChoice};
+use crate::config::{BerthMode, ProjectConfig};
 use crate::error::Result;
 use crate::mounted::image_of;
 
@@ -102,9 +102,10 @@ impl Engine {
     pub async fn checkup(&self) -> Result<Checkup> {
         let mut checks = Vec::new();
         self.check_state(&mut checks);
-        let docker = self.check_docker(&mut checks).await?;
+        let configs = self.project_configs().await?;
+        let docker = check_docker(&configs, &mut checks).await;
         if let Some(backend) = &docker {
-            self.check_images(backend, &mut checks).await?;
+            check_images(backend, &configs, &mut checks).await;
         }
         check_runner(&mut checks);
         check_helpers(&mut checks);
@@ -149,102 +150,17 @@ impl Engine {
         }
     }
 
-    /// The projects' fixed modes: whether any needs Docker.
-    async fn modes(&self) -> Result<Vec<(String, ModeChoice)>> {
-        let mut modes = Vec::new();
+    /// Each project's `berth.toml`, read once for every check. A broken one
+    /// is the project's own finding, said by every command that loads it;
+    /// here the project is left out.
+    async fn project_configs(&self) -> Result<Vec<(String, ProjectConfig)>> {
+        let mut configs = Vec::new();
         for p in self.projects().await? {
-            // A broken berth.toml is the project's own finding, said by
-            // every command that loads it; here it only leaves the mode open.
-            let choice = self
-                .load_project_files(&p.name)
-                .map(|(config, _)| config.sandbox.mode)
-                .unwrap_or_default();
-            modes.push((p.name, choice));
-        }
-        Ok(modes)
-    }
-
-    async fn check_docker(&self, checks: &mut Vec<Check>) -> Result<Option<DockerBackend>> {
-        let modes = self.modes().await?;
-        let fixed_mounted: Vec<&str> = modes
-            .iter()
-            .filter(|(_, m)| m.fixed() == Some(BerthMode::Mounted))
-            .map(|(p, _)| p.as_str())
-            .collect();
-        match DockerBackend::connect().await {
-            Ok(backend) => {
-                checks.push(Check::ok(
-                    "docker",
-                    format!(
-                        "the Docker engine answers at {}: mounted berths run in containers",
-                        backend.socket()
-                    ),
-                ));
-                Ok(Some(backend))
-            }
-            Err(e) => {
-                let (status, consequence) = if fixed_mounted.is_empty() {
-                    (
-                        CheckStatus::Warn,
-                        "berths run as runner berths on this host (sandbox.mode = \"auto\")"
-                            .to_string(),
-                    )
-                } else {
-                    (
-                        CheckStatus::Fail,
-                        format!(
-                            "project(s) {} fix sandbox.mode = \"mounted\" and cannot come up",
-                            fixed_mounted.join(", ")
-                        ),
-                    )
-                };
-                checks.push(Check::with(
-                    "docker",
-                    status,
-                    format!("the Docker engine does not answer ({e}): {consequence}"),
-                    "start it (sudo systemctl start docker), or set DOCKER_HOST to its socket; a user needs to be in the docker group",
-                ));
-                Ok(None)
+            if let Ok((config, _)) = self.load_project_files(&p.name) {
+                configs.push((p.name, config));
             }
         }
-    }
-
-    async fn check_images(&self, backend: &DockerBackend, checks: &mut Vec<Check>) -> Result<()> {
-        let mut seen = std::collections::BTreeSet::new();
-        for p in self.projects().await? {
-            let Ok((config, _)) = self.load_project_files(&p.name) else {
-                continue;
-            };
-            if config.sandbox.mode.fixed() == Some(BerthMode::Runner) {
-                continue;
-            }
-            let image = image_of(&config);
-            if !seen.insert(config.sandbox.image.clone()) {
-                continue;
-            }
-            let shown = match config.sandbox.image.trim() {
-                "" => "the default agent image".to_string(),
-                name => format!("image {name}"),
-            };
-            match backend.ensure_image(&image).await {
-                Ok(info) => checks.push(Check::ok(
-                    "image",
-                    format!("{shown} is here ({}), for project {}", info.name, p.name),
-                )),
-                Err(e) => checks.push(Check::with(
-                    "image",
-                    CheckStatus::Fail,
-                    format!("{shown} of project {}: {e}", p.name),
-                    match config.sandbox.image.trim() {
-                        "" => "berth image build".to_string(),
-                        name => format!(
-                            "build or load {name} locally (docker build -t {name} …; there is no registry), or set [sandbox] image = \"\" for the default"
-                        ),
-                    },
-                )),
-            }
-        }
-        Ok(())
+        Ok(configs)
     }
 
     async fn check_disks(&self, checks: &mut Vec<Check>) -> Result<()> {
@@ -385,5 +301,95 @@ fn check_git(checks: &mut Vec<Check>) {
             "/usr/bin/git is missing: `berth image build` cannot give the default agent image git",
             "sudo apt-get install git",
         ));
+    }
+}
+
+/// The Docker engine: a warning when berths fall back to the runner, a
+/// failure when a project fixes mounted mode. The connection, for the checks
+/// that need it.
+async fn check_docker(
+    configs: &[(String, ProjectConfig)],
+    checks: &mut Vec<Check>,
+) -> Option<DockerBackend> {
+    let fixed_mounted: Vec<&str> = configs
+        .iter()
+        .filter(|(_, c)| c.sandbox.mode.fixed() == Some(BerthMode::Mounted))
+        .map(|(p, _)| p.as_str())
+        .collect();
+    match DockerBackend::connect().await {
+        Ok(backend) => {
+            checks.push(Check::ok(
+                "docker",
+                format!(
+                    "the Docker engine answers at {}: mounted berths run in containers",
+                    backend.socket()
+                ),
+            ));
+            Some(backend)
+        }
+        Err(e) => {
+            let (status, consequence) = if fixed_mounted.is_empty() {
+                (
+                    CheckStatus::Warn,
+                    "berths run as runner berths on this host (sandbox.mode = \"auto\")"
+                        .to_string(),
+                )
+            } else {
+                (
+                    CheckStatus::Fail,
+                    format!(
+                        "project(s) {} fix sandbox.mode = \"mounted\" and cannot come up",
+                        fixed_mounted.join(", ")
+                    ),
+                )
+            };
+            checks.push(Check::with(
+                "docker",
+                status,
+                format!("the Docker engine does not answer ({e}): {consequence}"),
+                "start it (sudo systemctl start docker), or set DOCKER_HOST to its socket; a user needs to be in the docker group",
+            ));
+            None
+        }
+    }
+}
+
+/// Each image a project's berths would run (runner-only projects need none),
+/// once per image.
+async fn check_images(
+    backend: &DockerBackend,
+    configs: &[(String, ProjectConfig)],
+    checks: &mut Vec<Check>,
+) {
+    let mut seen = std::collections::BTreeSet::new();
+    for (project, config) in configs {
+        if config.sandbox.mode.fixed() == Some(BerthMode::Runner) {
+            continue;
+        }
+        let image = image_of(config);
+        if !seen.insert(config.sandbox.image.clone()) {
+            continue;
+        }
+        let shown = match config.sandbox.image.trim() {
+            "" => "the default agent image".to_string(),
+            name => format!("image {name}"),
+        };
+        match backend.ensure_image(&image).await {
+            Ok(info) => checks.push(Check::ok(
+                "image",
+                format!("{shown} is here ({}), for project {}", info.name, project),
+            )),
+            Err(e) => checks.push(Check::with(
+                "image",
+                CheckStatus::Fail,
+                format!("{shown} of project {}: {e}", project),
+                match config.sandbox.image.trim() {
+                    "" => "berth image build".to_string(),
+                    name => format!(
+                        "build or load {name} locally (docker build -t {name} …; there is no registry), or set [sandbox] image = \"\" for the default"
+                    ),
+                },
+            )),
+        }
     }
 }
