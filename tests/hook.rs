@@ -19,7 +19,7 @@ const SETTINGS: &str = r#"{
   "permissions": {
     "allow": ["Bash(ls:*)", "Bash(grep:*)", "Bash(cargo test:*)"],
     "deny": ["Read(./.env)", "Bash(curl:*)"],
-    "additionalDirectories": ["../shared"]
+    "additionalDirectories": ["../notes"]
   },
   "hooks": {}
 }
@@ -35,7 +35,7 @@ impl Fixture {
         };
         let proj = f.project();
         std::fs::create_dir_all(proj.join(".claude")).unwrap();
-        std::fs::create_dir_all(f.dir.path().join("shared")).unwrap();
+        std::fs::create_dir_all(f.dir.path().join("notes")).unwrap();
         std::fs::create_dir_all(f.home()).unwrap();
         std::fs::write(proj.join(".claude/settings.json"), SETTINGS).unwrap();
         std::fs::write(proj.join(".claude/settings.local.json"), SETTINGS_LOCAL).unwrap();
@@ -337,12 +337,12 @@ fn decisions_on_documented_payloads() {
             "additionalDirectories are in scope",
             &["--project", "demo"],
             "Bash",
-            bash("ls ../shared"),
+            bash("ls ../notes"),
             decision(
                 "allow",
                 &format!(
-                    "berth allow (stage allow_rule; segment 1 of 1 `ls ../shared`): \
-                     `ls ../shared` matches the allow rule allow \"ls\" ({rules}:3:5)"
+                    "berth allow (stage allow_rule; segment 1 of 1 `ls ../notes`): \
+                     `ls ../notes` matches the allow rule allow \"ls\" ({rules}:3:5)"
                 ),
             ),
         ),
