@@ -7,6 +7,8 @@
 
 #[path = "support/docker.rs"]
 mod docker;
+#[path = "support/fixture.rs"]
+mod fixture;
 
 mod cli;
 mod hook;

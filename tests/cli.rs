@@ -5,87 +5,32 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-struct Cli {
-    dir: tempfile::TempDir,
-}
+use crate::fixture::{Fixture, git, git_out};
 
-impl Drop for Cli {
-    /// A berth left up keeps its own disk mounted in the state directory
-    /// (berth as root): it goes before the directory does, failed or not.
-    fn drop(&mut self) {
-        berth_engine::release_disks_under(&self.dir.path().join("state"));
+/// This module's fixture: the shared one, and project `demo` set up as the
+/// CLI tests need it.
+struct Cli(Fixture);
+
+impl std::ops::Deref for Cli {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.0
     }
 }
 
 impl Cli {
     fn new() -> Cli {
-        Cli {
-            dir: tempfile::tempdir().unwrap(),
-        }
+        Cli(Fixture::new())
     }
 
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(args)
-            .env("BERTH_HOME", self.state())
-            .env("USER", "ada")
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "berth {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn err(&self, args: &[&str]) -> (i32, String) {
-        let out = self.run(args);
-        assert!(!out.status.success(), "berth {args:?} succeeded");
-        (
-            out.status.code().unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
-        )
-    }
-
-    /// An initialised state with project `demo` and real agent `dev-1`, up.
-    /// A user's repository with one commit, to import.
-    fn source_repo(&self) -> PathBuf {
-        let src = self.dir.path().join("src");
-        std::fs::create_dir_all(&src).unwrap();
-        git(&src, &["init", "-q", "-b", "main"]);
-        std::fs::write(src.join("a.txt"), "a\n").unwrap();
-        git(&src, &["add", "a.txt"]);
-        git(&src, &["commit", "-q", "-m", "init"]);
-        src
-    }
-
+    /// Project `demo` and real agent `dev-1`, up. These tests are about the
+    /// CLI, not containers: every berth is a runner, whether or not a
+    /// Docker engine answers (tests/mounted.rs covers mounted mode).
     fn with_project(self) -> Cli {
-        let src = self.source_repo();
-        self.ok(&["init"]);
-        self.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
-        // These tests are about the CLI, not containers: every berth is a
-        // runner, whether or not a Docker engine answers (tests/mounted.rs
-        // covers mounted mode).
-        let config = self.config();
-        let text = std::fs::read_to_string(&config).unwrap();
-        assert!(text.contains("\nmode = \"auto\"\n"), "{text}");
-        std::fs::write(
-            &config,
-            text.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n"),
-        )
-        .unwrap();
-        self.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
-        self.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
-        self
+        let f = self.0.with_berth_mode("runner");
+        f.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+        f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+        Cli(f)
     }
 
     /// `n` noop agents (`noop-0`…) and `n` tasks for them to take.
@@ -106,20 +51,6 @@ impl Cli {
         }
         self
     }
-
-    fn config(&self) -> PathBuf {
-        self.state().join("projects/demo/berth.toml")
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 /// The state directory is made 0700 and the store 0600 (its WAL files
@@ -1362,23 +1293,9 @@ fn completions_complete_in_real_bash() {
     );
 }
 
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 impl Cli {
     fn src(&self) -> PathBuf {
-        self.dir.path().join("src")
+        self.root().join("src")
     }
 
     fn forge_main(&self) -> String {
@@ -1386,10 +1303,6 @@ impl Cli {
             &self.state().join("forge/demo.git"),
             &["rev-parse", "refs/heads/main"],
         )
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        serde_json::from_str(&self.ok(args)).unwrap()
     }
 
     /// A noop agent's PR #1, open.
@@ -1531,7 +1444,7 @@ fn export_of_an_open_and_a_merged_pr_writes_only_the_ref() {
     );
 
     // --to another repository.
-    let other = cli.dir.path().join("other");
+    let other = cli.root().join("other");
     std::fs::create_dir_all(&other).unwrap();
     git(&other, &["init", "-q", "-b", "main"]);
     let e = cli.json(&[
@@ -1552,7 +1465,7 @@ fn export_of_an_open_and_a_merged_pr_writes_only_the_ref() {
 #[test]
 fn sync_and_export_errors_say_what_to_do() {
     let cli = Cli::new().with_project().with_open_pr();
-    let not_a_repo = cli.dir.path().join("plain");
+    let not_a_repo = cli.root().join("plain");
     std::fs::create_dir_all(&not_a_repo).unwrap();
     let cases: &[(&[&str], &str)] = &[
         (
@@ -1579,7 +1492,7 @@ fn sync_and_export_errors_say_what_to_do() {
     let (_, err) = cli.err(&["pr", "export", "1", "--to", not_a_repo.to_str().unwrap()]);
     assert!(err.contains("is not a git repository"), "{err}");
 
-    std::fs::rename(cli.src(), cli.dir.path().join("moved")).unwrap();
+    std::fs::rename(cli.src(), cli.root().join("moved")).unwrap();
     let (code, err) = cli.err(&["project", "sync", "demo"]);
     assert_eq!(code, 2);
     assert!(err.contains("the source repository"), "{err}");
@@ -1610,7 +1523,7 @@ fn down_saves_uncommitted_work_and_prints_how_to_get_it_back() {
         .unwrap_or_else(|| panic!("no fetch command in {out}"));
     assert!(fetch.contains("refs/berth/saved/dev-1/"), "{out}");
     // The printed command works in a repository of one's own.
-    let mine = cli.dir.path().join("mine");
+    let mine = cli.root().join("mine");
     std::fs::create_dir_all(&mine).unwrap();
     git(&mine, &["init", "-q"]);
     let words: Vec<&str> = fetch.split_whitespace().collect();
@@ -1705,7 +1618,7 @@ fn doctor_names_each_part_and_what_to_do() {
     let out = Command::new(env!("CARGO_BIN_EXE_berth"))
         .args(["doctor"])
         .env("BERTH_HOME", cli.state())
-        .env("BERTH_HELPER", cli.dir.path().join("no-helper"))
+        .env("BERTH_HELPER", cli.root().join("no-helper"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

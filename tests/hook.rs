@@ -6,13 +6,22 @@
 //! `dev-1` live in a real state directory, for `--project` and `--agent`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-struct Fixture {
-    dir: tempfile::TempDir,
+use crate::fixture::Fixture;
+
+/// This module's fixture: the shared one, with a developer's project
+/// (`proj`, its `.claude/` settings) and home beside berth's state.
+struct Hook(Fixture);
+
+impl std::ops::Deref for Hook {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.0
+    }
 }
 
 const SETTINGS: &str = r#"{
@@ -28,54 +37,36 @@ const SETTINGS: &str = r#"{
 const SETTINGS_LOCAL: &str = r#"{"permissions": {"allow": ["Bash(make build)"]}}
 "#;
 
-impl Fixture {
-    fn new() -> Fixture {
-        let f = Fixture {
-            dir: tempfile::tempdir().unwrap(),
-        };
+impl Hook {
+    fn new() -> Hook {
+        // berth's own state: project `demo` (default permissions.json, an
+        // extra deny template in berth.toml) and agent `dev-1`.
+        let f = Hook(Fixture::new().with_project());
         let proj = f.project();
         std::fs::create_dir_all(proj.join(".claude")).unwrap();
-        std::fs::create_dir_all(f.dir.path().join("notes")).unwrap();
+        std::fs::create_dir_all(f.root().join("notes")).unwrap();
         std::fs::create_dir_all(f.home()).unwrap();
         std::fs::write(proj.join(".claude/settings.json"), SETTINGS).unwrap();
         std::fs::write(proj.join(".claude/settings.local.json"), SETTINGS_LOCAL).unwrap();
         std::fs::write(proj.join(".env"), "TOKEN=x\n").unwrap();
         std::os::unix::fs::symlink("/etc", proj.join("etc-link")).unwrap();
-
-        // berth's own state: project `demo` (default permissions.json, an
-        // extra deny template in berth.toml) and agent `dev-1`.
-        let src = f.dir.path().join("src");
-        std::fs::create_dir_all(&src).unwrap();
-        git(&src, &["init", "-q", "-b", "main"]);
-        std::fs::write(src.join("a.txt"), "a\n").unwrap();
-        git(&src, &["add", "a.txt"]);
-        git(&src, &["commit", "-q", "-m", "init"]);
-        f.berth(&["init"]);
-        f.berth(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
-        let config = f.state().join("projects/demo/berth.toml");
-        let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(
-            &config,
+        f.edit_config(|text| {
             // Auto mode is accepted whatever berth's sandbox (the hook
             // judges the host's own tool calls).
             text.replacen("deny = []", "deny = [\"make deploy\"]", 1)
-                .replacen("allow_unconfined = false", "allow_unconfined = true", 1),
-        )
-        .unwrap();
+                .replacen("allow_unconfined = false", "allow_unconfined = true", 1)
+        });
         f.berth(&["agent", "activate", "dev-1", "--project", "demo"]);
         f
     }
 
+    /// The developer's project, where Claude Code runs.
     fn project(&self) -> PathBuf {
-        self.dir.path().join("proj")
+        self.root().join("proj")
     }
 
     fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
+        self.root().join("home")
     }
 
     fn p(&self) -> String {
@@ -83,16 +74,7 @@ impl Fixture {
     }
 
     fn berth(&self, args: &[&str]) {
-        let out = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(args)
-            .env("BERTH_HOME", self.state())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "berth {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.ok(args);
     }
 
     /// Runs the hook; returns its stdout (parsed, when any), stderr and exit code.
@@ -143,16 +125,6 @@ impl Fixture {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
-
 /// (case, hook arguments, tool, tool_input, the whole stdout).
 type DecisionCase = (
     &'static str,
@@ -187,7 +159,7 @@ fn bash(command: &str) -> Value {
 
 #[test]
 fn decisions_on_documented_payloads() {
-    let f = Fixture::new();
+    let f = Hook::new();
     let p = f.p();
     let settings = format!("{p}/.claude/settings.json");
     let local = format!("{p}/.claude/settings.local.json");
@@ -394,7 +366,7 @@ fn decisions_on_documented_payloads() {
 
 #[test]
 fn bad_input_fails_closed_and_other_tools_get_no_opinion() {
-    let f = Fixture::new();
+    let f = Hook::new();
     let cases: Vec<InputCase> = vec![
         (
             "malformed JSON asks, and says why on stderr",
@@ -501,7 +473,7 @@ fn bad_input_fails_closed_and_other_tools_get_no_opinion() {
 
 #[test]
 fn a_broken_settings_file_asks_and_names_file_line_and_column() {
-    let f = Fixture::new();
+    let f = Hook::new();
     let settings = f.project().join(".claude/settings.json");
     std::fs::write(
         &settings,
@@ -540,7 +512,7 @@ fn a_broken_settings_file_asks_and_names_file_line_and_column() {
 
 #[test]
 fn the_project_directory_comes_from_claude_project_dir() {
-    let f = Fixture::new();
+    let f = Hook::new();
     // Claude Code's cwd is a subdirectory; the project is $CLAUDE_PROJECT_DIR:
     // `../.env` from src/ is the project's .env, which the rule denies.
     let sub = f.project().join("src");
@@ -592,7 +564,7 @@ type ParityCase = (
 /// relies on.
 #[test]
 fn answers_match_claude_codes_documented_meaning() {
-    let f = Fixture::new();
+    let f = Hook::new();
     let p = f.p();
     let proj = f.project();
     std::os::unix::fs::symlink(".env", proj.join("env-link")).unwrap();
@@ -1067,7 +1039,7 @@ fn answers_match_claude_codes_documented_meaning() {
 /// boundary (the command is multi-byte) with a marker.
 #[test]
 fn the_reason_is_bounded_by_claude_codes_cap() {
-    let f = Fixture::new();
+    let f = Hook::new();
     let command = format!("curl -s https://example.com/{}", "é".repeat(1 << 20));
     let (got, stderr, code) = f.hook(&[], &f.payload("Bash", bash(&command)));
     let got = got.unwrap();
@@ -1121,7 +1093,7 @@ fn the_readme_matcher_names_the_tools_the_hook_answers_for() {
             "Write"
         ]
     );
-    let f = Fixture::new();
+    let f = Hook::new();
     let p = f.p();
     std::fs::write(
         f.project().join(".claude/settings.json"),
@@ -1150,10 +1122,10 @@ fn the_readme_matcher_names_the_tools_the_hook_answers_for() {
 /// `/private/tmp` on macOS): the project's rules keep its own spelling.
 #[test]
 fn a_symlink_to_a_denied_file_is_denied_in_a_project_reached_through_a_symlink() {
-    let f = Fixture::new();
+    let f = Hook::new();
     std::os::unix::fs::symlink(".env", f.project().join("env-link")).unwrap();
-    let via = f.dir.path().join("via");
-    std::os::unix::fs::symlink(f.dir.path(), &via).unwrap();
+    let via = f.root().join("via");
+    std::os::unix::fs::symlink(f.root(), &via).unwrap();
     let p = via.join("proj").display().to_string();
     let mut payload: Value =
         serde_json::from_slice(&f.payload("Read", json!({"file_path": format!("{p}/env-link")})))
@@ -1188,7 +1160,7 @@ fn a_symlink_to_a_denied_file_is_denied_in_a_project_reached_through_a_symlink()
 /// the path, and `Read(secrets/**)` in deny matches at any depth (point 14).
 #[test]
 fn protected_paths_and_read_denies_are_never_allowed() {
-    let f = Fixture::new();
+    let f = Hook::new();
     let p = f.p();
     std::fs::write(
         f.project().join(".claude/settings.json"),

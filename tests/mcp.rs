@@ -14,64 +14,31 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// An initialised state with project `demo` and agent `dev-1`, up in runner mode.
-struct Fixture {
-    dir: tempfile::TempDir,
-}
+use crate::fixture::Fixture;
 
-impl Drop for Fixture {
-    /// A berth left up keeps its own disk mounted in the state directory
-    /// (berth as root): it goes before the directory does, failed or not.
-    fn drop(&mut self) {
-        berth_engine::release_disks_under(&self.dir.path().join("state"));
+/// This module's fixture: the shared one, with project `demo` and agent
+/// `dev-1` up in runner mode.
+struct Mcp(Fixture);
+
+impl std::ops::Deref for Mcp {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.0
     }
 }
 
-impl Fixture {
-    fn new() -> Fixture {
-        let f = Fixture {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        let src = f.dir.path().join("src");
-        std::fs::create_dir_all(&src).unwrap();
-        git(&src, &["init", "-q", "-b", "main"]);
-        std::fs::write(src.join("a.txt"), "a\n").unwrap();
-        git(&src, &["add", "a.txt"]);
-        git(&src, &["commit", "-q", "-m", "init"]);
-        f.ok(&["init"]);
-        f.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
+impl Mcp {
+    fn new() -> Mcp {
+        let f = Fixture::new().with_project();
         f.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
         f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
-        f
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(args)
-            .env("BERTH_HOME", self.state())
-            .env("USER", "ada")
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "berth {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        Mcp(f)
     }
 
     /// The agent's worktree on the host (`/work` in its frame).
@@ -89,16 +56,6 @@ impl Fixture {
     fn client(&self, agent: &str) -> Client {
         Client::start(&self.state(), agent)
     }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 /// The Python that has the official MCP SDK.
@@ -219,7 +176,7 @@ fn action_id(result: &Value) -> String {
 
 #[test]
 fn initialize_lists_the_tools_with_their_schemas() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let mut c = f.client("dev-1");
     assert_eq!(
         (&c.initialized["server"], &c.initialized["tools_capability"]),
@@ -275,7 +232,7 @@ fn initialize_lists_the_tools_with_their_schemas() {
 
 #[test]
 fn commands_run_wait_for_a_person_or_are_refused() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let wt = f.worktree("dev-1");
     // Keep 64 bytes of each stream, so a long output shows its cut.
     let config = f.state().join("projects/demo/berth.toml");
@@ -448,7 +405,7 @@ fn commands_run_wait_for_a_person_or_are_refused() {
 
 #[test]
 fn files_round_trip_inside_the_worktree_and_ask_outside_it() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let wt = f.worktree("dev-1");
     f.ok(&["autonomy", "set", "dev-1", "file_write", "auto_approve"]);
     std::os::unix::fs::symlink("/etc", wt.join("etc-link")).unwrap();
@@ -555,7 +512,7 @@ fn files_round_trip_inside_the_worktree_and_ask_outside_it() {
 
 #[test]
 fn commit_push_and_open_pr_deliver_the_agents_branch() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     f.ok(&["autonomy", "set", "dev-1", "file_write", "auto_approve"]);
     let mut c = f.client("dev-1");
     let r = c.call("write_file", json!({"path": "b.txt", "content": "b\n"}));
@@ -631,7 +588,7 @@ type ErrorCall = (&'static str, Value, String);
 
 #[test]
 fn setup_errors_are_tool_errors_that_say_what_to_do() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     f.ok(&["agent", "activate", "dev-2", "--project", "demo"]);
     let dev1_action: Value =
         serde_json::from_str(&f.ok(&["exec", "dev-1", "--json", "--", "ls"])).unwrap();
@@ -712,7 +669,7 @@ fn setup_errors_are_tool_errors_that_say_what_to_do() {
 
 #[test]
 fn an_action_under_way_is_recorded_when_the_client_goes_away() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let wt = f.worktree("dev-1");
     f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
     let mut c = f.client("dev-1");
@@ -829,7 +786,7 @@ impl Drop for RawSession {
 /// be the latest version supported by the server."
 #[test]
 fn protocol_revisions_offered_leave_out_the_one_that_requires_batches() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let mut answered = Vec::new();
     for asked in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let mut s = RawSession::start(&f.state(), "dev-1");
@@ -870,7 +827,7 @@ fn protocol_revisions_offered_leave_out_the_one_that_requires_batches() {
 ///   JSON-RPC 2.0 §5.1 "-32602 Invalid params".
 #[test]
 fn jsonrpc_batches_parse_errors_and_invalid_params_are_answered() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let mut s = RawSession::start(&f.state(), "dev-1");
     let init = s.initialize("2025-06-18");
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
@@ -997,7 +954,7 @@ fn jsonrpc_batches_parse_errors_and_invalid_params_are_answered() {
 /// tool execution errors to language models to enable self-correction."
 #[test]
 fn arguments_no_action_can_be_made_of_are_tool_errors() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let mut c = f.client("dev-1");
     // (tool, arguments, the message after "invalid arguments for TOOL: ")
     let cases: [(&str, Value, &str); 14] = [
@@ -1099,7 +1056,7 @@ fn arguments_no_action_can_be_made_of_are_tool_errors() {
 /// shows the answers had them to hide.
 #[test]
 fn host_paths_never_reach_the_agent_in_runner_mode() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let wt = f.worktree("dev-1");
     for kind in ["terminal", "file_write"] {
         f.ok(&["autonomy", "set", "dev-1", kind, "auto_approve"]);
@@ -1183,7 +1140,7 @@ fn host_paths_never_reach_the_agent_in_runner_mode() {
 /// schema."
 #[test]
 fn every_tool_declares_the_output_schema_of_its_structured_content() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let mut c = f.client("dev-1");
     let tools = c.send(json!({"op": "list_tools"}));
     let tools = tools["tools"].as_array().unwrap();
@@ -1216,7 +1173,7 @@ fn every_tool_declares_the_output_schema_of_its_structured_content() {
 /// hydrated by FastMCP through it.
 #[test]
 fn a_second_client_library_speaks_to_berth_mcp() {
-    let f = Fixture::new();
+    let f = Mcp::new();
     let calls = json!([
         {"tool": "read_file", "args": {"path": "a.txt"}},
         {"tool": "run_command", "args": {"command": "echo hi > out.txt"}},

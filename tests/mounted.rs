@@ -19,44 +19,22 @@ use docker::docker_answers;
 
 use serde_json::Value;
 
+use crate::fixture::{Fixture, expect_ok};
+
 const BERTH: &str = env!("CARGO_BIN_EXE_berth");
 /// A socket no engine listens on.
 const NO_ENGINE: &str = "unix:///nonexistent/berth-test-docker.sock";
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-}
+/// This module's fixture: the shared one, with a project of a unique name
+/// (container names are per project and agent, and tests run at once), and
+/// `berth` run without the caller's `DOCKER_HOST` and `CI` (each test sets
+/// what it means).
+struct State(Fixture);
 
-/// A state directory with one project of a unique name (container names are
-/// per project and agent, and tests run at once).
-struct State {
-    dir: tempfile::TempDir,
-    project: String,
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let ids = Command::new("docker")
-            .args(["ps", "-aq", "--filter"])
-            .arg(format!("label=berth.project={}", self.project))
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let ids: Vec<&str> = ids.split_whitespace().collect();
-        if !ids.is_empty() {
-            let _ = Command::new("docker")
-                .args(["rm", "-f"])
-                .args(&ids)
-                .output();
-        }
-        // Then the berths' own disks (a mount would outlive the directory).
-        berth_engine::release_disks_under(&self.dir.path().join("state"));
+impl std::ops::Deref for State {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.0
     }
 }
 
@@ -68,32 +46,11 @@ impl State {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("src");
-        std::fs::create_dir_all(&src).unwrap();
-        git(&src, &["init", "-q", "-b", "main"]);
-        std::fs::write(src.join("a.txt"), "a\n").unwrap();
-        git(&src, &["add", "a.txt"]);
-        git(&src, &["commit", "-q", "-m", "init"]);
-        let s = State { dir, project };
-        s.ok(&["init"]);
-        s.ok(&[
-            "project",
-            "add",
-            &s.project,
-            "--from",
-            src.to_str().unwrap(),
-        ]);
-        s
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
+        State(Fixture::named(&project).with_project())
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BERTH);
-        c.arg("--state").arg(self.state()).args(args);
+        let mut c = self.command(args);
         c.env_remove("DOCKER_HOST").env_remove("CI");
         c
     }
@@ -107,14 +64,12 @@ impl State {
     }
 
     fn ok(&self, args: &[&str]) -> String {
-        let out = self.run_env(args, &[]);
-        assert!(
-            out.status.success(),
-            "berth {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        expect_ok(args, self.run_env(args, &[]))
+    }
+
+    fn up_mounted(&self, agent: &str) {
+        let project = self.project_name();
+        self.ok(&["up", agent, "--project", project, "--mode", "mounted"]);
     }
 
     fn json(&self, args: &[&str]) -> Value {
@@ -122,13 +77,13 @@ impl State {
     }
 
     fn activate(&self, agent: &str) {
-        self.ok(&["agent", "activate", agent, "--project", &self.project]);
+        self.ok(&["agent", "activate", agent, "--project", self.project_name()]);
     }
 
     fn container(&self, agent: &str) -> String {
         format!(
             "berth-{}.{agent}.{}",
-            self.project,
+            self.project_name(),
             berth_engine::berths::instance_of(&self.state())
         )
     }
@@ -248,7 +203,7 @@ fn up_defaults_to_mounted_when_docker_answers_and_says_plainly_when_it_does_not(
     ];
     for (agent, mode, env, succeeds, shown, texts) in cases {
         s.activate(agent);
-        let mut args = vec!["up", agent, "--project", &s.project, "--json"];
+        let mut args = vec!["up", agent, "--project", s.project_name(), "--json"];
         if let Some(m) = mode {
             args.extend(["--mode", m]);
         }
@@ -291,7 +246,7 @@ fn up_defaults_to_mounted_when_docker_answers_and_says_plainly_when_it_does_not(
             assert!(
                 !s.state()
                     .join("berths")
-                    .join(&s.project)
+                    .join(s.project_name())
                     .join(agent)
                     .join(agent)
                     .exists()
@@ -323,7 +278,7 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
     image_build();
     let s = State::new("killed");
     s.activate("dev-1");
-    s.ok(&["up", "dev-1", "--project", &s.project, "--mode", "mounted"]);
+    s.up_mounted("dev-1");
     s.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
     let container_id = |s: &State| {
         let out = Command::new("docker")
@@ -390,7 +345,7 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
     assert!(
         !s.state()
             .join("berths")
-            .join(&s.project)
+            .join(s.project_name())
             .join("dev-1")
             .join("dev-1")
             .exists()
@@ -407,12 +362,12 @@ fn berth_exec_says_when_the_memory_limit_killed_a_process_and_doctor_finds_nothi
     let toml = s
         .state()
         .join("projects")
-        .join(&s.project)
+        .join(s.project_name())
         .join("berth.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
     std::fs::write(&toml, text.replace("memory_mb = 2048", "memory_mb = 64")).unwrap();
     s.activate("dev-1");
-    s.ok(&["up", "dev-1", "--project", &s.project, "--mode", "mounted"]);
+    s.up_mounted("dev-1");
     // Auto mode: the policy is not under test here.
     s.ok(&["autonomy", "set", "dev-1", "*", "auto_approve"]);
 
@@ -532,8 +487,8 @@ fn only_a_command_that_runs_contacts_the_engine_and_a_removed_container_comes_ba
     image_build();
     let s = State::new("attach");
     s.activate("dev-1");
-    s.ok(&["up", "dev-1", "--project", &s.project, "--mode", "mounted"]);
-    let proxy = CountingProxy::start(s.dir.path());
+    s.up_mounted("dev-1");
+    let proxy = CountingProxy::start(s.root());
     let env = [("DOCKER_HOST", proxy.host())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
 

@@ -8,38 +8,24 @@
 
 use crate::docker;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use docker::docker_answers;
 
+use crate::fixture::{Fixture, git_out};
+
 use berth_engine::{ActionFilter, ActionStatus, Engine, EventFilter, StateDir, TaskStatus};
 
-struct Cli {
-    dir: tempfile::TempDir,
-    mounted: bool,
-}
+/// This module's fixture: the shared one, with project `demo` and agent
+/// `dev-1` up (terminal auto-approved) in one backend.
+struct Cli(Fixture);
 
-impl Drop for Cli {
-    /// A Docker berth goes with its test, failed or not.
-    fn drop(&mut self) {
-        if self.mounted {
-            let _ = self.run(&["down", "dev-1"]);
-        }
-        // A berth's own disk (berth as root) goes before the directory.
-        berth_engine::release_disks_under(&self.dir.path().join("state"));
+impl std::ops::Deref for Cli {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.0
     }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 impl Cli {
@@ -55,52 +41,14 @@ impl Cli {
     }
 
     fn with_berth(mode: &str) -> Cli {
-        let cli = Cli {
-            dir: tempfile::tempdir().unwrap(),
-            mounted: mode == "mounted",
-        };
-        let src = cli.dir.path().join("src");
-        std::fs::create_dir_all(&src).unwrap();
-        git(&src, &["init", "-q", "-b", "main"]);
-        std::fs::write(src.join("a.txt"), "a\n").unwrap();
-        git(&src, &["add", "a.txt"]);
-        git(&src, &["commit", "-q", "-m", "init"]);
-        cli.ok(&["init"]);
-        cli.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
-        // Every berth of the project in this backend, also the ones an
-        // agent's loop brings up on its own.
-        let config = cli.state().join("projects/demo/berth.toml");
-        let text = std::fs::read_to_string(&config).unwrap();
-        assert!(text.contains("\nmode = \"auto\"\n"), "{text}");
-        std::fs::write(
-            &config,
-            text.replace("\nmode = \"auto\"\n", &format!("\nmode = \"{mode}\"\n")),
-        )
-        .unwrap();
+        let cli = Fixture::new().with_berth_mode(mode);
         cli.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
         cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
-        if cli.mounted {
+        if mode == "mounted" {
             cli.ok(&["image", "build"]);
         }
         cli.ok(&["up", "dev-1", "--project", "demo", "--mode", mode]);
-        cli
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_berth"));
-        c.args(args)
-            .env("BERTH_HOME", self.state())
-            .env("USER", "ada")
-            .env_remove("RUST_LOG");
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
+        Cli(cli)
     }
 
     fn spawn(&self, args: &[&str]) -> Child {
@@ -109,17 +57,6 @@ impl Cli {
             .stderr(Stdio::null())
             .spawn()
             .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "berth {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
     }
 
     /// Creates a task; returns its id.
@@ -471,18 +408,7 @@ async fn kill_9_during_approval_never_loses_it_or_doubles_followups() {
 /// `git --git-dir=<forge> ARGS` (the forge is written by the runtime only).
 fn forge_git(cli: &Cli, args: &[&str]) -> String {
     let forge = cli.state().join("forge/demo.git");
-    let out = Command::new("git")
-        .arg("--git-dir")
-        .arg(&forge)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    git_out(&forge, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

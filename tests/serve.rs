@@ -4,6 +4,8 @@
 //! checked against the schema `/openapi.json` documents for its path and
 //! status, and bad input gets the documented JSON error.
 
+#[path = "support/fixture.rs"]
+mod fixture;
 #[path = "support/http.rs"]
 mod http;
 #[path = "support/server.rs"]
@@ -103,7 +105,7 @@ impl Api {
 
 /// The project allows several agents at once, whatever its default is.
 fn roomy(state: &State) {
-    let cfg = state.root().join("projects/demo/berth.toml");
+    let cfg = state.state().join("projects/demo/berth.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     // Runner berths: these tests are about the API, not containers (a berth
     // the loop brings up in `auto` would otherwise be a container); auto mode
@@ -147,7 +149,7 @@ fn every_endpoint_family_over_the_socket_and_over_tcp() {
 }
 
 fn every_endpoint_family(api: &Api, state: &State) {
-    let src = state.source();
+    let src = state.source_repo();
     let src = src.to_str().unwrap();
 
     // Projects.
@@ -817,7 +819,7 @@ fn a_very_deep_worktree_goes_down_and_the_server_keeps_serving() {
     let state = State::with_project();
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
-    let wt = state.root().join("berths/demo/dev-1/dev-1");
+    let wt = state.state().join("berths/demo/dev-1/dev-1");
     // Chains of 1,000 stacked under one another: no path exceeds PATH_MAX.
     let made = std::process::Command::new("sh")
         .arg("-c")
@@ -1004,7 +1006,7 @@ fn tcp_requires_the_token_and_the_page_session_requires_the_csrf_header() {
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     let served = start(&state, Transport::Tcp, &["--no-agent-loops"]);
-    let token_file = state.root().join("api-token");
+    let token_file = state.state().join("api-token");
     assert_eq!(
         std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
         0o600
@@ -1362,13 +1364,10 @@ fn a_page_session_expires() {
 fn auto_mode_on_a_runner_berth_says_the_host_and_needs_allow_unconfined() {
     let mut state = State::with_project();
     // The runner cannot confine here: its exec shim is named where nothing is.
-    state.env.push((
-        "BERTH_EXEC_SHIM".into(),
-        "/nonexistent/berth-exec-shim".into(),
-    ));
+    state.set_env("BERTH_EXEC_SHIM", "/nonexistent/berth-exec-shim");
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
-    let cfg = state.root().join("projects/demo/berth.toml");
+    let cfg = state.state().join("projects/demo/berth.toml");
     let accepted = std::fs::read_to_string(&cfg).unwrap();
     assert!(accepted.contains("allow_unconfined = true"), "{accepted}");
     std::fs::write(
@@ -1449,7 +1448,7 @@ fn a_non_loopback_address_is_refused_unless_forced() {
         );
     }
     assert!(
-        !state.root().join("api-token").exists(),
+        !state.state().join("api-token").exists(),
         "nothing was created"
     );
     let out = state.run(&["serve", "--listen", "example.com:80"]);
@@ -1775,7 +1774,7 @@ fn pipelines_run_over_the_api_and_resume_in_the_background_after_an_approval() {
         &["demo"],
         Some(json!({"mode": "review"})),
     );
-    let cfg = std::fs::read_to_string(state.root().join("projects/demo/berth.toml")).unwrap();
+    let cfg = std::fs::read_to_string(state.state().join("projects/demo/berth.toml")).unwrap();
     assert!(cfg.contains("mode = \"review\""), "{cfg}");
     let msg = api.err(
         "post",
@@ -1814,7 +1813,7 @@ fn a_pending_file_write_shows_where_it_lands_and_is_checked_again_at_approval() 
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     state.ok(&["autonomy", "set", "dev-1", "file_write", "require_approval"]);
-    let wt = state.root().join("berths/demo/dev-1/dev-1");
+    let wt = state.state().join("berths/demo/dev-1/dev-1");
     std::fs::create_dir_all(wt.join("d")).unwrap();
     let outside = tempfile::tempdir().unwrap();
     let served = start(&state, Transport::Socket, &["--no-agent-loops"]);

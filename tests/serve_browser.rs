@@ -7,6 +7,8 @@
 //! to review after its approved commit. Under `CI=true` a missing Chromium
 //! or chromedriver is a failure (`.ci/run` installs them).
 
+#[path = "support/fixture.rs"]
+mod fixture;
 #[path = "support/http.rs"]
 mod http;
 #[path = "support/server.rs"]
@@ -184,10 +186,12 @@ impl Browser {
         )
     }
 
-    /// Waits until the element's text is `want`.
+    /// Waits until the element's text is `want` (up to a minute: behind a
+    /// click the server's loop may push and open a PR through confined
+    /// helper processes, slow on a loaded 2-core machine).
     fn wait_text(&self, css: &str, want: &str) {
         let mut last = String::new();
-        let ok = (0..400).any(|_| {
+        let ok = (0..1200).any(|_| {
             last = self.texts(css).into_iter().next().unwrap_or_default();
             let hit = last == want;
             if !hit {
@@ -262,7 +266,7 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
     };
 
     let state = State::with_project();
-    let cfg = state.root().join("projects/demo/berth.toml");
+    let cfg = state.state().join("projects/demo/berth.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(&cfg, text.replace("max_parallel = 1", "max_parallel = 8")).unwrap();
     state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
@@ -350,7 +354,7 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
             && segments[0].contains("no rule"),
         "{segments:?}"
     );
-    let rules = state.root().join("projects/demo/permissions.json");
+    let rules = state.state().join("projects/demo/permissions.json");
     assert!(
         segments[1].contains("cat /etc/hostname")
             && segments[1].contains(&format!("allow \"cat\" ({}:", rules.display()))
@@ -431,7 +435,7 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
     browser.go(&format!("{base}/tasks/{task_id}"));
     browser.wait_text("#task-status", "in_review");
     // The actions table follows the log too: the PR the loop opened is there.
-    wait_for("the pr_open row", Duration::from_secs(20), || {
+    wait_for("the pr_open row", Duration::from_secs(60), || {
         browser
             .texts("#task-action-rows tr")
             .into_iter()

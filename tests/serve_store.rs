@@ -10,8 +10,9 @@ use std::sync::{Arc, Barrier};
 use serde_json::{Value, json};
 
 use super::Api;
+use super::fixture::Fixture;
 use super::http::Client;
-use super::server::{Served, State, git};
+use super::server::{Served, State};
 
 /// Approvers (and actions) in the concurrency test; `BERTH_TEST_APPROVERS`
 /// runs more.
@@ -212,23 +213,15 @@ fn fill(path: &Path) {
 /// "non-zero transaction depth").
 #[test]
 fn a_full_disk_refuses_what_it_cannot_record_and_recovers_when_space_is_freed() {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    git(&src, &["init", "-q", "-b", "main"]);
-    std::fs::write(src.join("a.txt"), "a\n").unwrap();
-    git(&src, &["add", "a.txt"]);
-    git(&src, &["commit", "-q", "-m", "init"]);
-    let Some(_mounted) = Mounted::tmpfs(&dir.path().join("state"), "24m") else {
+    let fixture = Fixture::new();
+    let src = fixture.source_repo();
+    let Some(_mounted) = Mounted::tmpfs(&fixture.state(), "24m") else {
         return;
     };
-    let state = State {
-        dir,
-        env: Vec::new(),
-    };
+    let state = State(fixture);
     state.ok(&["init"]);
     state.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
-    let cfg = state.root().join("projects/demo/berth.toml");
+    let cfg = state.state().join("projects/demo/berth.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(
         &cfg,
@@ -249,7 +242,7 @@ fn a_full_disk_refuses_what_it_cannot_record_and_recovers_when_space_is_freed() 
             .unwrap(),
     );
 
-    let filler = state.root().join("filler");
+    let filler = state.state().join("filler");
     fill(&filler);
     // A command whose decision is large (many segments) and whose outcome
     // is small: its proposal is the write that meets the full disk. The
@@ -338,7 +331,7 @@ fn a_full_disk_refuses_what_it_cannot_record_and_recovers_when_space_is_freed() 
 }
 
 fn served_log_says(state: &State, what: &str) -> bool {
-    std::fs::read_dir(state.dir.path())
+    std::fs::read_dir(state.root())
         .unwrap()
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().starts_with("serve-"))

@@ -4,114 +4,57 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::fixture::Fixture;
 use super::http::{Client, Target};
 
-pub const BERTH: &str = env!("CARGO_BIN_EXE_berth");
+/// The shared fixture (`support/fixture.rs`), initialised; `berth serve`
+/// runs over its state.
+pub struct State(pub Fixture);
 
-/// A temporary state directory with project `demo` imported from a git
-/// repository made with the git CLI (tests may; berth never does).
-pub struct State {
-    pub dir: tempfile::TempDir,
-    /// Set for every `berth` this state runs (the CLI and `serve`).
-    pub env: Vec<(String, String)>,
+impl std::ops::Deref for State {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.0
+    }
 }
 
-impl Drop for State {
-    /// A berth left up keeps its own disk mounted in the state directory
-    /// (berth as root): it goes before the directory does, failed or not.
-    fn drop(&mut self) {
-        berth_engine::release_disks_under(&self.root());
+impl std::ops::DerefMut for State {
+    fn deref_mut(&mut self) -> &mut Fixture {
+        &mut self.0
     }
 }
 
 impl State {
     pub fn new() -> State {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("src");
-        std::fs::create_dir_all(&src).unwrap();
-        git(&src, &["init", "-q", "-b", "main"]);
-        std::fs::write(src.join("a.txt"), "a\n").unwrap();
-        git(&src, &["add", "a.txt"]);
-        git(&src, &["commit", "-q", "-m", "init"]);
-        let s = State {
-            dir,
-            env: Vec::new(),
-        };
-        s.ok(&["init"]);
-        s
+        let f = Fixture::new();
+        f.source_repo();
+        f.ok(&["init"]);
+        State(f)
     }
 
     /// With project `demo` added by the CLI.
     pub fn with_project() -> State {
-        let s = State::new();
-        let src = s.source();
-        s.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
         // Runner berths: the server's tests are not about containers
-        // (tests/mounted.rs is).
-        let cfg = s.root().join("projects/demo/berth.toml");
-        let text = std::fs::read_to_string(&cfg).unwrap();
-        assert!(text.contains("\nmode = \"auto\"\n"), "{text}");
-        // The runner has no confinement of its own yet: auto mode on these
-        // runner berths is accepted (`a_runner_berth_says_what_auto_mode_lifts`
-        // turns it back off).
-        std::fs::write(
-            &cfg,
-            text.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n")
-                .replacen("allow_unconfined = false", "allow_unconfined = true", 1),
-        )
-        .unwrap();
-        s
-    }
-
-    pub fn root(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    pub fn source(&self) -> PathBuf {
-        self.dir.path().join("src")
-    }
-
-    /// Runs the CLI: another process on the same store.
-    pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(BERTH)
-            .args(args)
-            .envs(self.env.iter().cloned())
-            .env("BERTH_HOME", self.root())
-            .env("USER", "ada")
-            .output()
-            .unwrap()
-    }
-
-    pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "berth {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        // (tests/mounted.rs is). The runner has no confinement of its own
+        // yet: auto mode on these runner berths is accepted
+        // (`a_runner_berth_says_what_auto_mode_lifts` turns it back off).
+        let f = Fixture::new().with_berth_mode("runner");
+        f.edit_config(|text| {
+            text.replacen("allow_unconfined = false", "allow_unconfined = true", 1)
+        });
+        State(f)
     }
 
     pub fn token(&self) -> String {
-        std::fs::read_to_string(self.root().join("api-token"))
+        std::fs::read_to_string(self.state().join("api-token"))
             .unwrap()
             .trim()
             .to_string()
     }
-}
-
-pub fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 /// A running `berth serve`.
@@ -126,19 +69,16 @@ impl Served {
     /// Starts `berth serve ARGS` on `state` and waits for the line that
     /// says where it listens.
     pub fn start(state: &State, args: &[&str]) -> Served {
-        let stderr = state.dir.path().join(format!(
+        let stderr = state.root().join(format!(
             "serve-{}.err",
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
                 .as_nanos()
         ));
-        let mut child = Command::new(BERTH)
-            .arg("serve")
+        let mut child = state
+            .command(&["serve"])
             .args(args)
-            .envs(state.env.iter().cloned())
-            .env("BERTH_HOME", state.root())
-            .env("USER", "ada")
             .env("BERTH_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
