@@ -258,6 +258,17 @@ async fn project_rm_refuses_with_saved_work_and_with_discard_leaves_nothing_but_
     up_runner(&f, "dev-2").await;
     let (code, _, _) = terminal(&f.engine, "dev-1", "echo one > one.txt").await;
     assert_eq!(code, 0);
+    // A link to the source repository: removed as the link it is.
+    let link = format!("ln -s {} escape && echo x > escape/x", src.display());
+    let (code, _, _) = terminal(&f.engine, "dev-2", &link).await;
+    assert_ne!(code, 0, "the source is out of the berth's reach");
+    let (code, _, err) = terminal(
+        &f.engine,
+        "dev-2",
+        &format!("ln -sfn {} escape", src.display()),
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
     let todo = f
         .engine
         .create_task("demo", "later", &user())
@@ -273,7 +284,17 @@ async fn project_rm_refuses_with_saved_work_and_with_discard_leaves_nothing_but_
     assert!(f.forge().is_dir());
     assert_eq!(f.engine.projects().await.unwrap().len(), 1);
     assert!(f.engine.agents().await.unwrap().is_empty());
-    assert_eq!(f.engine.saved_work(Some("demo")).await.unwrap().len(), 1);
+    let saved = f.engine.saved_work(Some("demo")).await.unwrap();
+    assert_eq!(saved.len(), 2, "each agent's work: {saved:?}");
+    let of_dev2 = saved
+        .iter()
+        .find(|s| s.refname.starts_with("refs/berth/saved/dev-2/"))
+        .unwrap();
+    let listing = f.forge_git(&["ls-tree", &of_dev2.refname, "escape"]);
+    assert!(
+        listing.starts_with("120000 "),
+        "saved as the link it is: {listing}"
+    );
 
     // Asked again: refused before anything, the saved work named.
     let refused = refusal(f.engine.remove_project("demo", false, &user()).await);
@@ -434,6 +455,16 @@ async fn a_mounted_agent_and_its_project_go_without_a_trace_but_their_saved_work
     let wt = m.up("dev-1").await;
     assert!(m.container_exists("dev-1").await);
     m.ok("dev-1", "echo inside > /work/made.txt").await;
+    // Links to the host's paths: removed as links, never followed.
+    m.ok(
+        "dev-1",
+        &format!(
+            "ln -s {} /work/srclink && ln -s {} /work/.git-link",
+            src.display(),
+            src.join(".git").display()
+        ),
+    )
+    .await;
     let s = m.state();
     let berth_dir = s.join("berths").join(&m.project).join("dev-1");
     let image = s.join("disks").join(&m.project).join("dev-1.img");
