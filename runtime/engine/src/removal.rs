@@ -17,7 +17,7 @@
 use serde::Serialize;
 
 use crate::Engine;
-use crate::agents::Agent;
+use crate::agents::{Agent, AgentStatus};
 use crate::berths::SavedRef;
 use crate::config::BerthMode;
 use crate::error::{EngineError, Result};
@@ -64,11 +64,14 @@ const ENDED: [TaskStatus; 3] = [TaskStatus::Done, TaskStatus::Returned, TaskStat
 impl Engine {
     /// Removes agent `name` (in `project` when given): refuses while it
     /// holds a task, has an action executing or a pipeline running in its
-    /// berth; denies its pending actions; takes its berth down as `down`
-    /// does (saving its work unless `discard`); removes its repositories,
-    /// berth directory, identity files and disk; unassigns its todo,
-    /// returned and blocked tasks; drops its autonomy and uid; and records
-    /// it `removed` (`agent.removed`).
+    /// berth. First the agent is recorded `removed` (nothing claims, brings
+    /// up or proposes as it from then on), its autonomy dropped and its
+    /// todo, returned and blocked tasks unassigned; its pending actions are
+    /// denied by berth. Then its berth is taken down as `down` does (its
+    /// work saved into the forge unless `discard`) and its repositories,
+    /// berth directory, identity files, disk and uid go (`agent.removed`).
+    /// When that cleanup fails, the agent stays removed with what is left,
+    /// and `remove_agent` again takes the cleanup up where it stopped.
     pub async fn remove_agent(
         &self,
         name: &str,
@@ -76,7 +79,7 @@ impl Engine {
         discard: bool,
         actor: &Actor,
     ) -> Result<AgentRemoval> {
-        let a = self.agent(name).await?;
+        let a = self.agent_record(name).await?;
         if let Some(p) = project.filter(|p| *p != a.project) {
             return Err(EngineError::WrongProject {
                 agent: a.name,
@@ -84,9 +87,20 @@ impl Engine {
                 requested: p.to_string(),
             });
         }
-        if let Some(why) = self.removal_blocker(&a).await? {
-            return Err(EngineError::State(why));
-        }
+        let unassigned = if a.status == AgentStatus::Removed {
+            if !self.removal_left_over(&a).await? {
+                return Err(EngineError::AgentRemoved {
+                    agent: a.name,
+                    project: a.project,
+                });
+            }
+            Vec::new()
+        } else {
+            if let Some(why) = self.removal_blocker(&a).await? {
+                return Err(EngineError::State(why));
+            }
+            self.record_removed(&a).await?
+        };
         let system = Actor::system();
         let pending: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM proposed_actions WHERE agent = $1 AND status = 'pending' ORDER BY created_at",
@@ -118,47 +132,10 @@ impl Engine {
                 &a.name,
             )
         });
-        let mut saved = None;
-        if a.berth.is_some() || a.worktree.is_some() {
-            saved = self.down_with(&a.name, false, discard, actor).await?.saved;
-        }
-        // `down` released the disk; again here, failing now rather than
-        // leaving a mount under a directory about to go.
-        self.release_disk(&a.project, &a.name).await?;
-        self.git().remove_agent(&a.project, &a.name).await?;
-        let identities = self.state.root().join("identities").join(&a.project);
-        let agent_name = a.name.clone();
-        tokio::task::spawn_blocking(move || {
-            berth_worktrees::remove_beneath(&identities, std::path::Path::new(&agent_name))
-        })
-        .await
-        .map_err(|e| EngineError::State(format!("removing the agent's identity files: {e}")))?
-        .map_err(EngineError::io(
-            "removing",
-            &self
-                .state
-                .root()
-                .join("identities")
-                .join(&a.project)
-                .join(&a.name),
-        ))?;
+        let saved = self.clear_berth(&a, discard, actor).await?;
 
         let op = "removing an agent";
         let mut tx = self.store.write(op).await?;
-        let unassigned: Vec<String> = sqlx::query_scalar(
-            "UPDATE tasks SET agent = NULL, updated_at = $1 \
-             WHERE agent = $2 AND status IN ('todo', 'returned', 'blocked') RETURNING id",
-        )
-        .bind(now_ms())
-        .bind(&a.name)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(EngineError::store(op))?;
-        sqlx::query("DELETE FROM autonomy WHERE agent = $1")
-            .bind(&a.name)
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store(op))?;
         sqlx::query(
             "UPDATE agents SET berth_mode = NULL, worktree = NULL, branch = NULL, uid = NULL, \
              consecutive_failures = 0, updated_at = $1 WHERE name = $2",
@@ -168,16 +145,6 @@ impl Engine {
         .execute(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
-        // Guarded: an agent that claimed a task meanwhile is not removed.
-        match transitions::agent(&mut tx, &a.name, AgentMove::remove()).await? {
-            AgentMoved::Moved | AgentMoved::Already => {}
-            AgentMoved::NotHolding | AgentMoved::Paused => {
-                return Err(EngineError::State(format!(
-                    "agent `{}` took a task while it was being removed: its berth is down; resolve the task, then remove it again",
-                    a.name
-                )));
-            }
-        }
         emit(
             &mut tx,
             NewEvent::new(kind::AGENT_REMOVED, actor)
@@ -202,6 +169,106 @@ impl Engine {
             denied,
             unassigned,
         })
+    }
+
+    /// The first step of a removal, in one transaction: the agent moves to
+    /// `removed` (guarded: one that took a task meanwhile is not), its
+    /// autonomy goes and its tasks no longer name it. Returns those tasks.
+    async fn record_removed(&self, a: &Agent) -> Result<Vec<String>> {
+        let op = "removing an agent";
+        let mut tx = self.store.write(op).await?;
+        match transitions::agent(&mut tx, &a.name, AgentMove::remove()).await? {
+            AgentMoved::Moved | AgentMoved::Already => {}
+            AgentMoved::NotHolding | AgentMoved::Paused => {
+                return Err(EngineError::State(format!(
+                    "agent `{}` took a task while it was being removed: nothing was removed; resolve the task, then remove it",
+                    a.name
+                )));
+            }
+        }
+        let unassigned: Vec<String> = sqlx::query_scalar(
+            "UPDATE tasks SET agent = NULL, updated_at = $1 \
+             WHERE agent = $2 AND status IN ('todo', 'returned', 'blocked') RETURNING id",
+        )
+        .bind(now_ms())
+        .bind(&a.name)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(EngineError::store(op))?;
+        sqlx::query("DELETE FROM autonomy WHERE agent = $1")
+            .bind(&a.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store(op))?;
+        tx.commit().await.map_err(EngineError::store(op))?;
+        Ok(unassigned)
+    }
+
+    /// Takes a removed agent's berth down as `down` does — its container
+    /// and execs, then its work saved (unless `discard`) and its worktree
+    /// recycled — and removes its disk, repositories, berth directory and
+    /// identity files. Every step is idempotent. Returns what was saved.
+    async fn clear_berth(
+        &self,
+        a: &Agent,
+        discard: bool,
+        actor: &Actor,
+    ) -> Result<Option<SavedRef>> {
+        let loaded = self.load_project(&a.project).await?;
+        self.close_berth(a, &loaded.config, false, actor).await?;
+        let saved = match self
+            .recycle_after_down(a, &loaded.project, None, discard)
+            .await
+        {
+            Ok(saved) => saved,
+            Err(EngineError::SaveFailed { source, .. }) => {
+                return Err(EngineError::State(format!(
+                    "could not save what `{}`'s worktree holds that the forge does not: {source}; the agent is removed but its worktree is kept. Fix that and run `berth agent rm {}` again, or `berth agent rm {} --discard` to remove it without saving",
+                    a.name, a.name, a.name
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        // `down` released the disk; again here, failing now rather than
+        // leaving a mount under a directory about to go.
+        self.release_disk(&a.project, &a.name).await?;
+        self.git().remove_agent(&a.project, &a.name).await?;
+        let identities = self.identity_dir(a);
+        let rel = std::path::PathBuf::from(&a.name);
+        let parent = identities
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        tokio::task::spawn_blocking(move || berth_worktrees::remove_beneath(&parent, &rel))
+            .await
+            .map_err(|e| EngineError::State(format!("removing the agent's identity files: {e}")))?
+            .map_err(EngineError::io("removing", &identities))?;
+        Ok(saved)
+    }
+
+    /// `<state>/identities/<project>/<agent>`: the container's passwd and
+    /// group files.
+    fn identity_dir(&self, a: &Agent) -> std::path::PathBuf {
+        self.state
+            .root()
+            .join("identities")
+            .join(&a.project)
+            .join(&a.name)
+    }
+
+    /// Whether a removed agent's cleanup stopped half-way: a berth, a
+    /// worktree or a uid still recorded, or its directories still there.
+    async fn removal_left_over(&self, a: &Agent) -> Result<bool> {
+        let uid: Option<i64> = sqlx::query_scalar("SELECT uid FROM agents WHERE name = $1")
+            .bind(&a.name)
+            .fetch_one(self.store.pool())
+            .await
+            .map_err(EngineError::store("reading a removed agent"))?;
+        Ok(a.berth.is_some()
+            || a.worktree.is_some()
+            || uid.is_some()
+            || crate::berth_disk::berth_dir(self.state.root(), &a.project, &a.name).exists()
+            || self.identity_dir(a).exists())
     }
 
     /// Why `a` cannot be removed now, with what to do; `None` when it can.
@@ -290,12 +357,26 @@ impl Engine {
         if !discard {
             self.refuse_saved_work(name, "nothing was removed").await?;
         }
+        // Its agents, and those whose removal stopped half-way.
+        let mut names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
+        let removed_rows: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM agents WHERE project = $1 AND status = 'removed' ORDER BY name",
+        )
+        .bind(name)
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("removing a project"))?;
+        for n in removed_rows {
+            if self
+                .removal_left_over(&self.agent_record(&n).await?)
+                .await?
+            {
+                names.push(n);
+            }
+        }
         let mut removed = Vec::new();
-        for a in &agents {
-            removed.push(
-                self.remove_agent(&a.name, Some(name), discard, actor)
-                    .await?,
-            );
+        for a in &names {
+            removed.push(self.remove_agent(a, Some(name), discard, actor).await?);
         }
         if !discard {
             self.refuse_saved_work(

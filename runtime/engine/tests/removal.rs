@@ -526,3 +526,53 @@ async fn a_mounted_agent_and_its_project_go_without_a_trace_but_their_saved_work
         "the source repository is byte-identical"
     );
 }
+
+#[tokio::test]
+async fn a_removal_that_cannot_save_keeps_the_worktree_and_is_taken_up_again() {
+    if !crate::berth_disk::loop_devices() {
+        return;
+    }
+    let f = Fixture::new().await;
+    crate::berth_disk::set_sandbox(&state(&f), "disk", "\"32MiB\"");
+    crate::berth_disk::set_sandbox(&state(&f), "disk_inodes", "2048");
+    f.agent("dev-1", AgentImpl::Real).await;
+    let wt = up_runner(&f, "dev-1").await;
+    // A disk out of inodes holds no save commit.
+    terminal(
+        &f.engine,
+        "dev-1",
+        "echo mine > mine.txt; mkdir many && cd many && i=0; while true > f$i 2>/dev/null; do i=$((i+1)); [ $i -gt 10000 ] && break; done",
+    )
+    .await;
+    let refused = refusal(f.engine.remove_agent("dev-1", None, false, &user()).await);
+    assert!(
+        refused.contains("berth agent rm dev-1 --discard"),
+        "{refused}"
+    );
+    assert!(wt.join("mine.txt").is_file(), "its worktree is kept");
+    assert_eq!(status_of(&f, "dev-1").await, "removed");
+    let up = f
+        .engine
+        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .await
+        .unwrap_err();
+    assert!(matches!(up, EngineError::AgentRemoved { .. }), "{up}");
+
+    // Asked again with --discard: the cleanup goes on where it stopped.
+    let r = f
+        .engine
+        .remove_agent("dev-1", None, true, &user())
+        .await
+        .unwrap();
+    assert!(r.saved.is_none());
+    let s = state(&f);
+    assert!(!s.join("berths/demo/dev-1").exists());
+    assert!(!s.join("disks/demo/dev-1.img").exists());
+    let uid: Option<i64> = sqlx::query_scalar("SELECT uid FROM agents WHERE name = 'dev-1'")
+        .fetch_one(f.engine.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(uid, None, "its uid is free again");
+    let done = refusal(f.engine.remove_agent("dev-1", None, true, &user()).await);
+    assert!(done.contains("was removed"), "{done}");
+}
