@@ -71,6 +71,21 @@ async fn status_of(f: &Fixture, agent: &str) -> String {
         .unwrap()
 }
 
+/// dev-1 is removed: its row says so, and nothing acts as it.
+async fn assert_removed(f: &Fixture) {
+    assert_eq!(status_of(f, "dev-1").await, "removed");
+    let gone = f.engine.agent("dev-1").await.unwrap_err();
+    assert!(matches!(gone, EngineError::AgentRemoved { .. }), "{gone}");
+    assert!(gone.to_string().contains("berth agent activate dev-1"));
+    assert!(f.engine.agents().await.unwrap().is_empty());
+    let up = f
+        .engine
+        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .await
+        .unwrap_err();
+    assert!(matches!(up, EngineError::AgentRemoved { .. }), "{up}");
+}
+
 #[tokio::test]
 async fn agent_rm_saves_dirty_work_then_leaves_nothing_and_the_name_comes_back_fresh() {
     let f = Fixture::new().await;
@@ -122,17 +137,7 @@ async fn agent_rm_saves_dirty_work_then_leaves_nothing_and_the_name_comes_back_f
     assert!(!s.join("identities/demo/dev-1").exists());
     assert!(!s.join("disks/demo/dev-1.img").exists());
     assert!(!s.join("locks/agents/demo/dev-1.lock").exists());
-    assert_eq!(status_of(&f, "dev-1").await, "removed");
-    let gone = f.engine.agent("dev-1").await.unwrap_err();
-    assert!(matches!(gone, EngineError::AgentRemoved { .. }), "{gone}");
-    assert!(gone.to_string().contains("berth agent activate dev-1"));
-    assert!(f.engine.agents().await.unwrap().is_empty());
-    let up = f
-        .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
-        .await
-        .unwrap_err();
-    assert!(matches!(up, EngineError::AgentRemoved { .. }), "{up}");
+    assert_removed(&f).await;
     let again = f
         .engine
         .remove_agent("dev-1", None, false, &user())
@@ -550,13 +555,7 @@ async fn a_removal_that_cannot_save_keeps_the_worktree_and_is_taken_up_again() {
         "{refused}"
     );
     assert!(wt.join("mine.txt").is_file(), "its worktree is kept");
-    assert_eq!(status_of(&f, "dev-1").await, "removed");
-    let up = f
-        .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
-        .await
-        .unwrap_err();
-    assert!(matches!(up, EngineError::AgentRemoved { .. }), "{up}");
+    assert_removed(&f).await;
 
     // Asked again with --discard: the cleanup goes on where it stopped.
     let r = f
