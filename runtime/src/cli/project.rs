@@ -144,7 +144,7 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                 super::agent::print_agent_removal(a);
             }
             println!(
-                "project {} removed: forge {} gone, {} tasks archived; its source repository is untouched",
+                "project {} removed: forge {} gone, tasks archived: {}; its source repository is untouched",
                 r.project,
                 r.forge.display(),
                 r.archived.len()
