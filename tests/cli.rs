@@ -1214,6 +1214,43 @@ fn json_output_matches_docs_cli_json_md() {
     );
     assert_eq!(v["verdict"], "auto_approve");
 
+    // Removal: an ended task archived, one never started removed, then an
+    // agent (its dirty work saved) and the project.
+    let v = json("task archive", &["task", "archive", &pipe], 0);
+    assert!(v["archived_at"].is_i64(), "{v}");
+    let ls = json("task ls", &["task", "ls"], 0);
+    assert!(!ls.to_string().contains(&pipe), "{ls}");
+    let ls = json("task ls", &["task", "ls", "--all"], 0);
+    assert!(ls.to_string().contains(&pipe), "{ls}");
+    let t = json(
+        "task create",
+        &["task", "create", "--project", "demo", "--title", "never"],
+        0,
+    );
+    let never = t["id"].as_str().unwrap().to_string();
+    let v = json("task rm", &["task", "rm", &never[..8]], 0);
+    assert_eq!(v["title"], "never");
+    let (_, err) = cli.err(&["task", "rm", &pipe]);
+    assert!(err.contains("berth task archive"), "{err}");
+    cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    cli.ok(&["exec", "dev-1", "--", "echo mine > mine.txt"]);
+    let v = json(
+        "agent rm",
+        &["agent", "rm", "dev-1", "--project", "demo"],
+        0,
+    );
+    let saved = v["saved"]["refname"].as_str().unwrap().to_string();
+    assert!(saved.starts_with("refs/berth/saved/dev-1/"), "{v}");
+    let (_, err) = cli.err(&["up", "dev-1"]);
+    assert!(err.contains("was removed"), "{err}");
+    let (_, err) = cli.err(&["project", "rm", "demo"]);
+    assert!(err.contains(&saved) && err.contains("--discard"), "{err}");
+    let v = json("project rm", &["project", "rm", "demo", "--discard"], 0);
+    assert_eq!(v["project"], "demo");
+    assert!(!cli.state().join("forge/demo.git").exists());
+    let v = json("project ls", &["project", "ls"], 0);
+    assert_eq!(v, serde_json::json!([]));
+
     // Not run here, each for its reason; every other documented command was.
     let elsewhere = [
         ("agent resume", "needs an agent the circuit breaker paused"),

@@ -49,6 +49,8 @@ pub enum Op {
     SyncProject,
     /// Fetching a forge commit into a user's repository as a ref.
     ExportCommit,
+    /// Removing an agent's repository or a project's forge for good.
+    Remove,
 }
 
 impl fmt::Display for Op {
@@ -70,6 +72,7 @@ impl fmt::Display for Op {
             Op::Helper => "berth-helper",
             Op::SyncProject => "sync project",
             Op::ExportCommit => "export",
+            Op::Remove => "remove",
         })
     }
 }

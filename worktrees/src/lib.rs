@@ -58,6 +58,7 @@ mod pack_scan;
 mod push;
 mod reconcile;
 mod recycle;
+mod removal;
 mod saved;
 mod walk;
 
@@ -100,6 +101,7 @@ pub fn remove_beneath(root: &Path, rel: &Path) -> std::io::Result<bool> {
 pub use push::{PushOutcome, run_pack_job};
 pub use reconcile::{ReconcileAction, ReconcileReport};
 pub use recycle::{RecycleOptions, RecycleReport};
+pub use removal::RemovedProject;
 pub use saved::{SAVED_PREFIX, SavedWork};
 
 /// berth's repositories in one state directory. Cheap to clone; holds no

@@ -62,6 +62,9 @@ pub enum AgentStatus {
     InReview,
     /// Stopped by the circuit breaker until resumed.
     Paused,
+    /// `berth agent rm`: its berth, repository and records are gone; the row
+    /// stays for the history that names it. `berth agent activate` revives it.
+    Removed,
 }
 
 impl AgentStatus {
@@ -72,6 +75,7 @@ impl AgentStatus {
             AgentStatus::AwaitingApproval => "awaiting_approval",
             AgentStatus::InReview => "in_review",
             AgentStatus::Paused => "paused",
+            AgentStatus::Removed => "removed",
         }
     }
 
@@ -82,6 +86,7 @@ impl AgentStatus {
             "awaiting_approval" => AgentStatus::AwaitingApproval,
             "in_review" => AgentStatus::InReview,
             "paused" => AgentStatus::Paused,
+            "removed" => AgentStatus::Removed,
             other => {
                 return Err(EngineError::corrupt(
                     "reading an agent",
@@ -190,13 +195,38 @@ impl Engine {
         self.project(project).await?;
         let now = now_ms();
         let mut tx = self.store.write("activating an agent").await?;
-        let existing =
-            sqlx::query_scalar::<_, String>("SELECT project FROM agents WHERE name = $1")
+        let existing = sqlx::query_as::<_, (String, String)>(
+            "SELECT project, status FROM agents WHERE name = $1",
+        )
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store("activating an agent"))?;
+        let revived = existing
+            .as_ref()
+            .is_some_and(|(_, s)| s == AgentStatus::Removed.as_str());
+        match existing.map(|(p, _)| p) {
+            // A removed agent is revived, idle, in the project asked for:
+            // its berth, repository, uid and autonomy went with it, so it
+            // starts as a new one would (its history keeps its old actions).
+            Some(_) if revived => {
+                let _ = crate::transitions::agent(
+                    &mut tx,
+                    name,
+                    crate::transitions::AgentMove::revive(),
+                )
+                .await?;
+                sqlx::query(
+                    "UPDATE agents SET project = $1, impl = $2, created_at = $3, updated_at = $3 WHERE name = $4",
+                )
+                .bind(project)
+                .bind(implementation.as_str())
+                .bind(now)
                 .bind(name)
-                .fetch_optional(&mut *tx)
+                .execute(&mut *tx)
                 .await
                 .map_err(EngineError::store("activating an agent"))?;
-        match existing {
+            }
             Some(p) if p != project => {
                 return Err(EngineError::WrongProject {
                     agent: name.to_string(),
@@ -253,6 +283,7 @@ impl Engine {
                     "impl": implementation.as_str(),
                     "identity": identity(name),
                     "seeded": seeded,
+                    "revived": revived,
                 })),
         )
         .await?;
@@ -262,7 +293,21 @@ impl Engine {
         self.agent(name).await
     }
 
+    /// The agent; [`EngineError::AgentRemoved`] for one `berth agent rm`
+    /// removed, so nothing acts as it until it is activated again.
     pub async fn agent(&self, name: &str) -> Result<Agent> {
+        let a = self.agent_record(name).await?;
+        if a.status == AgentStatus::Removed {
+            return Err(EngineError::AgentRemoved {
+                agent: a.name,
+                project: a.project,
+            });
+        }
+        Ok(a)
+    }
+
+    /// The agent's row whatever its status, a removed one included.
+    pub(crate) async fn agent_record(&self, name: &str) -> Result<Agent> {
         let row = sqlx::query(&format!(
             "SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"
         ))
@@ -276,9 +321,10 @@ impl Engine {
             .ok_or_else(|| EngineError::UnknownAgent(name.to_string()))
     }
 
+    /// Every agent but the removed ones.
     pub async fn agents(&self) -> Result<Vec<Agent>> {
         let rows = sqlx::query(&format!(
-            "SELECT {AGENT_COLUMNS} FROM agents ORDER BY project, name"
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE status <> 'removed' ORDER BY project, name"
         ))
         .fetch_all(self.store.pool())
         .await

@@ -85,6 +85,11 @@ pub enum EngineError {
     )]
     UnknownAgent(String),
 
+    #[error(
+        "agent `{agent}` was removed (`berth agent rm`): `berth agent activate {agent} --project {project}` makes it again, with a fresh berth"
+    )]
+    AgentRemoved { agent: String, project: String },
+
     #[error("unknown {what} `{id}`: list them with `{list}`")]
     UnknownId {
         what: &'static str,

@@ -153,6 +153,15 @@ pub mod kind {
     pub const COMMAND_OOM_KILLED: &str = "command.oom_killed";
     /// A berth was given its uid (allocated, moved, or recorded as made).
     pub const BERTH_UID_SET: &str = "berth.uid_set";
+    /// `berth agent rm`: its berth down (its work saved unless discarded),
+    /// its repositories, container, disk and identity records gone.
+    pub const AGENT_REMOVED: &str = "agent.removed";
+    /// `berth project rm`: its agents, forge and state directories gone.
+    pub const PROJECT_REMOVED: &str = "project.removed";
+    /// `berth task archive`: an ended task left out of `berth task ls`.
+    pub const TASK_ARCHIVED: &str = "task.archived";
+    /// `berth task rm`: a task that never started, deleted.
+    pub const TASK_REMOVED: &str = "task.removed";
 }
 
 /// A fact to record.

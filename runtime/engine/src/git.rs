@@ -228,6 +228,21 @@ impl Git {
         .await
     }
 
+    /// Removes the agent's repositories and berth directory for good
+    /// (`berth agent rm`, after its berth is down and its work saved).
+    pub async fn remove_agent(&self, project: &str, agent: &str) -> Result<bool> {
+        let p = project_name(project)?;
+        let a = agent_name(agent)?;
+        self.blocking(move |wt| Ok(wt.remove_agent(&p, &a)?)).await
+    }
+
+    /// Removes the project's forge and the directories berth keeps for it
+    /// (`berth project rm`, after its agents are removed).
+    pub async fn remove_project(&self, project: &str) -> Result<berth_worktrees::RemovedProject> {
+        let p = project_name(project)?;
+        self.blocking(move |wt| Ok(wt.remove_project(&p)?)).await
+    }
+
     /// Saves what recycling the agent's worktree would lose (its
     /// uncommitted changes, committed by the helper as the agent, and a tip
     /// the forge does not hold) under `refs/berth/saved/<agent>/<stamp>` in

@@ -32,6 +32,7 @@
 //! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
 //! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
 //! | `berths.rs` | `up`, `up_with`, `down`, `down_with`, `berths`, `reconcile_berths`, `orphan_containers`, `saved_work`, `drop_saved_work` |
+//! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
 //! | `berth_disk.rs`, `berth_uid.rs` | `disk_doctor`, `reconcile_disks`, `doctor` |
 //! | `exchange.rs` | `sync_project`, `export_pr` |
 //! | `parallel.rs` | `instructions_path`, `consider_parallelize` |
@@ -68,6 +69,7 @@ pub mod private_state;
 pub mod projects;
 pub mod prs;
 pub mod recovery;
+pub mod removal;
 pub mod state;
 pub mod store;
 pub mod stored_decision;
@@ -99,6 +101,7 @@ pub use noop::{AgentRun, RunReport};
 pub use pipeline::{PipelineEnd, PipelineReport};
 pub use projects::{NewProject, Project};
 pub use prs::{PrStatus, PullRequest};
+pub use removal::{AgentRemoval, ProjectRemoval};
 pub use state::StateDir;
 pub use store::Store;
 pub use tasks::{NewTask, PipelineStep, Task, TaskKind, TaskSource, TaskStatus};
@@ -237,6 +240,8 @@ fn engine_calls_are_send(e: &'static Engine) {
     send(e.run_agent("a", true));
     send(e.up("a", "p", None, &user));
     send(e.down("a", false, &user));
+    send(e.remove_agent("a", None, false, &user));
+    send(e.remove_project("p", false, &user));
     send(e.merge_pr("1", &user));
     send(e.close_pr("1", &user, None));
     send(e.events(&EventFilter::default()));

@@ -102,8 +102,13 @@ impl Engine {
             created_at: now_ms(),
         };
         let mut tx = self.store.write("adding a project").await?;
-        sqlx::query(
-            "INSERT INTO projects (name, source, base_branch, forge, created_at) VALUES ($1, $2, $3, $4, $5)",
+        // A project `berth project rm` removed keeps its row for the history
+        // that names it: adding it again makes that row a project anew.
+        let added = sqlx::query(
+            "INSERT INTO projects (name, source, base_branch, forge, created_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (name) DO UPDATE SET source = excluded.source, base_branch = excluded.base_branch, \
+             forge = excluded.forge, created_at = excluded.created_at, removed_at = NULL \
+             WHERE projects.removed_at IS NOT NULL",
         )
         .bind(&project.name)
         .bind(&project.source)
@@ -112,7 +117,14 @@ impl Engine {
         .bind(project.created_at)
         .execute(&mut *tx)
         .await
-        .map_err(EngineError::store("adding a project"))?;
+        .map_err(EngineError::store("adding a project"))?
+        .rows_affected();
+        if added != 1 {
+            return Err(EngineError::AlreadyExists {
+                what: "project",
+                name: project.name,
+            });
+        }
         emit(
             &mut tx,
             NewEvent::new(kind::PROJECT_ADDED, actor)
@@ -130,9 +142,10 @@ impl Engine {
         Ok(project)
     }
 
+    /// Every project but the removed ones.
     pub async fn projects(&self) -> Result<Vec<Project>> {
         let rows = sqlx::query(
-            "SELECT name, source, base_branch, forge, created_at FROM projects ORDER BY name",
+            "SELECT name, source, base_branch, forge, created_at FROM projects WHERE removed_at IS NULL ORDER BY name",
         )
         .fetch_all(self.store.pool())
         .await
@@ -148,7 +161,7 @@ impl Engine {
 
     async fn project_opt(&self, name: &str) -> Result<Option<Project>> {
         let row = sqlx::query(
-            "SELECT name, source, base_branch, forge, created_at FROM projects WHERE name = $1",
+            "SELECT name, source, base_branch, forge, created_at FROM projects WHERE name = $1 AND removed_at IS NULL",
         )
         .bind(name)
         .fetch_optional(self.store.pool())

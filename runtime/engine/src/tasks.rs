@@ -82,6 +82,10 @@ pub struct Task {
     pub source: TaskSource,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// When `berth task archive` (or `berth project rm`) archived it: left
+    /// out of `berth task ls` unless `--all`, its history kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -202,7 +206,7 @@ impl NewTask {
 }
 
 pub(crate) const TASK_COLUMNS: &str = "id, project, title, status, agent, diagnosis, execution_mode, steps, \
-     write_access, parent_task_id, source, tags, created_at, updated_at";
+     write_access, parent_task_id, source, tags, archived_at, created_at, updated_at";
 
 pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Task> {
     let op = "reading a task";
@@ -239,6 +243,7 @@ pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Task> {
             .ok_or_else(|| EngineError::corrupt(op, format!("task status `{status}`")))?,
         agent: r.try_get("agent").map_err(EngineError::store(op))?,
         diagnosis: r.try_get("diagnosis").map_err(EngineError::store(op))?,
+        archived_at: r.try_get("archived_at").map_err(EngineError::store(op))?,
         created_at: r.try_get("created_at").map_err(EngineError::store(op))?,
         updated_at: r.try_get("updated_at").map_err(EngineError::store(op))?,
     })
@@ -333,7 +338,7 @@ impl Engine {
         for _attempt in 0..8 {
             let mut tx = self.store.write("claiming a task").await?;
             let candidate: Option<String> = sqlx::query_scalar(
-                "SELECT id FROM tasks WHERE project = $1 AND status = 'todo' \
+                "SELECT id FROM tasks WHERE project = $1 AND status = 'todo' AND archived_at IS NULL \
                  AND steps IS NULL AND source <> 'manual' ORDER BY created_at, id LIMIT 1",
             )
             .bind(&a.project)

@@ -80,12 +80,13 @@ impl TaskStatus {
 }
 
 impl AgentStatus {
-    pub const ALL: [AgentStatus; 5] = [
+    pub const ALL: [AgentStatus; 6] = [
         AgentStatus::Idle,
         AgentStatus::Working,
         AgentStatus::AwaitingApproval,
         AgentStatus::InReview,
         AgentStatus::Paused,
+        AgentStatus::Removed,
     ];
 
     /// Whether an agent may go from this status to `to`. An idle agent
@@ -94,7 +95,9 @@ impl AgentStatus {
     /// round) and is idle again when the task leaves it. The circuit
     /// breaker pauses it from any status; only `berth agent resume` ends a
     /// pause (idle, or working on the task it still holds) — a paused
-    /// agent's task moves on without it.
+    /// agent's task moves on without it. `berth agent rm` removes an agent
+    /// that holds no task (idle or paused); `berth agent activate` revives a
+    /// removed one, idle.
     pub fn can_move_to(self, to: AgentStatus) -> bool {
         use AgentStatus::*;
         matches!(
@@ -105,6 +108,8 @@ impl AgentStatus {
                 | (InReview, Working | AwaitingApproval | Idle)
                 | (Idle | Working | AwaitingApproval | InReview, Paused)
                 | (Paused, Idle | Working)
+                | (Idle | Paused, Removed)
+                | (Removed, Idle)
         )
     }
 
@@ -126,6 +131,10 @@ impl AgentStatus {
 
     pub fn can_pause(self) -> bool {
         self.can_move_to(AgentStatus::Paused)
+    }
+
+    pub fn can_be_removed(self) -> bool {
+        self.can_move_to(AgentStatus::Removed)
     }
 }
 
@@ -378,6 +387,24 @@ impl<'a> AgentMove<'a> {
         }
     }
 
+    /// `berth agent rm`: an agent that holds no task is removed.
+    pub(crate) fn remove() -> Self {
+        AgentMove {
+            to: AgentStatus::Removed,
+            holding: Holding::Free,
+            only_from: None,
+        }
+    }
+
+    /// `berth agent activate` of a removed agent: idle again.
+    pub(crate) fn revive() -> Self {
+        AgentMove {
+            to: AgentStatus::Idle,
+            holding: Holding::Free,
+            only_from: Some(&[AgentStatus::Removed]),
+        }
+    }
+
     /// The agent itself moves to `to`, whatever it holds.
     pub(crate) fn itself(to: AgentStatus) -> Self {
         AgentMove {
@@ -615,15 +642,38 @@ mod tests {
     }
 
     #[test]
-    fn a_paused_agent_only_resumes() {
+    fn a_paused_agent_only_resumes_or_is_removed() {
         let s = AgentStatus::Paused;
         assert!(!s.can_pause());
         assert!(!s.can_wait());
         assert!(!s.can_review());
         assert_eq!(
             agent_moves(s),
-            [AgentStatus::Idle, AgentStatus::Working],
-            "`berth agent resume`"
+            [
+                AgentStatus::Idle,
+                AgentStatus::Working,
+                AgentStatus::Removed
+            ],
+            "`berth agent resume`, `berth agent rm`"
+        );
+    }
+
+    #[test]
+    fn only_an_agent_without_a_task_is_removed_and_a_removed_one_only_revives() {
+        assert!(AgentStatus::Idle.can_be_removed());
+        assert!(AgentStatus::Paused.can_be_removed());
+        for s in [
+            AgentStatus::Working,
+            AgentStatus::AwaitingApproval,
+            AgentStatus::InReview,
+        ] {
+            assert!(!s.can_be_removed(), "{s:?} holds a task");
+        }
+        assert_eq!(agent_moves(AgentStatus::Removed), [AgentStatus::Idle]);
+        assert_eq!(AgentMove::revive().sources(), [AgentStatus::Removed]);
+        assert_eq!(
+            AgentMove::remove().sources(),
+            [AgentStatus::Idle, AgentStatus::Paused]
         );
     }
 

@@ -22,7 +22,7 @@ use berth_sandbox::disk;
 use common::{Fixture, git, terminal, user};
 
 /// Whether this host can give berths a disk; panics under `CI=true` when not.
-fn loop_devices() -> bool {
+pub(crate) fn loop_devices() -> bool {
     match disk::unavailable() {
         None => true,
         Some(why) if std::env::var("CI").as_deref() == Ok("true") => {
@@ -36,7 +36,7 @@ fn loop_devices() -> bool {
 }
 
 /// Sets `[sandbox] key = value` in project `demo`'s berth.toml.
-fn set_sandbox(state: &Path, key: &str, value: &str) {
+pub(crate) fn set_sandbox(state: &Path, key: &str, value: &str) {
     let cfg = state.join("projects/demo/berth.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     let start = text

@@ -28,11 +28,11 @@ use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{NoProgress, Recipe};
 use common::{source_repo, user};
 
-struct Mounted {
-    dir: tempfile::TempDir,
-    engine: Engine,
-    backend: DockerBackend,
-    project: String,
+pub(crate) struct Mounted {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) engine: Engine,
+    pub(crate) backend: DockerBackend,
+    pub(crate) project: String,
 }
 
 impl Drop for Mounted {
@@ -65,7 +65,7 @@ static IMAGE: tokio::sync::Mutex<bool> = tokio::sync::Mutex::const_new(false);
 /// The engine with the Docker provider on a fresh state directory with one
 /// project (a unique name: container names are per project and agent), or
 /// `None` (skip) without a Docker engine outside CI.
-async fn mounted(test: &str, berth_toml: &str) -> Option<Mounted> {
+pub(crate) async fn mounted(test: &str, berth_toml: &str) -> Option<Mounted> {
     mounted_as(test, berth_toml, None).await
 }
 
@@ -157,7 +157,7 @@ impl Mounted {
             .unwrap();
     }
 
-    async fn up(&self, agent: &str) -> PathBuf {
+    pub(crate) async fn up(&self, agent: &str) -> PathBuf {
         self.engine
             .activate_agent(agent, &self.project, AgentImpl::Real, &user())
             .await
@@ -178,7 +178,7 @@ impl Mounted {
     }
 
     /// A terminal command's exit code and output.
-    async fn sh(&self, agent: &str, command: &str) -> (i32, String, String) {
+    pub(crate) async fn sh(&self, agent: &str, command: &str) -> (i32, String, String) {
         let o = self
             .run(
                 agent,
@@ -202,13 +202,13 @@ impl Mounted {
         }
     }
 
-    async fn ok(&self, agent: &str, command: &str) -> String {
+    pub(crate) async fn ok(&self, agent: &str, command: &str) -> String {
         let (code, out, err) = self.sh(agent, command).await;
         assert_eq!(code, 0, "{command}: {err}");
         out
     }
 
-    fn state(&self) -> PathBuf {
+    pub(crate) fn state(&self) -> PathBuf {
         self.dir.path().join("state")
     }
 
@@ -227,7 +227,7 @@ impl Mounted {
             .join("objects")
     }
 
-    async fn container_exists(&self, agent: &str) -> bool {
+    pub(crate) async fn container_exists(&self, agent: &str) -> bool {
         let name = format!(
             "berth-{}.{agent}.{}",
             self.project,
@@ -259,7 +259,7 @@ impl Mounted {
             .count()
     }
 
-    async fn event_types(&self) -> Vec<String> {
+    pub(crate) async fn event_types(&self) -> Vec<String> {
         self.engine
             .events(&EventFilter::default())
             .await

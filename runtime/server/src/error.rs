@@ -100,6 +100,7 @@ fn classify(e: &EngineError) -> (StatusCode, &'static str) {
     match e {
         EngineError::UnknownProject(_) => (S::NOT_FOUND, "unknown_project"),
         EngineError::UnknownAgent(_) => (S::NOT_FOUND, "unknown_agent"),
+        EngineError::AgentRemoved { .. } => (S::NOT_FOUND, "agent_removed"),
         EngineError::UnknownId { what, .. } => (
             S::NOT_FOUND,
             match *what {

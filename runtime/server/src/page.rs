@@ -697,6 +697,7 @@ mod tests {
             parent: None,
             source: berth_engine::TaskSource::User,
             tags: Vec::new(),
+            archived_at: None,
             created_at: 0,
             updated_at: 0,
         };

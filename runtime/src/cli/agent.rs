@@ -1,6 +1,6 @@
-//! `berth agent activate|auto-mode|resume|run` and `berth autonomy set|show`.
+//! `berth agent activate|auto-mode|resume|run|rm` and `berth autonomy set|show`.
 
-use berth_engine::{Actor, AgentImpl, AgentRun, Engine};
+use berth_engine::{Actor, AgentImpl, AgentRemoval, AgentRun, Engine};
 use berth_policy::Mode;
 
 use super::print_json;
@@ -49,6 +49,21 @@ pub enum AgentCommand {
         /// Return when it cannot go on (no task, waiting for a person, in review).
         #[arg(long)]
         until_idle: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an agent: its berth goes down (its uncommitted and unpushed
+    /// work saved into the forge first, as `berth down` does), then its
+    /// repository, container, disk and records; its pending actions are
+    /// denied. `berth agent activate` makes it again, with a fresh berth.
+    Rm {
+        agent: String,
+        /// Refuse unless the agent is in this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Save nothing: what the worktree held that the forge does not is lost.
+        #[arg(long)]
+        discard: bool,
         #[arg(long)]
         json: bool,
     },
@@ -146,6 +161,21 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
                 );
             }
         }
+        AgentCommand::Rm {
+            agent,
+            project,
+            discard,
+            json,
+        } => {
+            let r = engine
+                .remove_agent(&agent, project.as_deref(), discard, &user)
+                .await?;
+            if json {
+                print_json(&r)?;
+                return Ok(0);
+            }
+            print_agent_removal(&r);
+        }
         AgentCommand::Run {
             agent,
             until_idle,
@@ -177,6 +207,27 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// What removing one agent did, in words.
+pub(super) fn print_agent_removal(r: &AgentRemoval) {
+    println!("agent {} removed from project {}", r.agent, r.project);
+    if let Some(container) = &r.container {
+        println!("  container {container} removed");
+    }
+    match &r.saved {
+        Some(saved) => super::berths::print_saved(saved, &r.project),
+        None if r.discarded => println!("  its work was discarded (--discard)"),
+        None => {}
+    }
+    if !r.denied.is_empty() {
+        let ids: Vec<&str> = r.denied.iter().map(|i| &i[..8.min(i.len())]).collect();
+        println!("  its pending actions were denied: {}", ids.join(", "));
+    }
+    if !r.unassigned.is_empty() {
+        let ids: Vec<&str> = r.unassigned.iter().map(|i| &i[..8.min(i.len())]).collect();
+        println!("  its tasks no longer name it: {}", ids.join(", "));
+    }
 }
 
 pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Result<u8> {

@@ -162,21 +162,26 @@ pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
         println!("  {note}");
     }
     if let Some(saved) = &info.saved {
-        let what = if saved.committed_changes {
-            "its uncommitted changes and unpushed commits"
-        } else {
-            "its unpushed commits"
-        };
-        println!(
-            "  saved {what} as {} (commit {})\n  get them back: {}\n  drop them: berth saved drop {} {}",
-            saved.refname,
-            saved.commit,
-            saved.fetch_command(),
-            info.project,
-            saved.refname
-        );
+        print_saved(saved, &info.project);
     }
     Ok(0)
+}
+
+/// What was saved into the forge before a worktree went, and how to get it
+/// back or drop it (`down`, `agent rm`).
+pub(super) fn print_saved(saved: &berth_engine::SavedRef, project: &str) {
+    let what = if saved.committed_changes {
+        "its uncommitted changes and unpushed commits"
+    } else {
+        "its unpushed commits"
+    };
+    println!(
+        "  saved {what} as {} (commit {})\n  get them back: {}\n  drop them: berth saved drop {project} {}",
+        saved.refname,
+        saved.commit,
+        saved.fetch_command(),
+        saved.refname
+    );
 }
 
 pub async fn reconcile(engine: &Engine, a: ReconcileArgs) -> anyhow::Result<u8> {

@@ -1,4 +1,4 @@
-//! `berth project add|ls|set-mode|sync`.
+//! `berth project add|ls|set-mode|sync|rm`.
 
 use std::path::PathBuf;
 
@@ -37,6 +37,18 @@ pub enum ProjectCommand {
         name: String,
         #[arg(value_enum)]
         mode: super::task::ModeArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a project: every agent as `berth agent rm` does, then its
+    /// forge and state directories; its tasks are archived. Refuses while
+    /// its forge holds saved work (`berth saved ls`), which would go with
+    /// it. The repository it was imported from is never touched.
+    Rm {
+        name: String,
+        /// Remove even with saved work, and save nothing from its agents.
+        #[arg(long)]
+        discard: bool,
         #[arg(long)]
         json: bool,
     },
@@ -114,6 +126,28 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
             println!(
                 "project {name}: execution mode {} (tasks without their own mode, from their next run)",
                 mode.mode().as_str()
+            );
+        }
+        ProjectCommand::Rm {
+            name,
+            discard,
+            json,
+        } => {
+            let r = engine
+                .remove_project(&name, discard, &Actor::current_user())
+                .await?;
+            if json {
+                print_json(&r)?;
+                return Ok(0);
+            }
+            for a in &r.agents {
+                super::agent::print_agent_removal(a);
+            }
+            println!(
+                "project {} removed: forge {} gone, tasks archived: {}; its source repository is untouched",
+                r.project,
+                r.forge.display(),
+                r.archived.len()
             );
         }
         ProjectCommand::Ls { json } => {

@@ -1,4 +1,4 @@
-//! `berth task create|ls|show|run|set-mode|approve|reject`.
+//! `berth task create|ls|show|run|set-mode|approve|reject|archive|rm`.
 
 use berth_engine::{
     Actor, Engine, ExecutionMode, NewTask, PipelineEnd, PipelineReport, PipelineStep, TaskSource,
@@ -49,10 +49,13 @@ pub enum TaskCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List tasks.
+    /// List tasks (not the archived ones, unless `--all`).
     Ls {
         #[arg(long)]
         project: Option<String>,
+        /// Archived tasks too.
+        #[arg(long)]
+        all: bool,
         #[arg(long)]
         json: bool,
     },
@@ -94,6 +97,20 @@ pub enum TaskCommand {
         task: String,
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Archive an ended task (done, returned, blocked): it leaves `task ls`
+    /// (`task ls --all` still shows it); its history stays.
+    Archive {
+        task: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a task that never started (todo, no action or run names it);
+    /// any other is archived instead (`task archive`).
+    Rm {
+        task: String,
         #[arg(long)]
         json: bool,
     },
@@ -172,8 +189,11 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
                 );
             }
         }
-        TaskCommand::Ls { project, json } => {
-            let tasks = engine.tasks(project.as_deref()).await?;
+        TaskCommand::Ls { project, all, json } => {
+            let mut tasks = engine.tasks(project.as_deref()).await?;
+            if !all {
+                tasks.retain(|t| t.archived_at.is_none());
+            }
             if json {
                 print_json(&tasks)?;
             } else {
@@ -181,7 +201,10 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
                     println!(
                         "{}  {:<18} {:<9} {:<10} {:<8} {}{}{}",
                         &t.id[..8],
-                        t.status.as_str(),
+                        match t.archived_at {
+                            Some(_) => format!("{} (archived)", t.status.as_str()),
+                            None => t.status.as_str().to_string(),
+                        },
                         t.kind().as_str(),
                         t.project,
                         t.agent.as_deref().unwrap_or("-"),
@@ -263,6 +286,26 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
                     println!("followup task {} created", &f[..8]);
                 }
             }
+        }
+        TaskCommand::Archive { task, json } => {
+            let t = engine.archive_task(&task, &user).await?;
+            if json {
+                print_json(&t)?;
+                return Ok(0);
+            }
+            println!(
+                "task {} ({}) archived: `berth task ls --all` shows it",
+                &t.id[..8],
+                t.status.as_str()
+            );
+        }
+        TaskCommand::Rm { task, json } => {
+            let t = engine.remove_task(&task, &user).await?;
+            if json {
+                print_json(&t)?;
+                return Ok(0);
+            }
+            println!("task {} removed: {}", &t.id[..8], t.title);
         }
         TaskCommand::Reject { task, reason, json } => {
             let t = engine.reject_task(&task, &reason, &user).await?;
