@@ -10,6 +10,8 @@
 //! `cargo bench -p berth --bench api` (BERTH_BENCH_PER_CLIENT=N to change
 //! the requests per client, default 50). Bounded: 16 × N requests per load.
 
+#[path = "../../tests/support/fixture.rs"]
+mod fixture;
 #[path = "../../tests/support/http.rs"]
 mod http;
 #[path = "../../tests/support/server.rs"]

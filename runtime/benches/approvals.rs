@@ -10,6 +10,8 @@
 //! change the approvals per client, default 10). Bounded: 32 × N approvals
 //! per load.
 
+#[path = "../../tests/support/fixture.rs"]
+mod fixture;
 #[path = "../../tests/support/http.rs"]
 mod http;
 #[path = "../../tests/support/server.rs"]
