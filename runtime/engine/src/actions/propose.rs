@@ -2,7 +2,7 @@
 //! is auto-approved — the first run. Apart from a person's decisions
 //! (`decide.rs`) because this is the one step an agent takes on its own.
 
-use berth_policy::{Action, Context, Verdict};
+use berth_policy::{Action, Verdict};
 
 use super::{
     ActionRecord, ActionStatus, CreatedStatus, OutputSink, Proposal, ProposeStatus, Proposed,
@@ -57,15 +57,9 @@ impl Engine {
             .cwd
             .clone()
             .unwrap_or_else(|| frame.project_root().to_string());
-        let limits = project.config.limits(&project.config_path)?;
-        let ctx = Context {
-            frame: &frame,
-            cwd: &cwd,
-            autonomy: &autonomy,
-            rules: &project.rules,
-            protected_branches: &project.config.git.protected_branches,
-            limits: &limits,
-        };
+        let ctx = project
+            .config
+            .policy_context(&project.rules, &frame, &cwd, &autonomy);
         let mut decision = berth_policy::decide(&proposal.action, &ctx);
 
         // The host checks only raise: a file action led out of its mount by
