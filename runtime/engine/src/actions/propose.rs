@@ -6,7 +6,7 @@ use berth_policy::{Action, Verdict};
 
 use super::{
     ActionRecord, ActionStatus, CreatedStatus, OutputSink, Proposal, ProposeStatus, Proposed,
-    record::to_json,
+    record::{ACTION_COLUMNS, from_row, to_json},
 };
 use crate::Engine;
 use crate::agents::{Agent, AgentStatus, load_autonomy};
@@ -90,13 +90,14 @@ impl Engine {
         let now = now_ms();
         let executor = (status == ActionStatus::Executing).then(crate::recovery::executor_id);
         let mut tx = self.store.write("recording a proposed action").await?;
-        let inserted = sqlx::query(
+        // The row as stored comes back from the insert: nothing reads it again.
+        let inserted = sqlx::query(&format!(
             "INSERT INTO proposed_actions (id, idempotency_key, agent, project, task_id, action_type, action, params, \
              decision, verdict, stage, created_status, status, hold_reason, proposer_kind, proposer_id, executor, \
              created_at, updated_at, resolved_path) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19) \
-             ON CONFLICT (idempotency_key) DO NOTHING",
-        )
+             ON CONFLICT (idempotency_key) DO NOTHING RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&id)
         .bind(&key)
         .bind(&agent.name)
@@ -116,18 +117,18 @@ impl Engine {
         .bind(executor.as_deref())
         .bind(now)
         .bind(resolved_path.as_deref())
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("recording a proposed action"))?
-        .rows_affected();
-        if inserted == 0 {
+        .map_err(EngineError::store("recording a proposed action"))?;
+        let Some(inserted) = inserted else {
             // Another process used the key between our read and our write.
             drop(tx);
             let existing = self.action_by_key(&key).await?.ok_or_else(|| {
                 EngineError::corrupt("recording a proposed action", "key vanished")
             })?;
             return replay(existing, &proposal);
-        }
+        };
+        let record = from_row(&inserted)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_PROPOSED, &proposal.proposer)
@@ -153,10 +154,11 @@ impl Engine {
             .await
             .map_err(EngineError::store("recording a proposed action"))?;
 
-        let record = self.action(&id).await?;
         let status = match status {
             ActionStatus::Executing => {
-                let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
+                let outcome = self
+                    .run_and_finish(&record, &agent, &project.config, sandbox, sink)
+                    .await?;
                 ProposeStatus::Executed { outcome }
             }
             ActionStatus::Refused => {
