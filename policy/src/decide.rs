@@ -31,7 +31,7 @@ use crate::{pattern, privileged};
 mod terminal;
 
 /// Project-level additions to the built-in limits: more may be added, none removed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Limits {
     /// Extra privileged / external-effect patterns.
     pub privileged: Vec<Pattern>,

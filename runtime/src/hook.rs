@@ -57,11 +57,11 @@ mod claude_settings;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use berth_engine::config::ProjectConfig;
 use berth_engine::{Engine, StateDir};
 use berth_policy::autonomy::WILDCARD;
 use berth_policy::{
-    Action, Autonomy, Decision, Frame, Limits, Mode, Origin, Resolved, RuleMatch, RuleSet, Stage,
-    Verdict,
+    Action, Autonomy, Decision, Frame, Mode, Origin, Resolved, RuleMatch, RuleSet, Stage, Verdict,
 };
 use berth_sandbox::host_scope::HostScope;
 use serde_json::{Value, json};
@@ -346,10 +346,11 @@ fn read_call(input: &[u8], env: &HookEnv) -> Result<Option<Call>, Malformed> {
 
 /// What a decision of this hook depends on, besides the call.
 struct Inputs {
+    /// The project's `berth.toml` (its protected branches and compiled
+    /// `[policy]` limits), or the defaults when the hook has no project.
+    config: ProjectConfig,
     rules: RuleSet,
-    limits: Limits,
     autonomy: Autonomy,
-    protected: Vec<String>,
     extra_roots: Vec<String>,
     warnings: Vec<String>,
 }
@@ -366,14 +367,9 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
         extra_roots: inputs.extra_roots.clone(),
         home: env.home.clone().unwrap_or_else(|| "/".to_string()),
     };
-    let ctx = berth_policy::Context {
-        frame: &frame,
-        cwd: &call.cwd,
-        autonomy: &inputs.autonomy,
-        rules: &inputs.rules,
-        protected_branches: &inputs.protected,
-        limits: &inputs.limits,
-    };
+    let ctx = inputs
+        .config
+        .policy_context(&inputs.rules, &frame, &call.cwd, &inputs.autonomy);
     let warning = (!inputs.warnings.is_empty()).then(|| {
         inputs
             .warnings
@@ -516,8 +512,7 @@ fn bounded(reason: String) -> String {
 
 fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Inputs, String> {
     let mut rules = RuleSet::default();
-    let mut limits = Limits::default();
-    let mut protected = vec!["main".to_string(), "master".to_string()];
+    let mut config = ProjectConfig::default();
     let mut extra_roots = Vec::new();
     // No agent: no autonomy at all, so what no rule settles falls to the
     // built-in default and Claude Code's own flow decides it.
@@ -552,10 +547,9 @@ fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Input
                 config_path.display()
             ));
         }
-        let (config, project_rules) =
+        let (project_config, project_rules) =
             berth_engine::projects::project_files(&state, p).map_err(|e| e.to_string())?;
-        limits = config.limits(&config_path).map_err(|e| e.to_string())?;
-        protected.clone_from(&config.git.protected_branches);
+        config = project_config;
         extra_roots.clone_from(&config.scope.extra_roots);
         rules.extend(project_rules);
     }
@@ -579,10 +573,9 @@ fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Input
         .chain(settings_warnings)
         .collect();
     Ok(Inputs {
+        config,
         rules,
-        limits,
         autonomy,
-        protected,
         extra_roots,
         warnings,
     })

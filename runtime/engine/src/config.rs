@@ -494,6 +494,10 @@ pub struct ProjectConfig {
     /// form): the CLI prints these.
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// `[policy]`'s patterns, compiled once when the file is parsed: every
+    /// decision in this project reads these ([`ProjectConfig::policy_context`]).
+    #[serde(skip)]
+    limits: berth_policy::Limits,
 }
 
 impl ProjectConfig {
@@ -519,6 +523,7 @@ impl ProjectConfig {
                 },
             }
         })?;
+        config.limits = config.compile_limits(text, file)?;
         config.check(text, file)?;
         if let Some(old) = &config.sandbox.network.legacy {
             let line = find_key_line(text, "sandbox", "network").unwrap_or(1);
@@ -536,16 +541,25 @@ impl ProjectConfig {
         Ok(config)
     }
 
-    /// The policy's extra limits from `[policy]` (checked when parsed).
-    pub fn limits(&self, file: &Path) -> Result<berth_policy::Limits> {
-        berth_policy::Limits::from_patterns(&self.policy.privileged, &self.policy.deny).map_err(
-            |e| EngineError::Config {
-                file: file.display().to_string(),
-                line: 1,
+    /// The policy's extra limits from `[policy]`, as compiled when parsed.
+    pub fn limits(&self) -> &berth_policy::Limits {
+        &self.limits
+    }
+
+    /// `[policy]`'s patterns compiled, each list once; a bad pattern names
+    /// its key's line.
+    fn compile_limits(&self, text: &str, file: &str) -> Result<berth_policy::Limits> {
+        let compile = |key: &str, privileged: &[String], deny: &[String]| {
+            berth_policy::Limits::from_patterns(privileged, deny).map_err(|e| EngineError::Config {
+                file: file.to_string(),
+                line: find_key_line(text, "policy", key).unwrap_or(1),
                 column: 1,
-                message: format!("key `policy`: {e}"),
-            },
-        )
+                message: format!("key `policy.{key}`: {e}"),
+            })
+        };
+        let privileged = compile("privileged", &self.policy.privileged, &[])?.privileged;
+        let deny = compile("deny", &[], &self.policy.deny)?.deny;
+        Ok(berth_policy::Limits { privileged, deny })
     }
 
     /// `[sandbox.network]` (or the old `[sandbox] network`): a Docker network
@@ -584,24 +598,6 @@ impl ProjectConfig {
 
     /// Value checks serde cannot express; each names its key's line.
     fn check(&self, text: &str, file: &str) -> Result<()> {
-        for (key, list) in [
-            ("privileged", &self.policy.privileged),
-            ("deny", &self.policy.deny),
-        ] {
-            let (p, d): (&[String], &[String]) = if key == "deny" {
-                (&[], list)
-            } else {
-                (list, &[])
-            };
-            if let Err(e) = berth_policy::Limits::from_patterns(p, d) {
-                return Err(EngineError::Config {
-                    file: file.to_string(),
-                    line: find_key_line(text, "policy", key).unwrap_or(1),
-                    column: 1,
-                    message: format!("key `policy.{key}`: {e}"),
-                });
-            }
-        }
         self.check_network(text, file)?;
         crate::declared_dirs::check(&self.sandbox, text, file)?;
         let [first, last] = self.host.uid_range;

@@ -15,19 +15,22 @@ use berth_sandbox::{AccessEnforcement, ExecRequest, FileContent, Sandbox, WorkAc
 use crate::Engine;
 use crate::actions::{ActionRecord, ActionResult, Outcome, OutputSink};
 use crate::agents::Agent;
+use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 
 impl Engine {
-    /// Executes `record`; never fails: an error is a failed outcome.
+    /// Executes `record` with its project's `config` (as loaded for the
+    /// decision); never fails: an error is a failed outcome.
     pub(crate) async fn execute(
         &self,
         record: &ActionRecord,
         agent: &Agent,
+        config: &ProjectConfig,
         sandbox: Option<Arc<dyn Sandbox>>,
         sink: Option<OutputSink>,
     ) -> Outcome {
-        match self.try_execute(record, agent, sandbox, sink).await {
+        match self.try_execute(record, agent, config, sandbox, sink).await {
             Ok(o) => o,
             Err(e) => Outcome::failed(format!("{} failed: {e}", record.action.kind()), None),
         }
@@ -37,6 +40,7 @@ impl Engine {
         &self,
         record: &ActionRecord,
         agent: &Agent,
+        config: &ProjectConfig,
         sandbox: Option<Arc<dyn Sandbox>>,
         sink: Option<OutputSink>,
     ) -> Result<Outcome> {
@@ -47,7 +51,8 @@ impl Engine {
         match &record.action {
             Action::Terminal { command } => {
                 let sb = sandbox.ok_or_else(no_berth)?;
-                self.run_terminal(record, sb.as_ref(), command, sink).await
+                self.run_terminal(record, config, sb.as_ref(), command, sink)
+                    .await
             }
             // The sandbox performs file actions, confined beneath the mount
             // the path is on; the engine never opens a worktree path itself.
@@ -85,8 +90,8 @@ impl Engine {
                     bytes: written.bytes,
                 }))
             }
-            Action::GitCommit => self.exec_commit(record, agent).await,
-            Action::GitPush { branch } => self.exec_push(record, agent, branch).await,
+            Action::GitCommit => self.exec_commit(record, agent, config).await,
+            Action::GitPush { branch } => self.exec_push(record, agent, config, branch).await,
             Action::PrOpen => self.exec_pr_open(record, agent).await,
             Action::GitMerge { target } => self.exec_merge(record, target).await,
             Action::ContainerRemove => {
@@ -109,11 +114,11 @@ impl Engine {
     async fn run_terminal(
         &self,
         record: &ActionRecord,
+        config: &ProjectConfig,
         sb: &dyn Sandbox,
         command: &str,
         sink: Option<OutputSink>,
     ) -> Result<Outcome> {
-        let (config, _) = self.load_project_files(&record.project)?;
         let cwd = record
             .params
             .cwd
@@ -147,7 +152,8 @@ impl Engine {
             AccessEnforcement::Enforced => None,
             AccessEnforcement::NotEnforced(why) => Some(why),
         };
-        let out = sb.exec(req, sink).await?;
+        // What was put on record is what runs: translated once.
+        let out = sb.exec_prepared(req, prepared, sink).await?;
         let exit_code = out.status.code();
         let result = ActionResult::Terminal {
             command: command.to_string(),

@@ -14,6 +14,7 @@ use berth_worktrees::{
 use crate::Engine;
 use crate::actions::{ActionRecord, ActionResult, Outcome};
 use crate::agents::Agent;
+use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
 use crate::projects::Project;
 
@@ -370,8 +371,8 @@ impl Engine {
         &self,
         record: &ActionRecord,
         agent: &Agent,
+        config: &ProjectConfig,
     ) -> Result<Outcome> {
-        let (config, _) = self.load_project_files(&record.project)?;
         let p = project_name(&record.project)?;
         let a = agent_name(&agent.name)?;
         let request = CommitRequest {
@@ -404,9 +405,9 @@ impl Engine {
         &self,
         record: &ActionRecord,
         agent: &Agent,
+        config: &ProjectConfig,
         branch: &str,
     ) -> Result<Outcome> {
-        let (config, _) = self.load_project_files(&record.project)?;
         let limits = config.git.limits();
         let p = project_name(&record.project)?;
         let a = agent_name(&agent.name)?;

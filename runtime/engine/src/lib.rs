@@ -65,6 +65,7 @@ pub mod noop;
 mod parallel;
 pub mod permissions;
 pub mod pipeline;
+mod policy_context;
 pub mod private_state;
 pub mod projects;
 pub mod prs;

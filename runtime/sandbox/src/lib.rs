@@ -136,6 +136,20 @@ pub trait Sandbox: Send + Sync {
         sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError>;
 
+    /// Runs `request` as [`prepare`](Sandbox::prepare) made it into
+    /// `prepared`: what the caller logged is what runs, and it is not
+    /// translated again. Backends whose frame is what runs (a container)
+    /// run the request as [`exec`](Sandbox::exec) does.
+    async fn exec_prepared(
+        &self,
+        request: ExecRequest,
+        prepared: PreparedExec,
+        sink: Option<OutputSink>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        let _ = prepared;
+        self.exec(request, sink).await
+    }
+
     /// Sets write access to `/work` for later execs.
     async fn set_work_access(&self, access: WorkAccess) -> Result<AccessEnforcement, SandboxError>;
 

@@ -591,13 +591,14 @@ impl Runner {
         }
     }
 
+    /// Runs `request` as [`prepare`](Sandbox::prepare) translated it.
     async fn run(
         &self,
         request: ExecRequest,
+        prepared: PreparedExec,
         sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError> {
         let started = Instant::now();
-        let prepared = self.prepare(&request)?;
         if !prepared.cwd.is_dir() {
             return Err(SandboxError::MissingCwd {
                 cwd: request.cwd.clone(),
@@ -900,7 +901,17 @@ impl Sandbox for Runner {
         request: ExecRequest,
         sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError> {
-        self.run(request, sink).await
+        let prepared = self.prepare(&request)?;
+        self.run(request, prepared, sink).await
+    }
+
+    async fn exec_prepared(
+        &self,
+        request: ExecRequest,
+        prepared: PreparedExec,
+        sink: Option<OutputSink>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        self.run(request, prepared, sink).await
     }
 
     async fn set_work_access(&self, access: WorkAccess) -> Result<AccessEnforcement, SandboxError> {

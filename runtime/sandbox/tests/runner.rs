@@ -153,14 +153,20 @@ async fn work_is_the_worktree_without_rewriting() {
 
     let mut request = shell("sh /work/copy.sh && pwd");
     request.cwd = "/work/sub".into();
+    let prepared = b.runner.prepare(&request).unwrap();
     assert_eq!(
-        b.runner.prepare(&request).unwrap(),
+        prepared,
         PreparedExec {
             program: request.program.clone(),
             cwd: b.worktree().join("sub"),
         }
     );
-    let outcome = run(&b.runner, request).await;
+    // What was prepared (and logged) is what runs.
+    let outcome = b
+        .runner
+        .exec_prepared(request, prepared, None)
+        .await
+        .unwrap();
     assert_eq!(
         (outcome.status, text(&outcome.stdout)),
         (ExitStatus::Exited(0), "/work/sub\n".to_string()),

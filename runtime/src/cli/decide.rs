@@ -7,9 +7,10 @@ use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
+use berth_engine::config::ProjectConfig;
 use berth_policy::case::Case;
 use berth_policy::frame::{DEFAULT_HOME, WORK};
-use berth_policy::{Action, Autonomy, Frame, Limits, Mode, RuleSet, Verdict, decide};
+use berth_policy::{Action, Autonomy, Frame, Mode, RuleSet, Verdict, decide};
 
 #[derive(Debug, clap::Args)]
 pub struct DecideArgs {
@@ -121,16 +122,9 @@ pub fn run(args: DecideArgs) -> anyhow::Result<u8> {
         .cwd
         .clone()
         .unwrap_or_else(|| args.project_root.clone());
-    let protected = vec!["main".to_string(), "master".to_string()];
-    let limits = Limits::default();
-    let ctx = berth_policy::Context {
-        frame: &frame,
-        cwd: &cwd,
-        autonomy: &autonomy,
-        rules: &rules,
-        protected_branches: &protected,
-        limits: &limits,
-    };
+    // No project: the built-in protected branches and no extra limits.
+    let config = ProjectConfig::default();
+    let ctx = config.policy_context(&rules, &frame, &cwd, &autonomy);
     let d = decide(&action, &ctx);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&d)?);

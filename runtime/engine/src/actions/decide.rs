@@ -14,6 +14,7 @@ use super::record::{ACTION_COLUMNS, action_in_tx, from_row, to_json};
 use super::{ActionRecord, ActionStatus, Approved, OutputSink};
 use crate::Engine;
 use crate::agents::{Agent, AgentStatus};
+use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
@@ -37,10 +38,11 @@ impl Engine {
         if record.status != ActionStatus::Pending {
             return Err(not_pending(&record));
         }
-        let (agent, sandbox) = self.berth_to_run(&record).await?;
+        let run = self.berth_to_run(&record).await?;
         // Checked again now: the agent may have swapped a directory for a
         // link since it proposed (execution is confined anyway).
-        let recheck = sandbox
+        let recheck = run
+            .sandbox
             .as_ref()
             .and_then(|sb| FileRecheck::at_approval(sb.as_ref(), &record));
         if let Some(refusal) = recheck.as_ref().and_then(|r| r.refusal.clone()) {
@@ -59,8 +61,7 @@ impl Engine {
             rules,
             resolved: resolved_now,
         };
-        self.claim_and_run(&record, &agent, sandbox, user, claim, sink)
-            .await
+        self.claim_and_run(&record, run, user, claim, sink).await
     }
 
     /// A pending file action whose path now leads out of its mount, found
@@ -167,30 +168,25 @@ impl Engine {
         sink: Option<OutputSink>,
     ) -> Result<Approved> {
         let record = self.action(id).await?;
-        let (agent, sandbox) = self.berth_to_run(&record).await?;
-        self.claim_and_run(
-            &record,
-            &agent,
-            sandbox,
-            user,
-            Claim::Retry { payload },
-            sink,
-        )
-        .await
+        let run = self.berth_to_run(&record).await?;
+        self.claim_and_run(&record, run, user, Claim::Retry { payload }, sink)
+            .await
     }
 
-    /// The agent of `record` and the berth it runs in. The berth first: an
-    /// action that cannot run now stays as it is.
-    async fn berth_to_run(
-        &self,
-        record: &ActionRecord,
-    ) -> Result<(Agent, Option<Arc<dyn Sandbox>>)> {
+    /// The agent of `record`, its project's configuration (loaded once: the
+    /// run reads it) and the berth it runs in. The berth first: an action
+    /// that cannot run now stays as it is.
+    async fn berth_to_run(&self, record: &ActionRecord) -> Result<RunInputs> {
         let agent = self.agent(&record.agent).await?;
         let project = self.load_project(&record.project).await?;
         let sandbox = self
             .sandbox_for(&agent, &project.config, needs_berth(&record.action))
             .await?;
-        Ok((agent, sandbox))
+        Ok(RunInputs {
+            agent,
+            config: project.config,
+            sandbox,
+        })
     }
 
     /// The claim-and-run approval and retry share: one conditional UPDATE
@@ -200,8 +196,7 @@ impl Engine {
     async fn claim_and_run(
         &self,
         record: &ActionRecord,
-        agent: &Agent,
-        sandbox: Option<Arc<dyn Sandbox>>,
+        run: RunInputs,
         user: &Actor,
         claim: Claim,
         sink: Option<OutputSink>,
@@ -262,7 +257,7 @@ impl Engine {
             match claim {
                 // The agent that waited on its delivery step goes back to work.
                 Claim::Approval { .. } if crate::gate::is_chain(record.action.kind()) => {
-                    resume_agent(&mut tx, &agent.name, task).await?;
+                    resume_agent(&mut tx, &run.agent.name, task).await?;
                 }
                 Claim::Approval { .. } => {}
                 // A task of this agent blocked on this interruption goes back to work.
@@ -285,7 +280,9 @@ impl Engine {
             }
             Claim::Retry { .. } => Vec::new(),
         };
-        let outcome = self.run_and_finish(&record, agent, sandbox, sink).await?;
+        let outcome = self
+            .run_and_finish(&record, &run.agent, &run.config, run.sandbox, sink)
+            .await?;
         Ok(Approved {
             id: record.id,
             outcome,
@@ -330,6 +327,14 @@ impl Engine {
         self.after_refusal(&record).await?;
         Ok(record)
     }
+}
+
+/// What running an action needs, resolved once before it is claimed.
+struct RunInputs {
+    agent: Agent,
+    /// Its project's `berth.toml`, as loaded here: the run reads it.
+    config: ProjectConfig,
+    sandbox: Option<Arc<dyn Sandbox>>,
 }
 
 /// How a decision claims an action to run it.

@@ -11,20 +11,24 @@ use super::record::to_json;
 use super::{ActionRecord, ActionResult, ActionStatus, Outcome, OutputSink};
 use crate::Engine;
 use crate::agents::Agent;
+use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
 
 impl Engine {
     /// Executes a claimed (`executing`) action and records how it ended.
+    /// `config` is the project's, as loaded for the decision: execution
+    /// reads it, never the file again.
     pub(super) async fn run_and_finish(
         &self,
         record: &ActionRecord,
         agent: &Agent,
+        config: &ProjectConfig,
         sandbox: Option<Arc<dyn Sandbox>>,
         sink: Option<OutputSink>,
     ) -> Result<Outcome> {
-        let outcome = self.execute(record, agent, sandbox, sink).await;
+        let outcome = self.execute(record, agent, config, sandbox, sink).await;
         if let Err(e) = self.finish(record, &outcome).await {
             // It ran, and the store would not take how it ended (a full
             // disk): the action stays `executing` until `berth serve` or a

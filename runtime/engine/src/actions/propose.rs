@@ -2,11 +2,11 @@
 //! is auto-approved — the first run. Apart from a person's decisions
 //! (`decide.rs`) because this is the one step an agent takes on its own.
 
-use berth_policy::{Action, Context, Verdict};
+use berth_policy::{Action, Verdict};
 
 use super::{
     ActionRecord, ActionStatus, CreatedStatus, OutputSink, Proposal, ProposeStatus, Proposed,
-    record::to_json,
+    record::{ACTION_COLUMNS, from_row, to_json},
 };
 use crate::Engine;
 use crate::agents::{Agent, AgentStatus, load_autonomy};
@@ -57,15 +57,9 @@ impl Engine {
             .cwd
             .clone()
             .unwrap_or_else(|| frame.project_root().to_string());
-        let limits = project.config.limits(&project.config_path)?;
-        let ctx = Context {
-            frame: &frame,
-            cwd: &cwd,
-            autonomy: &autonomy,
-            rules: &project.rules,
-            protected_branches: &project.config.git.protected_branches,
-            limits: &limits,
-        };
+        let ctx = project
+            .config
+            .policy_context(&project.rules, &frame, &cwd, &autonomy);
         let mut decision = berth_policy::decide(&proposal.action, &ctx);
 
         // The host checks only raise: a file action led out of its mount by
@@ -96,13 +90,14 @@ impl Engine {
         let now = now_ms();
         let executor = (status == ActionStatus::Executing).then(crate::recovery::executor_id);
         let mut tx = self.store.write("recording a proposed action").await?;
-        let inserted = sqlx::query(
+        // The row as stored comes back from the insert: nothing reads it again.
+        let inserted = sqlx::query(&format!(
             "INSERT INTO proposed_actions (id, idempotency_key, agent, project, task_id, action_type, action, params, \
              decision, verdict, stage, created_status, status, hold_reason, proposer_kind, proposer_id, executor, \
              created_at, updated_at, resolved_path) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19) \
-             ON CONFLICT (idempotency_key) DO NOTHING",
-        )
+             ON CONFLICT (idempotency_key) DO NOTHING RETURNING {ACTION_COLUMNS}"
+        ))
         .bind(&id)
         .bind(&key)
         .bind(&agent.name)
@@ -122,18 +117,18 @@ impl Engine {
         .bind(executor.as_deref())
         .bind(now)
         .bind(resolved_path.as_deref())
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("recording a proposed action"))?
-        .rows_affected();
-        if inserted == 0 {
+        .map_err(EngineError::store("recording a proposed action"))?;
+        let Some(inserted) = inserted else {
             // Another process used the key between our read and our write.
             drop(tx);
             let existing = self.action_by_key(&key).await?.ok_or_else(|| {
                 EngineError::corrupt("recording a proposed action", "key vanished")
             })?;
             return replay(existing, &proposal);
-        }
+        };
+        let record = from_row(&inserted)?;
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_PROPOSED, &proposal.proposer)
@@ -159,10 +154,11 @@ impl Engine {
             .await
             .map_err(EngineError::store("recording a proposed action"))?;
 
-        let record = self.action(&id).await?;
         let status = match status {
             ActionStatus::Executing => {
-                let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
+                let outcome = self
+                    .run_and_finish(&record, &agent, &project.config, sandbox, sink)
+                    .await?;
                 ProposeStatus::Executed { outcome }
             }
             ActionStatus::Refused => {
