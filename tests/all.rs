@@ -8,6 +8,7 @@
 #[path = "support/docker.rs"]
 mod docker;
 
+mod cancel;
 mod cli;
 mod hook;
 mod mcp;

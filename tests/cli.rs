@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-struct Cli {
+pub(crate) struct Cli {
     dir: tempfile::TempDir,
 }
 
@@ -18,17 +18,17 @@ impl Drop for Cli {
 }
 
 impl Cli {
-    fn new() -> Cli {
+    pub(crate) fn new() -> Cli {
         Cli {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
-    fn state(&self) -> PathBuf {
+    pub(crate) fn state(&self) -> PathBuf {
         self.dir.path().join("state")
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_berth"))
             .args(args)
             .env("BERTH_HOME", self.state())
@@ -37,7 +37,7 @@ impl Cli {
             .unwrap()
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
             out.status.success(),
@@ -47,7 +47,7 @@ impl Cli {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    fn err(&self, args: &[&str]) -> (i32, String) {
+    pub(crate) fn err(&self, args: &[&str]) -> (i32, String) {
         let out = self.run(args);
         assert!(!out.status.success(), "berth {args:?} succeeded");
         (
@@ -68,7 +68,7 @@ impl Cli {
         src
     }
 
-    fn with_project(self) -> Cli {
+    pub(crate) fn with_project(self) -> Cli {
         let src = self.source_repo();
         self.ok(&["init"]);
         self.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
@@ -107,7 +107,7 @@ impl Cli {
         self
     }
 
-    fn config(&self) -> PathBuf {
+    pub(crate) fn config(&self) -> PathBuf {
         self.state().join("projects/demo/berth.toml")
     }
 }
@@ -887,13 +887,13 @@ fn as_a_user_up_and_doctor_say_the_disk_is_not_limited() {
 }
 
 /// The documented JSON of every command: `docs/cli-json.md`, parsed.
-struct JsonDoc {
+pub(crate) struct JsonDoc {
     /// Command (`task ls`) → (shape, every field, the fields always present).
     commands: std::collections::BTreeMap<String, (String, Vec<String>, Vec<String>)>,
 }
 
 impl JsonDoc {
-    fn load() -> JsonDoc {
+    pub(crate) fn load() -> JsonDoc {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli-json.md");
         let text = std::fs::read_to_string(path).unwrap();
         let rows: Vec<Vec<String>> = text
@@ -939,7 +939,7 @@ impl JsonDoc {
     }
 
     /// Checks one command's stdout against its row.
-    fn check(&self, command: &str, stdout: &str) {
+    pub(crate) fn check(&self, command: &str, stdout: &str) {
         let (shape, all, always) = self
             .commands
             .get(command)
@@ -1289,6 +1289,7 @@ fn json_output_matches_docs_cli_json_md() {
         ("retry", "needs an action a crash interrupted"),
         ("resolve", "needs a followup blocked by permissions"),
         ("image build", "needs the Docker engine (tests/mounted.rs)"),
+        ("cancel", "needs a running command (tests/cancel.rs)"),
     ];
     for c in doc.commands.keys() {
         assert!(

@@ -128,6 +128,8 @@ impl Engine {
                 .unwrap_or(config.sandbox.timeout_secs),
         );
         req.output_cap = config.sandbox.output_cap_bytes;
+        // Names the exec, so `berth cancel` finds it from any process.
+        req.action = Some(record.id.clone());
         // The sandbox translates frame paths itself (after the decision); this
         // is its host form, so both forms go on record.
         let prepared = sb.prepare(&req)?;
