@@ -761,7 +761,6 @@ fn boot_id() -> String {
         .unwrap_or_else(|_| "noboot".to_string())
 }
 
-
 /// The owner of an exec, parsed from its token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ExecOwner {
