@@ -149,6 +149,14 @@ impl Engine {
             AccessEnforcement::Enforced => None,
             AccessEnforcement::NotEnforced(why) => Some(why),
         };
+        // Cancelled while its berth was set up: it does not start (a cancel
+        // after this point finds the exec by its action and kills it).
+        if let Some(by) = self.cancel_requested_by(&record.id).await? {
+            return Ok(Outcome::failed(
+                format!("cancelled by {by} before its command started"),
+                None,
+            ));
+        }
         let out = sb.exec(req, sink).await?;
         let exit_code = out.status.code();
         let result = ActionResult::Terminal {

@@ -87,17 +87,18 @@ impl Engine {
         .await?;
         tx.commit().await.map_err(EngineError::store(op))?;
 
-        let killed = self.kill_action_exec(&record).await?;
-        // Its executor died before it could record the end: nobody else will.
-        if record
-            .executor
-            .as_deref()
-            .is_some_and(crate::recovery::executor_is_dead)
-        {
-            self.cancel_orphan(&record, &user.id).await?;
-        }
+        let mut killed = self.kill_action_exec(&record).await?;
         let deadline = tokio::time::Instant::now() + END_WAIT;
+        let mut round = 0u32;
         loop {
+            // Its executor died before it could record the end: nobody else will.
+            if record
+                .executor
+                .as_deref()
+                .is_some_and(crate::recovery::executor_is_dead)
+            {
+                self.cancel_orphan(&record, &user.id).await?;
+            }
             let now = self.action(&record.id).await?;
             if now.status != ActionStatus::Executing || tokio::time::Instant::now() >= deadline {
                 return Ok(Cancelled {
@@ -106,7 +107,30 @@ impl Engine {
                 });
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+            round = round.wrapping_add(1);
+            // A command whose berth was still setting it up when the kill
+            // came (no exec to find yet) is killed once it runs.
+            if round.is_multiple_of(10) {
+                match self.kill_action_exec(&record).await {
+                    Ok(found) => killed |= found,
+                    Err(e) => {
+                        tracing::warn!(action = %record.id, error = %e, "killing a cancelled command again failed")
+                    }
+                }
+            }
         }
+    }
+
+    /// Who asked to cancel the executing action `id`, if anyone did: its
+    /// command then does not start.
+    pub(crate) async fn cancel_requested_by(&self, id: &str) -> Result<Option<String>> {
+        let by: Option<Option<String>> =
+            sqlx::query_scalar("SELECT cancel_requested_by FROM proposed_actions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(self.store.pool())
+                .await
+                .map_err(EngineError::store("reading a cancel request"))?;
+        Ok(by.flatten())
     }
 
     /// Kills the command of `record` in its agent's berth; whether one was

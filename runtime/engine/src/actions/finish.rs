@@ -161,10 +161,11 @@ impl Engine {
 /// The outcome of a command a person cancelled: failed, its result (the
 /// output so far) kept, the diagnostic saying who stopped it.
 fn cancelled_outcome(outcome: &Outcome, by: &str) -> Outcome {
-    Outcome::failed(
-        format!(
+    let what = match &outcome.result {
+        Some(_) => format!(
             "cancelled by {by} while it ran; its whole process tree was killed and its output so far is kept"
         ),
-        outcome.result.clone(),
-    )
+        None => format!("cancelled by {by} before its command started; nothing ran"),
+    };
+    Outcome::failed(what, outcome.result.clone())
 }
