@@ -287,3 +287,57 @@ fn a_cancel_whose_executing_process_dies_is_recorded_cancelled_by_the_next_proce
     );
     assert_eq!(cli.ok(&["exec", "dev-1", "--", "echo after"]), "after\n");
 }
+
+/// A pipeline step a person cancels is their call, as a denied step is:
+/// the run blocks for them (the task `blocked`, saying who cancelled it)
+/// and the agent is not paused.
+#[test]
+fn a_cancelled_pipeline_step_blocks_its_run_for_a_person() {
+    let cli = Cli::new().with_project();
+    cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let command = "echo step; sleep 305";
+    let task: Value = serde_json::from_str(&cli.ok(&[
+        "task",
+        "create",
+        "--project",
+        "demo",
+        "--title",
+        "pipe",
+        "--step",
+        command,
+        "--json",
+    ]))
+    .unwrap();
+    let task = task["id"].as_str().unwrap().to_string();
+    let mut run = berth(&cli, &["task", "run", &task, "--agent", "dev-1", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        if let Some(a) = actions(&cli)
+            .into_iter()
+            .find(|a| a["action"]["command"] == command && a["status"] == "executing")
+        {
+            break a["id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < until, "the step never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let line = cli.ok(&["cancel", &id]);
+    assert!(line.contains("cancelled"), "{line}");
+    wait_exit(&mut run, Duration::from_secs(15));
+    let shown: Value = serde_json::from_str(&cli.ok(&["task", "show", &task, "--json"])).unwrap();
+    assert_eq!(shown["task"]["status"], "blocked", "{shown}");
+    let diagnosis = shown["task"]["diagnosis"].as_str().unwrap();
+    assert!(
+        diagnosis.contains("was cancelled") && diagnosis.contains("cancelled by ada"),
+        "{diagnosis}"
+    );
+    let agents: Value = serde_json::from_str(&cli.ok(&["ls", "--json"])).unwrap();
+    assert_ne!(agents[0]["status"], "paused", "{agents}");
+    let paused: Value =
+        serde_json::from_str(&cli.ok(&["events", "--type", "agent.paused", "--json"])).unwrap();
+    assert!(paused.as_array().unwrap().is_empty(), "{paused}");
+}
