@@ -90,7 +90,7 @@ impl Engine {
             let mut tx = self.store.write("marking an action interrupted").await?;
             let n = sqlx::query(
                 "UPDATE proposed_actions SET status = 'interrupted', diagnostic = $1, updated_at = $2 \
-                 WHERE id = $3 AND status = 'executing' AND executor = $4",
+                 WHERE id = $3 AND status = 'executing' AND executor = $4 AND cancel_requested_by IS NULL",
             )
             .bind(&diagnostic)
             .bind(now_ms())
@@ -116,11 +116,21 @@ impl Engine {
                         })),
                 )
                 .await?;
-                interrupted.push(id);
             }
             tx.commit()
                 .await
                 .map_err(EngineError::store("marking an action interrupted"))?;
+            // A person asked to cancel it since it was read: theirs.
+            let cancelled = match n {
+                0 => match self.cancel_requested_by(&id).await? {
+                    Some(by) => self.cancel_orphan(&record, &by).await?,
+                    None => false,
+                },
+                _ => false,
+            };
+            if n == 1 || cancelled {
+                interrupted.push(id);
+            }
         }
         if !interrupted.is_empty() {
             self.reconcile_repositories().await?;

@@ -156,7 +156,9 @@ impl Engine {
         );
         let op = "recording a cancelled action";
         let mut tx = self.store.write(op).await?;
-        let recorded = self.record_cancelled(&mut tx, record, &outcome, by).await?;
+        let recorded = self
+            .record_cancelled(&mut tx, record, record.executor.as_deref(), &outcome, by)
+            .await?;
         tx.commit().await.map_err(EngineError::store(op))?;
         Ok(recorded)
     }

@@ -51,17 +51,17 @@ impl Engine {
     /// say so (returned).
     pub(crate) async fn finish(&self, record: &ActionRecord, outcome: &Outcome) -> Result<Outcome> {
         let mut tx = self.store.write("recording an action's outcome").await?;
-        let cancelled_by: Option<String> = sqlx::query_scalar(
-            "SELECT cancel_requested_by FROM proposed_actions WHERE id = $1 AND status = 'executing'",
+        let cancel: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT cancel_requested_by, executor FROM proposed_actions WHERE id = $1 AND status = 'executing'",
         )
         .bind(&record.id)
         .fetch_optional(&mut *tx)
         .await
-        .map_err(EngineError::store("recording an action's outcome"))?
-        .flatten();
-        if let Some(by) = cancelled_by {
+        .map_err(EngineError::store("recording an action's outcome"))?;
+        if let Some((Some(by), executor)) = cancel {
             let ended = cancelled_outcome(outcome, &by);
-            self.record_cancelled(&mut tx, record, &ended, &by).await?;
+            self.record_cancelled(&mut tx, record, executor.as_deref(), &ended, &by)
+                .await?;
             tx.commit()
                 .await
                 .map_err(EngineError::store("recording an action's outcome"))?;
@@ -115,13 +115,15 @@ impl Engine {
     }
 
     /// Records an executing action `cancelled` by `by` with `outcome` (its
-    /// output so far), in `tx`. Only a terminal command can be cancelled, and
+    /// output so far), in `tx`, when it is still the run of `executor` and
+    /// the request stands; whether it did. Only a terminal command can be cancelled, and
     /// like a person's denial of one it changes nothing for its task: the
     /// agent is told and goes on; the circuit breaker does not count it.
     pub(crate) async fn record_cancelled(
         &self,
         tx: &mut crate::store::Tx,
         record: &ActionRecord,
+        executor: Option<&str>,
         outcome: &Outcome,
         by: &str,
     ) -> Result<bool> {
@@ -129,12 +131,16 @@ impl Engine {
         let stored = outcome.result.as_ref().map(|r| r.for_store());
         let n = sqlx::query(
             "UPDATE proposed_actions SET status = 'cancelled', result = COALESCE($1, result), diagnostic = $2, \
-             updated_at = $3 WHERE id = $4 AND status = 'executing'",
+             updated_at = $3 WHERE id = $4 AND status = 'executing' AND executor IS $5 \
+             AND cancel_requested_by IS NOT NULL",
         )
         .bind(stored.as_ref().map(to_json).transpose()?)
         .bind(outcome.diagnostic.as_deref())
         .bind(now_ms())
         .bind(&record.id)
+        // The run the request was for: a retry since (another executor, the
+        // request cleared) is not cancelled by it.
+        .bind(executor)
         .execute(&mut **tx)
         .await
         .map_err(EngineError::store(op))?
