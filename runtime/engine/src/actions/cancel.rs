@@ -87,7 +87,14 @@ impl Engine {
         .await?;
         tx.commit().await.map_err(EngineError::store(op))?;
 
-        let mut killed = self.kill_action_exec(&record).await?;
+        let mut killed = self.kill_action_exec(&record).await.map_err(|e| {
+            EngineError::State(format!(
+                "the cancel of action {} is recorded, but its command could not be killed ({e}): \
+                 run `berth cancel {}` again; it ends `cancelled` whenever it ends",
+                record.id,
+                crate::ids::short(&record.id)
+            ))
+        })?;
         let deadline = tokio::time::Instant::now() + END_WAIT;
         let mut round = 0u32;
         loop {

@@ -116,9 +116,10 @@ impl Engine {
 
     /// Records an executing action `cancelled` by `by` with `outcome` (its
     /// output so far), in `tx`, when it is still the run of `executor` and
-    /// the request stands; whether it did. Only a terminal command can be cancelled, and
-    /// like a person's denial of one it changes nothing for its task: the
-    /// agent is told and goes on; the circuit breaker does not count it.
+    /// the request stands; whether it did. Only a terminal command can be
+    /// cancelled, and like a person's denial of one it changes nothing for
+    /// its task: the agent is told and goes on; the circuit breaker does
+    /// not count it.
     pub(crate) async fn record_cancelled(
         &self,
         tx: &mut crate::store::Tx,
