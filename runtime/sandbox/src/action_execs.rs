@@ -143,6 +143,20 @@ pub(crate) struct ExecRecord {
 }
 
 impl ExecRecord {
+    /// The record of the exec running `action` (process group `pid`) in
+    /// `dir`, when both are given; a failure is logged and leaves only the
+    /// exec's cgroup to find it by.
+    pub(crate) fn keep(dir: Option<&Path>, action: Option<&str>, pid: i32) -> Option<ExecRecord> {
+        let (dir, action) = (dir?, action?);
+        match ExecRecord::write(dir, action, pid) {
+            Ok(record) => Some(record),
+            Err(e) => {
+                tracing::warn!(action, error = %e, "could not record the exec's process group");
+                None
+            }
+        }
+    }
+
     /// Writes `<dir>/<action>`: the shim's pid and its start time. The
     /// directory is made 0700 when missing.
     pub(crate) fn write(dir: &Path, action: &str, pid: i32) -> std::io::Result<ExecRecord> {

@@ -492,24 +492,6 @@ impl Runner {
         Ok(KillAll { cgroups, execs })
     }
 
-    /// Records the process group of the exec running `action`, for a
-    /// cancel from another process; a failure leaves only its cgroup to
-    /// find it by.
-    fn record_exec(
-        &self,
-        action: Option<&str>,
-        pgid: i32,
-    ) -> Option<crate::action_execs::ExecRecord> {
-        let (action, dir) = (action?, self.config.confinement.exec_records.as_ref()?);
-        match crate::action_execs::ExecRecord::write(dir, action, pgid) {
-            Ok(record) => Some(record),
-            Err(e) => {
-                tracing::warn!(action, error = %e, "could not record the exec's process group");
-                None
-            }
-        }
-    }
-
     /// The canonical worktree.
     pub fn worktree(&self) -> &Path {
         &self.config.worktree
@@ -700,7 +682,11 @@ impl Runner {
         };
         // Leader of its own group: the group id is the pid.
         let pgid = pid;
-        let _record = self.record_exec(request.action.as_deref(), pgid);
+        let _record = crate::action_execs::ExecRecord::keep(
+            self.config.confinement.exec_records.as_deref(),
+            request.action.as_deref(),
+            pgid,
+        );
         lock(&self.running).insert(pgid);
         let mut guard = GroupGuard {
             pgid,
