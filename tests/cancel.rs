@@ -184,6 +184,12 @@ fn cancel_stops_a_running_command_from_another_process_and_the_berth_stays_up() 
     let cancelled = types.iter().position(|t| *t == "action.cancelled");
     assert!(requested.is_some() && requested < cancelled, "{types:?}");
     assert!(!types.contains(&"action.failed"), "{types:?}");
+    let metrics: Value = serde_json::from_str(&cli.ok(&["metrics", "--json"])).unwrap();
+    assert_eq!(
+        (metrics["cancelled"].as_i64(), metrics["failed"].as_i64()),
+        (Some(1), Some(0)),
+        "{metrics}"
+    );
 
     // The berth is still up: the next command runs.
     assert_eq!(cli.ok(&["exec", "dev-1", "--", "echo after"]), "after\n");
