@@ -10,6 +10,7 @@ mod docker;
 #[path = "support/fixture.rs"]
 mod fixture;
 
+mod cancel;
 mod cli;
 mod hook;
 mod mcp;

@@ -9,7 +9,7 @@ use crate::fixture::{Fixture, git, git_out};
 
 /// This module's fixture: the shared one, and project `demo` set up as the
 /// CLI tests need it.
-struct Cli(Fixture);
+pub(crate) struct Cli(Fixture);
 
 impl std::ops::Deref for Cli {
     type Target = Fixture;
@@ -19,14 +19,14 @@ impl std::ops::Deref for Cli {
 }
 
 impl Cli {
-    fn new() -> Cli {
+    pub(crate) fn new() -> Cli {
         Cli(Fixture::new())
     }
 
     /// Project `demo` and real agent `dev-1`, up. These tests are about the
     /// CLI, not containers: every berth is a runner, whether or not a
     /// Docker engine answers (tests/mounted.rs covers mounted mode).
-    fn with_project(self) -> Cli {
+    pub(crate) fn with_project(self) -> Cli {
         let f = self.0.with_berth_mode("runner");
         f.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
         f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
@@ -818,13 +818,13 @@ fn as_a_user_up_and_doctor_say_the_disk_is_not_limited() {
 }
 
 /// The documented JSON of every command: `docs/cli-json.md`, parsed.
-struct JsonDoc {
+pub(crate) struct JsonDoc {
     /// Command (`task ls`) → (shape, every field, the fields always present).
     commands: std::collections::BTreeMap<String, (String, Vec<String>, Vec<String>)>,
 }
 
 impl JsonDoc {
-    fn load() -> JsonDoc {
+    pub(crate) fn load() -> JsonDoc {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli-json.md");
         let text = std::fs::read_to_string(path).unwrap();
         let rows: Vec<Vec<String>> = text
@@ -870,7 +870,7 @@ impl JsonDoc {
     }
 
     /// Checks one command's stdout against its row.
-    fn check(&self, command: &str, stdout: &str) {
+    pub(crate) fn check(&self, command: &str, stdout: &str) {
         let (shape, all, always) = self
             .commands
             .get(command)
@@ -1257,6 +1257,7 @@ fn json_output_matches_docs_cli_json_md() {
         ("retry", "needs an action a crash interrupted"),
         ("resolve", "needs a followup blocked by permissions"),
         ("image build", "needs the Docker engine (tests/mounted.rs)"),
+        ("cancel", "needs a running command (tests/cancel.rs)"),
     ];
     for c in doc.commands.keys() {
         assert!(

@@ -88,6 +88,15 @@ impl State {
         )
     }
 
+    /// The id of dev-1's container; empty when there is none.
+    fn container_id(&self) -> String {
+        let out = Command::new("docker")
+            .args(["inspect", "--format", "{{.Id}}", &self.container("dev-1")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// The container's processes, as `docker top` lists them.
     fn top(&self, agent: &str) -> String {
         let out = Command::new("docker")
@@ -109,6 +118,17 @@ fn image_build() -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// A state whose agent dev-1 is up in mounted mode, its commands
+/// auto-approved.
+fn mounted_dev_1(test: &str) -> State {
+    image_build();
+    let s = State::new(test);
+    s.activate("dev-1");
+    s.up_mounted("dev-1");
+    s.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    s
 }
 
 #[test]
@@ -275,19 +295,8 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
     if !docker_answers() {
         return;
     }
-    image_build();
-    let s = State::new("killed");
-    s.activate("dev-1");
-    s.up_mounted("dev-1");
-    s.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
-    let container_id = |s: &State| {
-        let out = Command::new("docker")
-            .args(["inspect", "--format", "{{.Id}}", &s.container("dev-1")])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    let before = container_id(&s);
+    let s = mounted_dev_1("killed");
+    let before = s.container_id();
     assert!(!before.is_empty());
 
     let mut exec = s
@@ -333,7 +342,7 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
     let adopted = adopted.as_array().unwrap();
     assert_eq!(adopted.len(), 1, "{adopted:?}");
     assert_eq!(adopted[0]["payload"]["stale_execs_killed"], 1);
-    assert_eq!(container_id(&s), before, "adopted, not recreated");
+    assert_eq!(s.container_id(), before, "adopted, not recreated");
     assert_eq!(s.ok(&["exec", "dev-1", "--", "echo alive"]), "alive\n");
 
     // An explicit reconcile finds nothing more to do; down leaves nothing.
@@ -341,7 +350,7 @@ fn a_berth_exec_killed_mid_command_is_reconciled_by_the_next_berth_process() {
     assert_eq!(report[0]["adopted"], true, "{report}");
     assert_eq!(report[0]["stale_execs_killed"], 0, "{report}");
     s.ok(&["down", "dev-1"]);
-    assert!(container_id(&s).is_empty(), "the container is gone");
+    assert!(s.container_id().is_empty(), "the container is gone");
     assert!(
         !s.state()
             .join("berths")
@@ -524,4 +533,91 @@ fn only_a_command_that_runs_contacts_the_engine_and_a_removed_container_comes_ba
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(s.top("dev-1").contains("sleep"), "{}", s.top("dev-1"));
+}
+
+/// `berth cancel` from another process stops a command in a mounted berth:
+/// the kill runs inside the container, found by the action id in the
+/// wrapper's token; the command and its background child are gone, the
+/// action ends `cancelled` with its output so far, and the container is
+/// the same one, still running commands.
+#[test]
+fn berth_cancel_stops_a_command_in_the_container_and_the_berth_stays_up() {
+    if !docker_answers() {
+        return;
+    }
+    let s = mounted_dev_1("cancel");
+    let before = s.container_id();
+    assert!(!before.is_empty());
+    let command = "echo before; sleep 398 & sleep 399; echo never";
+    let mut exec = s
+        .cmd(&["exec", "dev-1", "--", command])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let id = loop {
+        let running = s
+            .json(&["actions", "--agent", "dev-1", "--json"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["action"]["command"] == command && a["status"] == "executing")
+            .map(|a| a["id"].as_str().unwrap().to_string());
+        let top = s.top("dev-1");
+        if let Some(id) = running
+            && top.contains("sleep 398")
+            && top.contains("sleep 399")
+        {
+            break id;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the command never started in the container"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    let asked = Instant::now();
+    let line = s.ok(&["cancel", &id]);
+    assert!(
+        line.contains("cancelled") && line.contains(&id[..8]),
+        "{line}"
+    );
+    let status = loop {
+        if let Some(status) = exec.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(15),
+            "berth exec did not return"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("mounted: cancel to exec's return: {:?}", asked.elapsed());
+    assert!(!status.success());
+    let output = exec.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "before\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cancelled by"), "{stderr}");
+
+    let action = s
+        .json(&["actions", "--agent", "dev-1", "--json"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(action["status"], "cancelled", "{action}");
+    assert_eq!(action["result"]["stdout"], "before\n", "{action}");
+    let top = s.top("dev-1");
+    assert!(
+        !top.contains("sleep 398") && !top.contains("sleep 399"),
+        "a process of the command survived: {top}"
+    );
+    assert_eq!(s.container_id(), before, "the same container");
+    assert_eq!(s.ok(&["exec", "dev-1", "--", "echo alive"]), "alive\n");
+    let restarted = s.json(&["events", "--type", "container.restarted", "--json"]);
+    assert!(restarted.as_array().unwrap().is_empty(), "{restarted}");
 }

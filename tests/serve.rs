@@ -1954,3 +1954,166 @@ fn the_socket_refuses_a_peer_inside_a_berth_exec() {
     assert_eq!(code, Some(0));
     assert!(log.contains("refused a peer on the unix socket"), "{log}");
 }
+
+/// Whether a process whose argv is exactly `argv` runs on this host (a
+/// runner exec's pids mean nothing outside its namespace; its argv does).
+fn runs(argv: &[&str]) -> bool {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want)
+                && std::fs::read_to_string(e.path().join("stat"))
+                    .is_ok_and(|s| !s.rsplit(") ").next().is_some_and(|r| r.starts_with('Z')))
+        })
+}
+
+/// `POST /api/actions/{id}/cancel` stops a command another process runs
+/// (`berth exec`): the approvals page lists it under "Running now" with a
+/// Stop button (the command escaped); a page session needs the CSRF header
+/// for it as for any write; the action ends `cancelled` with its output so
+/// far, and the exec returns. A cancelled, a pending and an unknown action
+/// get the documented errors.
+#[test]
+fn an_executing_command_is_stopped_over_the_api_and_the_page_offers_stop() {
+    let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let served = start(&state, Transport::Tcp, &["--no-agent-loops"]);
+    let api = Api::new(served.client(&state));
+    let anon = Client::new(served.target.clone(), None);
+    let (session, secret) = log_in(&anon, &state.token());
+    let page_headers = [
+        ("Cookie", session.as_str()),
+        ("X-Berth-Session-Secret", secret.as_str()),
+    ];
+    let command = "echo before; sleep 304.25; echo '<i>never</i>'";
+    std::thread::scope(|scope| {
+        let exec = scope.spawn(|| state.run(&["exec", "dev-1", "--", command]));
+        let id = wait_for("the command running", Duration::from_secs(30), || {
+            let (_, v) = api.call("get", "/api/actions", &[], "?agent=dev-1", None);
+            let running = v
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["status"] == "executing")?;
+            runs(&["sleep", "304.25"]).then(|| running["id"].as_str().unwrap().to_string())
+        });
+
+        let page = anon
+            .raw("GET", "/api/pages/approvals", &page_headers, None)
+            .text();
+        assert!(
+            page.contains(&format!("id=\"running-{id}\""))
+                && page.contains(&format!(
+                    "data-verb=\"cancel\" data-action-id=\"{id}\">Stop</button>"
+                )),
+            "{page}"
+        );
+        assert!(
+            page.contains("&lt;i&gt;never&lt;/i&gt;") && !page.contains("<i>never"),
+            "the command is escaped: {page}"
+        );
+
+        let path = format!("/api/actions/{id}/cancel");
+        let json_ct = ("Content-Type", "application/json");
+        let no_csrf = anon.raw(
+            "POST",
+            &path,
+            &[page_headers[0], page_headers[1], json_ct],
+            Some(b"{}"),
+        );
+        assert_eq!(
+            (no_csrf.status, no_csrf.json()["error"]["code"].as_str()),
+            (403, Some("csrf_header_missing"))
+        );
+        assert!(runs(&["sleep", "304.25"]), "nothing was stopped");
+
+        let cancelled = anon.raw(
+            "POST",
+            &path,
+            &[
+                page_headers[0],
+                page_headers[1],
+                json_ct,
+                ("X-Berth-Request", "1"),
+            ],
+            Some(b"{}"),
+        );
+        assert_eq!(cancelled.status, 200, "{}", cancelled.text());
+        let v = cancelled.json();
+        berth_server::openapi::check_response(
+            &api.doc,
+            "post",
+            "/api/actions/{id}/cancel",
+            200,
+            &v,
+        )
+        .unwrap();
+        assert_eq!(
+            (v["status"].as_str(), v["killed"].as_bool()),
+            (Some("cancelled"), Some(true)),
+            "{v}"
+        );
+        assert_eq!(v["result"]["stdout"], "before\n", "{v}");
+        let out = exec.join().unwrap();
+        assert!(!out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "before\n");
+        assert!(!runs(&["sleep", "304.25"]), "the command survived");
+
+        let m = api.err(
+            "post",
+            "/api/actions/{id}/cancel",
+            &[&id],
+            None,
+            409,
+            "not_executing",
+        );
+        assert!(m.contains("is cancelled, not executing"), "{m}");
+        let (_, ev) = api.call(
+            "get",
+            "/api/events",
+            &[],
+            "?type=action.cancel_requested",
+            None,
+        );
+        assert_eq!(
+            (ev[0]["action"].as_str(), ev[0]["actor"]["id"].as_str()),
+            (Some(id.as_str()), Some("ada"))
+        );
+    });
+    api.err(
+        "post",
+        "/api/actions/{id}/cancel",
+        &["ffffffff"],
+        None,
+        404,
+        "unknown_action",
+    );
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "require_approval"]);
+    let pending = api.ok(
+        "post",
+        "/api/actions",
+        &[],
+        Some(json!({"agent": "dev-1", "action": {"type": "terminal", "command": "true"}})),
+    );
+    let m = api.err(
+        "post",
+        "/api/actions/{id}/cancel",
+        &[pending["id"].as_str().unwrap()],
+        None,
+        409,
+        "not_executing",
+    );
+    assert!(m.contains("deny it instead"), "{m}");
+    let page = anon
+        .raw("GET", "/api/pages/approvals", &page_headers, None)
+        .text();
+    assert!(page.contains("No command is running."), "{page}");
+    served.stop();
+}

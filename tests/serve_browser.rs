@@ -3,9 +3,10 @@
 //! over WebDriver (chromedriver), against `berth serve --listen 127.0.0.1:0`
 //! on a real store. It logs in with the token, sees the pending actions
 //! with their segments, rules and paths and the auto-mode note, approves
-//! and denies with the buttons, and watches the noop agent's task move on
-//! to review after its approved commit. Under `CI=true` a missing Chromium
-//! or chromedriver is a failure (`.ci/run` installs them).
+//! and denies with the buttons, stops a running command with its Stop
+//! button, and watches the noop agent's task move on to review after its
+//! approved commit. Under `CI=true` a missing Chromium or chromedriver is a
+//! failure (`.ci/run` installs them).
 
 #[path = "support/fixture.rs"]
 mod fixture;
@@ -421,6 +422,40 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
         (rec["status"].as_str(), rec["diagnostic"].as_str()),
         (Some("denied"), Some("not now"))
     );
+
+    // Stop a command another process runs: the page lists it under
+    // "Running now" with a Stop button; the click cancels it.
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let command = "echo before; sleep 306.5";
+    std::thread::scope(|scope| {
+        let exec = scope.spawn(|| state.run(&["exec", "dev-1", "--", command]));
+        let running = wait_for("the command running", Duration::from_secs(30), || {
+            let v = api.call("GET", "/api/actions?agent=dev-1", None).json();
+            v.as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["action"]["command"] == command && a["status"] == "executing")
+                .map(|a| a["id"].as_str().unwrap().to_string())
+        });
+        browser.go(&format!("{base}/"));
+        let running_card = format!("#running-{running}");
+        assert!(
+            browser
+                .text(&format!("{running_card} h3"))
+                .contains("sleep 306.5")
+        );
+        browser.click(&format!("{running_card} button.stop"));
+        browser.wait_text(
+            &format!("{running_card} .outcome"),
+            "stopped: cancelled, its output so far kept",
+        );
+        let out = exec.join().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "before\n");
+        let rec = api
+            .call("GET", &format!("/api/actions/{running}"), None)
+            .json();
+        assert_eq!(rec["status"], "cancelled", "{rec}");
+    });
 
     // Approve the noop agent's commit: the server's loop goes on to push
     // and PR, and the task page follows it into review.

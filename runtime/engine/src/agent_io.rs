@@ -230,14 +230,15 @@ impl AgentIo<'_> {
                 action: rec.id.clone(),
                 step: rec.action.kind().to_string(),
             }),
-            ActionStatus::Failed | ActionStatus::Refused | ActionStatus::Denied => {
-                Some(Delivery::Returned {
-                    diagnosis: match rec.propose_status() {
-                        ProposeStatus::Refused { reason } => reason,
-                        _ => rec.diagnostic.clone().unwrap_or_default(),
-                    },
-                })
-            }
+            ActionStatus::Failed
+            | ActionStatus::Refused
+            | ActionStatus::Denied
+            | ActionStatus::Cancelled => Some(Delivery::Returned {
+                diagnosis: match rec.propose_status() {
+                    ProposeStatus::Refused { reason } => reason,
+                    _ => rec.diagnostic.clone().unwrap_or_default(),
+                },
+            }),
             ActionStatus::Interrupted => Some(Delivery::Blocked {
                 diagnosis: format!(
                     "{} {} was interrupted again while it was resumed: \

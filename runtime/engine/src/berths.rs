@@ -65,6 +65,10 @@ pub struct BerthSpec {
     /// (`<state>/berths/<project>/<agent>/.tmp`, on the berth's own disk when
     /// it has one), emptied at `down`.
     pub private_tmp: PathBuf,
+    /// runner: where each exec running an action records its process group
+    /// (`<state>/execs`, private to berth), so `berth cancel` finds it
+    /// without cgroups.
+    pub exec_records: PathBuf,
     pub config: ProjectConfig,
 }
 
@@ -220,6 +224,7 @@ pub(crate) fn open_runner(spec: &BerthSpec) -> Result<Arc<dyn Sandbox>> {
     make_private_dir(&spec.private_tmp)?;
     let new_home = make_private_dir(&spec.home)?;
     config.confinement.private_tmp = Some(spec.private_tmp.clone());
+    config.confinement.exec_records = Some(spec.exec_records.clone());
     if let Some(uid) = spec.runner_uid {
         // The berth's own /tmp, whatever an earlier exec left in it; a home
         // made here (its disk was made again) is the berth's too.
@@ -520,6 +525,7 @@ impl Engine {
                 &agent.name,
             )
             .join(".tmp"),
+            exec_records: self.state.root().join("execs"),
             worktree,
             config: config.clone(),
         }

@@ -124,6 +124,14 @@ pub enum EngineError {
         decided: String,
     },
 
+    #[error("action {id} is {status}, not executing: {hint}")]
+    NotExecuting {
+        id: String,
+        status: String,
+        /// What to do instead (deny a pending one; nothing for one that ended).
+        hint: String,
+    },
+
     /// A status move the state machine forbids (`transitions.rs`); nothing
     /// was written.
     #[error("{what} {id} is {from}: it cannot move to {to}")]

@@ -104,6 +104,11 @@ pub mod kind {
     pub const ACTION_EXECUTED: &str = "action.executed";
     pub const ACTION_FAILED: &str = "action.failed";
     pub const ACTION_INTERRUPTED: &str = "action.interrupted";
+    /// A person asked to cancel an executing action (`berth cancel`),
+    /// recorded before its command is killed.
+    pub const ACTION_CANCEL_REQUESTED: &str = "action.cancel_requested";
+    /// An action ended cancelled, with the output its command wrote so far.
+    pub const ACTION_CANCELLED: &str = "action.cancelled";
     pub const PROJECT_ADDED: &str = "project.added";
     /// The forge's base branch was fast-forwarded from the source repository.
     pub const PROJECT_SYNCED: &str = "project.synced";

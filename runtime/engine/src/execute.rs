@@ -133,6 +133,8 @@ impl Engine {
                 .unwrap_or(config.sandbox.timeout_secs),
         );
         req.output_cap = config.sandbox.output_cap_bytes;
+        // Names the exec, so `berth cancel` finds it from any process.
+        req.action = Some(record.id.clone());
         // The sandbox translates frame paths itself (after the decision); this
         // is its host form, so both forms go on record.
         let prepared = sb.prepare(&req)?;
@@ -152,6 +154,14 @@ impl Engine {
             AccessEnforcement::Enforced => None,
             AccessEnforcement::NotEnforced(why) => Some(why),
         };
+        // Cancelled while its berth was set up: it does not start (a cancel
+        // after this point finds the exec by its action and kills it).
+        if let Some(by) = self.cancel_requested_by(&record.id).await? {
+            return Ok(Outcome::failed(
+                format!("cancelled by {by} before its command started"),
+                None,
+            ));
+        }
         // What was put on record is what runs: translated once.
         let out = sb.exec_prepared(req, prepared, sink).await?;
         let exit_code = out.status.code();

@@ -23,6 +23,7 @@
 //! | `transitions.rs` | no method: the task and agent state machines every status write goes through |
 //! | `actions/propose.rs` | `propose` |
 //! | `actions/decide.rs` | `approve`, `deny`, `retry` (and berth's resume of its own effects) |
+//! | `actions/cancel.rs` | `cancel_action` |
 //! | `actions/record.rs` | `action`, `action_by_key`, `actions`, `pending_count` |
 //! | `actions/finish.rs`, `execute.rs` | running a claimed action and recording its end |
 //! | `gate.rs` | what an action's outcome means for its task: the gate, returns, releases |
@@ -80,8 +81,8 @@ mod transitions;
 use std::sync::Arc;
 
 pub use actions::{
-    ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approved, CreatedStatus,
-    Outcome, OutputSink, Proposal, ProposeStatus, Proposed,
+    ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approved, Cancelled,
+    CreatedStatus, Outcome, OutputSink, Proposal, ProposeStatus, Proposed,
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport};

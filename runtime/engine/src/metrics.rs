@@ -18,6 +18,8 @@ pub struct Metrics {
     pub executed: i64,
     pub failed: i64,
     pub interrupted: i64,
+    /// Executing commands a person stopped (`berth cancel`).
+    pub cancelled: i64,
     /// Proposals still waiting for a person now.
     pub pending_now: i64,
 }
@@ -41,6 +43,7 @@ impl Engine {
             executed: count("SELECT COUNT(*) FROM session_events WHERE type = 'action.executed' AND (CAST($1 AS TEXT) IS NULL OR agent = $1)").await?,
             failed: count("SELECT COUNT(*) FROM session_events WHERE type = 'action.failed' AND (CAST($1 AS TEXT) IS NULL OR agent = $1)").await?,
             interrupted: count("SELECT COUNT(*) FROM session_events WHERE type = 'action.interrupted' AND (CAST($1 AS TEXT) IS NULL OR agent = $1)").await?,
+            cancelled: count("SELECT COUNT(*) FROM session_events WHERE type = 'action.cancelled' AND (CAST($1 AS TEXT) IS NULL OR agent = $1)").await?,
             pending_now: count("SELECT COUNT(*) FROM proposed_actions WHERE status = 'pending' AND (CAST($1 AS TEXT) IS NULL OR agent = $1)").await?,
         })
     }

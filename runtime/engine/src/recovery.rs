@@ -3,6 +3,8 @@
 //! Each `executing` row names its executor (`host:pid:start-time`). At start,
 //! berth marks `interrupted` every one whose executor is gone from this host
 //! (the pid is dead or now belongs to a process started at another time).
+//! An action a person had asked to cancel (`berth cancel`) is marked
+//! `cancelled` instead: what they wanted happened, its process died with it.
 //! A terminal command is never re-run on its own (its effect cannot be seen):
 //! a person decides (`berth retry`). berth's own delivery effects — commit,
 //! push, PR — are resumed by the next loop that picks the task up
@@ -58,21 +60,29 @@ pub fn executor_is_dead(id: &str) -> bool {
 }
 
 impl Engine {
-    /// Marks the actions of dead executors `interrupted` (`action.interrupted`).
-    /// Returns their ids.
+    /// Marks the actions of dead executors `interrupted` (`action.interrupted`),
+    /// or `cancelled` (`action.cancelled`) when a person had asked to cancel
+    /// them. Returns their ids.
     pub async fn recover(&self) -> Result<Vec<String>> {
-        let rows: Vec<(String, Option<String>)> =
-            sqlx::query_as("SELECT id, executor FROM proposed_actions WHERE status = 'executing'")
-                .fetch_all(self.store.pool())
-                .await
-                .map_err(EngineError::store("finding interrupted actions"))?;
+        let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT id, executor, cancel_requested_by FROM proposed_actions WHERE status = 'executing'",
+        )
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("finding interrupted actions"))?;
         let mut interrupted = Vec::new();
-        for (id, executor) in rows {
+        for (id, executor, cancel_requested_by) in rows {
             let Some(executor) = executor else { continue };
             if !executor_is_dead(&executor) {
                 continue;
             }
             let record = self.action(&id).await?;
+            if let Some(by) = cancel_requested_by {
+                if self.cancel_orphan(&record, &by).await? {
+                    interrupted.push(id);
+                }
+                continue;
+            }
             let diagnostic = format!(
                 "the berth process that was executing it ({executor}) stopped before recording an outcome; \
                  it was not re-run: check its effect, then propose it again"
@@ -80,7 +90,7 @@ impl Engine {
             let mut tx = self.store.write("marking an action interrupted").await?;
             let n = sqlx::query(
                 "UPDATE proposed_actions SET status = 'interrupted', diagnostic = $1, updated_at = $2 \
-                 WHERE id = $3 AND status = 'executing' AND executor = $4",
+                 WHERE id = $3 AND status = 'executing' AND executor = $4 AND cancel_requested_by IS NULL",
             )
             .bind(&diagnostic)
             .bind(now_ms())
@@ -106,11 +116,21 @@ impl Engine {
                         })),
                 )
                 .await?;
-                interrupted.push(id);
             }
             tx.commit()
                 .await
                 .map_err(EngineError::store("marking an action interrupted"))?;
+            // A person asked to cancel it since it was read: theirs.
+            let cancelled = match n {
+                0 => match self.cancel_requested_by(&id).await? {
+                    Some(by) => self.cancel_orphan(&record, &by).await?,
+                    None => false,
+                },
+                _ => false,
+            };
+            if n == 1 || cancelled {
+                interrupted.push(id);
+            }
         }
         if !interrupted.is_empty() {
             self.reconcile_repositories().await?;

@@ -56,6 +56,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0004_resolved_path.sql"),
     ),
     (5, "removal", include_str!("../migrations/0005_removal.sql")),
+    (
+        6,
+        "cancel request",
+        include_str!("../migrations/0006_cancel_request.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

@@ -30,6 +30,11 @@ pub struct ExecRequest {
     /// Bytes of each stream kept; beyond it the tail is kept and the
     /// truncation reported.
     pub output_cap: usize,
+    /// The engine action this exec runs, when it runs one: it names the
+    /// exec, so any berth process can end it by the action id alone
+    /// ([`Sandbox::cancel`](crate::Sandbox::cancel)). ASCII letters and
+    /// digits only.
+    pub action: Option<String>,
 }
 
 impl ExecRequest {
@@ -77,6 +82,13 @@ impl ExecRequest {
             }
             no_nul(&format!("the value of {name}"), value)?;
         }
+        if let Some(action) = &self.action
+            && !valid_action_id(action)
+        {
+            return Err(SandboxError::InvalidRequest(format!(
+                "action id {action:?} cannot name an exec: use ASCII letters and digits (at most 64)"
+            )));
+        }
         Ok(())
     }
 
@@ -88,8 +100,15 @@ impl ExecRequest {
             stdin: None,
             timeout: crate::DEFAULT_TIMEOUT,
             output_cap: crate::DEFAULT_OUTPUT_CAP,
+            action: None,
         }
     }
+}
+
+/// Whether `action` can name an exec: it becomes part of a cgroup, a file
+/// and a shell pattern, so ASCII letters and digits only, 1 to 64 of them.
+pub fn valid_action_id(action: &str) -> bool {
+    !action.is_empty() && action.len() <= 64 && action.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// Checks that `cwd` is `project_root` or a directory inside it, written as a
@@ -264,6 +283,11 @@ mod tests {
         with_bad_env.env.insert("A=B".into(), "x".into());
         let mut with_nul_value = ExecRequest::shell("true");
         with_nul_value.env.insert("A".into(), "x\0y".into());
+        let with_action = |id: &str| {
+            let mut request = ExecRequest::shell("true");
+            request.action = Some(id.to_string());
+            request
+        };
         let cases: Vec<(&str, ExecRequest, bool)> = vec![
             ("plain shell", ExecRequest::shell("true"), true),
             ("plain argv", ExecRequest::argv(["true"]), true),
@@ -273,6 +297,10 @@ mod tests {
             ("nul in shell", ExecRequest::shell("echo a\0b"), false),
             ("bad env name", with_bad_env, false),
             ("nul in env value", with_nul_value, false),
+            ("action id", with_action("0123abcDEF"), true),
+            ("action id with a slash", with_action("../x"), false),
+            ("action id with a glob", with_action("a*"), false),
+            ("empty action id", with_action(""), false),
         ];
         for (name, request, ok) in cases {
             let result = request.validate("/work");

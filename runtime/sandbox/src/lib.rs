@@ -6,6 +6,7 @@
 //! decides an action in the sandbox's [`frame`](Sandbox::frame) and translates
 //! paths with its [`path_map`](Sandbox::path_map) only after the decision.
 
+pub mod action_execs;
 pub mod capture;
 pub mod confined_files;
 #[cfg(feature = "contract")]
@@ -31,7 +32,7 @@ pub use confined_files::{
 };
 pub use exec::{
     ExecOutcome, ExecRequest, ExitStatus, OUTPUT_CHANNEL_CHUNKS, Output, OutputChunk, OutputSink,
-    PreparedExec, Program, output_channel,
+    PreparedExec, Program, output_channel, valid_action_id,
 };
 pub use host_scope::{HostScope, ScopeFinding};
 pub use runner::{CONFINEMENT, Confinement, KillAll, Rlimits, Runner, RunnerConfig, locate_shim};
@@ -149,6 +150,12 @@ pub trait Sandbox: Send + Sync {
         let _ = prepared;
         self.exec(request, sink).await
     }
+
+    /// Ends the whole process tree of the exec that runs `action` (its
+    /// [`ExecRequest::action`]), whichever berth process started it: found by
+    /// the action id alone. `Ok(true)` when one was found and killed,
+    /// `Ok(false)` when none of this berth runs it.
+    async fn cancel(&self, action: &str) -> Result<bool, SandboxError>;
 
     /// Sets write access to `/work` for later execs.
     async fn set_work_access(&self, access: WorkAccess) -> Result<AccessEnforcement, SandboxError>;

@@ -191,6 +191,10 @@ pub struct Confinement {
     /// `None` names them after the worktree.
     pub cgroup_name: Option<(String, String)>,
     pub cgroup_roots: CgroupRoots,
+    /// berth's private directory where an exec that runs an action records
+    /// its process group, so another berth process can cancel it without
+    /// cgroups ([`crate::action_execs`]); `None` records nothing.
+    pub exec_records: Option<PathBuf>,
     /// The shim; `None` looks for it (see [`locate_shim`]).
     pub shim: Option<PathBuf>,
 }
@@ -211,6 +215,7 @@ impl Default for Confinement {
             },
             cgroup_name: None,
             cgroup_roots: CgroupRoots::default(),
+            exec_records: None,
             shim: None,
         }
     }
@@ -480,18 +485,10 @@ impl Runner {
         }
         let roots = self.config.confinement.cgroup_roots.clone();
         let (project, agent) = self.cgroup_name.clone();
-        let cgroups = tokio::task::spawn_blocking(move || {
+        let cgroups = on_blocking_pool("kill the berth's execs", move || {
             berth_confine::cgroup::kill_berth(&roots, &project, &agent, CGROUP_EMPTY_WAIT)
         })
-        .await
-        .map_err(|e| SandboxError::Backend {
-            op: "kill the berth's execs",
-            message: e.to_string(),
-        })?
-        .map_err(|e| SandboxError::Backend {
-            op: "kill the berth's execs",
-            message: e.to_string(),
-        })?;
+        .await?;
         Ok(KillAll { cgroups, execs })
     }
 
@@ -626,11 +623,16 @@ impl Runner {
             ),
             Program::Argv(argv) => (argv[0].clone(), argv[1..].to_vec()),
         };
-        let action = format!(
-            "exec-{}-{}",
-            std::process::id(),
-            EXEC_COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
+        // Named by its action, when it runs one: any berth process can
+        // then find it (`berth cancel`).
+        let action = match &request.action {
+            Some(id) => crate::action_execs::cgroup_component(id),
+            None => format!(
+                "exec-{}-{}",
+                std::process::id(),
+                EXEC_COUNTER.fetch_add(1, Ordering::Relaxed)
+            ),
+        };
         let (project, agent) = self.cgroup_name.clone();
         let roots = self.config.confinement.cgroup_roots.clone();
         let limits = self.config.confinement.limits;
@@ -681,6 +683,11 @@ impl Runner {
         };
         // Leader of its own group: the group id is the pid.
         let pgid = pid;
+        let _record = crate::action_execs::ExecRecord::keep(
+            self.config.confinement.exec_records.as_deref(),
+            request.action.as_deref(),
+            pgid,
+        );
         lock(&self.running).insert(pgid);
         let mut guard = GroupGuard {
             pgid,
@@ -815,6 +822,18 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Runs `f` on the blocking pool; its error, or a failed join, is `op`'s.
+async fn on_blocking_pool<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
+    op: &'static str,
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, SandboxError> {
+    let fail = |message: String| SandboxError::Backend { op, message };
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| fail(e.to_string()))?
+        .map_err(|e| fail(e.to_string()))
+}
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
 }
@@ -912,6 +931,23 @@ impl Sandbox for Runner {
         sink: Option<OutputSink>,
     ) -> Result<ExecOutcome, SandboxError> {
         self.run(request, prepared, sink).await
+    }
+
+    async fn cancel(&self, action: &str) -> Result<bool, SandboxError> {
+        if !crate::valid_action_id(action) {
+            return Err(SandboxError::InvalidRequest(format!(
+                "action id {action:?} names no exec"
+            )));
+        }
+        let roots = self.config.confinement.cgroup_roots.clone();
+        let (project, agent) = self.cgroup_name.clone();
+        let records = self.config.confinement.exec_records.clone();
+        let action = action.to_string();
+        let killed = on_blocking_pool("cancel an exec", move || {
+            crate::action_execs::kill_action(&roots, &project, &agent, records.as_deref(), &action)
+        })
+        .await?;
+        Ok(killed.found())
     }
 
     async fn set_work_access(&self, access: WorkAccess) -> Result<AccessEnforcement, SandboxError> {

@@ -17,4 +17,5 @@ mod docker_files;
 mod docker_image;
 mod docker_reconcile;
 mod runner;
+mod runner_cancel;
 mod runner_contract;

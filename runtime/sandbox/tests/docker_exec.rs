@@ -336,3 +336,46 @@ async fn extreme_timeouts_are_accepted() {
     }
     assert_eq!(strays(&berth).await, Vec::<String>::new());
 }
+
+/// `Sandbox::cancel` ends the exec of one action, found by the action id in
+/// its wrapper's token, from a second handle on the container (as another
+/// berth process has): its background child too, its output so far kept;
+/// another action's exec in the same container runs on.
+#[tokio::test]
+async fn cancel_ends_one_actions_exec_and_no_other() {
+    let (_layout, berth) = berth_or_skip!("cancel-action");
+    let backend = common::engine().await.unwrap();
+    let other_handle = backend.up(berth.spec().clone()).await.unwrap();
+    let start = |action: &str, line: &str| {
+        let mut request = ExecRequest::shell(line);
+        request.action = Some(action.to_string());
+        request
+    };
+    let (tx, mut rx) = berth_sandbox::output_channel();
+    let cancelled = berth.exec(
+        start("aaaa0001", "echo before; sleep 391 & sleep 392; echo never"),
+        Some(tx),
+    );
+    let other = berth.exec(start("aaaa0002", "sleep 2; echo other"), None);
+    let canceller = async {
+        while !matches!(rx.recv().await, Some(OutputChunk::Stdout(b)) if b.starts_with(b"before")) {
+        }
+        assert!(
+            !other_handle.cancel("ffff0000").await.unwrap(),
+            "no such exec"
+        );
+        assert!(other_handle.cancel("aaaa0001").await.unwrap(), "found");
+    };
+    let (cancelled, other, ()) = tokio::join!(cancelled, other, canceller);
+    let cancelled = cancelled.unwrap();
+    assert_eq!(cancelled.status, ExitStatus::Signaled(9), "{cancelled:?}");
+    assert_eq!(text(&cancelled.stdout.bytes), "before\n");
+    assert!(!cancelled.timed_out && !cancelled.container_restarted);
+    let other = other.unwrap();
+    assert_eq!(
+        (other.status, text(&other.stdout.bytes)),
+        (ExitStatus::Exited(0), "other\n".to_string())
+    );
+    let left = strays(&berth).await;
+    assert!(left.is_empty(), "{left:?}");
+}

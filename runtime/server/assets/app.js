@@ -1,4 +1,4 @@
-// berth's page script: the page's content, approve and deny buttons, the
+// berth's page script: the page's content, approve, deny and stop buttons, the
 // auto-mode switch, and live updates from the event stream. Plain
 // JavaScript, no build step. The page routes answer a shell without data;
 // the content is the server's own rendering (every value escaped there),
@@ -72,9 +72,14 @@
     const verb = button.dataset.verb;
     card.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
     const out = card.querySelector('.outcome');
-    out.textContent = verb === 'approve' ? 'approving…' : 'denying…';
+    out.textContent = { approve: 'approving…', deny: 'denying…', cancel: 'stopping…' }[verb] || '…';
     try {
-      if (verb === 'approve') {
+      if (verb === 'cancel') {
+        const a = await call('POST', '/api/actions/' + encodeURIComponent(id) + '/cancel', {});
+        setOutcome(card, a.status, a.status === 'cancelled'
+          ? 'stopped: cancelled, its output so far kept'
+          : 'stop requested; the command was ' + (a.killed ? 'killed' : 'not found') + ', its end not recorded yet');
+      } else if (verb === 'approve') {
         const a = await call('POST', '/api/actions/' + encodeURIComponent(id) + '/approve', {});
         const d = describeApproved(a);
         setOutcome(card, d[0], d[1]);
@@ -215,6 +220,14 @@
   function onApprovalsEvent(e) {
     if (e.type === 'proposed_action.created' && e.payload && e.payload.status === 'pending') {
       addNewCards();
+      return;
+    }
+    if ((e.type === 'action.cancelled' || e.type === 'action.executed' || e.type === 'action.failed') && e.action) {
+      const running = document.getElementById('running-' + e.action);
+      if (running && running.dataset.state === 'executing') {
+        const ended = e.type.slice('action.'.length);
+        setOutcome(running, ended, ended + (e.type === 'action.cancelled' ? ' by ' + (e.payload && e.payload.cancelled_by) : ''));
+      }
       return;
     }
     if ((e.type === 'proposed_action.approved' || e.type === 'proposed_action.denied') && e.action) {

@@ -114,6 +114,7 @@ fn classify(e: &EngineError) -> (StatusCode, &'static str) {
         EngineError::AlreadyExists { .. } => (S::CONFLICT, "already_exists"),
         EngineError::Invalid { .. } => (S::UNPROCESSABLE_ENTITY, "invalid_value"),
         EngineError::NotPending { .. } => (S::CONFLICT, "not_pending"),
+        EngineError::NotExecuting { .. } => (S::CONFLICT, "not_executing"),
         EngineError::RefusedAtApproval { .. } => (S::CONFLICT, "refused_at_approval"),
         EngineError::KeyConflict { .. } => (S::CONFLICT, "idempotency_key_conflict"),
         EngineError::NoBerth { .. } => (S::CONFLICT, "no_berth"),

@@ -232,9 +232,11 @@ pub struct PendingPage<'a> {
     pub next: Option<&'a str>,
 }
 
-/// The approvals page's body.
+/// The approvals page's body. `running`: the executing actions, each with
+/// a Stop button (`berth cancel`).
 pub fn render_approvals(
     pending: &PendingPage<'_>,
+    running: &[ActionRecord],
     agents: &[Agent],
     reports: &[AutonomyReport],
     tasks: &[Task],
@@ -263,6 +265,7 @@ pub fn render_approvals(
         );
     }
     o.push_str("</section>");
+    o.push_str(&running_section(running));
 
     o.push_str("<section id=\"agents\"><h2>Agents</h2>");
     if agents.is_empty() {
@@ -300,6 +303,36 @@ pub fn render_approvals(
             );
         }
         o.push_str("</tbody></table>");
+    }
+    o.push_str("</section>");
+    o
+}
+
+/// The commands running now, each with a Stop button: it kills the
+/// command's whole process tree and the action ends `cancelled` with its
+/// output so far; the berth stays up.
+fn running_section(running: &[ActionRecord]) -> String {
+    let mut o = String::from("<section id=\"running\"><h2>Running now</h2>");
+    if running.is_empty() {
+        o.push_str("<p class=\"empty\" id=\"nothing-running\">No command is running.</p>");
+    }
+    for a in running {
+        let (kind, what) = describe(a);
+        let _ = write!(
+            o,
+            "<article class=\"action running\" id=\"running-{id}\" data-action-id=\"{id}\" data-state=\"executing\">\
+             <h3><span class=\"kind\">{kind}</span> <code class=\"what\">{what}</code></h3>\
+             <p class=\"meta\">agent <b class=\"agent\">{agent}</b> · project {project} · since {at} · <span class=\"id\">{short}</span></p>\
+             <div class=\"decide\"><button type=\"button\" class=\"stop\" data-verb=\"cancel\" data-action-id=\"{id}\">Stop</button></div>\
+             <p class=\"outcome\" aria-live=\"polite\"></p></article>",
+            id = esc(&a.id),
+            kind = esc(&kind),
+            what = esc(&what),
+            agent = esc(&a.agent),
+            project = esc(&a.project),
+            at = esc(&ids::rfc3339(a.decided_at.unwrap_or(a.created_at))),
+            short = esc(ids::short(&a.id)),
+        );
     }
     o.push_str("</section>");
     o

@@ -107,6 +107,7 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .post("/api/actions/{id}/approve", actions::approve)
     .post("/api/actions/{id}/deny", actions::deny)
     .post("/api/actions/{id}/retry", actions::retry)
+    .post("/api/actions/{id}/cancel", actions::cancel)
     // The log.
     .get("/api/events", events::list)
     .get("/api/events/stream", events::stream)

@@ -1,4 +1,4 @@
-//! `berth actions|approve|deny`.
+//! `berth actions|approve|deny|cancel`.
 
 use berth_engine::{ActionFilter, ActionRecord, ActionResult, Actor, Engine};
 
@@ -50,6 +50,14 @@ pub struct DenyArgs {
     id: String,
     #[arg(long)]
     reason: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CancelArgs {
+    /// The executing action's id (or a unique prefix of it).
+    id: String,
     #[arg(long)]
     json: bool,
 }
@@ -198,6 +206,37 @@ pub async fn deny(engine: &Engine, a: DenyArgs) -> anyhow::Result<u8> {
         print_json(&r)?;
     } else {
         println!("{} denied", &r.id[..8]);
+    }
+    Ok(0)
+}
+
+pub async fn cancel(engine: &Engine, a: CancelArgs) -> anyhow::Result<u8> {
+    let c = engine.cancel_action(&a.id, &Actor::current_user()).await?;
+    if a.json {
+        print_json(&c)?;
+        return Ok(0);
+    }
+    let id = &c.action.id[..8];
+    let what = describe(&c.action);
+    match c.action.status {
+        berth_engine::ActionStatus::Cancelled => println!(
+            "{id} cancelled ({what}, agent {}): its output so far is in `berth events --json` (action.cancelled) and `berth actions --json`",
+            c.action.agent
+        ),
+        berth_engine::ActionStatus::Executing => println!(
+            "{id} cancel requested ({what}, agent {}){}; the process executing it ({}) has not recorded the end yet: `berth actions` shows it when it does",
+            c.action.agent,
+            if c.killed {
+                " and its command killed"
+            } else {
+                ""
+            },
+            c.action.executor.as_deref().unwrap_or("unknown")
+        ),
+        other => println!(
+            "{id} ended {} before the cancel took effect ({what})",
+            other.as_str()
+        ),
     }
     Ok(0)
 }

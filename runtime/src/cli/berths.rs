@@ -314,6 +314,17 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
     if let Some(p) = printer {
         p.finish().await;
     }
+    // A person stopped it (`berth cancel`): say so, beside its output.
+    if !a.json
+        && let ProposeStatus::Executed { outcome } = &proposed.status
+        && !outcome.succeeded
+        && engine.action(&proposed.id).await?.status == berth_engine::ActionStatus::Cancelled
+    {
+        eprintln!(
+            "berth: {}",
+            outcome.diagnostic.as_deref().unwrap_or("cancelled")
+        );
+    }
     let terminal = match &proposed.status {
         ProposeStatus::Executed { outcome } => match &outcome.result {
             Some(r @ ActionResult::Terminal { .. }) => Some(r.clone()),

@@ -90,6 +90,7 @@ pub async fn metrics(engine: &Engine, a: MetricsArgs) -> anyhow::Result<u8> {
     println!("human denials           {}", m.human_denials);
     println!("executed / failed       {} / {}", m.executed, m.failed);
     println!("interrupted             {}", m.interrupted);
+    println!("cancelled               {}", m.cancelled);
     println!("pending now             {}", m.pending_now);
     Ok(0)
 }

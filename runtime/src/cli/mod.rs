@@ -82,6 +82,9 @@ pub enum Command {
     Approve(actions::ApproveArgs),
     /// Deny a pending action.
     Deny(actions::DenyArgs),
+    /// Stop an executing command (its whole process tree); the berth stays
+    /// up and the action ends `cancelled` with its output so far.
+    Cancel(actions::CancelArgs),
     /// Resolve a choice berth left to a person (a followup blocked by permissions).
     Resolve(actions::ResolveArgs),
     /// Re-execute an action that a crash interrupted (never done on its own).
@@ -218,6 +221,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         Command::Actions(a) => actions::list(&engine, a).await?,
         Command::Approve(a) => actions::approve(&engine, a).await?,
         Command::Deny(a) => actions::deny(&engine, a).await?,
+        Command::Cancel(a) => actions::cancel(&engine, a).await?,
         Command::Retry(a) => actions::retry(&engine, a).await?,
         Command::Resolve(a) => actions::resolve(&engine, a).await?,
         Command::Events(a) => log::events(&engine, a).await?,

@@ -213,7 +213,7 @@ impl Engine {
         let mut tx = self.store.write(op).await?;
         let claimed = sqlx::query(&format!(
             "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
-             resolved_path = COALESCE($5, resolved_path), diagnostic = NULL, updated_at = $2 \
+             resolved_path = COALESCE($5, resolved_path), diagnostic = NULL, cancel_requested_by = NULL, updated_at = $2 \
              WHERE id = $4 AND status = $6 RETURNING {ACTION_COLUMNS}"
         ))
         .bind(&user.id)

@@ -1,7 +1,10 @@
 //! Running a claimed (`executing`) action and recording how it ended:
 //! `action.executed` or `action.failed`, and what that means for its task
 //! (`gate.rs`), in one transaction. Every path that runs an action —
-//! propose, approve, retry — ends here.
+//! propose, approve, retry — ends here. A cancel request (`berth cancel`,
+//! recorded before the command was killed) is read in that same
+//! transaction: then the action ends `cancelled` (`action.cancelled`) with
+//! the output so far, whatever the killed command's exit said.
 
 use std::sync::Arc;
 
@@ -13,7 +16,7 @@ use crate::Engine;
 use crate::agents::Agent;
 use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
-use crate::events::{Actor, NewEvent, emit, kind};
+use crate::events::{Actor, emit, kind};
 use crate::ids::now_ms;
 
 impl Engine {
@@ -29,31 +32,51 @@ impl Engine {
         sink: Option<OutputSink>,
     ) -> Result<Outcome> {
         let outcome = self.execute(record, agent, config, sandbox, sink).await;
-        if let Err(e) = self.finish(record, &outcome).await {
-            // It ran, and the store would not take how it ended (a full
-            // disk): the action stays `executing` until `berth serve` or a
-            // recovery marks it interrupted; the log keeps what happened.
-            tracing::error!(
-                action = %record.id,
-                succeeded = outcome.succeeded,
-                diagnostic = outcome.diagnostic.as_deref().unwrap_or(""),
-                "the outcome of an action that ran could not be recorded: {e}"
-            );
-            return Err(e);
+        match self.finish(record, &outcome).await {
+            Ok(ended) => Ok(ended),
+            Err(e) => {
+                // It ran, and the store would not take how it ended (a full
+                // disk): the action stays `executing` until `berth serve` or a
+                // recovery marks it interrupted; the log keeps what happened.
+                tracing::error!(
+                    action = %record.id,
+                    succeeded = outcome.succeeded,
+                    diagnostic = outcome.diagnostic.as_deref().unwrap_or(""),
+                    "the outcome of an action that ran could not be recorded: {e}"
+                );
+                Err(e)
+            }
         }
-        Ok(outcome)
     }
 
     /// Records the end of an executing action: `action.executed` or
-    /// `action.failed`, and what follows for its task.
-    pub(crate) async fn finish(&self, record: &ActionRecord, outcome: &Outcome) -> Result<()> {
+    /// `action.failed`, and what follows for its task — or, when a person
+    /// asked to cancel it, `action.cancelled` and the outcome rewritten to
+    /// say so (returned).
+    pub(crate) async fn finish(&self, record: &ActionRecord, outcome: &Outcome) -> Result<Outcome> {
+        let mut tx = self.store.write("recording an action's outcome").await?;
+        let cancel: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT cancel_requested_by, executor FROM proposed_actions WHERE id = $1 AND status = 'executing'",
+        )
+        .bind(&record.id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store("recording an action's outcome"))?;
+        if let Some((Some(by), executor)) = cancel {
+            let ended = cancelled_outcome(outcome, &by);
+            self.record_cancelled(&mut tx, record, executor.as_deref(), &ended, &by)
+                .await?;
+            tx.commit()
+                .await
+                .map_err(EngineError::store("recording an action's outcome"))?;
+            return Ok(ended);
+        }
         let status = if outcome.succeeded {
             ActionStatus::Executed
         } else {
             ActionStatus::Failed
         };
         let stored = outcome.result.as_ref().map(|r| r.for_store());
-        let mut tx = self.store.write("recording an action's outcome").await?;
         let n = sqlx::query(
             "UPDATE proposed_actions SET status = $1, result = $2, diagnostic = $3, updated_at = $4 \
              WHERE id = $5 AND status = 'executing'",
@@ -80,22 +103,80 @@ impl Engine {
         let actor = Actor::system();
         emit(
             &mut tx,
-            NewEvent::new(event, &actor)
-                .project(&record.project)
-                .agent(&record.agent)
-                .task(record.task.as_deref())
-                .action(&record.id)
-                .payload(serde_json::json!({
-                    "action_type": record.action.kind(),
-                    "result": outcome.result.as_ref().map(ActionResult::summary),
-                    "diagnostic": outcome.diagnostic,
-                })),
+            record.event(event, &actor).payload(serde_json::json!({
+                "action_type": record.action.kind(),
+                "result": outcome.result.as_ref().map(ActionResult::summary),
+                "diagnostic": outcome.diagnostic,
+            })),
         )
         .await?;
         let after = self.settle_in_tx(&mut tx, record, outcome).await?;
         tx.commit()
             .await
             .map_err(EngineError::store("recording an action's outcome"))?;
-        self.after_settle(after).await
+        self.after_settle(after).await?;
+        Ok(outcome.clone())
     }
+
+    /// Records an executing action `cancelled` by `by` with `outcome` (its
+    /// output so far), in `tx`, when it is still the run of `executor` and
+    /// the request stands; whether it did. Only a terminal command can be
+    /// cancelled, and like a person's denial of one it changes nothing for
+    /// its task: the agent is told and goes on; the circuit breaker does
+    /// not count it.
+    pub(crate) async fn record_cancelled(
+        &self,
+        tx: &mut crate::store::Tx,
+        record: &ActionRecord,
+        executor: Option<&str>,
+        outcome: &Outcome,
+        by: &str,
+    ) -> Result<bool> {
+        let op = "recording a cancelled action";
+        let stored = outcome.result.as_ref().map(|r| r.for_store());
+        let n = sqlx::query(
+            "UPDATE proposed_actions SET status = 'cancelled', result = COALESCE($1, result), diagnostic = $2, \
+             updated_at = $3 WHERE id = $4 AND status = 'executing' AND executor IS $5 \
+             AND cancel_requested_by IS NOT NULL",
+        )
+        .bind(stored.as_ref().map(to_json).transpose()?)
+        .bind(outcome.diagnostic.as_deref())
+        .bind(now_ms())
+        .bind(&record.id)
+        // The run the request was for: a retry since (another executor, the
+        // request cleared) is not cancelled by it.
+        .bind(executor)
+        .execute(&mut **tx)
+        .await
+        .map_err(EngineError::store(op))?
+        .rows_affected();
+        if n != 1 {
+            return Ok(false);
+        }
+        emit(
+            tx,
+            record
+                .event(kind::ACTION_CANCELLED, &Actor::system())
+                .payload(serde_json::json!({
+                    "action_type": record.action.kind(),
+                    "cancelled_by": by,
+                    "result": outcome.result.as_ref().map(ActionResult::summary),
+                    "diagnostic": outcome.diagnostic,
+                })),
+        )
+        .await?;
+        Ok(true)
+    }
+}
+
+/// The outcome of a command a person cancelled: failed, its result (the
+/// output so far) kept, the diagnostic saying who stopped it.
+fn cancelled_outcome(outcome: &Outcome, by: &str) -> Outcome {
+    let what = match &outcome.result {
+        Some(_) => format!(
+            "cancelled by {by} while it ran; its whole process tree was killed and its output so far is kept"
+        ),
+        None => format!("cancelled by {by} before its command started; nothing ran"),
+    };
+    Outcome::failed(what, outcome.result.clone())
 }

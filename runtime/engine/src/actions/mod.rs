@@ -18,9 +18,11 @@
 //! One concern a file: `proposal` (what a caller asks and gets back),
 //! `outcome` (what an executed action produced), `record` (how the store
 //! holds an action), `propose` (the decision and the first run), `decide`
-//! (a person's approval, denial or retry: one claim-and-run), `finish`
-//! (running a claimed action and recording its end).
+//! (a person's approval, denial or retry: one claim-and-run), `cancel` (a
+//! person stops an executing one), `finish` (running a claimed action and
+//! recording its end).
 
+mod cancel;
 mod decide;
 mod finish;
 mod outcome;
@@ -28,6 +30,7 @@ mod proposal;
 mod propose;
 mod record;
 
+pub use cancel::Cancelled;
 pub use outcome::{ActionResult, Outcome};
 pub use proposal::{ActionParams, Approved, OutputSink, Proposal, ProposeStatus, Proposed};
 pub use record::{ActionFilter, ActionRecord, ActionStatus, CreatedStatus};

@@ -9,7 +9,7 @@ use sqlx::Row;
 use super::{ActionParams, ActionResult, Outcome, ProposeStatus};
 use crate::Engine;
 use crate::error::{EngineError, Result};
-use crate::events::{Actor, ActorKind};
+use crate::events::{Actor, ActorKind, NewEvent};
 
 /// The status `proposed_action.created` records: what the decision (and the
 /// host-side guard) made of the proposal.
@@ -47,6 +47,9 @@ pub enum ActionStatus {
     Denied,
     /// Was executing when its process died; never re-run on its own.
     Interrupted,
+    /// Was executing when a person cancelled it (`berth cancel`): its
+    /// command was killed; its output so far is kept.
+    Cancelled,
 }
 
 impl ActionStatus {
@@ -59,6 +62,7 @@ impl ActionStatus {
             ActionStatus::Refused => "refused",
             ActionStatus::Denied => "denied",
             ActionStatus::Interrupted => "interrupted",
+            ActionStatus::Cancelled => "cancelled",
         }
     }
 
@@ -71,6 +75,7 @@ impl ActionStatus {
             "refused" => ActionStatus::Refused,
             "denied" => ActionStatus::Denied,
             "interrupted" => ActionStatus::Interrupted,
+            "cancelled" => ActionStatus::Cancelled,
             _ => return None,
         })
     }
@@ -108,16 +113,29 @@ pub struct ActionRecord {
 }
 
 impl ActionRecord {
+    /// An event about this action: its project, agent, task and id.
+    pub(crate) fn event<'a>(&'a self, kind: &'a str, actor: &'a Actor) -> NewEvent<'a> {
+        NewEvent::new(kind, actor)
+            .project(&self.project)
+            .agent(&self.agent)
+            .task(self.task.as_deref())
+            .action(&self.id)
+    }
+
     /// The status a caller sees.
     pub fn propose_status(&self) -> ProposeStatus {
         match self.status {
-            ActionStatus::Executed | ActionStatus::Failed => ProposeStatus::Executed {
-                outcome: Outcome {
-                    succeeded: self.status == ActionStatus::Executed,
-                    result: self.result.clone(),
-                    diagnostic: self.diagnostic.clone(),
-                },
-            },
+            // Cancelled: it ran until a person stopped it; the outcome says
+            // so and keeps its output.
+            ActionStatus::Executed | ActionStatus::Failed | ActionStatus::Cancelled => {
+                ProposeStatus::Executed {
+                    outcome: Outcome {
+                        succeeded: self.status == ActionStatus::Executed,
+                        result: self.result.clone(),
+                        diagnostic: self.diagnostic.clone(),
+                    },
+                }
+            }
             ActionStatus::Pending => ProposeStatus::Pending {
                 reason: self
                     .hold_reason
@@ -282,6 +300,19 @@ impl Engine {
         .fetch_all(self.store.pool())
         .await
         .map_err(EngineError::store("listing actions"))?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// The actions executing now, oldest first (what `berth serve`'s page
+    /// offers to stop).
+    pub async fn executing_actions(&self) -> Result<Vec<ActionRecord>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {ACTION_COLUMNS} FROM proposed_actions WHERE status = 'executing' \
+             ORDER BY created_at, id"
+        ))
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("listing executing actions"))?;
         rows.iter().map(from_row).collect()
     }
 

@@ -156,10 +156,14 @@ impl Engine {
                     ),
                     false,
                 )),
-                ActionStatus::Refused | ActionStatus::Denied => {
+                // A person's call, like a denial: the run waits for them.
+                ActionStatus::Refused | ActionStatus::Denied | ActionStatus::Cancelled => {
                     let reason = match record.propose_status() {
                         crate::actions::ProposeStatus::Refused { reason } => reason,
-                        _ => "refused".into(),
+                        _ => record
+                            .diagnostic
+                            .clone()
+                            .unwrap_or_else(|| "refused".into()),
                     };
                     Some((
                         format!(

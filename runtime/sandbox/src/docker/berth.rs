@@ -203,6 +203,16 @@ impl Sandbox for DockerBerth {
         }
     }
 
+    async fn cancel(&self, action: &str) -> Result<bool, SandboxError> {
+        let backend = self.connection.backend().await?;
+        let target = Target {
+            docker: backend.docker(),
+            container: &self.name,
+            user: &self.user,
+        };
+        super::cancel::kill_by_action(&target, action).await
+    }
+
     /// Recreates the container with `/work` mounted as asked (same name and
     /// labels, but the access label). Processes running in the old container
     /// end with it; `/tmp` starts empty.

@@ -44,6 +44,7 @@ use tokio::time::Instant;
 
 use super::{DockerError, is_conflict, is_not_found};
 use crate::SandboxError;
+use crate::action_execs::process_start;
 use crate::capture::TailBuffer;
 use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, OutputSink, Program};
 
@@ -143,7 +144,7 @@ pub(crate) async fn run(
     let deadline = started
         .checked_add(request.timeout)
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
-    let token = next_token();
+    let token = next_token(request.action.as_deref());
 
     let mut cmd = vec![
         "/bin/sh".to_string(),
@@ -743,23 +744,21 @@ pub(crate) fn owner_token() -> &'static str {
     })
 }
 
-fn next_token() -> String {
+/// `<owner><seq>.`, and `a<action>.` after it when the exec runs an action
+/// (found by it: [`super::cancel`]).
+fn next_token(action: Option<&str>) -> String {
     static SEQ: AtomicU64 = AtomicU64::new(0);
-    format!("{}{}.", owner_token(), SEQ.fetch_add(1, Ordering::Relaxed))
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    match action {
+        Some(action) => format!("{}{seq}.a{action}.", owner_token()),
+        None => format!("{}{seq}.", owner_token()),
+    }
 }
 
 fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().replace('-', "").chars().take(12).collect())
         .unwrap_or_else(|_| "noboot".to_string())
-}
-
-/// Field 22 of `/proc/<pid>/stat`: start time in clock ticks since boot.
-fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces; fields resume after its ')'.
-    let after = &stat[stat.rfind(')')? + 2..];
-    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The owner of an exec, parsed from its token.
@@ -949,7 +948,8 @@ mod tests {
 
     #[test]
     fn tokens_name_their_owner() {
-        let token = next_token();
+        let token = next_token(Some("abc123"));
+        assert!(token.ends_with(".aabc123."), "{token}");
         let args = vec![
             "-c".to_string(),
             WRAPPER.to_string(),

@@ -15,6 +15,7 @@
 //! reconcile), `record` (the container `up` left, which `attach` trusts).
 
 pub mod berth;
+mod cancel;
 mod connection;
 mod exec;
 pub mod lifecycle;

@@ -1,9 +1,11 @@
 //! Proposing (`berth exec` and every other proposer), listing, approving,
-//! denying and retrying actions.
+//! denying, retrying and cancelling actions.
 
 use axum::Json;
 use axum::extract::State;
-use berth_engine::{ActionFilter, ActionParams, ActionRecord, Approved, Proposal, Proposed};
+use berth_engine::{
+    ActionFilter, ActionParams, ActionRecord, Approved, Cancelled, Proposal, Proposed,
+};
 use berth_policy::Action;
 use serde::Deserialize;
 
@@ -128,6 +130,16 @@ pub(crate) async fn deny(
     Ok(Json(
         app.engine.deny(&id, &app.user, b.reason.as_deref()).await?,
     ))
+}
+
+/// Stops an executing command (`berth cancel`): the answer is the action
+/// after the cancel, `cancelled` once the process running it recorded the
+/// end.
+pub(crate) async fn cancel(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Json<Cancelled>, ApiError> {
+    Ok(Json(app.engine.cancel_action(&id, &app.user).await?))
 }
 
 /// Re-executes an action a crash interrupted (never done on its own).

@@ -25,7 +25,8 @@ pub(crate) struct ApprovalsQuery {
 }
 
 /// `/api/pages/approvals`: what waits for a person (a page of it), the
-/// agents and their auto-mode switch, and the tasks.
+/// commands running now (with their Stop buttons), the agents and their
+/// auto-mode switch, and the tasks.
 pub(crate) async fn approvals(
     State(app): State<AppState>,
     QueryArgs(q): QueryArgs<ApprovalsQuery>,
@@ -48,6 +49,7 @@ pub(crate) async fn approvals(
         pending.last().map(|a| a.id.clone()).unwrap_or_default()
     });
     let waiting = e.pending_count().await?;
+    let running = e.executing_actions().await?;
     let agents = e.agents().await?;
     let mut reports = Vec::with_capacity(agents.len());
     for a in &agents {
@@ -60,7 +62,7 @@ pub(crate) async fn approvals(
         waiting,
         next: next.as_deref(),
     };
-    let body = render_approvals(&page, &agents, &reports, &tasks, cursor);
+    let body = render_approvals(&page, &running, &agents, &reports, &tasks, cursor);
     Ok(fragment(StatusCode::OK, body))
 }
 
