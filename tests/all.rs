@@ -9,6 +9,7 @@
 mod docker;
 
 mod cli;
+mod events_archive;
 mod hook;
 mod mcp;
 mod mounted;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-struct Cli {
+pub(crate) struct Cli {
     dir: tempfile::TempDir,
 }
 
@@ -18,17 +18,17 @@ impl Drop for Cli {
 }
 
 impl Cli {
-    fn new() -> Cli {
+    pub(crate) fn new() -> Cli {
         Cli {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
-    fn state(&self) -> PathBuf {
+    pub(crate) fn state(&self) -> PathBuf {
         self.dir.path().join("state")
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_berth"))
             .args(args)
             .env("BERTH_HOME", self.state())
@@ -37,7 +37,7 @@ impl Cli {
             .unwrap()
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
             out.status.success(),
@@ -47,7 +47,7 @@ impl Cli {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    fn err(&self, args: &[&str]) -> (i32, String) {
+    pub(crate) fn err(&self, args: &[&str]) -> (i32, String) {
         let out = self.run(args);
         assert!(!out.status.success(), "berth {args:?} succeeded");
         (
@@ -68,7 +68,7 @@ impl Cli {
         src
     }
 
-    fn with_project(self) -> Cli {
+    pub(crate) fn with_project(self) -> Cli {
         let src = self.source_repo();
         self.ok(&["init"]);
         self.ok(&["project", "add", "demo", "--from", src.to_str().unwrap()]);
@@ -1029,12 +1029,17 @@ fn leaf_commands(prefix: &[&str]) -> Vec<String> {
     if subs.is_empty() {
         return vec![prefix.join(" ")];
     }
-    subs.iter()
-        .flat_map(|s| {
+    // A command that prints and has subcommands too (`events`, `events
+    // archive`) is a leaf itself.
+    let prints = !prefix.is_empty() && help.contains("--json");
+    prints
+        .then(|| prefix.join(" "))
+        .into_iter()
+        .chain(subs.iter().flat_map(|s| {
             let mut p = prefix.to_vec();
             p.push(s);
             leaf_commands(&p)
-        })
+        }))
         .collect()
 }
 
@@ -1234,6 +1239,23 @@ fn json_output_matches_docs_cli_json_md() {
     json("events", &["events"], 0);
     json("metrics", &["metrics"], 0);
     json("outbox drain", &["outbox", "drain"], 0);
+    let archive = cli.state().join("old-events.jsonl");
+    let v = json(
+        "events archive",
+        &[
+            "events",
+            "archive",
+            "--before",
+            "2000-01-01",
+            "--to",
+            archive.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert_eq!(
+        (v["events"].as_u64(), v["last_id"].is_null()),
+        (Some(0), true)
+    );
     json("doctor", &["doctor"], 0);
     json("reconcile", &["reconcile"], 0);
     let v = json("down", &["down", "dev-1"], 0);

@@ -55,6 +55,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "resolved path",
         include_str!("../migrations/0004_resolved_path.sql"),
     ),
+    (
+        9,
+        "store once",
+        include_str!("../migrations/0009_store_once.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

@@ -101,10 +101,11 @@ impl Engine {
              decision, verdict, stage, created_status, status, hold_reason, proposer_kind, proposer_id, executor, \
              created_at, updated_at, resolved_path) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19) \
-             ON CONFLICT (idempotency_key) DO NOTHING",
+             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
         )
         .bind(&id)
-        .bind(&key)
+        // None: the action's own id is its key (read back as such).
+        .bind(proposal.idempotency_key.as_deref())
         .bind(&agent.name)
         .bind(&agent.project)
         .bind(proposal.task.as_deref())
@@ -141,13 +142,12 @@ impl Engine {
                 .agent(&agent.name)
                 .task(proposal.task.as_deref())
                 .action(&id)
+                // The action, its decision and its key are the action row's:
+                // the log's reader joins them in (stored once).
                 .payload(serde_json::json!({
                     "status": created_status.as_str(),
-                    "action": proposal.action,
-                    "decision": decision,
                     "held": hold_reason,
                     "resolved_path": resolved_path,
-                    "idempotency_key": key,
                 })),
         )
         .await?;
@@ -159,7 +159,29 @@ impl Engine {
             .await
             .map_err(EngineError::store("recording a proposed action"))?;
 
-        let record = self.action(&id).await?;
+        // The row as written, without reading it back.
+        let record = ActionRecord {
+            id: id.clone(),
+            idempotency_key: key,
+            agent: agent.name.clone(),
+            project: agent.project.clone(),
+            task: proposal.task.clone(),
+            action: proposal.action.clone(),
+            params: proposal.params.clone(),
+            decision: decision.clone(),
+            created_status,
+            status,
+            hold_reason,
+            resolved_path,
+            proposer: proposal.proposer.clone(),
+            decided_by: None,
+            decided_at: None,
+            executor,
+            result: None,
+            diagnostic: None,
+            created_at: now,
+            updated_at: now,
+        };
         let status = match status {
             ActionStatus::Executing => {
                 let outcome = self.run_and_finish(&record, &agent, sandbox, sink).await?;
