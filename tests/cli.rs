@@ -960,12 +960,17 @@ fn leaf_commands(prefix: &[&str]) -> Vec<String> {
     if subs.is_empty() {
         return vec![prefix.join(" ")];
     }
-    subs.iter()
-        .flat_map(|s| {
+    // A command that prints and has subcommands too (`events`, `events
+    // archive`) is a leaf itself.
+    let prints = !prefix.is_empty() && help.contains("--json");
+    prints
+        .then(|| prefix.join(" "))
+        .into_iter()
+        .chain(subs.iter().flat_map(|s| {
             let mut p = prefix.to_vec();
             p.push(s);
             leaf_commands(&p)
-        })
+        }))
         .collect()
 }
 
@@ -1165,6 +1170,23 @@ fn json_output_matches_docs_cli_json_md() {
     json("events", &["events"], 0);
     json("metrics", &["metrics"], 0);
     json("outbox drain", &["outbox", "drain"], 0);
+    let archive = cli.state().join("old-events.jsonl");
+    let v = json(
+        "events archive",
+        &[
+            "events",
+            "archive",
+            "--before",
+            "2000-01-01",
+            "--to",
+            archive.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert_eq!(
+        (v["events"].as_u64(), v["last_id"].is_null()),
+        (Some(0), true)
+    );
     json("doctor", &["doctor"], 0);
     json("reconcile", &["reconcile"], 0);
     let v = json("down", &["down", "dev-1"], 0);

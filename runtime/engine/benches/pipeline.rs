@@ -13,7 +13,6 @@
 //! bookkeeping costs is the difference.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use std::sync::Arc;
@@ -27,23 +26,11 @@ use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{NoProgress, Recipe};
 use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
 
-const STEPS: usize = 10;
+mod common;
 
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
+use common::git;
+
+const STEPS: usize = 10;
 
 fn report(name: &str, mut times: Vec<Duration>) {
     times.sort();

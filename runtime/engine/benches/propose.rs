@@ -10,27 +10,12 @@
 //! pass measures the pending path (decide and log only) for comparison.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
 use std::time::Instant;
 
-use berth_engine::{Actor, AgentImpl, Engine, NewProject, Proposal, ProposeStatus, StateDir};
-use berth_policy::{Action, Mode};
+mod common;
 
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
+use berth_engine::{Actor, Proposal, ProposeStatus};
+use berth_policy::{Action, Mode};
 
 fn dir_bytes(path: &std::path::Path, prefix: &str) -> u64 {
     std::fs::read_dir(path)
@@ -48,33 +33,8 @@ async fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(10_000);
     let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    git(&src, &["init", "-q", "-b", "main"]);
-    git(&src, &["commit", "-q", "--allow-empty", "-m", "init"]);
-    let state = StateDir::new(tmp.path().join("state"));
-    let engine = Engine::init(state.clone()).await.unwrap();
     let user = Actor::user("bench");
-    engine
-        .add_project(
-            NewProject {
-                name: "bench".into(),
-                from: src,
-                base: None,
-            },
-            &user,
-        )
-        .await
-        .unwrap();
-    engine
-        .activate_agent("dev-1", "bench", AgentImpl::Real, &user)
-        .await
-        .unwrap();
-    engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
-        .await
-        .unwrap();
-    engine.up("dev-1", "bench", None, &user).await.unwrap();
+    let (engine, state) = common::runner_berth(tmp.path(), &user).await;
     let before = dir_bytes(state.root(), "berth.db");
 
     let start = Instant::now();
@@ -116,7 +76,6 @@ async fn main() {
             "LENGTH(action) + LENGTH(params) + LENGTH(decision) + COALESCE(LENGTH(result), 0)",
         ),
         ("session_events", "LENGTH(payload)"),
-        ("outbox", "LENGTH(payload)"),
     ] {
         let bytes: i64 =
             sqlx::query_scalar(&format!("SELECT COALESCE(SUM({cols}), 0) FROM {table}"))

@@ -1,4 +1,4 @@
--- berth's store, version 5: a person's request to cancel an executing
+-- berth's store, version 6: a person's request to cancel an executing
 -- action (`berth cancel`), by whom. Written before the command is killed;
 -- the process that records the action's end reads it in the same
 -- transaction, so the action ends `cancelled`, never `failed`. Cleared when

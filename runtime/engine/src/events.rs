@@ -2,11 +2,17 @@
 //!
 //! ADR 0048: the log is the memory — append-only, read by UIs and metrics —
 //! and every fact in it has a real actor: the agent that proposed, the user
-//! who decided, or berth itself for its own provisioning. The outbox carries
-//! the same facts as separate rows, for consumers that drain it; it is a
-//! transport, so it is marked processed and pruned, and the log never is.
-//! Both rows are written in the caller's transaction, with the state change
-//! they describe, so neither can exist without the other.
+//! who decided, or berth itself for its own provisioning. The outbox
+//! (`outbox.rs`) names the facts still to deliver to consumers that drain
+//! it, by the event's id. Both rows are written in the caller's
+//! transaction, with the state change they describe, so neither can exist
+//! without the other.
+//!
+//! Each fact is stored once (issue 17): `proposed_action.created` does not
+//! copy the action, its decision and its key, nor `action.executed` and
+//! `action.failed` the summary of the result, which its action's row holds;
+//! the reader joins them back, so a consumer reads the payload whole. Old
+//! events can be archived to a file and deleted (`archive.rs`).
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -215,15 +221,16 @@ impl<'a> NewEvent<'a> {
     }
 }
 
-/// Writes the fact to the log and to the outbox, in `tx`. Returns the log id.
+/// Writes the fact to the log, and its id to the outbox, in `tx`. Returns
+/// the log id. The payload is stored compact, without what the reader
+/// restores ([`stored_payload`]).
 pub(crate) async fn emit(tx: &mut Tx, ev: NewEvent<'_>) -> Result<i64> {
-    let at = now_ms();
-    let payload = ev.payload.to_string();
+    let payload = stored_payload(ev.kind, ev.payload).to_string();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO session_events (at, type, actor_kind, actor_id, project, agent, task_id, action_id, payload) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
     )
-    .bind(at)
+    .bind(now_ms())
     .bind(ev.kind)
     .bind(ev.actor.kind.as_str())
     .bind(&ev.actor.id)
@@ -235,38 +242,113 @@ pub(crate) async fn emit(tx: &mut Tx, ev: NewEvent<'_>) -> Result<i64> {
     .fetch_one(&mut **tx)
     .await
     .map_err(EngineError::store("appending to the event log"))?;
-
-    // The aggregate a consumer routes by: the task when there is one (ADR
-    // 0048: pr_settled wakes the task's agent), else the action, agent, project.
-    let (agg_type, agg_id) = match (ev.task, ev.action, ev.agent, ev.project) {
-        (Some(t), ..) => ("task", t),
-        (None, Some(a), ..) => ("action", a),
-        (None, None, Some(a), _) => ("agent", a),
-        (None, None, None, Some(p)) => ("project", p),
-        (None, None, None, None) => ("berth", "berth"),
-    };
-    let envelope = serde_json::json!({
-        "event_id": id,
-        "type": ev.kind,
-        "actor": ev.actor,
-        "project": ev.project,
-        "agent": ev.agent,
-        "task": ev.task,
-        "action": ev.action,
-        "payload": ev.payload,
-    });
-    sqlx::query(
-        "INSERT INTO outbox (at, type, aggregate_type, aggregate_id, payload) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(at)
-    .bind(ev.kind)
-    .bind(agg_type)
-    .bind(agg_id)
-    .bind(envelope.to_string())
-    .execute(&mut **tx)
-    .await
-    .map_err(EngineError::store("appending to the outbox"))?;
+    sqlx::query("INSERT INTO outbox (event_id) VALUES ($1)")
+        .bind(id)
+        .execute(&mut **tx)
+        .await
+        .map_err(EngineError::store("appending to the outbox"))?;
     Ok(id)
+}
+
+/// The payload fields of an event type that are `null` more often than not:
+/// the log stores them only when they hold something, and the reader puts
+/// the `null` back, so a consumer sees every field the type documents.
+const NULLABLE_FIELDS: &[(&str, &[&str])] = &[
+    (kind::ACTION_PROPOSED, &["held", "resolved_path"]),
+    (kind::ACTION_EXECUTED, &["diagnostic"]),
+    (kind::ACTION_FAILED, &["diagnostic"]),
+];
+
+/// What the log stores of a payload: without the `null`s the reader
+/// restores.
+fn stored_payload(kind: &str, mut payload: serde_json::Value) -> serde_json::Value {
+    if let serde_json::Value::Object(map) = &mut payload
+        && let Some((_, fields)) = NULLABLE_FIELDS.iter().find(|(k, _)| *k == kind)
+    {
+        for field in *fields {
+            if map.get(*field).is_some_and(serde_json::Value::is_null) {
+                map.remove(*field);
+            }
+        }
+    }
+    payload
+}
+
+/// The columns an event is read with: its own, and for
+/// `proposed_action.created` what its action's row holds of it (the
+/// decision as proposed, the action, the key): from the log as `e`, joined
+/// with [`EVENT_JOIN`].
+pub(crate) const EVENT_COLUMNS: &str = "e.id, e.at, e.type, e.actor_kind, e.actor_id, e.project, e.agent, \
+     e.task_id, e.action_id, e.payload, p.action AS ref_action, \
+     COALESCE(p.decision_at_proposal, p.decision) AS ref_decision, \
+     COALESCE(p.idempotency_key, p.id) AS ref_key, p.result AS ref_result";
+
+/// The join [`EVENT_COLUMNS`] read through: the action a
+/// `proposed_action.created`, `action.executed` or `action.failed` event
+/// (`e`) is about.
+pub(crate) const EVENT_JOIN: &str = "LEFT JOIN proposed_actions p \
+     ON e.type IN ('proposed_action.created', 'action.executed', 'action.failed') \
+     AND p.id = e.action_id";
+
+/// `text`, stored JSON of a `T`, as `T` serializes.
+fn typed<T: serde::de::DeserializeOwned + Serialize>(text: &str) -> Result<serde_json::Value> {
+    let corrupt = |e: serde_json::Error| EngineError::corrupt("reading the event log", e);
+    serde_json::to_value(serde_json::from_str::<T>(text).map_err(corrupt)?).map_err(corrupt)
+}
+
+/// The payload as a consumer reads it: for `proposed_action.created`, the
+/// action, its decision as proposed and its key from the action's row (a
+/// payload stored whole, before the store kept the decision once, has them);
+/// the `null`s restored.
+fn complete_payload(
+    kind: &str,
+    payload: &mut serde_json::Value,
+    r: &sqlx::sqlite::SqliteRow,
+) -> Result<()> {
+    let serde_json::Value::Object(map) = payload else {
+        return Ok(());
+    };
+    if kind == kind::ACTION_PROPOSED && !map.contains_key("decision") {
+        for (field, column) in [
+            ("action", "ref_action"),
+            ("decision", "ref_decision"),
+            ("idempotency_key", "ref_key"),
+        ] {
+            let text: Option<String> = r
+                .try_get(column)
+                .map_err(EngineError::store("reading the event log"))?;
+            let value = match (field, text) {
+                ("idempotency_key", Some(t)) => serde_json::Value::String(t),
+                // Through their types: the row stores them without nulls.
+                ("action", Some(t)) => typed::<berth_policy::Action>(&t)?,
+                (_, Some(t)) => typed::<berth_policy::Decision>(&t)?,
+                // The action is gone from the store: the event keeps what it has.
+                (_, None) => serde_json::Value::Null,
+            };
+            map.insert(field.to_string(), value);
+        }
+    }
+    if (kind == kind::ACTION_EXECUTED || kind == kind::ACTION_FAILED) && !map.contains_key("result")
+    {
+        // The summary of the result its action's row holds.
+        let text: Option<String> = r
+            .try_get("ref_result")
+            .map_err(EngineError::store("reading the event log"))?;
+        let summary = match text {
+            Some(t) => serde_json::from_str::<crate::actions::ActionResult>(&t)
+                .map_err(|e| EngineError::corrupt("reading the event log", e))?
+                .summary(),
+            None => serde_json::Value::Null,
+        };
+        map.insert("result".to_string(), summary);
+    }
+    if let Some((_, fields)) = NULLABLE_FIELDS.iter().find(|(k, _)| *k == kind) {
+        for field in *fields {
+            map.entry(field.to_string())
+                .or_insert(serde_json::Value::Null);
+        }
+    }
+    Ok(())
 }
 
 /// One fact of the log.
@@ -297,13 +379,13 @@ pub struct EventFilter {
 }
 
 pub(crate) async fn list(pool: &sqlx::SqlitePool, f: &EventFilter) -> Result<Vec<Event>> {
-    let rows = sqlx::query(
-        "SELECT id, at, type, actor_kind, actor_id, project, agent, task_id, action_id, payload \
-         FROM session_events \
-         WHERE (CAST($1 AS TEXT) IS NULL OR agent = $1) AND (CAST($2 AS TEXT) IS NULL OR type = $2) \
-           AND (CAST($3 AS TEXT) IS NULL OR task_id = $3) AND (CAST($4 AS TEXT) IS NULL OR action_id = $4) AND id > $5 \
-         ORDER BY id LIMIT $6",
-    )
+    let rows = sqlx::query(&format!(
+        "SELECT {EVENT_COLUMNS} FROM session_events e {EVENT_JOIN} \
+         WHERE (CAST($1 AS TEXT) IS NULL OR e.agent = $1) AND (CAST($2 AS TEXT) IS NULL OR e.type = $2) \
+           AND (CAST($3 AS TEXT) IS NULL OR e.task_id = $3) AND (CAST($4 AS TEXT) IS NULL OR e.action_id = $4) \
+           AND e.id > $5 \
+         ORDER BY e.id LIMIT $6"
+    ))
     .bind(f.agent.as_deref())
     .bind(f.kind.as_deref())
     .bind(f.task.as_deref())
@@ -326,16 +408,21 @@ pub(crate) async fn latest_id(pool: &sqlx::SqlitePool) -> Result<i64> {
     Ok(id.unwrap_or(0))
 }
 
-fn event_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
+/// An event read with [`EVENT_COLUMNS`].
+pub(crate) fn event_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
     let get = |e: sqlx::Error| EngineError::Store {
         op: "reading the event log",
         source: e,
     };
-    let payload: String = r.try_get("payload").map_err(get)?;
+    let kind: String = r.try_get("type").map_err(get)?;
+    let text: String = r.try_get("payload").map_err(get)?;
+    let mut payload = serde_json::from_str(&text)
+        .map_err(|e| EngineError::corrupt("reading the event log", e))?;
+    complete_payload(&kind, &mut payload, r)?;
     Ok(Event {
         id: r.try_get("id").map_err(get)?,
         at: r.try_get("at").map_err(get)?,
-        kind: r.try_get("type").map_err(get)?,
+        kind,
         actor: Actor {
             kind: ActorKind::parse(&r.try_get::<String, _>("actor_kind").map_err(get)?)?,
             id: r.try_get("actor_id").map_err(get)?,
@@ -344,118 +431,6 @@ fn event_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
         agent: r.try_get("agent").map_err(get)?,
         task: r.try_get("task_id").map_err(get)?,
         action: r.try_get("action_id").map_err(get)?,
-        payload: serde_json::from_str(&payload)
-            .map_err(|e| EngineError::corrupt("reading the event log", e))?,
+        payload,
     })
-}
-
-/// One outbox row, as a consumer receives it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OutboxMessage {
-    pub id: i64,
-    pub at: i64,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub aggregate_type: String,
-    pub aggregate_id: String,
-    pub payload: serde_json::Value,
-}
-
-/// How long processed outbox rows are kept before they are pruned.
-pub const OUTBOX_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
-
-/// Takes every unprocessed outbox row, marks it processed, and prunes rows
-/// processed longer than `retention_ms` ago. Two drainers never get one row
-/// twice: the rows are read and marked in one write transaction. For a
-/// consumer that answers at once (the HTTP API); the CLI delivers first and
-/// marks after ([`pending`], [`mark_processed`]).
-pub(crate) async fn drain(
-    store: &crate::store::Store,
-    retention_ms: i64,
-) -> Result<(Vec<OutboxMessage>, u64)> {
-    let mut tx = store.write("draining the outbox").await?;
-    let out = read_unprocessed(&mut tx).await?;
-    let pruned = match out.last() {
-        Some(last) => mark_and_prune(&mut tx, last.id, retention_ms).await?,
-        None => mark_and_prune(&mut tx, 0, retention_ms).await?,
-    };
-    tx.commit()
-        .await
-        .map_err(EngineError::store("draining the outbox"))?;
-    Ok((out, pruned))
-}
-
-/// Every unprocessed outbox row, oldest first, left unprocessed: the caller
-/// delivers them, then marks them with [`mark_processed`] (at least once: a
-/// crash between the two delivers them again).
-pub(crate) async fn pending(store: &crate::store::Store) -> Result<Vec<OutboxMessage>> {
-    let mut conn = store
-        .pool()
-        .acquire()
-        .await
-        .map_err(EngineError::store("reading the outbox"))?;
-    read_unprocessed(&mut conn).await
-}
-
-/// Marks unprocessed rows up to `up_to` (an id [`pending`] returned)
-/// processed, and prunes rows processed longer than `retention_ms` ago.
-/// Returns how many were pruned.
-pub(crate) async fn mark_processed(
-    store: &crate::store::Store,
-    up_to: i64,
-    retention_ms: i64,
-) -> Result<u64> {
-    let mut tx = store.write("marking the outbox processed").await?;
-    let pruned = mark_and_prune(&mut tx, up_to, retention_ms).await?;
-    tx.commit()
-        .await
-        .map_err(EngineError::store("marking the outbox processed"))?;
-    Ok(pruned)
-}
-
-async fn read_unprocessed(conn: &mut sqlx::SqliteConnection) -> Result<Vec<OutboxMessage>> {
-    let rows = sqlx::query(
-        "SELECT id, at, type, aggregate_type, aggregate_id, payload FROM outbox \
-         WHERE processed_at IS NULL ORDER BY id",
-    )
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(EngineError::store("reading the outbox"))?;
-    let mut out = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let get = || EngineError::store("reading the outbox");
-        let payload: String = r.try_get("payload").map_err(get())?;
-        out.push(OutboxMessage {
-            id: r.try_get("id").map_err(get())?,
-            at: r.try_get("at").map_err(get())?,
-            kind: r.try_get("type").map_err(get())?,
-            aggregate_type: r.try_get("aggregate_type").map_err(get())?,
-            aggregate_id: r.try_get("aggregate_id").map_err(get())?,
-            payload: serde_json::from_str(&payload)
-                .map_err(|e| EngineError::corrupt("reading the outbox", e))?,
-        });
-    }
-    Ok(out)
-}
-
-async fn mark_and_prune(
-    conn: &mut sqlx::SqliteConnection,
-    up_to: i64,
-    retention_ms: i64,
-) -> Result<u64> {
-    let now = now_ms();
-    sqlx::query("UPDATE outbox SET processed_at = $1 WHERE processed_at IS NULL AND id <= $2")
-        .bind(now)
-        .bind(up_to)
-        .execute(&mut *conn)
-        .await
-        .map_err(EngineError::store("marking the outbox processed"))?;
-    let pruned =
-        sqlx::query("DELETE FROM outbox WHERE processed_at IS NOT NULL AND processed_at < $1")
-            .bind(now - retention_ms)
-            .execute(&mut *conn)
-            .await
-            .map_err(EngineError::store("pruning the outbox"))?
-            .rows_affected();
-    Ok(pruned)
 }

@@ -39,10 +39,12 @@
 //! | `parallel.rs` | `instructions_path`, `consider_parallelize` |
 //! | `recovery.rs` | `recover` |
 //! | `metrics.rs` | `metrics` |
+//! | `archive.rs` | `archive_events` |
 
 pub mod actions;
 pub mod agent_io;
 pub mod agents;
+pub mod archive;
 pub mod berth_disk;
 pub mod berth_uid;
 pub mod berths;
@@ -63,6 +65,7 @@ pub mod ids;
 pub mod metrics;
 pub mod mounted;
 pub mod noop;
+mod outbox;
 mod parallel;
 pub mod permissions;
 pub mod pipeline;
@@ -94,12 +97,13 @@ pub use berths::{
 };
 pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
 pub use error::{EngineError, Result};
-pub use events::{Actor, ActorKind, Event, EventFilter, OutboxMessage};
+pub use events::{Actor, ActorKind, Event, EventFilter};
 pub use exchange::{PrExport, ProjectSync};
 pub use followups::{Choice, FollowupItem};
 pub use metrics::Metrics;
 pub use mounted::DockerProvider;
 pub use noop::{AgentRun, RunReport};
+pub use outbox::OutboxMessage;
 pub use pipeline::{PipelineEnd, PipelineReport};
 pub use projects::{NewProject, Project};
 pub use prs::{PrStatus, PullRequest};
@@ -197,23 +201,23 @@ impl Engine {
         events::latest_id(self.store.pool()).await
     }
 
-    /// Drains the outbox: every unprocessed row, marked processed; rows
-    /// processed longer ago than the retention are pruned. Returns the rows
-    /// and how many were pruned.
+    /// Drains the outbox: every undelivered message, its row deleted in
+    /// the same transaction. Returns the messages and how many rows were
+    /// deleted.
     pub async fn drain_outbox(&self) -> Result<(Vec<OutboxMessage>, u64)> {
-        events::drain(&self.store, events::OUTBOX_RETENTION_MS).await
+        outbox::drain(&self.store).await
     }
 
-    /// The unprocessed outbox rows, left unprocessed: deliver them, then
-    /// [`Engine::mark_outbox_processed`] up to the last id (at least once).
+    /// The undelivered outbox messages, left in the outbox: deliver them,
+    /// then [`Engine::mark_outbox_processed`] up to the last id (at least once).
     pub async fn pending_outbox(&self) -> Result<Vec<OutboxMessage>> {
-        events::pending(&self.store).await
+        outbox::pending(&self.store).await
     }
 
-    /// Marks the outbox rows up to `up_to` processed, after they were
-    /// delivered; prunes rows past the retention. Returns how many were pruned.
+    /// Deletes the outbox rows up to `up_to`, after their messages were
+    /// delivered. Returns how many were deleted.
     pub async fn mark_outbox_processed(&self, up_to: i64) -> Result<u64> {
-        events::mark_processed(&self.store, up_to, events::OUTBOX_RETENTION_MS).await
+        outbox::delivered(&self.store, up_to).await
     }
 
     /// Closes the store cleanly.

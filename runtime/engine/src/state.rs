@@ -40,6 +40,16 @@ impl StateDir {
         self.root.join("berth.db")
     }
 
+    /// `<state>/store.toml`: the store's own settings (the events' retention).
+    pub fn store_config(&self) -> PathBuf {
+        self.root.join("store.toml")
+    }
+
+    /// `<state>/archive`: where `berth events archive` writes by default.
+    pub fn archive_dir(&self) -> PathBuf {
+        self.root.join("archive")
+    }
+
     /// `<state>/projects/NAME`: the project's configuration files.
     pub fn project_dir(&self, project: &str) -> PathBuf {
         self.root.join("projects").join(project)

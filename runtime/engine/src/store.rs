@@ -61,6 +61,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "cancel request",
         include_str!("../migrations/0006_cancel_request.sql"),
     ),
+    (
+        7,
+        "store once",
+        include_str!("../migrations/0007_store_once.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

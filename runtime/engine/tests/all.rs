@@ -21,4 +21,5 @@ mod runner_env;
 mod runner_identity;
 mod saved_work;
 mod store;
+mod store_once;
 mod team;

@@ -179,6 +179,16 @@ async fn a_directory_swapped_for_a_link_before_the_approval_gets_nothing_written
                 && e.action.as_deref() == Some(id.as_str())),
         "{events:?}"
     );
+    // The proposal's event still shows the decision as it was proposed.
+    let created = events
+        .iter()
+        .find(|e| e.kind == "proposed_action.created" && e.action.as_deref() == Some(id.as_str()))
+        .unwrap();
+    assert_eq!(
+        created.payload["decision"],
+        serde_json::to_value(&pending.decision).unwrap()
+    );
+    assert_eq!(pending.decision.verdict, Verdict::RequireApproval);
     // A second approval finds it decided.
     assert!(matches!(
         f.engine.approve(&id, &user(), false, None).await,

@@ -1,12 +1,16 @@
-//! `berth events|metrics|outbox drain`.
+//! `berth events [archive]|metrics|outbox drain`.
 
 use anyhow::Context;
+use berth_engine::archive::StoreConfig;
 use berth_engine::{Engine, EventFilter, ids};
 
 use super::print_json;
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct EventsArgs {
+    #[command(subcommand)]
+    command: Option<EventsCommand>,
     #[arg(long)]
     agent: Option<String>,
     /// Only events of this type (e.g. proposed_action.created).
@@ -16,6 +20,25 @@ pub struct EventsArgs {
     task: Option<String>,
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum EventsCommand {
+    /// Write the events older than a date to a JSONL file (fsynced), then
+    /// delete them from the store. Never archived: events not yet taken
+    /// from the outbox, and the newest event.
+    Archive {
+        /// Events before this date (YYYY-MM-DD, or an RFC 3339 time, UTC). Default: `[store] retain_events_days` in the
+        /// state directory's store.toml.
+        #[arg(long)]
+        before: Option<String>,
+        /// The file to write, which must not exist. Default:
+        /// `<state>/archive/events-before-<time>.jsonl`.
+        #[arg(long)]
+        to: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -28,7 +51,7 @@ pub struct MetricsArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum OutboxCommand {
-    /// Print every unprocessed outbox row and mark it processed.
+    /// Print every undelivered outbox message, then delete its row.
     Drain {
         #[arg(long)]
         json: bool,
@@ -36,6 +59,9 @@ pub enum OutboxCommand {
 }
 
 pub async fn events(engine: &Engine, a: EventsArgs) -> anyhow::Result<u8> {
+    if let Some(EventsCommand::Archive { before, to, json }) = a.command {
+        return archive(engine, before.as_deref(), to, json).await;
+    }
     let task = match &a.task {
         Some(t) => Some(engine.task(t).await?.id),
         None => None,
@@ -98,8 +124,8 @@ pub async fn metrics(engine: &Engine, a: MetricsArgs) -> anyhow::Result<u8> {
 pub async fn outbox(engine: &Engine, cmd: OutboxCommand) -> anyhow::Result<u8> {
     match cmd {
         OutboxCommand::Drain { json } => {
-            // Deliver, then mark: a reader that goes away (a closed pipe ends
-            // berth) or a crash leaves the rows for the next drain.
+            // Deliver, then delete: a reader that goes away (a closed pipe
+            // ends berth) or a crash leaves the rows for the next drain.
             let rows = engine.pending_outbox().await?;
             if json {
                 print_json(&serde_json::json!({ "messages": rows }))?;
@@ -126,6 +152,46 @@ pub async fn outbox(engine: &Engine, cmd: OutboxCommand) -> anyhow::Result<u8> {
                 println!("{} drained, {} pruned", rows.len(), pruned);
             }
         }
+    }
+    Ok(0)
+}
+
+async fn archive(
+    engine: &Engine,
+    before: Option<&str>,
+    to: Option<std::path::PathBuf>,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let before_ms = match before {
+        Some(text) => ids::parse_time_ms("--before", text)?,
+        None => StoreConfig::load(engine.state())?
+            .cutoff_ms(ids::now_ms())
+            .with_context(|| {
+                format!(
+                    "no --before, and no `[store] retain_events_days` in {}",
+                    engine.state().store_config().display()
+                )
+            })?,
+    };
+    let to = match to {
+        Some(path) => path,
+        None => {
+            let dir = engine.state().archive_dir();
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let stamp = ids::rfc3339(before_ms).replace(':', "");
+            dir.join(format!("events-before-{stamp}-{}.jsonl", ids::now_ms()))
+        }
+    };
+    let done = engine.archive_events(before_ms, &to).await?;
+    if json {
+        print_json(&done)?;
+    } else {
+        println!(
+            "{} events before {} archived to {} and deleted from the store",
+            done.events,
+            ids::rfc3339(before_ms),
+            done.path.display()
+        );
     }
     Ok(0)
 }

@@ -82,7 +82,8 @@ impl Engine {
         let op = "refusing an action at approval";
         let mut tx = self.store.write(op).await?;
         let refused = sqlx::query(&format!(
-            "UPDATE proposed_actions SET status = 'refused', decision = $1, verdict = $2, stage = $3, \
+            "UPDATE proposed_actions SET status = 'refused', \
+             decision_at_proposal = COALESCE(decision_at_proposal, decision), decision = $1, verdict = $2, stage = $3, \
              decided_by = $4, decided_at = $5, diagnostic = $6, resolved_path = COALESCE($7, resolved_path), \
              updated_at = $5 WHERE id = $8 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
         ))

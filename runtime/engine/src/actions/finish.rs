@@ -101,15 +101,21 @@ impl Engine {
             kind::ACTION_FAILED
         };
         let actor = Actor::system();
-        emit(
-            &mut tx,
-            record.event(event, &actor).payload(serde_json::json!({
-                "action_type": record.action.kind(),
-                "result": outcome.result.as_ref().map(ActionResult::summary),
-                "diagnostic": outcome.diagnostic,
-            })),
-        )
-        .await?;
+        let summary = outcome.result.as_ref().map(ActionResult::summary);
+        let mut payload = serde_json::json!({
+            "action_type": record.action.kind(),
+            "result": summary,
+            "diagnostic": outcome.diagnostic,
+        });
+        // The row holds this result, and its summary is this one (no output
+        // cut): the log's reader joins it back instead of a copy.
+        if n == 1
+            && stored.as_ref().map(ActionResult::summary) == summary
+            && let serde_json::Value::Object(map) = &mut payload
+        {
+            map.remove("result");
+        }
+        emit(&mut tx, record.event(event, &actor).payload(payload)).await?;
         let after = self.settle_in_tx(&mut tx, record, outcome).await?;
         tx.commit()
             .await

@@ -123,7 +123,7 @@ impl ActionResult {
     }
 
     /// The fields the log keeps (no output: that stays with the action).
-    pub(super) fn summary(&self) -> serde_json::Value {
+    pub(crate) fn summary(&self) -> serde_json::Value {
         match self {
             ActionResult::Terminal {
                 command,

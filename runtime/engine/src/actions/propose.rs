@@ -6,7 +6,7 @@ use berth_policy::{Action, Verdict};
 
 use super::{
     ActionRecord, ActionStatus, CreatedStatus, OutputSink, Proposal, ProposeStatus, Proposed,
-    record::{ACTION_COLUMNS, from_row, to_json},
+    record::to_json,
 };
 use crate::Engine;
 use crate::agents::{Agent, AgentStatus, load_autonomy};
@@ -90,16 +90,16 @@ impl Engine {
         let now = now_ms();
         let executor = (status == ActionStatus::Executing).then(crate::recovery::executor_id);
         let mut tx = self.store.write("recording a proposed action").await?;
-        // The row as stored comes back from the insert: nothing reads it again.
-        let inserted = sqlx::query(&format!(
+        let inserted = sqlx::query(
             "INSERT INTO proposed_actions (id, idempotency_key, agent, project, task_id, action_type, action, params, \
              decision, verdict, stage, created_status, status, hold_reason, proposer_kind, proposer_id, executor, \
              created_at, updated_at, resolved_path) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19) \
-             ON CONFLICT (idempotency_key) DO NOTHING RETURNING {ACTION_COLUMNS}"
-        ))
+             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
+        )
         .bind(&id)
-        .bind(&key)
+        // None: the action's own id is its key (read back as such).
+        .bind(proposal.idempotency_key.as_deref())
         .bind(&agent.name)
         .bind(&agent.project)
         .bind(proposal.task.as_deref())
@@ -117,18 +117,18 @@ impl Engine {
         .bind(executor.as_deref())
         .bind(now)
         .bind(resolved_path.as_deref())
-        .fetch_optional(&mut *tx)
+        .execute(&mut *tx)
         .await
-        .map_err(EngineError::store("recording a proposed action"))?;
-        let Some(inserted) = inserted else {
+        .map_err(EngineError::store("recording a proposed action"))?
+        .rows_affected();
+        if inserted == 0 {
             // Another process used the key between our read and our write.
             drop(tx);
             let existing = self.action_by_key(&key).await?.ok_or_else(|| {
                 EngineError::corrupt("recording a proposed action", "key vanished")
             })?;
             return replay(existing, &proposal);
-        };
-        let record = from_row(&inserted)?;
+        }
         emit(
             &mut tx,
             NewEvent::new(kind::ACTION_PROPOSED, &proposal.proposer)
@@ -136,13 +136,12 @@ impl Engine {
                 .agent(&agent.name)
                 .task(proposal.task.as_deref())
                 .action(&id)
+                // The action, its decision and its key are the action row's:
+                // the log's reader joins them in (stored once).
                 .payload(serde_json::json!({
                     "status": created_status.as_str(),
-                    "action": proposal.action,
-                    "decision": decision,
                     "held": hold_reason,
                     "resolved_path": resolved_path,
-                    "idempotency_key": key,
                 })),
         )
         .await?;
@@ -154,6 +153,29 @@ impl Engine {
             .await
             .map_err(EngineError::store("recording a proposed action"))?;
 
+        // The row as written, without reading it back.
+        let record = ActionRecord {
+            id: id.clone(),
+            idempotency_key: key,
+            agent: agent.name.clone(),
+            project: agent.project.clone(),
+            task: proposal.task.clone(),
+            action: proposal.action.clone(),
+            params: proposal.params.clone(),
+            decision: decision.clone(),
+            created_status,
+            status,
+            hold_reason,
+            resolved_path,
+            proposer: proposal.proposer.clone(),
+            decided_by: None,
+            decided_at: None,
+            executor,
+            result: None,
+            diagnostic: None,
+            created_at: now,
+            updated_at: now,
+        };
         let status = match status {
             ActionStatus::Executing => {
                 let outcome = self

@@ -171,7 +171,9 @@ impl ActionRecord {
     }
 }
 
-pub(super) const ACTION_COLUMNS: &str = "id, idempotency_key, agent, project, task_id, action, params, decision, \
+/// The key is stored only when it is not the action's id (an action
+/// proposed without one): read back whole.
+pub(super) const ACTION_COLUMNS: &str = "id, COALESCE(idempotency_key, id) AS idempotency_key, agent, project, task_id, action, params, decision, \
      created_status, status, hold_reason, resolved_path, proposer_kind, proposer_id, decided_by, decided_at, executor, \
      result, diagnostic, created_at, updated_at";
 
@@ -274,7 +276,8 @@ impl Engine {
 
     pub async fn action_by_key(&self, key: &str) -> Result<Option<ActionRecord>> {
         let row = sqlx::query(&format!(
-            "SELECT {ACTION_COLUMNS} FROM proposed_actions WHERE idempotency_key = $1"
+            "SELECT {ACTION_COLUMNS} FROM proposed_actions \
+             WHERE idempotency_key = $1 OR (idempotency_key IS NULL AND id = $1)"
         ))
         .bind(key)
         .fetch_optional(self.store.pool())
@@ -349,6 +352,23 @@ pub(super) async fn action_in_tx(
     }
 }
 
+/// A value as the store keeps it: compact JSON without its `null` members
+/// (every optional field of an action, its parameters, decision and result
+/// reads back as `None` when absent).
 pub(super) fn to_json<T: Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| EngineError::corrupt("encoding a value for the store", e))
+    let mut value = serde_json::to_value(v)
+        .map_err(|e| EngineError::corrupt("encoding a value for the store", e))?;
+    drop_nulls(&mut value);
+    Ok(value.to_string())
+}
+
+fn drop_nulls(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            map.retain(|_, x| !x.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
 }

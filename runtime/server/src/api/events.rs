@@ -196,8 +196,8 @@ pub(crate) struct Drained {
     pruned: u64,
 }
 
-/// Every unprocessed outbox row, marked processed (two drainers never get
-/// one row twice).
+/// Every undelivered outbox message, its row deleted (two drainers never
+/// get one message twice).
 pub(crate) async fn drain_outbox(State(app): State<AppState>) -> Result<Json<Drained>, ApiError> {
     let (messages, pruned) = app.engine.drain_outbox().await?;
     Ok(Json(Drained { messages, pruned }))

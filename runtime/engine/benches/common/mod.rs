@@ -1,0 +1,57 @@
+//! What the engine's benches share: a state directory with one project and
+//! one agent, `dev-1`, whose autonomy auto-approves `terminal`, and its
+//! runner berth up.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::process::Command;
+
+use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
+use berth_policy::Mode;
+
+pub fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// The engine of a new state directory under `root` (`root/state`), with
+/// project `bench` and agent `dev-1` up in a runner berth.
+pub async fn runner_berth(root: &std::path::Path, user: &Actor) -> (Engine, StateDir) {
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    git(&src, &["init", "-q", "-b", "main"]);
+    git(&src, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let state = StateDir::new(root.join("state"));
+    let engine = Engine::init(state.clone()).await.unwrap();
+    engine
+        .add_project(
+            NewProject {
+                name: "bench".into(),
+                from: src,
+                base: None,
+            },
+            user,
+        )
+        .await
+        .unwrap();
+    engine
+        .activate_agent("dev-1", "bench", AgentImpl::Real, user)
+        .await
+        .unwrap();
+    engine
+        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, user)
+        .await
+        .unwrap();
+    engine.up("dev-1", "bench", None, user).await.unwrap();
+    (engine, state)
+}
