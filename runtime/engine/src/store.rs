@@ -138,6 +138,7 @@ impl Store {
         let pool = SqlitePoolOptions::new()
             .max_connections(CONNECTIONS)
             .acquire_timeout(BUSY)
+            .after_connect(|conn, _meta| Box::pin(keep_wal(conn)))
             .after_release(|conn, _meta| {
                 Box::pin(async move {
                     // A dropped transaction's rollback is queued on the
@@ -237,8 +238,56 @@ impl Store {
         Ok(Tx { tx, _turn: turn })
     }
 
-    /// Closes the pool, checkpointing the WAL.
+    /// Closes the pool. The WAL stays as it is for the next process
+    /// ([`keep_wal`]); SQLite checkpoints it as it grows, on commit.
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Keeps the WAL between processes: each one-shot `berth` process used to
+/// checkpoint the WAL into the database and delete it when it closed, and
+/// the next one to create it again (up to five fsyncs and two file
+/// creations per CLI command, for nothing another process would miss).
+/// With `SQLITE_FCNTL_PERSIST_WAL` the files stay, and with
+/// `SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE` a closing connection leaves the
+/// checkpoint to SQLite's automatic one (every 1,000 pages, on a commit).
+/// What is committed is in the WAL, which every process reads: nothing a
+/// reader sees changes. The `-wal` and `-shm` files keep the store's mode
+/// (`private_state`).
+async fn keep_wal(conn: &mut SqliteConnection) -> std::result::Result<(), sqlx::Error> {
+    let mut handle = conn.lock_handle().await?;
+    let db = handle.as_raw_handle().as_ptr();
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: `db` is this connection's open handle, locked for us by
+    // `lock_handle` (no other thread uses it meanwhile) and alive while
+    // `handle` is. PERSIST_WAL reads and writes one int through the
+    // pointer, which lives across the call; NO_CKPT_ON_CLOSE takes an int
+    // and an optional int pointer (null: no report back), as SQLite's
+    // documentation of sqlite3_db_config gives them.
+    let (persist, no_ckpt) = unsafe {
+        (
+            libsqlite3_sys::sqlite3_file_control(
+                db,
+                c"main".as_ptr(),
+                libsqlite3_sys::SQLITE_FCNTL_PERSIST_WAL,
+                (&raw mut on).cast(),
+            ),
+            libsqlite3_sys::sqlite3_db_config(
+                db,
+                libsqlite3_sys::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                1 as std::ffi::c_int,
+                std::ptr::null_mut::<std::ffi::c_int>(),
+            ),
+        )
+    };
+    if persist != libsqlite3_sys::SQLITE_OK || no_ckpt != libsqlite3_sys::SQLITE_OK {
+        // Only a cost, never a correctness matter: the store works either way.
+        tracing::debug!(
+            persist,
+            no_ckpt,
+            "the store's WAL is not kept between processes"
+        );
+    }
+    Ok(())
 }

@@ -347,3 +347,39 @@ async fn a_migrated_store_records_its_version_and_opens_without_the_migrator() {
         .unwrap_err();
     assert!(matches!(err, EngineError::Migrate { .. }), "{err}");
 }
+
+/// The WAL outlives the process that wrote it: closing neither
+/// checkpoints it into the database nor deletes it, and the next opening
+/// reads what was committed from it (one-shot CLI processes stop paying a
+/// checkpoint and two file creations each).
+#[tokio::test]
+async fn the_wal_is_kept_between_processes_and_read_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("berth.db");
+    let wal = dir.path().join("berth.db-wal");
+    let store = berth_engine::store::Store::open(&db, true).await.unwrap();
+    sqlx::query("CREATE TABLE kept (v TEXT)")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO kept VALUES ('committed')")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let db_len = std::fs::metadata(&db).unwrap().len();
+    store.close().await;
+    let wal_len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert!(wal_len > 0, "the WAL was checkpointed or removed at close");
+    assert_eq!(
+        std::fs::metadata(&db).unwrap().len(),
+        db_len,
+        "close checkpointed into the database"
+    );
+    let store = berth_engine::store::Store::open(&db, false).await.unwrap();
+    let v: String = sqlx::query_scalar("SELECT v FROM kept")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(v, "committed");
+    store.close().await;
+}
