@@ -29,6 +29,14 @@ use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
 
 const STEPS: usize = 10;
 
+/// A project or agent name, parsed (the type is the call's).
+fn named<N: std::str::FromStr>(name: &str) -> N
+where
+    N::Err: std::fmt::Debug,
+{
+    name.parse().unwrap()
+}
+
 fn git(dir: &std::path::Path, args: &[&str]) {
     let ok = Command::new("git")
         .args([
@@ -125,7 +133,7 @@ async fn main() {
     engine
         .add_project(
             NewProject {
-                name: "bench".into(),
+                name: named("bench"),
                 from: src,
                 base: None,
             },
@@ -134,7 +142,7 @@ async fn main() {
         .await
         .unwrap();
     engine
-        .activate_agent("dev-1", "bench", AgentImpl::Real, &user)
+        .activate_agent(&named("dev-1"), &named("bench"), AgentImpl::Real, &user)
         .await
         .unwrap();
     engine
@@ -147,7 +155,7 @@ async fn main() {
         BerthMode::Runner
     };
     let info = engine
-        .up("dev-1", "bench", Some(mode), &user)
+        .up(&named("dev-1"), &named("bench"), Some(mode), &user)
         .await
         .unwrap();
 
@@ -164,7 +172,7 @@ async fn main() {
     );
     if mounted {
         // The bare exec in a container: `cargo bench -p berth-sandbox --bench docker_exec`.
-        engine.down("dev-1", false, &user).await.unwrap();
+        engine.down(&named("dev-1"), false, &user).await.unwrap();
         engine.close().await;
         return;
     }

@@ -16,6 +16,14 @@ use std::time::Instant;
 use berth_engine::{Actor, AgentImpl, Engine, NewProject, Proposal, ProposeStatus, StateDir};
 use berth_policy::{Action, Mode};
 
+/// A project or agent name, parsed (the type is the call's).
+fn named<N: std::str::FromStr>(name: &str) -> N
+where
+    N::Err: std::fmt::Debug,
+{
+    name.parse().unwrap()
+}
+
 fn git(dir: &std::path::Path, args: &[&str]) {
     let ok = Command::new("git")
         .args([
@@ -58,7 +66,7 @@ async fn main() {
     engine
         .add_project(
             NewProject {
-                name: "bench".into(),
+                name: named("bench"),
                 from: src,
                 base: None,
             },
@@ -67,14 +75,17 @@ async fn main() {
         .await
         .unwrap();
     engine
-        .activate_agent("dev-1", "bench", AgentImpl::Real, &user)
+        .activate_agent(&named("dev-1"), &named("bench"), AgentImpl::Real, &user)
         .await
         .unwrap();
     engine
         .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
         .await
         .unwrap();
-    engine.up("dev-1", "bench", None, &user).await.unwrap();
+    engine
+        .up(&named("dev-1"), &named("bench"), None, &user)
+        .await
+        .unwrap();
     let before = dir_bytes(state.root(), "berth.db");
 
     let start = Instant::now();
@@ -83,7 +94,7 @@ async fn main() {
         let p = engine
             .propose(
                 Proposal::by_agent(
-                    "dev-1",
+                    &named("dev-1"),
                     Action::Terminal {
                         command: "true".into(),
                     },
@@ -136,7 +147,7 @@ async fn main() {
         engine
             .propose(
                 Proposal::by_agent(
-                    "dev-1",
+                    &named("dev-1"),
                     Action::Terminal {
                         command: "true".into(),
                     },

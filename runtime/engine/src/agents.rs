@@ -18,7 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
 use crate::store::Tx;
-use crate::{Engine, state};
+use crate::{AgentName, Engine, ProjectName};
 
 /// Which loop drives an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +110,15 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// Its name and its project's, typed. Both were parsed when it was
+    /// activated; one that no longer parses is a corrupt row.
+    pub fn names(&self) -> Result<(AgentName, ProjectName)> {
+        Ok((
+            AgentName::new(self.name.as_str())?,
+            ProjectName::new(self.project.as_str())?,
+        ))
+    }
+
     /// The git identity of its commits.
     pub fn identity(&self) -> String {
         identity(&self.name)
@@ -181,23 +190,22 @@ impl Engine {
     /// mode is written yet.
     pub async fn activate_agent(
         &self,
-        name: &str,
-        project: &str,
+        name: &AgentName,
+        project: &ProjectName,
         implementation: AgentImpl,
         actor: &Actor,
     ) -> Result<Agent> {
-        state::check_name("agent name", name)?;
         self.project(project).await?;
         let now = now_ms();
         let mut tx = self.store.write("activating an agent").await?;
         let existing =
             sqlx::query_scalar::<_, String>("SELECT project FROM agents WHERE name = $1")
-                .bind(name)
+                .bind(name.as_str())
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(EngineError::store("activating an agent"))?;
         match existing {
-            Some(p) if p != project => {
+            Some(p) if p != project.as_str() => {
                 return Err(EngineError::WrongProject {
                     agent: name.to_string(),
                     actual: p,
@@ -208,7 +216,7 @@ impl Engine {
                 sqlx::query("UPDATE agents SET impl = $1, updated_at = $2 WHERE name = $3")
                     .bind(implementation.as_str())
                     .bind(now)
-                    .bind(name)
+                    .bind(name.as_str())
                     .execute(&mut *tx)
                     .await
                     .map_err(EngineError::store("activating an agent"))?;
@@ -218,8 +226,8 @@ impl Engine {
                     "INSERT INTO agents (name, project, impl, status, created_at, updated_at) \
                      VALUES ($1, $2, $3, 'idle', $4, $4)",
                 )
-                .bind(name)
-                .bind(project)
+                .bind(name.as_str())
+                .bind(project.as_str())
                 .bind(implementation.as_str())
                 .bind(now)
                 .execute(&mut *tx)
@@ -233,7 +241,7 @@ impl Engine {
                 "INSERT INTO autonomy (agent, action_type, mode, updated_at) VALUES ($1, $2, 'auto_approve', $3) \
                  ON CONFLICT (agent, action_type) DO NOTHING",
             )
-            .bind(name)
+            .bind(name.as_str())
             .bind(kind)
             .bind(now)
             .execute(&mut *tx)

@@ -22,12 +22,12 @@ use berth_sandbox::host_scope::judged_paths;
 use berth_sandbox::{FileOp, Sandbox};
 use serde::Serialize;
 
-use crate::Engine;
 use crate::agents::Agent;
 use crate::config::{BerthMode, ProjectConfig};
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
+use crate::{AgentName, Engine, ProjectName};
 
 /// What a provider needs to open an agent's sandbox.
 #[derive(Debug, Clone)]
@@ -561,8 +561,8 @@ impl Engine {
     /// scratch branch when it has no task) and its sandbox. Idempotent.
     pub async fn up(
         &self,
-        agent: &str,
-        project: &str,
+        agent: &AgentName,
+        project: &ProjectName,
         mode: Option<BerthMode>,
         actor: &Actor,
     ) -> Result<BerthInfo> {
@@ -573,14 +573,14 @@ impl Engine {
     /// [`up`](Self::up) with options (`berth up --new-uid`).
     pub async fn up_with(
         &self,
-        agent: &str,
-        project: &str,
+        agent: &AgentName,
+        project: &ProjectName,
         mode: Option<BerthMode>,
         options: UpOptions,
         actor: &Actor,
     ) -> Result<BerthInfo> {
         let a = self.agent(agent).await?;
-        if a.project != project {
+        if a.project != project.as_str() {
             return Err(EngineError::WrongProject {
                 agent: agent.to_string(),
                 actual: a.project,
@@ -728,7 +728,7 @@ impl Engine {
             .bind(provisioned.worktree.display().to_string())
             .bind(&provisioned.branch)
             .bind(now_ms())
-            .bind(agent)
+            .bind(agent.as_str())
             .execute(&mut *tx)
             .await
             .map_err(EngineError::store("bringing a berth up"))?;
@@ -774,7 +774,7 @@ impl Engine {
             if opened.created_container.is_some() {
                 self.sandboxes.drop_agent(agent);
                 if let Err(close) = self.provider.close(&spec).await {
-                    tracing::warn!(agent, error = %close, "removing a container whose berth could not be recorded failed; reconcile removes it");
+                    tracing::warn!(agent = agent.as_str(), error = %close, "removing a container whose berth could not be recorded failed; reconcile removes it");
                 }
             }
             return Err(e);
@@ -788,7 +788,7 @@ impl Engine {
             Vec::new()
         };
         for note in unreachable.into_iter().rev() {
-            tracing::warn!(agent, %note, "a declared directory is out of the berth's reach");
+            tracing::warn!(agent = agent.as_str(), %note, "a declared directory is out of the berth's reach");
             info.note = Some(match info.note {
                 Some(n) => format!("{note}; {n}"),
                 None => note,
@@ -818,7 +818,12 @@ impl Engine {
     /// Takes an agent's berth down; recycles its worktree unless
     /// `keep_worktree`, saving first what the recycle would lose (see
     /// [`Engine::down_with`]).
-    pub async fn down(&self, agent: &str, keep_worktree: bool, actor: &Actor) -> Result<BerthInfo> {
+    pub async fn down(
+        &self,
+        agent: &AgentName,
+        keep_worktree: bool,
+        actor: &Actor,
+    ) -> Result<BerthInfo> {
         self.down_with(agent, keep_worktree, false, actor).await
     }
 
@@ -830,7 +835,7 @@ impl Engine {
     /// action must never outlive its worktree (ADR 0048, D5).
     pub async fn down_with(
         &self,
-        agent: &str,
+        agent: &AgentName,
         keep_worktree: bool,
         discard: bool,
         actor: &Actor,

@@ -475,12 +475,13 @@ impl Engine {
             return Ok(Some("the item has no steps to rerun".into()));
         }
         let a = self.agent(agent).await?;
+        let (agent, project) = a.names()?;
         if a.berth.is_none() {
-            self.up(agent, &c.project, None, &Actor::system()).await?;
+            self.up(&agent, &project, None, &Actor::system()).await?;
         }
         for (n, command) in c.item.steps.iter().enumerate() {
             let proposal = Proposal::by_agent(
-                agent,
+                &agent,
                 Action::Terminal {
                     command: command.clone(),
                 },

@@ -54,7 +54,7 @@ impl Engine {
     /// Drives a noop agent's loop in the foreground. With `until_idle` it
     /// returns as soon as it cannot go on (no task, waiting for a person, in
     /// review); otherwise it polls until interrupted.
-    pub async fn run_agent(&self, agent: &str, until_idle: bool) -> Result<RunReport> {
+    pub async fn run_agent(&self, agent: &crate::AgentName, until_idle: bool) -> Result<RunReport> {
         let a = self.agent(agent).await?;
         if a.implementation != AgentImpl::Noop {
             return Err(EngineError::State(format!(

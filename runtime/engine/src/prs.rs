@@ -349,7 +349,7 @@ impl Engine {
             )));
         }
         let proposal = Proposal {
-            agent: pr.agent.clone(),
+            agent: crate::AgentName::new(pr.agent.as_str())?,
             action: berth_policy::Action::GitMerge {
                 target: pr.base.clone(),
             },

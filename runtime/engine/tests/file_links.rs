@@ -20,12 +20,12 @@ use berth_engine::{
     ProposeStatus,
 };
 use berth_policy::{Action, Mode, Verdict};
-use common::{Fixture, user};
+use common::{Fixture, named, user};
 
 async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
     f.agent(agent, AgentImpl::Real).await;
     f.engine
-        .up(agent, "demo", None, &user())
+        .up(&named(agent), &named("demo"), None, &user())
         .await
         .unwrap()
         .worktree
@@ -34,7 +34,7 @@ async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
 
 fn write(path: &str, content: &str) -> Proposal {
     Proposal::by_agent(
-        "dev-1",
+        &named("dev-1"),
         Action::FileWrite {
             path: path.to_string(),
         },
@@ -47,7 +47,7 @@ fn write(path: &str, content: &str) -> Proposal {
 
 fn read(path: &str) -> Proposal {
     Proposal::by_agent(
-        "dev-1",
+        &named("dev-1"),
         Action::FileRead {
             path: path.to_string(),
         },
@@ -341,7 +341,7 @@ async fn a_plain_word_naming_a_link_out_of_the_worktree_holds_the_command() {
         .engine
         .propose(
             Proposal::by_agent(
-                "dev-1",
+                &named("dev-1"),
                 Action::Terminal {
                     command: "cat README.md".into(),
                 },
@@ -365,7 +365,7 @@ async fn a_plain_word_naming_a_link_out_of_the_worktree_holds_the_command() {
             .engine
             .propose(
                 Proposal::by_agent(
-                    "dev-1",
+                    &named("dev-1"),
                     Action::Terminal {
                         command: command.into(),
                     },
@@ -409,7 +409,7 @@ async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
     engine
         .add_project(
             berth_engine::NewProject {
-                name: "demo".into(),
+                name: named("demo"),
                 from: src,
                 base: None,
             },
@@ -418,14 +418,14 @@ async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
         .await
         .unwrap();
     engine
-        .activate_agent("dev-1", "demo", AgentImpl::Noop, &user())
+        .activate_agent(&named("dev-1"), &named("demo"), AgentImpl::Noop, &user())
         .await
         .unwrap();
     engine
         .create_task("demo", "Add a file", &user())
         .await
         .unwrap();
-    let err = engine.run_agent("dev-1", true).await.unwrap_err();
+    let err = engine.run_agent(&named("dev-1"), true).await.unwrap_err();
     assert!(
         err.to_string().contains("/work/noop -> ")
             && err.to_string().contains("nothing was written"),

@@ -10,7 +10,7 @@ use berth_engine::{
     ProposeStatus,
 };
 use berth_policy::{Action, Mode};
-use common::{Fixture, user};
+use common::{Fixture, named, user};
 
 async fn parallelize_actions(f: &Fixture) -> Vec<berth_engine::ActionRecord> {
     f.engine
@@ -161,8 +161,10 @@ async fn raising_the_limit_and_patching_instructions_always_ask_and_are_logged()
         .await
         .unwrap();
     let propose = |action: Action, params: ActionParams| {
-        f.engine
-            .propose(Proposal::by_agent("dev-1", action).params(params), None)
+        f.engine.propose(
+            Proposal::by_agent(&named("dev-1"), action).params(params),
+            None,
+        )
     };
     let raise = propose(Action::RaiseMaxParallel, ActionParams::default())
         .await

@@ -1,6 +1,6 @@
 //! `berth agent activate|auto-mode|resume|run` and `berth autonomy set|show`.
 
-use berth_engine::{Actor, AgentImpl, AgentRun, Engine};
+use berth_engine::{Actor, AgentImpl, AgentName, AgentRun, Engine, ProjectName};
 use berth_policy::Mode;
 
 use super::print_json;
@@ -95,6 +95,7 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
                 ImplArg::Real => AgentImpl::Real,
                 ImplArg::Noop => AgentImpl::Noop,
             };
+            let (agent, project) = (AgentName::new(agent)?, ProjectName::new(project)?);
             let a = engine.activate_agent(&agent, &project, i, &user).await?;
             if json {
                 print_json(&a)?;
@@ -151,7 +152,9 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
             until_idle,
             json,
         } => {
-            let report = engine.run_agent(&agent, until_idle).await?;
+            let report = engine
+                .run_agent(&AgentName::new(agent.as_str())?, until_idle)
+                .await?;
             if json {
                 print_json(&report)?;
             } else {

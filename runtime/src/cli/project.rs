@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use berth_engine::{Actor, Engine, NewProject};
+use berth_engine::{Actor, Engine, NewProject, ProjectName};
 
 use super::print_json;
 
@@ -52,7 +52,14 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
         } => {
             let from = std::fs::canonicalize(&from).unwrap_or(from);
             let p = engine
-                .add_project(NewProject { name, from, base }, &Actor::current_user())
+                .add_project(
+                    NewProject {
+                        name: ProjectName::new(name)?,
+                        from,
+                        base,
+                    },
+                    &Actor::current_user(),
+                )
                 .await?;
             if json {
                 print_json(&serde_json::json!({

@@ -221,7 +221,7 @@ pub(super) fn needs_berth(action: &Action) -> bool {
 
 /// The answer to a proposal whose idempotency key was used before.
 fn replay(existing: ActionRecord, proposal: &Proposal) -> Result<Proposed> {
-    if existing.agent != proposal.agent || existing.action != proposal.action {
+    if existing.agent != proposal.agent.as_str() || existing.action != proposal.action {
         return Err(EngineError::KeyConflict {
             key: existing.idempotency_key,
             id: existing.id,

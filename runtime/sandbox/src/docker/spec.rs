@@ -248,14 +248,16 @@ impl BerthSpec {
     pub fn validate(&self) -> Result<(), DockerError> {
         if !self.instance.is_empty() && !is_name(&self.instance) {
             return Err(self.invalid(format!(
-                "instance {:?}: use letters, digits, '_' and '-' (at most 48)",
-                self.instance
+                "instance {:?}: {}",
+                self.instance,
+                berth_worktrees::NAME_RULE
             )));
         }
         for (what, name) in [("project", &self.project), ("agent", &self.agent)] {
             if !is_name(name) {
                 return Err(self.invalid(format!(
-                    "{what} name {name:?}: use letters, digits, '_' and '-' (at most 48, starting with a letter or digit)"
+                    "{what} name {name:?}: {}",
+                    berth_worktrees::NAME_RULE
                 )));
             }
         }
@@ -591,12 +593,10 @@ fn nests(inner: &str, outer: &str) -> bool {
     inner == outer || (inner.starts_with(outer) && inner.as_bytes().get(outer.len()) == Some(&b'/'))
 }
 
+/// berth's one name rule (`berth_worktrees`'): what the engine and git accept
+/// is what a container name and its labels accept.
 fn is_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 48
-        && s.as_bytes()[0].is_ascii_alphanumeric()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    berth_worktrees::is_valid_name(s)
 }
 
 fn spec_hash(body: &ContainerCreateBody, image_id: &str) -> String {

@@ -4,11 +4,13 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use berth_engine::{Agent, AgentImpl, AutonomyReport, BerthInfo, BerthMode, RunReport};
+use berth_engine::{
+    Agent, AgentImpl, AgentName, AutonomyReport, BerthInfo, BerthMode, ProjectName, RunReport,
+};
 use berth_policy::Mode;
 use serde::Deserialize;
 
-use super::{PathArgs, required};
+use super::{PathArgs, parse_name, required};
 use crate::AppState;
 use crate::body::JsonBody;
 use crate::error::ApiError;
@@ -52,8 +54,8 @@ pub(crate) async fn activate(
     JsonBody(b): JsonBody<ActivateBody>,
 ) -> Result<Json<Agent>, ApiError> {
     let example = r#"{"name": "dev-1", "project": "demo", "impl": "noop"}"#;
-    let name = required(b.name, "name", example)?;
-    let project = required(b.project, "project", example)?;
+    let name: AgentName = parse_name(&required(b.name, "name", example)?)?;
+    let project: ProjectName = parse_name(&required(b.project, "project", example)?)?;
     let implementation = match b.implementation {
         ImplArg::Real => AgentImpl::Real,
         ImplArg::Noop => AgentImpl::Noop,
@@ -86,9 +88,10 @@ pub(crate) async fn up(
     PathArgs(agent): PathArgs<String>,
     JsonBody(b): JsonBody<UpBody>,
 ) -> Result<Json<BerthInfo>, ApiError> {
-    let project = match b.project {
-        Some(p) => p,
-        None => app.engine.agent(&agent).await?.project,
+    let agent: AgentName = parse_name(&agent)?;
+    let project: ProjectName = match b.project {
+        Some(p) => parse_name(&p)?,
+        None => parse_name(&app.engine.agent(&agent).await?.project)?,
     };
     let mode = b.mode.map(|m| match m {
         ModeArg::Runner => BerthMode::Runner,
@@ -114,6 +117,7 @@ pub(crate) async fn down(
     PathArgs(agent): PathArgs<String>,
     JsonBody(b): JsonBody<DownBody>,
 ) -> Result<Json<BerthInfo>, ApiError> {
+    let agent: AgentName = parse_name(&agent)?;
     Ok(Json(
         app.engine
             .down_with(&agent, b.keep_worktree, b.discard, &app.user)
@@ -177,5 +181,6 @@ pub(crate) async fn run(
     State(app): State<AppState>,
     PathArgs(agent): PathArgs<String>,
 ) -> Result<Json<RunReport>, ApiError> {
+    let agent: AgentName = parse_name(&agent)?;
     Ok(Json(app.engine.run_agent(&agent, true).await?))
 }
