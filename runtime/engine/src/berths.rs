@@ -280,10 +280,9 @@ fn make_private_dir(dir: &std::path::Path) -> Result<bool> {
 /// fd-relative walk that follows no link an agent planted.
 fn chown_berth_dir(dir: &std::path::Path, owner: berth_worktrees::Owner) -> Result<()> {
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-        return Err(EngineError::State(format!(
-            "{} is not a berth directory under the state directory",
-            dir.display()
-        )));
+        return Err(EngineError::NotBerthDir {
+            path: dir.to_path_buf(),
+        });
     };
     berth_worktrees::chown_beneath(parent, std::path::Path::new(name), owner)
         .map_err(EngineError::io("giving to the berth's uid", dir))
@@ -595,10 +594,10 @@ impl Engine {
         if let Some(current) = a.berth
             && current != mode
         {
-            return Err(EngineError::State(format!(
-                "agent `{agent}` is already up in {} mode: run `berth down {agent} --keep-worktree` first",
-                current.as_str()
-            )));
+            return Err(EngineError::AlreadyUp {
+                agent: agent.to_string(),
+                mode: current.as_str(),
+            });
         }
         if mode == BerthMode::Runner
             && crate::agents::load_autonomy(self.store.pool(), agent)
@@ -705,9 +704,9 @@ impl Engine {
             let dir = spec.home.clone();
             tokio::task::spawn_blocking(move || chown_berth_dir(&dir, owner))
                 .await
-                .map_err(|e| {
-                    EngineError::State(format!("giving the berth's home to its uid: {e}"))
-                })??;
+                .map_err(EngineError::interrupted(
+                    "giving the berth's home to its uid",
+                ))??;
             spec.runner_uid = Some(uid);
         }
         self.sandboxes.drop_agent(agent);
@@ -842,12 +841,12 @@ impl Engine {
     ) -> Result<BerthInfo> {
         let a = self.agent(agent).await?;
         if let (Some(task), false) = (&a.task, keep_worktree) {
-            return Err(EngineError::State(format!(
-                "agent `{agent}` holds task {} ({}): its worktree must outlive it — {}; `berth down {agent} --keep-worktree` takes the berth down and keeps them, or resolve the task first",
-                crate::ids::short(task),
-                a.status.as_str(),
-                kept_for_task(&a),
-            )));
+            return Err(EngineError::HoldsTask {
+                agent: agent.to_string(),
+                task: crate::ids::short(task).to_string(),
+                status: a.status.as_str(),
+                kept: kept_for_task(&a),
+            });
         }
         let loaded = self.load_project(&a.project).await?;
         self.close_berth(&a, &loaded.config, keep_worktree, actor)

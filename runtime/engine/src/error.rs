@@ -175,8 +175,136 @@ pub enum EngineError {
     #[error(transparent)]
     Worktrees(#[from] berth_worktrees::Error),
 
-    #[error("{0}")]
-    State(String),
+    // What was `State(String)`: a state that forbids the call now, each
+    // case with what it is about (the API answers them 409 `invalid_state`).
+    /// A record's status forbids the call: a PR not open, a choice not
+    /// pending, an action not interrupted, a task past the step asked for.
+    #[error("{what} {id} is {status}: {rule}")]
+    WrongStatus {
+        what: &'static str,
+        id: String,
+        status: String,
+        rule: String,
+    },
+
+    #[error("action {id} is a {kind}: only berth's own effects are resumed after a crash")]
+    NotOwnEffect { id: String, kind: String },
+
+    #[error(
+        "task {task} is {owner}'s in project `{project}`, not agent `{agent}`'s: an agent proposes only for its own task"
+    )]
+    NotOwnTask {
+        task: String,
+        /// The agent holding it, or `no agent`.
+        owner: String,
+        project: String,
+        agent: String,
+    },
+
+    /// An agent task asked to do what only a pipeline task does.
+    #[error("task {task} is an agent task{why}")]
+    AgentTask { task: String, why: &'static str },
+
+    #[error("task {task} has not run yet: `berth task run {task}`")]
+    NotRun { task: String },
+
+    /// A pipeline task that an agent's loop delivered as a PR instead.
+    #[error(
+        "task {task} is a pipeline task an agent's loop delivered as PR #{pr}: its steps never ran. \
+         Close the PR to run them (`berth pr close {pr} --reason 'run the pipeline'`, then `berth task run {task}`), \
+         or merge it to keep the agent's change (`berth pr merge {pr}`)"
+    )]
+    DeliveredAsPr { task: String, pr: i64 },
+
+    #[error(
+        "task {task} is in_review without a pipeline run: a person decides (`berth task reject {task} --reason R` returns it)"
+    )]
+    ReviewWithoutRun { task: String },
+
+    #[error(
+        "project `{project}` has no agent to run task {task}: `berth agent activate AGENT --project {project}`"
+    )]
+    NoAgent { project: String, task: String },
+
+    #[error(
+        "project `{project}` has several agents ({agents}): say which runs task {task} with `--agent`"
+    )]
+    SeveralAgents {
+        project: String,
+        agents: String,
+        task: String,
+    },
+
+    #[error(
+        "agent `{agent}` is paused by the circuit breaker: look at its last failures (`berth events --agent {agent}`), \
+         then `berth agent resume {agent}`"
+    )]
+    Paused { agent: String },
+
+    #[error("agent `{agent}` is {status}, not paused: nothing to resume")]
+    NotPaused { agent: String, status: &'static str },
+
+    #[error(
+        "agent `{agent}` is a real agent: its model drives it (through the API or `berth mcp`); \
+         `berth agent run` drives noop agents — activate one with `--impl noop`"
+    )]
+    NotNoop { agent: String },
+
+    /// Another berth process holds the task's pipeline lease.
+    #[error(
+        "task {task}'s pipeline is being run by another berth process ({owner}): wait for it to finish; \
+         two processes never run one task's pipeline at once"
+    )]
+    LeaseHeld { task: String, owner: String },
+
+    #[error("task {task}'s pipeline lease was taken by another process; this one stops")]
+    LeaseLost { task: String },
+
+    #[error(
+        "agent `{agent}` is already up in {mode} mode: run `berth down {agent} --keep-worktree` first"
+    )]
+    AlreadyUp { agent: String, mode: &'static str },
+
+    #[error(
+        "agent `{agent}` holds task {task} ({status}): its worktree must outlive it — {kept}; `berth down {agent} --keep-worktree` takes the berth down and keeps them, or resolve the task first"
+    )]
+    HoldsTask {
+        agent: String,
+        task: String,
+        status: &'static str,
+        /// What the task still needs the worktree for.
+        kept: String,
+    },
+
+    #[error("--new-uid re-owns the berth's files, which only root can do; berth runs as uid {uid}")]
+    NeedsRoot { uid: u32 },
+
+    #[error(
+        "no free uid in [host] uid_range {from}..={to} of project `{project}`: each is another berth's or the host's (passwd, group, /etc/subuid, /etc/subgid); widen the range in berth.toml"
+    )]
+    NoFreeUid { project: String, from: u32, to: u32 },
+
+    #[error("could not set the mode in {}: edit `[execution] mode` by hand", path.display())]
+    ModeNotSet { path: PathBuf },
+
+    #[error("{} is not a berth directory under the state directory", path.display())]
+    NotBerthDir { path: PathBuf },
+
+    /// A step run off the async threads panicked or was cancelled.
+    #[error("{op}: {source}")]
+    Interrupted {
+        op: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+
+    /// The berth's own disk: attaching, finding or releasing it.
+    #[error("{op}: {source}")]
+    Disk {
+        op: &'static str,
+        #[source]
+        source: berth_sandbox::disk::DiskError,
+    },
 
     /// `why` names `[sandbox] disk`, the room on it and the size needed.
     #[error(
@@ -228,6 +356,19 @@ impl EngineError {
     ) -> impl FnOnce(std::io::Error) -> EngineError {
         let path = path.into();
         move |source| EngineError::Io { op, path, source }
+    }
+
+    /// For a `spawn_blocking` that did not complete.
+    pub(crate) fn interrupted(
+        op: &'static str,
+    ) -> impl FnOnce(tokio::task::JoinError) -> EngineError {
+        move |source| EngineError::Interrupted { op, source }
+    }
+
+    pub(crate) fn disk(
+        op: &'static str,
+    ) -> impl FnOnce(berth_sandbox::disk::DiskError) -> EngineError {
+        move |source| EngineError::Disk { op, source }
     }
 
     pub(crate) fn corrupt(op: &'static str, detail: impl std::fmt::Display) -> EngineError {

@@ -409,11 +409,12 @@ impl Engine {
             .await
             .map_err(EngineError::store("resolving a choice"))?;
         if won != 1 {
-            return Err(EngineError::State(format!(
-                "choice {} is {}: only a pending choice can be resolved",
-                short(&c.id),
-                c.status
-            )));
+            return Err(EngineError::WrongStatus {
+                what: "choice",
+                id: short(&c.id).to_string(),
+                status: c.status.to_string(),
+                rule: "only a pending choice can be resolved".into(),
+            });
         }
         let result = match choice {
             "skip" => serde_json::json!({ "outcome": "skipped" }),

@@ -260,10 +260,7 @@ impl Engine {
         let new = with_execution_mode(&text, mode);
         let parsed = ProjectConfig::parse(&new, &path.display().to_string())?;
         if parsed.execution.mode != mode {
-            return Err(EngineError::State(format!(
-                "could not set the mode in {}: edit `[execution] mode` by hand",
-                path.display()
-            )));
+            return Err(EngineError::ModeNotSet { path });
         }
         let tmp = path.with_extension("toml.tmp");
         std::fs::write(&tmp, &new).map_err(EngineError::io("writing", &tmp))?;

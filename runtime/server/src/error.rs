@@ -119,7 +119,25 @@ fn classify(e: &EngineError) -> (StatusCode, &'static str) {
         EngineError::WrongProject { .. } => (S::CONFLICT, "wrong_project"),
         EngineError::ModeUnavailable { .. } => (S::CONFLICT, "mode_unavailable"),
         EngineError::Unconfined { .. } => (S::CONFLICT, "unconfined"),
-        EngineError::State(_) => (S::CONFLICT, "invalid_state"),
+        EngineError::WrongStatus { .. }
+        | EngineError::NotOwnEffect { .. }
+        | EngineError::NotOwnTask { .. }
+        | EngineError::AgentTask { .. }
+        | EngineError::NotRun { .. }
+        | EngineError::DeliveredAsPr { .. }
+        | EngineError::ReviewWithoutRun { .. }
+        | EngineError::NoAgent { .. }
+        | EngineError::SeveralAgents { .. }
+        | EngineError::Paused { .. }
+        | EngineError::NotPaused { .. }
+        | EngineError::NotNoop { .. }
+        | EngineError::LeaseHeld { .. }
+        | EngineError::LeaseLost { .. }
+        | EngineError::AlreadyUp { .. }
+        | EngineError::HoldsTask { .. }
+        | EngineError::NeedsRoot { .. }
+        | EngineError::NoFreeUid { .. }
+        | EngineError::ModeNotSet { .. } => (S::CONFLICT, "invalid_state"),
         EngineError::IllegalTransition { .. } => (S::CONFLICT, "illegal_transition"),
         EngineError::SaveFailed { .. } => (S::CONFLICT, "save_failed"),
         EngineError::DiskTooSmall { .. } => (S::CONFLICT, "disk_too_small"),
