@@ -379,6 +379,140 @@ impl EngineError {
     }
 }
 
+/// What kind of failure an engine error is: what an interface needs to
+/// answer it (the API's HTTP status) without knowing the crates below the
+/// engine. With [`EngineError::code`], a stable snake_case name a client
+/// can branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A name or id the caller gave is not there.
+    NotFound,
+    /// An id prefix the caller gave matches several.
+    Ambiguous,
+    /// A value the engine will not take.
+    Invalid,
+    /// A state that forbids the call now.
+    Conflict,
+    /// Something this host must bring back (the Docker engine, the store
+    /// held by another write): a person acts, or a retry passes.
+    Unavailable,
+    /// The disk holding berth's state is full; the write was rolled back.
+    StorageFull,
+    /// berth's own trouble: the store, the disk, a broken configuration
+    /// file a person must fix.
+    Internal,
+}
+
+impl EngineError {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.class().0
+    }
+
+    /// Its stable code (`unknown_agent`, `invalid_state`, `docker_unavailable`…).
+    pub fn code(&self) -> &'static str {
+        self.class().1
+    }
+
+    /// Not-found is a name or id the caller gave; conflict is a state that
+    /// forbids the call now; invalid is a value the engine will not take;
+    /// internal is berth's own trouble. Every variant is listed: a new one is
+    /// classified where it is added.
+    fn class(&self) -> (ErrorKind, &'static str) {
+        use ErrorKind as K;
+        match self {
+            EngineError::UnknownProject(_) => (K::NotFound, "unknown_project"),
+            EngineError::UnknownAgent(_) => (K::NotFound, "unknown_agent"),
+            EngineError::UnknownId { what, .. } => (
+                K::NotFound,
+                match *what {
+                    "action" => "unknown_action",
+                    "task" => "unknown_task",
+                    "PR" => "unknown_pr",
+                    _ => "unknown_id",
+                },
+            ),
+            EngineError::AmbiguousId { .. } => (K::Ambiguous, "ambiguous_id"),
+            EngineError::AlreadyExists { .. } => (K::Conflict, "already_exists"),
+            EngineError::Invalid { .. } => (K::Invalid, "invalid_value"),
+            EngineError::NotPending { .. } => (K::Conflict, "not_pending"),
+            EngineError::RefusedAtApproval { .. } => (K::Conflict, "refused_at_approval"),
+            EngineError::KeyConflict { .. } => (K::Conflict, "idempotency_key_conflict"),
+            EngineError::NoBerth { .. } => (K::Conflict, "no_berth"),
+            EngineError::WrongProject { .. } => (K::Conflict, "wrong_project"),
+            EngineError::ModeUnavailable { .. } => (K::Conflict, "mode_unavailable"),
+            EngineError::Unconfined { .. } => (K::Conflict, "unconfined"),
+            EngineError::WrongStatus { .. }
+            | EngineError::NotOwnEffect { .. }
+            | EngineError::NotOwnTask { .. }
+            | EngineError::AgentTask { .. }
+            | EngineError::NotRun { .. }
+            | EngineError::DeliveredAsPr { .. }
+            | EngineError::ReviewWithoutRun { .. }
+            | EngineError::NoAgent { .. }
+            | EngineError::SeveralAgents { .. }
+            | EngineError::Paused { .. }
+            | EngineError::NotPaused { .. }
+            | EngineError::NotNoop { .. }
+            | EngineError::LeaseHeld { .. }
+            | EngineError::LeaseLost { .. }
+            | EngineError::AlreadyUp { .. }
+            | EngineError::HoldsTask { .. }
+            | EngineError::NeedsRoot { .. }
+            | EngineError::NoFreeUid { .. }
+            | EngineError::ModeNotSet { .. } => (K::Conflict, "invalid_state"),
+            EngineError::IllegalTransition { .. } => (K::Conflict, "illegal_transition"),
+            EngineError::SaveFailed { .. } => (K::Conflict, "save_failed"),
+            EngineError::DiskTooSmall { .. } => (K::Conflict, "disk_too_small"),
+            EngineError::DiskUnavailable { .. } => (K::Conflict, "disk_unavailable"),
+            EngineError::Config { .. } | EngineError::Rules(_) => (K::Internal, "config_invalid"),
+            EngineError::Worktrees(w) => worktrees_class(w),
+            EngineError::Sandbox(berth_sandbox::SandboxError::Docker(d))
+            | EngineError::Docker(d) => docker_class(d),
+            EngineError::Sandbox(_) => (K::Internal, "sandbox_error"),
+            EngineError::StoreFull { .. } => (K::StorageFull, "disk_full"),
+            EngineError::StoreBusy { .. } => (K::Unavailable, "store_busy"),
+            EngineError::StateMissing { .. }
+            | EngineError::Store { .. }
+            | EngineError::Migrate { .. }
+            | EngineError::Corrupt { .. }
+            | EngineError::Io { .. }
+            | EngineError::RepositoryGone { .. }
+            | EngineError::RecycleFailed { .. }
+            | EngineError::NotBerthDir { .. }
+            | EngineError::Interrupted { .. }
+            | EngineError::Disk { .. } => (K::Internal, "internal"),
+        }
+    }
+}
+
+/// The Docker engine down, an image missing: a person must act on this
+/// host; a foreign container in the way is a conflict.
+fn docker_class(e: &berth_sandbox::docker::DockerError) -> (ErrorKind, &'static str) {
+    use berth_sandbox::docker::DockerError as D;
+    match e {
+        D::EngineUnavailable { .. } => (ErrorKind::Unavailable, "docker_unavailable"),
+        D::Image(_) => (ErrorKind::Conflict, "image_unavailable"),
+        D::Foreign { .. } => (ErrorKind::Conflict, "container_conflict"),
+        _ => (ErrorKind::Internal, "docker_error"),
+    }
+}
+
+fn worktrees_class(e: &berth_worktrees::Error) -> (ErrorKind, &'static str) {
+    use berth_worktrees::Error as W;
+    match e {
+        W::InvalidName { .. } | W::InvalidInput { .. } => (ErrorKind::Invalid, "invalid_value"),
+        W::Missing { .. }
+        | W::NotARepository { .. }
+        | W::UnknownBranch { .. }
+        | W::NoBaseBranch { .. }
+        | W::UntrustedOwner { .. } => (ErrorKind::Invalid, "repository_unusable"),
+        W::ProjectExists { .. } => (ErrorKind::Conflict, "already_exists"),
+        W::AgentBusy { .. } | W::NothingToCommit { .. } => (ErrorKind::Conflict, "invalid_state"),
+        _ => (ErrorKind::Internal, "git_error"),
+    }
+}
+
 /// SQLite's `SQLITE_FULL` (13, in the low byte of an extended code), or
 /// the OS saying so.
 fn disk_full(e: &sqlx::Error) -> bool {
@@ -393,3 +527,65 @@ fn disk_full(e: &sqlx::Error) -> bool {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The classification the API answers with, one row per kind: a Docker
+    /// failure is classified the same whether it came straight from the
+    /// backend or through the sandbox's error.
+    #[test]
+    fn errors_are_classified_in_the_engine() {
+        let foreign = || berth_sandbox::docker::DockerError::Foreign { name: "c".into() };
+        let table: Vec<(EngineError, ErrorKind, &str)> = vec![
+            (
+                EngineError::UnknownAgent("a".into()),
+                ErrorKind::NotFound,
+                "unknown_agent",
+            ),
+            (
+                EngineError::AmbiguousId {
+                    what: "task",
+                    id: "1".into(),
+                    count: 2,
+                },
+                ErrorKind::Ambiguous,
+                "ambiguous_id",
+            ),
+            (
+                berth_worktrees::ProjectName::new("a.b").unwrap_err().into(),
+                ErrorKind::Invalid,
+                "invalid_value",
+            ),
+            (
+                EngineError::LeaseLost { task: "t".into() },
+                ErrorKind::Conflict,
+                "invalid_state",
+            ),
+            (
+                EngineError::Docker(foreign()),
+                ErrorKind::Conflict,
+                "container_conflict",
+            ),
+            (
+                EngineError::Sandbox(berth_sandbox::SandboxError::Docker(foreign())),
+                ErrorKind::Conflict,
+                "container_conflict",
+            ),
+            (
+                EngineError::StoreBusy { op: "x", secs: 1 },
+                ErrorKind::Unavailable,
+                "store_busy",
+            ),
+            (
+                EngineError::corrupt("reading", "x"),
+                ErrorKind::Internal,
+                "internal",
+            ),
+        ];
+        for (e, kind, code) in table {
+            assert_eq!((e.kind(), e.code()), (kind, code), "{e}");
+        }
+    }
+}

@@ -91,7 +91,7 @@ pub use berths::{
     SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
 pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
-pub use error::{EngineError, Result};
+pub use error::{EngineError, ErrorKind, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter, OutboxMessage};
 pub use exchange::{PrExport, ProjectSync};
 pub use followups::{Choice, FollowupItem};

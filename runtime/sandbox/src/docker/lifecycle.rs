@@ -112,9 +112,9 @@ impl DockerBackend {
                 spec.write_identity()
             })
             .await
-            .map_err(|e| DockerError::Task {
+            .map_err(|source| DockerError::Task {
                 op: "validate the berth spec",
-                message: e.to_string(),
+                source,
             })??;
         }
         let image = self.ensure_image(&spec.image).await?;
@@ -579,9 +579,9 @@ impl DockerBackend {
         for prefix in dead_owners {
             exec::kill_by_token(&target, &prefix)
                 .await
-                .map_err(|e| DockerError::Task {
+                .map_err(|e| DockerError::Upkeep {
                     op: "kill stale execs",
-                    message: e.to_string(),
+                    source: Box::new(e),
                 })?;
         }
         Ok(stale)
