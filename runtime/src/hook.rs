@@ -60,8 +60,8 @@ use std::path::{Path, PathBuf};
 use berth_engine::{Engine, StateDir};
 use berth_policy::autonomy::WILDCARD;
 use berth_policy::{
-    Action, Autonomy, Decision, Frame, Limits, Mode, Origin, Resolved, RuleMatch, RuleSet, Stage,
-    Verdict,
+    Action, Approval, Autonomy, Decision, Frame, Limits, Origin, Resolved, RuleMatch, RuleSet,
+    Stage, Verdict,
 };
 use berth_sandbox::host_scope::HostScope;
 use serde_json::{Value, json};
@@ -359,7 +359,7 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
     if call.mode == PermissionMode::BypassPermissions {
         // Claude Code skips its prompts: berth's auto mode (the agent's
         // specific modes stay, the wildcard becomes auto_approve).
-        inputs.autonomy.set(WILDCARD, Mode::AutoApprove);
+        inputs.autonomy.set(WILDCARD, Approval::AutoApprove);
     }
     let frame = Frame::Host {
         project_root: call.root.clone(),

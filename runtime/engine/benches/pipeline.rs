@@ -22,7 +22,7 @@ use berth_engine::{
     Actor, AgentImpl, BerthMode, DockerProvider, Engine, ExecutionMode, NewProject, NewTask,
     PipelineEnd, PipelineStep, StateDir,
 };
-use berth_policy::Mode;
+use berth_policy::Approval;
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{NoProgress, Recipe};
 use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
@@ -146,7 +146,7 @@ async fn main() {
         .await
         .unwrap();
     engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user)
         .await
         .unwrap();
     let mode = if mounted {

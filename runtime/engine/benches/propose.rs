@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use berth_engine::{Actor, AgentImpl, Engine, NewProject, Proposal, ProposeStatus, StateDir};
-use berth_policy::{Action, Mode};
+use berth_policy::{Action, Approval};
 
 /// A project or agent name, parsed (the type is the call's).
 fn named<N: std::str::FromStr>(name: &str) -> N
@@ -79,7 +79,7 @@ async fn main() {
         .await
         .unwrap();
     engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user)
         .await
         .unwrap();
     engine
@@ -138,7 +138,7 @@ async fn main() {
     }
 
     engine
-        .set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user)
+        .set_autonomy("dev-1", "terminal", Approval::RequireApproval, &user)
         .await
         .unwrap();
     let m = n.min(2_000);

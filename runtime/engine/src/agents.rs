@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use berth_policy::{Autonomy, Mode};
+use berth_policy::{Approval, Autonomy};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -171,7 +171,7 @@ pub(crate) fn agent_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Agent> {
 pub struct AutonomyReport {
     pub agent: String,
     /// Every written mode, by action type (`*` included).
-    pub modes: Vec<(String, Mode)>,
+    pub modes: Vec<(String, Approval)>,
     /// The mode and origin each known action type resolves to.
     pub resolved: Vec<(String, berth_policy::Resolved)>,
     pub auto_mode: bool,
@@ -305,7 +305,7 @@ impl Engine {
         &self,
         agent: &str,
         action_type: &str,
-        mode: Mode,
+        mode: Approval,
         actor: &Actor,
     ) -> Result<()> {
         let a = self.agent(agent).await?;
@@ -321,7 +321,7 @@ impl Engine {
                 ),
             });
         }
-        if action_type == berth_policy::autonomy::WILDCARD && mode == Mode::AutoApprove {
+        if action_type == berth_policy::autonomy::WILDCARD && mode == Approval::AutoApprove {
             // Auto mode: refused on an unconfined runner berth.
             self.gate_auto_mode(&a).await?;
         }
@@ -379,9 +379,9 @@ impl Engine {
     /// on, `require_approval` off (ADR 0167: off restores the scope limit).
     pub async fn set_auto_mode(&self, agent: &str, on: bool, actor: &Actor) -> Result<()> {
         let mode = if on {
-            Mode::AutoApprove
+            Approval::AutoApprove
         } else {
-            Mode::RequireApproval
+            Approval::RequireApproval
         };
         self.set_autonomy(agent, berth_policy::autonomy::WILDCARD, mode, actor)
             .await
@@ -427,7 +427,7 @@ impl Engine {
             ));
         }
         for (kind, mode) in autonomy.iter() {
-            if kind != berth_policy::autonomy::WILDCARD && mode != Mode::AutoApprove {
+            if kind != berth_policy::autonomy::WILDCARD && mode != Approval::AutoApprove {
                 still.push(format!(
                     "{kind}: a specific `{}` rule, which the wildcard does not override",
                     mode.as_str()
@@ -464,12 +464,12 @@ pub(crate) async fn load_autonomy(pool: &sqlx::SqlitePool, agent: &str) -> Resul
             .try_get("mode")
             .map_err(EngineError::store("reading autonomy"))?;
         // A mode berth cannot read is the strictest one: fail closed.
-        a.set(&kind, Mode::parse(&mode).unwrap_or(Mode::Deny));
+        a.set(&kind, Approval::parse(&mode).unwrap_or(Approval::Deny));
     }
     Ok(a)
 }
 
-async fn write_mode(tx: &mut Tx, agent: &str, action_type: &str, mode: Mode) -> Result<()> {
+async fn write_mode(tx: &mut Tx, agent: &str, action_type: &str, mode: Approval) -> Result<()> {
     sqlx::query(
         "INSERT INTO autonomy (agent, action_type, mode, updated_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (agent, action_type) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",

@@ -90,7 +90,7 @@ pub use berths::{
     BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, OrphanContainer, ReconciledContainer,
     SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
-pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
+pub use config::{BerthMode, BerthModeChoice, ExecutionMode, ProjectConfig};
 pub use error::{EngineError, ErrorKind, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter, OutboxMessage};
 pub use exchange::{PrExport, ProjectSync};

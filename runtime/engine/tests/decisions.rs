@@ -9,7 +9,7 @@ use berth_engine::{
     ActionParams, ActionResult, ActionStatus, AgentImpl, AgentRun, CreatedStatus, EventFilter,
     Proposal, ProposeStatus, TaskStatus,
 };
-use berth_policy::{Action, Mode, Stage, Verdict};
+use berth_policy::{Action, Approval, Stage, Verdict};
 use common::{Fixture, named, user};
 
 fn terminal(agent: &str, command: &str) -> Proposal {
@@ -182,7 +182,7 @@ async fn refused_actions_are_logged_and_never_run() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::Deny, &user())
+        .set_autonomy("dev-1", "terminal", Approval::Deny, &user())
         .await
         .unwrap();
     let p = f
@@ -208,7 +208,7 @@ async fn refused_actions_are_logged_and_never_run() {
         .await
         .unwrap();
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let p = f
@@ -229,7 +229,7 @@ async fn a_symlink_out_of_the_worktree_holds_an_auto_approved_command() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let outside = f.dir.path().join("secret");

@@ -10,7 +10,7 @@ use berth_engine::{
     ActionStatus, AgentImpl, AgentRun, AgentStatus, EventFilter, PrStatus, ProposeStatus,
     TaskStatus,
 };
-use berth_policy::Mode;
+use berth_policy::Approval;
 use common::{Fixture, named, user};
 
 /// dev-1 as a noop agent whose activation seeds ask a person.
@@ -18,7 +18,7 @@ async fn manual_noop(f: &Fixture, agent: &str) {
     f.agent(agent, AgentImpl::Noop).await;
     for kind in ["git_commit", "git_push", "pr_open"] {
         f.engine
-            .set_autonomy(agent, kind, Mode::RequireApproval, &user())
+            .set_autonomy(agent, kind, Approval::RequireApproval, &user())
             .await
             .unwrap();
     }
@@ -367,30 +367,30 @@ async fn activation_seeds_and_the_auto_switch() {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Noop).await;
     let a = f.engine.autonomy("dev-1").await.unwrap();
-    let written: Vec<(&str, Mode)> = a.iter().collect();
+    let written: Vec<(&str, Approval)> = a.iter().collect();
     assert_eq!(
         written,
         [
-            ("file_read", Mode::AutoApprove),
-            ("git_commit", Mode::AutoApprove),
-            ("git_push", Mode::AutoApprove),
-            ("pr_open", Mode::AutoApprove),
+            ("file_read", Approval::AutoApprove),
+            ("git_commit", Approval::AutoApprove),
+            ("git_push", Approval::AutoApprove),
+            ("pr_open", Approval::AutoApprove),
         ]
     );
     assert_eq!(
         a.resolve("git_merge").mode,
-        Mode::RequireApproval,
+        Approval::RequireApproval,
         "never seeded"
     );
     // Re-activation keeps what a person wrote since.
     f.engine
-        .set_autonomy("dev-1", "git_push", Mode::RequireApproval, &user())
+        .set_autonomy("dev-1", "git_push", Approval::RequireApproval, &user())
         .await
         .unwrap();
     f.agent("dev-1", AgentImpl::Noop).await;
     assert_eq!(
         f.engine.autonomy("dev-1").await.unwrap().get("git_push"),
-        Some(Mode::RequireApproval)
+        Some(Approval::RequireApproval)
     );
 
     let off = f.engine.autonomy_report("dev-1").await.unwrap();
@@ -424,11 +424,11 @@ async fn activation_seeds_and_the_auto_switch() {
         .unwrap();
     assert_eq!(
         f.engine.autonomy("dev-1").await.unwrap().get("*"),
-        Some(Mode::RequireApproval)
+        Some(Approval::RequireApproval)
     );
     let err = f
         .engine
-        .set_autonomy("dev-1", "teleport", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "teleport", Approval::AutoApprove, &user())
         .await
         .unwrap_err();
     assert!(

@@ -19,7 +19,7 @@ use berth_engine::{
     ActionParams, ActionResult, ActionStatus, AgentImpl, EngineError, EventFilter, Proposal,
     ProposeStatus,
 };
-use berth_policy::{Action, Mode, Verdict};
+use berth_policy::{Action, Approval, Verdict};
 use common::{Fixture, named, user};
 
 async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
@@ -57,7 +57,7 @@ fn read(path: &str) -> Proposal {
 /// Writes need a person from now on.
 async fn writes_need_approval(f: &Fixture) {
     f.engine
-        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
+        .set_autonomy("dev-1", "file_write", Approval::RequireApproval, &user())
         .await
         .unwrap();
 }
@@ -105,7 +105,7 @@ async fn a_file_action_a_link_leads_out_of_the_worktree_is_refused_at_decision()
     }
     // A person cannot approve it either: it never waits.
     f.engine
-        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
+        .set_autonomy("dev-1", "file_write", Approval::RequireApproval, &user())
         .await
         .unwrap();
     let p = f
@@ -228,7 +228,7 @@ async fn a_flipping_link_never_gets_a_read_or_a_write_outside() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "file_write", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "file_write", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let outside = f.dir.path().join("outside");
@@ -328,7 +328,7 @@ async fn a_plain_word_naming_a_link_out_of_the_worktree_holds_the_command() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let outside = f.dir.path().join("id_rsa");

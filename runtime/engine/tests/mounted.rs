@@ -23,7 +23,7 @@ use berth_engine::{
     NewProject, Outcome, Proposal, ProposeStatus, StateDir,
 };
 use berth_policy::Action;
-use berth_policy::autonomy::Mode;
+use berth_policy::autonomy::Approval;
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{NoProgress, Recipe};
 use common::{named, source_repo, user};
@@ -150,7 +150,7 @@ async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Opti
 
 impl Mounted {
     /// Sets `agent`'s autonomy for `kind` as the person.
-    async fn autonomy(&self, agent: &str, kind: &str, mode: Mode) {
+    async fn autonomy(&self, agent: &str, kind: &str, mode: Approval) {
         self.engine
             .set_autonomy(agent, kind, mode, &user())
             .await
@@ -638,7 +638,8 @@ async fn file_actions_never_follow_a_link_to_the_host() {
     for path in ["shadow", "st", "st/berth.db", "perms"] {
         refused(&m, "dev-1", read(path), None).await;
     }
-    m.autonomy("dev-1", "file_write", Mode::AutoApprove).await;
+    m.autonomy("dev-1", "file_write", Approval::AutoApprove)
+        .await;
     for path in [
         "out/planted.txt",
         "out/new/dir/planted.txt",
@@ -677,7 +678,7 @@ async fn a_pending_write_is_checked_again_at_approval() {
     let m = mounted_or_skip!("approval");
     let wt = m.up("dev-1").await;
     m.ok("dev-1", "mkdir -p /work/d && echo ok").await;
-    m.autonomy("dev-1", "file_write", Mode::RequireApproval)
+    m.autonomy("dev-1", "file_write", Approval::RequireApproval)
         .await;
     let p = m
         .engine
@@ -889,7 +890,7 @@ async fn down_leaves_nothing_and_container_remove_asks_first() {
     // container_remove is never auto: it waits for a person, then the next
     // command gets a fresh container on the same worktree.
     m.ok("dev-1", "echo gone > /tmp/mark").await;
-    m.autonomy("dev-1", "*", Mode::AutoApprove).await;
+    m.autonomy("dev-1", "*", Approval::AutoApprove).await;
     let p = m
         .engine
         .propose(
@@ -1273,7 +1274,7 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
         )
         .await
         .unwrap();
-    m.autonomy("dev-1", "git_commit", Mode::RequireApproval)
+    m.autonomy("dev-1", "git_commit", Approval::RequireApproval)
         .await;
     m.engine
         .create_task(&m.project, "t", &user())
@@ -1310,7 +1311,7 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
 async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
     let m = mounted_or_skip!("restart", "pids = 30");
     m.up("dev-1").await;
-    m.autonomy("dev-1", "*", Mode::AutoApprove).await;
+    m.autonomy("dev-1", "*", Approval::AutoApprove).await;
     let bystander = m.run(
         "dev-1",
         Action::Terminal {

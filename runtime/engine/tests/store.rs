@@ -266,7 +266,7 @@ async fn an_empty_log_has_cursor_zero() {
 #[tokio::test]
 async fn a_hundred_thousand_segment_command_stores_a_bounded_decision() {
     use berth_engine::stored_decision::MAX_STORED_DECISION_BYTES;
-    use berth_policy::{Action, Mode, Stage, Verdict};
+    use berth_policy::{Action, Approval, Stage, Verdict};
 
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Real).await;
@@ -275,7 +275,7 @@ async fn a_hundred_thousand_segment_command_stores_a_bounded_decision() {
         .await
         .unwrap();
     f.engine
-        .set_autonomy("dev-1", "*", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "*", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let command = "true; ".repeat(100_000);

@@ -1,7 +1,7 @@
 //! `berth agent activate|auto-mode|resume|run` and `berth autonomy set|show`.
 
 use berth_engine::{Actor, AgentImpl, AgentName, AgentRun, Engine, ProjectName};
-use berth_policy::Mode;
+use berth_policy::Approval;
 
 use super::print_json;
 
@@ -190,17 +190,18 @@ pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Resu
             mode,
             json,
         } => {
-            let m = Mode::parse(&mode).ok_or_else(|| {
+            let m = Approval::parse(&mode).ok_or_else(|| {
                 anyhow::anyhow!("invalid mode `{mode}`: use auto_approve, require_approval or deny")
             })?;
             engine
                 .set_autonomy(&agent, &action_type, m, &Actor::current_user())
                 .await?;
-            let note =
-                match action_type == berth_policy::autonomy::WILDCARD && m == Mode::AutoApprove {
-                    true => engine.autonomy_report(&agent).await?.runner_host,
-                    false => None,
-                };
+            let note = match action_type == berth_policy::autonomy::WILDCARD
+                && m == Approval::AutoApprove
+            {
+                true => engine.autonomy_report(&agent).await?.runner_host,
+                false => None,
+            };
             if json {
                 print_json(&serde_json::json!({
                     "agent": agent,

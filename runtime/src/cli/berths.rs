@@ -10,7 +10,7 @@ use berth_policy::Action;
 use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ModeArg {
+pub enum BerthModeArg {
     /// Processes on this host inside the worktree (no container boundary).
     Runner,
     /// A Docker container per agent.
@@ -26,7 +26,7 @@ pub struct UpArgs {
     /// Default: the project's sandbox.mode; with `auto`, mounted when the
     /// Docker engine answers, else the runner (said in a note).
     #[arg(long, value_enum)]
-    mode: Option<ModeArg>,
+    mode: Option<BerthModeArg>,
     /// Give the berth a new uid of its own from `[host] uid_range` (mounted):
     /// its repository and worktree are re-owned and its container recreated,
     /// ending what runs in it. `berth doctor` says which berths need it.
@@ -91,8 +91,8 @@ pub struct ExecArgs {
 
 pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
     let mode = a.mode.map(|m| match m {
-        ModeArg::Runner => BerthMode::Runner,
-        ModeArg::Mounted => BerthMode::Mounted,
+        BerthModeArg::Runner => BerthMode::Runner,
+        BerthModeArg::Mounted => BerthMode::Mounted,
     });
     let options = UpOptions { new_uid: a.new_uid };
     let agent = AgentName::new(a.agent.as_str())?;

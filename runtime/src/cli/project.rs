@@ -36,7 +36,7 @@ pub enum ProjectCommand {
     SetMode {
         name: String,
         #[arg(value_enum)]
-        mode: super::task::ModeArg,
+        mode: super::task::ExecutionModeArg,
         #[arg(long)]
         json: bool,
     },

@@ -29,8 +29,10 @@ use bollard::Docker;
 
 pub use berth::DockerBerth;
 pub use connection::DockerConnection;
-pub use lifecycle::{BerthContainer, ReconcileAction, ReconcileReport, state_dir_of_worktree};
-pub use spec::{BerthSpec, ExtraMount, Limits, Network};
+pub use lifecycle::{
+    BerthContainer, ContainerReconcileAction, ContainerReconcileReport, state_dir_of_worktree,
+};
+pub use spec::{ContainerSpec, ExtraMount, Network, ResourceLimits};
 
 use crate::SandboxError;
 use crate::image::ImageError;

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use berth_engine::{
     Agent, AgentImpl, AgentName, AutonomyReport, BerthInfo, BerthMode, ProjectName, RunReport,
 };
-use berth_policy::Mode;
+use berth_policy::Approval;
 use serde::Deserialize;
 
 use super::{PathArgs, parse_name, required};
@@ -69,7 +69,7 @@ pub(crate) async fn activate(
 
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum ModeArg {
+pub(crate) enum BerthModeArg {
     Runner,
     Mounted,
 }
@@ -80,7 +80,7 @@ pub(crate) struct UpBody {
     /// Default: the agent's own project.
     project: Option<String>,
     /// Default: the project's `sandbox.mode`.
-    mode: Option<ModeArg>,
+    mode: Option<BerthModeArg>,
 }
 
 pub(crate) async fn up(
@@ -94,8 +94,8 @@ pub(crate) async fn up(
         None => parse_name(&app.engine.agent(&agent).await?.project)?,
     };
     let mode = b.mode.map(|m| match m {
-        ModeArg::Runner => BerthMode::Runner,
-        ModeArg::Mounted => BerthMode::Mounted,
+        BerthModeArg::Runner => BerthMode::Runner,
+        BerthModeArg::Mounted => BerthMode::Mounted,
     });
     Ok(Json(
         app.engine.up(&agent, &project, mode, &app.user).await?,
@@ -162,7 +162,7 @@ pub(crate) async fn set_autonomy(
     JsonBody(b): JsonBody<ModeBody>,
 ) -> Result<Json<AutonomyReport>, ApiError> {
     let mode = required(b.mode, "mode", r#"{"mode": "require_approval"}"#)?;
-    let m = Mode::parse(&mode).ok_or_else(|| {
+    let m = Approval::parse(&mode).ok_or_else(|| {
         ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_value",
