@@ -163,7 +163,9 @@ fn unknown_names_say_what_to_do() {
         // here and fail at a mounted `up` after its worktree existed.
         (
             &["project", "add", "my_project.v2", "--from", "."],
-            "invalid project name `my_project.v2`",
+            "invalid project name `my_project.v2`: use lowercase letters, digits, `-` or `_`, \
+             starting with a letter or digit, at most 48 characters (no `.`: it joins project and \
+             agent in container names)",
         ),
         (
             &["agent", "activate", "dev.2", "--project", "demo"],

@@ -10,29 +10,31 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// How an action of some type is approved.
+/// How an action of some type is approved: the value an autonomy entry
+/// holds (`auto_approve`, `require_approval`, `deny`; the files and the API
+/// call it the mode). Not the execution mode, nor the berth mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+pub enum Approval {
     AutoApprove,
     RequireApproval,
     Deny,
 }
 
-impl Mode {
+impl Approval {
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::AutoApprove => "auto_approve",
-            Mode::RequireApproval => "require_approval",
-            Mode::Deny => "deny",
+            Approval::AutoApprove => "auto_approve",
+            Approval::RequireApproval => "require_approval",
+            Approval::Deny => "deny",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Mode> {
+    pub fn parse(s: &str) -> Option<Approval> {
         match s {
-            "auto_approve" => Some(Mode::AutoApprove),
-            "require_approval" => Some(Mode::RequireApproval),
-            "deny" => Some(Mode::Deny),
+            "auto_approve" => Some(Approval::AutoApprove),
+            "require_approval" => Some(Approval::RequireApproval),
+            "deny" => Some(Approval::Deny),
             _ => None,
         }
     }
@@ -63,14 +65,14 @@ impl Origin {
 /// A resolved mode with its origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolved {
-    pub mode: Mode,
+    pub mode: Approval,
     pub origin: Origin,
 }
 
 impl Resolved {
     /// Auto mode (ADR 0167): the wildcard, resolved to `auto_approve`.
     pub fn is_auto_mode(&self) -> bool {
-        self.mode == Mode::AutoApprove && self.origin == Origin::Wildcard
+        self.mode == Approval::AutoApprove && self.origin == Origin::Wildcard
     }
 }
 
@@ -81,7 +83,7 @@ pub const WILDCARD: &str = "*";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Autonomy {
-    modes: BTreeMap<String, Mode>,
+    modes: BTreeMap<String, Approval>,
 }
 
 impl Autonomy {
@@ -91,32 +93,32 @@ impl Autonomy {
 
     /// `{"*": "require_approval"}`: the switch off.
     pub fn manual() -> Self {
-        Self::new().with(WILDCARD, Mode::RequireApproval)
+        Self::new().with(WILDCARD, Approval::RequireApproval)
     }
 
     /// `{"*": "auto_approve"}`: auto mode.
     pub fn auto() -> Self {
-        Self::new().with(WILDCARD, Mode::AutoApprove)
+        Self::new().with(WILDCARD, Approval::AutoApprove)
     }
 
-    pub fn with(mut self, kind: &str, mode: Mode) -> Self {
+    pub fn with(mut self, kind: &str, mode: Approval) -> Self {
         self.set(kind, mode);
         self
     }
 
-    pub fn set(&mut self, kind: &str, mode: Mode) {
+    pub fn set(&mut self, kind: &str, mode: Approval) {
         self.modes.insert(kind.to_string(), mode);
     }
 
-    pub fn remove(&mut self, kind: &str) -> Option<Mode> {
+    pub fn remove(&mut self, kind: &str) -> Option<Approval> {
         self.modes.remove(kind)
     }
 
-    pub fn get(&self, kind: &str) -> Option<Mode> {
+    pub fn get(&self, kind: &str) -> Option<Approval> {
         self.modes.get(kind).copied()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, Mode)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Approval)> {
         self.modes.iter().map(|(k, m)| (k.as_str(), *m))
     }
 
@@ -138,7 +140,7 @@ impl Autonomy {
             };
         }
         Resolved {
-            mode: Mode::RequireApproval,
+            mode: Approval::RequireApproval,
             origin: Origin::Default,
         }
     }
@@ -154,37 +156,37 @@ mod tests {
             (
                 Autonomy::new(),
                 "terminal",
-                Mode::RequireApproval,
+                Approval::RequireApproval,
                 Origin::Default,
             ),
             (
                 Autonomy::auto(),
                 "terminal",
-                Mode::AutoApprove,
+                Approval::AutoApprove,
                 Origin::Wildcard,
             ),
             (
                 Autonomy::manual(),
                 "terminal",
-                Mode::RequireApproval,
+                Approval::RequireApproval,
                 Origin::Wildcard,
             ),
             (
-                Autonomy::auto().with("terminal", Mode::RequireApproval),
+                Autonomy::auto().with("terminal", Approval::RequireApproval),
                 "terminal",
-                Mode::RequireApproval,
+                Approval::RequireApproval,
                 Origin::Specific,
             ),
             (
-                Autonomy::manual().with("terminal", Mode::AutoApprove),
+                Autonomy::manual().with("terminal", Approval::AutoApprove),
                 "terminal",
-                Mode::AutoApprove,
+                Approval::AutoApprove,
                 Origin::Specific,
             ),
             (
-                Autonomy::new().with("*", Mode::Deny),
+                Autonomy::new().with("*", Approval::Deny),
                 "git_push",
-                Mode::Deny,
+                Approval::Deny,
                 Origin::Wildcard,
             ),
         ];
@@ -202,14 +204,14 @@ mod tests {
         assert!(Autonomy::auto().resolve("terminal").is_auto_mode());
         assert!(
             !Autonomy::new()
-                .with("terminal", Mode::AutoApprove)
+                .with("terminal", Approval::AutoApprove)
                 .resolve("terminal")
                 .is_auto_mode()
         );
         assert!(!Autonomy::manual().resolve("terminal").is_auto_mode());
         assert!(
             !Autonomy::new()
-                .with("*", Mode::Deny)
+                .with("*", Approval::Deny)
                 .resolve("terminal")
                 .is_auto_mode()
         );

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::action::Action;
-use crate::autonomy::{Autonomy, Mode};
+use crate::autonomy::{Approval, Autonomy};
 use crate::decide::{Context, Limits, decide};
 use crate::decision::Decision;
 use crate::frame::{DEFAULT_HOME, Frame, Mount, MountKind, WORK};
@@ -153,7 +153,7 @@ impl Case {
             Some(map) => {
                 let mut a = Autonomy::new();
                 for (k, v) in map {
-                    let m = Mode::parse(v).ok_or_else(|| format!("autonomy `{k}`: unknown mode `{v}` (auto_approve, require_approval or deny)"))?;
+                    let m = Approval::parse(v).ok_or_else(|| format!("autonomy `{k}`: unknown mode `{v}` (auto_approve, require_approval or deny)"))?;
                     a.set(k, m);
                 }
                 a

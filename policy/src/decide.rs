@@ -16,7 +16,7 @@ use std::hash::{Hash, Hasher};
 
 use crate::action::Action;
 use crate::arg::{self, Arg};
-use crate::autonomy::{Autonomy, Mode};
+use crate::autonomy::{Approval, Autonomy};
 use crate::decision::{
     Decision, Finding, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict,
 };
@@ -91,7 +91,7 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
         omitted: None,
         dotglob: false,
     };
-    if resolved.mode == Mode::Deny {
+    if resolved.mode == Approval::Deny {
         d.raise(
             Stage::AutonomyDeny,
             Verdict::Deny,

@@ -24,12 +24,12 @@ impl Verdict {
     }
 }
 
-impl From<crate::autonomy::Mode> for Verdict {
-    fn from(m: crate::autonomy::Mode) -> Verdict {
+impl From<crate::autonomy::Approval> for Verdict {
+    fn from(m: crate::autonomy::Approval) -> Verdict {
         match m {
-            crate::autonomy::Mode::AutoApprove => Verdict::AutoApprove,
-            crate::autonomy::Mode::RequireApproval => Verdict::RequireApproval,
-            crate::autonomy::Mode::Deny => Verdict::Deny,
+            crate::autonomy::Approval::AutoApprove => Verdict::AutoApprove,
+            crate::autonomy::Approval::RequireApproval => Verdict::RequireApproval,
+            crate::autonomy::Approval::Deny => Verdict::Deny,
         }
     }
 }

@@ -39,7 +39,7 @@ pub mod template;
 pub mod wrapper;
 
 pub use action::Action;
-pub use autonomy::{Autonomy, Mode, Origin, Resolved};
+pub use autonomy::{Approval, Autonomy, Origin, Resolved};
 pub use decide::{Context, Limits, decide};
 pub use decision::{
     Decision, Finding, Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport,

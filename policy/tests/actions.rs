@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use berth_policy::{
-    Action, Autonomy, Context, Frame, Limits, Mode, RuleMatch, RuleSet, Stage, Verdict, decide,
+    Action, Approval, Autonomy, Context, Frame, Limits, RuleMatch, RuleSet, Stage, Verdict, decide,
 };
 
 fn run(
@@ -37,7 +37,7 @@ const SETTINGS: &str = r#"{
 #[test]
 fn file_actions_with_path_rules() {
     let rules = RuleSet::from_json(SETTINGS, ".claude/settings.json").unwrap();
-    let manual = Autonomy::manual().with("file_read", Mode::AutoApprove);
+    let manual = Autonomy::manual().with("file_read", Approval::AutoApprove);
     let host = Frame::host("/work");
     let fr = |p: &str| Action::FileRead { path: p.into() };
     let fw = |p: &str| Action::FileWrite { path: p.into() };
@@ -97,9 +97,9 @@ fn file_actions_with_path_rules() {
 #[test]
 fn structured_git_actions() {
     let seeded = Autonomy::manual()
-        .with("git_commit", Mode::AutoApprove)
-        .with("git_push", Mode::AutoApprove)
-        .with("pr_open", Mode::AutoApprove);
+        .with("git_commit", Approval::AutoApprove)
+        .with("git_push", Approval::AutoApprove)
+        .with("pr_open", Approval::AutoApprove);
     let c = Frame::container("/work");
     let none = RuleSet::default();
     let cases = [
@@ -263,7 +263,7 @@ fn structured_branches_by_meaning() {
 /// nothing to the scope, and a warning names each.
 #[test]
 fn unusable_extra_roots_add_nothing() {
-    let manual = Autonomy::manual().with("file_read", Mode::AutoApprove);
+    let manual = Autonomy::manual().with("file_read", Approval::AutoApprove);
     let none = RuleSet::default();
     for (roots, path, verdict) in [
         (vec![""], "/etc/passwd", Verdict::RequireApproval),

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use berth_policy::{
-    Action, Autonomy, Context, Frame, Limits, Mode, RuleSet, Stage, Verdict, decide,
+    Action, Approval, Autonomy, Context, Frame, Limits, RuleSet, Stage, Verdict, decide,
 };
 
 fn rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> RuleSet {
@@ -207,7 +207,7 @@ fn every_limit_holds_with_the_wildcard_on() {
         );
     }
     // Autonomy deny, with the wildcard: nothing is granted.
-    let deny_all = Autonomy::new().with("*", Mode::Deny);
+    let deny_all = Autonomy::new().with("*", Approval::Deny);
     let d = run(
         terminal("ls"),
         &deny_all,
@@ -253,7 +253,7 @@ fn auto_mode_lifts_only_scope_and_partial_allow() {
         vec![Stage::PartialAllow]
     );
     // A specific rule is not auto mode: it lifts nothing.
-    let specific = Autonomy::manual().with("terminal", Mode::AutoApprove);
+    let specific = Autonomy::manual().with("terminal", Approval::AutoApprove);
     let d = run(terminal("ls /tmp"), &specific, &RuleSet::default(), &host);
     assert_eq!(
         (d.verdict, d.stage),

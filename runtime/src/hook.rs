@@ -61,7 +61,8 @@ use berth_engine::config::ProjectConfig;
 use berth_engine::{Engine, StateDir};
 use berth_policy::autonomy::WILDCARD;
 use berth_policy::{
-    Action, Autonomy, Decision, Frame, Mode, Origin, Resolved, RuleMatch, RuleSet, Stage, Verdict,
+    Action, Approval, Autonomy, Decision, Frame, Origin, Resolved, RuleMatch, RuleSet, Stage,
+    Verdict,
 };
 use berth_sandbox::host_scope::HostScope;
 use serde_json::{Value, json};
@@ -360,7 +361,7 @@ fn decide_call(call: &Call, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Hook
     if call.mode == PermissionMode::BypassPermissions {
         // Claude Code skips its prompts: berth's auto mode (the agent's
         // specific modes stay, the wildcard becomes auto_approve).
-        inputs.autonomy.set(WILDCARD, Mode::AutoApprove);
+        inputs.autonomy.set(WILDCARD, Approval::AutoApprove);
     }
     let frame = Frame::Host {
         project_root: call.root.clone(),
@@ -518,14 +519,18 @@ fn load_inputs(root: &str, env: &HookEnv, args: &ClaudeCodeArgs) -> Result<Input
     // built-in default and Claude Code's own flow decides it.
     let mut autonomy = Autonomy::new();
 
-    // Names become paths in the state directory: the engine's rule, checked first.
-    for (what, name) in [("project name", &args.project), ("agent name", &args.agent)] {
-        if let Some(n) = name {
-            berth_engine::state::check_name(what, n).map_err(|e| e.to_string())?;
-        }
-    }
-    let mut project = args.project.clone();
-    if let Some(agent) = &args.agent {
+    // Names become paths in the state directory: berth's one name rule,
+    // parsed first.
+    let given_project = (args.project.as_deref())
+        .map(berth_engine::ProjectName::new)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let given_agent = (args.agent.as_deref())
+        .map(berth_engine::AgentName::new)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let mut project = given_project.map(String::from);
+    if let Some(agent) = &given_agent {
         let state = env.state.clone().ok_or_else(no_state)?;
         let (agent_project, a) = agent_autonomy(state, agent)?;
         if let Some(p) = &project

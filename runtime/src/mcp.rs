@@ -44,8 +44,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use berth_engine::{
-    ActionParams, ActionRecord, ActionResult, Engine, EngineError, Proposal, ProposeStatus,
-    Proposed, StateDir,
+    ActionParams, ActionRecord, ActionResult, AgentName, Engine, EngineError, Proposal,
+    ProposeStatus, Proposed, StateDir,
 };
 use berth_policy::Action;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -641,7 +641,11 @@ impl BerthMcp {
             Ok(e) => e.clone(),
             Err(msg) => return tool_error(msg),
         };
-        let proposal = Proposal::by_agent(&self.agent, action).params(params);
+        let agent = match AgentName::new(self.agent.as_str()) {
+            Ok(a) => a,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        let proposal = Proposal::by_agent(&agent, action).params(params);
         run_proposal(engine, proposal, self.inflight.clone()).await
     }
 
@@ -663,7 +667,11 @@ impl BerthMcp {
             Ok(a) => a,
             Err(e) => return tool_error(&e.to_string()),
         };
-        let proposal = Proposal::by_agent(&self.agent, action)
+        let name = match agent.names() {
+            Ok((name, _)) => name,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        let proposal = Proposal::by_agent(&name, action)
             .params(params)
             .task(agent.task.clone());
         run_proposal(engine, proposal, self.inflight.clone()).await

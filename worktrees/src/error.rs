@@ -106,7 +106,7 @@ impl fmt::Display for NameKind {
 #[non_exhaustive]
 pub enum Error {
     /// A project, agent, task or branch name that cannot be used.
-    #[error("invalid {kind} name {name:?}: {reason}")]
+    #[error("invalid {kind} name `{}`: {reason}", name.escape_debug())]
     InvalidName {
         /// What the name was for.
         kind: NameKind,

@@ -78,7 +78,7 @@ pub use helper_protocol::{
 pub use identity::{ACTION_TRAILER, Identity};
 pub use layout::{Layout, resolve_state_dir};
 pub use merge::{ChangeKind, ChangedFile, DiffStat, MergeKind, MergeOutcome, MergeRequest};
-pub use names::{AgentName, ProjectName, TaskName};
+pub use names::{AgentName, MAX_NAME_LEN, NAME_RULE, ProjectName, TaskName, is_valid_name};
 pub use object_bounds::GitLimits;
 pub use ownership::Owner;
 

@@ -5,51 +5,62 @@
 //! (`refs/heads/agent/<a>/<t>`). A name that could climb out of its directory,
 //! hide as a dotfile, read as a command-line option or break a ref is refused
 //! here, once, so every path the crate builds from a name is safe by
-//! construction. The rule is a whitelist: ASCII letters, digits, `-`, `_` and `.`,
-//! starting with a letter or digit, at most 64 bytes, no `..`, not ending in
-//! `.lock` or `.git`.
+//! construction.
+//!
+//! This is berth's one rule for a project or agent name: the engine, the
+//! sandbox (a Docker container is named `berth-<project>.<agent>` and
+//! labelled with both) and git all accept exactly what it accepts, and every
+//! edge (the CLI, the API, the MCP server, the hook) parses a name into one of
+//! these types before it goes further. Lowercase ASCII letters, digits, `-`
+//! and `_`; starting with a letter or digit; at most [`MAX_NAME_LEN`] bytes.
+//! No `.`: the container name joins project and agent with `.`, so `a.b`+`c`
+//! and `a`+`b.c` would be one container (and a name with `.` once passed the
+//! engine and git, then failed at a mounted `berth up` after its worktree
+//! existed). No uppercase: Docker refuses it in image and volume names and two
+//! names differing only in case would collide on a case-insensitive disk.
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, NameKind, Result};
 
-const MAX_LEN: usize = 64;
+/// The longest project, agent or task name: a container is named
+/// `berth-<project>.<agent>.<instance>` and Docker's names stay short.
+pub const MAX_NAME_LEN: usize = 48;
+
+/// What a valid name is, said to whoever gave an invalid one.
+pub const NAME_RULE: &str = "use lowercase letters, digits, `-` or `_`, starting with a letter or digit, at most 48 characters (no `.`: it joins project and agent in container names)";
+
+/// Whether `name` follows the one name rule (see the module doc).
+pub fn is_valid_name(name: &str) -> bool {
+    let ok_first = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    ok_first
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_'))
+}
 
 fn validate(kind: NameKind, name: &str) -> Result<()> {
-    let reason = if name.is_empty() {
-        Some("it is empty".to_owned())
-    } else if name.len() > MAX_LEN {
-        Some(format!("it is longer than {MAX_LEN} bytes"))
-    } else if name.starts_with('-') {
-        Some("it starts with '-' (it would read as an option)".to_owned())
-    } else if name.starts_with('.') {
-        Some("it starts with '.'".to_owned())
-    } else if name.contains("..") {
-        Some("it contains '..'".to_owned())
-    } else if name.ends_with(".lock") || name.ends_with(".git") {
-        Some("it ends in '.lock' or '.git'".to_owned())
+    if is_valid_name(name) {
+        Ok(())
     } else {
-        name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-            .map(|c| format!("it contains {c:?}"))
-    };
-    match reason {
-        None => Ok(()),
-        Some(reason) => Err(Error::InvalidName {
+        Err(Error::InvalidName {
             kind,
             name: name.to_owned(),
-            reason: format!(
-                "{reason}; use ASCII letters, digits, '-', '_' and '.', starting with a letter or digit, at most {MAX_LEN} bytes"
-            ),
-        }),
+            reason: NAME_RULE.to_owned(),
+        })
     }
 }
 
 macro_rules! name_type {
     ($(#[$doc:meta])* $ty:ident, $kind:expr) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = "String", into = "String")]
         pub struct $ty(String);
 
         impl $ty {
@@ -70,6 +81,38 @@ macro_rules! name_type {
             type Err = Error;
             fn from_str(s: &str) -> Result<Self> {
                 Self::new(s)
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = Error;
+            fn try_from(s: String) -> Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl From<$ty> for String {
+            fn from(name: $ty) -> String {
+                name.0
+            }
+        }
+
+        impl std::ops::Deref for $ty {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $ty {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $ty {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
             }
         }
 
@@ -136,40 +179,69 @@ pub(crate) fn branch_ref(branch: &str) -> Result<String> {
 mod tests {
     use super::*;
 
+    /// One row per case of the rule; every name type follows the same one.
     #[test]
-    fn names_follow_the_whitelist() {
-        let table: &[(&str, bool)] = &[
-            ("web", true),
-            ("dev-1", true),
-            ("task_7.b", true),
-            ("A9", true),
-            ("", false),
-            ("-rf", false),
-            (".hidden", false),
-            ("a/b", false),
-            ("a..b", false),
-            ("..", false),
-            ("x.lock", false),
-            ("x.git", false),
-            ("spa ce", false),
-            ("new\nline", false),
-            ("ümlaut", false),
-            ("a\\b", false),
-            (&"x".repeat(64), true),
-            (&"x".repeat(65), false),
+    fn names_follow_the_one_rule() {
+        let table: &[(&str, bool, &str)] = &[
+            ("web", true, "lowercase letters"),
+            ("dev-1", true, "a hyphen and a digit"),
+            ("my_project_v2", true, "an underscore"),
+            ("0x", true, "a digit first"),
+            ("a-_-b", true, "separators inside"),
+            ("9f3a0b", true, "a hex id"),
+            ("", false, "empty"),
+            ("-rf", false, "a hyphen first: would read as an option"),
+            ("_x", false, "an underscore first"),
+            (".hidden", false, "a dot first: a dotfile"),
+            (
+                "my_project.v2",
+                false,
+                "a dot: joins project and agent in a container name",
+            ),
+            ("a..b", false, "dots: climbs out of a directory"),
+            ("..", false, "the parent directory"),
+            ("x.lock", false, "a ref lock file"),
+            ("x.git", false, "a repository suffix"),
+            ("Dev", false, "uppercase"),
+            ("a/b", false, "a path separator"),
+            ("a\\b", false, "a backslash"),
+            ("spa ce", false, "a space"),
+            ("new\nline", false, "a newline"),
+            ("ümlaut", false, "non-ASCII"),
+            (&"x".repeat(MAX_NAME_LEN), true, "the longest"),
+            (&"x".repeat(MAX_NAME_LEN + 1), false, "one byte too long"),
         ];
-        for (name, ok) in table {
-            assert_eq!(ProjectName::new(*name).is_ok(), *ok, "project {name:?}");
-            assert_eq!(AgentName::new(*name).is_ok(), *ok, "agent {name:?}");
-            assert_eq!(TaskName::new(*name).is_ok(), *ok, "task {name:?}");
+        for (name, ok, case) in table {
+            assert_eq!(is_valid_name(name), *ok, "{case}: {name:?}");
+            assert_eq!(
+                ProjectName::new(*name).is_ok(),
+                *ok,
+                "project, {case}: {name:?}"
+            );
+            assert_eq!(
+                AgentName::new(*name).is_ok(),
+                *ok,
+                "agent, {case}: {name:?}"
+            );
+            assert_eq!(TaskName::new(*name).is_ok(), *ok, "task, {case}: {name:?}");
         }
+        assert!(NAME_RULE.contains(&MAX_NAME_LEN.to_string()));
     }
 
     #[test]
-    fn a_refused_name_says_what_is_allowed() {
+    fn a_refused_name_says_the_rule() {
         let err = AgentName::new("../etc").unwrap_err().to_string();
-        assert!(err.contains("invalid agent name \"../etc\""), "{err}");
-        assert!(err.contains("use ASCII letters"), "{err}");
+        assert_eq!(err, format!("invalid agent name `../etc`: {NAME_RULE}"));
+        let err = ProjectName::new("a\nb").unwrap_err().to_string();
+        assert!(err.starts_with("invalid project name `a\\nb`"), "{err}");
+    }
+
+    #[test]
+    fn names_parse_from_json_only_when_valid() {
+        let p: ProjectName = serde_json::from_str("\"demo\"").unwrap();
+        assert_eq!(p, "demo");
+        assert_eq!(serde_json::to_string(&p).unwrap(), "\"demo\"");
+        assert!(serde_json::from_str::<ProjectName>("\"my.proj\"").is_err());
     }
 
     #[test]

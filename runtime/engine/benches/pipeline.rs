@@ -21,14 +21,14 @@ use berth_engine::{
     Actor, AgentImpl, BerthMode, DockerProvider, Engine, ExecutionMode, NewProject, NewTask,
     PipelineEnd, PipelineStep, StateDir,
 };
-use berth_policy::Mode;
+use berth_policy::Approval;
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{NoProgress, Recipe};
 use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
 
 mod common;
 
-use common::git;
+use common::{git, named};
 
 const STEPS: usize = 10;
 
@@ -112,7 +112,7 @@ async fn main() {
     engine
         .add_project(
             NewProject {
-                name: "bench".into(),
+                name: named("bench"),
                 from: src,
                 base: None,
             },
@@ -121,11 +121,11 @@ async fn main() {
         .await
         .unwrap();
     engine
-        .activate_agent("dev-1", "bench", AgentImpl::Real, &user)
+        .activate_agent(&named("dev-1"), &named("bench"), AgentImpl::Real, &user)
         .await
         .unwrap();
     engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user)
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user)
         .await
         .unwrap();
     let mode = if mounted {
@@ -134,7 +134,7 @@ async fn main() {
         BerthMode::Runner
     };
     let info = engine
-        .up("dev-1", "bench", Some(mode), &user)
+        .up(&named("dev-1"), &named("bench"), Some(mode), &user)
         .await
         .unwrap();
 
@@ -151,7 +151,7 @@ async fn main() {
     );
     if mounted {
         // The bare exec in a container: `cargo bench -p berth-sandbox --bench docker_exec`.
-        engine.down("dev-1", false, &user).await.unwrap();
+        engine.down(&named("dev-1"), false, &user).await.unwrap();
         engine.close().await;
         return;
     }

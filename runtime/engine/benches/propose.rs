@@ -13,9 +13,10 @@
 use std::time::Instant;
 
 mod common;
+use common::named;
 
 use berth_engine::{Actor, Proposal, ProposeStatus};
-use berth_policy::{Action, Mode};
+use berth_policy::{Action, Approval};
 
 fn dir_bytes(path: &std::path::Path, prefix: &str) -> u64 {
     std::fs::read_dir(path)
@@ -43,7 +44,7 @@ async fn main() {
         let p = engine
             .propose(
                 Proposal::by_agent(
-                    "dev-1",
+                    &named("dev-1"),
                     Action::Terminal {
                         command: "true".into(),
                     },
@@ -86,7 +87,7 @@ async fn main() {
     }
 
     engine
-        .set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user)
+        .set_autonomy("dev-1", "terminal", Approval::RequireApproval, &user)
         .await
         .unwrap();
     let m = n.min(2_000);
@@ -95,7 +96,7 @@ async fn main() {
         engine
             .propose(
                 Proposal::by_agent(
-                    "dev-1",
+                    &named("dev-1"),
                     Action::Terminal {
                         command: "true".into(),
                     },

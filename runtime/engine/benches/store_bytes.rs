@@ -13,9 +13,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+use common::named;
 
 use berth_engine::{Actor, Proposal, ProposeStatus};
-use berth_policy::{Action, Mode};
+use berth_policy::{Action, Approval};
 
 /// The store's size once compacted: checkpointed and vacuumed.
 async fn compacted_bytes(pool: &sqlx::SqlitePool) -> i64 {
@@ -41,7 +42,7 @@ async fn compacted_bytes(pool: &sqlx::SqlitePool) -> i64 {
 
 fn terminal(command: &str) -> Proposal {
     Proposal::by_agent(
-        "dev-1",
+        &named("dev-1"),
         Action::Terminal {
             command: command.into(),
         },
@@ -71,7 +72,7 @@ async fn main() {
         );
     }
     engine
-        .set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user)
+        .set_autonomy("dev-1", "terminal", Approval::RequireApproval, &user)
         .await
         .unwrap();
     for i in executed_n..n {

@@ -40,14 +40,14 @@ const STEPS: [&str; 3] = ["git_commit", "git_push", "pr_open"];
 /// One agent's side effects.
 pub struct AgentIo<'e> {
     engine: &'e Engine,
-    agent: String,
+    agent: crate::AgentName,
 }
 
 impl Engine {
-    pub fn agent_io(&self, agent: &str) -> AgentIo<'_> {
+    pub fn agent_io(&self, agent: &crate::AgentName) -> AgentIo<'_> {
         AgentIo {
             engine: self,
-            agent: agent.to_string(),
+            agent: agent.clone(),
         }
     }
 }
@@ -65,8 +65,9 @@ impl AgentIo<'_> {
     /// Brings the berth up on the task's branch (idempotent).
     pub async fn worktree(&self) -> Result<Agent> {
         let a = self.agent().await?;
+        let (name, project) = a.names()?;
         self.engine
-            .up(&a.name, &a.project, None, &Actor::agent(&a.name))
+            .up(&name, &project, None, &Actor::agent(&a.name))
             .await?;
         self.agent().await
     }

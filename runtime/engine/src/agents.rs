@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use berth_policy::{Autonomy, Mode};
+use berth_policy::{Approval, Autonomy};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -18,7 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
 use crate::store::Tx;
-use crate::{Engine, state};
+use crate::{AgentName, Engine, ProjectName};
 
 /// Which loop drives an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,6 +115,15 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// Its name and its project's, typed. Both were parsed when it was
+    /// activated; one that no longer parses is a corrupt row.
+    pub fn names(&self) -> Result<(AgentName, ProjectName)> {
+        Ok((
+            AgentName::new(self.name.as_str())?,
+            ProjectName::new(self.project.as_str())?,
+        ))
+    }
+
     /// The git identity of its commits.
     pub fn identity(&self) -> String {
         identity(&self.name)
@@ -167,7 +176,7 @@ pub(crate) fn agent_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Agent> {
 pub struct AutonomyReport {
     pub agent: String,
     /// Every written mode, by action type (`*` included).
-    pub modes: Vec<(String, Mode)>,
+    pub modes: Vec<(String, Approval)>,
     /// The mode and origin each known action type resolves to.
     pub resolved: Vec<(String, berth_policy::Resolved)>,
     pub auto_mode: bool,
@@ -186,19 +195,18 @@ impl Engine {
     /// mode is written yet.
     pub async fn activate_agent(
         &self,
-        name: &str,
-        project: &str,
+        name: &AgentName,
+        project: &ProjectName,
         implementation: AgentImpl,
         actor: &Actor,
     ) -> Result<Agent> {
-        state::check_name("agent name", name)?;
         self.project(project).await?;
         let now = now_ms();
         let mut tx = self.store.write("activating an agent").await?;
         let existing = sqlx::query_as::<_, (String, String)>(
             "SELECT project, status FROM agents WHERE name = $1",
         )
-        .bind(name)
+        .bind(name.as_str())
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store("activating an agent"))?;
@@ -219,15 +227,15 @@ impl Engine {
                 sqlx::query(
                     "UPDATE agents SET project = $1, impl = $2, created_at = $3, updated_at = $3 WHERE name = $4",
                 )
-                .bind(project)
+                .bind(project.as_str())
                 .bind(implementation.as_str())
                 .bind(now)
-                .bind(name)
+                .bind(name.as_str())
                 .execute(&mut *tx)
                 .await
                 .map_err(EngineError::store("activating an agent"))?;
             }
-            Some(p) if p != project => {
+            Some(p) if p != project.as_str() => {
                 return Err(EngineError::WrongProject {
                     agent: name.to_string(),
                     actual: p,
@@ -238,7 +246,7 @@ impl Engine {
                 sqlx::query("UPDATE agents SET impl = $1, updated_at = $2 WHERE name = $3")
                     .bind(implementation.as_str())
                     .bind(now)
-                    .bind(name)
+                    .bind(name.as_str())
                     .execute(&mut *tx)
                     .await
                     .map_err(EngineError::store("activating an agent"))?;
@@ -248,8 +256,8 @@ impl Engine {
                     "INSERT INTO agents (name, project, impl, status, created_at, updated_at) \
                      VALUES ($1, $2, $3, 'idle', $4, $4)",
                 )
-                .bind(name)
-                .bind(project)
+                .bind(name.as_str())
+                .bind(project.as_str())
                 .bind(implementation.as_str())
                 .bind(now)
                 .execute(&mut *tx)
@@ -263,7 +271,7 @@ impl Engine {
                 "INSERT INTO autonomy (agent, action_type, mode, updated_at) VALUES ($1, $2, 'auto_approve', $3) \
                  ON CONFLICT (agent, action_type) DO NOTHING",
             )
-            .bind(name)
+            .bind(name.as_str())
             .bind(kind)
             .bind(now)
             .execute(&mut *tx)
@@ -343,7 +351,7 @@ impl Engine {
         &self,
         agent: &str,
         action_type: &str,
-        mode: Mode,
+        mode: Approval,
         actor: &Actor,
     ) -> Result<()> {
         let a = self.agent(agent).await?;
@@ -359,7 +367,7 @@ impl Engine {
                 ),
             });
         }
-        if action_type == berth_policy::autonomy::WILDCARD && mode == Mode::AutoApprove {
+        if action_type == berth_policy::autonomy::WILDCARD && mode == Approval::AutoApprove {
             // Auto mode: refused on an unconfined runner berth.
             self.gate_auto_mode(&a).await?;
         }
@@ -417,9 +425,9 @@ impl Engine {
     /// on, `require_approval` off (ADR 0167: off restores the scope limit).
     pub async fn set_auto_mode(&self, agent: &str, on: bool, actor: &Actor) -> Result<()> {
         let mode = if on {
-            Mode::AutoApprove
+            Approval::AutoApprove
         } else {
-            Mode::RequireApproval
+            Approval::RequireApproval
         };
         self.set_autonomy(agent, berth_policy::autonomy::WILDCARD, mode, actor)
             .await
@@ -465,7 +473,7 @@ impl Engine {
             ));
         }
         for (kind, mode) in autonomy.iter() {
-            if kind != berth_policy::autonomy::WILDCARD && mode != Mode::AutoApprove {
+            if kind != berth_policy::autonomy::WILDCARD && mode != Approval::AutoApprove {
                 still.push(format!(
                     "{kind}: a specific `{}` rule, which the wildcard does not override",
                     mode.as_str()
@@ -502,12 +510,12 @@ pub(crate) async fn load_autonomy(pool: &sqlx::SqlitePool, agent: &str) -> Resul
             .try_get("mode")
             .map_err(EngineError::store("reading autonomy"))?;
         // A mode berth cannot read is the strictest one: fail closed.
-        a.set(&kind, Mode::parse(&mode).unwrap_or(Mode::Deny));
+        a.set(&kind, Approval::parse(&mode).unwrap_or(Approval::Deny));
     }
     Ok(a)
 }
 
-async fn write_mode(tx: &mut Tx, agent: &str, action_type: &str, mode: Mode) -> Result<()> {
+async fn write_mode(tx: &mut Tx, agent: &str, action_type: &str, mode: Approval) -> Result<()> {
     sqlx::query(
         "INSERT INTO autonomy (agent, action_type, mode, updated_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (agent, action_type) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",

@@ -157,7 +157,7 @@ impl Engine {
             disk::attach(&spec).and_then(|a| disk::usage(&spec.mount_point).map(|u| (a, u)))
         })
         .await
-        .map_err(|e| EngineError::State(format!("mounting the berth's disk: {e}")))?;
+        .map_err(EngineError::interrupted("mounting the berth's disk"))?;
         match attached {
             Ok((attached, usage)) => {
                 tracing::info!(agent = %agent.name, mount_point = %point.display(), ?attached, bytes = usage.bytes_total, files = usage.files_total, "the berth's own disk is mounted");
@@ -235,8 +235,8 @@ impl Engine {
         let what = point.clone();
         let released = tokio::task::spawn_blocking(move || disk::release(&image, &point))
             .await
-            .map_err(|e| EngineError::State(format!("releasing the berth's disk: {e}")))?
-            .map_err(|e| EngineError::State(format!("releasing the berth's disk: {e}")))?;
+            .map_err(EngineError::interrupted("releasing the berth's disk"))?
+            .map_err(EngineError::disk("releasing the berth's disk"))?;
         if released.unmounted || released.image_removed {
             tracing::info!(agent, mount_point = %what.display(), ?released, "the berth's own disk is gone");
         }
@@ -260,7 +260,7 @@ impl Engine {
                 let point = berth_dir(self.state.root(), &a.project, &a.name);
                 if point.is_dir()
                     && disk::mounted_at(&point)
-                        .map_err(|e| EngineError::State(e.to_string()))?
+                        .map_err(EngineError::disk("reading the mount table"))?
                         .is_none()
                 {
                     if image_path(self.state.root(), &a.project, &a.name).is_file() {
@@ -327,7 +327,7 @@ impl Engine {
                 continue;
             }
             let mounted = disk::mounted_at(&point)
-                .map_err(|e| EngineError::State(e.to_string()))?
+                .map_err(EngineError::disk("reading the mount table"))?
                 .is_some();
             let Some(a) = agents
                 .iter()

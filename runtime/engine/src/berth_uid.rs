@@ -144,9 +144,7 @@ impl Engine {
             // Only root can give files to another uid: the berth runs as the
             // user's own uid, and says so.
             if fresh {
-                return Err(EngineError::State(format!(
-                    "--new-uid re-owns the berth's files, which only root can do; berth runs as uid {me}"
-                )));
+                return Err(EngineError::NeedsRoot { uid: me });
             }
             return Ok((
                 me,
@@ -223,14 +221,14 @@ impl Engine {
         .collect();
         used.extend(current);
         let offset = offset_of(&crate::berths::instance_of(self.state.root()), range);
-        let uid = pick_uid(range, offset, &used, |u| !host.claims(u).is_empty()).ok_or_else(
-            || {
-                EngineError::State(format!(
-                    "no free uid in [host] uid_range {}..={} of project `{}`: each is another berth's or the host's (passwd, group, /etc/subuid, /etc/subgid); widen the range in berth.toml",
-                    range[0], range[1], agent.project
-                ))
-            },
-        )?;
+        let uid =
+            pick_uid(range, offset, &used, |u| !host.claims(u).is_empty()).ok_or_else(|| {
+                EngineError::NoFreeUid {
+                    project: agent.project.clone(),
+                    from: range[0],
+                    to: range[1],
+                }
+            })?;
         write_uid(&mut tx, agent, uid, current, why, false).await?;
         tx.commit().await.map_err(EngineError::store(op))?;
         tracing::info!(agent = %agent.name, uid, why, "berth uid allocated");

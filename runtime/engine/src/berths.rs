@@ -22,12 +22,12 @@ use berth_sandbox::host_scope::judged_paths;
 use berth_sandbox::{FileOp, Sandbox};
 use serde::Serialize;
 
-use crate::Engine;
 use crate::agents::Agent;
 use crate::config::{BerthMode, ProjectConfig};
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
+use crate::{AgentName, Engine, ProjectName};
 
 /// What a provider needs to open an agent's sandbox.
 #[derive(Debug, Clone)]
@@ -285,10 +285,9 @@ fn make_private_dir(dir: &std::path::Path) -> Result<bool> {
 /// fd-relative walk that follows no link an agent planted.
 fn chown_berth_dir(dir: &std::path::Path, owner: berth_worktrees::Owner) -> Result<()> {
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-        return Err(EngineError::State(format!(
-            "{} is not a berth directory under the state directory",
-            dir.display()
-        )));
+        return Err(EngineError::NotBerthDir {
+            path: dir.to_path_buf(),
+        });
     };
     berth_worktrees::chown_beneath(parent, std::path::Path::new(name), owner)
         .map_err(EngineError::io("giving to the berth's uid", dir))
@@ -567,8 +566,8 @@ impl Engine {
     /// scratch branch when it has no task) and its sandbox. Idempotent.
     pub async fn up(
         &self,
-        agent: &str,
-        project: &str,
+        agent: &AgentName,
+        project: &ProjectName,
         mode: Option<BerthMode>,
         actor: &Actor,
     ) -> Result<BerthInfo> {
@@ -579,14 +578,14 @@ impl Engine {
     /// [`up`](Self::up) with options (`berth up --new-uid`).
     pub async fn up_with(
         &self,
-        agent: &str,
-        project: &str,
+        agent: &AgentName,
+        project: &ProjectName,
         mode: Option<BerthMode>,
         options: UpOptions,
         actor: &Actor,
     ) -> Result<BerthInfo> {
         let a = self.agent(agent).await?;
-        if a.project != project {
+        if a.project != project.as_str() {
             return Err(EngineError::WrongProject {
                 agent: agent.to_string(),
                 actual: a.project,
@@ -601,10 +600,10 @@ impl Engine {
         if let Some(current) = a.berth
             && current != mode
         {
-            return Err(EngineError::State(format!(
-                "agent `{agent}` is already up in {} mode: run `berth down {agent} --keep-worktree` first",
-                current.as_str()
-            )));
+            return Err(EngineError::AlreadyUp {
+                agent: agent.to_string(),
+                mode: current.as_str(),
+            });
         }
         if mode == BerthMode::Runner
             && crate::agents::load_autonomy(self.store.pool(), agent)
@@ -711,9 +710,9 @@ impl Engine {
             let dir = spec.home.clone();
             tokio::task::spawn_blocking(move || chown_berth_dir(&dir, owner))
                 .await
-                .map_err(|e| {
-                    EngineError::State(format!("giving the berth's home to its uid: {e}"))
-                })??;
+                .map_err(EngineError::interrupted(
+                    "giving the berth's home to its uid",
+                ))??;
             spec.runner_uid = Some(uid);
         }
         self.sandboxes.drop_agent(agent);
@@ -734,7 +733,7 @@ impl Engine {
             .bind(provisioned.worktree.display().to_string())
             .bind(&provisioned.branch)
             .bind(now_ms())
-            .bind(agent)
+            .bind(agent.as_str())
             .execute(&mut *tx)
             .await
             .map_err(EngineError::store("bringing a berth up"))?;
@@ -780,7 +779,7 @@ impl Engine {
             if opened.created_container.is_some() {
                 self.sandboxes.drop_agent(agent);
                 if let Err(close) = self.provider.close(&spec).await {
-                    tracing::warn!(agent, error = %close, "removing a container whose berth could not be recorded failed; reconcile removes it");
+                    tracing::warn!(agent = agent.as_str(), error = %close, "removing a container whose berth could not be recorded failed; reconcile removes it");
                 }
             }
             return Err(e);
@@ -794,7 +793,7 @@ impl Engine {
             Vec::new()
         };
         for note in unreachable.into_iter().rev() {
-            tracing::warn!(agent, %note, "a declared directory is out of the berth's reach");
+            tracing::warn!(agent = agent.as_str(), %note, "a declared directory is out of the berth's reach");
             info.note = Some(match info.note {
                 Some(n) => format!("{note}; {n}"),
                 None => note,
@@ -824,7 +823,12 @@ impl Engine {
     /// Takes an agent's berth down; recycles its worktree unless
     /// `keep_worktree`, saving first what the recycle would lose (see
     /// [`Engine::down_with`]).
-    pub async fn down(&self, agent: &str, keep_worktree: bool, actor: &Actor) -> Result<BerthInfo> {
+    pub async fn down(
+        &self,
+        agent: &AgentName,
+        keep_worktree: bool,
+        actor: &Actor,
+    ) -> Result<BerthInfo> {
         self.down_with(agent, keep_worktree, false, actor).await
     }
 
@@ -836,19 +840,19 @@ impl Engine {
     /// action must never outlive its worktree (ADR 0048, D5).
     pub async fn down_with(
         &self,
-        agent: &str,
+        agent: &AgentName,
         keep_worktree: bool,
         discard: bool,
         actor: &Actor,
     ) -> Result<BerthInfo> {
         let a = self.agent(agent).await?;
         if let (Some(task), false) = (&a.task, keep_worktree) {
-            return Err(EngineError::State(format!(
-                "agent `{agent}` holds task {} ({}): its worktree must outlive it — {}; `berth down {agent} --keep-worktree` takes the berth down and keeps them, or resolve the task first",
-                crate::ids::short(task),
-                a.status.as_str(),
-                kept_for_task(&a),
-            )));
+            return Err(EngineError::HoldsTask {
+                agent: agent.to_string(),
+                task: crate::ids::short(task).to_string(),
+                status: a.status.as_str(),
+                kept: kept_for_task(&a),
+            });
         }
         let loaded = self.load_project(&a.project).await?;
         self.close_berth(&a, &loaded.config, keep_worktree, actor)

@@ -75,10 +75,10 @@ impl Engine {
     pub async fn resume_agent(&self, agent: &str, user: &Actor) -> Result<crate::Agent> {
         let a = self.agent(agent).await?;
         if a.status != AgentStatus::Paused {
-            return Err(EngineError::State(format!(
-                "agent `{agent}` is {}, not paused: nothing to resume",
-                a.status.as_str()
-            )));
+            return Err(EngineError::NotPaused {
+                agent: agent.to_string(),
+                status: a.status.as_str(),
+            });
         }
         let mut tx = self.store.write("resuming an agent").await?;
         // The task it holds, read under the write lock.

@@ -73,22 +73,23 @@ impl BerthMode {
 /// `sandbox.mode`: a fixed mode, or `auto` — mounted when the Docker engine
 /// answers, the runner otherwise (said plainly when it happens). The choice is
 /// the sandbox provider's: a provider without Docker always picks the runner.
+/// (Its `auto` is not the execution mode's `auto` nor autonomy's auto mode.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ModeChoice {
+pub enum BerthModeChoice {
     #[default]
     Auto,
     Runner,
     Mounted,
 }
 
-impl ModeChoice {
+impl BerthModeChoice {
     /// The mode this choice fixes; `None` for `auto`.
     pub fn fixed(self) -> Option<BerthMode> {
         match self {
-            ModeChoice::Auto => None,
-            ModeChoice::Runner => Some(BerthMode::Runner),
-            ModeChoice::Mounted => Some(BerthMode::Mounted),
+            BerthModeChoice::Auto => None,
+            BerthModeChoice::Runner => Some(BerthMode::Runner),
+            BerthModeChoice::Mounted => Some(BerthMode::Mounted),
         }
     }
 }
@@ -161,7 +162,7 @@ pub struct PolicyConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    pub mode: ModeChoice,
+    pub mode: BerthModeChoice,
     pub image: String,
     pub uid: u32,
     pub memory_mb: u64,
@@ -294,7 +295,7 @@ impl<'de> Deserialize<'de> for ByteSize {
 impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
-            mode: ModeChoice::Auto,
+            mode: BerthModeChoice::Auto,
             image: String::new(),
             uid: 1000,
             memory_mb: 2048,
@@ -1055,16 +1056,16 @@ mod tests {
     #[test]
     fn the_mode_is_a_choice_auto_by_default() {
         let cases = [
-            ("", ModeChoice::Auto, None),
-            ("[sandbox]\nmode = \"auto\"\n", ModeChoice::Auto, None),
+            ("", BerthModeChoice::Auto, None),
+            ("[sandbox]\nmode = \"auto\"\n", BerthModeChoice::Auto, None),
             (
                 "[sandbox]\nmode = \"runner\"\n",
-                ModeChoice::Runner,
+                BerthModeChoice::Runner,
                 Some(BerthMode::Runner),
             ),
             (
                 "[sandbox]\nmode = \"mounted\"\n",
-                ModeChoice::Mounted,
+                BerthModeChoice::Mounted,
                 Some(BerthMode::Mounted),
             ),
         ];

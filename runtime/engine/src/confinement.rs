@@ -12,6 +12,10 @@
 
 use std::path::Path;
 
+/// The berth exec cgroup a process's `/proc/<pid>/cgroup` text names, if
+/// any: `berth serve` refuses peers that are commands berth confines.
+pub use berth_sandbox::runner::exec_cgroup_in;
+
 use crate::Engine;
 use crate::agents::Agent;
 use crate::config::{BerthMode, ProjectConfig};

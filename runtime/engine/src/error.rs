@@ -124,6 +124,27 @@ pub enum EngineError {
         decided: String,
     },
 
+    #[error(
+        "action {id} is a {kind}, which berth performs itself and which ends on its own: \
+         only a terminal command can be cancelled"
+    )]
+    NotCancellable { id: String, kind: String },
+
+    #[error(
+        "the cancel of action {id} is recorded, but its command could not be killed ({why}): \
+         run `berth cancel {short}` again; it ends `cancelled` whenever it ends"
+    )]
+    CancelNotKilled {
+        id: String,
+        short: String,
+        why: String,
+    },
+
+    /// A removal or an archive the state forbids now: `why` says what
+    /// holds it and what to do.
+    #[error("{why}")]
+    RemovalRefused { why: String },
+
     #[error("action {id} is {status}, not executing: {hint}")]
     NotExecuting {
         id: String,
@@ -188,8 +209,136 @@ pub enum EngineError {
     #[error(transparent)]
     Worktrees(#[from] berth_worktrees::Error),
 
-    #[error("{0}")]
-    State(String),
+    // What was `State(String)`: a state that forbids the call now, each
+    // case with what it is about (the API answers them 409 `invalid_state`).
+    /// A record's status forbids the call: a PR not open, a choice not
+    /// pending, an action not interrupted, a task past the step asked for.
+    #[error("{what} {id} is {status}: {rule}")]
+    WrongStatus {
+        what: &'static str,
+        id: String,
+        status: String,
+        rule: String,
+    },
+
+    #[error("action {id} is a {kind}: only berth's own effects are resumed after a crash")]
+    NotOwnEffect { id: String, kind: String },
+
+    #[error(
+        "task {task} is {owner}'s in project `{project}`, not agent `{agent}`'s: an agent proposes only for its own task"
+    )]
+    NotOwnTask {
+        task: String,
+        /// The agent holding it, or `no agent`.
+        owner: String,
+        project: String,
+        agent: String,
+    },
+
+    /// An agent task asked to do what only a pipeline task does.
+    #[error("task {task} is an agent task{why}")]
+    AgentTask { task: String, why: &'static str },
+
+    #[error("task {task} has not run yet: `berth task run {task}`")]
+    NotRun { task: String },
+
+    /// A pipeline task that an agent's loop delivered as a PR instead.
+    #[error(
+        "task {task} is a pipeline task an agent's loop delivered as PR #{pr}: its steps never ran. \
+         Close the PR to run them (`berth pr close {pr} --reason 'run the pipeline'`, then `berth task run {task}`), \
+         or merge it to keep the agent's change (`berth pr merge {pr}`)"
+    )]
+    DeliveredAsPr { task: String, pr: i64 },
+
+    #[error(
+        "task {task} is in_review without a pipeline run: a person decides (`berth task reject {task} --reason R` returns it)"
+    )]
+    ReviewWithoutRun { task: String },
+
+    #[error(
+        "project `{project}` has no agent to run task {task}: `berth agent activate AGENT --project {project}`"
+    )]
+    NoAgent { project: String, task: String },
+
+    #[error(
+        "project `{project}` has several agents ({agents}): say which runs task {task} with `--agent`"
+    )]
+    SeveralAgents {
+        project: String,
+        agents: String,
+        task: String,
+    },
+
+    #[error(
+        "agent `{agent}` is paused by the circuit breaker: look at its last failures (`berth events --agent {agent}`), \
+         then `berth agent resume {agent}`"
+    )]
+    Paused { agent: String },
+
+    #[error("agent `{agent}` is {status}, not paused: nothing to resume")]
+    NotPaused { agent: String, status: &'static str },
+
+    #[error(
+        "agent `{agent}` is a real agent: its model drives it (through the API or `berth mcp`); \
+         `berth agent run` drives noop agents — activate one with `--impl noop`"
+    )]
+    NotNoop { agent: String },
+
+    /// Another berth process holds the task's pipeline lease.
+    #[error(
+        "task {task}'s pipeline is being run by another berth process ({owner}): wait for it to finish; \
+         two processes never run one task's pipeline at once"
+    )]
+    LeaseHeld { task: String, owner: String },
+
+    #[error("task {task}'s pipeline lease was taken by another process; this one stops")]
+    LeaseLost { task: String },
+
+    #[error(
+        "agent `{agent}` is already up in {mode} mode: run `berth down {agent} --keep-worktree` first"
+    )]
+    AlreadyUp { agent: String, mode: &'static str },
+
+    #[error(
+        "agent `{agent}` holds task {task} ({status}): its worktree must outlive it — {kept}; `berth down {agent} --keep-worktree` takes the berth down and keeps them, or resolve the task first"
+    )]
+    HoldsTask {
+        agent: String,
+        task: String,
+        status: &'static str,
+        /// What the task still needs the worktree for.
+        kept: String,
+    },
+
+    #[error("--new-uid re-owns the berth's files, which only root can do; berth runs as uid {uid}")]
+    NeedsRoot { uid: u32 },
+
+    #[error(
+        "no free uid in [host] uid_range {from}..={to} of project `{project}`: each is another berth's or the host's (passwd, group, /etc/subuid, /etc/subgid); widen the range in berth.toml"
+    )]
+    NoFreeUid { project: String, from: u32, to: u32 },
+
+    #[error("could not set the mode in {}: edit `[execution] mode` by hand", path.display())]
+    ModeNotSet { path: PathBuf },
+
+    #[error("{} is not a berth directory under the state directory", path.display())]
+    NotBerthDir { path: PathBuf },
+
+    /// A step run off the async threads panicked or was cancelled.
+    #[error("{op}: {source}")]
+    Interrupted {
+        op: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+
+    /// The berth's own disk: attaching, finding or releasing it.
+    #[error("{op}: {source}")]
+    Disk {
+        op: &'static str,
+        #[source]
+        source: berth_sandbox::disk::DiskError,
+    },
 
     /// `why` names `[sandbox] disk`, the room on it and the size needed.
     #[error(
@@ -243,11 +392,163 @@ impl EngineError {
         move |source| EngineError::Io { op, path, source }
     }
 
+    /// For a `spawn_blocking` that did not complete.
+    pub(crate) fn interrupted(
+        op: &'static str,
+    ) -> impl FnOnce(tokio::task::JoinError) -> EngineError {
+        move |source| EngineError::Interrupted { op, source }
+    }
+
+    pub(crate) fn disk(
+        op: &'static str,
+    ) -> impl FnOnce(berth_sandbox::disk::DiskError) -> EngineError {
+        move |source| EngineError::Disk { op, source }
+    }
+
     pub(crate) fn corrupt(op: &'static str, detail: impl std::fmt::Display) -> EngineError {
         EngineError::Corrupt {
             op,
             detail: detail.to_string(),
         }
+    }
+}
+
+/// What kind of failure an engine error is: what an interface needs to
+/// answer it (the API's HTTP status) without knowing the crates below the
+/// engine. With [`EngineError::code`], a stable snake_case name a client
+/// can branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A name or id the caller gave is not there.
+    NotFound,
+    /// An id prefix the caller gave matches several.
+    Ambiguous,
+    /// A value the engine will not take.
+    Invalid,
+    /// A state that forbids the call now.
+    Conflict,
+    /// Something this host must bring back (the Docker engine, the store
+    /// held by another write): a person acts, or a retry passes.
+    Unavailable,
+    /// The disk holding berth's state is full; the write was rolled back.
+    StorageFull,
+    /// berth's own trouble: the store, the disk, a broken configuration
+    /// file a person must fix.
+    Internal,
+}
+
+impl EngineError {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.class().0
+    }
+
+    /// Its stable code (`unknown_agent`, `invalid_state`, `docker_unavailable`…).
+    pub fn code(&self) -> &'static str {
+        self.class().1
+    }
+
+    /// Not-found is a name or id the caller gave; conflict is a state that
+    /// forbids the call now; invalid is a value the engine will not take;
+    /// internal is berth's own trouble. Every variant is listed: a new one is
+    /// classified where it is added.
+    fn class(&self) -> (ErrorKind, &'static str) {
+        use ErrorKind as K;
+        match self {
+            EngineError::UnknownProject(_) => (K::NotFound, "unknown_project"),
+            EngineError::UnknownAgent(_) => (K::NotFound, "unknown_agent"),
+            EngineError::AgentRemoved { .. } => (K::NotFound, "agent_removed"),
+            EngineError::UnknownId { what, .. } => (
+                K::NotFound,
+                match *what {
+                    "action" => "unknown_action",
+                    "task" => "unknown_task",
+                    "PR" => "unknown_pr",
+                    _ => "unknown_id",
+                },
+            ),
+            EngineError::AmbiguousId { .. } => (K::Ambiguous, "ambiguous_id"),
+            EngineError::AlreadyExists { .. } => (K::Conflict, "already_exists"),
+            EngineError::Invalid { .. } => (K::Invalid, "invalid_value"),
+            EngineError::NotPending { .. } => (K::Conflict, "not_pending"),
+            EngineError::NotExecuting { .. } => (K::Conflict, "not_executing"),
+            EngineError::NotCancellable { .. }
+            | EngineError::CancelNotKilled { .. }
+            | EngineError::RemovalRefused { .. } => (K::Conflict, "invalid_state"),
+            EngineError::RefusedAtApproval { .. } => (K::Conflict, "refused_at_approval"),
+            EngineError::KeyConflict { .. } => (K::Conflict, "idempotency_key_conflict"),
+            EngineError::NoBerth { .. } => (K::Conflict, "no_berth"),
+            EngineError::WrongProject { .. } => (K::Conflict, "wrong_project"),
+            EngineError::ModeUnavailable { .. } => (K::Conflict, "mode_unavailable"),
+            EngineError::Unconfined { .. } => (K::Conflict, "unconfined"),
+            EngineError::WrongStatus { .. }
+            | EngineError::NotOwnEffect { .. }
+            | EngineError::NotOwnTask { .. }
+            | EngineError::AgentTask { .. }
+            | EngineError::NotRun { .. }
+            | EngineError::DeliveredAsPr { .. }
+            | EngineError::ReviewWithoutRun { .. }
+            | EngineError::NoAgent { .. }
+            | EngineError::SeveralAgents { .. }
+            | EngineError::Paused { .. }
+            | EngineError::NotPaused { .. }
+            | EngineError::NotNoop { .. }
+            | EngineError::LeaseHeld { .. }
+            | EngineError::LeaseLost { .. }
+            | EngineError::AlreadyUp { .. }
+            | EngineError::HoldsTask { .. }
+            | EngineError::NeedsRoot { .. }
+            | EngineError::NoFreeUid { .. }
+            | EngineError::ModeNotSet { .. } => (K::Conflict, "invalid_state"),
+            EngineError::IllegalTransition { .. } => (K::Conflict, "illegal_transition"),
+            EngineError::SaveFailed { .. } => (K::Conflict, "save_failed"),
+            EngineError::DiskTooSmall { .. } => (K::Conflict, "disk_too_small"),
+            EngineError::DiskUnavailable { .. } => (K::Conflict, "disk_unavailable"),
+            EngineError::Config { .. } | EngineError::Rules(_) => (K::Internal, "config_invalid"),
+            EngineError::Worktrees(w) => worktrees_class(w),
+            EngineError::Sandbox(berth_sandbox::SandboxError::Docker(d))
+            | EngineError::Docker(d) => docker_class(d),
+            EngineError::Sandbox(_) => (K::Internal, "sandbox_error"),
+            EngineError::StoreFull { .. } => (K::StorageFull, "disk_full"),
+            EngineError::StoreBusy { .. } => (K::Unavailable, "store_busy"),
+            EngineError::StateMissing { .. }
+            | EngineError::Store { .. }
+            | EngineError::Migrate { .. }
+            | EngineError::Corrupt { .. }
+            | EngineError::Io { .. }
+            | EngineError::RepositoryGone { .. }
+            | EngineError::RecycleFailed { .. }
+            | EngineError::NotBerthDir { .. }
+            | EngineError::Interrupted { .. }
+            | EngineError::Disk { .. } => (K::Internal, "internal"),
+        }
+    }
+}
+
+/// The Docker engine down, an image missing: a person must act on this
+/// host; a foreign container in the way is a conflict.
+fn docker_class(e: &berth_sandbox::docker::DockerError) -> (ErrorKind, &'static str) {
+    use berth_sandbox::docker::DockerError as D;
+    match e {
+        D::EngineUnavailable { .. } => (ErrorKind::Unavailable, "docker_unavailable"),
+        D::Image(_) => (ErrorKind::Conflict, "image_unavailable"),
+        D::Foreign { .. } => (ErrorKind::Conflict, "container_conflict"),
+        _ => (ErrorKind::Internal, "docker_error"),
+    }
+}
+
+fn worktrees_class(e: &berth_worktrees::Error) -> (ErrorKind, &'static str) {
+    use berth_worktrees::Error as W;
+    match e {
+        W::InvalidName { .. } | W::InvalidInput { .. } => (ErrorKind::Invalid, "invalid_value"),
+        W::Missing { .. }
+        | W::NotARepository { .. }
+        | W::UnknownBranch { .. }
+        | W::NoBaseBranch { .. }
+        | W::UntrustedOwner { .. } => (ErrorKind::Invalid, "repository_unusable"),
+        W::ProjectExists { .. } => (ErrorKind::Conflict, "already_exists"),
+        W::AgentBusy { .. } | W::NothingToCommit { .. } => (ErrorKind::Conflict, "invalid_state"),
+        _ => (ErrorKind::Internal, "git_error"),
     }
 }
 
@@ -265,3 +566,65 @@ fn disk_full(e: &sqlx::Error) -> bool {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The classification the API answers with, one row per kind: a Docker
+    /// failure is classified the same whether it came straight from the
+    /// backend or through the sandbox's error.
+    #[test]
+    fn errors_are_classified_in_the_engine() {
+        let foreign = || berth_sandbox::docker::DockerError::Foreign { name: "c".into() };
+        let table: Vec<(EngineError, ErrorKind, &str)> = vec![
+            (
+                EngineError::UnknownAgent("a".into()),
+                ErrorKind::NotFound,
+                "unknown_agent",
+            ),
+            (
+                EngineError::AmbiguousId {
+                    what: "task",
+                    id: "1".into(),
+                    count: 2,
+                },
+                ErrorKind::Ambiguous,
+                "ambiguous_id",
+            ),
+            (
+                berth_worktrees::ProjectName::new("a.b").unwrap_err().into(),
+                ErrorKind::Invalid,
+                "invalid_value",
+            ),
+            (
+                EngineError::LeaseLost { task: "t".into() },
+                ErrorKind::Conflict,
+                "invalid_state",
+            ),
+            (
+                EngineError::Docker(foreign()),
+                ErrorKind::Conflict,
+                "container_conflict",
+            ),
+            (
+                EngineError::Sandbox(berth_sandbox::SandboxError::Docker(foreign())),
+                ErrorKind::Conflict,
+                "container_conflict",
+            ),
+            (
+                EngineError::StoreBusy { op: "x", secs: 1 },
+                ErrorKind::Unavailable,
+                "store_busy",
+            ),
+            (
+                EngineError::corrupt("reading", "x"),
+                ErrorKind::Internal,
+                "internal",
+            ),
+        ];
+        for (e, kind, code) in table {
+            assert_eq!((e.kind(), e.code()), (kind, code), "{e}");
+        }
+    }
+}

@@ -409,11 +409,12 @@ impl Engine {
             .await
             .map_err(EngineError::store("resolving a choice"))?;
         if won != 1 {
-            return Err(EngineError::State(format!(
-                "choice {} is {}: only a pending choice can be resolved",
-                short(&c.id),
-                c.status
-            )));
+            return Err(EngineError::WrongStatus {
+                what: "choice",
+                id: short(&c.id).to_string(),
+                status: c.status.to_string(),
+                rule: "only a pending choice can be resolved".into(),
+            });
         }
         let result = match choice {
             "skip" => serde_json::json!({ "outcome": "skipped" }),
@@ -475,12 +476,13 @@ impl Engine {
             return Ok(Some("the item has no steps to rerun".into()));
         }
         let a = self.agent(agent).await?;
+        let (agent, project) = a.names()?;
         if a.berth.is_none() {
-            self.up(agent, &c.project, None, &Actor::system()).await?;
+            self.up(&agent, &project, None, &Actor::system()).await?;
         }
         for (n, command) in c.item.steps.iter().enumerate() {
             let proposal = Proposal::by_agent(
-                agent,
+                &agent,
                 Action::Terminal {
                     command: command.clone(),
                 },

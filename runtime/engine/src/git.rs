@@ -89,7 +89,7 @@ impl Git {
         let wt = self.wt.clone();
         tokio::task::spawn_blocking(move || f(&wt))
             .await
-            .map_err(|e| EngineError::State(format!("a git operation did not complete: {e}")))?
+            .map_err(EngineError::interrupted("a git operation did not complete"))?
     }
 
     /// Repairs what a crash left in the repositories (stale `*.lock` files

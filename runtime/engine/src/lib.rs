@@ -91,12 +91,14 @@ pub use agent_io::{AgentIo, Delivery};
 pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport};
 pub use berth_disk::{DiskDoctor, ReconciledDisk, release_disks_under};
 pub use berth_uid::UidFinding;
+/// Project and agent names: berth's one name rule, parsed at every edge.
+pub use berth_worktrees::{AgentName, ProjectName};
 pub use berths::{
     BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, OrphanContainer, ReconciledContainer,
     SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
-pub use config::{BerthMode, ExecutionMode, ModeChoice, ProjectConfig};
-pub use error::{EngineError, Result};
+pub use config::{BerthMode, BerthModeChoice, ExecutionMode, ProjectConfig};
+pub use error::{EngineError, ErrorKind, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter};
 pub use exchange::{PrExport, ProjectSync};
 pub use followups::{Choice, FollowupItem};
@@ -236,16 +238,17 @@ fn engine_calls_are_send(e: &'static Engine) {
     fn sync<T: Sync>(_: &T) {}
     sync(e);
     let user = Actor::user("u");
+    let (a, p) = (AgentName::new("a").unwrap(), ProjectName::new("p").unwrap());
     send(e.propose(
-        Proposal::by_agent("a", berth_policy::Action::GitCommit),
+        Proposal::by_agent(&a, berth_policy::Action::GitCommit),
         None,
     ));
     send(e.approve("id", &user, false, None));
     send(e.deny("id", &user, None));
     send(e.retry("id", &user, None));
-    send(e.run_agent("a", true));
-    send(e.up("a", "p", None, &user));
-    send(e.down("a", false, &user));
+    send(e.run_agent(&a, true));
+    send(e.up(&a, &p, None, &user));
+    send(e.down(&a, false, &user));
     send(e.remove_agent("a", None, false, &user));
     send(e.remove_project("p", false, &user));
     send(e.merge_pr("1", &user));

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use berth_sandbox::Sandbox;
 use berth_sandbox::docker::{
-    BerthSpec as ContainerSpec, ConnectOptions, DockerBackend, DockerBerth, DockerConnection,
-    ExtraMount, Limits, Network, ReconcileAction,
+    ConnectOptions, ContainerReconcileAction, ContainerSpec, DockerBackend, DockerBerth,
+    DockerConnection, ExtraMount, Network, ResourceLimits,
 };
 use berth_sandbox::image::ImageRef;
 
@@ -115,7 +115,7 @@ pub fn container_spec(spec: &BerthSpec) -> ContainerSpec {
     c.uid = spec.uid;
     c.gid = spec.uid;
     c.identity_dir = Some(spec.identity_dir.clone());
-    c.limits = Limits {
+    c.limits = ResourceLimits {
         memory_bytes: i64::try_from(s.memory_mb.saturating_mul(1 << 20)).unwrap_or(i64::MAX),
         cpus: s.cpus,
         pids: i64::try_from(s.pids).unwrap_or(i64::MAX),
@@ -245,7 +245,7 @@ impl SandboxProvider for DockerProvider {
         Ok(entries
             .into_iter()
             .map(|(c, action)| match action {
-                ReconcileAction::Adopted { stale_execs } => ReconciledContainer {
+                ContainerReconcileAction::Adopted { stale_execs } => ReconciledContainer {
                     container: c.name,
                     project: c.project,
                     agent: c.agent,
@@ -253,7 +253,7 @@ impl SandboxProvider for DockerProvider {
                     stale_execs_killed: stale_execs,
                     reason: None,
                 },
-                ReconcileAction::Removed { reason } => ReconciledContainer {
+                ContainerReconcileAction::Removed { reason } => ReconciledContainer {
                     container: c.name,
                     project: c.project,
                     agent: c.agent,

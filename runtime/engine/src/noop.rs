@@ -54,13 +54,12 @@ impl Engine {
     /// Drives a noop agent's loop in the foreground. With `until_idle` it
     /// returns as soon as it cannot go on (no task, waiting for a person, in
     /// review); otherwise it polls until interrupted.
-    pub async fn run_agent(&self, agent: &str, until_idle: bool) -> Result<RunReport> {
+    pub async fn run_agent(&self, agent: &crate::AgentName, until_idle: bool) -> Result<RunReport> {
         let a = self.agent(agent).await?;
         if a.implementation != AgentImpl::Noop {
-            return Err(EngineError::State(format!(
-                "agent `{agent}` is a real agent: its model drives it (through the API or `berth mcp`); \
-                 `berth agent run` drives noop agents — activate one with `--impl noop`"
-            )));
+            return Err(EngineError::NotNoop {
+                agent: agent.to_string(),
+            });
         }
         let io = self.agent_io(agent);
         let mut delivered = Vec::new();
@@ -136,7 +135,7 @@ impl Engine {
             let frame_path = format!("{WORK}/{}", work_file(&task.id));
             tokio::task::spawn_blocking(move || files.write(&frame_path, text.as_bytes()))
                 .await
-                .map_err(|e| EngineError::State(format!("writing the noop file: {e}")))?
+                .map_err(EngineError::interrupted("writing the noop file"))?
                 .map_err(berth_sandbox::SandboxError::from)?;
         }
         match io.deliver(&task).await? {

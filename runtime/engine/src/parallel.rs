@@ -65,7 +65,7 @@ impl Engine {
         let key = format!("parallelize:{project}:{}", agents.len());
         let p = self
             .propose(
-                Proposal::by_agent(&base.name, Action::Parallelize).key(key),
+                Proposal::by_agent(&base.names()?.0, Action::Parallelize).key(key),
                 None,
             )
             .await?;

@@ -233,7 +233,7 @@ pub fn append_allow(path: &Path, patterns: &[String]) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_policy::{Autonomy, Mode, RuleList, RuleRef, SegmentReport, Stage, Verdict};
+    use berth_policy::{Approval, Autonomy, RuleList, RuleRef, SegmentReport, Stage, Verdict};
 
     fn seg(argv: &[&str]) -> SegmentReport {
         SegmentReport {
@@ -253,7 +253,7 @@ mod tests {
             stage: Stage::Autonomy,
             reason: "r".into(),
             autonomy: Autonomy::new()
-                .with("terminal", Mode::RequireApproval)
+                .with("terminal", Approval::RequireApproval)
                 .resolve("terminal"),
             segments,
             findings: Vec::new(),

@@ -10,7 +10,7 @@ use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
-use crate::{Engine, permissions, state};
+use crate::{Engine, ProjectName, permissions, state};
 
 /// A project as the store holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,7 +27,8 @@ pub struct Project {
 /// What `add_project` needs.
 #[derive(Debug, Clone)]
 pub struct NewProject {
-    pub name: String,
+    /// Parsed at the edge that took it (berth's one name rule).
+    pub name: ProjectName,
     pub from: PathBuf,
     /// The branch PRs target; the source's current branch when `None`.
     pub base: Option<String>,
@@ -67,11 +68,10 @@ impl Engine {
     /// Imports `from` into a new forge, writes the default `berth.toml` and
     /// `permissions.json` (keeping files that already exist), and records it.
     pub async fn add_project(&self, new: NewProject, actor: &Actor) -> Result<Project> {
-        state::check_name("project name", &new.name)?;
         if self.project_opt(&new.name).await?.is_some() {
             return Err(EngineError::AlreadyExists {
                 what: "project",
-                name: new.name,
+                name: new.name.into(),
             });
         }
         let imported = self
@@ -95,7 +95,7 @@ impl Engine {
         self.load_project_files(&new.name)?;
 
         let project = Project {
-            name: new.name.clone(),
+            name: new.name.to_string(),
             source: new.from.display().to_string(),
             base_branch: imported.base_branch,
             forge: imported.forge,
@@ -273,10 +273,7 @@ impl Engine {
         let new = with_execution_mode(&text, mode);
         let parsed = ProjectConfig::parse(&new, &path.display().to_string())?;
         if parsed.execution.mode != mode {
-            return Err(EngineError::State(format!(
-                "could not set the mode in {}: edit `[execution] mode` by hand",
-                path.display()
-            )));
+            return Err(EngineError::ModeNotSet { path });
         }
         let tmp = path.with_extension("toml.tmp");
         std::fs::write(&tmp, &new).map_err(EngineError::io("writing", &tmp))?;

@@ -342,14 +342,15 @@ impl Engine {
     pub async fn merge_pr(&self, id: &str, user: &Actor) -> Result<Proposed> {
         let pr = self.pr(id).await?;
         if pr.status != PrStatus::Open {
-            return Err(EngineError::State(format!(
-                "PR #{} is {}: only an open PR can be merged",
-                pr.number,
-                pr.status.as_str()
-            )));
+            return Err(EngineError::WrongStatus {
+                what: "PR",
+                id: format!("#{}", pr.number),
+                status: pr.status.as_str().to_string(),
+                rule: "only an open PR can be merged".into(),
+            });
         }
         let proposal = Proposal {
-            agent: pr.agent.clone(),
+            agent: crate::AgentName::new(pr.agent.as_str())?,
             action: berth_policy::Action::GitMerge {
                 target: pr.base.clone(),
             },
@@ -383,11 +384,12 @@ impl Engine {
         .map_err(EngineError::store("closing a PR"))?
         .rows_affected();
         if n != 1 {
-            return Err(EngineError::State(format!(
-                "PR #{} is {}: only an open PR can be closed",
-                pr.number,
-                pr.status.as_str()
-            )));
+            return Err(EngineError::WrongStatus {
+                what: "PR",
+                id: format!("#{}", pr.number),
+                status: pr.status.as_str().to_string(),
+                rule: "only an open PR can be closed".into(),
+            });
         }
         emit(
             &mut tx,

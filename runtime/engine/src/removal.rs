@@ -97,7 +97,7 @@ impl Engine {
             Vec::new()
         } else {
             if let Some(why) = self.removal_blocker(&a).await? {
-                return Err(EngineError::State(why));
+                return Err(EngineError::RemovalRefused { why });
             }
             self.record_removed(&a).await?
         };
@@ -180,10 +180,12 @@ impl Engine {
         match transitions::agent(&mut tx, &a.name, AgentMove::remove()).await? {
             AgentMoved::Moved | AgentMoved::Already => {}
             AgentMoved::NotHolding | AgentMoved::Paused => {
-                return Err(EngineError::State(format!(
-                    "agent `{}` took a task while it was being removed: nothing was removed; resolve the task, then remove it",
-                    a.name
-                )));
+                return Err(EngineError::RemovalRefused {
+                    why: format!(
+                        "agent `{}` took a task while it was being removed: nothing was removed; resolve the task, then remove it",
+                        a.name
+                    ),
+                });
             }
         }
         let unassigned: Vec<String> = sqlx::query_scalar(
@@ -222,10 +224,12 @@ impl Engine {
         {
             Ok(saved) => saved,
             Err(EngineError::SaveFailed { source, .. }) => {
-                return Err(EngineError::State(format!(
-                    "could not save what `{}`'s worktree holds that the forge does not: {source}; the agent is removed but its worktree is kept. Fix that and run `berth agent rm {}` again, or `berth agent rm {} --discard` to remove it without saving",
-                    a.name, a.name, a.name
-                )));
+                return Err(EngineError::RemovalRefused {
+                    why: format!(
+                        "could not save what `{}`'s worktree holds that the forge does not: {source}; the agent is removed but its worktree is kept. Fix that and run `berth agent rm {}` again, or `berth agent rm {} --discard` to remove it without saving",
+                        a.name, a.name, a.name
+                    ),
+                });
             }
             Err(e) => return Err(e),
         };
@@ -241,7 +245,9 @@ impl Engine {
             .unwrap_or_default();
         tokio::task::spawn_blocking(move || berth_worktrees::remove_beneath(&parent, &rel))
             .await
-            .map_err(|e| EngineError::State(format!("removing the agent's identity files: {e}")))?
+            .map_err(EngineError::interrupted(
+                "removing the agent's identity files",
+            ))?
             .map_err(EngineError::io("removing", &identities))?;
         Ok(saved)
     }
@@ -349,10 +355,12 @@ impl Engine {
             }
         }
         if !blockers.is_empty() {
-            return Err(EngineError::State(format!(
-                "project `{name}` is not removed, nothing was: {}",
-                blockers.join("; ")
-            )));
+            return Err(EngineError::RemovalRefused {
+                why: format!(
+                    "project `{name}` is not removed, nothing was: {}",
+                    blockers.join("; ")
+                ),
+            });
         }
         if !discard {
             self.refuse_saved_work(name, "nothing was removed").await?;
@@ -398,7 +406,9 @@ impl Engine {
             Ok::<(), std::io::Error>(())
         })
         .await
-        .map_err(|e| EngineError::State(format!("removing the project's directories: {e}")))?
+        .map_err(EngineError::interrupted(
+            "removing the project's directories",
+        ))?
         .map_err(EngineError::io(
             "removing the directories of",
             self.state.root(),
@@ -453,15 +463,17 @@ impl Engine {
             return Ok(());
         };
         let refs: Vec<&str> = saved.iter().map(|s| s.refname.as_str()).collect();
-        Err(EngineError::State(format!(
-            "project `{project}`'s forge holds saved work ({}), which removing the forge would lose; {done}. \
+        Err(EngineError::RemovalRefused {
+            why: format!(
+                "project `{project}`'s forge holds saved work ({}), which removing the forge would lose; {done}. \
              Keep what you want with `git fetch {} {}:{}` (one per ref; `berth saved ls --project {project}` lists them), \
              drop each with `berth saved drop {project} REF`, or remove the project with `--discard`",
-            refs.join(", "),
-            first.forge.display(),
-            first.refname,
-            first.refname,
-        )))
+                refs.join(", "),
+                first.forge.display(),
+                first.refname,
+                first.refname,
+            ),
+        })
     }
 
     /// Archives task `id`, which has ended (done, returned or blocked) and
@@ -481,11 +493,13 @@ impl Engine {
             } else {
                 "it is being worked on: it ends first (done, returned or blocked)".to_string()
             };
-            return Err(EngineError::State(format!(
-                "task {} is {}: only an ended task (done, returned, blocked) is archived; {what}",
-                short(&t.id),
-                t.status.as_str()
-            )));
+            return Err(EngineError::RemovalRefused {
+                why: format!(
+                    "task {} is {}: only an ended task (done, returned, blocked) is archived; {what}",
+                    short(&t.id),
+                    t.status.as_str()
+                ),
+            });
         }
         let op = "archiving a task";
         let mut tx = self.store.write(op).await?;
@@ -496,10 +510,12 @@ impl Engine {
                 .await
                 .map_err(EngineError::store(op))?;
         if let Some(agent) = held {
-            return Err(EngineError::State(format!(
-                "task {} is held by agent `{agent}`: it is archived once it leaves the agent",
-                short(&t.id)
-            )));
+            return Err(EngineError::RemovalRefused {
+                why: format!(
+                    "task {} is held by agent `{agent}`: it is archived once it leaves the agent",
+                    short(&t.id)
+                ),
+            });
         }
         let statuses: Vec<String> = ENDED.iter().map(|s| format!("'{}'", s.as_str())).collect();
         let n = sqlx::query(&format!(
@@ -533,8 +549,8 @@ impl Engine {
     /// `task.removed` after them. Returns the task as it was.
     pub async fn remove_task(&self, id: &str, actor: &Actor) -> Result<Task> {
         let t = self.task(id).await?;
-        let archive = |why: String| {
-            EngineError::State(format!(
+        let archive = |why: String| EngineError::RemovalRefused {
+            why: format!(
                 "task {} {why}: its history stays; `berth task archive {}` hides it from `berth task ls`{}",
                 short(&t.id),
                 short(&t.id),
@@ -543,7 +559,7 @@ impl Engine {
                 } else {
                     " once it has ended"
                 }
-            ))
+            ),
         };
         if t.status != TaskStatus::Todo {
             return Err(archive(format!("is {}", t.status.as_str())));

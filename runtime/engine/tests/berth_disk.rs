@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use berth_engine::{AgentImpl, BerthMode};
 use berth_sandbox::disk;
-use common::{Fixture, git, terminal, user};
+use common::{Fixture, git, named, terminal, user};
 
 /// Whether this host can give berths a disk; panics under `CI=true` when not.
 pub(crate) fn loop_devices() -> bool {
@@ -116,7 +116,12 @@ async fn a_runner_berths_disk_stops_bytes_and_files_at_its_limits_and_down_leave
     };
     let info = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap();
     let p = paths(&f, "dev-1");
@@ -182,14 +187,19 @@ async fn a_runner_berths_disk_stops_bytes_and_files_at_its_limits_and_down_leave
     // (keeping the worktree) until told to discard.
     let refused = f
         .engine
-        .down("dev-1", false, &berth_engine::Actor::current_user())
+        .down(&named("dev-1"), false, &berth_engine::Actor::current_user())
         .await
         .unwrap_err()
         .to_string();
     assert!(refused.contains("--discard"), "{refused}");
     assert!(p.berth_dir.join("dev-1/many").is_dir(), "nothing removed");
     f.engine
-        .down_with("dev-1", false, true, &berth_engine::Actor::current_user())
+        .down_with(
+            &named("dev-1"),
+            false,
+            true,
+            &berth_engine::Actor::current_user(),
+        )
         .await
         .unwrap();
     assert_released(&p);
@@ -201,7 +211,12 @@ async fn a_runner_berths_home_and_tmp_are_on_its_disk_and_go_with_it() {
         return;
     };
     f.engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap();
     let p = paths(&f, "dev-1");
@@ -246,9 +261,12 @@ async fn a_runner_berths_home_and_tmp_are_on_its_disk_and_go_with_it() {
         terminal(&f.engine, "dev-1", "echo kept > \"$HOME/.profile-ish\"").await;
     assert_eq!(code, 0, "{stderr}");
     // Kept across `down --keep-worktree`, gone with the worktree at `down`.
-    f.engine.down("dev-1", true, &user()).await.unwrap();
+    f.engine.down(&named("dev-1"), true, &user()).await.unwrap();
     assert!(p.berth_dir.join(".home/.profile-ish").is_file());
-    f.engine.down("dev-1", false, &user()).await.unwrap();
+    f.engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap();
     assert_released(&p);
     assert!(!state.join("homes").exists(), "nothing in <state>/homes");
 }
@@ -280,7 +298,12 @@ async fn up_refuses_a_checkout_bigger_than_the_disk_naming_the_key_and_loses_not
 
     let err = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -300,7 +323,12 @@ async fn up_refuses_a_checkout_bigger_than_the_disk_naming_the_key_and_loses_not
     set_sandbox(&state, "disk", "\"128MiB\"");
     let info = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap();
     let worktree = info.worktree.unwrap();
@@ -319,7 +347,12 @@ async fn reconcile_removes_a_disk_a_crash_left_and_mounts_a_kept_one_again() {
     let kept = paths(&f, "dev-1");
     let info = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap();
     let worktree = info.worktree.unwrap();

@@ -7,7 +7,7 @@
 use crate::common;
 
 use berth_engine::{AgentImpl, BerthMode};
-use common::{Fixture, git, user};
+use common::{Fixture, git, named, user};
 
 /// One 1 MiB blob at 64 paths (8 directories of the same 8 copies).
 fn repeated_blob_source(root: &std::path::Path) -> std::path::PathBuf {
@@ -57,7 +57,12 @@ async fn up_refuses_a_checkout_over_max_checkout_bytes_and_takes_one_under_it() 
     f.agent("dev-1", AgentImpl::Real).await;
     set_bound(&state, 16 * 1024 * 1024);
     let err = engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -72,7 +77,12 @@ async fn up_refuses_a_checkout_over_max_checkout_bytes_and_takes_one_under_it() 
 
     set_bound(&state, 128 * 1024 * 1024);
     let up = engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap();
     assert_eq!(checked_out(&up.worktree.unwrap()), 64);

@@ -8,7 +8,7 @@
 mod common;
 
 use berth_engine::{AgentImpl, BerthMode, EngineError};
-use common::{Fixture, user};
+use common::{Fixture, named, user};
 
 fn set_config(f: &Fixture, from: &str, to: &str) {
     let path = f.state().project_config("demo");
@@ -63,7 +63,12 @@ async fn auto_mode_on_an_unconfined_runner_needs_allow_unconfined() {
     // The same agent brought up as a runner: refused, nothing provisioned.
     let up = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(up, EngineError::Unconfined { .. }), "{up}");
@@ -101,7 +106,12 @@ async fn auto_mode_on_an_unconfined_runner_needs_allow_unconfined() {
         .await
         .unwrap();
     f.engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap();
     let on = f.engine.autonomy_report("dev-1").await.unwrap();

@@ -9,12 +9,12 @@ use berth_engine::{
     ActionParams, ActionResult, ActionStatus, AgentImpl, AgentRun, CreatedStatus, EventFilter,
     Proposal, ProposeStatus, TaskStatus,
 };
-use berth_policy::{Action, Mode, Stage, Verdict};
-use common::{Fixture, user};
+use berth_policy::{Action, Approval, Stage, Verdict};
+use common::{Fixture, named, user};
 
 fn terminal(agent: &str, command: &str) -> Proposal {
     Proposal::by_agent(
-        agent,
+        &named(agent),
         Action::Terminal {
             command: command.into(),
         },
@@ -24,7 +24,7 @@ fn terminal(agent: &str, command: &str) -> Proposal {
 async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
     f.agent(agent, AgentImpl::Real).await;
     f.engine
-        .up(agent, "demo", None, &user())
+        .up(&named(agent), &named("demo"), None, &user())
         .await
         .unwrap()
         .worktree
@@ -40,7 +40,7 @@ async fn the_seeded_noop_agent_delivers_to_review_with_no_human_approval() {
         .create_task("demo", "Add a file", &user())
         .await
         .unwrap();
-    let report = f.engine.run_agent("dev-1", true).await.unwrap();
+    let report = f.engine.run_agent(&named("dev-1"), true).await.unwrap();
     assert_eq!(
         report.stopped,
         AgentRun::InReview {
@@ -96,7 +96,11 @@ async fn the_seeded_noop_agent_delivers_to_review_with_no_human_approval() {
     assert_eq!(author.trim(), "dev-1[bot]");
     // A second run replays nothing and proposes nothing.
     assert_eq!(
-        f.engine.run_agent("dev-1", true).await.unwrap().stopped,
+        f.engine
+            .run_agent(&named("dev-1"), true)
+            .await
+            .unwrap()
+            .stopped,
         AgentRun::InReview { task: task.id }
     );
     assert_eq!(f.engine.metrics(None).await.unwrap().proposed, 3);
@@ -178,7 +182,7 @@ async fn refused_actions_are_logged_and_never_run() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::Deny, &user())
+        .set_autonomy("dev-1", "terminal", Approval::Deny, &user())
         .await
         .unwrap();
     let p = f
@@ -204,7 +208,7 @@ async fn refused_actions_are_logged_and_never_run() {
         .await
         .unwrap();
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let p = f
@@ -225,7 +229,7 @@ async fn a_symlink_out_of_the_worktree_holds_an_auto_approved_command() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let outside = f.dir.path().join("secret");
@@ -340,7 +344,7 @@ async fn file_read_is_seeded_and_returns_the_content() {
         .engine
         .propose(
             Proposal::by_agent(
-                "dev-1",
+                &named("dev-1"),
                 Action::FileRead {
                     path: "a.txt".into(),
                 },
@@ -372,7 +376,7 @@ async fn file_read_of_a_directory_lists_it() {
     let p = f
         .engine
         .propose(
-            Proposal::by_agent("dev-1", Action::FileRead { path: "d".into() }),
+            Proposal::by_agent(&named("dev-1"), Action::FileRead { path: "d".into() }),
             None,
         )
         .await

@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use berth_engine::AgentImpl;
-use common::{Fixture, terminal, user};
+use common::{Fixture, named, terminal, user};
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -94,8 +94,8 @@ async fn as_root_declared_toolchains_run_read_only_and_caches_take_writes() {
     let info = f
         .engine
         .up(
-            "dev-1",
-            "demo",
+            &named("dev-1"),
+            &named("demo"),
             Some(berth_engine::BerthMode::Runner),
             &user(),
         )
@@ -172,8 +172,8 @@ fn set_line(f: &Fixture, key: &str, line: &str) -> std::path::PathBuf {
 async fn up_runner(f: &Fixture) -> Result<berth_engine::BerthInfo, berth_engine::EngineError> {
     f.engine
         .up(
-            "dev-1",
-            "demo",
+            &named("dev-1"),
+            &named("demo"),
             Some(berth_engine::BerthMode::Runner),
             &user(),
         )

@@ -10,22 +10,26 @@ use berth_engine::{
     ActionStatus, AgentImpl, AgentRun, AgentStatus, EventFilter, PrStatus, ProposeStatus,
     TaskStatus,
 };
-use berth_policy::Mode;
-use common::{Fixture, user};
+use berth_policy::Approval;
+use common::{Fixture, named, user};
 
 /// dev-1 as a noop agent whose activation seeds ask a person.
 async fn manual_noop(f: &Fixture, agent: &str) {
     f.agent(agent, AgentImpl::Noop).await;
     for kind in ["git_commit", "git_push", "pr_open"] {
         f.engine
-            .set_autonomy(agent, kind, Mode::RequireApproval, &user())
+            .set_autonomy(agent, kind, Approval::RequireApproval, &user())
             .await
             .unwrap();
     }
 }
 
 async fn step(f: &Fixture, agent: &str) -> AgentRun {
-    f.engine.run_agent(agent, true).await.unwrap().stopped
+    f.engine
+        .run_agent(&named(agent), true)
+        .await
+        .unwrap()
+        .stopped
 }
 
 async fn created_kinds(f: &Fixture, agent: &str) -> Vec<(String, String)> {
@@ -242,7 +246,11 @@ async fn merging_resolves_the_gate_closing_returns_the_task() {
         f.engine.task(&t2.id).await.unwrap().status,
         TaskStatus::Todo
     );
-    let err = f.engine.down("dev-1", false, &user()).await.unwrap_err();
+    let err = f
+        .engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap_err();
     assert!(
         err.to_string().contains("its worktree must outlive it")
             && err.to_string().contains("in review")
@@ -251,7 +259,7 @@ async fn merging_resolves_the_gate_closing_returns_the_task() {
     );
     // Taken down keeping them, it says what it keeps and why.
     let before = f.engine.agent("dev-1").await.unwrap();
-    let kept = f.engine.down("dev-1", true, &user()).await.unwrap();
+    let kept = f.engine.down(&named("dev-1"), true, &user()).await.unwrap();
     let note = kept.note.unwrap_or_default();
     let worktree = before.worktree.unwrap();
     assert!(
@@ -350,7 +358,7 @@ async fn merging_resolves_the_gate_closing_returns_the_task() {
 async fn a_real_agent_is_not_driven_by_agent_run() {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Real).await;
-    let err = f.engine.run_agent("dev-1", true).await.unwrap_err();
+    let err = f.engine.run_agent(&named("dev-1"), true).await.unwrap_err();
     assert!(err.to_string().contains("is a real agent"), "{err}");
 }
 
@@ -359,30 +367,30 @@ async fn activation_seeds_and_the_auto_switch() {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Noop).await;
     let a = f.engine.autonomy("dev-1").await.unwrap();
-    let written: Vec<(&str, Mode)> = a.iter().collect();
+    let written: Vec<(&str, Approval)> = a.iter().collect();
     assert_eq!(
         written,
         [
-            ("file_read", Mode::AutoApprove),
-            ("git_commit", Mode::AutoApprove),
-            ("git_push", Mode::AutoApprove),
-            ("pr_open", Mode::AutoApprove),
+            ("file_read", Approval::AutoApprove),
+            ("git_commit", Approval::AutoApprove),
+            ("git_push", Approval::AutoApprove),
+            ("pr_open", Approval::AutoApprove),
         ]
     );
     assert_eq!(
         a.resolve("git_merge").mode,
-        Mode::RequireApproval,
+        Approval::RequireApproval,
         "never seeded"
     );
     // Re-activation keeps what a person wrote since.
     f.engine
-        .set_autonomy("dev-1", "git_push", Mode::RequireApproval, &user())
+        .set_autonomy("dev-1", "git_push", Approval::RequireApproval, &user())
         .await
         .unwrap();
     f.agent("dev-1", AgentImpl::Noop).await;
     assert_eq!(
         f.engine.autonomy("dev-1").await.unwrap().get("git_push"),
-        Some(Mode::RequireApproval)
+        Some(Approval::RequireApproval)
     );
 
     let off = f.engine.autonomy_report("dev-1").await.unwrap();
@@ -416,11 +424,11 @@ async fn activation_seeds_and_the_auto_switch() {
         .unwrap();
     assert_eq!(
         f.engine.autonomy("dev-1").await.unwrap().get("*"),
-        Some(Mode::RequireApproval)
+        Some(Approval::RequireApproval)
     );
     let err = f
         .engine
-        .set_autonomy("dev-1", "teleport", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "teleport", Approval::AutoApprove, &user())
         .await
         .unwrap_err();
     assert!(
@@ -665,7 +673,7 @@ async fn an_agent_cannot_propose_for_another_agents_task() {
     let err = f
         .engine
         .propose(
-            berth_engine::Proposal::by_agent("dev-2", berth_policy::Action::GitCommit)
+            berth_engine::Proposal::by_agent(&named("dev-2"), berth_policy::Action::GitCommit)
                 .task(Some(task.id.clone())),
             None,
         )
@@ -686,7 +694,7 @@ async fn an_agent_cannot_propose_for_another_agents_task() {
     // Its own agent still proposes for it.
     f.engine
         .propose(
-            berth_engine::Proposal::by_agent("dev-1", berth_policy::Action::GitCommit)
+            berth_engine::Proposal::by_agent(&named("dev-1"), berth_policy::Action::GitCommit)
                 .task(Some(task.id.clone())),
             None,
         )

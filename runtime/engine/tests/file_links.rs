@@ -19,13 +19,13 @@ use berth_engine::{
     ActionParams, ActionResult, ActionStatus, AgentImpl, EngineError, EventFilter, Proposal,
     ProposeStatus,
 };
-use berth_policy::{Action, Mode, Verdict};
-use common::{Fixture, user};
+use berth_policy::{Action, Approval, Verdict};
+use common::{Fixture, named, user};
 
 async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
     f.agent(agent, AgentImpl::Real).await;
     f.engine
-        .up(agent, "demo", None, &user())
+        .up(&named(agent), &named("demo"), None, &user())
         .await
         .unwrap()
         .worktree
@@ -34,7 +34,7 @@ async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
 
 fn write(path: &str, content: &str) -> Proposal {
     Proposal::by_agent(
-        "dev-1",
+        &named("dev-1"),
         Action::FileWrite {
             path: path.to_string(),
         },
@@ -47,7 +47,7 @@ fn write(path: &str, content: &str) -> Proposal {
 
 fn read(path: &str) -> Proposal {
     Proposal::by_agent(
-        "dev-1",
+        &named("dev-1"),
         Action::FileRead {
             path: path.to_string(),
         },
@@ -57,7 +57,7 @@ fn read(path: &str) -> Proposal {
 /// Writes need a person from now on.
 async fn writes_need_approval(f: &Fixture) {
     f.engine
-        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
+        .set_autonomy("dev-1", "file_write", Approval::RequireApproval, &user())
         .await
         .unwrap();
 }
@@ -105,7 +105,7 @@ async fn a_file_action_a_link_leads_out_of_the_worktree_is_refused_at_decision()
     }
     // A person cannot approve it either: it never waits.
     f.engine
-        .set_autonomy("dev-1", "file_write", Mode::RequireApproval, &user())
+        .set_autonomy("dev-1", "file_write", Approval::RequireApproval, &user())
         .await
         .unwrap();
     let p = f
@@ -238,7 +238,7 @@ async fn a_flipping_link_never_gets_a_read_or_a_write_outside() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "file_write", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "file_write", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let outside = f.dir.path().join("outside");
@@ -338,7 +338,7 @@ async fn a_plain_word_naming_a_link_out_of_the_worktree_holds_the_command() {
     let f = Fixture::new().await;
     let wt = up(&f, "dev-1").await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let outside = f.dir.path().join("id_rsa");
@@ -351,7 +351,7 @@ async fn a_plain_word_naming_a_link_out_of_the_worktree_holds_the_command() {
         .engine
         .propose(
             Proposal::by_agent(
-                "dev-1",
+                &named("dev-1"),
                 Action::Terminal {
                     command: "cat README.md".into(),
                 },
@@ -375,7 +375,7 @@ async fn a_plain_word_naming_a_link_out_of_the_worktree_holds_the_command() {
             .engine
             .propose(
                 Proposal::by_agent(
-                    "dev-1",
+                    &named("dev-1"),
                     Action::Terminal {
                         command: command.into(),
                     },
@@ -419,7 +419,7 @@ async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
     engine
         .add_project(
             berth_engine::NewProject {
-                name: "demo".into(),
+                name: named("demo"),
                 from: src,
                 base: None,
             },
@@ -428,14 +428,14 @@ async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
         .await
         .unwrap();
     engine
-        .activate_agent("dev-1", "demo", AgentImpl::Noop, &user())
+        .activate_agent(&named("dev-1"), &named("demo"), AgentImpl::Noop, &user())
         .await
         .unwrap();
     engine
         .create_task("demo", "Add a file", &user())
         .await
         .unwrap();
-    let err = engine.run_agent("dev-1", true).await.unwrap_err();
+    let err = engine.run_agent(&named("dev-1"), true).await.unwrap_err();
     assert!(
         err.to_string().contains("/work/noop -> ")
             && err.to_string().contains("nothing was written"),

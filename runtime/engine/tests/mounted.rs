@@ -23,10 +23,10 @@ use berth_engine::{
     NewProject, Outcome, Proposal, ProposeStatus, StateDir,
 };
 use berth_policy::Action;
-use berth_policy::autonomy::Mode;
+use berth_policy::autonomy::Approval;
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{NoProgress, Recipe};
-use common::{source_repo, user};
+use common::{named, source_repo, user};
 
 pub(crate) struct Mounted {
     pub(crate) dir: tempfile::TempDir,
@@ -113,7 +113,7 @@ async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Opti
     engine
         .add_project(
             NewProject {
-                name: project.clone(),
+                name: named(&project),
                 from: src,
                 base: None,
             },
@@ -150,7 +150,7 @@ async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Opti
 
 impl Mounted {
     /// Sets `agent`'s autonomy for `kind` as the person.
-    async fn autonomy(&self, agent: &str, kind: &str, mode: Mode) {
+    async fn autonomy(&self, agent: &str, kind: &str, mode: Approval) {
         self.engine
             .set_autonomy(agent, kind, mode, &user())
             .await
@@ -159,12 +159,22 @@ impl Mounted {
 
     pub(crate) async fn up(&self, agent: &str) -> PathBuf {
         self.engine
-            .activate_agent(agent, &self.project, AgentImpl::Real, &user())
+            .activate_agent(
+                &named(agent),
+                &named(&self.project),
+                AgentImpl::Real,
+                &user(),
+            )
             .await
             .unwrap();
         let info = self
             .engine
-            .up(agent, &self.project, Some(BerthMode::Mounted), &user())
+            .up(
+                &named(agent),
+                &named(&self.project),
+                Some(BerthMode::Mounted),
+                &user(),
+            )
             .await
             .unwrap();
         assert_eq!(info.mode, Some(BerthMode::Mounted));
@@ -567,7 +577,7 @@ async fn refused(m: &Mounted, agent: &str, action: Action, content: Option<&str>
     let p = m
         .engine
         .propose(
-            Proposal::by_agent(agent, action.clone()).params(ActionParams {
+            Proposal::by_agent(&named(agent), action.clone()).params(ActionParams {
                 content: content.map(str::to_string),
                 ..ActionParams::default()
             }),
@@ -628,7 +638,8 @@ async fn file_actions_never_follow_a_link_to_the_host() {
     for path in ["shadow", "st", "st/berth.db", "perms"] {
         refused(&m, "dev-1", read(path), None).await;
     }
-    m.autonomy("dev-1", "file_write", Mode::AutoApprove).await;
+    m.autonomy("dev-1", "file_write", Approval::AutoApprove)
+        .await;
     for path in [
         "out/planted.txt",
         "out/new/dir/planted.txt",
@@ -667,13 +678,13 @@ async fn a_pending_write_is_checked_again_at_approval() {
     let m = mounted_or_skip!("approval");
     let wt = m.up("dev-1").await;
     m.ok("dev-1", "mkdir -p /work/d && echo ok").await;
-    m.autonomy("dev-1", "file_write", Mode::RequireApproval)
+    m.autonomy("dev-1", "file_write", Approval::RequireApproval)
         .await;
     let p = m
         .engine
         .propose(
             Proposal::by_agent(
-                "dev-1",
+                &named("dev-1"),
                 Action::FileWrite {
                     path: "d/notes.txt".into(),
                 },
@@ -820,7 +831,12 @@ async fn a_berth_made_before_keeps_its_uid_until_moved() {
         .unwrap();
     let info = m
         .engine
-        .up("old", &m.project, Some(BerthMode::Mounted), &user())
+        .up(
+            &named("old"),
+            &named(&m.project),
+            Some(BerthMode::Mounted),
+            &user(),
+        )
         .await
         .unwrap();
     assert_eq!(m.uid("old").await, 1000, "kept as made");
@@ -844,8 +860,8 @@ async fn a_berth_made_before_keeps_its_uid_until_moved() {
     let info = m
         .engine
         .up_with(
-            "old",
-            &m.project,
+            &named("old"),
+            &named(&m.project),
             Some(BerthMode::Mounted),
             berth_engine::UpOptions { new_uid: true },
             &user(),
@@ -874,10 +890,13 @@ async fn down_leaves_nothing_and_container_remove_asks_first() {
     // container_remove is never auto: it waits for a person, then the next
     // command gets a fresh container on the same worktree.
     m.ok("dev-1", "echo gone > /tmp/mark").await;
-    m.autonomy("dev-1", "*", Mode::AutoApprove).await;
+    m.autonomy("dev-1", "*", Approval::AutoApprove).await;
     let p = m
         .engine
-        .propose(Proposal::by_agent("dev-1", Action::ContainerRemove), None)
+        .propose(
+            Proposal::by_agent(&named("dev-1"), Action::ContainerRemove),
+            None,
+        )
         .await
         .unwrap();
     assert!(
@@ -897,7 +916,10 @@ async fn down_leaves_nothing_and_container_remove_asks_first() {
     assert_eq!(code, 1, "a fresh container");
     assert!(wt.is_dir());
 
-    m.engine.down("dev-1", false, &user()).await.unwrap();
+    m.engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap();
     assert!(!m.container_exists("dev-1").await);
     assert!(!wt.exists());
     let left = m.backend.list_berths(Some(&m.project)).await.unwrap();
@@ -962,11 +984,15 @@ async fn a_containers_work_stops_at_the_berths_own_disk_and_down_leaves_no_disk(
 
     // down: the container, then the worktree, then the disk. A full disk
     // holds no save commit: `down` says so until told to discard.
-    let refused = m.engine.down("dev-1", false, &user()).await.unwrap_err();
+    let refused = m
+        .engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap_err();
     assert!(refused.to_string().contains("--discard"), "{refused}");
     assert!(berth_dir.join("dev-1/many").is_dir(), "nothing removed");
     m.engine
-        .down_with("dev-1", false, true, &user())
+        .down_with(&named("dev-1"), false, true, &user())
         .await
         .unwrap();
     assert!(!m.container_exists("dev-1").await);
@@ -1014,12 +1040,22 @@ async fn reconcile_adopts_live_berths_and_removes_orphans() {
 async fn a_missing_image_is_an_error_that_says_what_to_do_and_provisions_nothing() {
     let m = mounted_or_skip!("noimage", "image = \"berth-test-no-such-image:1\"");
     m.engine
-        .activate_agent("dev-1", &m.project, AgentImpl::Real, &user())
+        .activate_agent(
+            &named("dev-1"),
+            &named(&m.project),
+            AgentImpl::Real,
+            &user(),
+        )
         .await
         .unwrap();
     let err = m
         .engine
-        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .up(
+            &named("dev-1"),
+            &named(&m.project),
+            Some(BerthMode::Mounted),
+            &user(),
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -1061,7 +1097,12 @@ async fn down_up_and_commit_survive_a_worktree_5000_levels_deep() {
     assert!(built.trim().parse::<u32>().unwrap() >= 5000, "{built}");
     // `up` again re-owns the worktree (a walk of the whole tree).
     m.engine
-        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .up(
+            &named("dev-1"),
+            &named(&m.project),
+            Some(BerthMode::Mounted),
+            &user(),
+        )
         .await
         .unwrap();
     // A commit walks it too; it may refuse the paths, but as its own error.
@@ -1078,11 +1119,11 @@ async fn down_up_and_commit_survive_a_worktree_5000_levels_deep() {
     eprintln!("commit of a 5,000-level tree: {:?}", c.diagnostic);
     // What cannot be committed cannot be saved: `down` says so and keeps
     // the worktree until told to discard it.
-    if let Err(e) = m.engine.down("dev-1", false, &user()).await {
+    if let Err(e) = m.engine.down(&named("dev-1"), false, &user()).await {
         assert!(e.to_string().contains("--discard"), "{e}");
         assert!(wt.exists());
         m.engine
-            .down_with("dev-1", false, true, &user())
+            .down_with(&named("dev-1"), false, true, &user())
             .await
             .unwrap();
     }
@@ -1131,7 +1172,11 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
 
     // The container goes, the worktree cannot: the berth is recorded down
     // with its worktree left, and the failure is on the log.
-    let err = m.engine.down("dev-1", false, &user()).await.unwrap_err();
+    let err = m
+        .engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("could not be recycled") && text.contains("berth down dev-1"),
@@ -1150,10 +1195,20 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
     }
 
     // While the cause stays, every retry is that call's error, nothing more.
-    assert!(m.engine.down("dev-1", false, &user()).await.is_err());
+    assert!(
+        m.engine
+            .down(&named("dev-1"), false, &user())
+            .await
+            .is_err()
+    );
     let up = m
         .engine
-        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .up(
+            &named("dev-1"),
+            &named(&m.project),
+            Some(BerthMode::Mounted),
+            &user(),
+        )
         .await;
     assert!(up.is_err(), "{up:?}");
     assert_eq!(m.engine.agent("dev-1").await.unwrap().berth, None);
@@ -1164,7 +1219,12 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
     drop(lock);
     let info = m
         .engine
-        .up("dev-1", &m.project, Some(BerthMode::Mounted), &user())
+        .up(
+            &named("dev-1"),
+            &named(&m.project),
+            Some(BerthMode::Mounted),
+            &user(),
+        )
         .await
         .unwrap();
     assert_eq!(info.mode, Some(BerthMode::Mounted));
@@ -1173,7 +1233,10 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
     assert_eq!(std::fs::read_to_string(wt.join("stuck/f")).unwrap(), "x\n");
     assert_eq!(m.ok("dev-1", "git status --porcelain").await, "");
     assert_eq!(m.engine.saved_work(None).await.unwrap().len(), 1);
-    m.engine.down("dev-1", false, &user()).await.unwrap();
+    m.engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap();
     assert!(!wt.exists());
     assert!(!m.container_exists("dev-1").await);
     let a = m.engine.agent("dev-1").await.unwrap();
@@ -1183,9 +1246,17 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
     let wt = m.up("dev-1").await;
     m.ok("dev-1", "mkdir stuck && echo x > stuck/f").await;
     let lock = Immutable::set(wt.join("stuck")).unwrap();
-    assert!(m.engine.down("dev-1", false, &user()).await.is_err());
+    assert!(
+        m.engine
+            .down(&named("dev-1"), false, &user())
+            .await
+            .is_err()
+    );
     drop(lock);
-    m.engine.down("dev-1", false, &user()).await.unwrap();
+    m.engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap();
     assert!(!wt.exists());
     let a = m.engine.agent("dev-1").await.unwrap();
     assert_eq!((a.berth, a.worktree), (None, None));
@@ -1195,16 +1266,26 @@ async fn a_failed_recycle_leaves_the_berth_down_and_the_next_down_or_up_finishes
 async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() {
     let m = mounted_or_skip!("settle");
     m.engine
-        .activate_agent("dev-1", &m.project, AgentImpl::Noop, &user())
+        .activate_agent(
+            &named("dev-1"),
+            &named(&m.project),
+            AgentImpl::Noop,
+            &user(),
+        )
         .await
         .unwrap();
-    m.autonomy("dev-1", "git_commit", Mode::RequireApproval)
+    m.autonomy("dev-1", "git_commit", Approval::RequireApproval)
         .await;
     m.engine
         .create_task(&m.project, "t", &user())
         .await
         .unwrap();
-    let run = m.engine.run_agent("dev-1", true).await.unwrap().stopped;
+    let run = m
+        .engine
+        .run_agent(&named("dev-1"), true)
+        .await
+        .unwrap()
+        .stopped;
     let berth_engine::AgentRun::AwaitingApproval { action, .. } = run else {
         panic!("{run:?}")
     };
@@ -1230,7 +1311,7 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
 async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
     let m = mounted_or_skip!("restart", "pids = 30");
     m.up("dev-1").await;
-    m.autonomy("dev-1", "*", Mode::AutoApprove).await;
+    m.autonomy("dev-1", "*", Approval::AutoApprove).await;
     let bystander = m.run(
         "dev-1",
         Action::Terminal {
@@ -1289,12 +1370,17 @@ async fn a_range_with_no_free_uid_is_a_clear_error() {
     m.up("a").await;
     assert_eq!(m.uid("a").await, 1_879_100_000);
     m.engine
-        .activate_agent("b", &m.project, AgentImpl::Real, &user())
+        .activate_agent(&named("b"), &named(&m.project), AgentImpl::Real, &user())
         .await
         .unwrap();
     let err = m
         .engine
-        .up("b", &m.project, Some(BerthMode::Mounted), &user())
+        .up(
+            &named("b"),
+            &named(&m.project),
+            Some(BerthMode::Mounted),
+            &user(),
+        )
         .await
         .unwrap_err()
         .to_string();

@@ -10,11 +10,11 @@ use berth_engine::{
     EventFilter, Proposal, ProposeStatus,
 };
 use berth_policy::Action;
-use common::{Fixture, user};
+use common::{Fixture, named, user};
 
 fn terminal(agent: &str, command: &str) -> Proposal {
     Proposal::by_agent(
-        agent,
+        &named(agent),
         Action::Terminal {
             command: command.into(),
         },
@@ -23,7 +23,11 @@ fn terminal(agent: &str, command: &str) -> Proposal {
 
 async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
     f.agent(agent, AgentImpl::Real).await;
-    let info = f.engine.up(agent, "demo", None, &user()).await.unwrap();
+    let info = f
+        .engine
+        .up(&named(agent), &named("demo"), None, &user())
+        .await
+        .unwrap();
     info.worktree.unwrap()
 }
 
@@ -377,7 +381,7 @@ async fn file_write_goes_through_the_path_map() {
         .engine
         .propose(
             Proposal::by_agent(
-                "dev-1",
+                &named("dev-1"),
                 Action::FileWrite {
                     path: "/work/docs/a.md".into(),
                 },
@@ -424,7 +428,7 @@ async fn approving_while_the_berth_is_down_keeps_the_action_pending() {
         .propose(terminal("dev-1", "true"), None)
         .await
         .unwrap();
-    f.engine.down("dev-1", true, &user()).await.unwrap();
+    f.engine.down(&named("dev-1"), true, &user()).await.unwrap();
     let err = f
         .engine
         .approve(&p.id, &user(), false, None)
@@ -435,7 +439,10 @@ async fn approving_while_the_berth_is_down_keeps_the_action_pending() {
         f.engine.action(&p.id).await.unwrap().status,
         ActionStatus::Pending
     );
-    f.engine.up("dev-1", "demo", None, &user()).await.unwrap();
+    f.engine
+        .up(&named("dev-1"), &named("demo"), None, &user())
+        .await
+        .unwrap();
     assert!(
         f.engine
             .approve(&p.id, &user(), false, None)

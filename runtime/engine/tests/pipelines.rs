@@ -10,7 +10,7 @@ use berth_engine::{
     ActionResult, ActionStatus, AgentImpl, AgentStatus, EngineError, EventFilter, ExecutionMode,
     NewTask, PipelineEnd, PipelineStep, Task, TaskSource, TaskStatus,
 };
-use berth_policy::Mode;
+use berth_policy::Approval;
 use common::{Fixture, user};
 
 /// Project `demo` with agent `dev-1` (terminal auto-approved), and `extra`
@@ -19,7 +19,7 @@ async fn fixture(extra: &str) -> Fixture {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Real).await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     if !extra.is_empty() {
@@ -215,7 +215,7 @@ async fn the_mode_is_computed_once_when_the_run_starts() {
     let f = fixture("").await;
     // Steps wait for a person: terminal asks.
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::RequireApproval, &user())
+        .set_autonomy("dev-1", "terminal", Approval::RequireApproval, &user())
         .await
         .unwrap();
     let t = pipeline(&f, "once", Some(ExecutionMode::Auto), &["true", "true"]).await;
@@ -237,7 +237,7 @@ async fn the_mode_is_computed_once_when_the_run_starts() {
     let other = f.second().await;
     other.approve(&action, &user(), false, None).await.unwrap();
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let r = f.engine.run_pipeline(&t.id, None, &user()).await.unwrap();
@@ -758,7 +758,7 @@ async fn the_circuit_breaker_pauses_after_n_failures_and_refusals_do_not_count()
         .replace("circuit_breaker = 3", "circuit_breaker = 2");
     std::fs::write(&path, text).unwrap();
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
 

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use berth_engine::{AgentImpl, AgentStatus, BerthMode, EngineError, NewProject, PipelineStep};
 use berth_engine::{NewTask, TaskStatus};
-use berth_policy::autonomy::Mode;
-use common::{Fixture, terminal, user};
+use berth_policy::autonomy::Approval;
+use common::{Fixture, named, terminal, user};
 
 /// Every file under `dir` (its `.git` included), with its bytes and mode.
 fn tree(dir: &Path) -> Vec<(PathBuf, u32, Vec<u8>)> {
@@ -43,7 +43,7 @@ fn refusal<T: std::fmt::Debug>(r: berth_engine::Result<T>) -> String {
 }
 
 /// Sets dev-1's autonomy for `kind` as the person.
-async fn autonomy(f: &Fixture, kind: &str, mode: Mode) {
+async fn autonomy(f: &Fixture, kind: &str, mode: Approval) {
     f.engine
         .set_autonomy("dev-1", kind, mode, &user())
         .await
@@ -56,7 +56,12 @@ fn state(f: &Fixture) -> PathBuf {
 
 async fn up_runner(f: &Fixture, agent: &str) -> PathBuf {
     f.engine
-        .up(agent, "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named(agent),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap()
         .worktree
@@ -80,7 +85,12 @@ async fn assert_removed(f: &Fixture) {
     assert!(f.engine.agents().await.unwrap().is_empty());
     let up = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(up, EngineError::AgentRemoved { .. }), "{up}");
@@ -93,12 +103,12 @@ async fn agent_rm_saves_dirty_work_then_leaves_nothing_and_the_name_comes_back_f
     let wt = up_runner(&f, "dev-1").await;
     let (code, _, err) = terminal(&f.engine, "dev-1", "echo mine > dirty.txt").await;
     assert_eq!(code, 0, "{err}");
-    autonomy(&f, "terminal", Mode::RequireApproval).await;
+    autonomy(&f, "terminal", Approval::RequireApproval).await;
     let pending = f
         .engine
         .propose(
             berth_engine::Proposal::by_agent(
-                "dev-1",
+                &named("dev-1"),
                 berth_policy::Action::Terminal {
                     command: "echo later".into(),
                 },
@@ -107,7 +117,7 @@ async fn agent_rm_saves_dirty_work_then_leaves_nothing_and_the_name_comes_back_f
         )
         .await
         .unwrap();
-    autonomy(&f, "file_write", Mode::AutoApprove).await;
+    autonomy(&f, "file_write", Approval::AutoApprove).await;
 
     let r = f
         .engine
@@ -153,7 +163,7 @@ async fn agent_rm_saves_dirty_work_then_leaves_nothing_and_the_name_comes_back_f
     // Activated again: idle, reseeded, and a fresh berth without the old work.
     let a = f
         .engine
-        .activate_agent("dev-1", "demo", AgentImpl::Noop, &user())
+        .activate_agent(&named("dev-1"), &named("demo"), AgentImpl::Noop, &user())
         .await
         .unwrap();
     assert_eq!(a.status, AgentStatus::Idle);
@@ -161,12 +171,12 @@ async fn agent_rm_saves_dirty_work_then_leaves_nothing_and_the_name_comes_back_f
     let modes = f.engine.autonomy("dev-1").await.unwrap();
     assert_ne!(
         modes.resolve("file_write").mode,
-        Mode::AutoApprove,
+        Approval::AutoApprove,
         "the old autonomy went with it"
     );
     assert_eq!(
         modes.resolve("git_commit").mode,
-        Mode::AutoApprove,
+        Approval::AutoApprove,
         "reseeded"
     );
     let wt = up_runner(&f, "dev-1").await;
@@ -209,7 +219,7 @@ async fn agent_rm_refuses_while_the_agent_works_and_says_what_to_do() {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Real).await;
     up_runner(&f, "dev-1").await;
-    autonomy(&f, "terminal", Mode::AutoApprove).await;
+    autonomy(&f, "terminal", Approval::AutoApprove).await;
 
     // An action executing in its berth: a real process, running.
     let pool = f.engine.store().pool().clone();
@@ -342,7 +352,7 @@ async fn project_rm_refuses_with_saved_work_and_with_discard_leaves_nothing_but_
     f.engine
         .add_project(
             NewProject {
-                name: "demo".into(),
+                name: named("demo"),
                 from: src.clone(),
                 base: None,
             },
@@ -421,7 +431,7 @@ async fn a_todo_task_is_removed_an_ended_one_archived_and_history_stays() {
         )
         .await
         .unwrap();
-    autonomy(&f, "terminal", Mode::AutoApprove).await;
+    autonomy(&f, "terminal", Approval::AutoApprove).await;
     f.engine
         .run_pipeline_with(&pipe.id, Some("dev-1"), false, &user())
         .await

@@ -10,7 +10,7 @@ use crate::common;
 use std::path::PathBuf;
 
 use berth_engine::{AgentImpl, BerthMode};
-use common::{Fixture, user};
+use common::{Fixture, named, user};
 
 /// Project `demo` with `[sandbox.network] mode = network`, and `dev-1` up in
 /// runner mode: its worktree.
@@ -31,7 +31,12 @@ async fn runner_berth(f: &Fixture, network: &str) -> PathBuf {
     f.agent("dev-1", AgentImpl::Real).await;
     let info = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap();
     assert_eq!(info.mode, Some(BerthMode::Runner));

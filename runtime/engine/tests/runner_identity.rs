@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use berth_engine::{ActionParams, ActionResult, AgentImpl, Outcome};
 use berth_policy::Action;
-use common::{Fixture, run_action, user};
+use common::{Fixture, named, run_action, user};
 
 /// A fixture with agent `dev-1`, when berth is root (else these cases do
 /// not apply: the user namespace maps the user's own uid).
@@ -35,8 +35,8 @@ async fn run(f: &Fixture, agent: &str, action: Action, params: ActionParams) -> 
 async fn up_runner(f: &Fixture, agent: &str) -> PathBuf {
     f.engine
         .up(
-            agent,
-            "demo",
+            &named(agent),
+            &named("demo"),
             Some(berth_engine::BerthMode::Runner),
             &user(),
         )
@@ -195,7 +195,11 @@ async fn as_root_a_runner_berth_runs_and_writes_as_its_own_uid() {
 
     // Down (its worktree of the berth's uid recycled, its /tmp emptied) and
     // up again: the same uid, a fresh worktree of it.
-    let down = f.engine.down("dev-1", false, &user()).await.unwrap();
+    let down = f
+        .engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap();
     assert!(down.worktree.is_none(), "{down:?}");
     assert!(!tmp.join("t.txt").exists());
     let wt = up_runner(&f, "dev-1").await;

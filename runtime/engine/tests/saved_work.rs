@@ -9,7 +9,7 @@ use crate::common;
 
 use berth_engine::{ActionParams, AgentImpl, BerthMode};
 use berth_policy::Action;
-use common::{Fixture, run_action, terminal, user};
+use common::{Fixture, named, run_action, terminal, user};
 
 /// What the agent leaves in its worktree before `down`.
 struct Case {
@@ -92,7 +92,12 @@ async fn down_saves_what_the_recycle_would_lose() {
         let f = Fixture::new().await;
         f.agent("dev-1", AgentImpl::Real).await;
         f.engine
-            .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+            .up(
+                &named("dev-1"),
+                &named("demo"),
+                Some(BerthMode::Runner),
+                &user(),
+            )
             .await
             .unwrap();
         for c in case.commands {
@@ -118,7 +123,7 @@ async fn down_saves_what_the_recycle_would_lose() {
         }
         let info = f
             .engine
-            .down_with("dev-1", false, case.discard, &user())
+            .down_with(&named("dev-1"), false, case.discard, &user())
             .await
             .unwrap();
         assert!(info.worktree.is_none(), "{}: recycled", case.name);
@@ -194,7 +199,12 @@ async fn a_pushed_tip_is_not_saved() {
     f.agent("dev-1", AgentImpl::Real).await;
     let branch = f
         .engine
-        .up("dev-1", "demo", Some(BerthMode::Runner), &user())
+        .up(
+            &named("dev-1"),
+            &named("demo"),
+            Some(BerthMode::Runner),
+            &user(),
+        )
         .await
         .unwrap()
         .branch
@@ -214,7 +224,11 @@ async fn a_pushed_tip_is_not_saved() {
         .await;
         assert!(o.succeeded, "{:?}", o.diagnostic);
     }
-    let info = f.engine.down("dev-1", false, &user()).await.unwrap();
+    let info = f
+        .engine
+        .down(&named("dev-1"), false, &user())
+        .await
+        .unwrap();
     assert!(info.saved.is_none(), "{:?}", info.saved);
     assert!(f.engine.saved_work(None).await.unwrap().is_empty());
 }

@@ -7,7 +7,7 @@ use crate::common;
 use std::collections::HashSet;
 
 use berth_engine::{ActorKind, AgentImpl, Engine, EngineError, EventFilter, StateDir};
-use common::{Fixture, user};
+use common::{Fixture, named, user};
 
 #[tokio::test]
 async fn init_creates_a_wal_store_with_every_table() {
@@ -260,20 +260,23 @@ async fn an_empty_log_has_cursor_zero() {
 #[tokio::test]
 async fn a_hundred_thousand_segment_command_stores_a_bounded_decision() {
     use berth_engine::stored_decision::MAX_STORED_DECISION_BYTES;
-    use berth_policy::{Action, Mode, Stage, Verdict};
+    use berth_policy::{Action, Approval, Stage, Verdict};
 
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Real).await;
-    f.engine.up("dev-1", "demo", None, &user()).await.unwrap();
     f.engine
-        .set_autonomy("dev-1", "*", Mode::AutoApprove, &user())
+        .up(&named("dev-1"), &named("demo"), None, &user())
+        .await
+        .unwrap();
+    f.engine
+        .set_autonomy("dev-1", "*", Approval::AutoApprove, &user())
         .await
         .unwrap();
     let command = "true; ".repeat(100_000);
     let p = f
         .engine
         .propose(
-            berth_engine::Proposal::by_agent("dev-1", Action::Terminal { command }),
+            berth_engine::Proposal::by_agent(&named("dev-1"), Action::Terminal { command }),
             None,
         )
         .await

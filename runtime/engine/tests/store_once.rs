@@ -6,12 +6,12 @@
 use crate::common;
 
 use berth_engine::{AgentImpl, Engine, EventFilter, Proposal, StateDir};
-use berth_policy::{Action, Mode};
-use common::{Fixture, user};
+use berth_policy::{Action, Approval};
+use common::{Fixture, named, user};
 
 fn terminal(command: &str) -> Proposal {
     Proposal::by_agent(
-        "dev-1",
+        &named("dev-1"),
         Action::Terminal {
             command: command.into(),
         },
@@ -22,9 +22,12 @@ fn terminal(command: &str) -> Proposal {
 async fn runner_agent() -> Fixture {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Real).await;
-    f.engine.up("dev-1", "demo", None, &user()).await.unwrap();
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .up(&named("dev-1"), &named("demo"), None, &user())
+        .await
+        .unwrap();
+    f.engine
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     f

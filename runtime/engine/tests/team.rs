@@ -9,8 +9,8 @@ use berth_engine::{
     ActionFilter, ActionParams, ActionResult, ActionStatus, AgentImpl, EventFilter, Proposal,
     ProposeStatus,
 };
-use berth_policy::{Action, Mode};
-use common::{Fixture, user};
+use berth_policy::{Action, Approval};
+use common::{Fixture, named, user};
 
 async fn parallelize_actions(f: &Fixture) -> Vec<berth_engine::ActionRecord> {
     f.engine
@@ -33,11 +33,11 @@ async fn piled_up_work_proposes_a_twin_that_inherits_impl_and_instructions_with_
     std::fs::write(&path, text).unwrap();
     f.agent("dev-1", AgentImpl::Noop).await;
     f.engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, &user())
         .await
         .unwrap();
     f.engine
-        .set_autonomy("dev-1", "git_merge", Mode::AutoApprove, &user())
+        .set_autonomy("dev-1", "git_merge", Approval::AutoApprove, &user())
         .await
         .unwrap();
     // Auto mode on: parallelize still asks.
@@ -120,7 +120,7 @@ async fn piled_up_work_proposes_a_twin_that_inherits_impl_and_instructions_with_
     // widenings: no terminal, never git_merge.
     let seeded: Vec<_> = berth_engine::ACTIVATION_SEEDS
         .iter()
-        .map(|k| (k.to_string(), Mode::AutoApprove))
+        .map(|k| (k.to_string(), Approval::AutoApprove))
         .collect();
     let mut b_sorted = b.clone();
     b_sorted.sort();
@@ -161,8 +161,10 @@ async fn raising_the_limit_and_patching_instructions_always_ask_and_are_logged()
         .await
         .unwrap();
     let propose = |action: Action, params: ActionParams| {
-        f.engine
-            .propose(Proposal::by_agent("dev-1", action).params(params), None)
+        f.engine.propose(
+            Proposal::by_agent(&named("dev-1"), action).params(params),
+            None,
+        )
     };
     let raise = propose(Action::RaiseMaxParallel, ActionParams::default())
         .await

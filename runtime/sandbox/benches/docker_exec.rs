@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use berth_sandbox::docker::{BerthSpec, DockerBackend, DockerBerth};
+use berth_sandbox::docker::{ContainerSpec, DockerBackend, DockerBerth};
 use berth_sandbox::image::{DEFAULT_RECIPE, NoProgress, Recipe};
 use berth_sandbox::{ExecRequest, ExitStatus, Sandbox};
 use bollard::exec::{CreateExecOptions, StartExecResults};
@@ -80,7 +80,7 @@ impl Layout {
 
     /// Provisions an agent; returns the spec and the time `git worktree add`
     /// took.
-    fn spec(&self, agent: &str) -> (BerthSpec, Duration) {
+    fn spec(&self, agent: &str) -> (ContainerSpec, Duration) {
         let repo = self
             .root
             .join(format!("agents/{}/{agent}.git", self.project));
@@ -126,7 +126,7 @@ impl Layout {
             );
         }
         (
-            BerthSpec::new(&self.project, agent, worktree, repo, objects),
+            ContainerSpec::new(&self.project, agent, worktree, repo, objects),
             took,
         )
     }

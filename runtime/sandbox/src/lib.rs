@@ -103,6 +103,9 @@ pub enum SandboxError {
     /// A file action refused or failed (see [`confined_files`]).
     #[error(transparent)]
     File(#[from] FileActionError),
+    /// The Docker backend failed (its own error, kept typed).
+    #[error(transparent)]
+    Docker(#[from] docker::DockerError),
 }
 
 fn missing_cwd_message(cwd: &str, host: Option<&std::path::Path>) -> String {

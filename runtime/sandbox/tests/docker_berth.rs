@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use berth_sandbox::docker::{DockerBerth, Limits};
+use berth_sandbox::docker::{DockerBerth, ResourceLimits};
 use berth_sandbox::{ExecOutcome, ExecRequest, ExitStatus, Sandbox, SandboxKind, WorkAccess};
 use common::{Layout, git, text};
 
@@ -184,9 +184,9 @@ async fn the_pids_limit_holds_against_a_fork_loop() {
     common::default_image(&backend).await;
     let layout = Layout::new("pids");
     let mut spec = layout.spec("a");
-    spec.limits = Limits {
+    spec.limits = ResourceLimits {
         pids: 40,
-        ..Limits::default()
+        ..ResourceLimits::default()
     };
     let berth = backend.up(spec).await.unwrap();
     // Try to start 200 sleepers; the limit stops it well short (the shell
@@ -219,9 +219,9 @@ async fn the_memory_limit_kills_and_is_reported_as_oom() {
     common::default_image(&backend).await;
     let layout = Layout::new("oom");
     let mut spec = layout.spec("a");
-    spec.limits = Limits {
+    spec.limits = ResourceLimits {
         memory_bytes: 64 << 20,
-        ..Limits::default()
+        ..ResourceLimits::default()
     };
     let berth = backend.up(spec).await.unwrap();
     // `tail` keeps a whole newline-free "line" in memory. The killer takes
@@ -573,7 +573,7 @@ async fn an_attached_berth_runs_in_the_recorded_container_and_brings_a_removed_o
     let layout = Layout::new("attach");
     let mut spec = layout.spec("a");
     spec.identity_dir = Some(layout.root().join("identity").join("a"));
-    let attach = |spec: &berth_sandbox::docker::BerthSpec| {
+    let attach = |spec: &berth_sandbox::docker::ContainerSpec| {
         let connection = DockerConnection::deferred(ConnectOptions::default());
         DockerBerth::attach(connection.clone(), spec.clone()).map(|b| (b, connection))
     };

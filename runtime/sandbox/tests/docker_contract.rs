@@ -13,7 +13,7 @@ use std::os::unix::fs::chown;
 
 use berth_sandbox::Sandbox;
 use berth_sandbox::contract::ContractFixture;
-use berth_sandbox::docker::{BerthSpec, DockerBerth};
+use berth_sandbox::docker::{ContainerSpec, DockerBerth};
 
 struct DockerFixture {
     // Drops first: the container goes before its directories.
@@ -47,7 +47,7 @@ async fn docker_fixture() -> DockerFixture {
     for d in [&worktree, &repo] {
         chown(d, Some(1000), Some(1000)).unwrap();
     }
-    let spec = BerthSpec::new(&project, "a", &worktree, &repo, &objects);
+    let spec = ContainerSpec::new(&project, "a", &worktree, &repo, &objects);
     let berth = backend.up(spec).await.unwrap();
     DockerFixture {
         _guard: common::ProjectGuard { project },

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
-use berth_sandbox::docker::{BerthSpec, DockerBackend, DockerBerth, ReconcileAction};
+use berth_sandbox::docker::{ContainerReconcileAction, ContainerSpec, DockerBackend, DockerBerth};
 use berth_sandbox::{ExecRequest, OutputChunk, Sandbox};
 use common::{Layout, text};
 
@@ -25,7 +25,7 @@ async fn child_process_holding_an_exec() {
     let spec = std::env::var(CHILD_ENV)
         .expect("run by the test below, which sets the berth's spec in the environment");
     let parts: Vec<&str> = spec.split('\n').collect();
-    let spec = BerthSpec::new(parts[0], parts[1], parts[2], parts[3], parts[4]);
+    let spec = ContainerSpec::new(parts[0], parts[1], parts[2], parts[3], parts[4]);
     let backend = DockerBackend::connect().await.unwrap();
     let berth = backend.up(spec).await.unwrap();
     let (tx, mut rx) = berth_sandbox::output_channel();
@@ -149,7 +149,7 @@ async fn reconcile_after_the_owner_is_killed_mid_exec() {
         .reconcile_project(&layout.project, &live)
         .await
         .unwrap();
-    let mut got: Vec<(String, ReconcileAction)> = report
+    let mut got: Vec<(String, ContainerReconcileAction)> = report
         .entries
         .iter()
         .map(|(c, a)| (c.agent.clone(), a.clone()))
@@ -158,16 +158,19 @@ async fn reconcile_after_the_owner_is_killed_mid_exec() {
     assert_eq!(
         got,
         vec![
-            ("a".to_string(), ReconcileAction::Adopted { stale_execs: 1 }),
+            (
+                "a".to_string(),
+                ContainerReconcileAction::Adopted { stale_execs: 1 }
+            ),
             (
                 "gone".to_string(),
-                ReconcileAction::Removed {
+                ContainerReconcileAction::Removed {
                     reason: "its worktree no longer exists".to_string()
                 }
             ),
             (
                 "stopped".to_string(),
-                ReconcileAction::Removed {
+                ContainerReconcileAction::Removed {
                     reason: "it is not running (exited)".to_string()
                 }
             ),
@@ -189,7 +192,7 @@ async fn reconcile_after_the_owner_is_killed_mid_exec() {
             .iter()
             .map(|(c, a)| (c.agent.as_str(), a.clone()))
             .collect::<Vec<_>>(),
-        vec![("a", ReconcileAction::Adopted { stale_execs: 0 })]
+        vec![("a", ContainerReconcileAction::Adopted { stale_execs: 0 })]
     );
     let out = berth
         .exec(ExecRequest::shell("echo ok"), None)

@@ -124,10 +124,13 @@ pub(crate) async fn drive_agents(
                         busy.insert(a.name.clone());
                         let engine = engine.clone();
                         running.spawn(async move {
-                            let r = engine
-                                .run_agent(&a.name, true)
-                                .await
-                                .map_err(|e| e.to_string());
+                            let r = match a.names() {
+                                Ok((name, _)) => engine
+                                    .run_agent(&name, true)
+                                    .await
+                                    .map_err(|e| e.to_string()),
+                                Err(e) => Err(e.to_string()),
+                            };
                             (a.name, r)
                         });
                     }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use berth_engine::EngineError;
+use berth_engine::{EngineError, ErrorKind};
 use serde::Serialize;
 
 /// A failed request: an HTTP status, a stable code, and what to do.
@@ -86,93 +86,22 @@ impl IntoResponse for ApiError {
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> ApiError {
-        let (status, code) = classify(&e);
-        ApiError::new(status, code, e.to_string())
+        ApiError::new(status_of(e.kind()), e.code(), e.to_string())
     }
 }
 
-/// The status and code of an engine error. Not-found is a name or id the
-/// caller gave; conflict is a state that forbids the call now; 422 is a
-/// value the engine will not take; 500 is berth's own trouble (the store,
-/// the disk, a broken configuration file a person must fix).
-fn classify(e: &EngineError) -> (StatusCode, &'static str) {
-    use StatusCode as S;
-    match e {
-        EngineError::UnknownProject(_) => (S::NOT_FOUND, "unknown_project"),
-        EngineError::UnknownAgent(_) => (S::NOT_FOUND, "unknown_agent"),
-        EngineError::AgentRemoved { .. } => (S::NOT_FOUND, "agent_removed"),
-        EngineError::UnknownId { what, .. } => (
-            S::NOT_FOUND,
-            match *what {
-                "action" => "unknown_action",
-                "task" => "unknown_task",
-                "PR" => "unknown_pr",
-                _ => "unknown_id",
-            },
-        ),
-        EngineError::AmbiguousId { .. } => (S::BAD_REQUEST, "ambiguous_id"),
-        EngineError::AlreadyExists { .. } => (S::CONFLICT, "already_exists"),
-        EngineError::Invalid { .. } => (S::UNPROCESSABLE_ENTITY, "invalid_value"),
-        EngineError::NotPending { .. } => (S::CONFLICT, "not_pending"),
-        EngineError::NotExecuting { .. } => (S::CONFLICT, "not_executing"),
-        EngineError::RefusedAtApproval { .. } => (S::CONFLICT, "refused_at_approval"),
-        EngineError::KeyConflict { .. } => (S::CONFLICT, "idempotency_key_conflict"),
-        EngineError::NoBerth { .. } => (S::CONFLICT, "no_berth"),
-        EngineError::WrongProject { .. } => (S::CONFLICT, "wrong_project"),
-        EngineError::ModeUnavailable { .. } => (S::CONFLICT, "mode_unavailable"),
-        EngineError::Unconfined { .. } => (S::CONFLICT, "unconfined"),
-        EngineError::State(_) => (S::CONFLICT, "invalid_state"),
-        EngineError::IllegalTransition { .. } => (S::CONFLICT, "illegal_transition"),
-        EngineError::SaveFailed { .. } => (S::CONFLICT, "save_failed"),
-        EngineError::DiskTooSmall { .. } => (S::CONFLICT, "disk_too_small"),
-        EngineError::DiskUnavailable { .. } => (S::CONFLICT, "disk_unavailable"),
-        EngineError::Config { .. } | EngineError::Rules(_) => {
-            (S::INTERNAL_SERVER_ERROR, "config_invalid")
-        }
-        EngineError::Worktrees(w) => classify_git(w),
-        EngineError::Sandbox(_) => (S::INTERNAL_SERVER_ERROR, "sandbox_error"),
-        // The Docker engine down, an image missing: a person must act on
-        // this host; a foreign container in the way is a conflict.
-        EngineError::Docker(d) => {
-            use berth_sandbox::docker::DockerError as D;
-            match d {
-                D::EngineUnavailable { .. } => (S::SERVICE_UNAVAILABLE, "docker_unavailable"),
-                D::Image(_) => (S::CONFLICT, "image_unavailable"),
-                D::Foreign { .. } => (S::CONFLICT, "container_conflict"),
-                _ => (S::INTERNAL_SERVER_ERROR, "docker_error"),
-            }
-        }
-        // Both pass when a person frees space or the other write ends; the
-        // failed write was rolled back.
-        EngineError::StoreFull { .. } => (S::INSUFFICIENT_STORAGE, "disk_full"),
-        EngineError::StoreBusy { .. } => (S::SERVICE_UNAVAILABLE, "store_busy"),
-        EngineError::StateMissing { .. }
-        | EngineError::Store { .. }
-        | EngineError::Migrate { .. }
-        | EngineError::Corrupt { .. }
-        | EngineError::Io { .. } => (S::INTERNAL_SERVER_ERROR, "internal"),
-        // The engine's error enum grows with the engine: a new variant is
-        // berth's to explain, so it is a 500 until it is classified here.
-        #[allow(unreachable_patterns)]
-        _ => (S::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
-fn classify_git(e: &berth_worktrees::Error) -> (StatusCode, &'static str) {
-    use StatusCode as S;
-    use berth_worktrees::Error as W;
-    match e {
-        W::InvalidName { .. } | W::InvalidInput { .. } => {
-            (S::UNPROCESSABLE_ENTITY, "invalid_value")
-        }
-        W::Missing { .. }
-        | W::NotARepository { .. }
-        | W::UnknownBranch { .. }
-        | W::NoBaseBranch { .. }
-        | W::UntrustedOwner { .. } => (S::UNPROCESSABLE_ENTITY, "repository_unusable"),
-        W::ProjectExists { .. } => (S::CONFLICT, "already_exists"),
-        W::AgentBusy { .. } | W::NothingToCommit { .. } => (S::CONFLICT, "invalid_state"),
-        _ => (S::INTERNAL_SERVER_ERROR, "git_error"),
+/// The HTTP status of a kind of engine failure (the engine classifies; the
+/// server only maps). 422 is a value the engine will not take; 500 is
+/// berth's own trouble.
+fn status_of(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Ambiguous => StatusCode::BAD_REQUEST,
+        ErrorKind::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
+        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

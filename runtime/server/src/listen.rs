@@ -148,7 +148,7 @@ fn peer_refusal(pid: Option<i32>) -> Option<String> {
     };
     let path = format!("/proc/{pid}/cgroup");
     match std::fs::read_to_string(&path) {
-        Ok(text) => berth_sandbox::runner::exec_cgroup_in(&text).map(|cgroup| {
+        Ok(text) => berth_engine::confinement::exec_cgroup_in(&text).map(|cgroup| {
             format!(
                 "process {pid} is a command running inside a berth (cgroup {cgroup}): berth serve does not answer the commands it confines; use the berth CLI or API from outside the berth"
             )

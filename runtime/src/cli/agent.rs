@@ -1,7 +1,7 @@
 //! `berth agent activate|auto-mode|resume|run|rm` and `berth autonomy set|show`.
 
-use berth_engine::{Actor, AgentImpl, AgentRemoval, AgentRun, Engine};
-use berth_policy::Mode;
+use berth_engine::{Actor, AgentImpl, AgentName, AgentRemoval, AgentRun, Engine, ProjectName};
+use berth_policy::Approval;
 
 use super::print_json;
 
@@ -110,6 +110,7 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
                 ImplArg::Real => AgentImpl::Real,
                 ImplArg::Noop => AgentImpl::Noop,
             };
+            let (agent, project) = (AgentName::new(agent)?, ProjectName::new(project)?);
             let a = engine.activate_agent(&agent, &project, i, &user).await?;
             if json {
                 print_json(&a)?;
@@ -181,7 +182,9 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
             until_idle,
             json,
         } => {
-            let report = engine.run_agent(&agent, until_idle).await?;
+            let report = engine
+                .run_agent(&AgentName::new(agent.as_str())?, until_idle)
+                .await?;
             if json {
                 print_json(&report)?;
             } else {
@@ -238,17 +241,18 @@ pub async fn run_autonomy(engine: &Engine, cmd: AutonomyCommand) -> anyhow::Resu
             mode,
             json,
         } => {
-            let m = Mode::parse(&mode).ok_or_else(|| {
+            let m = Approval::parse(&mode).ok_or_else(|| {
                 anyhow::anyhow!("invalid mode `{mode}`: use auto_approve, require_approval or deny")
             })?;
             engine
                 .set_autonomy(&agent, &action_type, m, &Actor::current_user())
                 .await?;
-            let note =
-                match action_type == berth_policy::autonomy::WILDCARD && m == Mode::AutoApprove {
-                    true => engine.autonomy_report(&agent).await?.runner_host,
-                    false => None,
-                };
+            let note = match action_type == berth_policy::autonomy::WILDCARD
+                && m == Approval::AutoApprove
+            {
+                true => engine.autonomy_report(&agent).await?.runner_host,
+                false => None,
+            };
             if json {
                 print_json(&serde_json::json!({
                     "agent": agent,

@@ -2,14 +2,15 @@
 
 use berth_engine::checkup::CheckStatus;
 use berth_engine::{
-    ActionParams, ActionResult, Actor, BerthMode, Engine, Proposal, ProposeStatus, UpOptions,
+    ActionParams, ActionResult, Actor, AgentName, BerthMode, Engine, ProjectName, Proposal,
+    ProposeStatus, UpOptions,
 };
 use berth_policy::Action;
 
 use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ModeArg {
+pub enum BerthModeArg {
     /// Processes on this host inside the worktree (no container boundary).
     Runner,
     /// A Docker container per agent.
@@ -25,7 +26,7 @@ pub struct UpArgs {
     /// Default: the project's sandbox.mode; with `auto`, mounted when the
     /// Docker engine answers, else the runner (said in a note).
     #[arg(long, value_enum)]
-    mode: Option<ModeArg>,
+    mode: Option<BerthModeArg>,
     /// Give the berth a new uid of its own from `[host] uid_range` (mounted):
     /// its repository and worktree are re-owned and its container recreated,
     /// ending what runs in it. `berth doctor` says which berths need it.
@@ -90,12 +91,13 @@ pub struct ExecArgs {
 
 pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
     let mode = a.mode.map(|m| match m {
-        ModeArg::Runner => BerthMode::Runner,
-        ModeArg::Mounted => BerthMode::Mounted,
+        BerthModeArg::Runner => BerthMode::Runner,
+        BerthModeArg::Mounted => BerthMode::Mounted,
     });
     let options = UpOptions { new_uid: a.new_uid };
+    let agent = AgentName::new(a.agent.as_str())?;
     let project = match a.project {
-        Some(p) => p,
+        Some(p) => ProjectName::new(p)?,
         None => engine
             .agent(&a.agent)
             .await
@@ -106,10 +108,11 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
                     a.agent,
                     a.agent
                 )
-            })?,
+            })
+            .and_then(|p| Ok(ProjectName::new(p)?))?,
     };
     let info = engine
-        .up_with(&a.agent, &project, mode, options, &Actor::current_user())
+        .up_with(&agent, &project, mode, options, &Actor::current_user())
         .await?;
     // The project's berth.toml parsed (up read it); what should change in it.
     if let Ok((config, _)) = engine.load_project_files(&info.project) {
@@ -142,7 +145,12 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
 
 pub async fn down(engine: &Engine, a: DownArgs) -> anyhow::Result<u8> {
     let info = engine
-        .down_with(&a.agent, a.keep_worktree, a.discard, &Actor::current_user())
+        .down_with(
+            &AgentName::new(a.agent.as_str())?,
+            a.keep_worktree,
+            a.discard,
+            &Actor::current_user(),
+        )
         .await?;
     if a.json {
         print_json(&serde_json::json!({
@@ -296,12 +304,15 @@ pub async fn ls(engine: &Engine, a: LsArgs) -> anyhow::Result<u8> {
 
 pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
     let command = a.command.join(" ");
-    let proposal =
-        Proposal::by_agent(&a.agent, Action::Terminal { command }).params(ActionParams {
-            cwd: a.cwd.clone(),
-            timeout_secs: a.timeout,
-            ..ActionParams::default()
-        });
+    let proposal = Proposal::by_agent(
+        &AgentName::new(a.agent.as_str())?,
+        Action::Terminal { command },
+    )
+    .params(ActionParams {
+        cwd: a.cwd.clone(),
+        timeout_secs: a.timeout,
+        ..ActionParams::default()
+    });
     // `--json` prints the recorded output (capped) at the end: nothing streams.
     let (sink, printer) = match a.json {
         true => (None, None),

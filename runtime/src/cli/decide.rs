@@ -10,7 +10,7 @@ use anyhow::{Context as _, bail};
 use berth_engine::config::ProjectConfig;
 use berth_policy::case::Case;
 use berth_policy::frame::{DEFAULT_HOME, WORK};
-use berth_policy::{Action, Autonomy, Frame, Mode, RuleSet, Verdict, decide};
+use berth_policy::{Action, Approval, Autonomy, Frame, RuleSet, Verdict, decide};
 
 #[derive(Debug, clap::Args)]
 pub struct DecideArgs {
@@ -82,7 +82,7 @@ pub fn run(args: DecideArgs) -> anyhow::Result<u8> {
                 })?;
             let mut a = Autonomy::new();
             for (k, v) in map {
-                let m = Mode::parse(&v).with_context(|| {
+                let m = Approval::parse(&v).with_context(|| {
                     format!(
                         "{}: `{k}`: unknown mode `{v}` (auto_approve, require_approval or deny)",
                         path.display()

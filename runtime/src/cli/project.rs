@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use berth_engine::{Actor, Engine, NewProject};
+use berth_engine::{Actor, Engine, NewProject, ProjectName};
 
 use super::print_json;
 
@@ -36,7 +36,7 @@ pub enum ProjectCommand {
     SetMode {
         name: String,
         #[arg(value_enum)]
-        mode: super::task::ModeArg,
+        mode: super::task::ExecutionModeArg,
         #[arg(long)]
         json: bool,
     },
@@ -64,7 +64,14 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
         } => {
             let from = std::fs::canonicalize(&from).unwrap_or(from);
             let p = engine
-                .add_project(NewProject { name, from, base }, &Actor::current_user())
+                .add_project(
+                    NewProject {
+                        name: ProjectName::new(name)?,
+                        from,
+                        base,
+                    },
+                    &Actor::current_user(),
+                )
                 .await?;
             if json {
                 print_json(&serde_json::json!({

@@ -7,22 +7,22 @@ use berth_engine::{
 use super::print_json;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ModeArg {
+pub enum ExecutionModeArg {
     Auto,
     Review,
 }
 
-impl ModeArg {
+impl ExecutionModeArg {
     pub fn mode(self) -> ExecutionMode {
         match self {
-            ModeArg::Auto => ExecutionMode::Auto,
-            ModeArg::Review => ExecutionMode::Review,
+            ExecutionModeArg::Auto => ExecutionMode::Auto,
+            ExecutionModeArg::Review => ExecutionMode::Review,
         }
     }
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum TaskModeArg {
+pub enum TaskExecutionModeArg {
     Auto,
     Review,
     /// The project's mode.
@@ -39,7 +39,7 @@ pub enum TaskCommand {
         title: String,
         /// This task's execution mode (default: the project's).
         #[arg(long, value_enum)]
-        mode: Option<ModeArg>,
+        mode: Option<ExecutionModeArg>,
         /// A pipeline step: a command run in the agent's berth (repeat, in order).
         #[arg(long = "step", value_name = "CMD")]
         steps: Vec<String>,
@@ -82,7 +82,7 @@ pub enum TaskCommand {
     /// Set a task's own execution mode, or `inherit` the project's.
     SetMode {
         task: String,
-        mode: TaskModeArg,
+        mode: TaskExecutionModeArg,
         #[arg(long)]
         json: bool,
     },
@@ -159,7 +159,7 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
             json,
         } => {
             let new = NewTask {
-                execution_mode: mode.map(ModeArg::mode),
+                execution_mode: mode.map(ExecutionModeArg::mode),
                 steps: (!steps.is_empty()).then(|| {
                     steps
                         .into_iter()
@@ -261,9 +261,9 @@ pub async fn run(engine: &Engine, cmd: TaskCommand) -> anyhow::Result<u8> {
         }
         TaskCommand::SetMode { task, mode, json } => {
             let m = match mode {
-                TaskModeArg::Auto => Some(ExecutionMode::Auto),
-                TaskModeArg::Review => Some(ExecutionMode::Review),
-                TaskModeArg::Inherit => None,
+                TaskExecutionModeArg::Auto => Some(ExecutionMode::Auto),
+                TaskExecutionModeArg::Review => Some(ExecutionMode::Review),
+                TaskExecutionModeArg::Inherit => None,
             };
             let t = engine.set_task_mode(&task, m, &user).await?;
             if json {

@@ -6,7 +6,15 @@
 use std::process::Command;
 
 use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
-use berth_policy::Mode;
+use berth_policy::Approval;
+
+/// A project or agent name, parsed (the type is the call's).
+pub fn named<N: std::str::FromStr>(name: &str) -> N
+where
+    N::Err: std::fmt::Debug,
+{
+    name.parse().unwrap()
+}
 
 pub fn git(dir: &std::path::Path, args: &[&str]) {
     let ok = Command::new("git")
@@ -36,7 +44,7 @@ pub async fn runner_berth(root: &std::path::Path, user: &Actor) -> (Engine, Stat
     engine
         .add_project(
             NewProject {
-                name: "bench".into(),
+                name: named("bench"),
                 from: src,
                 base: None,
             },
@@ -45,13 +53,16 @@ pub async fn runner_berth(root: &std::path::Path, user: &Actor) -> (Engine, Stat
         .await
         .unwrap();
     engine
-        .activate_agent("dev-1", "bench", AgentImpl::Real, user)
+        .activate_agent(&named("dev-1"), &named("bench"), AgentImpl::Real, user)
         .await
         .unwrap();
     engine
-        .set_autonomy("dev-1", "terminal", Mode::AutoApprove, user)
+        .set_autonomy("dev-1", "terminal", Approval::AutoApprove, user)
         .await
         .unwrap();
-    engine.up("dev-1", "bench", None, user).await.unwrap();
+    engine
+        .up(&named("dev-1"), &named("bench"), None, user)
+        .await
+        .unwrap();
     (engine, state)
 }

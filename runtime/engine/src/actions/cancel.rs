@@ -52,12 +52,10 @@ impl Engine {
             return Err(not_executing(&record));
         }
         if !matches!(record.action, Action::Terminal { .. }) {
-            return Err(EngineError::State(format!(
-                "action {} is a {}, which berth performs itself and which ends on its own: \
-                 only a terminal command can be cancelled",
-                record.id,
-                record.action.kind()
-            )));
+            return Err(EngineError::NotCancellable {
+                id: record.id.clone(),
+                kind: record.action.kind().to_string(),
+            });
         }
         let op = "requesting an action's cancel";
         let mut tx = self.store.write(op).await?;
@@ -87,14 +85,14 @@ impl Engine {
         .await?;
         tx.commit().await.map_err(EngineError::store(op))?;
 
-        let mut killed = self.kill_action_exec(&record).await.map_err(|e| {
-            EngineError::State(format!(
-                "the cancel of action {} is recorded, but its command could not be killed ({e}): \
-                 run `berth cancel {}` again; it ends `cancelled` whenever it ends",
-                record.id,
-                crate::ids::short(&record.id)
-            ))
-        })?;
+        let mut killed =
+            self.kill_action_exec(&record)
+                .await
+                .map_err(|e| EngineError::CancelNotKilled {
+                    id: record.id.clone(),
+                    short: crate::ids::short(&record.id).to_string(),
+                    why: e.to_string(),
+                })?;
         let deadline = tokio::time::Instant::now() + END_WAIT;
         let mut round = 0u32;
         loop {

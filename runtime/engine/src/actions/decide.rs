@@ -144,11 +144,10 @@ impl Engine {
     /// be seen: it stays interrupted for a person (`berth retry`).
     pub(crate) async fn resume_own_effect(&self, record: &ActionRecord) -> Result<ActionRecord> {
         if !is_own_delivery_effect(&record.action) {
-            return Err(EngineError::State(format!(
-                "action {} is a {}: only berth's own effects are resumed after a crash",
-                record.id,
-                record.action.kind()
-            )));
+            return Err(EngineError::NotOwnEffect {
+                id: record.id.clone(),
+                kind: record.action.kind().to_string(),
+            });
         }
         let resumed = self
             .retry_as(
@@ -230,11 +229,12 @@ impl Engine {
             let current = action_in_tx(&mut tx, &record.id, op).await?;
             return Err(match claim {
                 Claim::Approval { .. } => not_pending(&current),
-                Claim::Retry { .. } => EngineError::State(format!(
-                    "action {} is {}: only an interrupted action can be retried",
-                    current.id,
-                    current.status.as_str()
-                )),
+                Claim::Retry { .. } => EngineError::WrongStatus {
+                    what: "action",
+                    id: current.id.clone(),
+                    status: current.status.as_str().to_string(),
+                    rule: "only an interrupted action can be retried".into(),
+                },
             });
         };
         let record = from_row(&claimed)?;

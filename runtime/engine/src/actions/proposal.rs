@@ -7,6 +7,7 @@ use berth_policy::{Action, Decision};
 use serde::{Deserialize, Serialize};
 
 use super::Outcome;
+use crate::AgentName;
 use crate::events::Actor;
 use crate::permissions::RuleChange;
 
@@ -41,7 +42,7 @@ pub struct ActionParams {
 /// A request to act.
 #[derive(Debug, Clone)]
 pub struct Proposal {
-    pub agent: String,
+    pub agent: AgentName,
     pub action: Action,
     pub params: ActionParams,
     /// The task the action serves, when it is part of its delivery.
@@ -55,9 +56,9 @@ pub struct Proposal {
 
 impl Proposal {
     /// A proposal by the agent itself.
-    pub fn by_agent(agent: &str, action: Action) -> Proposal {
+    pub fn by_agent(agent: &AgentName, action: Action) -> Proposal {
         Proposal {
-            agent: agent.to_string(),
+            agent: agent.clone(),
             action,
             params: ActionParams::default(),
             task: None,

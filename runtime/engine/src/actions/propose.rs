@@ -33,13 +33,12 @@ impl Engine {
             if task.project != agent.project
                 || task.agent.as_deref().is_some_and(|a| a != agent.name)
             {
-                return Err(EngineError::State(format!(
-                    "task {} is {}'s in project `{}`, not agent `{}`'s: an agent proposes only for its own task",
-                    crate::ids::short(&task.id),
-                    task.agent.as_deref().unwrap_or("no agent"),
-                    task.project,
-                    agent.name
-                )));
+                return Err(EngineError::NotOwnTask {
+                    task: crate::ids::short(&task.id).to_string(),
+                    owner: task.agent.as_deref().unwrap_or("no agent").to_string(),
+                    project: task.project,
+                    agent: agent.name,
+                });
             }
         }
         let project = self.load_project(&agent.project).await?;
@@ -239,7 +238,7 @@ pub(super) fn needs_berth(action: &Action) -> bool {
 
 /// The answer to a proposal whose idempotency key was used before.
 fn replay(existing: ActionRecord, proposal: &Proposal) -> Result<Proposed> {
-    if existing.agent != proposal.agent || existing.action != proposal.action {
+    if existing.agent != proposal.agent.as_str() || existing.action != proposal.action {
         return Err(EngineError::KeyConflict {
             key: existing.idempotency_key,
             id: existing.id,

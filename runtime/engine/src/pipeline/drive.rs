@@ -6,7 +6,6 @@
 use berth_policy::Action;
 
 use super::{Fired, PipelineEnd, PipelineReport, Run, load_run};
-use crate::Engine;
 use crate::actions::{ActionParams, ActionRecord, ActionResult, ActionStatus, Proposal};
 use crate::config::ExecutionMode;
 use crate::error::{EngineError, Result};
@@ -14,6 +13,7 @@ use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{now_ms, short};
 use crate::tasks::{PipelineStep, Task, TaskStatus};
 use crate::transitions::{self, TaskMove};
+use crate::{AgentName, Engine, ProjectName};
 
 /// Output that says a step failed for want of write access. Matched
 /// case-insensitively against the failed step's stdout, stderr and diagnostic.
@@ -77,9 +77,9 @@ impl Engine {
                 Some(r) => r,
                 None => {
                     self.renew_lease(&task.id, owner).await?;
-                    self.ensure_berth(&run.agent, &task.project, actor).await?;
+                    let agent = self.ensure_berth(&run.agent, &task.project, actor).await?;
                     let proposal = Proposal::by_agent(
-                        &run.agent,
+                        &agent,
                         Action::Terminal {
                             command: step.command.clone(),
                         },
@@ -201,13 +201,15 @@ impl Engine {
         Ok(report)
     }
 
-    /// Brings the agent's berth up when it is down.
-    async fn ensure_berth(&self, agent: &str, project: &str, actor: &Actor) -> Result<()> {
+    /// Brings the agent's berth up when it is down; returns its name.
+    async fn ensure_berth(&self, agent: &str, project: &str, actor: &Actor) -> Result<AgentName> {
         let a = self.agent(agent).await?;
+        let agent = AgentName::new(agent)?;
         if a.berth.is_none() {
-            self.up(agent, project, None, actor).await?;
+            self.up(&agent, &ProjectName::new(project)?, None, actor)
+                .await?;
         }
-        Ok(())
+        Ok(agent)
     }
 
     async fn note_access(&self, task: &str, note: &str) -> Result<()> {

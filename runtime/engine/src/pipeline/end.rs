@@ -140,22 +140,20 @@ impl Engine {
     pub async fn approve_task(&self, id: &str, user: &Actor) -> Result<PipelineReport> {
         let task = self.task(id).await?;
         if !task.is_pipeline() {
-            return Err(EngineError::State(format!(
-                "task {} is an agent task: its gate is its PR (`berth pr merge` or `berth pr close`)",
-                short(&task.id)
-            )));
+            return Err(EngineError::AgentTask {
+                task: short(&task.id).to_string(),
+                why: ": its gate is its PR (`berth pr merge` or `berth pr close`)",
+            });
         }
         let mut fired = Fired::new();
         let mut tx = self.store.write("approving a task").await?;
         let Some(run) = load_run(&mut *tx, &task.id).await? else {
-            if let Some(way_out) = stray_delivery(&mut tx, &task).await? {
-                return Err(EngineError::State(way_out));
+            if let Some(delivered) = stray_delivery(&mut tx, &task).await? {
+                return Err(delivered);
             }
-            return Err(EngineError::State(format!(
-                "task {} has not run yet: `berth task run {}`",
-                short(&task.id),
-                short(&task.id)
-            )));
+            return Err(EngineError::NotRun {
+                task: short(&task.id).to_string(),
+            });
         };
         let approve = TaskMove::to(TaskStatus::Done).only_from(&[TaskStatus::InReview]);
         if transitions::task(&mut tx, &task.id, approve, None)
@@ -191,10 +189,12 @@ impl Engine {
             }
         } else if run.phase.as_deref() != Some("approved") {
             // Done, and its followups were finished by an earlier approval.
-            return Err(EngineError::State(format!(
-                "task {} is done: only a pipeline task in review can be approved",
-                short(&task.id),
-            )));
+            return Err(EngineError::WrongStatus {
+                what: "task",
+                id: short(&task.id).to_string(),
+                status: "done".into(),
+                rule: "only a pipeline task in review can be approved".into(),
+            });
         }
         let run = load_run(&mut *tx, &task.id)
             .await?
@@ -227,10 +227,10 @@ impl Engine {
             });
         }
         if !task.is_pipeline() {
-            return Err(EngineError::State(format!(
-                "task {} is an agent task: its gate is its PR (`berth pr close`)",
-                short(&task.id)
-            )));
+            return Err(EngineError::AgentTask {
+                task: short(&task.id).to_string(),
+                why: ": its gate is its PR (`berth pr close`)",
+            });
         }
         let mut tx = self.store.write("rejecting a task").await?;
         let returned = NewEvent::new(kind::TASK_RETURNED, user)
@@ -245,10 +245,12 @@ impl Engine {
             .await?
             .event()
         else {
-            return Err(EngineError::State(format!(
-                "task {} is returned already: only a task in review can be rejected",
-                short(&task.id),
-            )));
+            return Err(EngineError::WrongStatus {
+                what: "task",
+                id: short(&task.id).to_string(),
+                status: "returned already".into(),
+                rule: "only a task in review can be rejected".into(),
+            });
         };
         tx.commit()
             .await

@@ -99,11 +99,10 @@ impl Engine {
             && !crate::recovery::executor_is_dead(owner.split('#').next().unwrap_or(owner))
             && run.lease_until.is_some_and(|u| u > now)
         {
-            return Err(EngineError::State(format!(
-                "task {}'s pipeline is being run by another berth process ({owner}): wait for it to finish; \
-                 two processes never run one task's pipeline at once",
-                short(&task.id)
-            )));
+            return Err(EngineError::LeaseHeld {
+                task: short(&task.id).to_string(),
+                owner: owner.clone(),
+            });
         }
         let resume = match (&current, task.status) {
             (Some(r), _) if r.state == "succeeded" => true,
@@ -137,36 +136,41 @@ impl Engine {
                 TaskStatus::Todo | TaskStatus::Returned => {}
                 TaskStatus::Blocked if restart => {}
                 TaskStatus::Blocked => {
-                    return Err(EngineError::State(format!(
-                        "task {} is blocked: {}; `berth task run {} --restart` runs the pipeline over from its first step",
-                        short(&task.id),
-                        task.diagnosis.as_deref().unwrap_or("no diagnosis"),
-                        short(&task.id)
-                    )));
+                    return Err(EngineError::WrongStatus {
+                        what: "task",
+                        id: short(&task.id).to_string(),
+                        status: "blocked".into(),
+                        rule: format!(
+                            "{}; `berth task run {} --restart` runs the pipeline over from its first step",
+                            task.diagnosis.as_deref().unwrap_or("no diagnosis"),
+                            short(&task.id)
+                        ),
+                    });
                 }
                 TaskStatus::InReview if current.is_none() => {
-                    if let Some(way_out) = stray_delivery(&mut tx, &task).await? {
-                        return Err(EngineError::State(way_out));
+                    if let Some(delivered) = stray_delivery(&mut tx, &task).await? {
+                        return Err(delivered);
                     }
-                    return Err(EngineError::State(format!(
-                        "task {} is in_review without a pipeline run: a person decides (`berth task reject {} --reason R` returns it)",
-                        short(&task.id),
-                        short(&task.id)
-                    )));
+                    return Err(EngineError::ReviewWithoutRun {
+                        task: short(&task.id).to_string(),
+                    });
                 }
                 other => {
-                    return Err(EngineError::State(format!(
-                        "task {} is {}: nothing to run{}",
-                        short(&task.id),
-                        other.as_str(),
-                        match other {
-                            TaskStatus::InReview => {
-                                "; a person decides: `berth task approve ID` or `berth task reject ID --reason R`"
+                    return Err(EngineError::WrongStatus {
+                        what: "task",
+                        id: short(&task.id).to_string(),
+                        status: other.as_str().to_string(),
+                        rule: format!(
+                            "nothing to run{}",
+                            match other {
+                                TaskStatus::InReview => {
+                                    "; a person decides: `berth task approve ID` or `berth task reject ID --reason R`"
+                                }
+                                TaskStatus::Done => "; it is done",
+                                _ => "",
                             }
-                            TaskStatus::Done => "; it is done",
-                            _ => "",
-                        }
-                    )));
+                        ),
+                    });
                 }
             }
             let mode = task.execution_mode.unwrap_or(config.execution.mode);
@@ -251,10 +255,9 @@ impl Engine {
             .await
             .map_err(EngineError::store("renewing a pipeline's lease"))?;
         if n != 1 {
-            return Err(EngineError::State(format!(
-                "task {}'s pipeline lease was taken by another process; this one stops",
-                short(task)
-            )));
+            return Err(EngineError::LeaseLost {
+                task: short(task).to_string(),
+            });
         }
         Ok(())
     }
@@ -264,7 +267,7 @@ impl Engine {
 /// kinds let the noop loop claim any `todo` task): its steps never ran, and
 /// its gate is that PR, not `task approve`. The way out, for a person: the
 /// PR's number and what to run. `None` when the task has no open PR.
-pub(super) async fn stray_delivery(tx: &mut Tx, task: &Task) -> Result<Option<String>> {
+pub(super) async fn stray_delivery(tx: &mut Tx, task: &Task) -> Result<Option<EngineError>> {
     let number: Option<i64> = sqlx::query_scalar(
         "SELECT number FROM prs WHERE task_id = $1 AND status = 'open' ORDER BY number DESC LIMIT 1",
     )
@@ -272,13 +275,9 @@ pub(super) async fn stray_delivery(tx: &mut Tx, task: &Task) -> Result<Option<St
     .fetch_optional(&mut **tx)
     .await
     .map_err(EngineError::store("reading a task's PR"))?;
-    Ok(number.map(|n| {
-        format!(
-            "task {t} is a pipeline task an agent's loop delivered as PR #{n}: its steps never ran. \
-             Close the PR to run them (`berth pr close {n} --reason 'run the pipeline'`, then `berth task run {t}`), \
-             or merge it to keep the agent's change (`berth pr merge {n}`)",
-            t = short(&task.id)
-        )
+    Ok(number.map(|pr| EngineError::DeliveredAsPr {
+        task: short(&task.id).to_string(),
+        pr,
     }))
 }
 

@@ -102,12 +102,10 @@ impl Engine {
         actor: &Actor,
     ) -> Result<PipelineReport> {
         let task = self.task(task).await?;
-        let steps = task.steps.clone().ok_or_else(|| {
-            EngineError::State(format!(
-                "task {} is an agent task (it has no steps): its agent's loop delivers it (`berth agent run AGENT`); \
-                 a pipeline task is created with `berth task create --step 'CMD'`",
-                short(&task.id)
-            ))
+        let steps = task.steps.clone().ok_or_else(|| EngineError::AgentTask {
+            task: short(&task.id).to_string(),
+            why: " (it has no steps): its agent's loop delivers it (`berth agent run AGENT`); \
+                  a pipeline task is created with `berth task create --step 'CMD'`",
         })?;
         let agent = self.pipeline_agent(&task, agent).await?;
         // The owner: this process, and this call within it (a server runs
@@ -143,20 +141,17 @@ impl Engine {
                 match of_project.len() {
                     1 => of_project.remove(0),
                     0 => {
-                        return Err(EngineError::State(format!(
-                            "project `{}` has no agent to run task {}: `berth agent activate AGENT --project {}`",
-                            task.project,
-                            short(&task.id),
-                            task.project
-                        )));
+                        return Err(EngineError::NoAgent {
+                            project: task.project.clone(),
+                            task: short(&task.id).to_string(),
+                        });
                     }
                     _ => {
-                        return Err(EngineError::State(format!(
-                            "project `{}` has several agents ({}): say which runs task {} with `--agent`",
-                            task.project,
-                            of_project.join(", "),
-                            short(&task.id)
-                        )));
+                        return Err(EngineError::SeveralAgents {
+                            project: task.project.clone(),
+                            agents: of_project.join(", "),
+                            task: short(&task.id).to_string(),
+                        });
                     }
                 }
             }
@@ -170,10 +165,7 @@ impl Engine {
             });
         }
         if a.status == crate::agents::AgentStatus::Paused {
-            return Err(EngineError::State(format!(
-                "agent `{name}` is paused by the circuit breaker: look at its last failures (`berth events --agent {name}`), \
-                 then `berth agent resume {name}`"
-            )));
+            return Err(EngineError::Paused { agent: name });
         }
         Ok(name)
     }

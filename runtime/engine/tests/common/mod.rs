@@ -10,6 +10,15 @@ use berth_engine::{
 };
 use berth_policy::Action;
 
+/// A project or agent name, parsed by berth's one name rule (the type is the
+/// call's: `&named("dev-1")` where an `&AgentName` goes).
+pub fn named<N: std::str::FromStr>(name: &str) -> N
+where
+    N::Err: std::fmt::Debug,
+{
+    name.parse().unwrap()
+}
+
 pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub engine: Engine,
@@ -80,7 +89,10 @@ pub async fn run_action(
     params: ActionParams,
 ) -> Outcome {
     let p = engine
-        .propose(Proposal::by_agent(agent, action).params(params), None)
+        .propose(
+            Proposal::by_agent(&named(agent), action).params(params),
+            None,
+        )
         .await
         .unwrap();
     match p.status {
@@ -112,7 +124,7 @@ impl Fixture {
         engine
             .add_project(
                 NewProject {
-                    name: "demo".into(),
+                    name: named("demo"),
                     from: src,
                     base: None,
                 },
@@ -144,7 +156,7 @@ impl Fixture {
 
     pub async fn agent(&self, name: &str, imp: AgentImpl) {
         self.engine
-            .activate_agent(name, "demo", imp, &user())
+            .activate_agent(&named(name), &named("demo"), imp, &user())
             .await
             .unwrap();
     }
@@ -179,7 +191,10 @@ pub async fn terminal(engine: &Engine, agent: &str, command: &str) -> (i32, Stri
         command: command.into(),
     };
     let p = engine
-        .propose(berth_engine::Proposal::by_agent(agent, action), None)
+        .propose(
+            berth_engine::Proposal::by_agent(&named(agent), action),
+            None,
+        )
         .await
         .unwrap();
     let outcome = match p.status {

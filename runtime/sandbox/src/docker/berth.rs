@@ -13,7 +13,7 @@ use berth_policy::{Frame, PathMap};
 use tokio::sync::{OnceCell, RwLock};
 
 use super::exec::{self, Run, Target};
-use super::{BerthSpec, DockerBackend, DockerConnection, DockerError};
+use super::{ContainerSpec, DockerBackend, DockerConnection, DockerError};
 use crate::confined_files::ConfinedFiles;
 use crate::image::ImageInfo;
 use crate::{
@@ -26,7 +26,7 @@ use crate::{
 #[derive(Debug)]
 pub struct DockerBerth {
     connection: DockerConnection,
-    spec: BerthSpec,
+    spec: ContainerSpec,
     /// Known after `up`; resolved when first needed after `attach`.
     image: OnceCell<ImageInfo>,
     name: String,
@@ -43,7 +43,7 @@ pub struct DockerBerth {
 impl DockerBerth {
     pub(crate) fn new(
         backend: DockerBackend,
-        spec: BerthSpec,
+        spec: ContainerSpec,
         image: ImageInfo,
         access: WorkAccess,
         adopted: bool,
@@ -62,7 +62,7 @@ impl DockerBerth {
     /// there is no record, or the spec has changed since it was written
     /// (then bring it up). The connection is made when a command runs; a
     /// container removed since is brought up again then.
-    pub fn attach(connection: DockerConnection, spec: BerthSpec) -> Option<DockerBerth> {
+    pub fn attach(connection: DockerConnection, spec: ContainerSpec) -> Option<DockerBerth> {
         let access = spec.recorded_access()?;
         Some(DockerBerth::with(
             connection,
@@ -75,7 +75,7 @@ impl DockerBerth {
 
     fn with(
         connection: DockerConnection,
-        spec: BerthSpec,
+        spec: ContainerSpec,
         image: OnceCell<ImageInfo>,
         access: WorkAccess,
         adopted: bool,
@@ -99,7 +99,7 @@ impl DockerBerth {
         &self.name
     }
 
-    pub fn spec(&self) -> &BerthSpec {
+    pub fn spec(&self) -> &ContainerSpec {
         &self.spec
     }
 

@@ -19,8 +19,8 @@ use bollard::query_parameters::{
 use super::exec::{self, ExecOwner, PROBE_SCRIPT, Target};
 use super::spec::{container_name, container_name_in};
 use super::{
-    AGENT_LABEL, BerthSpec, DockerBackend, DockerBerth, DockerError, INSTANCE_LABEL, MANAGED_LABEL,
-    PROJECT_LABEL, SPEC_LABEL, WORKTREE_LABEL, is_conflict, is_not_found, status_of,
+    AGENT_LABEL, ContainerSpec, DockerBackend, DockerBerth, DockerError, INSTANCE_LABEL,
+    MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL, WORKTREE_LABEL, is_conflict, is_not_found, status_of,
 };
 use crate::image::{ImageInfo, ImageRef};
 use crate::{SandboxError, WorkAccess};
@@ -55,7 +55,7 @@ pub fn state_dir_of_worktree(worktree: &Path) -> Option<PathBuf> {
 
 /// What reconcile did with one container.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReconcileAction {
+pub enum ContainerReconcileAction {
     /// Running, with a live worktree: kept. `stale_execs` were commands whose
     /// berth process had died; they were killed.
     Adopted { stale_execs: usize },
@@ -65,22 +65,22 @@ pub enum ReconcileAction {
 
 /// The report of [`DockerBackend::reconcile`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReconcileReport {
-    pub entries: Vec<(BerthContainer, ReconcileAction)>,
+pub struct ContainerReconcileReport {
+    pub entries: Vec<(BerthContainer, ContainerReconcileAction)>,
 }
 
-impl ReconcileReport {
+impl ContainerReconcileReport {
     pub fn adopted(&self) -> impl Iterator<Item = &BerthContainer> {
         self.entries
             .iter()
-            .filter(|(_, a)| matches!(a, ReconcileAction::Adopted { .. }))
+            .filter(|(_, a)| matches!(a, ContainerReconcileAction::Adopted { .. }))
             .map(|(c, _)| c)
     }
 
     pub fn removed(&self) -> impl Iterator<Item = &BerthContainer> {
         self.entries
             .iter()
-            .filter(|(_, a)| matches!(a, ReconcileAction::Removed { .. }))
+            .filter(|(_, a)| matches!(a, ContainerReconcileAction::Removed { .. }))
             .map(|(c, _)| c)
     }
 }
@@ -88,7 +88,7 @@ impl ReconcileReport {
 impl DockerBackend {
     /// Brings a berth up: adopts its running container when the container
     /// matches the spec, else (re)creates and starts it. Idempotent.
-    pub async fn up(&self, spec: BerthSpec) -> Result<DockerBerth, DockerError> {
+    pub async fn up(&self, spec: ContainerSpec) -> Result<DockerBerth, DockerError> {
         let access = spec.work_access;
         let (image, adopted) = self.bring_up(&spec, access).await?;
         if adopted {
@@ -102,7 +102,7 @@ impl DockerBackend {
     /// Records the container for [`DockerBerth::attach`] once it runs.
     pub(crate) async fn bring_up(
         &self,
-        spec: &BerthSpec,
+        spec: &ContainerSpec,
         access: WorkAccess,
     ) -> Result<(ImageInfo, bool), DockerError> {
         {
@@ -112,9 +112,9 @@ impl DockerBackend {
                 spec.write_identity()
             })
             .await
-            .map_err(|e| DockerError::Task {
+            .map_err(|source| DockerError::Task {
                 op: "validate the berth spec",
-                message: e.to_string(),
+                source,
             })??;
         }
         let image = self.ensure_image(&spec.image).await?;
@@ -298,7 +298,7 @@ impl DockerBackend {
     /// `access`.
     pub(crate) async fn recreate(
         &self,
-        spec: &BerthSpec,
+        spec: &ContainerSpec,
         image: &ImageInfo,
         access: WorkAccess,
     ) -> Result<(), SandboxError> {
@@ -320,7 +320,7 @@ impl DockerBackend {
 
     /// Removes the container of `spec` (its instance, project and agent);
     /// `Ok(false)` when there was none.
-    pub async fn down_spec(&self, spec: &BerthSpec) -> Result<bool, DockerError> {
+    pub async fn down_spec(&self, spec: &ContainerSpec) -> Result<bool, DockerError> {
         spec.forget_container();
         self.down_named(spec.container_name()).await
     }
@@ -438,7 +438,7 @@ impl DockerBackend {
     pub async fn reconcile(
         &self,
         live: &BTreeSet<(String, String)>,
-    ) -> Result<ReconcileReport, DockerError> {
+    ) -> Result<ContainerReconcileReport, DockerError> {
         self.reconcile_in(None, None, live).await
     }
 
@@ -447,7 +447,7 @@ impl DockerBackend {
         &self,
         project: &str,
         live: &BTreeSet<(String, String)>,
-    ) -> Result<ReconcileReport, DockerError> {
+    ) -> Result<ContainerReconcileReport, DockerError> {
         self.reconcile_in(None, Some(project), live).await
     }
 
@@ -458,7 +458,7 @@ impl DockerBackend {
         instance: &str,
         project: Option<&str>,
         live: &BTreeSet<(String, String)>,
-    ) -> Result<ReconcileReport, DockerError> {
+    ) -> Result<ContainerReconcileReport, DockerError> {
         self.reconcile_in(Some(instance), project, live).await
     }
 
@@ -467,8 +467,8 @@ impl DockerBackend {
         instance: Option<&str>,
         project: Option<&str>,
         live: &BTreeSet<(String, String)>,
-    ) -> Result<ReconcileReport, DockerError> {
-        let mut report = ReconcileReport::default();
+    ) -> Result<ContainerReconcileReport, DockerError> {
+        let mut report = ContainerReconcileReport::default();
         for c in self.list_berths_in(instance, project).await? {
             let reason = if c.project.is_empty() || c.agent.is_empty() {
                 Some("its project or agent label is missing".to_string())
@@ -488,11 +488,11 @@ impl DockerBackend {
                 Some(reason) => {
                     self.remove(&c.name).await?;
                     tracing::info!(container = %c.name, %reason, "reconcile removed berth container");
-                    ReconcileAction::Removed { reason }
+                    ContainerReconcileAction::Removed { reason }
                 }
                 None => {
                     let stale_execs = self.kill_stale_execs(&c.name).await?;
-                    ReconcileAction::Adopted { stale_execs }
+                    ContainerReconcileAction::Adopted { stale_execs }
                 }
             };
             report.entries.push((c, action));
@@ -579,9 +579,9 @@ impl DockerBackend {
         for prefix in dead_owners {
             exec::kill_by_token(&target, &prefix)
                 .await
-                .map_err(|e| DockerError::Task {
+                .map_err(|e| DockerError::Upkeep {
                     op: "kill stale execs",
-                    message: e.to_string(),
+                    source: Box::new(e),
                 })?;
         }
         Ok(stale)

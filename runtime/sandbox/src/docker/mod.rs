@@ -30,8 +30,10 @@ use bollard::Docker;
 
 pub use berth::DockerBerth;
 pub use connection::DockerConnection;
-pub use lifecycle::{BerthContainer, ReconcileAction, ReconcileReport, state_dir_of_worktree};
-pub use spec::{BerthSpec, ExtraMount, Limits, Network};
+pub use lifecycle::{
+    BerthContainer, ContainerReconcileAction, ContainerReconcileReport, state_dir_of_worktree,
+};
+pub use spec::{ContainerSpec, ExtraMount, Network, ResourceLimits};
 
 use crate::SandboxError;
 use crate::image::ImageError;
@@ -98,17 +100,20 @@ pub enum DockerError {
     NotRunning { name: String, detail: String },
     #[error("image {image} cannot host berth commands: {message}")]
     UnsuitableImage { image: String, message: String },
-    #[error("{op}: {message}")]
-    Task { op: &'static str, message: String },
-}
-
-impl From<DockerError> for SandboxError {
-    fn from(e: DockerError) -> Self {
-        SandboxError::Backend {
-            op: "docker",
-            message: e.to_string(),
-        }
-    }
+    /// A step run off the async threads panicked or was cancelled.
+    #[error("{op}: {source}")]
+    Task {
+        op: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// A command berth runs in the container for its own upkeep failed.
+    #[error("{op}: {source}")]
+    Upkeep {
+        op: &'static str,
+        #[source]
+        source: Box<SandboxError>,
+    },
 }
 
 /// How to reach the engine.

@@ -20,14 +20,14 @@
 
 use std::path::PathBuf;
 
-use super::{BerthSpec, SPEC_LABEL};
+use super::{ContainerSpec, SPEC_LABEL};
 use crate::WorkAccess;
 use crate::image::{ImageInfo, ImageRef};
 
 /// The record's file in the spec's identity directory.
 const RECORD_FILE: &str = "container";
 
-impl BerthSpec {
+impl ContainerSpec {
     fn record_path(&self) -> Option<PathBuf> {
         self.identity_dir.as_ref().map(|d| d.join(RECORD_FILE))
     }
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn a_record_matches_only_the_spec_and_access_it_was_written_for() {
         let dir = tempfile::tempdir().unwrap();
-        let mut spec = BerthSpec::new("p", "a", "/w", "/r", "/f");
+        let mut spec = ContainerSpec::new("p", "a", "/w", "/r", "/f");
         spec.identity_dir = Some(dir.path().to_path_buf());
         assert_eq!(spec.recorded_access(), None, "no record yet");
         spec.record_container(WorkAccess::ReadOnly);

@@ -26,9 +26,10 @@ use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
 use crate::image::{ImageInfo, ImageRef};
 use berth_confine::git_env::GitIdentity;
 
-/// Resource limits of one berth's container.
+/// Resource limits of one berth's container (the policy's `Limits` are
+/// patterns, not resources).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Limits {
+pub struct ResourceLimits {
     /// Memory, bytes; swap is set equal, so there is none.
     pub memory_bytes: i64,
     /// CPUs, fractional (`nano_cpus`).
@@ -45,9 +46,9 @@ pub struct Limits {
     pub home_inodes: u64,
 }
 
-impl Default for Limits {
+impl Default for ResourceLimits {
     fn default() -> Self {
-        Limits {
+        ResourceLimits {
             memory_bytes: 2 << 30,
             cpus: 2.0,
             pids: 512,
@@ -80,9 +81,10 @@ pub struct ExtraMount {
     pub in_scope: bool,
 }
 
-/// Everything that makes one agent's berth.
+/// Everything that makes one agent's container (the engine's `BerthSpec`
+/// is what any provider needs; this is what the Docker backend builds from it).
 #[derive(Debug, Clone, PartialEq)]
-pub struct BerthSpec {
+pub struct ContainerSpec {
     /// The berth installation (one state directory) the container belongs
     /// to, so two installations on one Docker engine never meet at a name
     /// nor reconcile each other's containers. Empty: none (the name is then
@@ -101,7 +103,7 @@ pub struct BerthSpec {
     /// agent repository.
     pub uid: u32,
     pub gid: u32,
-    pub limits: Limits,
+    pub limits: ResourceLimits,
     pub network: Network,
     /// Mount the image read-only (the default): only `/work`, the agent
     /// repository and the bounded tmpfs `/tmp` and `$HOME` are writable.
@@ -124,7 +126,7 @@ pub struct BerthSpec {
     pub work_access: WorkAccess,
 }
 
-impl BerthSpec {
+impl ContainerSpec {
     /// A spec with the hardened defaults: the default agent image, uid 1000
     /// (the engine gives each berth its own), no network, the default limits,
     /// a read-only root.
@@ -134,8 +136,8 @@ impl BerthSpec {
         worktree: impl Into<PathBuf>,
         agent_repo: impl Into<PathBuf>,
         forge_objects: impl Into<PathBuf>,
-    ) -> BerthSpec {
-        BerthSpec {
+    ) -> ContainerSpec {
+        ContainerSpec {
             instance: String::new(),
             project: project.into(),
             agent: agent.into(),
@@ -145,7 +147,7 @@ impl BerthSpec {
             image: ImageRef::DefaultAgent,
             uid: 1000,
             gid: 1000,
-            limits: Limits::default(),
+            limits: ResourceLimits::default(),
             network: Network::None,
             read_only_root: true,
             identity_dir: None,
@@ -248,14 +250,16 @@ impl BerthSpec {
     pub fn validate(&self) -> Result<(), DockerError> {
         if !self.instance.is_empty() && !is_name(&self.instance) {
             return Err(self.invalid(format!(
-                "instance {:?}: use letters, digits, '_' and '-' (at most 48)",
-                self.instance
+                "instance {:?}: {}",
+                self.instance,
+                berth_worktrees::NAME_RULE
             )));
         }
         for (what, name) in [("project", &self.project), ("agent", &self.agent)] {
             if !is_name(name) {
                 return Err(self.invalid(format!(
-                    "{what} name {name:?}: use letters, digits, '_' and '-' (at most 48, starting with a letter or digit)"
+                    "{what} name {name:?}: {}",
+                    berth_worktrees::NAME_RULE
                 )));
             }
         }
@@ -591,12 +595,10 @@ fn nests(inner: &str, outer: &str) -> bool {
     inner == outer || (inner.starts_with(outer) && inner.as_bytes().get(outer.len()) == Some(&b'/'))
 }
 
+/// berth's one name rule (`berth_worktrees`'): what the engine and git accept
+/// is what a container name and its labels accept.
 fn is_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 48
-        && s.as_bytes()[0].is_ascii_alphanumeric()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    berth_worktrees::is_valid_name(s)
 }
 
 fn spec_hash(body: &ContainerCreateBody, image_id: &str) -> String {
@@ -653,7 +655,7 @@ mod tests {
 
     #[test]
     fn the_frame_scopes_the_repo_but_not_the_forge() {
-        let s = BerthSpec::new(
+        let s = ContainerSpec::new(
             "p",
             "a",
             "/s/wt/p/a",
@@ -700,7 +702,7 @@ mod tests {
 
     #[test]
     fn the_container_is_hardened_and_labelled() {
-        let s = BerthSpec::new("p", "a", "/s/wt", "/s/a.git", "/s/f/objects");
+        let s = ContainerSpec::new("p", "a", "/s/wt", "/s/a.git", "/s/f/objects");
         let img = ImageInfo {
             name: "img".into(),
             id: "sha256:1".into(),

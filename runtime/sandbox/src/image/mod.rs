@@ -202,9 +202,9 @@ impl DockerBackend {
             let recipe = recipe.clone();
             tokio::task::spawn_blocking(move || Rootfs::resolve(&recipe))
                 .await
-                .map_err(|e| DockerError::Task {
+                .map_err(|source| DockerError::Task {
                     op: "resolve the image recipe",
-                    message: e.to_string(),
+                    source,
                 })??
         };
         let tag = resolved.tag(recipe);
@@ -243,9 +243,9 @@ impl DockerBackend {
             let recipe = recipe.clone();
             tokio::task::spawn_blocking(move || build_context(&recipe, &resolved))
                 .await
-                .map_err(|e| DockerError::Task {
+                .map_err(|source| DockerError::Task {
                     op: "assemble the build context",
-                    message: e.to_string(),
+                    source,
                 })??
         };
         progress.event(BuildEvent::ContextReady {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use berth_sandbox::docker::{BerthSpec, DockerBackend};
+use berth_sandbox::docker::{ContainerSpec, DockerBackend};
 use berth_sandbox::image::{NoProgress, Recipe};
 
 /// Connects to the engine. Without one: under `CI=true` the test fails, else
@@ -201,16 +201,17 @@ impl Layout {
         }
     }
 
-    pub fn spec(&self, agent: &str) -> BerthSpec {
+    pub fn spec(&self, agent: &str) -> ContainerSpec {
         let p = self.agent(agent);
-        BerthSpec::new(&self.project, agent, p.worktree, p.repo, p.forge_objects)
+        ContainerSpec::new(&self.project, agent, p.worktree, p.repo, p.forge_objects)
     }
 
     /// A spec whose berth runs as `uid` (gid = uid), with the passwd and
     /// group files berth writes for it.
-    pub fn spec_with_uid(&self, agent: &str, uid: u32) -> BerthSpec {
+    pub fn spec_with_uid(&self, agent: &str, uid: u32) -> ContainerSpec {
         let p = self.agent_owned_by(agent, uid);
-        let mut spec = BerthSpec::new(&self.project, agent, p.worktree, p.repo, p.forge_objects);
+        let mut spec =
+            ContainerSpec::new(&self.project, agent, p.worktree, p.repo, p.forge_objects);
         spec.uid = uid;
         spec.gid = uid;
         spec.identity_dir = Some(self.root().join("identity").join(agent));

@@ -4,12 +4,12 @@
 use axum::Json;
 use axum::extract::State;
 use berth_engine::{
-    ActionFilter, ActionParams, ActionRecord, Approved, Cancelled, Proposal, Proposed,
+    ActionFilter, ActionParams, ActionRecord, AgentName, Approved, Cancelled, Proposal, Proposed,
 };
 use berth_policy::Action;
 use serde::Deserialize;
 
-use super::{PathArgs, page_limit, required, resolve_task, within_page_bytes};
+use super::{PathArgs, page_limit, parse_name, required, resolve_task, within_page_bytes};
 use crate::AppState;
 use crate::body::{JsonBody, QueryArgs, flag};
 use crate::error::ApiError;
@@ -35,7 +35,7 @@ pub(crate) async fn propose(
     JsonBody(b): JsonBody<ProposeBody>,
 ) -> Result<Json<Proposed>, ApiError> {
     let example = r#"{"agent": "dev-1", "action": {"type": "terminal", "command": "cargo test"}}"#;
-    let agent = required(b.agent, "agent", example)?;
+    let agent: AgentName = parse_name(&required(b.agent, "agent", example)?)?;
     let action = required(b.action, "action", example)?;
     let task = resolve_task(&app.engine, b.task).await?;
     let mut proposal = Proposal::by_agent(&agent, action)

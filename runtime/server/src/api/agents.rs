@@ -4,11 +4,13 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use berth_engine::{Agent, AgentImpl, AutonomyReport, BerthInfo, BerthMode, RunReport};
-use berth_policy::Mode;
+use berth_engine::{
+    Agent, AgentImpl, AgentName, AutonomyReport, BerthInfo, BerthMode, ProjectName, RunReport,
+};
+use berth_policy::Approval;
 use serde::Deserialize;
 
-use super::{PathArgs, required};
+use super::{PathArgs, parse_name, required};
 use crate::AppState;
 use crate::body::JsonBody;
 use crate::error::ApiError;
@@ -52,8 +54,8 @@ pub(crate) async fn activate(
     JsonBody(b): JsonBody<ActivateBody>,
 ) -> Result<Json<Agent>, ApiError> {
     let example = r#"{"name": "dev-1", "project": "demo", "impl": "noop"}"#;
-    let name = required(b.name, "name", example)?;
-    let project = required(b.project, "project", example)?;
+    let name: AgentName = parse_name(&required(b.name, "name", example)?)?;
+    let project: ProjectName = parse_name(&required(b.project, "project", example)?)?;
     let implementation = match b.implementation {
         ImplArg::Real => AgentImpl::Real,
         ImplArg::Noop => AgentImpl::Noop,
@@ -67,7 +69,7 @@ pub(crate) async fn activate(
 
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum ModeArg {
+pub(crate) enum BerthModeArg {
     Runner,
     Mounted,
 }
@@ -78,7 +80,7 @@ pub(crate) struct UpBody {
     /// Default: the agent's own project.
     project: Option<String>,
     /// Default: the project's `sandbox.mode`.
-    mode: Option<ModeArg>,
+    mode: Option<BerthModeArg>,
 }
 
 pub(crate) async fn up(
@@ -86,13 +88,14 @@ pub(crate) async fn up(
     PathArgs(agent): PathArgs<String>,
     JsonBody(b): JsonBody<UpBody>,
 ) -> Result<Json<BerthInfo>, ApiError> {
-    let project = match b.project {
-        Some(p) => p,
-        None => app.engine.agent(&agent).await?.project,
+    let agent: AgentName = parse_name(&agent)?;
+    let project: ProjectName = match b.project {
+        Some(p) => parse_name(&p)?,
+        None => parse_name(&app.engine.agent(&agent).await?.project)?,
     };
     let mode = b.mode.map(|m| match m {
-        ModeArg::Runner => BerthMode::Runner,
-        ModeArg::Mounted => BerthMode::Mounted,
+        BerthModeArg::Runner => BerthMode::Runner,
+        BerthModeArg::Mounted => BerthMode::Mounted,
     });
     Ok(Json(
         app.engine.up(&agent, &project, mode, &app.user).await?,
@@ -114,6 +117,7 @@ pub(crate) async fn down(
     PathArgs(agent): PathArgs<String>,
     JsonBody(b): JsonBody<DownBody>,
 ) -> Result<Json<BerthInfo>, ApiError> {
+    let agent: AgentName = parse_name(&agent)?;
     Ok(Json(
         app.engine
             .down_with(&agent, b.keep_worktree, b.discard, &app.user)
@@ -158,7 +162,7 @@ pub(crate) async fn set_autonomy(
     JsonBody(b): JsonBody<ModeBody>,
 ) -> Result<Json<AutonomyReport>, ApiError> {
     let mode = required(b.mode, "mode", r#"{"mode": "require_approval"}"#)?;
-    let m = Mode::parse(&mode).ok_or_else(|| {
+    let m = Approval::parse(&mode).ok_or_else(|| {
         ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_value",
@@ -177,5 +181,6 @@ pub(crate) async fn run(
     State(app): State<AppState>,
     PathArgs(agent): PathArgs<String>,
 ) -> Result<Json<RunReport>, ApiError> {
+    let agent: AgentName = parse_name(&agent)?;
     Ok(Json(app.engine.run_agent(&agent, true).await?))
 }

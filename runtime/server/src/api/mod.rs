@@ -49,6 +49,17 @@ pub(crate) fn required<T>(v: Option<T>, field: &str, example: &str) -> Result<T,
     })
 }
 
+/// A project or agent name the request gave, parsed by berth's one name
+/// rule: a name that breaks it is answered 422 with the rule.
+pub(crate) fn parse_name<N>(name: &str) -> Result<N, ApiError>
+where
+    N: std::str::FromStr,
+    berth_engine::EngineError: From<N::Err>,
+{
+    name.parse::<N>()
+        .map_err(|e| ApiError::from(berth_engine::EngineError::from(e)))
+}
+
 /// A task id or prefix, resolved to the full id (404 when unknown).
 pub(crate) async fn resolve_task(
     engine: &berth_engine::Engine,

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use berth_engine::{NewProject, Project};
 use serde::Deserialize;
 
-use super::{PathArgs, required};
+use super::{PathArgs, parse_name, required};
 use crate::AppState;
 use crate::body::JsonBody;
 use crate::error::ApiError;
@@ -38,7 +38,7 @@ pub(crate) async fn add(
     JsonBody(b): JsonBody<AddBody>,
 ) -> Result<(StatusCode, Json<Project>), ApiError> {
     let example = r#"{"name": "demo", "from": "/path/to/repo"}"#;
-    let name = required(b.name, "name", example)?;
+    let name = parse_name(&required(b.name, "name", example)?)?;
     let from = required(b.from, "from", example)?;
     if !from.is_absolute() {
         return Err(ApiError::new(
