@@ -16,6 +16,11 @@ use std::collections::BTreeMap;
 
 use berth_policy::case::{Case, RulesCache};
 
+/// The berth binary's allocator (runtime/src/main.rs): the figures are the
+/// binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args.next().ok_or("usage: decide_cases FILE [ROUNDS]")?;
