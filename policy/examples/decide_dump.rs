@@ -32,6 +32,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             match case.inputs_cached(&mut cache) {
                 Ok(inputs) => {
                     let d = inputs.decide();
+                    // The lean decision must say the same; a line only when not.
+                    let b = inputs.decide_brief();
+                    if (b.verdict, b.stage, b.reason.as_str())
+                        != (d.verdict, d.stage, d.reason.as_str())
+                    {
+                        writeln!(out, "BRIEF DIFFERS: {b:?}")?;
+                    }
                     writeln!(out, "{}", serde_json::to_string(&d)?)?;
                     writeln!(out, "{}", berth_policy::explain::render(&d))?;
                 }
