@@ -14,6 +14,11 @@ use std::time::Duration;
 use berth_policy::case::{Case, CaseRules, Inputs};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+/// The berth binary's allocator (runtime/src/main.rs): the figures are the
+/// binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Cases from a policy-case JSON-lines file, every `step`-th terminal one.
 fn sample(path: &str, step: usize) -> Vec<Inputs> {
     let Ok(text) = std::fs::read_to_string(path) else {

@@ -11,15 +11,22 @@
 //!
 //! The cases are parsed (and their rules compiled, cached) before the
 //! rounds; with `rounds` = 0 only that set-up runs, so the difference of two
-//! runs is the decisions' own cost.
+//! runs is the decisions' own cost. A third argument `brief` decides with
+//! `decide_brief` (verdict, stage and reason alone, as the batch does).
 use std::collections::BTreeMap;
 
 use berth_policy::case::{Case, RulesCache};
+
+/// The berth binary's allocator (runtime/src/main.rs): the figures are the
+/// binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args.next().ok_or("usage: decide_cases FILE [ROUNDS]")?;
     let rounds: usize = args.next().map(|r| r.parse()).transpose()?.unwrap_or(1);
+    let brief = args.next().as_deref() == Some("brief");
     let text = std::fs::read_to_string(&path)?;
     let mut cache = RulesCache::default();
     let mut inputs = Vec::new();
@@ -30,7 +37,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut verdicts: BTreeMap<&'static str, usize> = BTreeMap::new();
     for _ in 0..rounds {
         for i in &inputs {
-            *verdicts.entry(i.decide().verdict.as_str()).or_default() += 1;
+            let verdict = if brief {
+                i.decide_brief().verdict
+            } else {
+                i.decide().verdict
+            };
+            *verdicts.entry(verdict.as_str()).or_default() += 1;
         }
     }
     println!("{} cases × {rounds}: {verdicts:?}", inputs.len());

@@ -526,12 +526,11 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             ..ArgvAccess::default()
         };
     };
-    let name = name.to_string();
     let args = &argv[1..];
     let git_config = name == "git" && argv.iter().skip(1).any(|a| a.is("config"));
     let write_opts = WRITE_OPTIONS
         .iter()
-        .find(|(n, _)| *n == name || (n == &"tar" && matches!(name.as_str(), "gtar" | "bsdtar")))
+        .find(|(n, _)| *n == name || (n == &"tar" && matches!(name, "gtar" | "bsdtar")))
         .filter(|(n, _)| *n != "git" || git_config)
         .map_or(&[][..], |(_, o)| *o);
     // Which words are operands, and which option words' values are written.
@@ -560,7 +559,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             continue;
         }
         let (opt, attached) = match t.split_once('=') {
-            Some((o, v)) if t.starts_with("--") || matches!(name.as_str(), "dd") => (o, Some(v)),
+            Some((o, v)) if t.starts_with("--") || matches!(name, "dd") => (o, Some(v)),
             _ => (t, None),
         };
         // A write option: `-o out`, `--output=out`, `-oout`, `-sSLo out`.
@@ -596,7 +595,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             }
         }
         if t == "-t" || opt == "--target-directory" || t.starts_with("-t") && t.len() > 2 {
-            target_dir = WRITE_LAST.contains(&name.as_str());
+            target_dir = WRITE_LAST.contains(&name);
             if target_dir {
                 if t == "-t" && idx + 1 < argv.len() {
                     kinds[idx + 1] = Access::Write;
@@ -608,12 +607,12 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
                 }
             }
         }
-        if IN_PLACE.contains(&name.as_str()) {
+        if IN_PLACE.contains(&name) {
             let short = !t.starts_with("--");
             // The letters that take a value (the rest of the word or the
             // next word): sed's `-e script`, `-f file`, `-l N`; perl's
             // `-e code`, `-E code`, `-I dir`, `-M module`, …
-            let value_letters: &[char] = match name.as_str() {
+            let value_letters: &[char] = match name {
                 "sed" | "gsed" => &['e', 'f', 'l'],
                 "perl" => &['e', 'E', 'I', 'M', 'm', 'x', 'd', 'D', 'C', 'l', '0'],
                 _ => &[],
@@ -629,7 +628,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             }
             if short && i_at.is_none() && cut < letters.len() {
                 let c = letters[cut..].chars().next().unwrap_or('e');
-                script_given |= match name.as_str() {
+                script_given |= match name {
                     "perl" => matches!(c, 'e' | 'E'),
                     _ => matches!(c, 'e' | 'f'),
                 };
@@ -645,7 +644,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
                 }
             }
         }
-        if matches!(name.as_str(), "tar" | "gtar" | "bsdtar") {
+        if matches!(name, "tar" | "gtar" | "bsdtar") {
             if !t.starts_with("--") {
                 creates |= t.contains('c') || t.contains('r') || t.contains('u');
                 extracts |= t.contains('x');
@@ -671,7 +670,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
         i += 1;
     }
     // `tar czf a.tgz …`: the first word is options without a dash.
-    if matches!(name.as_str(), "tar" | "gtar" | "bsdtar")
+    if matches!(name, "tar" | "gtar" | "bsdtar")
         && let Some(&first) = operands.first()
         && first == 1
         && let Some(t) = argv.get(1).and_then(Arg::known)
@@ -690,7 +689,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             }
         }
     }
-    if matches!(name.as_str(), "tar" | "gtar" | "bsdtar") && !creates {
+    if matches!(name, "tar" | "gtar" | "bsdtar") && !creates {
         for k in kinds.iter_mut() {
             *k = Access::Read;
         }
@@ -703,7 +702,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             attached_writes.extend(tar_dirs);
         }
     }
-    let n = name.as_str();
+    let n = name;
     if n == "dd" {
         for (k, a) in kinds.iter_mut().zip(argv).skip(1) {
             if let Some(v) = a.known().and_then(|t| t.strip_prefix("of=")) {
@@ -740,7 +739,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             }
         }
     }
-    let (recursive, searches_cwd) = recursion(&name, args, operands.len());
+    let (recursive, searches_cwd) = recursion(name, args, operands.len());
     ArgvAccess {
         kinds,
         attached_writes,

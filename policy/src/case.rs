@@ -99,6 +99,11 @@ impl Inputs {
     pub fn decide(&self) -> Decision {
         decide(&self.action, &self.context())
     }
+
+    /// The verdict, stage and reason alone (see [`crate::decide::decide_brief`]).
+    pub fn decide_brief(&self) -> crate::decision::Brief {
+        crate::decide::decide_brief(&self.action, &self.context())
+    }
 }
 
 /// Compiled rule sets by their lists: a batch of cases usually repeats a

@@ -18,7 +18,8 @@ use crate::action::Action;
 use crate::arg::{self, Arg};
 use crate::autonomy::{Approval, Autonomy};
 use crate::decision::{
-    Decision, Finding, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict,
+    Brief, Decision, Finding, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage,
+    Verdict,
 };
 use crate::frame::Frame;
 use crate::pattern::{Match, Pattern, Side};
@@ -79,9 +80,29 @@ const SYSTEM_DIRS: &[&str] = &["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/
 
 /// Decides one action. Total: every input gets a decision.
 pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
+    let (d, rules, resolved) = judge(action, ctx, true);
+    d.finish(rules, resolved)
+}
+
+/// Decides one action for a caller that reads only the verdict, the stage
+/// and the reason: the same stages and findings as [`decide`], without the
+/// per-segment report.
+pub fn decide_brief(action: &Action, ctx: &Context<'_>) -> Brief {
+    let (d, rules, resolved) = judge(action, ctx, false);
+    d.finish_brief(rules, &resolved)
+}
+
+/// Runs the stages over one action; `reports` says whether each segment's
+/// report is kept.
+fn judge<'a>(
+    action: &Action,
+    ctx: &'a Context<'a>,
+    reports: bool,
+) -> (Decider<'a>, RulesOutcome, crate::autonomy::Resolved) {
     let resolved = ctx.autonomy.resolve(action.kind());
     let mut d = Decider {
         ctx,
+        reports,
         auto: resolved.is_auto_mode(),
         findings: Vec::new(),
         lifted: Vec::new(),
@@ -153,7 +174,7 @@ pub fn decide(action: &Action, ctx: &Context<'_>) -> Decision {
             RulesOutcome::NoOpinion
         }
     };
-    d.finish(rules, resolved)
+    (d, rules, resolved)
 }
 
 /// Finds a finding already in a list in constant time: a linear
@@ -189,6 +210,9 @@ enum RulesOutcome {
 
 struct Decider<'a> {
     ctx: &'a Context<'a>,
+    /// Whether each segment's report is kept (`decide`), or only the
+    /// findings (`decide_brief`).
+    reports: bool,
     auto: bool,
     findings: Vec<Finding>,
     lifted: Vec<Finding>,
@@ -235,10 +259,59 @@ impl Decider<'_> {
     }
 
     fn finish(mut self, rules: RulesOutcome, resolved: crate::autonomy::Resolved) -> Decision {
-        let base = match rules {
-            RulesOutcome::Allow(reason) => (Stage::AllowRule, Verdict::AutoApprove, reason),
+        let (verdict, stage, reason) = self.outcome(rules, &resolved);
+        Decision {
+            verdict,
+            stage,
+            reason,
+            autonomy: resolved,
+            segments: std::mem::take(&mut self.segments),
+            findings: self.findings,
+            lifted: self.lifted,
+            omitted: self.omitted,
+        }
+    }
+
+    fn finish_brief(self, rules: RulesOutcome, resolved: &crate::autonomy::Resolved) -> Brief {
+        let (verdict, stage, reason) = self.outcome(rules, resolved);
+        Brief {
+            verdict,
+            stage,
+            reason,
+        }
+    }
+
+    /// The verdict: the most restrictive finding that holds, or what the
+    /// rules file or autonomy concluded; its stage is the first in order.
+    fn outcome(
+        &self,
+        rules: RulesOutcome,
+        resolved: &crate::autonomy::Resolved,
+    ) -> (Verdict, Stage, String) {
+        let mut verdict = match &rules {
+            RulesOutcome::Allow(_) => Verdict::AutoApprove,
+            RulesOutcome::NoOpinion | RulesOutcome::Unmatched(_) => Verdict::from(resolved.mode),
+        };
+        let base_verdict = verdict;
+        let base_stage = match &rules {
+            RulesOutcome::Allow(_) => Stage::AllowRule,
+            _ => Stage::Autonomy,
+        };
+        for f in &self.findings {
+            verdict = verdict.max(f.verdict);
+        }
+        let found = self
+            .findings
+            .iter()
+            .filter(|f| f.verdict == verdict)
+            .min_by_key(|f| f.stage)
+            .filter(|f| f.stage <= base_stage || base_verdict != verdict);
+        if let Some(f) = found {
+            return (verdict, f.stage, f.reason.clone());
+        }
+        let reason = match rules {
+            RulesOutcome::Allow(reason) => reason,
             RulesOutcome::NoOpinion | RulesOutcome::Unmatched(_) => {
-                let v = Verdict::from(resolved.mode);
                 let mut reason = match resolved.origin {
                     crate::Origin::Default => {
                         "no autonomy is set for this action type: approval is required by default"
@@ -253,31 +326,10 @@ impl Decider<'_> {
                 if let RulesOutcome::Unmatched(why) = rules {
                     reason = format!("{why}; {reason}");
                 }
-                (Stage::Autonomy, v, reason)
+                reason
             }
         };
-        let mut verdict = base.1;
-        for f in &self.findings {
-            verdict = verdict.max(f.verdict);
-        }
-        let (stage, reason) = self
-            .findings
-            .iter()
-            .filter(|f| f.verdict == verdict)
-            .min_by_key(|f| f.stage)
-            .map(|f| (f.stage, f.reason.clone()))
-            .filter(|(s, _)| *s <= base.0 || base.1 != verdict)
-            .unwrap_or((base.0, base.2));
-        Decision {
-            verdict,
-            stage,
-            reason,
-            autonomy: resolved,
-            segments: std::mem::take(&mut self.segments),
-            findings: self.findings,
-            lifted: self.lifted,
-            omitted: self.omitted,
-        }
+        (verdict, base_stage, reason)
     }
 
     /// A command past `MAX_SEGMENTS`: its findings so far give way to one

@@ -242,6 +242,17 @@ pub struct Decision {
     pub omitted: Option<String>,
 }
 
+/// The outcome of [`crate::decide::decide_brief`]: what a caller that acts
+/// on a decision reads (the batch, the hook, MCP), without the per-segment
+/// report a person reads. Always the same verdict, stage and reason as the
+/// full decision's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Brief {
+    pub verdict: Verdict,
+    pub stage: Stage,
+    pub reason: String,
+}
+
 impl Decision {
     pub fn is_auto_approved(&self) -> bool {
         self.verdict == Verdict::AutoApprove

@@ -40,9 +40,9 @@ pub mod wrapper;
 
 pub use action::Action;
 pub use autonomy::{Approval, Autonomy, Origin, Resolved};
-pub use decide::{Context, Limits, decide};
+pub use decide::{Context, Limits, decide, decide_brief};
 pub use decision::{
-    Decision, Finding, Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport,
+    Brief, Decision, Finding, Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport,
     SourceLoc, Stage, Verdict,
 };
 pub use frame::{Frame, Mount, MountKind};

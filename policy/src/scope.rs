@@ -109,6 +109,9 @@ fn alias_at(parts: &[&str], globs: bool) -> Option<(&'static str, bool)> {
 /// The normaliser behind [`normalize`] and [`resolve`]. `globs`: a glob
 /// component that may name an alias (`/proc/*/root`) is taken as it.
 fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String, Unresolved> {
+    if let Some(plain) = already_normal(base, path) {
+        return Ok(plain);
+    }
     let mut parts: Vec<&str> = Vec::new();
     let full_base = if path.starts_with('/') { "" } else { base };
     for piece in full_base.split('/').chain(path.split('/')) {
@@ -137,6 +140,33 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
         }
     }
     Ok(join(&parts, path.len() + base.len() + 1))
+}
+
+/// The walk's result when no piece of the path (nor, for a relative
+/// path, of the absolute base) changes anything: every piece a plain name
+/// that is no alias (`root`, `cwd`) and no glob — the common case, built
+/// without collecting the pieces.
+fn already_normal(base: &str, path: &str) -> Option<String> {
+    let plain = |s: &str| {
+        s.split('/').all(|p| {
+            !matches!(p, "" | "." | "..")
+                && !p.ends_with("root")
+                && !p.ends_with("cwd")
+                && first_glob(p).is_none()
+        })
+    };
+    if let Some(rest) = path.strip_prefix('/') {
+        return plain(rest).then(|| path.to_string());
+    }
+    let b = base.strip_prefix('/')?;
+    if !(plain(b) && plain(path)) {
+        return None;
+    }
+    let mut out = String::with_capacity(base.len() + 1 + path.len());
+    out.push_str(base);
+    out.push('/');
+    out.push_str(path);
+    Some(out)
 }
 
 fn join(parts: &[&str], capacity: usize) -> String {
@@ -777,14 +807,23 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
         }
     }
     // Relative arguments of the program resolve against `git -C` when given.
+    // Borrowed when there is no `-C` (most commands): no copy of the cwd.
+    let given_base;
     let arg_base = match &seg.arg_dir {
-        Some(d) if !d.dynamic => match &seg.cwd {
-            Cwd::Known(dirs) => Cwd::Known(dirs.iter().map(|c| normalize(c, &d.text)).collect()),
-            Cwd::Unknown if d.text.starts_with('/') => Cwd::Known(vec![normalize("/", &d.text)]),
-            Cwd::Unknown => Cwd::Unknown,
-        },
-        Some(_) => Cwd::Unknown,
-        None => seg.cwd.clone(),
+        Some(d) if !d.dynamic => {
+            given_base = match &seg.cwd {
+                Cwd::Known(dirs) => {
+                    Cwd::Known(dirs.iter().map(|c| normalize(c, &d.text)).collect())
+                }
+                Cwd::Unknown if d.text.starts_with('/') => {
+                    Cwd::Known(vec![normalize("/", &d.text)])
+                }
+                Cwd::Unknown => Cwd::Unknown,
+            };
+            &given_base
+        }
+        Some(_) => &Cwd::Unknown,
+        None => &seg.cwd,
     };
     let cwd = &seg.cwd;
     for inv in &seg.chain {
@@ -808,7 +847,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     // A command that walks its operands reaches what lies below them.
     let below = crate::template::walks_operands(&seg.argv);
     for a in seg.argv.iter().skip(1) {
-        j.arg(a, &arg_base, &seg.find_roots, cwd, below);
+        j.arg(a, arg_base, &seg.find_roots, cwd, below);
     }
     if below {
         // A walker's plain operands (`srv` in `/`) are directories under
@@ -829,7 +868,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
             {
                 j.path(
                     &a.text,
-                    &arg_base,
+                    arg_base,
                     cwd,
                     Reach {
                         glob: false,
@@ -841,7 +880,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
         if operands == 0 {
             j.path(
                 ".",
-                &arg_base,
+                arg_base,
                 cwd,
                 Reach {
                     glob: false,

@@ -36,10 +36,11 @@ pub enum Cwd {
 }
 
 impl Cwd {
-    fn union(&self, other: &Cwd) -> Cwd {
+    /// Both: the directories of either (owned: the first is extended, not
+    /// copied).
+    fn union(self, other: &Cwd) -> Cwd {
         match (self, other) {
-            (Cwd::Known(a), Cwd::Known(b)) => {
-                let mut v = a.clone();
+            (Cwd::Known(mut v), Cwd::Known(b)) => {
                 for d in b {
                     if !v.contains(d) {
                         v.push(d.clone());
@@ -64,14 +65,15 @@ struct State {
 }
 
 impl State {
-    fn union(&self, other: &State) -> State {
+    fn union(self, other: &State) -> State {
+        let State { cwd, stack } = self;
         State {
-            cwd: self.cwd.union(&other.cwd),
-            stack: if self.stack == other.stack {
-                self.stack.clone()
+            stack: if stack == other.stack {
+                stack
             } else {
                 Vec::new()
             },
+            cwd: cwd.union(&other.cwd),
         }
     }
 
@@ -561,7 +563,7 @@ impl<'h> Walker<'h> {
                 self.expansion_budget -= v.values.len();
             }
         }
-        let args = value_args(&v);
+        let args = value_args(&mut v);
         (args, v)
     }
 
@@ -570,7 +572,7 @@ impl<'h> Walker<'h> {
             match &r.target {
                 RedirTarget::Word(w) => {
                     self.walk_nested(&w.parts, state);
-                    let v = word::evaluate(w, self.home);
+                    let mut v = word::evaluate(w, self.home);
                     if v.arith_vars {
                         seg.set_opaque("arithmetic over variables");
                     }
@@ -583,7 +585,7 @@ impl<'h> Walker<'h> {
                         seg.stdin = Stdin::HereString;
                         continue;
                     }
-                    for a in value_args(&v) {
+                    for a in value_args(&mut v) {
                         seg.redirects.push(SegRedirect {
                             writes: r.op.writes(),
                             target: a,
@@ -845,15 +847,13 @@ impl<'h> Walker<'h> {
             return (state.clone(), state);
         }
         // cd / pushd / popd change the state.
-        let mut out_succ = state.clone();
         let out_fail = state.clone();
-        let name = argv
-            .first()
-            .map(|a| a.basename().to_string())
-            .unwrap_or_default();
-        if cd_ok && seg.opaque.is_none() && matches!(name.as_str(), "cd" | "pushd" | "popd") {
-            out_succ = self.change_dir(&name, &argv, &state, &mut seg);
-        }
+        let name = argv.first().map_or("", |a| a.basename());
+        let out_succ = if cd_ok && seg.opaque.is_none() && matches!(name, "cd" | "pushd" | "popd") {
+            self.change_dir(name, &argv, &state, &mut seg)
+        } else {
+            state
+        };
         // Program-specific facts.
         let facts = program::analyze(&argv);
         if let Some(r) = facts.opaque {
@@ -1196,7 +1196,7 @@ fn resolve_cwd(cwd: &Cwd, target: &str) -> Cwd {
 }
 
 /// Arguments of an evaluated word.
-fn value_args(v: &Value) -> Vec<Arg> {
+fn value_args(v: &mut Value) -> Vec<Arg> {
     let base = Arg {
         text: String::new(),
         dynamic: v.dynamic || v.too_many,
@@ -1207,10 +1207,10 @@ fn value_args(v: &Value) -> Vec<Arg> {
         package: false,
         find_placeholder: false,
     };
-    v.values
-        .iter()
-        .map(|t| Arg {
-            text: t.clone(),
+    std::mem::take(&mut v.values)
+        .into_iter()
+        .map(|text| Arg {
+            text,
             ..base.clone()
         })
         .collect()

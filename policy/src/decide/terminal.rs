@@ -43,7 +43,7 @@ struct RulesTally {
     unmatched: Vec<usize>,
 }
 
-impl Decider<'_> {
+impl<'a> Decider<'a> {
     pub(super) fn terminal(&mut self, command: &str) -> RulesOutcome {
         // With `dotglob` (or `GLOBIGNORE`, which sets it) a glob matches
         // names that start with `.`.
@@ -53,11 +53,10 @@ impl Decider<'_> {
         let all_in_scope = scope::all_in_scope(self.ctx.frame);
         let mut tally = RulesTally::default();
         for (idx, seg) in analysis.segments.iter().enumerate() {
-            let mut judged = Judged {
-                idx,
-                seg,
-                shown: display(seg),
-                report: SegmentReport {
+            // Without reports (`decide_brief`) the report stays empty: no
+            // finding reads it.
+            let report = if self.reports {
+                SegmentReport {
                     argv: seg.argv.iter().map(|a| a.text.clone()).collect(),
                     wrappers: seg
                         .chain
@@ -73,14 +72,32 @@ impl Decider<'_> {
                     privileged: None,
                     template: None,
                     paths: Vec::new(),
-                },
+                }
+            } else {
+                SegmentReport {
+                    argv: Vec::new(),
+                    wrappers: Vec::new(),
+                    matched: RuleMatch::None,
+                    opaque: None,
+                    privileged: None,
+                    template: None,
+                    paths: Vec::new(),
+                }
+            };
+            let mut judged = Judged {
+                idx,
+                seg,
+                shown: display(seg),
+                report,
                 opaque: seg.opaque.clone(),
             };
             self.deny(&mut judged, home);
             self.privileged_limit(&mut judged);
             self.scope_limit(&mut judged, all_in_scope);
             self.rules_file(&mut judged, &mut tally);
-            self.segments.push(judged.report);
+            if self.reports {
+                self.segments.push(judged.report);
+            }
         }
         if analysis.segments.len() > MAX_SEGMENTS {
             return self.beyond_bound(analysis.segments.len());
@@ -258,7 +275,9 @@ impl Decider<'_> {
                 format!("`{shown}` cannot be analysed: {reason}"),
                 Some(idx),
             );
-            j.report.opaque = Some(reason.clone());
+            if self.reports {
+                j.report.opaque = Some(reason.clone());
+            }
         }
         if seg.kind != SegKind::Command {
             return;
@@ -303,13 +322,13 @@ impl Decider<'_> {
             None
         };
         match allow {
-            Some(r) => {
-                if matches!(j.report.matched, RuleMatch::None) {
-                    j.report.matched = RuleMatch::Allow { rule: r.clone() };
+            Some(rule) => {
+                if self.reports && matches!(j.report.matched, RuleMatch::None) {
+                    j.report.matched = RuleMatch::Allow {
+                        rule: rule_ref(rule),
+                    };
                 }
-                tally
-                    .allowed
-                    .push(format!("`{shown}` matches the allow rule {r}"));
+                tally.allowed.push(allow_reason(shown, rule));
             }
             None => tally.unmatched.push(idx),
         }
@@ -368,7 +387,7 @@ impl Decider<'_> {
     /// also name the wrappers as written when it reaches into the program
     /// (`npx prettier` matches `npx prettier --check .`; `npx` alone does not
     /// allow whatever npx runs).
-    fn allow_rule(&self, seg: &Segment) -> Option<RuleRef> {
+    fn allow_rule(&self, seg: &Segment) -> Option<&'a CommandRule> {
         // `git -c user.name=x commit` is `git commit` to an allow rule.
         let toolchain_removed = template::without_toolchain(&seg.argv);
         let mut argv = crate::program::git_without_harmless_settings(&toolchain_removed);
@@ -400,7 +419,7 @@ impl Decider<'_> {
         if let Some(r) = allows()
             .find(|r| r.pattern.matches(&argv, seg.trailing_dynamic, Side::Allow) == Match::Yes)
         {
-            return Some(rule_ref(r));
+            return Some(r);
         }
         // The wrappers of this command line itself (not an enclosing `sh -c`).
         let own_chain: Vec<&Vec<Arg>> = seg
@@ -417,15 +436,13 @@ impl Decider<'_> {
             .flat_map(|inv| inv.iter().cloned())
             .collect();
         full.extend(seg.argv.iter().cloned());
-        allows()
-            .find(|r| {
-                let reaches = match &r.pattern.kind {
-                    pattern::Kind::Prefix(w) | pattern::Kind::Exact(w) => w.len() > prefix,
-                    _ => false,
-                };
-                reaches && r.pattern.matches(&full, seg.trailing_dynamic, Side::Allow) == Match::Yes
-            })
-            .map(rule_ref)
+        allows().find(|r| {
+            let reaches = match &r.pattern.kind {
+                pattern::Kind::Prefix(w) | pattern::Kind::Exact(w) => w.len() > prefix,
+                _ => false,
+            };
+            reaches && r.pattern.matches(&full, seg.trailing_dynamic, Side::Allow) == Match::Yes
+        })
     }
 
     /// The `Read`/`Edit` path rules and the protected paths over what the
@@ -676,6 +693,52 @@ fn command_rule_matches<'c>(
     })
 }
 
+/// Why an allowed segment is allowed: ``"`{shown}` matches the allow rule
+/// {rule}"`` (the rule as [`RuleRef`] shows it), written in one buffer —
+/// every allowed command's reason has it.
+fn allow_reason(shown: &str, rule: &CommandRule) -> String {
+    const TEXT: &str = "` matches the allow rule ";
+    let source = rule.source.as_ref().map_or(0, |s| s.file.len() + 24);
+    let mut s =
+        String::with_capacity(shown.len() + TEXT.len() + rule.pattern.raw.len() + source + 12);
+    s.push('`');
+    s.push_str(shown);
+    s.push_str(TEXT);
+    s.push_str(rule.list.as_str());
+    s.push_str(" \"");
+    s.push_str(&rule.pattern.raw);
+    s.push('"');
+    if let Some(src) = &rule.source {
+        s.push_str(" (");
+        s.push_str(&src.file);
+        s.push(':');
+        push_decimal(&mut s, src.line);
+        s.push(':');
+        push_decimal(&mut s, src.column);
+        s.push(')');
+    }
+    s
+}
+
+/// `n` in decimal, as `{n}` writes it, without the formatting machinery.
+fn push_decimal(s: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = n;
+    loop {
+        i -= 1;
+        // A digit: `rest % 10` is below 10.
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        s.push(char::from(d));
+    }
+}
+
 /// Whether a reported path is a dynamic word's skeleton (`⟨$f⟩`).
 fn hit_dynamic(shown: &str) -> bool {
     shown.starts_with('⟨')
@@ -709,7 +772,7 @@ fn name_list(names: &[String]) -> String {
 /// A segment as people read it: wrappers and program.
 fn display(seg: &Segment) -> String {
     const MAX: usize = 120;
-    let mut s = String::new();
+    let mut s = String::with_capacity(32);
     for inv in seg
         .chain
         .iter()

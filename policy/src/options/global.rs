@@ -10,6 +10,8 @@
 //! subcommand means the subcommand cannot be found: [`subcommand`] reports
 //! it, and the segment is opaque.
 
+use std::borrow::Cow;
+
 use super::{Opt, Parsed, Problem, Role, Syntax, flag, optional, parse, value};
 use crate::arg::Arg;
 
@@ -512,9 +514,13 @@ pub fn is_modelled(name: &str) -> bool {
 
 /// Where a tool's subcommand stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sub {
-    /// At this index, named canonically (`npm i` → `install`).
-    At { index: usize, canonical: String },
+pub enum Sub<'a> {
+    /// At this index, named canonically (`npm i` → `install`): borrowed
+    /// from argv or the tables when it needs no new text (most commands).
+    At {
+        index: usize,
+        canonical: Cow<'a, str>,
+    },
     /// The tool runs no subcommand (`npm --version`, `git` alone).
     None,
     /// Its place cannot be found: an unknown or dynamic option before it.
@@ -523,7 +529,7 @@ pub enum Sub {
 
 /// Finds the subcommand of `argv` (`argv[0]` is the tool), if the tool's
 /// global options are modelled.
-pub fn subcommand(argv: &[Arg]) -> Option<Sub> {
+pub fn subcommand(argv: &[Arg]) -> Option<Sub<'_>> {
     let first = argv.first()?;
     if first.dynamic {
         return None;
@@ -547,7 +553,7 @@ pub fn subcommand(argv: &[Arg]) -> Option<Sub> {
     }
     let word = &argv[parsed.end];
     let canonical = if word.dynamic {
-        word.text.clone()
+        Cow::Borrowed(word.text.as_str())
     } else {
         canonical_command(&t, &word.text)
     };
@@ -558,8 +564,8 @@ pub fn subcommand(argv: &[Arg]) -> Option<Sub> {
 }
 
 /// The command a tool runs for `word`, through its aliases and abbreviations.
-fn canonical_command(t: &Tool, word: &str) -> String {
-    let mut w = word.to_string();
+fn canonical_command<'a>(t: &Tool, word: &'a str) -> Cow<'a, str> {
+    let mut w = Cow::Borrowed(word);
     if !t.abbreviates.is_empty() && w.bytes().any(|b| b.is_ascii_uppercase()) {
         // npm reads `distTag` as `dist-tag`.
         let mut out = String::new();
@@ -571,7 +577,7 @@ fn canonical_command(t: &Tool, word: &str) -> String {
                 out.push(c);
             }
         }
-        w = out;
+        w = Cow::Owned(out);
     }
     if !t.abbreviates.is_empty() {
         let known = t
@@ -580,15 +586,15 @@ fn canonical_command(t: &Tool, word: &str) -> String {
             .copied()
             .chain(t.aliases.iter().map(|(a, _)| *a));
         if !known.clone().any(|k| k == w) {
-            let mut hits = known.filter(|k| k.starts_with(w.as_str()));
+            let mut hits = known.filter(|k| k.starts_with(&*w));
             if let (Some(only), None) = (hits.next(), hits.next()) {
-                w = only.to_string();
+                w = Cow::Borrowed(only);
             }
         }
     }
     for _ in 0..4 {
         match t.aliases.iter().find(|(a, _)| *a == w) {
-            Some((_, to)) if *to != w => w = (*to).to_string(),
+            Some((_, to)) if *to != w => w = Cow::Borrowed(*to),
             _ => break,
         }
     }
@@ -604,7 +610,7 @@ pub fn normalized(argv: &[Arg]) -> Option<Vec<Arg>> {
 }
 
 /// [`normalized`] with the subcommand already found ([`subcommand`]).
-pub fn normalized_at(argv: &[Arg], sub: Sub) -> Option<Vec<Arg>> {
+pub fn normalized_at(argv: &[Arg], sub: Sub<'_>) -> Option<Vec<Arg>> {
     match sub {
         // Nothing removed and the subcommand already canonical (most
         // commands): argv as written, with no copy.
@@ -613,7 +619,7 @@ pub fn normalized_at(argv: &[Arg], sub: Sub) -> Option<Vec<Arg>> {
             canonical,
         } if argv
             .get(1)
-            .is_some_and(|a| a.dynamic || a.text == canonical) =>
+            .is_some_and(|a| a.dynamic || a.text == *canonical) =>
         {
             None
         }
@@ -622,7 +628,7 @@ pub fn normalized_at(argv: &[Arg], sub: Sub) -> Option<Vec<Arg>> {
             out.push(argv[0].clone());
             let mut sub = argv[index].clone();
             if !sub.dynamic {
-                sub.text = canonical;
+                sub.text = canonical.into_owned();
             }
             out.push(sub);
             out.extend_from_slice(&argv[index + 1..]);

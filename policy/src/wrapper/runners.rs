@@ -176,13 +176,16 @@ pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
     let (sub_i, sub) = match global::subcommand(argv) {
         Some(Sub::At { index, canonical }) => (index, canonical),
         Some(_) => return None,
-        None => (1, argv.get(1).and_then(Arg::known)?.to_string()),
+        None => (
+            1,
+            std::borrow::Cow::Borrowed(argv.get(1).and_then(Arg::known)?),
+        ),
     };
     if argv[sub_i].dynamic {
         return None;
     }
     let skip = sub_i + 1;
-    let spec = match (name, sub.as_str()) {
+    let spec = match (name, &*sub) {
         ("npm", "exec") => Spec {
             opts: NPM_EXEC,
             package: true,

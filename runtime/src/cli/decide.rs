@@ -212,7 +212,8 @@ fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> anyhow::Resul
                 continue;
             }
         };
-        let d = inputs.decide();
+        // The batch prints the verdict, stage and reason alone.
+        let d = inputs.decide_brief();
         let line = Line {
             id: case.id.as_deref().map_or(Id::LineNumber(n), Id::Given),
             verdict: d.verdict.as_str(),
