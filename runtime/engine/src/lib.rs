@@ -32,7 +32,9 @@
 //! | `pipeline/end.rs` | `approve_task`, `reject_task` (`lease.rs`, `drive.rs`: the run's steps) |
 //! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
 //! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
-//! | `berths.rs` | `up`, `up_with`, `down`, `down_with`, `berths`, `reconcile_berths`, `orphan_containers`, `saved_work`, `drop_saved_work` |
+//! | `berths/mod.rs` | `berths`, `saved_work`, `drop_saved_work` (and the host checks of a decided action) |
+//! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
+//! | `berths/provider.rs` | no method: `SandboxProvider`, `BerthSpec` and the runner's bring-up (`mounted.rs`: the Docker provider) |
 //! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
 //! | `berth_disk.rs`, `berth_uid.rs` | `disk_doctor`, `reconcile_disks`, `doctor` |
 //! | `exchange.rs` | `sync_project`, `export_pr` |

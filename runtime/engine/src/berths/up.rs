@@ -1,0 +1,272 @@
+//! `berth up`: provisioning an agent's worktree and repository, its uid and
+//! disk, and opening (or adopting) its sandbox.
+
+use super::*;
+
+/// How `berth up` treats what it finds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpOptions {
+    /// Give the berth a new uid from `[host] uid_range` (re-owning its
+    /// repository and worktree, recreating its container).
+    pub new_uid: bool,
+}
+
+impl Engine {
+    /// Brings an agent's berth up: its worktree (on its task's branch, or its
+    /// scratch branch when it has no task) and its sandbox. Idempotent.
+    pub async fn up(
+        &self,
+        agent: &AgentName,
+        project: &ProjectName,
+        mode: Option<BerthMode>,
+        actor: &Actor,
+    ) -> Result<BerthInfo> {
+        self.up_with(agent, project, mode, UpOptions::default(), actor)
+            .await
+    }
+
+    /// [`up`](Self::up) with options (`berth up --new-uid`).
+    pub async fn up_with(
+        &self,
+        agent: &AgentName,
+        project: &ProjectName,
+        mode: Option<BerthMode>,
+        options: UpOptions,
+        actor: &Actor,
+    ) -> Result<BerthInfo> {
+        let a = self.agent(agent).await?;
+        if a.project != project.as_str() {
+            return Err(EngineError::WrongProject {
+                agent: agent.to_string(),
+                actual: a.project,
+                requested: project.to_string(),
+            });
+        }
+        let loaded = self.load_project(project).await?;
+        let (mode, fallback) = match mode.or(a.berth).or(loaded.config.sandbox.mode.fixed()) {
+            Some(m) => (m, None),
+            None => self.provider.auto_mode().await?,
+        };
+        if let Some(current) = a.berth
+            && current != mode
+        {
+            return Err(EngineError::AlreadyUp {
+                agent: agent.to_string(),
+                mode: current.as_str(),
+            });
+        }
+        if mode == BerthMode::Runner
+            && crate::agents::load_autonomy(self.store.pool(), agent)
+                .await?
+                .resolve(berth_policy::autonomy::WILDCARD)
+                .is_auto_mode()
+        {
+            // Auto mode was turned on while the berth would have been a
+            // container: a runner berth must pass the same gate.
+            self.check_runner_auto_mode(&a, mode, &loaded.config)?;
+        }
+        let branch = branch_for(&a.name, a.task.as_deref());
+        let system = Actor::system();
+        if let Some(old) = a.branch.as_deref().filter(|b| *b != branch) {
+            // A worktree on another branch: its scratch branch, now that it has
+            // a task (a task's worktree is only recycled when the task leaves).
+            if self.git().recycle(&loaded.project, &a.name).await? {
+                let mut tx = self.store.write("recycling a worktree").await?;
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::WORKTREE_RECYCLED, &system)
+                        .project(project)
+                        .agent(agent)
+                        .payload(serde_json::json!({ "worktree": a.worktree, "branch": old })),
+                )
+                .await?;
+                tx.commit()
+                    .await
+                    .map_err(EngineError::store("recycling a worktree"))?;
+            }
+        }
+        // Before anything is provisioned: a mounted berth with no engine or
+        // no image fails here, naming what to do.
+        self.provider.check(mode, &loaded.config).await?;
+        // The berth's own uid (mounted, and runner when berth is root):
+        // allocated, checked against the host, or kept as made; it owns the
+        // repository and the worktree. A runner berth of a berth not root
+        // runs as the user, whom its user namespace maps.
+        let own_uid = mode == BerthMode::Mounted || berth_sandbox::identity::current_uid() == 0;
+        let (uid, uid_note) = if own_uid {
+            self.settle_uid(&a, &loaded.config, options.new_uid).await?
+        } else {
+            (loaded.config.sandbox.uid, None)
+        };
+        let owner = own_uid.then_some(berth_worktrees::Owner { uid, gid: uid });
+        // The berth's own disk is mounted before anything is provisioned:
+        // the repository and the worktree are created on it.
+        let disk = self.settle_disk(&a, &loaded.config).await?;
+        let max_checkout_bytes = match &disk {
+            crate::berth_disk::DiskOutcome::Own { free_bytes, .. } => {
+                loaded.config.git.max_checkout_bytes.min(*free_bytes)
+            }
+            crate::berth_disk::DiskOutcome::Unbounded { .. } => {
+                loaded.config.git.max_checkout_bytes
+            }
+        };
+        let provisioned = match self
+            .git()
+            .provision(
+                &loaded.project,
+                &a.name,
+                &crate::git::task_part(a.task.as_deref()),
+                owner,
+                max_checkout_bytes,
+            )
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(self
+                    .provision_failed_on_disk(&a, &loaded.config, &disk, e)
+                    .await);
+            }
+        };
+        if provisioned.created {
+            // Logged at once: a sandbox that fails to open must not hide it.
+            let mut tx = self.store.write("recording a worktree").await?;
+            emit(
+                &mut tx,
+                NewEvent::new(kind::WORKTREE_CREATED, &system)
+                    .project(project)
+                    .agent(agent)
+                    .task(a.task.as_deref())
+                    .payload(serde_json::json!({
+                        "worktree": provisioned.worktree,
+                        "branch": provisioned.branch,
+                        "base": provisioned.base,
+                    })),
+            )
+            .await?;
+            tx.commit()
+                .await
+                .map_err(EngineError::store("recording a worktree"))?;
+        }
+        let mut spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
+        spec.uid = uid;
+        if mode == BerthMode::Runner
+            && let Some(owner) = owner
+        {
+            // Its home keeps what its commands wrote before a
+            // `down --keep-worktree` (as root, when runner berths had no
+            // uid): all of it is the berth's now.
+            make_private_dir(&spec.home)?;
+            let dir = spec.home.clone();
+            tokio::task::spawn_blocking(move || chown_berth_dir(&dir, owner))
+                .await
+                .map_err(EngineError::interrupted(
+                    "giving the berth's home to its uid",
+                ))??;
+            spec.runner_uid = Some(uid);
+        }
+        self.sandboxes.drop_agent(agent);
+        let opened = self.provider.open(&spec).await?;
+        self.sandboxes.put(
+            (a.name.clone(), provisioned.worktree.clone()),
+            opened.sandbox.clone(),
+        );
+
+        // A container this call created must not outlive a record that could
+        // not be written: nothing would say it is there.
+        let recorded = async {
+            let mut tx = self.store.write("bringing a berth up").await?;
+            sqlx::query(
+                "UPDATE agents SET berth_mode = $1, worktree = $2, branch = $3, updated_at = $4 WHERE name = $5",
+            )
+            .bind(mode.as_str())
+            .bind(provisioned.worktree.display().to_string())
+            .bind(&provisioned.branch)
+            .bind(now_ms())
+            .bind(agent.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("bringing a berth up"))?;
+            if let Some(container) = &opened.created_container {
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::CONTAINER_CREATED, &system)
+                        .project(project)
+                        .agent(agent)
+                        .payload(serde_json::json!({ "container": container })),
+                )
+                .await?;
+            }
+            if a.berth.is_none() {
+                emit(
+                    &mut tx,
+                    NewEvent::new(kind::BERTH_UP, actor)
+                        .project(project)
+                        .agent(agent)
+                        .payload(serde_json::json!({
+                            "mode": mode.as_str(),
+                            "worktree": provisioned.worktree,
+                            "branch": branch,
+                            "fallback": fallback,
+                            "disk": match &disk {
+                                crate::berth_disk::DiskOutcome::Own { .. } => serde_json::json!({
+                                    "bytes": loaded.config.sandbox.disk.bytes(),
+                                    "inodes": crate::berth_disk::disk_inodes(&loaded.config),
+                                }),
+                                crate::berth_disk::DiskOutcome::Unbounded { .. } => serde_json::Value::Null,
+                            },
+                        })),
+                )
+                .await?;
+            }
+            tx.commit()
+                .await
+                .map_err(EngineError::store("bringing a berth up"))?;
+            Ok::<(), EngineError>(())
+        }
+        .await;
+        if let Err(e) = recorded {
+            if opened.created_container.is_some() {
+                self.sandboxes.drop_agent(agent);
+                if let Err(close) = self.provider.close(&spec).await {
+                    tracing::warn!(agent = agent.as_str(), error = %close, "removing a container whose berth could not be recorded failed; reconcile removes it");
+                }
+            }
+            return Err(e);
+        }
+        let instance = instance_of(self.state.root());
+        let mut info = BerthInfo::of(&self.agent(agent).await?, &instance);
+        // The berth's uid must reach each declared toolchain and cache.
+        let unreachable = if own_uid {
+            crate::declared_dirs::unreachable_notes(&loaded.config.sandbox, uid, mode)
+        } else {
+            Vec::new()
+        };
+        for note in unreachable.into_iter().rev() {
+            tracing::warn!(agent = agent.as_str(), %note, "a declared directory is out of the berth's reach");
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
+        if let crate::berth_disk::DiskOutcome::Unbounded { note } = disk {
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
+        if let Some(note) = uid_note {
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
+        if let Some(why) = fallback {
+            info.note = Some(match info.note {
+                Some(n) => format!("{why}; {n}"),
+                None => why,
+            });
+        }
+        Ok(info)
+    }
+}
