@@ -1,0 +1,168 @@
+//! The other tables of `berth.toml`: `[execution]`, `[git]`, `[scope]`,
+//! `[policy]`, `[host]`, `[agents]`, `[followups]` and `[[hooks]]`.
+
+use serde::{Deserialize, Serialize};
+
+/// How a pipeline task ends (ARCHITECTURE.md: the execution mode, not auto mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionMode {
+    Auto,
+    #[default]
+    Review,
+}
+
+impl ExecutionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutionMode::Auto => "auto",
+            ExecutionMode::Review => "review",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ExecutionMode> {
+        match s {
+            "auto" => Some(ExecutionMode::Auto),
+            "review" => Some(ExecutionMode::Review),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExecutionConfig {
+    pub mode: ExecutionMode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GitConfig {
+    pub protected_branches: Vec<String>,
+    /// `Name <email>`: the person agents work for.
+    pub co_author: String,
+    /// The largest object (uncompressed) a push may bring into the forge.
+    pub max_object_bytes: u64,
+    /// The most bytes of new objects one push may bring into the forge.
+    pub max_push_bytes: u64,
+    /// The most bytes a checkout into a worktree may write (each file at
+    /// every path it is written to).
+    pub max_checkout_bytes: u64,
+}
+
+impl Default for GitConfig {
+    fn default() -> Self {
+        GitConfig {
+            protected_branches: vec!["main".into(), "master".into()],
+            co_author: "berth user <user@localhost>".into(),
+            max_object_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_OBJECT_BYTES,
+            max_push_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_PUSH_BYTES,
+            max_checkout_bytes: berth_worktrees::GitLimits::DEFAULT_MAX_CHECKOUT_BYTES,
+        }
+    }
+}
+
+impl GitConfig {
+    /// The size bounds of what enters the forge.
+    pub fn limits(&self) -> berth_worktrees::GitLimits {
+        berth_worktrees::GitLimits {
+            max_object_bytes: self.max_object_bytes,
+            max_push_bytes: self.max_push_bytes,
+        }
+    }
+
+    /// The co-author split into name and email.
+    pub fn co_author_parts(&self) -> Option<(&str, &str)> {
+        let (name, rest) = self.co_author.split_once('<')?;
+        let email = rest.strip_suffix('>')?;
+        let name = name.trim();
+        (!name.is_empty() && email.contains('@') && !email.contains(['<', '>', ' ']))
+            .then_some((name, email))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScopeConfig {
+    pub extra_roots: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    pub deny: Vec<String>,
+    pub privileged: Vec<String>,
+}
+
+/// `[host]`: how berth uses the machine it runs on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostConfig {
+    /// `[first, last]`: the uids (gid = uid) berths are given, one each.
+    pub uid_range: [u32; 2],
+}
+
+/// The default `[host] uid_range`: 0x70000000–0x7000FFFF. systemd's table of
+/// UID ranges (<https://systemd.io/UIDS-GIDS/>) lists 1879048192–2147483647
+/// as unused by Linux, distributions and systemd, above its container ranges
+/// (524288–1879048191, `systemd-nspawn --private-users=pick`) and below the
+/// "HIC SVNT LEONES" half where a signed uid goes negative; shadow's default
+/// subordinate ids (`SUB_UID_MIN` 100000 … `SUB_UID_MAX` 600100000 in
+/// login.defs) end far below it. 65,536 berths.
+pub const DEFAULT_UID_RANGE: [u32; 2] = [0x7000_0000, 0x7000_FFFF];
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            uid_range: DEFAULT_UID_RANGE,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentsConfig {
+    pub max_parallel: u32,
+    pub circuit_breaker: u32,
+}
+
+impl Default for AgentsConfig {
+    fn default() -> Self {
+        AgentsConfig {
+            max_parallel: 1,
+            circuit_breaker: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FollowupsConfig {
+    pub enabled: bool,
+    pub command: String,
+    /// The generator's deadline, in seconds.
+    pub timeout_secs: u64,
+}
+
+impl Default for FollowupsConfig {
+    fn default() -> Self {
+        FollowupsConfig {
+            enabled: false,
+            command: String::new(),
+            timeout_secs: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    pub event: String,
+    pub command: String,
+    #[serde(default = "default_hook_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_hook_timeout() -> u64 {
+    30
+}
