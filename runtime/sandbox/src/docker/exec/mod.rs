@@ -30,6 +30,9 @@
 //! The image must provide `/bin/sh`, `setsid` and `tr` (busybox or coreutils +
 //! util-linux); `up` checks that once.
 
+mod stop;
+mod token;
+
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -47,6 +50,9 @@ use crate::SandboxError;
 use crate::action_execs::process_start;
 use crate::capture::TailBuffer;
 use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, OutputSink, Program};
+
+pub(crate) use stop::*;
+pub(crate) use token::*;
 
 /// Runs `"$@"` (after the token) in its own session and kills what is left of
 /// that session's process group when it ends. `$0` is `berth-exec`, `$1` the
@@ -469,162 +475,6 @@ pub(crate) fn container_gone(container: &str) -> SandboxError {
     }
 }
 
-/// Kills an exec's tree when the future running it is dropped before the
-/// exec finished, on a task of its own (drop cannot await). Best effort: a
-/// runtime that is shutting down may not run it, and then reconcile does.
-struct CancelGuard {
-    docker: Docker,
-    container: String,
-    user: String,
-    token: String,
-    armed: bool,
-}
-
-impl Drop for CancelGuard {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let docker = self.docker.clone();
-        let container = std::mem::take(&mut self.container);
-        let user = std::mem::take(&mut self.user);
-        let token = std::mem::take(&mut self.token);
-        handle.spawn(async move {
-            let target = Target {
-                docker: &docker,
-                container: &container,
-                user: &user,
-            };
-            if let Err(e) = kill_by_token(&target, &token).await {
-                tracing::warn!(%container, error = %e, "killing a cancelled exec failed");
-            }
-        });
-    }
-}
-
-/// Kills the exec's tree and waits until Docker sees it stopped; true when
-/// that took a restart of the container.
-async fn kill_then_wait(
-    target: &Target<'_>,
-    exec_id: &str,
-    token: &str,
-) -> Result<bool, SandboxError> {
-    if let Err(e) = kill_by_token(target, token).await {
-        tracing::warn!(container = target.container, error = %e, "kill exec failed");
-    }
-    wait_stopped(target, exec_id).await
-}
-
-/// Waits for a killed exec to stop; if it will not, restarts the container —
-/// the last resort, which kills every process in it — so that no exec
-/// outlives its deadline. True when it restarted the container: the
-/// caller's outcome says so, since every other command in the berth died
-/// with it.
-async fn wait_stopped(target: &Target<'_>, exec_id: &str) -> Result<bool, SandboxError> {
-    let until = Instant::now() + KILL_BUDGET;
-    while Instant::now() < until {
-        match target.docker.inspect_exec(exec_id).await {
-            Ok(i) if i.running != Some(true) => return Ok(false),
-            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            Err(e) if is_not_found(&e) => return Ok(false),
-            Err(source) => {
-                return Err(DockerError::Api {
-                    op: "inspect exec in",
-                    target: target.container.to_string(),
-                    source,
-                }
-                .into());
-            }
-        }
-    }
-    tracing::warn!(
-        container = target.container,
-        exec = exec_id,
-        "a timed-out exec survived its kill; restarting the container"
-    );
-    target
-        .docker
-        .restart_container(
-            target.container,
-            Some(bollard::query_parameters::RestartContainerOptions {
-                signal: None,
-                t: Some(0),
-            }),
-        )
-        .await
-        .map_err(|source| DockerError::Api {
-            op: "restart container",
-            target: target.container.to_string(),
-            source,
-        })?;
-    Ok(true)
-}
-
-/// Whether the container stopped or (re)started after `since`: every exec
-/// that was running in it then was killed with it. Asked only when an exec
-/// died with its wrapper (no report), which a restart does; the engine
-/// records the stop a moment after the processes die, so this looks again
-/// for up to [`RESTART_SETTLE`] before answering no.
-async fn restarted_since(target: &Target<'_>, since: SystemTime) -> bool {
-    let until = Instant::now() + RESTART_SETTLE;
-    loop {
-        let Ok(found) = target
-            .docker
-            .inspect_container(target.container, None)
-            .await
-        else {
-            return false;
-        };
-        if let Some(state) = found.state {
-            let moved = [state.started_at, state.finished_at]
-                .into_iter()
-                .flatten()
-                .filter_map(|t| humantime::parse_rfc3339_weak(&t).ok())
-                .any(|t| t > since);
-            if moved || state.restarting == Some(true) || state.running == Some(false) {
-                return true;
-            }
-        }
-        if Instant::now() >= until {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Kills every exec whose token starts with `token` (one exec, or all execs
-/// of one owner), from inside the container.
-pub(crate) async fn kill_by_token(target: &Target<'_>, token: &str) -> Result<(), SandboxError> {
-    let options = CreateExecOptions {
-        cmd: Some(vec![
-            "/bin/sh".to_string(),
-            "-c".to_string(),
-            KILL_SCRIPT.to_string(),
-            "berth-kill".to_string(),
-            token.to_string(),
-        ]),
-        user: Some(target.user.to_string()),
-        attach_stdout: Some(true),
-        attach_stderr: Some(true),
-        tty: Some(false),
-        ..Default::default()
-    };
-    let outcome = run_plain(target, options, KILL_BUDGET).await?;
-    if outcome.0 != Some(0) {
-        tracing::warn!(
-            container = target.container,
-            token,
-            code = ?outcome.0,
-            output = %String::from_utf8_lossy(&outcome.1),
-            "kill exec did not succeed"
-        );
-    }
-    Ok(())
-}
-
 /// Runs a helper exec to completion within `budget`; returns its exit code
 /// and combined output.
 pub(crate) async fn run_plain(
@@ -689,113 +539,6 @@ fn status_from_code(code: i32, jobs: Option<&str>) -> ExitStatus {
     match jobs {
         Some(j) if j.contains("Done") || j.contains("Exit") => ExitStatus::Exited(code),
         _ => ExitStatus::Signaled(code - 128),
-    }
-}
-
-/// Whether the container's memory cgroup killed something since `since`:
-/// Docker emits an `oom` container event for each kill, while the container
-/// itself keeps running (its `State.OOMKilled` stays false when an exec, not
-/// the init, is the victim).
-async fn oom_since(target: &Target<'_>, since: SystemTime) -> bool {
-    for attempt in 0..2 {
-        if attempt > 0 {
-            // The event and the exec's exit travel separately; give the event
-            // a moment before deciding there was none.
-            tokio::time::sleep(Duration::from_millis(150)).await;
-        }
-        let until = SystemTime::now();
-        let options = EventsOptionsBuilder::default()
-            .since(&unix_seconds(since))
-            .until(&unix_seconds(until))
-            .filters(&std::collections::HashMap::from([
-                ("type".to_string(), vec!["container".to_string()]),
-                ("container".to_string(), vec![target.container.to_string()]),
-                ("event".to_string(), vec!["oom".to_string()]),
-            ]))
-            .build();
-        let events = target.docker.events(Some(options));
-        let found = tokio::time::timeout(Duration::from_secs(5), async {
-            let mut events = Box::pin(events);
-            matches!(events.next().await, Some(Ok(_)))
-        })
-        .await
-        .unwrap_or(false);
-        if found {
-            return true;
-        }
-    }
-    false
-}
-
-fn unix_seconds(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
-}
-
-/// `bx.<boot>.<pid>.<start>.` — this process, unique across restarts and
-/// pid reuse: the boot id, the pid and its start time.
-pub(crate) fn owner_token() -> &'static str {
-    static OWNER: OnceLock<String> = OnceLock::new();
-    OWNER.get_or_init(|| {
-        let boot = boot_id();
-        let pid = std::process::id();
-        let start = process_start(pid).unwrap_or(0);
-        format!("bx.{boot}.{pid}.{start}.")
-    })
-}
-
-/// `<owner><seq>.`, and `a<action>.` after it when the exec runs an action
-/// (found by it: [`super::cancel`]).
-fn next_token(action: Option<&str>) -> String {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    match action {
-        Some(action) => format!("{}{seq}.a{action}.", owner_token()),
-        None => format!("{}{seq}.", owner_token()),
-    }
-}
-
-fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().replace('-', "").chars().take(12).collect())
-        .unwrap_or_else(|_| "noboot".to_string())
-}
-
-/// The owner of an exec, parsed from its token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ExecOwner {
-    /// The token prefix naming the owner (ends with `.`).
-    pub prefix: String,
-    boot: String,
-    pid: u32,
-    start: u64,
-}
-
-impl ExecOwner {
-    /// From an exec's arguments (`-c WRAPPER berth-exec <token> …`).
-    pub(crate) fn from_arguments(args: &[String]) -> Option<ExecOwner> {
-        let i = args.iter().position(|a| a == "berth-exec")?;
-        let token = args.get(i + 1)?;
-        let mut parts = token.strip_prefix("bx.")?.split('.');
-        let boot = parts.next()?.to_string();
-        let pid = parts.next()?.parse().ok()?;
-        let start = parts.next()?.parse().ok()?;
-        Some(ExecOwner {
-            prefix: format!("bx.{boot}.{pid}.{start}."),
-            boot,
-            pid,
-            start,
-        })
-    }
-
-    /// True when the owner is known dead: same boot, and its pid is gone or
-    /// now belongs to a process started at another time. An owner from another
-    /// boot (or another host) cannot be judged and counts as alive.
-    pub(crate) fn is_dead(&self) -> bool {
-        if self.boot != boot_id() {
-            return false;
-        }
-        process_start(self.pid) != Some(self.start)
     }
 }
 
