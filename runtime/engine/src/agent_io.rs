@@ -130,7 +130,7 @@ impl AgentIo<'_> {
             .agent()
             .await?
             .branch
-            .unwrap_or_else(|| crate::berths::branch_for(&self.agent, Some(&task.id)));
+            .unwrap_or_else(|| crate::agents::branch_for(&self.agent, Some(&task.id)));
         self.propose(
             Action::GitPush { branch },
             ActionParams::default(),

@@ -529,3 +529,11 @@ async fn write_mode(tx: &mut Tx, agent: &str, action_type: &str, mode: Approval)
     .map_err(EngineError::store("setting autonomy"))?;
     Ok(())
 }
+
+/// `agent/<agent>/<task id, 8 digits>`, or `agent/<agent>/scratch` with no task.
+pub fn branch_for(agent: &str, task: Option<&str>) -> String {
+    match task {
+        Some(t) => format!("agent/{agent}/{}", crate::ids::short(t)),
+        None => format!("agent/{agent}/scratch"),
+    }
+}

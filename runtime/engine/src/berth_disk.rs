@@ -201,7 +201,7 @@ impl Engine {
                 Some((refname.clone(), *size))
             }
             other if other.to_string().contains("No space left on device") => Some((
-                crate::berths::branch_for(&agent.name, agent.task.as_deref()),
+                crate::agents::branch_for(&agent.name, agent.task.as_deref()),
                 free_bytes.saturating_add(1),
             )),
             _ => None,

@@ -33,6 +33,7 @@ use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
 use crate::{AgentName, Engine, ProjectName};
 
+pub use crate::agents::branch_for;
 pub use provider::*;
 pub use up::UpOptions;
 
@@ -319,13 +320,5 @@ impl Engine {
             .iter()
             .map(|a| BerthInfo::of(a, &instance))
             .collect())
-    }
-}
-
-/// `agent/<agent>/<task id, 8 digits>`, or `agent/<agent>/scratch` with no task.
-pub fn branch_for(agent: &str, task: Option<&str>) -> String {
-    match task {
-        Some(t) => format!("agent/{agent}/{}", crate::ids::short(t)),
-        None => format!("agent/{agent}/scratch"),
     }
 }
