@@ -81,10 +81,35 @@ impl Stop {
     }
 }
 
-const RESERVED: &[&str] = &[
-    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
-    "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
-];
+/// The reserved word `w` is, if it is one: a `match` (by length, then bytes),
+/// not a scan of a list — it runs at every command's first word.
+fn reserved_word(w: &[u8]) -> Option<&'static str> {
+    Some(match w {
+        b"if" => "if",
+        b"then" => "then",
+        b"else" => "else",
+        b"elif" => "elif",
+        b"fi" => "fi",
+        b"case" => "case",
+        b"esac" => "esac",
+        b"for" => "for",
+        b"select" => "select",
+        b"while" => "while",
+        b"until" => "until",
+        b"do" => "do",
+        b"done" => "done",
+        b"in" => "in",
+        b"function" => "function",
+        b"time" => "time",
+        b"{" => "{",
+        b"}" => "}",
+        b"!" => "!",
+        b"[[" => "[[",
+        b"]]" => "]]",
+        b"coproc" => "coproc",
+        _ => return None,
+    })
+}
 
 struct PendingHereDoc {
     id: usize,
@@ -358,7 +383,7 @@ impl<'a> Parser<'a> {
 
     fn peek_reserved(&self) -> Option<&'static str> {
         let w = self.peek_plain_word()?;
-        RESERVED.iter().copied().find(|r| r.as_bytes() == w)
+        reserved_word(w)
     }
 
     fn eat_reserved(&mut self, word: &str) -> bool {
@@ -595,7 +620,7 @@ impl<'a> Parser<'a> {
                 // `coproc NAME compound`: skip the name when a compound follows.
                 if let Some(w) = self.peek_plain_word()
                     && w.iter().all(|&b| is_name_char(b))
-                    && !RESERVED.iter().any(|r| r.as_bytes() == w)
+                    && reserved_word(w).is_none()
                 {
                     let save = self.pos;
                     self.pos += w.len();
