@@ -436,7 +436,7 @@ pub fn glob_prefix(pattern: &str) -> (&str, String) {
 fn normal(p: &str) -> std::borrow::Cow<'_, str> {
     let already = p.starts_with('/')
         && (p == "/" || !p.ends_with('/'))
-        && !p.contains("//")
+        && !crate::substring::contains(p, "//")
         && !p.split('/').any(|c| c == "." || c == "..");
     if already {
         std::borrow::Cow::Borrowed(p)
