@@ -20,6 +20,7 @@ use crate::arg::Arg;
 use crate::decision::{Location, PathReport};
 use crate::frame::{Frame, MountKind};
 use crate::segment::{Cwd, Segment};
+use crate::substring::slash_parts;
 
 /// Special files that are always in scope.
 const SPECIAL: &[&str] = &[
@@ -114,7 +115,7 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
     }
     let mut parts: Vec<&str> = Vec::new();
     let full_base = if path.starts_with('/') { "" } else { base };
-    for piece in full_base.split('/').chain(path.split('/')) {
+    for piece in slash_parts(full_base).chain(slash_parts(path)) {
         match piece {
             "" | "." => {}
             ".." => {
@@ -148,7 +149,7 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
 /// without collecting the pieces.
 fn already_normal(base: &str, path: &str) -> Option<String> {
     let plain = |s: &str| {
-        s.split('/').all(|p| {
+        slash_parts(s).all(|p| {
             !matches!(p, "" | "." | "..")
                 && !p.ends_with("root")
                 && !p.ends_with("cwd")
@@ -185,7 +186,7 @@ fn join(parts: &[&str], capacity: usize) -> String {
 fn lexical(base: &str, path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     let full_base = if path.starts_with('/') { "" } else { base };
-    for piece in full_base.split('/').chain(path.split('/')) {
+    for piece in slash_parts(full_base).chain(slash_parts(path)) {
         match piece {
             "" | "." => {}
             ".." => {
@@ -398,8 +399,8 @@ pub fn component_matches(pat: &str, name: &str) -> bool {
 /// normalised path `path` (component by component; `**` is `*`, as bash
 /// has it without `globstar`).
 pub fn pattern_matches(pattern: &str, path: &str) -> bool {
-    let mut pc = pattern.split('/').filter(|c| !c.is_empty());
-    let mut tc = path.split('/').filter(|c| !c.is_empty());
+    let mut pc = slash_parts(pattern).filter(|c| !c.is_empty());
+    let mut tc = slash_parts(path).filter(|c| !c.is_empty());
     loop {
         match (pc.next(), tc.next()) {
             (None, None) => return true,
@@ -437,7 +438,7 @@ fn normal(p: &str) -> std::borrow::Cow<'_, str> {
     let already = p.starts_with('/')
         && (p == "/" || !p.ends_with('/'))
         && !crate::substring::contains(p, "//")
-        && !p.split('/').any(|c| c == "." || c == "..");
+        && !slash_parts(p).any(|c| c == "." || c == "..");
     if already {
         std::borrow::Cow::Borrowed(p)
     } else {
@@ -474,7 +475,7 @@ fn is_other_descriptor(path: &str) -> bool {
     if under(path, "/dev/fd") {
         return true;
     }
-    let mut c = path.split('/').filter(|c| !c.is_empty());
+    let mut c = slash_parts(path).filter(|c| !c.is_empty());
     c.next() == Some("proc")
         && c.next().is_some_and(|p| names_process(p, true))
         && c.next() == Some("fd")
