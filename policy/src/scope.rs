@@ -612,9 +612,15 @@ fn reaches(pattern: &str, target: &str, below: bool) -> bool {
 struct Judge<'a> {
     frame: &'a Frame,
     reports: Vec<PathReport>,
-    /// `(written, resolved)` already reported: one report each.
-    seen: rustc_hash::FxHashSet<(String, Option<String>)>,
+    /// The hash of each `(written, resolved)` reported (one report each),
+    /// to the first report with that hash; kept once there are
+    /// [`SCAN_REPORTS`] reports (fewer are compared one by one).
+    seen: rustc_hash::FxHashMap<u64, usize>,
 }
+
+/// Up to this many reports, a new one is compared with each (no table);
+/// past it, [`Judge::seen`] finds it by its hash. No key is copied.
+const SCAN_REPORTS: usize = 16;
 
 /// How a path is judged: as a glob (by what it can match), and whether the
 /// command walks everything below it.
@@ -626,7 +632,7 @@ struct Reach {
 
 impl Judge<'_> {
     fn report(&mut self, written: &str, resolved: Option<String>, location: Location) {
-        if !self.seen.insert((written.to_string(), resolved.clone())) {
+        if self.is_reported(written, resolved.as_deref()) {
             return;
         }
         self.reports.push(PathReport {
@@ -634,6 +640,33 @@ impl Judge<'_> {
             resolved,
             location,
         });
+    }
+
+    /// Whether `(written, resolved)` is among the reports: compared with
+    /// each while they are few, else found by its hash (and compared with
+    /// each only when another pair has the same hash).
+    fn is_reported(&mut self, written: &str, resolved: Option<&str>) -> bool {
+        use std::hash::BuildHasher as _;
+        let same = |r: &PathReport| r.written == written && r.resolved.as_deref() == resolved;
+        if self.reports.len() < SCAN_REPORTS {
+            return self.reports.iter().any(same);
+        }
+        let hasher = rustc_hash::FxBuildHasher;
+        if self.seen.is_empty() {
+            for (i, r) in self.reports.iter().enumerate() {
+                let h = hasher.hash_one((r.written.as_str(), r.resolved.as_deref()));
+                self.seen.entry(h).or_insert(i);
+            }
+        }
+        match self.seen.entry(hasher.hash_one((written, resolved))) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(self.reports.len());
+                false
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                same(&self.reports[*o.get()]) || self.reports.iter().any(same)
+            }
+        }
     }
 
     /// Judges a static path written relative to `base` (the cwd, or
@@ -793,7 +826,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     let mut j = Judge {
         frame,
         reports: Vec::new(),
-        seen: rustc_hash::FxHashSet::default(),
+        seen: rustc_hash::FxHashMap::default(),
     };
     // The cwd itself, unless a `cd` to a static absolute target.
     if !seg.cd_absolute {
