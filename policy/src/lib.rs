@@ -35,6 +35,7 @@ pub mod rules;
 pub mod scope;
 pub mod segment;
 pub mod shell;
+mod substring;
 pub mod template;
 pub mod wrapper;
 

@@ -44,7 +44,10 @@ impl Found {
 /// The paths a word's text names (none for plain words and URLs).
 pub fn candidates(text: &str) -> Vec<String> {
     let mut out = Found(Vec::new());
-    if let Some(scheme) = text.contains("://").then(|| url_scheme(text)).flatten() {
+    if let Some(scheme) = crate::substring::contains(text, "://")
+        .then(|| url_scheme(text))
+        .flatten()
+    {
         if scheme.eq_ignore_ascii_case("file") {
             let rest = &text[scheme.len() + 3..];
             // file://host/path or file:///path

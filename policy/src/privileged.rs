@@ -544,7 +544,7 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
             }
         }
     }
-    if CLOUD_CLIS.contains(&name)
+    if known.cloud
         && pos
             .iter()
             .any(|a| a.is("deploy") || a.text.starts_with("deploy:"))
@@ -552,7 +552,7 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     {
         return Some(Hit::Yes(format!("`{name} … deploy` deploys")));
     }
-    if HTTP_CLIENTS.contains(&name) {
+    if known.http {
         return http_write(name, inv);
     }
     // Every name this match reads is in `READ_BY_NAME`.

@@ -70,7 +70,7 @@ const BARE_REPO_SUFFIX: &str = ".git";
 /// starts with a literal `.` or ends in `.git`, and a glob matches a
 /// leading `.` only with `dotglob`. A cheap test before [`why`].
 pub fn may_name(path: &str, dotglob: bool) -> bool {
-    dotglob || path.starts_with('.') || path.contains("/.") || mentioned_in(path)
+    dotglob || path.starts_with('.') || crate::substring::contains(path, "/.") || mentioned_in(path)
 }
 
 /// Whether a word mentions a protected name anywhere (`--out=.envrc`,

@@ -20,6 +20,7 @@ use crate::arg::Arg;
 use crate::decision::{Location, PathReport};
 use crate::frame::{Frame, MountKind};
 use crate::segment::{Cwd, Segment};
+use crate::substring::slash_parts;
 
 /// Special files that are always in scope.
 const SPECIAL: &[&str] = &[
@@ -114,7 +115,7 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
     }
     let mut parts: Vec<&str> = Vec::new();
     let full_base = if path.starts_with('/') { "" } else { base };
-    for piece in full_base.split('/').chain(path.split('/')) {
+    for piece in slash_parts(full_base).chain(slash_parts(path)) {
         match piece {
             "" | "." => {}
             ".." => {
@@ -148,7 +149,7 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
 /// without collecting the pieces.
 fn already_normal(base: &str, path: &str) -> Option<String> {
     let plain = |s: &str| {
-        s.split('/').all(|p| {
+        slash_parts(s).all(|p| {
             !matches!(p, "" | "." | "..")
                 && !p.ends_with("root")
                 && !p.ends_with("cwd")
@@ -185,7 +186,7 @@ fn join(parts: &[&str], capacity: usize) -> String {
 fn lexical(base: &str, path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     let full_base = if path.starts_with('/') { "" } else { base };
-    for piece in full_base.split('/').chain(path.split('/')) {
+    for piece in slash_parts(full_base).chain(slash_parts(path)) {
         match piece {
             "" | "." => {}
             ".." => {
@@ -398,8 +399,8 @@ pub fn component_matches(pat: &str, name: &str) -> bool {
 /// normalised path `path` (component by component; `**` is `*`, as bash
 /// has it without `globstar`).
 pub fn pattern_matches(pattern: &str, path: &str) -> bool {
-    let mut pc = pattern.split('/').filter(|c| !c.is_empty());
-    let mut tc = path.split('/').filter(|c| !c.is_empty());
+    let mut pc = slash_parts(pattern).filter(|c| !c.is_empty());
+    let mut tc = slash_parts(path).filter(|c| !c.is_empty());
     loop {
         match (pc.next(), tc.next()) {
             (None, None) => return true,
@@ -436,8 +437,8 @@ pub fn glob_prefix(pattern: &str) -> (&str, String) {
 fn normal(p: &str) -> std::borrow::Cow<'_, str> {
     let already = p.starts_with('/')
         && (p == "/" || !p.ends_with('/'))
-        && !p.contains("//")
-        && !p.split('/').any(|c| c == "." || c == "..");
+        && !crate::substring::contains(p, "//")
+        && !slash_parts(p).any(|c| c == "." || c == "..");
     if already {
         std::borrow::Cow::Borrowed(p)
     } else {
@@ -474,7 +475,7 @@ fn is_other_descriptor(path: &str) -> bool {
     if under(path, "/dev/fd") {
         return true;
     }
-    let mut c = path.split('/').filter(|c| !c.is_empty());
+    let mut c = slash_parts(path).filter(|c| !c.is_empty());
     c.next() == Some("proc")
         && c.next().is_some_and(|p| names_process(p, true))
         && c.next() == Some("fd")
@@ -611,9 +612,15 @@ fn reaches(pattern: &str, target: &str, below: bool) -> bool {
 struct Judge<'a> {
     frame: &'a Frame,
     reports: Vec<PathReport>,
-    /// `(written, resolved)` already reported: one report each.
-    seen: rustc_hash::FxHashSet<(String, Option<String>)>,
+    /// The hash of each `(written, resolved)` reported (one report each),
+    /// to the first report with that hash; kept once there are
+    /// [`SCAN_REPORTS`] reports (fewer are compared one by one).
+    seen: rustc_hash::FxHashMap<u64, usize>,
 }
+
+/// Up to this many reports, a new one is compared with each (no table);
+/// past it, [`Judge::seen`] finds it by its hash. No key is copied.
+const SCAN_REPORTS: usize = 16;
 
 /// How a path is judged: as a glob (by what it can match), and whether the
 /// command walks everything below it.
@@ -625,7 +632,7 @@ struct Reach {
 
 impl Judge<'_> {
     fn report(&mut self, written: &str, resolved: Option<String>, location: Location) {
-        if !self.seen.insert((written.to_string(), resolved.clone())) {
+        if self.is_reported(written, resolved.as_deref()) {
             return;
         }
         self.reports.push(PathReport {
@@ -633,6 +640,33 @@ impl Judge<'_> {
             resolved,
             location,
         });
+    }
+
+    /// Whether `(written, resolved)` is among the reports: compared with
+    /// each while they are few, else found by its hash (and compared with
+    /// each only when another pair has the same hash).
+    fn is_reported(&mut self, written: &str, resolved: Option<&str>) -> bool {
+        use std::hash::BuildHasher as _;
+        let same = |r: &PathReport| r.written == written && r.resolved.as_deref() == resolved;
+        if self.reports.len() < SCAN_REPORTS {
+            return self.reports.iter().any(same);
+        }
+        let hasher = rustc_hash::FxBuildHasher;
+        if self.seen.is_empty() {
+            for (i, r) in self.reports.iter().enumerate() {
+                let h = hasher.hash_one((r.written.as_str(), r.resolved.as_deref()));
+                self.seen.entry(h).or_insert(i);
+            }
+        }
+        match self.seen.entry(hasher.hash_one((written, resolved))) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(self.reports.len());
+                false
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                same(&self.reports[*o.get()]) || self.reports.iter().any(same)
+            }
+        }
     }
 
     /// Judges a static path written relative to `base` (the cwd, or
@@ -792,7 +826,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     let mut j = Judge {
         frame,
         reports: Vec::new(),
-        seen: rustc_hash::FxHashSet::default(),
+        seen: rustc_hash::FxHashMap::default(),
     };
     // The cwd itself, unless a `cd` to a static absolute target.
     if !seg.cd_absolute {

@@ -1101,7 +1101,7 @@ fn device_write(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
     if !near_dev(cwd)
         && !inv[1..]
             .iter()
-            .any(|a| a.dynamic || a.glob || a.text.contains("dev"))
+            .any(|a| a.dynamic || a.glob || crate::substring::contains(&a.text, "dev"))
     {
         return None;
     }
@@ -1269,14 +1269,14 @@ fn device_danger(a: &Arg, cwd: &Cwd, strict: bool) -> Danger {
     }
     if a.dynamic {
         let skel = a.text.as_str();
-        return if skel.contains("/dev/") || (strict && !skel.contains('/')) {
+        return if crate::substring::contains(skel, "/dev/") || (strict && !skel.contains('/')) {
             Danger::Maybe
         } else {
             Danger::No
         };
     }
     let t = a.text.as_str();
-    if !(t.contains("dev") || a.glob || (near_dev(cwd) && !t.starts_with('/'))) {
+    if !(crate::substring::contains(t, "dev") || a.glob || (near_dev(cwd) && !t.starts_with('/'))) {
         return Danger::No;
     }
     let mut worst = Danger::No;

@@ -29,6 +29,10 @@ pub(super) struct Known {
     pub fixed: Option<Fixed>,
     /// Its verb sequences in `VERBS`, in the table's order.
     pub verbs: Vec<&'static [&'static str]>,
+    /// In `CLOUD_CLIS`.
+    pub cloud: bool,
+    /// In `HTTP_CLIENTS`.
+    pub http: bool,
 }
 
 static BY_NAME: LazyLock<FxHashMap<&'static str, Known>> = LazyLock::new(|| {
@@ -45,7 +49,13 @@ static BY_NAME: LazyLock<FxHashMap<&'static str, Known>> = LazyLock::new(|| {
     for (tool, verbs) in VERBS {
         map.entry(tool).or_default().verbs.push(verbs);
     }
-    for name in CLOUD_CLIS.iter().chain(HTTP_CLIENTS).chain(READ_BY_NAME) {
+    for name in CLOUD_CLIS {
+        map.entry(name).or_default().cloud = true;
+    }
+    for name in HTTP_CLIENTS {
+        map.entry(name).or_default().http = true;
+    }
+    for name in READ_BY_NAME {
         map.entry(name).or_default();
     }
     map

@@ -211,10 +211,11 @@ pub fn git_normalized(argv: &[Arg]) -> Vec<Arg> {
     out
 }
 
-/// git's own commands (built in, or shipped with git) and common external
-/// commands: any other word in the subcommand position is an alias
-/// (`alias.ship = push`, `alias.x = !sh …`) or a `git-X` program found on
-/// PATH, which the policy cannot read.
+/// git's own commands (built in, or shipped with git), sorted (a test
+/// checks), and with [`GIT_EXTERNAL_COMMANDS`] the only subcommands known: any
+/// other word in the subcommand position is an alias (`alias.ship = push`,
+/// `alias.x = !sh …`) or a `git-X` program found on PATH, which the policy
+/// cannot read.
 const GIT_COMMANDS: &[&str] = &[
     "add",
     "am",
@@ -299,9 +300,9 @@ const GIT_COMMANDS: &[&str] = &[
     "merge",
     "merge-base",
     "merge-file",
+    "merge-index",
     "merge-one-file",
     "merge-tree",
-    "merge-index",
     "mergetool",
     "mktag",
     "mktree",
@@ -379,7 +380,11 @@ const GIT_COMMANDS: &[&str] = &[
     "whatchanged",
     "worktree",
     "write-tree",
-    // external commands in common use
+];
+
+/// External git commands in common use (`git-X` programs), known as
+/// [`GIT_COMMANDS`] are.
+const GIT_EXTERNAL_COMMANDS: &[&str] = &[
     "lfs",
     "flow",
     "filter-repo",
@@ -469,6 +474,12 @@ const SEND_EMAIL_RUNS: &[&str] = &[
     "--smtp-server",  // a path here is a sendmail-like program to run
 ];
 
+/// Is `name` one of [`GIT_COMMANDS`] (sorted: a binary search, not a scan of
+/// 160 names at every `git`) or [`GIT_EXTERNAL_COMMANDS`]?
+fn is_git_command(name: &str) -> bool {
+    GIT_COMMANDS.binary_search(&name).is_ok() || GIT_EXTERNAL_COMMANDS.contains(&name)
+}
+
 pub(super) fn git(argv: &[Arg]) -> Facts {
     let split = git_split(argv);
     let mut facts = Facts {
@@ -491,7 +502,7 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
         facts.opaque = Some("a git `ext::` remote runs a command".into());
         return facts;
     }
-    if !GIT_COMMANDS.contains(&sub.text.as_str()) {
+    if !is_git_command(&sub.text) {
         facts.opaque = Some(format!(
             "`git {}` is not a git command the policy knows: an alias or a program on PATH",
             sub.text
@@ -1188,6 +1199,12 @@ pub fn git_key_runs_program(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_commands_are_sorted_for_binary_search() {
+        assert!(GIT_COMMANDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(is_git_command("status") && is_git_command("lfs") && !is_git_command("ship"));
+    }
 
     #[test]
     fn git_config_keys() {

@@ -81,10 +81,35 @@ impl Stop {
     }
 }
 
-const RESERVED: &[&str] = &[
-    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
-    "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
-];
+/// The reserved word `w` is, if it is one: a `match` (by length, then bytes),
+/// not a scan of a list — it runs at every command's first word.
+fn reserved_word(w: &[u8]) -> Option<&'static str> {
+    Some(match w {
+        b"if" => "if",
+        b"then" => "then",
+        b"else" => "else",
+        b"elif" => "elif",
+        b"fi" => "fi",
+        b"case" => "case",
+        b"esac" => "esac",
+        b"for" => "for",
+        b"select" => "select",
+        b"while" => "while",
+        b"until" => "until",
+        b"do" => "do",
+        b"done" => "done",
+        b"in" => "in",
+        b"function" => "function",
+        b"time" => "time",
+        b"{" => "{",
+        b"}" => "}",
+        b"!" => "!",
+        b"[[" => "[[",
+        b"]]" => "]]",
+        b"coproc" => "coproc",
+        _ => return None,
+    })
+}
 
 struct PendingHereDoc {
     id: usize,
@@ -358,7 +383,7 @@ impl<'a> Parser<'a> {
 
     fn peek_reserved(&self) -> Option<&'static str> {
         let w = self.peek_plain_word()?;
-        RESERVED.iter().copied().find(|r| r.as_bytes() == w)
+        reserved_word(w)
     }
 
     fn eat_reserved(&mut self, word: &str) -> bool {
@@ -595,7 +620,7 @@ impl<'a> Parser<'a> {
                 // `coproc NAME compound`: skip the name when a compound follows.
                 if let Some(w) = self.peek_plain_word()
                     && w.iter().all(|&b| is_name_char(b))
-                    && !RESERVED.iter().any(|r| r.as_bytes() == w)
+                    && reserved_word(w).is_none()
                 {
                     let save = self.pos;
                     self.pos += w.len();
@@ -979,7 +1004,7 @@ impl<'a> Parser<'a> {
                 break;
             }
             let before = self.pos;
-            let word = self.parse_word();
+            let mut word = self.parse_word();
             if self.pos == before {
                 let msg = format!("unexpected {}", self.describe_here());
                 self.fail(msg);
@@ -994,17 +1019,20 @@ impl<'a> Parser<'a> {
             if self.failed() && word.parts.is_empty() {
                 break;
             }
-            if cmd.words.is_empty()
-                && let Some(mut assign) = self.as_assignment(&word)
-            {
-                assign.subscript_code = subscript_is_code(&self.src[before..self.pos]);
-                cmd.assigns.push(assign);
-                continue;
+            if cmd.words.is_empty() {
+                match self.as_assignment(word) {
+                    Ok(mut assign) => {
+                        assign.subscript_code = subscript_is_code(&self.src[before..self.pos]);
+                        cmd.assigns.push(assign);
+                        continue;
+                    }
+                    Err(w) => word = w,
+                }
             }
             // `declare a=(1 2)`, `export a=(…)`: the array belongs to the word
             // — after a declaration builtin only; bash rejects `echo a=(1)`.
             if self.peek() == Some(b'(')
-                && assignment_name(&word).is_some()
+                && assignment_split(&word).is_some()
                 && cmd.words.first().and_then(plain_text).is_some_and(|w| {
                     matches!(
                         w.as_str(),
@@ -1030,18 +1058,19 @@ impl<'a> Parser<'a> {
         Command::Simple(cmd)
     }
 
-    /// `NAME=value` (or `NAME+=`, `NAME[i]=`) before the command name.
-    fn as_assignment(&mut self, word: &Word) -> Option<Assign> {
-        let (name, value_parts) = assignment_name(word)?;
+    /// `NAME=value` (or `NAME+=`, `NAME[i]=`) before the command name; the
+    /// word back when it is none.
+    fn as_assignment(&mut self, word: Word) -> Result<Assign, Word> {
+        let (name, value_parts) = into_assignment(word)?;
         if self.peek() == Some(b'(') && value_parts.is_empty() {
             let words = self.parse_array();
-            return Some(Assign {
+            return Ok(Assign {
                 name,
                 value: AssignValue::Array(words),
                 subscript_code: false,
             });
         }
-        Some(Assign {
+        Ok(Assign {
             name,
             value: AssignValue::Scalar(Word { parts: value_parts }),
             subscript_code: false,
@@ -1080,6 +1109,11 @@ impl<'a> Parser<'a> {
     // ---- redirections ---------------------------------------------------
 
     fn try_redirect(&mut self) -> Option<Redirect> {
+        // Every redirection starts with a digit, `{`, `<`, `>` or `&`: most
+        // words start with none, and need none of the tests below.
+        if !matches!(self.peek(), Some(b'0'..=b'9' | b'{' | b'<' | b'>' | b'&')) {
+            return None;
+        }
         let start = self.pos;
         let mut fd = None;
         // `2>`, `10<`: digits directly followed by an operator.
@@ -2101,8 +2135,17 @@ fn valid_assign_lhs(lhs: &[u8]) -> bool {
     rest.is_empty() || (rest.starts_with(b"[") && rest.ends_with(b"]"))
 }
 
-/// Splits `NAME=value` into the name and the value's parts.
-fn assignment_name(word: &Word) -> Option<(String, Vec<Part>)> {
+/// Where a `NAME=value` word splits.
+struct AssignSplit {
+    name: String,
+    /// The value's literal text after `=` in the part that holds it.
+    rest: String,
+    /// That part's index.
+    at: usize,
+}
+
+/// Where `word` splits as `NAME=value`, if it is an assignment.
+fn assignment_split(word: &Word) -> Option<AssignSplit> {
     let Some(Part::Lit {
         text,
         quoted: false,
@@ -2110,8 +2153,9 @@ fn assignment_name(word: &Word) -> Option<(String, Vec<Part>)> {
     else {
         return None;
     };
-    let Some(eq) = text.find('=') else {
-        return subscripted_assignment(text, &word.parts);
+    // A byte scan: cheaper than `find`'s searcher on a short word.
+    let Some(eq) = text.bytes().position(|b| b == b'=') else {
+        return subscripted_split(text, &word.parts);
     };
     if !valid_assign_lhs(&text.as_bytes()[..eq]) {
         return None;
@@ -2119,24 +2163,18 @@ fn assignment_name(word: &Word) -> Option<(String, Vec<Part>)> {
     let lhs = &text[..eq];
     let name = lhs.trim_end_matches('+');
     let name = name.split('[').next().unwrap_or(name).to_string();
-    let mut parts = Vec::new();
-    let rest = &text[eq + 1..];
-    if !rest.is_empty() {
-        parts.push(Part::Lit {
-            text: rest.to_string(),
-            quoted: false,
-        });
-    }
-    parts.extend(word.parts.iter().skip(1).cloned());
-    Some((name, parts))
+    Some(AssignSplit {
+        name,
+        rest: text[eq + 1..].to_string(),
+        at: 0,
+    })
 }
 
 /// `NAME[…]=value` whose subscript holds quotes or expansions
 /// (`a['x']=1`, `a[$i]=1`): bash reads the subscript as part of the name, so
-/// the word is an assignment and the next word is the command. The
-/// substitutions of the subscript run: they are kept in the value's parts.
-fn subscripted_assignment(first: &str, parts: &[Part]) -> Option<(String, Vec<Part>)> {
-    let open = first.find('[')?;
+/// the word is an assignment and the next word is the command.
+fn subscripted_split(first: &str, parts: &[Part]) -> Option<AssignSplit> {
+    let open = first.bytes().position(|b| b == b'[')?;
     let name = &first[..open];
     if name.is_empty()
         || !is_name_start(name.as_bytes()[0])
@@ -2160,21 +2198,40 @@ fn subscripted_assignment(first: &str, parts: &[Part]) -> Option<(String, Vec<Pa
         let rest = after
             .strip_prefix("+=")
             .or_else(|| after.strip_prefix('='))?;
-        let mut value: Vec<Part> = parts[1..i]
-            .iter()
-            .filter(|p| !matches!(p, Part::Lit { .. } | Part::Tilde(_)))
-            .cloned()
-            .collect();
-        if !rest.is_empty() {
-            value.push(Part::Lit {
-                text: rest.to_string(),
-                quoted: false,
-            });
-        }
-        value.extend(parts[i + 1..].iter().cloned());
-        return Some((name.to_string(), value));
+        return Some(AssignSplit {
+            name: name.to_string(),
+            rest: rest.to_string(),
+            at: i,
+        });
     }
     None
+}
+
+/// The name and value parts of the assignment `word` is, its parts moved
+/// (a substitution in the value is not copied: `a=$(a=$(…))` costs linear
+/// work); the word back when it is none. A subscript's substitutions run:
+/// they are kept in the value's parts.
+fn into_assignment(word: Word) -> Result<(String, Vec<Part>), Word> {
+    let Some(split) = assignment_split(&word) else {
+        return Err(word);
+    };
+    let mut parts = word.parts.into_iter();
+    let mut value: Vec<Part> = parts
+        .by_ref()
+        .take(split.at)
+        .skip(1)
+        .filter(|p| !matches!(p, Part::Lit { .. } | Part::Tilde(_)))
+        .collect();
+    // The part that holds `=`.
+    parts.next();
+    if !split.rest.is_empty() {
+        value.push(Part::Lit {
+            text: split.rest,
+            quoted: false,
+        });
+    }
+    value.extend(parts);
+    Ok((split.name, value))
 }
 
 // ---- moving heredoc bodies into the tree ---------------------------------

@@ -172,6 +172,41 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
 /// number of words before the subcommand's own options.
 pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
     let name = argv.first()?.basename();
+    // Only the tools the `match` below names run a command by subcommand:
+    // any other name needs no search for its subcommand (keep the two in step).
+    if !matches!(
+        name,
+        "npm"
+            | "pnpm"
+            | "yarn"
+            | "bun"
+            | "pipx"
+            | "uv"
+            | "poetry"
+            | "pipenv"
+            | "pdm"
+            | "hatch"
+            | "rye"
+            | "devbox"
+            | "volta"
+            | "bundle"
+            | "rbenv"
+            | "pyenv"
+            | "asdf"
+            | "dotenvx"
+            | "conda"
+            | "mamba"
+            | "micromamba"
+            | "mise"
+            | "rtx"
+            | "fnm"
+            | "nvm"
+            | "rustup"
+            | "direnv"
+            | "nix"
+    ) {
+        return None;
+    }
     // Global options before the subcommand, where the tool's are modelled.
     let (sub_i, sub) = match global::subcommand(argv) {
         Some(Sub::At { index, canonical }) => (index, canonical),

@@ -1,0 +1,91 @@
+//! Substring tests and splits for the short strings a decision looks at (a
+//! command line, a word, a path): std's `str::contains(&str)` builds a
+//! Two-Way searcher on every call, 100–200 instructions before it reads a
+//! byte — more than the whole search of a ten-byte command — and
+//! `split('/')` a `memchr` searcher per piece. Long texts still go to std's
+//! searcher.
+
+/// Longer haystacks than this use std's searcher (linear in the worst case).
+const SHORT: usize = 64;
+
+/// Does `hay` contain `needle`? The same answer as `hay.contains(needle)`.
+pub fn contains(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = n.split_first() else {
+        return true;
+    };
+    if h.len() > SHORT {
+        return hay.contains(needle);
+    }
+    let Some(last_start) = h.len().checked_sub(n.len()) else {
+        return false;
+    };
+    // Byte loops, no `memcmp` call per candidate: needles here are a few bytes.
+    h[..=last_start]
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == first && h[i + 1..].iter().zip(rest).all(|(x, y)| x == y))
+}
+
+/// `s.split('/')`, the same pieces, by a byte scan.
+pub fn slash_parts(s: &str) -> impl Iterator<Item = &str> {
+    let b = s.as_bytes();
+    let mut start = Some(0);
+    std::iter::from_fn(move || {
+        let from = start?;
+        let end = b[from..]
+            .iter()
+            .position(|&c| c == b'/')
+            .map_or(b.len(), |i| from + i);
+        start = (end < b.len()).then_some(end + 1);
+        // Both ends sit next to a `/` or at an end: char boundaries.
+        s.get(from..end)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agrees_with_std() {
+        let texts = [
+            "",
+            "a",
+            "git status",
+            "shopt -s dotglob",
+            "GLOBIGNORE=x ls",
+            "/work//x",
+            "/",
+            "a/",
+            "/é/ü/",
+            "http://x",
+            "dotglo",
+            &"ab".repeat(40),
+            &format!("{}dotglob", "d".repeat(70)),
+        ];
+        for hay in texts {
+            assert_eq!(
+                slash_parts(hay).collect::<Vec<_>>(),
+                hay.split('/').collect::<Vec<_>>()
+            );
+            for needle in [
+                "",
+                "d",
+                "dotglob",
+                "GLOBIGNORE",
+                "//",
+                "://",
+                "dev",
+                "ab",
+                "ba",
+            ] {
+                assert_eq!(
+                    contains(hay, needle),
+                    hay.contains(needle),
+                    "{hay:?} {needle:?}"
+                );
+            }
+        }
+    }
+}
