@@ -36,6 +36,7 @@ async fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let user = Actor::user("bench");
     let (engine, state) = common::runner_berth(tmp.path(), &user).await;
+    let _disks = common::DiskGuard(state.root().to_path_buf());
     let before = dir_bytes(state.root(), "berth.db");
 
     let start = Instant::now();

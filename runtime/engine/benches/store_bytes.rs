@@ -57,7 +57,8 @@ async fn main() {
         .unwrap_or(10_000);
     let tmp = tempfile::tempdir().unwrap();
     let user = Actor::user("bench");
-    let (engine, _state) = common::runner_berth(tmp.path(), &user).await;
+    let (engine, state) = common::runner_berth(tmp.path(), &user).await;
+    let _disks = common::DiskGuard(state.root().to_path_buf());
     let pool = engine.store().pool().clone();
     let before = compacted_bytes(&pool).await;
 

@@ -66,3 +66,14 @@ pub async fn runner_berth(root: &std::path::Path, user: &Actor) -> (Engine, Stat
         .unwrap();
     (engine, state)
 }
+
+/// Releases the berths' own disks under a state directory when dropped
+/// (berth as root mounts one per berth); a bench's temporary state would
+/// otherwise leave them mounted after it ends.
+pub struct DiskGuard(pub std::path::PathBuf);
+
+impl Drop for DiskGuard {
+    fn drop(&mut self) {
+        berth_engine::release_disks_under(&self.0);
+    }
+}
