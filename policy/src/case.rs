@@ -1,5 +1,6 @@
 //! The policy-case format: one JSON object a line, as `berth decide --batch`
-//! reads it (`../shared/policy-cases/README.md`). Defaults: action
+//! reads it (the policy-cases README of the project brief; copies of the
+//! cases are in `policy/tests/cases/`). Defaults: action
 //! `terminal`, mode `manual`, frame `host`, project root `/work`, cwd the
 //! root, home `/home/agent`, protected branches `main` and `master`.
 

@@ -154,7 +154,7 @@ const PROTECTED: &[Row] = &[
     ("cp .git/config /tmp/config.bak", &["cp"], &[], &[], Manual, Container, AUTO),
     ("cp a b", &["cp"], &[], &[], Manual, Container, AUTO),
     ("mv a b", &["mv"], &[], &[], Manual, Container, AUTO),
-    ("ln -s ../shared/x.json x.json", &["ln"], &[], &[], Manual, Container, AUTO),
+    ("ln -s ../notes/x.json x.json", &["ln"], &[], &[], Manual, Container, AUTO),
     ("mkdir -p build/out", &["mkdir"], &[], &[], Manual, Container, AUTO),
     ("echo x > notes.txt", &["echo"], &[], &[], Manual, Container, AUTO),
     ("git commit -m x", &["git commit"], &[], &[], Manual, Container, AUTO),

@@ -1,5 +1,5 @@
 //! Every case of the public policy cases passes: a copy of
-//! `../shared/policy-cases/public.jsonl` kept in `tests/cases/`, so a fresh
+//! the brief's public policy cases (`public.jsonl`) kept in `tests/cases/`, so a fresh
 //! clone with nothing beside it runs them; and so does every case of
 //! `wrapper-regressions.jsonl` (denied programs behind wrappers, once a stray
 //! file at the repository root).

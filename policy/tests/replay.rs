@@ -1,6 +1,6 @@
 //! The false-prompt budget over the tldr-dev replay: 1,769 realistic agent
 //! commands, each with a rules file that allows its own programs (a copy of
-//! `../shared/replay/tldr-dev.jsonl` kept in `tests/cases/`, CC BY 4.0, see
+//! the brief's replay file `tldr-dev.jsonl` kept in `tests/cases/`, CC BY 4.0, see
 //! `tests/cases/README.md`). Every case is in the container frame with only the
 //! project mount, so a prompt from the scope stage is false by construction;
 //! prompts from the privileged limit are the contract. The rest must stay
