@@ -157,23 +157,13 @@ impl Engine {
                 .save_unpushed(project, &a.name, &save_stamp())
                 .await;
             if let Err(e) = &saved {
-                let mut tx = self.store.write("recording a failed save").await?;
-                emit(
-                    &mut tx,
-                    NewEvent::new(kind::WORKTREE_RECYCLE_FAILED, &system)
-                        .project(&a.project)
-                        .agent(&a.name)
-                        .task(task)
-                        .payload(serde_json::json!({
-                            "worktree": a.worktree,
-                            "branch": a.branch,
-                            "error": format!("saving its work first: {e}"),
-                        })),
+                self.record_recycle_failed(
+                    a,
+                    task,
+                    a.worktree.as_deref(),
+                    format!("saving its work first: {e}"),
                 )
                 .await?;
-                tx.commit()
-                    .await
-                    .map_err(EngineError::store("recording a failed save"))?;
             }
             saved
                 .map_err(|e| EngineError::SaveFailed {
@@ -199,23 +189,8 @@ impl Engine {
                         .join(&a.name)
                 });
                 tracing::warn!(agent = %a.name, worktree = %worktree.display(), error = %e, "recycling a worktree failed");
-                let mut tx = self.store.write("recording a failed recycle").await?;
-                emit(
-                    &mut tx,
-                    NewEvent::new(kind::WORKTREE_RECYCLE_FAILED, &system)
-                        .project(&a.project)
-                        .agent(&a.name)
-                        .task(task)
-                        .payload(serde_json::json!({
-                            "worktree": worktree,
-                            "branch": a.branch,
-                            "error": e.to_string(),
-                        })),
-                )
-                .await?;
-                tx.commit()
-                    .await
-                    .map_err(EngineError::store("recording a failed recycle"))?;
+                self.record_recycle_failed(a, task, Some(&worktree), e.to_string())
+                    .await?;
                 return Err(EngineError::RecycleFailed {
                     agent: a.name.clone(),
                     worktree,
@@ -268,6 +243,33 @@ impl Engine {
             }
         }
         Ok(saved)
+    }
+
+    /// `worktree.recycle_failed`: the save or the recycle of `a`'s worktree
+    /// failed, and why (the worktree is kept).
+    async fn record_recycle_failed(
+        &self,
+        a: &Agent,
+        task: Option<&str>,
+        worktree: Option<&std::path::Path>,
+        error: String,
+    ) -> Result<()> {
+        let op = "recording a failed recycle";
+        let mut tx = self.store.write(op).await?;
+        emit(
+            &mut tx,
+            NewEvent::new(kind::WORKTREE_RECYCLE_FAILED, &Actor::system())
+                .project(&a.project)
+                .agent(&a.name)
+                .task(task)
+                .payload(serde_json::json!({
+                    "worktree": worktree,
+                    "branch": a.branch,
+                    "error": error,
+                })),
+        )
+        .await?;
+        tx.commit().await.map_err(EngineError::store(op))
     }
 }
 
