@@ -34,7 +34,7 @@
 //! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
 //! | `berths/mod.rs` | `berths`, `saved_work`, `drop_saved_work` (and the host checks of a decided action) |
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
-//! | `berths/provider.rs` | no method: `SandboxProvider`, `BerthSpec` and the runner's bring-up (`mounted.rs`: the Docker provider) |
+//! | `berths/spec.rs` | no method: a project's settings as a berth's sandbox spec, built once (the providers that open it are the sandbox crate's `provider` module) |
 //! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
 //! | `berth_disk.rs`, `berth_uid.rs` | `disk_doctor`, `reconcile_disks`, `doctor` |
 //! | `exchange.rs` | `sync_project`, `export_pr` |
@@ -65,7 +65,6 @@ pub mod git;
 mod hooks;
 pub mod ids;
 pub mod metrics;
-pub mod mounted;
 pub mod noop;
 mod outbox;
 mod parallel;
@@ -96,8 +95,8 @@ pub use berth_uid::UidFinding;
 /// Project and agent names: berth's one name rule, parsed at every edge.
 pub use berth_worktrees::{AgentName, ProjectName};
 pub use berths::{
-    BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, OrphanContainer, ReconciledContainer,
-    SandboxProvider, SavedEntry, SavedRef, UpOptions,
+    BerthInfo, BerthSpec, DockerProvider, LocalProvider, OpenedSandbox, OrphanContainer,
+    ReconciledContainer, SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
 pub use config::{BerthMode, BerthModeChoice, ExecutionMode, ProjectConfig};
 pub use error::{EngineError, ErrorKind, Result};
@@ -105,7 +104,6 @@ pub use events::{Actor, ActorKind, Event, EventFilter};
 pub use exchange::{PrExport, ProjectSync};
 pub use followups::{Choice, FollowupItem};
 pub use metrics::Metrics;
-pub use mounted::DockerProvider;
 pub use noop::{AgentRun, RunReport};
 pub use outbox::OutboxMessage;
 pub use pipeline::{PipelineEnd, PipelineReport};

@@ -9,33 +9,8 @@ use crate::declared_dirs::DeclaredDir;
 /// checkout of any size needs at least this.
 pub const MIN_DISK_BYTES: u64 = 32 << 20;
 
-/// Where a berth runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BerthMode {
-    /// Processes on the host in the worktree: no container boundary.
-    #[default]
-    Runner,
-    /// A Docker container per agent, the worktree at `/work`.
-    Mounted,
-}
-
-impl BerthMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BerthMode::Runner => "runner",
-            BerthMode::Mounted => "mounted",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<BerthMode> {
-        match s {
-            "runner" => Some(BerthMode::Runner),
-            "mounted" => Some(BerthMode::Mounted),
-            _ => None,
-        }
-    }
-}
+/// Where a berth runs: the sandbox crate's, which opens it.
+pub use berth_sandbox::BerthMode;
 
 /// `sandbox.mode`: a fixed mode, or `auto` — mounted when the Docker engine
 /// answers, the runner otherwise (said plainly when it happens). The choice is
