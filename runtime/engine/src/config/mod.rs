@@ -11,9 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 
-mod sandbox;
+mod declared_dir;
+pub(crate) mod key_line;
+pub(crate) mod sandbox;
 mod sections;
 
+pub use declared_dir::DeclaredDir;
+use key_line::find_key_line;
 pub use sandbox::*;
 pub use sections::*;
 
@@ -302,19 +306,6 @@ fn key_at(text: &str, line: usize) -> Option<String> {
     })
 }
 
-pub(crate) fn find_key_line(text: &str, table: &str, key: &str) -> Option<usize> {
-    let mut current = String::new();
-    for (i, l) in text.lines().enumerate() {
-        let t = l.trim();
-        if t.starts_with('[') {
-            current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-        } else if current == table && t.split_once('=').is_some_and(|(k, _)| k.trim() == key) {
-            return Some(i + 1);
-        }
-    }
-    None
-}
-
 /// The commented default written by `berth project add`.
 pub fn default_toml(project: &str, co_author: &str) -> String {
     DEFAULT_TOML
@@ -474,7 +465,7 @@ uid_range = [1879048192, 1879113727]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::declared_dirs::DeclaredDir;
+    use crate::config::DeclaredDir;
 
     #[test]
     fn the_default_file_parses_to_the_defaults() {

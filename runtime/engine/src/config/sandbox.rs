@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::declared_dirs::DeclaredDir;
+use super::declared_dir::{DeclaredDir, path_or_table};
 
 /// The smallest `[sandbox] disk`: an ext4 file system with its journal and a
 /// checkout of any size needs at least this.
@@ -68,10 +68,10 @@ pub struct SandboxConfig {
     /// Host directories shown to a berth's commands read-only at their own
     /// paths (a runner exec's bind and Landlock read; a container's bind),
     /// with the environment each one carries ([`crate::declared_dirs`]).
-    #[serde(deserialize_with = "crate::declared_dirs::path_or_table")]
+    #[serde(deserialize_with = "path_or_table")]
     pub toolchains: Vec<DeclaredDir>,
     /// Host directories shown read-write at their own paths.
-    #[serde(deserialize_with = "crate::declared_dirs::path_or_table")]
+    #[serde(deserialize_with = "path_or_table")]
     pub caches: Vec<DeclaredDir>,
     /// When berth is root: the size of the berth's own disk (a loop-mounted
     /// ext4 image holding its worktree and agent repository).
