@@ -1,6 +1,7 @@
 //! `berth serve`: the HTTP/JSON API over the engine, a server-sent-events
 //! stream of the log, the approvals page, and the background work (recovery
-//! at start, the noop agents' loops, pipelines resumed once a person approves).
+//! at start, the noop agents' loops, pipelines resumed once a person approves,
+//! the store's retention).
 //!
 //! A thin layer, on purpose: every handler makes the engine call the CLI
 //! makes for the same command, with the same arguments, and answers with the
@@ -81,6 +82,8 @@ pub struct Options {
     pub rescan: Duration,
     /// How long a page session lasts before the page must log in again.
     pub session_ttl: Duration,
+    /// How often the store's retention is applied (and once at start).
+    pub retention_every: Duration,
 }
 
 impl Options {
@@ -92,6 +95,7 @@ impl Options {
             poll: Duration::from_millis(250),
             rescan: Duration::from_secs(5),
             session_ttl: DEFAULT_SESSION_TTL,
+            retention_every: Duration::from_secs(3600),
         }
     }
 }
@@ -220,6 +224,11 @@ impl Server {
                 self.options.rescan,
             ))
         });
+        let retention = tokio::spawn(background::keep_retention(
+            self.engine.clone(),
+            stop_rx.clone(),
+            self.options.retention_every,
+        ));
         let state = AppState {
             engine: self.engine.clone(),
             access: self.access,
@@ -268,6 +277,7 @@ impl Server {
         if let Some(p) = pipelines {
             let _ = p.await;
         }
+        let _ = retention.await;
         let _ = follower.await;
         served
     }
