@@ -32,6 +32,7 @@
 //! | `pipeline/end.rs` | `approve_task`, `reject_task` (`lease.rs`, `drive.rs`: the run's steps) |
 //! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
 //! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
+//! | `checks.rs` | `pr_feedback`, `run_pr_checks`, `watch_prs` |
 //! | `berths/mod.rs` | `berths`, `saved_work`, `drop_saved_work` (and the host checks of a decided action) |
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
 //! | `berths/spec.rs` | no method: a project's settings as a berth's sandbox spec, built once (the providers that open it are the sandbox crate's `provider` module) |
@@ -51,6 +52,7 @@ pub mod berth_disk;
 pub mod berth_uid;
 pub mod berths;
 mod breaker;
+pub mod checks;
 pub mod checkup;
 pub mod config;
 pub mod confinement;
@@ -98,6 +100,7 @@ pub use berths::{
     BerthInfo, BerthSpec, DockerProvider, LocalProvider, OpenedSandbox, OrphanContainer,
     ReconciledContainer, SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
+pub use checks::{CheckRun, CheckStatus, PrFeedback};
 pub use config::{BerthMode, BerthModeChoice, ExecutionMode, ProjectConfig};
 pub use error::{EngineError, ErrorKind, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter};

@@ -66,6 +66,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "store once",
         include_str!("../migrations/0007_store_once.sql"),
     ),
+    (
+        8,
+        "pr checks",
+        include_str!("../migrations/0008_pr_checks.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

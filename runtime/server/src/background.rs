@@ -273,3 +273,26 @@ pub(crate) async fn keep_retention(
         }
     }
 }
+
+/// Runs every open PR's checks on its current head (`berth pr watch`'s
+/// pass) at start and every `every`: a new head pushed by an agent is
+/// checked without anyone asking. A failed pass is logged and tried again.
+pub(crate) async fn watch_prs(
+    engine: Arc<Engine>,
+    mut shutdown: watch::Receiver<bool>,
+    every: Duration,
+) {
+    loop {
+        let pass = engine.watch_prs();
+        tokio::select! {
+            r = pass => if let Err(e) = r {
+                tracing::warn!("watching PRs (next try in {}s): {e}", every.as_secs());
+            },
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+}

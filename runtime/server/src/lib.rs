@@ -74,7 +74,8 @@ pub struct Options {
     pub listen: Listen,
     /// Permit a TCP address that is not loopback (refused otherwise).
     pub allow_non_loopback: bool,
-    /// Drive the noop agents' loops, and resume pipelines a person unblocked, in the background.
+    /// Drive the noop agents' loops, resume pipelines a person unblocked,
+    /// and run open PRs' checks, in the background.
     pub drive_agents: bool,
     /// How often the log's cursor is polled for writes by other processes.
     pub poll: Duration,
@@ -224,6 +225,13 @@ impl Server {
                 self.options.rescan,
             ))
         });
+        let prs = self.options.drive_agents.then(|| {
+            tokio::spawn(background::watch_prs(
+                self.engine.clone(),
+                stop_rx.clone(),
+                self.options.rescan,
+            ))
+        });
         let retention = tokio::spawn(background::keep_retention(
             self.engine.clone(),
             stop_rx.clone(),
@@ -275,6 +283,9 @@ impl Server {
             let _ = d.await;
         }
         if let Some(p) = pipelines {
+            let _ = p.await;
+        }
+        if let Some(p) = prs {
             let _ = p.await;
         }
         let _ = retention.await;

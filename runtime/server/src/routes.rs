@@ -116,6 +116,8 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     // Pull requests.
     .get("/api/prs", prs::list)
     .get("/api/prs/{id}", prs::show)
+    .get("/api/prs/{id}/checks", prs::checks)
+    .post("/api/prs/{id}/checks/run", prs::run_checks)
     .post("/api/prs/{id}/merge", prs::merge)
     .post("/api/prs/{id}/close", prs::close);
     (t.router, t.routes)

@@ -33,6 +33,8 @@ pub struct ProjectConfig {
     pub agents: AgentsConfig,
     pub followups: FollowupsConfig,
     pub hooks: Vec<HookConfig>,
+    /// `[[checks]]`: what must pass on a PR's head.
+    pub checks: Vec<CheckConfig>,
     pub host: HostConfig,
     /// What a person should change in the file though it parsed (an old
     /// form): the CLI prints these.
@@ -263,6 +265,26 @@ impl ProjectConfig {
                 column: 1,
                 message: "key `git.max_checkout_bytes`: must be at least 1".to_string(),
             });
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (i, c) in self.checks.iter().enumerate() {
+            let why = if c.name.trim().is_empty() || c.command.trim().is_empty() {
+                Some("`name` and `command` must not be empty")
+            } else if c.timeout_secs == 0 {
+                Some("`timeout_secs` must be at least 1")
+            } else if !names.insert(c.name.as_str()) {
+                Some("another check has this `name`")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(EngineError::Config {
+                    file: file.to_string(),
+                    line: find_key_line(text, "checks", "name").unwrap_or(1),
+                    column: 1,
+                    message: format!("checks[{i}] ({}): {why}", c.name),
+                });
+            }
         }
         for (i, h) in self.hooks.iter().enumerate() {
             if h.command.trim().is_empty() || h.event.trim().is_empty() {
