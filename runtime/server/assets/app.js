@@ -66,10 +66,114 @@
     return ['executed', 'approved and executed'];
   }
 
+  // The pending count in the heading follows what is decided, here or
+  // elsewhere (the event stream).
+  function countDown() {
+    const count = document.getElementById('pending-count');
+    if (!count) { return; }
+    const n = parseInt(count.textContent, 10);
+    if (n > 0) { count.textContent = String(n - 1); }
+  }
+
+  // Control characters as the server shows them: their Unicode pictures
+  // (NUL → ␀), DEL ␡, C1 controls �, bidirectional overrides named.
+  function visible(s) {
+    return String(s)
+      .replace(/[\u0000-\u0008\u000b-\u001f]/g, function (c) { return String.fromCharCode(0x2400 + c.charCodeAt(0)); })
+      .replace(/\u007f/g, '\u2421')
+      .replace(/[\u0080-\u009f]/g, '\ufffd')
+      .replace(/[\u202a-\u202e\u2066-\u2069]/g, function (c) { return '[U+' + c.charCodeAt(0).toString(16).toUpperCase() + ']'; });
+  }
+
+  // "Show all": the whole command (or path, message) from the JSON API, set
+  // as text; a file write's whole diff from its fragment route.
+  async function showAll(button) {
+    const id = button.dataset.actionId;
+    const field = button.dataset.show;
+    button.disabled = true;
+    try {
+      if (field === 'diff') {
+        const doc = await fetchFragment('/api/pages/actions/' + encodeURIComponent(id) + '/diff');
+        const block = button.closest('.diff-block');
+        const nodes = Array.from(doc.body.childNodes).map(function (n) { return document.importNode(n, true); });
+        block.replaceWith.apply(block, nodes);
+        return;
+      }
+      const r = await fetch('/api/actions/' + encodeURIComponent(id), { credentials: 'same-origin', headers: readHeaders() });
+      if (!r.ok) { throw new Error('HTTP ' + r.status); }
+      let v = await r.json();
+      field.split('.').forEach(function (k) { v = v == null ? v : v[k]; });
+      const pre = button.previousElementSibling;
+      pre.textContent = visible(v == null ? '' : v);
+      pre.classList.add('expanded');
+      button.remove();
+    } catch (e) {
+      button.disabled = false;
+      button.textContent = 'Show all (error: ' + e.message + ')';
+    }
+  }
+
+  // A deny waits GRACE_MS in the page, with an Undo; once sent it is final
+  // (the log is append-only).
+  const GRACE_MS = 5000;
+
+  function graceThenDeny(button) {
+    const card = button.closest('article.action');
+    const out = card.querySelector('.outcome');
+    card.querySelectorAll('button.approve, input.reason').forEach(function (b) { b.disabled = true; });
+    const undo = document.createElement('button');
+    undo.type = 'button';
+    undo.className = 'undo';
+    undo.textContent = 'Undo';
+    button.hidden = true;
+    button.after(undo);
+    let left = GRACE_MS / 1000;
+    out.textContent = 'denying in ' + left + ' s';
+    const tick = setInterval(function () {
+      left -= 1;
+      if (left > 0) { out.textContent = 'denying in ' + left + ' s'; }
+    }, 1000);
+    const timer = setTimeout(function () {
+      clearInterval(tick);
+      undo.remove();
+      button.hidden = false;
+      // Decided elsewhere meanwhile: nothing to send.
+      if (card.dataset.state === 'pending') { decide(button); }
+    }, GRACE_MS);
+    undo.addEventListener('click', function () {
+      clearTimeout(timer);
+      clearInterval(tick);
+      undo.remove();
+      button.hidden = false;
+      card.querySelectorAll('button, input').forEach(function (b) { b.disabled = false; });
+      out.textContent = 'deny cancelled: nothing was sent';
+      button.focus();
+    });
+    undo.focus();
+  }
+
+  // An action with an external effect (a push, a PR, a deploy) takes a
+  // second click: the first asks to confirm.
+  function confirmThenApprove(button) {
+    if (button.dataset.privileged === 'true' && button.dataset.confirming !== 'true') {
+      button.dataset.confirming = 'true';
+      button.textContent = 'Confirm approve';
+      const out = button.closest('article.action').querySelector('.outcome');
+      out.textContent = 'this has an effect outside the sandbox: click again to approve';
+      return;
+    }
+    decide(button);
+  }
+
   async function decide(button) {
     const card = button.closest('article.action');
     const id = button.dataset.actionId;
     const verb = button.dataset.verb;
+    const before = card.dataset.state;
+    const wasPending = before === 'pending';
+    // Deciding: the event stream's echo of this very decision is not
+    // "decided elsewhere".
+    if (wasPending) { card.dataset.state = 'deciding'; }
     card.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
     const out = card.querySelector('.outcome');
     out.textContent = { approve: 'approving…', deny: 'denying…', cancel: 'stopping…' }[verb] || '…';
@@ -89,7 +193,9 @@
         await call('POST', '/api/actions/' + encodeURIComponent(id) + '/deny', { reason: reason });
         setOutcome(card, 'denied', 'denied');
       }
+      if (wasPending) { countDown(); }
     } catch (e) {
+      card.dataset.state = before;
       card.querySelectorAll('button').forEach(function (b) { b.disabled = false; });
       out.textContent = 'error: ' + e.message;
     }
@@ -108,9 +214,19 @@
   }
 
   document.addEventListener('click', function (ev) {
+    const more = ev.target.closest('button[data-show]');
+    if (more) { showAll(more); return; }
     const b = ev.target.closest('button[data-verb]');
     if (!b) { return; }
-    if (b.dataset.verb === 'auto-mode') { toggleAutoMode(b); } else { decide(b); }
+    if (b.dataset.verb === 'auto-mode') {
+      toggleAutoMode(b);
+    } else if (b.dataset.verb === 'deny') {
+      graceThenDeny(b);
+    } else if (b.dataset.verb === 'approve') {
+      confirmThenApprove(b);
+    } else {
+      decide(b);
+    }
   });
 
   // --- live updates ---------------------------------------------------------
@@ -213,8 +329,11 @@
     });
     const none = document.getElementById('nothing-pending');
     if (none && list.children.length > 0) { none.hidden = true; }
+    // The server's count of what waits, not this page's cards: a page
+    // holds 25 of them.
     const count = document.getElementById('pending-count');
-    if (count) { count.textContent = String(list.querySelectorAll('article.action[data-state="pending"]').length); }
+    const fresh = doc.getElementById('pending-count');
+    if (count && fresh) { count.textContent = fresh.textContent; }
   }
 
   function onApprovalsEvent(e) {
@@ -235,6 +354,7 @@
       if (card && card.dataset.state === 'pending') {
         const verb = e.type === 'proposed_action.approved' ? 'approved' : 'denied';
         setOutcome(card, verb, verb + ' by ' + e.actor.kind + ':' + e.actor.id + ' elsewhere');
+        countDown();
       }
     }
   }

@@ -19,10 +19,13 @@ mod api;
 mod auth;
 mod background;
 mod body;
+mod card;
+mod diff;
 mod error;
 mod listen;
 pub mod openapi;
 pub mod page;
+pub mod risk;
 mod routes;
 
 use std::future::{Future, IntoFuture as _};

@@ -6,6 +6,8 @@
 //! a cookie replayed by another server on this host (cookies are not
 //! isolated by port) reads no command, path or task.
 
+use std::collections::HashMap;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -15,6 +17,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::api::PathArgs;
 use crate::body::QueryArgs;
+use crate::diff;
 use crate::error::ApiError;
 use crate::page::{PENDING_PAGE, PendingPage, esc, fragment, render_approvals, render_task};
 
@@ -57,12 +60,50 @@ pub(crate) async fn approvals(
     }
     let tasks = e.tasks(None).await?;
     let cursor = e.latest_event_id().await?;
+    // A file write shows what it changes: the current file, read in the
+    // agent's berth through its confined file read.
+    let mut extras = HashMap::new();
+    for a in &pending {
+        if let Some(base) = e.file_write_base(a).await? {
+            let content = a.params.content.as_deref().unwrap_or("");
+            extras.insert(
+                a.id.clone(),
+                diff::render(&base, content, diff::CARD_LINES, Some(&a.id)),
+            );
+        }
+    }
     let page = PendingPage {
         actions: &pending,
         waiting,
         next: next.as_deref(),
+        now_ms: berth_engine::ids::now_ms(),
+        extras: &extras,
     };
     let body = render_approvals(&page, &running, &agents, &reports, &tasks, cursor);
+    Ok(fragment(StatusCode::OK, body))
+}
+
+/// `/api/pages/actions/{id}/diff`: a file write's whole diff (up to
+/// [`diff::FULL_LINES`] lines), for its card's "show all".
+pub(crate) async fn action_diff(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Response, ApiError> {
+    let e = &app.engine;
+    let a = e.action(&id).await?;
+    let body = match e.file_write_base(&a).await? {
+        Some(base) => diff::render(
+            &base,
+            a.params.content.as_deref().unwrap_or(""),
+            diff::FULL_LINES,
+            None,
+        ),
+        None => format!(
+            "<p class=\"diff-head\">{} is a {} action: it writes no file.</p>",
+            esc(&a.id),
+            esc(a.action.kind())
+        ),
+    };
     Ok(fragment(StatusCode::OK, body))
 }
 
