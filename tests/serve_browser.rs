@@ -380,7 +380,11 @@ fn a_page_of_24_stays_bounded_sorted_by_risk_shows_diffs_and_fits_a_phone() {
     let huge = format!("echo '\u{0}\u{1b}[31m{}'", "A".repeat(200_000));
     let huge_id = terminal(&huge);
     let low = terminal("npm test");
-    let rm = terminal("rm -rf build");
+    // With the agent's stated intent (MCP run_command's `description`).
+    let rm = propose(
+        json!({"type": "terminal", "command": "rm -rf build"}),
+        json!({"description": "clean the <b>build</b> before `make`"}),
+    );
     let read = terminal("cat /etc/hostname");
     let new_content = old.replace("line 7\n", "line seven <b>\n");
     let change = propose(
@@ -475,6 +479,10 @@ fn a_page_of_24_stays_bounded_sorted_by_risk_shows_diffs_and_fits_a_phone() {
         "terminal ◆ Medium risk reads outside the project"
     );
     assert_eq!(said(&low), "terminal ● Low risk nothing risky found");
+    assert_eq!(
+        browser.text(&format!("#action-{rm} .intent")),
+        "Intent clean the <b>build</b> before make"
+    );
 
     // Each reason once, in words; the stage a small tag; the agent once;
     // a relative time with the exact one on hover.

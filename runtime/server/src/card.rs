@@ -217,6 +217,13 @@ pub fn action_card(a: &ActionRecord, now_ms: i64, extra: &str) -> String {
         badge = risk_badge(&risk),
     );
     o.push_str(&meta_line(a, now_ms));
+    if let Some(said) = a.params.description.as_deref() {
+        let _ = write!(
+            o,
+            "<p class=\"intent\"><span class=\"label\">Intent</span> {}</p>",
+            plain(&clip(said, CLAMP_CHARS))
+        );
+    }
     if !what.is_empty() {
         o.push_str(&code_block(&a.id, &what, field, "what"));
     }
