@@ -199,16 +199,7 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
     // A deny waits five seconds in the page, with an Undo: undone, nothing
     // is sent; denied again, it is sent once the grace is over.
     browser.click(&format!("{deny_card} button.deny"));
-    assert!(
-        browser
-            .text(&format!("{deny_card} .outcome"))
-            .starts_with("denying in ")
-    );
-    browser.click(&format!("{deny_card} button.undo"));
-    browser.wait_text(
-        &format!("{deny_card} .outcome"),
-        "deny cancelled: nothing was sent",
-    );
+    undo_the_deny(&browser, &deny_card);
     std::thread::sleep(Duration::from_secs(6));
     let rec = api
         .call("GET", &format!("/api/actions/{to_deny}"), None)
@@ -277,7 +268,7 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
     let commit_card = format!("#action-{commit}");
     assert!(
         browser
-            .text(&format!("{commit_card} h3"))
+            .text(&format!("{commit_card} h2"))
             .starts_with("git_commit")
     );
     browser.click(&format!("{commit_card} button.approve"));
@@ -309,12 +300,29 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
         std::thread::sleep(Duration::from_millis(100));
         seen = browser.texts("#events tr.event td.type");
     }
+    if let Some(v) = browser.axe_violations() {
+        assert!(v.is_empty(), "axe-core on the task page: {v:#?}");
+    }
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-task-page.png");
     browser.screenshot(&shot);
     assert!(std::fs::metadata(&shot).unwrap().len() > 1000);
 
     drop(browser);
     served.stop();
+}
+
+/// A deny in its grace: the card counts down; Undo sends nothing.
+fn undo_the_deny(browser: &Browser, card: &str) {
+    assert!(
+        browser
+            .text(&format!("{card} .outcome"))
+            .starts_with("denying in ")
+    );
+    browser.click(&format!("{card} button.undo"));
+    browser.wait_text(
+        &format!("{card} .outcome"),
+        "deny cancelled: nothing was sent",
+    );
 }
 
 /// Where the screenshots a person looks at go: under `target/`.
@@ -428,6 +436,17 @@ fn a_page_of_24_stays_bounded_sorted_by_risk_shows_diffs_and_fits_a_phone() {
     browser.find(&format!("#action-{huge_id}"));
     assert_eq!(browser.text("#pending-count"), "24");
     browser.screenshot(&shot_path("serve-approvals-1280.png"));
+    if let Some(v) = browser.axe_violations() {
+        assert!(v.is_empty(), "axe-core on the approvals page: {v:#?}");
+        // The check can fail: an image without a text alternative is found.
+        browser.script(
+            "const i = document.createElement('img'); i.id = 'no-alt'; \
+             document.getElementById('content').append(i);",
+        );
+        let found = browser.axe_violations().unwrap();
+        assert!(found.iter().any(|v| v["id"] == "image-alt"), "{found:#?}");
+        browser.script("document.getElementById('no-alt').remove();");
+    }
 
     // Bounded in the browser too: the document and the big card.
     let sizes = browser.script(&format!(
@@ -552,13 +571,40 @@ fn a_page_of_24_stays_bounded_sorted_by_risk_shows_diffs_and_fits_a_phone() {
         json!(1)
     );
 
+    // The keyboard: j/k move, d denies with the grace's Undo, a approves
+    // on a second a.
+    let current = || {
+        browser.script("const c = document.querySelector('article.action.current'); return c && c.dataset.actionId;")
+    };
+    browser.keys("j");
+    assert_eq!(current(), json!(rm), "the highest risk first");
+    browser.keys("jk");
+    assert_eq!(current(), json!(rm));
+    assert_eq!(
+        browser.script("return document.activeElement.dataset.actionId"),
+        json!(rm)
+    );
+    browser.keys("d");
+    undo_the_deny(&browser, &format!("#action-{rm}"));
+    browser.keys("a");
+    assert_eq!(
+        browser.text(&format!("#action-{rm} .outcome")),
+        "press a again (or Enter) to approve"
+    );
+    browser.keys("a");
+    browser.wait_text(
+        &format!("#action-{rm} .outcome"),
+        "approved and executed (exit 0)",
+    );
+    browser.wait_text("#pending-count", "23");
+
     // A phone: nothing wider than the screen, 44 px targets, Approve next
     // to the command.
     browser.go(&format!("{base}/"));
     browser.viewport(390, 844, true);
-    browser.find(&format!("#action-{rm}"));
+    browser.find(&format!("#action-{read}"));
     let fit = browser.script(&format!(
-        "const c = document.querySelector('#action-{rm}');\
+        "const c = document.querySelector('#action-{read}');\
          const code = c.querySelector('pre.code').getBoundingClientRect();\
          const ok = c.querySelector('button.approve').getBoundingClientRect();\
          const no = c.querySelector('button.deny').getBoundingClientRect();\

@@ -208,6 +208,57 @@ impl Browser {
         );
     }
 
+    /// Runs `js` as an async script: it calls its last argument with the
+    /// answer.
+    pub fn script_async(&self, js: &str) -> Value {
+        self.cmd(
+            "POST",
+            "/execute/async",
+            Some(json!({"script": js, "args": []})),
+        )
+    }
+
+    /// axe-core's violations on the page as it is now — each rule's id,
+    /// impact and first offending nodes — or `None` when `axe.min.js`
+    /// (`BERTH_AXE_JS`, which scripts/test.sh unpacks from PyPI's
+    /// axe-selenium-python wheel) is not there; under `CI=true` that is a
+    /// failure.
+    pub fn axe_violations(&self) -> Option<Vec<Value>> {
+        let path = std::env::var_os("BERTH_AXE_JS")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()))
+                    .join(".cache/berth-axe/axe.min.js")
+            });
+        let Ok(axe) = std::fs::read_to_string(&path) else {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "no {}: scripts/test.sh unpacks it from the axe-selenium-python wheel",
+                path.display()
+            );
+            eprintln!("skipping the accessibility check: no {}", path.display());
+            return None;
+        };
+        // Injected over WebDriver: the page's Content-Security-Policy
+        // allows no script but its own, and it stays so.
+        self.script(&format!("{axe}\n;return typeof window.axe;"));
+        let found = self.script_async(
+            "const done = arguments[arguments.length - 1];\
+             window.axe.run(document, {resultTypes: ['violations']}).then(function (r) {\
+               done({passes: r.passes.length, violations: r.violations.map(function (v) { return {id: v.id, impact: v.impact, help: v.help,\
+                 nodes: v.nodes.slice(0, 3).map(function (n) { return n.target.join(' ') + ' ' + n.failureSummary; })}; })});\
+             }).catch(function (e) { done('axe failed: ' + e); });",
+        );
+        // A check that ran: axe passed rules on this page (a page it
+        // could not read would pass none).
+        let passes = found["passes"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{found}"));
+        assert!(passes >= 10, "axe-core passed only {passes} rules: {found}");
+        Some(found["violations"].as_array().unwrap().clone())
+    }
+
     /// Presses keys on the page (each char of `keys`).
     pub fn keys(&self, keys: &str) {
         let actions: Vec<Value> = keys

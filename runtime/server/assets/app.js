@@ -229,6 +229,49 @@
     }
   });
 
+  // --- keyboard -------------------------------------------------------------
+
+  // j/k move between the pending cards, a approves the current one (a
+  // second a confirms), d denies it (with the grace's Undo).
+  function pendingCards() {
+    return Array.from(document.querySelectorAll('#pending-list article.action[data-state="pending"]'));
+  }
+
+  function moveTo(card) {
+    document.querySelectorAll('article.action.current').forEach(function (c) { c.classList.remove('current'); });
+    card.classList.add('current');
+    card.focus();
+    card.scrollIntoView({ block: 'nearest' });
+  }
+
+  document.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || document.body.dataset.page !== 'approvals') { return; }
+    const t = ev.target;
+    if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) { return; }
+    const cards = pendingCards();
+    const current = document.querySelector('article.action.current');
+    const at = cards.indexOf(current);
+    if (ev.key === 'j' || ev.key === 'k') {
+      if (cards.length === 0) { return; }
+      const next = ev.key === 'j' ? Math.min(at + 1, cards.length - 1) : Math.max(at - 1, 0);
+      moveTo(cards[at < 0 ? 0 : next]);
+      ev.preventDefault();
+    } else if ((ev.key === 'a' || ev.key === 'd') && current && current.dataset.state === 'pending') {
+      const b = current.querySelector(ev.key === 'a' ? 'button.approve' : 'button.deny');
+      if (!b || b.disabled) { return; }
+      if (ev.key === 'd') { graceThenDeny(b); ev.preventDefault(); return; }
+      if (b.dataset.keyConfirm === 'true') {
+        delete b.dataset.keyConfirm;
+        confirmThenApprove(b);
+      } else {
+        b.dataset.keyConfirm = 'true';
+        b.focus();
+        current.querySelector('.outcome').textContent = 'press a again (or Enter) to approve';
+      }
+      ev.preventDefault();
+    }
+  });
+
   // --- live updates ---------------------------------------------------------
 
   // The event stream, read with fetch (EventSource cannot send the session's

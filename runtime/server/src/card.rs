@@ -210,7 +210,7 @@ pub fn action_card(a: &ActionRecord, now_ms: i64, extra: &str) -> String {
         o,
         "<article class=\"action risk-{level}\" id=\"action-{id}\" data-action-id=\"{id}\" data-state=\"pending\" \
          data-risk=\"{level}\" tabindex=\"-1\" aria-labelledby=\"title-{id}\">\
-         <div class=\"card-head\"><h3 id=\"title-{id}\"><span class=\"kind\">{kind}</span></h3>{badge}</div>",
+         <div class=\"card-head\"><h2 class=\"card-title\" id=\"title-{id}\"><span class=\"kind\">{kind}</span></h2>{badge}</div>",
         id = esc(&a.id),
         level = risk.risk.as_str(),
         kind = esc(&kind),
@@ -306,7 +306,9 @@ fn reasons(a: &ActionRecord, d: &Decision) -> String {
         })
         .collect();
     let on = d.autonomy.is_auto_mode();
-    let mut o = String::from("<div class=\"why\"><h4>Why it asks</h4><ul class=\"reasons\">");
+    let mut o = String::from(
+        "<div class=\"why\"><h3 class=\"why-title\">Why it asks</h3><ul class=\"reasons\">",
+    );
     if all.is_empty() {
         let _ = write!(
             o,

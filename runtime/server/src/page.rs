@@ -276,7 +276,10 @@ pub fn render_approvals(
     if pending.actions.is_empty() {
         o.push_str("<p class=\"empty\" id=\"nothing-pending\">No action waits for a person.</p>");
     } else {
-        o.push_str("<p class=\"sort-note\">Highest risk first.</p>");
+        o.push_str(
+            "<p class=\"sort-note\">Highest risk first. Keys: <kbd>j</kbd>/<kbd>k</kbd> move, \
+             <kbd>a</kbd> approve (twice to confirm), <kbd>d</kbd> deny (5 s to undo).</p>",
+        );
     }
     o.push_str("<div id=\"pending-list\">");
     // Highest risk first; within a level, oldest first (a stable sort).
