@@ -263,25 +263,48 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
         assert_eq!(rec["status"], "cancelled", "{rec}");
     });
 
-    // Approve the noop agent's commit: the server's loop goes on to push
-    // and PR, and the task page follows it into review.
+    // The task's page is a review: the noop agent's commit waits there
+    // with its buttons. Approved there, the server's loop goes on to push
+    // and PR, and the page follows it into review.
     let commit_card = format!("#action-{commit}");
     assert!(
         browser
             .text(&format!("{commit_card} h2"))
             .starts_with("git_commit")
     );
-    browser.click(&format!("{commit_card} button.approve"));
-    browser.wait_text(&format!("{commit_card} .outcome"), "approved and executed");
     browser.go(&format!("{base}/tasks/{task_id}"));
-    browser.wait_text("#task-status", "in_review");
-    // The actions table follows the log too: the PR the loop opened is there.
-    wait_for("the pr_open row", Duration::from_secs(60), || {
+    let waiting = format!("#waiting {commit_card}");
+    browser.find(&waiting);
+    assert_eq!(browser.text("#waiting #pending-count"), "1");
+    let mode = browser.text("#task-mode");
+    assert!(
+        mode.starts_with("Execution mode: review (the project's; the project demo is in review)")
+            && mode.contains("Auto: a run that succeeds ends done with no review"),
+        "{mode}"
+    );
+    assert!(
         browser
-            .texts("#task-action-rows tr")
+            .text("#task-agent article.agent")
+            .contains("Auto mode is off.")
+    );
+    browser.click(&format!("{waiting} button.approve"));
+    browser.wait_text(&format!("{commit_card} .outcome"), "approved and executed");
+    browser.wait_text("#task-status", "in_review");
+    browser.wait_text("#waiting #pending-count", "0");
+    // The timeline follows the log: each step with what it did, linked to
+    // its events; the PR the loop opened is there.
+    let pr_step = wait_for("the pr_open step", Duration::from_secs(60), || {
+        browser
+            .texts("#timeline li.step")
             .into_iter()
             .find(|r| r.contains("pr_open") && r.contains("executed"))
     });
+    assert!(
+        pr_step.contains("opened PR #") && pr_step.contains("events: #"),
+        "{pr_step}"
+    );
+    let commit_step = browser.text(&format!("#step-{commit}"));
+    assert!(commit_step.contains("committed "), "{commit_step}");
     // The log follows the event stream, which may trail the API the status
     // and the actions table read: wait for it rather than read it once.
     let kinds = [
@@ -306,6 +329,19 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-task-page.png");
     browser.screenshot(&shot);
     assert!(std::fs::metadata(&shot).unwrap().len() > 1000);
+    // The execution mode's switch: this task to auto, said on the page
+    // and in the store.
+    browser.click("#task-mode button[data-mode=\"auto\"]");
+    wait_for("the task in auto", Duration::from_secs(20), || {
+        browser
+            .text("#task-mode")
+            .starts_with("Execution mode: auto (this task's own;")
+            .then_some(())
+    });
+    let t = api
+        .call("GET", &format!("/api/tasks/{task_id}"), None)
+        .json();
+    assert_eq!(t["execution_mode"], "auto", "{t}");
 
     drop(browser);
     served.stop();

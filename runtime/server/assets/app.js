@@ -201,6 +201,22 @@
     }
   }
 
+  // A task's or a project's execution mode (what each does is said beside
+  // the switch before the click).
+  async function setMode(button) {
+    button.disabled = true;
+    const url = button.dataset.verb === 'task-mode'
+      ? '/api/tasks/' + encodeURIComponent(button.dataset.taskId) + '/mode'
+      : '/api/projects/' + encodeURIComponent(button.dataset.project) + '/mode';
+    try {
+      await call('PUT', url, { mode: button.dataset.mode });
+      window.location.reload();
+    } catch (e) {
+      button.disabled = false;
+      button.textContent = 'error: ' + e.message;
+    }
+  }
+
   async function toggleAutoMode(button) {
     button.disabled = true;
     try {
@@ -220,6 +236,8 @@
     if (!b) { return; }
     if (b.dataset.verb === 'auto-mode') {
       toggleAutoMode(b);
+    } else if (b.dataset.verb === 'task-mode' || b.dataset.verb === 'project-mode') {
+      setMode(b);
     } else if (b.dataset.verb === 'deny') {
       graceThenDeny(b);
     } else if (b.dataset.verb === 'approve') {
@@ -245,7 +263,7 @@
   }
 
   document.addEventListener('keydown', function (ev) {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey || document.body.dataset.page !== 'approvals') { return; }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || !document.getElementById('pending-list')) { return; }
     const t = ev.target;
     if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) { return; }
     const cards = pendingCards();
@@ -361,9 +379,18 @@
 
   // Approvals: a new pending action appears without a reload; one decided
   // elsewhere (the CLI, another tab) says so.
+  // On a task's page, the fragment is the task's: its timeline is replaced
+  // as well. Answers may come back out of order: only the newest is used.
+  let partsAsked = 0;
   async function addNewCards() {
     let doc;
-    try { doc = await fetchFragment('/api/pages/approvals'); } catch (e) { return; }
+    const url = document.body.dataset.page === 'task' ? fragmentUrl() : '/api/pages/approvals';
+    const mine = ++partsAsked;
+    try { doc = await fetchFragment(url); } catch (e) { return; }
+    if (mine !== partsAsked) { return; }
+    const timeline = document.getElementById('timeline');
+    const fresh = doc.getElementById('timeline');
+    if (timeline && fresh) { timeline.replaceWith(document.importNode(fresh, true)); }
     const list = document.getElementById('pending-list');
     doc.querySelectorAll('#pending-list article.action').forEach(function (card) {
       if (!document.getElementById(card.id)) {
@@ -375,8 +402,8 @@
     // The server's count of what waits, not this page's cards: a page
     // holds 25 of them.
     const count = document.getElementById('pending-count');
-    const fresh = doc.getElementById('pending-count');
-    if (count && fresh) { count.textContent = fresh.textContent; }
+    const freshCount = doc.getElementById('pending-count');
+    if (count && freshCount) { count.textContent = freshCount.textContent; }
   }
 
   function onApprovalsEvent(e) {
@@ -408,6 +435,7 @@
     if (!tbody || document.querySelector('tr[data-event-id="' + String(e.id) + '"]')) { return; }
     const tr = document.createElement('tr');
     tr.className = 'event';
+    tr.id = 'event-' + String(e.id);
     tr.dataset.eventId = String(e.id);
     const cells = [
       String(e.id),
@@ -420,7 +448,14 @@
     cells.forEach(function (c, i) {
       const td = document.createElement('td');
       if (i === 2) { td.className = 'type'; }
-      td.textContent = c;
+      if (i === 4 && e.action) {
+        const a = document.createElement('a');
+        a.href = '#step-' + encodeURIComponent(e.action);
+        a.textContent = c;
+        td.appendChild(a);
+      } else {
+        td.textContent = c;
+      }
       tr.appendChild(td);
     });
     tbody.appendChild(tr);
@@ -428,7 +463,6 @@
 
   // Answers may come back out of order: only the newest request's is shown.
   let taskAsked = 0;
-  let actionsAsked = 0;
 
   async function refreshTask(id) {
     const mine = ++taskAsked;
@@ -438,31 +472,6 @@
     if (mine !== taskAsked) { return; }
     document.getElementById('task-status').textContent = t.status;
     document.getElementById('task-diagnosis').textContent = t.diagnosis || '';
-  }
-
-  // The task's actions: their statuses follow the log.
-  async function refreshActions(id) {
-    const mine = ++actionsAsked;
-    const r = await fetch('/api/actions?limit=200&task=' + encodeURIComponent(id), { credentials: 'same-origin', headers: readHeaders() });
-    const tbody = document.getElementById('task-action-rows');
-    if (!r.ok || !tbody) { return; }
-    const actions = await r.json();
-    if (mine !== actionsAsked) { return; }
-    tbody.textContent = '';
-    actions.forEach(function (a) {
-      const tr = document.createElement('tr');
-      tr.className = 'task-action';
-      tr.dataset.actionId = a.id;
-      const act = a.action || {};
-      const what = act.command || act.path || act.branch || act.target || a.params.message || a.params.title || '';
-      [a.id.slice(0, 8), act.type || act.kind || '', a.status, what].forEach(function (c, i) {
-        const td = document.createElement('td');
-        if (i === 2) { td.className = 'status'; }
-        td.textContent = c;
-        tr.appendChild(td);
-      });
-      tbody.appendChild(tr);
-    });
   }
 
   document.addEventListener('DOMContentLoaded', async function () {
@@ -478,7 +487,10 @@
       follow('task=' + encodeURIComponent(id) + '&', s.dataset.cursor, function (e) {
         appendEvent(e);
         refreshTask(id);
-        if (e.action) { refreshActions(id); }
+        // Decided elsewhere, a command ended: the cards say so; the
+        // timeline and new waiting cards come from the task's fragment.
+        if (e.type !== 'proposed_action.created') { onApprovalsEvent(e); }
+        if (e.action) { addNewCards(); }
       });
     }
   });

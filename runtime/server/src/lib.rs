@@ -27,6 +27,7 @@ pub mod openapi;
 pub mod page;
 pub mod risk;
 mod routes;
+mod task_page;
 
 use std::future::{Future, IntoFuture as _};
 use std::net::SocketAddr;

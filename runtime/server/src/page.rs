@@ -1,4 +1,5 @@
-//! The approvals page and a task's event log, rendered on the server.
+//! The approvals page's shell and content, and the shared page layout,
+//! rendered on the server (a task's page: [`crate::task_page`]).
 //!
 //! No front-end build: HTML written here, one small script and one style
 //! sheet served from `/assets/` (the Content-Security-Policy allows scripts
@@ -21,7 +22,7 @@ use std::fmt::Write as _;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use berth_engine::{ActionRecord, Agent, AutonomyReport, Event, Task, ids};
+use berth_engine::{ActionRecord, Agent, AutonomyReport, Task, ids};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -374,7 +375,7 @@ fn running_section(running: &[ActionRecord]) -> String {
 
 /// An agent with its auto-mode switch and, before the click, what the
 /// switch lifts and what still asks.
-fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
+pub(crate) fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
@@ -421,68 +422,10 @@ fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
     o
 }
 
-/// The task page's body.
-pub fn render_task(task: &Task, actions: &[ActionRecord], events: &[Event]) -> String {
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "<section id=\"task\" data-task-id=\"{id}\" data-cursor=\"{cursor}\"><h1>{title}</h1>\
-         <p class=\"meta\">task <code>{id}</code> · project {project} · agent {agent} · status \
-         <b id=\"task-status\">{status}</b></p><p id=\"task-diagnosis\">{diag}</p></section>",
-        id = esc(&task.id),
-        cursor = events.last().map(|e| e.id).unwrap_or(0),
-        title = esc(&task.title),
-        project = esc(&task.project),
-        agent = esc(task.agent.as_deref().unwrap_or("-")),
-        status = esc(task.status.as_str()),
-        diag = esc(task.diagnosis.as_deref().unwrap_or("")),
-    );
-    o.push_str("<section id=\"task-actions\"><h2>Actions</h2>");
-    o.push_str("<table><thead><tr><th>action</th><th>type</th><th>status</th><th>what</th></tr></thead><tbody id=\"task-action-rows\">");
-    for a in actions {
-        let (kind, what, _) = card::describe(a);
-        let what = card::clip(&what, card::CLAMP_CHARS);
-        let _ = write!(
-            o,
-            "<tr class=\"task-action\" data-action-id=\"{id}\"><td><code>{short}</code></td><td>{kind}</td>\
-             <td class=\"status\">{status}</td><td><code>{what}</code></td></tr>",
-            id = esc(&a.id),
-            short = esc(ids::short(&a.id)),
-            kind = esc(&kind),
-            status = esc(a.status.as_str()),
-            what = esc(&what),
-        );
-    }
-    o.push_str("</tbody></table></section><section id=\"log\"><h2>Event log</h2><table><thead><tr><th>#</th><th>at</th><th>type</th><th>actor</th><th>action</th><th>status</th></tr></thead><tbody id=\"events\">");
-    for e in events {
-        o.push_str(&event_row(e));
-    }
-    o.push_str("</tbody></table></section>");
-    o
-}
-
-fn event_row(e: &Event) -> String {
-    let status = e
-        .payload
-        .get("status")
-        .and_then(|s| s.as_str())
-        .unwrap_or("");
-    format!(
-        "<tr class=\"event\" data-event-id=\"{id}\"><td>{id}</td><td>{at}</td><td class=\"type\">{kind}</td>\
-         <td>{actor}</td><td>{action}</td><td>{status}</td></tr>",
-        id = e.id,
-        at = esc(&ids::rfc3339(e.at)),
-        kind = esc(&e.kind),
-        actor = esc(&e.actor.to_string()),
-        action = esc(e.action.as_deref().map(ids::short).unwrap_or("")),
-        status = esc(status),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use berth_engine::{Actor, TaskStatus};
+    use berth_engine::{Actor, Event, TaskStatus};
 
     use super::*;
 
@@ -539,7 +482,16 @@ mod tests {
             action: None,
             payload: serde_json::json!({"status": evil}),
         };
-        let html = render_task(&task, &[], &[event]);
+        let extras = std::collections::HashMap::new();
+        let html = crate::task_page::render_task(&crate::task_page::TaskView {
+            task: &task,
+            actions: &[],
+            events: &[event],
+            project_mode: berth_engine::ExecutionMode::Review,
+            agent: None,
+            now_ms: 0,
+            extras: &extras,
+        });
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("\"><b>"), "{html}");
         assert_eq!(

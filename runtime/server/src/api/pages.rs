@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use berth_engine::{ActionFilter, EventFilter};
+use berth_engine::{ActionFilter, ActionRecord, ActionStatus, EventFilter};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -19,7 +19,8 @@ use crate::api::PathArgs;
 use crate::body::QueryArgs;
 use crate::diff;
 use crate::error::ApiError;
-use crate::page::{PENDING_PAGE, PendingPage, esc, fragment, render_approvals, render_task};
+use crate::page::{PENDING_PAGE, PendingPage, esc, fragment, render_approvals};
+use crate::task_page::{TaskView, render_task};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalsQuery {
@@ -60,18 +61,7 @@ pub(crate) async fn approvals(
     }
     let tasks = e.tasks(None).await?;
     let cursor = e.latest_event_id().await?;
-    // A file write shows what it changes: the current file, read in the
-    // agent's berth through its confined file read.
-    let mut extras = HashMap::new();
-    for a in &pending {
-        if let Some(base) = e.file_write_base(a).await? {
-            let content = a.params.content.as_deref().unwrap_or("");
-            extras.insert(
-                a.id.clone(),
-                diff::render(&base, content, diff::CARD_LINES, Some(&a.id)),
-            );
-        }
-    }
+    let extras = diffs(e, &pending).await?;
     let page = PendingPage {
         actions: &pending,
         waiting,
@@ -137,8 +127,52 @@ pub(crate) async fn task(
             ..EventFilter::default()
         })
         .await?;
-    Ok(fragment(
-        StatusCode::OK,
-        render_task(&task, &actions, &events),
-    ))
+    let pending: Vec<ActionRecord> = actions
+        .iter()
+        .filter(|a| a.status == ActionStatus::Pending)
+        .cloned()
+        .collect();
+    let extras = diffs(e, &pending).await?;
+    let project_mode = e.load_project(&task.project).await?.config.execution.mode;
+    let agent = match task.agent.as_deref() {
+        Some(name) => match e.agent(name).await {
+            Ok(a) => {
+                let report = e.autonomy_report(&a.name).await?;
+                Some((a, report))
+            }
+            // Gone since (removed): the task keeps its name.
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let view = TaskView {
+        task: &task,
+        actions: &actions,
+        events: &events,
+        project_mode,
+        agent: agent.as_ref().map(|(a, r)| (a, r)),
+        now_ms: berth_engine::ids::now_ms(),
+        extras: &extras,
+    };
+    Ok(fragment(StatusCode::OK, render_task(&view)))
+}
+
+/// A pending file write shows what it changes: the current file, read in
+/// the agent's berth through its confined file read, diffed against the
+/// proposed content; by action id.
+async fn diffs(
+    e: &berth_engine::Engine,
+    pending: &[ActionRecord],
+) -> Result<HashMap<String, String>, ApiError> {
+    let mut extras = HashMap::new();
+    for a in pending {
+        if let Some(base) = e.file_write_base(a).await? {
+            let content = a.params.content.as_deref().unwrap_or("");
+            extras.insert(
+                a.id.clone(),
+                diff::render(&base, content, diff::CARD_LINES, Some(&a.id)),
+            );
+        }
+    }
+    Ok(extras)
 }
