@@ -329,6 +329,17 @@ fn approve_and_deny_in_headless_chromium_and_watch_the_task_move_on() {
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-task-page.png");
     browser.screenshot(&shot);
     assert!(std::fs::metadata(&shot).unwrap().len() > 1000);
+    // On a phone too, nothing is wider than the screen.
+    browser.viewport(390, 844, true);
+    let fit = browser.script("return [document.scrollingElement.scrollWidth, window.innerWidth];");
+    assert!(
+        fit[0].as_f64() <= fit[1].as_f64() && fit[1] == json!(390),
+        "{fit}"
+    );
+    browser.screenshot(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-task-page-390.png"),
+    );
+    browser.viewport(1200, 1600, false);
     // The execution mode's switch: this task to auto, said on the page
     // and in the store.
     browser.click("#task-mode button[data-mode=\"auto\"]");
@@ -440,7 +451,9 @@ fn a_page_of_24_stays_bounded_sorted_by_risk_shows_diffs_and_fits_a_phone() {
         json!({"type": "file_write", "path": "src/new.ts"}),
         json!({"content": created}),
     );
-    for i in 0..18 {
+    // An external effect: approving it takes a second click.
+    let push = terminal("git push origin HEAD:refs/heads/main");
+    for i in 0..17 {
         if i % 2 == 0 {
             terminal(&format!("make target{i}"));
         } else {
@@ -633,6 +646,27 @@ fn a_page_of_24_stays_bounded_sorted_by_risk_shows_diffs_and_fits_a_phone() {
         "approved and executed (exit 0)",
     );
     browser.wait_text("#pending-count", "23");
+
+    // A privileged action asks to confirm: the first click approves
+    // nothing.
+    let push_card = format!("#action-{push}");
+    assert_eq!(
+        said(&push),
+        "terminal ▲ High risk has an effect outside the sandbox"
+    );
+    browser.click(&format!("{push_card} button.approve"));
+    assert_eq!(
+        browser.text(&format!("{push_card} button.approve")),
+        "Confirm approve"
+    );
+    assert_eq!(
+        browser.text(&format!("{push_card} .outcome")),
+        "this has an effect outside the sandbox: click again to approve"
+    );
+    let rec = api
+        .call("GET", &format!("/api/actions/{push}"), None)
+        .json();
+    assert_eq!(rec["status"], "pending", "{rec}");
 
     // A phone: nothing wider than the screen, 44 px targets, Approve next
     // to the command.

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use berth_engine::{ActionRecord, Agent, AutonomyReport, Task, ids};
+use berth_engine::{ActionRecord, Agent, AutonomyReport, ExecutionMode, Task, ids};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -265,6 +265,7 @@ pub fn render_approvals(
     agents: &[Agent],
     reports: &[AutonomyReport],
     tasks: &[Task],
+    project_modes: &std::collections::HashMap<String, ExecutionMode>,
     cursor: i64,
 ) -> String {
     let mut o = String::new();
@@ -315,19 +316,25 @@ pub fn render_approvals(
         o.push_str("<p class=\"empty\">No tasks yet.</p>");
     } else {
         o.push_str(
-            "<table><thead><tr><th>task</th><th>status</th><th>project</th><th>agent</th><th>title</th></tr></thead><tbody>",
+            "<table><thead><tr><th scope=\"col\">task</th><th scope=\"col\">status</th><th scope=\"col\">project</th><th scope=\"col\">agent</th><th scope=\"col\">mode</th><th scope=\"col\">title</th></tr></thead><tbody>",
         );
         for t in tasks {
             let _ = write!(
                 o,
                 "<tr class=\"task\" data-task-id=\"{id}\"><td><a href=\"/tasks/{href}\">{short}</a></td>\
-                 <td class=\"status\">{status}</td><td>{project}</td><td>{agent}</td><td>{title}{diag}</td></tr>",
+                 <td class=\"status\">{status}</td><td>{project}</td><td>{agent}</td><td class=\"mode\">{mode}</td><td>{title}{diag}</td></tr>",
                 id = esc(&t.id),
                 href = seg(&t.id),
                 short = esc(ids::short(&t.id)),
                 status = esc(t.status.as_str()),
                 project = esc(&t.project),
                 agent = esc(t.agent.as_deref().unwrap_or("-")),
+                // The execution mode in force, and whose it is.
+                mode = match (t.execution_mode, project_modes.get(&t.project)) {
+                    (Some(m), _) => format!("{} (task)", m.as_str()),
+                    (None, Some(m)) => format!("{} (project)", m.as_str()),
+                    (None, None) => "-".to_string(),
+                },
                 title = esc(&t.title),
                 diag = t
                     .diagnosis

@@ -60,6 +60,16 @@ pub(crate) async fn approvals(
         reports.push(e.autonomy_report(&a.name).await?);
     }
     let tasks = e.tasks(None).await?;
+    // Each project's execution mode, for the tasks that follow it (a
+    // project removed since has none).
+    let names: std::collections::BTreeSet<&str> =
+        tasks.iter().map(|t| t.project.as_str()).collect();
+    let mut project_modes = HashMap::new();
+    for name in names {
+        if let Ok(p) = e.load_project(name).await {
+            project_modes.insert(name.to_string(), p.config.execution.mode);
+        }
+    }
     let cursor = e.latest_event_id().await?;
     let extras = diffs(e, &pending).await?;
     let page = PendingPage {
@@ -69,7 +79,15 @@ pub(crate) async fn approvals(
         now_ms: berth_engine::ids::now_ms(),
         extras: &extras,
     };
-    let body = render_approvals(&page, &running, &agents, &reports, &tasks, cursor);
+    let body = render_approvals(
+        &page,
+        &running,
+        &agents,
+        &reports,
+        &tasks,
+        &project_modes,
+        cursor,
+    );
     Ok(fragment(StatusCode::OK, body))
 }
 
