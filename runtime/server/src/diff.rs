@@ -18,8 +18,9 @@ use crate::page::esc;
 pub const MAX_EDITS: usize = 1_000;
 /// Lines of a diff a card shows.
 pub const CARD_LINES: usize = 12;
-/// Lines of a diff the "show all" fragment shows.
-pub const FULL_LINES: usize = 20_000;
+/// Lines of a diff the "show all" fragment shows (at 400 characters a
+/// line, 2 MB at most).
+pub const FULL_LINES: usize = 5_000;
 /// Characters of one diff line shown.
 const LINE_CHARS: usize = 400;
 /// Lines of context around a change.
@@ -132,17 +133,16 @@ fn back<'a>(
 /// `⋯` between hunks; at most `max` lines. Returns the markup, the lines
 /// it has in all, and the lines added and removed.
 fn render_lines(lines: &[Line<'_>], max: usize) -> (String, usize, usize, usize) {
-    let changed: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| !matches!(l, Line::Same(_)))
-        .map(|(i, _)| i)
-        .collect();
-    let keep = |i: usize| {
-        changed
-            .iter()
-            .any(|c| i + CONTEXT >= *c && i <= c + CONTEXT)
-    };
+    // Each changed line keeps CONTEXT lines either side: one pass, so a
+    // 100,000-line new file costs 100,000 steps, not their square.
+    let mut keep = vec![false; lines.len()];
+    for (i, l) in lines.iter().enumerate() {
+        if !matches!(l, Line::Same(_)) {
+            let from = i.saturating_sub(CONTEXT);
+            let to = (i + CONTEXT).min(lines.len() - 1);
+            keep[from..=to].iter_mut().for_each(|k| *k = true);
+        }
+    }
     let (adds, dels) = lines.iter().fold((0, 0), |(a, d), l| match l {
         Line::Add(_) => (a + 1, d),
         Line::Del(_) => (a, d + 1),
@@ -153,7 +153,7 @@ fn render_lines(lines: &[Line<'_>], max: usize) -> (String, usize, usize, usize)
     let mut total = 0;
     let mut gap = false;
     for (i, l) in lines.iter().enumerate() {
-        if !keep(i) {
+        if !keep[i] {
             gap = true;
             continue;
         }
@@ -219,12 +219,21 @@ pub fn render(base: &WriteBase, content: &str, max: usize, show_all_for: Option<
     let mut o = format!(
         "<div class=\"diff-block\"><p class=\"diff-head\">{head}</p><pre class=\"diff\">{body}</pre>"
     );
-    if let Some(id) = show_all_for.filter(|_| total > max) {
-        let _ = write!(
-            o,
-            "<button type=\"button\" class=\"show-all\" data-show=\"diff\" data-action-id=\"{}\">Show all ({total} lines)</button>",
-            esc(id)
-        );
+    match show_all_for {
+        Some(id) if total > max => {
+            let _ = write!(
+                o,
+                "<button type=\"button\" class=\"show-all\" data-show=\"diff\" data-action-id=\"{}\">Show all ({total} lines)</button>",
+                esc(id)
+            );
+        }
+        None if total > max => {
+            let _ = write!(
+                o,
+                "<p class=\"more\">The first {max} of {total} lines: <code>params.content</code> of the action holds the whole.</p>"
+            );
+        }
+        _ => {}
     }
     o.push_str("</div>");
     o
@@ -269,6 +278,21 @@ mod tests {
         assert_eq!(lines.len(), 3_000);
         assert!(matches!(lines[0], Line::Del("o0")));
         assert!(matches!(lines[1_500], Line::Add("n0")));
+    }
+
+    #[test]
+    fn a_huge_new_file_renders_in_one_pass_and_is_cut() {
+        let big: String = (0..200_000).map(|i| format!("{i}\n")).collect();
+        let t = std::time::Instant::now();
+        let html = render(&WriteBase::Absent, &big, FULL_LINES, None);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(html.contains("New file, 200000 lines"));
+        assert!(html.contains("The first 5000 of 200000 lines"));
+        assert!(html.len() < 400 * 1024, "{}", html.len());
     }
 
     #[test]

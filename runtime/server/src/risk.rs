@@ -145,6 +145,8 @@ fn writes_outside(action: &Action, decision: &Decision) -> bool {
             .iter()
             .filter(|p| matches!(p.location, Location::Outside | Location::Unknown))
             .map(|p| p.written.as_str())
+            // A description, not a path it names: "(working directory)".
+            .filter(|w| !w.starts_with('('))
             .collect();
         if outside.is_empty() {
             return false;
@@ -294,6 +296,24 @@ mod tests {
                 decision(
                     &[Stage::Scope, Stage::PartialAllow],
                     vec![segment(&["cat", "/etc/hostname"], &["/etc/hostname"])],
+                ),
+                Risk::Medium,
+            ),
+            (
+                "cat into /etc (a redirection)",
+                t.clone(),
+                decision(
+                    &[Stage::Scope],
+                    vec![segment(&["cat", "a"], &["/etc/passwd"])],
+                ),
+                Risk::High,
+            ),
+            (
+                "ls in a directory outside",
+                t.clone(),
+                decision(
+                    &[Stage::Scope],
+                    vec![segment(&["ls"], &["(working directory)"])],
                 ),
                 Risk::Medium,
             ),
