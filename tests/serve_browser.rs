@@ -508,6 +508,10 @@ fn a_page_of_24_stays_bounded_sorted_by_risk_shows_diffs_and_fits_a_phone() {
         sizes[1].as_u64().unwrap(),
         sizes[2].as_u64().unwrap(),
     );
+    eprintln!(
+        "24 pending actions: fragment {} bytes, document {doc} characters, the 200k card {card}, {height} px tall",
+        html.len()
+    );
     assert!(doc < 200 * 1024 && card < 8 * 1024, "{sizes}");
     assert!(height < 24 * 900, "the page is {height} px tall");
     let shown = browser.text(&format!("#action-{huge_id} pre.code"));

@@ -474,6 +474,23 @@
     document.getElementById('task-diagnosis').textContent = t.diagnosis || '';
   }
 
+  // "5 min ago" stays true while the page is open (the exact time is the
+  // element's title).
+  function relative(at) {
+    const s = Math.max(0, Math.floor((Date.now() - at) / 1000));
+    if (s < 45) { return 'just now'; }
+    if (s < 90) { return '1 min ago'; }
+    if (s < 3600) { return Math.round(s / 60) + ' min ago'; }
+    if (s < 86400) { return Math.floor(s / 3600) + ' h ago'; }
+    const d = Math.floor(s / 86400);
+    return d === 1 ? 'yesterday' : d + ' days ago';
+  }
+  setInterval(function () {
+    document.querySelectorAll('time[data-at]').forEach(function (t) {
+      t.textContent = relative(Number(t.dataset.at));
+    });
+  }, 30000);
+
   document.addEventListener('DOMContentLoaded', async function () {
     const page = document.body.dataset.page;
     if ((page === 'approvals' || page === 'task') && !(await load())) { return; }
