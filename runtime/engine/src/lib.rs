@@ -88,7 +88,7 @@ use std::sync::Arc;
 
 pub use actions::{
     ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approved, Cancelled,
-    CreatedStatus, Outcome, OutputSink, Proposal, ProposeStatus, Proposed,
+    CreatedStatus, Outcome, OutputSink, Proposal, ProposeStatus, Proposed, WriteBase,
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport};

@@ -20,11 +20,15 @@ mod api;
 mod auth;
 mod background;
 mod body;
+mod card;
+mod diff;
 mod error;
 mod listen;
 pub mod openapi;
 pub mod page;
+pub mod risk;
 mod routes;
+mod task_page;
 
 use std::future::{Future, IntoFuture as _};
 use std::net::SocketAddr;

@@ -69,6 +69,7 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     // The pages' content (the shells above hold none).
     .get("/api/pages/approvals", pages::approvals)
     .get("/api/pages/tasks/{id}", pages::task)
+    .get("/api/pages/actions/{id}/diff", pages::action_diff)
     // Projects.
     .get("/api/projects", projects::list)
     .post("/api/projects", projects::add)
