@@ -310,26 +310,52 @@ struct Walker<'h> {
 /// `"CD"PATH=/`): then `cd etc` may mean `/etc`, and the cwd after a `cd`
 /// to a relative name is unknown.
 fn names_cdpath(command: &[u8]) -> bool {
-    // The bytes with the quoting ones left out, compared as they come (no
-    // copy of the line): `matched` bytes of `CDPATH` seen so far.
-    const NAME: &[u8] = b"CDPATH";
-    let mut matched = 0;
-    for &b in command {
-        if matches!(b, b'\'' | b'"' | b'\\') {
-            continue;
+    const REST: &[u8] = b"DPATH";
+    let is_quote = |b: u8| matches!(b, b'\'' | b'"' | b'\\');
+    let mut from = 0;
+    // At each `C`: the bytes after it, the quoting ones left out, go on
+    // `DPATH`. A byte is looked at by at most the six `C`s before it.
+    while let Some(at) = find_byte(b'C', &command[from..]).map(|i| from + i) {
+        let mut want = REST.iter().peekable();
+        for &b in &command[at + 1..] {
+            match want.peek() {
+                None => break,
+                Some(_) if is_quote(b) => {}
+                Some(&&w) if w == b => {
+                    want.next();
+                }
+                Some(_) => break,
+            }
         }
-        matched = if b == NAME[matched] {
-            matched + 1
-        } else {
-            // No proper prefix of `CDPATH` ends in a suffix of it but the
-            // empty one and `C` itself.
-            usize::from(b == b'C')
-        };
-        if matched == NAME.len() {
+        if want.peek().is_none() {
             return true;
         }
+        from = at + 1;
     }
     false
+}
+
+/// The index of the first `needle` in `hay`: eight bytes at a time until
+/// a word holds it (most of a line has no `C`), then byte by byte.
+fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let pattern = ONES * u64::from(needle);
+    let mut skipped = 0;
+    for chunk in hay.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ pattern;
+        // A zero byte in `x` (the needle in the chunk) sets its high bit.
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            break;
+        }
+        skipped += 8;
+    }
+    hay[skipped..]
+        .iter()
+        .position(|&b| b == needle)
+        .map(|i| skipped + i)
 }
 
 impl<'h> Walker<'h> {
