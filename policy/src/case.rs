@@ -13,7 +13,7 @@ use crate::autonomy::{Approval, Autonomy};
 use crate::decide::{Context, Limits, decide};
 use crate::decision::Decision;
 use crate::frame::{DEFAULT_HOME, Frame, Mount, MountKind, WORK};
-use crate::rules::RuleSet;
+use crate::rules::{PatternCache, RuleSet};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize)]
 pub struct CaseRules {
@@ -112,6 +112,9 @@ impl Inputs {
 #[derive(Debug, Default)]
 pub struct RulesCache {
     sets: rustc_hash::FxHashMap<CaseRules, Arc<RuleSet>>,
+    /// The patterns of the sets, by text: most sets of a batch differ, but
+    /// share most of their rules.
+    patterns: PatternCache,
 }
 
 impl RulesCache {
@@ -123,7 +126,7 @@ impl RulesCache {
             return Ok(set.clone());
         }
         let set = Arc::new(
-            RuleSet::from_lists(&rules.allow, &rules.ask, &rules.deny)
+            RuleSet::from_lists_cached(&rules.allow, &rules.ask, &rules.deny, &mut self.patterns)
                 .map_err(|e| e.to_string())?,
         );
         if self.sets.len() >= Self::CAPACITY {

@@ -29,6 +29,7 @@ use crate::scope::{self, normalize};
 use crate::wrapper;
 use crate::{pattern, privileged};
 
+mod shown;
 mod terminal;
 
 /// Project-level additions to the built-in limits: more may be added, none removed.

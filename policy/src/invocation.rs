@@ -38,7 +38,14 @@ pub static AS_WRITTEN: Normalized = Normalized {
 impl Normalized {
     /// Derives both views of one invocation.
     pub fn derive(inv: &[Arg]) -> Normalized {
-        match global::normalized(inv) {
+        Normalized::derive_with(inv, global::normalized(inv))
+    }
+
+    /// [`Normalized::derive`] with `global` = [`global::normalized`]`(inv)`
+    /// already found (the program's analysis finds it).
+    pub fn derive_with(inv: &[Arg], global: Option<Vec<Arg>>) -> Normalized {
+        debug_assert_eq!(global, global::normalized(inv), "{inv:?}");
+        match global {
             Some(argv) => {
                 // A tool table's normalisation is already canonical:
                 // normalising it again changes nothing (checked here in

@@ -154,19 +154,30 @@ impl RuleSet {
         ask: &[String],
         deny: &[String],
     ) -> Result<RuleSet, RulesError> {
+        RuleSet::from_lists_cached(allow, ask, deny, &mut PatternCache::default())
+    }
+
+    /// [`RuleSet::from_lists`], its plain patterns compiled through
+    /// `patterns`: a batch of cases builds many sets of the same few rules.
+    pub fn from_lists_cached(
+        allow: &[String],
+        ask: &[String],
+        deny: &[String],
+        patterns: &mut PatternCache,
+    ) -> Result<RuleSet, RulesError> {
         let mut set = RuleSet::default();
-        for (list, entries) in [
-            (RuleList::Allow, allow),
-            (RuleList::Ask, ask),
-            (RuleList::Deny, deny),
+        for (list, file, entries) in [
+            (RuleList::Allow, "<allow>", allow),
+            (RuleList::Ask, "<ask>", ask),
+            (RuleList::Deny, "<deny>", deny),
         ] {
             for (i, e) in entries.iter().enumerate() {
                 let loc = SourceLoc {
-                    file: format!("<{}>", list.as_str()),
+                    file: file.to_string(),
                     line: i + 1,
                     column: 1,
                 };
-                set.add_entry(list, e, Some(loc))?;
+                set.add_entry(list, e, Some(loc), patterns)?;
             }
         }
         Ok(set)
@@ -214,7 +225,7 @@ impl RuleSet {
                     ),
                 });
             };
-            self.add_entry(list, s, Some(loc(item.pos)))?;
+            self.add_entry(list, s, Some(loc(item.pos)), &mut PatternCache::default())?;
         }
         Ok(())
     }
@@ -224,6 +235,7 @@ impl RuleSet {
         list: RuleList,
         entry: &str,
         source: Option<SourceLoc>,
+        patterns: &mut PatternCache,
     ) -> Result<(), RulesError> {
         let invalid = |message: String| RulesError::Invalid {
             loc: source.clone().unwrap_or(SourceLoc {
@@ -283,8 +295,9 @@ impl RuleSet {
                 return Err(invalid(format!("cannot read `{e}`: {reason}")));
             }
             ToolForm::Plain => {
-                let pattern =
-                    Pattern::plain(e).map_err(|m| invalid(format!("cannot read `{e}`: {m}")))?;
+                let pattern = patterns
+                    .plain(e)
+                    .map_err(|m| invalid(format!("cannot read `{e}`: {m}")))?;
                 self.commands.push(CommandRule {
                     list,
                     pattern,
@@ -293,6 +306,32 @@ impl RuleSet {
             }
         }
         Ok(())
+    }
+}
+
+/// Compiled plain patterns by their text ([`Pattern::plain`] is a function
+/// of the text alone), bounded: past [`PatternCache::CAPACITY`] it starts
+/// over.
+#[derive(Debug, Default)]
+pub struct PatternCache {
+    compiled: rustc_hash::FxHashMap<String, Pattern>,
+}
+
+impl PatternCache {
+    /// Most patterns kept.
+    const CAPACITY: usize = 4096;
+
+    /// [`Pattern::plain`] of `text`, compiled once.
+    fn plain(&mut self, text: &str) -> Result<Pattern, String> {
+        if let Some(p) = self.compiled.get(text) {
+            return Ok(p.clone());
+        }
+        let p = Pattern::plain(text)?;
+        if self.compiled.len() >= Self::CAPACITY {
+            self.compiled.clear();
+        }
+        self.compiled.insert(text.to_string(), p.clone());
+        Ok(p)
     }
 }
 

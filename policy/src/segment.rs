@@ -149,7 +149,9 @@ pub struct Segment {
     pub stdin_words: Option<Vec<Arg>>,
     /// Each invocation's normalised argv, derived once when the walk is
     /// done (in `invocations()` order); read through
-    /// [`Segment::invocations_normalized`].
+    /// [`Segment::invocations_normalized`]. During the walk it may hold
+    /// one entry, `argv`'s own, derived with what the program's analysis
+    /// found (the chain's are added when the walk is done).
     normalized: Vec<Normalized>,
 }
 
@@ -213,7 +215,24 @@ impl Segment {
 
     /// Derives the normalised views once the segment is final.
     fn derive_normalized(&mut self) {
-        self.normalized = self.invocations().map(Normalized::derive).collect();
+        // `argv`'s own view, when the walk derived it already.
+        let own = match self.normalized.pop() {
+            Some(own) if self.normalized.is_empty() && !self.argv.is_empty() => own,
+            _ => {
+                self.normalized = self.invocations().map(Normalized::derive).collect();
+                return;
+            }
+        };
+        if self.chain.is_empty() {
+            self.normalized.push(own);
+            return;
+        }
+        self.normalized = self
+            .chain
+            .iter()
+            .map(|inv| Normalized::derive(inv))
+            .chain(std::iter::once(own))
+            .collect();
     }
 }
 
@@ -291,19 +310,62 @@ struct Walker<'h> {
 /// `"CD"PATH=/`): then `cd etc` may mean `/etc`, and the cwd after a `cd`
 /// to a relative name is unknown.
 fn names_cdpath(command: &[u8]) -> bool {
-    let bare: Vec<u8> = command
+    const REST: &[u8] = b"DPATH";
+    let is_quote = |b: u8| matches!(b, b'\'' | b'"' | b'\\');
+    let mut from = 0;
+    // At each `C`: the bytes after it, the quoting ones left out, go on
+    // `DPATH`. A byte is looked at by at most the six `C`s before it.
+    while let Some(at) = find_byte(b'C', &command[from..]).map(|i| from + i) {
+        let mut want = REST.iter().peekable();
+        for &b in &command[at + 1..] {
+            match want.peek() {
+                None => break,
+                Some(_) if is_quote(b) => {}
+                Some(&&w) if w == b => {
+                    want.next();
+                }
+                Some(_) => break,
+            }
+        }
+        if want.peek().is_none() {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
+/// The index of the first `needle` in `hay`: eight bytes at a time until
+/// a word holds it (most of a line has no `C`), then byte by byte.
+fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let pattern = ONES * u64::from(needle);
+    let mut skipped = 0;
+    for chunk in hay.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ pattern;
+        // A zero byte in `x` (the needle in the chunk) sets its high bit.
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            break;
+        }
+        skipped += 8;
+    }
+    hay[skipped..]
         .iter()
-        .copied()
-        .filter(|b| !matches!(b, b'\'' | b'"' | b'\\'))
-        .collect();
-    bare.windows(6).any(|w| w == b"CDPATH")
+        .position(|&b| b == needle)
+        .map(|i| skipped + i)
 }
 
 impl<'h> Walker<'h> {
     fn new(home: &'h str, input_len: usize) -> Self {
         Walker {
             home,
-            segments: Vec::new(),
+            // Most lines are one or two commands; a Segment is ~300
+            // bytes, and the first growth (to 4) is past the allocator's
+            // small-block size.
+            segments: Vec::with_capacity(2),
             functions: std::collections::HashMap::new(),
             current_function: None,
             piped_or_background: false,
@@ -855,7 +917,8 @@ impl<'h> Walker<'h> {
             state
         };
         // Program-specific facts.
-        let facts = program::analyze(&argv);
+        let mut global = None;
+        let facts = program::analyze_noting(&argv, &mut global);
         if let Some(r) = facts.opaque {
             seg.set_opaque(r);
         }
@@ -864,8 +927,14 @@ impl<'h> Walker<'h> {
             seg.arg_dir = facts.arg_dir;
         }
         let roots = facts.find_roots;
-        if let Some(own) = facts.own_argv {
-            argv = own;
+        match (facts.own_argv, global) {
+            (Some(own), _) => argv = own,
+            // The analysed argv is the segment's, and the analysis found
+            // its subcommand: its view is derived without a second search.
+            (None, Some(global)) if !argv.is_empty() => {
+                seg.normalized = vec![Normalized::derive_with(&argv, global)];
+            }
+            (None, _) => {}
         }
         seg.argv = argv;
         if facts.inner.is_empty() {
@@ -1246,6 +1315,7 @@ fn wrapper_parts(seg: &Segment) -> Option<Segment> {
     let mut own = seg.clone();
     own.kind = SegKind::NotACommand;
     own.argv.clear();
+    own.normalized.clear();
     own.hidden_paths.clear();
     own.find_roots.clear();
     own.trailing_dynamic = false;

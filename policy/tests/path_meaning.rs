@@ -55,6 +55,9 @@ const FOUND_BY_MEANING: &[Row] = &[
     // A CDPATH set in the line: a relative `cd` may go anywhere.
     ("read CDPATH <<< /; cd etc && cat shadow", &["read", "cd", "cat"], &[], &[], Manual, Host, ASK),
     ("CDPATH=/ ; cd etc && cat shadow", &["cd", "cat"], &[], &[], Manual, Host, ASK),
+    // However quoted, and where the name starts over (`CCDPATH` holds it).
+    ("x=\"CD\"'PA'TH; cd etc && cat shadow", &["cd", "cat"], &[], &[], Manual, Host, ASK),
+    ("x=CCDPATH; cd etc && cat shadow", &["cd", "cat"], &[], &[], Manual, Host, ASK),
     ("cd src && cat main.rs", &["cd", "cat"], &[], &[], Manual, Host, AUTO),
     ("cd ./src && cat main.rs", &["cd", "cat"], &[], &[], Manual, Host, AUTO),
 ];

@@ -5,6 +5,7 @@
 //! command. Stage 3 (never-auto action types) does not apply to commands;
 //! stage 6 (autonomy) is `Decider::finish`'s.
 
+use super::shown::{Shown, display};
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
 use crate::access::{self, Access, FileAccess};
 use crate::arg::{self, Arg};
@@ -25,8 +26,8 @@ use crate::template;
 struct Judged<'s> {
     idx: usize,
     seg: &'s Segment,
-    /// The segment as people read it (`display`).
-    shown: String,
+    /// The segment as people read it, made when a reason quotes it.
+    shown: Shown<'s>,
     report: SegmentReport,
     /// Why the segment cannot be analysed, when it cannot.
     opaque: Option<String>,
@@ -37,8 +38,10 @@ struct Judged<'s> {
 struct RulesTally {
     /// Segments that are commands.
     commands: usize,
-    /// Why each allowed segment is allowed.
-    allowed: Vec<String>,
+    /// Segments an allow rule matched.
+    allowed: usize,
+    /// Why the first of them is allowed (the reason when it is the only one).
+    first_allowed: Option<String>,
     /// The commands no allow rule matched.
     unmatched: Vec<usize>,
 }
@@ -88,7 +91,7 @@ impl<'a> Decider<'a> {
             let mut judged = Judged {
                 idx,
                 seg,
-                shown: display(seg),
+                shown: Shown::new(seg),
                 report,
                 opaque: seg.opaque.clone(),
             };
@@ -223,7 +226,7 @@ impl<'a> Decider<'a> {
     /// Stage 4: the path scope limit (lifted in auto mode), then the
     /// `Read`/`Edit` path rules over the paths the segment touches.
     fn scope_limit(&mut self, j: &mut Judged<'_>, all_in_scope: bool) {
-        let shown = j.shown.as_str();
+        let shown = &j.shown;
         let paths = scope::judge(j.seg, self.ctx.frame);
         for p in &paths {
             let counts = match p.location {
@@ -268,7 +271,7 @@ impl<'a> Decider<'a> {
     /// allow rule that matches what runs.
     fn rules_file(&mut self, j: &mut Judged<'_>, tally: &mut RulesTally) {
         let (seg, idx) = (j.seg, j.idx);
-        let shown = j.shown.as_str();
+        let shown = &j.shown;
         if let Some(reason) = &j.opaque {
             self.raise(
                 Stage::Opaque,
@@ -329,7 +332,10 @@ impl<'a> Decider<'a> {
                         rule: rule_ref(rule),
                     };
                 }
-                tally.allowed.push(allow_reason(shown, rule));
+                if tally.allowed == 0 {
+                    tally.first_allowed = Some(allow_reason(shown, rule));
+                }
+                tally.allowed += 1;
             }
             None => tally.unmatched.push(idx),
         }
@@ -342,10 +348,11 @@ impl<'a> Decider<'a> {
     fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally) -> RulesOutcome {
         let RulesTally {
             commands,
-            mut allowed,
+            allowed,
+            first_allowed,
             unmatched,
         } = tally;
-        if commands > 0 && !allowed.is_empty() && !unmatched.is_empty() {
+        if commands > 0 && allowed > 0 && !unmatched.is_empty() {
             let names: Vec<String> = unmatched
                 .iter()
                 .take(6)
@@ -363,13 +370,9 @@ impl<'a> Decider<'a> {
             return RulesOutcome::NoOpinion;
         }
         if commands > 0 && unmatched.is_empty() {
-            return RulesOutcome::Allow(if allowed.len() == 1 {
-                allowed.remove(0)
-            } else {
-                format!(
-                    "every segment matches an allow rule ({} segments)",
-                    allowed.len()
-                )
+            return RulesOutcome::Allow(match (allowed, first_allowed) {
+                (1, Some(reason)) => reason,
+                _ => format!("every segment matches an allow rule ({allowed} segments)"),
             });
         }
         if !unmatched.is_empty() {
@@ -456,7 +459,7 @@ impl<'a> Decider<'a> {
         seg: &Segment,
         paths: &[PathReport],
         idx: usize,
-        shown: &str,
+        shown: &Shown<'_>,
         report: &mut SegmentReport,
     ) {
         let rules = !self.ctx.rules.paths.is_empty();
@@ -636,7 +639,7 @@ impl<'a> Decider<'a> {
         &mut self,
         resolved: &[(Access, bool, Vec<String>, &str)],
         idx: usize,
-        shown: &str,
+        shown: &Shown<'_>,
     ) {
         for (access, glob, abs_list, text) in resolved {
             if *access == Access::Read {
@@ -697,13 +700,12 @@ fn command_rule_matches<'c>(
 /// Why an allowed segment is allowed: ``"`{shown}` matches the allow rule
 /// {rule}"`` (the rule as [`RuleRef`] shows it), written in one buffer —
 /// every allowed command's reason has it.
-fn allow_reason(shown: &str, rule: &CommandRule) -> String {
+fn allow_reason(shown: &Shown<'_>, rule: &CommandRule) -> String {
     const TEXT: &str = "` matches the allow rule ";
     let source = rule.source.as_ref().map_or(0, |s| s.file.len() + 24);
-    let mut s =
-        String::with_capacity(shown.len() + TEXT.len() + rule.pattern.raw.len() + source + 12);
+    let mut s = String::with_capacity(32 + TEXT.len() + rule.pattern.raw.len() + source + 12);
     s.push('`');
-    s.push_str(shown);
+    shown.push_onto(&mut s);
     s.push_str(TEXT);
     s.push_str(rule.list.as_str());
     s.push_str(" \"");
@@ -768,33 +770,4 @@ fn name_list(names: &[String]) -> String {
         s.push_str(" and more");
     }
     s
-}
-
-/// A segment as people read it: wrappers and program.
-fn display(seg: &Segment) -> String {
-    const MAX: usize = 120;
-    let mut s = String::with_capacity(32);
-    for inv in seg
-        .chain
-        .iter()
-        .map(Vec::as_slice)
-        .chain(Some(seg.argv.as_slice()).filter(|a| !a.is_empty()))
-    {
-        if !s.is_empty() {
-            s.push(' ');
-        }
-        arg::render_into(&mut s, inv);
-    }
-    if s.is_empty() {
-        return match seg.kind {
-            SegKind::NotACommand => "(assignment or redirection)".to_string(),
-            _ => "(unparsed)".to_string(),
-        };
-    }
-    // Bytes bound chars: most segments are short, and counted no further.
-    if s.len() > MAX && s.chars().count() > MAX {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    } else {
-        s
-    }
 }

@@ -579,7 +579,12 @@ fn find_code(opts: &CodeOptions, args: &[Arg]) -> Vec<Found> {
 /// (`python3 -m twine upload` → `twine upload`), for the privileged limit.
 pub fn python_module_argv(argv: &[Arg]) -> Option<Vec<Arg>> {
     let first = argv.first()?;
-    if first.dynamic || options_for(first.basename()).is_none_or(|o| o.lang != Lang::Python) {
+    // Only `python…` and `pypy…` read Python (`options_for`): a first
+    // letter other than `p` settles it without the table.
+    if first.dynamic
+        || !first.basename().starts_with('p')
+        || options_for(first.basename()).is_none_or(|o| o.lang != Lang::Python)
+    {
         return None;
     }
     let args = &argv[1..];

@@ -80,6 +80,14 @@ impl Facts {
 
 /// Analyses the program that runs (`argv[0]` is its name as written).
 pub fn analyze(argv: &[Arg]) -> Facts {
+    analyze_noting(argv, &mut None)
+}
+
+/// [`analyze`], noting in `global` [`options::global::normalized`]`(argv)`
+/// when the analysis finds it anyway (left as it is otherwise): the
+/// segment's normalised views reuse it instead of parsing the tool's
+/// options a second time.
+pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Facts {
     let Some(first) = argv.first() else {
         return Facts::default();
     };
@@ -93,23 +101,22 @@ pub fn analyze(argv: &[Arg]) -> Facts {
     }
     if let Some(undashed) = git_undashed(argv) {
         let norm = options::global::normalized(&undashed);
-        return git_facts(&undashed, norm);
+        return git_facts(&undashed, norm.as_deref());
     }
     // A modelled tool whose subcommand cannot be found past its global
     // options (`npm --weird publish`). Found once: git's facts read it too.
     let sub = options::global::subcommand(argv);
     if let Some(options::global::Sub::Unknown(p)) = &sub {
+        *global = Some(None);
         return Facts::opaque(p.describe(first.basename()));
     }
+    let norm = global.insert(sub.and_then(|sub| options::global::normalized_at(argv, sub)));
     match name {
         // Deny-template programs: every option known, or opaque.
         "rm" => unknown_option(argv, programs::RM),
         "chmod" => unknown_option(argv, programs::CHMOD),
         "chown" | "chgrp" => unknown_option(argv, programs::CHOWN),
-        "git" => git_facts(
-            argv,
-            sub.and_then(|sub| options::global::normalized_at(argv, sub)),
-        ),
+        "git" => git_facts(argv, norm.as_deref()),
         "gh" => forge::gh(args),
         "sqlite3" | "sqlite" => sqlite::sqlite3(args),
         "psql" | "mysql" | "mariadb" => sqlite::sql_client(name, args),
@@ -160,9 +167,9 @@ pub fn analyze(argv: &[Arg]) -> Facts {
 /// in its plain spelling (`-e CODE`); options it cannot read are opaque.
 /// git's own facts, and its subcommands' options that run a program in any
 /// spelling (`--upload-p`, `rebase -fx`).
-fn git_facts(argv: &[Arg], norm: Option<Vec<Arg>>) -> Facts {
+fn git_facts(argv: &[Arg], norm: Option<&[Arg]>) -> Facts {
     let facts = git::git(argv);
-    let runs = programs::git_sub_runs(norm.as_deref().unwrap_or(argv));
+    let runs = programs::git_sub_runs(norm.unwrap_or(argv));
     facts.or(runs.as_deref())
 }
 
