@@ -16,4 +16,5 @@ mod events_archive;
 mod hook;
 mod mcp;
 mod mounted;
+mod mounted_image;
 mod pipelines;

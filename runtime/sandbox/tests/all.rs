@@ -16,6 +16,7 @@ mod docker_exec;
 mod docker_files;
 mod docker_image;
 mod docker_reconcile;
+mod docker_tools;
 mod runner;
 mod runner_cancel;
 mod runner_contract;

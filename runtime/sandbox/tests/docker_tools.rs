@@ -1,0 +1,165 @@
+//! Any local image hosts a berth: berth's own tools (busybox, git with its
+//! libraries and loader, berth-helper) are injected read-only at `/opt/berth`.
+//! The image here is `FROM scratch` with one file: no shell, no git, no
+//! `/etc/passwd`, no loader — and git at `/work` still works.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::time::Duration;
+
+use berth_confine::git_env::GitIdentity;
+use berth_sandbox::docker::{DockerBackend, DockerBerth};
+use berth_sandbox::image::{ImageRef, TOOLS_MOUNT};
+use berth_sandbox::{ExecOutcome, ExecRequest, ExitStatus, Sandbox};
+use common::{ImageGuard, Layout, git, text};
+use futures_util::StreamExt;
+
+/// The image's own `PATH`, which must come before berth's tools.
+const IMAGE_PATH: &str = "/usr/local/bin:/custom/bin";
+
+/// Builds `<repo>:1` from scratch with one file and an environment.
+async fn build_bare_image(backend: &DockerBackend, repo: &str) -> String {
+    let tag = format!("{repo}:1");
+    let dockerfile =
+        format!("FROM scratch\nCOPY hello.txt /hello.txt\nENV PATH={IMAGE_PATH} GREETING=bare\n");
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, data) in [
+        ("Dockerfile", dockerfile.as_bytes()),
+        ("hello.txt", b"hello from the image\n".as_slice()),
+    ] {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(data.len() as u64);
+        b.append_data(&mut h, name, data).unwrap();
+    }
+    let context = b.into_inner().unwrap();
+    let options = bollard::query_parameters::BuildImageOptionsBuilder::default()
+        .t(&tag)
+        .rm(true)
+        .forcerm(true)
+        .networkmode("none")
+        .build();
+    let mut stream =
+        backend
+            .docker()
+            .build_image(options, None, Some(bollard::body_full(context.into())));
+    while let Some(item) = stream.next().await {
+        let info = item.unwrap();
+        assert!(info.error_detail.is_none(), "{info:?}");
+    }
+    tag
+}
+
+async fn run(berth: &DockerBerth, line: &str) -> ExecOutcome {
+    let mut r = ExecRequest::shell(line);
+    r.timeout = Duration::from_secs(60);
+    berth.exec(r, None).await.unwrap()
+}
+
+/// Runs `line`, which must exit 0; its stdout.
+async fn stdout_of(berth: &DockerBerth, line: &str) -> String {
+    let out = run(berth, line).await;
+    assert_eq!(
+        out.status,
+        ExitStatus::Exited(0),
+        "{line}: {} / {}",
+        text(&out.stdout.bytes),
+        text(&out.stderr.bytes)
+    );
+    text(&out.stdout.bytes)
+}
+
+#[tokio::test]
+async fn git_works_at_work_in_an_image_with_no_shell_no_git_and_no_user() {
+    let backend = engine_or_skip!();
+    let repo_name = format!("berth-test-bare-{}", std::process::id());
+    let _image = ImageGuard(repo_name.clone());
+    let tag = build_bare_image(&backend, &repo_name).await;
+
+    let layout = Layout::new("bare");
+    let mut spec = layout.spec_with_uid("dev-1", 1000);
+    spec.image = ImageRef::Named(tag);
+    spec.tools_root = Some(layout.root().join("tools"));
+    spec.git_identity = Some(GitIdentity {
+        name: "dev-1[bot]".into(),
+        email: "dev-1@berth.invalid".into(),
+    });
+    let repo = spec.agent_repo.clone();
+    let berth = backend.up(spec.clone()).await.unwrap();
+
+    // The image's PATH first, berth's tools after it.
+    assert_eq!(
+        stdout_of(&berth, "echo $PATH; echo $GREETING").await,
+        format!("{IMAGE_PATH}:{TOOLS_MOUNT}/bin\nbare\n")
+    );
+    assert_eq!(
+        stdout_of(
+            &berth,
+            "command -v git; cat /hello.txt; test -e /bin/sh || echo no-sh"
+        )
+        .await,
+        "/opt/berth/bin/git\nhello from the image\nno-sh\n"
+    );
+    // The berth's uid has a name, a home it can write, though the image has
+    // no user database at all.
+    assert_eq!(
+        stdout_of(
+            &berth,
+            "id -u; id -un; echo $HOME; touch $HOME/x && echo ok"
+        )
+        .await,
+        "1000\nagent\n/home/agent\nok\n"
+    );
+
+    // git, started through the injected loader, with its exec-path and
+    // templates beside it.
+    assert_eq!(
+        stdout_of(&berth, "git rev-parse --abbrev-ref HEAD; git --exec-path").await,
+        "agent/dev-1/t1\n/opt/berth/git-core\n"
+    );
+    let helper = stdout_of(&berth, "\"$(git --exec-path)\"/git version").await;
+    assert!(helper.starts_with("git version "), "{helper}");
+    assert_eq!(
+        stdout_of(
+            &berth,
+            "git init -q /tmp/t && test -f /tmp/t/.git/description && echo templates"
+        )
+        .await,
+        "templates\n"
+    );
+    assert_eq!(
+        stdout_of(
+            &berth,
+            "echo new > new.txt && git add new.txt && git commit -q -m 'from a bare image' && git status --porcelain && git log -1 --format=%s"
+        )
+        .await,
+        "from a bare image\n"
+    );
+    // The commit is in the agent's repository on the host.
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%s %an", "agent/dev-1/t1"]),
+        "from a bare image dev-1[bot]\n"
+    );
+
+    // The tools are read-only, and nothing else of the image became writable.
+    let out = run(&berth, "touch /opt/berth/x || echo refused").await;
+    assert_eq!(text(&out.stdout.bytes), "refused\n");
+
+    // A deadline still kills the command: the kill script runs under the
+    // injected shell too.
+    let mut r = ExecRequest::shell("sleep 60");
+    r.timeout = Duration::from_secs(1);
+    let out = berth.exec(r, None).await.unwrap();
+    assert!(out.timed_out, "{out:?}");
+    assert!(out.duration < Duration::from_secs(15), "{:?}", out.duration);
+    let ps = stdout_of(&berth, "ps -o pid,comm,args").await;
+    assert!(!ps.contains("sleep 60"), "{ps}");
+
+    // A second `up` adopts the container and reuses the tool set.
+    let again = backend.up(spec.clone()).await.unwrap();
+    assert!(again.adopted());
+    let set = spec.ensure_tools().unwrap().unwrap();
+    assert!(!set.built);
+    assert!(set.dir.starts_with(layout.root().join("tools")), "{set:?}");
+}
