@@ -12,6 +12,7 @@ mod host_procs;
 mod confined_files;
 mod docker_berth;
 mod docker_contract;
+mod docker_dockerfile;
 mod docker_exec;
 mod docker_files;
 mod docker_image;

@@ -19,6 +19,7 @@
 
 mod dockerfile;
 mod elf;
+mod local;
 mod recipe;
 mod rootfs;
 mod tools;
@@ -32,6 +33,7 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 pub use dockerfile::{BUILD_LABEL, BuildContext, DockerfileBuild, MAX_CONTEXT_BYTES};
+pub use local::LocalImage;
 pub(crate) use recipe::is_clean_absolute;
 pub use recipe::{
     AllApplets, Applets, Busybox, DEFAULT_RECIPE, DEFAULT_RECIPE_PATH, GeneratedFile, HostInput,
@@ -41,7 +43,7 @@ pub use rootfs::Rootfs;
 pub(crate) use rootfs::hex;
 pub use tools::{
     IMAGE_SHELL, TOOLS_BIN, TOOLS_DIR_ENV, TOOLS_GIT_EXEC_PATH, TOOLS_MOUNT, TOOLS_SHELL, ToolSet,
-    ToolsSource, default_tools_root, ensure_tools,
+    ToolsSource, default_tools_root, ensure_tools, find_tools,
 };
 
 use crate::docker::{DockerBackend, DockerError, is_not_found};
@@ -91,6 +93,12 @@ pub enum ImageError {
     HostInput { path: PathBuf, message: String },
     #[error("building from {context}: {message}")]
     Dockerfile { context: PathBuf, message: String },
+    #[error(
+        "image {image} was not built by berth (no {IMAGE_LABEL} label): remove it with docker if you mean to"
+    )]
+    NotBerths { image: String },
+    #[error("image {image} is in use (take its berths down first): {message}")]
+    InUse { image: String, message: String },
     #[error("berth's tools at {path}: {message}")]
     Tools { path: PathBuf, message: String },
     #[error("image path {path} is claimed twice: {message}; fix the recipe")]

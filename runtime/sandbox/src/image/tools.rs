@@ -145,6 +145,23 @@ pub fn default_tools_root() -> PathBuf {
     ))
 }
 
+/// The tool set of `source` beneath `root` if it is assembled; nothing is
+/// written (`berth doctor`). Blocking.
+pub fn find_tools(root: &Path, source: &ToolsSource) -> Result<Option<ToolSet>, ImageError> {
+    let key = source.key()?;
+    let dir = root.join(&key);
+    if !dir.join(COMPLETE_MARK).is_file() {
+        return Ok(None);
+    }
+    check_private(root)?;
+    check_private(&dir)?;
+    Ok(Some(ToolSet {
+        dir,
+        key,
+        built: false,
+    }))
+}
+
 /// The tool set of `source` beneath `root`, assembled when missing. Blocking.
 pub fn ensure_tools(root: &Path, source: &ToolsSource) -> Result<ToolSet, ImageError> {
     let key = source.key()?;
