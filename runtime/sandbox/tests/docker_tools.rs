@@ -163,3 +163,75 @@ async fn git_works_at_work_in_an_image_with_no_shell_no_git_and_no_user() {
     assert!(!set.built);
     assert!(set.dir.starts_with(layout.root().join("tools")), "{set:?}");
 }
+
+/// The host's Python (`/usr/bin/python3` and its standard library), when
+/// there is one: `(interpreter, stdlib directory)`.
+fn host_python() -> Option<(String, String)> {
+    let real = std::fs::canonicalize("/usr/bin/python3").ok()?;
+    let version = real
+        .file_name()?
+        .to_str()?
+        .strip_prefix("python")?
+        .to_string();
+    let stdlib = format!("/usr/lib/python{version}");
+    std::path::Path::new(&stdlib)
+        .is_dir()
+        .then(|| ("/usr/bin/python3".to_string(), stdlib))
+}
+
+#[tokio::test]
+async fn a_toolchain_image_from_the_recipe_runs_python_unittest_as_the_berths_uid() {
+    let backend = engine_or_skip!();
+    let Some((python, stdlib)) = host_python() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true and this host has no /usr/bin/python3 with its standard library"
+        );
+        eprintln!("skipping: no host Python");
+        return;
+    };
+    let name = format!("berth-test-python-{}", std::process::id());
+    let _image = ImageGuard(name.clone());
+    // The agent recipe, and the host's Python with its standard library
+    // (less its own tests and caches) and the libraries `ldd` finds.
+    let recipe_text = berth_sandbox::image::DEFAULT_RECIPE.replacen(
+        "name = \"berth-agent\"",
+        &format!("name = \"{name}\""),
+        1,
+    ) + &format!(
+        "\n[[host]]\npath = \"{python}\"\nlibraries = true\n\n[[host]]\npath = \"{stdlib}\"\nlibraries = true\nexclude = [\"test\", \"__pycache__\", \"idlelib\", \"tkinter\", \"turtledemo\", \"ensurepip\", \"lib2to3\", \"dist-packages\", \"site-packages\"]\n"
+    );
+    let recipe = berth_sandbox::image::Recipe::parse(&recipe_text, "python toolchain").unwrap();
+    let built = backend
+        .build_image(&recipe, &mut berth_sandbox::image::NoProgress)
+        .await
+        .unwrap();
+
+    let layout = Layout::new("python");
+    let uid = 100_123;
+    let mut spec = layout.spec_with_uid("dev-1", uid);
+    spec.image = ImageRef::Named(built.tag.clone());
+    spec.tools_root = Some(layout.root().join("tools"));
+    let files = [
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        (
+            "test_calc.py",
+            "import json, unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_json(self):\n        self.assertEqual(json.loads('[1]'), [1])\n",
+        ),
+    ];
+    for (file, content) in files {
+        let path = spec.worktree.join(file);
+        std::fs::write(&path, content).unwrap();
+        std::os::unix::fs::chown(&path, Some(uid), Some(uid)).unwrap();
+    }
+    let berth = backend.up(spec).await.unwrap();
+    let out = run(&berth, "id -u; python3 -m unittest 2>&1").await;
+    let stdout = text(&out.stdout.bytes);
+    assert_eq!(out.status, ExitStatus::Exited(0), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("{uid}\n"))
+            && stdout.contains("Ran 2 tests")
+            && stdout.contains("OK"),
+        "{stdout}"
+    );
+}

@@ -127,7 +127,10 @@ impl DockerBackend {
         spec.forget_container();
         let adopted = self.adopt_if_matching(&name, &body).await?;
         if !adopted {
-            let probe = !matches!(spec.image, ImageRef::DefaultAgent);
+            // The wrapper's tools: the default image has them by its recipe,
+            // any other image gets berth's; only an image that has neither
+            // (none today) pays for the probe exec.
+            let probe = !matches!(spec.image, ImageRef::DefaultAgent) && !spec.injects_tools();
             self.create_and_start(&name, body, &image, probe, spec.shell())
                 .await?;
         }

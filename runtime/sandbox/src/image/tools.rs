@@ -179,7 +179,10 @@ pub fn ensure_tools(root: &Path, source: &ToolsSource) -> Result<ToolSet, ImageE
         let path = path.to_path_buf();
         move |source| ImageError::Io { op, path, source }
     };
-    std::fs::create_dir_all(root).map_err(io("create the tools directory", root))?;
+    if std::fs::symlink_metadata(root).is_err() {
+        // Made here: 0755 whatever the umask says (checked just below).
+        make_dir(root)?;
+    }
     check_private(root)?;
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
