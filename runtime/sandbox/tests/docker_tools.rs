@@ -235,3 +235,71 @@ async fn a_toolchain_image_from_the_recipe_runs_python_unittest_as_the_berths_ui
         "{stdout}"
     );
 }
+
+/// `docker load` of a one-layer image whose configuration names another
+/// CPU than this host's.
+async fn load_foreign_image(backend: &DockerBackend, tag: &str) {
+    use sha2::Digest as _;
+    let hex = |b: &[u8]| {
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+    };
+    let tar_of = |entries: &[(&str, &[u8])]| {
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, name, *data).unwrap();
+        }
+        b.into_inner().unwrap()
+    };
+    let layer = tar_of(&[("hello.txt", b"hello\n")]);
+    let foreign = if cfg!(target_arch = "x86_64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
+    let config = format!(
+        r#"{{"architecture":"{foreign}","os":"linux","config":{{}},"rootfs":{{"type":"layers","diff_ids":["sha256:{}"]}}}}"#,
+        hex(&layer)
+    );
+    let config_name = format!("{}.json", hex(config.as_bytes()));
+    let manifest =
+        format!(r#"[{{"Config":"{config_name}","RepoTags":["{tag}"],"Layers":["l/layer.tar"]}}]"#);
+    let archive = tar_of(&[
+        ("l/layer.tar", &layer),
+        (&config_name, config.as_bytes()),
+        ("manifest.json", manifest.as_bytes()),
+    ]);
+    let mut stream = backend.docker().import_image(
+        bollard::query_parameters::ImportImageOptionsBuilder::default().build(),
+        bollard::body_full(archive.into()),
+        None,
+    );
+    while let Some(item) = stream.next().await {
+        let info = item.unwrap();
+        assert!(info.error_detail.is_none(), "{info:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_image_for_another_cpu_is_refused_before_a_container_is_made() {
+    let backend = engine_or_skip!();
+    let repo = format!("berth-test-foreign-{}", std::process::id());
+    let _image = ImageGuard(repo.clone());
+    let tag = format!("{repo}:1");
+    load_foreign_image(&backend, &tag).await;
+    let layout = Layout::new("foreign");
+    let mut spec = layout.spec("dev-1");
+    spec.image = ImageRef::Named(tag.clone());
+    spec.tools_root = Some(layout.root().join("tools"));
+    let err = backend.up(spec).await.unwrap_err().to_string();
+    assert!(err.contains(&tag) && err.contains("no emulation"), "{err}");
+    assert_eq!(
+        backend.list_berths(Some(&layout.project)).await.unwrap(),
+        vec![]
+    );
+}

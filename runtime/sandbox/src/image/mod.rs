@@ -99,6 +99,14 @@ pub enum ImageError {
     NotBerths { image: String },
     #[error("image {image} is in use (take its berths down first): {message}")]
     InUse { image: String, message: String },
+    #[error(
+        "image {image} is for {found} machines and this host is {host}: berth runs no emulation; build or load an image for {host}"
+    )]
+    Architecture {
+        image: String,
+        found: String,
+        host: &'static str,
+    },
     #[error("berth's tools at {path}: {message}")]
     Tools { path: PathBuf, message: String },
     #[error("image path {path} is claimed twice: {message}; fix the recipe")]
@@ -188,6 +196,17 @@ pub struct ImageInfo {
     pub id: String,
     /// The image's own `PATH`, when its configuration sets one.
     pub path: Option<String>,
+}
+
+/// This host's CPU as images name it (`amd64`, `arm64`, …).
+fn host_architecture() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        other => other,
+    }
 }
 
 /// The `PATH` an image's configuration sets.
@@ -417,11 +436,25 @@ impl DockerBackend {
     /// The local image `name`: never pulled.
     async fn find_local_image(&self, name: &str) -> Result<ImageInfo, DockerError> {
         match self.docker().inspect_image(name).await {
-            Ok(found) => Ok(ImageInfo {
-                name: name.to_string(),
-                path: image_path(&found),
-                id: found.id.unwrap_or_default(),
-            }),
+            Ok(found) => {
+                // berth's tools, and the commands, run on this host's CPU.
+                if let Some(arch) = found.architecture.as_deref()
+                    && !arch.is_empty()
+                    && arch != host_architecture()
+                {
+                    return Err(ImageError::Architecture {
+                        image: name.to_string(),
+                        found: arch.to_string(),
+                        host: host_architecture(),
+                    }
+                    .into());
+                }
+                Ok(ImageInfo {
+                    name: name.to_string(),
+                    path: image_path(&found),
+                    id: found.id.unwrap_or_default(),
+                })
+            }
             Err(e) if is_not_found(&e) => Err(ImageError::Missing {
                 image: name.to_string(),
             }
