@@ -3,7 +3,8 @@
 //!
 //! berth tars the context itself, from directory descriptors opened with
 //! `O_NOFOLLOW` one level at a time, so a symlink in the context travels as a
-//! symlink and nothing outside the context is ever read. Every entry gets
+//! symlink and nothing outside the context is ever read; what its
+//! `.dockerignore` names is left out ([`super::dockerignore`]). Every entry gets
 //! owner 0 and mtime 0, so the tar — and the hash of it, the Dockerfile's
 //! path and the build arguments, which tags the image — depends on content
 //! alone: the image is rebuilt only when one of those changes. The Dockerfile
@@ -21,6 +22,7 @@ use bollard::query_parameters::BuildImageOptionsBuilder;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
+use super::dockerignore::Ignore;
 use super::{BuildEvent, BuildProgress, BuiltImage, IMAGE_LABEL, ImageError, hex};
 use crate::docker::{DockerBackend, DockerError};
 
@@ -83,18 +85,24 @@ impl DockerfileBuild {
                 self.dockerfile
             )));
         }
-        let mut walk = ContextTar {
-            tar: tar::Builder::new(Vec::new()),
-            bytes: 0,
-            dockerfile: None,
-            want: self.dockerfile.clone(),
-        };
         let root = rustix::fs::open(
             &self.context,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| self.invalid(format!("opening the context: {e}")))?;
+        let ignore = match read_beneath(&root, DOCKERIGNORE) {
+            Ok(Some(text)) => Ignore::parse(&String::from_utf8_lossy(&text)),
+            Ok(None) => Ignore::default(),
+            Err(e) => return Err(self.invalid(format!("{DOCKERIGNORE}: {e}"))),
+        };
+        let mut walk = ContextTar {
+            tar: tar::Builder::new(Vec::new()),
+            bytes: 0,
+            dockerfile: None,
+            want: self.dockerfile.clone(),
+            ignore,
+        };
         walk.dir(&root, "").map_err(|m| self.invalid(m))?;
         let dockerfile = walk
             .dockerfile
@@ -131,6 +139,7 @@ struct ContextTar {
     bytes: u64,
     dockerfile: Option<Vec<u8>>,
     want: String,
+    ignore: Ignore,
 }
 
 impl ContextTar {
@@ -150,6 +159,13 @@ impl ContextTar {
             let path = format!("{prefix}{name}");
             let st = rustix::fs::statat(dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| format!("{path}: {e}"))?;
+            let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
+            // The Dockerfile and `.dockerignore` go whatever it says, as
+            // with Docker's own client.
+            let excluded = path != self.want && path != DOCKERIGNORE && self.ignore.excluded(&path);
+            if excluded && !(is_dir && self.ignore.has_exceptions()) {
+                continue;
+            }
             let mut h = tar::Header::new_gnu();
             h.set_uid(0);
             h.set_gid(0);
@@ -164,11 +180,13 @@ impl ContextTar {
                         Mode::empty(),
                     )
                     .map_err(|e| format!("{path}: {e}"))?;
-                    h.set_entry_type(tar::EntryType::Directory);
-                    h.set_size(0);
-                    self.tar
-                        .append_data(&mut h, format!("{path}/"), std::io::empty())
-                        .map_err(|e| format!("{path}: {e}"))?;
+                    if !excluded {
+                        h.set_entry_type(tar::EntryType::Directory);
+                        h.set_size(0);
+                        self.tar
+                            .append_data(&mut h, format!("{path}/"), std::io::empty())
+                            .map_err(|e| format!("{path}: {e}"))?;
+                    }
                     self.dir(&fd, &format!("{path}/"))?;
                 }
                 FileType::Symlink => {
@@ -214,6 +232,29 @@ impl ContextTar {
             }
         }
         Ok(())
+    }
+}
+
+/// The file of the patterns left out of the context.
+const DOCKERIGNORE: &str = ".dockerignore";
+
+/// The content of the regular file `name` directly in `dir`, not following
+/// a link; `None` when there is none.
+fn read_beneath(dir: &OwnedFd, name: &str) -> Result<Option<Vec<u8>>, String> {
+    match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => {
+            let mut content = Vec::new();
+            std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut content)
+                .map_err(|e| e.to_string())?;
+            Ok(Some(content))
+        }
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -474,6 +515,17 @@ mod tests {
             with_arg.prepare().unwrap().tag,
             build.prepare().unwrap().tag
         );
+
+        // What `.dockerignore` leaves out is neither sent nor hashed.
+        std::fs::write(ctx.join(".dockerignore"), ".git\n*.log\n").unwrap();
+        let ignoring = build.prepare().unwrap();
+        std::fs::create_dir_all(ctx.join(".git")).unwrap();
+        std::fs::write(ctx.join(".git/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(ctx.join("build.log"), "noise\n").unwrap();
+        let again = build.prepare().unwrap();
+        assert_eq!(again.tag, ignoring.tag);
+        assert!(!String::from_utf8_lossy(&again.tar).contains("noise"));
+        std::fs::remove_file(ctx.join(".dockerignore")).unwrap();
 
         let mut escaping = build.clone();
         escaping.dockerfile = "../Dockerfile".into();

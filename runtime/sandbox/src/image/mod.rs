@@ -18,6 +18,7 @@
 //! at `/opt/berth`.
 
 mod dockerfile;
+mod dockerignore;
 mod elf;
 mod local;
 mod recipe;
