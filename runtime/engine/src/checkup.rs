@@ -13,9 +13,10 @@ use serde::Serialize;
 use berth_sandbox::docker::DockerBackend;
 
 use crate::Engine;
-use crate::berths::image_of;
 use crate::config::{BerthMode, ProjectConfig};
 use crate::error::Result;
+use crate::project_image::{context_problem, image_ref};
+use berth_sandbox::image::{ImageRef, ToolsSource, default_tools_root, find_tools};
 
 /// How a part stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -43,7 +44,8 @@ impl CheckStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// The part checked: `state`, `docker`, `image`, `runner`, `helper`,
-    /// `git`, `disk`, `uid`, `orphans`.
+    /// `tools` (berth's tools for images that lack them), `git`, `disk`, `uid`,
+    /// `orphans`.
     pub part: &'static str,
     pub status: CheckStatus,
     /// What was found.
@@ -105,7 +107,7 @@ impl Engine {
         let configs = self.project_configs().await?;
         let docker = check_docker(&configs, &mut checks).await;
         if let Some(backend) = &docker {
-            check_images(backend, &configs, &mut checks).await;
+            check_images(backend, self.state.root(), &configs, &mut checks).await;
         }
         check_runner(&mut checks);
         check_helpers(&mut checks);
@@ -355,19 +357,37 @@ async fn check_docker(
 }
 
 /// Each image a project's berths would run (runner-only projects need none),
-/// once per image.
+/// once per image: whether it is here (a Dockerfile's: whether it is built,
+/// and that its context may be read), and, for any image but the default,
+/// whether berth's tools can be injected into it.
 async fn check_images(
     backend: &DockerBackend,
+    state: &std::path::Path,
     configs: &[(String, ProjectConfig)],
     checks: &mut Vec<Check>,
 ) {
     let mut seen = std::collections::BTreeSet::new();
+    let mut tools_needed = false;
     for (project, config) in configs {
         if config.sandbox.mode.fixed() == Some(BerthMode::Runner) {
             continue;
         }
-        let image = image_of(config);
-        if !seen.insert(config.sandbox.image.clone()) {
+        let image = image_ref(config);
+        if !seen.insert(format!("{image:?}")) {
+            continue;
+        }
+        tools_needed |= image != ImageRef::DefaultAgent;
+        if let Some(problem) = context_problem(config, state) {
+            checks.push(Check::with(
+                "image",
+                CheckStatus::Fail,
+                format!("the Dockerfile of project {project}: {problem}"),
+                "move the build context out of berth's state and set [sandbox.build] context",
+            ));
+            continue;
+        }
+        if let ImageRef::Dockerfile(build) = &image {
+            checks.push(check_dockerfile_image(backend, project, build).await);
             continue;
         }
         let shown = match config.sandbox.image.trim() {
@@ -377,7 +397,16 @@ async fn check_images(
         match backend.ensure_image(&image).await {
             Ok(info) => checks.push(Check::ok(
                 "image",
-                format!("{shown} is here ({}), for project {}", info.name, project),
+                format!(
+                    "{shown} is here ({}), for project {}{}",
+                    info.name,
+                    project,
+                    if image == ImageRef::DefaultAgent {
+                        ""
+                    } else {
+                        "; berth's tools are injected at /opt/berth, so it needs no shell, git or user"
+                    }
+                ),
             )),
             Err(e) => checks.push(Check::with(
                 "image",
@@ -391,5 +420,100 @@ async fn check_images(
                 },
             )),
         }
+    }
+    if tools_needed {
+        checks.push(check_tools().await);
+    }
+}
+
+/// A project's Dockerfile: its context read and checked, its image built or
+/// not yet (nothing is built here).
+async fn check_dockerfile_image(
+    backend: &DockerBackend,
+    project: &str,
+    build: &berth_sandbox::image::DockerfileBuild,
+) -> Check {
+    let prepared = {
+        let build = build.clone();
+        tokio::task::spawn_blocking(move || build.prepare()).await
+    };
+    let context = match prepared {
+        Ok(Ok(context)) => context,
+        Ok(Err(e)) => {
+            return Check::with(
+                "image",
+                CheckStatus::Fail,
+                format!("the Dockerfile of project {project}: {e}"),
+                "fix the Dockerfile or [sandbox.build]",
+            );
+        }
+        Err(e) => {
+            return Check::with(
+                "image",
+                CheckStatus::Fail,
+                format!("the Dockerfile of project {project}: {e}"),
+                "run berth doctor again",
+            );
+        }
+    };
+    match backend
+        .ensure_image(&ImageRef::Named(context.tag.clone()))
+        .await
+    {
+        Ok(_) => Check::ok(
+            "image",
+            format!(
+                "the image of project {project}'s Dockerfile is built ({}); berth's tools are injected at /opt/berth",
+                context.tag
+            ),
+        ),
+        Err(_) => Check::with(
+            "image",
+            CheckStatus::Warn,
+            format!(
+                "the image of project {project}'s Dockerfile is not built for its current context ({}): the next `berth up` builds it",
+                context.tag
+            ),
+            format!("berth image build --project {project}"),
+        ),
+    }
+}
+
+/// Whether berth's tools (busybox, git, berth-helper) can be injected into
+/// an image that lacks them.
+async fn check_tools() -> Check {
+    let root = default_tools_root();
+    let found = tokio::task::spawn_blocking(move || {
+        let source = ToolsSource::host_default()?;
+        find_tools(&root, &source).map(|set| (set, root))
+    })
+    .await;
+    match found {
+        Ok(Ok((Some(set), _))) => Check::ok(
+            "tools",
+            format!(
+                "berth's tools for any image are assembled at {}",
+                set.dir.display()
+            ),
+        ),
+        Ok(Ok((None, root))) => Check::ok(
+            "tools",
+            format!(
+                "berth's tools for any image will be assembled from this host under {} at the next `berth up`",
+                root.display()
+            ),
+        ),
+        Ok(Err(e)) => Check::with(
+            "tools",
+            CheckStatus::Fail,
+            format!("berth's tools cannot be injected into images: {e}"),
+            "install busybox-static and git (Debian: apt-get install busybox-static git), or set BERTH_TOOLS_DIR to a directory of yours",
+        ),
+        Err(e) => Check::with(
+            "tools",
+            CheckStatus::Fail,
+            format!("berth's tools: {e}"),
+            "run berth doctor again",
+        ),
     }
 }

@@ -74,6 +74,7 @@ pub mod permissions;
 pub mod pipeline;
 mod policy_context;
 pub mod private_state;
+pub mod project_image;
 pub mod projects;
 pub mod prs;
 pub mod recovery;

@@ -7,6 +7,10 @@
 //! 3. 20 berths running 50 commands each concurrently: throughput, peak RSS
 //!    of this process, and nothing left behind.
 //! 4. The agent image: a full build, and the up-to-date check.
+//! 5. Any image (berth's tools injected at `/opt/berth`): assembling the tool
+//!    set cold and warm, `up` of a named image against `docker run -d` +
+//!    `git worktree add`, and the per-exec cost of the injected tools
+//!    (`true`, and git started through the injected loader).
 //!
 //! `cargo bench -p berth-sandbox --bench docker_exec` (needs the engine;
 //! `BERTH_BENCH_N` sets the exec samples, default 200).
@@ -427,6 +431,9 @@ async fn run() {
         ms(runs.mean()) + ms(wt.mean())
     );
 
+    // 5. Any image: berth's tools injected at /opt/berth.
+    any_image(&backend, &layout, &project, n, &runs, &wt).await;
+
     // 3. 20 berths × 50 commands, concurrently.
     println!("\n## 20 berths × 50 commands, concurrently\n");
     let mut berths = Vec::new();
@@ -492,4 +499,95 @@ async fn run() {
     println!("| berth containers left after down | {left} |");
     assert_eq!(strays, 0);
     assert_eq!(left, 0);
+}
+
+/// Section 5: a named image (the agent image, by name) gets berth's tools.
+async fn any_image(
+    backend: &DockerBackend,
+    layout: &Layout,
+    project: &str,
+    n: usize,
+    runs: &Stats,
+    wt: &Stats,
+) {
+    use berth_sandbox::image::{ImageRef, ToolsSource, ensure_tools};
+    println!("\n## any image: berth's tools injected at /opt/berth\n");
+    let tools_root = layout.root.join("tools");
+    let source = ToolsSource::host_default().unwrap();
+    let t = Instant::now();
+    let set = ensure_tools(&tools_root, &source).unwrap();
+    let cold = t.elapsed();
+    assert!(set.built);
+    let mut warm = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        assert!(!ensure_tools(&tools_root, &source).unwrap().built);
+        warm.push(t.elapsed());
+    }
+    let named = |agent: &str| {
+        let (mut spec, took) = layout.spec(agent);
+        spec.image = ImageRef::Named("berth-agent:latest".into());
+        spec.tools_root = Some(tools_root.clone());
+        (spec, took)
+    };
+    let mut ups = Vec::new();
+    for i in 0..10 {
+        let (spec, _) = named(&format!("any{i}"));
+        let t = Instant::now();
+        backend.up(spec).await.unwrap();
+        ups.push(t.elapsed());
+        backend.down(project, &format!("any{i}")).await.unwrap();
+    }
+    let (default_spec, _) = layout.spec("plain");
+    let plain = backend.up(default_spec).await.unwrap();
+    let (spec, _) = named("injected");
+    let injected = backend.up(spec).await.unwrap();
+    let mut true_plain = Vec::new();
+    let mut true_injected = Vec::new();
+    let mut git_plain = Vec::new();
+    let mut git_injected = Vec::new();
+    for i in 0..n {
+        for (b, out) in [(&plain, &mut true_plain), (&injected, &mut true_injected)] {
+            let t = Instant::now();
+            let r = b.exec(ExecRequest::argv(["true"]), None).await.unwrap();
+            out.push(t.elapsed());
+            assert_eq!(r.status, ExitStatus::Exited(0));
+        }
+        if i % 4 == 0 {
+            let cases = [
+                (&plain, "git --version", &mut git_plain),
+                (&injected, "/opt/berth/bin/git --version", &mut git_injected),
+            ];
+            for (b, line, out) in cases {
+                let t = Instant::now();
+                let r = b.exec(ExecRequest::shell(line), None).await.unwrap();
+                out.push(t.elapsed());
+                assert_eq!(r.status, ExitStatus::Exited(0));
+            }
+        }
+    }
+    header();
+    Stats::new(vec![cold]).row("assemble the tool set (cold)");
+    Stats::new(warm).row("find the tool set (warm: key + stat)");
+    let ups = Stats::new(ups);
+    ups.row("berth up of a named image (tools injected)");
+    let (tp, ti) = (Stats::new(true_plain), Stats::new(true_injected));
+    tp.row("exec `true`, default image");
+    ti.row("exec `true`, named image with berth's tools");
+    let (gp, gi) = (Stats::new(git_plain), Stats::new(git_injected));
+    gp.row("exec `git --version`, the image's git");
+    gi.row("exec `git --version`, through the injected loader");
+    println!(
+        "\nberth up (named image) {:.1} ms against docker run + git worktree add {:.1} ms: {:.2}× (goal ≤ 1.0×)",
+        ms(ups.mean()),
+        ms(runs.mean()) + ms(wt.mean()),
+        ms(ups.mean()) / (ms(runs.mean()) + ms(wt.mean()))
+    );
+    println!(
+        "injected tools per exec: `true` {:+.2} ms (p50), git through the loader {:+.2} ms (p50)",
+        ms(ti.pct(0.5)) - ms(tp.pct(0.5)),
+        ms(gi.pct(0.5)) - ms(gp.pct(0.5))
+    );
+    backend.down(project, "plain").await.unwrap();
+    backend.down(project, "injected").await.unwrap();
 }

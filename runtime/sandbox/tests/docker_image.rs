@@ -3,55 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use common::ImageGuard;
 
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{BuildEvent, DEFAULT_RECIPE, ImageRef, NoProgress, Recipe};
-
-/// Removes a test image repository's tags when dropped.
-struct ImageGuard(String);
-
-impl Drop for ImageGuard {
-    fn drop(&mut self) {
-        let repo = self.0.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let Ok(b) = DockerBackend::connect().await else {
-                    return;
-                };
-                let filters = std::collections::HashMap::from([(
-                    "reference".to_string(),
-                    vec![repo.clone()],
-                )]);
-                let options = bollard::query_parameters::ListImagesOptionsBuilder::default()
-                    .filters(&filters)
-                    .build();
-                for img in b
-                    .docker()
-                    .list_images(Some(options))
-                    .await
-                    .unwrap_or_default()
-                {
-                    let _ = b
-                        .docker()
-                        .remove_image(
-                            &img.id,
-                            Some(bollard::query_parameters::RemoveImageOptions {
-                                force: true,
-                                ..Default::default()
-                            }),
-                            None,
-                        )
-                        .await;
-                }
-            });
-        })
-        .join();
-    }
-}
 
 fn test_recipe(name: &str, motd: &str) -> Recipe {
     let text = DEFAULT_RECIPE.replacen("name = \"berth-agent\"", &format!("name = \"{name}\""), 1)
@@ -265,7 +220,7 @@ async fn an_engine_that_does_not_answer_names_the_socket() {
 }
 
 #[tokio::test]
-async fn a_named_image_without_the_wrappers_tools_is_refused_at_up() {
+async fn a_named_image_without_the_wrappers_tools_runs_on_berths_injected_ones() {
     let backend = engine_or_skip!();
     let name = format!("berth-test-minimal-{}", std::process::id());
     let _guard = ImageGuard(name.clone());
@@ -290,22 +245,25 @@ libraries = true
 "/usr/bin/sh" = "dash"
 "#
     );
-    // dash as /bin/sh and busybox only for `sleep`: no `setsid`, no `tr`.
-    // (A busybox sh would not do: it runs its applets without links.)
+    // dash as /bin/sh and busybox only for `sleep`: no `setsid`, no `tr` of
+    // its own, which berth's exec wrapper needs.
     let recipe = Recipe::parse(&text, "minimal").unwrap();
     let built = backend.build_image(&recipe, &mut NoProgress).await.unwrap();
 
     let layout = common::Layout::new("minimal");
     let mut spec = layout.spec("a");
     spec.image = ImageRef::Named(built.tag.clone());
-    let err = backend.up(spec).await.unwrap_err().to_string();
-    assert!(
-        err.contains(&built.tag) && err.contains("missing: setsid"),
-        "{err}"
-    );
-    // The unusable container is not left behind.
+    spec.tools_root = Some(layout.root().join("tools"));
+    let berth = backend.up(spec).await.unwrap();
+    // The image's own programs first, berth's busybox for what it lacks.
+    let mut r =
+        berth_sandbox::ExecRequest::shell("command -v dash; command -v tr; echo a | tr a b");
+    r.timeout = std::time::Duration::from_secs(60);
+    let out = berth_sandbox::Sandbox::exec(&berth, r, None).await.unwrap();
     assert_eq!(
-        backend.list_berths(Some(&layout.project)).await.unwrap(),
-        vec![]
+        String::from_utf8_lossy(&out.stdout.bytes),
+        "/usr/bin/dash\n/opt/berth/bin/tr\nb\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr.bytes)
     );
 }

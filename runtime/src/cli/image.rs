@@ -2,27 +2,51 @@
 //! files by the recipe (`images/agent/recipe.toml`, compiled in) and built
 //! through the Docker API — no registry is reachable. The tag is a hash of
 //! the recipe and its resolved inputs, so a second build with nothing changed
-//! does no work.
+//! does no work. With `--project P`, the project's image instead: its
+//! Dockerfile (`[sandbox.build]`) built the same way, or its named image
+//! found. `berth image ls` and `berth image rm` list and remove the images
+//! berth built (and only those).
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use berth_engine::ProjectConfig;
+use berth_engine::project_image::{context_problem, image_ref};
+use berth_engine::state::StateDir;
 use berth_sandbox::docker::DockerBackend;
-use berth_sandbox::image::{BuildEvent, Recipe};
+use berth_sandbox::image::{BuildEvent, BuiltImage, ImageRef, Recipe};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ImageCommand {
-    /// Build the default agent image (only when its recipe or inputs changed).
+    /// Build the default agent image, or a project's (only when its recipe,
+    /// inputs or build context changed).
     Build(BuildArgs),
+    /// List the images berth built.
+    Ls {
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an image berth built (by tag or id); never another one.
+    Rm {
+        /// `repo:tag` or an image id.
+        image: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
     /// A recipe file instead of the compiled-in default.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "project")]
     recipe: Option<PathBuf>,
+    /// The image of this project's `[sandbox]` settings.
+    #[arg(long, value_name = "P")]
+    project: Option<String>,
     /// Print the engine's build output line by line.
     #[arg(long, short)]
     verbose: bool,
@@ -31,13 +55,74 @@ pub struct BuildArgs {
     json: bool,
 }
 
-pub async fn run(cmd: ImageCommand) -> anyhow::Result<u8> {
+pub async fn run(state: Option<PathBuf>, cmd: ImageCommand) -> anyhow::Result<u8> {
     match cmd {
-        ImageCommand::Build(a) => build(a).await,
+        ImageCommand::Build(a) => build(state, a).await,
+        ImageCommand::Ls { json } => list(json).await,
+        ImageCommand::Rm { image, json } => remove(&image, json).await,
     }
 }
 
-async fn build(a: BuildArgs) -> anyhow::Result<u8> {
+async fn list(json: bool) -> anyhow::Result<u8> {
+    let backend = DockerBackend::connect().await?;
+    let images = backend.list_berth_images().await?;
+    if json {
+        super::print_json(&images)?;
+        return Ok(0);
+    }
+    if images.is_empty() {
+        println!("no images built by berth (`berth image build`)");
+        return Ok(0);
+    }
+    for i in &images {
+        let tags = if i.tags.is_empty() {
+            "(untagged)".to_string()
+        } else {
+            i.tags.join(", ")
+        };
+        println!(
+            "{:<12} {:<10} {:>8.1} MiB  {tags}",
+            i.id.trim_start_matches("sha256:")
+                .get(..12)
+                .unwrap_or(&i.id),
+            i.source,
+            i.bytes as f64 / (1u64 << 20) as f64
+        );
+    }
+    Ok(0)
+}
+
+async fn remove(image: &str, json: bool) -> anyhow::Result<u8> {
+    let backend = DockerBackend::connect().await?;
+    let removed = backend.remove_berth_image(image).await?;
+    if json {
+        super::print_json(&serde_json::json!({ "image": image, "removed": removed }))?;
+    } else {
+        for r in &removed {
+            println!("removed {r}");
+        }
+    }
+    Ok(0)
+}
+
+/// The image of project `project`'s `[sandbox]` settings, once its build
+/// context is known to lie outside berth's state.
+fn project_image(state: Option<PathBuf>, project: &str) -> anyhow::Result<ImageRef> {
+    let dir = StateDir::locate(state.as_deref())
+        .context("no state directory: pass --state DIR or set BERTH_HOME")?;
+    let config = ProjectConfig::load(&dir.project_config(project))
+        .with_context(|| format!("reading project {project}'s configuration"))?;
+    if let Some(problem) = context_problem(&config, dir.root()) {
+        anyhow::bail!("project {project}: {problem}");
+    }
+    Ok(image_ref(&config))
+}
+
+async fn build(state: Option<PathBuf>, a: BuildArgs) -> anyhow::Result<u8> {
+    let target = match &a.project {
+        Some(p) => project_image(state, p)?,
+        None => ImageRef::DefaultAgent,
+    };
     let recipe = match &a.recipe {
         Some(path) => Recipe::from_file(path)?,
         None => Recipe::default_agent()?,
@@ -50,7 +135,29 @@ async fn build(a: BuildArgs) -> anyhow::Result<u8> {
             if json { eprintln!($($t)*) } else { println!($($t)*) }
         };
     }
-    say!("berth image build: recipe {}", recipe.origin());
+    match &target {
+        ImageRef::DefaultAgent => say!("berth image build: recipe {}", recipe.origin()),
+        ImageRef::Dockerfile(b) => say!(
+            "berth image build: {} in {}",
+            b.dockerfile,
+            b.context.display()
+        ),
+        ImageRef::Named(name) => {
+            // Nothing to build: say whether it is there.
+            let found = backend.ensure_image(&target).await?;
+            if json {
+                super::print_json(&serde_json::json!({
+                    "tag": found.name,
+                    "id": found.id,
+                    "up_to_date": true,
+                    "built_by_berth": false,
+                }))?;
+            } else {
+                println!("{name}: a local image the project names; nothing to build");
+            }
+            return Ok(0);
+        }
+    }
     let verbose = a.verbose;
     // On a terminal (and unless the engine's lines were asked for), the
     // build's steps drive one bar; elsewhere each step is a line a log keeps.
@@ -63,6 +170,14 @@ async fn build(a: BuildArgs) -> anyhow::Result<u8> {
     });
     let mut progress = |event: BuildEvent<'_>| {
         match event {
+            BuildEvent::Resolved { tag, bytes, .. }
+                if matches!(target, ImageRef::Dockerfile(_)) =>
+            {
+                say!(
+                    "  build context of {:.1} MiB -> {tag}",
+                    bytes as f64 / (1u64 << 20) as f64
+                )
+            }
             BuildEvent::Resolved {
                 tag,
                 entries,
@@ -103,11 +218,14 @@ async fn build(a: BuildArgs) -> anyhow::Result<u8> {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
     };
-    let built = backend.build_image(&recipe, &mut progress).await;
+    let built: Result<BuiltImage, _> = match &target {
+        ImageRef::Dockerfile(b) => backend.build_dockerfile(b, &mut progress).await,
+        _ => backend.build_image(&recipe, &mut progress).await,
+    };
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let built = built.context("building the agent image")?;
+    let built = built.context("building the image")?;
     if json {
         super::print_json(&serde_json::json!({
             "tag": built.tag,

@@ -147,7 +147,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         .context("starting the async runtime")?;
     if let Command::Image(cmd) = command {
         // Needs the Docker engine, not a state directory.
-        return rt.block_on(image::run(cmd));
+        return rt.block_on(image::run(state, cmd));
     }
     rt.block_on(dispatch(state, command))
 }

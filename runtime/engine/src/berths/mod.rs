@@ -41,7 +41,7 @@ pub use berth_sandbox::provider::{
     SandboxProvider, ci_requires_docker, instance_of,
 };
 pub(crate) use spec::OpenAs;
-pub use spec::{image_of, runner_frame};
+pub use spec::runner_frame;
 pub use up::UpOptions;
 
 /// The host-side checks of a decided action, which only ever tighten it.

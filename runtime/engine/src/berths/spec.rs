@@ -10,7 +10,6 @@ use std::path::PathBuf;
 
 use berth_policy::Frame;
 use berth_sandbox::docker::{ContainerSpec, ExtraMount, Network, ResourceLimits};
-use berth_sandbox::image::ImageRef;
 use berth_sandbox::provider::{cgroup_scope, instance_of};
 use berth_sandbox::{BerthBackend, BerthMode, BerthSpec, RunnerBerth, RunnerConfig};
 
@@ -131,14 +130,6 @@ pub fn runner_frame(config: &ProjectConfig) -> Frame {
     }
 }
 
-/// The image a project names: "" is the default agent image.
-pub fn image_of(config: &ProjectConfig) -> ImageRef {
-    match config.sandbox.image.trim() {
-        "" => ImageRef::DefaultAgent,
-        name => ImageRef::Named(name.to_string()),
-    }
-}
-
 /// A runner berth from the project's `[sandbox]` and `[scope]` settings.
 fn runner_berth(
     agent: &Agent,
@@ -204,7 +195,7 @@ fn container_spec(
         &places.forge_objects,
     );
     c.instance = places.instance.clone();
-    c.image = image_of(config);
+    c.image = crate::project_image::image_ref(config);
     c.uid = uid;
     c.gid = uid;
     c.identity_dir = Some(places.identity_dir.clone());

@@ -87,7 +87,20 @@ impl Engine {
         }
         // Before anything is provisioned: a mounted berth with no engine or
         // no image fails here, naming what to do.
-        self.provider.check(mode, &image_of(&loaded.config)).await?;
+        // A Dockerfile's context is never read from where an agent writes.
+        if mode == BerthMode::Mounted
+            && let Some(why) =
+                crate::project_image::context_problem(&loaded.config, self.state.root())
+        {
+            return Err(EngineError::Invalid {
+                what: "sandbox.build.context",
+                value: loaded.config.sandbox.build.context.clone(),
+                why,
+            });
+        }
+        self.provider
+            .check(mode, &crate::project_image::image_ref(&loaded.config))
+            .await?;
         // The berth's own uid (mounted, and runner when berth is root):
         // allocated, checked against the host, or kept as made; it owns the
         // repository and the worktree. A runner berth of a berth not root

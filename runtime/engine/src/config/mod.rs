@@ -258,6 +258,16 @@ impl ProjectConfig {
                 });
             }
         }
+        if let Some((key, why)) = self.sandbox.build_problem() {
+            return Err(EngineError::Config {
+                file: file.to_string(),
+                line: find_key_line(text, "sandbox.build", key)
+                    .or_else(|| find_key_line(text, "sandbox", key))
+                    .unwrap_or(1),
+                column: 1,
+                message: format!("key `sandbox.build.{key}`: {why}"),
+            });
+        }
         if self.git.max_checkout_bytes == 0 {
             return Err(EngineError::Config {
                 file: file.to_string(),
@@ -450,6 +460,18 @@ disk_required = false
 mode = "none"
 # mounted, mode "open": a Docker network by name instead of the default bridge.
 # docker_network = "my-net"
+
+[sandbox.build]
+# mounted: the project's image from a Dockerfile instead of `image`. The
+# local engine builds it with no network (an `ADD <url>` is refused, every
+# FROM must be a local image), from a context berth tars without following
+# links, tagged by the hash of the context, the Dockerfile and the args, so it
+# is rebuilt only when one of them changes (`berth image build --project P`
+# builds it now). Whatever it holds, berth's tools are added at /opt/berth.
+# `context` is an absolute host path outside berth's state ("" = no build).
+context = ""
+dockerfile = "Dockerfile"
+# args = { PYTHON_VERSION = "3.12" }
 
 [agents]
 # How many agents may work on this project at once.

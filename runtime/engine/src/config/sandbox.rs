@@ -81,6 +81,73 @@ pub struct SandboxConfig {
     /// `berth up` fails where the berth cannot get a disk of its own
     /// (berth not root, no loop device, no `mkfs.ext4`) instead of saying so.
     pub disk_required: bool,
+    /// `[sandbox.build]`: the project's image from a Dockerfile.
+    pub build: BuildConfig,
+}
+
+/// `[sandbox.build]`: mounted berths run the image built from this
+/// Dockerfile (by the local engine, with no network) instead of `image`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BuildConfig {
+    /// The build context, an absolute host path; `""`: no build.
+    pub context: String,
+    /// The Dockerfile's path inside the context.
+    pub dockerfile: String,
+    /// Build arguments (the Dockerfile's `ARG`s).
+    pub args: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for BuildConfig {
+    fn default() -> Self {
+        BuildConfig {
+            context: String::new(),
+            dockerfile: "Dockerfile".to_string(),
+            args: Default::default(),
+        }
+    }
+}
+
+impl BuildConfig {
+    /// Whether a Dockerfile is configured.
+    pub fn is_set(&self) -> bool {
+        !self.context.trim().is_empty()
+    }
+}
+
+impl SandboxConfig {
+    /// What is wrong with `[sandbox.build]`, as (key, why).
+    pub(super) fn build_problem(&self) -> Option<(&'static str, String)> {
+        let b = &self.build;
+        if !b.is_set() {
+            return None;
+        }
+        if !self.image.trim().is_empty() {
+            return Some((
+                "context",
+                format!(
+                    "a Dockerfile and `sandbox.image = {:?}` both name the image; keep one",
+                    self.image
+                ),
+            ));
+        }
+        if !std::path::Path::new(&b.context).is_absolute() {
+            return Some(("context", "must be an absolute host path".to_string()));
+        }
+        let dockerfile = std::path::Path::new(&b.dockerfile);
+        if b.dockerfile.is_empty()
+            || dockerfile.is_absolute()
+            || dockerfile
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return Some((
+                "dockerfile",
+                "must be a relative path inside the context, without '..'".to_string(),
+            ));
+        }
+        None
+    }
 }
 
 /// A size in bytes, written as a number of bytes or a string with a unit:
@@ -192,6 +259,7 @@ impl Default for SandboxConfig {
             disk: ByteSize::gib(8),
             disk_inodes: 524_288,
             disk_required: false,
+            build: BuildConfig::default(),
         }
     }
 }

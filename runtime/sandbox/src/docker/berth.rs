@@ -183,6 +183,7 @@ impl Sandbox for DockerBerth {
             docker: backend.docker(),
             container: &self.name,
             user: &self.user,
+            shell: self.spec.shell(),
         };
         let (request, sink) = match exec::run(&target, request, sink).await? {
             Run::Done(outcome) => return Ok(outcome),
@@ -209,6 +210,7 @@ impl Sandbox for DockerBerth {
             docker: backend.docker(),
             container: &self.name,
             user: &self.user,
+            shell: self.spec.shell(),
         };
         super::cancel::kill_by_action(&target, action).await
     }

@@ -34,7 +34,7 @@ pub(crate) async fn kill_by_action(
     }
     let options = CreateExecOptions {
         cmd: Some(vec![
-            "/bin/sh".to_string(),
+            target.shell.to_string(),
             "-c".to_string(),
             KILL_ACTION_SCRIPT.to_string(),
             "berth-cancel".to_string(),

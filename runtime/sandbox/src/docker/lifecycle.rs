@@ -22,7 +22,7 @@ use super::{
     AGENT_LABEL, ContainerSpec, DockerBackend, DockerBerth, DockerError, INSTANCE_LABEL,
     MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL, WORKTREE_LABEL, is_conflict, is_not_found, status_of,
 };
-use crate::image::{ImageInfo, ImageRef};
+use crate::image::{ImageInfo, ImageRef, TOOLS_MOUNT, TOOLS_SHELL};
 use crate::{SandboxError, WorkAccess};
 
 /// A berth container as the engine lists it.
@@ -118,16 +118,21 @@ impl DockerBackend {
             })??;
         }
         let image = self.ensure_image(&spec.image).await?;
+        let tools = tools_of(spec).await?;
         let name = spec.container_name();
-        let body = spec.container_body(&image, access);
+        let body = spec.container_body(&image, access, tools.as_ref().map(|t| t.dir.as_path()));
 
         // Until the container is known to run as the spec says, no process
         // attaches to it.
         spec.forget_container();
         let adopted = self.adopt_if_matching(&name, &body).await?;
         if !adopted {
-            let probe = matches!(spec.image, ImageRef::Named(_));
-            self.create_and_start(&name, body, &image, probe).await?;
+            // The wrapper's tools: the default image has them by its recipe,
+            // any other image gets berth's; only an image that has neither
+            // (none today) pays for the probe exec.
+            let probe = !matches!(spec.image, ImageRef::DefaultAgent) && !spec.injects_tools();
+            self.create_and_start(&name, body, &image, probe, spec.shell())
+                .await?;
         }
         spec.record_container(access);
         Ok((image, adopted))
@@ -188,6 +193,7 @@ impl DockerBackend {
         body: ContainerCreateBody,
         image: &ImageInfo,
         probe: bool,
+        shell: &str,
     ) -> Result<(), DockerError> {
         let api = |op: &'static str| {
             let name = name.to_string();
@@ -263,10 +269,11 @@ impl DockerBackend {
             docker: self.docker(),
             container: name,
             user: &user,
+            shell,
         };
         let probe = CreateExecOptions {
             cmd: Some(vec![
-                "/bin/sh".to_string(),
+                shell.to_string(),
                 "-c".to_string(),
                 PROBE_SCRIPT.to_string(),
             ]),
@@ -279,7 +286,7 @@ impl DockerBackend {
         let failure = match result {
             Ok((Some(0), _)) => None,
             Ok((code, out)) => Some(format!(
-                "/bin/sh with setsid, tr and kill is required ({}; exit {code:?})",
+                "{shell} with setsid, tr and kill is required ({}; exit {code:?})",
                 String::from_utf8_lossy(&out).trim()
             )),
             Err(e) => Some(e.to_string()),
@@ -303,10 +310,12 @@ impl DockerBackend {
         access: WorkAccess,
     ) -> Result<(), SandboxError> {
         let name = spec.container_name();
-        let body = spec.container_body(image, access);
+        let tools = tools_of(spec).await?;
+        let body = spec.container_body(image, access, tools.as_ref().map(|t| t.dir.as_path()));
         spec.forget_container();
         self.remove(&name).await?;
-        self.create_and_start(&name, body, image, false).await?;
+        self.create_and_start(&name, body, image, false, spec.shell())
+            .await?;
         spec.record_container(access);
         tracing::info!(container = %name, access = super::spec::access_label(access), "recreated berth container");
         Ok(())
@@ -549,6 +558,17 @@ impl DockerBackend {
             .as_ref()
             .and_then(|c| c.user.clone())
             .unwrap_or_default();
+        // A container with berth's tools runs berth's scripts under their shell.
+        let injected = found
+            .mounts
+            .iter()
+            .flatten()
+            .any(|m| m.destination.as_deref() == Some(TOOLS_MOUNT));
+        let shell = if injected {
+            TOOLS_SHELL
+        } else {
+            exec::IMAGE_SHELL
+        };
         let mut dead_owners: BTreeSet<String> = BTreeSet::new();
         let mut stale = 0;
         for id in found.exec_ids.unwrap_or_default() {
@@ -575,6 +595,7 @@ impl DockerBackend {
             docker: self.docker(),
             container: name,
             user: &user,
+            shell,
         };
         for prefix in dead_owners {
             exec::kill_by_token(&target, &prefix)
@@ -586,6 +607,18 @@ impl DockerBackend {
         }
         Ok(stale)
     }
+}
+
+/// The tool set `spec` mounts (assembled off the async threads when missing).
+async fn tools_of(spec: &ContainerSpec) -> Result<Option<crate::image::ToolSet>, DockerError> {
+    let spec = spec.clone();
+    tokio::task::spawn_blocking(move || spec.ensure_tools())
+        .await
+        .map_err(|source| DockerError::Task {
+            op: "assemble berth's tools",
+            source,
+        })?
+        .map_err(DockerError::from)
 }
 
 #[cfg(test)]

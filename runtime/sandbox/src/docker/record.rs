@@ -40,13 +40,19 @@ impl ContainerSpec {
             name: match &self.image {
                 ImageRef::DefaultAgent => String::new(),
                 ImageRef::Named(n) => n.clone(),
+                ImageRef::Dockerfile(b) => format!("{} {}", b.name, b.context.display()),
             },
             id: String::new(),
             // The image's own PATH is read by `up` alone; the key leaves it
             // out on both sides (record and attach), as it does the id.
             path: None,
         };
-        self.container_body(&named, access)
+        // The tool set's directory changes with berth-helper's build; the key
+        // names only whether there is one.
+        let tools = self
+            .injects_tools()
+            .then(|| std::path::Path::new(crate::image::TOOLS_MOUNT));
+        self.container_body(&named, access, tools)
             .labels
             .and_then(|mut l| l.remove(SPEC_LABEL))
             .unwrap_or_default()

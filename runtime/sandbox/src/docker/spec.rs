@@ -23,7 +23,7 @@ use super::{
 };
 use crate::WorkAccess;
 use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
-use crate::image::{ImageInfo, ImageRef};
+use crate::image::{ImageInfo, ImageRef, TOOLS_BIN, TOOLS_MOUNT};
 use berth_confine::git_env::GitIdentity;
 
 /// Resource limits of one berth's container (the policy's `Limits` are
@@ -124,6 +124,11 @@ pub struct ContainerSpec {
     pub git_identity: Option<GitIdentity>,
     /// How `/work` is mounted when the container is created.
     pub work_access: WorkAccess,
+    /// Where berth keeps its injected tools on the host, one directory per
+    /// tool set ([`crate::image::ensure_tools`]); `None`:
+    /// [`default_tools_root`](crate::image::default_tools_root). Any image
+    /// but the default agent image gets them read-only at `/opt/berth`.
+    pub tools_root: Option<PathBuf>,
 }
 
 impl ContainerSpec {
@@ -156,6 +161,7 @@ impl ContainerSpec {
             path_append: Vec::new(),
             git_identity: None,
             work_access: WorkAccess::ReadWrite,
+            tools_root: None,
         }
     }
 
@@ -438,11 +444,13 @@ impl ContainerSpec {
     }
 
     /// The container configuration for `image`, with `/work` mounted as
-    /// `access` says. Carries the labels, including the spec hash.
+    /// `access` says and the tool set `tools` (a host directory) at
+    /// `/opt/berth`. Carries the labels, including the spec hash.
     pub(crate) fn container_body(
         &self,
         image: &ImageInfo,
         access: WorkAccess,
+        tools: Option<&Path>,
     ) -> ContainerCreateBody {
         let bind = |source: &Path, target: &str, read_only: bool| Mount {
             target: Some(target.to_string()),
@@ -469,6 +477,9 @@ impl ContainerSpec {
             Network::None => "none".to_string(),
             Network::Named(n) => n.clone(),
         };
+        if let Some(dir) = tools {
+            mounts.push(bind(dir, TOOLS_MOUNT, true));
+        }
         if let Some(dir) = &self.identity_dir {
             mounts.push(bind(&dir.join("passwd"), "/etc/passwd", true));
             mounts.push(bind(&dir.join("group"), "/etc/group", true));
@@ -515,16 +526,21 @@ impl ContainerSpec {
         };
         let mut env: Vec<String> = vec![format!("HOME={DEFAULT_HOME}")];
         env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
-        if !self.path_append.is_empty() {
+        if !self.path_append.is_empty() || tools.is_some() {
             // Docker replaces the image's PATH with the container's: the
-            // image's own first, then the declared directories.
+            // image's own first, then the declared directories, then berth's
+            // tools (so the image's programs win over busybox's).
             let base = image
                 .path
                 .clone()
                 .unwrap_or_else(|| crate::runner::DEFAULT_PATH.to_string());
+            let mut append = self.path_append.clone();
+            if tools.is_some() {
+                append.push(TOOLS_BIN.to_string());
+            }
             env.push(format!(
                 "PATH={}",
-                crate::runner::append_path(base, &self.path_append)
+                crate::runner::append_path(base, &append)
             ));
         }
 
@@ -589,7 +605,16 @@ pub(crate) fn access_label(access: WorkAccess) -> &'static str {
 }
 
 /// Container paths no mount may cover.
-const RESERVED: &[&str] = &["/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/lib"];
+const RESERVED: &[&str] = &[
+    "/proc",
+    "/sys",
+    "/dev",
+    "/etc",
+    "/usr",
+    "/bin",
+    "/lib",
+    TOOLS_MOUNT,
+];
 
 fn nests(inner: &str, outer: &str) -> bool {
     inner == outer || (inner.starts_with(outer) && inner.as_bytes().get(outer.len()) == Some(&b'/'))
@@ -708,7 +733,7 @@ mod tests {
             id: "sha256:1".into(),
             path: None,
         };
-        let body = s.container_body(&img, WorkAccess::ReadOnly);
+        let body = s.container_body(&img, WorkAccess::ReadOnly, None);
         let hc = body.host_config.clone().unwrap();
         assert_eq!(hc.network_mode.as_deref(), Some("none"));
         assert_eq!(hc.cap_drop, Some(vec!["ALL".to_string()]));
@@ -748,13 +773,16 @@ mod tests {
         assert_eq!(labels[WORK_ACCESS_LABEL], "ro");
         // A different access is a different container.
         let rw = s
-            .container_body(&img, WorkAccess::ReadWrite)
+            .container_body(&img, WorkAccess::ReadWrite, None)
             .labels
             .unwrap();
         assert_ne!(rw[SPEC_LABEL], labels[SPEC_LABEL]);
         // The same spec hashes the same every time (its maps have no order).
         for _ in 0..20 {
-            let again = s.container_body(&img, WorkAccess::ReadOnly).labels.unwrap();
+            let again = s
+                .container_body(&img, WorkAccess::ReadOnly, None)
+                .labels
+                .unwrap();
             assert_eq!(again[SPEC_LABEL], labels[SPEC_LABEL]);
         }
     }

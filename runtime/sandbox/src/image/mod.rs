@@ -11,11 +11,21 @@
 //! build with nothing changed does no work; `<name>:latest` points at the newest
 //! build and carries the recipe's hash as a label, which is what
 //! [`DockerBackend::ensure_image`] checks without resolving anything.
+//!
+//! Any other image works too: a local one by name, or a project's Dockerfile
+//! ([`dockerfile`]). berth does not depend on what it holds: the same recipe
+//! assembles a host directory of berth's tools ([`tools`]) mounted read-only
+//! at `/opt/berth`.
 
+mod dockerfile;
+mod dockerignore;
+mod elf;
+mod local;
 mod recipe;
 mod rootfs;
+mod tools;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -23,6 +33,8 @@ use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
+pub use dockerfile::{BUILD_LABEL, BuildContext, DockerfileBuild, MAX_CONTEXT_BYTES};
+pub use local::LocalImage;
 pub(crate) use recipe::is_clean_absolute;
 pub use recipe::{
     AllApplets, Applets, Busybox, DEFAULT_RECIPE, DEFAULT_RECIPE_PATH, GeneratedFile, HostInput,
@@ -30,6 +42,10 @@ pub use recipe::{
 };
 pub use rootfs::Rootfs;
 pub(crate) use rootfs::hex;
+pub use tools::{
+    IMAGE_SHELL, TOOLS_BIN, TOOLS_DIR_ENV, TOOLS_GIT_EXEC_PATH, TOOLS_MOUNT, TOOLS_SHELL, ToolSet,
+    ToolsSource, default_tools_root, ensure_tools, find_tools,
+};
 
 use crate::docker::{DockerBackend, DockerError, is_not_found};
 
@@ -41,6 +57,8 @@ pub const RECIPE_LABEL: &str = "berth.recipe";
 pub const INPUTS_LABEL: &str = "berth.inputs";
 /// Characters of the fingerprint used as the tag.
 const TAG_HEX_LEN: usize = 16;
+/// Lines of a failed build's log kept for its error.
+const LOG_TAIL_LINES: usize = 60;
 
 /// Which image a berth runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +67,9 @@ pub enum ImageRef {
     DefaultAgent,
     /// Any image present in the local engine, by name or id.
     Named(String),
+    /// A project's Dockerfile (`[sandbox.build]`): the image tagged with
+    /// its context's hash, built first when there is none.
+    Dockerfile(DockerfileBuild),
 }
 
 /// Errors of assembling, building or finding an image.
@@ -71,6 +92,24 @@ pub enum ImageError {
     },
     #[error("image input {path}: {message}")]
     HostInput { path: PathBuf, message: String },
+    #[error("building from {context}: {message}")]
+    Dockerfile { context: PathBuf, message: String },
+    #[error(
+        "image {image} was not built by berth (no {IMAGE_LABEL} label): remove it with docker if you mean to"
+    )]
+    NotBerths { image: String },
+    #[error("image {image} is in use (take its berths down first): {message}")]
+    InUse { image: String, message: String },
+    #[error(
+        "image {image} is for {found} machines and this host is {host}: berth runs no emulation; build or load an image for {host}"
+    )]
+    Architecture {
+        image: String,
+        found: String,
+        host: &'static str,
+    },
+    #[error("berth's tools at {path}: {message}")]
+    Tools { path: PathBuf, message: String },
     #[error("image path {path} is claimed twice: {message}; fix the recipe")]
     Conflict { path: String, message: String },
     #[error("assembling the build context: {message}")]
@@ -160,6 +199,17 @@ pub struct ImageInfo {
     pub path: Option<String>,
 }
 
+/// This host's CPU as images name it (`amd64`, `arm64`, …).
+fn host_architecture() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        other => other,
+    }
+}
+
 /// The `PATH` an image's configuration sets.
 fn image_path(found: &bollard::models::ImageInspect) -> Option<String> {
     found
@@ -215,28 +265,17 @@ impl DockerBackend {
             bytes,
         });
 
-        match self.docker().inspect_image(&tag).await {
-            Ok(found) => {
-                let id = found.id.unwrap_or_default();
-                self.tag_latest(&tag, recipe).await?;
-                progress.event(BuildEvent::UpToDate { tag: &tag });
-                return Ok(BuiltImage {
-                    latest: recipe.latest(),
-                    tag,
-                    id,
-                    up_to_date: true,
-                    entries,
-                    bytes,
-                });
-            }
-            Err(e) if is_not_found(&e) => {}
-            Err(source) => {
-                return Err(DockerError::Api {
-                    op: "inspect image",
-                    target: tag,
-                    source,
-                });
-            }
+        if let Some(id) = self.local_image_id(&tag).await? {
+            self.tag_latest(&tag, recipe).await?;
+            progress.event(BuildEvent::UpToDate { tag: &tag });
+            return Ok(BuiltImage {
+                latest: recipe.latest(),
+                tag,
+                id,
+                up_to_date: true,
+                entries,
+                bytes,
+            });
         }
 
         let context = {
@@ -268,48 +307,7 @@ impl DockerBackend {
             .forcerm(true)
             .labels(&labels)
             .build();
-        let mut stream =
-            self.docker()
-                .build_image(options, None, Some(bollard::body_full(context.into())));
-        let mut id = None;
-        while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| ImageError::BuildFailed {
-                tag: tag.clone(),
-                message: e.to_string(),
-            })?;
-            if let Some(detail) = info.error_detail {
-                return Err(ImageError::BuildFailed {
-                    tag: tag.clone(),
-                    message: detail.message.unwrap_or_else(|| "no message".to_string()),
-                }
-                .into());
-            }
-            if let Some(line) = info.stream.as_deref() {
-                let line = line.trim();
-                if !line.is_empty() {
-                    progress.event(BuildEvent::Step { line });
-                }
-            }
-            if let Some(aux) = info.aux
-                && let Some(found) = aux.id
-            {
-                id = Some(found);
-            }
-        }
-        let id = match id {
-            Some(id) => id,
-            None => self
-                .docker()
-                .inspect_image(&tag)
-                .await
-                .map_err(|source| DockerError::Api {
-                    op: "inspect the built image",
-                    target: tag.clone(),
-                    source,
-                })?
-                .id
-                .unwrap_or_default(),
-        };
+        let id = self.run_build(options, context, &tag, progress).await?;
         self.tag_latest(&tag, recipe).await?;
         progress.event(BuildEvent::Built {
             tag: &tag,
@@ -324,6 +322,69 @@ impl DockerBackend {
             entries,
             bytes,
         })
+    }
+
+    /// Sends a build context to the engine and follows the build: each line
+    /// of its output goes to `progress`; a failure carries the end of the
+    /// log. The built image's id.
+    pub(crate) async fn run_build(
+        &self,
+        options: bollard::query_parameters::BuildImageOptions,
+        context: Vec<u8>,
+        tag: &str,
+        progress: &mut dyn BuildProgress,
+    ) -> Result<String, DockerError> {
+        let mut stream =
+            self.docker()
+                .build_image(options, None, Some(bollard::body_full(context.into())));
+        let mut log: VecDeque<String> = VecDeque::new();
+        let failed = |log: &VecDeque<String>, message: String| ImageError::BuildFailed {
+            tag: tag.to_string(),
+            message: if log.is_empty() {
+                message
+            } else {
+                format!(
+                    "{message}\n--- the end of the build log ---\n{}",
+                    log.iter().cloned().collect::<Vec<_>>().join("\n")
+                )
+            },
+        };
+        let mut id = None;
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| failed(&log, e.to_string()))?;
+            if let Some(text) = info.stream.as_deref() {
+                for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                    if log.len() == LOG_TAIL_LINES {
+                        log.pop_front();
+                    }
+                    log.push_back(line.to_string());
+                    progress.event(BuildEvent::Step { line });
+                }
+            }
+            if let Some(detail) = info.error_detail {
+                let message = detail.message.unwrap_or_else(|| "no message".to_string());
+                return Err(failed(&log, message).into());
+            }
+            if let Some(aux) = info.aux
+                && let Some(found) = aux.id
+            {
+                id = Some(found);
+            }
+        }
+        match id {
+            Some(id) => Ok(id),
+            None => Ok(self
+                .docker()
+                .inspect_image(tag)
+                .await
+                .map_err(|source| DockerError::Api {
+                    op: "inspect the built image",
+                    target: tag.to_string(),
+                    source,
+                })?
+                .id
+                .unwrap_or_default()),
+        }
     }
 
     async fn tag_latest(&self, tag: &str, recipe: &Recipe) -> Result<(), DockerError> {
@@ -341,32 +402,69 @@ impl DockerBackend {
             })
     }
 
-    /// Finds the image a berth would run, without pulling or building.
+    /// Finds the image a berth would run, never pulling.
     ///
     /// The default agent image must exist as `berth-agent:latest` built from
-    /// the compiled-in recipe; any other image must simply exist locally.
+    /// the compiled-in recipe; a named image must simply exist locally; a
+    /// Dockerfile's image is built when its context changed.
     pub async fn ensure_image(&self, image: &ImageRef) -> Result<ImageInfo, DockerError> {
         match image {
             ImageRef::DefaultAgent => {
                 let recipe = Recipe::default_agent()?;
                 self.ensure_recipe_image(&recipe).await
             }
-            ImageRef::Named(name) => match self.docker().inspect_image(name).await {
-                Ok(found) => Ok(ImageInfo {
-                    name: name.clone(),
+            ImageRef::Named(name) => self.find_local_image(name).await,
+            ImageRef::Dockerfile(build) => {
+                let built = self.build_dockerfile(build, &mut NoProgress).await?;
+                self.find_local_image(&built.tag).await
+            }
+        }
+    }
+
+    /// The id of the local image `name`; `None` when there is none.
+    pub(crate) async fn local_image_id(&self, name: &str) -> Result<Option<String>, DockerError> {
+        match self.docker().inspect_image(name).await {
+            Ok(found) => Ok(Some(found.id.unwrap_or_default())),
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(source) => Err(DockerError::Api {
+                op: "inspect image",
+                target: name.to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// The local image `name`: never pulled.
+    async fn find_local_image(&self, name: &str) -> Result<ImageInfo, DockerError> {
+        match self.docker().inspect_image(name).await {
+            Ok(found) => {
+                // berth's tools, and the commands, run on this host's CPU.
+                if let Some(arch) = found.architecture.as_deref()
+                    && !arch.is_empty()
+                    && arch != host_architecture()
+                {
+                    return Err(ImageError::Architecture {
+                        image: name.to_string(),
+                        found: arch.to_string(),
+                        host: host_architecture(),
+                    }
+                    .into());
+                }
+                Ok(ImageInfo {
+                    name: name.to_string(),
                     path: image_path(&found),
                     id: found.id.unwrap_or_default(),
-                }),
-                Err(e) if is_not_found(&e) => Err(ImageError::Missing {
-                    image: name.clone(),
-                }
-                .into()),
-                Err(source) => Err(DockerError::Api {
-                    op: "inspect image",
-                    target: name.clone(),
-                    source,
-                }),
-            },
+                })
+            }
+            Err(e) if is_not_found(&e) => Err(ImageError::Missing {
+                image: name.to_string(),
+            }
+            .into()),
+            Err(source) => Err(DockerError::Api {
+                op: "inspect image",
+                target: name.to_string(),
+                source,
+            }),
         }
     }
 

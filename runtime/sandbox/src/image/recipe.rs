@@ -209,7 +209,7 @@ impl HostInput {
     }
 }
 
-fn is_repository_name(s: &str) -> bool {
+pub(crate) fn is_repository_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 128
         && s.bytes().all(|b| {

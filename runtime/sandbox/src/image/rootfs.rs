@@ -9,7 +9,7 @@
 //! bytes: checking whether the image is current must stay cheap, and a package
 //! upgrade changes size or mtime.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -18,6 +18,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use super::ImageError;
+use super::elf::{self, ElfKind};
 use super::recipe::{Applets, Recipe};
 
 /// Bumped when the way a recipe is assembled changes, so old tags go stale.
@@ -61,6 +62,9 @@ pub struct Rootfs {
     pub(crate) entries: BTreeMap<String, Entry>,
     /// Hex SHA-256 of the recipe and every resolved input.
     pub(crate) fingerprint: String,
+    /// The directories `ldd` found shared libraries in, as it named them
+    /// (the injected tools' loader searches them).
+    pub(crate) library_dirs: BTreeSet<String>,
 }
 
 impl Rootfs {
@@ -97,6 +101,7 @@ impl Rootfs {
             inodes: HashMap::new(),
             visited: HashSet::new(),
             ldd_done: HashSet::new(),
+            library_dirs: BTreeSet::new(),
         };
         for (path, target) in &recipe.links {
             r.put(
@@ -221,6 +226,7 @@ impl Rootfs {
         Ok(Rootfs {
             entries: r.entries,
             fingerprint,
+            library_dirs: r.library_dirs,
         })
     }
 
@@ -308,6 +314,7 @@ struct Resolver {
     inodes: HashMap<(u64, u64), String>,
     visited: HashSet<PathBuf>,
     ldd_done: HashSet<(u64, u64)>,
+    library_dirs: BTreeSet<String>,
 }
 
 impl Resolver {
@@ -487,6 +494,9 @@ impl Resolver {
                 )?;
                 if libraries && self.ldd_done.insert(inode) && is_elf(&cur)? {
                     for lib in ldd(&cur)? {
+                        if let Some(dir) = lib.parent() {
+                            self.library_dirs.insert(dir.to_string_lossy().into_owned());
+                        }
                         self.add(&lib, false, None, 0)?;
                     }
                 }
@@ -520,7 +530,7 @@ fn kind_name(e: &Entry) -> String {
 }
 
 /// Where a symlink at `link` pointing at `target` leads.
-fn resolve_link(link: &Path, target: &Path) -> PathBuf {
+pub(crate) fn resolve_link(link: &Path, target: &Path) -> PathBuf {
     if target.is_absolute() {
         normalize(target)
     } else {
@@ -567,42 +577,16 @@ fn check_static(path: &Path) -> Result<(), ImageError> {
             "{why}: the image needs a statically linked busybox (Debian: apt-get install busybox-static)"
         ),
     };
-    let u16_at = |o: usize| {
-        bytes
-            .get(o..o + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-    };
-    let u32_at = |o: usize| {
-        bytes
-            .get(o..o + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let u64_at = |o: usize| {
-        bytes
-            .get(o..o + 8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-    };
-    // ELF64, little-endian: the only kind this backend targets (x86_64, arm64).
-    if bytes.get(0..6) != Some(b"\x7fELF\x02\x01") {
-        return Err(not_static("not a 64-bit little-endian ELF file"));
-    }
-    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
-    else {
-        return Err(not_static("truncated ELF header"));
-    };
-    for i in 0..usize::from(phnum) {
-        let at = usize::try_from(phoff).unwrap_or(usize::MAX) + i * usize::from(phentsize);
-        match u32_at(at) {
-            Some(3) => return Err(not_static("dynamically linked (it has an ELF interpreter)")),
-            Some(_) => {}
-            None => return Err(not_static("truncated program headers")),
+    match elf::classify(&bytes).map_err(not_static)? {
+        ElfKind::Static => Ok(()),
+        ElfKind::NotElf => Err(not_static("not a 64-bit little-endian ELF file")),
+        ElfKind::Dynamic { .. } => {
+            Err(not_static("dynamically linked (it has an ELF interpreter)"))
         }
     }
-    Ok(())
 }
 
-fn host_command(program: &str) -> Command {
+pub(crate) fn host_command(program: &str) -> Command {
     let mut c = Command::new(program);
     c.env_clear()
         .env("PATH", "/usr/bin:/bin")

@@ -228,24 +228,35 @@ pub struct ProjectGuard {
 impl Drop for ProjectGuard {
     fn drop(&mut self) {
         let project = self.project.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let Ok(b) = DockerBackend::connect().await else {
-                    return;
-                };
-                if let Ok(list) = b.list_berths(Some(&project)).await {
-                    for c in list {
-                        let _ = b.down(&c.project, &c.agent).await;
-                    }
+        with_engine_on_own_runtime(move |b| async move {
+            if let Ok(list) = b.list_berths(Some(&project)).await {
+                for c in list {
+                    let _ = b.down(&c.project, &c.agent).await;
                 }
-            });
-        })
-        .join();
+            }
+        });
     }
+}
+
+/// Runs `work` against the engine on a runtime of its own, on a thread of
+/// its own (a guard's drop cannot await, and may run inside a runtime).
+fn with_engine_on_own_runtime<F, Fut>(work: F)
+where
+    F: FnOnce(DockerBackend) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            if let Ok(b) = DockerBackend::connect().await {
+                work(b).await;
+            }
+        });
+    })
+    .join();
 }
 
 /// Output bytes as text.
@@ -260,5 +271,39 @@ pub fn test_path(module_path: &str, name: &str) -> String {
     match module_path.split_once("::") {
         Some((_, module)) => format!("{module}::{name}"),
         None => name.to_string(),
+    }
+}
+
+/// Removes a test image repository's tags when dropped.
+pub struct ImageGuard(pub String);
+
+impl Drop for ImageGuard {
+    fn drop(&mut self) {
+        let repo = self.0.clone();
+        with_engine_on_own_runtime(move |b| async move {
+            let filters =
+                std::collections::HashMap::from([("reference".to_string(), vec![repo.clone()])]);
+            let options = bollard::query_parameters::ListImagesOptionsBuilder::default()
+                .filters(&filters)
+                .build();
+            for img in b
+                .docker()
+                .list_images(Some(options))
+                .await
+                .unwrap_or_default()
+            {
+                let _ = b
+                    .docker()
+                    .remove_image(
+                        &img.id,
+                        Some(bollard::query_parameters::RemoveImageOptions {
+                            force: true,
+                            ..Default::default()
+                        }),
+                        None,
+                    )
+                    .await;
+            }
+        });
     }
 }

@@ -83,6 +83,15 @@ pub(crate) use token::*;
 /// last.
 pub(crate) const WRAPPER: &str = "shift; k() { v=0; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do if [ -r $f ]; then while read -r a b; do if [ \"$a\" = oom_kill ]; then v=$b; return; fi; done < $f; fi; done; }; k; o=$v; exec 3<&0; setsid \"$@\" <&3 3<&- & c=$!; exec 3<&- </dev/null; wait $c 2>/dev/null; r=$?; kill -KILL -$c 2>/dev/null; if [ $r -gt 128 ] && [ $r -le 192 ]; then { printf '\\036berth-jobs '; jobs -l; } >&2; fi; k; [ \"$v\" = \"$o\" ] || printf '\\036berth-jobs oom\\n' >&2; printf '\\036berth-jobs exit %d\\n' $r >&2; exit $r";
 
+pub(crate) use crate::image::IMAGE_SHELL;
+
+/// Put before [`WRAPPER`] when it runs under another shell than the image's:
+/// when the image has no `/bin/sh` (`$2`, after the token), the command runs
+/// under the wrapper's shell instead. A `test`, no fork.
+fn fallback_prefix(shell: &str) -> String {
+    format!("if [ ! -x \"$2\" ]; then t=$1; shift 2; set -- \"$t\" {shell} \"$@\"; fi; ")
+}
+
 /// The wrapper's report when the memory cgroup killed a process while the
 /// command ran.
 const OOM_WORD: &str = "oom";
@@ -127,6 +136,9 @@ pub(crate) struct Target<'a> {
     pub container: &'a str,
     /// `uid:gid`.
     pub user: &'a str,
+    /// The shell berth's own scripts run under (`/bin/sh`, or the injected
+    /// `/opt/berth/bin/sh`).
+    pub shell: &'a str,
 }
 
 /// How [`run`] ended.
@@ -152,23 +164,32 @@ pub(crate) async fn run(
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     let token = next_token(request.action.as_deref());
 
+    // With berth's tools the wrapper runs under their busybox, but the
+    // command under the image's own `/bin/sh` when it has one: busybox runs
+    // its applets before any program of the same name on `PATH`, which
+    // would hide the image's own `ls`, `find` or `tar`.
+    let wrapper = if target.shell == IMAGE_SHELL {
+        WRAPPER.to_string()
+    } else {
+        format!("{}{WRAPPER}", fallback_prefix(target.shell))
+    };
     let mut cmd = vec![
-        "/bin/sh".to_string(),
+        target.shell.to_string(),
         "-c".to_string(),
-        WRAPPER.to_string(),
+        wrapper,
         "berth-exec".to_string(),
         token.clone(),
     ];
     match &request.program {
         Program::Shell(line) => {
-            cmd.extend(["/bin/sh".to_string(), "-c".to_string(), line.clone()]);
+            cmd.extend([IMAGE_SHELL.to_string(), "-c".to_string(), line.clone()]);
         }
         Program::Argv(argv) => {
             // Through `sh -c 'exec "$@"'`, so a missing program is 127 and an
             // unexecutable one 126, with the shell's message, as in the runner
             // (a bare Docker exec reports 126 for both, on stdout).
             cmd.extend([
-                "/bin/sh".to_string(),
+                IMAGE_SHELL.to_string(),
                 "-c".to_string(),
                 "exec \"$@\"".to_string(),
                 "sh".to_string(),
@@ -219,6 +240,7 @@ pub(crate) async fn run(
         docker: target.docker.clone(),
         container: target.container.to_string(),
         user: target.user.to_string(),
+        shell: target.shell.to_string(),
         token: token.clone(),
         armed: true,
     };

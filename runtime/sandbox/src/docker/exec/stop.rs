@@ -12,6 +12,7 @@ pub(super) struct CancelGuard {
     pub(super) docker: Docker,
     pub(super) container: String,
     pub(super) user: String,
+    pub(super) shell: String,
     pub(super) token: String,
     pub(super) armed: bool,
 }
@@ -27,12 +28,14 @@ impl Drop for CancelGuard {
         let docker = self.docker.clone();
         let container = std::mem::take(&mut self.container);
         let user = std::mem::take(&mut self.user);
+        let shell = std::mem::take(&mut self.shell);
         let token = std::mem::take(&mut self.token);
         handle.spawn(async move {
             let target = Target {
                 docker: &docker,
                 container: &container,
                 user: &user,
+                shell: &shell,
             };
             if let Err(e) = kill_by_token(&target, &token).await {
                 tracing::warn!(%container, error = %e, "killing a cancelled exec failed");
@@ -136,7 +139,7 @@ pub(super) async fn restarted_since(target: &Target<'_>, since: SystemTime) -> b
 pub(crate) async fn kill_by_token(target: &Target<'_>, token: &str) -> Result<(), SandboxError> {
     let options = CreateExecOptions {
         cmd: Some(vec![
-            "/bin/sh".to_string(),
+            target.shell.to_string(),
             "-c".to_string(),
             KILL_SCRIPT.to_string(),
             "berth-kill".to_string(),
