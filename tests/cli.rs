@@ -1285,6 +1285,14 @@ fn json_output_matches_docs_cli_json_md() {
         ("retry", "needs an action a crash interrupted"),
         ("resolve", "needs a followup blocked by permissions"),
         ("image build", "needs the Docker engine (tests/mounted.rs)"),
+        (
+            "image ls",
+            "needs the Docker engine (tests/mounted_image.rs)",
+        ),
+        (
+            "image rm",
+            "needs the Docker engine (tests/mounted_image.rs)",
+        ),
         ("cancel", "needs a running command (tests/cancel.rs)"),
     ];
     for c in doc.commands.keys() {

@@ -6,6 +6,7 @@
 //! Without a Docker engine these tests skip with the reason, except under
 //! `CI=true`, where they fail.
 
+use crate::cli::JsonDoc;
 use crate::docker::docker_answers;
 use crate::fixture::Fixture;
 
@@ -117,7 +118,17 @@ fn image_build_for_a_project_builds_its_dockerfile_once_and_ls_rm_doctor_know_it
         )
     });
 
-    let built = f.json(&["image", "build", "--project", &project, "--json"]);
+    // Each command's JSON as docs/cli-json.md says.
+    let doc = JsonDoc::load();
+    let checked = |command: &str, args: &[&str]| {
+        let out = f.ok(args);
+        doc.check(command, &out);
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let built = checked(
+        "image build",
+        &["image", "build", "--project", &project, "--json"],
+    );
     let tag = built["tag"].as_str().unwrap().to_string();
     let _image = TestImage(tag.clone());
     assert!(tag.starts_with("berth-build:"), "{built}");
@@ -128,7 +139,7 @@ fn image_build_for_a_project_builds_its_dockerfile_once_and_ls_rm_doctor_know_it
         (Some(tag.as_str()), &serde_json::json!(true))
     );
 
-    let listed = f.json(&["image", "ls", "--json"]);
+    let listed = checked("image ls", &["image", "ls", "--json"]);
     let ours = listed
         .as_array()
         .unwrap()
@@ -151,7 +162,7 @@ fn image_build_for_a_project_builds_its_dockerfile_once_and_ls_rm_doctor_know_it
         "{doctor}"
     );
 
-    let removed = f.json(&["image", "rm", &tag, "--json"]);
+    let removed = checked("image rm", &["image", "rm", &tag, "--json"]);
     assert!(
         removed["removed"]
             .as_array()

@@ -146,11 +146,14 @@ async fn build(state: Option<PathBuf>, a: BuildArgs) -> anyhow::Result<u8> {
             // Nothing to build: say whether it is there.
             let found = backend.ensure_image(&target).await?;
             if json {
+                // The fields of a build: nothing was built, nothing resolved.
                 super::print_json(&serde_json::json!({
                     "tag": found.name,
+                    "latest": found.name,
                     "id": found.id,
                     "up_to_date": true,
-                    "built_by_berth": false,
+                    "entries": 0,
+                    "bytes": 0,
                 }))?;
             } else {
                 println!("{name}: a local image the project names; nothing to build");
