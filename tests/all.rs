@@ -16,5 +16,6 @@ mod events_archive;
 mod hook;
 mod mcp;
 mod mounted;
+mod net;
 mod pipelines;
 mod pr_checks;

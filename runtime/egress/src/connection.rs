@@ -45,6 +45,21 @@ impl<G: Gate> Egress<G> {
         }
     }
 
+    /// Opens a listener of `berth`'s own on a free loopback port and serves
+    /// it in the background; returns its address (what the berth's
+    /// forwarder, or `HTTP_PROXY`, points at).
+    pub async fn listen_loopback(&self, berth: BerthKey) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let this = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = this.serve(listener, berth).await {
+                tracing::error!(error = %e, "egress: a berth's listener failed");
+            }
+        });
+        Ok(addr)
+    }
+
     /// Serves one client connection of `berth`.
     pub async fn handle<S>(&self, mut client: S, berth: BerthKey)
     where

@@ -153,14 +153,14 @@ async fn setup(
         pending: Mutex::new(Vec::new()),
         connected: Mutex::new(Vec::new()),
     });
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let proxy = l.local_addr().unwrap().port();
-    let egress = Egress::new(Arc::clone(&gate));
-    let berth = BerthKey {
-        project: "p".into(),
-        agent: "dev-1".into(),
-    };
-    tokio::spawn(async move { egress.serve(l, berth).await });
+    let proxy = Egress::new(Arc::clone(&gate))
+        .listen_loopback(BerthKey {
+            project: "p".into(),
+            agent: "dev-1".into(),
+        })
+        .await
+        .unwrap()
+        .port();
     Setup {
         gate,
         proxy,

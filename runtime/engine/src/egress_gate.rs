@@ -172,3 +172,56 @@ impl Gate for EngineGate {
         }
     }
 }
+
+/// One connection that went through the proxy, as `berth net log` and the
+/// page show it: a `network.connected` event's fields.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NetworkConnection {
+    /// The event's id.
+    pub id: i64,
+    pub at: i64,
+    pub project: Option<String>,
+    pub agent: Option<String>,
+    pub host: String,
+    pub port: u16,
+    pub address: String,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub duration_ms: u64,
+    pub approved_action: Option<String>,
+}
+
+impl Engine {
+    /// The connections of `agent` (or of every agent) that went through the
+    /// egress proxy, oldest first.
+    pub async fn connections(&self, agent: Option<&str>) -> Result<Vec<NetworkConnection>> {
+        let events = self
+            .events(&crate::EventFilter {
+                agent: agent.map(str::to_string),
+                kind: Some(kind::NETWORK_CONNECTED.to_string()),
+                ..crate::EventFilter::default()
+            })
+            .await?;
+        Ok(events
+            .into_iter()
+            .map(|e| {
+                let p = &e.payload;
+                let text = |k: &str| p[k].as_str().unwrap_or_default().to_string();
+                let number = |k: &str| p[k].as_u64().unwrap_or_default();
+                NetworkConnection {
+                    id: e.id,
+                    at: e.at,
+                    project: e.project,
+                    agent: e.agent,
+                    host: text("host"),
+                    port: u16::try_from(number("port")).unwrap_or_default(),
+                    address: text("address"),
+                    bytes_out: number("bytes_out"),
+                    bytes_in: number("bytes_in"),
+                    duration_ms: number("duration_ms"),
+                    approved_action: p["approved_action"].as_str().map(str::to_string),
+                }
+            })
+            .collect())
+    }
+}

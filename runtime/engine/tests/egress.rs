@@ -59,14 +59,14 @@ async fn setup(network: &[(&str, &str)], rules: &str) -> (Fixture, Arc<berth_eng
     std::fs::write(&cfg, text).unwrap();
     std::fs::write(state.project_rules("demo"), rules).unwrap();
     let engine = Arc::new(berth_engine::Engine::open(state).await.unwrap());
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let proxy = l.local_addr().unwrap().port();
-    let egress = Egress::new(Arc::new(EngineGate::new(Arc::clone(&engine))));
-    let berth = BerthKey {
-        project: "demo".into(),
-        agent: "dev-1".into(),
-    };
-    tokio::spawn(async move { egress.serve(l, berth).await });
+    let proxy = Egress::new(Arc::new(EngineGate::new(Arc::clone(&engine))))
+        .listen_loopback(BerthKey {
+            project: "demo".into(),
+            agent: "dev-1".into(),
+        })
+        .await
+        .unwrap()
+        .port();
     (f, engine, proxy)
 }
 
