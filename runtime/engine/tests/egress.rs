@@ -209,3 +209,40 @@ async fn an_unanswered_connection_is_refused_naming_its_action_and_other_modes_r
     let out = through(proxy, "127.0.0.1", registry).await;
     assert!(out.contains("is `none`, not `allowlist`"), "{out}");
 }
+
+#[tokio::test]
+async fn approve_always_adds_the_host_as_a_network_allow_rule() {
+    let registry = registry().await;
+    let (f, engine, proxy) = setup(&[("mode", "\"allowlist\""), ("wait_secs", "30")], "{}").await;
+    // localhost: unknown to the rules, so the agent's autonomy (no rule:
+    // require_approval) holds it.
+    let client = tokio::spawn(async move { through(proxy, "localhost", registry).await });
+    let proposed = wait_events(&engine, "proposed_action.created", 1).await;
+    let id = proposed
+        .iter()
+        .find(|e| e.payload["action"]["type"] == "network_connect")
+        .and_then(|e| e.action.clone())
+        .expect("a network_connect action was proposed");
+    let approved = engine.approve(&id, &user(), true, None).await.unwrap();
+    assert_eq!(
+        approved
+            .rules
+            .iter()
+            .filter_map(|r| r.pattern.clone())
+            .collect::<Vec<_>>(),
+        ["WebFetch(domain:localhost)"]
+    );
+    // The first connection may have looked at the rules before they were
+    // written (then localhost's loopback address was not yet named).
+    let _ = client.await.unwrap();
+    let rules = std::fs::read_to_string(f.state().project_rules("demo")).unwrap();
+    assert!(rules.contains("WebFetch(domain:localhost)"), "{rules}");
+    // Now named: the next connection goes through at once, no action.
+    let before = events(&engine, "proposed_action.created").await.len();
+    let out = through(proxy, "localhost", registry).await;
+    assert!(out.ends_with("wheel index\n"), "{out}");
+    assert_eq!(
+        events(&engine, "proposed_action.created").await.len(),
+        before
+    );
+}
