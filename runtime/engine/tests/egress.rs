@@ -110,6 +110,16 @@ async fn wait_events(
     events(engine, kind).await
 }
 
+/// The id of the `network_connect` a held connection proposed.
+async fn held_action(engine: &berth_engine::Engine) -> String {
+    wait_events(engine, "proposed_action.created", 1)
+        .await
+        .iter()
+        .find(|e| e.payload["action"]["type"] == "network_connect")
+        .and_then(|e| e.action.clone())
+        .expect("a network_connect action was proposed")
+}
+
 #[tokio::test]
 async fn allowed_goes_through_and_is_an_event_denied_is_refused() {
     let registry = registry().await;
@@ -168,12 +178,7 @@ async fn a_held_connection_is_a_pending_action_a_person_approves() {
     )
     .await;
     let client = tokio::spawn(async move { through(proxy, "127.0.0.1", registry).await });
-    let proposed = wait_events(&engine, "proposed_action.created", 1).await;
-    let id = proposed
-        .iter()
-        .find(|e| e.payload["action"]["type"] == "network_connect")
-        .and_then(|e| e.action.clone())
-        .expect("a network_connect action was proposed");
+    let id = held_action(&engine).await;
     assert_eq!(
         engine.action(&id).await.unwrap().status,
         berth_engine::ActionStatus::Pending
@@ -217,12 +222,7 @@ async fn approve_always_adds_the_host_as_a_network_allow_rule() {
     // localhost: unknown to the rules, so the agent's autonomy (no rule:
     // require_approval) holds it.
     let client = tokio::spawn(async move { through(proxy, "localhost", registry).await });
-    let proposed = wait_events(&engine, "proposed_action.created", 1).await;
-    let id = proposed
-        .iter()
-        .find(|e| e.payload["action"]["type"] == "network_connect")
-        .and_then(|e| e.action.clone())
-        .expect("a network_connect action was proposed");
+    let id = held_action(&engine).await;
     let approved = engine.approve(&id, &user(), true, None).await.unwrap();
     assert_eq!(
         approved
