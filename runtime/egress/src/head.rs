@@ -171,17 +171,27 @@ fn authority(a: &str) -> Result<(String, Option<u16>), HeadError> {
 
 impl Head {
     /// A plain-HTTP request as the server receives it: origin form, the
-    /// `Proxy-*` headers dropped, and one request per connection
-    /// (`Connection: close`), so a second request on the client's
-    /// connection cannot ride on this one's decision to another host.
+    /// `Proxy-*` headers dropped, `Host` the host decided on (a client's own
+    /// `Host` could name another site served at the same address), and one
+    /// request per connection (`Connection: close`), so a second request on
+    /// the client's connection cannot ride on this one's decision.
     pub fn origin_request(&self) -> Vec<u8> {
-        let Target::Http { path, .. } = &self.target else {
+        let Target::Http { host, port, path } = &self.target else {
             return Vec::new();
         };
         let mut out = format!("{} {} {}\r\n", self.method, path, self.version);
+        if *port == 80 {
+            out.push_str(&format!("Host: {host}\r\n"));
+        } else {
+            out.push_str(&format!("Host: {host}:{port}\r\n"));
+        }
         for (k, v) in &self.headers {
             let lower = k.to_ascii_lowercase();
-            if lower.starts_with("proxy-") || lower == "connection" || lower == "keep-alive" {
+            if lower.starts_with("proxy-")
+                || lower == "connection"
+                || lower == "keep-alive"
+                || lower == "host"
+            {
                 continue;
             }
             out.push_str(&format!("{k}: {v}\r\n"));
@@ -209,7 +219,7 @@ mod tests {
         let h = parse(b"CONNECT [::1]:8080 HTTP/1.1\r\n\r\n").unwrap();
         assert_eq!(h.target.host(), "[::1]");
         let h = parse(
-            b"GET http://pypi.test:8000/simple/?a=1 HTTP/1.1\r\nHost: pypi.test\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\n\r\n",
+            b"GET http://pypi.test:8000/simple/?a=1 HTTP/1.1\r\nHost: evil.test\r\nAccept: */*\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\n\r\n",
         )
         .unwrap();
         assert_eq!(
@@ -223,7 +233,8 @@ mod tests {
         let fwd = String::from_utf8(h.origin_request()).unwrap();
         assert_eq!(
             fwd,
-            "GET /simple/?a=1 HTTP/1.1\r\nHost: pypi.test\r\nConnection: close\r\n\r\n"
+            "GET /simple/?a=1 HTTP/1.1\r\nHost: pypi.test:8000\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+            "the Host decided on, never the client's"
         );
         for bad in [
             &b"CONNECT host HTTP/1.1\r\n\r\n"[..],
