@@ -17,5 +17,6 @@ mod hook;
 mod mcp;
 mod mounted;
 mod mounted_image;
+mod net;
 mod pipelines;
 mod pr_checks;

@@ -1174,6 +1174,7 @@ fn json_output_matches_docs_cli_json_md() {
     );
     assert_eq!(v["dropped"], false);
     json("events", &["events"], 0);
+    json("net log", &["net", "log"], 0);
     json("metrics", &["metrics"], 0);
     json("outbox drain", &["outbox", "drain"], 0);
     let archive = cli.state().join("old-events.jsonl");

@@ -28,6 +28,8 @@ pub enum Action {
     RaiseMaxParallel,
     /// Remove an agent's container.
     ContainerRemove,
+    /// Open a connection out of the berth (through berth's egress proxy).
+    NetworkConnect { host: String, port: u16 },
     /// Any action type berth does not know: never auto-approved.
     #[serde(untagged)]
     Other { kind: String },
@@ -48,6 +50,7 @@ impl Action {
             Action::Parallelize => "parallelize",
             Action::RaiseMaxParallel => "raise_max_parallel",
             Action::ContainerRemove => "container_remove",
+            Action::NetworkConnect { .. } => "network_connect",
             Action::Other { kind } => kind,
         }
     }
@@ -90,7 +93,7 @@ impl Action {
     }
 
     /// Every action type berth knows, in a stable order.
-    pub const KNOWN_KINDS: [&'static str; 11] = [
+    pub const KNOWN_KINDS: [&'static str; 12] = [
         "terminal",
         "file_read",
         "file_write",
@@ -102,5 +105,6 @@ impl Action {
         "parallelize",
         "raise_max_parallel",
         "container_remove",
+        "network_connect",
     ];
 }

@@ -22,6 +22,7 @@ use crate::decision::{
     Verdict,
 };
 use crate::frame::Frame;
+use crate::network::{self, Host};
 use crate::pattern::{Match, Pattern, Side};
 use crate::program::git_normalized;
 use crate::rules::{PathRule, PathTool, RuleSet};
@@ -165,6 +166,7 @@ fn judge<'a>(
             );
             RulesOutcome::NoOpinion
         }
+        Action::NetworkConnect { host, port } => d.network(host, *port),
         Action::Other { kind } => {
             d.raise(
                 Stage::NeverAuto,
@@ -461,34 +463,7 @@ impl Decider<'_> {
                 pattern: rule.raw.clone(),
                 source: rule.source.clone(),
             };
-            match rule.list {
-                RuleList::Deny => {
-                    self.raise(
-                        Stage::DenyRule,
-                        Verdict::Deny,
-                        format!("{abs} meets the deny rule {r}"),
-                        None,
-                    );
-                    matched = RuleMatch::Deny { rule: r };
-                }
-                RuleList::Ask => {
-                    self.raise(
-                        Stage::AskRule,
-                        Verdict::RequireApproval,
-                        format!("{abs} meets the ask rule {r}"),
-                        None,
-                    );
-                    if !matches!(matched, RuleMatch::Deny { .. }) {
-                        matched = RuleMatch::Ask { rule: r };
-                    }
-                }
-                RuleList::Allow => {
-                    if matches!(matched, RuleMatch::None) {
-                        outcome = RulesOutcome::Allow(format!("{abs} meets the allow rule {r}"));
-                        matched = RuleMatch::Allow { rule: r };
-                    }
-                }
-            }
+            self.rule_met(r, &format!("{abs} meets the"), &mut matched, &mut outcome);
         }
         self.segments.push(SegmentReport {
             argv: vec![
@@ -512,6 +487,47 @@ impl Decider<'_> {
             }],
         });
         outcome
+    }
+
+    /// A path or host rule met, `what` saying by what (`/work/.env meets
+    /// the`): a deny raises and is reported; an ask raises and is reported
+    /// unless a deny was; the first allow is the outcome unless a
+    /// restriction was met.
+    fn rule_met(
+        &mut self,
+        r: RuleRef,
+        what: &str,
+        matched: &mut RuleMatch,
+        outcome: &mut RulesOutcome,
+    ) {
+        match r.list {
+            RuleList::Deny => {
+                self.raise(
+                    Stage::DenyRule,
+                    Verdict::Deny,
+                    format!("{what} deny rule {r}"),
+                    None,
+                );
+                *matched = RuleMatch::Deny { rule: r };
+            }
+            RuleList::Ask => {
+                self.raise(
+                    Stage::AskRule,
+                    Verdict::RequireApproval,
+                    format!("{what} ask rule {r}"),
+                    None,
+                );
+                if !matches!(matched, RuleMatch::Deny { .. }) {
+                    *matched = RuleMatch::Ask { rule: r };
+                }
+            }
+            RuleList::Allow => {
+                if matches!(matched, RuleMatch::None) {
+                    *outcome = RulesOutcome::Allow(format!("{what} allow rule {r}"));
+                    *matched = RuleMatch::Allow { rule: r };
+                }
+            }
+        }
     }
 
     // ---- structured actions -------------------------------------------------
@@ -545,6 +561,76 @@ impl Decider<'_> {
             }
         }
         RulesOutcome::NoOpinion
+    }
+}
+
+impl Decider<'_> {
+    // ---- network connections ----------------------------------------------
+
+    /// `network_connect`: a deny rule denies; an internal address (in any
+    /// spelling) is denied unless an allow rule names it; an allow rule
+    /// approves; an ask rule holds in auto mode; otherwise autonomy decides.
+    fn network(&mut self, host: &str, port: u16) -> RulesOutcome {
+        let shown = format!("{host}:{port}");
+        let h = match Host::parse(host) {
+            Ok(h) => h,
+            Err(why) => {
+                self.raise(
+                    Stage::DenyTemplate,
+                    Verdict::Deny,
+                    format!("a connection to {why}: refused"),
+                    None,
+                );
+                return RulesOutcome::NoOpinion;
+            }
+        };
+        if port == 0 {
+            self.raise(
+                Stage::DenyTemplate,
+                Verdict::Deny,
+                format!("a connection to port 0 of {h}: refused"),
+                None,
+            );
+        }
+        let rules = &self.ctx.rules.network;
+        if let Some(ip) = h.ip()
+            && let Some(why) = network::internal(ip)
+            && !network::named_in_allow(rules, &h)
+        {
+            self.raise(
+                Stage::DenyTemplate,
+                Verdict::Deny,
+                format!("{h} is {why}: refused unless named in the network allow list"),
+                None,
+            );
+        }
+        let mut outcome = RulesOutcome::NoOpinion;
+        let mut matched = RuleMatch::None;
+        for rule in rules.iter().filter(|r| r.pattern.matches(&h)) {
+            let r = RuleRef {
+                list: rule.list,
+                pattern: rule.raw.clone(),
+                source: rule.source.clone(),
+            };
+            self.rule_met(
+                r,
+                &format!("{h} meets the network"),
+                &mut matched,
+                &mut outcome,
+            );
+        }
+        if self.reports {
+            self.segments.push(SegmentReport {
+                argv: vec!["connect".to_string(), shown],
+                wrappers: Vec::new(),
+                matched,
+                opaque: None,
+                privileged: None,
+                template: None,
+                paths: Vec::new(),
+            });
+        }
+        outcome
     }
 }
 

@@ -24,6 +24,7 @@ pub mod frame;
 pub mod glob_meet;
 pub mod invocation;
 mod json_spans;
+pub mod network;
 pub mod options;
 pub mod path_words;
 pub mod pathmap;

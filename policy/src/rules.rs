@@ -22,6 +22,7 @@ use std::path::Path;
 
 use crate::decision::{RuleList, SourceLoc};
 use crate::json_spans::{self, Json, Pos, Spanned};
+use crate::network::HostRule;
 use crate::pattern::Pattern;
 
 /// A command rule.
@@ -58,6 +59,9 @@ pub struct PathRule {
 pub struct RuleSet {
     pub commands: Vec<CommandRule>,
     pub paths: Vec<PathRule>,
+    /// Host rules for `network_connect`: `WebFetch(domain:…)` entries, and
+    /// the `[sandbox.network]` lists the engine adds with [`RuleSet::add_host`].
+    pub network: Vec<HostRule>,
     pub warnings: Vec<String>,
 }
 
@@ -188,11 +192,34 @@ impl RuleSet {
     pub fn extend(&mut self, other: RuleSet) {
         self.commands.extend(other.commands);
         self.paths.extend(other.paths);
+        self.network.extend(other.network);
         self.warnings.extend(other.warnings);
     }
 
     pub fn is_empty(&self) -> bool {
-        self.commands.is_empty() && self.paths.is_empty()
+        self.commands.is_empty() && self.paths.is_empty() && self.network.is_empty()
+    }
+
+    /// Adds a host rule (`registry.npmjs.org`, `*.pypi.org`, an address)
+    /// written outside a rules file, e.g. in berth.toml's `[sandbox.network]`.
+    pub fn add_host(
+        &mut self,
+        list: RuleList,
+        host: &str,
+        source: Option<SourceLoc>,
+    ) -> Result<(), RulesError> {
+        let rule = HostRule::new(list, host, host, source.clone()).map_err(|message| {
+            RulesError::Invalid {
+                loc: source.unwrap_or(SourceLoc {
+                    file: "<network>".into(),
+                    line: 0,
+                    column: 0,
+                }),
+                message,
+            }
+        })?;
+        self.network.push(rule);
+        Ok(())
     }
 
     fn read_list(
@@ -280,6 +307,15 @@ impl RuleSet {
                         raw: e.to_string(),
                         source,
                     });
+                }
+                "WebFetch" if inner.is_some_and(|i| i.trim().starts_with("domain:")) => {
+                    let host = inner
+                        .and_then(|i| i.trim().strip_prefix("domain:"))
+                        .unwrap_or_default()
+                        .trim();
+                    let rule = HostRule::new(list, host, e, source.clone())
+                        .map_err(|m| invalid(format!("cannot read `{e}`: {m}")))?;
+                    self.network.push(rule);
                 }
                 other => {
                     let at = source
@@ -442,7 +478,8 @@ mod tests {
         let set = RuleSet::from_json(text, "settings.json").unwrap();
         assert_eq!(set.commands.len(), 2);
         assert_eq!(set.paths.len(), 2);
-        assert_eq!(set.warnings.len(), 2, "{:?}", set.warnings);
+        assert_eq!(set.network.len(), 1, "WebFetch(domain:…) is a network rule");
+        assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
     }
 
     #[test]

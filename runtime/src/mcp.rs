@@ -884,6 +884,9 @@ fn describe_result(r: &ActionResult) -> String {
             Some(c) => format!("removed container {c}; the next command starts a fresh one"),
             None => "there was no container to remove".to_string(),
         },
+        ActionResult::NetworkConnect { host, port } => {
+            format!("the connection to {host}:{port} may go through berth's proxy")
+        }
         ActionResult::Parallelize { agent, of, .. } => {
             format!("agent {agent} created beside {of}")
         }

@@ -178,6 +178,8 @@ pub mod kind {
     pub const TASK_ARCHIVED: &str = "task.archived";
     /// `berth task rm`: a task that never started, deleted.
     pub const TASK_REMOVED: &str = "task.removed";
+    /// A connection out of a berth went through the egress proxy.
+    pub const NETWORK_CONNECTED: &str = "network.connected";
 }
 
 /// A fact to record.

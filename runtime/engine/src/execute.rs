@@ -98,6 +98,14 @@ impl Engine {
                 let container = self.remove_agent_container(agent).await?;
                 Ok(Outcome::ok(ActionResult::ContainerRemove { container }))
             }
+            // The egress proxy holds the connection and lets it through once
+            // the action is approved: nothing more to run here.
+            Action::NetworkConnect { host, port } => {
+                Ok(Outcome::ok(ActionResult::NetworkConnect {
+                    host: host.clone(),
+                    port: *port,
+                }))
+            }
             Action::Parallelize => self.exec_parallelize(record).await,
             Action::RaiseMaxParallel => self.exec_raise_max_parallel(record).await,
             Action::InstructionPatch => self.exec_instruction_patch(record).await,

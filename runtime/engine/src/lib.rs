@@ -57,6 +57,7 @@ pub mod checkup;
 pub mod config;
 pub mod confinement;
 pub mod declared_dirs;
+pub mod egress_gate;
 pub mod error;
 pub mod events;
 mod exchange;

@@ -102,6 +102,28 @@ pub struct RuleChange {
     pub skipped: Option<String>,
 }
 
+/// The rules `--always` adds for an approved action: for a
+/// `network_connect`, its host as a `WebFetch(domain:…)` allow rule (the
+/// network rule a rules file holds); for the rest, [`rules_for`].
+pub fn rules_for_action(action: &berth_policy::Action, decision: &Decision) -> Vec<RuleChange> {
+    let berth_policy::Action::NetworkConnect { host, port } = action else {
+        return rules_for(decision);
+    };
+    let argv = vec!["connect".to_string(), format!("{host}:{port}")];
+    vec![match berth_policy::network::Host::parse(host) {
+        Ok(h) => RuleChange {
+            pattern: Some(format!("WebFetch(domain:{h})")),
+            argv,
+            skipped: None,
+        },
+        Err(why) => RuleChange {
+            pattern: None,
+            argv,
+            skipped: Some(why),
+        },
+    }]
+}
+
 /// The rules `--always` would add for a decision, segment by segment.
 pub fn rules_for(decision: &Decision) -> Vec<RuleChange> {
     decision

@@ -199,11 +199,14 @@ pub fn project_files(
     let config_path = state.project_config(name);
     let rules_path = state.project_rules(name);
     let config = ProjectConfig::load(&config_path)?;
-    let rules = if rules_path.exists() {
+    let mut rules = if rules_path.exists() {
         berth_policy::RuleSet::load(&rules_path)?
     } else {
         berth_policy::RuleSet::default()
     };
+    // `[sandbox.network]`'s hosts decide `network_connect` beside the
+    // file's `WebFetch(domain:…)` rules.
+    config.sandbox.network.add_rules(&mut rules);
     Ok((config, rules))
 }
 

@@ -11,6 +11,7 @@ mod checkout_bounds;
 mod decisions;
 mod declared_dirs;
 mod delivery;
+mod egress;
 mod events_doc;
 mod file_links;
 mod mounted;

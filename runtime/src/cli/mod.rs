@@ -9,6 +9,7 @@ mod decide;
 mod image;
 mod live_output;
 mod log;
+mod net;
 mod pr;
 mod project;
 mod saved;
@@ -96,6 +97,9 @@ pub enum Command {
     /// The outbox.
     #[command(subcommand)]
     Outbox(log::OutboxCommand),
+    /// Connections out of berths through berth's egress proxy.
+    #[command(subcommand)]
+    Net(net::NetCommand),
     /// Pull requests in the local forge.
     #[command(subcommand)]
     Pr(pr::PrCommand),
@@ -227,6 +231,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         Command::Events(a) => log::events(&engine, a).await?,
         Command::Metrics(a) => log::metrics(&engine, a).await?,
         Command::Outbox(c) => log::outbox(&engine, c).await?,
+        Command::Net(c) => net::run(&engine, c).await?,
         Command::Pr(c) => pr::run(&engine, c).await?,
     };
     engine.close().await;

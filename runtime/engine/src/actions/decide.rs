@@ -52,7 +52,7 @@ impl Engine {
         }
         let resolved_now = recheck.and_then(|r| r.resolved);
         let rules = if always {
-            permissions::rules_for(&record.decision)
+            permissions::rules_for_action(&record.action, &record.decision)
         } else {
             Vec::new()
         };

@@ -78,6 +78,12 @@ pub enum ActionResult {
     ContainerRemove {
         container: Option<String>,
     },
+    /// A held `network_connect` approved: the egress proxy lets the
+    /// connection through (each one is then a `network.connected` event).
+    NetworkConnect {
+        host: String,
+        port: u16,
+    },
     /// A second agent beside `of`, with its implementation and autonomy.
     Parallelize {
         agent: String,

@@ -249,7 +249,8 @@ fn container_spec(
 /// `none` (only loopback), `open` the default bridge or `docker_network`.
 fn container_network(network: &NetworkConfig) -> Network {
     match (network.mode, network.docker_network.as_str()) {
-        (NetworkMode::None, _) => Network::None,
+        // `allowlist`: no route out; the egress proxy is the only way.
+        (NetworkMode::None | NetworkMode::Allowlist, _) => Network::None,
         (NetworkMode::Open, "") => Network::Named(DEFAULT_BRIDGE.to_string()),
         (NetworkMode::Open, name) => Network::Named(name.to_string()),
     }

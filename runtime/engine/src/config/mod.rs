@@ -13,6 +13,7 @@ use crate::error::{EngineError, Result};
 
 mod declared_dir;
 pub(crate) mod key_line;
+mod network;
 pub(crate) mod sandbox;
 mod sections;
 
@@ -77,7 +78,7 @@ impl ProjectConfig {
                 "{file}:{line}: `[sandbox] network = {old:?}` is the old form: write the table\n{}\ninstead{}",
                 config.sandbox.network.replacement(),
                 match config.sandbox.network.mode {
-                    NetworkMode::None => " (it means the same)",
+                    NetworkMode::None | NetworkMode::Allowlist => " (it means the same)",
                     NetworkMode::Open => {
                         " (the old form named a container's network only; the table's \"open\" also gives runner berths the host's network, which they do not get now)"
                     }
@@ -126,20 +127,20 @@ impl ProjectConfig {
             Some(
                 "must name a Docker network of its own (never \"host\" or \"container:…\", which share namespaces); for the network use `mode = \"open\"`",
             )
-        } else if n.mode == NetworkMode::None && !n.docker_network.is_empty() {
+        } else if n.mode != NetworkMode::Open && !n.docker_network.is_empty() {
             Some("applies only with `mode = \"open\"`: remove it, or set the mode")
         } else {
             None
         };
-        match why {
-            Some(why) => Err(EngineError::Config {
+        if let Some(why) = why {
+            return Err(EngineError::Config {
                 file: file.to_string(),
                 line: line.unwrap_or(1),
                 column: 1,
                 message: format!("key `{key}`: {why}"),
-            }),
-            None => Ok(()),
+            });
         }
+        self.check_network_lists(text, file)
     }
 
     /// Value checks serde cannot express; each names its key's line.
@@ -460,6 +461,16 @@ disk_required = false
 mode = "none"
 # mounted, mode "open": a Docker network by name instead of the default bridge.
 # docker_network = "my-net"
+# mode "allowlist": no route out but berth's egress proxy, where each connection
+# is a `network_connect` decision: `deny` refuses (auto mode too); private,
+# loopback and link-local addresses are refused unless named in `allow`;
+# `allow` (`*.` covers names under a domain) and `allow_presets` ("npm",
+# "pypi", "crates") approve; any other host is the agent's autonomy's call,
+# held up to `wait_secs` for a person.
+# allow = ["registry.npmjs.org", "*.pypi.org"]
+# deny = []
+# allow_presets = ["npm", "pypi", "crates"]
+# wait_secs = 60
 
 [sandbox.build]
 # mounted: the project's image from a Dockerfile instead of `image`. The
@@ -733,7 +744,7 @@ mod tests {
             ),
             (
                 "[sandbox.network]\n\nmode = \"closed\"\n",
-                "berth.toml:3:8: key `sandbox.network.mode`: unknown variant `closed`, expected `none` or `open`",
+                "berth.toml:3:8: key `sandbox.network.mode`: unknown variant `closed`, expected one of `none`, `allowlist`, `open`",
             ),
             (
                 "[sandbox.network]\nmode = \"open\"\ndocker_network = \"container:x\"\n",
@@ -745,7 +756,7 @@ mod tests {
             ),
             (
                 "[sandbox.network]\nmode = \"open\"\nallow = [\"x\"]\n",
-                "berth.toml:3:1: key `sandbox.network.allow`: unknown field `allow`",
+                "berth.toml:3:1: key `sandbox.network.allow`: applies only with `mode = \"allowlist\"` (the mode is \"open\")",
             ),
             (
                 "[sandbox]\nnetwork = 3\n",

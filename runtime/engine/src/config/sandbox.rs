@@ -264,8 +264,7 @@ impl Default for SandboxConfig {
     }
 }
 
-/// `[sandbox.network] mode`: what the commands of a berth reach. (The
-/// network issue adds `allowlist` with `allow` and `deny` beside it.)
+/// `[sandbox.network] mode`: what the commands of a berth reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkMode {
@@ -273,6 +272,11 @@ pub enum NetworkMode {
     /// in a network namespace of its own holding only `lo`.
     #[default]
     None,
+    /// No route out but berth's egress proxy: every connection is a
+    /// `network_connect` decision over `allow`, `deny` and `allow_presets`.
+    /// (Until a berth is wired to the proxy it has no network at all, as
+    /// with `none`.)
+    Allowlist,
     /// The network: a container on the default bridge (or `docker_network`),
     /// a runner exec in the host's network namespace.
     Open,
@@ -282,22 +286,63 @@ impl NetworkMode {
     pub fn as_str(self) -> &'static str {
         match self {
             NetworkMode::None => "none",
+            NetworkMode::Allowlist => "allowlist",
             NetworkMode::Open => "open",
         }
     }
 }
 
+/// The package registries `allow_presets` names, each with the hosts its
+/// clients fetch from.
+pub const NETWORK_PRESETS: &[(&str, &[&str])] = &[
+    ("npm", &["registry.npmjs.org", "registry.yarnpkg.com"]),
+    ("pypi", &["pypi.org", "files.pythonhosted.org"]),
+    (
+        "crates",
+        &["crates.io", "index.crates.io", "static.crates.io"],
+    ),
+];
+
+/// The longest `wait_secs`: a connection held longer than this is a client
+/// that has long given up.
+pub const MAX_NETWORK_WAIT_SECS: u64 = 3600;
+
 /// `[sandbox.network]`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkConfig {
     pub mode: NetworkMode,
     /// mounted, `mode = "open"`: a Docker network by name; `""` is the
     /// default bridge.
     pub docker_network: String,
+    /// `mode = "allowlist"`: hosts reached without asking (`crates.io`,
+    /// `*.pypi.org`, an address).
+    pub allow: Vec<String>,
+    /// `mode = "allowlist"`: hosts always refused, in auto mode too.
+    pub deny: Vec<String>,
+    /// `mode = "allowlist"`: package registries allowed by name
+    /// ([`NETWORK_PRESETS`]).
+    pub allow_presets: Vec<String>,
+    /// `mode = "allowlist"`: how long the proxy holds a connection whose
+    /// `network_connect` waits for a person before refusing it.
+    pub wait_secs: u64,
     /// The old `[sandbox] network = "…"` this was read from, if it was.
     #[serde(skip)]
     pub legacy: Option<String>,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            mode: NetworkMode::None,
+            docker_network: String::new(),
+            allow: Vec::new(),
+            deny: Vec::new(),
+            allow_presets: Vec::new(),
+            wait_secs: 60,
+            legacy: None,
+        }
+    }
 }
 
 impl NetworkConfig {
@@ -312,6 +357,60 @@ impl NetworkConfig {
             mode,
             docker_network,
             legacy: Some(value.to_string()),
+            ..NetworkConfig::default()
+        }
+    }
+
+    /// The hosts of `allow_presets`, with the preset each comes from;
+    /// `Err` names a preset berth does not know.
+    pub fn preset_hosts(&self) -> std::result::Result<Vec<(&str, &'static str)>, String> {
+        let mut out = Vec::new();
+        for name in &self.allow_presets {
+            let Some((_, hosts)) = NETWORK_PRESETS.iter().find(|(n, _)| n == name) else {
+                let known: Vec<&str> = NETWORK_PRESETS.iter().map(|(n, _)| *n).collect();
+                return Err(format!(
+                    "`{name}` is not a preset berth knows: use one of {}",
+                    known.join(", ")
+                ));
+            };
+            out.extend(hosts.iter().map(|h| (name.as_str(), *h)));
+        }
+        Ok(out)
+    }
+
+    /// Adds this table's host rules (`allow`, the presets' hosts, `deny`)
+    /// to `rules`, where `network_connect` decisions read them. Checked when
+    /// the file was parsed; an entry that still does not read is skipped
+    /// with a warning in `rules` (never allowed).
+    pub fn add_rules(&self, rules: &mut berth_policy::RuleSet) {
+        use berth_policy::decision::{RuleList, SourceLoc};
+        let presets = self.preset_hosts().unwrap_or_default();
+        let entries = self
+            .allow
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (RuleList::Allow, h.as_str(), "allow".to_string(), i))
+            .chain(
+                presets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (p, h))| (RuleList::Allow, *h, format!("allow_presets {p}"), i)),
+            )
+            .chain(
+                self.deny
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| (RuleList::Deny, h.as_str(), "deny".to_string(), i)),
+            );
+        for (list, host, key, i) in entries {
+            let loc = SourceLoc {
+                file: format!("berth.toml [sandbox.network] {key}"),
+                line: i + 1,
+                column: 1,
+            };
+            if let Err(e) = rules.add_host(list, host, Some(loc)) {
+                rules.warnings.push(e.to_string());
+            }
         }
     }
 

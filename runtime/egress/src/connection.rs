@@ -1,0 +1,219 @@
+//! One connection through the proxy: read the head, ask the gate, hold a
+//! pending one, resolve once and check every address, connect to the
+//! address checked, forward both ways, record what went through.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use berth_policy::network::{Host, check_resolved};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::head::{Target, read_head};
+use crate::{BerthKey, Connected, Gate, Settlement, Verdict};
+
+/// How long a connect to an allowed host may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The proxy: one per host, serving a listener per berth.
+pub struct Egress<G: Gate> {
+    gate: Arc<G>,
+}
+
+impl<G: Gate> Clone for Egress<G> {
+    fn clone(&self) -> Self {
+        Egress {
+            gate: Arc::clone(&self.gate),
+        }
+    }
+}
+
+impl<G: Gate> Egress<G> {
+    pub fn new(gate: Arc<G>) -> Self {
+        Egress { gate }
+    }
+
+    /// Serves `berth`'s listener until it fails: every connection on it is
+    /// that berth's.
+    pub async fn serve(&self, listener: TcpListener, berth: BerthKey) -> std::io::Result<()> {
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let this = self.clone();
+            let berth = berth.clone();
+            tokio::spawn(async move { this.handle(stream, berth).await });
+        }
+    }
+
+    /// Opens a listener of `berth`'s own on a free loopback port and serves
+    /// it in the background; returns its address (what the berth's
+    /// forwarder, or `HTTP_PROXY`, points at).
+    pub async fn listen_loopback(&self, berth: BerthKey) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let this = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = this.serve(listener, berth).await {
+                tracing::error!(error = %e, "egress: a berth's listener failed");
+            }
+        });
+        Ok(addr)
+    }
+
+    /// Serves one client connection of `berth`.
+    pub async fn handle<S>(&self, mut client: S, berth: BerthKey)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send,
+    {
+        let (head, early) = match read_head(&mut client).await {
+            Ok(h) => h,
+            Err(e) => {
+                refuse(&mut client, 400, &e.to_string()).await;
+                return;
+            }
+        };
+        let (host, port) = (head.target.host().to_string(), head.target.port());
+        let action = match self.gate.decide(&berth, &host, port).await {
+            Verdict::Allow => None,
+            Verdict::Deny(reason) => {
+                refuse(&mut client, 403, &reason).await;
+                return;
+            }
+            Verdict::Pending { action, settled } => {
+                let wait = self.gate.wait(&berth);
+                match tokio::time::timeout(wait, settled.wait()).await {
+                    Ok(Settlement::Approved) => Some(action),
+                    Ok(Settlement::Denied(why)) => {
+                        let reason = format!(
+                            "berth: network_connect {action} to {host}:{port} was denied: {why}"
+                        );
+                        refuse(&mut client, 403, &reason).await;
+                        return;
+                    }
+                    Err(_) => {
+                        let reason = format!(
+                            "berth: {host}:{port} waits for approval of action {action}; retry once it is approved"
+                        );
+                        refuse(&mut client, 403, &reason).await;
+                        return;
+                    }
+                }
+            }
+        };
+        let upstream = match self.connect(&berth, &host, port).await {
+            Ok(u) => u,
+            Err(reason) => {
+                refuse(&mut client, 403, &reason).await;
+                return;
+            }
+        };
+        let (mut upstream, addr) = upstream;
+        let started = Instant::now();
+        let mut sent = match &head.target {
+            Target::Connect { .. } => {
+                if client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                Vec::new()
+            }
+            Target::Http { .. } => head.origin_request(),
+        };
+        sent.extend_from_slice(&early);
+        let mut bytes_out = sent.len() as u64;
+        let mut bytes_in = 0;
+        if upstream.write_all(&sent).await.is_ok() {
+            match tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+                Ok((o, i)) => {
+                    bytes_out += o;
+                    bytes_in = i;
+                }
+                Err(e) => {
+                    tracing::debug!(%host, port, error = %e, "egress: a connection ended with an error")
+                }
+            }
+        }
+        self.gate
+            .connected(Connected {
+                berth,
+                host,
+                port,
+                addr,
+                bytes_out,
+                bytes_in,
+                duration: started.elapsed(),
+                action,
+            })
+            .await;
+    }
+
+    /// Resolves `host` once, checks every address, and connects to one of
+    /// them (never resolving again). `Err` is the refusal's reason.
+    async fn connect(
+        &self,
+        berth: &BerthKey,
+        host: &str,
+        port: u16,
+    ) -> Result<(TcpStream, SocketAddr), String> {
+        let parsed = Host::parse(host).map_err(|e| format!("berth: {e}"))?;
+        let addrs: Vec<SocketAddr> = match &parsed {
+            Host::Ip(ip) => vec![SocketAddr::new(*ip, port)],
+            Host::Name(name) => tokio::net::lookup_host((name.as_str(), port))
+                .await
+                .map_err(|e| format!("berth: {host} does not resolve: {e}"))?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(format!("berth: {host} resolves to no address"));
+        }
+        let rules = self.gate.host_rules(berth);
+        for a in &addrs {
+            check_resolved(&rules, &parsed, canonical(a.ip()))
+                .map_err(|e| format!("berth: {e}"))?;
+        }
+        let mut last = String::new();
+        for a in addrs {
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(a)).await {
+                Ok(Ok(s)) => return Ok((s, a)),
+                Ok(Err(e)) => last = e.to_string(),
+                Err(_) => last = "timed out".to_string(),
+            }
+        }
+        Err(format!("berth: cannot reach {host}:{port}: {last}"))
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 one it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Answers the client with a refusal and closes: the reason in the status
+/// line (what clients print for a failed tunnel) and in the body.
+async fn refuse<S: AsyncWrite + Unpin>(client: &mut S, status: u16, reason: &str) {
+    let line: String = reason
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(300)
+        .collect();
+    let body = format!("{line}\n");
+    let text = format!(
+        "HTTP/1.1 {status} {line}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tracing::info!(status, reason = %reason, "egress: refused a connection");
+    let _ = client.write_all(text.as_bytes()).await;
+    let _ = client.shutdown().await;
+}

@@ -1,0 +1,377 @@
+//! The proxy end to end on loopback: a local HTTP server stands in for a
+//! registry; a client speaks CONNECT or plain HTTP to a berth's listener.
+//! The gate decides with `berth_policy::decide` over real host rules; a
+//! pending decision is settled by the test through a channel (the engine's
+//! gate settles it from its store).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use berth_egress::{BerthKey, Connected, Egress, Gate, Settled, Settlement, Verdict};
+use berth_policy::decision::RuleList;
+use berth_policy::network::HostRule;
+use berth_policy::{Action, Autonomy, Context, Frame, Limits, RuleSet};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// A gate over the real policy; pending decisions wait on a channel the
+/// test holds.
+struct PolicyGate {
+    rules: RuleSet,
+    autonomy: Autonomy,
+    wait: Duration,
+    pending: Mutex<Vec<(String, oneshot::Sender<Settlement>)>>,
+    connected: Mutex<Vec<Connected>>,
+}
+
+struct Waiting(oneshot::Receiver<Settlement>);
+
+#[async_trait]
+impl Settled for Waiting {
+    async fn wait(self: Box<Self>) -> Settlement {
+        self.0.await.unwrap_or(Settlement::Denied("gone".into()))
+    }
+}
+
+#[async_trait]
+impl Gate for PolicyGate {
+    async fn decide(&self, _berth: &BerthKey, host: &str, port: u16) -> Verdict {
+        let frame = Frame::container("/work");
+        let limits = Limits::default();
+        let ctx = Context {
+            frame: &frame,
+            cwd: "/work",
+            autonomy: &self.autonomy,
+            rules: &self.rules,
+            protected_branches: &[],
+            limits: &limits,
+        };
+        let action = Action::NetworkConnect {
+            host: host.to_string(),
+            port,
+        };
+        let d = berth_policy::decide(&action, &ctx);
+        match d.verdict {
+            berth_policy::Verdict::AutoApprove => Verdict::Allow,
+            berth_policy::Verdict::Deny => Verdict::Deny(format!("berth: {}", d.reason)),
+            berth_policy::Verdict::RequireApproval => {
+                let (tx, rx) = oneshot::channel();
+                let mut p = self.pending.lock().unwrap();
+                let id = format!("act-{}", p.len() + 1);
+                p.push((id.clone(), tx));
+                Verdict::Pending {
+                    action: id,
+                    settled: Box::new(Waiting(rx)),
+                }
+            }
+        }
+    }
+
+    fn host_rules(&self, _berth: &BerthKey) -> Arc<Vec<HostRule>> {
+        Arc::new(self.rules.network.clone())
+    }
+
+    fn wait(&self, _berth: &BerthKey) -> Duration {
+        self.wait
+    }
+
+    async fn connected(&self, record: Connected) {
+        self.connected.lock().unwrap().push(record);
+    }
+}
+
+impl PolicyGate {
+    fn settle(&self, how: Settlement) -> String {
+        let (id, tx) = self.pending.lock().unwrap().remove(0);
+        tx.send(how).unwrap();
+        id
+    }
+}
+
+/// A registry: answers every request with `200` and a body naming the path.
+async fn registry() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_string();
+                let path = head.split(' ').nth(1).unwrap_or("?").to_string();
+                let body = format!("package index at {path}\n");
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    port
+}
+
+struct Setup {
+    gate: Arc<PolicyGate>,
+    proxy: u16,
+    registry: u16,
+}
+
+async fn setup(
+    allow: &[&str],
+    ask: &[&str],
+    deny: &[&str],
+    autonomy: Autonomy,
+    wait: Duration,
+) -> Setup {
+    let mut rules = RuleSet::default();
+    for (list, hosts) in [
+        (RuleList::Allow, allow),
+        (RuleList::Ask, ask),
+        (RuleList::Deny, deny),
+    ] {
+        for h in hosts {
+            rules.add_host(list, h, None).unwrap();
+        }
+    }
+    let gate = Arc::new(PolicyGate {
+        rules,
+        autonomy,
+        wait,
+        pending: Mutex::new(Vec::new()),
+        connected: Mutex::new(Vec::new()),
+    });
+    let proxy = Egress::new(Arc::clone(&gate))
+        .listen_loopback(BerthKey {
+            project: "p".into(),
+            agent: "dev-1".into(),
+        })
+        .await
+        .unwrap()
+        .port();
+    Setup {
+        gate,
+        proxy,
+        registry: registry().await,
+    }
+}
+
+/// Sends `request` to the proxy and reads until it closes.
+async fn ask_proxy(proxy: u16, request: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", proxy)).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
+        .await
+        .expect("the proxy answers")
+        .unwrap();
+    String::from_utf8_lossy(&out).to_string()
+}
+
+/// A CONNECT, then a GET through the tunnel.
+fn tunnel(host: &str, port: u16) -> String {
+    format!(
+        "CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\nGET /simple/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+async fn wait_connected(gate: &PolicyGate, n: usize) -> Vec<Connected> {
+    for _ in 0..200 {
+        let c = gate.connected.lock().unwrap().clone();
+        if c.len() >= n {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    gate.connected.lock().unwrap().clone()
+}
+
+/// Waits until the gate has handed out `n` pending decisions.
+async fn wait_pending(gate: &PolicyGate, n: usize) {
+    for _ in 0..200 {
+        if gate.pending.lock().unwrap().len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn allowed_connect_and_plain_http_go_through_and_are_recorded() {
+    let s = setup(
+        &["127.0.0.1"],
+        &[],
+        &[],
+        Autonomy::manual(),
+        Duration::from_secs(5),
+    )
+    .await;
+    let out = ask_proxy(s.proxy, &tunnel("127.0.0.1", s.registry)).await;
+    assert!(
+        out.starts_with("HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200 OK"),
+        "{out}"
+    );
+    assert!(out.ends_with("package index at /simple/\n"), "{out}");
+
+    let plain = format!(
+        "GET http://127.0.0.1:{}/simple/wheel/ HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Connection: keep-alive\r\n\r\n",
+        s.registry
+    );
+    let out = ask_proxy(s.proxy, &plain).await;
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    assert!(out.ends_with("package index at /simple/wheel/\n"), "{out}");
+
+    let c = wait_connected(&s.gate, 2).await;
+    assert_eq!(c.len(), 2, "{c:?}");
+    for r in &c {
+        assert_eq!(
+            (r.berth.agent.as_str(), r.host.as_str(), r.port),
+            ("dev-1", "127.0.0.1", s.registry)
+        );
+        assert_eq!(r.addr.port(), s.registry);
+        assert!(r.bytes_out > 30 && r.bytes_in > 30, "{r:?}");
+        assert_eq!(r.action, None);
+    }
+}
+
+#[tokio::test]
+async fn denied_hosts_get_403_with_the_reason_and_nothing_is_recorded() {
+    let s = setup(
+        &["127.0.0.1"],
+        &[],
+        &["blocked.test"],
+        Autonomy::auto(),
+        Duration::from_secs(5),
+    )
+    .await;
+    let cases = [
+        (
+            tunnel("blocked.test", 443),
+            "deny rule",
+            "a deny rule holds in auto mode",
+        ),
+        (
+            tunnel("127.0.0.2", s.registry),
+            "loopback",
+            "loopback not named in allow",
+        ),
+        (
+            tunnel("2130706433", s.registry),
+            "",
+            "127.0.0.1 spelt as one number is the named 127.0.0.1",
+        ),
+        (
+            tunnel("169.254.169.254", 80),
+            "metadata",
+            "the cloud metadata address",
+        ),
+        (
+            "GET /relative HTTP/1.1\r\n\r\n".to_string(),
+            "400",
+            "a request the proxy cannot read",
+        ),
+    ];
+    for (request, want, why) in &cases[..2] {
+        let out = ask_proxy(s.proxy, request).await;
+        assert!(out.starts_with("HTTP/1.1 403 berth: "), "{why}: {out}");
+        assert!(out.contains(want), "{why}: {out}");
+    }
+    // The decimal spelling of the named 127.0.0.1 is that address: named, allowed.
+    let out = ask_proxy(s.proxy, &cases[2].0).await;
+    assert!(out.contains("package index"), "{out}");
+    for (request, want, why) in &cases[3..] {
+        let out = ask_proxy(s.proxy, request).await;
+        assert!(out.starts_with("HTTP/1.1 4"), "{why}: {out}");
+        assert!(out.contains(want), "{why}: {out}");
+    }
+    let c = wait_connected(&s.gate, 1).await;
+    assert_eq!(c.len(), 1, "only the allowed one is recorded: {c:?}");
+}
+
+#[tokio::test]
+async fn a_name_that_resolves_inward_is_refused_unless_named() {
+    let s = setup(&[], &[], &[], Autonomy::auto(), Duration::from_secs(5)).await;
+    let out = ask_proxy(s.proxy, &tunnel("localhost", s.registry)).await;
+    assert!(
+        out.starts_with("HTTP/1.1 403 berth: localhost resolves to "),
+        "auto mode approves the name, the resolved address is refused: {out}"
+    );
+    let s = setup(
+        &["localhost"],
+        &[],
+        &[],
+        Autonomy::manual(),
+        Duration::from_secs(5),
+    )
+    .await;
+    let out = ask_proxy(s.proxy, &tunnel("localhost", s.registry)).await;
+    assert!(out.contains("package index"), "named in allow: {out}");
+}
+
+#[tokio::test]
+async fn a_pending_connection_is_held_then_goes_through_when_approved() {
+    // An ask rule holds 127.0.0.1 (named in allow) for a person.
+    let s = setup(
+        &["127.0.0.1"],
+        &["127.0.0.1"],
+        &[],
+        Autonomy::auto(),
+        Duration::from_secs(10),
+    )
+    .await;
+    let (proxy, registry) = (s.proxy, s.registry);
+    let client =
+        tokio::spawn(async move { ask_proxy(proxy, &tunnel("127.0.0.1", registry)).await });
+    // Wait until the proxy holds it, then approve.
+    wait_pending(&s.gate, 1).await;
+    let id = s.gate.settle(Settlement::Approved);
+    let out = client.await.unwrap();
+    assert!(out.contains("package index at /simple/"), "{out}");
+    let c = wait_connected(&s.gate, 1).await;
+    assert_eq!(c.first().and_then(|r| r.action.clone()), Some(id));
+}
+
+#[tokio::test]
+async fn a_pending_connection_is_refused_naming_the_action_when_denied_or_not_answered() {
+    let s = setup(
+        &["127.0.0.1"],
+        &["127.0.0.1"],
+        &[],
+        Autonomy::auto(),
+        Duration::from_millis(300),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let out = ask_proxy(s.proxy, &tunnel("127.0.0.1", s.registry)).await;
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(
+        out.starts_with("HTTP/1.1 403 berth: 127.0.0.1:")
+            && out.contains("waits for approval of action act-1; retry"),
+        "{out}"
+    );
+
+    let (proxy, registry) = (s.proxy, s.registry);
+    let client =
+        tokio::spawn(async move { ask_proxy(proxy, &tunnel("127.0.0.1", registry)).await });
+    wait_pending(&s.gate, 2).await;
+    s.gate.pending.lock().unwrap().remove(0);
+    s.gate.settle(Settlement::Denied("not this one".into()));
+    let out = client.await.unwrap();
+    assert!(
+        out.contains("network_connect act-2") && out.contains("was denied: not this one"),
+        "{out}"
+    );
+    assert!(wait_connected(&s.gate, 1).await.is_empty());
+}
