@@ -36,6 +36,9 @@
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
 //! | `berths/provider.rs` | no method: `SandboxProvider`, `BerthSpec` and the runner's bring-up (`mounted.rs`: the Docker provider) |
 //! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
+//! | `sessions.rs` | `open_session`, `session`, `sessions`, `finish_turn`, `end_session` |
+//! | `prompts.rs` | `send_prompt`, `prompt_queue`, `prompt` |
+//! | `prompt_delivery.rs` | `reserve_prompt`, `acknowledge_prompt`, `release_prompt` |
 //! | `berth_disk.rs`, `berth_uid.rs` | `disk_doctor`, `reconcile_disks`, `doctor` |
 //! | `exchange.rs` | `sync_project`, `export_pr` |
 //! | `parallel.rs` | `instructions_path`, `consider_parallelize` |
@@ -74,9 +77,12 @@ pub mod pipeline;
 mod policy_context;
 pub mod private_state;
 pub mod projects;
+mod prompt_delivery;
+pub mod prompts;
 pub mod prs;
 pub mod recovery;
 pub mod removal;
+pub mod sessions;
 pub mod state;
 pub mod store;
 pub mod stored_decision;
@@ -110,8 +116,10 @@ pub use noop::{AgentRun, RunReport};
 pub use outbox::OutboxMessage;
 pub use pipeline::{PipelineEnd, PipelineReport};
 pub use projects::{NewProject, Project};
+pub use prompts::{NewPrompt, Prompt, PromptKey, PromptSent, PromptStatus, Reservation, Sent};
 pub use prs::{PrStatus, PullRequest};
 pub use removal::{AgentRemoval, ProjectRemoval};
+pub use sessions::{Session, SessionStatus};
 pub use state::StateDir;
 pub use store::Store;
 pub use tasks::{NewTask, PipelineStep, Task, TaskKind, TaskSource, TaskStatus};

@@ -66,6 +66,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "store once",
         include_str!("../migrations/0007_store_once.sql"),
     ),
+    (
+        9,
+        "sessions and prompts",
+        include_str!("../migrations/0009_sessions_prompts.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

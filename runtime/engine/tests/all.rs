@@ -16,6 +16,7 @@ mod file_links;
 mod mounted;
 mod pipeline;
 mod pipelines;
+mod prompts;
 mod removal;
 mod runner_env;
 mod runner_identity;
