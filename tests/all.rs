@@ -17,3 +17,4 @@ mod hook;
 mod mcp;
 mod mounted;
 mod pipelines;
+mod prompts;

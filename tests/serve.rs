@@ -419,6 +419,42 @@ fn every_endpoint_family(api: &Api, state: &State) {
         ),
         (Some(t1_id.as_str()), Some("in_progress"), Some("dev-1"))
     );
+
+    // Prompts and sessions: dev-1 holds t1 but has no session, so a
+    // prompt waits (durably) with its reason and opens none.
+    let sent = api.ok(
+        "post",
+        "/api/agents/{name}/prompts",
+        &["dev-1"],
+        Some(json!({"text": "start with the README"})),
+    );
+    assert_eq!(
+        (sent["sent"].as_str(), sent["deliverable"].as_bool()),
+        (Some("queued"), Some(false))
+    );
+    assert_eq!(sent["prompt"]["task"], t1_id.as_str());
+    let queue = api.ok("get", "/api/agents/{name}/queue", &["dev-1"], None);
+    assert_eq!(queue[0]["id"], sent["prompt"]["id"]);
+    assert_eq!(api.ok("get", "/api/queue", &[], None), queue);
+    let sessions = api.ok("get", "/api/agents/{name}/sessions", &["dev-1"], None);
+    assert_eq!(sessions, json!([]));
+    assert_eq!(api.ok("get", "/api/sessions", &[], None), json!([]));
+    api.err(
+        "post",
+        "/api/agents/{name}/prompts",
+        &["dev-1"],
+        Some(json!({})),
+        422,
+        "invalid_body",
+    );
+    api.err(
+        "get",
+        "/api/agents/{name}/queue",
+        &["ghost"],
+        None,
+        404,
+        "unknown_agent",
+    );
     let again = api.ok("post", "/api/agents/{name}/claim", &["dev-1"], None);
     assert_eq!(again, json!({"task": null}), "an agent holds one task");
     let (s, tasks) = api.call("get", "/api/tasks", &[], "?project=demo", None);
@@ -660,7 +696,7 @@ fn every_endpoint_family(api: &Api, state: &State) {
         .iter()
         .map(|e| e["type"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["task.created", "task.claimed"]);
+    assert_eq!(kinds, ["task.created", "task.claimed", "prompt.queued"]);
     for (query, code, status) in [
         ("?limit=0", "invalid_query", 400),
         ("?limit=20000", "invalid_query", 400),

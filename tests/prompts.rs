@@ -1,0 +1,105 @@
+//! `berth prompt`, `berth sessions` and `berth queue` end to end (issue
+//! 18): the real binary against a real store. A prompt for an agent with
+//! no session waits with its reason and opens none; a session opened for
+//! the agent's task takes it; every `--json` has its documented shape
+//! (tests/cli.rs checks the fields against docs/cli-json.md).
+
+use crate::fixture::Fixture;
+
+fn with_agent_and_task() -> (Fixture, String) {
+    let f = Fixture::new().with_project();
+    f.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    let t = f.json(&[
+        "task",
+        "create",
+        "--project",
+        "demo",
+        "--title",
+        "docs",
+        "--json",
+    ]);
+    let id = t["id"].as_str().unwrap().to_string();
+    (f, id)
+}
+
+#[test]
+fn a_prompt_waits_for_a_session_and_is_delivered_to_the_one_opened() {
+    let (f, task) = with_agent_and_task();
+    // No session: queued, with why, and no session appears.
+    let out = f.ok(&["prompt", "dev-1", "read the README"]);
+    assert!(out.contains("waiting: no promptable session"), "{out}");
+    assert_eq!(
+        f.json(&["sessions", "dev-1", "--json"]),
+        serde_json::json!([])
+    );
+    let queue = f.json(&["queue", "dev-1", "--json"]);
+    assert_eq!(queue.as_array().unwrap().len(), 1, "{queue}");
+    assert_eq!(queue[0]["status"], "queued");
+    assert_eq!(queue[0]["sender"]["id"], "ada");
+    assert!(
+        queue[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("no promptable session"),
+        "{queue}"
+    );
+
+    // A session for the task: the next prompt is deliverable at once.
+    let opened = f.json(&["sessions", "dev-1", "--open", &task, "--json"]);
+    assert_eq!(opened[0]["status"], "idle");
+    assert_eq!(opened[0]["task"], task.as_str());
+    let sent = f.json(&["prompt", "dev-1", "then write the docs", "--json"]);
+    assert_eq!(sent["sent"], "queued");
+    assert_eq!(sent["deliverable"], true);
+    assert_eq!(sent["prompt"]["task"], task.as_str());
+    assert_eq!(sent["prompt"]["reason"], serde_json::Value::Null);
+    let text = f.ok(&["queue"]);
+    assert!(text.contains("then write the docs"), "{text}");
+    let text = f.ok(&["sessions"]);
+    assert!(
+        text.contains("dev-1  idle") && text.contains("primary"),
+        "{text}"
+    );
+
+    // The log has each step with its actor.
+    let events = f.json(&["events", "--json"]);
+    let prompt_events: Vec<(String, String)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            let t = e["type"].as_str().unwrap();
+            t.starts_with("prompt.") || t.starts_with("session.")
+        })
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_string(),
+                e["actor"]["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        prompt_events,
+        [
+            ("prompt.queued".to_string(), "ada".to_string()),
+            ("session.opened".into(), "ada".into()),
+            ("prompt.queued".into(), "ada".into()),
+        ]
+    );
+}
+
+#[test]
+fn prompts_for_unknown_agents_archived_tasks_or_empty_text_are_refused() {
+    let (f, task) = with_agent_and_task();
+    let (code, err) = f.err(&["prompt", "nobody", "hi"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nobody"), "{err}");
+    let (_, err) = f.err(&["prompt", "dev-1", "   "]);
+    assert!(err.contains("empty"), "{err}");
+    // A deleted task takes no prompt.
+    f.ok(&["task", "rm", &task]);
+    let (_, err) = f.err(&["prompt", "dev-1", "hi", "--task", &task]);
+    assert!(err.contains("unknown task"), "{err}");
+    let (_, err) = f.err(&["sessions", "dev-1", "--open", &task]);
+    assert!(err.contains("unknown task"), "{err}");
+}
