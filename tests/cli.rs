@@ -1290,6 +1290,10 @@ fn json_output_matches_docs_cli_json_md() {
         ("resolve", "needs a followup blocked by permissions"),
         ("image build", "needs the Docker engine (tests/mounted.rs)"),
         ("cancel", "needs a running command (tests/cancel.rs)"),
+        (
+            "agent turn",
+            "needs a command agent's program (tests/prompts.rs)",
+        ),
     ];
     for c in doc.commands.keys() {
         assert!(

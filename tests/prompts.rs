@@ -9,6 +9,12 @@ use crate::fixture::Fixture;
 fn with_agent_and_task() -> (Fixture, String) {
     let f = Fixture::new().with_project();
     f.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    let id = new_task(&f);
+    (f, id)
+}
+
+/// A task in `demo`: its id.
+fn new_task(f: &Fixture) -> String {
     let t = f.json(&[
         "task",
         "create",
@@ -18,8 +24,7 @@ fn with_agent_and_task() -> (Fixture, String) {
         "docs",
         "--json",
     ]);
-    let id = t["id"].as_str().unwrap().to_string();
-    (f, id)
+    t["id"].as_str().unwrap().to_string()
 }
 
 #[test]
@@ -102,4 +107,54 @@ fn prompts_for_unknown_agents_archived_tasks_or_empty_text_are_refused() {
     assert!(err.contains("unknown task"), "{err}");
     let (_, err) = f.err(&["sessions", "dev-1", "--open", &task]);
     assert!(err.contains("unknown task"), "{err}");
+}
+
+/// A `command` agent through the binary: `activate` says its program has
+/// open network; each deliverable prompt runs the program in the berth's
+/// confinement; `agent turn --json` has its documented shape.
+#[test]
+fn a_command_agent_runs_its_program_for_each_prompt() {
+    let f = Fixture::new().with_berth_mode("runner");
+    let (code, err) = f.err(&[
+        "agent",
+        "activate",
+        "dev-1",
+        "--project",
+        "demo",
+        "--impl",
+        "command",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--impl command needs --command"), "{err}");
+    let out = f.run(&[
+        "agent",
+        "activate",
+        "dev-1",
+        "--project",
+        "demo",
+        "--impl",
+        "command",
+        "--command",
+        r#"sh -c 'cat "$1"; echo; test -w /work && echo writable || echo read-only' sh {prompt_file}"#,
+        "--json",
+    ]);
+    let stdout = crate::fixture::expect_ok(&["agent", "activate"], out.clone());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("open network"), "{stderr}");
+    let agent: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(agent["impl"], "command");
+    f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let task = new_task(&f);
+    f.ok(&["sessions", "dev-1", "--open", &task]);
+    f.ok(&["prompt", "dev-1", "hello from ada"]);
+
+    let turns = f.ok(&["agent", "turn", "dev-1", "--json"]);
+    crate::cli::JsonDoc::load().check("agent turn", &turns);
+    let turns: serde_json::Value = serde_json::from_str(&turns).unwrap();
+    assert_eq!(turns.as_array().unwrap().len(), 1, "{turns}");
+    assert_eq!(turns[0]["exit_code"], 0, "{turns}");
+    assert_eq!(turns[0]["stdout_tail"], "hello from ada\nread-only\n");
+    assert_eq!(f.json(&["queue", "dev-1", "--json"]), serde_json::json!([]));
+    let text = f.ok(&["agent", "turn", "dev-1"]);
+    assert!(text.contains("no deliverable prompt"), "{text}");
 }

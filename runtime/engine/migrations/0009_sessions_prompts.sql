@@ -62,3 +62,8 @@ CREATE TABLE task_prompt_generations (
     task_id    TEXT PRIMARY KEY,
     generation INTEGER NOT NULL
 );
+
+-- A `command` agent's program: its argv template as a JSON array
+-- (`{prompt}`, `{prompt_file}`, `{task}`, `{workdir}`, `{session_id}` are
+-- filled in per turn). NULL for every other agent.
+ALTER TABLE agents ADD COLUMN command TEXT;

@@ -173,6 +173,12 @@ pub mod kind {
     pub const TASK_ARCHIVED: &str = "task.archived";
     /// `berth task rm`: a task that never started, deleted.
     pub const TASK_REMOVED: &str = "task.removed";
+    /// A `command` agent's program (its argv template) was set.
+    pub const AGENT_COMMAND_SET: &str = "agent.command_set";
+    /// A `command` agent's program started for a delivered prompt.
+    pub const SESSION_TURN_STARTED: &str = "session.turn_started";
+    /// A `command` agent's program ended: its exit code and output tail.
+    pub const SESSION_TURN_ENDED: &str = "session.turn_ended";
     /// A session of an agent for its task was opened (idle).
     pub const SESSION_OPENED: &str = "session.opened";
     /// A session ended (a person, or its task archived or deleted).

@@ -36,6 +36,7 @@
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
 //! | `berths/provider.rs` | no method: `SandboxProvider`, `BerthSpec` and the runner's bring-up (`mounted.rs`: the Docker provider) |
 //! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
+//! | `command.rs` | `set_agent_command`, `agent_command`, `run_command_turn` (the `command` agent) |
 //! | `sessions.rs` | `open_session`, `session`, `sessions`, `finish_turn`, `end_session` |
 //! | `prompts.rs` | `send_prompt`, `prompt_queue`, `prompt` |
 //! | `prompt_delivery.rs` | `reserve_prompt`, `acknowledge_prompt`, `release_prompt` |
@@ -55,6 +56,7 @@ pub mod berth_uid;
 pub mod berths;
 mod breaker;
 pub mod checkup;
+pub mod command;
 pub mod config;
 pub mod confinement;
 pub mod declared_dirs;
@@ -105,6 +107,7 @@ pub use berths::{
     BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, OrphanContainer, ReconciledContainer,
     SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
+pub use command::Turn;
 pub use config::{BerthMode, BerthModeChoice, ExecutionMode, ProjectConfig};
 pub use error::{EngineError, ErrorKind, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter};

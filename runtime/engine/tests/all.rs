@@ -8,6 +8,7 @@ mod common;
 
 mod berth_disk;
 mod checkout_bounds;
+mod command_agent;
 mod decisions;
 mod declared_dirs;
 mod delivery;

@@ -1,8 +1,10 @@
 //! `berth prompt`, `berth sessions`, `berth queue`: a person's message for
 //! an agent's session, the sessions, and the durable prompt queue (issue
-//! 18). Thin: one engine call each, printed as text or `--json`.
+//! 18); `berth agent turn` runs a `command` agent's program for its queue.
+//! Thin: one engine call each, printed as text or `--json`.
 
-use berth_engine::{Actor, Engine, NewPrompt, Prompt, Sent, Session};
+use anyhow::Context as _;
+use berth_engine::{Actor, AgentImpl, AgentName, Engine, NewPrompt, Prompt, Sent, Session};
 
 use super::print_json;
 
@@ -37,6 +39,72 @@ pub struct QueueArgs {
     pub agent: Option<String>,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TurnArgs {
+    pub agent: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The argv of `--command` for `--impl command` (required there, refused
+/// elsewhere), split as a POSIX shell would without running one.
+pub fn command_argv(
+    implementation: AgentImpl,
+    command: Option<&str>,
+) -> anyhow::Result<Option<Vec<String>>> {
+    match (implementation, command) {
+        (AgentImpl::Command, Some(line)) => {
+            let argv = shlex::split(line)
+                .with_context(|| format!("--command `{line}`: unbalanced quotes"))?;
+            Ok(Some(argv))
+        }
+        (AgentImpl::Command, None) => {
+            anyhow::bail!(
+                "--impl command needs --command 'PROGRAM ARGS…' (with {{prompt_file}} or {{prompt}})"
+            )
+        }
+        (_, Some(_)) => anyhow::bail!("--command is for --impl command"),
+        (_, None) => Ok(None),
+    }
+}
+
+/// `berth agent turn`: every deliverable prompt, one turn each.
+pub async fn turns(engine: &Engine, a: TurnArgs) -> anyhow::Result<u8> {
+    let agent = AgentName::new(a.agent.as_str())?;
+    let mut turns = Vec::new();
+    while let Some(t) = engine.run_command_turn(&agent).await? {
+        if !a.json {
+            let end = match (t.exit_code, t.timed_out) {
+                (_, true) => "timed out".to_string(),
+                (Some(c), false) => format!("exit {c}"),
+                (None, false) => "killed".to_string(),
+            };
+            println!("prompt {} → {end} ({} ms)", short(&t.prompt), t.duration_ms);
+            for line in t
+                .stdout_tail
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                println!("    {line}");
+            }
+        }
+        turns.push(t);
+    }
+    if a.json {
+        print_json(&turns)?;
+    } else if turns.is_empty() {
+        println!(
+            "{}: no deliverable prompt (`berth queue {}` says why)",
+            a.agent, a.agent
+        );
+    }
+    Ok(0)
 }
 
 pub async fn prompt(engine: &Engine, a: PromptArgs) -> anyhow::Result<u8> {

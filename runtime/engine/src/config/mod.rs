@@ -27,6 +27,7 @@ pub struct ProjectConfig {
     pub policy: PolicyConfig,
     pub sandbox: SandboxConfig,
     pub agents: AgentsConfig,
+    pub agent: AgentConfig,
     pub followups: FollowupsConfig,
     pub hooks: Vec<HookConfig>,
     pub host: HostConfig,
@@ -141,7 +142,7 @@ impl ProjectConfig {
         self.check_network(text, file)?;
         crate::declared_dirs::check(&self.sandbox, text, file)?;
         let [first, last] = self.host.uid_range;
-        let problems: [(bool, &str, &str, &str); 15] = [
+        let problems: [(bool, &str, &str, &str); 16] = [
             (
                 self.sandbox.disk.bytes() < MIN_DISK_BYTES,
                 "sandbox",
@@ -214,6 +215,12 @@ impl ProjectConfig {
                 self.agents.max_parallel == 0,
                 "agents",
                 "max_parallel",
+                "must be at least 1",
+            ),
+            (
+                self.agent.turn_timeout_secs == 0,
+                "agent",
+                "turn_timeout_secs",
                 "must be at least 1",
             ),
             (
@@ -443,6 +450,14 @@ mode = "none"
 max_parallel = 1
 # Consecutive failures that pause an agent until `berth agent resume`.
 circuit_breaker = 3
+
+[agent]
+# A `command` agent's program (`berth agent activate NAME --impl command
+# --command '…'`): the names of variables passed to it from berth's
+# environment (names only, never values), and one turn's deadline.
+# The program runs with open network until berth limits it to the model's hosts.
+env = []
+turn_timeout_secs = 1800
 
 [followups]
 # A command run on the host when a pipeline task is done (auto mode) or
