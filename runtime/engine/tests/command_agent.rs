@@ -93,6 +93,23 @@ async fn each_prompt_starts_the_program_and_its_end_is_recorded() {
         .unwrap();
     assert_eq!(ended.len(), 1);
     assert_eq!(ended[0].payload["exit_code"], 0);
+    // From queueing to the program's start, as the log times them.
+    let at = |kind: &'static str| {
+        let engine = &f.engine;
+        async move {
+            engine
+                .events(&EventFilter {
+                    kind: Some(kind.into()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()[0]
+                .at
+        }
+    };
+    let latency = at("session.turn_started").await - at("prompt.queued").await;
+    assert!(latency >= 0);
+    eprintln!("queued → program started: {latency} ms");
     assert_eq!(ended[0].actor.to_string(), "agent:dev-1");
     // Nothing waits: no turn.
     assert!(

@@ -615,3 +615,59 @@ async fn kill_9_between_reservation_and_acknowledgement_loses_nothing() {
         started.elapsed()
     );
 }
+
+/// The queue's throughput with 20 agents, each with a session: every
+/// prompt sent, reserved, acknowledged and its turn finished, 20 agents'
+/// drivers at once on one store. A figure, not a bound: run with
+/// `cargo test -p berth-engine --test all prompts::throughput -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run by hand"]
+async fn throughput_with_20_agents() {
+    const AGENTS: usize = 20;
+    const EACH: usize = 25;
+    let f = Fixture::new().await;
+    let mut names = Vec::new();
+    for i in 0..AGENTS {
+        let name = format!("dev-{i}");
+        f.agent(&name, AgentImpl::Real).await;
+        let t = f.engine.create_task("demo", &name, &user()).await.unwrap();
+        f.engine.open_session(&name, &t.id, &user()).await.unwrap();
+        names.push((name, t.id));
+    }
+    let engine = std::sync::Arc::new(f.second().await);
+    let started = Instant::now();
+    let mut drivers = Vec::new();
+    for (name, task) in names {
+        let engine = engine.clone();
+        drivers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            for i in 0..EACH {
+                let new = NewPrompt {
+                    task: Some(task.clone()),
+                    ..NewPrompt::message(&name, &format!("prompt {i}"))
+                };
+                let queued = Instant::now();
+                engine.send_prompt(new, &user()).await.unwrap();
+                let r = engine.reserve_prompt(&name).await.unwrap().unwrap();
+                latencies.push(queued.elapsed());
+                engine.acknowledge_prompt(&r.token).await.unwrap();
+                engine.finish_turn(&r.session.id, false).await.unwrap();
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for d in drivers {
+        latencies.extend(d.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let n = AGENTS * EACH;
+    eprintln!(
+        "{n} prompts through the queue with {AGENTS} agents in {elapsed:?}: {:.0} prompts/s \
+         (send+reserve+acknowledge+finish); queued→reserved p50 {:?}, p99 {:?}",
+        n as f64 / elapsed.as_secs_f64(),
+        latencies[n / 2],
+        latencies[n * 99 / 100],
+    );
+}
