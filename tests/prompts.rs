@@ -158,3 +158,69 @@ fn a_command_agent_runs_its_program_for_each_prompt() {
     let text = f.ok(&["agent", "turn", "dev-1"]);
     assert!(text.contains("no deliverable prompt"), "{text}");
 }
+
+/// Whether a process whose command line holds `token` is alive.
+fn running(token: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(token))
+            .unwrap_or(false)
+    })
+}
+
+/// berth killed (-9) while its `command` agent's program runs a turn: the
+/// program dies with it (the exec shim's parent-death signal ends its PID
+/// namespace), and the unacknowledged prompt is delivered again by the
+/// next `berth agent turn` — once more, not lost.
+#[test]
+fn a_berth_killed_mid_turn_takes_the_program_down_and_the_prompt_comes_again() {
+    let f = Fixture::new().with_berth_mode("runner");
+    let token = format!("berth-crash-token-{}", std::process::id());
+    let script = "if [ -e /tmp/once ]; then echo again; else touch /tmp/once; sleep 60; fi";
+    let command = format!("sh -c '{script}' {token}");
+    f.ok(&[
+        "agent",
+        "activate",
+        "dev-1",
+        "--project",
+        "demo",
+        "--impl",
+        "command",
+        "--command",
+        &command,
+    ]);
+    f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let task = new_task(&f);
+    f.ok(&["sessions", "dev-1", "--open", &task]);
+    f.ok(&["prompt", "dev-1", "work"]);
+
+    let mut berth = f.command(&["agent", "turn", "dev-1"]).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Its mark in the berth's private /tmp says it is past `touch`.
+    let once = f.state().join("berths/demo/dev-1/.tmp/once");
+    while !(running(&token) && once.exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    berth.kill().unwrap(); // SIGKILL
+    berth.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running(&token) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program outlived berth"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let queue = f.json(&["queue", "dev-1", "--json"]);
+    assert_eq!(queue[0]["status"], "reserved", "{queue}");
+
+    let turns = f.json(&["agent", "turn", "dev-1", "--json"]);
+    assert_eq!(turns.as_array().unwrap().len(), 1, "{turns}");
+    assert_eq!(turns[0]["attempt"], 2, "{turns}");
+    assert_eq!(turns[0]["stdout_tail"], "again\n", "{turns}");
+    assert_eq!(f.json(&["queue", "dev-1", "--json"]), serde_json::json!([]));
+}

@@ -27,15 +27,18 @@ async fn init_creates_a_wal_store_with_every_table() {
     assert_eq!(
         tables,
         [
+            "agent_sessions",
             "agents",
             "autonomy",
             "outbox",
             "pending_choices",
             "pipeline_runs",
             "projects",
+            "prompts",
             "proposed_actions",
             "prs",
             "session_events",
+            "task_prompt_generations",
             "tasks"
         ]
     );
@@ -44,7 +47,7 @@ async fn init_creates_a_wal_store_with_every_table() {
             .fetch_all(pool)
             .await
             .unwrap();
-    assert_eq!(applied, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(applied, [1, 2, 3, 4, 5, 6, 7, 9]);
     // Opening again applies nothing new and keeps the data.
     let again = f.second().await;
     assert_eq!(again.projects().await.unwrap().len(), 1);
