@@ -2153,3 +2153,59 @@ fn an_executing_command_is_stopped_over_the_api_and_the_page_offers_stop() {
     assert!(page.contains("No command is running."), "{page}");
     served.stop();
 }
+
+/// `berth serve` drives a `command` agent: a prompt sent through the API
+/// to its idle session starts the program at once, and the turn's end is
+/// in the log, without anyone running `berth agent turn`.
+#[test]
+fn serve_delivers_a_prompt_to_a_command_agent_at_once() {
+    let state = State::with_project();
+    state.ok(&[
+        "agent",
+        "activate",
+        "dev-1",
+        "--project",
+        "demo",
+        "--impl",
+        "command",
+        "--command",
+        r#"sh -c 'cat "$1"' sh {prompt_file}"#,
+    ]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let t = state.json(&[
+        "task",
+        "create",
+        "--project",
+        "demo",
+        "--title",
+        "docs",
+        "--json",
+    ]);
+    let task = t["id"].as_str().unwrap();
+    state.ok(&["sessions", "dev-1", "--open", task]);
+    let served = Served::start(&state, &[]);
+    let api = Api::new(served.client(&state));
+    let sent = api.ok(
+        "post",
+        "/api/agents/{name}/prompts",
+        &["dev-1"],
+        Some(json!({"text": "hello over HTTP"})),
+    );
+    assert_eq!(sent["deliverable"], true, "{sent}");
+    let ended = wait_for("the program's turn", Duration::from_secs(30), || {
+        let (_, events) = api.call("get", "/api/events", &[], "?type=session.turn_ended", None);
+        events.as_array().and_then(|e| e.first().cloned())
+    });
+    assert_eq!(ended["payload"]["exit_code"], 0, "{ended}");
+    assert_eq!(
+        ended["payload"]["stdout_tail"], "hello over HTTP",
+        "{ended}"
+    );
+    assert_eq!(
+        api.ok("get", "/api/agents/{name}/queue", &["dev-1"], None),
+        json!([])
+    );
+    let sessions = api.ok("get", "/api/agents/{name}/sessions", &["dev-1"], None);
+    assert_eq!(sessions[0]["status"], "idle", "{sessions}");
+    served.stop();
+}
