@@ -217,7 +217,15 @@ impl Engine {
                 return Err(e);
             }
         };
-        self.acknowledge_prompt(&r.token).await?;
+        match self.acknowledge_prompt(&r.token).await {
+            Ok(_) => {}
+            // Its task was archived or deleted while the program ran: the
+            // purge won, the session is over; the turn is still recorded.
+            Err(EngineError::WrongStatus { status, .. }) => {
+                tracing::warn!(prompt = %r.prompt.id, %status, "a prompt's turn ended after its task's purge");
+            }
+            Err(e) => return Err(e),
+        }
         let _ = self.finish_turn(&r.session.id, false).await?;
         let op = "recording a turn's end";
         let mut tx = self.store.write(op).await?;

@@ -201,3 +201,46 @@ async fn an_mcp_config_or_unknown_placeholder_is_refused_at_setup() {
             .is_err()
     );
 }
+
+/// The task deleted while its program runs: the purge wins (the prompt is
+/// purged, the session ended), and the turn that ran is still recorded.
+#[tokio::test]
+async fn a_task_deleted_mid_turn_purges_its_prompt_and_keeps_the_turn() {
+    let (f, task) = command_agent(&["sh", "-c", "sleep 1; echo done"]).await;
+    f.engine
+        .send_prompt(NewPrompt::message("dev-1", "go"), &user())
+        .await
+        .unwrap();
+    let driver = f.second().await;
+    let turn = tokio::spawn(async move { driver.run_command_turn(&named("dev-1")).await });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let started = f
+            .engine
+            .events(&EventFilter {
+                kind: Some("session.turn_started".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        if !started.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no turn started");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    f.engine.remove_task(&task, &user()).await.unwrap();
+    let t = turn.await.unwrap().unwrap().expect("a turn ran");
+    assert_eq!((t.exit_code, t.stdout_tail.as_str()), (Some(0), "done\n"));
+    let p = f.engine.prompt(&t.prompt).await.unwrap();
+    assert_eq!(p.status, PromptStatus::Purged);
+    let s = f.engine.session(&t.session).await.unwrap();
+    assert_eq!(s.status, SessionStatus::Ended);
+    assert!(
+        f.engine
+            .run_command_turn(&named("dev-1"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
