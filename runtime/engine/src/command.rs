@@ -22,7 +22,9 @@
 //!   next turn delivers it again (at least once).
 //! - **Bounds.** A turn's deadline (`[agent] turn_timeout_secs`) kills the
 //!   program's process tree; its output is capped, and the event keeps
-//!   only the tail.
+//!   only the tail. A program that fails or times out counts toward the
+//!   circuit breaker (`breaker.rs`): at the threshold the agent is paused
+//!   and its prompts wait until `berth agent resume`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -229,6 +231,18 @@ impl Engine {
         let _ = self.finish_turn(&r.session.id, false).await?;
         let op = "recording a turn's end";
         let mut tx = self.store.write(op).await?;
+        // The circuit breaker: a program that fails or hangs counts as the
+        // agent's failure; one that exits 0 resets the count.
+        if turn.exit_code == Some(0) && !turn.timed_out {
+            crate::breaker::reset(&mut tx, &a.name).await?;
+        } else {
+            let why = match turn.exit_code {
+                _ if turn.timed_out => "its program timed out".to_string(),
+                Some(c) => format!("its program exited {c}"),
+                None => "its program was killed".to_string(),
+            };
+            crate::breaker::count_failure(&mut tx, self, &a.name, &a.project, &why).await?;
+        }
         emit(
             &mut tx,
             NewEvent::new(kind::SESSION_TURN_ENDED, &Actor::agent(&a.name))

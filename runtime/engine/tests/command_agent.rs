@@ -133,6 +133,8 @@ async fn a_failing_a_hanging_and_a_flooding_program_are_bounded() {
     assert!(hung.timed_out, "{hung:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 
+    // Two failures in a row count toward the circuit breaker…
+    assert_eq!(f.engine.consecutive_failures("dev-1").await.unwrap(), 2);
     let flood = turn(&f, "head -c 5000000 /dev/zero | tr '\\0' x").await;
     assert_eq!(flood.exit_code, Some(0));
     assert!(flood.truncated);
@@ -147,6 +149,40 @@ async fn a_failing_a_hanging_and_a_flooding_program_are_bounded() {
     );
     let s = f.engine.session(&flood.session).await.unwrap();
     assert_eq!(s.status, SessionStatus::Idle);
+    // … a success resets the count; three failures pause the agent, and
+    // its prompts wait until a person resumes it.
+    assert_eq!(f.engine.consecutive_failures("dev-1").await.unwrap(), 0);
+    for _ in 0..3 {
+        assert_eq!(turn(&f, "exit 1").await.exit_code, Some(1));
+    }
+    assert_eq!(
+        f.engine.agent("dev-1").await.unwrap().status,
+        berth_engine::AgentStatus::Paused
+    );
+    let waiting = f
+        .engine
+        .send_prompt(NewPrompt::message("dev-1", "echo later"), &user())
+        .await
+        .unwrap();
+    assert!(
+        waiting.prompt.reason.as_deref().unwrap().contains("paused"),
+        "{waiting:?}"
+    );
+    assert!(
+        f.engine
+            .run_command_turn(&named("dev-1"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    f.engine.resume_agent("dev-1", &user()).await.unwrap();
+    let later = f
+        .engine
+        .run_command_turn(&named("dev-1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(later.stdout_tail, "later\n");
 }
 
 #[tokio::test]
