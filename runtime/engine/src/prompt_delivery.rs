@@ -102,9 +102,37 @@ impl Engine {
     pub async fn reserve_prompt(&self, agent: &str) -> Result<Option<Reservation>> {
         let a = self.agent(agent).await?;
         let me = executor_id();
+        let max_sessions = self
+            .load_project_files(&a.project)
+            .map(|(c, _)| c.agent.max_sessions)?;
         let op = "reserving a prompt";
         let mut tx = self.store.write(op).await?;
         reclaim_dead(&mut tx, &a.name).await?;
+        // The project's turns running at once: none more past its maximum.
+        let running: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM agent_sessions WHERE project = $1 AND status = 'running'",
+        )
+        .bind(&a.project)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(EngineError::store(op))?;
+        if running >= i64::from(max_sessions) {
+            let why = format!(
+                "busy: project `{}` runs {running} turns, its maximum (`[agent] max_sessions`)",
+                a.project
+            );
+            sqlx::query(
+                "UPDATE prompts SET reason = $1 WHERE agent = $2 AND status = 'queued' \
+                 AND (reason IS NULL OR reason <> $1)",
+            )
+            .bind(&why)
+            .bind(&a.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store(op))?;
+            tx.commit().await.map_err(EngineError::store(op))?;
+            return Ok(None);
+        }
         let rows = sqlx::query(&format!(
             "SELECT {PROMPT_COLUMNS} FROM prompts WHERE agent = $1 AND status = 'queued' \
              ORDER BY seq LIMIT $2"

@@ -626,6 +626,13 @@ async fn throughput_with_20_agents() {
     const AGENTS: usize = 20;
     const EACH: usize = 25;
     let f = Fixture::new().await;
+    let cfg = f.dir.path().join("state/projects/demo/berth.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replacen("max_sessions = 4", "max_sessions = 20", 1),
+    )
+    .unwrap();
     let mut names = Vec::new();
     for i in 0..AGENTS {
         let name = format!("dev-{i}");
@@ -670,4 +677,42 @@ async fn throughput_with_20_agents() {
         latencies[n / 2],
         latencies[n * 99 / 100],
     );
+}
+
+/// No more turns run at once in a project than `[agent] max_sessions`: the
+/// next agent's prompt waits, with that reason, until a turn ends.
+#[tokio::test]
+async fn a_project_runs_at_most_max_sessions_turns_at_once() {
+    let (f, task) = agent_with_task().await;
+    let cfg = f.dir.path().join("state/projects/demo/berth.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replacen("max_sessions = 4", "max_sessions = 1", 1),
+    )
+    .unwrap();
+    let first = in_a_turn(&f, &task).await;
+    f.agent("dev-2", AgentImpl::Real).await;
+    let other = f
+        .engine
+        .create_task("demo", "other", &user())
+        .await
+        .unwrap();
+    f.engine
+        .open_session("dev-2", &other.id, &user())
+        .await
+        .unwrap();
+    f.engine
+        .send_prompt(NewPrompt::message("dev-2", "hello"), &user())
+        .await
+        .unwrap();
+    assert!(f.engine.reserve_prompt("dev-2").await.unwrap().is_none());
+    let queue = f.engine.prompt_queue(Some("dev-2")).await.unwrap();
+    assert!(
+        queue[0].reason.as_deref().unwrap().contains("max_sessions"),
+        "{queue:?}"
+    );
+    f.engine.finish_turn(&first.id, false).await.unwrap();
+    let r = f.engine.reserve_prompt("dev-2").await.unwrap().unwrap();
+    assert_eq!(r.prompt.id, queue[0].id);
 }

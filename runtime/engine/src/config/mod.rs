@@ -142,7 +142,7 @@ impl ProjectConfig {
         self.check_network(text, file)?;
         crate::declared_dirs::check(&self.sandbox, text, file)?;
         let [first, last] = self.host.uid_range;
-        let problems: [(bool, &str, &str, &str); 16] = [
+        let problems: [(bool, &str, &str, &str); 17] = [
             (
                 self.sandbox.disk.bytes() < MIN_DISK_BYTES,
                 "sandbox",
@@ -215,6 +215,12 @@ impl ProjectConfig {
                 self.agents.max_parallel == 0,
                 "agents",
                 "max_parallel",
+                "must be at least 1",
+            ),
+            (
+                self.agent.max_sessions == 0,
+                "agent",
+                "max_sessions",
                 "must be at least 1",
             ),
             (
@@ -458,6 +464,9 @@ circuit_breaker = 3
 # The program runs with open network until berth limits it to the model's hosts.
 env = []
 turn_timeout_secs = 1800
+# Sessions of this project's agents that may run a turn at once; a prompt
+# for one more waits in its queue.
+max_sessions = 4
 
 [followups]
 # A command run on the host when a pipeline task is done (auto mode) or

@@ -145,6 +145,8 @@ pub struct AgentConfig {
     /// One turn's deadline, in seconds: the program's process tree is
     /// killed when it passes.
     pub turn_timeout_secs: u64,
+    /// Sessions of this project's agents that may run a turn at once.
+    pub max_sessions: u32,
 }
 
 impl Default for AgentConfig {
@@ -152,6 +154,7 @@ impl Default for AgentConfig {
         AgentConfig {
             env: Vec::new(),
             turn_timeout_secs: 1800,
+            max_sessions: 4,
         }
     }
 }
