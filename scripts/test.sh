@@ -44,6 +44,25 @@ if ! "$mcp_venv/bin/python" -c 'import mcp, fastmcp, jsonschema' >/dev/null 2>&1
   "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<3' 'fastmcp>=4.2,<5' jsonschema
 fi
 export BERTH_MCP_PYTHON="$mcp_venv/bin/python"
+# tests/serve_browser.rs checks the page's accessibility with axe-core: the
+# axe.min.js that PyPI's axe-selenium-python wheel carries (2.1.6: axe-core
+# 3.1.1), downloaded by pip and unpacked here, injected over WebDriver.
+axe_dir="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/berth-axe"
+if [ ! -s "$axe_dir/axe.min.js" ]; then
+  echo "== unpacking axe-core from the axe-selenium-python wheel into $axe_dir"
+  mkdir -p "$axe_dir"
+  "$mcp_venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+    --only-binary :all: 'axe-selenium-python==2.1.6' -d "$axe_dir"
+  "$mcp_venv/bin/python" - "$axe_dir" <<'EOF'
+import glob, sys, zipfile
+d = sys.argv[1]
+with zipfile.ZipFile(glob.glob(d + "/axe_selenium_python-2.1.6-*.whl")[0]) as z:
+    js = z.read("axe_selenium_python/node_modules/axe-core/axe.min.js")
+with open(d + "/axe.min.js", "wb") as f:
+    f.write(js)
+EOF
+fi
+export BERTH_AXE_JS="$axe_dir/axe.min.js"
 if ! docker info >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ]; then
     echo "== the Docker engine does not answer at /var/run/docker.sock; starting it"

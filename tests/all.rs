@@ -17,4 +17,5 @@ mod hook;
 mod mcp;
 mod mounted;
 mod pipelines;
+mod pr_checks;
 mod prompts;

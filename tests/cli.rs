@@ -1159,6 +1159,10 @@ fn json_output_matches_docs_cli_json_md() {
     let prs = json("pr list", &["pr", "list"], 0);
     let number = prs[0]["number"].to_string();
     json("pr show", &["pr", "show", &number], 0);
+    let v = json("pr checks", &["pr", "checks", &number, "--run"], 0);
+    assert_eq!(v["conflicts"], serde_json::json!([]));
+    let v = json("pr watch", &["pr", "watch", "--once"], 0);
+    assert_eq!(v[0]["pr"].to_string(), number);
     let v = json("pr export", &["pr", "export", &number], 0);
     assert_eq!(v["ref"], format!("refs/berth/pr/{number}"));
     let v = json("project sync", &["project", "sync", "demo"], 0);

@@ -224,7 +224,7 @@ fn initialize_lists_the_tools_with_their_schemas() {
             "open_pr": {"properties": ["title"], "required": ["title"]},
             "push": {"properties": [], "required": []},
             "read_file": {"properties": ["path"], "required": ["path"]},
-            "run_command": {"properties": ["command", "cwd", "timeout_secs"], "required": ["command"]},
+            "run_command": {"properties": ["command", "cwd", "description", "timeout_secs"], "required": ["command"]},
             "write_file": {"properties": ["content", "path"], "required": ["content", "path"]},
         })
     );
@@ -336,8 +336,23 @@ fn commands_run_wait_for_a_person_or_are_refused() {
     );
 
     // A person denies another: the agent sees the refusal and who made it.
-    let r = c.call("run_command", json!({"command": "touch later.txt"}));
+    // With its stated intent, carried on the proposal for the person.
+    let r = c.call(
+        "run_command",
+        json!({"command": "touch later.txt", "description": "mark the build as done"}),
+    );
     let id = action_id(&r);
+    let pending: Value = serde_json::from_str(&f.ok(&["actions", "--pending", "--json"])).unwrap();
+    let shown = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} in {pending}"));
+    assert_eq!(
+        shown["params"]["description"], "mark the build as done",
+        "{shown}"
+    );
     f.ok(&["deny", &id, "--reason", "not now"]);
     let s = c.call("action_status", json!({"id": id}));
     assert_eq!(

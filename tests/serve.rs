@@ -2209,3 +2209,54 @@ fn serve_delivers_a_prompt_to_a_command_agent_at_once() {
     assert_eq!(sessions[0]["status"], "idle", "{sessions}");
     served.stop();
 }
+
+/// `berth serve` applies the store's retention on its own (at start, then
+/// every hour): the delivered old events go to a file under
+/// `<state>/archive/` and out of the store, with nothing else asked.
+#[test]
+fn the_server_applies_the_events_retention_on_its_own() {
+    let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    state.ok(&["exec", "dev-1", "--", "true"]);
+    state.ok(&["outbox", "drain"]);
+    let events = |state: &State| -> Vec<Value> {
+        serde_json::from_str(&state.ok(&["events", "--json"])).unwrap()
+    };
+    let before = events(&state);
+    assert!(before.len() > 2, "{before:?}");
+    // Without a retention the server archives nothing.
+    let served = start(&state, Transport::Socket, &[]);
+    let archive = state.state().join("archive");
+    served.stop();
+    assert!(!archive.exists(), "archived without a retention");
+
+    std::fs::write(
+        state.state().join("store.toml"),
+        "[store]\nretain_events_days = 0\n",
+    )
+    .unwrap();
+    let served = start(&state, Transport::Socket, &[]);
+    let file = wait_for("the archive", Duration::from_secs(30), || {
+        std::fs::read_dir(&archive)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+    });
+    served.stop();
+    let archived: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Every event but the newest, as `berth events --json` printed them.
+    assert_eq!(archived, before[..before.len() - 1]);
+    let left = events(&state);
+    assert!(
+        left.iter()
+            .all(|e| !archived.iter().any(|a| a["id"] == e["id"])),
+        "archived events are still in the store: {left:?}"
+    );
+}

@@ -165,7 +165,13 @@ pub struct RunCommandArgs {
     #[serde(default)]
     #[schemars(range(min = 1, max = 86400))]
     pub timeout_secs: Option<u64>,
+    /// What the command is for, in a sentence (shown to the person who approves it; never changes the decision).
+    #[serde(default)]
+    pub description: Option<String>,
 }
+
+/// The longest `description` a proposal carries, in characters.
+const MAX_DESCRIPTION: usize = 2_000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PathArgs {
@@ -274,6 +280,17 @@ impl ArgsProblem for RunCommandArgs {
                 (!cwd.starts_with('/')).then(|| {
                     format!(
                         "`cwd` must be an absolute path in your berth's frame (e.g. /work/src), not `{cwd}`; leave it out for /work"
+                    )
+                })
+            })
+        })
+        .or_else(|| {
+            let d = self.description.as_deref()?;
+            nul_in("description", d).or_else(|| {
+                let n = d.chars().count();
+                (n > MAX_DESCRIPTION).then(|| {
+                    format!(
+                        "`description` is {n} characters, at most {MAX_DESCRIPTION}: say what the command is for in a sentence"
                     )
                 })
             })
@@ -431,6 +448,7 @@ impl BerthMcp {
         let params = ActionParams {
             cwd: a.cwd,
             timeout_secs: a.timeout_secs,
+            description: a.description.filter(|d| !d.trim().is_empty()),
             ..ActionParams::default()
         };
         let r = self

@@ -51,6 +51,9 @@ pub enum Op {
     ExportCommit,
     /// Removing an agent's repository or a project's forge for good.
     Remove,
+    /// Reading a PR on berth's own: a commit's throwaway checkout, or
+    /// whether a branch would merge.
+    Snapshot,
 }
 
 impl fmt::Display for Op {
@@ -73,6 +76,7 @@ impl fmt::Display for Op {
             Op::SyncProject => "sync project",
             Op::ExportCommit => "export",
             Op::Remove => "remove",
+            Op::Snapshot => "read a PR from the forge",
         })
     }
 }

@@ -60,6 +60,7 @@ mod reconcile;
 mod recycle;
 mod removal;
 mod saved;
+mod snapshot;
 mod walk;
 
 use std::path::Path;

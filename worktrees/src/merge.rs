@@ -96,6 +96,19 @@ fn tip(forge: &Repository, refname: &str, branch: &str, op: Op) -> Result<Oid> {
     })
 }
 
+/// The paths a merge's index holds conflicts at, sorted, each once.
+pub(crate) fn conflict_paths(index: &git2::Index) -> std::result::Result<Vec<String>, git2::Error> {
+    let mut paths: Vec<String> = index
+        .conflicts()?
+        .filter_map(|c| c.ok())
+        .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+        .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
 impl Worktrees {
     /// Merges forge branch `source` into `target`: fast-forward when possible,
     /// else a merge commit under `identity`. A conflict is
@@ -141,15 +154,7 @@ impl Worktrees {
             .merge_commits(&ours, &theirs, Some(&MergeOptions::new()))
             .map_err(git(&source_ref))?;
         if index.has_conflicts() {
-            let mut paths: Vec<String> = index
-                .conflicts()
-                .map_err(git(&source_ref))?
-                .filter_map(|c| c.ok())
-                .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-                .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
-                .collect();
-            paths.sort();
-            paths.dedup();
+            let paths = conflict_paths(&index).map_err(git(&source_ref))?;
             return Err(Error::MergeConflict {
                 forge: forge.path().to_path_buf(),
                 source_branch: request.source.clone(),

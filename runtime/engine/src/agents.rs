@@ -18,6 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
 use crate::store::Tx;
+pub use crate::transitions::AgentStatus;
 use crate::{AgentName, Engine, ProjectName};
 
 /// Which loop drives an agent.
@@ -49,55 +50,6 @@ impl AgentImpl {
             "command" => AgentImpl::Command,
             _ => AgentImpl::Real,
         }
-    }
-}
-
-/// Where an agent's loop stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentStatus {
-    /// No task.
-    Idle,
-    /// Working on its task.
-    Working,
-    /// An action of its delivery chain waits for a person.
-    AwaitingApproval,
-    /// Its PR is open; the gate is with a person.
-    InReview,
-    /// Stopped by the circuit breaker until resumed.
-    Paused,
-    /// `berth agent rm`: its berth, repository and records are gone; the row
-    /// stays for the history that names it. `berth agent activate` revives it.
-    Removed,
-}
-
-impl AgentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentStatus::Idle => "idle",
-            AgentStatus::Working => "working",
-            AgentStatus::AwaitingApproval => "awaiting_approval",
-            AgentStatus::InReview => "in_review",
-            AgentStatus::Paused => "paused",
-            AgentStatus::Removed => "removed",
-        }
-    }
-
-    fn parse(s: &str) -> Result<AgentStatus> {
-        Ok(match s {
-            "idle" => AgentStatus::Idle,
-            "working" => AgentStatus::Working,
-            "awaiting_approval" => AgentStatus::AwaitingApproval,
-            "in_review" => AgentStatus::InReview,
-            "paused" => AgentStatus::Paused,
-            "removed" => AgentStatus::Removed,
-            other => {
-                return Err(EngineError::corrupt(
-                    "reading an agent",
-                    format!("status `{other}`"),
-                ));
-            }
-        })
     }
 }
 

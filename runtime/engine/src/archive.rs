@@ -8,9 +8,12 @@
 //! yet), and the newest event, whose id keeps the log's ids growing (SQLite
 //! gives a new row the largest id + 1, and a follower's cursor is an id).
 //! The retention is a setting of the store, so it lives beside it in the
-//! state directory: `store.toml`, `[store] retain_events_days`.
+//! state directory: `store.toml`, `[store] retain_events_days`. `berth
+//! serve` applies it on its own ([`Engine::apply_retention`], at start and
+//! every hour); `berth events archive` applies it when asked.
 
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +22,12 @@ use crate::Engine;
 use crate::error::{EngineError, Result};
 use crate::events::{EVENT_COLUMNS, EVENT_JOIN, event_from_row};
 use crate::state::StateDir;
+
+/// The events an archive before `$2` may take: old, delivered from the
+/// outbox, and not the newest (whose id keeps the log's ids growing).
+const ARCHIVABLE: &str = "e.at < $2 \
+     AND e.id < (SELECT MAX(id) FROM session_events) \
+     AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = e.id)";
 
 /// Events read (and ids deleted) per statement.
 const PAGE: i64 = 500;
@@ -90,6 +99,46 @@ pub struct Archived {
 }
 
 impl Engine {
+    /// Applies `<state>/store.toml`'s retention at `now_ms`: the events it
+    /// calls old go to a new file under `<state>/archive/` and out of the
+    /// store. None without a retention, or when no event is old (no file
+    /// is made for nothing).
+    pub async fn apply_retention(&self, now_ms: i64) -> Result<Option<Archived>> {
+        let Some(before_ms) = StoreConfig::load(&self.state)?.cutoff_ms(now_ms) else {
+            return Ok(None);
+        };
+        let old: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM session_events e WHERE e.id > $1 AND {ARCHIVABLE}"
+        ))
+        .bind(0i64)
+        .bind(before_ms)
+        .fetch_one(self.store.pool())
+        .await
+        .map_err(EngineError::store("counting old events"))?;
+        if old == 0 {
+            return Ok(None);
+        }
+        let to = self.archive_path(before_ms)?;
+        self.archive_events(before_ms, &to).await.map(Some)
+    }
+
+    /// A new archive's file for the events before `before_ms`:
+    /// `<state>/archive/events-before-<time>-<now>.jsonl` (the directory
+    /// made 0700 when missing).
+    pub fn archive_path(&self, before_ms: i64) -> Result<PathBuf> {
+        let dir = self.state.archive_dir();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(EngineError::io("creating", &dir))?;
+        let stamp = crate::ids::rfc3339(before_ms).replace(':', "");
+        Ok(dir.join(format!(
+            "events-before-{stamp}-{}.jsonl",
+            crate::ids::now_ms()
+        )))
+    }
+
     /// Writes every event before `before_ms` (but those still in the outbox
     /// and the newest) to `to`, a new file, fsyncs it, then deletes exactly
     /// those events. A failure before the fsync deletes nothing.
@@ -105,10 +154,7 @@ impl Engine {
         loop {
             let rows = sqlx::query(&format!(
                 "SELECT {EVENT_COLUMNS} FROM session_events e {EVENT_JOIN} \
-                 WHERE e.id > $1 AND e.at < $2 \
-                   AND e.id < (SELECT MAX(id) FROM session_events) \
-                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = e.id) \
-                 ORDER BY e.id LIMIT $3"
+                 WHERE e.id > $1 AND {ARCHIVABLE} ORDER BY e.id LIMIT $3"
             ))
             .bind(after)
             .bind(before_ms)

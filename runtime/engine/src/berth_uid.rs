@@ -97,10 +97,26 @@ impl Engine {
         (owner != identity::current_uid() && owner != 0).then_some(owner)
     }
 
+    /// The uid a berth of `mode` is opened with after `up`: a container's
+    /// always; a runner berth's only when berth is root and it has one.
+    pub(crate) async fn uid_for_open(
+        &self,
+        agent: &Agent,
+        mode: crate::config::BerthMode,
+        config: &ProjectConfig,
+    ) -> Result<Option<u32>> {
+        match mode {
+            crate::config::BerthMode::Mounted => {
+                Ok(Some(self.container_uid_for_open(agent, config).await?))
+            }
+            crate::config::BerthMode::Runner => self.runner_uid_for_open(agent).await,
+        }
+    }
+
     /// The uid a mounted berth's container runs as when it is opened (after
     /// `up`): the recorded one, else the one it was made with, else
     /// `sandbox.uid`.
-    pub(crate) async fn uid_for_open(&self, agent: &Agent, config: &ProjectConfig) -> Result<u32> {
+    async fn container_uid_for_open(&self, agent: &Agent, config: &ProjectConfig) -> Result<u32> {
         Ok(match self.recorded_uid(&agent.name).await? {
             Some(u) => u,
             None => match self.uid_made_with(agent) {
@@ -117,7 +133,7 @@ impl Engine {
     /// user's uid), or for a berth brought up before runner berths had a uid
     /// (its files are still berth's: its commands keep uid 0 with no
     /// capabilities until its next `up`).
-    pub(crate) async fn runner_uid_for_open(&self, agent: &Agent) -> Result<Option<u32>> {
+    async fn runner_uid_for_open(&self, agent: &Agent) -> Result<Option<u32>> {
         if identity::current_uid() != 0 {
             return Ok(None);
         }
@@ -220,7 +236,10 @@ impl Engine {
         .filter_map(|u| u32::try_from(u).ok())
         .collect();
         used.extend(current);
-        let offset = offset_of(&crate::berths::instance_of(self.state.root()), range);
+        let offset = offset_of(
+            &berth_sandbox::provider::instance_of(self.state.root()),
+            range,
+        );
         let uid =
             pick_uid(range, offset, &used, |u| !host.claims(u).is_empty()).ok_or_else(|| {
                 EngineError::NoFreeUid {

@@ -13,9 +13,9 @@ use serde::Serialize;
 use berth_sandbox::docker::DockerBackend;
 
 use crate::Engine;
+use crate::berths::image_of;
 use crate::config::{BerthMode, ProjectConfig};
 use crate::error::Result;
-use crate::mounted::image_of;
 
 /// How a part stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -276,9 +276,13 @@ impl Engine {
         // The program's own runner: the berth's, with open network.
         config.sandbox.network.mode = NetworkMode::Open;
         config.sandbox.network.legacy = None;
-        let mut spec = self.berth_spec(a, BerthMode::Runner, worktree, &config);
-        spec.runner_uid = self.runner_uid_for_open(a).await?;
-        let sandbox = crate::berths::open_runner(&spec)?;
+        let open_as = crate::berths::OpenAs {
+            uid: self.uid_for_open(a, BerthMode::Runner, &config).await?,
+            claim_home: false,
+        };
+        let private_tmp = self.berth_places(a, worktree.clone()).private_tmp;
+        let spec = self.berth_spec(a, BerthMode::Runner, worktree, &config, open_as);
+        let sandbox = self.provider.attach(&spec).await?;
         match sandbox.set_work_access(WorkAccess::ReadOnly).await? {
             AccessEnforcement::Enforced => {}
             other => {
@@ -294,12 +298,12 @@ impl Engine {
         let mut files = ConfinedFiles::new(
             vec![FileMount {
                 frame: "/tmp".to_string(),
-                host: spec.private_tmp.clone(),
+                host: private_tmp,
                 writable: true,
             }],
             LinkTargets::Frame,
         );
-        if let Some(uid) = spec.runner_uid {
+        if let Some(uid) = open_as.uid {
             files = files.with_owner(uid, uid);
         }
         let body = r.prompt.body.clone().into_bytes();

@@ -29,75 +29,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{EngineError, Result};
-
-/// One entry of `[sandbox] toolchains` or `caches`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DeclaredDir {
-    /// The host directory, shown at this same path.
-    pub path: String,
-    /// Variables every command of the berth gets; `{path}` in a value is
-    /// [`path`](Self::path).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    /// A directory below `path` appended to `PATH` (`"bin"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_bin: Option<String>,
-}
-
-impl DeclaredDir {
-    /// An entry of the plain form: a path alone.
-    pub fn plain(path: impl Into<String>) -> DeclaredDir {
-        DeclaredDir {
-            path: path.into(),
-            ..DeclaredDir::default()
-        }
-    }
-
-    /// The variables with `{path}` put in.
-    pub fn resolved_env(&self) -> impl Iterator<Item = (String, String)> + '_ {
-        self.env
-            .iter()
-            .map(|(name, value)| (name.clone(), value.replace("{path}", &self.path)))
-    }
-
-    /// The directory appended to `PATH`, when there is one.
-    pub fn bin_dir(&self) -> Option<String> {
-        self.path_bin.as_ref().map(|bin| {
-            Path::new(&self.path)
-                .join(bin)
-                .to_string_lossy()
-                .into_owned()
-        })
-    }
-}
-
-/// `"/opt/rust"` or `{ path = "/opt/rust", env = {…}, path_bin = "bin" }`.
-pub(crate) fn path_or_table<'de, D>(d: D) -> std::result::Result<Vec<DeclaredDir>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    #[derive(Deserialize)]
-    #[serde(
-        untagged,
-        expecting = "a directory path, or a table with `path` and optionally `env` and `path_bin`"
-    )]
-    enum Entry {
-        Path(String),
-        Table(DeclaredDir),
-    }
-    let entries = Vec::<Entry>::deserialize(d)?;
-    Ok(entries
-        .into_iter()
-        .map(|e| match e {
-            Entry::Path(path) => DeclaredDir::plain(path),
-            Entry::Table(dir) => dir,
-        })
-        .collect())
-}
 
 /// What every command of a berth gets from its declared directories: the
 /// variables, and the directories appended to `PATH` (in declaration order,
@@ -109,7 +41,7 @@ pub struct DeclaredEnv {
 }
 
 /// The environment `[sandbox] toolchains` and `caches` declare.
-pub fn declared_env(sandbox: &crate::config::SandboxConfig) -> DeclaredEnv {
+pub fn declared_env(sandbox: &crate::config::sandbox::SandboxConfig) -> DeclaredEnv {
     let mut env = DeclaredEnv::default();
     for dir in sandbox.toolchains.iter().chain(&sandbox.caches) {
         env.vars.extend(dir.resolved_env());
@@ -163,7 +95,7 @@ fn line_of(text: &str, needle: &str, key: &str) -> usize {
     text.lines()
         .position(|l| !is_comment(l) && l.contains(needle))
         .map(|i| i + 1)
-        .or_else(|| crate::config::find_key_line(text, "sandbox", key))
+        .or_else(|| crate::config::key_line::find_key_line(text, "sandbox", key))
         .unwrap_or(1)
 }
 
@@ -192,7 +124,11 @@ fn line_of_var(text: &str, name: &str, dir: &str, key: &str) -> usize {
 /// directory; each variable a name berth does not set itself, and — when the
 /// policy reads it as changing what runs — pointing only into declared
 /// directories. Errors name `file` and the line.
-pub(crate) fn check(sandbox: &crate::config::SandboxConfig, text: &str, file: &str) -> Result<()> {
+pub(crate) fn check(
+    sandbox: &crate::config::sandbox::SandboxConfig,
+    text: &str,
+    file: &str,
+) -> Result<()> {
     let declared: Vec<&Path> = sandbox
         .toolchains
         .iter()
@@ -337,9 +273,9 @@ pub fn unreachable_by(
 /// One note per declared directory of `sandbox` that `uid` cannot reach in
 /// a berth of `mode` (a runner also shows the host's system directories).
 pub fn unreachable_notes(
-    sandbox: &crate::config::SandboxConfig,
+    sandbox: &crate::config::sandbox::SandboxConfig,
     uid: u32,
-    mode: crate::config::BerthMode,
+    mode: berth_sandbox::BerthMode,
 ) -> Vec<String> {
     let mut shown: Vec<PathBuf> = sandbox
         .toolchains
@@ -347,7 +283,7 @@ pub fn unreachable_notes(
         .chain(&sandbox.caches)
         .map(|d| PathBuf::from(&d.path))
         .collect();
-    if mode == crate::config::BerthMode::Runner {
+    if mode == berth_sandbox::BerthMode::Runner {
         shown.extend(
             berth_sandbox::runner::DEFAULT_SYSTEM_DIRS
                 .iter()
@@ -368,7 +304,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    use crate::config::ProjectConfig;
+    use crate::config::{DeclaredDir, ProjectConfig};
 
     #[test]
     fn an_entry_is_a_path_or_a_table_carrying_its_environment() {

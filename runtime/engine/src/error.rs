@@ -567,6 +567,22 @@ fn disk_full(e: &sqlx::Error) -> bool {
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 
+/// A provider's errors are the engine's own cases, so the API classifies
+/// them as it always did (`mode_unavailable`, Docker's codes, I/O).
+impl From<berth_sandbox::ProviderError> for EngineError {
+    fn from(e: berth_sandbox::ProviderError) -> EngineError {
+        use berth_sandbox::ProviderError as P;
+        match e {
+            P::ModeUnavailable { mode, why } => EngineError::ModeUnavailable { mode, why },
+            P::Io { op, path, source } => EngineError::Io { op, path, source },
+            P::NotBerthDir { path } => EngineError::NotBerthDir { path },
+            P::Interrupted { op, source } => EngineError::Interrupted { op, source },
+            P::Sandbox(e) => EngineError::Sandbox(e),
+            P::Docker(e) => EngineError::Docker(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

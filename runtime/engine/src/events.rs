@@ -150,6 +150,11 @@ pub mod kind {
     pub const PR_CLOSED: &str = "pr.closed";
     /// A PR's branch or merge was fetched into a user's repository as a ref.
     pub const PR_EXPORTED: &str = "pr.exported";
+    /// A `[[checks]]` entry is due on a PR's new head.
+    pub const CHECK_QUEUED: &str = "check.queued";
+    pub const CHECK_STARTED: &str = "check.started";
+    pub const CHECK_PASSED: &str = "check.passed";
+    pub const CHECK_FAILED: &str = "check.failed";
     pub const WORKTREE_CREATED: &str = "worktree.created";
     pub const WORKTREE_RECYCLED: &str = "worktree.recycled";
     pub const WORKTREE_RECYCLE_FAILED: &str = "worktree.recycle_failed";

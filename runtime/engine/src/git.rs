@@ -295,6 +295,39 @@ impl Git {
         .await
     }
 
+    /// Writes forge commit `commit`'s tree into `dest` (empty, berth's own),
+    /// bounded by `max_bytes`.
+    pub async fn check_out_commit(
+        &self,
+        project: &str,
+        commit: &str,
+        dest: PathBuf,
+        max_bytes: u64,
+    ) -> Result<()> {
+        let p = project_name(project)?;
+        let oid = berth_worktrees::Oid::from_str(commit).map_err(|_| EngineError::Invalid {
+            what: "commit",
+            value: commit.to_string(),
+            why: "it must be a full commit id".into(),
+        })?;
+        self.blocking(move |wt| Ok(wt.check_out_commit(&p, oid, &dest, max_bytes)?))
+            .await
+    }
+
+    /// The paths that would conflict if forge `branch` merged into `base`
+    /// now (empty: it merges cleanly).
+    pub async fn merge_conflicts(
+        &self,
+        project: &str,
+        branch: &str,
+        base: &str,
+    ) -> Result<Vec<String>> {
+        let p = project_name(project)?;
+        let (branch, base) = (branch.to_string(), base.to_string());
+        self.blocking(move |wt| Ok(wt.merge_conflicts(&p, &branch, &base)?))
+            .await
+    }
+
     /// Whether the forge's `branch` contains `commit`.
     pub async fn forge_has(&self, project: &Project, branch: &str, commit: &str) -> Result<bool> {
         let p = project_name(&project.name)?;

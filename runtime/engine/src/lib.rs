@@ -32,9 +32,10 @@
 //! | `pipeline/end.rs` | `approve_task`, `reject_task` (`lease.rs`, `drive.rs`: the run's steps) |
 //! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
 //! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
+//! | `checks.rs` | `pr_feedback`, `run_pr_checks`, `watch_prs` |
 //! | `berths/mod.rs` | `berths`, `saved_work`, `drop_saved_work` (and the host checks of a decided action) |
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
-//! | `berths/provider.rs` | no method: `SandboxProvider`, `BerthSpec` and the runner's bring-up (`mounted.rs`: the Docker provider) |
+//! | `berths/spec.rs` | no method: a project's settings as a berth's sandbox spec, built once (the providers that open it are the sandbox crate's `provider` module) |
 //! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
 //! | `command.rs` | `set_agent_command`, `agent_command`, `run_command_turn` (the `command` agent) |
 //! | `sessions.rs` | `open_session`, `session`, `sessions`, `finish_turn`, `end_session` |
@@ -55,6 +56,7 @@ pub mod berth_disk;
 pub mod berth_uid;
 pub mod berths;
 mod breaker;
+pub mod checks;
 pub mod checkup;
 pub mod command;
 pub mod config;
@@ -70,7 +72,6 @@ pub mod git;
 mod hooks;
 pub mod ids;
 pub mod metrics;
-pub mod mounted;
 pub mod noop;
 mod outbox;
 mod parallel;
@@ -95,7 +96,7 @@ use std::sync::Arc;
 
 pub use actions::{
     ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approved, Cancelled,
-    CreatedStatus, Outcome, OutputSink, Proposal, ProposeStatus, Proposed,
+    CreatedStatus, Outcome, OutputSink, Proposal, ProposeStatus, Proposed, WriteBase,
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport};
@@ -104,9 +105,10 @@ pub use berth_uid::UidFinding;
 /// Project and agent names: berth's one name rule, parsed at every edge.
 pub use berth_worktrees::{AgentName, ProjectName};
 pub use berths::{
-    BerthInfo, BerthSpec, LocalProvider, OpenedSandbox, OrphanContainer, ReconciledContainer,
-    SandboxProvider, SavedEntry, SavedRef, UpOptions,
+    BerthInfo, BerthSpec, DockerProvider, LocalProvider, OpenedSandbox, OrphanContainer,
+    ReconciledContainer, SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
+pub use checks::{CheckRun, CheckStatus, PrFeedback};
 pub use command::Turn;
 pub use config::{BerthMode, BerthModeChoice, ExecutionMode, ProjectConfig};
 pub use error::{EngineError, ErrorKind, Result};
@@ -114,7 +116,6 @@ pub use events::{Actor, ActorKind, Event, EventFilter};
 pub use exchange::{PrExport, ProjectSync};
 pub use followups::{Choice, FollowupItem};
 pub use metrics::Metrics;
-pub use mounted::DockerProvider;
 pub use noop::{AgentRun, RunReport};
 pub use outbox::OutboxMessage;
 pub use pipeline::{PipelineEnd, PipelineReport};

@@ -127,7 +127,7 @@ impl Engine {
         }
         let container = (a.berth == Some(BerthMode::Mounted)).then(|| {
             berth_sandbox::docker::spec::container_name_in(
-                &crate::berths::instance_of(self.state.root()),
+                &berth_sandbox::provider::instance_of(self.state.root()),
                 &a.project,
                 &a.name,
             )

@@ -67,6 +67,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0007_store_once.sql"),
     ),
     (
+        8,
+        "pr checks",
+        include_str!("../migrations/0008_pr_checks.sql"),
+    ),
+    (
         9,
         "sessions and prompts",
         include_str!("../migrations/0009_sessions_prompts.sql"),

@@ -17,46 +17,8 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{new_id, now_ms};
 use crate::store::Tx;
+pub use crate::transitions::TaskStatus;
 use crate::transitions::{self, AgentMove, AgentMoved, TaskMove};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    Todo,
-    InProgress,
-    AwaitingApproval,
-    InReview,
-    Done,
-    Returned,
-    Blocked,
-}
-
-impl TaskStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Todo => "todo",
-            TaskStatus::InProgress => "in_progress",
-            TaskStatus::AwaitingApproval => "awaiting_approval",
-            TaskStatus::InReview => "in_review",
-            TaskStatus::Done => "done",
-            TaskStatus::Returned => "returned",
-            TaskStatus::Blocked => "blocked",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<TaskStatus> {
-        Some(match s {
-            "todo" => TaskStatus::Todo,
-            "in_progress" => TaskStatus::InProgress,
-            "awaiting_approval" => TaskStatus::AwaitingApproval,
-            "in_review" => TaskStatus::InReview,
-            "done" => TaskStatus::Done,
-            "returned" => TaskStatus::Returned,
-            "blocked" => TaskStatus::Blocked,
-            _ => return None,
-        })
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {

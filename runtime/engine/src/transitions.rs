@@ -11,12 +11,101 @@
 //! A move to the status the row already has is [`Moved::Already`]: nothing
 //! is written, so settling the same fact twice (a retry, a replay) is safe.
 
-use crate::agents::AgentStatus;
+use serde::{Deserialize, Serialize};
+
 use crate::error::{EngineError, Result};
 use crate::events::{NewEvent, emit};
 use crate::ids::now_ms;
 use crate::store::Tx;
-use crate::tasks::TaskStatus;
+
+/// Where a task stands (ARCHITECTURE.md, "Tasks").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Todo,
+    InProgress,
+    AwaitingApproval,
+    InReview,
+    Done,
+    Returned,
+    Blocked,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Todo => "todo",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::AwaitingApproval => "awaiting_approval",
+            TaskStatus::InReview => "in_review",
+            TaskStatus::Done => "done",
+            TaskStatus::Returned => "returned",
+            TaskStatus::Blocked => "blocked",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TaskStatus> {
+        Some(match s {
+            "todo" => TaskStatus::Todo,
+            "in_progress" => TaskStatus::InProgress,
+            "awaiting_approval" => TaskStatus::AwaitingApproval,
+            "in_review" => TaskStatus::InReview,
+            "done" => TaskStatus::Done,
+            "returned" => TaskStatus::Returned,
+            "blocked" => TaskStatus::Blocked,
+            _ => return None,
+        })
+    }
+}
+
+/// Where an agent's loop stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// No task.
+    Idle,
+    /// Working on its task.
+    Working,
+    /// An action of its delivery chain waits for a person.
+    AwaitingApproval,
+    /// Its PR is open; the gate is with a person.
+    InReview,
+    /// Stopped by the circuit breaker until resumed.
+    Paused,
+    /// `berth agent rm`: its berth, repository and records are gone; the row
+    /// stays for the history that names it. `berth agent activate` revives it.
+    Removed,
+}
+
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Idle => "idle",
+            AgentStatus::Working => "working",
+            AgentStatus::AwaitingApproval => "awaiting_approval",
+            AgentStatus::InReview => "in_review",
+            AgentStatus::Paused => "paused",
+            AgentStatus::Removed => "removed",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Result<AgentStatus> {
+        Ok(match s {
+            "idle" => AgentStatus::Idle,
+            "working" => AgentStatus::Working,
+            "awaiting_approval" => AgentStatus::AwaitingApproval,
+            "in_review" => AgentStatus::InReview,
+            "paused" => AgentStatus::Paused,
+            "removed" => AgentStatus::Removed,
+            other => {
+                return Err(EngineError::corrupt(
+                    "reading an agent",
+                    format!("status `{other}`"),
+                ));
+            }
+        })
+    }
+}
 
 impl TaskStatus {
     pub const ALL: [TaskStatus; 7] = [

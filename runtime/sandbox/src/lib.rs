@@ -18,6 +18,7 @@ pub mod frame_links;
 pub mod host_scope;
 pub mod identity;
 pub mod image;
+pub mod provider;
 pub mod runner;
 
 use std::path::PathBuf;
@@ -35,25 +36,11 @@ pub use exec::{
     PreparedExec, Program, output_channel, valid_action_id,
 };
 pub use host_scope::{HostScope, ScopeFinding};
+pub use provider::{
+    BerthBackend, BerthMode, BerthSpec, DockerProvider, LocalProvider, OpenedSandbox,
+    OrphanContainer, ProviderError, ReconciledContainer, RunnerBerth, SandboxProvider,
+};
 pub use runner::{CONFINEMENT, Confinement, KillAll, Rlimits, Runner, RunnerConfig, locate_shim};
-
-/// Which backend a sandbox is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SandboxKind {
-    /// Processes on the host, in the worktree. No container boundary.
-    Runner,
-    /// A Docker container per agent.
-    Docker,
-}
-
-impl SandboxKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SandboxKind::Runner => "runner",
-            SandboxKind::Docker => "mounted",
-        }
-    }
-}
 
 /// Whether commands may write the project mount (`/work`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,7 +110,7 @@ fn missing_cwd_message(cwd: &str, host: Option<&std::path::Path>) -> String {
 /// Where an agent's approved actions execute.
 #[async_trait::async_trait]
 pub trait Sandbox: Send + Sync {
-    fn kind(&self) -> SandboxKind;
+    fn kind(&self) -> BerthMode;
 
     /// The frame commands are decided in.
     fn frame(&self) -> &Frame;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use berth_sandbox::docker::{DockerBerth, ResourceLimits};
-use berth_sandbox::{ExecOutcome, ExecRequest, ExitStatus, Sandbox, SandboxKind, WorkAccess};
+use berth_sandbox::{BerthMode, ExecOutcome, ExecRequest, ExitStatus, Sandbox, WorkAccess};
 use common::{Layout, git, text};
 
 async fn sh(berth: &DockerBerth, line: &str) -> ExecOutcome {
@@ -51,7 +51,7 @@ async fn git_works_at_work_on_the_agents_branch() {
     let spec = layout.spec("dev-1");
     let repo = spec.agent_repo.clone();
     let berth = backend.up(spec).await.unwrap();
-    assert_eq!(berth.kind(), SandboxKind::Docker);
+    assert_eq!(berth.kind(), BerthMode::Mounted);
     assert!(!berth.adopted());
 
     assert_eq!(ok(&berth, "id -u; pwd").await, "1000\n/work\n");

@@ -66,10 +66,114 @@
     return ['executed', 'approved and executed'];
   }
 
+  // The pending count in the heading follows what is decided, here or
+  // elsewhere (the event stream).
+  function countDown() {
+    const count = document.getElementById('pending-count');
+    if (!count) { return; }
+    const n = parseInt(count.textContent, 10);
+    if (n > 0) { count.textContent = String(n - 1); }
+  }
+
+  // Control characters as the server shows them: their Unicode pictures
+  // (NUL → ␀), DEL ␡, C1 controls �, bidirectional overrides named.
+  function visible(s) {
+    return String(s)
+      .replace(/[\u0000-\u0008\u000b-\u001f]/g, function (c) { return String.fromCharCode(0x2400 + c.charCodeAt(0)); })
+      .replace(/\u007f/g, '\u2421')
+      .replace(/[\u0080-\u009f]/g, '\ufffd')
+      .replace(/[\u202a-\u202e\u2066-\u2069]/g, function (c) { return '[U+' + c.charCodeAt(0).toString(16).toUpperCase() + ']'; });
+  }
+
+  // "Show all": the whole command (or path, message) from the JSON API, set
+  // as text; a file write's whole diff from its fragment route.
+  async function showAll(button) {
+    const id = button.dataset.actionId;
+    const field = button.dataset.show;
+    button.disabled = true;
+    try {
+      if (field === 'diff') {
+        const doc = await fetchFragment('/api/pages/actions/' + encodeURIComponent(id) + '/diff');
+        const block = button.closest('.diff-block');
+        const nodes = Array.from(doc.body.childNodes).map(function (n) { return document.importNode(n, true); });
+        block.replaceWith.apply(block, nodes);
+        return;
+      }
+      const r = await fetch('/api/actions/' + encodeURIComponent(id), { credentials: 'same-origin', headers: readHeaders() });
+      if (!r.ok) { throw new Error('HTTP ' + r.status); }
+      let v = await r.json();
+      field.split('.').forEach(function (k) { v = v == null ? v : v[k]; });
+      const pre = button.previousElementSibling;
+      pre.textContent = visible(v == null ? '' : v);
+      pre.classList.add('expanded');
+      button.remove();
+    } catch (e) {
+      button.disabled = false;
+      button.textContent = 'Show all (error: ' + e.message + ')';
+    }
+  }
+
+  // A deny waits GRACE_MS in the page, with an Undo; once sent it is final
+  // (the log is append-only).
+  const GRACE_MS = 5000;
+
+  function graceThenDeny(button) {
+    const card = button.closest('article.action');
+    const out = card.querySelector('.outcome');
+    card.querySelectorAll('button.approve, input.reason').forEach(function (b) { b.disabled = true; });
+    const undo = document.createElement('button');
+    undo.type = 'button';
+    undo.className = 'undo';
+    undo.textContent = 'Undo';
+    button.hidden = true;
+    button.after(undo);
+    let left = GRACE_MS / 1000;
+    out.textContent = 'denying in ' + left + ' s';
+    const tick = setInterval(function () {
+      left -= 1;
+      if (left > 0) { out.textContent = 'denying in ' + left + ' s'; }
+    }, 1000);
+    const timer = setTimeout(function () {
+      clearInterval(tick);
+      undo.remove();
+      button.hidden = false;
+      // Decided elsewhere meanwhile: nothing to send.
+      if (card.dataset.state === 'pending') { decide(button); }
+    }, GRACE_MS);
+    undo.addEventListener('click', function () {
+      clearTimeout(timer);
+      clearInterval(tick);
+      undo.remove();
+      button.hidden = false;
+      card.querySelectorAll('button, input').forEach(function (b) { b.disabled = false; });
+      out.textContent = 'deny cancelled: nothing was sent';
+      button.focus();
+    });
+    undo.focus();
+  }
+
+  // An action with an external effect (a push, a PR, a deploy) takes a
+  // second click: the first asks to confirm.
+  function confirmThenApprove(button) {
+    if (button.dataset.privileged === 'true' && button.dataset.confirming !== 'true') {
+      button.dataset.confirming = 'true';
+      button.textContent = 'Confirm approve';
+      const out = button.closest('article.action').querySelector('.outcome');
+      out.textContent = 'this has an effect outside the sandbox: click again to approve';
+      return;
+    }
+    decide(button);
+  }
+
   async function decide(button) {
     const card = button.closest('article.action');
     const id = button.dataset.actionId;
     const verb = button.dataset.verb;
+    const before = card.dataset.state;
+    const wasPending = before === 'pending';
+    // Deciding: the event stream's echo of this very decision is not
+    // "decided elsewhere".
+    if (wasPending) { card.dataset.state = 'deciding'; }
     card.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
     const out = card.querySelector('.outcome');
     out.textContent = { approve: 'approving…', deny: 'denying…', cancel: 'stopping…' }[verb] || '…';
@@ -89,9 +193,27 @@
         await call('POST', '/api/actions/' + encodeURIComponent(id) + '/deny', { reason: reason });
         setOutcome(card, 'denied', 'denied');
       }
+      if (wasPending) { countDown(); }
     } catch (e) {
+      card.dataset.state = before;
       card.querySelectorAll('button').forEach(function (b) { b.disabled = false; });
       out.textContent = 'error: ' + e.message;
+    }
+  }
+
+  // A task's or a project's execution mode (what each does is said beside
+  // the switch before the click).
+  async function setMode(button) {
+    button.disabled = true;
+    const url = button.dataset.verb === 'task-mode'
+      ? '/api/tasks/' + encodeURIComponent(button.dataset.taskId) + '/mode'
+      : '/api/projects/' + encodeURIComponent(button.dataset.project) + '/mode';
+    try {
+      await call('PUT', url, { mode: button.dataset.mode });
+      window.location.reload();
+    } catch (e) {
+      button.disabled = false;
+      button.textContent = 'error: ' + e.message;
     }
   }
 
@@ -108,9 +230,64 @@
   }
 
   document.addEventListener('click', function (ev) {
+    const more = ev.target.closest('button[data-show]');
+    if (more) { showAll(more); return; }
     const b = ev.target.closest('button[data-verb]');
     if (!b) { return; }
-    if (b.dataset.verb === 'auto-mode') { toggleAutoMode(b); } else { decide(b); }
+    if (b.dataset.verb === 'auto-mode') {
+      toggleAutoMode(b);
+    } else if (b.dataset.verb === 'task-mode' || b.dataset.verb === 'project-mode') {
+      setMode(b);
+    } else if (b.dataset.verb === 'deny') {
+      graceThenDeny(b);
+    } else if (b.dataset.verb === 'approve') {
+      confirmThenApprove(b);
+    } else {
+      decide(b);
+    }
+  });
+
+  // --- keyboard -------------------------------------------------------------
+
+  // j/k move between the pending cards, a approves the current one (a
+  // second a confirms), d denies it (with the grace's Undo).
+  function pendingCards() {
+    return Array.from(document.querySelectorAll('#pending-list article.action[data-state="pending"]'));
+  }
+
+  function moveTo(card) {
+    document.querySelectorAll('article.action.current').forEach(function (c) { c.classList.remove('current'); });
+    card.classList.add('current');
+    card.focus();
+    card.scrollIntoView({ block: 'nearest' });
+  }
+
+  document.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || !document.getElementById('pending-list')) { return; }
+    const t = ev.target;
+    if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) { return; }
+    const cards = pendingCards();
+    const current = document.querySelector('article.action.current');
+    const at = cards.indexOf(current);
+    if (ev.key === 'j' || ev.key === 'k') {
+      if (cards.length === 0) { return; }
+      const next = ev.key === 'j' ? Math.min(at + 1, cards.length - 1) : Math.max(at - 1, 0);
+      moveTo(cards[at < 0 ? 0 : next]);
+      ev.preventDefault();
+    } else if ((ev.key === 'a' || ev.key === 'd') && current && current.dataset.state === 'pending') {
+      const b = current.querySelector(ev.key === 'a' ? 'button.approve' : 'button.deny');
+      if (!b || b.disabled) { return; }
+      if (ev.key === 'd') { graceThenDeny(b); ev.preventDefault(); return; }
+      if (b.dataset.keyConfirm === 'true') {
+        delete b.dataset.keyConfirm;
+        confirmThenApprove(b);
+      } else {
+        b.dataset.keyConfirm = 'true';
+        b.focus();
+        current.querySelector('.outcome').textContent = 'press a again (or Enter) to approve';
+      }
+      ev.preventDefault();
+    }
   });
 
   // --- live updates ---------------------------------------------------------
@@ -202,9 +379,18 @@
 
   // Approvals: a new pending action appears without a reload; one decided
   // elsewhere (the CLI, another tab) says so.
+  // On a task's page, the fragment is the task's: its timeline is replaced
+  // as well. Answers may come back out of order: only the newest is used.
+  let partsAsked = 0;
   async function addNewCards() {
     let doc;
-    try { doc = await fetchFragment('/api/pages/approvals'); } catch (e) { return; }
+    const url = document.body.dataset.page === 'task' ? fragmentUrl() : '/api/pages/approvals';
+    const mine = ++partsAsked;
+    try { doc = await fetchFragment(url); } catch (e) { return; }
+    if (mine !== partsAsked) { return; }
+    const timeline = document.getElementById('timeline');
+    const fresh = doc.getElementById('timeline');
+    if (timeline && fresh) { timeline.replaceWith(document.importNode(fresh, true)); }
     const list = document.getElementById('pending-list');
     doc.querySelectorAll('#pending-list article.action').forEach(function (card) {
       if (!document.getElementById(card.id)) {
@@ -213,8 +399,11 @@
     });
     const none = document.getElementById('nothing-pending');
     if (none && list.children.length > 0) { none.hidden = true; }
+    // The server's count of what waits, not this page's cards: a page
+    // holds 25 of them.
     const count = document.getElementById('pending-count');
-    if (count) { count.textContent = String(list.querySelectorAll('article.action[data-state="pending"]').length); }
+    const freshCount = doc.getElementById('pending-count');
+    if (count && freshCount) { count.textContent = freshCount.textContent; }
   }
 
   function onApprovalsEvent(e) {
@@ -235,6 +424,7 @@
       if (card && card.dataset.state === 'pending') {
         const verb = e.type === 'proposed_action.approved' ? 'approved' : 'denied';
         setOutcome(card, verb, verb + ' by ' + e.actor.kind + ':' + e.actor.id + ' elsewhere');
+        countDown();
       }
     }
   }
@@ -245,6 +435,7 @@
     if (!tbody || document.querySelector('tr[data-event-id="' + String(e.id) + '"]')) { return; }
     const tr = document.createElement('tr');
     tr.className = 'event';
+    tr.id = 'event-' + String(e.id);
     tr.dataset.eventId = String(e.id);
     const cells = [
       String(e.id),
@@ -257,7 +448,14 @@
     cells.forEach(function (c, i) {
       const td = document.createElement('td');
       if (i === 2) { td.className = 'type'; }
-      td.textContent = c;
+      if (i === 4 && e.action) {
+        const a = document.createElement('a');
+        a.href = '#step-' + encodeURIComponent(e.action);
+        a.textContent = c;
+        td.appendChild(a);
+      } else {
+        td.textContent = c;
+      }
       tr.appendChild(td);
     });
     tbody.appendChild(tr);
@@ -265,7 +463,6 @@
 
   // Answers may come back out of order: only the newest request's is shown.
   let taskAsked = 0;
-  let actionsAsked = 0;
 
   async function refreshTask(id) {
     const mine = ++taskAsked;
@@ -277,30 +474,22 @@
     document.getElementById('task-diagnosis').textContent = t.diagnosis || '';
   }
 
-  // The task's actions: their statuses follow the log.
-  async function refreshActions(id) {
-    const mine = ++actionsAsked;
-    const r = await fetch('/api/actions?limit=200&task=' + encodeURIComponent(id), { credentials: 'same-origin', headers: readHeaders() });
-    const tbody = document.getElementById('task-action-rows');
-    if (!r.ok || !tbody) { return; }
-    const actions = await r.json();
-    if (mine !== actionsAsked) { return; }
-    tbody.textContent = '';
-    actions.forEach(function (a) {
-      const tr = document.createElement('tr');
-      tr.className = 'task-action';
-      tr.dataset.actionId = a.id;
-      const act = a.action || {};
-      const what = act.command || act.path || act.branch || act.target || a.params.message || a.params.title || '';
-      [a.id.slice(0, 8), act.type || act.kind || '', a.status, what].forEach(function (c, i) {
-        const td = document.createElement('td');
-        if (i === 2) { td.className = 'status'; }
-        td.textContent = c;
-        tr.appendChild(td);
-      });
-      tbody.appendChild(tr);
-    });
+  // "5 min ago" stays true while the page is open (the exact time is the
+  // element's title).
+  function relative(at) {
+    const s = Math.max(0, Math.floor((Date.now() - at) / 1000));
+    if (s < 45) { return 'just now'; }
+    if (s < 90) { return '1 min ago'; }
+    if (s < 3600) { return Math.round(s / 60) + ' min ago'; }
+    if (s < 86400) { return Math.floor(s / 3600) + ' h ago'; }
+    const d = Math.floor(s / 86400);
+    return d === 1 ? 'yesterday' : d + ' days ago';
   }
+  setInterval(function () {
+    document.querySelectorAll('time[data-at]').forEach(function (t) {
+      t.textContent = relative(Number(t.dataset.at));
+    });
+  }, 30000);
 
   document.addEventListener('DOMContentLoaded', async function () {
     const page = document.body.dataset.page;
@@ -315,7 +504,10 @@
       follow('task=' + encodeURIComponent(id) + '&', s.dataset.cursor, function (e) {
         appendEvent(e);
         refreshTask(id);
-        if (e.action) { refreshActions(id); }
+        // Decided elsewhere, a command ended: the cards say so; the
+        // timeline and new waiting cards come from the task's fragment.
+        if (e.type !== 'proposed_action.created') { onApprovalsEvent(e); }
+        if (e.action) { addNewCards(); }
       });
     }
   });

@@ -1,5 +1,5 @@
-//! The work `berth serve` does on its own: following the log, and driving
-//! the noop agents' loops.
+//! The work `berth serve` does on its own: following the log, driving
+//! the noop agents' loops, and keeping the store's retention.
 //!
 //! The store is the truth and other processes write it too (`berth approve`
 //! in a terminal, a second server), so nothing here trusts in-process
@@ -263,6 +263,60 @@ pub(crate) async fn drive_pipelines(
                 }
             }
             _ = tokio::time::sleep(rescan) => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+/// Applies the store's retention (`<state>/store.toml`, `[store]
+/// retain_events_days`) at start and every `every`, so a long-running
+/// server's log does not grow without bound. A failure is logged and tried
+/// again at the next turn: the events stay where they are.
+pub(crate) async fn keep_retention(
+    engine: Arc<Engine>,
+    mut shutdown: watch::Receiver<bool>,
+    every: Duration,
+) {
+    let mut turns = tokio::time::interval(every);
+    turns.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = turns.tick() => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+        match engine.apply_retention(berth_engine::ids::now_ms()).await {
+            Ok(Some(done)) => tracing::info!(
+                events = done.events,
+                path = %done.path.display(),
+                "old events archived (store.toml's retain_events_days)"
+            ),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(
+                "applying the events retention (next try in {}s): {e}",
+                every.as_secs()
+            ),
+        }
+    }
+}
+
+/// Runs every open PR's checks on its current head (`berth pr watch`'s
+/// pass) at start and every `every`: a new head pushed by an agent is
+/// checked without anyone asking. A failed pass is logged and tried again.
+pub(crate) async fn watch_prs(
+    engine: Arc<Engine>,
+    mut shutdown: watch::Receiver<bool>,
+    every: Duration,
+) {
+    loop {
+        let pass = engine.watch_prs();
+        tokio::select! {
+            r = pass => if let Err(e) = r {
+                tracing::warn!("watching PRs (next try in {}s): {e}", every.as_secs());
+            },
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
             _ = shutdown.wait_for(|s| *s) => break,
         }
     }

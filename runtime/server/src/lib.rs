@@ -1,6 +1,7 @@
 //! `berth serve`: the HTTP/JSON API over the engine, a server-sent-events
 //! stream of the log, the approvals page, and the background work (recovery
-//! at start, the noop agents' loops, pipelines resumed once a person approves).
+//! at start, the noop agents' loops, pipelines resumed once a person approves,
+//! the store's retention).
 //!
 //! A thin layer, on purpose: every handler makes the engine call the CLI
 //! makes for the same command, with the same arguments, and answers with the
@@ -19,11 +20,15 @@ mod api;
 mod auth;
 mod background;
 mod body;
+mod card;
+mod diff;
 mod error;
 mod listen;
 pub mod openapi;
 pub mod page;
+pub mod risk;
 mod routes;
+mod task_page;
 
 use std::future::{Future, IntoFuture as _};
 use std::net::SocketAddr;
@@ -73,7 +78,8 @@ pub struct Options {
     pub listen: Listen,
     /// Permit a TCP address that is not loopback (refused otherwise).
     pub allow_non_loopback: bool,
-    /// Drive the noop agents' loops, and resume pipelines a person unblocked, in the background.
+    /// Drive the noop agents' loops, resume pipelines a person unblocked,
+    /// and run open PRs' checks, in the background.
     pub drive_agents: bool,
     /// How often the log's cursor is polled for writes by other processes.
     pub poll: Duration,
@@ -81,6 +87,8 @@ pub struct Options {
     pub rescan: Duration,
     /// How long a page session lasts before the page must log in again.
     pub session_ttl: Duration,
+    /// How often the store's retention is applied (and once at start).
+    pub retention_every: Duration,
 }
 
 impl Options {
@@ -92,6 +100,7 @@ impl Options {
             poll: Duration::from_millis(250),
             rescan: Duration::from_secs(5),
             session_ttl: DEFAULT_SESSION_TTL,
+            retention_every: Duration::from_secs(3600),
         }
     }
 }
@@ -220,6 +229,18 @@ impl Server {
                 self.options.rescan,
             ))
         });
+        let prs = self.options.drive_agents.then(|| {
+            tokio::spawn(background::watch_prs(
+                self.engine.clone(),
+                stop_rx.clone(),
+                self.options.rescan,
+            ))
+        });
+        let retention = tokio::spawn(background::keep_retention(
+            self.engine.clone(),
+            stop_rx.clone(),
+            self.options.retention_every,
+        ));
         let state = AppState {
             engine: self.engine.clone(),
             access: self.access,
@@ -268,6 +289,10 @@ impl Server {
         if let Some(p) = pipelines {
             let _ = p.await;
         }
+        if let Some(p) = prs {
+            let _ = p.await;
+        }
+        let _ = retention.await;
         let _ = follower.await;
         served
     }

@@ -1,4 +1,5 @@
-//! The approvals page and a task's event log, rendered on the server.
+//! The approvals page's shell and content, and the shared page layout,
+//! rendered on the server (a task's page: [`crate::task_page`]).
 //!
 //! No front-end build: HTML written here, one small script and one style
 //! sheet served from `/assets/` (the Content-Security-Policy allows scripts
@@ -21,19 +22,23 @@ use std::fmt::Write as _;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use berth_engine::{ActionRecord, Agent, AutonomyReport, Event, Task, ids};
-use berth_policy::{Decision, Location, RuleMatch, Verdict, explain::auto_mode_split};
+use berth_engine::{ActionRecord, Agent, AutonomyReport, ExecutionMode, Task, ids};
 use serde::Deserialize;
 
 use crate::AppState;
 use crate::auth::{Access, SESSION_COOKIE};
 use crate::body::QueryArgs;
+use crate::card;
 use crate::error::ApiError;
 
 pub(crate) const APP_JS: &str = include_str!("../assets/app.js");
 pub(crate) const APP_CSS: &str = include_str!("../assets/app.css");
 
-/// Escapes text for HTML content and double- or single-quoted attributes.
+/// Escapes text for HTML content and double- or single-quoted attributes,
+/// and makes control characters visible: a C0 control becomes its Unicode
+/// picture (NUL → `␀`, ESC → `␛`), DEL `␡`, a C1 control `�`, and a
+/// bidirectional override or isolate is named (`[U+202E]`) so it cannot
+/// reorder what a person reads. Newlines and tabs stay.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -43,6 +48,15 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\n' | '\t' => out.push(c),
+            '\u{0}'..='\u{1f}' => {
+                out.push(char::from_u32(0x2400 + u32::from(c)).unwrap_or('\u{fffd}'));
+            }
+            '\u{7f}' => out.push('\u{2421}'),
+            '\u{80}'..='\u{9f}' => out.push('\u{fffd}'),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                let _ = write!(out, "[U+{:04X}]", u32::from(c));
+            }
             c => out.push(c),
         }
     }
@@ -51,7 +65,7 @@ pub fn esc(s: &str) -> String {
 
 /// A path segment for a link: ids and names are plain, but nothing else
 /// reaches an `href` unencoded.
-fn seg(s: &str) -> String {
+pub(crate) fn seg(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
@@ -61,6 +75,15 @@ fn seg(s: &str) -> String {
         }
     }
     out
+}
+
+/// A link to a task's page, its id shortened.
+pub(crate) fn task_link(task: &str) -> String {
+    format!(
+        "<a class=\"task-link\" href=\"/tasks/{}\">task {}</a>",
+        seg(task),
+        esc(ids::short(task))
+    )
 }
 
 fn layout(title: &str, page: &str, body: &str) -> String {
@@ -74,7 +97,7 @@ fn layout_with_head(title: &str, page: &str, head: &str, body: &str) -> String {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">{head}\
          <title>{title}</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
          <script src=\"/assets/app.js\" defer></script></head>\
-         <body data-page=\"{page}\"><header><a class=\"home\" href=\"/\">berth</a>\
+         <body data-page=\"{page}\"><a class=\"skip\" href=\"#content\">Skip to content</a><header><a class=\"home\" href=\"/\">berth</a>\
          <span class=\"live\" id=\"live\" hidden>live</span></header><main id=\"content\">{body}</main></body></html>\n",
         title = esc(title),
         page = esc(page),
@@ -185,9 +208,6 @@ pub(crate) async fn app_css() -> Response {
 /// each stored decision bounded, a page stays a few megabytes at most.
 pub const PENDING_PAGE: usize = 25;
 
-/// The characters of a command (or path, message, title) a card shows.
-const SHOWN_CHARS: usize = 2_000;
-
 /// `/`: the approvals page's shell. Its content (what waits for a person,
 /// the agents, the tasks) is fetched by the page's script from
 /// `/api/pages/approvals` with the session's secret: a cookie replayed by
@@ -230,6 +250,11 @@ pub struct PendingPage<'a> {
     pub waiting: i64,
     /// The cursor of the next page, when there is one.
     pub next: Option<&'a str>,
+    /// Now, in milliseconds since the epoch: cards say how long ago.
+    pub now_ms: i64,
+    /// Markup (escaped) shown under a card's code, by action id: a file
+    /// write's diff.
+    pub extras: &'a std::collections::HashMap<String, String>,
 }
 
 /// The approvals page's body. `running`: the executing actions, each with
@@ -240,6 +265,7 @@ pub fn render_approvals(
     agents: &[Agent],
     reports: &[AutonomyReport],
     tasks: &[Task],
+    project_modes: &std::collections::HashMap<String, ExecutionMode>,
     cursor: i64,
 ) -> String {
     let mut o = String::new();
@@ -251,10 +277,19 @@ pub fn render_approvals(
     );
     if pending.actions.is_empty() {
         o.push_str("<p class=\"empty\" id=\"nothing-pending\">No action waits for a person.</p>");
+    } else {
+        o.push_str(
+            "<p class=\"sort-note\">Highest risk first. Keys: <kbd>j</kbd>/<kbd>k</kbd> move, \
+             <kbd>a</kbd> approve (twice to confirm), <kbd>d</kbd> deny (5 s to undo).</p>",
+        );
     }
     o.push_str("<div id=\"pending-list\">");
-    for a in pending.actions {
-        o.push_str(&action_card(a));
+    // Highest risk first; within a level, oldest first (a stable sort).
+    let mut cards: Vec<&ActionRecord> = pending.actions.iter().collect();
+    cards.sort_by_key(|a| std::cmp::Reverse(card::risk_of(a).risk));
+    for a in cards {
+        let extra = pending.extras.get(&a.id).map(String::as_str).unwrap_or("");
+        o.push_str(&card::action_card(a, pending.now_ms, extra));
     }
     o.push_str("</div>");
     if let Some(next) = pending.next {
@@ -281,19 +316,25 @@ pub fn render_approvals(
         o.push_str("<p class=\"empty\">No tasks yet.</p>");
     } else {
         o.push_str(
-            "<table><thead><tr><th>task</th><th>status</th><th>project</th><th>agent</th><th>title</th></tr></thead><tbody>",
+            "<table><thead><tr><th scope=\"col\">task</th><th scope=\"col\">status</th><th scope=\"col\">project</th><th scope=\"col\">agent</th><th scope=\"col\">mode</th><th scope=\"col\">title</th></tr></thead><tbody>",
         );
         for t in tasks {
             let _ = write!(
                 o,
                 "<tr class=\"task\" data-task-id=\"{id}\"><td><a href=\"/tasks/{href}\">{short}</a></td>\
-                 <td class=\"status\">{status}</td><td>{project}</td><td>{agent}</td><td>{title}{diag}</td></tr>",
+                 <td class=\"status\">{status}</td><td>{project}</td><td>{agent}</td><td class=\"mode\">{mode}</td><td>{title}{diag}</td></tr>",
                 id = esc(&t.id),
                 href = seg(&t.id),
                 short = esc(ids::short(&t.id)),
                 status = esc(t.status.as_str()),
                 project = esc(&t.project),
                 agent = esc(t.agent.as_deref().unwrap_or("-")),
+                // The execution mode in force, and whose it is.
+                mode = match (t.execution_mode, project_modes.get(&t.project)) {
+                    (Some(m), _) => format!("{} (task)", m.as_str()),
+                    (None, Some(m)) => format!("{} (project)", m.as_str()),
+                    (None, None) => "-".to_string(),
+                },
                 title = esc(&t.title),
                 diag = t
                     .diagnosis
@@ -317,7 +358,8 @@ fn running_section(running: &[ActionRecord]) -> String {
         o.push_str("<p class=\"empty\" id=\"nothing-running\">No command is running.</p>");
     }
     for a in running {
-        let (kind, what) = describe(a);
+        let (kind, what, _) = card::describe(a);
+        let what = card::clip(&what, card::CLAMP_CHARS);
         let _ = write!(
             o,
             "<article class=\"action running\" id=\"running-{id}\" data-action-id=\"{id}\" data-state=\"executing\">\
@@ -338,251 +380,9 @@ fn running_section(running: &[ActionRecord]) -> String {
     o
 }
 
-/// How a pending action is described in one line.
-fn describe(a: &ActionRecord) -> (String, String) {
-    use berth_policy::Action;
-    let kind = a.action.kind().to_string();
-    let what = match &a.action {
-        Action::Terminal { command } => command.clone(),
-        Action::FileRead { path } | Action::FileWrite { path } => path.clone(),
-        Action::GitPush { branch } => branch.clone(),
-        Action::GitMerge { target } => format!(
-            "into {target}{}",
-            a.params
-                .pr
-                .as_deref()
-                .map(|p| format!(" (PR {})", ids::short(p)))
-                .unwrap_or_default()
-        ),
-        Action::GitCommit => a.params.message.clone().unwrap_or_default(),
-        Action::PrOpen => a.params.title.clone().unwrap_or_default(),
-        _ => String::new(),
-    };
-    let what = match what.char_indices().nth(SHOWN_CHARS) {
-        Some((cut, _)) => format!(
-            "{}… ({} bytes in all: GET /api/actions/{} holds the whole)",
-            &what[..cut],
-            what.len(),
-            a.id
-        ),
-        None => what,
-    };
-    (kind, what)
-}
-
-fn rule_text(m: &RuleMatch) -> String {
-    match m {
-        RuleMatch::None => "no rule".into(),
-        RuleMatch::NotACommand => "not a command (no rule applies)".into(),
-        RuleMatch::Allow { rule } | RuleMatch::Ask { rule } | RuleMatch::Deny { rule } => {
-            rule.to_string()
-        }
-    }
-}
-
-/// One pending action: what it is, why it waits, its segments, and what
-/// auto mode would (or did) lift and what still asks.
-pub fn action_card(a: &ActionRecord) -> String {
-    let d = &a.decision;
-    let (kind, what) = describe(a);
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "<article class=\"action\" id=\"action-{id}\" data-action-id=\"{id}\" data-state=\"pending\">\
-         <h3><span class=\"kind\">{kind}</span> <code class=\"what\">{what}</code></h3>\
-         <p class=\"meta\">agent <b class=\"agent\">{agent}</b> · project {project}{task} · proposed by {proposer} at {at} · <span class=\"id\">{short}</span></p>",
-        id = esc(&a.id),
-        kind = esc(&kind),
-        what = esc(&what),
-        agent = esc(&a.agent),
-        project = esc(&a.project),
-        task = a
-            .task
-            .as_deref()
-            .map(|t| format!(
-                " · task <a class=\"task-link\" href=\"/tasks/{}\">{}</a>",
-                seg(t),
-                esc(ids::short(t))
-            ))
-            .unwrap_or_default(),
-        proposer = esc(&a.proposer.to_string()),
-        at = esc(&ids::rfc3339(a.created_at)),
-        short = esc(ids::short(&a.id)),
-    );
-    let _ = write!(
-        o,
-        "<p class=\"why\">Waits because of <b class=\"stage\">{}</b>: {}</p>",
-        esc(d.stage.as_str()),
-        esc(&d.reason)
-    );
-    if let Some(h) = &a.hold_reason {
-        let _ = write!(o, "<p class=\"held\">Held on the host: {}</p>", esc(h));
-    }
-    if let Some(r) = &a.resolved_path {
-        // Where the path leads on this host now (its links followed within
-        // the worktree); checked again when approved.
-        let _ = write!(
-            o,
-            "<p class=\"resolved\">Acts on, on this host: <code>{}</code></p>",
-            esc(r)
-        );
-    }
-    if !d.segments.is_empty() {
-        o.push_str(
-            "<table class=\"segments\"><thead><tr><th>#</th><th>runs</th><th>rule</th><th>notes</th></tr></thead><tbody>",
-        );
-        for (i, s) in d.segments.iter().enumerate() {
-            o.push_str(&segment_row(i, s));
-        }
-        o.push_str("</tbody></table>");
-    }
-    if !d.findings.is_empty() {
-        o.push_str("<div class=\"findings\"><h4>Limits that hold</h4><ul>");
-        for f in &d.findings {
-            let _ = write!(
-                o,
-                "<li><b>{}</b> ({}): {}</li>",
-                esc(f.stage.as_str()),
-                esc(f.verdict.as_str()),
-                esc(&f.reason)
-            );
-        }
-        o.push_str("</ul></div>");
-    }
-    o.push_str(&auto_mode_note(a, d));
-    let _ = write!(
-        o,
-        "<div class=\"decide\"><button type=\"button\" class=\"approve\" data-verb=\"approve\" data-action-id=\"{id}\">Approve</button>\
-         <input class=\"reason\" type=\"text\" placeholder=\"reason (optional)\" aria-label=\"reason for denying\">\
-         <button type=\"button\" class=\"deny\" data-verb=\"deny\" data-action-id=\"{id}\">Deny</button></div>\
-         <p class=\"outcome\" aria-live=\"polite\"></p></article>",
-        id = esc(&a.id)
-    );
-    o
-}
-
-fn segment_row(i: usize, s: &berth_policy::SegmentReport) -> String {
-    let mut notes: Vec<String> = Vec::new();
-    let outside: Vec<String> = s
-        .paths
-        .iter()
-        .filter(|p| !p.location.in_scope())
-        .map(|p| {
-            let at = p.resolved.as_deref().unwrap_or("?");
-            let whereto = if p.location == Location::Unknown {
-                "not provable"
-            } else {
-                "outside the scope"
-            };
-            format!(
-                "<span class=\"outside\"><code>{}</code> → <code>{}</code> ({whereto})</span>",
-                esc(&p.written),
-                esc(at)
-            )
-        })
-        .collect();
-    if !outside.is_empty() {
-        notes.push(format!("paths: {}", outside.join(", ")));
-    }
-    if let Some(op) = &s.opaque {
-        notes.push(format!("<span class=\"opaque\">opaque: {}</span>", esc(op)));
-    }
-    if let Some(p) = &s.privileged {
-        notes.push(format!(
-            "<span class=\"privileged\">external effect: {}</span>",
-            esc(p)
-        ));
-    }
-    if let Some(t) = &s.template {
-        notes.push(format!(
-            "<span class=\"template\">deny template: {}</span>",
-            esc(t)
-        ));
-    }
-    let argv = if s.argv.is_empty() {
-        "(no program)".to_string()
-    } else {
-        s.argv.join(" ")
-    };
-    let via = if s.wrappers.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " <small class=\"wrappers\">via {}</small>",
-            esc(&s.wrappers.join(" → "))
-        )
-    };
-    format!(
-        "<tr class=\"segment\"><td>{n}</td><td><code class=\"argv\">{argv}</code>{via}</td>\
-         <td class=\"rule\">{rule}</td><td class=\"notes\">{notes}</td></tr>",
-        n = i + 1,
-        argv = esc(&argv),
-        rule = esc(&rule_text(&s.matched)),
-        notes = notes.join("<br>"),
-    )
-}
-
-/// ADR 0167 D5, for one command: what auto mode lifts and what still asks.
-fn auto_mode_note(a: &ActionRecord, d: &Decision) -> String {
-    let (lifts, holds) = auto_mode_split(d);
-    let on = d.autonomy.is_auto_mode();
-    let mut o = String::from("<div class=\"automode\"><h4>Auto mode</h4>");
-    let _ = write!(
-        o,
-        "<p class=\"automode-state\">Auto mode is <b>{}</b> for {} (its <code>*</code> autonomy is {}).</p>",
-        if on { "on" } else { "off" },
-        esc(&a.agent),
-        if on {
-            "auto_approve"
-        } else {
-            "not auto_approve"
-        },
-    );
-    let verb = if on {
-        "It lifted"
-    } else {
-        "Turning it on would lift"
-    };
-    if lifts.is_empty() {
-        let _ = write!(
-            o,
-            "<p class=\"lifts\">{verb}: nothing for this command.</p>"
-        );
-    } else {
-        let _ = write!(o, "<p class=\"lifts\">{verb}:</p><ul class=\"lifts\">");
-        for f in &lifts {
-            let _ = write!(o, "<li>[{}] {}</li>", esc(f.stage.as_str()), esc(&f.reason));
-        }
-        o.push_str("</ul>");
-    }
-    if holds.is_empty() {
-        o.push_str(
-            "<p class=\"still-asks\">Still asks in auto mode: nothing for this command.</p>",
-        );
-    } else {
-        o.push_str("<p class=\"still-asks\">Still asks (or denies) in auto mode:</p><ul class=\"still-asks\">");
-        for f in &holds {
-            let word = if f.verdict == Verdict::Deny {
-                "denies"
-            } else {
-                "asks"
-            };
-            let _ = write!(
-                o,
-                "<li>{word}: [{}] {}</li>",
-                esc(f.stage.as_str()),
-                esc(&f.reason)
-            );
-        }
-        o.push_str("</ul>");
-    }
-    o.push_str("</div>");
-    o
-}
-
 /// An agent with its auto-mode switch and, before the click, what the
 /// switch lifts and what still asks.
-fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
+pub(crate) fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
@@ -594,11 +394,7 @@ fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
         task = a
             .task
             .as_deref()
-            .map(|t| format!(
-                " · <a href=\"/tasks/{}\">task {}</a>",
-                seg(t),
-                esc(ids::short(t))
-            ))
+            .map(|t| format!(" · {}", task_link(t)))
             .unwrap_or_default(),
     );
     let _ = write!(
@@ -633,67 +429,10 @@ fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
     o
 }
 
-/// The task page's body.
-pub fn render_task(task: &Task, actions: &[ActionRecord], events: &[Event]) -> String {
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "<section id=\"task\" data-task-id=\"{id}\" data-cursor=\"{cursor}\"><h1>{title}</h1>\
-         <p class=\"meta\">task <code>{id}</code> · project {project} · agent {agent} · status \
-         <b id=\"task-status\">{status}</b></p><p id=\"task-diagnosis\">{diag}</p></section>",
-        id = esc(&task.id),
-        cursor = events.last().map(|e| e.id).unwrap_or(0),
-        title = esc(&task.title),
-        project = esc(&task.project),
-        agent = esc(task.agent.as_deref().unwrap_or("-")),
-        status = esc(task.status.as_str()),
-        diag = esc(task.diagnosis.as_deref().unwrap_or("")),
-    );
-    o.push_str("<section id=\"task-actions\"><h2>Actions</h2>");
-    o.push_str("<table><thead><tr><th>action</th><th>type</th><th>status</th><th>what</th></tr></thead><tbody id=\"task-action-rows\">");
-    for a in actions {
-        let (kind, what) = describe(a);
-        let _ = write!(
-            o,
-            "<tr class=\"task-action\" data-action-id=\"{id}\"><td><code>{short}</code></td><td>{kind}</td>\
-             <td class=\"status\">{status}</td><td><code>{what}</code></td></tr>",
-            id = esc(&a.id),
-            short = esc(ids::short(&a.id)),
-            kind = esc(&kind),
-            status = esc(a.status.as_str()),
-            what = esc(&what),
-        );
-    }
-    o.push_str("</tbody></table></section><section id=\"log\"><h2>Event log</h2><table><thead><tr><th>#</th><th>at</th><th>type</th><th>actor</th><th>action</th><th>status</th></tr></thead><tbody id=\"events\">");
-    for e in events {
-        o.push_str(&event_row(e));
-    }
-    o.push_str("</tbody></table></section>");
-    o
-}
-
-fn event_row(e: &Event) -> String {
-    let status = e
-        .payload
-        .get("status")
-        .and_then(|s| s.as_str())
-        .unwrap_or("");
-    format!(
-        "<tr class=\"event\" data-event-id=\"{id}\"><td>{id}</td><td>{at}</td><td class=\"type\">{kind}</td>\
-         <td>{actor}</td><td>{action}</td><td>{status}</td></tr>",
-        id = e.id,
-        at = esc(&ids::rfc3339(e.at)),
-        kind = esc(&e.kind),
-        actor = esc(&e.actor.to_string()),
-        action = esc(e.action.as_deref().map(ids::short).unwrap_or("")),
-        status = esc(status),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use berth_engine::{Actor, TaskStatus};
+    use berth_engine::{Actor, Event, TaskStatus};
 
     use super::*;
 
@@ -706,6 +445,11 @@ mod tests {
             ),
             ("a \"b\" 'c' & d", "a &quot;b&quot; &#39;c&#39; &amp; d"),
             ("plain", "plain"),
+            // Controls made visible; newline and tab kept.
+            (
+                "a\0b\x1b[31m\x7f\u{85}\u{202e}x\n\ty",
+                "a\u{2400}b\u{241b}[31m\u{2421}\u{fffd}[U+202E]x\n\ty",
+            ),
         ];
         for (raw, want) in cases {
             assert_eq!(esc(raw), want);
@@ -745,7 +489,16 @@ mod tests {
             action: None,
             payload: serde_json::json!({"status": evil}),
         };
-        let html = render_task(&task, &[], &[event]);
+        let extras = std::collections::HashMap::new();
+        let html = crate::task_page::render_task(&crate::task_page::TaskView {
+            task: &task,
+            actions: &[],
+            events: &[event],
+            project_mode: berth_engine::ExecutionMode::Review,
+            agent: None,
+            now_ms: 0,
+            extras: &extras,
+        });
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("\"><b>"), "{html}");
         assert_eq!(

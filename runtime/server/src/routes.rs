@@ -69,6 +69,7 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     // The pages' content (the shells above hold none).
     .get("/api/pages/approvals", pages::approvals)
     .get("/api/pages/tasks/{id}", pages::task)
+    .get("/api/pages/actions/{id}/diff", pages::action_diff)
     // Projects.
     .get("/api/projects", projects::list)
     .post("/api/projects", projects::add)
@@ -122,6 +123,8 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     // Pull requests.
     .get("/api/prs", prs::list)
     .get("/api/prs/{id}", prs::show)
+    .get("/api/prs/{id}/checks", prs::checks)
+    .post("/api/prs/{id}/checks/run", prs::run_checks)
     .post("/api/prs/{id}/merge", prs::merge)
     .post("/api/prs/{id}/close", prs::close);
     (t.router, t.routes)

@@ -175,12 +175,7 @@ async fn archive(
     };
     let to = match to {
         Some(path) => path,
-        None => {
-            let dir = engine.state().archive_dir();
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            let stamp = ids::rfc3339(before_ms).replace(':', "");
-            dir.join(format!("events-before-{stamp}-{}.jsonl", ids::now_ms()))
-        }
+        None => engine.archive_path(before_ms)?,
     };
     let done = engine.archive_events(before_ms, &to).await?;
     if json {

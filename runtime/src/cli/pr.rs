@@ -1,8 +1,8 @@
-//! `berth pr list|show|merge|close|export`.
+//! `berth pr list|show|merge|close|export|checks|watch`.
 
 use std::path::PathBuf;
 
-use berth_engine::{Actor, Engine, ProposeStatus};
+use berth_engine::{Actor, CheckStatus, Engine, PrFeedback, ProposeStatus};
 
 use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
 
@@ -35,6 +35,28 @@ pub enum PrCommand {
         /// The repository to fetch into (default: the project's source).
         #[arg(long)]
         to: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The PR's checks on its current head (`[[checks]]` in berth.toml)
+    /// and its conflicts with its base; `--run` runs the checks due first.
+    /// Exits 1 when a check failed or the PR conflicts.
+    Checks {
+        id: String,
+        /// Run the checks due on the current head (each head once).
+        #[arg(long)]
+        run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run every open PR's checks on its current head, as `berth serve`
+    /// does in the background; `--once` for one pass (else every
+    /// `--every` seconds until interrupted).
+    Watch {
+        #[arg(long)]
+        once: bool,
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+        every: u64,
         #[arg(long)]
         json: bool,
     },
@@ -150,6 +172,37 @@ pub async fn run(engine: &Engine, cmd: PrCommand) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
+        PrCommand::Checks { id, run, json } => {
+            let feedback = if run {
+                engine.run_pr_checks(&id).await?
+            } else {
+                engine.pr_feedback(&id).await?
+            };
+            if json {
+                print_json(&feedback)?;
+            } else {
+                print_feedback(&feedback);
+            }
+            let failed = feedback
+                .checks
+                .iter()
+                .any(|c| c.status == CheckStatus::Failure);
+            Ok(u8::from(failed || !feedback.conflicts.is_empty()))
+        }
+        PrCommand::Watch { once, every, json } => loop {
+            let pass = engine.watch_prs().await?;
+            if json {
+                print_json(&pass)?;
+            } else {
+                for f in &pass {
+                    print_feedback(f);
+                }
+            }
+            if once {
+                return Ok(0);
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(every)).await;
+        },
         PrCommand::Close { id, reason, json } => {
             let p = engine.close_pr(&id, &user, reason.as_deref()).await?;
             if json {
@@ -159,5 +212,49 @@ pub async fn run(engine: &Engine, cmd: PrCommand) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
+    }
+}
+
+fn print_feedback(f: &PrFeedback) {
+    match &f.head {
+        Some(head) => println!(
+            "PR #{} ({}) at {}",
+            f.pr,
+            f.status.as_str(),
+            &head[..head.len().min(12)]
+        ),
+        None => println!(
+            "PR #{} ({}): its branch is gone from the forge",
+            f.pr,
+            f.status.as_str()
+        ),
+    }
+    if f.checks.is_empty() {
+        println!("  no checks (add [[checks]] to the project's berth.toml)");
+    }
+    for c in &f.checks {
+        let code = c
+            .exit_code
+            .map(|c| format!(" (exit {c})"))
+            .unwrap_or_default();
+        println!("  {:<12} {}{code}", c.status.as_str(), c.name);
+        if c.status == CheckStatus::Failure {
+            for line in c
+                .output_tail
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                println!("      {line}");
+            }
+        }
+    }
+    if f.conflicts.is_empty() {
+        println!("  merges cleanly into {}", f.base);
+    } else {
+        println!("  conflicts with {} in: {}", f.base, f.conflicts.join(", "));
     }
 }

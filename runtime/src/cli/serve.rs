@@ -59,7 +59,7 @@ pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
                 }
             }
         }
-        Err(e) if berth_engine::mounted::ci_requires_docker() => {
+        Err(e) if berth_engine::berths::ci_requires_docker() => {
             return Err(e).context("reconciling berth containers at start (CI=true)");
         }
         Err(e) => tracing::warn!("berth containers not reconciled: {e}"),

@@ -26,11 +26,13 @@ mod cancel;
 mod decide;
 mod finish;
 mod outcome;
+mod preview;
 mod proposal;
 mod propose;
 mod record;
 
 pub use cancel::Cancelled;
 pub use outcome::{ActionResult, Outcome};
+pub use preview::WriteBase;
 pub use proposal::{ActionParams, Approved, OutputSink, Proposal, ProposeStatus, Proposed};
 pub use record::{ActionFilter, ActionRecord, ActionStatus, CreatedStatus};

@@ -37,6 +37,11 @@ pub struct ActionParams {
     /// or a person's `berth approve` in another process — enforces it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only: bool,
+    /// Why the agent proposes it, in its own words (MCP `run_command`'s
+    /// `description`, as Claude Code's Bash tool has): shown to the person
+    /// deciding, never judged by the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 /// A request to act.

@@ -68,36 +68,12 @@ impl Engine {
         keep_worktree: bool,
         actor: &Actor,
     ) -> Result<()> {
+        // The provider takes down what it brought up: a container, or a
+        // runner berth's running execs (daemons included) and its `/tmp`.
         let mut removed = None;
         if let (Some(mode), Some(worktree)) = (a.berth, a.worktree.clone()) {
-            let spec = self.berth_spec(a, mode, worktree, config);
+            let spec = self.berth_spec(a, mode, worktree, config, OpenAs::TAKING_DOWN);
             removed = self.provider.close(&spec).await?;
-        }
-        if a.berth == Some(BerthMode::Runner) {
-            // Every exec of the berth ends with it, daemons included.
-            let scope = cgroup_scope(&instance_of(self.state.root()), &a.project);
-            match berth_sandbox::runner::kill_berth_execs(&scope, &a.name).await {
-                Ok(killed) if !killed.is_empty() => {
-                    tracing::info!(
-                        agent = %a.name,
-                        execs = killed.len(),
-                        "killed the berth's running execs"
-                    )
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(agent = %a.name, error = %e, "could not kill the berth's execs")
-                }
-            }
-            if let Some(worktree) = a.worktree.clone() {
-                // Its private /tmp is emptied.
-                let spec = self.berth_spec(a, BerthMode::Runner, worktree, config);
-                if let Err(e) = std::fs::remove_dir_all(&spec.private_tmp)
-                    && e.kind() != std::io::ErrorKind::NotFound
-                {
-                    tracing::warn!(agent = %a.name, error = %e, "could not empty the berth's /tmp");
-                }
-            }
         }
         self.sandboxes.drop_agent(&a.name);
         if a.berth.is_none() {

@@ -1,9 +1,11 @@
 //! Berths: an agent's worktree and the sandbox its commands run in.
 //!
-//! The engine knows sandboxes only through [`SandboxProvider`]: the local
+//! The engine knows sandboxes only through the sandbox crate's
+//! [`SandboxProvider`]: it builds a berth's spec once from the project's
+//! settings ([`spec`]) and never asks which backend it holds. The local
 //! provider opens the runner (processes on the host inside the worktree —
 //! no container boundary) and answers "not available" for mounted mode; the
-//! Docker provider ([`crate::mounted`]) opens both. A berth is durable in the
+//! Docker provider opens both. A berth is durable in the
 //! store (mode, worktree, branch), so any process can reopen it: the one that
 //! approves an action is rarely the one that proposed it.
 //!
@@ -13,8 +15,8 @@
 //! libgit2's owner check off for repositories it finds through its layout.
 
 mod down;
-mod provider;
 mod reconcile;
+mod spec;
 mod up;
 
 use std::collections::{BTreeSet, HashMap};
@@ -34,7 +36,12 @@ use crate::ids::now_ms;
 use crate::{AgentName, Engine, ProjectName};
 
 pub use crate::agents::branch_for;
-pub use provider::*;
+pub use berth_sandbox::provider::{
+    BerthSpec, DockerProvider, LocalProvider, OpenedSandbox, OrphanContainer, ReconciledContainer,
+    SandboxProvider, ci_requires_docker, instance_of,
+};
+pub(crate) use spec::OpenAs;
+pub use spec::{image_of, runner_frame};
 pub use up::UpOptions;
 
 /// The host-side checks of a decided action, which only ever tighten it.
@@ -210,49 +217,6 @@ impl SandboxCache {
 }
 
 impl Engine {
-    pub(crate) fn berth_spec(
-        &self,
-        agent: &Agent,
-        mode: BerthMode,
-        worktree: PathBuf,
-        config: &ProjectConfig,
-    ) -> BerthSpec {
-        BerthSpec {
-            instance: instance_of(self.state.root()),
-            agent: agent.name.clone(),
-            project: agent.project.clone(),
-            mode,
-            agent_repo: self.git().agent_repo(&agent.project, &agent.name),
-            forge_objects: self
-                .git()
-                .forge_objects(&agent.project)
-                .unwrap_or_else(|_| self.state.root().join("forge").join("objects")),
-            // In the berth's directory, so on its own disk when it has one
-            // (`.home` is no agent's name either).
-            home: crate::berth_disk::berth_dir(self.state.root(), &agent.project, &agent.name)
-                .join(".home"),
-            uid: config.sandbox.uid,
-            runner_uid: None,
-            identity_dir: self
-                .state
-                .root()
-                .join("identities")
-                .join(&agent.project)
-                .join(&agent.name),
-            // In the berth's directory, so on its own disk when it has one
-            // (`.tmp` is no agent's name: names start with a letter or digit).
-            private_tmp: crate::berth_disk::berth_dir(
-                self.state.root(),
-                &agent.project,
-                &agent.name,
-            )
-            .join(".tmp"),
-            exec_records: self.state.root().join("execs"),
-            worktree,
-            config: config.clone(),
-        }
-    }
-
     /// The agent's sandbox when its berth is up; `NoBerth` when `required`
     /// and it is down.
     pub(crate) async fn sandbox_for(
@@ -275,11 +239,11 @@ impl Engine {
         if let Some(sb) = self.sandboxes.get(&key) {
             return Ok(Some(sb));
         }
-        let mut spec = self.berth_spec(agent, mode, worktree, config);
-        match mode {
-            BerthMode::Mounted => spec.uid = self.uid_for_open(agent, config).await?,
-            BerthMode::Runner => spec.runner_uid = self.runner_uid_for_open(agent).await?,
-        }
+        let open_as = OpenAs {
+            uid: self.uid_for_open(agent, mode, config).await?,
+            claim_home: false,
+        };
+        let spec = self.berth_spec(agent, mode, worktree, config, open_as);
         let sandbox = self.provider.attach(&spec).await?;
         self.sandboxes.put(key, sandbox.clone());
         Ok(Some(sandbox))

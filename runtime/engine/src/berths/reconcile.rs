@@ -66,7 +66,7 @@ impl Engine {
     /// `remove`, they are removed. A container of a state directory that
     /// still exists is never one of them.
     pub async fn orphan_containers(&self, remove: bool) -> Result<Vec<OrphanContainer>> {
-        self.provider.orphans(remove).await
+        Ok(self.provider.orphans(remove).await?)
     }
 
     /// Executes an approved `container_remove`: removes the agent's container
@@ -80,7 +80,7 @@ impl Engine {
             });
         };
         let loaded = self.load_project(&agent.project).await?;
-        let spec = self.berth_spec(agent, mode, worktree, &loaded.config);
+        let spec = self.berth_spec(agent, mode, worktree, &loaded.config, OpenAs::TAKING_DOWN);
         let removed = self.provider.close(&spec).await?;
         self.sandboxes.drop_agent(&agent.name);
         if let Some(container) = &removed {

@@ -87,12 +87,12 @@ impl Engine {
         }
         // Before anything is provisioned: a mounted berth with no engine or
         // no image fails here, naming what to do.
-        self.provider.check(mode, &loaded.config).await?;
+        self.provider.check(mode, &image_of(&loaded.config)).await?;
         // The berth's own uid (mounted, and runner when berth is root):
         // allocated, checked against the host, or kept as made; it owns the
         // repository and the worktree. A runner berth of a berth not root
         // runs as the user, whom its user namespace maps.
-        let own_uid = mode == BerthMode::Mounted || berth_sandbox::identity::current_uid() == 0;
+        let own_uid = mode.owns_uid();
         let (uid, uid_note) = if own_uid {
             self.settle_uid(&a, &loaded.config, options.new_uid).await?
         } else {
@@ -148,23 +148,20 @@ impl Engine {
                 .await
                 .map_err(EngineError::store("recording a worktree"))?;
         }
-        let mut spec = self.berth_spec(&a, mode, provisioned.worktree.clone(), &loaded.config);
-        spec.uid = uid;
-        if mode == BerthMode::Runner
-            && let Some(owner) = owner
-        {
-            // Its home keeps what its commands wrote before a
-            // `down --keep-worktree` (as root, when runner berths had no
-            // uid): all of it is the berth's now.
-            make_private_dir(&spec.home)?;
-            let dir = spec.home.clone();
-            tokio::task::spawn_blocking(move || chown_berth_dir(&dir, owner))
-                .await
-                .map_err(EngineError::interrupted(
-                    "giving the berth's home to its uid",
-                ))??;
-            spec.runner_uid = Some(uid);
-        }
+        // A runner berth's home keeps what its commands wrote before a
+        // `down --keep-worktree` (as root, when runner berths had no uid):
+        // bring-up gives all of it to the berth's uid.
+        let open_as = OpenAs {
+            uid: owner.is_some().then_some(uid),
+            claim_home: owner.is_some(),
+        };
+        let spec = self.berth_spec(
+            &a,
+            mode,
+            provisioned.worktree.clone(),
+            &loaded.config,
+            open_as,
+        );
         self.sandboxes.drop_agent(agent);
         let opened = self.provider.open(&spec).await?;
         self.sandboxes.put(

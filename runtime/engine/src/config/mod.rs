@@ -11,9 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 
-mod sandbox;
+mod declared_dir;
+pub(crate) mod key_line;
+pub(crate) mod sandbox;
 mod sections;
 
+pub use declared_dir::DeclaredDir;
+use key_line::find_key_line;
 pub use sandbox::*;
 pub use sections::*;
 
@@ -30,6 +34,8 @@ pub struct ProjectConfig {
     pub agent: AgentConfig,
     pub followups: FollowupsConfig,
     pub hooks: Vec<HookConfig>,
+    /// `[[checks]]`: what must pass on a PR's head.
+    pub checks: Vec<CheckConfig>,
     pub host: HostConfig,
     /// What a person should change in the file though it parsed (an old
     /// form): the CLI prints these.
@@ -273,6 +279,26 @@ impl ProjectConfig {
                 message: "key `git.max_checkout_bytes`: must be at least 1".to_string(),
             });
         }
+        let mut names = std::collections::BTreeSet::new();
+        for (i, c) in self.checks.iter().enumerate() {
+            let why = if c.name.trim().is_empty() || c.command.trim().is_empty() {
+                Some("`name` and `command` must not be empty")
+            } else if c.timeout_secs == 0 {
+                Some("`timeout_secs` must be at least 1")
+            } else if !names.insert(c.name.as_str()) {
+                Some("another check has this `name`")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(EngineError::Config {
+                    file: file.to_string(),
+                    line: find_key_line(text, "checks", "name").unwrap_or(1),
+                    column: 1,
+                    message: format!("checks[{i}] ({}): {why}", c.name),
+                });
+            }
+        }
         for (i, h) in self.hooks.iter().enumerate() {
             if h.command.trim().is_empty() || h.event.trim().is_empty() {
                 return Err(EngineError::Config {
@@ -313,19 +339,6 @@ fn key_at(text: &str, line: usize) -> Option<String> {
         Some(t) if !t.is_empty() => format!("{t}.{key}"),
         _ => key.to_string(),
     })
-}
-
-pub(crate) fn find_key_line(text: &str, table: &str, key: &str) -> Option<usize> {
-    let mut current = String::new();
-    for (i, l) in text.lines().enumerate() {
-        let t = l.trim();
-        if t.starts_with('[') {
-            current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-        } else if current == table && t.split_once('=').is_some_and(|(k, _)| k.trim() == key) {
-            return Some(i + 1);
-        }
-    }
-    None
 }
 
 /// The commented default written by `berth project add`.
@@ -498,7 +511,7 @@ uid_range = [1879048192, 1879113727]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::declared_dirs::DeclaredDir;
+    use crate::config::DeclaredDir;
 
     #[test]
     fn the_default_file_parses_to_the_defaults() {

@@ -3,39 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::declared_dirs::DeclaredDir;
+use super::declared_dir::{DeclaredDir, path_or_table};
 
 /// The smallest `[sandbox] disk`: an ext4 file system with its journal and a
 /// checkout of any size needs at least this.
 pub const MIN_DISK_BYTES: u64 = 32 << 20;
 
-/// Where a berth runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BerthMode {
-    /// Processes on the host in the worktree: no container boundary.
-    #[default]
-    Runner,
-    /// A Docker container per agent, the worktree at `/work`.
-    Mounted,
-}
-
-impl BerthMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BerthMode::Runner => "runner",
-            BerthMode::Mounted => "mounted",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<BerthMode> {
-        match s {
-            "runner" => Some(BerthMode::Runner),
-            "mounted" => Some(BerthMode::Mounted),
-            _ => None,
-        }
-    }
-}
+/// Where a berth runs: the sandbox crate's, which opens it.
+pub use berth_sandbox::BerthMode;
 
 /// `sandbox.mode`: a fixed mode, or `auto` — mounted when the Docker engine
 /// answers, the runner otherwise (said plainly when it happens). The choice is
@@ -93,10 +68,10 @@ pub struct SandboxConfig {
     /// Host directories shown to a berth's commands read-only at their own
     /// paths (a runner exec's bind and Landlock read; a container's bind),
     /// with the environment each one carries ([`crate::declared_dirs`]).
-    #[serde(deserialize_with = "crate::declared_dirs::path_or_table")]
+    #[serde(deserialize_with = "path_or_table")]
     pub toolchains: Vec<DeclaredDir>,
     /// Host directories shown read-write at their own paths.
-    #[serde(deserialize_with = "crate::declared_dirs::path_or_table")]
+    #[serde(deserialize_with = "path_or_table")]
     pub caches: Vec<DeclaredDir>,
     /// When berth is root: the size of the berth's own disk (a loop-mounted
     /// ext4 image holding its worktree and agent repository).

@@ -190,3 +190,23 @@ pub struct HookConfig {
 fn default_hook_timeout() -> u64 {
     30
 }
+
+/// One `[[checks]]` entry: a command run against each new head of a PR, as
+/// berth's own effect, in a throwaway checkout of that head (never in an
+/// agent's berth), confined like a runner exec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckConfig {
+    pub name: String,
+    pub command: String,
+    #[serde(default = "default_check_timeout")]
+    pub timeout_secs: u64,
+    /// The check's commands reach the network (package installs); without
+    /// it they see only loopback.
+    #[serde(default)]
+    pub network: bool,
+}
+
+fn default_check_timeout() -> u64 {
+    600
+}

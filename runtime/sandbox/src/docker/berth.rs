@@ -17,7 +17,7 @@ use super::{ContainerSpec, DockerBackend, DockerConnection, DockerError};
 use crate::confined_files::ConfinedFiles;
 use crate::image::ImageInfo;
 use crate::{
-    AccessEnforcement, ExecOutcome, ExecRequest, OutputSink, Sandbox, SandboxError, SandboxKind,
+    AccessEnforcement, BerthMode, ExecOutcome, ExecRequest, OutputSink, Sandbox, SandboxError,
     WorkAccess,
 };
 
@@ -136,8 +136,8 @@ impl DockerBerth {
 
 #[async_trait::async_trait]
 impl Sandbox for DockerBerth {
-    fn kind(&self) -> SandboxKind {
-        SandboxKind::Docker
+    fn kind(&self) -> BerthMode {
+        BerthMode::Mounted
     }
 
     fn frame(&self) -> &Frame {

@@ -57,7 +57,7 @@ use crate::exec::{
     ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, OutputSink, PreparedExec, Program,
 };
 use crate::host_scope::{HostScope, ScopeFinding};
-use crate::{AccessEnforcement, Sandbox, SandboxError, SandboxKind, WorkAccess};
+use crate::{AccessEnforcement, BerthMode, Sandbox, SandboxError, WorkAccess};
 
 pub use config::*;
 
@@ -671,8 +671,8 @@ fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
 
 #[async_trait::async_trait]
 impl Sandbox for Runner {
-    fn kind(&self) -> SandboxKind {
-        SandboxKind::Runner
+    fn kind(&self) -> BerthMode {
+        BerthMode::Runner
     }
 
     fn frame(&self) -> &Frame {

@@ -6,17 +6,21 @@
 //! a cookie replayed by another server on this host (cookies are not
 //! isolated by port) reads no command, path or task.
 
+use std::collections::HashMap;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use berth_engine::{ActionFilter, EventFilter};
+use berth_engine::{ActionFilter, ActionRecord, ActionStatus, EventFilter};
 use serde::Deserialize;
 
 use crate::AppState;
 use crate::api::PathArgs;
 use crate::body::QueryArgs;
+use crate::diff;
 use crate::error::ApiError;
-use crate::page::{PENDING_PAGE, PendingPage, esc, fragment, render_approvals, render_task};
+use crate::page::{PENDING_PAGE, PendingPage, esc, fragment, render_approvals};
+use crate::task_page::{TaskView, render_task};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalsQuery {
@@ -56,13 +60,58 @@ pub(crate) async fn approvals(
         reports.push(e.autonomy_report(&a.name).await?);
     }
     let tasks = e.tasks(None).await?;
+    // Each project's execution mode, for the tasks that follow it (a
+    // project removed since has none).
+    let names: std::collections::BTreeSet<&str> =
+        tasks.iter().map(|t| t.project.as_str()).collect();
+    let mut project_modes = HashMap::new();
+    for name in names {
+        if let Ok(p) = e.load_project(name).await {
+            project_modes.insert(name.to_string(), p.config.execution.mode);
+        }
+    }
     let cursor = e.latest_event_id().await?;
+    let extras = diffs(e, &pending).await?;
     let page = PendingPage {
         actions: &pending,
         waiting,
         next: next.as_deref(),
+        now_ms: berth_engine::ids::now_ms(),
+        extras: &extras,
     };
-    let body = render_approvals(&page, &running, &agents, &reports, &tasks, cursor);
+    let body = render_approvals(
+        &page,
+        &running,
+        &agents,
+        &reports,
+        &tasks,
+        &project_modes,
+        cursor,
+    );
+    Ok(fragment(StatusCode::OK, body))
+}
+
+/// `/api/pages/actions/{id}/diff`: a file write's whole diff (up to
+/// [`diff::FULL_LINES`] lines), for its card's "show all".
+pub(crate) async fn action_diff(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Response, ApiError> {
+    let e = &app.engine;
+    let a = e.action(&id).await?;
+    let body = match e.file_write_base(&a).await? {
+        Some(base) => diff::render(
+            &base,
+            a.params.content.as_deref().unwrap_or(""),
+            diff::FULL_LINES,
+            None,
+        ),
+        None => format!(
+            "<p class=\"diff-head\">{} is a {} action: it writes no file.</p>",
+            esc(&a.id),
+            esc(a.action.kind())
+        ),
+    };
     Ok(fragment(StatusCode::OK, body))
 }
 
@@ -96,8 +145,52 @@ pub(crate) async fn task(
             ..EventFilter::default()
         })
         .await?;
-    Ok(fragment(
-        StatusCode::OK,
-        render_task(&task, &actions, &events),
-    ))
+    let pending: Vec<ActionRecord> = actions
+        .iter()
+        .filter(|a| a.status == ActionStatus::Pending)
+        .cloned()
+        .collect();
+    let extras = diffs(e, &pending).await?;
+    let project_mode = e.load_project(&task.project).await?.config.execution.mode;
+    let agent = match task.agent.as_deref() {
+        Some(name) => match e.agent(name).await {
+            Ok(a) => {
+                let report = e.autonomy_report(&a.name).await?;
+                Some((a, report))
+            }
+            // Gone since (removed): the task keeps its name.
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let view = TaskView {
+        task: &task,
+        actions: &actions,
+        events: &events,
+        project_mode,
+        agent: agent.as_ref().map(|(a, r)| (a, r)),
+        now_ms: berth_engine::ids::now_ms(),
+        extras: &extras,
+    };
+    Ok(fragment(StatusCode::OK, render_task(&view)))
+}
+
+/// A pending file write shows what it changes: the current file, read in
+/// the agent's berth through its confined file read, diffed against the
+/// proposed content; by action id.
+async fn diffs(
+    e: &berth_engine::Engine,
+    pending: &[ActionRecord],
+) -> Result<HashMap<String, String>, ApiError> {
+    let mut extras = HashMap::new();
+    for a in pending {
+        if let Some(base) = e.file_write_base(a).await? {
+            let content = a.params.content.as_deref().unwrap_or("");
+            extras.insert(
+                a.id.clone(),
+                diff::render(&base, content, diff::CARD_LINES, Some(&a.id)),
+            );
+        }
+    }
+    Ok(extras)
 }

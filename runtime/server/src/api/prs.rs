@@ -1,8 +1,8 @@
-//! `berth pr list|show|merge|close`.
+//! `berth pr list|show|merge|close|checks`.
 
 use axum::Json;
 use axum::extract::State;
-use berth_engine::{Proposed, PullRequest};
+use berth_engine::{PrFeedback, Proposed, PullRequest};
 use serde::Deserialize;
 
 use super::PathArgs;
@@ -28,6 +28,22 @@ pub(crate) async fn show(
     PathArgs(id): PathArgs<String>,
 ) -> Result<Json<PullRequest>, ApiError> {
     Ok(Json(app.engine.pr(&id).await?))
+}
+
+/// The PR's checks on its current head and its conflicts; runs nothing.
+pub(crate) async fn checks(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Json<PrFeedback>, ApiError> {
+    Ok(Json(app.engine.pr_feedback(&id).await?))
+}
+
+/// Runs the checks due on the PR's current head, then answers as `checks`.
+pub(crate) async fn run_checks(
+    State(app): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Json<PrFeedback>, ApiError> {
+    Ok(Json(app.engine.run_pr_checks(&id).await?))
 }
 
 /// Proposes merging the PR (a `git_merge` action): into a protected branch
