@@ -20,3 +20,4 @@ mod mounted_image;
 mod net;
 mod pipelines;
 mod pr_checks;
+mod prompts;

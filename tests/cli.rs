@@ -1113,6 +1113,14 @@ fn json_output_matches_docs_cli_json_md() {
         0,
     );
     let pipe = t["id"].as_str().unwrap().to_string();
+    // Sessions and the prompt queue (tests/prompts.rs: their behaviour).
+    let v = json("prompt", &["prompt", "dev-1", "hello"], 0);
+    assert_eq!(v["sent"], "queued");
+    let v = json("sessions", &["sessions", "dev-1", "--open", &pipe], 0);
+    assert_eq!(v[0]["status"], "idle");
+    json("sessions", &["sessions"], 0);
+    let v = json("queue", &["queue", "dev-1"], 0);
+    assert_eq!(v[0]["body"], "hello");
     json("task set-mode", &["task", "set-mode", &pipe, "review"], 0);
     let r = json("task run", &["task", "run", &pipe, "--agent", "dev-1"], 0);
     assert_eq!(r["task"], pipe.as_str());
@@ -1295,6 +1303,10 @@ fn json_output_matches_docs_cli_json_md() {
             "needs the Docker engine (tests/mounted_image.rs)",
         ),
         ("cancel", "needs a running command (tests/cancel.rs)"),
+        (
+            "agent turn",
+            "needs a command agent's program (tests/prompts.rs)",
+        ),
     ];
     for c in doc.commands.keys() {
         assert!(

@@ -419,6 +419,42 @@ fn every_endpoint_family(api: &Api, state: &State) {
         ),
         (Some(t1_id.as_str()), Some("in_progress"), Some("dev-1"))
     );
+
+    // Prompts and sessions: dev-1 holds t1 but has no session, so a
+    // prompt waits (durably) with its reason and opens none.
+    let sent = api.ok(
+        "post",
+        "/api/agents/{name}/prompts",
+        &["dev-1"],
+        Some(json!({"text": "start with the README"})),
+    );
+    assert_eq!(
+        (sent["sent"].as_str(), sent["deliverable"].as_bool()),
+        (Some("queued"), Some(false))
+    );
+    assert_eq!(sent["prompt"]["task"], t1_id.as_str());
+    let queue = api.ok("get", "/api/agents/{name}/queue", &["dev-1"], None);
+    assert_eq!(queue[0]["id"], sent["prompt"]["id"]);
+    assert_eq!(api.ok("get", "/api/queue", &[], None), queue);
+    let sessions = api.ok("get", "/api/agents/{name}/sessions", &["dev-1"], None);
+    assert_eq!(sessions, json!([]));
+    assert_eq!(api.ok("get", "/api/sessions", &[], None), json!([]));
+    api.err(
+        "post",
+        "/api/agents/{name}/prompts",
+        &["dev-1"],
+        Some(json!({})),
+        422,
+        "invalid_body",
+    );
+    api.err(
+        "get",
+        "/api/agents/{name}/queue",
+        &["ghost"],
+        None,
+        404,
+        "unknown_agent",
+    );
     let again = api.ok("post", "/api/agents/{name}/claim", &["dev-1"], None);
     assert_eq!(again, json!({"task": null}), "an agent holds one task");
     let (s, tasks) = api.call("get", "/api/tasks", &[], "?project=demo", None);
@@ -660,7 +696,7 @@ fn every_endpoint_family(api: &Api, state: &State) {
         .iter()
         .map(|e| e["type"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["task.created", "task.claimed"]);
+    assert_eq!(kinds, ["task.created", "task.claimed", "prompt.queued"]);
     for (query, code, status) in [
         ("?limit=0", "invalid_query", 400),
         ("?limit=20000", "invalid_query", 400),
@@ -2115,6 +2151,62 @@ fn an_executing_command_is_stopped_over_the_api_and_the_page_offers_stop() {
         .raw("GET", "/api/pages/approvals", &page_headers, None)
         .text();
     assert!(page.contains("No command is running."), "{page}");
+    served.stop();
+}
+
+/// `berth serve` drives a `command` agent: a prompt sent through the API
+/// to its idle session starts the program at once, and the turn's end is
+/// in the log, without anyone running `berth agent turn`.
+#[test]
+fn serve_delivers_a_prompt_to_a_command_agent_at_once() {
+    let state = State::with_project();
+    state.ok(&[
+        "agent",
+        "activate",
+        "dev-1",
+        "--project",
+        "demo",
+        "--impl",
+        "command",
+        "--command",
+        r#"sh -c 'cat "$1"' sh {prompt_file}"#,
+    ]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    let t = state.json(&[
+        "task",
+        "create",
+        "--project",
+        "demo",
+        "--title",
+        "docs",
+        "--json",
+    ]);
+    let task = t["id"].as_str().unwrap();
+    state.ok(&["sessions", "dev-1", "--open", task]);
+    let served = Served::start(&state, &[]);
+    let api = Api::new(served.client(&state));
+    let sent = api.ok(
+        "post",
+        "/api/agents/{name}/prompts",
+        &["dev-1"],
+        Some(json!({"text": "hello over HTTP"})),
+    );
+    assert_eq!(sent["deliverable"], true, "{sent}");
+    let ended = wait_for("the program's turn", Duration::from_secs(30), || {
+        let (_, events) = api.call("get", "/api/events", &[], "?type=session.turn_ended", None);
+        events.as_array().and_then(|e| e.first().cloned())
+    });
+    assert_eq!(ended["payload"]["exit_code"], 0, "{ended}");
+    assert_eq!(
+        ended["payload"]["stdout_tail"], "hello over HTTP",
+        "{ended}"
+    );
+    assert_eq!(
+        api.ok("get", "/api/agents/{name}/queue", &["dev-1"], None),
+        json!([])
+    );
+    let sessions = api.ok("get", "/api/agents/{name}/sessions", &["dev-1"], None);
+    assert_eq!(sessions[0]["status"], "idle", "{sessions}");
     served.stop();
 }
 

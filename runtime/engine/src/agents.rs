@@ -29,6 +29,8 @@ pub enum AgentImpl {
     Real,
     /// The built-in agent that needs no model.
     Noop,
+    /// An agent CLI berth starts for each delivered prompt (`command.rs`).
+    Command,
 }
 
 impl AgentImpl {
@@ -36,15 +38,17 @@ impl AgentImpl {
         match self {
             AgentImpl::Real => "real",
             AgentImpl::Noop => "noop",
+            AgentImpl::Command => "command",
         }
     }
 
-    /// Anything but `noop` is `real` (ADR 0018: production is the safe default).
+    /// Anything but `noop` or `command` is `real` (ADR 0018: production
+    /// is the safe default).
     pub fn from_stored(s: &str) -> AgentImpl {
-        if s == "noop" {
-            AgentImpl::Noop
-        } else {
-            AgentImpl::Real
+        match s {
+            "noop" => AgentImpl::Noop,
+            "command" => AgentImpl::Command,
+            _ => AgentImpl::Real,
         }
     }
 }

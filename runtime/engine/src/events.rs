@@ -180,6 +180,31 @@ pub mod kind {
     pub const TASK_REMOVED: &str = "task.removed";
     /// A connection out of a berth went through the egress proxy.
     pub const NETWORK_CONNECTED: &str = "network.connected";
+    /// A `command` agent's program (its argv template) was set.
+    pub const AGENT_COMMAND_SET: &str = "agent.command_set";
+    /// A `command` agent's program started for a delivered prompt.
+    pub const SESSION_TURN_STARTED: &str = "session.turn_started";
+    /// A `command` agent's program ended: its exit code and output tail.
+    pub const SESSION_TURN_ENDED: &str = "session.turn_ended";
+    /// A session of an agent for its task was opened (idle).
+    pub const SESSION_OPENED: &str = "session.opened";
+    /// A session ended (a person, or its task archived or deleted).
+    pub const SESSION_ENDED: &str = "session.ended";
+    /// A prompt entered an agent's queue.
+    pub const PROMPT_QUEUED: &str = "prompt.queued";
+    /// The same observation was pending: counted into that prompt.
+    pub const PROMPT_COALESCED: &str = "prompt.coalesced";
+    /// A pending prompt of the same kind for the same PR was replaced.
+    pub const PROMPT_REPLACED: &str = "prompt.replaced";
+    /// A prompt was reserved and handed to its session's executor.
+    pub const PROMPT_DELIVERED: &str = "prompt.delivered";
+    /// The executor accepted a delivered prompt.
+    pub const PROMPT_ACKNOWLEDGED: &str = "prompt.acknowledged";
+    /// A reserved prompt went back to its place in the queue: its handoff
+    /// failed, or the process that reserved it died.
+    pub const PROMPT_REQUEUED: &str = "prompt.requeued";
+    /// A task's pending prompts were purged (its archive or delete).
+    pub const PROMPT_PURGED: &str = "prompt.purged";
 }
 
 /// A fact to record.

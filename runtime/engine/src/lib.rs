@@ -37,6 +37,10 @@
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
 //! | `berths/spec.rs` | no method: a project's settings as a berth's sandbox spec, built once (the providers that open it are the sandbox crate's `provider` module) |
 //! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
+//! | `command.rs` | `set_agent_command`, `agent_command`, `run_command_turn` (the `command` agent) |
+//! | `sessions.rs` | `open_session`, `session`, `sessions`, `finish_turn`, `end_session` |
+//! | `prompts.rs` | `send_prompt`, `prompt_queue`, `prompt` |
+//! | `prompt_delivery.rs` | `reserve_prompt`, `acknowledge_prompt`, `release_prompt` |
 //! | `berth_disk.rs`, `berth_uid.rs` | `disk_doctor`, `reconcile_disks`, `doctor` |
 //! | `exchange.rs` | `sync_project`, `export_pr` |
 //! | `parallel.rs` | `instructions_path`, `consider_parallelize` |
@@ -54,6 +58,7 @@ pub mod berths;
 mod breaker;
 pub mod checks;
 pub mod checkup;
+pub mod command;
 pub mod config;
 pub mod confinement;
 pub mod declared_dirs;
@@ -77,9 +82,12 @@ mod policy_context;
 pub mod private_state;
 pub mod project_image;
 pub mod projects;
+mod prompt_delivery;
+pub mod prompts;
 pub mod prs;
 pub mod recovery;
 pub mod removal;
+pub mod sessions;
 pub mod state;
 pub mod store;
 pub mod stored_decision;
@@ -103,6 +111,7 @@ pub use berths::{
     ReconciledContainer, SandboxProvider, SavedEntry, SavedRef, UpOptions,
 };
 pub use checks::{CheckRun, CheckStatus, PrFeedback};
+pub use command::Turn;
 pub use config::{BerthMode, BerthModeChoice, ExecutionMode, ProjectConfig};
 pub use error::{EngineError, ErrorKind, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter};
@@ -113,8 +122,10 @@ pub use noop::{AgentRun, RunReport};
 pub use outbox::OutboxMessage;
 pub use pipeline::{PipelineEnd, PipelineReport};
 pub use projects::{NewProject, Project};
+pub use prompts::{NewPrompt, Prompt, PromptKey, PromptSent, PromptStatus, Reservation, Sent};
 pub use prs::{PrStatus, PullRequest};
 pub use removal::{AgentRemoval, ProjectRemoval};
+pub use sessions::{Session, SessionStatus};
 pub use state::StateDir;
 pub use store::Store;
 pub use tasks::{NewTask, PipelineStep, Task, TaskKind, TaskSource, TaskStatus};

@@ -425,6 +425,10 @@ impl Engine {
         .fetch_all(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
+        for task in &archived {
+            crate::prompts::purge_task(&mut tx, task, name, actor, "its project was removed")
+                .await?;
+        }
         sqlx::query("UPDATE projects SET removed_at = $1 WHERE name = $2 AND removed_at IS NULL")
             .bind(now_ms())
             .bind(name)
@@ -530,6 +534,8 @@ impl Engine {
         .map_err(EngineError::store(op))?
         .rows_affected();
         if n == 1 {
+            crate::prompts::purge_task(&mut tx, &t.id, &t.project, actor, "the task was archived")
+                .await?;
             emit(
                 &mut tx,
                 NewEvent::new(kind::TASK_ARCHIVED, actor)
@@ -592,6 +598,8 @@ impl Engine {
         if n != 1 {
             return Err(archive("started meanwhile".into()));
         }
+        crate::prompts::purge_task(&mut tx, &t.id, &t.project, actor, "the task was deleted")
+            .await?;
         emit(
             &mut tx,
             NewEvent::new(kind::TASK_REMOVED, actor)

@@ -71,6 +71,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "pr checks",
         include_str!("../migrations/0008_pr_checks.sql"),
     ),
+    (
+        9,
+        "sessions and prompts",
+        include_str!("../migrations/0009_sessions_prompts.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

@@ -8,6 +8,7 @@ mod common;
 
 mod berth_disk;
 mod checkout_bounds;
+mod command_agent;
 mod decisions;
 mod declared_dirs;
 mod delivery;
@@ -17,6 +18,7 @@ mod file_links;
 mod mounted;
 mod pipeline;
 mod pipelines;
+mod prompts;
 mod removal;
 mod runner_env;
 mod runner_identity;

@@ -27,6 +27,7 @@ async fn init_creates_a_wal_store_with_every_table() {
     assert_eq!(
         tables,
         [
+            "agent_sessions",
             "agents",
             "autonomy",
             "outbox",
@@ -34,9 +35,11 @@ async fn init_creates_a_wal_store_with_every_table() {
             "pipeline_runs",
             "pr_checks",
             "projects",
+            "prompts",
             "proposed_actions",
             "prs",
             "session_events",
+            "task_prompt_generations",
             "tasks"
         ]
     );
@@ -45,7 +48,7 @@ async fn init_creates_a_wal_store_with_every_table() {
             .fetch_all(pool)
             .await
             .unwrap();
-    assert_eq!(applied, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(applied, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Opening again applies nothing new and keeps the data.
     let again = f.second().await;
     assert_eq!(again.projects().await.unwrap().len(), 1);

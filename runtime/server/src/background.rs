@@ -89,7 +89,9 @@ pub(crate) async fn follow_log(
     Ok((follower, handle))
 }
 
-/// Drives every noop agent's loop whenever the log moves, until shutdown;
+/// Drives every noop agent's loop, and every `command` agent's turns (its
+/// program once per deliverable prompt, when its runner berth is up),
+/// whenever the log moves, until shutdown;
 /// then waits a little for passes in flight, so an action being executed is
 /// recorded rather than left for recovery.
 pub(crate) async fn drive_agents(
@@ -98,7 +100,7 @@ pub(crate) async fn drive_agents(
     mut shutdown: watch::Receiver<bool>,
     rescan: Duration,
 ) {
-    let mut running: JoinSet<(String, Result<berth_engine::RunReport, String>)> = JoinSet::new();
+    let mut running: JoinSet<(String, Result<String, String>)> = JoinSet::new();
     let mut busy: HashSet<String> = HashSet::new();
     // Agents the log moved for while their pass ran: they get one more.
     let mut again: HashSet<String> = HashSet::new();
@@ -111,7 +113,12 @@ pub(crate) async fn drive_agents(
                 Ok(agents) => {
                     let now = Instant::now();
                     for a in agents {
-                        if a.implementation != AgentImpl::Noop || a.status == AgentStatus::Paused {
+                        let driven = match a.implementation {
+                            AgentImpl::Noop => true,
+                            AgentImpl::Command => a.berth == Some(berth_engine::BerthMode::Runner),
+                            AgentImpl::Real => false,
+                        };
+                        if !driven || a.status == AgentStatus::Paused {
                             continue;
                         }
                         if busy.contains(&a.name) {
@@ -125,9 +132,13 @@ pub(crate) async fn drive_agents(
                         let engine = engine.clone();
                         running.spawn(async move {
                             let r = match a.names() {
+                                Ok((name, _)) if a.implementation == AgentImpl::Command => {
+                                    command_turns(&engine, &name).await
+                                }
                                 Ok((name, _)) => engine
                                     .run_agent(&name, true)
                                     .await
+                                    .map(|r| format!("{:?}", r.stopped))
                                     .map_err(|e| e.to_string()),
                                 Err(e) => Err(e.to_string()),
                             };
@@ -152,7 +163,7 @@ pub(crate) async fn drive_agents(
                         match result {
                             Ok(report) => {
                                 resting.remove(&name);
-                                tracing::debug!(agent = %name, stopped = ?report.stopped, "agent pass");
+                                tracing::debug!(agent = %name, stopped = %report, "agent pass");
                             }
                             Err(e) => {
                                 tracing::warn!(agent = %name, "agent pass failed (next try in {}s): {e}", RETRY_AFTER_FAILURE.as_secs());
@@ -183,6 +194,20 @@ pub(crate) async fn drive_agents(
             );
         }
     }
+}
+
+/// A `command` agent's turns until no prompt is deliverable: how many ran.
+async fn command_turns(engine: &Engine, agent: &berth_engine::AgentName) -> Result<String, String> {
+    let mut turns = 0;
+    while engine
+        .run_command_turn(agent)
+        .await
+        .map_err(|e| e.to_string())?
+        .is_some()
+    {
+        turns += 1;
+    }
+    Ok(format!("{turns} command turns"))
 }
 
 /// Resumes pipeline runs that waited for a person once every action they

@@ -7,7 +7,7 @@ use axum::handler::Handler;
 use axum::routing::{MethodFilter, on};
 
 use crate::AppState;
-use crate::api::{actions, agents, events, pages, projects, prs, tasks};
+use crate::api::{actions, agents, events, pages, projects, prompts, prs, tasks};
 use crate::page;
 
 /// One registered route.
@@ -89,6 +89,12 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .post("/api/agents/{name}/run", agents::run)
     .post("/api/agents/{name}/claim", tasks::claim)
     .get("/api/berths", agents::berths)
+    // Sessions and the prompt queue.
+    .post("/api/agents/{name}/prompts", prompts::send)
+    .get("/api/agents/{name}/sessions", prompts::agent_sessions)
+    .get("/api/agents/{name}/queue", prompts::agent_queue)
+    .get("/api/sessions", prompts::sessions)
+    .get("/api/queue", prompts::queue)
     // Tasks.
     .get("/api/tasks", tasks::list)
     .post("/api/tasks", tasks::create)

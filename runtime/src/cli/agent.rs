@@ -9,6 +9,8 @@ use super::print_json;
 pub enum ImplArg {
     Real,
     Noop,
+    /// An agent CLI berth starts for each delivered prompt (`--command`).
+    Command,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -27,6 +29,11 @@ pub enum AgentCommand {
         project: String,
         #[arg(long = "impl", value_enum, default_value = "real")]
         implementation: ImplArg,
+        /// `--impl command`: the program and its arguments, split as a shell
+        /// would (no shell runs it); `{prompt}`, `{prompt_file}`, `{task}`,
+        /// `{workdir}`, `{session_id}` are filled in for each prompt.
+        #[arg(long, value_name = "ARGV")]
+        command: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -52,6 +59,9 @@ pub enum AgentCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run a `command` agent's program for each deliverable prompt of its
+    /// queue, one turn at a time, until none is left.
+    Turn(super::prompts::TurnArgs),
     /// Remove an agent: its berth goes down (its uncommitted and unpushed
     /// work saved into the forge first, as `berth down` does), then its
     /// repository, container, disk and records; its pending actions are
@@ -104,14 +114,22 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
             agent,
             project,
             implementation,
+            command,
             json,
         } => {
             let i = match implementation {
                 ImplArg::Real => AgentImpl::Real,
                 ImplArg::Noop => AgentImpl::Noop,
+                ImplArg::Command => AgentImpl::Command,
             };
+            let argv = super::prompts::command_argv(i, command.as_deref())?;
             let (agent, project) = (AgentName::new(agent)?, ProjectName::new(project)?);
-            let a = engine.activate_agent(&agent, &project, i, &user).await?;
+            let mut a = engine.activate_agent(&agent, &project, i, &user).await?;
+            if let Some(argv) = argv {
+                a = engine.set_agent_command(&agent, argv, &user).await?;
+                // Said plainly, whatever the output format.
+                eprintln!("note: {}", berth_engine::command::OPEN_NETWORK_NOTE);
+            }
             if json {
                 print_json(&a)?;
                 return Ok(0);
@@ -177,6 +195,7 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
             }
             print_agent_removal(&r);
         }
+        AgentCommand::Turn(a) => return super::prompts::turns(engine, a).await,
         AgentCommand::Run {
             agent,
             until_idle,

@@ -12,6 +12,7 @@ mod log;
 mod net;
 mod pr;
 mod project;
+mod prompts;
 mod saved;
 mod serve;
 mod task;
@@ -90,6 +91,13 @@ pub enum Command {
     Resolve(actions::ResolveArgs),
     /// Re-execute an action that a crash interrupted (never done on its own).
     Retry(actions::RetryArgs),
+    /// Send a message to an agent's session: delivered at once when the
+    /// session is idle or waiting for input, queued (durably) while it is busy.
+    Prompt(prompts::PromptArgs),
+    /// Agents' sessions (one per task); `--open TASK` opens one.
+    Sessions(prompts::SessionsArgs),
+    /// The pending prompts of the agents' queues, with why each waits.
+    Queue(prompts::QueueArgs),
     /// The event log.
     Events(log::EventsArgs),
     /// Counts over the event log (human approvals, auto approvals, …).
@@ -228,6 +236,9 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         Command::Cancel(a) => actions::cancel(&engine, a).await?,
         Command::Retry(a) => actions::retry(&engine, a).await?,
         Command::Resolve(a) => actions::resolve(&engine, a).await?,
+        Command::Prompt(a) => prompts::prompt(&engine, a).await?,
+        Command::Sessions(a) => prompts::sessions(&engine, a).await?,
+        Command::Queue(a) => prompts::queue(&engine, a).await?,
         Command::Events(a) => log::events(&engine, a).await?,
         Command::Metrics(a) => log::metrics(&engine, a).await?,
         Command::Outbox(c) => log::outbox(&engine, c).await?,

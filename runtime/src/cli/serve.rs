@@ -18,7 +18,7 @@ pub struct ServeArgs {
     /// a network you trust.
     #[arg(long)]
     allow_non_loopback: bool,
-    /// Do not drive the noop agents' loops in the background.
+    /// Do not drive the noop agents' loops (nor the `command` agents' turns) in the background.
     #[arg(long)]
     no_agent_loops: bool,
     /// How long a page session lasts before the page must log in again,

@@ -32,6 +32,7 @@ pub struct ProjectConfig {
     pub policy: PolicyConfig,
     pub sandbox: SandboxConfig,
     pub agents: AgentsConfig,
+    pub agent: AgentConfig,
     pub followups: FollowupsConfig,
     pub hooks: Vec<HookConfig>,
     /// `[[checks]]`: what must pass on a PR's head.
@@ -148,7 +149,7 @@ impl ProjectConfig {
         self.check_network(text, file)?;
         crate::declared_dirs::check(&self.sandbox, text, file)?;
         let [first, last] = self.host.uid_range;
-        let problems: [(bool, &str, &str, &str); 15] = [
+        let problems: [(bool, &str, &str, &str); 17] = [
             (
                 self.sandbox.disk.bytes() < MIN_DISK_BYTES,
                 "sandbox",
@@ -221,6 +222,18 @@ impl ProjectConfig {
                 self.agents.max_parallel == 0,
                 "agents",
                 "max_parallel",
+                "must be at least 1",
+            ),
+            (
+                self.agent.max_sessions == 0,
+                "agent",
+                "max_sessions",
+                "must be at least 1",
+            ),
+            (
+                self.agent.turn_timeout_secs == 0,
+                "agent",
+                "turn_timeout_secs",
                 "must be at least 1",
             ),
             (
@@ -489,6 +502,17 @@ dockerfile = "Dockerfile"
 max_parallel = 1
 # Consecutive failures that pause an agent until `berth agent resume`.
 circuit_breaker = 3
+
+[agent]
+# A `command` agent's program (`berth agent activate NAME --impl command
+# --command '…'`): the names of variables passed to it from berth's
+# environment (names only, never values), and one turn's deadline.
+# The program runs with open network until berth limits it to the model's hosts.
+env = []
+turn_timeout_secs = 1800
+# Sessions of this project's agents that may run a turn at once; a prompt
+# for one more waits in its queue.
+max_sessions = 4
 
 [followups]
 # A command run on the host when a pipeline task is done (auto mode) or

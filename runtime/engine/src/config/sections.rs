@@ -135,6 +135,30 @@ impl Default for AgentsConfig {
     }
 }
 
+/// `[agent]`: how a `command` agent's program runs (issue 18).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Names of variables passed from berth's environment to the program
+    /// (names only: a value never lives in berth.toml).
+    pub env: Vec<String>,
+    /// One turn's deadline, in seconds: the program's process tree is
+    /// killed when it passes.
+    pub turn_timeout_secs: u64,
+    /// Sessions of this project's agents that may run a turn at once.
+    pub max_sessions: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            env: Vec::new(),
+            turn_timeout_secs: 1800,
+            max_sessions: 4,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FollowupsConfig {

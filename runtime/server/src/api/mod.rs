@@ -9,6 +9,7 @@ pub(crate) mod agents;
 pub(crate) mod events;
 pub(crate) mod pages;
 pub(crate) mod projects;
+pub(crate) mod prompts;
 pub(crate) mod prs;
 pub(crate) mod tasks;
 

@@ -1,0 +1,405 @@
+//! The `command` agent (issue 18): any agent CLI as a berth agent. For each
+//! prompt delivered from its queue, berth starts the program the person
+//! gave (`berth agent activate … --impl command --command '…'`), confined
+//! like a runner exec, and the session runs until it exits.
+//!
+//! - **Confinement.** The program runs through the runner's exec shim in a
+//!   runner of its own opened from the agent's berth: the berth's uid, its
+//!   home and private `/tmp`, `/work` bound read-only (it changes files
+//!   only through berth's tools, as proposed actions), berth's state
+//!   directory not in its mount tree. Unlike the berth's commands its
+//!   network is open: the model's hosts through the network issue's proxy
+//!   are not done yet, and `activate` says so.
+//! - **The prompt.** Written beneath the berth's private `/tmp` through
+//!   [`ConfinedFiles`] (never through a link the agent planted), at
+//!   `/tmp/berth-prompt-<id>.md`: `{prompt_file}`. `{prompt}` is the text,
+//!   `{task}` the task, `{session_id}` the session, `{workdir}` `/work`.
+//!   `{mcp_config}` is refused: berth does not serve its MCP tools over
+//!   HTTP outside the confinement yet.
+//! - **Acceptance.** The prompt is acknowledged once the program ran (its
+//!   exec returned); a failure to start it puts the prompt back in the
+//!   queue. A crash of berth mid-turn leaves the prompt unacknowledged: the
+//!   next turn delivers it again (at least once).
+//! - **Bounds.** A turn's deadline (`[agent] turn_timeout_secs`) kills the
+//!   program's process tree; its output is capped, and the event keeps
+//!   only the tail. A program that fails or times out counts toward the
+//!   circuit breaker (`breaker.rs`): at the threshold the agent is paused
+//!   and its prompts wait until `berth agent resume`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use berth_sandbox::confined_files::{ConfinedFiles, FileMount, LinkTargets};
+use berth_sandbox::exec::{ExecRequest, ExitStatus};
+use berth_sandbox::{AccessEnforcement, WorkAccess};
+use serde::Serialize;
+
+use crate::agents::{Agent, AgentImpl};
+use crate::config::{BerthMode, NetworkMode};
+use crate::error::{EngineError, Result};
+use crate::events::{Actor, NewEvent, emit, kind};
+use crate::ids::{now_ms, short};
+use crate::prompts::Reservation;
+use crate::{AgentName, Engine};
+
+/// The placeholders a command template may use.
+pub const PLACEHOLDERS: [&str; 5] = [
+    "{prompt}",
+    "{prompt_file}",
+    "{task}",
+    "{workdir}",
+    "{session_id}",
+];
+
+/// Bytes of each stream an exec keeps; beyond it, the tail.
+const OUTPUT_CAP: usize = 256 * 1024;
+
+/// Bytes of each stream's tail the `session.turn_ended` event keeps.
+pub const EVENT_TAIL: usize = 4 * 1024;
+
+/// What the agent process is told about its network until the proxy lands.
+pub const OPEN_NETWORK_NOTE: &str = "the agent's program runs with open network: \
+     berth does not yet limit it to the model's hosts (`[agent] model_hosts`, the network issue)";
+
+/// One turn of a `command` agent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    pub session: String,
+    pub prompt: String,
+    pub attempt: i64,
+    /// None: killed by a signal (its deadline, or the out-of-memory killer).
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// The tail of its output ([`EVENT_TAIL`] bytes at most, each stream).
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+    /// More output was written than the tail holds.
+    pub truncated: bool,
+    pub duration_ms: u64,
+}
+
+/// Checks a command template: a program, only known placeholders, and no
+/// `{mcp_config}` (not served yet).
+pub fn check_template(argv: &[String]) -> Result<()> {
+    let invalid = |why: String| EngineError::Invalid {
+        what: "agent command",
+        value: argv.join(" "),
+        why,
+    };
+    if argv.first().is_none_or(|p| p.trim().is_empty()) {
+        return Err(invalid("it names no program".into()));
+    }
+    for arg in argv {
+        if arg.contains("{mcp_config}") {
+            return Err(invalid(
+                "`{mcp_config}` is not available yet: berth does not serve its MCP tools over \
+                 HTTP outside the confinement (issue 18's open part)"
+                    .into(),
+            ));
+        }
+        let mut rest = arg.as_str();
+        while let Some(at) = rest.find('{') {
+            let tail = &rest[at..];
+            let Some(end) = tail.find('}') else { break };
+            let name = &tail[..=end];
+            if name.len() > 2
+                && name[1..name.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_')
+                && !PLACEHOLDERS.contains(&name)
+            {
+                return Err(invalid(format!(
+                    "unknown placeholder `{name}`: use {}",
+                    PLACEHOLDERS.join(", ")
+                )));
+            }
+            rest = &tail[end + 1..];
+        }
+    }
+    Ok(())
+}
+
+/// The last `max` bytes of `bytes` as text (cut on a character boundary).
+fn tail(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(max)..]);
+    text.trim_start_matches('\u{FFFD}').to_string()
+}
+
+impl Engine {
+    /// Sets the program of `command` agent `agent`: its argv template
+    /// (`agent.command_set`).
+    pub async fn set_agent_command(
+        &self,
+        agent: &str,
+        argv: Vec<String>,
+        actor: &Actor,
+    ) -> Result<Agent> {
+        let a = self.agent(agent).await?;
+        if a.implementation != AgentImpl::Command {
+            return Err(EngineError::WrongStatus {
+                what: "agent",
+                id: a.name,
+                status: a.implementation.as_str().into(),
+                rule: "only a `command` agent has a program (`--impl command`)".into(),
+            });
+        }
+        check_template(&argv)?;
+        let json = serde_json::to_string(&argv)
+            .map_err(|e| EngineError::corrupt("setting an agent's command", e))?;
+        let op = "setting an agent's command";
+        let mut tx = self.store.write(op).await?;
+        sqlx::query("UPDATE agents SET command = $1, updated_at = $2 WHERE name = $3")
+            .bind(&json)
+            .bind(now_ms())
+            .bind(&a.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store(op))?;
+        emit(
+            &mut tx,
+            NewEvent::new(kind::AGENT_COMMAND_SET, actor)
+                .project(&a.project)
+                .agent(&a.name)
+                .payload(serde_json::json!({ "argv": argv, "network": "open" })),
+        )
+        .await?;
+        tx.commit().await.map_err(EngineError::store(op))?;
+        self.agent(&a.name).await
+    }
+
+    /// The program of `command` agent `agent` (None when not set).
+    pub async fn agent_command(&self, agent: &str) -> Result<Option<Vec<String>>> {
+        let a = self.agent(agent).await?;
+        let json: Option<String> = sqlx::query_scalar("SELECT command FROM agents WHERE name = $1")
+            .bind(&a.name)
+            .fetch_one(self.store.pool())
+            .await
+            .map_err(EngineError::store("reading an agent's command"))?;
+        json.map(|j| {
+            serde_json::from_str(&j)
+                .map_err(|e| EngineError::corrupt("reading an agent's command", e))
+        })
+        .transpose()
+    }
+
+    /// Delivers the next deliverable prompt of `command` agent `agent` to
+    /// a run of its program, and waits for the program to end. None: no
+    /// prompt is deliverable now.
+    pub async fn run_command_turn(&self, agent: &AgentName) -> Result<Option<Turn>> {
+        let a = self.agent(agent).await?;
+        let template =
+            self.agent_command(&a.name)
+                .await?
+                .ok_or_else(|| EngineError::WrongStatus {
+                    what: "agent",
+                    id: a.name.clone(),
+                    status: a.implementation.as_str().into(),
+                    rule:
+                        "it has no program: `berth agent activate NAME --project P --impl command \
+                       --command '…'`"
+                            .into(),
+                })?;
+        let (Some(BerthMode::Runner), Some(_)) = (a.berth, a.worktree.as_ref()) else {
+            return Err(EngineError::NoBerth {
+                agent: a.name.clone(),
+                project: a.project.clone(),
+            });
+        };
+        let Some(r) = self.reserve_prompt(&a.name).await? else {
+            return Ok(None);
+        };
+        let outcome = self.command_turn(&a, &template, &r).await;
+        let turn = match outcome {
+            Ok(turn) => turn,
+            Err(e) => {
+                // Not accepted: back to its place in the queue.
+                if let Err(again) = self.release_prompt(&r.token, &e.to_string()).await {
+                    tracing::warn!(error = %again, "a prompt whose program did not start was not released");
+                }
+                return Err(e);
+            }
+        };
+        match self.acknowledge_prompt(&r.token).await {
+            Ok(_) => {}
+            // Its task was archived or deleted while the program ran: the
+            // purge won, the session is over; the turn is still recorded.
+            Err(EngineError::WrongStatus { status, .. }) => {
+                tracing::warn!(prompt = %r.prompt.id, %status, "a prompt's turn ended after its task's purge");
+            }
+            Err(e) => return Err(e),
+        }
+        let _ = self.finish_turn(&r.session.id, false).await?;
+        let op = "recording a turn's end";
+        let mut tx = self.store.write(op).await?;
+        // The circuit breaker: a program that fails or hangs counts as the
+        // agent's failure; one that exits 0 resets the count.
+        if turn.exit_code == Some(0) && !turn.timed_out {
+            crate::breaker::reset(&mut tx, &a.name).await?;
+        } else {
+            let why = match turn.exit_code {
+                _ if turn.timed_out => "its program timed out".to_string(),
+                Some(c) => format!("its program exited {c}"),
+                None => "its program was killed".to_string(),
+            };
+            crate::breaker::count_failure(&mut tx, self, &a.name, &a.project, &why).await?;
+        }
+        emit(
+            &mut tx,
+            NewEvent::new(kind::SESSION_TURN_ENDED, &Actor::agent(&a.name))
+                .project(&a.project)
+                .agent(&a.name)
+                .task(Some(&r.session.task))
+                .payload(serde_json::json!({
+                    "session": turn.session,
+                    "prompt": turn.prompt,
+                    "exit_code": turn.exit_code,
+                    "timed_out": turn.timed_out,
+                    "stdout_tail": turn.stdout_tail,
+                    "stderr_tail": turn.stderr_tail,
+                    "truncated": turn.truncated,
+                    "duration_ms": turn.duration_ms,
+                })),
+        )
+        .await?;
+        tx.commit().await.map_err(EngineError::store(op))?;
+        Ok(Some(turn))
+    }
+
+    /// Starts the program for reservation `r` in a runner of its own and
+    /// waits for it.
+    async fn command_turn(&self, a: &Agent, template: &[String], r: &Reservation) -> Result<Turn> {
+        let (mut config, _) = self.load_project_files(&a.project)?;
+        let worktree = a.worktree.clone().ok_or_else(|| EngineError::NoBerth {
+            agent: a.name.clone(),
+            project: a.project.clone(),
+        })?;
+        // The program's own runner: the berth's, with open network.
+        config.sandbox.network.mode = NetworkMode::Open;
+        config.sandbox.network.legacy = None;
+        let open_as = crate::berths::OpenAs {
+            uid: self.uid_for_open(a, BerthMode::Runner, &config).await?,
+            claim_home: false,
+        };
+        let private_tmp = self.berth_places(a, worktree.clone()).private_tmp;
+        let spec = self.berth_spec(a, BerthMode::Runner, worktree, &config, open_as);
+        let sandbox = self.provider.attach(&spec).await?;
+        match sandbox.set_work_access(WorkAccess::ReadOnly).await? {
+            AccessEnforcement::Enforced => {}
+            other => {
+                return Err(EngineError::Sandbox(
+                    berth_sandbox::SandboxError::InvalidConfig(format!(
+                        "the program's /work cannot be made read-only ({other:?}): not started"
+                    )),
+                ));
+            }
+        }
+        // The prompt, beneath the berth's private /tmp.
+        let frame_file = format!("/tmp/berth-prompt-{}.md", short(&r.prompt.id));
+        let mut files = ConfinedFiles::new(
+            vec![FileMount {
+                frame: "/tmp".to_string(),
+                host: private_tmp,
+                writable: true,
+            }],
+            LinkTargets::Frame,
+        );
+        if let Some(uid) = open_as.uid {
+            files = files.with_owner(uid, uid);
+        }
+        let body = r.prompt.body.clone().into_bytes();
+        let path = frame_file.clone();
+        tokio::task::spawn_blocking(move || files.write(&path, &body))
+            .await
+            .map_err(EngineError::interrupted("writing the prompt file"))?
+            .map_err(berth_sandbox::SandboxError::from)?;
+
+        let fill = |arg: &str| {
+            arg.replace("{prompt_file}", &frame_file)
+                .replace("{prompt}", &r.prompt.body)
+                .replace("{task}", &r.session.task)
+                .replace("{session_id}", &r.session.id)
+                .replace("{workdir}", berth_policy::frame::WORK)
+        };
+        let argv: Vec<String> = template.iter().map(|a| fill(a)).collect();
+        let env: BTreeMap<String, String> = config
+            .agent
+            .env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        let mut request = ExecRequest::argv(argv);
+        request.cwd = berth_policy::frame::WORK.to_string();
+        request.env = env;
+        request.timeout = Duration::from_secs(config.agent.turn_timeout_secs.max(1));
+        request.output_cap = OUTPUT_CAP;
+        {
+            let op = "recording a turn's start";
+            let mut tx = self.store.write(op).await?;
+            emit(
+                &mut tx,
+                NewEvent::new(kind::SESSION_TURN_STARTED, &Actor::system())
+                    .project(&a.project)
+                    .agent(&a.name)
+                    .task(Some(&r.session.task))
+                    .payload(serde_json::json!({
+                        "session": r.session.id,
+                        "prompt": r.prompt.id,
+                        "program": template.first(),
+                        "network": "open",
+                    })),
+            )
+            .await?;
+            tx.commit().await.map_err(EngineError::store(op))?;
+        }
+        let out = sandbox.exec(request, None).await?;
+        let exit_code = match out.status {
+            ExitStatus::Exited(c) => Some(c),
+            ExitStatus::Signaled(_) => None,
+        };
+        Ok(Turn {
+            session: r.session.id.clone(),
+            prompt: r.prompt.id.clone(),
+            attempt: r.attempt,
+            exit_code,
+            timed_out: out.timed_out,
+            truncated: out.stdout.total > EVENT_TAIL as u64 || out.stderr.total > EVENT_TAIL as u64,
+            stdout_tail: tail(&out.stdout.bytes, EVENT_TAIL),
+            stderr_tail: tail(&out.stderr.bytes, EVENT_TAIL),
+            duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_template_names_a_program_and_only_known_placeholders() {
+        assert!(check_template(&argv("claude -p {prompt_file} --resume {session_id}")).is_ok());
+        assert!(check_template(&argv("sh -c {prompt}")).is_ok());
+        assert!(check_template(&[]).is_err());
+        let unknown = check_template(&argv("x {promt}")).unwrap_err().to_string();
+        assert!(
+            unknown.contains("unknown placeholder `{promt}`"),
+            "{unknown}"
+        );
+        let mcp = check_template(&argv("claude --mcp-config {mcp_config}"))
+            .unwrap_err()
+            .to_string();
+        assert!(mcp.contains("not available yet"), "{mcp}");
+        // JSON braces are not placeholders.
+        assert!(check_template(&argv(r#"x {"a":1}"#)).is_ok());
+    }
+
+    #[test]
+    fn the_tail_is_bounded_and_cut_on_a_character() {
+        let t = tail("é".repeat(10).as_bytes(), 5);
+        assert!(t.len() <= 5 && t.chars().all(|c| c == 'é'), "{t:?}");
+        assert_eq!(tail(b"abc", 10), "abc");
+    }
+}
