@@ -315,7 +315,7 @@ fn names_cdpath(command: &[u8]) -> bool {
     let mut from = 0;
     // At each `C`: the bytes after it, the quoting ones left out, go on
     // `DPATH`. A byte is looked at by at most the six `C`s before it.
-    while let Some(at) = find_byte(b'C', &command[from..]).map(|i| from + i) {
+    while let Some(at) = crate::substring::find_byte(b'C', &command[from..]).map(|i| from + i) {
         let mut want = REST.iter().peekable();
         for &b in &command[at + 1..] {
             match want.peek() {
@@ -333,29 +333,6 @@ fn names_cdpath(command: &[u8]) -> bool {
         from = at + 1;
     }
     false
-}
-
-/// The index of the first `needle` in `hay`: eight bytes at a time until
-/// a word holds it (most of a line has no `C`), then byte by byte.
-fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let pattern = ONES * u64::from(needle);
-    let mut skipped = 0;
-    for chunk in hay.chunks_exact(8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word) ^ pattern;
-        // A zero byte in `x` (the needle in the chunk) sets its high bit.
-        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
-            break;
-        }
-        skipped += 8;
-    }
-    hay[skipped..]
-        .iter()
-        .position(|&b| b == needle)
-        .map(|i| skipped + i)
 }
 
 impl<'h> Walker<'h> {

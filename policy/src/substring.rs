@@ -43,6 +43,30 @@ pub fn slash_parts(s: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The index of the first `needle` in `hay`, as `position` finds it: eight
+/// bytes at a time until a chunk holds it, then byte by byte. (A line's `C`s,
+/// for `CDPATH`, and a heredoc body's line ends are far apart.)
+pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let pattern = ONES * u64::from(needle);
+    let mut skipped = 0;
+    for chunk in hay.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ pattern;
+        // A zero byte in `x` (the needle in the chunk) sets its high bit.
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            break;
+        }
+        skipped += 8;
+    }
+    hay[skipped..]
+        .iter()
+        .position(|&b| b == needle)
+        .map(|i| skipped + i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +109,23 @@ mod tests {
                     hay.contains(needle),
                     "{hay:?} {needle:?}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn find_byte_is_position() {
+        let text = b"echo 'CDPATH' && ls\n\x80\xffC\nabcdefghijklmnopC";
+        for start in 0..text.len() {
+            for len in 0..=text.len() - start {
+                let hay = &text[start..start + len];
+                for needle in [b'C', b'\n', b'\xff', b'z'] {
+                    assert_eq!(
+                        find_byte(needle, hay),
+                        hay.iter().position(|&b| b == needle),
+                        "{hay:?} {needle}"
+                    );
+                }
             }
         }
     }

@@ -1340,9 +1340,7 @@ impl<'a> Parser<'a> {
             let mut after = self.src.len();
             let mut line_start = self.pos;
             while line_start < self.src.len() {
-                let line_end = self.src[line_start..]
-                    .iter()
-                    .position(|&b| b == b'\n')
+                let line_end = crate::substring::find_byte(b'\n', &self.src[line_start..])
                     .map_or(self.src.len(), |n| line_start + n);
                 let mut line = &self.src[line_start..line_end];
                 if doc.strip_tabs {
