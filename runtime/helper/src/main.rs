@@ -9,8 +9,9 @@
 //! and the forge's objects) before it opens anything, does the libgit2 work
 //! (`berth_worktrees::run_*_job`) and answers one JSON line on stdout.
 //!
-//! The entry stays a small dispatcher: the runner's exec shim and the
-//! in-container helper will be subcommands of this same binary.
+//! The entry stays a small dispatcher; inside a berth's container the same
+//! binary is the exec agent (`exec-agent`, `exec-run`: the
+//! `berth-exec-agent` crate).
 
 mod confine;
 
@@ -18,6 +19,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use berth_exec_agent::listen;
 use berth_worktrees::{
     Answer, CommitJob, Confinement, PackJob, RefsJob, WireError, run_commit_job, run_pack_job,
     run_refs_job, skip_rehash_for_checkout, write_answer,
@@ -32,8 +34,11 @@ const USAGE: &str = "usage: berth-helper <git-commit|git-pack|git-refs|probe> < 
   git-pack       pack what the forge lacks of an agent's branch, as the agent, confined
   git-refs       write, check or delete an agent's refs, check its branch out, as the agent, confined
   probe       confine as asked, then report which paths can be read and written
-Each reads one JSON request on stdin and answers one JSON line on stdout;
-berth runs it, people do not need to.";
+Each reads one JSON request on stdin and answers one JSON line on stdout.
+Inside a berth's container:
+  exec-agent DIR   serve the execs berth publishes as sockets in DIR
+  exec-run …       one exec, its connection at fd 3 (started by exec-agent)
+berth runs these, people do not need to.";
 
 fn main() -> ExitCode {
     let sub = std::env::args().nth(1).unwrap_or_default();
@@ -42,6 +47,10 @@ fn main() -> ExitCode {
         "git-pack" => git_pack(),
         "git-refs" => git_refs(),
         "probe" => probe(),
+        // Inside a berth's container: the exec agent and one exec of it.
+        listen::LISTEN_SUBCOMMAND => exec_agent(),
+        listen::RUN_SUBCOMMAND => berth_exec_agent::run::run_on_connection_fd()
+            .context("running an exec of the exec agent"),
         "-h" | "--help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -58,6 +67,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn exec_agent() -> Result<()> {
+    let dir = std::env::args_os()
+        .nth(2)
+        .context("exec-agent needs the socket directory")?;
+    listen::listen(std::path::Path::new(&dir)).context("serving execs")
 }
 
 fn read_request<T: DeserializeOwned>() -> Result<T> {

@@ -14,6 +14,7 @@ mod docker_berth;
 mod docker_contract;
 mod docker_dockerfile;
 mod docker_exec;
+mod docker_exec_agent;
 mod docker_files;
 mod docker_image;
 mod docker_reconcile;

@@ -28,7 +28,17 @@ impl ContractFixture for DockerFixture {
     }
 }
 
+/// A berth whose commands go through its exec agent (the engine's berths).
 async fn docker_fixture() -> DockerFixture {
+    fixture(true).await
+}
+
+/// A berth without an exec agent: every command a Docker exec.
+async fn docker_exec_fixture() -> DockerFixture {
+    fixture(false).await
+}
+
+async fn fixture(exec_agent: bool) -> DockerFixture {
     let Some(backend) = common::engine().await else {
         panic!("the exec contract against Docker needs a Docker engine (see the reason above)");
     };
@@ -47,7 +57,10 @@ async fn docker_fixture() -> DockerFixture {
     for d in [&worktree, &repo] {
         chown(d, Some(1000), Some(1000)).unwrap();
     }
-    let spec = ContainerSpec::new(&project, "a", &worktree, &repo, &objects);
+    let mut spec = ContainerSpec::new(&project, "a", &worktree, &repo, &objects);
+    if exec_agent {
+        spec.exec_socket_root = Some(dir.path().join("sockets"));
+    }
     let berth = backend.up(spec).await.unwrap();
     DockerFixture {
         _guard: common::ProjectGuard { project },
@@ -57,3 +70,10 @@ async fn docker_fixture() -> DockerFixture {
 }
 
 berth_sandbox::exec_contract_tests!(docker_fixture);
+
+/// The same contract through Docker's exec API alone (no exec agent, or
+/// one that does not answer).
+mod through_docker_exec {
+    use super::docker_exec_fixture;
+    berth_sandbox::exec_contract_tests!(docker_exec_fixture);
+}

@@ -43,6 +43,9 @@ pub(crate) struct BerthPlaces {
     /// Where each runner exec records its process group (`<state>/execs`),
     /// so `berth cancel` finds it without cgroups.
     pub exec_records: PathBuf,
+    /// Where each container's exec agent finds its sockets
+    /// (`<state>/sockets/<hash>`, mounted read-only into the container).
+    pub exec_sockets: PathBuf,
 }
 
 /// The uid a berth is opened with.
@@ -87,6 +90,7 @@ impl Engine {
                 .join(&agent.project)
                 .join(&agent.name),
             exec_records: root.join("execs"),
+            exec_sockets: root.join("sockets"),
             worktree,
         }
     }
@@ -199,6 +203,7 @@ fn container_spec(
     c.uid = uid;
     c.gid = uid;
     c.identity_dir = Some(places.identity_dir.clone());
+    c.exec_socket_root = Some(places.exec_sockets.clone());
     c.limits = ResourceLimits {
         memory_bytes: i64::try_from(s.memory_mb.saturating_mul(1 << 20)).unwrap_or(i64::MAX),
         cpus: s.cpus,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use berth_policy::{Frame, PathMap};
 use tokio::sync::{OnceCell, RwLock};
 
+use super::exec::agent::{self, AgentRun};
 use super::exec::{self, Run, Target};
 use super::{ContainerSpec, DockerBackend, DockerConnection, DockerError};
 use crate::confined_files::ConfinedFiles;
@@ -38,6 +39,8 @@ pub struct DockerBerth {
     /// holds it exclusively, so no exec straddles the swap.
     access: RwLock<WorkAccess>,
     adopted: bool,
+    /// The exec agent's socket directory, when the berth has one.
+    exec_sockets: Option<std::path::PathBuf>,
 }
 
 impl DockerBerth {
@@ -87,10 +90,25 @@ impl DockerBerth {
             path_map: spec.path_map(),
             files: Arc::new(spec.confined_files()),
             access: RwLock::new(access),
+            // The agent is berth-helper in berth's tools: without it, every
+            // command goes through Docker.
+            exec_sockets: spec
+                .exec_sockets()
+                .filter(|_| berth_worktrees::locate_helper().is_ok()),
             connection,
             spec,
             image,
             adopted,
+        }
+    }
+
+    /// Where this berth's Docker execs run.
+    fn target<'a>(&'a self, backend: &'a DockerBackend) -> Target<'a> {
+        Target {
+            docker: backend.docker(),
+            container: &self.name,
+            user: &self.user,
+            shell: self.spec.shell(),
         }
     }
 
@@ -177,14 +195,42 @@ impl Sandbox for DockerBerth {
         request.env.extend(berth_confine::git_env::git_environment(
             self.spec.git_identity.as_ref(),
         ));
-        let backend = self.connection.backend().await?;
         let access = self.access.read().await;
-        let target = Target {
-            docker: backend.docker(),
-            container: &self.name,
-            user: &self.user,
-            shell: self.spec.shell(),
+        // The exec agent first: no Docker call at all when it answers.
+        let token = exec::next_token(request.action.as_deref());
+        let mut agent_missing = false;
+        let (request, sink) = match &self.exec_sockets {
+            Some(dir) => {
+                let through = agent::AgentExec {
+                    dir,
+                    token: &token,
+                    argv: exec::program_argv(&request.program),
+                    fallback_shell: (self.spec.shell() != exec::IMAGE_SHELL)
+                        .then(|| self.spec.shell().to_string()),
+                };
+                match agent::run(through, request, sink).await? {
+                    AgentRun::Done(outcome) => return Ok(outcome),
+                    AgentRun::Lost(outcome, since) => {
+                        let backend = self.connection.backend().await?;
+                        let target = self.target(&backend);
+                        return Ok(agent::explain_lost(&target, outcome, since).await);
+                    }
+                    AgentRun::Unanswered(request, sink) => {
+                        agent_missing = true;
+                        (request, sink)
+                    }
+                }
+            }
+            None => (request, sink),
         };
+        let backend = self.connection.backend().await?;
+        let target = self.target(&backend);
+        if agent_missing {
+            // For the next command; this one runs through Docker.
+            if let Err(e) = agent::start(&target).await {
+                tracing::debug!(container = %self.name, error = %e, "could not start the exec agent");
+            }
+        }
         let (request, sink) = match exec::run(&target, request, sink).await? {
             Run::Done(outcome) => return Ok(outcome),
             Run::ContainerGone(request, sink) => (request, sink),
@@ -206,13 +252,7 @@ impl Sandbox for DockerBerth {
 
     async fn cancel(&self, action: &str) -> Result<bool, SandboxError> {
         let backend = self.connection.backend().await?;
-        let target = Target {
-            docker: backend.docker(),
-            container: &self.name,
-            user: &self.user,
-            shell: self.spec.shell(),
-        };
-        super::cancel::kill_by_action(&target, action).await
+        super::cancel::kill_by_action(&self.target(&backend), action).await
     }
 
     /// Recreates the container with `/work` mounted as asked (same name and

@@ -109,7 +109,8 @@ impl DockerBackend {
             let spec = spec.clone();
             tokio::task::spawn_blocking(move || {
                 spec.validate()?;
-                spec.write_identity()
+                spec.write_identity()?;
+                spec.prepare_exec_sockets()
             })
             .await
             .map_err(|source| DockerError::Task {
@@ -133,6 +134,20 @@ impl DockerBackend {
             let probe = !matches!(spec.image, ImageRef::DefaultAgent) && !spec.injects_tools();
             self.create_and_start(&name, body, &image, probe, spec.shell())
                 .await?;
+        }
+        if spec.exec_sockets().is_some() && tools.as_ref().is_some_and(|t| t.has_helper()) {
+            let user = format!("{}:{}", spec.uid, spec.gid);
+            let target = Target {
+                docker: self.docker(),
+                container: &name,
+                user: &user,
+                shell: spec.shell(),
+            };
+            // Without it commands still run, through Docker, and the first
+            // of them starts it again.
+            if let Err(e) = exec::agent::start(&target).await {
+                tracing::warn!(container = %name, error = %e, "could not start the exec agent");
+            }
         }
         spec.record_container(access);
         Ok((image, adopted))

@@ -30,6 +30,7 @@ use bollard::Docker;
 
 pub use berth::DockerBerth;
 pub use connection::DockerConnection;
+pub use exec::EXEC_SOCKETS_MOUNT;
 pub use lifecycle::{
     BerthContainer, ContainerReconcileAction, ContainerReconcileReport, state_dir_of_worktree,
 };
@@ -106,6 +107,15 @@ pub enum DockerError {
         op: &'static str,
         #[source]
         source: tokio::task::JoinError,
+    },
+    /// A host directory berth keeps for the container (the exec agent's
+    /// sockets) could not be made or is not berth's own.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
     },
     /// A command berth runs in the container for its own upkeep failed.
     #[error("{op}: {source}")]

@@ -50,7 +50,7 @@ impl ContainerSpec {
         // The tool set's directory changes with berth-helper's build; the key
         // names only whether there is one.
         let tools = self
-            .injects_tools()
+            .mounts_tools()
             .then(|| std::path::Path::new(crate::image::TOOLS_MOUNT));
         self.container_body(&named, access, tools)
             .labels

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::WorkAccess;
 use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
+use crate::docker::EXEC_SOCKETS_MOUNT;
 use crate::image::{ImageInfo, ImageRef, TOOLS_BIN, TOOLS_MOUNT};
 use berth_confine::git_env::GitIdentity;
 
@@ -129,6 +130,12 @@ pub struct ContainerSpec {
     /// [`default_tools_root`](crate::image::default_tools_root). Any image
     /// but the default agent image gets them read-only at `/opt/berth`.
     pub tools_root: Option<PathBuf>,
+    /// A berth-private host directory (never mounted itself) under which
+    /// each berth gets the directory of its exec agent's sockets
+    /// ([`exec_sockets`](Self::exec_sockets)), mounted read-only at
+    /// [`EXEC_SOCKETS_MOUNT`]. `None`: no exec agent, every command is a
+    /// Docker exec.
+    pub exec_socket_root: Option<PathBuf>,
 }
 
 impl ContainerSpec {
@@ -162,6 +169,7 @@ impl ContainerSpec {
             git_identity: None,
             work_access: WorkAccess::ReadWrite,
             tools_root: None,
+            exec_socket_root: None,
         }
     }
 
@@ -480,6 +488,9 @@ impl ContainerSpec {
         if let Some(dir) = tools {
             mounts.push(bind(dir, TOOLS_MOUNT, true));
         }
+        if let Some(dir) = self.exec_sockets() {
+            mounts.push(bind(&dir, EXEC_SOCKETS_MOUNT, true));
+        }
         if let Some(dir) = &self.identity_dir {
             mounts.push(bind(&dir.join("passwd"), "/etc/passwd", true));
             mounts.push(bind(&dir.join("group"), "/etc/group", true));
@@ -526,7 +537,10 @@ impl ContainerSpec {
         };
         let mut env: Vec<String> = vec![format!("HOME={DEFAULT_HOME}")];
         env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
-        if !self.path_append.is_empty() || tools.is_some() {
+        // The default image has its tools on its own PATH; its mount of
+        // berth's tools serves the exec agent alone.
+        let tools_on_path = tools.is_some() && self.injects_tools();
+        if !self.path_append.is_empty() || tools_on_path {
             // Docker replaces the image's PATH with the container's: the
             // image's own first, then the declared directories, then berth's
             // tools (so the image's programs win over busybox's).
@@ -535,7 +549,7 @@ impl ContainerSpec {
                 .clone()
                 .unwrap_or_else(|| crate::runner::DEFAULT_PATH.to_string());
             let mut append = self.path_append.clone();
-            if tools.is_some() {
+            if tools_on_path {
                 append.push(TOOLS_BIN.to_string());
             }
             env.push(format!(

@@ -80,6 +80,13 @@ pub struct ToolSet {
     pub built: bool,
 }
 
+impl ToolSet {
+    /// Whether `berth-helper` (the exec agent's program) is among the tools.
+    pub fn has_helper(&self) -> bool {
+        self.dir.join("bin/berth-helper").exists()
+    }
+}
+
 impl ToolsSource {
     /// The compiled-in agent recipe and the `berth-helper` beside this
     /// program, if there is one.
@@ -230,6 +237,13 @@ impl ContainerSpec {
         !matches!(self.image, ImageRef::DefaultAgent)
     }
 
+    /// Whether `/opt/berth` is mounted: for an image that needs berth's
+    /// tools, and for any berth with an exec agent (`berth-helper` is its
+    /// program).
+    pub fn mounts_tools(&self) -> bool {
+        self.injects_tools() || self.exec_socket_root.is_some()
+    }
+
     /// The shell berth's own commands (the exec wrapper, the kill scripts)
     /// run under: the injected static busybox, or the default image's.
     pub fn shell(&self) -> &'static str {
@@ -243,7 +257,7 @@ impl ContainerSpec {
     /// The tool set this berth mounts, assembled when missing; `None` when
     /// the image needs none. Blocking.
     pub fn ensure_tools(&self) -> Result<Option<ToolSet>, ImageError> {
-        if !self.injects_tools() {
+        if !self.mounts_tools() {
             return Ok(None);
         }
         let root = self.tools_root.clone().unwrap_or_else(default_tools_root);

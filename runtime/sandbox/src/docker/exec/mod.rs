@@ -30,6 +30,7 @@
 //! The image must provide `/bin/sh`, `setsid` and `tr` (busybox or coreutils +
 //! util-linux); `up` checks that once.
 
+pub(crate) mod agent;
 mod stop;
 mod token;
 
@@ -51,6 +52,7 @@ use crate::action_execs::process_start;
 use crate::capture::TailBuffer;
 use crate::exec::{ExecOutcome, ExecRequest, ExitStatus, OutputChunk, OutputSink, Program};
 
+pub use agent::EXEC_SOCKETS_MOUNT;
 pub(crate) use stop::*;
 pub(crate) use token::*;
 
@@ -141,6 +143,21 @@ pub(crate) struct Target<'a> {
     pub shell: &'a str,
 }
 
+impl Target<'_> {
+    /// The error of a Docker API call `op` on this container.
+    pub(crate) fn api_error(
+        &self,
+        op: &'static str,
+    ) -> impl FnOnce(bollard::errors::Error) -> DockerError + use<> {
+        let container = self.container.to_string();
+        move |source| DockerError::Api {
+            op,
+            target: container,
+            source,
+        }
+    }
+}
+
 /// How [`run`] ended.
 pub(crate) enum Run {
     /// The command ran (to its end or its deadline).
@@ -180,23 +197,7 @@ pub(crate) async fn run(
         "berth-exec".to_string(),
         token.clone(),
     ];
-    match &request.program {
-        Program::Shell(line) => {
-            cmd.extend([IMAGE_SHELL.to_string(), "-c".to_string(), line.clone()]);
-        }
-        Program::Argv(argv) => {
-            // Through `sh -c 'exec "$@"'`, so a missing program is 127 and an
-            // unexecutable one 126, with the shell's message, as in the runner
-            // (a bare Docker exec reports 126 for both, on stdout).
-            cmd.extend([
-                IMAGE_SHELL.to_string(),
-                "-c".to_string(),
-                "exec \"$@\"".to_string(),
-                "sh".to_string(),
-            ]);
-            cmd.extend(argv.iter().cloned());
-        }
-    }
+    cmd.extend(program_argv(&request.program));
     let env: Vec<String> = request
         .env
         .iter()
@@ -443,6 +444,26 @@ pub(crate) async fn run(
     }))
 }
 
+/// The command line of `program` under the image's shell.
+pub(crate) fn program_argv(program: &Program) -> Vec<String> {
+    match program {
+        Program::Shell(line) => vec![IMAGE_SHELL.to_string(), "-c".to_string(), line.clone()],
+        Program::Argv(argv) => {
+            // Through `sh -c 'exec "$@"'`, so a missing program is 127 and an
+            // unexecutable one 126, with the shell's message, as in the runner
+            // (a bare Docker exec reports 126 for both, on stdout).
+            let mut cmd = vec![
+                IMAGE_SHELL.to_string(),
+                "-c".to_string(),
+                "exec \"$@\"".to_string(),
+                "sh".to_string(),
+            ];
+            cmd.extend(argv.iter().cloned());
+            cmd
+        }
+    }
+}
+
 /// `create_exec`, starting the container once if it has stopped (an
 /// out-of-memory kill of its init, a daemon restart). `None` when the
 /// container does not exist.
@@ -450,14 +471,7 @@ async fn create_exec(
     target: &Target<'_>,
     options: CreateExecOptions<String>,
 ) -> Result<Option<String>, SandboxError> {
-    let api = |op: &'static str| {
-        let container = target.container.to_string();
-        move |source| DockerError::Api {
-            op,
-            target: container,
-            source,
-        }
-    };
+    let api = |op: &'static str| target.api_error(op);
     match target
         .docker
         .create_exec(target.container, options.clone())
@@ -504,14 +518,7 @@ pub(crate) async fn run_plain(
     options: CreateExecOptions<String>,
     budget: Duration,
 ) -> Result<(Option<i64>, Vec<u8>), SandboxError> {
-    let api = |op: &'static str| {
-        let container = target.container.to_string();
-        move |source| DockerError::Api {
-            op,
-            target: container,
-            source,
-        }
-    };
+    let api = |op: &'static str| target.api_error(op);
     let work = async {
         let id = create_exec(target, options)
             .await?

@@ -18,7 +18,7 @@ pub(crate) fn owner_token() -> &'static str {
 
 /// `<owner><seq>.`, and `a<action>.` after it when the exec runs an action
 /// (found by it: [`super::cancel`]).
-pub(super) fn next_token(action: Option<&str>) -> String {
+pub(crate) fn next_token(action: Option<&str>) -> String {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     match action {

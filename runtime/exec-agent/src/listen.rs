@@ -1,0 +1,301 @@
+//! The exec agent's main loop, inside the container: watch berth's socket
+//! directory, connect to each socket berth publishes, hand the connection
+//! to a fresh [`crate::run`] process.
+//!
+//! berth binds `.<name>` in the directory, makes it connectable and renames
+//! it to `<name>.sock`, so the agent only ever sees whole sockets
+//! (`IN_MOVED_TO`). It reads the exec's token frame itself — exactly that
+//! frame, so the request stays for the exec's process — and starts that
+//! process as itself again (`/proc/self/exe` with this process's own
+//! command line up to `exec-agent`, which also works when berth's loader
+//! started it), with `exec-run berth-exec <token>` after it: the command
+//! line berth's kill script looks for.
+//!
+//! One agent per container: it holds the abstract socket
+//! [`SINGLETON`] in the container's network namespace, and a second one
+//! started by another berth process exits at once.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::run::CONNECTION_FD;
+use crate::wire::{Frame, MAX_TOKEN, ToAgent, WireError};
+
+/// The abstract socket that makes the agent one per container.
+pub const SINGLETON: &[u8] = b"berth-exec-agent";
+/// The subcommand that runs one exec; berth's kill script finds its
+/// `berth-exec <token>`.
+pub const RUN_SUBCOMMAND: &str = "exec-run";
+/// The subcommand this loop runs under.
+pub const LISTEN_SUBCOMMAND: &str = "exec-agent";
+/// How long berth has to send the token once connected.
+const TOKEN_WAIT: Duration = Duration::from_secs(2);
+/// How often children are reaped when nothing happens.
+const REAP_EVERY_MS: i32 = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs the agent on `dir` until the container stops. Returns at once when
+/// another agent already serves this container.
+pub fn listen(dir: &Path) -> Result<(), ListenError> {
+    let io = |op: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ListenError::Io { op, path, source }
+    };
+    let _singleton = match SocketAddr::from_abstract_name(SINGLETON)
+        .and_then(|addr| UnixListener::bind_addr(&addr))
+    {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Ok(()),
+        Err(e) => return Err(io("hold the agent's singleton socket for", dir)(e)),
+    };
+    let relaunch = relaunch_prefix();
+    let inotify = Inotify::watch(dir).map_err(io("watch", dir))?;
+    // Sockets published before the agent started.
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            serve(dir, &entry.file_name().into_vec(), &relaunch);
+        }
+    }
+    loop {
+        for name in inotify
+            .wait(REAP_EVERY_MS)
+            .map_err(io("read events of", dir))?
+        {
+            serve(dir, &name, &relaunch);
+        }
+        reap();
+    }
+}
+
+/// Whether `name` is a socket berth published: `<[A-Za-z0-9_-]+>.sock`.
+pub fn is_published_name(name: &[u8]) -> bool {
+    name.strip_suffix(b".sock").is_some_and(|stem| {
+        !stem.is_empty()
+            && stem.len() <= 64
+            && stem
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+    })
+}
+
+/// Connects to `dir/name`, reads the token and starts the exec's process.
+/// Anything wrong (a socket already served, berth gone, a bad frame) drops
+/// the connection: berth then runs the command through Docker.
+fn serve(dir: &Path, name: &[u8], relaunch: &[OsString]) {
+    if !is_published_name(name) {
+        return;
+    }
+    let path = dir.join(std::ffi::OsStr::from_bytes(name));
+    let Ok(mut conn) = UnixStream::connect(&path) else {
+        return;
+    };
+    let Ok(token) = read_token(&mut conn) else {
+        return;
+    };
+    let Some((program, args)) = relaunch.split_first() else {
+        return;
+    };
+    let fd = conn.as_raw_fd();
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0(program)
+        .args(args)
+        .args([RUN_SUBCOMMAND, "berth-exec", token.as_str()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: dup2 and fcntl are async-signal-safe and touch no memory of
+    // the parent; they run in the child between fork and exec, putting the
+    // connection at fd 3 without close-on-exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let ok = if fd == CONNECTION_FD {
+                libc::fcntl(fd, libc::F_SETFD, 0) >= 0
+            } else {
+                libc::dup2(fd, CONNECTION_FD) >= 0
+            };
+            if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    // The child has its own copy; a failed start drops the connection and
+    // berth falls back.
+    let _ = cmd.spawn();
+}
+
+/// Reads exactly the token frame (no byte of the request after it).
+fn read_token(conn: &mut UnixStream) -> Result<String, WireError> {
+    let bad = |_| WireError::BadToken;
+    conn.set_read_timeout(Some(TOKEN_WAIT)).map_err(bad)?;
+    let mut header = [0u8; 5];
+    conn.read_exact(&mut header).map_err(bad)?;
+    let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    if header[0] != b'T' {
+        return Err(WireError::UnknownKind(header[0]));
+    }
+    if len > MAX_TOKEN {
+        return Err(WireError::BadToken);
+    }
+    let mut payload = vec![0u8; len];
+    conn.read_exact(&mut payload).map_err(bad)?;
+    conn.set_read_timeout(None).map_err(bad)?;
+    match ToAgent::parse(b'T', &payload)? {
+        ToAgent::Token(t) => Ok(t),
+        _ => Err(WireError::BadToken),
+    }
+}
+
+/// This process's command line up to [`LISTEN_SUBCOMMAND`]: what starts
+/// this program again, through the loader when the loader started it.
+fn relaunch_prefix() -> Vec<OsString> {
+    let from_proc = std::fs::read("/proc/self/cmdline").ok().and_then(|raw| {
+        let parts: Vec<OsString> = raw
+            .split(|b| *b == 0)
+            .map(|p| OsString::from_vec(p.to_vec()))
+            .collect();
+        let at = parts.iter().position(|p| p == LISTEN_SUBCOMMAND)?;
+        (at > 0).then(|| parts[..at].to_vec())
+    });
+    from_proc.unwrap_or_else(|| vec![OsString::from("berth-helper")])
+}
+
+/// Reaps the exec processes that ended.
+fn reap() {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a local integer.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+    }
+}
+
+/// One inotify watch on a directory, for names that appear in it.
+struct Inotify {
+    fd: OwnedFd,
+}
+
+impl Inotify {
+    fn watch(dir: &Path) -> std::io::Result<Inotify> {
+        // SAFETY: inotify_init1 takes flags and returns a new fd or -1.
+        let raw = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just returned this fd; nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: `path` is a valid NUL-terminated string for the call.
+        let wd = unsafe {
+            libc::inotify_add_watch(
+                fd.as_raw_fd(),
+                path.as_ptr(),
+                libc::IN_MOVED_TO | libc::IN_CREATE,
+            )
+        };
+        if wd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Inotify { fd })
+    }
+
+    /// The names that appeared, waiting up to `timeout_ms`; empty on a
+    /// timeout.
+    fn wait(&self, timeout_ms: i32) -> std::io::Result<Vec<Vec<u8>>> {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd for the call's duration.
+        let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if n <= 0 {
+            let e = std::io::Error::last_os_error();
+            return if n == 0 || e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(Vec::new())
+            } else {
+                Err(e)
+            };
+        }
+        let mut buf = [0u8; 4096];
+        // SAFETY: reads into a local buffer of the given length.
+        let len = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if len < 0 {
+            let e = std::io::Error::last_os_error();
+            return if e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(Vec::new())
+            } else {
+                Err(e)
+            };
+        }
+        Ok(parse_events(&buf[..len as usize]))
+    }
+}
+
+/// The names in a buffer of `inotify_event`s (a fixed header, then a
+/// NUL-padded name of `len` bytes).
+fn parse_events(mut buf: &[u8]) -> Vec<Vec<u8>> {
+    const FIXED: usize = std::mem::size_of::<libc::inotify_event>();
+    let mut names = Vec::new();
+    while buf.len() >= FIXED {
+        // `len` is the last u32 of the fixed part.
+        let len = u32::from_ne_bytes([
+            buf[FIXED - 4],
+            buf[FIXED - 3],
+            buf[FIXED - 2],
+            buf[FIXED - 1],
+        ]) as usize;
+        let Some(name) = buf.get(FIXED..FIXED + len) else {
+            break;
+        };
+        let name: Vec<u8> = name.iter().copied().take_while(|b| *b != 0).collect();
+        if !name.is_empty() {
+            names.push(name);
+        }
+        buf = &buf[FIXED + len..];
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_names_berth_publishes_are_served() {
+        for good in [&b"123-4.sock"[..], b"a_b.sock"] {
+            assert!(is_published_name(good), "{good:?}");
+        }
+        for bad in [
+            &b".123.sock"[..],
+            b"x.sock.tmp",
+            b".sock",
+            b"../x.sock",
+            b"a b.sock",
+            b"x",
+        ] {
+            assert!(!is_published_name(bad), "{bad:?}");
+        }
+    }
+}
