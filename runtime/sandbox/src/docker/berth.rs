@@ -210,9 +210,18 @@ impl Sandbox for DockerBerth {
                 };
                 match agent::run(through, request, sink).await? {
                     AgentRun::Done(outcome) => return Ok(outcome),
+                    AgentRun::Unconfirmed(outcome) => {
+                        let backend = self.connection.backend().await?;
+                        exec::kill_by_token(&self.target(&backend), &token).await?;
+                        return Ok(outcome);
+                    }
                     AgentRun::Lost(outcome, since) => {
                         let backend = self.connection.backend().await?;
                         let target = self.target(&backend);
+                        // Nothing of it may run on unreported (a connection
+                        // that broke off, or frames that were not the
+                        // protocol).
+                        exec::kill_by_token(&target, &token).await?;
                         return Ok(agent::explain_lost(&target, outcome, since).await);
                     }
                     AgentRun::Unanswered(request, sink) => {

@@ -145,8 +145,15 @@ impl DockerBackend {
             };
             // Without it commands still run, through Docker, and the first
             // of them starts it again.
-            if let Err(e) = exec::agent::start(&target).await {
-                tracing::warn!(container = %name, error = %e, "could not start the exec agent");
+            match exec::agent::start(&target).await {
+                Ok(()) => {
+                    if let Some(dir) = spec.exec_sockets() {
+                        exec::agent::clear_unanswered(&dir);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(container = %name, error = %e, "could not start the exec agent")
+                }
             }
         }
         spec.record_container(access);

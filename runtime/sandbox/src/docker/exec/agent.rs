@@ -47,6 +47,13 @@ pub const EXEC_SOCKETS_MOUNT: &str = "/run/berth-exec";
 /// within a millisecond; this only bounds what a dead one costs (once: the
 /// fallback starts it again).
 const AGENT_ANSWER: Duration = Duration::from_millis(400);
+/// After an agent did not answer, how long commands go straight through
+/// Docker (each would otherwise wait [`AGENT_ANSWER`] for an agent that
+/// may never come); the next one after it tries the agent again.
+const UNANSWERED_FOR: Duration = Duration::from_secs(30);
+/// Marks, in the socket directory, that the agent did not answer (berth
+/// writes it; its age is what counts).
+const UNANSWERED_MARK: &str = ".unanswered";
 /// `sun_path` holds 108 bytes with its NUL; a longer directory gets no agent.
 const MAX_SOCKET_PATH: usize = 107;
 /// The longest socket name berth makes: `<pid>-<seq>.sock`.
@@ -103,6 +110,10 @@ pub(crate) enum AgentRun {
     /// killed: `berth cancel`, the memory limit, a restart). The outcome
     /// says signal 9; the caller asks Docker what happened.
     Lost(ExecOutcome, SystemTime),
+    /// The deadline passed and the connection did not end within the drain
+    /// grace: the exec's process may be stuck, so the caller kills the
+    /// exec by its token through Docker.
+    Unconfirmed(ExecOutcome),
     /// No agent answered; nothing ran.
     Unanswered(ExecRequest, Option<OutputSink>),
 }
@@ -127,7 +138,11 @@ pub(crate) async fn run(
     let deadline = started
         .checked_add(request.timeout)
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
+    if recently_unanswered(exec.dir) {
+        return Ok(AgentRun::Unanswered(request, sink));
+    }
     let Some(conn) = publish_and_accept(exec.dir).await else {
+        mark_unanswered(exec.dir);
         return Ok(AgentRun::Unanswered(request, sink));
     };
     let (mut reader, mut writer) = conn.into_split();
@@ -180,6 +195,8 @@ pub(crate) async fn run(
     // Until the deadline, then within the drain grace.
     let mut until = deadline;
     let mut sink_gone = false;
+    // The agent closed the connection (its exec process is gone).
+    let mut closed = false;
     'read: loop {
         // Whole frames first.
         loop {
@@ -241,7 +258,10 @@ pub(crate) async fn run(
             }
         }
         match tokio::time::timeout_at(until, reader.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                closed = true;
+                break;
+            }
             Ok(Ok(n)) => decoder.push(&buf[..n]),
             Err(_) if timed_out => break,
             Err(_) => {
@@ -277,6 +297,7 @@ pub(crate) async fn run(
         duration: started.elapsed(),
     };
     match ending {
+        _ if timed_out && !closed && ending.is_none() => Ok(AgentRun::Unconfirmed(outcome)),
         _ if timed_out => Ok(AgentRun::Done(outcome)),
         Some(e) => {
             outcome.status = match (e.code, e.signal) {
@@ -289,6 +310,24 @@ pub(crate) async fn run(
         }
         None => Ok(AgentRun::Lost(outcome, started_wall)),
     }
+}
+
+/// Whether an agent failed to answer in this directory a moment ago.
+fn recently_unanswered(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(UNANSWERED_MARK))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < UNANSWERED_FOR)
+}
+
+fn mark_unanswered(dir: &Path) {
+    let _ = std::fs::write(dir.join(UNANSWERED_MARK), b"");
+}
+
+/// Forgets that an agent did not answer: one was just started.
+pub(crate) fn clear_unanswered(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(UNANSWERED_MARK));
 }
 
 /// Publishes a socket for one exec and waits for the agent to connect;
