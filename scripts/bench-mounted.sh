@@ -22,7 +22,8 @@ command -v hyperfine >/dev/null || { echo "bench-mounted: needs hyperfine (apt-g
 docker version >/dev/null 2>&1 || { echo "bench-mounted: the Docker engine does not answer" >&2; exit 1; }
 runs=${BENCH_RUNS:-50}
 
-cargo build -q --release --bin berth
+# berth-helper too: it is the exec agent inside the container.
+cargo build -q --release --bin berth --bin berth-helper
 # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
 target_dir=$(cargo metadata --format-version 1 --no-deps \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -1309,7 +1309,8 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
 
 #[tokio::test]
 async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
-    let m = mounted_or_skip!("restart", "pids = 30");
+    // Through Docker's exec API: the exec agent kills without a new process.
+    let m = mounted_or_skip!("restart", "pids = 30\nexec_agent = false");
     m.up("dev-1").await;
     m.autonomy("dev-1", "*", Approval::AutoApprove).await;
     let bystander = m.run(
@@ -1361,6 +1362,47 @@ async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed()
     );
     let restarts = m.count_events("container.restarted").await;
     assert_eq!(restarts, 1);
+    assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
+}
+
+/// Through the exec agent the same deadline needs no restart: the agent's
+/// exec process kills the command's group with a system call, where the
+/// Docker path needs a new process the full pids limit refuses.
+#[tokio::test]
+async fn through_the_exec_agent_a_deadline_kills_without_a_restart() {
+    let m = mounted_or_skip!("agentdeadline", "pids = 30");
+    m.up("dev-1").await;
+    m.autonomy("dev-1", "*", Approval::AutoApprove).await;
+    let bystander = m.run(
+        "dev-1",
+        Action::Terminal {
+            command: "sleep 4; echo finished".into(),
+        },
+        ActionParams::default(),
+    );
+    let hog = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        m.run(
+            "dev-1",
+            Action::Terminal {
+                command: "(while :; do sleep 100 & done) 2>/dev/null; exec sleep 1000".into(),
+            },
+            ActionParams {
+                timeout_secs: Some(2),
+                ..ActionParams::default()
+            },
+        )
+        .await
+    };
+    let (bystander, hog) = tokio::join!(bystander, hog);
+    assert!(!hog.succeeded);
+    let d = hog.diagnostic.unwrap_or_default();
+    assert!(
+        d.contains("timed out after 2 s") && !d.contains("restarted"),
+        "{d}"
+    );
+    assert!(bystander.succeeded, "{:?}", bystander.diagnostic);
+    assert_eq!(m.count_events("container.restarted").await, 0);
     assert_eq!(m.ok("dev-1", "echo alive").await, "alive\n");
 }
 

@@ -1,7 +1,8 @@
 //! Docker backend benchmarks against the real engine; prints tables.
 //!
-//! 1. exec of `true` in a warm container: berth's in-process path against a
-//!    bare bollard exec (create, start, drain, inspect) — goal ≤ 1.1×;
+//! 1. exec of `true` in a warm container: berth's in-process path, through
+//!    the exec agent and through Docker, against a bare bollard exec
+//!    (create, start, drain, inspect) — goal ≤ 1.1×, the agent ≤ 5 ms;
 //!    `docker exec <c> true` (the CLI) for reference.
 //! 2. `up` against `docker run -d` and `git worktree add`.
 //! 3. 20 berths running 50 commands each concurrently: throughput, peak RSS
@@ -325,16 +326,24 @@ async fn run() {
     println!("\n## exec `true` in a warm container\n");
     let (spec, _) = layout.spec("warm");
     let berth = backend.up(spec).await.unwrap();
+    // The same with its exec agent (what the engine's berths have).
+    let (mut spec, _) = layout.spec("agent");
+    spec.exec_socket_root = Some(dir.path().join("sockets"));
+    let through_agent = backend.up(spec).await.unwrap();
     let docker = backend.docker().clone();
     for _ in 0..10 {
         berth_exec(&berth).await;
+        berth_exec(&through_agent).await;
         bare_exec(&docker, berth.container_name()).await;
     }
-    let (mut ours, mut bare) = (Vec::new(), Vec::new());
+    let (mut ours, mut agent, mut bare) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
         let t = Instant::now();
         berth_exec(&berth).await;
         ours.push(t.elapsed());
+        let t = Instant::now();
+        berth_exec(&through_agent).await;
+        agent.push(t.elapsed());
         let t = Instant::now();
         bare_exec(&docker, berth.container_name()).await;
         bare.push(t.elapsed());
@@ -349,8 +358,14 @@ async fn run() {
         cli.push(t.elapsed());
         assert!(st.success());
     }
-    let (ours, bare, cli) = (Stats::new(ours), Stats::new(bare), Stats::new(cli));
+    let (ours, agent, bare, cli) = (
+        Stats::new(ours),
+        Stats::new(agent),
+        Stats::new(bare),
+        Stats::new(cli),
+    );
     header();
+    agent.row("berth DockerBerth::exec through the exec agent");
     ours.row("berth DockerBerth::exec (wrapper, kill, trailer)");
     bare.row("bare bollard exec (create/start/drain/inspect)");
     cli.row("`docker exec <c> true` (CLI, end to end)");
@@ -358,6 +373,12 @@ async fn run() {
         "\nratio berth / bare bollard: mean {:.3}×, p50 {:.3}× (goal ≤ 1.1×)",
         ms(ours.mean()) / ms(bare.mean()),
         ms(ours.pct(0.5)) / ms(bare.pct(0.5))
+    );
+    println!(
+        "ratio exec agent / bare bollard: mean {:.3}×, p50 {:.3}× (in-process goal ≤ 5 ms: p50 {:.2} ms)",
+        ms(agent.mean()) / ms(bare.mean()),
+        ms(agent.pct(0.5)) / ms(bare.pct(0.5)),
+        ms(agent.pct(0.5))
     );
 
     // 2. up against docker run + git worktree add.

@@ -203,7 +203,7 @@ fn container_spec(
     c.uid = uid;
     c.gid = uid;
     c.identity_dir = Some(places.identity_dir.clone());
-    c.exec_socket_root = Some(places.exec_sockets.clone());
+    c.exec_socket_root = s.exec_agent.then(|| places.exec_sockets.clone());
     c.limits = ResourceLimits {
         memory_bytes: i64::try_from(s.memory_mb.saturating_mul(1 << 20)).unwrap_or(i64::MAX),
         cpus: s.cpus,

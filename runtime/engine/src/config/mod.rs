@@ -427,6 +427,10 @@ pids = 512
 # mounted: mount the image read-only; only /work, the agent repository and the
 # tmpfs /tmp and $HOME below are writable.
 read_only_root = true
+# mounted: commands reach the container through its exec agent (berth-helper
+# inside, connecting out to a socket berth publishes): a socket round trip and
+# a fork instead of a Docker API exec. false: every command is a Docker exec.
+exec_agent = true
 # mounted: the tmpfs /tmp and $HOME (/home/agent): size in MiB, and how many
 # files and directories each may hold. Both allow executing what is in them.
 tmp_mb = 256

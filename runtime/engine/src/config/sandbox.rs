@@ -52,6 +52,10 @@ pub struct SandboxConfig {
     /// mounted: the image's filesystem read-only (the default); `/tmp` and
     /// `$HOME` are bounded tmpfs either way.
     pub read_only_root: bool,
+    /// mounted: commands go through the berth's exec agent (berth-helper in
+    /// the container) rather than a Docker API exec each; `false` sends
+    /// every command through Docker.
+    pub exec_agent: bool,
     pub timeout_secs: u64,
     pub output_cap_bytes: usize,
     /// mounted: size of the tmpfs `/tmp`, MiB.
@@ -247,6 +251,7 @@ impl Default for SandboxConfig {
             pids: 512,
             network: NetworkConfig::default(),
             read_only_root: true,
+            exec_agent: true,
             timeout_secs: 600,
             output_cap_bytes: 1 << 20,
             allow_unconfined: false,
