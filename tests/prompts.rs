@@ -14,7 +14,7 @@ fn with_agent_and_task() -> (Fixture, String) {
 }
 
 /// A task in `demo`: its id.
-fn new_task(f: &Fixture) -> String {
+pub(crate) fn new_task(f: &Fixture) -> String {
     let t = f.json(&[
         "task",
         "create",
