@@ -20,42 +20,11 @@ repo=$(pwd)
 fail() { echo "demo-agent: FAILED: $*" >&2; exit 1; }
 pass() { echo "  ok  $*"; }
 
-echo "== building berth"
-cargo build -q --bin berth --bin berth-helper --bin berth-exec-shim
-target_dir=$(cargo metadata --format-version 1 --no-deps \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-BERTH="$target_dir/debug/berth"
-
-if docker version >/dev/null 2>&1; then
-  mode=mounted
-  echo "== the Docker engine answers: mounted mode; the agent image"
-  "$BERTH" image build | tail -1
-elif [ "${CI:-}" = true ]; then
-  fail "CI=true and the Docker engine does not answer: this demo brings a mounted berth up"
-else
-  mode=runner
-  echo "== no Docker engine: runner mode"
-fi
-
-work=$(mktemp -d)
-if [ -n "${BERTH_HOME:-}" ]; then
-  state="$BERTH_HOME"
-  if [ -e "$state" ] && [ -n "$(ls -A "$state" 2>/dev/null)" ]; then
-    fail "BERTH_HOME=$state is not empty: point it at a fresh directory"
-  fi
-else
-  state="$work/state"
-fi
-export BERTH_HOME="$state"
-unset BERTH_STATE || true
+# shellcheck source=scripts/demo-setup.sh
+. scripts/demo-setup.sh
+[ "$mode" = mounted ] || [ "${CI:-}" != true ] \
+  || fail "CI=true and the Docker engine does not answer: this demo brings a mounted berth up"
 downs() { "$BERTH" down dev-1 --keep-worktree >/dev/null 2>&1 || true; }
-# A berth's own disk (berth as root) stays mounted while its worktree is
-# kept: a temporary state is unmounted before it is removed.
-unmount_temp() {
-  [ "$state" = "$work/state" ] || return 0
-  awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r |
-    while read -r m; do umount -l "$m" 2>/dev/null || true; done
-}
 trap 'downs; unmount_temp; rm -rf "$work"' EXIT
 
 b() { "$BERTH" "$@"; }

@@ -49,17 +49,7 @@ impl Turn {
         let f = f.with_berth_mode("runner");
         // A turn that goes wrong ends in a minute, not half an hour.
         f.edit_config(|t| t.replacen("turn_timeout_secs = 1800", "turn_timeout_secs = 60", 1));
-        f.ok(&[
-            "agent",
-            "activate",
-            "dev-1",
-            "--project",
-            "demo",
-            "--impl",
-            "command",
-            "--command",
-            command,
-        ]);
+        f.activate_command("dev-1", command);
         for kind in ["terminal", "file_write"] {
             f.ok(&["autonomy", "set", "dev-1", kind, "auto_approve"]);
         }
