@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::fixture::{Fixture, git};
 
 /// This module's fixture: project `demo` (a README and
-/// `scripts/mcp-agent.py` in its repository) in runner mode, `command`
+/// `scripts/mcp-agent.py` in its repository) in one berth mode, `command`
 /// agent `dev-1` running `command`, up, with terminal and file writes
 /// auto-approved, a session open on a task and a prompt queued for it.
 struct Turn(Fixture);
@@ -34,6 +34,10 @@ impl std::ops::Deref for Turn {
 
 impl Turn {
     fn new(command: &str) -> Turn {
+        Turn::in_mode(command, "runner")
+    }
+
+    fn in_mode(command: &str, mode: &str) -> Turn {
         let f = Fixture::new();
         let src = f.source_repo();
         std::fs::write(
@@ -46,7 +50,7 @@ impl Turn {
         std::fs::copy(script, src.join("scripts/mcp-agent.py")).unwrap();
         git(&src, &["add", "README.md", "scripts"]);
         git(&src, &["commit", "-q", "-m", "readme and the agent"]);
-        let f = f.with_berth_mode("runner");
+        let f = f.with_berth_mode(mode);
         // A turn that goes wrong ends in a minute, not half an hour.
         f.edit_config(|t| t.replacen("turn_timeout_secs = 1800", "turn_timeout_secs = 60", 1));
         f.activate_command("dev-1", command);
@@ -106,7 +110,27 @@ fn refused(url: &str) -> bool {
 
 #[test]
 fn a_turn_opens_a_pr_through_its_endpoint_as_the_agent_and_the_endpoint_goes_with_it() {
-    let f = Turn::new("python3 scripts/mcp-agent.py {prompt_file} {mcp_config}");
+    opens_a_pr_through_its_endpoint("runner");
+}
+
+/// The same beside a mounted berth: the program runs on the host, confined
+/// as the container's uid; its tools act in the container.
+#[test]
+fn a_turn_beside_a_mounted_berth_opens_a_pr_through_its_endpoint() {
+    if !crate::docker::docker_answers() {
+        return;
+    }
+    crate::mounted::image_build();
+    opens_a_pr_through_its_endpoint("mounted");
+}
+
+fn opens_a_pr_through_its_endpoint(mode: &str) {
+    let f = Turn::in_mode(
+        "python3 scripts/mcp-agent.py {prompt_file} {mcp_config}",
+        mode,
+    );
+    let ls = f.json(&["ls", "--json"]);
+    assert_eq!(ls[0]["mode"], mode, "{ls}");
     let turns = f.json(&["agent", "turn", "dev-1", "--json"]);
     let turn = &turns[0];
     assert_eq!(turn["exit_code"], 0, "{turns}");
@@ -175,7 +199,6 @@ fn a_turn_opens_a_pr_through_its_endpoint_as_the_agent_and_the_endpoint_goes_wit
         assert_eq!(a["status"], "executed", "{a}");
     }
     // The file came through the tool, not through the (read-only) mount.
-    let ls = f.json(&["ls", "--json"]);
     let worktree = PathBuf::from(ls[0]["worktree"].as_str().unwrap());
     let notes = std::fs::read_to_string(worktree.join("AGENT_NOTES.md")).unwrap();
     assert!(notes.contains("The README begins: # demo"), "{notes}");
@@ -228,6 +251,10 @@ fn the_endpoint_wants_the_turns_token_and_speaks_to_the_official_sdk() {
     assert!(name.starts_with("berth-mcp-"), "{name}");
     let meta = std::fs::metadata(&config).unwrap();
     assert_eq!(meta.mode() & 0o777, 0o600, "{}", config.display());
+    // The berth's uid's (its worktree's owner): the confined program reads it.
+    let ls = f.json(&["ls", "--json"]);
+    let worktree = std::fs::metadata(ls[0]["worktree"].as_str().unwrap()).unwrap();
+    assert_eq!(meta.uid(), worktree.uid(), "{}", config.display());
     let text = std::fs::read_to_string(&config).unwrap();
     let parsed: Value = serde_json::from_str(&text).unwrap();
     let server = &parsed["mcpServers"]["berth"];
