@@ -219,7 +219,8 @@ fn opens_a_pr_through_its_endpoint(mode: &str) {
 #[test]
 fn the_endpoint_wants_the_turns_token_and_speaks_to_the_official_sdk() {
     let f = Turn::new(
-        "sh -c 'while [ ! -e /tmp/turn-done ]; do sleep 0.1; done; echo held' sh {mcp_config}",
+        "sh -c 'while [ ! -e /tmp/turn-done ]; do sleep 0.1; done; \
+         echo \"$1 $BERTH_MCP_URL ${#BERTH_MCP_TOKEN} $2\"' sh {mcp_url} {mcp_config}",
     );
     let mut turn = Running(Some(
         f.command(&["agent", "turn", "dev-1", "--json"])
@@ -321,7 +322,12 @@ fn the_endpoint_wants_the_turns_token_and_speaks_to_the_official_sdk() {
     assert!(out.status.success());
     let turns: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(turns[0]["exit_code"], 0, "{turns}");
-    assert_eq!(turns[0]["stdout_tail"], "held\n", "{turns}");
+    // `{mcp_url}`, the environment and `{mcp_config}` name the same.
+    assert_eq!(
+        turns[0]["stdout_tail"],
+        format!("{url} {url} 64 /tmp/{name}\n"),
+        "{turns}"
+    );
     assert!(
         refused(&url),
         "{url} still accepts connections after the turn"
