@@ -73,10 +73,16 @@ impl Turn {
 /// POSTs an `initialize` to `url` with `authorization` (if any): the
 /// response's status code.
 fn post_status(url: &str, authorization: Option<&str>) -> u16 {
+    post_status_as(url, authorization, None)
+}
+
+/// The same naming `host` in the `Host` header (default: the address).
+fn post_status_as(url: &str, authorization: Option<&str>, host: Option<&str>) -> u16 {
     let addr = url
         .strip_prefix("http://")
         .and_then(|r| r.strip_suffix("/mcp"))
         .unwrap();
+    let host = host.unwrap_or(addr);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "probe", "version": "0"}}})
@@ -87,7 +93,7 @@ fn post_status(url: &str, authorization: Option<&str>) -> u16 {
         .unwrap_or_default();
     write!(
         s,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
@@ -278,6 +284,10 @@ fn the_endpoint_wants_the_turns_token_and_speaks_to_the_official_sdk() {
     assert_eq!(post_status(&url, Some("Bearer abc")), 401);
     assert_eq!(post_status(&url, Some(&format!("Basic {token}"))), 401);
     assert_eq!(post_status(&url, Some(&auth)), 200);
+    // The right token from a page a browser was tricked into (DNS
+    // rebinding): another host name is refused before the tools.
+    let rebound = post_status_as(&url, Some(&auth), Some("evil.example:80"));
+    assert!((400..500).contains(&rebound), "{rebound}");
 
     // The official SDK: initialize, list the tools, one call.
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_http_client.py");
