@@ -15,6 +15,7 @@ mod cli;
 mod events_archive;
 mod hook;
 mod mcp;
+mod mcp_http;
 mod mounted;
 mod mounted_image;
 mod net;

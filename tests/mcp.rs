@@ -59,7 +59,7 @@ impl Mcp {
 }
 
 /// The Python that has the official MCP SDK.
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let mut candidates = Vec::new();
     if let Some(p) = std::env::var_os("BERTH_MCP_PYTHON") {
         candidates.push(PathBuf::from(p));

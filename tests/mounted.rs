@@ -107,7 +107,8 @@ impl State {
     }
 }
 
-fn image_build() -> String {
+/// `berth image build` (the image every mounted berth here runs).
+pub(crate) fn image_build() -> String {
     let out = Command::new(BERTH)
         .args(["image", "build"])
         .output()

@@ -14,7 +14,7 @@ fn with_agent_and_task() -> (Fixture, String) {
 }
 
 /// A task in `demo`: its id.
-fn new_task(f: &Fixture) -> String {
+pub(crate) fn new_task(f: &Fixture) -> String {
     let t = f.json(&[
         "task",
         "create",
@@ -178,17 +178,7 @@ fn a_berth_killed_mid_turn_takes_the_program_down_and_the_prompt_comes_again() {
     let token = format!("berth-crash-token-{}", std::process::id());
     let script = "if [ -e /tmp/once ]; then echo again; else touch /tmp/once; sleep 60; fi";
     let command = format!("sh -c '{script}' {token}");
-    f.ok(&[
-        "agent",
-        "activate",
-        "dev-1",
-        "--project",
-        "demo",
-        "--impl",
-        "command",
-        "--command",
-        &command,
-    ]);
+    f.activate_command("dev-1", &command);
     f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     let task = new_task(&f);
     f.ok(&["sessions", "dev-1", "--open", &task]);

@@ -2160,17 +2160,7 @@ fn an_executing_command_is_stopped_over_the_api_and_the_page_offers_stop() {
 #[test]
 fn serve_delivers_a_prompt_to_a_command_agent_at_once() {
     let state = State::with_project();
-    state.ok(&[
-        "agent",
-        "activate",
-        "dev-1",
-        "--project",
-        "demo",
-        "--impl",
-        "command",
-        "--command",
-        r#"sh -c 'cat "$1"' sh {prompt_file}"#,
-    ]);
+    state.activate_command("dev-1", r#"sh -c 'cat "$1"' sh {prompt_file}"#);
     state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     let t = state.json(&[
         "task",

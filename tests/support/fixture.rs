@@ -165,6 +165,22 @@ impl Fixture {
         )
     }
 
+    /// `berth agent activate AGENT --impl command --command COMMAND` in the
+    /// fixture's project; returns stdout.
+    pub fn activate_command(&self, agent: &str, command: &str) -> String {
+        self.ok(&[
+            "agent",
+            "activate",
+            agent,
+            "--project",
+            &self.project,
+            "--impl",
+            "command",
+            "--command",
+            command,
+        ])
+    }
+
     /// Runs and asserts success; returns stdout parsed as JSON.
     pub fn json(&self, args: &[&str]) -> Value {
         serde_json::from_str(&self.ok(args)).unwrap()

@@ -4,9 +4,10 @@
 //! like a runner exec, and the session runs until it exits.
 //!
 //! - **Confinement.** The program runs through the runner's exec shim in a
-//!   runner of its own opened from the agent's berth: the berth's uid, its
-//!   home and private `/tmp`, `/work` bound read-only (it changes files
-//!   only through berth's tools, as proposed actions), berth's state
+//!   runner of its own opened from the agent's berth (a runner berth's, or
+//!   beside a mounted berth's container, on the host): the berth's uid,
+//!   its home and private `/tmp`, `/work` bound read-only (it changes
+//!   files only through berth's tools, as proposed actions), berth's state
 //!   directory not in its mount tree. Unlike the berth's commands its
 //!   network is open: the model's hosts through the network issue's proxy
 //!   are not done yet, and `activate` says so.
@@ -14,8 +15,14 @@
 //!   [`ConfinedFiles`] (never through a link the agent planted), at
 //!   `/tmp/berth-prompt-<id>.md`: `{prompt_file}`. `{prompt}` is the text,
 //!   `{task}` the task, `{session_id}` the session, `{workdir}` `/work`.
-//!   `{mcp_config}` is refused: berth does not serve its MCP tools over
-//!   HTTP outside the confinement yet.
+//! - **Tools.** A template naming `{mcp_config}` or `{mcp_url}` gets an MCP
+//!   endpoint for the turn, served outside the confinement by the binary
+//!   (`tool_endpoint.rs`): `{mcp_url}` is its address, `{mcp_config}` a
+//!   file beside the prompt (`/tmp/berth-mcp-<id>.json`, mode 0600, the
+//!   berth's uid's) in Claude Code's `--mcp-config` format holding the
+//!   turn's bearer token, which `BERTH_MCP_URL` and `BERTH_MCP_TOKEN` also
+//!   carry in the program's environment. The token binds the agent; the
+//!   endpoint closes when the program exits.
 //! - **Acceptance.** The prompt is acknowledged once the program ran (its
 //!   exec returned); a failure to start it puts the prompt back in the
 //!   queue. A crash of berth mid-turn leaves the prompt unacknowledged: the
@@ -40,16 +47,30 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{now_ms, short};
 use crate::prompts::Reservation;
+use crate::tool_endpoint::ToolEndpoint;
 use crate::{AgentName, Engine};
 
 /// The placeholders a command template may use.
-pub const PLACEHOLDERS: [&str; 5] = [
+pub const PLACEHOLDERS: [&str; 7] = [
     "{prompt}",
     "{prompt_file}",
     "{task}",
     "{workdir}",
     "{session_id}",
+    "{mcp_config}",
+    "{mcp_url}",
 ];
+
+/// The program's environment variables naming its turn's MCP endpoint.
+pub const MCP_URL_ENV: &str = "BERTH_MCP_URL";
+pub const MCP_TOKEN_ENV: &str = "BERTH_MCP_TOKEN";
+
+/// Whether a template asks for berth's MCP tools.
+fn takes_tools(template: &[String]) -> bool {
+    template
+        .iter()
+        .any(|a| a.contains("{mcp_config}") || a.contains("{mcp_url}"))
+}
 
 /// Bytes of each stream an exec keeps; beyond it, the tail.
 const OUTPUT_CAP: usize = 256 * 1024;
@@ -78,8 +99,7 @@ pub struct Turn {
     pub duration_ms: u64,
 }
 
-/// Checks a command template: a program, only known placeholders, and no
-/// `{mcp_config}` (not served yet).
+/// Checks a command template: a program and only known placeholders.
 pub fn check_template(argv: &[String]) -> Result<()> {
     let invalid = |why: String| EngineError::Invalid {
         what: "agent command",
@@ -90,13 +110,6 @@ pub fn check_template(argv: &[String]) -> Result<()> {
         return Err(invalid("it names no program".into()));
     }
     for arg in argv {
-        if arg.contains("{mcp_config}") {
-            return Err(invalid(
-                "`{mcp_config}` is not available yet: berth does not serve its MCP tools over \
-                 HTTP outside the confinement (issue 18's open part)"
-                    .into(),
-            ));
-        }
         let mut rest = arg.as_str();
         while let Some(at) = rest.find('{') {
             let tail = &rest[at..];
@@ -199,7 +212,7 @@ impl Engine {
                        --command '…'`"
                             .into(),
                 })?;
-        let (Some(BerthMode::Runner), Some(_)) = (a.berth, a.worktree.as_ref()) else {
+        let (Some(_), Some(_)) = (a.berth, a.worktree.as_ref()) else {
             return Err(EngineError::NoBerth {
                 agent: a.name.clone(),
                 project: a.project.clone(),
@@ -276,8 +289,16 @@ impl Engine {
         // The program's own runner: the berth's, with open network.
         config.sandbox.network.mode = NetworkMode::Open;
         config.sandbox.network.legacy = None;
+        let uid = match a.berth {
+            Some(BerthMode::Mounted) if berth_sandbox::identity::current_uid() == 0 => {
+                // Beside the container, as its uid: the worktree's owner.
+                self.uid_for_open(a, BerthMode::Mounted, &config).await?
+            }
+            Some(BerthMode::Mounted) => None,
+            _ => self.uid_for_open(a, BerthMode::Runner, &config).await?,
+        };
         let open_as = crate::berths::OpenAs {
-            uid: self.uid_for_open(a, BerthMode::Runner, &config).await?,
+            uid,
             claim_home: false,
         };
         let private_tmp = self.berth_places(a, worktree.clone()).private_tmp;
@@ -293,8 +314,8 @@ impl Engine {
                 ));
             }
         }
-        // The prompt, beneath the berth's private /tmp.
-        let frame_file = format!("/tmp/berth-prompt-{}.md", short(&r.prompt.id));
+        // The prompt (and the tools' configuration), beneath the berth's
+        // private /tmp.
         let mut files = ConfinedFiles::new(
             vec![FileMount {
                 frame: "/tmp".to_string(),
@@ -306,27 +327,86 @@ impl Engine {
         if let Some(uid) = open_as.uid {
             files = files.with_owner(uid, uid);
         }
-        let body = r.prompt.body.clone().into_bytes();
-        let path = frame_file.clone();
-        tokio::task::spawn_blocking(move || files.write(&path, &body))
-            .await
-            .map_err(EngineError::interrupted("writing the prompt file"))?
-            .map_err(berth_sandbox::SandboxError::from)?;
+        let prompt_file = format!("/tmp/berth-prompt-{}.md", short(&r.prompt.id));
+        write_confined(files.clone(), &prompt_file, r.prompt.body.as_bytes()).await?;
 
+        let endpoint = if takes_tools(template) {
+            let endpoints = self
+                .tool_endpoints()
+                .ok_or_else(|| EngineError::ToolEndpoint {
+                    agent: a.name.clone(),
+                    why:
+                        "this berth process serves no MCP endpoint (run the turn with the `berth` \
+                          binary: `berth agent turn`, `berth serve`)"
+                            .into(),
+                })?;
+            let (name, _) = a.names()?;
+            Some(endpoints.open(&name).await?)
+        } else {
+            None
+        };
+        let turn = self
+            .run_program(
+                a,
+                template,
+                r,
+                sandbox.as_ref(),
+                &config,
+                &files,
+                &prompt_file,
+                endpoint.as_deref(),
+            )
+            .await;
+        if let Some(endpoint) = endpoint {
+            endpoint.close().await;
+        }
+        turn
+    }
+
+    /// Runs the program of a turn whose prompt is at `prompt_file`, its
+    /// tools served at `endpoint`.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_program(
+        &self,
+        a: &Agent,
+        template: &[String],
+        r: &Reservation,
+        sandbox: &dyn berth_sandbox::Sandbox,
+        config: &crate::ProjectConfig,
+        files: &ConfinedFiles,
+        prompt_file: &str,
+        endpoint: Option<&dyn ToolEndpoint>,
+    ) -> Result<Turn> {
+        let mut env: BTreeMap<String, String> = config
+            .agent
+            .env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        let mut mcp_config = String::new();
+        if let Some(endpoint) = endpoint {
+            mcp_config = format!("/tmp/berth-mcp-{}.json", short(&r.prompt.id));
+            let body = crate::tool_endpoint::mcp_config_json(endpoint);
+            write_confined(
+                files.clone().with_file_mode(0o600),
+                &mcp_config,
+                body.as_bytes(),
+            )
+            .await?;
+            env.insert(MCP_URL_ENV.into(), endpoint.url().into());
+            env.insert(MCP_TOKEN_ENV.into(), endpoint.bearer_token().into());
+        }
+        let mcp_url = endpoint.map(|e| e.url().to_string()).unwrap_or_default();
         let fill = |arg: &str| {
-            arg.replace("{prompt_file}", &frame_file)
+            arg.replace("{prompt_file}", prompt_file)
+                .replace("{mcp_config}", &mcp_config)
+                .replace("{mcp_url}", &mcp_url)
                 .replace("{prompt}", &r.prompt.body)
                 .replace("{task}", &r.session.task)
                 .replace("{session_id}", &r.session.id)
                 .replace("{workdir}", berth_policy::frame::WORK)
         };
         let argv: Vec<String> = template.iter().map(|a| fill(a)).collect();
-        let env: BTreeMap<String, String> = config
-            .agent
-            .env
-            .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
-            .collect();
         let mut request = ExecRequest::argv(argv);
         request.cwd = berth_policy::frame::WORK.to_string();
         request.env = env;
@@ -346,6 +426,7 @@ impl Engine {
                         "prompt": r.prompt.id,
                         "program": template.first(),
                         "network": "open",
+                        "tools": endpoint.map(|e| e.url()),
                     })),
             )
             .await?;
@@ -370,6 +451,16 @@ impl Engine {
     }
 }
 
+/// Writes `body` at `frame_path` through `files`, off the async threads.
+async fn write_confined(files: ConfinedFiles, frame_path: &str, body: &[u8]) -> Result<()> {
+    let (path, body) = (frame_path.to_string(), body.to_vec());
+    tokio::task::spawn_blocking(move || files.write(&path, &body))
+        .await
+        .map_err(EngineError::interrupted("writing a turn's file"))?
+        .map_err(berth_sandbox::SandboxError::from)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,10 +479,9 @@ mod tests {
             unknown.contains("unknown placeholder `{promt}`"),
             "{unknown}"
         );
-        let mcp = check_template(&argv("claude --mcp-config {mcp_config}"))
-            .unwrap_err()
-            .to_string();
-        assert!(mcp.contains("not available yet"), "{mcp}");
+        assert!(check_template(&argv("claude --mcp-config {mcp_config}")).is_ok());
+        assert!(takes_tools(&argv("codex -c url={mcp_url}")));
+        assert!(!takes_tools(&argv("sh -c {prompt}")));
         // JSON braces are not placeholders.
         assert!(check_template(&argv(r#"x {"a":1}"#)).is_ok());
     }

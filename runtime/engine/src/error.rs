@@ -361,6 +361,10 @@ pub enum EngineError {
         #[source]
         source: Box<EngineError>,
     },
+    /// A `command` agent's program takes `{mcp_config}`, and this process
+    /// could not serve the agent's MCP tools for the turn.
+    #[error("agent `{agent}`'s program takes `{{mcp_config}}`, but {why}")]
+    ToolEndpoint { agent: String, why: String },
     /// What recycling a worktree would lose could not be saved into the
     /// forge, so the worktree was kept.
     #[error(
@@ -520,6 +524,7 @@ impl EngineError {
             | EngineError::RecycleFailed { .. }
             | EngineError::NotBerthDir { .. }
             | EngineError::Interrupted { .. }
+            | EngineError::ToolEndpoint { .. }
             | EngineError::Disk { .. } => (K::Internal, "internal"),
         }
     }

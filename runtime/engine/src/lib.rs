@@ -38,6 +38,7 @@
 //! | `berths/spec.rs` | no method: a project's settings as a berth's sandbox spec, built once (the providers that open it are the sandbox crate's `provider` module) |
 //! | `removal.rs` | `remove_agent`, `remove_project`, `archive_task`, `remove_task` |
 //! | `command.rs` | `set_agent_command`, `agent_command`, `run_command_turn` (the `command` agent) |
+//! | `tool_endpoint.rs` | `serve_tools_with` (the MCP endpoint a `command` agent's turn gets) |
 //! | `sessions.rs` | `open_session`, `session`, `sessions`, `finish_turn`, `end_session` |
 //! | `prompts.rs` | `send_prompt`, `prompt_queue`, `prompt` |
 //! | `prompt_delivery.rs` | `reserve_prompt`, `acknowledge_prompt`, `release_prompt` |
@@ -92,6 +93,7 @@ pub mod state;
 pub mod store;
 pub mod stored_decision;
 pub mod tasks;
+pub mod tool_endpoint;
 mod transitions;
 
 use std::sync::Arc;
@@ -129,6 +131,7 @@ pub use sessions::{Session, SessionStatus};
 pub use state::StateDir;
 pub use store::Store;
 pub use tasks::{NewTask, PipelineStep, Task, TaskKind, TaskSource, TaskStatus};
+pub use tool_endpoint::{ToolEndpoint, ToolEndpoints};
 
 /// One state directory's engine. Cheap to share behind an `Arc`.
 pub struct Engine {
@@ -137,6 +140,8 @@ pub struct Engine {
     git: git::Git,
     provider: Arc<dyn SandboxProvider>,
     sandboxes: berths::SandboxCache,
+    /// Where a `command` agent's turn gets its MCP endpoint (the binary's).
+    tool_endpoints: std::sync::OnceLock<Arc<dyn ToolEndpoints>>,
 }
 
 impl Engine {
@@ -179,6 +184,7 @@ impl Engine {
             store,
             provider,
             sandboxes: berths::SandboxCache::default(),
+            tool_endpoints: std::sync::OnceLock::new(),
         };
         let interrupted = engine.recover().await?;
         if !interrupted.is_empty() {

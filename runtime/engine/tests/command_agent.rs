@@ -44,6 +44,17 @@ async fn command_agent(argv: &[&str]) -> (Fixture, String) {
     (f, t.id)
 }
 
+/// The log's events of `kind`.
+async fn events_of(f: &Fixture, kind: &str) -> Vec<berth_engine::Event> {
+    f.engine
+        .events(&EventFilter {
+            kind: Some(kind.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+}
+
 /// Sends `text` and runs one turn.
 async fn turn(f: &Fixture, text: &str) -> Turn {
     f.engine
@@ -210,25 +221,31 @@ async fn the_program_cannot_write_the_worktree_nor_read_berths_state() {
     );
 }
 
+/// `{mcp_config}` is taken at setup; a process that serves no MCP
+/// endpoint (this engine: the `berth` binary registers one) refuses the
+/// turn before the program starts, and the prompt waits in its queue.
 #[tokio::test]
-async fn an_mcp_config_or_unknown_placeholder_is_refused_at_setup() {
-    let f = Fixture::new().await;
-    f.agent("dev-1", AgentImpl::Command).await;
-    let mcp = f
+async fn a_turn_needing_tools_in_a_process_without_endpoints_keeps_its_prompt() {
+    let (f, _task) = command_agent(&["claude", "--mcp-config", "{mcp_config}"]).await;
+    let sent = f
         .engine
-        .set_agent_command(
-            "dev-1",
-            vec![
-                "claude".into(),
-                "--mcp-config".into(),
-                "{mcp_config}".into(),
-            ],
-            &user(),
-        )
+        .send_prompt(NewPrompt::message("dev-1", "go"), &user())
+        .await
+        .unwrap();
+    let err = f
+        .engine
+        .run_command_turn(&named("dev-1"))
         .await
         .unwrap_err()
         .to_string();
-    assert!(mcp.contains("not available yet"), "{mcp}");
+    assert!(
+        err.contains("takes `{mcp_config}`, but this berth process serves no MCP endpoint"),
+        "{err}"
+    );
+    let p = f.engine.prompt(&sent.prompt.id).await.unwrap();
+    assert_eq!(p.status, PromptStatus::Queued, "{p:?}");
+    let started = events_of(&f, "session.turn_started").await;
+    assert!(started.is_empty(), "{started:?}");
     f.agent("dev-2", AgentImpl::Real).await;
     assert!(
         f.engine
@@ -251,15 +268,7 @@ async fn a_task_deleted_mid_turn_purges_its_prompt_and_keeps_the_turn() {
     let turn = tokio::spawn(async move { driver.run_command_turn(&named("dev-1")).await });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let started = f
-            .engine
-            .events(&EventFilter {
-                kind: Some("session.turn_started".into()),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        if !started.is_empty() {
+        if !events_of(&f, "session.turn_started").await.is_empty() {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "no turn started");

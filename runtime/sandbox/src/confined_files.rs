@@ -223,6 +223,8 @@ pub struct ConfinedFiles {
     targets: LinkTargets,
     /// Who owns what berth creates (a container's uid and gid).
     owner: Option<(u32, u32)>,
+    /// The mode of the files it writes (a secret's 0600), when not 0644.
+    file_mode: Option<u32>,
     /// Said when a path is on no mount.
     off_mount_hint: String,
 }
@@ -247,6 +249,7 @@ impl ConfinedFiles {
             mounts,
             targets,
             owner: None,
+            file_mode: None,
             off_mount_hint,
         }
     }
@@ -254,6 +257,13 @@ impl ConfinedFiles {
     /// What berth creates is handed to `uid`:`gid` (on its fd).
     pub fn with_owner(mut self, uid: u32, gid: u32) -> ConfinedFiles {
         self.owner = Some((uid, gid));
+        self
+    }
+
+    /// The files it writes get `mode` (created so, or set on the fd when
+    /// they were there): a secret for the berth's uid alone is 0600.
+    pub fn with_file_mode(mut self, mode: u32) -> ConfinedFiles {
+        self.file_mode = Some(mode);
         self
     }
 
@@ -436,7 +446,7 @@ impl ConfinedFiles {
             &parent,
             name,
             flags | OFlags::CREATE | OFlags::EXCL,
-            Mode::from_raw_mode(0o644),
+            Mode::from_raw_mode(self.file_mode.unwrap_or(0o644)),
             how,
         ) {
             Ok(fd) => (fd, true),
@@ -476,6 +486,11 @@ impl ConfinedFiles {
         if created {
             self.hand_over(&fd)
                 .map_err(|e| io("hand to the berth's uid", e))?;
+        }
+        if let Some(mode) = self.file_mode {
+            // Created under the umask, or there before: the mode asked for.
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))
+                .map_err(|e| io("set the mode of", e.into()))?;
         }
         rustix::fs::ftruncate(&fd, 0).map_err(|e| io("truncate", e.into()))?;
         std::fs::File::from(fd)

@@ -150,7 +150,7 @@ pub(crate) fn human_duration(d: Duration) -> String {
 }
 
 /// Compares two secrets in time that depends only on their lengths.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

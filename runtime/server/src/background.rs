@@ -115,7 +115,7 @@ pub(crate) async fn drive_agents(
                     for a in agents {
                         let driven = match a.implementation {
                             AgentImpl::Noop => true,
-                            AgentImpl::Command => a.berth == Some(berth_engine::BerthMode::Runner),
+                            AgentImpl::Command => a.berth.is_some(),
                             AgentImpl::Real => false,
                         };
                         if !driven || a.status == AgentStatus::Paused {

@@ -49,7 +49,7 @@ pub use error::{ApiError, ServeError};
 pub use listen::{Listen, load_or_create_token};
 pub use routes::Route;
 
-pub use crate::auth::{DEFAULT_SESSION_TTL, SECRET_HEADER};
+pub use crate::auth::{DEFAULT_SESSION_TTL, SECRET_HEADER, constant_time_eq};
 
 use crate::auth::Access;
 use crate::background::LogFollower;

@@ -31,7 +31,9 @@ pub enum AgentCommand {
         implementation: ImplArg,
         /// `--impl command`: the program and its arguments, split as a shell
         /// would (no shell runs it); `{prompt}`, `{prompt_file}`, `{task}`,
-        /// `{workdir}`, `{session_id}` are filled in for each prompt.
+        /// `{workdir}`, `{session_id}` are filled in for each prompt, and
+        /// `{mcp_config}` (a Claude Code `--mcp-config` file) or `{mcp_url}`
+        /// name berth's MCP tools, served for the turn.
         #[arg(long, value_name = "ARGV")]
         command: Option<String>,
         #[arg(long)]

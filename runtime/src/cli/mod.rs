@@ -206,7 +206,9 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
             dir.root().display()
         );
     }
-    let engine = open_engine(dir.clone()).await?;
+    let engine = Arc::new(open_engine(dir.clone()).await?);
+    // A `command` agent's turn run here serves its MCP tools from here.
+    crate::mcp::http::HttpEndpoints::register(&engine);
     warn_exposed(&dir)?;
     if let Command::Serve(a) = command {
         return serve::run(engine, a).await;

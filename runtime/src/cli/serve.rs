@@ -27,7 +27,7 @@ pub struct ServeArgs {
     session_ttl: Option<u64>,
 }
 
-pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
+pub async fn run(engine: Arc<Engine>, a: ServeArgs) -> anyhow::Result<u8> {
     // A long-running process: its log goes to stderr (BERTH_LOG=debug for more).
     let filter = tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -74,7 +74,6 @@ pub async fn run(engine: Engine, a: ServeArgs) -> anyhow::Result<u8> {
         }
         Err(e) => tracing::warn!("berth disks not reconciled: {e}"),
     }
-    let engine = Arc::new(engine);
     let server = Server::bind(engine.clone(), options).await?;
     // One line a script can read for the address (port 0 resolved).
     println!("berth serve: listening on {}", server.endpoint());
