@@ -342,3 +342,60 @@ fn a_broken_file_names_line_and_column_and_keeps_what_was_read() {
     );
     assert!(g.ok(&["project", "ls"]).contains("dcbroken2"));
 }
+
+#[test]
+fn a_runner_berth_gets_the_variables_and_the_post_commands_too() {
+    let f = Fixture::named("dcrunner");
+    repo_with(
+        &f,
+        r#"{
+  "containerEnv": { "GREETING": "hi" },
+  "postCreateCommand": ["touch", "${containerWorkspaceFolder}/created"],
+  "postStartCommand": "touch /work/started",
+}"#,
+        None,
+    );
+    f.ok(&["init"]);
+    let src = f.source_repo();
+    f.ok(&[
+        "project",
+        "add",
+        "dcrunner",
+        "--from",
+        src.to_str().unwrap(),
+    ]);
+    f.edit_config(|t| t.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n"));
+    let rules = f.config().with_file_name("permissions.json");
+    let text = std::fs::read_to_string(&rules).unwrap();
+    std::fs::write(&rules, text.replace("\"ls\",", "\"ls\",\n    \"touch\",")).unwrap();
+    f.ok(&["agent", "activate", "dev-1", "--project", "dcrunner"]);
+    let up = f.json(&["up", "dev-1", "--project", "dcrunner", "--json"]);
+    let runs: Vec<(String, String)> = up["devcontainer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["command"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("touch /work/created".to_string(), "executed".to_string()),
+            ("touch /work/started".to_string(), "executed".to_string()),
+        ],
+        "{up}"
+    );
+    let wt = std::path::PathBuf::from(up["worktree"].as_str().unwrap());
+    assert!(wt.join("created").is_file() && wt.join("started").is_file());
+    // Up again while up: neither runs again.
+    let again = f.json(&["up", "dev-1", "--project", "dcrunner", "--json"]);
+    assert_eq!(again.get("devcontainer"), None, "{again}");
+    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    // The host's printenv, in the runner.
+    assert_eq!(f.ok(&["exec", "dev-1", "--", "printenv GREETING"]), "hi\n");
+    f.ok(&["down", "dev-1"]);
+}

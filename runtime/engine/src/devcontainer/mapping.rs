@@ -68,7 +68,8 @@ pub struct Applied {
     /// `remoteUser` (or `containerUser`): a name only, never a uid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
-    /// `postCreateCommand`s, then `postStartCommand`s, in the file's order.
+    /// `postCreateCommand`s, then `postStartCommand`s; an object form's
+    /// entries by name (the format runs them in parallel).
     pub post_commands: Vec<PostCommand>,
     /// What berth says about the file: what it maps how, refuses, ignores.
     pub notes: Vec<String>,

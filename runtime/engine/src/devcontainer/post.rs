@@ -3,8 +3,9 @@
 //! other — run at once when its autonomy and rules allow it, held as a
 //! pending action for a person (`berth approve ID`) when they ask, refused
 //! when they deny it. Never as root, never past the decision: berth only
-//! proposes. The entries are independent proposals, in the file's order;
-//! one that waits for a person does not hold back the next.
+//! proposes. The entries are independent proposals, post-create before
+//! post-start and an object form's entries by name (the format runs them at
+//! once); one that waits for a person does not hold back the next.
 
 use berth_policy::Action;
 use serde::Serialize;
