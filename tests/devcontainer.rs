@@ -398,4 +398,11 @@ fn a_runner_berth_gets_the_variables_and_the_post_commands_too() {
     // The host's printenv, in the runner.
     assert_eq!(f.ok(&["exec", "dev-1", "--", "printenv GREETING"]), "hi\n");
     f.ok(&["down", "dev-1"]);
+    // Brought up again, as a person reads it.
+    let out = f.ok(&["up", "dev-1", "--project", "dcrunner"]);
+    assert!(
+        out.contains("postStartCommand: `touch /work/started` ran (exit 0)"),
+        "{out}"
+    );
+    f.ok(&["down", "dev-1"]);
 }
