@@ -321,6 +321,20 @@ fn a_broken_file_names_line_and_column_and_keeps_what_was_read() {
         .join("projects/dcbroken/devcontainer.snapshot.json");
     let kept: Value = serde_json::from_str(&std::fs::read_to_string(snapshot).unwrap()).unwrap();
     assert!(kept["text"].as_str().unwrap().contains("first:1"), "{kept}");
+    // A file berth.toml names must be on the branch.
+    f.edit_config(|t| {
+        t.replace(
+            "\ndevcontainer = \"\"\n",
+            "\ndevcontainer = \"ci/dc.json\"\n",
+        )
+    });
+    let (_, err) = f.err(&["image", "build", "--project", "dcbroken"]);
+    assert!(
+        err.contains(
+            "ci/dc.json is not on branch main, which berth.toml's `[sandbox] devcontainer` names"
+        ),
+        "{err}"
+    );
 
     // A project added from a broken file is added all the same, and says so.
     let g = Fixture::named("dcbroken2");
