@@ -12,6 +12,7 @@ mod fixture;
 
 mod cancel;
 mod cli;
+mod devcontainer;
 mod events_archive;
 mod hook;
 mod mcp;

@@ -54,6 +54,9 @@ pub enum Op {
     /// Reading a PR on berth's own: a commit's throwaway checkout, or
     /// whether a branch would merge.
     Snapshot,
+    /// Reading a file or a directory of a forge branch's tip (berth's
+    /// configuration from the base branch, never from a worktree).
+    BranchFile,
 }
 
 impl fmt::Display for Op {
@@ -77,6 +80,7 @@ impl fmt::Display for Op {
             Op::ExportCommit => "export",
             Op::Remove => "remove",
             Op::Snapshot => "read a PR from the forge",
+            Op::BranchFile => "read from a forge branch",
         })
     }
 }
@@ -418,6 +422,22 @@ pub enum Error {
         oid: Oid,
         /// What to do.
         hint: &'static str,
+    },
+
+    /// A path at a forge branch's tip that cannot be read as asked: not
+    /// there as a file (or a directory), too large, or not a plain path.
+    #[error("{op}: {path:?} at {branch} in {}: {reason}", forge.display())]
+    BranchPath {
+        /// The operation.
+        op: Op,
+        /// The forge repository.
+        forge: PathBuf,
+        /// The branch (short name) and its tip: `main (<commit>)`.
+        branch: String,
+        /// The path inside the tree.
+        path: String,
+        /// What is wrong, and what to do.
+        reason: String,
     },
 
     /// `berth-helper` was not found.

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod branch_file;
 mod commit_push;
 mod concurrency;
 mod confined_git;

@@ -43,9 +43,9 @@ impl CheckStatus {
 /// One finding of the doctor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
-    /// The part checked: `state`, `docker`, `image`, `runner`, `helper`,
-    /// `tools` (berth's tools for images that lack them), `git`, `disk`, `uid`,
-    /// `orphans`.
+    /// The part checked: `state`, `devcontainer`, `docker`, `image`,
+    /// `runner`, `helper`, `tools` (berth's tools for images that lack them),
+    /// `git`, `disk`, `uid`, `orphans`.
     pub part: &'static str,
     pub status: CheckStatus,
     /// What was found.
@@ -105,6 +105,7 @@ impl Engine {
         let mut checks = Vec::new();
         self.check_state(&mut checks);
         let configs = self.project_configs().await?;
+        check_devcontainers(&configs, &mut checks);
         let docker = check_docker(&configs, &mut checks).await;
         if let Some(backend) = &docker {
             check_images(backend, self.state.root(), &configs, &mut checks).await;
@@ -306,6 +307,45 @@ fn check_git(checks: &mut Vec<Check>) {
     }
 }
 
+/// What berth makes of each project's devcontainer.json: where it was read,
+/// that the user it names is not used as a uid, and every key refused or
+/// unsupported (a warning then).
+fn check_devcontainers(configs: &[(String, ProjectConfig)], checks: &mut Vec<Check>) {
+    for (project, config) in configs {
+        let Some(d) = &config.devcontainer else {
+            continue;
+        };
+        let detail = format!(
+            "project {project}: {} read from {} at {}{}",
+            d.path,
+            d.branch,
+            crate::ids::short(&d.commit),
+            if d.notes.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", d.notes.join("; "))
+            }
+        );
+        let refused = d
+            .notes
+            .iter()
+            .any(|n| n.starts_with("refused:") || n.starts_with("unsupported:"));
+        checks.push(if refused {
+            Check::with(
+                "devcontainer",
+                CheckStatus::Warn,
+                detail,
+                format!(
+                    "change devcontainer.json on {} or declare what it needs in berth.toml, then `berth image build --project {project}`",
+                    d.branch
+                ),
+            )
+        } else {
+            Check::ok("devcontainer", detail)
+        });
+    }
+}
+
 /// The Docker engine: a warning when berths fall back to the runner, a
 /// failure when a project fixes mounted mode. The connection, for the checks
 /// that need it.
@@ -377,6 +417,15 @@ async fn check_images(
             continue;
         }
         tools_needed |= image != ImageRef::DefaultAgent;
+        if let Some(problem) = crate::devcontainer::image_problem(project, config) {
+            checks.push(Check::with(
+                "image",
+                CheckStatus::Warn,
+                problem.to_string(),
+                format!("berth image build --project {project}"),
+            ));
+            continue;
+        }
         if let Some(problem) = context_problem(config, state) {
             checks.push(Check::with(
                 "image",

@@ -51,7 +51,7 @@ pub fn declared_env(sandbox: &crate::config::sandbox::SandboxConfig) -> Declared
 }
 
 /// Names a declared directory cannot set: berth sets them itself.
-fn reserved(name: &str) -> Option<&'static str> {
+pub(crate) fn reserved(name: &str) -> Option<&'static str> {
     if name == "PATH" {
         Some("berth sets PATH: write `path_bin = \"bin\"` to append the entry's programs")
     } else if name == "HOME" {
@@ -65,7 +65,7 @@ fn reserved(name: &str) -> Option<&'static str> {
     }
 }
 
-fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -74,7 +74,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// Why `path` is no directory to declare, or `None`.
-fn bad_path(path: &Path) -> Option<&'static str> {
+pub(crate) fn bad_path(path: &Path) -> Option<&'static str> {
     if !path.is_absolute() {
         Some("must be absolute (write the full path, e.g. \"/opt/rust\")")
     } else if path

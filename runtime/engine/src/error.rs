@@ -209,6 +209,9 @@ pub enum EngineError {
     #[error(transparent)]
     Worktrees(#[from] berth_worktrees::Error),
 
+    #[error(transparent)]
+    Devcontainer(#[from] crate::devcontainer::DevcontainerError),
+
     // What was `State(String)`: a state that forbids the call now, each
     // case with what it is about (the API answers them 409 `invalid_state`).
     /// A record's status forbids the call: a PR not open, a choice not
@@ -508,7 +511,9 @@ impl EngineError {
             EngineError::SaveFailed { .. } => (K::Conflict, "save_failed"),
             EngineError::DiskTooSmall { .. } => (K::Conflict, "disk_too_small"),
             EngineError::DiskUnavailable { .. } => (K::Conflict, "disk_unavailable"),
-            EngineError::Config { .. } | EngineError::Rules(_) => (K::Internal, "config_invalid"),
+            EngineError::Config { .. } | EngineError::Rules(_) | EngineError::Devcontainer(_) => {
+                (K::Internal, "config_invalid")
+            }
             EngineError::Worktrees(w) => worktrees_class(w),
             EngineError::Sandbox(berth_sandbox::SandboxError::Docker(d))
             | EngineError::Docker(d) => docker_class(d),

@@ -134,6 +134,10 @@ impl Engine {
             .unwrap_or_else(|| sb.frame().project_root().to_string());
         let mut req = ExecRequest::shell(command);
         req.cwd = cwd.clone();
+        // devcontainer.json's remoteEnv: each command's own variables.
+        if let Some(d) = &config.devcontainer {
+            req.env.extend(d.remote_env.clone());
+        }
         req.timeout = Duration::from_secs(
             record
                 .params

@@ -81,7 +81,7 @@ impl Git {
         })
     }
 
-    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    pub(crate) async fn blocking<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Worktrees) -> Result<T> + Send + 'static,

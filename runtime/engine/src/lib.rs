@@ -63,6 +63,7 @@ pub mod command;
 pub mod config;
 pub mod confinement;
 pub mod declared_dirs;
+pub mod devcontainer;
 pub mod egress_gate;
 pub mod error;
 pub mod events;

@@ -1,7 +1,8 @@
 //! The image a project's mounted berths run, from its `[sandbox]` settings:
 //! the default agent image, a local image by name, or the image of its
-//! Dockerfile (`[sandbox.build]`). Whatever the image holds, berth injects
-//! its own tools, so this is only about which image.
+//! Dockerfile (`[sandbox.build]`) — else its `devcontainer.json`'s image
+//! (`image`, or the image built from its `build`). Whatever the image holds,
+//! berth injects its own tools, so this is only about which image.
 
 use std::path::{Path, PathBuf};
 
@@ -24,9 +25,21 @@ pub fn image_ref(config: &ProjectConfig) -> ImageRef {
             args: s.build.args.clone(),
         });
     }
-    match s.image.trim() {
-        "" => ImageRef::DefaultAgent,
-        name => ImageRef::Named(name.to_string()),
+    if let Some(name) = Some(s.image.trim()).filter(|n| !n.is_empty()) {
+        return ImageRef::Named(name.to_string());
+    }
+    use crate::devcontainer::DevImage;
+    match config.devcontainer.as_ref().map(|d| &d.image) {
+        Some(DevImage::Named { name }) => ImageRef::Named(name.clone()),
+        Some(DevImage::Build {
+            built: Some(tag), ..
+        }) => ImageRef::Named(tag.clone()),
+        // Not built yet: `up` says so first ([`crate::devcontainer::image_problem`]);
+        // a name no image has, never another image.
+        Some(DevImage::Build { built: None, .. }) => {
+            ImageRef::Named(format!("{BUILD_REPOSITORY}:devcontainer-not-built"))
+        }
+        Some(DevImage::None | DevImage::Overridden) | None => ImageRef::DefaultAgent,
     }
 }
 

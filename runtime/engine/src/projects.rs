@@ -198,7 +198,8 @@ pub fn project_files(
 ) -> Result<(ProjectConfig, berth_policy::RuleSet)> {
     let config_path = state.project_config(name);
     let rules_path = state.project_rules(name);
-    let config = ProjectConfig::load(&config_path)?;
+    let mut config = ProjectConfig::load(&config_path)?;
+    config.devcontainer = crate::devcontainer::load_applied(state, name, &config)?;
     let mut rules = if rules_path.exists() {
         berth_policy::RuleSet::load(&rules_path)?
     } else {

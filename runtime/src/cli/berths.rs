@@ -139,6 +139,34 @@ pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
         if let Some(note) = &info.note {
             println!("note: {note}");
         }
+        // devcontainer.json's post commands: proposed by the agent, decided
+        // by the policy.
+        for r in &info.devcontainer {
+            let name = r
+                .name
+                .as_deref()
+                .map(|n| format!(" {n}"))
+                .unwrap_or_default();
+            let short = r.action.get(..8).unwrap_or(&r.action);
+            match r.status {
+                "executed" => println!(
+                    "{}{name}: `{}` ran (exit {})",
+                    r.hook,
+                    r.command,
+                    r.exit_code.map_or("?".to_string(), |c| c.to_string())
+                ),
+                "pending" => println!(
+                    "{}{name}: `{}` waits for a person: approve with `berth approve {short}` or deny with `berth deny {short}`",
+                    r.hook, r.command
+                ),
+                _ => println!(
+                    "{}{name}: `{}` refused: {}",
+                    r.hook,
+                    r.command,
+                    r.reason.as_deref().unwrap_or("")
+                ),
+            }
+        }
     }
     Ok(0)
 }

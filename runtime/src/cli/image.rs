@@ -4,14 +4,17 @@
 //! the recipe and its resolved inputs, so a second build with nothing changed
 //! does no work. With `--project P`, the project's image instead: its
 //! Dockerfile (`[sandbox.build]`) built the same way, or its named image
-//! found. `berth image ls` and `berth image rm` list and remove the images
-//! berth built (and only those).
+//! found — else its `devcontainer.json`, read again from the base branch in
+//! the forge, whose Dockerfile is built from that commit's files. `berth
+//! image ls` and `berth image rm` list and remove the images berth built
+//! (and only those).
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use berth_engine::ProjectConfig;
+use berth_engine::Engine;
+use berth_engine::devcontainer::{DevImage, DevcontainerBuild, DevcontainerRead};
 use berth_engine::project_image::{context_problem, image_ref};
 use berth_engine::state::StateDir;
 use berth_sandbox::docker::DockerBackend;
@@ -105,24 +108,88 @@ async fn remove(image: &str, json: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// The image of project `project`'s `[sandbox]` settings, once its build
-/// context is known to lie outside berth's state.
-fn project_image(state: Option<PathBuf>, project: &str) -> anyhow::Result<ImageRef> {
+/// A project's image, and what its devcontainer.json gave it.
+struct ProjectTarget {
+    image: ImageRef,
+    /// The devcontainer's Dockerfile checked out of the forge (removed on
+    /// drop), when that is what is built.
+    devcontainer_build: Option<DevcontainerBuild>,
+    /// What reading devcontainer.json found (`--json`'s `devcontainer`).
+    devcontainer: Option<serde_json::Value>,
+    engine: Engine,
+}
+
+/// The image of project `project`: its `[sandbox]` settings (once a build
+/// context is known to lie outside berth's state), else its
+/// devcontainer.json read again from the base branch. A broken file fails
+/// here and what berth read before is kept.
+async fn project_image(
+    state: Option<PathBuf>,
+    project: &str,
+    json: bool,
+) -> anyhow::Result<ProjectTarget> {
     let dir = StateDir::locate(state.as_deref())
         .context("no state directory: pass --state DIR or set BERTH_HOME")?;
-    let config = ProjectConfig::load(&dir.project_config(project))
+    let engine = super::open_engine(dir.clone()).await?;
+    let read = engine.read_devcontainer(project).await;
+    if !json {
+        super::devcontainer::print(project, &read);
+    }
+    let read = read?;
+    let devcontainer = match &read {
+        DevcontainerRead::Absent { .. } => None,
+        r => serde_json::to_value(r).ok(),
+    };
+    let (config, _) = engine
+        .load_project_files(project)
         .with_context(|| format!("reading project {project}'s configuration"))?;
     if let Some(problem) = context_problem(&config, dir.root()) {
         anyhow::bail!("project {project}: {problem}");
     }
-    Ok(image_ref(&config))
+    let from_devcontainer = matches!(
+        config.devcontainer.as_ref().map(|d| &d.image),
+        Some(DevImage::Build { .. })
+    );
+    let devcontainer_build = if from_devcontainer {
+        engine.devcontainer_build(project).await?
+    } else {
+        None
+    };
+    let image = match &devcontainer_build {
+        Some(b) => ImageRef::Dockerfile(b.build.clone()),
+        None => image_ref(&config),
+    };
+    Ok(ProjectTarget {
+        image,
+        devcontainer_build,
+        devcontainer,
+        engine,
+    })
 }
 
 async fn build(state: Option<PathBuf>, a: BuildArgs) -> anyhow::Result<u8> {
-    let target = match &a.project {
-        Some(p) => project_image(state, p)?,
-        None => ImageRef::DefaultAgent,
+    let project = match &a.project {
+        Some(p) => Some(project_image(state, p, a.json).await?),
+        None => None,
     };
+    let code = build_target(&a, project.as_ref()).await;
+    if let Some(p) = project {
+        let ProjectTarget {
+            engine,
+            devcontainer_build,
+            ..
+        } = p;
+        drop(devcontainer_build);
+        engine.close().await;
+    }
+    code
+}
+
+async fn build_target(a: &BuildArgs, project: Option<&ProjectTarget>) -> anyhow::Result<u8> {
+    let target = project
+        .map(|p| p.image.clone())
+        .unwrap_or(ImageRef::DefaultAgent);
+    let devcontainer = project.and_then(|p| p.devcontainer.clone());
     let recipe = match &a.recipe {
         Some(path) => Recipe::from_file(path)?,
         None => Recipe::default_agent()?,
@@ -137,24 +204,35 @@ async fn build(state: Option<PathBuf>, a: BuildArgs) -> anyhow::Result<u8> {
     }
     match &target {
         ImageRef::DefaultAgent => say!("berth image build: recipe {}", recipe.origin()),
-        ImageRef::Dockerfile(b) => say!(
-            "berth image build: {} in {}",
-            b.dockerfile,
-            b.context.display()
-        ),
+        ImageRef::Dockerfile(b) => match project.and_then(|p| p.devcontainer_build.as_ref()) {
+            Some(d) => say!(
+                "berth image build: devcontainer.json's {} at commit {}",
+                b.dockerfile,
+                d.commit.get(..12).unwrap_or(&d.commit)
+            ),
+            None => say!(
+                "berth image build: {} in {}",
+                b.dockerfile,
+                b.context.display()
+            ),
+        },
         ImageRef::Named(name) => {
             // Nothing to build: say whether it is there.
             let found = backend.ensure_image(&target).await?;
             if json {
                 // The fields of a build: nothing was built, nothing resolved.
-                super::print_json(&serde_json::json!({
+                let mut out = serde_json::json!({
                     "tag": found.name,
                     "latest": found.name,
                     "id": found.id,
                     "up_to_date": true,
                     "entries": 0,
                     "bytes": 0,
-                }))?;
+                });
+                if let Some(d) = devcontainer {
+                    out["devcontainer"] = d;
+                }
+                super::print_json(&out)?;
             } else {
                 println!("{name}: a local image the project names; nothing to build");
             }
@@ -229,15 +307,27 @@ async fn build(state: Option<PathBuf>, a: BuildArgs) -> anyhow::Result<u8> {
         bar.finish_and_clear();
     }
     let built = built.context("building the image")?;
+    if let Some(p) = project
+        && let Some(b) = &p.devcontainer_build
+        && let Some(name) = &a.project
+    {
+        // `up` runs this image from now on, until the file is read again.
+        p.engine
+            .record_devcontainer_image(name, &b.commit, &built.tag)?;
+    }
     if json {
-        super::print_json(&serde_json::json!({
+        let mut out = serde_json::json!({
             "tag": built.tag,
             "latest": built.latest,
             "id": built.id,
             "up_to_date": built.up_to_date,
             "entries": built.entries,
             "bytes": built.bytes,
-        }))?;
+        });
+        if let Some(d) = devcontainer {
+            out["devcontainer"] = d;
+        }
+        super::print_json(&out)?;
         return Ok(0);
     }
     println!(

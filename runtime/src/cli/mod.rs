@@ -6,6 +6,7 @@ mod actions;
 mod agent;
 mod berths;
 mod decide;
+mod devcontainer;
 mod image;
 mod live_output;
 mod log;

@@ -73,12 +73,22 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                     &Actor::current_user(),
                 )
                 .await?;
+            // The project is added whatever its devcontainer.json holds: a
+            // broken one is said, and read again by `image build --project`.
+            let devcontainer = engine.read_devcontainer(&p.name).await;
             if json {
-                print_json(&serde_json::json!({
+                let mut out = serde_json::json!({
                     "project": p,
                     "config": engine.state().project_config(&p.name),
                     "rules": engine.state().project_rules(&p.name),
-                }))?;
+                });
+                if !matches!(
+                    devcontainer,
+                    Ok(berth_engine::devcontainer::DevcontainerRead::Absent { .. })
+                ) {
+                    out["devcontainer"] = super::devcontainer::json(&devcontainer);
+                }
+                print_json(&out)?;
                 return Ok(0);
             }
             println!(
@@ -92,6 +102,7 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                 engine.state().project_config(&p.name).display(),
                 engine.state().project_rules(&p.name).display()
             );
+            super::devcontainer::print(&p.name, &devcontainer);
         }
         ProjectCommand::Sync { name, json } => {
             let s = engine.sync_project(&name, &Actor::current_user()).await?;

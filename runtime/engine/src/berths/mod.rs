@@ -135,6 +135,10 @@ pub struct BerthInfo {
     /// Work `down` saved into the forge before recycling the worktree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved: Option<SavedRef>,
+    /// `up`: the project's devcontainer.json post commands, each a proposed
+    /// action of the agent (executed, pending for a person, or refused).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devcontainer: Vec<crate::devcontainer::PostRun>,
 }
 
 /// Work saved into the forge before a worktree was recycled, and how to get
@@ -190,6 +194,7 @@ impl BerthInfo {
             task: a.task.clone(),
             note: (a.berth == Some(BerthMode::Runner)).then(crate::confinement::runner_note),
             saved: None,
+            devcontainer: Vec::new(),
         }
     }
 }

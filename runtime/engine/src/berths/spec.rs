@@ -174,7 +174,13 @@ fn runner_berth(
     // The variables declared directories carry, and their programs after
     // the rest of PATH.
     let declared = crate::declared_dirs::declared_env(sandbox);
-    runner.env = declared.vars;
+    // devcontainer.json's containerEnv under them (berth.toml's win).
+    runner.env = config
+        .devcontainer
+        .as_ref()
+        .map(|d| d.container_env.clone())
+        .unwrap_or_default();
+    runner.env.extend(declared.vars);
     runner.path_append = declared.path_append;
     RunnerBerth {
         config: runner,
@@ -245,6 +251,10 @@ fn container_spec(
         }));
     // The variables they carry, and their programs after the image's PATH.
     let declared = crate::declared_dirs::declared_env(s);
+    // devcontainer.json's containerEnv first: berth.toml's win.
+    if let Some(d) = &config.devcontainer {
+        c.env.extend(d.container_env.clone());
+    }
     c.env.extend(declared.vars);
     c.path_append = declared.path_append;
     c

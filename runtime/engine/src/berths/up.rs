@@ -98,6 +98,11 @@ impl Engine {
                 why,
             });
         }
+        if mode == BerthMode::Mounted
+            && let Some(problem) = crate::devcontainer::image_problem(project, &loaded.config)
+        {
+            return Err(problem.into());
+        }
         self.provider
             .check(mode, &crate::project_image::image_ref(&loaded.config))
             .await?;
@@ -276,6 +281,17 @@ impl Engine {
                 Some(n) => format!("{why}; {n}"),
                 None => why,
             });
+        }
+        // devcontainer.json's post commands, proposed by the agent through
+        // the policy: post-create when the berth was made (its container,
+        // or a runner berth's worktree), post-start when it came up.
+        if let Some(d) = &loaded.config.devcontainer {
+            let created = opened.created_container.is_some()
+                || (mode == BerthMode::Runner && provisioned.created);
+            let started = a.berth.is_none() || opened.created_container.is_some();
+            info.devcontainer = self
+                .propose_post_commands(agent, d, created, started)
+                .await?;
         }
         Ok(info)
     }

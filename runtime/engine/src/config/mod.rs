@@ -38,6 +38,11 @@ pub struct ProjectConfig {
     /// `[[checks]]`: what must pass on a PR's head.
     pub checks: Vec<CheckConfig>,
     pub host: HostConfig,
+    /// The project's `devcontainer.json` as last read from its base branch,
+    /// applied under this file (whose keys override it); `None` when the
+    /// project has none.
+    #[serde(skip)]
+    pub devcontainer: Option<crate::devcontainer::Applied>,
     /// What a person should change in the file though it parsed (an old
     /// form): the CLI prints these.
     #[serde(skip)]
@@ -470,6 +475,12 @@ caches = []
 disk = "8GiB"
 disk_inodes = 524288
 disk_required = false
+# The project's devcontainer.json: a path in its repository, read from the
+# base branch in the forge (never from a worktree) at `berth project add` and
+# `berth image build --project P`. "" reads .devcontainer/devcontainer.json or
+# .devcontainer.json when there is one. Its image, build, containerEnv,
+# remoteEnv and post commands apply; this file's keys override its values.
+devcontainer = ""
 
 [sandbox.network]
 # What commands reach: "none" (only loopback: a container on Docker's `none`

@@ -87,6 +87,10 @@ pub struct SandboxConfig {
     pub disk_required: bool,
     /// `[sandbox.build]`: the project's image from a Dockerfile.
     pub build: BuildConfig,
+    /// The project's `devcontainer.json`, a path in its repository read
+    /// from the base branch in the forge; `""`: `.devcontainer/devcontainer.json`
+    /// or `.devcontainer.json`, when there is one ([`crate::devcontainer`]).
+    pub devcontainer: String,
 }
 
 /// `[sandbox.build]`: mounted berths run the image built from this
@@ -265,6 +269,7 @@ impl Default for SandboxConfig {
             disk_inodes: 524_288,
             disk_required: false,
             build: BuildConfig::default(),
+            devcontainer: String::new(),
         }
     }
 }
