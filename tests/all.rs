@@ -22,4 +22,5 @@ mod mounted_image;
 mod net;
 mod pipelines;
 mod pr_checks;
+mod pr_review;
 mod prompts;

@@ -1307,6 +1307,11 @@ fn json_output_matches_docs_cli_json_md() {
             "agent turn",
             "needs a command agent's program (tests/prompts.rs)",
         ),
+        ("pr comment", "checked in tests/pr_review.rs"),
+        ("pr resolve", "checked in tests/pr_review.rs"),
+        ("pr review", "checked in tests/pr_review.rs"),
+        ("pr request-review", "checked in tests/pr_review.rs"),
+        ("pr threads", "checked in tests/pr_review.rs"),
     ];
     for c in doc.commands.keys() {
         assert!(

@@ -219,11 +219,13 @@ fn initialize_lists_the_tools_with_their_schemas() {
         Value::Object(got),
         json!({
             "action_status": {"properties": ["id"], "required": ["id"]},
+            "comment_pr": {"properties": ["body", "line", "path", "pr", "reply_to"], "required": ["body"]},
             "commit": {"properties": ["message"], "required": ["message"]},
             "list_files": {"properties": ["path"], "required": []},
             "open_pr": {"properties": ["title"], "required": ["title"]},
             "push": {"properties": [], "required": []},
             "read_file": {"properties": ["path"], "required": ["path"]},
+            "resolve_pr_thread": {"properties": ["pr", "thread"], "required": ["thread"]},
             "run_command": {"properties": ["command", "cwd", "description", "timeout_secs"], "required": ["command"]},
             "write_file": {"properties": ["content", "path"], "required": ["content", "path"]},
         })
@@ -668,7 +670,7 @@ fn setup_errors_are_tool_errors_that_say_what_to_do() {
             );
         }
         let tools = c.send(json!({"op": "list_tools"}));
-        assert_eq!(tools["tools"].as_array().unwrap().len(), 8);
+        assert_eq!(tools["tools"].as_array().unwrap().len(), 10);
         // Arguments that do not fit the schema: a tool error naming the field.
         let r = c.call("run_command", json!({"cwd": "/work"}));
         assert_eq!(r["is_error"], true, "{r}");
@@ -1159,7 +1161,7 @@ fn every_tool_declares_the_output_schema_of_its_structured_content() {
     let mut c = f.client("dev-1");
     let tools = c.send(json!({"op": "list_tools"}));
     let tools = tools["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 8);
+    assert_eq!(tools.len(), 10);
     for t in tools {
         let schema = &t["output_schema"];
         assert_eq!(
@@ -1228,11 +1230,13 @@ fn a_second_client_library_speaks_to_berth_mcp() {
         names,
         [
             "action_status",
+            "comment_pr",
             "commit",
             "list_files",
             "open_pr",
             "push",
             "read_file",
+            "resolve_pr_thread",
             "run_command",
             "write_file"
         ]
@@ -1283,4 +1287,180 @@ fn fastmcp_python() -> PathBuf {
         p.display()
     );
     p
+}
+
+/// An agent's side of a PR review: it replies in a person's thread and
+/// resolves it through `comment_pr` and `resolve_pr_thread`, each a
+/// proposed action (`pr_comment`, `pr_resolve_thread`) that the seeds
+/// auto-approve at activation; with its autonomy at require_approval the
+/// comment waits for a person, and runs once approved. Arguments that
+/// cannot work are tool errors; a thread that is not there is a failed
+/// action that says so.
+#[test]
+fn an_agent_replies_and_resolves_pr_threads_as_proposed_actions() {
+    let f = Mcp::new();
+    f.ok(&["autonomy", "set", "dev-1", "file_write", "auto_approve"]);
+    let mut c = f.client("dev-1");
+    for (tool, args) in [
+        ("write_file", json!({"path": "b.txt", "content": "b\n"})),
+        ("commit", json!({"message": "add b"})),
+        ("push", json!({})),
+        ("open_pr", json!({"title": "Add b"})),
+    ] {
+        let r = c.call(tool, args);
+        assert_eq!(r["structured"]["succeeded"], true, "{tool}: {r}");
+    }
+    let person: Value = serde_json::from_str(&f.ok(&[
+        "pr",
+        "comment",
+        "1",
+        "b needs a newline?",
+        "--path",
+        "b.txt",
+        "--line",
+        "1",
+        "--json",
+    ]))
+    .unwrap();
+    let thread = person["thread"].as_str().unwrap().to_string();
+
+    // Seeded: the reply and the resolution run at once, as the agent.
+    let r = c.call(
+        "comment_pr",
+        json!({"body": "it has one", "reply_to": &thread[..8]}),
+    );
+    assert_eq!(r["structured"]["status"], "executed", "{r}");
+    assert_eq!(
+        (
+            &r["structured"]["result"]["kind"],
+            &r["structured"]["result"]["thread"]
+        ),
+        (&json!("pr_comment"), &json!(thread)),
+        "{r}"
+    );
+    let r = c.call("resolve_pr_thread", json!({"thread": &thread, "pr": 1}));
+    assert_eq!(
+        (
+            &r["structured"]["result"]["kind"],
+            &r["structured"]["result"]["already_resolved"]
+        ),
+        (&json!("pr_resolve_thread"), &json!(false)),
+        "{r}"
+    );
+    let t: Value = serde_json::from_str(&f.ok(&["pr", "threads", "1", "--json"])).unwrap();
+    let t0 = &t["threads"][0];
+    assert_eq!(
+        (
+            &t0["resolved"],
+            &t0["resolved_by"]["kind"],
+            &t0["resolved_by"]["id"]
+        ),
+        (&json!(true), &json!("agent"), &json!("dev-1")),
+        "{t}"
+    );
+    assert_eq!(
+        (
+            &t0["comments"][1]["author_kind"],
+            &t0["comments"][1]["author"]
+        ),
+        (&json!("agent"), &json!("dev-1")),
+        "{t}"
+    );
+    let decided: Value = serde_json::from_str(&f.ok(&["actions", "--json"])).unwrap();
+    let kinds: Vec<(String, String)> = decided
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| {
+            a["action"]["type"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("pr_") && k != "pr_open")
+        })
+        .map(|a| {
+            (
+                a["action"]["type"].as_str().unwrap().to_string(),
+                a["decision"]["stage"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut kinds = kinds;
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            ("pr_comment".to_string(), "autonomy".to_string()),
+            ("pr_resolve_thread".to_string(), "autonomy".to_string())
+        ]
+    );
+    // The events carry the agent as actor and the action.
+    let ev: Value =
+        serde_json::from_str(&f.ok(&["events", "--type", "pr.thread_resolved", "--json"])).unwrap();
+    assert_eq!(
+        ev[0]["actor"],
+        json!({"kind": "agent", "id": "dev-1"}),
+        "{ev}"
+    );
+    assert!(ev[0]["action"].is_string(), "{ev}");
+
+    // Held: autonomy says ask. Nothing is written until a person approves.
+    f.ok(&["autonomy", "set", "dev-1", "pr_comment", "require_approval"]);
+    let r = c.call("comment_pr", json!({"body": "a new concern"}));
+    assert_eq!(r["structured"]["status"], "pending", "{r}");
+    let id = r["structured"]["action_id"].as_str().unwrap().to_string();
+    let threads = |f: &Mcp| -> usize {
+        let t: Value = serde_json::from_str(&f.ok(&["pr", "threads", "1", "--json"])).unwrap();
+        t["threads"].as_array().unwrap().len()
+    };
+    assert_eq!(threads(&f), 1);
+    f.ok(&["approve", &id]);
+    assert_eq!(threads(&f), 2);
+    let checks: Value = serde_json::from_str(&f.ok(&["pr", "checks", "1", "--json"])).unwrap();
+    assert_eq!(
+        (&checks["unresolved_threads"], &checks["ready"]),
+        (&json!(1), &json!(false)),
+        "the agent's own thread is open: {checks}"
+    );
+
+    // Arguments that cannot work: tool errors, nothing proposed.
+    let before: Value = serde_json::from_str(&f.ok(&["actions", "--json"])).unwrap();
+    for (tool, args, says) in [
+        ("comment_pr", json!({"body": " "}), "`body` is empty"),
+        (
+            "comment_pr",
+            json!({"body": "x", "line": 3}),
+            "`line` needs `path`",
+        ),
+        (
+            "comment_pr",
+            json!({"body": "x", "pr": 0}),
+            "a PR number from 1",
+        ),
+        (
+            "resolve_pr_thread",
+            json!({"thread": ""}),
+            "`thread` is empty",
+        ),
+    ] {
+        let r = c.call(tool, args);
+        assert_eq!(r["structured"]["status"], "error", "{tool}: {r}");
+        assert!(
+            r["structured"]["error"].as_str().unwrap().contains(says),
+            "{r}"
+        );
+    }
+    let after: Value = serde_json::from_str(&f.ok(&["actions", "--json"])).unwrap();
+    assert_eq!(
+        before.as_array().unwrap().len(),
+        after.as_array().unwrap().len()
+    );
+    // A thread that is not there: the action ran and failed, saying so.
+    let r = c.call("resolve_pr_thread", json!({"thread": "abcd1234"}));
+    assert_eq!(r["structured"]["succeeded"], false, "{r}");
+    assert!(
+        r["structured"]["diagnostic"]
+            .as_str()
+            .unwrap()
+            .contains("PR #1 has no thread `abcd1234`"),
+        "{r}"
+    );
 }

@@ -308,11 +308,13 @@ fn the_endpoint_wants_the_turns_token_and_speaks_to_the_official_sdk() {
         seen["tools"],
         json!([
             "action_status",
+            "comment_pr",
             "commit",
             "list_files",
             "open_pr",
             "push",
             "read_file",
+            "resolve_pr_thread",
             "run_command",
             "write_file"
         ]),

@@ -5,7 +5,7 @@
 use crate::cli::Cli;
 
 /// A project whose noop agent has opened PR #1; the task's id.
-fn pr_open(cli: &Cli) -> String {
+pub(crate) fn pr_open(cli: &Cli) -> String {
     cli.ok(&[
         "agent",
         "activate",

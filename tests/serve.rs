@@ -763,6 +763,117 @@ fn every_endpoint_family(api: &Api, state: &State) {
         "second"
     );
     api.err("get", "/api/prs/{id}", &["9"], None, 404, "unknown_pr");
+
+    // Review feedback: a line comment starts a thread, a reply joins it;
+    // resolving it and an approval make the PR ready, and the task stays in
+    // review (only merging or closing moves it).
+    let c = api.ok(
+        "post",
+        "/api/prs/{id}/comments",
+        &["1"],
+        Some(json!({"body": "why?", "path": "a.txt", "line": 1})),
+    );
+    let thread = c["thread"].as_str().unwrap().to_string();
+    let reply = api.ok(
+        "post",
+        "/api/prs/{id}/comments",
+        &["1"],
+        Some(json!({"body": "because", "reply_to": &thread[..8]})),
+    );
+    assert_eq!(reply["thread"], thread.as_str());
+    api.err(
+        "post",
+        "/api/prs/{id}/comments",
+        &["1"],
+        Some(json!({"body": " "})),
+        422,
+        "invalid_value",
+    );
+    api.err(
+        "post",
+        "/api/prs/{id}/threads/{thread}/resolve",
+        &["1", "abcd1234"],
+        None,
+        404,
+        "unknown_thread",
+    );
+    let feedback = api.ok("get", "/api/prs/{id}/checks", &["1"], None);
+    assert_eq!(
+        (&feedback["unresolved_threads"], &feedback["ready"]),
+        (&json!(1), &json!(false)),
+        "{feedback}"
+    );
+    let t = api.ok(
+        "post",
+        "/api/prs/{id}/threads/{thread}/resolve",
+        &["1", &thread],
+        None,
+    );
+    assert_eq!(
+        (&t["resolved"], &t["resolved_by"]["kind"]),
+        (&json!(true), &json!("user"))
+    );
+    api.err(
+        "post",
+        "/api/prs/{id}/threads/{thread}/resolve",
+        &["1", &thread],
+        None,
+        409,
+        "invalid_state",
+    );
+    let review = api.ok(
+        "post",
+        "/api/prs/{id}/reviews",
+        &["1"],
+        Some(json!({"state": "approve", "body": "lgtm"})),
+    );
+    assert_eq!(review["state"], "approve");
+    api.err(
+        "post",
+        "/api/prs/{id}/reviews",
+        &["1"],
+        Some(json!({"state": "maybe"})),
+        422,
+        "invalid_value",
+    );
+    api.err(
+        "post",
+        "/api/prs/{id}/reviews",
+        &["1"],
+        None,
+        422,
+        "invalid_body",
+    );
+    let request = api.ok(
+        "post",
+        "/api/prs/{id}/review-requests",
+        &["1"],
+        Some(json!({"reviewer": "carol"})),
+    );
+    assert_eq!(request["reviewer"], "carol");
+    let conversation = api.ok("get", "/api/prs/{id}/threads", &["1"], None);
+    assert_eq!(
+        conversation["threads"][0]["comments"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "{conversation}"
+    );
+    let feedback = api.ok("get", "/api/prs/{id}/checks", &["1"], None);
+    assert_eq!(
+        (
+            &feedback["ready"],
+            &feedback["approvals"],
+            &feedback["review_requested"]
+        ),
+        (&json!(true), &json!(1), &json!(true)),
+        "{feedback}"
+    );
+    assert_eq!(
+        api.ok("get", "/api/tasks/{id}", &[&t2_id], None)["status"],
+        "in_review"
+    );
     let merge = api.ok("post", "/api/prs/{id}/merge", &["1"], None);
     assert_eq!(
         merge["status"]["status"], "pending",

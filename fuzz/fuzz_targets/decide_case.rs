@@ -40,6 +40,8 @@ const ACTIONS: &[&str] = &[
     "parallelize",
     "raise_max_parallel",
     "container_remove",
+    "pr_comment",
+    "pr_resolve_thread",
     "launch_missiles",
 ];
 

@@ -18,6 +18,10 @@ pub enum Action {
     GitPush { branch: String },
     /// Open a pull request from the agent's branch.
     PrOpen,
+    /// Comment on a PR (or a line of it), or reply to one of its threads.
+    PrComment,
+    /// Mark one of a PR's review threads resolved.
+    PrResolveThread,
     /// Merge a forge branch into `target`.
     GitMerge { target: String },
     /// Change an agent's instructions.
@@ -45,6 +49,8 @@ impl Action {
             Action::GitCommit => "git_commit",
             Action::GitPush { .. } => "git_push",
             Action::PrOpen => "pr_open",
+            Action::PrComment => "pr_comment",
+            Action::PrResolveThread => "pr_resolve_thread",
             Action::GitMerge { .. } => "git_merge",
             Action::InstructionPatch => "instruction_patch",
             Action::Parallelize => "parallelize",
@@ -79,6 +85,8 @@ impl Action {
                 branch: b.to_string(),
             },
             ("pr_open", ..) => Action::PrOpen,
+            ("pr_comment", ..) => Action::PrComment,
+            ("pr_resolve_thread", ..) => Action::PrResolveThread,
             ("git_merge", _, _, Some(b)) => Action::GitMerge {
                 target: b.to_string(),
             },
@@ -93,7 +101,7 @@ impl Action {
     }
 
     /// Every action type berth knows, in a stable order.
-    pub const KNOWN_KINDS: [&'static str; 12] = [
+    pub const KNOWN_KINDS: [&'static str; 14] = [
         "terminal",
         "file_read",
         "file_write",
@@ -106,5 +114,7 @@ impl Action {
         "raise_max_parallel",
         "container_remove",
         "network_connect",
+        "pr_comment",
+        "pr_resolve_thread",
     ];
 }

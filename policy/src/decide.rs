@@ -143,6 +143,12 @@ fn judge<'a>(
             d.structured(&["git", "push", "origin", branch])
         }
         Action::PrOpen => d.structured(&["gh", "pr", "create"]),
+        // Words on the PR, and marking a thread done: nothing in the worktree
+        // or the forge's branches changes, so autonomy governs them as it
+        // does `pr_open` (activation seeds `auto_approve`); a rule on the
+        // equivalent `gh` command holds for them.
+        Action::PrComment => d.structured(&["gh", "pr", "comment"]),
+        Action::PrResolveThread => d.structured(&["gh", "pr", "resolve-thread"]),
         Action::GitMerge { target } => {
             if d.is_protected(target) {
                 d.raise(

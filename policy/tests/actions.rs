@@ -99,7 +99,9 @@ fn structured_git_actions() {
     let seeded = Autonomy::manual()
         .with("git_commit", Approval::AutoApprove)
         .with("git_push", Approval::AutoApprove)
-        .with("pr_open", Approval::AutoApprove);
+        .with("pr_open", Approval::AutoApprove)
+        .with("pr_comment", Approval::AutoApprove)
+        .with("pr_resolve_thread", Approval::AutoApprove);
     let c = Frame::container("/work");
     let none = RuleSet::default();
     let cases = [
@@ -130,6 +132,31 @@ fn structured_git_actions() {
             &seeded,
             Verdict::AutoApprove,
             Stage::Autonomy,
+        ),
+        (
+            Action::PrComment,
+            &seeded,
+            Verdict::AutoApprove,
+            Stage::Autonomy,
+        ),
+        (
+            Action::PrResolveThread,
+            &seeded,
+            Verdict::AutoApprove,
+            Stage::Autonomy,
+        ),
+        // Not seeded: a person decides, as for any action type.
+        (
+            Action::PrComment,
+            &Autonomy::manual(),
+            Verdict::RequireApproval,
+            Stage::Autonomy,
+        ),
+        (
+            Action::PrResolveThread,
+            &Autonomy::manual().with("pr_resolve_thread", Approval::Deny),
+            Verdict::Deny,
+            Stage::AutonomyDeny,
         ),
         (
             Action::GitMerge {
@@ -174,6 +201,27 @@ fn structured_git_actions() {
         &c,
     );
     assert_eq!((d.verdict, d.stage), (Verdict::Deny, Stage::DenyRule));
+    // ...as an ask rule for `gh pr comment` holds for a seeded pr_comment.
+    let ask_comment = RuleSet::from_lists(&[], &["gh pr comment".to_string()], &[]).unwrap();
+    let d = run(&Action::PrComment, &seeded, &ask_comment, &c);
+    assert_eq!(
+        (d.verdict, d.stage),
+        (Verdict::RequireApproval, Stage::AskRule),
+        "{}",
+        d.reason
+    );
+    // The type names round-trip through the case format and serde.
+    for (kind, action) in [
+        ("pr_comment", Action::PrComment),
+        ("pr_resolve_thread", Action::PrResolveThread),
+    ] {
+        assert_eq!(Action::from_parts(kind, None, None, None), action);
+        assert_eq!(action.kind(), kind);
+        assert!(Action::KNOWN_KINDS.contains(&kind));
+        let json = serde_json::to_string(&action).unwrap();
+        assert_eq!(json, format!("{{\"type\":\"{kind}\"}}"));
+        assert_eq!(serde_json::from_str::<Action>(&json).unwrap(), action);
+    }
     // ...and the privileged limit does not: the runtime restricts the push itself.
     let d = run(
         &Action::GitPush {

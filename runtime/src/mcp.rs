@@ -39,6 +39,7 @@
 
 mod frame_paths;
 pub mod http;
+mod review_tools;
 mod tool_args;
 mod wire;
 
@@ -198,7 +199,7 @@ impl BerthMcp {
             agent,
             state_root: None,
             inflight: Arc::new(Semaphore::new(INFLIGHT_PERMITS as usize)),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::review_tool_router(),
         }
     }
 
@@ -654,6 +655,18 @@ fn describe_result(r: &ActionResult) -> String {
         } => format!("opened PR #{number}: {branch} into {base}"),
         ActionResult::GitMerge { target, commit, .. } => {
             format!("merged into {target} at {commit}")
+        }
+        ActionResult::PrComment { number, thread, .. } => {
+            format!("commented on PR #{number} (thread {thread})")
+        }
+        ActionResult::PrResolveThread {
+            number,
+            thread,
+            already_resolved,
+            ..
+        } => {
+            let already = if *already_resolved { " already" } else { "" };
+            format!("thread {thread} of PR #{number} is{already} resolved")
         }
         ActionResult::ContainerRemove { container } => match container {
             Some(c) => format!("removed container {c}; the next command starts a fresh one"),

@@ -93,7 +93,14 @@ pub fn identity(agent: &str) -> String {
 
 /// The action types activation seeds with `auto_approve` (ADR 0018). Never
 /// `git_merge`: a merge is a person's call.
-pub const ACTIVATION_SEEDS: [&str; 4] = ["git_commit", "git_push", "pr_open", "file_read"];
+pub const ACTIVATION_SEEDS: [&str; 6] = [
+    "git_commit",
+    "git_push",
+    "pr_open",
+    "pr_comment",
+    "pr_resolve_thread",
+    "file_read",
+];
 
 pub(crate) const AGENT_COLUMNS: &str =
     "name, project, impl, status, task_id, berth_mode, worktree, branch, created_at, updated_at";

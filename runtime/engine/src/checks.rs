@@ -19,6 +19,11 @@
 //! crash left `in_progress` past its deadline is ended as failed
 //! ("interrupted") at the next look, and the head is not checked again on
 //! its own.
+//!
+//! The PR's feedback view ([`PrFeedback`]) also carries the review side
+//! (`pr_review.rs`: unresolved threads, approvals against `[review]
+//! required_approvals`, the review-requested flag) and `ready`, the
+//! readiness auto-merge waits for.
 
 use std::time::Duration;
 
@@ -104,6 +109,19 @@ pub struct PrFeedback {
     pub checks: Vec<CheckRun>,
     /// The paths that conflict with the base's tip now; empty: it merges.
     pub conflicts: Vec<String>,
+    /// Threads no one resolved yet (berth's own status threads aside).
+    pub unresolved_threads: u32,
+    /// People whose latest review approves the PR.
+    pub approvals: u32,
+    /// `[review] required_approvals`.
+    pub approvals_required: u32,
+    /// A review is asked of the project's reviewer (`[review] login`; of
+    /// anyone when none is set) and not given yet.
+    pub review_requested: bool,
+    /// Open, its branch in the forge, every check green, no conflicts, no
+    /// unresolved thread, the approvals the project requires: what
+    /// auto-merge waits for.
+    pub ready: bool,
 }
 
 impl PrFeedback {
@@ -221,6 +239,13 @@ impl Engine {
                 }
             }
         }
+        let review = self.review_summary(pr, &loaded.config.review).await?;
+        let ready = pr.status == PrStatus::Open
+            && head.is_some()
+            && checks.iter().all(|c| c.status == CheckStatus::Success)
+            && conflicts.is_empty()
+            && review.unresolved_threads == 0
+            && review.approvals >= review.approvals_required;
         Ok(PrFeedback {
             pr: pr.number,
             status: pr.status,
@@ -228,6 +253,11 @@ impl Engine {
             base: pr.base.clone(),
             checks,
             conflicts,
+            unresolved_threads: review.unresolved_threads,
+            approvals: review.approvals,
+            approvals_required: review.approvals_required,
+            review_requested: review.review_requested,
+            ready,
         })
     }
 

@@ -211,6 +211,10 @@ pub enum EngineError {
 
     #[error(transparent)]
     Devcontainer(#[from] crate::devcontainer::DevcontainerError),
+    /// A PR comment, thread, review or review request the engine will not
+    /// record (`pr_review.rs`).
+    #[error(transparent)]
+    Review(#[from] crate::pr_review::ReviewError),
 
     // What was `State(String)`: a state that forbids the call now, each
     // case with what it is about (the API answers them 409 `invalid_state`).
@@ -515,6 +519,7 @@ impl EngineError {
                 (K::Internal, "config_invalid")
             }
             EngineError::Worktrees(w) => worktrees_class(w),
+            EngineError::Review(r) => r.class(),
             EngineError::Sandbox(berth_sandbox::SandboxError::Docker(d))
             | EngineError::Docker(d) => docker_class(d),
             EngineError::Sandbox(_) => (K::Internal, "sandbox_error"),

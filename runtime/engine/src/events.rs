@@ -150,6 +150,14 @@ pub mod kind {
     pub const PR_CLOSED: &str = "pr.closed";
     /// A PR's branch or merge was fetched into a user's repository as a ref.
     pub const PR_EXPORTED: &str = "pr.exported";
+    /// A comment on a PR (or a line of it): a new thread or a reply.
+    pub const PR_COMMENT_ADDED: &str = "pr.comment_added";
+    /// A PR's thread was marked resolved.
+    pub const PR_THREAD_RESOLVED: &str = "pr.thread_resolved";
+    /// A person approved a PR or requested changes (its task's gate stays).
+    pub const PR_REVIEW_SUBMITTED: &str = "pr.review_submitted";
+    /// A review of a PR was asked of a reviewer.
+    pub const PR_REVIEW_REQUESTED: &str = "pr.review_requested";
     /// A `[[checks]]` entry is due on a PR's new head.
     pub const CHECK_QUEUED: &str = "check.queued";
     pub const CHECK_STARTED: &str = "check.started";

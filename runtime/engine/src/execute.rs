@@ -94,6 +94,8 @@ impl Engine {
             Action::GitPush { branch } => self.exec_push(record, agent, config, branch).await,
             Action::PrOpen => self.exec_pr_open(record, agent).await,
             Action::GitMerge { target } => self.exec_merge(record, target).await,
+            Action::PrComment => self.exec_pr_comment(record, agent).await,
+            Action::PrResolveThread => self.exec_pr_resolve_thread(record, agent).await,
             Action::ContainerRemove => {
                 let container = self.remove_agent_container(agent).await?;
                 Ok(Outcome::ok(ActionResult::ContainerRemove { container }))

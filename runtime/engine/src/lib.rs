@@ -33,6 +33,7 @@
 //! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
 //! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
 //! | `checks.rs` | `pr_feedback`, `run_pr_checks`, `watch_prs` |
+//! | `pr_review/mod.rs` (`records.rs`, `reading.rs`) | `comment_pr`, `pr_threads`, `resolve_pr_thread`, `review_pr`, `request_pr_review` (and the agent's `pr_comment`, `pr_resolve_thread`) |
 //! | `berths/mod.rs` | `berths`, `saved_work`, `drop_saved_work` (and the host checks of a decided action) |
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
 //! | `berths/spec.rs` | no method: a project's settings as a berth's sandbox spec, built once (the providers that open it are the sandbox crate's `provider` module) |
@@ -81,6 +82,7 @@ mod parallel;
 pub mod permissions;
 pub mod pipeline;
 mod policy_context;
+pub mod pr_review;
 pub mod private_state;
 pub mod project_image;
 pub mod projects;
@@ -124,6 +126,10 @@ pub use metrics::Metrics;
 pub use noop::{AgentRun, RunReport};
 pub use outbox::OutboxMessage;
 pub use pipeline::{PipelineEnd, PipelineReport};
+pub use pr_review::{
+    AuthorKind, NewComment, PrComment, PrConversation, PrReview, PrThread, ReviewError,
+    ReviewRequest, ReviewState,
+};
 pub use projects::{NewProject, Project};
 pub use prompts::{NewPrompt, Prompt, PromptKey, PromptSent, PromptStatus, Reservation, Sent};
 pub use prs::{PrStatus, PullRequest};

@@ -76,6 +76,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "sessions and prompts",
         include_str!("../migrations/0009_sessions_prompts.sql"),
     ),
+    (
+        10,
+        "pr review",
+        include_str!("../migrations/0010_pr_review.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

@@ -18,6 +18,7 @@ mod file_links;
 mod mounted;
 mod pipeline;
 mod pipelines;
+mod pr_review;
 mod prompts;
 mod removal;
 mod runner_env;

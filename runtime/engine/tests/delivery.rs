@@ -374,7 +374,9 @@ async fn activation_seeds_and_the_auto_switch() {
             ("file_read", Approval::AutoApprove),
             ("git_commit", Approval::AutoApprove),
             ("git_push", Approval::AutoApprove),
+            ("pr_comment", Approval::AutoApprove),
             ("pr_open", Approval::AutoApprove),
+            ("pr_resolve_thread", Approval::AutoApprove),
         ]
     );
     assert_eq!(

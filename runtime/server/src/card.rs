@@ -85,6 +85,8 @@ pub fn describe(a: &ActionRecord) -> (String, String, &'static str) {
             "params.message",
         ),
         Action::PrOpen => (a.params.title.clone().unwrap_or_default(), "params.title"),
+        Action::PrComment => (a.params.body.clone().unwrap_or_default(), "params.body"),
+        Action::PrResolveThread => (a.params.thread.clone().unwrap_or_default(), "params.thread"),
         _ => (String::new(), ""),
     };
     (kind, what, field)

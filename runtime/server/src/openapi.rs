@@ -339,7 +339,8 @@ mod tests {
                     m,
                     p.replace("{name}", "ghost")
                         .replace("{id}", "feed")
-                        .replace("{action_type}", "terminal"),
+                        .replace("{action_type}", "terminal")
+                        .replace("{thread}", "feed"),
                 )
             })
             .collect();

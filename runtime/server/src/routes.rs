@@ -7,7 +7,7 @@ use axum::handler::Handler;
 use axum::routing::{MethodFilter, on};
 
 use crate::AppState;
-use crate::api::{actions, agents, events, pages, projects, prompts, prs, tasks};
+use crate::api::{actions, agents, events, pages, pr_review, projects, prompts, prs, tasks};
 use crate::page;
 
 /// One registered route.
@@ -126,6 +126,11 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .get("/api/prs/{id}/checks", prs::checks)
     .post("/api/prs/{id}/checks/run", prs::run_checks)
     .post("/api/prs/{id}/merge", prs::merge)
-    .post("/api/prs/{id}/close", prs::close);
+    .post("/api/prs/{id}/close", prs::close)
+    .get("/api/prs/{id}/threads", pr_review::threads)
+    .post("/api/prs/{id}/comments", pr_review::comment)
+    .post("/api/prs/{id}/threads/{thread}/resolve", pr_review::resolve)
+    .post("/api/prs/{id}/reviews", pr_review::review)
+    .post("/api/prs/{id}/review-requests", pr_review::request_review);
     (t.router, t.routes)
 }

@@ -22,7 +22,8 @@ pub enum Switch {
 #[derive(Debug, clap::Subcommand)]
 pub enum AgentCommand {
     /// Create an agent in a project (or change its implementation) and seed
-    /// auto_approve for git_commit, git_push, pr_open and file_read.
+    /// auto_approve for git_commit, git_push, pr_open, pr_comment,
+    /// pr_resolve_thread and file_read.
     Activate {
         agent: String,
         #[arg(long)]

@@ -1,4 +1,5 @@
-//! `berth pr list|show|merge|close|export|checks|watch`.
+//! `berth pr list|show|merge|close|export|checks|watch` (the review
+//! feedback commands are `pr_review.rs`).
 
 use std::path::PathBuf;
 
@@ -60,6 +61,8 @@ pub enum PrCommand {
         #[arg(long)]
         json: bool,
     },
+    #[command(flatten)]
+    Review(super::pr_review::PrReviewCommand),
     /// Close the PR without merging: its task is returned.
     Close {
         id: String,
@@ -203,6 +206,7 @@ pub async fn run(engine: &Engine, cmd: PrCommand) -> anyhow::Result<u8> {
             }
             tokio::time::sleep(std::time::Duration::from_secs(every)).await;
         },
+        PrCommand::Review(c) => super::pr_review::run(engine, c).await,
         PrCommand::Close { id, reason, json } => {
             let p = engine.close_pr(&id, &user, reason.as_deref()).await?;
             if json {
@@ -257,4 +261,20 @@ fn print_feedback(f: &PrFeedback) {
     } else {
         println!("  conflicts with {} in: {}", f.base, f.conflicts.join(", "));
     }
+    println!(
+        "  {} unresolved thread(s), {}/{} approvals{}; {}",
+        f.unresolved_threads,
+        f.approvals,
+        f.approvals_required,
+        if f.review_requested {
+            ", review requested"
+        } else {
+            ""
+        },
+        if f.ready {
+            "ready to merge"
+        } else {
+            "not ready"
+        }
+    );
 }

@@ -111,13 +111,13 @@ pub(super) trait ArgsProblem {
     fn problem(&self) -> Option<String>;
 }
 
-fn nul_in(field: &str, value: &str) -> Option<String> {
+pub(super) fn nul_in(field: &str, value: &str) -> Option<String> {
     value.contains('\0').then(|| {
         format!("`{field}` contains a NUL byte, which no command line, path or git message can hold: remove it")
     })
 }
 
-fn blank(field: &str, value: &str, what: &str) -> Option<String> {
+pub(super) fn blank(field: &str, value: &str, what: &str) -> Option<String> {
     value
         .trim()
         .is_empty()

@@ -74,6 +74,22 @@ pub enum ActionResult {
         target: String,
         commit: String,
     },
+    /// A comment an agent wrote on a PR (a new thread, or a reply in one).
+    PrComment {
+        pr: String,
+        number: i64,
+        comment: String,
+        thread: String,
+    },
+    /// A PR thread an agent resolved.
+    PrResolveThread {
+        pr: String,
+        number: i64,
+        thread: String,
+        /// True when it was resolved already (by whom the thread says).
+        #[serde(default)]
+        already_resolved: bool,
+    },
     /// The agent's container, removed (none when there was none to remove).
     ContainerRemove {
         container: Option<String>,

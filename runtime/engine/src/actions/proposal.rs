@@ -29,9 +29,24 @@ pub struct ActionParams {
     /// pr_open: the title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// git_merge: the PR being merged.
+    /// git_merge: the PR being merged; pr_comment, pr_resolve_thread: the
+    /// PR (default: the open PR of the agent's task).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr: Option<String>,
+    /// pr_comment: the comment's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// pr_comment: the file (relative to the repository's root) a line
+    /// comment is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// pr_comment: the line of `path` (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// pr_comment: the thread replied to; pr_resolve_thread: the thread
+    /// resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
     /// terminal: run with `/work` read-only (a pipeline step that did not ask
     /// to write). Part of the action, so whoever executes it — the pipeline,
     /// or a person's `berth approve` in another process — enforces it.

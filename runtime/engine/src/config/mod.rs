@@ -37,6 +37,8 @@ pub struct ProjectConfig {
     pub hooks: Vec<HookConfig>,
     /// `[[checks]]`: what must pass on a PR's head.
     pub checks: Vec<CheckConfig>,
+    /// `[review]`: the reviewer login and the approvals a PR needs.
+    pub review: ReviewConfig,
     pub host: HostConfig,
     /// The project's `devcontainer.json` as last read from its base branch,
     /// applied under this file (whose keys override it); `None` when the
@@ -314,6 +316,14 @@ impl ProjectConfig {
                     message: format!("checks[{i}] ({}): {why}", c.name),
                 });
             }
+        }
+        if let Some((key, why)) = self.review.problem() {
+            return Err(EngineError::Config {
+                file: file.to_string(),
+                line: find_key_line(text, "review", key).unwrap_or(1),
+                column: 1,
+                message: format!("key `review.{key}`: {why}"),
+            });
         }
         for (i, h) in self.hooks.iter().enumerate() {
             if h.command.trim().is_empty() || h.event.trim().is_empty() {

@@ -1,5 +1,6 @@
 //! The other tables of `berth.toml`: `[execution]`, `[git]`, `[scope]`,
-//! `[policy]`, `[host]`, `[agents]`, `[followups]` and `[[hooks]]`.
+//! `[policy]`, `[host]`, `[agents]`, `[followups]`, `[[hooks]]`, `[[checks]]`
+//! and `[review]`.
 
 use serde::{Deserialize, Serialize};
 
@@ -209,4 +210,49 @@ pub struct CheckConfig {
 
 fn default_check_timeout() -> u64 {
     600
+}
+
+/// `[review]`: who reviews this project's PRs, and how many approvals a PR
+/// needs before it is ready to merge. The login can change: a new one is
+/// read at the next look (the review-requested flag follows it).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// The reviewer identity whose review requests the PR view reports
+    /// (`review_requested`); none: any open request counts.
+    pub login: Option<String>,
+    /// Approvals (each person's latest review) a PR needs to be ready.
+    pub required_approvals: u32,
+}
+
+/// The most approvals a project may require: more is a typo.
+pub const MAX_REQUIRED_APPROVALS: u32 = 100;
+
+impl ReviewConfig {
+    /// What is wrong with the table, if anything: (key, why).
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        if let Some(login) = &self.login {
+            if login.trim().is_empty() {
+                return Some((
+                    "login",
+                    "must not be empty: name the reviewer, or remove the key".into(),
+                ));
+            }
+            if login.chars().any(|c| c.is_whitespace() || c.is_control()) || login.len() > 100 {
+                return Some((
+                    "login",
+                    format!(
+                        "`{login}` is not a login (no spaces or control characters, at most 100 bytes)"
+                    ),
+                ));
+            }
+        }
+        if self.required_approvals > MAX_REQUIRED_APPROVALS {
+            return Some((
+                "required_approvals",
+                format!("must be at most {MAX_REQUIRED_APPROVALS}"),
+            ));
+        }
+        None
+    }
 }
