@@ -63,6 +63,7 @@ pub mod config;
 pub mod confinement;
 pub mod declared_dirs;
 pub mod egress_gate;
+pub mod egress_serving;
 pub mod error;
 pub mod events;
 mod exchange;
@@ -137,6 +138,9 @@ pub struct Engine {
     git: git::Git,
     provider: Arc<dyn SandboxProvider>,
     sandboxes: berths::SandboxCache,
+    /// Names the egress proxy resolves without DNS ([`egress_serving`]);
+    /// shared with this engine's siblings.
+    egress_hosts: Arc<std::sync::Mutex<berth_egress::FixedHosts>>,
 }
 
 impl Engine {
@@ -179,6 +183,7 @@ impl Engine {
             store,
             provider,
             sandboxes: berths::SandboxCache::default(),
+            egress_hosts: Arc::default(),
         };
         let interrupted = engine.recover().await?;
         if !interrupted.is_empty() {
@@ -193,6 +198,20 @@ impl Engine {
             }
         }
         Ok(engine)
+    }
+
+    /// An engine over the same state, store and provider, with a sandbox
+    /// cache of its own: what a berth's egress proxy decides with, held by
+    /// that berth's sandbox without holding this engine (and its cache).
+    pub(crate) fn sibling(&self) -> Engine {
+        Engine {
+            state: self.state.clone(),
+            store: self.store.clone(),
+            git: self.git.clone(),
+            provider: Arc::clone(&self.provider),
+            sandboxes: berths::SandboxCache::default(),
+            egress_hosts: Arc::clone(&self.egress_hosts),
+        }
     }
 
     pub fn state(&self) -> &StateDir {

@@ -129,6 +129,10 @@ pub struct ContainerSpec {
     /// [`default_tools_root`](crate::image::default_tools_root). Any image
     /// but the default agent image gets them read-only at `/opt/berth`.
     pub tools_root: Option<PathBuf>,
+    /// An allow-list berth's proxy, served on the container's loopback for
+    /// each exec ([`crate::egress_port`]); not part of the container's
+    /// configuration.
+    pub egress: Option<crate::egress_port::EgressHook>,
 }
 
 impl ContainerSpec {
@@ -162,6 +166,7 @@ impl ContainerSpec {
             git_identity: None,
             work_access: WorkAccess::ReadWrite,
             tools_root: None,
+            egress: None,
         }
     }
 

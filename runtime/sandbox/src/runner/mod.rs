@@ -326,6 +326,7 @@ impl Runner {
             gid: confinement.uid.map(|(_, gid)| gid),
             rlimits: self.config.rlimits.spec_entries(),
             cgroups: cgroups.paths(),
+            egress: None,
         }
     }
 
@@ -412,7 +413,17 @@ impl Runner {
             tracing::debug!(%missing, "exec cgroup");
         }
         let cgroups = Arc::new(cgroups);
-        let spec = self.spec(&request.cwd, &cgroups);
+        let mut spec = self.spec(&request.cwd, &cgroups);
+        // An allow-list berth: PID 1 hands berth the proxy's listener in
+        // the exec's namespace; served until `_egress` drops (the exec ended).
+        let _egress = match &self.config.confinement.egress {
+            Some(hook) if spec.network == Network::None => {
+                let (door, handoff) = crate::egress_port::RunnerDoor::open(hook)?;
+                spec.egress = Some(handoff);
+                Some(door)
+            }
+            _ => None,
+        };
         let framed = berth_confine::spec::framed(&spec).map_err(|e| SandboxError::Backend {
             op: "exec",
             message: e.to_string(),
