@@ -13,7 +13,7 @@ use berth_egress::{BerthKey, Egress};
 use berth_engine::egress_gate::EngineGate;
 use berth_engine::{AgentImpl, EventFilter};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 use crate::common::{Fixture, registry, user};
 

@@ -13,7 +13,7 @@
 //! bypasses the proxy reaches nothing; every connection that went through is
 //! a `network.connected` event.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use berth_engine::{Engine, StateDir};
