@@ -255,3 +255,92 @@ async fn a_mounted_berth_reaches_the_registry_only_through_its_proxy() {
     };
     scenario(&client, &state, &m.project, port, &seen).await;
 }
+
+/// A simple index (PEP 503) of one wheel, made with Python's zipfile, in
+/// `root/simple/example/`.
+fn simple_index(root: &std::path::Path) {
+    let script = r#"
+import os, sys, zipfile
+root = sys.argv[1]
+d = os.path.join(root, "simple", "example")
+os.makedirs(d)
+wheel = "example-1.0-py3-none-any.whl"
+with zipfile.ZipFile(os.path.join(d, wheel), "w") as z:
+    z.writestr("example/__init__.py", "")
+    z.writestr("example-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: example\nVersion: 1.0\n")
+    z.writestr("example-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("example-1.0.dist-info/RECORD", "")
+with open(os.path.join(d, "index.html"), "w") as f:
+    f.write('<html><body><a href="%s">%s</a></body></html>\n' % (wheel, wheel))
+"#;
+    let status = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .arg(root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Kills the index server when the test ends, failed or not.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_downloads_a_wheel_through_a_runner_berths_proxy() {
+    if !std::path::Path::new("/usr/bin/python3").is_file() {
+        eprintln!("skipping: no /usr/bin/python3");
+        return;
+    }
+    let index = tempfile::tempdir().unwrap();
+    simple_index(index.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = Server(
+        std::process::Command::new("/usr/bin/python3")
+            .args(["-m", "http.server", "--bind", "127.0.0.1"])
+            .arg(port.to_string())
+            .current_dir(index.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let f = Fixture::new().await;
+    allowlist(&f.state(), "demo", 30);
+    fixed_hosts(&f.engine);
+    f.up_runner("dev-1").await;
+    let (code, out, err) = common::terminal(
+        &f.engine,
+        "dev-1",
+        &format!(
+            "/usr/bin/python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check \
+             --index-url http://registry.test:{port}/simple/ --trusted-host registry.test -d /tmp/dl example && ls /tmp/dl"
+        ),
+    )
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("example-1.0-py3-none-any.whl"), "{out}\n{err}");
+    let connected = wait_events(&f.engine, "network.connected", 2).await;
+    assert!(
+        connected.len() >= 2
+            && connected
+                .iter()
+                .all(|e| e.payload["host"] == "registry.test"),
+        "{connected:?}"
+    );
+}
