@@ -344,3 +344,83 @@ async fn pip_downloads_a_wheel_through_a_runner_berths_proxy() {
         "{connected:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_berth_reaches_a_tls_registry_through_a_connect_tunnel() {
+    if !std::path::Path::new("/usr/bin/openssl").is_file() {
+        eprintln!("skipping: no /usr/bin/openssl");
+        return;
+    }
+    let site = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("/usr/bin/openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=registry.test",
+            "-addext",
+            "subjectAltName=DNS:registry.test",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+        ])
+        .current_dir(site.path())
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    std::fs::write(site.path().join("hello.txt"), "over tls\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let serve = format!(
+        "import http.server, ssl\n\
+         s = http.server.HTTPServer(('127.0.0.1', {port}), http.server.SimpleHTTPRequestHandler)\n\
+         c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+         c.load_cert_chain('cert.pem', 'key.pem')\n\
+         s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+         s.serve_forever()\n"
+    );
+    let _server = Server(
+        std::process::Command::new("/usr/bin/python3")
+            .args(["-c", &serve])
+            .current_dir(site.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let f = Fixture::new().await;
+    allowlist(&f.state(), "demo", 30);
+    fixed_hosts(&f.engine);
+    f.up_runner("dev-1").await;
+    // The berth trusts the test's certificate: it is in the worktree.
+    let worktree = f.dir.path().join("state/berths/demo/dev-1/dev-1");
+    std::fs::copy(site.path().join("cert.pem"), worktree.join("test-ca.pem")).unwrap();
+    let (code, out, err) = common::terminal(
+        &f.engine,
+        "dev-1",
+        &format!(
+            "curl -sS --fail-with-body --max-time 60 --cacert /work/test-ca.pem https://registry.test:{port}/hello.txt"
+        ),
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "over tls\n"), "{err}");
+    let connected = wait_events(&f.engine, "network.connected", 1).await;
+    assert_eq!(connected.len(), 1, "{connected:?}");
+    assert_eq!(connected[0].payload["host"], "registry.test");
+    assert_eq!(connected[0].payload["port"], port);
+}
