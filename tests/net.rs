@@ -116,6 +116,7 @@ fn a_one_shot_exec_reaches_an_allowed_host_through_its_own_proxy() {
     });
     cli.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
     cli.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
     let url = format!("http://registry.test:{port}/pkg");
     assert_eq!(
         cli.ok(&[
