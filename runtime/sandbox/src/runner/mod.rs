@@ -24,6 +24,10 @@
 //!   `cgroup.kill` after the grace. [`Runner::kill_all`] ends every exec of
 //!   the berth.
 //! - **Read-only.** `/work` bound read-only (and no Landlock write right).
+//! - **Egress.** An allow-list berth's exec finds its proxy on its own
+//!   loopback: PID 1 binds `127.0.0.1:3128` in the exec's network namespace
+//!   and hands the listener to berth, which serves it for the exec's
+//!   duration ([`crate::egress_port`]).
 //!
 //! A missing mechanism (no shim, no user namespace) ends the exec with
 //! status 125 and a line on stderr saying so; the command never runs
