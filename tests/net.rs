@@ -89,3 +89,54 @@ fn net_log_lists_the_connections_that_went_through() {
     assert_ne!(code, 0);
     assert!(err.contains("nobody"), "{err}");
 }
+
+/// A one-shot `berth exec` in a runner berth with `mode = "allowlist"`: the
+/// berth process serves the exec's proxy for the exec's duration, so curl
+/// reaches a loopback server by a name `BERTH_EGRESS_HOSTS` fixes, and the
+/// connection is in `berth net log` afterwards; around the proxy, nothing.
+#[test]
+fn a_one_shot_exec_reaches_an_allowed_host_through_its_own_proxy() {
+    let origin = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = origin.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        while let Ok((mut s, _)) = origin.accept() {
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\nfetched!\n",
+            );
+        }
+    });
+    let mut cli = Fixture::new().with_berth_mode("runner");
+    cli.set_env("BERTH_EGRESS_HOSTS", "registry.test=127.0.0.1");
+    cli.edit_config(|t| {
+        let t = with_key(&t, "sandbox.network", "mode", "\"allowlist\"");
+        with_key(&t, "sandbox.network", "allow", "[\"registry.test\"]")
+    });
+    cli.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    cli.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let url = format!("http://registry.test:{port}/pkg");
+    assert_eq!(
+        cli.ok(&[
+            "exec",
+            "dev-1",
+            "--",
+            &format!("curl -sS --fail-with-body --max-time 30 {url}")
+        ]),
+        "fetched!\n"
+    );
+    let out = cli.run(&[
+        "exec",
+        "dev-1",
+        "--",
+        &format!("curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:{port}/direct"),
+    ]);
+    assert!(!out.status.success(), "{out:?}");
+    let v = cli.json(&["net", "log", "dev-1", "--json"]);
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0]["host"], "registry.test");
+    assert_eq!(rows[0]["address"], format!("127.0.0.1:{port}"));
+}

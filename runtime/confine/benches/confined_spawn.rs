@@ -49,6 +49,7 @@ fn main() {
         gid: None,
         rlimits: vec![],
         cgroups: vec![],
+        egress: None,
     };
     let framed = berth_confine::spec::framed(&spec).unwrap();
 

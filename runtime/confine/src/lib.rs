@@ -9,6 +9,7 @@
 //! the command as PID 2 of its own PID namespace.
 
 pub mod cgroup;
+pub mod egress_handoff;
 mod error;
 pub mod git_env;
 pub mod landlock_rules;
@@ -17,6 +18,7 @@ pub mod seccomp_filter;
 pub mod shim;
 pub mod spec;
 
+pub use egress_handoff::EgressHandoff;
 pub use error::ConfineError;
 pub use shim::{SETUP_FAILED, main_from_args};
 pub use spec::{ExecSpec, Network, Rlimit};

@@ -356,6 +356,11 @@ fn pid1(
     }
     if spec.network == Network::None {
         loopback_up()?;
+        // Before the mount tree hides berth's handoff socket and before
+        // the command exists: the listener is berth's from the start.
+        if let Some(h) = &spec.egress {
+            crate::egress_handoff::hand_over(h)?;
+        }
     }
     mount_tree::enter(spec)?;
     let programs = seccomp_filter::programs()?;

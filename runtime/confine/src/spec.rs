@@ -78,6 +78,11 @@ pub struct ExecSpec {
     /// cgroup directories (their `cgroup.procs`) the shim joins first, so
     /// every process of the exec is in them.
     pub cgroups: Vec<PathBuf>,
+    /// An allow-list berth's proxy: PID 1 binds its port on the exec's
+    /// loopback and hands the listener to berth
+    /// ([`crate::egress_handoff`]). Only with [`Network::None`].
+    #[serde(default)]
+    pub egress: Option<crate::EgressHandoff>,
 }
 
 /// Writes `spec` framed: its length in decimal and a newline, then the JSON.
@@ -144,6 +149,7 @@ mod tests {
             gid: Some(1000),
             rlimits: vec![(Rlimit::FileSize, 64 << 20)],
             cgroups: vec![],
+            egress: None,
         }
     }
 

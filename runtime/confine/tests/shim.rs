@@ -27,6 +27,7 @@ fn spec(worktree: &std::path::Path) -> ExecSpec {
         gid: None,
         rlimits: vec![],
         cgroups: vec![],
+        egress: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! pending one, resolve once and check every address, connect to the
 //! address checked, forward both ways, record what went through.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,25 +14,49 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::head::{Target, read_head};
 use crate::{BerthKey, Connected, Gate, Settlement, Verdict};
 
+/// The copy buffers: a request is small, a download is not. tokio's
+/// default (8 KiB) costs a download through the proxy twice the time of a
+/// direct one on loopback (`benches/proxy_cost.rs`); 256 KiB reads what the
+/// socket holds in one call.
+const UP_BUFFER: usize = 16 * 1024;
+const DOWN_BUFFER: usize = 256 * 1024;
+
 /// How long a connect to an allowed host may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Names resolved to fixed addresses instead of through DNS (an
+/// `/etc/hosts` of the proxy's own: a local mirror, a test's registry).
+pub type FixedHosts = Arc<HashMap<String, Vec<IpAddr>>>;
 
 /// The proxy: one per host, serving a listener per berth.
 pub struct Egress<G: Gate> {
     gate: Arc<G>,
+    hosts: FixedHosts,
 }
 
 impl<G: Gate> Clone for Egress<G> {
     fn clone(&self) -> Self {
         Egress {
             gate: Arc::clone(&self.gate),
+            hosts: Arc::clone(&self.hosts),
         }
     }
 }
 
 impl<G: Gate> Egress<G> {
     pub fn new(gate: Arc<G>) -> Self {
-        Egress { gate }
+        Egress {
+            gate,
+            hosts: FixedHosts::default(),
+        }
+    }
+
+    /// Resolves the names in `hosts` (lower case, no trailing dot) to their
+    /// addresses, never through DNS. The addresses are checked like any
+    /// resolved address: an internal one only when named in an allow rule.
+    pub fn with_hosts(mut self, hosts: FixedHosts) -> Self {
+        self.hosts = hosts;
+        self
     }
 
     /// Serves `berth`'s listener until it fails: every connection on it is
@@ -126,7 +151,14 @@ impl<G: Gate> Egress<G> {
         let mut bytes_out = sent.len() as u64;
         let mut bytes_in = 0;
         if upstream.write_all(&sent).await.is_ok() {
-            match tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+            match tokio::io::copy_bidirectional_with_sizes(
+                &mut client,
+                &mut upstream,
+                UP_BUFFER,
+                DOWN_BUFFER,
+            )
+            .await
+            {
                 Ok((o, i)) => {
                     bytes_out += o;
                     bytes_in = i;
@@ -161,10 +193,13 @@ impl<G: Gate> Egress<G> {
         let parsed = Host::parse(host).map_err(|e| format!("berth: {e}"))?;
         let addrs: Vec<SocketAddr> = match &parsed {
             Host::Ip(ip) => vec![SocketAddr::new(*ip, port)],
-            Host::Name(name) => tokio::net::lookup_host((name.as_str(), port))
-                .await
-                .map_err(|e| format!("berth: {host} does not resolve: {e}"))?
-                .collect(),
+            Host::Name(name) => match self.hosts.get(name) {
+                Some(fixed) => fixed.iter().map(|ip| SocketAddr::new(*ip, port)).collect(),
+                None => tokio::net::lookup_host((name.as_str(), port))
+                    .await
+                    .map_err(|e| format!("berth: {host} does not resolve: {e}"))?
+                    .collect(),
+            },
         };
         if addrs.is_empty() {
             return Err(format!("berth: {host} resolves to no address"));

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-pub use connection::Egress;
+pub use connection::{Egress, FixedHosts};
 pub use head::{Head, HeadError, Target};
 
 /// Which berth a connection came from: the listener's key.

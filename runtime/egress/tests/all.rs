@@ -2,4 +2,5 @@
 //! on loopback, deciding through the real policy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod policy_gate;
 mod proxy;

@@ -66,6 +66,7 @@ pub mod confinement;
 pub mod declared_dirs;
 pub mod devcontainer;
 pub mod egress_gate;
+pub mod egress_serving;
 pub mod error;
 pub mod events;
 mod exchange;
@@ -149,6 +150,9 @@ pub struct Engine {
     sandboxes: berths::SandboxCache,
     /// Where a `command` agent's turn gets its MCP endpoint (the binary's).
     tool_endpoints: std::sync::OnceLock<Arc<dyn ToolEndpoints>>,
+    /// Names the egress proxy resolves without DNS ([`egress_serving`]);
+    /// shared with this engine's siblings.
+    egress_hosts: Arc<std::sync::Mutex<berth_egress::FixedHosts>>,
 }
 
 impl Engine {
@@ -192,6 +196,7 @@ impl Engine {
             provider,
             sandboxes: berths::SandboxCache::default(),
             tool_endpoints: std::sync::OnceLock::new(),
+            egress_hosts: Arc::default(),
         };
         let interrupted = engine.recover().await?;
         if !interrupted.is_empty() {
@@ -206,6 +211,21 @@ impl Engine {
             }
         }
         Ok(engine)
+    }
+
+    /// An engine over the same state, store and provider, with a sandbox
+    /// cache of its own: what a berth's egress proxy decides with, held by
+    /// that berth's sandbox without holding this engine (and its cache).
+    pub(crate) fn sibling(&self) -> Engine {
+        Engine {
+            state: self.state.clone(),
+            store: self.store.clone(),
+            git: self.git.clone(),
+            provider: Arc::clone(&self.provider),
+            sandboxes: berths::SandboxCache::default(),
+            tool_endpoints: self.tool_endpoints.clone(),
+            egress_hosts: Arc::clone(&self.egress_hosts),
+        }
     }
 
     pub fn state(&self) -> &StateDir {

@@ -13,6 +13,7 @@ mod decisions;
 mod declared_dirs;
 mod delivery;
 mod egress;
+mod egress_berths;
 mod events_doc;
 mod file_links;
 mod mounted;

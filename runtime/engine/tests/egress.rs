@@ -13,37 +13,9 @@ use berth_egress::{BerthKey, Egress};
 use berth_engine::egress_gate::EngineGate;
 use berth_engine::{AgentImpl, EventFilter};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
-use crate::common::{Fixture, user};
-
-/// A registry: `200` and a body naming the path, for every request.
-async fn registry() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = l.accept().await {
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let body = "wheel index\n";
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = s.write_all(resp.as_bytes()).await;
-                let _ = s.shutdown().await;
-            });
-        }
-    });
-    port
-}
+use crate::common::{Fixture, registry, user};
 
 /// Project `demo` with `[sandbox.network]` set from `lines`, `rules` as its
 /// permissions.json, agent dev-1, and the proxy serving dev-1's listener.
@@ -84,7 +56,10 @@ async fn through(proxy: u16, host: &str, port: u16) -> String {
     String::from_utf8_lossy(&out).to_string()
 }
 
-async fn events(engine: &berth_engine::Engine, kind: &str) -> Vec<berth_engine::events::Event> {
+pub(crate) async fn events(
+    engine: &berth_engine::Engine,
+    kind: &str,
+) -> Vec<berth_engine::events::Event> {
     engine
         .events(&EventFilter {
             kind: Some(kind.into()),
@@ -95,7 +70,7 @@ async fn events(engine: &berth_engine::Engine, kind: &str) -> Vec<berth_engine::
 }
 
 /// Waits for `n` events of `kind` (the proxy records after the connection closes).
-async fn wait_events(
+pub(crate) async fn wait_events(
     engine: &berth_engine::Engine,
     kind: &str,
     n: usize,
@@ -122,7 +97,7 @@ async fn held_action(engine: &berth_engine::Engine) -> String {
 
 #[tokio::test]
 async fn allowed_goes_through_and_is_an_event_denied_is_refused() {
-    let registry = registry().await;
+    let (registry, _) = registry().await;
     let (_f, engine, proxy) = setup(
         &[
             ("mode", "\"allowlist\""),
@@ -137,7 +112,7 @@ async fn allowed_goes_through_and_is_an_event_denied_is_refused() {
         out.starts_with("HTTP/1.1 200 Connection established"),
         "{out}"
     );
-    assert!(out.ends_with("wheel index\n"), "{out}");
+    assert!(out.ends_with("package index at /simple/\n"), "{out}");
     let ev = wait_events(&engine, "network.connected", 1).await;
     assert_eq!(ev.len(), 1, "{ev:?}");
     let e = &ev[0];
@@ -167,7 +142,7 @@ async fn allowed_goes_through_and_is_an_event_denied_is_refused() {
 
 #[tokio::test]
 async fn a_held_connection_is_a_pending_action_a_person_approves() {
-    let registry = registry().await;
+    let (registry, _) = registry().await;
     let (_f, engine, proxy) = setup(
         &[
             ("mode", "\"allowlist\""),
@@ -185,7 +160,7 @@ async fn a_held_connection_is_a_pending_action_a_person_approves() {
     );
     engine.approve(&id, &user(), false, None).await.unwrap();
     let out = client.await.unwrap();
-    assert!(out.ends_with("wheel index\n"), "{out}");
+    assert!(out.ends_with("package index at /simple/\n"), "{out}");
     let ev = wait_events(&engine, "network.connected", 1).await;
     assert_eq!(ev[0].payload["approved_action"], id.as_str());
     assert_eq!(ev[0].action.as_deref(), Some(id.as_str()));
@@ -193,7 +168,7 @@ async fn a_held_connection_is_a_pending_action_a_person_approves() {
 
 #[tokio::test]
 async fn an_unanswered_connection_is_refused_naming_its_action_and_other_modes_refuse() {
-    let registry = registry().await;
+    let (registry, _) = registry().await;
     let (_f, _engine, proxy) = setup(
         &[
             ("mode", "\"allowlist\""),
@@ -217,7 +192,7 @@ async fn an_unanswered_connection_is_refused_naming_its_action_and_other_modes_r
 
 #[tokio::test]
 async fn approve_always_adds_the_host_as_a_network_allow_rule() {
-    let registry = registry().await;
+    let (registry, _) = registry().await;
     let (f, engine, proxy) = setup(&[("mode", "\"allowlist\""), ("wait_secs", "30")], "{}").await;
     // localhost: unknown to the rules, so the agent's autonomy (no rule:
     // require_approval) holds it.
@@ -240,7 +215,7 @@ async fn approve_always_adds_the_host_as_a_network_allow_rule() {
     // Now named: the next connection goes through at once, no action.
     let before = events(&engine, "proposed_action.created").await.len();
     let out = through(proxy, "localhost", registry).await;
-    assert!(out.ends_with("wheel index\n"), "{out}");
+    assert!(out.ends_with("package index at /simple/\n"), "{out}");
     assert_eq!(
         events(&engine, "proposed_action.created").await.len(),
         before

@@ -13,6 +13,7 @@ pub mod confined_files;
 pub mod contract;
 pub mod disk;
 pub mod docker;
+pub mod egress_port;
 pub mod exec;
 pub mod frame_links;
 pub mod host_scope;

@@ -167,9 +167,14 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
 }
 
 /// Opens the engine with the Docker provider: mounted berths connect to the
-/// Docker engine when they first need it.
+/// Docker engine when they first need it. `BERTH_EGRESS_HOSTS`
+/// (`name=address,…`) names what the egress proxy resolves without DNS.
 pub(crate) async fn open_engine(dir: StateDir) -> berth_engine::Result<Engine> {
-    Engine::open_with(dir, Arc::new(DockerProvider::new())).await
+    let engine = Engine::open_with(dir, Arc::new(DockerProvider::new())).await?;
+    if let Ok(text) = std::env::var("BERTH_EGRESS_HOSTS") {
+        engine.set_egress_hosts(berth_engine::egress_serving::parse_egress_hosts(&text)?);
+    }
+    Ok(engine)
 }
 
 /// Says on stderr which parts of the state other users can read, and the

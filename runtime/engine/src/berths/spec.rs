@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use berth_policy::Frame;
 use berth_sandbox::docker::{ContainerSpec, ExtraMount, Network, ResourceLimits};
+use berth_sandbox::egress_port::proxy_env;
 use berth_sandbox::provider::{cgroup_scope, instance_of};
 use berth_sandbox::{BerthBackend, BerthMode, BerthSpec, RunnerBerth, RunnerConfig};
 
@@ -105,16 +106,32 @@ impl Engine {
         open_as: OpenAs,
     ) -> BerthSpec {
         let places = self.berth_places(agent, worktree);
+        // `allowlist`: the berth's proxy on its loopback, and its clients
+        // pointed at it (berth_sandbox::egress_port).
+        let egress = (config.sandbox.network.mode == NetworkMode::Allowlist)
+            .then(|| self.egress_hook(&agent.project, &agent.name));
         let backend = match mode {
             BerthMode::Runner => {
-                BerthBackend::Runner(Box::new(runner_berth(agent, &places, config, open_as)))
+                let mut runner = runner_berth(agent, &places, config, open_as);
+                if let Some(hook) = egress {
+                    runner.config.env.extend(proxy_env());
+                    runner.config.confinement.egress = Some(hook);
+                }
+                BerthBackend::Runner(Box::new(runner))
             }
-            BerthMode::Mounted => BerthBackend::Mounted(Box::new(container_spec(
-                agent,
-                &places,
-                config,
-                open_as.uid.unwrap_or(config.sandbox.uid),
-            ))),
+            BerthMode::Mounted => {
+                let mut c = container_spec(
+                    agent,
+                    &places,
+                    config,
+                    open_as.uid.unwrap_or(config.sandbox.uid),
+                );
+                if let Some(hook) = egress {
+                    c.env.extend(proxy_env());
+                    c.egress = Some(hook);
+                }
+                BerthBackend::Mounted(Box::new(c))
+            }
         };
         BerthSpec {
             project: agent.project.clone(),

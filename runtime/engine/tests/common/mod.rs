@@ -154,6 +154,22 @@ impl Fixture {
         Engine::open(self.state()).await.unwrap()
     }
 
+    /// Activates `name` in `demo` and brings its berth up in runner mode.
+    pub async fn up_runner(&self, name: &str) {
+        self.agent(name, AgentImpl::Real).await;
+        let info = self
+            .engine
+            .up(
+                &named(name),
+                &named("demo"),
+                Some(berth_engine::BerthMode::Runner),
+                &user(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(info.mode, Some(berth_engine::BerthMode::Runner));
+    }
+
     pub async fn agent(&self, name: &str, imp: AgentImpl) {
         self.engine
             .activate_agent(&named(name), &named("demo"), imp, &user())
@@ -219,4 +235,39 @@ pub async fn terminal(engine: &Engine, agent: &str, command: &str) -> (i32, Stri
         }) => (exit_code, stdout, stderr),
         other => panic!("{command}: {other:?} ({:?})", outcome.diagnostic),
     }
+}
+
+/// A registry on the host's loopback: `200` and a body naming the path;
+/// the paths it was asked for.
+pub async fn registry() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let log = std::sync::Arc::clone(&log);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tokio::io::AsyncReadExt::read(&mut s, &mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_string();
+                let path = head.split(' ').nth(1).unwrap_or("?").to_string();
+                log.lock().unwrap().push(path.clone());
+                let body = format!("package index at {path}\n");
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut s, resp.as_bytes()).await;
+                let _ = tokio::io::AsyncWriteExt::shutdown(&mut s).await;
+            });
+        }
+    });
+    (port, seen)
 }

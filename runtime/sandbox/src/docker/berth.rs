@@ -16,6 +16,7 @@ use super::exec::agent::{self, AgentRun};
 use super::exec::{self, Run, Target};
 use super::{ContainerSpec, DockerBackend, DockerConnection, DockerError};
 use crate::confined_files::ConfinedFiles;
+use crate::egress_port::{EgressServing, container_listener};
 use crate::image::ImageInfo;
 use crate::{
     AccessEnforcement, BerthMode, ExecOutcome, ExecRequest, OutputSink, Sandbox, SandboxError,
@@ -112,6 +113,39 @@ impl DockerBerth {
         }
     }
 
+    /// An allow-list berth's proxy listener in the container's network
+    /// namespace, served for one exec (see [`crate::egress_port`]). `None`
+    /// (the port stays closed: the command's connections are refused) when
+    /// the berth has no proxy or the listener cannot be made, which is
+    /// logged.
+    async fn egress_door(&self, backend: &DockerBackend) -> Option<EgressServing> {
+        let hook = self.spec.egress.as_ref()?;
+        let pid = match backend.docker().inspect_container(&self.name, None).await {
+            Ok(c) => c.state.and_then(|s| s.pid).filter(|p| *p > 0)?,
+            Err(_) => return None,
+        };
+        let pid = u32::try_from(pid).ok()?;
+        let made = tokio::task::spawn_blocking(move || container_listener(pid)).await;
+        let listener = match made {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => {
+                tracing::warn!(container = %self.name, error = %e, "egress: no proxy listener in the container");
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!(container = %self.name, error = %e, "egress: the listener task failed");
+                return None;
+            }
+        };
+        match hook.port.serve(listener) {
+            Ok(serving) => Some(serving),
+            Err(e) => {
+                tracing::warn!(container = %self.name, error = %e, "egress: the container's proxy is not served");
+                None
+            }
+        }
+    }
+
     /// The container's name.
     pub fn container_name(&self) -> &str {
         &self.name
@@ -196,7 +230,17 @@ impl Sandbox for DockerBerth {
             self.spec.git_identity.as_ref(),
         ));
         let access = self.access.read().await;
-        // The exec agent first: no Docker call at all when it answers.
+        // An allow-list berth's proxy, served for this exec whichever path
+        // runs it (finding the container's namespace asks Docker).
+        let egress = match &self.spec.egress {
+            Some(_) => {
+                let backend = self.connection.backend().await?;
+                self.egress_door(&backend).await
+            }
+            None => None,
+        };
+        // The exec agent first: no Docker call at all when it answers
+        // (but for an allow-list berth's proxy above).
         let token = exec::next_token(request.action.as_deref());
         let mut agent_missing = false;
         let (request, sink) = match &self.exec_sockets {
@@ -240,10 +284,15 @@ impl Sandbox for DockerBerth {
                 tracing::debug!(container = %self.name, error = %e, "could not start the exec agent");
             }
         }
+        let egress = match egress {
+            Some(serving) => Some(serving),
+            None => self.egress_door(&backend).await,
+        };
         let (request, sink) = match exec::run(&target, request, sink).await? {
             Run::Done(outcome) => return Ok(outcome),
             Run::ContainerGone(request, sink) => (request, sink),
         };
+        drop(egress);
         // Taken down through berth (its record forgotten): say so.
         if self.spec.recorded_access().is_none() {
             return Err(exec::container_gone(&self.name));
@@ -253,6 +302,7 @@ impl Sandbox for DockerBerth {
         tracing::warn!(container = %self.name, "berth container is gone; bringing it up again");
         let (image, _) = backend.bring_up(&self.spec, *access).await?;
         let _ = self.image.set(image);
+        let _egress = self.egress_door(&backend).await;
         match exec::run(&target, request, sink).await? {
             Run::Done(outcome) => Ok(outcome),
             Run::ContainerGone(..) => Err(exec::container_gone(&self.name)),

@@ -136,6 +136,10 @@ pub struct ContainerSpec {
     /// [`EXEC_SOCKETS_MOUNT`]. `None`: no exec agent, every command is a
     /// Docker exec.
     pub exec_socket_root: Option<PathBuf>,
+    /// An allow-list berth's proxy, served on the container's loopback for
+    /// each exec ([`crate::egress_port`]); not part of the container's
+    /// configuration.
+    pub egress: Option<crate::egress_port::EgressHook>,
 }
 
 impl ContainerSpec {
@@ -170,6 +174,7 @@ impl ContainerSpec {
             work_access: WorkAccess::ReadWrite,
             tools_root: None,
             exec_socket_root: None,
+            egress: None,
         }
     }
 

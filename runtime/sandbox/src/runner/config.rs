@@ -136,6 +136,9 @@ pub struct Confinement {
     pub exec_records: Option<PathBuf>,
     /// The shim; `None` looks for it (see [`locate_shim`]).
     pub shim: Option<PathBuf>,
+    /// An allow-list berth's proxy, reached on the exec's loopback
+    /// ([`crate::egress_port`]); only with [`Network::None`].
+    pub egress: Option<crate::egress_port::EgressHook>,
 }
 
 impl Default for Confinement {
@@ -156,6 +159,7 @@ impl Default for Confinement {
             cgroup_roots: CgroupRoots::default(),
             exec_records: None,
             shim: None,
+            egress: None,
         }
     }
 }

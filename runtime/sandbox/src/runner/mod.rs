@@ -24,6 +24,10 @@
 //!   `cgroup.kill` after the grace. [`Runner::kill_all`] ends every exec of
 //!   the berth.
 //! - **Read-only.** `/work` bound read-only (and no Landlock write right).
+//! - **Egress.** An allow-list berth's exec finds its proxy on its own
+//!   loopback: PID 1 binds `127.0.0.1:3128` in the exec's network namespace
+//!   and hands the listener to berth, which serves it for the exec's
+//!   duration ([`crate::egress_port`]).
 //!
 //! A missing mechanism (no shim, no user namespace) ends the exec with
 //! status 125 and a line on stderr saying so; the command never runs
@@ -326,6 +330,7 @@ impl Runner {
             gid: confinement.uid.map(|(_, gid)| gid),
             rlimits: self.config.rlimits.spec_entries(),
             cgroups: cgroups.paths(),
+            egress: None,
         }
     }
 
@@ -412,7 +417,17 @@ impl Runner {
             tracing::debug!(%missing, "exec cgroup");
         }
         let cgroups = Arc::new(cgroups);
-        let spec = self.spec(&request.cwd, &cgroups);
+        let mut spec = self.spec(&request.cwd, &cgroups);
+        // An allow-list berth: PID 1 hands berth the proxy's listener in
+        // the exec's namespace; served until `_egress` drops (the exec ended).
+        let _egress = match &self.config.confinement.egress {
+            Some(hook) if spec.network == Network::None => {
+                let (door, handoff) = crate::egress_port::RunnerDoor::open(hook)?;
+                spec.egress = Some(handoff);
+                Some(door)
+            }
+            _ => None,
+        };
         let framed = berth_confine::spec::framed(&spec).map_err(|e| SandboxError::Backend {
             op: "exec",
             message: e.to_string(),

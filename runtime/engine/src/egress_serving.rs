@@ -1,0 +1,147 @@
+//! The egress proxy wired into berths: each exec of an allow-list berth
+//! gets its proxy listener on its own loopback
+//! ([`berth_sandbox::egress_port`]), and this serves it with the engine's
+//! gate ([`crate::egress_gate::EngineGate`]) as that berth's.
+//!
+//! The proxy runs in the berth process that runs the exec, for the exec's
+//! duration: `berth serve` for the execs it runs, a one-shot `berth exec`
+//! for its own. A held connection's pending `network_connect` is read from
+//! the store, so a person approves it from any process (`berth approve`, the
+//! page). The gate holds an engine of its own over the same store and state
+//! (never the one whose sandbox cache holds this port: no cycle).
+//!
+//! Names the proxy resolves without DNS (a local mirror, a test's registry)
+//! are the engine's [`Engine::set_egress_hosts`]; the CLI reads them from
+//! `BERTH_EGRESS_HOSTS` (`name=address,…`), which only whoever starts berth
+//! can set — never an agent.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, TcpListener};
+use std::sync::Arc;
+
+use berth_egress::{BerthKey, Egress, FixedHosts};
+use berth_sandbox::egress_port::{EgressHook, EgressPort, EgressServing};
+
+use crate::Engine;
+use crate::egress_gate::EngineGate;
+use crate::error::{EngineError, Result};
+
+/// One berth's port: serves its listeners with the engine's gate.
+pub(crate) struct EnginePort {
+    engine: Arc<Engine>,
+    berth: BerthKey,
+}
+
+impl std::fmt::Debug for EnginePort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnginePort")
+            .field("berth", &self.berth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stops serving a listener when dropped.
+struct Serving(tokio::task::JoinHandle<()>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl EgressPort for EnginePort {
+    fn serve(&self, listener: TcpListener) -> std::result::Result<EgressServing, String> {
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("the proxy listener: {e}"))?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| format!("the proxy listener: {e}"))?;
+        let hosts = self.engine.egress_hosts();
+        let proxy =
+            Egress::new(Arc::new(EngineGate::new(Arc::clone(&self.engine)))).with_hosts(hosts);
+        let berth = self.berth.clone();
+        let task = tokio::spawn(async move {
+            if let Err(e) = proxy.serve(listener, berth).await {
+                tracing::warn!(error = %e, "egress: a berth's listener failed");
+            }
+        });
+        Ok(EgressServing(Box::new(Serving(task))))
+    }
+}
+
+impl Engine {
+    /// The proxy of `agent`'s berth in `project`, for its sandbox spec.
+    pub(crate) fn egress_hook(&self, project: &str, agent: &str) -> EgressHook {
+        EgressHook {
+            port: Arc::new(EnginePort {
+                engine: Arc::new(self.sibling()),
+                berth: BerthKey {
+                    project: project.to_string(),
+                    agent: agent.to_string(),
+                },
+            }),
+            handoff_dir: self.state.root().join("execs"),
+        }
+    }
+
+    /// Names the egress proxy resolves to fixed addresses instead of DNS
+    /// (see the module docs); replaces the previous set.
+    pub fn set_egress_hosts(&self, hosts: HashMap<String, Vec<IpAddr>>) {
+        if let Ok(mut h) = self.egress_hosts.lock() {
+            *h = Arc::new(hosts);
+        }
+    }
+
+    pub(crate) fn egress_hosts(&self) -> FixedHosts {
+        self.egress_hosts
+            .lock()
+            .map(|h| Arc::clone(&h))
+            .unwrap_or_default()
+    }
+}
+
+/// Reads `name=address,name=address…` (as `BERTH_EGRESS_HOSTS` holds it):
+/// names lower-cased without a trailing dot; a name given twice has each
+/// address.
+pub fn parse_egress_hosts(text: &str) -> Result<HashMap<String, Vec<IpAddr>>> {
+    let mut hosts: HashMap<String, Vec<IpAddr>> = HashMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let invalid = |why: &str| EngineError::Invalid {
+            what: "egress host",
+            value: entry.to_string(),
+            why: why.to_string(),
+        };
+        let (name, addr) = entry
+            .split_once('=')
+            .ok_or_else(|| invalid("expected name=address"))?;
+        let addr: IpAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| invalid("the address is not an IP address"))?;
+        let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
+        if name.is_empty() {
+            return Err(invalid("no name"));
+        }
+        hosts.entry(name).or_default().push(addr);
+    }
+    Ok(hosts)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn hosts_read() {
+        let h = parse_egress_hosts("Registry.Test.=127.0.0.1, a=::1,a=10.0.0.1").unwrap();
+        assert_eq!(
+            h["registry.test"],
+            vec!["127.0.0.1".parse::<IpAddr>().unwrap()]
+        );
+        assert_eq!(h["a"].len(), 2);
+        for bad in ["x", "x=notip", "=1.2.3.4"] {
+            assert!(parse_egress_hosts(bad).is_err(), "{bad}");
+        }
+    }
+}

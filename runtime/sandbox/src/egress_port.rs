@@ -1,0 +1,243 @@
+//! How an allow-list berth reaches its egress proxy: a listener on
+//! `127.0.0.1:`[`EGRESS_PORT`] inside the berth's own network namespace,
+//! which berth itself accepts on, for the exec's duration.
+//!
+//! The berth keeps no route out (the runner's exec namespace and the
+//! container's `network none` hold only `lo`). A listening socket belongs
+//! to the namespace it was made in, whoever accepts on it, so berth makes
+//! one there and serves it as that berth's listener — the proxy knows which
+//! berth asks from the listener a connection arrived on, never from what the
+//! client says:
+//!
+//! - **runner** — PID 1 of the exec binds it before the command exists and
+//!   hands it to berth over a unix socket berth made for that exec alone in
+//!   its private state ([`berth_confine::egress_handoff`]); the namespace
+//!   and the listener end with the exec.
+//! - **mounted** — berth (root) enters the container's network namespace on
+//!   a thread of its own ([`container_listener`]), binds there with
+//!   `SO_REUSEPORT` (so `berth serve` and a one-shot `berth exec` on the same
+//!   berth can both serve it; only uid 0 can join that port, never the
+//!   berth's uid) and leaves; the command runs after the listener exists.
+//!
+//! **Who runs the proxy**: the berth process that runs the exec, for the
+//! exec's duration ([`EgressPort::serve`]; the engine backs it with its
+//! gate). `berth serve` runs every exec of its agents, so it serves them all;
+//! a one-shot `berth exec` serves its own. No proxy daemon has to be running,
+//! and none outlives the exec that needed it: a process the agent leaves in
+//! a container after its exec finds the port closed (refused, never open).
+//!
+//! Every exec of such a berth gets `HTTP_PROXY`/`HTTPS_PROXY` (both
+//! spellings) naming the port and `NO_PROXY=localhost,127.0.0.1`
+//! ([`proxy_env`]).
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::SandboxError;
+
+/// The proxy's port on a berth's loopback (Squid's, which clients and
+/// people recognise as a proxy's).
+pub const EGRESS_PORT: u16 = 3128;
+
+/// How long a runner exec's PID 1 has to hand its listener over.
+const HANDOFF_WAIT: Duration = Duration::from_secs(10);
+
+/// What serves a berth's proxy listener: the engine's gate behind it.
+pub trait EgressPort: Send + Sync + std::fmt::Debug {
+    /// Starts serving `listener` as this berth's; it is served until the
+    /// returned value is dropped. `Err` says why it cannot be served.
+    fn serve(&self, listener: TcpListener) -> Result<EgressServing, String>;
+}
+
+/// A listener being served; dropping it stops serving.
+pub struct EgressServing(pub Box<dyn Send + Sync>);
+
+/// An allow-list berth's proxy: what serves it, and the private directory
+/// where a runner exec hands its listener over.
+#[derive(Clone, Debug)]
+pub struct EgressHook {
+    pub port: Arc<dyn EgressPort>,
+    /// berth's private directory (0700, never visible to a command) for the
+    /// runner's per-exec handoff sockets.
+    pub handoff_dir: PathBuf,
+}
+
+impl PartialEq for EgressHook {
+    /// Not part of what a berth is (its container's configuration, its
+    /// spec's equality): any two hooks are alike.
+    fn eq(&self, _other: &EgressHook) -> bool {
+        true
+    }
+}
+
+/// The environment that points an exec's clients at the proxy.
+pub fn proxy_env() -> BTreeMap<String, String> {
+    let url = format!("http://127.0.0.1:{EGRESS_PORT}");
+    let mut env = BTreeMap::new();
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        env.insert(name.to_string(), url.clone());
+    }
+    for name in ["NO_PROXY", "no_proxy"] {
+        env.insert(name.to_string(), "localhost,127.0.0.1".to_string());
+    }
+    env
+}
+
+/// A runner exec's door: the handoff socket, and the task that receives
+/// the listener and keeps it served. Dropping it (the exec ended) stops
+/// serving and removes the socket.
+pub(crate) struct RunnerDoor {
+    task: tokio::task::JoinHandle<()>,
+    path: PathBuf,
+}
+
+impl Drop for RunnerDoor {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+static HANDOFF_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl RunnerDoor {
+    /// Makes this exec's handoff socket in the hook's directory and starts
+    /// waiting for PID 1; returns the door and the spec's part.
+    pub(crate) fn open(
+        hook: &EgressHook,
+    ) -> Result<(RunnerDoor, berth_confine::EgressHandoff), SandboxError> {
+        let name = format!(
+            "egress-{}-{}.sock",
+            std::process::id(),
+            HANDOFF_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let listener = bind_in(&hook.handoff_dir, &name)?;
+        let path = hook.handoff_dir.join(&name);
+        let port = Arc::clone(&hook.port);
+        let task = tokio::spawn(async move {
+            let received = tokio::task::spawn_blocking(move || {
+                berth_confine::egress_handoff::receive(&listener, EGRESS_PORT, HANDOFF_WAIT)
+            })
+            .await;
+            let listener = match received {
+                Ok(Ok(l)) => l,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "egress: no proxy listener from the exec");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "egress: the handoff task failed");
+                    return;
+                }
+            };
+            match port.serve(listener) {
+                Ok(serving) => {
+                    // Served until the door drops (this task is aborted).
+                    std::future::pending::<()>().await;
+                    drop(serving);
+                }
+                Err(e) => tracing::warn!(error = %e, "egress: the exec's proxy is not served"),
+            }
+        });
+        let handoff = berth_confine::EgressHandoff {
+            dir: hook.handoff_dir.clone(),
+            name,
+            port: EGRESS_PORT,
+        };
+        Ok((RunnerDoor { task, path }, handoff))
+    }
+}
+
+/// Binds a unix socket `name` in `dir` through the directory's descriptor
+/// (`/proc/self/fd/N/name`), so a long state path never meets the 108-byte
+/// bound of `sun_path`.
+fn bind_in(dir: &Path, name: &str) -> Result<UnixListener, SandboxError> {
+    let io = |source| SandboxError::Io {
+        op: "make the exec's egress handoff socket",
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let d = std::fs::File::open(dir).map_err(io)?;
+    let short = format!("/proc/self/fd/{}/{name}", d.as_raw_fd());
+    let _ = std::fs::remove_file(dir.join(name));
+    UnixListener::bind(short).map_err(io)
+}
+
+/// A listener on `127.0.0.1:`[`EGRESS_PORT`] in the network namespace of
+/// the process `pid` (a container's init), made on a thread of its own that
+/// enters the namespace and ends there. Needs root (`CAP_SYS_ADMIN` for
+/// `setns`). Blocking.
+pub fn container_listener(pid: u32) -> Result<TcpListener, SandboxError> {
+    let ns_path = format!("/proc/{pid}/ns/net");
+    let ns = std::fs::File::open(&ns_path).map_err(|source| SandboxError::Io {
+        op: "open the container's network namespace",
+        source,
+    })?;
+    let made = std::thread::spawn(move || -> std::io::Result<OwnedFd> {
+        // SAFETY: setns on this thread only (a network namespace may be
+        // entered by one thread of many); the thread ends right after.
+        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        reuseport_listener()
+    })
+    .join()
+    .map_err(|_| SandboxError::Backend {
+        op: "make the proxy's listener in the container",
+        message: "the thread panicked".into(),
+    })?
+    .map_err(|source| SandboxError::Io {
+        op: "make the proxy's listener in the container (berth must run as root)",
+        source,
+    })?;
+    Ok(TcpListener::from(made))
+}
+
+/// `socket`, `SO_REUSEPORT`, `bind 127.0.0.1:EGRESS_PORT`, `listen`.
+fn reuseport_listener() -> std::io::Result<OwnedFd> {
+    // SAFETY: plain socket calls on a descriptor owned right away.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let owned = OwnedFd::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
+            if libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: EGRESS_PORT.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        if libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ) != 0
+            || libc::listen(fd, 128) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(owned)
+    }
+}
