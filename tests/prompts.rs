@@ -15,16 +15,7 @@ fn with_agent_and_task() -> (Fixture, String) {
 
 /// A task in `demo`: its id.
 pub(crate) fn new_task(f: &Fixture) -> String {
-    let t = f.json(&[
-        "task",
-        "create",
-        "--project",
-        "demo",
-        "--title",
-        "docs",
-        "--json",
-    ]);
-    t["id"].as_str().unwrap().to_string()
+    f.new_task("docs")
 }
 
 #[test]

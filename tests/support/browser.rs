@@ -23,6 +23,21 @@ pub fn which(name: &str) -> Option<std::path::PathBuf> {
     })
 }
 
+/// Chromium and chromedriver, or `None` (the test is skipped) when either
+/// is missing; under `CI=true` a missing one is a failure.
+pub fn chromium_and_driver() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let (Some(chromium), Some(chromedriver)) = (which("chromium"), which("chromedriver")) else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "chromium and chromedriver are needed under CI=true"
+        );
+        eprintln!("skipping: chromium or chromedriver is not installed");
+        return None;
+    };
+    Some((chromium, chromedriver))
+}
+
 /// A chromedriver this test started, and its one session.
 /// How often a lookup is repeated when the page replaced what it found.
 const STALE_RETRIES: usize = 20;

@@ -181,6 +181,20 @@ impl Fixture {
         ])
     }
 
+    /// A new task titled `title` in this fixture's project: its id.
+    pub fn new_task(&self, title: &str) -> String {
+        let t = self.json(&[
+            "task",
+            "create",
+            "--project",
+            &self.project,
+            "--title",
+            title,
+            "--json",
+        ]);
+        t["id"].as_str().unwrap().to_string()
+    }
+
     /// Runs and asserts success; returns stdout parsed as JSON.
     pub fn json(&self, args: &[&str]) -> Value {
         serde_json::from_str(&self.ok(args)).unwrap()

@@ -21,7 +21,7 @@ use sqlx::Row;
 
 use crate::Engine;
 use crate::error::{EngineError, Result};
-use crate::events::{Actor, NewEvent, emit, kind};
+use crate::events::{Actor, EVENT_COLUMNS, EVENT_JOIN, NewEvent, emit, event_from_row, kind};
 use crate::ids::{new_id, now_ms};
 use crate::store::Tx;
 
@@ -308,6 +308,33 @@ impl Engine {
         .await
         .map_err(EngineError::store("listing sessions"))?;
         rows.iter().map(session_from_row).collect()
+    }
+
+    /// The latest `session.turn_ended` event of each of `agent`'s
+    /// sessions, by session id: a session's last exit code and output
+    /// tails, as the approvals page shows them.
+    pub async fn last_turns(
+        &self,
+        agent: &str,
+    ) -> Result<std::collections::HashMap<String, crate::events::Event>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM session_events e {EVENT_JOIN} WHERE e.id IN \
+             (SELECT MAX(id) FROM session_events WHERE agent = $1 AND type = $2 \
+              GROUP BY json_extract(payload, '$.session'))"
+        ))
+        .bind(agent)
+        .bind(kind::SESSION_TURN_ENDED)
+        .fetch_all(self.store.pool())
+        .await
+        .map_err(EngineError::store("reading sessions' last turns"))?;
+        let mut out = std::collections::HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let e = event_from_row(row)?;
+            if let Some(session) = e.payload["session"].as_str() {
+                out.insert(session.to_string(), e);
+            }
+        }
+        Ok(out)
     }
 
     /// The turn of session `id` ended: `running` → `idle`, or

@@ -1,5 +1,5 @@
 // berth's page script: the page's content, approve, deny and stop buttons, the
-// auto-mode switch, and live updates from the event stream. Plain
+// auto-mode switch, the prompt form, and live updates from the event stream. Plain
 // JavaScript, no build step. The page routes answer a shell without data;
 // the content is the server's own rendering (every value escaped there),
 // fetched from /api/pages/… with the session's secret and parsed as a
@@ -229,6 +229,42 @@
     }
   }
 
+  // A prompt for an agent (issue 18): sent like approve and deny, with the
+  // session's secret and X-Berth-Request; the answer says whether it waits.
+  async function sendPrompt(form) {
+    const text = form.querySelector('textarea');
+    const button = form.querySelector('button[type="submit"]');
+    const out = form.querySelector('.outcome');
+    if (!text.value.trim()) {
+      out.textContent = 'error: the prompt is empty';
+      text.focus();
+      return;
+    }
+    button.disabled = true;
+    out.textContent = 'sending…';
+    try {
+      const r = await call('POST', '/api/agents/' + encodeURIComponent(form.dataset.agent) + '/prompts',
+        { text: text.value });
+      const p = r.prompt || {};
+      out.dataset.promptId = p.id || '';
+      out.textContent = r.sent + (r.deliverable
+        ? ': its session takes it next'
+        : ': waiting' + (p.reason ? ' (' + p.reason + ')' : ''));
+      text.value = '';
+      addNewCards();
+    } catch (e) {
+      out.textContent = 'error: ' + e.message;
+    }
+    button.disabled = false;
+  }
+
+  document.addEventListener('submit', function (ev) {
+    const form = ev.target.closest('form.send-prompt');
+    if (!form) { return; }
+    ev.preventDefault();
+    sendPrompt(form);
+  });
+
   document.addEventListener('click', function (ev) {
     const more = ev.target.closest('button[data-show]');
     if (more) { showAll(more); return; }
@@ -391,6 +427,11 @@
     const timeline = document.getElementById('timeline');
     const fresh = doc.getElementById('timeline');
     if (timeline && fresh) { timeline.replaceWith(document.importNode(fresh, true)); }
+    // An agent's sessions and queue; its prompt form keeps what is typed.
+    doc.querySelectorAll('.agent-state').forEach(function (fresh) {
+      const old = document.getElementById(fresh.id);
+      if (old) { old.replaceWith(document.importNode(fresh, true)); }
+    });
     const list = document.getElementById('pending-list');
     doc.querySelectorAll('#pending-list article.action').forEach(function (card) {
       if (!document.getElementById(card.id)) {
@@ -407,6 +448,10 @@
   }
 
   function onApprovalsEvent(e) {
+    if (e.type.startsWith('prompt.') || e.type.startsWith('session.')) {
+      addNewCards();
+      return;
+    }
     if (e.type === 'proposed_action.created' && e.payload && e.payload.status === 'pending') {
       addNewCards();
       return;

@@ -28,6 +28,7 @@ pub mod openapi;
 pub mod page;
 pub mod risk;
 mod routes;
+pub mod sessions_panel;
 mod task_page;
 
 use std::future::{Future, IntoFuture as _};

@@ -30,6 +30,7 @@ use crate::auth::{Access, SESSION_COOKIE};
 use crate::body::QueryArgs;
 use crate::card;
 use crate::error::ApiError;
+use crate::sessions_panel::{self, AgentRow};
 
 pub(crate) const APP_JS: &str = include_str!("../assets/app.js");
 pub(crate) const APP_CSS: &str = include_str!("../assets/app.css");
@@ -258,12 +259,12 @@ pub struct PendingPage<'a> {
 }
 
 /// The approvals page's body. `running`: the executing actions, each with
-/// a Stop button (`berth cancel`).
+/// a Stop button (`berth cancel`); `agents`: each with its sessions, queue
+/// and prompt form.
 pub fn render_approvals(
     pending: &PendingPage<'_>,
     running: &[ActionRecord],
-    agents: &[Agent],
-    reports: &[AutonomyReport],
+    agents: &[AgentRow],
     tasks: &[Task],
     project_modes: &std::collections::HashMap<String, ExecutionMode>,
     cursor: i64,
@@ -306,8 +307,12 @@ pub fn render_approvals(
     if agents.is_empty() {
         o.push_str("<p class=\"empty\">No agents yet.</p>");
     }
-    for (a, r) in agents.iter().zip(reports) {
-        o.push_str(&agent_card(a, r));
+    for row in agents {
+        o.push_str(&agent_card_with(
+            &row.agent,
+            &row.report,
+            &sessions_panel::agent_work(row, pending.now_ms),
+        ));
     }
     o.push_str("</section>");
 
@@ -383,6 +388,12 @@ fn running_section(running: &[ActionRecord]) -> String {
 /// An agent with its auto-mode switch and, before the click, what the
 /// switch lifts and what still asks.
 pub(crate) fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
+    agent_card_with(a, r, "")
+}
+
+/// [`agent_card`] with `work` (markup already escaped: its sessions, queue
+/// and prompt form) at its end.
+fn agent_card_with(a: &Agent, r: &AutonomyReport, work: &str) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
@@ -425,7 +436,9 @@ pub(crate) fn agent_card(a: &Agent, r: &AutonomyReport) -> String {
     for s in &r.still_asks {
         let _ = write!(o, "<li>{}</li>", esc(s));
     }
-    o.push_str("</ul></article>");
+    o.push_str("</ul>");
+    o.push_str(work);
+    o.push_str("</article>");
     o
 }
 

@@ -20,6 +20,7 @@ use crate::body::QueryArgs;
 use crate::diff;
 use crate::error::ApiError;
 use crate::page::{PENDING_PAGE, PendingPage, esc, fragment, render_approvals};
+use crate::sessions_panel::AgentRow;
 use crate::task_page::{TaskView, render_task};
 
 #[derive(Debug, Deserialize)]
@@ -29,8 +30,8 @@ pub(crate) struct ApprovalsQuery {
 }
 
 /// `/api/pages/approvals`: what waits for a person (a page of it), the
-/// commands running now (with their Stop buttons), the agents and their
-/// auto-mode switch, and the tasks.
+/// commands running now (with their Stop buttons), the agents with their
+/// auto-mode switch, sessions, prompt queue and prompt form, and the tasks.
 pub(crate) async fn approvals(
     State(app): State<AppState>,
     QueryArgs(q): QueryArgs<ApprovalsQuery>,
@@ -54,10 +55,15 @@ pub(crate) async fn approvals(
     });
     let waiting = e.pending_count().await?;
     let running = e.executing_actions().await?;
-    let agents = e.agents().await?;
-    let mut reports = Vec::with_capacity(agents.len());
-    for a in &agents {
-        reports.push(e.autonomy_report(&a.name).await?);
+    let mut agents = Vec::new();
+    for agent in e.agents().await? {
+        agents.push(AgentRow {
+            report: e.autonomy_report(&agent.name).await?,
+            sessions: e.sessions(Some(&agent.name)).await?,
+            turns: e.last_turns(&agent.name).await?,
+            queue: e.prompt_queue(Some(&agent.name)).await?,
+            agent,
+        });
     }
     let tasks = e.tasks(None).await?;
     // Each project's execution mode, for the tasks that follow it (a
@@ -79,15 +85,7 @@ pub(crate) async fn approvals(
         now_ms: berth_engine::ids::now_ms(),
         extras: &extras,
     };
-    let body = render_approvals(
-        &page,
-        &running,
-        &agents,
-        &reports,
-        &tasks,
-        &project_modes,
-        cursor,
-    );
+    let body = render_approvals(&page, &running, &agents, &tasks, &project_modes, cursor);
     Ok(fragment(StatusCode::OK, body))
 }
 
