@@ -79,8 +79,8 @@ const OUTPUT_CAP: usize = 256 * 1024;
 pub const EVENT_TAIL: usize = 4 * 1024;
 
 /// What the agent process is told about its network until the proxy lands.
-pub const OPEN_NETWORK_NOTE: &str = "the agent's program runs with open network: \
-     berth does not yet limit it to the model's hosts (`[agent] model_hosts`, the network issue)";
+pub const OPEN_NETWORK_NOTE: &str = "the agent's program runs with open network unless the project's \
+     berth.toml names the model's hosts (`[agent] model_hosts`): then it reaches only those, through berth's proxy";
 
 /// One turn of a `command` agent.
 #[derive(Debug, Clone, Serialize)]
@@ -286,8 +286,16 @@ impl Engine {
             agent: a.name.clone(),
             project: a.project.clone(),
         })?;
-        // The program's own runner: the berth's, with open network.
-        config.sandbox.network.mode = NetworkMode::Open;
+        // The program's own runner: the berth's, with the model's hosts
+        // through berth's proxy, or open network when none are named.
+        let model_hosts = config.agent.model_hosts.clone();
+        let model_proxy = if model_hosts.is_empty() {
+            config.sandbox.network.mode = NetworkMode::Open;
+            None
+        } else {
+            config.sandbox.network.mode = NetworkMode::Allowlist;
+            Some(self.model_hosts_hook(&a.project, &a.name, &model_hosts)?)
+        };
         config.sandbox.network.legacy = None;
         let uid = match a.berth {
             Some(BerthMode::Mounted) if berth_sandbox::identity::current_uid() == 0 => {
@@ -302,7 +310,14 @@ impl Engine {
             claim_home: false,
         };
         let private_tmp = self.berth_places(a, worktree.clone()).private_tmp;
-        let spec = self.berth_spec(a, BerthMode::Runner, worktree, &config, open_as);
+        let mut spec = self.berth_spec(a, BerthMode::Runner, worktree, &config, open_as);
+        // The project's gate decides the agent's proposals; the program
+        // itself reaches only the model's hosts.
+        if let (Some(hook), berth_sandbox::provider::BerthBackend::Runner(runner)) =
+            (model_proxy, &mut spec.backend)
+        {
+            runner.config.confinement.egress = Some(hook);
+        }
         let sandbox = self.provider.attach(&spec).await?;
         match sandbox.set_work_access(WorkAccess::ReadOnly).await? {
             AccessEnforcement::Enforced => {}
@@ -425,7 +440,7 @@ impl Engine {
                         "session": r.session.id,
                         "prompt": r.prompt.id,
                         "program": template.first(),
-                        "network": "open",
+                        "network": if config.agent.model_hosts.is_empty() { "open" } else { "model_hosts" },
                         "tools": endpoint.map(|e| e.url()),
                     })),
             )

@@ -19,20 +19,24 @@ use std::collections::HashMap;
 use std::net::{IpAddr, TcpListener};
 use std::sync::Arc;
 
-use berth_egress::{BerthKey, Egress, FixedHosts};
+use async_trait::async_trait;
+use berth_egress::{BerthKey, Connected, Egress, FixedHosts, Gate, Verdict};
+use berth_policy::decision::RuleList;
+use berth_policy::network::{Host, HostPattern, HostRule};
 use berth_sandbox::egress_port::{EgressHook, EgressPort, EgressServing};
 
 use crate::Engine;
 use crate::egress_gate::EngineGate;
 use crate::error::{EngineError, Result};
 
-/// One berth's port: serves its listeners with the engine's gate.
-pub(crate) struct EnginePort {
+/// One berth's port: serves its listeners with `gate`.
+pub(crate) struct EnginePort<G> {
     engine: Arc<Engine>,
+    gate: Arc<G>,
     berth: BerthKey,
 }
 
-impl std::fmt::Debug for EnginePort {
+impl<G> std::fmt::Debug for EnginePort<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EnginePort")
             .field("berth", &self.berth)
@@ -49,7 +53,7 @@ impl Drop for Serving {
     }
 }
 
-impl EgressPort for EnginePort {
+impl<G: Gate> EgressPort for EnginePort<G> {
     fn serve(&self, listener: TcpListener) -> std::result::Result<EgressServing, String> {
         listener
             .set_nonblocking(true)
@@ -57,8 +61,7 @@ impl EgressPort for EnginePort {
         let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|e| format!("the proxy listener: {e}"))?;
         let hosts = self.engine.egress_hosts();
-        let proxy =
-            Egress::new(Arc::new(EngineGate::new(Arc::clone(&self.engine)))).with_hosts(hosts);
+        let proxy = Egress::new(Arc::clone(&self.gate)).with_hosts(hosts);
         let berth = self.berth.clone();
         let task = tokio::spawn(async move {
             if let Err(e) = proxy.serve(listener, berth).await {
@@ -72,9 +75,11 @@ impl EgressPort for EnginePort {
 impl Engine {
     /// The proxy of `agent`'s berth in `project`, for its sandbox spec.
     pub(crate) fn egress_hook(&self, project: &str, agent: &str) -> EgressHook {
+        let engine = Arc::new(self.sibling());
         EgressHook {
             port: Arc::new(EnginePort {
-                engine: Arc::new(self.sibling()),
+                gate: Arc::new(EngineGate::new(Arc::clone(&engine))),
+                engine,
                 berth: BerthKey {
                     project: project.to_string(),
                     agent: agent.to_string(),
@@ -82,6 +87,29 @@ impl Engine {
             }),
             handoff_dir: self.state.root().join("execs"),
         }
+    }
+
+    /// The proxy of a `command` agent's program: only `model_hosts`
+    /// (`[agent] model_hosts`), every connection recorded as the agent's.
+    pub(crate) fn model_hosts_hook(
+        &self,
+        project: &str,
+        agent: &str,
+        model_hosts: &[String],
+    ) -> Result<EgressHook> {
+        let engine = Arc::new(self.sibling());
+        let gate = ModelHostsGate::new(Arc::clone(&engine), model_hosts)?;
+        Ok(EgressHook {
+            port: Arc::new(EnginePort {
+                gate: Arc::new(gate),
+                engine,
+                berth: BerthKey {
+                    project: project.to_string(),
+                    agent: agent.to_string(),
+                },
+            }),
+            handoff_dir: self.state.root().join("execs"),
+        })
     }
 
     /// Names the egress proxy resolves to fixed addresses instead of DNS
@@ -97,6 +125,70 @@ impl Engine {
             .lock()
             .map(|h| Arc::clone(&h))
             .unwrap_or_default()
+    }
+}
+
+/// The gate of a `command` agent's program: the model's hosts go through,
+/// anything else is refused at once (no person is asked: the program is not
+/// the agent's proposals, it is the agent). Connections are recorded as the
+/// project's are.
+pub(crate) struct ModelHostsGate {
+    records: EngineGate,
+    allowed: Vec<HostPattern>,
+    /// The same as allow rules: a model host that resolves to an internal
+    /// address is reached only because it is named here.
+    rules: Arc<Vec<HostRule>>,
+}
+
+impl ModelHostsGate {
+    pub(crate) fn new(engine: Arc<Engine>, model_hosts: &[String]) -> Result<ModelHostsGate> {
+        let invalid = |host: &String, why: String| EngineError::Invalid {
+            what: "[agent] model_hosts entry",
+            value: host.clone(),
+            why,
+        };
+        let mut allowed = Vec::new();
+        let mut rules = Vec::new();
+        for host in model_hosts {
+            allowed.push(HostPattern::parse(host).map_err(|why| invalid(host, why))?);
+            rules.push(
+                HostRule::new(RuleList::Allow, host, host, None)
+                    .map_err(|why| invalid(host, why))?,
+            );
+        }
+        Ok(ModelHostsGate {
+            records: EngineGate::new(engine),
+            allowed,
+            rules: Arc::new(rules),
+        })
+    }
+}
+
+#[async_trait]
+impl Gate for ModelHostsGate {
+    async fn decide(&self, _berth: &BerthKey, host: &str, _port: u16) -> Verdict {
+        let named = Host::parse(host)
+            .map(|h| self.allowed.iter().any(|p| p.matches(&h)))
+            .unwrap_or(false);
+        if named {
+            Verdict::Allow
+        } else {
+            Verdict::Deny(format!(
+                "berth: {host} is not one of the model's hosts ([agent] model_hosts in berth.toml)"
+            ))
+        }
+    }
+
+    fn host_rules(&self, _berth: &BerthKey) -> Arc<Vec<HostRule>> {
+        Arc::clone(&self.rules)
+    }
+
+    fn wait(&self, _berth: &BerthKey) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
+    async fn connected(&self, record: Connected) {
+        self.records.connected(record).await;
     }
 }
 

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use berth_engine::{Engine, StateDir};
 
-use crate::common::{self, Fixture, registry, user};
+use berth_engine::{AgentImpl, NewPrompt};
+
+use crate::common::{self, Fixture, named, registry, user};
 use crate::egress::{events, wait_events};
 use crate::mounted::mounted;
 
@@ -423,4 +425,63 @@ async fn a_runner_berth_reaches_a_tls_registry_through_a_connect_tunnel() {
     assert_eq!(connected.len(), 1, "{connected:?}");
     assert_eq!(connected[0].payload["host"], "registry.test");
     assert_eq!(connected[0].payload["port"], port);
+}
+
+/// A `command` agent's program reaches only `[agent] model_hosts`, through
+/// berth's proxy on its runner's loopback, though the project itself has no
+/// network: the model's host answers, any other host is refused with
+/// berth's reason, and the connection is an event of the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_agents_program_reaches_only_the_models_hosts() {
+    let (port, seen) = registry().await;
+    let f = Fixture::new().await;
+    let cfg = f.state().project_config("demo");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let text = text.replacen("model_hosts = []", "model_hosts = [\"registry.test\"]", 1);
+    assert!(text.contains("model_hosts = [\"registry.test\"]"), "{text}");
+    std::fs::write(&cfg, text).unwrap();
+    fixed_hosts(&f.engine);
+    f.agent("dev-1", AgentImpl::Command).await;
+    let program = format!(
+        "curl -sS --max-time 30 http://registry.test:{port}/model/; \
+         curl -sS --fail-with-body --max-time 30 http://unknown.test:{port}/other/; echo rc=$?"
+    );
+    f.engine
+        .set_agent_command("dev-1", vec!["sh".into(), "-c".into(), program], &user())
+        .await
+        .unwrap();
+    f.engine
+        .up(&named("dev-1"), &named("demo"), None, &user())
+        .await
+        .unwrap();
+    let t = f
+        .engine
+        .create_task("demo", "ask the model", &user())
+        .await
+        .unwrap();
+    f.engine
+        .open_session("dev-1", &t.id, &user())
+        .await
+        .unwrap();
+    f.engine
+        .send_prompt(NewPrompt::message("dev-1", "go"), &user())
+        .await
+        .unwrap();
+    let turn = f
+        .engine
+        .run_command_turn(&named("dev-1"))
+        .await
+        .unwrap()
+        .expect("a prompt was deliverable");
+    let said = format!("{}{}", turn.stdout_tail, turn.stderr_tail);
+    assert!(said.contains("package index at /model/"), "{said}");
+    assert!(said.contains("not one of the model's hosts"), "{said}");
+    assert!(!said.contains("rc=0"), "{said}");
+    assert!(!seen.lock().unwrap().iter().any(|p| p == "/other/"));
+    let connected = wait_events(&f.engine, "network.connected", 1).await;
+    assert_eq!(connected.len(), 1, "{connected:?}");
+    assert_eq!(connected[0].agent.as_deref(), Some("dev-1"));
+    assert_eq!(connected[0].payload["host"], "registry.test");
+    let started = events(&f.engine, "session.turn_started").await;
+    assert_eq!(started[0].payload["network"], "model_hosts");
 }

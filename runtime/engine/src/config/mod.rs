@@ -532,9 +532,12 @@ circuit_breaker = 3
 # A `command` agent's program (`berth agent activate NAME --impl command
 # --command '…'`): the names of variables passed to it from berth's
 # environment (names only, never values), and one turn's deadline.
-# The program runs with open network until berth limits it to the model's hosts.
 env = []
 turn_timeout_secs = 1800
+# The hosts the program may reach (its model's API), through berth's egress
+# proxy, as patterns like [sandbox.network] allow: ["api.anthropic.com"].
+# Empty: the program runs with open network (activate says so).
+model_hosts = []
 # Sessions of this project's agents that may run a turn at once; a prompt
 # for one more waits in its queue.
 max_sessions = 4

@@ -148,6 +148,11 @@ pub struct AgentConfig {
     pub turn_timeout_secs: u64,
     /// Sessions of this project's agents that may run a turn at once.
     pub max_sessions: u32,
+    /// The hosts a `command` agent's program may reach (the model's API),
+    /// through berth's egress proxy: patterns as in `[sandbox.network]
+    /// allow` (`api.anthropic.com`, `*.openai.com`). Empty: the program
+    /// runs with open network, and `activate` says so.
+    pub model_hosts: Vec<String>,
 }
 
 impl Default for AgentConfig {
@@ -156,6 +161,7 @@ impl Default for AgentConfig {
             env: Vec::new(),
             turn_timeout_secs: 1800,
             max_sessions: 4,
+            model_hosts: Vec::new(),
         }
     }
 }
