@@ -4,7 +4,10 @@
 //! Every host file keeps its host path in the image, with the symlinks on the
 //! way reproduced, so compiled-in paths (the ELF interpreter, git's exec-path
 //! and templates) resolve in the image as they do on the host. Hard links stay
-//! hard links (a hand-built git has ~140 names for one 4 MB binary). The
+//! hard links (a hand-built git has ~140 names for one 4 MB binary). A
+//! directory on the way to a host input is made traversable (`x` for all):
+//! it holds only what the recipe names, so a toolchain under `/root` (0700)
+//! is reachable by the agent user. The
 //! fingerprint covers the recipe and each resolved file's metadata, not its
 //! bytes: checking whether the image is current must stay cheap, and a package
 //! upgrade changes size or mtime.
@@ -96,13 +99,7 @@ impl Rootfs {
     /// Resolves `recipe` against this host: stats every input, runs `ldd` on
     /// ELF files whose libraries are wanted and `busybox --list`. Blocking.
     pub fn resolve(recipe: &Recipe) -> Result<Rootfs, ImageError> {
-        let mut r = Resolver {
-            entries: BTreeMap::new(),
-            inodes: HashMap::new(),
-            visited: HashSet::new(),
-            ldd_done: HashSet::new(),
-            library_dirs: BTreeSet::new(),
-        };
+        let mut r = Resolver::new();
         for (path, target) in &recipe.links {
             r.put(
                 path.clone(),
@@ -318,6 +315,16 @@ struct Resolver {
 }
 
 impl Resolver {
+    fn new() -> Resolver {
+        Resolver {
+            entries: BTreeMap::new(),
+            inodes: HashMap::new(),
+            visited: HashSet::new(),
+            ldd_done: HashSet::new(),
+            library_dirs: BTreeSet::new(),
+        }
+    }
+
     /// Adds an entry, accepting an identical one already there.
     fn put(&mut self, path: String, entry: Entry) -> Result<(), ImageError> {
         match self.entries.get(&path) {
@@ -434,9 +441,14 @@ impl Resolver {
                     });
                 }
                 let key = cur.to_string_lossy().into_owned();
+                // An ancestor only leads to what the recipe names, so it is
+                // made traversable (never listable or writable beyond its host
+                // mode): a toolchain under a private home (`/root`, 0700)
+                // reaches the agent user, and nothing else of that home is in
+                // the image.
                 self.entries.entry(key).or_insert(Entry {
                     kind: EntryKind::Dir,
-                    mode: md.mode() & 0o7777 & !0o6000,
+                    mode: (md.mode() & 0o7777 & !0o6000) | 0o111,
                     uid: 0,
                     gid: 0,
                     mtime: md.mtime(),
@@ -754,6 +766,29 @@ mod tests {
                 PathBuf::from(want)
             );
         }
+    }
+
+    #[test]
+    fn a_private_ancestor_becomes_traversable_and_the_input_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("private");
+        let tool = private.join("tool");
+        std::fs::create_dir_all(&tool).unwrap();
+        std::fs::write(tool.join("run"), b"x").unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let mut r = Resolver::new();
+        r.add(&tool, false, None, 0).unwrap();
+        let mode = |p: &Path| r.entries[&*p.to_string_lossy()].mode;
+        // The ancestor: traversable, still not listable by others.
+        assert_eq!(mode(&private), 0o711);
+        // The input itself keeps its host mode, and so does its content.
+        assert_eq!(mode(&tool), 0o750);
+        assert!(matches!(
+            r.entries[&*tool.join("run").to_string_lossy()].kind,
+            EntryKind::HostFile { size: 1, .. }
+        ));
     }
 
     #[test]
