@@ -13,7 +13,7 @@
 //! upgrade changes size or mtime.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -37,6 +37,20 @@ pub(crate) struct Entry {
     pub uid: u32,
     pub gid: u32,
     pub mtime: i64,
+}
+
+#[cfg(test)]
+impl Entry {
+    /// An entry of `kind` owned by `owner` (uid and gid), mtime 0.
+    pub(crate) fn test(kind: EntryKind, mode: u32, owner: u32) -> Entry {
+        Entry {
+            kind,
+            mode,
+            uid: owner,
+            gid: owner,
+            mtime: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,15 +241,24 @@ impl Rootfs {
         })
     }
 
-    /// Writes the root filesystem as a tar (GNU headers for long names).
-    /// Blocking: reads every host file.
-    pub(crate) fn write_tar(&self) -> Result<Vec<u8>, ImageError> {
+    /// The exact length of the tar [`Rootfs::write_tar_to`] writes, without
+    /// reading any host file (the build context's header needs it first).
+    pub(crate) fn tar_len(&self) -> Result<u64, ImageError> {
+        Ok(self.write_tar_to(ByteCount(0), TarContent::Zeros)?.0)
+    }
+
+    /// Writes the root filesystem as a tar (GNU headers for long names) to
+    /// `w`, and gives it back. Blocking: with [`TarContent::Host`] it reads
+    /// every host file, one buffer at a time.
+    pub(crate) fn write_tar_to<W: Write>(
+        &self,
+        w: W,
+        content: TarContent,
+    ) -> Result<W, ImageError> {
         let tar_err = |path: &str, e: std::io::Error| ImageError::Context {
             message: format!("adding {path}: {e}"),
         };
-        let mut b = tar::Builder::new(Vec::with_capacity(
-            usize::try_from(self.content_bytes()).unwrap_or(0) + self.entries.len() * 1024,
-        ));
+        let mut b = tar::Builder::new(w);
         for (path, e) in &self.entries {
             let name = path.trim_start_matches('/');
             let mut h = tar::Header::new_gnu();
@@ -269,39 +292,92 @@ impl Rootfs {
                         .map_err(|err| tar_err(path, err))?;
                 }
                 EntryKind::HostFile { host, size } => {
-                    let file = std::fs::File::open(host).map_err(|source| ImageError::Io {
-                        op: "open a host file for the image",
-                        path: host.clone(),
-                        source,
-                    })?;
-                    // The size was fixed when the recipe was resolved; a file
-                    // that changed since must not produce a short entry.
-                    let mut content = Vec::with_capacity(usize::try_from(*size).unwrap_or(0));
-                    file.take(size + 1)
-                        .read_to_end(&mut content)
-                        .map_err(|source| ImageError::Io {
-                            op: "read a host file for the image",
-                            path: host.clone(),
-                            source,
-                        })?;
-                    if content.len() as u64 != *size {
-                        return Err(ImageError::HostInput {
-                            path: host.clone(),
-                            message: format!(
-                                "changed while the image was assembled ({} bytes, expected {size}); build again",
-                                content.len()
-                            ),
-                        });
-                    }
                     h.set_entry_type(tar::EntryType::Regular);
                     h.set_size(*size);
-                    b.append_data(&mut h, name, content.as_slice())
-                        .map_err(|err| tar_err(path, err))?;
+                    match content {
+                        TarContent::Zeros => b
+                            .append_data(&mut h, name, std::io::repeat(0).take(*size))
+                            .map_err(|err| tar_err(path, err))?,
+                        TarContent::Host => {
+                            let file =
+                                std::fs::File::open(host).map_err(|source| ImageError::Io {
+                                    op: "open a host file for the image",
+                                    path: host.clone(),
+                                    source,
+                                })?;
+                            let exact = ExactSize {
+                                file,
+                                left: *size,
+                                expected: *size,
+                            };
+                            b.append_data(&mut h, name, exact)
+                                .map_err(|err| tar_err(path, err))?;
+                        }
+                    }
                 }
             }
         }
         b.into_inner()
             .map_err(|e| tar_err("the end of the archive", e))
+    }
+}
+
+/// What a host file's entry holds in [`Rootfs::write_tar_to`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TarContent {
+    /// The file's bytes.
+    Host,
+    /// As many zeros: the same length, for sizing the archive.
+    Zeros,
+}
+
+/// A writer that only counts.
+struct ByteCount(u64);
+
+impl Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A host file read as exactly the size it had when the recipe was
+/// resolved: one that shrank or grew since fails rather than producing an
+/// entry whose length disagrees with its header (or with the sized archive).
+struct ExactSize {
+    file: std::fs::File,
+    left: u64,
+    expected: u64,
+}
+
+impl Read for ExactSize {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let expected = self.expected;
+        let changed = move || {
+            std::io::Error::other(format!(
+                "changed while the image was assembled (expected {expected} bytes); build again"
+            ))
+        };
+        if self.left == 0 {
+            let mut probe = [0u8; 1];
+            return match self.file.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(changed()),
+            };
+        }
+        let max = usize::try_from(self.left)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = self.file.read(&mut buf[..max])?;
+        if n == 0 {
+            return Err(changed());
+        }
+        self.left -= n as u64;
+        Ok(n)
     }
 }
 
