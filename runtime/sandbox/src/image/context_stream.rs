@@ -7,7 +7,7 @@
 //! read. The nested tar's length goes in its header first, so it is sized
 //! beforehand without reading a file ([`Rootfs::tar_len`]).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,7 +15,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::ImageError;
-use super::rootfs::{Rootfs, TarContent};
+use super::rootfs::{EntryKind, Rootfs};
 
 /// Bytes sent to the engine at a time.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -207,12 +207,148 @@ impl Write for ChunkSender {
     }
 }
 
+impl Rootfs {
+    /// The exact length of the tar [`Rootfs::write_tar_to`] writes, without
+    /// reading any host file (the build context's header needs it first).
+    pub(crate) fn tar_len(&self) -> Result<u64, ImageError> {
+        Ok(self.write_tar_to(ByteCount(0), TarContent::Zeros)?.0)
+    }
+
+    /// Writes the root filesystem as a tar (GNU headers for long names) to
+    /// `w`, and gives it back. Blocking: with [`TarContent::Host`] it reads
+    /// every host file, one buffer at a time.
+    fn write_tar_to<W: Write>(&self, w: W, content: TarContent) -> Result<W, ImageError> {
+        let tar_err = |path: &str, e: std::io::Error| ImageError::Context {
+            message: format!("adding {path}: {e}"),
+        };
+        let mut b = tar::Builder::new(w);
+        for (path, e) in &self.entries {
+            let name = path.trim_start_matches('/');
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(e.mode);
+            h.set_uid(e.uid.into());
+            h.set_gid(e.gid.into());
+            h.set_mtime(u64::try_from(e.mtime).unwrap_or(0));
+            match &e.kind {
+                EntryKind::Dir => {
+                    h.set_entry_type(tar::EntryType::Directory);
+                    h.set_size(0);
+                    b.append_data(&mut h, format!("{name}/"), std::io::empty())
+                        .map_err(|err| tar_err(path, err))?;
+                }
+                EntryKind::Symlink { target } => {
+                    h.set_entry_type(tar::EntryType::Symlink);
+                    h.set_size(0);
+                    b.append_link(&mut h, name, target)
+                        .map_err(|err| tar_err(path, err))?;
+                }
+                EntryKind::HardLink { to } => {
+                    h.set_entry_type(tar::EntryType::Link);
+                    h.set_size(0);
+                    b.append_link(&mut h, name, to.trim_start_matches('/'))
+                        .map_err(|err| tar_err(path, err))?;
+                }
+                EntryKind::Generated { content } => {
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_size(content.len() as u64);
+                    b.append_data(&mut h, name, content.as_slice())
+                        .map_err(|err| tar_err(path, err))?;
+                }
+                EntryKind::HostFile { host, size } => {
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_size(*size);
+                    match content {
+                        TarContent::Zeros => b
+                            .append_data(&mut h, name, std::io::repeat(0).take(*size))
+                            .map_err(|err| tar_err(path, err))?,
+                        TarContent::Host => {
+                            let file =
+                                std::fs::File::open(host).map_err(|source| ImageError::Io {
+                                    op: "open a host file for the image",
+                                    path: host.clone(),
+                                    source,
+                                })?;
+                            let exact = ExactSize {
+                                file,
+                                left: *size,
+                                expected: *size,
+                            };
+                            b.append_data(&mut h, name, exact)
+                                .map_err(|err| tar_err(path, err))?;
+                        }
+                    }
+                }
+            }
+        }
+        b.into_inner()
+            .map_err(|e| tar_err("the end of the archive", e))
+    }
+}
+
+/// What a host file's entry holds in [`Rootfs::write_tar_to`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TarContent {
+    /// The file's bytes.
+    Host,
+    /// As many zeros: the same length, for sizing the archive.
+    Zeros,
+}
+
+/// A writer that only counts.
+struct ByteCount(u64);
+
+impl Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A host file read as exactly the size it had when the recipe was
+/// resolved: one that shrank or grew since fails rather than producing an
+/// entry whose length disagrees with its header (or with the sized archive).
+struct ExactSize {
+    file: std::fs::File,
+    left: u64,
+    expected: u64,
+}
+
+impl Read for ExactSize {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let expected = self.expected;
+        let changed = move || {
+            std::io::Error::other(format!(
+                "changed while the image was assembled (expected {expected} bytes); build again"
+            ))
+        };
+        if self.left == 0 {
+            let mut probe = [0u8; 1];
+            return match self.file.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(changed()),
+            };
+        }
+        let max = usize::try_from(self.left)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = self.file.read(&mut buf[..max])?;
+        if n == 0 {
+            return Err(changed());
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::image::rootfs::{Entry, EntryKind};
-    use std::io::Read;
 
     fn entry(kind: EntryKind) -> Entry {
         Entry::test(kind, 0o644, 1000)
@@ -322,5 +458,51 @@ mod tests {
             );
             std::fs::write(&host, b"0123456789").unwrap();
         }
+    }
+
+    /// Streams a context holding a host file of `size` bytes, rewritten to
+    /// `now` after it was sized when given.
+    fn streamed(
+        dir: &std::path::Path,
+        size: usize,
+        now: Option<&[u8]>,
+    ) -> (mpsc::Receiver<std::io::Result<Bytes>>, ContextWriter, u64) {
+        let host = dir.join("host");
+        std::fs::write(&host, vec![7u8; size]).unwrap();
+        let fs = rootfs(&host, size as u64);
+        let inner_len = fs.tar_len().unwrap();
+        if let Some(now) = now {
+            std::fs::write(&host, now).unwrap();
+        }
+        let StreamedContext { body, writer, len } =
+            stream_context("FROM scratch\n".into(), fs, inner_len);
+        let ContextBody::Stream(rx) = body else {
+            panic!("a streamed body")
+        };
+        (rx, writer, len)
+    }
+
+    #[tokio::test]
+    async fn the_writers_own_failure_aborts_the_body_and_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut rx, writer, _) = streamed(dir.path(), 3 << 20, Some(b"short"));
+        let mut last = None;
+        while let Some(item) = rx.recv().await {
+            last = Some(item.is_err());
+        }
+        assert_eq!(last, Some(true), "the body ends with an error");
+        let err = writer.finish().await.unwrap().expect("the writer's error");
+        assert!(err.to_string().contains("changed while"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_engine_that_stops_reading_is_not_the_writers_fault() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut rx, writer, len) = streamed(dir.path(), 8 << 20, None);
+        assert!(len > 8 << 20, "{len}");
+        // One chunk, then the engine hangs up.
+        assert!(rx.recv().await.unwrap().is_ok());
+        drop(rx);
+        assert!(writer.finish().await.unwrap().is_none());
     }
 }

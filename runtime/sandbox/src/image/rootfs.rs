@@ -1,5 +1,5 @@
-//! Resolving a recipe against this host into the image's root filesystem, and
-//! writing it as a tar.
+//! Resolving a recipe against this host into the image's root filesystem
+//! (written as a tar by [`super::context_stream`]).
 //!
 //! Every host file keeps its host path in the image, with the symlinks on the
 //! way reproduced, so compiled-in paths (the ELF interpreter, git's exec-path
@@ -13,7 +13,7 @@
 //! upgrade changes size or mtime.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -239,145 +239,6 @@ impl Rootfs {
             fingerprint,
             library_dirs: r.library_dirs,
         })
-    }
-
-    /// The exact length of the tar [`Rootfs::write_tar_to`] writes, without
-    /// reading any host file (the build context's header needs it first).
-    pub(crate) fn tar_len(&self) -> Result<u64, ImageError> {
-        Ok(self.write_tar_to(ByteCount(0), TarContent::Zeros)?.0)
-    }
-
-    /// Writes the root filesystem as a tar (GNU headers for long names) to
-    /// `w`, and gives it back. Blocking: with [`TarContent::Host`] it reads
-    /// every host file, one buffer at a time.
-    pub(crate) fn write_tar_to<W: Write>(
-        &self,
-        w: W,
-        content: TarContent,
-    ) -> Result<W, ImageError> {
-        let tar_err = |path: &str, e: std::io::Error| ImageError::Context {
-            message: format!("adding {path}: {e}"),
-        };
-        let mut b = tar::Builder::new(w);
-        for (path, e) in &self.entries {
-            let name = path.trim_start_matches('/');
-            let mut h = tar::Header::new_gnu();
-            h.set_mode(e.mode);
-            h.set_uid(e.uid.into());
-            h.set_gid(e.gid.into());
-            h.set_mtime(u64::try_from(e.mtime).unwrap_or(0));
-            match &e.kind {
-                EntryKind::Dir => {
-                    h.set_entry_type(tar::EntryType::Directory);
-                    h.set_size(0);
-                    b.append_data(&mut h, format!("{name}/"), std::io::empty())
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::Symlink { target } => {
-                    h.set_entry_type(tar::EntryType::Symlink);
-                    h.set_size(0);
-                    b.append_link(&mut h, name, target)
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::HardLink { to } => {
-                    h.set_entry_type(tar::EntryType::Link);
-                    h.set_size(0);
-                    b.append_link(&mut h, name, to.trim_start_matches('/'))
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::Generated { content } => {
-                    h.set_entry_type(tar::EntryType::Regular);
-                    h.set_size(content.len() as u64);
-                    b.append_data(&mut h, name, content.as_slice())
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::HostFile { host, size } => {
-                    h.set_entry_type(tar::EntryType::Regular);
-                    h.set_size(*size);
-                    match content {
-                        TarContent::Zeros => b
-                            .append_data(&mut h, name, std::io::repeat(0).take(*size))
-                            .map_err(|err| tar_err(path, err))?,
-                        TarContent::Host => {
-                            let file =
-                                std::fs::File::open(host).map_err(|source| ImageError::Io {
-                                    op: "open a host file for the image",
-                                    path: host.clone(),
-                                    source,
-                                })?;
-                            let exact = ExactSize {
-                                file,
-                                left: *size,
-                                expected: *size,
-                            };
-                            b.append_data(&mut h, name, exact)
-                                .map_err(|err| tar_err(path, err))?;
-                        }
-                    }
-                }
-            }
-        }
-        b.into_inner()
-            .map_err(|e| tar_err("the end of the archive", e))
-    }
-}
-
-/// What a host file's entry holds in [`Rootfs::write_tar_to`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TarContent {
-    /// The file's bytes.
-    Host,
-    /// As many zeros: the same length, for sizing the archive.
-    Zeros,
-}
-
-/// A writer that only counts.
-struct ByteCount(u64);
-
-impl Write for ByteCount {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A host file read as exactly the size it had when the recipe was
-/// resolved: one that shrank or grew since fails rather than producing an
-/// entry whose length disagrees with its header (or with the sized archive).
-struct ExactSize {
-    file: std::fs::File,
-    left: u64,
-    expected: u64,
-}
-
-impl Read for ExactSize {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let expected = self.expected;
-        let changed = move || {
-            std::io::Error::other(format!(
-                "changed while the image was assembled (expected {expected} bytes); build again"
-            ))
-        };
-        if self.left == 0 {
-            let mut probe = [0u8; 1];
-            return match self.file.read(&mut probe)? {
-                0 => Ok(0),
-                _ => Err(changed()),
-            };
-        }
-        let max = usize::try_from(self.left)
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
-        let n = self.file.read(&mut buf[..max])?;
-        if n == 0 {
-            return Err(changed());
-        }
-        self.left -= n as u64;
-        Ok(n)
     }
 }
 
