@@ -422,7 +422,14 @@ impl DockerBackend {
             .labels(&labels)
             .buildargs(&args)
             .build();
-        let id = self.run_build(options, context.tar, &tag, progress).await?;
+        let id = self
+            .run_build(
+                options,
+                super::ContextBody::Full(context.tar),
+                &tag,
+                progress,
+            )
+            .await?;
         progress.event(BuildEvent::Built {
             tag: &tag,
             id: &id,

@@ -4,9 +4,10 @@
 //! The default agent image is assembled from this host's own files by a
 //! declarative [`Recipe`] (`images/agent/recipe.toml`): a static busybox for
 //! `sh` and the shell tools, git with its libraries and exec-path, a passwd entry
-//! for the agent user. The root filesystem goes into an in-memory tar build
-//! context (`FROM scratch` + `ADD rootfs.tar /`, which keeps the tar's owners, so
-//! the home directory belongs to the agent) and is built through the Docker API.
+//! for the agent user. The root filesystem goes into a tar build context
+//! (`FROM scratch` + `ADD rootfs.tar /`, which keeps the tar's owners, so the
+//! home directory belongs to the agent), streamed into a build through the
+//! Docker API ([`context_stream`]).
 //! The tag is a hash of the recipe and of the resolved host inputs, so a second
 //! build with nothing changed does no work; `<name>:latest` points at the newest
 //! build and carries the recipe's hash as a label, which is what
@@ -17,6 +18,7 @@
 //! assembles a host directory of berth's tools ([`tools`]) mounted read-only
 //! at `/opt/berth`.
 
+mod context_stream;
 mod dockerfile;
 mod dockerignore;
 mod elf;
@@ -33,6 +35,7 @@ use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
+pub(crate) use context_stream::ContextBody;
 pub use dockerfile::{BUILD_LABEL, BuildContext, DockerfileBuild, MAX_CONTEXT_BYTES};
 pub use local::LocalImage;
 pub(crate) use recipe::is_clean_absolute;
@@ -278,18 +281,18 @@ impl DockerBackend {
             });
         }
 
-        let context = {
-            let recipe = recipe.clone();
-            tokio::task::spawn_blocking(move || build_context(&recipe, &resolved))
-                .await
-                .map_err(|source| DockerError::Task {
-                    op: "assemble the build context",
-                    source,
-                })??
-        };
-        progress.event(BuildEvent::ContextReady {
-            bytes: context.len() as u64,
-        });
+        // Sized without reading a file, then streamed into the build.
+        let (resolved, inner_len) = tokio::task::spawn_blocking(move || {
+            let len = resolved.tar_len();
+            (resolved, len)
+        })
+        .await
+        .map_err(|source| DockerError::Task {
+            op: "size the build context",
+            source,
+        })?;
+        let context = context_stream::stream_context(dockerfile(recipe), resolved, inner_len?);
+        progress.event(BuildEvent::ContextReady { bytes: context.len });
 
         let labels = HashMap::from([
             (IMAGE_LABEL.to_string(), recipe.name.clone()),
@@ -307,7 +310,21 @@ impl DockerBackend {
             .forcerm(true)
             .labels(&labels)
             .build();
-        let id = self.run_build(options, context, &tag, progress).await?;
+        let built = self.run_build(options, context.body, &tag, progress).await;
+        // A host file that failed the writer is the cause; the engine's
+        // complaint about a cut-off context only its consequence.
+        if let Some(e) = context
+            .writer
+            .finish()
+            .await
+            .map_err(|source| DockerError::Task {
+                op: "write the build context",
+                source,
+            })?
+        {
+            return Err(e.into());
+        }
+        let id = built?;
         self.tag_latest(&tag, recipe).await?;
         progress.event(BuildEvent::Built {
             tag: &tag,
@@ -330,13 +347,19 @@ impl DockerBackend {
     pub(crate) async fn run_build(
         &self,
         options: bollard::query_parameters::BuildImageOptions,
-        context: Vec<u8>,
+        context: ContextBody,
         tag: &str,
         progress: &mut dyn BuildProgress,
     ) -> Result<String, DockerError> {
-        let mut stream =
-            self.docker()
-                .build_image(options, None, Some(bollard::body_full(context.into())));
+        let body = match context {
+            ContextBody::Full(bytes) => bollard::body_full(bytes.into()),
+            ContextBody::Stream(rx) => {
+                bollard::body_try_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+                    rx.recv().await.map(|item| (item, rx))
+                }))
+            }
+        };
+        let mut stream = self.docker().build_image(options, None, Some(body));
         let mut log: VecDeque<String> = VecDeque::new();
         let failed = |log: &VecDeque<String>, message: String| ImageError::BuildFailed {
             tag: tag.to_string(),
@@ -512,29 +535,8 @@ impl DockerBackend {
     }
 }
 
-/// The build context: a Dockerfile and the root filesystem as a nested tar.
-fn build_context(recipe: &Recipe, rootfs: &Rootfs) -> Result<Vec<u8>, ImageError> {
-    let inner = rootfs.write_tar()?;
-    let dockerfile = dockerfile(recipe);
-    let mut b = tar::Builder::new(Vec::with_capacity(inner.len() + 4096));
-    for (name, data) in [
-        ("Dockerfile", dockerfile.as_bytes()),
-        ("rootfs.tar", inner.as_slice()),
-    ] {
-        let mut h = tar::Header::new_gnu();
-        h.set_mode(0o644);
-        h.set_size(data.len() as u64);
-        h.set_entry_type(tar::EntryType::Regular);
-        b.append_data(&mut h, name, data)
-            .map_err(|e| ImageError::Context {
-                message: format!("adding {name}: {e}"),
-            })?;
-    }
-    b.into_inner().map_err(|e| ImageError::Context {
-        message: format!("finishing the archive: {e}"),
-    })
-}
-
+/// The recipe image's Dockerfile: the root filesystem, its environment and
+/// user.
 fn dockerfile(recipe: &Recipe) -> String {
     let mut d = String::from("FROM scratch\nADD rootfs.tar /\n");
     for (k, v) in &recipe.env {

@@ -1,10 +1,13 @@
-//! Resolving a recipe against this host into the image's root filesystem, and
-//! writing it as a tar.
+//! Resolving a recipe against this host into the image's root filesystem
+//! (written as a tar by [`super::context_stream`]).
 //!
 //! Every host file keeps its host path in the image, with the symlinks on the
 //! way reproduced, so compiled-in paths (the ELF interpreter, git's exec-path
 //! and templates) resolve in the image as they do on the host. Hard links stay
-//! hard links (a hand-built git has ~140 names for one 4 MB binary). The
+//! hard links (a hand-built git has ~140 names for one 4 MB binary). A
+//! directory on the way to a host input is made traversable (`x` for all):
+//! it holds only what the recipe names, so a toolchain under `/root` (0700)
+//! is reachable by the agent user. The
 //! fingerprint covers the recipe and each resolved file's metadata, not its
 //! bytes: checking whether the image is current must stay cheap, and a package
 //! upgrade changes size or mtime.
@@ -34,6 +37,20 @@ pub(crate) struct Entry {
     pub uid: u32,
     pub gid: u32,
     pub mtime: i64,
+}
+
+#[cfg(test)]
+impl Entry {
+    /// An entry of `kind` owned by `owner` (uid and gid), mtime 0.
+    pub(crate) fn test(kind: EntryKind, mode: u32, owner: u32) -> Entry {
+        Entry {
+            kind,
+            mode,
+            uid: owner,
+            gid: owner,
+            mtime: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,13 +113,7 @@ impl Rootfs {
     /// Resolves `recipe` against this host: stats every input, runs `ldd` on
     /// ELF files whose libraries are wanted and `busybox --list`. Blocking.
     pub fn resolve(recipe: &Recipe) -> Result<Rootfs, ImageError> {
-        let mut r = Resolver {
-            entries: BTreeMap::new(),
-            inodes: HashMap::new(),
-            visited: HashSet::new(),
-            ldd_done: HashSet::new(),
-            library_dirs: BTreeSet::new(),
-        };
+        let mut r = Resolver::new();
         for (path, target) in &recipe.links {
             r.put(
                 path.clone(),
@@ -229,83 +240,6 @@ impl Rootfs {
             library_dirs: r.library_dirs,
         })
     }
-
-    /// Writes the root filesystem as a tar (GNU headers for long names).
-    /// Blocking: reads every host file.
-    pub(crate) fn write_tar(&self) -> Result<Vec<u8>, ImageError> {
-        let tar_err = |path: &str, e: std::io::Error| ImageError::Context {
-            message: format!("adding {path}: {e}"),
-        };
-        let mut b = tar::Builder::new(Vec::with_capacity(
-            usize::try_from(self.content_bytes()).unwrap_or(0) + self.entries.len() * 1024,
-        ));
-        for (path, e) in &self.entries {
-            let name = path.trim_start_matches('/');
-            let mut h = tar::Header::new_gnu();
-            h.set_mode(e.mode);
-            h.set_uid(e.uid.into());
-            h.set_gid(e.gid.into());
-            h.set_mtime(u64::try_from(e.mtime).unwrap_or(0));
-            match &e.kind {
-                EntryKind::Dir => {
-                    h.set_entry_type(tar::EntryType::Directory);
-                    h.set_size(0);
-                    b.append_data(&mut h, format!("{name}/"), std::io::empty())
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::Symlink { target } => {
-                    h.set_entry_type(tar::EntryType::Symlink);
-                    h.set_size(0);
-                    b.append_link(&mut h, name, target)
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::HardLink { to } => {
-                    h.set_entry_type(tar::EntryType::Link);
-                    h.set_size(0);
-                    b.append_link(&mut h, name, to.trim_start_matches('/'))
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::Generated { content } => {
-                    h.set_entry_type(tar::EntryType::Regular);
-                    h.set_size(content.len() as u64);
-                    b.append_data(&mut h, name, content.as_slice())
-                        .map_err(|err| tar_err(path, err))?;
-                }
-                EntryKind::HostFile { host, size } => {
-                    let file = std::fs::File::open(host).map_err(|source| ImageError::Io {
-                        op: "open a host file for the image",
-                        path: host.clone(),
-                        source,
-                    })?;
-                    // The size was fixed when the recipe was resolved; a file
-                    // that changed since must not produce a short entry.
-                    let mut content = Vec::with_capacity(usize::try_from(*size).unwrap_or(0));
-                    file.take(size + 1)
-                        .read_to_end(&mut content)
-                        .map_err(|source| ImageError::Io {
-                            op: "read a host file for the image",
-                            path: host.clone(),
-                            source,
-                        })?;
-                    if content.len() as u64 != *size {
-                        return Err(ImageError::HostInput {
-                            path: host.clone(),
-                            message: format!(
-                                "changed while the image was assembled ({} bytes, expected {size}); build again",
-                                content.len()
-                            ),
-                        });
-                    }
-                    h.set_entry_type(tar::EntryType::Regular);
-                    h.set_size(*size);
-                    b.append_data(&mut h, name, content.as_slice())
-                        .map_err(|err| tar_err(path, err))?;
-                }
-            }
-        }
-        b.into_inner()
-            .map_err(|e| tar_err("the end of the archive", e))
-    }
 }
 
 struct Resolver {
@@ -318,6 +252,16 @@ struct Resolver {
 }
 
 impl Resolver {
+    fn new() -> Resolver {
+        Resolver {
+            entries: BTreeMap::new(),
+            inodes: HashMap::new(),
+            visited: HashSet::new(),
+            ldd_done: HashSet::new(),
+            library_dirs: BTreeSet::new(),
+        }
+    }
+
     /// Adds an entry, accepting an identical one already there.
     fn put(&mut self, path: String, entry: Entry) -> Result<(), ImageError> {
         match self.entries.get(&path) {
@@ -434,9 +378,14 @@ impl Resolver {
                     });
                 }
                 let key = cur.to_string_lossy().into_owned();
+                // An ancestor only leads to what the recipe names, so it is
+                // made traversable (never listable or writable beyond its host
+                // mode): a toolchain under a private home (`/root`, 0700)
+                // reaches the agent user, and nothing else of that home is in
+                // the image.
                 self.entries.entry(key).or_insert(Entry {
                     kind: EntryKind::Dir,
-                    mode: md.mode() & 0o7777 & !0o6000,
+                    mode: (md.mode() & 0o7777 & !0o6000) | 0o111,
                     uid: 0,
                     gid: 0,
                     mtime: md.mtime(),
@@ -754,6 +703,29 @@ mod tests {
                 PathBuf::from(want)
             );
         }
+    }
+
+    #[test]
+    fn a_private_ancestor_becomes_traversable_and_the_input_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("private");
+        let tool = private.join("tool");
+        std::fs::create_dir_all(&tool).unwrap();
+        std::fs::write(tool.join("run"), b"x").unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let mut r = Resolver::new();
+        r.add(&tool, false, None, 0).unwrap();
+        let mode = |p: &Path| r.entries[&*p.to_string_lossy()].mode;
+        // The ancestor: traversable, still not listable by others.
+        assert_eq!(mode(&private), 0o711);
+        // The input itself keeps its host mode, and so does its content.
+        assert_eq!(mode(&tool), 0o750);
+        assert!(matches!(
+            r.entries[&*tool.join("run").to_string_lossy()].kind,
+            EntryKind::HostFile { size: 1, .. }
+        ));
     }
 
     #[test]

@@ -597,13 +597,7 @@ mod tests {
     use crate::image::ImageInfo;
 
     fn entry(kind: EntryKind) -> Entry {
-        Entry {
-            kind,
-            mode: 0o755,
-            uid: 0,
-            gid: 0,
-            mtime: 0,
-        }
+        Entry::test(kind, 0o755, 0)
     }
 
     #[test]
