@@ -1307,21 +1307,19 @@ async fn a_gate_settled_by_a_denial_removes_the_container_before_the_worktree() 
     }
 }
 
-#[tokio::test]
-async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
-    // Through Docker's exec API: the exec agent kills without a new process.
-    let m = mounted_or_skip!("restart", "pids = 30\nexec_agent = false");
+/// `dev-1` up with every action auto-approved; runs `bystander`, and half
+/// a second later a command that fills the pids limit and has a 2 s
+/// deadline. Their outcomes, bystander first.
+async fn beside_a_pids_hog(m: &Mounted, bystander: &str) -> (Outcome, Outcome) {
     m.up("dev-1").await;
     m.autonomy("dev-1", "*", Approval::AutoApprove).await;
     let bystander = m.run(
         "dev-1",
         Action::Terminal {
-            command: "sleep 60; echo finished".into(),
+            command: bystander.into(),
         },
         ActionParams::default(),
     );
-    // Fills the pids limit so that not even the kill can start: only a
-    // restart of the container ends it by its deadline.
     let hog = async {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         m.run(
@@ -1336,7 +1334,16 @@ async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed()
         )
         .await
     };
-    let (bystander, hog) = tokio::join!(bystander, hog);
+    tokio::join!(bystander, hog)
+}
+
+#[tokio::test]
+async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed() {
+    // Through Docker's exec API: the exec agent kills without a new process.
+    let m = mounted_or_skip!("restart", "pids = 30\nexec_agent = false");
+    // Through Docker, not even the kill can start under the full pids
+    // limit: only a restart of the container ends the hog by its deadline.
+    let (bystander, hog) = beside_a_pids_hog(&m, "sleep 60; echo finished").await;
     assert!(!hog.succeeded);
     let d = hog.diagnostic.unwrap_or_default();
     assert!(
@@ -1371,30 +1378,7 @@ async fn a_restart_for_a_deadline_is_logged_and_said_to_the_commands_it_killed()
 #[tokio::test]
 async fn through_the_exec_agent_a_deadline_kills_without_a_restart() {
     let m = mounted_or_skip!("agentdeadline", "pids = 30");
-    m.up("dev-1").await;
-    m.autonomy("dev-1", "*", Approval::AutoApprove).await;
-    let bystander = m.run(
-        "dev-1",
-        Action::Terminal {
-            command: "sleep 4; echo finished".into(),
-        },
-        ActionParams::default(),
-    );
-    let hog = async {
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        m.run(
-            "dev-1",
-            Action::Terminal {
-                command: "(while :; do sleep 100 & done) 2>/dev/null; exec sleep 1000".into(),
-            },
-            ActionParams {
-                timeout_secs: Some(2),
-                ..ActionParams::default()
-            },
-        )
-        .await
-    };
-    let (bystander, hog) = tokio::join!(bystander, hog);
+    let (bystander, hog) = beside_a_pids_hog(&m, "sleep 4; echo finished").await;
     assert!(!hog.succeeded);
     let d = hog.diagnostic.unwrap_or_default();
     assert!(

@@ -340,38 +340,16 @@ impl Pump {
                         self.take_frames(decoder)?;
                     }
                     Slot::Stdin => self.feed_stdin(),
-                    Slot::Stdout | Slot::Stderr => {
-                        let out = if *slot == Slot::Stdout {
-                            self.stdout.as_mut().map(|s| s.read(&mut buf))
-                        } else {
-                            self.stderr.as_mut().map(|s| s.read(&mut buf))
-                        };
-                        match out {
-                            Some(Ok(0)) | Some(Err(_)) | None => {
-                                if let Some(Err(e)) = &out
-                                    && matches!(
-                                        e.kind(),
-                                        std::io::ErrorKind::WouldBlock
-                                            | std::io::ErrorKind::Interrupted
-                                    )
-                                {
-                                    continue;
-                                }
-                                if *slot == Slot::Stdout {
-                                    self.stdout = None;
-                                } else {
-                                    self.stderr = None;
-                                }
-                            }
-                            Some(Ok(n)) => {
-                                let frame = if *slot == Slot::Stdout {
-                                    FromAgent::Stdout(buf[..n].to_vec())
-                                } else {
-                                    FromAgent::Stderr(buf[..n].to_vec())
-                                };
-                                conn.write_all(&frame.encode())
-                                    .map_err(RunError::Connection)?;
-                            }
+                    Slot::Stdout => {
+                        if let Some(bytes) = read_chunk(&mut self.stdout, &mut buf) {
+                            conn.write_all(&FromAgent::Stdout(bytes).encode())
+                                .map_err(RunError::Connection)?;
+                        }
+                    }
+                    Slot::Stderr => {
+                        if let Some(bytes) = read_chunk(&mut self.stderr, &mut buf) {
+                            conn.write_all(&FromAgent::Stderr(bytes).encode())
+                                .map_err(RunError::Connection)?;
                         }
                     }
                     Slot::Exit => {
@@ -438,6 +416,26 @@ impl Pump {
                 self.backlog.clear();
                 self.stdin_done = true;
             }
+        }
+    }
+}
+
+/// What one read of a command's pipe gave: its bytes, or `None` when there
+/// was nothing yet (`pipe` stays) or the pipe ended (`pipe` becomes `None`).
+fn read_chunk<R: Read>(pipe: &mut Option<R>, buf: &mut [u8]) -> Option<Vec<u8>> {
+    match pipe.as_mut()?.read(buf) {
+        Ok(n) if n > 0 => Some(buf[..n].to_vec()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+            ) =>
+        {
+            None
+        }
+        Ok(_) | Err(_) => {
+            *pipe = None;
+            None
         }
     }
 }

@@ -146,6 +146,25 @@ impl DockerBerth {
         }
     }
 
+    /// Ends an exec of the agent that did not settle (its deadline not
+    /// confirmed, or its connection lost): kills what may still run of it
+    /// by its token through Docker, and for a lost one asks Docker what
+    /// happened since `lost_since`.
+    async fn kill_unsettled(
+        &self,
+        token: &str,
+        outcome: ExecOutcome,
+        lost_since: Option<std::time::SystemTime>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        let backend = self.connection.backend().await?;
+        let target = self.target(&backend);
+        exec::kill_by_token(&target, token).await?;
+        Ok(match lost_since {
+            Some(since) => agent::explain_lost(&target, outcome, since).await,
+            None => outcome,
+        })
+    }
+
     /// The container's name.
     pub fn container_name(&self) -> &str {
         &self.name
@@ -255,18 +274,10 @@ impl Sandbox for DockerBerth {
                 match agent::run(through, request, sink).await? {
                     AgentRun::Done(outcome) => return Ok(outcome),
                     AgentRun::Unconfirmed(outcome) => {
-                        let backend = self.connection.backend().await?;
-                        exec::kill_by_token(&self.target(&backend), &token).await?;
-                        return Ok(outcome);
+                        return self.kill_unsettled(&token, outcome, None).await;
                     }
                     AgentRun::Lost(outcome, since) => {
-                        let backend = self.connection.backend().await?;
-                        let target = self.target(&backend);
-                        // Nothing of it may run on unreported (a connection
-                        // that broke off, or frames that were not the
-                        // protocol).
-                        exec::kill_by_token(&target, &token).await?;
-                        return Ok(agent::explain_lost(&target, outcome, since).await);
+                        return self.kill_unsettled(&token, outcome, Some(since)).await;
                     }
                     AgentRun::Unanswered(request, sink) => {
                         agent_missing = true;
@@ -284,10 +295,6 @@ impl Sandbox for DockerBerth {
                 tracing::debug!(container = %self.name, error = %e, "could not start the exec agent");
             }
         }
-        let egress = match egress {
-            Some(serving) => Some(serving),
-            None => self.egress_door(&backend).await,
-        };
         let (request, sink) = match exec::run(&target, request, sink).await? {
             Run::Done(outcome) => return Ok(outcome),
             Run::ContainerGone(request, sink) => (request, sink),
