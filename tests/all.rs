@@ -21,6 +21,7 @@ mod mounted;
 mod mounted_image;
 mod net;
 mod pipelines;
+mod pr_automation;
 mod pr_checks;
 mod pr_review;
 mod prompts;

@@ -1312,6 +1312,8 @@ fn json_output_matches_docs_cli_json_md() {
         ("pr review", "checked in tests/pr_review.rs"),
         ("pr request-review", "checked in tests/pr_review.rs"),
         ("pr threads", "checked in tests/pr_review.rs"),
+        ("pr auto", "checked in tests/pr_automation.rs"),
+        ("pr auto-prompt", "checked in tests/pr_automation.rs"),
     ];
     for c in doc.commands.keys() {
         assert!(

@@ -874,6 +874,38 @@ fn every_endpoint_family(api: &Api, state: &State) {
         api.ok("get", "/api/tasks/{id}", &[&t2_id], None)["status"],
         "in_review"
     );
+    let auto = api.ok("get", "/api/prs/{id}/automation", &["1"], None);
+    assert_eq!(
+        (&auto["state"], &auto["fix_rounds"]),
+        (&json!("disabled"), &json!(0))
+    );
+    let auto = api.ok(
+        "put",
+        "/api/prs/{id}/automation",
+        &["1"],
+        Some(json!({"on_merged": true, "fix": true})),
+    );
+    assert_eq!(
+        (
+            &auto["state"],
+            &auto["switches"]["on_merged"],
+            &auto["chips"][0]
+        ),
+        (
+            &json!("auto_fix+lifecycle"),
+            &json!(true),
+            &json!("Auto-fix 0/10")
+        ),
+        "{auto}"
+    );
+    api.err(
+        "put",
+        "/api/prs/{id}/automation",
+        &["1"],
+        Some(json!({"fix": "yes"})),
+        422,
+        "invalid_body",
+    );
     let merge = api.ok("post", "/api/prs/{id}/merge", &["1"], None);
     assert_eq!(
         merge["status"]["status"], "pending",

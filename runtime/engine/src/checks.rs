@@ -181,7 +181,9 @@ impl Engine {
     }
 
     /// One pass of the watcher (`berth pr watch`, and `berth serve` in the
-    /// background): every open PR's checks run on its current head.
+    /// background): every open PR's checks run on its current head, then
+    /// every PR with automation on is evaluated (`pr_automation`; what it
+    /// did is in the events).
     pub async fn watch_prs(&self) -> Result<Vec<PrFeedback>> {
         let mut out = Vec::new();
         for pr in self.prs(None).await? {
@@ -189,10 +191,11 @@ impl Engine {
                 out.push(self.feedback_of(&pr, true).await?);
             }
         }
+        self.automate_prs().await?;
         Ok(out)
     }
 
-    async fn feedback_of(&self, pr: &PullRequest, run: bool) -> Result<PrFeedback> {
+    pub(crate) async fn feedback_of(&self, pr: &PullRequest, run: bool) -> Result<PrFeedback> {
         let loaded = self.load_project(&pr.project).await?;
         let head = self.git().forge_head(&loaded.project, &pr.branch).await?;
         let conflicts = match &head {

@@ -213,6 +213,25 @@ pub mod kind {
     pub const PROMPT_REQUEUED: &str = "prompt.requeued";
     /// A task's pending prompts were purged (its archive or delete).
     pub const PROMPT_PURGED: &str = "prompt.purged";
+    /// An auto-fix prompt for a task's PR was delivered: the task went
+    /// back to work (`in_review → in_progress`).
+    pub const TASK_BACK_TO_WORK: &str = "task.back_to_work";
+    /// A person changed a PR's automation switches.
+    pub const AUTOMATION_SWITCHED: &str = "automation.switched";
+    /// Auto-fix sent (queued, or replaced a pending) prompt for a PR.
+    pub const AUTOMATION_FIX_PROMPTED: &str = "automation.fix_prompted";
+    /// A new auto-fix round would have been past the maximum: paused.
+    pub const AUTOMATION_FIX_PAUSED: &str = "automation.fix_paused";
+    /// Auto-merge proposed a PR's merge for a new readiness.
+    pub const AUTOMATION_MERGE_PROPOSED: &str = "automation.merge_proposed";
+    /// A lifecycle prompt (review requested, merged, closed) was queued.
+    pub const AUTOMATION_LIFECYCLE_PROMPTED: &str = "automation.lifecycle_prompted";
+    /// The reviewer identity changed: review-request baselines reset.
+    pub const AUTOMATION_REVIEWER_REBOUND: &str = "automation.reviewer_rebound";
+    /// A cycle of a PR's automation failed (a new error).
+    pub const AUTOMATION_FAILED: &str = "automation.failed";
+    /// A person edited (or reset) a project's prompt template.
+    pub const PROMPT_TEMPLATE_EDITED: &str = "prompt_template.edited";
 }
 
 /// A fact to record.

@@ -33,6 +33,7 @@
 //! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
 //! | `prs.rs` | `prs`, `pr`, `merge_pr`, `close_pr` |
 //! | `checks.rs` | `pr_feedback`, `run_pr_checks`, `watch_prs` |
+//! | `pr_automation/mod.rs` (`auto_fix.rs`, `auto_merge.rs`, `lifecycle.rs`, `forge.rs`, `state.rs`, `template.rs`) | `pr_automation`, `set_pr_automation`, `evaluate_pr_automation`, `automate_prs`, `prompt_template`, `set_prompt_template` |
 //! | `pr_review/mod.rs` (`records.rs`, `reading.rs`) | `comment_pr`, `pr_threads`, `resolve_pr_thread`, `review_pr`, `request_pr_review` (and the agent's `pr_comment`, `pr_resolve_thread`) |
 //! | `berths/mod.rs` | `berths`, `saved_work`, `drop_saved_work` (and the host checks of a decided action) |
 //! | `berths/up.rs`, `berths/down.rs`, `berths/reconcile.rs` | `up`, `up_with`; `down`, `down_with`; `reconcile_berths`, `orphan_containers` |
@@ -83,6 +84,7 @@ mod parallel;
 pub mod permissions;
 pub mod pipeline;
 mod policy_context;
+pub mod pr_automation;
 pub mod pr_review;
 pub mod private_state;
 pub mod project_image;

@@ -95,8 +95,19 @@ impl Engine {
             });
         };
         let task = self.task(&task_id).await?;
+        if task.status != TaskStatus::Blocked {
+            // The task's primary session, where prompts for it (a person's,
+            // auto-fix, lifecycle) are delivered.
+            self.open_session(&a.name, &task.id, &crate::events::Actor::system())
+                .await?;
+        }
         match task.status {
-            TaskStatus::InReview => return Ok(Some(AgentRun::InReview { task: task.id })),
+            TaskStatus::InReview => {
+                if self.answer_prompt(io, &a, &task).await? {
+                    return Ok(None);
+                }
+                return Ok(Some(AgentRun::InReview { task: task.id }));
+            }
             TaskStatus::Blocked => {
                 return Ok(Some(AgentRun::Blocked {
                     task: task.id,
@@ -112,31 +123,12 @@ impl Engine {
         })?;
         let file = worktree.join(work_file(&task.id));
         if !file.exists() {
-            // The worktree holds what the project's repository committed
-            // (links included): the file is written beneath it, never
-            // through a link; in a container berth it belongs to the
-            // container's uid, as the rest of the worktree does.
-            let mut files = ConfinedFiles::new(
-                vec![FileMount {
-                    frame: WORK.to_string(),
-                    host: worktree.clone(),
-                    writable: true,
-                }],
-                LinkTargets::Frame,
-            );
-            if a.berth == Some(crate::config::BerthMode::Mounted) {
-                let (config, _) = self.load_project_files(&a.project)?;
-                files = files.with_owner(config.sandbox.uid, config.sandbox.uid);
-            }
             let text = format!(
                 "# {}\n\nDelivered by the noop agent {} for task {}.\n",
                 task.title, a.name, task.id
             );
-            let frame_path = format!("{WORK}/{}", work_file(&task.id));
-            tokio::task::spawn_blocking(move || files.write(&frame_path, text.as_bytes()))
-                .await
-                .map_err(EngineError::interrupted("writing the noop file"))?
-                .map_err(berth_sandbox::SandboxError::from)?;
+            self.write_work(&a, &worktree, &work_file(&task.id), text)
+                .await?;
         }
         match io.deliver(&task).await? {
             Delivery::InReview { .. } => {
@@ -159,4 +151,115 @@ impl Engine {
             }
         }
     }
+}
+
+impl Engine {
+    /// Writes `rel` beneath the agent's worktree: never through a link (the
+    /// worktree holds what the repository committed, links included); in a
+    /// container berth it belongs to the container's uid, as the rest of
+    /// the worktree does.
+    async fn write_work(
+        &self,
+        a: &crate::agents::Agent,
+        worktree: &std::path::Path,
+        rel: &str,
+        text: String,
+    ) -> Result<()> {
+        let mut files = ConfinedFiles::new(
+            vec![FileMount {
+                frame: WORK.to_string(),
+                host: worktree.to_path_buf(),
+                writable: true,
+            }],
+            LinkTargets::Frame,
+        );
+        if a.berth == Some(crate::config::BerthMode::Mounted) {
+            let (config, _) = self.load_project_files(&a.project)?;
+            files = files.with_owner(config.sandbox.uid, config.sandbox.uid);
+        }
+        let frame_path = format!("{WORK}/{rel}");
+        tokio::task::spawn_blocking(move || files.write(&frame_path, text.as_bytes()))
+            .await
+            .map_err(EngineError::interrupted("writing the noop file"))?
+            .map_err(berth_sandbox::SandboxError::from)?;
+        Ok(())
+    }
+
+    /// A task in review with a prompt for its session: the noop agent takes
+    /// it. An auto-fix prompt is
+    /// answered with a fix commit pushed to the PR's branch
+    /// ([`fix_file`]); any other prompt is only acknowledged. True when a
+    /// prompt was taken.
+    async fn answer_prompt(
+        &self,
+        io: &AgentIo<'_>,
+        a: &crate::agents::Agent,
+        task: &crate::tasks::Task,
+    ) -> Result<bool> {
+        let Some(r) = self.reserve_prompt(&a.name).await? else {
+            return Ok(false);
+        };
+        self.acknowledge_prompt(&r.token).await?;
+        let answered = if r.prompt.kind == "auto_fix" {
+            self.answer_fix(io, a, task, &r.prompt).await
+        } else {
+            Ok(())
+        };
+        let _ = self.finish_turn(&r.session.id, false).await?;
+        answered?;
+        Ok(true)
+    }
+
+    async fn answer_fix(
+        &self,
+        io: &AgentIo<'_>,
+        a: &crate::agents::Agent,
+        task: &crate::tasks::Task,
+        prompt: &crate::prompts::Prompt,
+    ) -> Result<()> {
+        let worktree = a.worktree.clone().ok_or_else(|| EngineError::NoBerth {
+            agent: a.name.clone(),
+            project: a.project.clone(),
+        })?;
+        let text = format!(
+            "Fixed by the noop agent {} for prompt {} (attempt {}).\n",
+            a.name, prompt.id, prompt.attempts
+        );
+        self.write_work(a, &worktree, &fix_file(&task.id), text)
+            .await?;
+        let key = |step: &str| format!("task:{}:prompt:{}:{step}", task.id, prompt.id);
+        let commit = io
+            .propose(
+                berth_policy::Action::GitCommit,
+                crate::actions::ActionParams {
+                    message: Some(format!("Fix for {}", task.title)),
+                    ..crate::actions::ActionParams::default()
+                },
+                Some(&task.id),
+                &key("git_commit"),
+            )
+            .await?;
+        if !matches!(&commit.status, crate::actions::ProposeStatus::Executed { outcome } if outcome.succeeded)
+        {
+            tracing::info!(prompt = %prompt.id, "the noop agent's fix commit did not run now");
+            return Ok(());
+        }
+        let branch = a
+            .branch
+            .clone()
+            .unwrap_or_else(|| crate::agents::branch_for(&a.name, Some(&task.id)));
+        io.propose(
+            berth_policy::Action::GitPush { branch },
+            crate::actions::ActionParams::default(),
+            Some(&task.id),
+            &key("git_push"),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// The file the noop agent writes to answer an auto-fix prompt.
+pub fn fix_file(task: &str) -> String {
+    format!("noop/{}.fix.md", crate::ids::short(task))
 }

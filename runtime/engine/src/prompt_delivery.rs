@@ -13,6 +13,7 @@
 //! of delivered; a token whose row was purged acknowledges nothing.
 
 use crate::Engine;
+use crate::agents::AgentStatus;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{new_id, now_ms, short};
@@ -23,6 +24,8 @@ use crate::prompts::{
 use crate::recovery::{executor_id, executor_is_dead};
 use crate::sessions::{SessionStatus, move_session};
 use crate::store::Tx;
+use crate::tasks::TaskStatus;
+use crate::transitions::{self, AgentMove, TaskMove};
 
 /// Queued rows looked at per reservation.
 const SCAN: i64 = 64;
@@ -89,6 +92,44 @@ async fn reclaim_dead(tx: &mut Tx, agent: &str) -> Result<()> {
             )
             .await?;
         }
+    }
+    Ok(())
+}
+
+/// An auto-fix prompt for the task's PR was delivered: a task in review
+/// goes back to work (`in_review → in_progress`), and back to review when
+/// the PR's head moves (`pr_automation`), in `tx`.
+async fn back_to_work(
+    tx: &mut Tx,
+    project: &str,
+    agent: &str,
+    task: &str,
+    prompt: &str,
+) -> Result<()> {
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
+        .bind(task)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(EngineError::store("reading a task's status"))?;
+    if status.as_deref() != Some(TaskStatus::InReview.as_str()) {
+        return Ok(());
+    }
+    let system = Actor::system();
+    let event = NewEvent::new(kind::TASK_BACK_TO_WORK, &system)
+        .project(project)
+        .agent(agent)
+        .task(Some(task))
+        .payload(serde_json::json!({ "prompt": prompt }));
+    let moved = transitions::task(
+        tx,
+        task,
+        TaskMove::to(TaskStatus::InProgress).only_from(&[TaskStatus::InReview]),
+        Some(event),
+    )
+    .await?;
+    if matches!(moved, transitions::Moved::Moved(_)) {
+        let _ =
+            transitions::agent(tx, agent, AgentMove::follow(task, AgentStatus::Working)).await?;
     }
     Ok(())
 }
@@ -198,6 +239,9 @@ impl Engine {
                 ));
             }
             let prompt = read_prompt(&mut tx, &p.id).await?;
+            if prompt.kind == "auto_fix" {
+                back_to_work(&mut tx, &a.project, &a.name, &session.task, &p.id).await?;
+            }
             emit(
                 &mut tx,
                 NewEvent::new(kind::PROMPT_DELIVERED, &system)

@@ -373,6 +373,8 @@ pub(crate) async fn purge_task(
     .await
     .map_err(EngineError::store(op))?;
     let sessions = crate::sessions::end_task_sessions(tx, task).await?;
+    // Its PRs' automation stops with it: no evaluation can wake the task.
+    crate::pr_automation::state::purge_task(tx, task).await?;
     if !purged.is_empty() || !sessions.is_empty() {
         emit(
             tx,

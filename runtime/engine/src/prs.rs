@@ -85,6 +85,28 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<PullRequest> {
     })
 }
 
+/// Merging `pr` into its base, proposed by `by` on the PR agent's berth
+/// (`key`: its idempotency key).
+pub(crate) fn merge_proposal(
+    pr: &PullRequest,
+    by: &Actor,
+    key: Option<String>,
+) -> Result<Proposal> {
+    Ok(Proposal {
+        agent: crate::AgentName::new(pr.agent.as_str())?,
+        action: berth_policy::Action::GitMerge {
+            target: pr.base.clone(),
+        },
+        params: ActionParams {
+            pr: Some(pr.id.clone()),
+            ..ActionParams::default()
+        },
+        task: pr.task.clone(),
+        idempotency_key: key,
+        proposer: by.clone(),
+    })
+}
+
 impl Engine {
     pub async fn prs(&self, project: Option<&str>) -> Result<Vec<PullRequest>> {
         let rows = sqlx::query(&format!(
@@ -349,20 +371,7 @@ impl Engine {
                 rule: "only an open PR can be merged".into(),
             });
         }
-        let proposal = Proposal {
-            agent: crate::AgentName::new(pr.agent.as_str())?,
-            action: berth_policy::Action::GitMerge {
-                target: pr.base.clone(),
-            },
-            params: ActionParams {
-                pr: Some(pr.id.clone()),
-                ..ActionParams::default()
-            },
-            task: pr.task.clone(),
-            idempotency_key: None,
-            proposer: user.clone(),
-        };
-        self.propose(proposal, None).await
+        self.propose(merge_proposal(&pr, user, None)?, None).await
     }
 
     /// Closes PR `id` without merging: the task is returned and the worktree recycled.

@@ -81,6 +81,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "pr review",
         include_str!("../migrations/0010_pr_review.sql"),
     ),
+    (
+        11,
+        "pr automation",
+        include_str!("../migrations/0011_pr_automation.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

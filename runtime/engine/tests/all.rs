@@ -19,6 +19,7 @@ mod file_links;
 mod mounted;
 mod pipeline;
 mod pipelines;
+mod pr_automation;
 mod pr_review;
 mod prompts;
 mod removal;

@@ -7,7 +7,9 @@ use axum::handler::Handler;
 use axum::routing::{MethodFilter, on};
 
 use crate::AppState;
-use crate::api::{actions, agents, events, pages, pr_review, projects, prompts, prs, tasks};
+use crate::api::{
+    actions, agents, events, pages, pr_automation, pr_review, projects, prompts, prs, tasks,
+};
 use crate::page;
 
 /// One registered route.
@@ -131,6 +133,8 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .post("/api/prs/{id}/comments", pr_review::comment)
     .post("/api/prs/{id}/threads/{thread}/resolve", pr_review::resolve)
     .post("/api/prs/{id}/reviews", pr_review::review)
-    .post("/api/prs/{id}/review-requests", pr_review::request_review);
+    .post("/api/prs/{id}/review-requests", pr_review::request_review)
+    .get("/api/prs/{id}/automation", pr_automation::show)
+    .put("/api/prs/{id}/automation", pr_automation::set);
     (t.router, t.routes)
 }

@@ -12,6 +12,7 @@ mod live_output;
 mod log;
 mod net;
 mod pr;
+mod pr_auto;
 mod pr_review;
 mod project;
 mod prompts;

@@ -1,5 +1,5 @@
 //! `berth pr list|show|merge|close|export|checks|watch` (the review
-//! feedback commands are `pr_review.rs`).
+//! feedback commands are `pr_review.rs`, the automation's `pr_auto.rs`).
 
 use std::path::PathBuf;
 
@@ -63,6 +63,8 @@ pub enum PrCommand {
     },
     #[command(flatten)]
     Review(super::pr_review::PrReviewCommand),
+    #[command(flatten)]
+    Auto(super::pr_auto::PrAutoCommand),
     /// Close the PR without merging: its task is returned.
     Close {
         id: String,
@@ -207,6 +209,7 @@ pub async fn run(engine: &Engine, cmd: PrCommand) -> anyhow::Result<u8> {
             tokio::time::sleep(std::time::Duration::from_secs(every)).await;
         },
         PrCommand::Review(c) => super::pr_review::run(engine, c).await,
+        PrCommand::Auto(c) => super::pr_auto::run(engine, c).await,
         PrCommand::Close { id, reason, json } => {
             let p = engine.close_pr(&id, &user, reason.as_deref()).await?;
             if json {

@@ -112,7 +112,7 @@ impl Engine {
         row.map(|r| comment_from_row(&r, pr.number)).transpose()
     }
 
-    pub(super) async fn conversation_of(&self, pr: &PullRequest) -> Result<PrConversation> {
+    pub(crate) async fn conversation_of(&self, pr: &PullRequest) -> Result<PrConversation> {
         let op = "reading a PR's threads";
         let pool = self.store.pool();
         let rows = sqlx::query(&format!(

@@ -8,6 +8,7 @@ pub(crate) mod actions;
 pub(crate) mod agents;
 pub(crate) mod events;
 pub(crate) mod pages;
+pub(crate) mod pr_automation;
 pub(crate) mod pr_review;
 pub(crate) mod projects;
 pub(crate) mod prompts;
