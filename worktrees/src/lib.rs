@@ -62,6 +62,7 @@ mod recycle;
 mod removal;
 mod saved;
 mod snapshot;
+pub use snapshot::FileChange;
 mod walk;
 
 use std::path::Path;

@@ -1,6 +1,8 @@
 //! What berth reads of a PR on its own: a throwaway checkout of one forge
-//! commit (where a project's checks run, never in an agent's berth), and
-//! whether a branch would merge into another now (a PR's conflicts).
+//! commit (where a project's checks run, never in an agent's berth),
+//! whether a branch would merge into another now (a PR's conflicts), and
+//! the files a branch changes since it left its target (a PR's diff, as
+//! text bounded per file).
 //!
 //! Both read the forge, which only berth writes. The checkout goes into a
 //! directory the caller has just made empty under berth's state — no agent
@@ -17,6 +19,18 @@ use crate::forge::open_forge;
 use crate::merge::conflict_paths;
 use crate::names::{ProjectName, branch_ref};
 use crate::object_bounds::check_checkout_size;
+
+/// The tip of forge branch `branch`.
+fn forge_tip(forge: &git2::Repository, branch: &str, op: Op) -> Result<Oid> {
+    let refname = branch_ref(branch)?;
+    forge
+        .refname_to_id(&refname)
+        .map_err(|_| Error::UnknownBranch {
+            op,
+            repo: forge.path().to_path_buf(),
+            branch: branch.to_owned(),
+        })
+}
 
 impl Worktrees {
     /// Writes the tree of forge commit `commit` into `dest` (an empty
@@ -56,17 +70,10 @@ impl Worktrees {
     ) -> Result<Vec<String>> {
         let op = Op::Snapshot;
         let forge = open_forge(&self.layout, project, op)?;
-        let tip = |branch: &str| -> Result<Oid> {
-            let refname = branch_ref(branch)?;
-            forge
-                .refname_to_id(&refname)
-                .map_err(|_| Error::UnknownBranch {
-                    op,
-                    repo: forge.path().to_path_buf(),
-                    branch: branch.to_owned(),
-                })
-        };
-        let (ours, theirs) = (tip(target)?, tip(source)?);
+        let (ours, theirs) = (
+            forge_tip(&forge, target, op)?,
+            forge_tip(&forge, source, op)?,
+        );
         let git = |e| error::git(op, forge.path(), Some(source))(e);
         if ours == theirs
             || forge.graph_descendant_of(ours, theirs).map_err(git)?
@@ -83,5 +90,93 @@ impl Worktrees {
             return Ok(Vec::new());
         }
         conflict_paths(&index).map_err(git)
+    }
+}
+
+/// One file a branch changes against where it left its target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: String,
+    /// Its text before (None: it did not exist, or is not shown).
+    pub old: Option<String>,
+    /// Its text after (None: deleted, or not shown).
+    pub new: Option<String>,
+    /// Why its text is not shown (binary, too large).
+    pub skipped: Option<String>,
+}
+
+/// The blob's text, or why it is not shown.
+fn blob_text(
+    forge: &git2::Repository,
+    id: Oid,
+    max_bytes: usize,
+) -> std::result::Result<Option<String>, String> {
+    if id.is_zero() {
+        return Ok(None);
+    }
+    let blob = forge.find_blob(id).map_err(|e| e.message().to_string())?;
+    if blob.size() > max_bytes {
+        return Err(format!("{} bytes; larger than shown", blob.size()));
+    }
+    if blob.is_binary() {
+        return Err("not text".into());
+    }
+    match std::str::from_utf8(blob.content()) {
+        Ok(t) => Ok(Some(t.to_owned())),
+        Err(_) => Err("not UTF-8 text".into()),
+    }
+}
+
+impl Worktrees {
+    /// The files forge branch `source` changes since it left `target` (the
+    /// merge base), in path order: at most `max_files`, each file's text
+    /// shown up to `max_bytes`. What a PR's diff is.
+    pub fn branch_changes(
+        &self,
+        project: &ProjectName,
+        source: &str,
+        target: &str,
+        max_files: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<FileChange>> {
+        let op = Op::Snapshot;
+        let forge = open_forge(&self.layout, project, op)?;
+        let (head, base) = (
+            forge_tip(&forge, source, op)?,
+            forge_tip(&forge, target, op)?,
+        );
+        let git = |e| error::git(op, forge.path(), Some(source))(e);
+        let from = forge.merge_base(head, base).map_err(git)?;
+        let old_tree = forge.find_commit(from).map_err(git)?.tree().map_err(git)?;
+        let new_tree = forge.find_commit(head).map_err(git)?.tree().map_err(git)?;
+        let diff = forge
+            .diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)
+            .map_err(git)?;
+        let mut out = Vec::new();
+        for delta in diff.deltas().take(max_files) {
+            let path = delta
+                .new_file()
+                .path()
+                .or(delta.old_file().path())
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let old = blob_text(&forge, delta.old_file().id(), max_bytes);
+            let new = blob_text(&forge, delta.new_file().id(), max_bytes);
+            out.push(match (old, new) {
+                (Ok(old), Ok(new)) => FileChange {
+                    path,
+                    old,
+                    new,
+                    skipped: None,
+                },
+                (Err(why), _) | (_, Err(why)) => FileChange {
+                    path,
+                    old: None,
+                    new: None,
+                    skipped: Some(why),
+                },
+            });
+        }
+        Ok(out)
     }
 }

@@ -328,6 +328,22 @@ impl Git {
             .await
     }
 
+    /// The files forge `branch` changes since it left `base` (a PR's
+    /// diff), bounded.
+    pub async fn branch_changes(
+        &self,
+        project: &str,
+        branch: &str,
+        base: &str,
+        max_files: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<berth_worktrees::FileChange>> {
+        let p = project_name(project)?;
+        let (branch, base) = (branch.to_string(), base.to_string());
+        self.blocking(move |wt| Ok(wt.branch_changes(&p, &branch, &base, max_files, max_bytes)?))
+            .await
+    }
+
     /// Whether the forge's `branch` contains `commit`.
     pub async fn forge_has(&self, project: &Project, branch: &str, commit: &str) -> Result<bool> {
         let p = project_name(&project.name)?;

@@ -113,7 +113,7 @@ pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport
 pub use berth_disk::{DiskDoctor, ReconciledDisk, release_disks_under};
 pub use berth_uid::UidFinding;
 /// Project and agent names: berth's one name rule, parsed at every edge.
-pub use berth_worktrees::{AgentName, ProjectName};
+pub use berth_worktrees::{AgentName, FileChange, ProjectName};
 pub use berths::{
     BerthInfo, BerthSpec, DockerProvider, LocalProvider, OpenedSandbox, OrphanContainer,
     ReconciledContainer, SandboxProvider, SavedEntry, SavedRef, UpOptions,

@@ -119,6 +119,21 @@ impl Engine {
         rows.iter().map(from_row).collect()
     }
 
+    /// The files PR `id` changes since its branch left its base (its
+    /// diff), bounded: at most 50 files, each file's text up to 256 KiB.
+    /// A merged or closed PR whose branch is gone shows none.
+    pub async fn pr_changes(&self, id: &str) -> Result<Vec<berth_worktrees::FileChange>> {
+        let pr = self.pr(id).await?;
+        let changes = self
+            .git()
+            .branch_changes(&pr.project, &pr.branch, &pr.base, 50, 256 * 1024)
+            .await;
+        match changes {
+            Err(_) if pr.status != PrStatus::Open => Ok(Vec::new()),
+            other => other,
+        }
+    }
+
     /// A PR by number (`3`, `#3`) or id prefix.
     pub async fn pr(&self, id: &str) -> Result<PullRequest> {
         let n = id.trim_start_matches('#');

@@ -229,6 +229,22 @@
     }
   }
 
+  // A PR's automation switch (issue 19): what it does is said beside it;
+  // the page reloads to show the evaluation it ran at once.
+  async function setPrAutomation(button) {
+    button.disabled = true;
+    const body = {};
+    body[button.dataset.switch] = button.dataset.on === 'true';
+    const out = button.closest('.automation').querySelector('.outcome');
+    try {
+      await call('PUT', '/api/prs/' + encodeURIComponent(button.dataset.pr) + '/automation', body);
+      window.location.reload();
+    } catch (e) {
+      button.disabled = false;
+      out.textContent = 'error: ' + e.message;
+    }
+  }
+
   // A prompt for an agent (issue 18): sent like approve and deny, with the
   // session's secret and X-Berth-Request; the answer says whether it waits.
   async function sendPrompt(form) {
@@ -274,6 +290,8 @@
       toggleAutoMode(b);
     } else if (b.dataset.verb === 'task-mode' || b.dataset.verb === 'project-mode') {
       setMode(b);
+    } else if (b.dataset.verb === 'pr-auto') {
+      setPrAutomation(b);
     } else if (b.dataset.verb === 'deny') {
       graceThenDeny(b);
     } else if (b.dataset.verb === 'approve') {

@@ -26,6 +26,7 @@ mod error;
 mod listen;
 pub mod openapi;
 pub mod page;
+mod pr_panel;
 pub mod risk;
 mod routes;
 pub mod sessions_panel;

@@ -504,6 +504,7 @@ mod tests {
         };
         let extras = std::collections::HashMap::new();
         let html = crate::task_page::render_task(&crate::task_page::TaskView {
+            prs: &[],
             task: &task,
             actions: &[],
             events: &[event],

@@ -34,6 +34,8 @@ pub struct TaskView<'a> {
     pub now_ms: i64,
     /// A file write's diff, by action id (see [`crate::diff`]).
     pub extras: &'a HashMap<String, String>,
+    /// The task's PRs ([`crate::pr_panel`]).
+    pub prs: &'a [crate::pr_panel::PrView],
 }
 
 /// The task page's body.
@@ -76,6 +78,7 @@ pub fn render_task(v: &TaskView<'_>) -> String {
     }
     o.push_str("</div></section>");
 
+    o.push_str(&crate::pr_panel::render_prs(v.prs));
     o.push_str(&timeline(v));
 
     if let Some((agent, report)) = v.agent {

@@ -161,7 +161,22 @@ pub(crate) async fn task(
         },
         None => None,
     };
+    let mut prs = Vec::new();
+    for pr in e.prs(Some(&task.project)).await? {
+        if pr.task.as_deref() != Some(task.id.as_str()) {
+            continue;
+        }
+        let n = pr.number.to_string();
+        prs.push(crate::pr_panel::PrView {
+            feedback: e.pr_feedback(&n).await?,
+            conversation: e.pr_threads(&n).await?,
+            automation: e.pr_automation(&n).await?,
+            changes: e.pr_changes(&n).await?,
+            pr,
+        });
+    }
     let view = TaskView {
+        prs: &prs,
         task: &task,
         actions: &actions,
         events: &events,
