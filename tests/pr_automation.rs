@@ -149,3 +149,95 @@ fn a_projects_auto_fix_prompt_is_shown_edited_and_reset() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nope"), "{err}");
 }
+
+/// `kill -9` of `berth pr watch --once` at random points while it runs
+/// checks and auto-merge proposes merges for several PRs, then one clean
+/// pass: every PR has exactly one `git_merge` action (a proposal a kill cut
+/// off before its record is found again by its key, never made twice), and
+/// every PR's automation records it. `BERTH_CRASH_ROUNDS` (default 2) and
+/// `BERTH_CRASH_SEED` for longer runs; the loop's time is printed.
+#[test]
+fn kill_9_between_a_merge_proposal_and_its_record_never_proposes_twice() {
+    const N: usize = 4;
+    let started = std::time::Instant::now();
+    let rounds: u64 = std::env::var("BERTH_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let mut rng: u64 = std::env::var("BERTH_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0xa11e);
+    let mut next = |below: u64| {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (rng >> 33) % below
+    };
+    let mut kills = 0;
+    for round in 0..rounds {
+        let cli = Cli::new().with_project();
+        cli.edit_config(|t| format!("{t}\n[[checks]]\nname = \"ok\"\ncommand = \"true\"\n"));
+        for i in 0..N {
+            let agent = format!("noop-{i}");
+            cli.ok(&[
+                "agent",
+                "activate",
+                &agent,
+                "--project",
+                "demo",
+                "--impl",
+                "noop",
+            ]);
+            cli.ok(&[
+                "task",
+                "create",
+                "--project",
+                "demo",
+                "--title",
+                &format!("t{i}"),
+            ]);
+            cli.ok(&["agent", "run", &agent, "--until-idle"]);
+        }
+        for n in 1..=N {
+            // Checks not run yet: turning it on proposes nothing.
+            cli.ok(&["pr", "auto", &n.to_string(), "--merge", "on"]);
+        }
+        for _ in 0..4 {
+            let mut child = cli
+                .command(&["pr", "watch", "--once"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(30 + next(600)));
+            if child.try_wait().unwrap().is_none() {
+                kills += 1;
+            }
+            child.kill().ok(); // SIGKILL: no cleanup runs.
+            child.wait().unwrap();
+        }
+        cli.ok(&["pr", "watch", "--once"]);
+        let actions = cli.json(&["actions", "--json"]);
+        for n in 1..=N {
+            let pr = cli.json(&["pr", "show", &n.to_string(), "--json"]);
+            let id = pr["id"].as_str().unwrap();
+            let merges: Vec<_> = actions
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["action"]["type"] == "git_merge" && a["params"]["pr"] == id)
+                .collect();
+            assert_eq!(merges.len(), 1, "round {round}, PR #{n}: {merges:#?}");
+            let auto = cli.json(&["pr", "auto", &n.to_string(), "--json"]);
+            assert_eq!(
+                auto["merge_action"], merges[0]["id"],
+                "round {round}, PR #{n}: {auto}"
+            );
+        }
+    }
+    eprintln!(
+        "kill -9 crash loop: {rounds} rounds, {kills} kills mid-pass, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}

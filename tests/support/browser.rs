@@ -163,7 +163,12 @@ impl Browser {
         let url = format!("/session/{}/element/{el}/text", self.session);
         let r = self.wd.call("GET", &url, None);
         let v = r.json();
-        if r.status == 404 && v["value"]["error"] == "stale element reference" {
+        // Replaced meanwhile (a reload): chromedriver says so as a stale
+        // reference, or, mid-navigation, as a node no longer in the document.
+        let gone = v["value"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("does not belong to the document"));
+        if (r.status == 404 && v["value"]["error"] == "stale element reference") || gone {
             return None;
         }
         assert_eq!(r.status, 200, "GET {url}: {v}");

@@ -514,3 +514,31 @@ async fn a_projects_prompt_edit_is_used_and_never_overwritten_by_seeding() {
     assert!(t.edited);
     assert_eq!(t.body, edited);
 }
+
+#[tokio::test]
+async fn a_lifecycle_success_never_erases_a_same_pass_auto_fix_error() {
+    let (f, _) = pr_open("").await;
+    let sessions = f.engine.sessions(Some("dev-1")).await.unwrap();
+    f.engine
+        .end_session(&sessions[0].id, "ended", &user())
+        .await
+        .unwrap();
+    comment(&f.engine, "fix this").await;
+    let on = SwitchChange {
+        fix: Some(true),
+        on_review_request: Some(true),
+        ..SwitchChange::default()
+    };
+    f.engine.set_pr_automation("1", on, &user()).await.unwrap();
+    f.engine
+        .request_pr_review("1", "carol", &user())
+        .await
+        .unwrap();
+    // One pass: the review request prompts (queued durably, waiting for a
+    // session), auto-fix fails for want of a session; its error stays.
+    let e = f.engine.evaluate_pr_automation("1").await.unwrap();
+    assert_eq!(e.lifecycle.prompted, vec!["review_requested"]);
+    assert!(matches!(e.fix, FixPass::Failed { .. }), "{e:?}");
+    let error = e.automation.last_error.unwrap();
+    assert!(error.contains("no promptable session"), "{error}");
+}
