@@ -203,14 +203,16 @@ fn kill_9_between_a_merge_proposal_and_its_record_never_proposes_twice() {
             // Checks not run yet: turning it on proposes nothing.
             cli.ok(&["pr", "auto", &n.to_string(), "--merge", "on"]);
         }
-        for _ in 0..4 {
+        // Kills from early in the pass to late: the first ones cut it
+        // while checks run or merges are proposed.
+        for attempt in 0..6 {
             let mut child = cli
                 .command(&["pr", "watch", "--once"])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(30 + next(600)));
+            std::thread::sleep(std::time::Duration::from_millis(next(80) + attempt * 70));
             if child.try_wait().unwrap().is_none() {
                 kills += 1;
             }
@@ -236,6 +238,10 @@ fn kill_9_between_a_merge_proposal_and_its_record_never_proposes_twice() {
             );
         }
     }
+    assert!(
+        kills > 0,
+        "no kill landed mid-pass: the loop tested nothing"
+    );
     eprintln!(
         "kill -9 crash loop: {rounds} rounds, {kills} kills mid-pass, {:.1} s",
         started.elapsed().as_secs_f64()

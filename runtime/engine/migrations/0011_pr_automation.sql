@@ -64,3 +64,8 @@ CREATE TABLE prompt_templates (
     updated_at  BIGINT NOT NULL,
     PRIMARY KEY (project, name)
 );
+
+-- The process (host:pid:start) running a check: a check whose process is
+-- gone (berth was killed mid-check) is queued again at the next look
+-- instead of staying `in_progress` until its deadline.
+ALTER TABLE pr_checks ADD COLUMN claimed_by TEXT;

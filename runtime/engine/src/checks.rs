@@ -15,10 +15,11 @@
 //!
 //! One row per (PR, head, check): a head is checked once however often it
 //! is looked at. A row is claimed (`queued → in_progress`) by one
-//! conditional update, so two watchers never run the same check; a row a
-//! crash left `in_progress` past its deadline is ended as failed
-//! ("interrupted") at the next look, and the head is not checked again on
-//! its own.
+//! conditional update, so two watchers never run the same check. A row
+//! whose claiming process is gone (berth killed mid-check, on this host)
+//! is queued again at the next look and runs then; a row left
+//! `in_progress` past its deadline by a process berth cannot see (another
+//! host) is ended as failed ("interrupted").
 //!
 //! The PR's feedback view ([`PrFeedback`]) also carries the review side
 //! (`pr_review.rs`: unresolved threads, approvals against `[review]
@@ -323,7 +324,45 @@ impl Engine {
         let deadline = Duration::from_secs(check.timeout_secs) + STALE_AFTER;
         let stale_before = now - i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX);
         let system = Actor::system();
+        let me = crate::recovery::executor_id();
         let mut tx = self.store.write(op).await?;
+        // Claimed by a process that is gone (killed mid-check): queued
+        // again, to run now; the check is berth's own, in a throwaway
+        // checkout, so running it again is safe.
+        let claimer: Option<(String, Option<String>)> = sqlx::query_as(
+            "SELECT id, claimed_by FROM pr_checks \
+             WHERE pr_id = $1 AND head = $2 AND name = $3 AND status = 'in_progress'",
+        )
+        .bind(&pr.id)
+        .bind(head)
+        .bind(&check.name)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store(op))?;
+        if let Some((row, Some(by))) = claimer
+            && crate::recovery::executor_is_dead(&by)
+        {
+            sqlx::query(
+                "UPDATE pr_checks SET status = 'queued', started_at = NULL, claimed_by = NULL \
+                 WHERE id = $1 AND status = 'in_progress' AND claimed_by = $2",
+            )
+            .bind(&row)
+            .bind(&by)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store(op))?;
+            emit(
+                &mut tx,
+                NewEvent::new(kind::CHECK_QUEUED, &system)
+                    .project(&pr.project)
+                    .agent(&pr.agent)
+                    .task(pr.task.as_deref())
+                    .payload(serde_json::json!({
+                        "pr": pr.number, "head": head, "check": check.name, "interrupted": true,
+                    })),
+            )
+            .await?;
+        }
         let stale = sqlx::query(
             "UPDATE pr_checks SET status = 'failure', ended_at = $1, \
                output_tail = 'interrupted: berth stopped while this check ran' \
@@ -339,13 +378,14 @@ impl Engine {
         .map_err(EngineError::store(op))?
         .rows_affected();
         let claimed: Option<String> = sqlx::query_scalar(
-            "UPDATE pr_checks SET status = 'in_progress', started_at = $1 \
+            "UPDATE pr_checks SET status = 'in_progress', started_at = $1, claimed_by = $5 \
              WHERE pr_id = $2 AND head = $3 AND name = $4 AND status = 'queued' RETURNING id",
         )
         .bind(now)
         .bind(&pr.id)
         .bind(head)
         .bind(&check.name)
+        .bind(&me)
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
