@@ -130,6 +130,19 @@ async fn each_prompt_starts_the_program_and_its_end_is_recorded() {
             .unwrap()
             .is_none()
     );
+    // The session's directory holds the turn's output until its project
+    // is removed; the session stays, as history.
+    let dir = t.output.stdout.parent().unwrap().to_path_buf();
+    assert_eq!(
+        f.engine.session(&t.session).await.unwrap().output_dir,
+        Some(dir.clone())
+    );
+    f.engine
+        .remove_project("demo", true, &user())
+        .await
+        .unwrap();
+    assert!(!dir.exists(), "{dir:?}");
+    assert_eq!(f.engine.session(&t.session).await.unwrap().output_dir, None);
 }
 
 #[tokio::test]
