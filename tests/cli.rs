@@ -577,10 +577,10 @@ fn a_pr_merge_waits_for_a_person_then_resolves_the_gate() {
     );
 }
 
-/// The old `[sandbox] network = "…"` still works, and `up` says on stderr
-/// what to write instead, naming the file and line.
+/// The old `[sandbox] network = "…"` and `[agent] env = [...]` still work,
+/// and `up` says on stderr what to write instead, naming the file and line.
 #[test]
-fn up_warns_of_the_old_network_form_and_names_the_table() {
+fn up_warns_of_the_old_network_and_agent_env_forms_and_names_the_tables() {
     let cli = Cli::new().with_project();
     cli.ok(&["down", "dev-1"]);
     let text = std::fs::read_to_string(cli.config()).unwrap();
@@ -588,17 +588,26 @@ fn up_warns_of_the_old_network_form_and_names_the_table() {
     let end = text[at + 1..].find("\n[").unwrap() + at + 1;
     let old =
         text[..at].replace("\npids = 512\n", "\npids = 512\nnetwork = \"none\"\n") + &text[end..];
-    let line = old
-        .lines()
-        .position(|l| l.starts_with("network = "))
-        .unwrap()
-        + 1;
-    std::fs::write(cli.config(), old).unwrap();
+    // And `[agent] env = [...]` for the table `[agent.env]`.
+    let at = old.find("\n[agent.env]\n").unwrap();
+    let end = old[at + 1..].find("\n[").unwrap() + at + 1;
+    let old = old[..at].replace(
+        "\nmax_sessions = 4\n",
+        "\nmax_sessions = 4\nenv = [\"ANTHROPIC_API_KEY\"]\n",
+    ) + &old[end..];
+    let line_of = |start: &str| old.lines().position(|l| l.starts_with(start)).unwrap() + 1;
+    let (line, env_line) = (line_of("network = "), line_of("env = "));
+    std::fs::write(cli.config(), &old).unwrap();
     let out = cli.run(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
     assert!(out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     let want = format!(
         "berth: warning: {}:{line}: `[sandbox] network = \"none\"` is the old form: write the table\n[sandbox.network]\nmode = \"none\"\n",
+        cli.config().display()
+    );
+    assert!(err.contains(&want), "{err}");
+    let want = format!(
+        "berth: warning: {}:{env_line}: `[agent] env = [...]` is the old form: write the table\n[agent.env]\npass = [\"ANTHROPIC_API_KEY\"]\ninstead (it means the same)\n",
         cli.config().display()
     );
     assert!(err.contains(&want), "{err}");

@@ -161,13 +161,16 @@ fn running(token: &str) -> bool {
 
 /// berth killed (-9) while its `command` agent's program runs a turn: the
 /// program dies with it (the exec shim's parent-death signal ends its PID
-/// namespace), and the unacknowledged prompt is delivered again by the
-/// next `berth agent turn` — once more, not lost.
+/// namespace), what it printed before is in the session's directory in
+/// berth's state (`berth sessions --json` names it), and the
+/// unacknowledged prompt is delivered again by the next `berth agent
+/// turn` — once more, not lost — its output beside the first run's.
 #[test]
-fn a_berth_killed_mid_turn_takes_the_program_down_and_the_prompt_comes_again() {
+fn a_berth_killed_mid_turn_takes_the_program_down_keeps_its_output_and_the_prompt_comes_again() {
     let f = Fixture::new().with_berth_mode("runner");
     let token = format!("berth-crash-token-{}", std::process::id());
-    let script = "if [ -e /tmp/once ]; then echo again; else touch /tmp/once; sleep 60; fi";
+    let script = "if [ -e /tmp/once ]; then echo again; else \
+                  echo before the kill; echo to stderr >&2; touch /tmp/once; sleep 60; fi";
     let command = format!("sh -c '{script}' {token}");
     f.activate_command("dev-1", &command);
     f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
@@ -186,6 +189,26 @@ fn a_berth_killed_mid_turn_takes_the_program_down_and_the_prompt_comes_again() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // Its output so far, already in the session's directory.
+    let sessions = f.json(&["sessions", "dev-1", "--json"]);
+    let dir = std::path::PathBuf::from(sessions[0]["output_dir"].as_str().unwrap());
+    assert!(dir.starts_with(f.state().join("sessions")), "{sessions}");
+    let prompt = f.json(&["queue", "dev-1", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let first = dir.join(format!("{prompt}-1.stdout"));
+    let kept =
+        |path: &std::path::Path, text: &str| std::fs::read_to_string(path).is_ok_and(|t| t == text);
+    while !(kept(&first, "before the kill\n")
+        && kept(&first.with_extension("stderr"), "to stderr\n"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "its output never reached the session's directory"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     berth.kill().unwrap(); // SIGKILL
     berth.wait().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -198,10 +221,23 @@ fn a_berth_killed_mid_turn_takes_the_program_down_and_the_prompt_comes_again() {
     }
     let queue = f.json(&["queue", "dev-1", "--json"]);
     assert_eq!(queue[0]["status"], "reserved", "{queue}");
+    // What it printed before the kill is kept, berth's own.
+    assert!(kept(&first, "before the kill\n"));
+    assert!(kept(&first.with_extension("stderr"), "to stderr\n"));
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&dir), mode(&first)), (0o700, 0o600));
 
     let turns = f.json(&["agent", "turn", "dev-1", "--json"]);
     assert_eq!(turns.as_array().unwrap().len(), 1, "{turns}");
     assert_eq!(turns[0]["attempt"], 2, "{turns}");
     assert_eq!(turns[0]["stdout_tail"], "again\n", "{turns}");
+    let second = std::path::PathBuf::from(turns[0]["output"]["stdout"].as_str().unwrap());
+    assert_eq!(second, dir.join(format!("{prompt}-2.stdout")));
+    assert_eq!(std::fs::read_to_string(&second).unwrap(), "again\n");
+    assert!(
+        kept(&first, "before the kill\n"),
+        "the first run's output stays"
+    );
     assert_eq!(f.json(&["queue", "dev-1", "--json"]), serde_json::json!([]));
 }

@@ -29,7 +29,14 @@
 //!   next turn delivers it again (at least once).
 //! - **Bounds.** A turn's deadline (`[agent] turn_timeout_secs`) kills the
 //!   program's process tree; its output is capped, and the event keeps
-//!   only the tail. A program that fails or times out counts toward the
+//!   only the tail. Its output is also written, as it arrives, to the
+//!   session's directory in berth's state (`session_output.rs`), bounded.
+//! - **A crash of berth.** The program dies with the berth process that
+//!   started it: its exec shim has berth as its parent-death signal's
+//!   source and is the first process of the program's PID namespace, so
+//!   the kernel kills the whole tree. The output written until then stays
+//!   in the session's directory; the prompt, never acknowledged, is
+//!   delivered again. A program that fails or times out counts toward the
 //!   circuit breaker (`breaker.rs`): at the threshold the agent is paused
 //!   and its prompts wait until `berth agent resume`.
 
@@ -47,6 +54,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{now_ms, short};
 use crate::prompts::Reservation;
+use crate::session_output::{TurnFiles, TurnOutputWriter, keep_output, turn_files};
 use crate::tool_endpoint::ToolEndpoint;
 use crate::{AgentName, Engine};
 
@@ -96,6 +104,13 @@ pub struct Turn {
     pub stderr_tail: String,
     /// More output was written than the tail holds.
     pub truncated: bool,
+    /// Where the turn's output is kept, as it arrived, in berth's state
+    /// (`<state>/sessions/<session>/`): the first
+    /// [`TURN_OUTPUT_CAP`](crate::session_output::TURN_OUTPUT_CAP) bytes of
+    /// each stream.
+    pub output: TurnFiles,
+    /// More output was written than those files keep.
+    pub output_truncated: bool,
     pub duration_ms: u64,
 }
 
@@ -270,6 +285,8 @@ impl Engine {
                     "stdout_tail": turn.stdout_tail,
                     "stderr_tail": turn.stderr_tail,
                     "truncated": turn.truncated,
+                    "output": turn.output,
+                    "output_truncated": turn.output_truncated,
                     "duration_ms": turn.duration_ms,
                 })),
         )
@@ -395,6 +412,7 @@ impl Engine {
         let mut env: BTreeMap<String, String> = config
             .agent
             .env
+            .pass
             .iter()
             .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
             .collect();
@@ -427,6 +445,14 @@ impl Engine {
         request.env = env;
         request.timeout = Duration::from_secs(config.agent.turn_timeout_secs.max(1));
         request.output_cap = OUTPUT_CAP;
+        // Its output, kept in the session's directory as it arrives.
+        let output = turn_files(&self.state, &r.session.id, &r.prompt.id, r.attempt)?;
+        let writer = {
+            let (state, output) = (self.state.clone(), output.clone());
+            tokio::task::spawn_blocking(move || TurnOutputWriter::create(&state, &output))
+                .await
+                .map_err(EngineError::interrupted("creating a turn's output files"))??
+        };
         {
             let op = "recording a turn's start";
             let mut tx = self.store.write(op).await?;
@@ -442,12 +468,20 @@ impl Engine {
                         "program": template.first(),
                         "network": if config.agent.model_hosts.is_empty() { "open" } else { "model_hosts" },
                         "tools": endpoint.map(|e| e.url()),
+                        "output": &output,
                     })),
             )
             .await?;
             tx.commit().await.map_err(EngineError::store(op))?;
         }
-        let out = sandbox.exec(request, None).await?;
+        let (sink, chunks) = berth_sandbox::exec::output_channel();
+        let keeper = keep_output(writer, chunks);
+        let out = sandbox.exec(request, Some(sink)).await;
+        // The exec dropped its sink: the keeper has written everything.
+        let writer = keeper
+            .await
+            .map_err(EngineError::interrupted("keeping a turn's output"))?;
+        let out = out?;
         let exit_code = match out.status {
             ExitStatus::Exited(c) => Some(c),
             ExitStatus::Signaled(_) => None,
@@ -461,6 +495,8 @@ impl Engine {
             truncated: out.stdout.total > EVENT_TAIL as u64 || out.stderr.total > EVENT_TAIL as u64,
             stdout_tail: tail(&out.stdout.bytes, EVENT_TAIL),
             stderr_tail: tail(&out.stderr.bytes, EVENT_TAIL),
+            output,
+            output_truncated: writer.truncated(),
             duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
         })
     }

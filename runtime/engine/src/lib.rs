@@ -42,6 +42,7 @@
 //! | `command.rs` | `set_agent_command`, `agent_command`, `run_command_turn` (the `command` agent) |
 //! | `tool_endpoint.rs` | `serve_tools_with` (the MCP endpoint a `command` agent's turn gets) |
 //! | `sessions.rs` | `open_session`, `session`, `sessions`, `finish_turn`, `end_session` |
+//! | `session_output.rs` | a turn's output kept in `<state>/sessions/<id>/` as it arrives |
 //! | `prompts.rs` | `send_prompt`, `prompt_queue`, `prompt` |
 //! | `prompt_delivery.rs` | `reserve_prompt`, `acknowledge_prompt`, `release_prompt` |
 //! | `berth_disk.rs`, `berth_uid.rs` | `disk_doctor`, `reconcile_disks`, `doctor` |
@@ -94,6 +95,7 @@ pub mod prompts;
 pub mod prs;
 pub mod recovery;
 pub mod removal;
+pub mod session_output;
 pub mod sessions;
 pub mod state;
 pub mod store;

@@ -7,6 +7,10 @@
 //! is removed only when its forge holds no saved work, or with `discard`:
 //! the saved refs live in the forge that goes with it.
 //!
+//! A removed project's directories go with it: its berths' disks and
+//! identities, and its sessions' directories (the output of its agents'
+//! turns; the events keep their tails).
+//!
 //! Rows that history needs stay: the event log is the audit trail, and
 //! actions, PRs and events name agents, tasks and projects. A removed agent
 //! is a status (`removed`, revived by `berth agent activate`), a removed
@@ -394,7 +398,16 @@ impl Engine {
             .await?;
         }
         self.git().remove_project(name).await?;
+        // Its sessions' directories (the output of its agents' turns) go
+        // with its other directories; the sessions' rows stay, as history.
+        let sessions: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM agent_sessions WHERE project = $1")
+                .bind(name)
+                .fetch_all(self.store.pool())
+                .await
+                .map_err(EngineError::store("removing a project"))?;
         let root = self.state.root().to_path_buf();
+        let sessions_dir = self.state.sessions_dir();
         let project_name = project.name.clone();
         tokio::task::spawn_blocking(move || {
             for dir in ["identities", "disks"] {
@@ -402,6 +415,9 @@ impl Engine {
                     &root.join(dir),
                     std::path::Path::new(&project_name),
                 )?;
+            }
+            for id in &sessions {
+                berth_worktrees::remove_beneath(&sessions_dir, std::path::Path::new(id))?;
             }
             Ok::<(), std::io::Error>(())
         })

@@ -101,6 +101,11 @@ pub struct Session {
     pub created_at: i64,
     pub updated_at: i64,
     pub ended_at: Option<i64>,
+    /// The session's directory in berth's state, where its turns' output
+    /// is kept as it arrives (`session_output.rs`); None until a turn
+    /// wrote there. Filled by [`Engine::session`] and [`Engine::sessions`].
+    #[serde(default)]
+    pub output_dir: Option<std::path::PathBuf>,
 }
 
 pub(crate) const SESSION_COLUMNS: &str = "id, agent, project, task_id, status, is_primary, runner, \
@@ -123,6 +128,7 @@ pub(crate) fn session_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Session> {
         created_at: r.try_get("created_at").map_err(EngineError::store(op))?,
         updated_at: r.try_get("updated_at").map_err(EngineError::store(op))?,
         ended_at: r.try_get("ended_at").map_err(EngineError::store(op))?,
+        output_dir: None,
     })
 }
 
@@ -284,14 +290,23 @@ impl Engine {
         .fetch_optional(self.store.pool())
         .await
         .map_err(EngineError::store("reading a session"))?;
-        row.as_ref()
+        let s = row
+            .as_ref()
             .map(session_from_row)
             .transpose()?
             .ok_or_else(|| EngineError::UnknownId {
                 what: "session",
                 id: id.to_string(),
                 list: "berth sessions",
-            })
+            })?;
+        Ok(self.with_output_dir(s))
+    }
+
+    /// `s` with the directory its turns' output is kept in, when it has one.
+    fn with_output_dir(&self, mut s: Session) -> Session {
+        s.output_dir =
+            crate::session_output::session_dir(&self.state, &s.id).filter(|d| d.is_dir());
+        s
     }
 
     /// The sessions of `agent` (of every agent when None), oldest first.
@@ -307,7 +322,9 @@ impl Engine {
         .fetch_all(self.store.pool())
         .await
         .map_err(EngineError::store("listing sessions"))?;
-        rows.iter().map(session_from_row).collect()
+        rows.iter()
+            .map(|r| session_from_row(r).map(|s| self.with_output_dir(s)))
+            .collect()
     }
 
     /// The latest `session.turn_ended` event of each of `agent`'s

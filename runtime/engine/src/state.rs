@@ -50,6 +50,12 @@ impl StateDir {
         self.root.join("archive")
     }
 
+    /// `<state>/sessions`: each session's directory, where a `command`
+    /// agent's turns keep their output (`session_output.rs`).
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+
     /// `<state>/projects/NAME`: the project's configuration files.
     pub fn project_dir(&self, project: &str) -> PathBuf {
         self.root.join("projects").join(project)

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod archive_race;
 mod berth_disk;
 mod checkout_bounds;
 mod command_agent;

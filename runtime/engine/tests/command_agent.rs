@@ -16,7 +16,7 @@ async fn command_agent(argv: &[&str]) -> (Fixture, String) {
     let text = std::fs::read_to_string(&cfg).unwrap();
     let text = text
         .replacen("turn_timeout_secs = 1800", "turn_timeout_secs = 2", 1)
-        .replacen("env = []", "env = [\"CARGO_PKG_NAME\"]", 1);
+        .replacen("pass = []", "pass = [\"CARGO_PKG_NAME\"]", 1);
     assert!(text.contains("turn_timeout_secs = 2"), "{text}");
     std::fs::write(&cfg, text).unwrap();
     f.agent("dev-1", AgentImpl::Command).await;
@@ -81,7 +81,7 @@ async fn each_prompt_starts_the_program_and_its_end_is_recorded() {
     .await;
     let t = turn(&f, "read README.md").await;
     assert_eq!(t.exit_code, Some(0), "{t:?}");
-    // `[agent] env` names pass from berth's environment; nothing else does.
+    // `[agent.env] pass` names pass from berth's environment; nothing else does.
     let named_value = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
     assert!(!named_value.is_empty(), "cargo sets it for its tests");
     assert_eq!(
@@ -130,6 +130,19 @@ async fn each_prompt_starts_the_program_and_its_end_is_recorded() {
             .unwrap()
             .is_none()
     );
+    // The session's directory holds the turn's output until its project
+    // is removed; the session stays, as history.
+    let dir = t.output.stdout.parent().unwrap().to_path_buf();
+    assert_eq!(
+        f.engine.session(&t.session).await.unwrap().output_dir,
+        Some(dir.clone())
+    );
+    f.engine
+        .remove_project("demo", true, &user())
+        .await
+        .unwrap();
+    assert!(!dir.exists(), "{dir:?}");
+    assert_eq!(f.engine.session(&t.session).await.unwrap().output_dir, None);
 }
 
 #[tokio::test]
@@ -138,6 +151,14 @@ async fn a_failing_a_hanging_and_a_flooding_program_are_bounded() {
     let failed = turn(&f, "echo broken >&2; exit 3").await;
     assert_eq!(failed.exit_code, Some(3));
     assert_eq!(failed.stderr_tail, "broken\n");
+    // Also kept in the session's directory, in berth's state.
+    assert_eq!(std::fs::read(&failed.output.stderr).unwrap(), b"broken\n");
+    assert!(
+        failed
+            .output
+            .stderr
+            .starts_with(f.dir.path().join("state/sessions"))
+    );
 
     let started = std::time::Instant::now();
     let hung = turn(&f, "sleep 60").await;
@@ -150,6 +171,14 @@ async fn a_failing_a_hanging_and_a_flooding_program_are_bounded() {
     assert_eq!(flood.exit_code, Some(0));
     assert!(flood.truncated);
     assert_eq!(flood.stdout_tail.len(), berth_engine::command::EVENT_TAIL);
+    // The session's directory keeps the head, bounded, and says it was cut.
+    assert!(flood.output_truncated);
+    let kept = std::fs::read(&flood.output.stdout).unwrap();
+    let cap = berth_engine::session_output::TURN_OUTPUT_CAP as usize;
+    assert!(kept[..cap].iter().all(|b| *b == b'x'));
+    let note = String::from_utf8_lossy(&kept[cap..]);
+    assert!(note.starts_with("\n[berth: output truncated"), "{note}");
+    assert!(kept.len() < cap + 512, "{}", kept.len());
     // Every turn was accepted and the session is free again.
     assert!(
         f.engine

@@ -14,7 +14,7 @@ use berth_engine::{
 };
 use berth_policy::Action;
 
-use crate::common::{Fixture, named, user};
+use crate::common::{Fixture, events_of, named, user};
 
 /// `dev-1` with a todo task in `demo`: the fixture and the task's id.
 async fn agent_with_task() -> (Fixture, String) {
@@ -59,16 +59,6 @@ fn observation(task: &str, kind: &str, body: &str, key: PromptKey, replace: bool
         key: Some(key),
         replace,
     }
-}
-
-async fn events_of(engine: &Engine, kind: &str) -> Vec<berth_engine::Event> {
-    engine
-        .events(&EventFilter {
-            kind: Some(kind.into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

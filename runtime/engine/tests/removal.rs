@@ -11,8 +11,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use berth_engine::{AgentImpl, AgentStatus, BerthMode, EngineError, NewProject, PipelineStep};
-use berth_engine::{NewTask, TaskStatus};
+use berth_engine::{AgentImpl, AgentStatus, BerthMode, EngineError, NewProject, TaskStatus};
 use berth_policy::autonomy::Approval;
 use common::{Fixture, named, terminal, user};
 
@@ -416,38 +415,16 @@ async fn a_todo_task_is_removed_an_ended_one_archived_and_history_stays() {
     assert_eq!(of_it, ["task.created", "task.removed"]);
 
     // A pipeline task run to its end in auto mode: done, with history.
-    let pipe = f
-        .engine
-        .create_task_with(
-            NewTask {
-                steps: Some(vec![PipelineStep {
-                    command: "true".into(),
-                    write: false,
-                }]),
-                execution_mode: Some(berth_engine::ExecutionMode::Auto),
-                ..NewTask::new("demo", "pipe")
-            },
-            &user(),
-        )
-        .await
-        .unwrap();
     autonomy(&f, "terminal", Approval::AutoApprove).await;
-    f.engine
-        .run_pipeline_with(&pipe.id, Some("dev-1"), false, &user())
-        .await
-        .unwrap();
-    assert_eq!(
-        f.engine.task(&pipe.id).await.unwrap().status,
-        TaskStatus::Done
-    );
-    let refused = refusal(f.engine.remove_task(&pipe.id, &user()).await);
+    let pipe = f.done_task("dev-1", "pipe").await;
+    let refused = refusal(f.engine.remove_task(&pipe, &user()).await);
     assert!(
-        refused.contains(&format!("berth task archive {}", &pipe.id[..8])),
+        refused.contains(&format!("berth task archive {}", &pipe[..8])),
         "{refused}"
     );
-    let archived = f.engine.archive_task(&pipe.id, &user()).await.unwrap();
+    let archived = f.engine.archive_task(&pipe, &user()).await.unwrap();
     let at = archived.archived_at.expect("archived");
-    let again = f.engine.archive_task(&pipe.id, &user()).await.unwrap();
+    let again = f.engine.archive_task(&pipe, &user()).await.unwrap();
     assert_eq!(
         again.archived_at,
         Some(at),

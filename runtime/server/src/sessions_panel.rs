@@ -1,7 +1,8 @@
 //! An agent's sessions, its pending prompts and the form that sends it a
 //! prompt, on the approvals page (issue 18, "Where it shows"): what a
 //! person needs to see that an agent is busy, idle or waiting, what it will
-//! be told next, and how its last turn ended — without the CLI.
+//! be told next, and how its last turn ended (and where all of its output
+//! is kept) — without the CLI.
 //!
 //! Bounded like the cards: at most [`LISTED_SESSIONS`] sessions (the open
 //! ones first) and [`LISTED_PROMPTS`] prompts per agent, the rest counted;
@@ -176,6 +177,22 @@ fn last_turn(e: &Event, now_ms: i64) -> String {
             esc(text),
         );
     }
+    // The whole of it (the first MiB of each stream), on berth's host.
+    if let Some(dir) = p["output"]["stdout"]
+        .as_str()
+        .and_then(|f| std::path::Path::new(f).parent())
+    {
+        let _ = write!(
+            o,
+            "<p class=\"tail-kept\">All of it{}: in <code>{}</code> on berth's host.</p>",
+            if p["output_truncated"].as_bool() == Some(true) {
+                " up to 1 MiB a stream"
+            } else {
+                ""
+            },
+            esc(&dir.display().to_string()),
+        );
+    }
     o.push_str("</details>");
     o
 }
@@ -251,6 +268,8 @@ mod tests {
             payload: serde_json::json!({
                 "session": "s1", "exit_code": 3, "timed_out": false,
                 "stdout_tail": evil, "stderr_tail": "", "truncated": false, "duration_ms": 1500,
+                "output": {"stdout": "/s/sessions/s1/<p>-1.stdout", "stderr": "/s/sessions/s1/<p>-1.stderr"},
+                "output_truncated": false,
             }),
         };
         let html = last_turn(&turn, 0);
@@ -260,6 +279,10 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("&lt;img src=x"), "{html}");
+        assert!(
+            html.contains("All of it: in <code>/s/sessions/s1</code> on berth's host."),
+            "{html}"
+        );
         assert!(
             !html.contains("stderr"),
             "an empty tail is not shown: {html}"

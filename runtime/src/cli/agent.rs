@@ -132,6 +132,13 @@ pub async fn run(engine: &Engine, cmd: AgentCommand) -> anyhow::Result<u8> {
                 a = engine.set_agent_command(&agent, argv, &user).await?;
                 // Said plainly, whatever the output format.
                 eprintln!("note: {}", berth_engine::command::OPEN_NETWORK_NOTE);
+                // What should change in the project's berth.toml (an old
+                // `[agent] env` form), as `berth up` says it too.
+                if let Ok((config, _)) = engine.load_project_files(&a.project) {
+                    for w in &config.warnings {
+                        eprintln!("berth: warning: {w}");
+                    }
+                }
             }
             if json {
                 print_json(&a)?;

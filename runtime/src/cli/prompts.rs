@@ -179,12 +179,16 @@ fn short(id: &str) -> &str {
 
 fn print_session(s: &Session) {
     println!(
-        "{}  {}  {}  task {}{}",
+        "{}  {}  {}  task {}{}{}",
         short(&s.id),
         s.agent,
         s.status.as_str(),
         short(&s.task),
-        if s.primary { "  primary" } else { "" }
+        if s.primary { "  primary" } else { "" },
+        s.output_dir
+            .as_ref()
+            .map(|d| format!("  output {}", d.display()))
+            .unwrap_or_default()
     );
 }
 

@@ -33,8 +33,8 @@ pub fn git(dir: &std::path::Path, args: &[&str]) {
 }
 
 /// The engine of a new state directory under `root` (`root/state`), with
-/// project `bench` and agent `dev-1` up in a runner berth.
-pub async fn runner_berth(root: &std::path::Path, user: &Actor) -> (Engine, StateDir) {
+/// project `bench` (an empty repository).
+pub async fn bench_project(root: &std::path::Path, user: &Actor) -> (Engine, StateDir) {
     let src = root.join("src");
     std::fs::create_dir_all(&src).unwrap();
     git(&src, &["init", "-q", "-b", "main"]);
@@ -52,6 +52,13 @@ pub async fn runner_berth(root: &std::path::Path, user: &Actor) -> (Engine, Stat
         )
         .await
         .unwrap();
+    (engine, state)
+}
+
+/// The engine of a new state directory under `root` (`root/state`), with
+/// project `bench` and agent `dev-1` up in a runner berth.
+pub async fn runner_berth(root: &std::path::Path, user: &Actor) -> (Engine, StateDir) {
+    let (engine, state) = bench_project(root, user).await;
     engine
         .activate_agent(&named("dev-1"), &named("bench"), AgentImpl::Real, user)
         .await

@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 
+mod agent_env;
 mod declared_dir;
 pub(crate) mod key_line;
 mod network;
 pub(crate) mod sandbox;
 mod sections;
 
+pub use agent_env::AgentEnvConfig;
 pub use declared_dir::DeclaredDir;
 use key_line::find_key_line;
 pub use sandbox::*;
@@ -80,6 +82,9 @@ impl ProjectConfig {
         })?;
         config.limits = config.compile_limits(text, file)?;
         config.check(text, file)?;
+        config
+            .warnings
+            .extend(config.agent.env.legacy_note(text, file));
         if let Some(old) = &config.sandbox.network.legacy {
             let line = find_key_line(text, "sandbox", "network").unwrap_or(1);
             config.warnings.push(format!(
@@ -317,6 +322,7 @@ impl ProjectConfig {
                 });
             }
         }
+        self.agent.env.check(text, file)?;
         if let Some((key, why)) = self.review.problem() {
             return Err(EngineError::Config {
                 file: file.to_string(),
@@ -530,9 +536,7 @@ circuit_breaker = 3
 
 [agent]
 # A `command` agent's program (`berth agent activate NAME --impl command
-# --command '…'`): the names of variables passed to it from berth's
-# environment (names only, never values), and one turn's deadline.
-env = []
+# --command '…'`): one turn's deadline.
 turn_timeout_secs = 1800
 # The hosts the program may reach (its model's API), through berth's egress
 # proxy, as patterns like [sandbox.network] allow: ["api.anthropic.com"].
@@ -541,6 +545,12 @@ model_hosts = []
 # Sessions of this project's agents that may run a turn at once; a prompt
 # for one more waits in its queue.
 max_sessions = 4
+
+[agent.env]
+# The names of variables passed to the program from berth's environment:
+# names only, never values (berth.toml holds no secret), e.g.
+# pass = ["ANTHROPIC_API_KEY"].
+pass = []
 
 [followups]
 # A command run on the host when a pipeline task is done (auto mode) or

@@ -1,5 +1,6 @@
 //! The other tables of `berth.toml`: `[execution]`, `[git]`, `[scope]`,
-//! `[policy]`, `[host]`, `[agents]`, `[followups]`, `[[hooks]]`, `[[checks]]`
+//! `[policy]`, `[host]`, `[agents]`, `[agent]` (its `[agent.env]` in
+//! `agent_env.rs`), `[followups]`, `[[hooks]]`, `[[checks]]`
 //! and `[review]`.
 
 use serde::{Deserialize, Serialize};
@@ -140,9 +141,11 @@ impl Default for AgentsConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentConfig {
-    /// Names of variables passed from berth's environment to the program
-    /// (names only: a value never lives in berth.toml).
-    pub env: Vec<String>,
+    /// `[agent.env]`: the names of variables passed from berth's
+    /// environment to the program (names only: a value never lives in
+    /// berth.toml).
+    #[serde(deserialize_with = "super::agent_env::env_table_or_names")]
+    pub env: super::AgentEnvConfig,
     /// One turn's deadline, in seconds: the program's process tree is
     /// killed when it passes.
     pub turn_timeout_secs: u64,
@@ -158,7 +161,7 @@ pub struct AgentConfig {
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
-            env: Vec::new(),
+            env: super::AgentEnvConfig::default(),
             turn_timeout_secs: 1800,
             max_sessions: 4,
             model_hosts: Vec::new(),

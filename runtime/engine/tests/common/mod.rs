@@ -189,6 +189,36 @@ impl Fixture {
         git(self.dir.path(), &all)
     }
 
+    /// A pipeline task of `demo` (one `true` step, auto mode) run to
+    /// `done` by `agent`, whose berth is up and whose autonomy runs
+    /// `terminal`: an ended task no agent holds. Its id.
+    pub async fn done_task(&self, agent: &str, title: &str) -> String {
+        let t = self
+            .engine
+            .create_task_with(
+                berth_engine::NewTask {
+                    steps: Some(vec![berth_engine::PipelineStep {
+                        command: "true".into(),
+                        write: false,
+                    }]),
+                    execution_mode: Some(berth_engine::ExecutionMode::Auto),
+                    ..berth_engine::NewTask::new("demo", title)
+                },
+                &user(),
+            )
+            .await
+            .unwrap();
+        self.engine
+            .run_pipeline_with(&t.id, Some(agent), false, &user())
+            .await
+            .unwrap();
+        assert_eq!(
+            self.engine.task(&t.id).await.unwrap().status,
+            berth_engine::TaskStatus::Done
+        );
+        t.id
+    }
+
     pub async fn event_types(&self) -> Vec<String> {
         self.engine
             .events(&Default::default())
@@ -198,6 +228,17 @@ impl Fixture {
             .map(|e| e.kind)
             .collect()
     }
+}
+
+/// The log's events of `kind`, oldest first.
+pub async fn events_of(engine: &Engine, kind: &str) -> Vec<berth_engine::Event> {
+    engine
+        .events(&berth_engine::EventFilter {
+            kind: Some(kind.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
 }
 
 /// A terminal command proposed as `agent` (approved by the user when it
