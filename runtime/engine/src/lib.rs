@@ -78,6 +78,7 @@ pub mod git;
 mod hooks;
 pub mod ids;
 pub mod metrics;
+pub mod network_list;
 pub mod noop;
 mod outbox;
 mod parallel;
