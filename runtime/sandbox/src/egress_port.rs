@@ -228,3 +228,15 @@ pub fn container_listener(pid: u32) -> Result<TcpListener, SandboxError> {
     })?;
     Ok(TcpListener::from(made))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_berth_that_is_not_root_asks_the_exec_agent() {
+        assert!(!ContainerDoor::ByPrivilege.through_exec_agent(0));
+        assert!(ContainerDoor::ByPrivilege.through_exec_agent(1000));
+        assert!(ContainerDoor::ExecAgent.through_exec_agent(0));
+    }
+}
