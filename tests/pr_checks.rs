@@ -1,11 +1,18 @@
 //! A PR's checks (`[[checks]]`): run as berth's own effect on each head of
 //! the PR, once per head, in a throwaway checkout confined like a runner
 //! exec; and its conflicts with the base's tip, recomputed when it moves.
+//! In an `allowlist` project a check with `network` reaches only what the
+//! allow-list permits, through berth's proxy in its own berth.
+
+use std::sync::{Arc, Mutex};
+
+use berth_engine::projects::with_key;
 
 use crate::cli::Cli;
+use crate::fixture::Fixture;
 
 /// A project whose noop agent has opened PR #1; the task's id.
-pub(crate) fn pr_open(cli: &Cli) -> String {
+pub(crate) fn pr_open(cli: &Fixture) -> String {
     cli.ok(&[
         "agent",
         "activate",
@@ -29,7 +36,7 @@ pub(crate) fn pr_open(cli: &Cli) -> String {
     t["id"].as_str().unwrap().to_string()
 }
 
-fn checks_json(cli: &Cli, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+fn checks_json(cli: &Fixture, args: &[&str]) -> (Option<i32>, serde_json::Value) {
     let out = cli.run(args);
     let v = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
@@ -174,4 +181,151 @@ fn a_pr_that_conflicts_with_its_moved_base_says_where() {
     let text = cli.run(&["pr", "checks", "1"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("conflicts with main in: noop/"), "{text}");
+}
+
+/// A registry on loopback: answers every request with `ok <path>` and
+/// records the paths it was asked for.
+fn loopback_registry() -> (u16, Arc<Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let origin = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = origin.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let paths = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        while let Ok((mut s, _)) = origin.accept() {
+            let mut buf = [0u8; 2048];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let path = head.split(' ').nth(1).unwrap_or("").to_string();
+            let path = path
+                .rsplit_once(&format!(":{port}"))
+                .map_or(path.clone(), |(_, p)| p.to_string());
+            let body = format!("ok {path}\n");
+            paths.lock().unwrap().push(path);
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    (port, seen)
+}
+
+/// `[sandbox.network] mode = "allowlist"`: a check with `network` runs in
+/// its own fresh berth whose only way out is berth's proxy on its
+/// loopback. An allowed name goes through and is a `network.connected` of
+/// the check; a name no rule allows is refused at once — never held for a
+/// person, though the agent is in auto mode — and a denied one with the
+/// deny rule's reason; around the proxy, nothing. A check without
+/// `network` has no proxy at all.
+#[test]
+fn a_check_with_network_reaches_only_the_allow_list_through_berths_proxy() {
+    let (port, seen) = loopback_registry();
+    let mut f = Fixture::new().with_berth_mode("runner");
+    f.set_env(
+        "BERTH_EGRESS_HOSTS",
+        "registry.test=127.0.0.1,unknown.test=127.0.0.1,blocked.test=127.0.0.1",
+    );
+    f.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    f.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    f.edit_config(|t| {
+        let t = with_key(&t, "sandbox.network", "mode", "\"allowlist\"");
+        let t = with_key(&t, "sandbox.network", "allow", "[\"registry.test\"]");
+        let t = with_key(&t, "sandbox.network", "deny", "[\"blocked.test\"]");
+        with_key(&t, "sandbox.network", "wait_secs", "30")
+    });
+    pr_open(&f);
+    f.ok(&["agent", "auto-mode", "noop-1", "on"]);
+    let curl = "curl -sS --fail-with-body --max-time 20";
+    f.edit_config(|text| {
+        let mut text = text;
+        for (name, network, command) in [
+            (
+                "fetch",
+                true,
+                format!("{curl} http://registry.test:{port}/allowed"),
+            ),
+            (
+                "unknown",
+                true,
+                format!("{curl} http://unknown.test:{port}/unknown"),
+            ),
+            (
+                "blocked",
+                true,
+                format!("{curl} http://blocked.test:{port}/blocked"),
+            ),
+            (
+                "around",
+                true,
+                format!("{curl} --noproxy '*' http://127.0.0.1:{port}/around"),
+            ),
+            (
+                "offline",
+                false,
+                format!("{curl} --proxy http://127.0.0.1:3128 http://registry.test:{port}/offline"),
+            ),
+        ] {
+            text.push_str(&format!(
+                "\n[[checks]]\nname = \"{name}\"\nnetwork = {network}\ncommand = \"{}\"\n",
+                command.replace('\\', "\\\\").replace('"', "\\\"")
+            ));
+        }
+        text
+    });
+    let started = std::time::Instant::now();
+    let (code, ran) = checks_json(&f, &["pr", "checks", "1", "--run", "--json"]);
+    assert_eq!(code, Some(1), "{ran}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "nothing was held: {:?}",
+        started.elapsed()
+    );
+    let check = |name: &str| -> (String, String) {
+        let c = ran["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {ran}"));
+        (
+            c["status"].as_str().unwrap().to_string(),
+            c["output_tail"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(check("fetch"), ("success".into(), "ok /allowed\n".into()));
+    let (status, out) = check("unknown");
+    assert!(
+        status == "failure" && out.contains("allow-list") && out.contains("unknown.test"),
+        "{status}: {out}"
+    );
+    let (status, out) = check("blocked");
+    assert!(
+        status == "failure" && out.contains("deny rule") && out.contains("blocked.test"),
+        "{status}: {out}"
+    );
+    assert_eq!(check("around").0, "failure");
+    assert_eq!(check("offline").0, "failure");
+    assert_eq!(*seen.lock().unwrap(), ["/allowed"]);
+
+    // The one connection is the check's, in the agent's log; no
+    // `network_connect` was proposed.
+    let log = f.json(&["net", "log", "noop-1", "--json"]);
+    let rows = log.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{log}");
+    assert_eq!(rows[0]["host"], "registry.test");
+    assert_eq!(rows[0]["check"], "fetch");
+    assert_eq!(rows[0]["address"], format!("127.0.0.1:{port}"));
+    let events = f.json(&["events", "--json"]);
+    let held = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "proposed_action.created")
+        .filter(|e| e["payload"]["action"]["type"] == "network_connect")
+        .count();
+    assert_eq!(held, 0, "{events}");
 }

@@ -14,6 +14,8 @@ mod browser;
 mod fixture;
 #[path = "support/http.rs"]
 mod http;
+#[path = "serve_network_page.rs"]
+mod network_page;
 #[path = "serve_pr_page.rs"]
 mod pr_page;
 #[path = "serve_prompts_page.rs"]

@@ -16,7 +16,10 @@
 //!
 //! Both ends live here so the framing (one byte, one descriptor) is in one
 //! place; berth checks what it receives is a listening IPv4 TCP socket on
-//! loopback before serving it.
+//! loopback before serving it. A mounted berth's exec agent hands its
+//! container's listener over with the same two calls ([`send_listener`],
+//! [`receive_listener`]) when berth cannot enter the container's namespace
+//! itself (it is not root).
 
 use std::io::IoSlice;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
@@ -130,17 +133,81 @@ pub fn receive(
         op: "accept the exec's handoff".into(),
         source,
     })?;
+    receive_listener(&stream, port, timeout)
+}
+
+/// Reads one descriptor from `stream` (waiting up to `timeout`) and checks
+/// it is a listening TCP socket on `127.0.0.1:port`: what berth accepts
+/// from whoever made its proxy's listener in a berth's namespace (a runner
+/// exec's PID 1, a container's exec agent). Blocking.
+pub fn receive_listener(
+    stream: &UnixStream,
+    port: u16,
+    timeout: Duration,
+) -> Result<TcpListener, ConfineError> {
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|source| ConfineError::Sys {
             op: "bound the handoff's read".into(),
             source,
         })?;
-    let fd = recv_fd(&stream)?;
+    let fd = recv_fd(stream)?;
     // SAFETY: the descriptor was just received and is owned by nothing else.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     check_listener(&owned, port)?;
     Ok(TcpListener::from(owned))
+}
+
+/// Sends `listener` over `stream` (one byte and the descriptor,
+/// `SCM_RIGHTS`): the other side is [`receive_listener`].
+pub fn send_listener(stream: &UnixStream, listener: &TcpListener) -> Result<(), ConfineError> {
+    send_fd(stream, listener.as_raw_fd())
+}
+
+/// A listener on `127.0.0.1:port` with `SO_REUSEADDR` and `SO_REUSEPORT`,
+/// made in the calling thread's network namespace: the proxy's port in a
+/// container, which more than one berth process may serve at once (only
+/// sockets of the same uid join a port this way).
+pub fn reuseport_listener(port: u16) -> std::io::Result<TcpListener> {
+    // SAFETY: plain socket calls on a descriptor owned right away.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let owned = OwnedFd::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
+            if libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        if libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ) != 0
+            || libc::listen(fd, 128) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(TcpListener::from(owned))
+    }
 }
 
 fn recv_fd(stream: &UnixStream) -> Result<libc::c_int, ConfineError> {

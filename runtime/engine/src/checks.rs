@@ -9,7 +9,9 @@
 //! berth — confined like a runner exec (the exec shim's mount tree,
 //! Landlock, seccomp, no capabilities, a private `/tmp`, the project's
 //! process and memory limits), with only loopback unless the check names
-//! the network, and a deadline that kills its whole tree. The code it runs
+//! the network — and in an `allowlist` project then only what the
+//! allow-list permits, through berth's proxy (`egress_check.rs`) — and a
+//! deadline that kills its whole tree. The code it runs
 //! is the agent's; the command is the person's (`berth.toml`, which agents
 //! cannot write).
 //!
@@ -520,16 +522,28 @@ impl Engine {
             let mut runner = berth_sandbox::RunnerConfig::new(&work, &home);
             let confinement = &mut runner.confinement;
             confinement.private_tmp = Some(tmp.clone());
-            confinement.network = if check.network {
+            // `network`: in an allow-list project only through berth's
+            // proxy on the check's own loopback (egress_check.rs), else
+            // the host's network; without it, loopback alone.
+            let proxied = check.network
+                && config.sandbox.network.mode == crate::config::NetworkMode::Allowlist;
+            confinement.network = if check.network && !proxied {
                 berth_sandbox::runner::Network::Open
             } else {
                 berth_sandbox::runner::Network::None
             };
+            if proxied {
+                confinement.egress =
+                    Some(self.check_egress_hook(&pr.project, &pr.agent, &check.name));
+            }
             confinement.limits = berth_sandbox::runner::CgroupLimits {
                 processes: Some(config.sandbox.pids),
                 memory: Some(config.sandbox.memory_mb << 20),
             };
             runner.rlimits.nproc = Some(config.sandbox.pids);
+            if proxied {
+                runner.env.extend(berth_sandbox::egress_port::proxy_env());
+            }
             let runner = berth_sandbox::Runner::new(runner)?;
             let mut req = berth_sandbox::ExecRequest::shell(check.command.clone());
             req.cwd = berth_policy::frame::WORK.to_string();

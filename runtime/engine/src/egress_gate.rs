@@ -16,7 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use berth_egress::{BerthKey, Connected, Gate, Settled, Settlement, Verdict};
 use berth_policy::network::HostRule;
-use berth_policy::{Action, Frame};
+use berth_policy::{Action, Autonomy, Decision, Frame};
 
 use crate::actions::{ActionStatus, Proposal, ProposeStatus};
 use crate::config::NetworkMode;
@@ -45,24 +45,15 @@ impl EngineGate {
                 agent.name, berth.project
             )));
         }
-        let (config, rules) = crate::projects::project_files(self.engine.state(), &agent.project)?;
-        let mode = config.sandbox.network.mode;
-        if mode != NetworkMode::Allowlist {
-            return Ok(Verdict::Deny(format!(
-                "berth: the network of project {} is `{}`, not `allowlist`",
-                agent.project,
-                mode.as_str()
-            )));
-        }
         let autonomy = crate::agents::load_autonomy(self.engine.store.pool(), &agent.name).await?;
-        // A connection's decision reads no path: any frame will do.
-        let frame = Frame::container("/work");
-        let ctx = config.policy_context(&rules, &frame, "/work", &autonomy);
         let action = Action::NetworkConnect {
             host: host.to_string(),
             port,
         };
-        let decision = berth_policy::decide(&action, &ctx);
+        let decision = match decide_connection(&self.engine, &agent.project, &action, &autonomy)? {
+            Ok(decision) => decision,
+            Err(refused) => return Ok(refused),
+        };
         match decision.verdict {
             berth_policy::Verdict::AutoApprove => return Ok(Verdict::Allow),
             berth_policy::Verdict::Deny => {
@@ -91,30 +82,70 @@ impl EngineGate {
             ProposeStatus::Refused { reason } => Verdict::Deny(format!("berth: {reason}")),
         })
     }
+}
 
-    async fn record(&self, c: &Connected) -> Result<()> {
-        let actor = Actor::agent(&c.berth.agent);
-        let mut ev = NewEvent::new(kind::NETWORK_CONNECTED, &actor)
-            .project(&c.berth.project)
-            .agent(&c.berth.agent)
-            .payload(serde_json::json!({
-                "host": c.host,
-                "port": c.port,
-                "address": c.addr.to_string(),
-                "bytes_out": c.bytes_out,
-                "bytes_in": c.bytes_in,
-                "duration_ms": u64::try_from(c.duration.as_millis()).unwrap_or(u64::MAX),
-                "approved_action": c.action,
-            }));
-        if let Some(a) = &c.action {
-            ev = ev.action(a);
-        }
-        let mut tx = self.engine.store.write("recording a connection").await?;
-        emit(&mut tx, ev).await?;
-        tx.commit()
-            .await
-            .map_err(EngineError::store("recording a connection"))
+/// Writes `c` as a `network.connected` event. `check` names the PR check
+/// whose berth made the connection (actor `system`, berth's own effect);
+/// without it the connection is the agent's (actor: the agent).
+pub(crate) async fn record_connection(
+    engine: &Engine,
+    c: &Connected,
+    check: Option<&str>,
+) -> Result<()> {
+    let actor = match check {
+        Some(_) => Actor::system(),
+        None => Actor::agent(&c.berth.agent),
+    };
+    let mut ev = NewEvent::new(kind::NETWORK_CONNECTED, &actor)
+        .project(&c.berth.project)
+        .agent(&c.berth.agent)
+        .payload(serde_json::json!({
+            "host": c.host,
+            "port": c.port,
+            "address": c.addr.to_string(),
+            "bytes_out": c.bytes_out,
+            "bytes_in": c.bytes_in,
+            "duration_ms": u64::try_from(c.duration.as_millis()).unwrap_or(u64::MAX),
+            "approved_action": c.action,
+            "check": check,
+        }));
+    if let Some(a) = &c.action {
+        ev = ev.action(a);
     }
+    let mut tx = engine.store.write("recording a connection").await?;
+    emit(&mut tx, ev).await?;
+    tx.commit()
+        .await
+        .map_err(EngineError::store("recording a connection"))
+}
+
+/// `action` (a `network_connect`) decided under `project`'s rules and
+/// `autonomy`; `Err` holds the refusal when the project's network is not
+/// `allowlist` (then no rule decides anything).
+pub(crate) fn decide_connection(
+    engine: &Engine,
+    project: &str,
+    action: &Action,
+    autonomy: &Autonomy,
+) -> Result<std::result::Result<Decision, Verdict>> {
+    let (config, rules) = crate::projects::project_files(engine.state(), project)?;
+    let mode = config.sandbox.network.mode;
+    if mode != NetworkMode::Allowlist {
+        return Ok(Err(Verdict::Deny(format!(
+            "berth: the network of project {project} is `{}`, not `allowlist`",
+            mode.as_str()
+        ))));
+    }
+    // A connection's decision reads no path: any frame will do.
+    let frame = Frame::container("/work");
+    let ctx = config.policy_context(&rules, &frame, "/work", autonomy);
+    Ok(Ok(berth_policy::decide(action, &ctx)))
+}
+
+/// A gate's verdict, or a refusal saying why none could be reached: the
+/// proxy fails closed.
+pub(crate) fn or_refused(judged: Result<Verdict>) -> Verdict {
+    judged.unwrap_or_else(|e| Verdict::Deny(format!("berth: cannot decide this connection: {e}")))
 }
 
 /// A held connection's pending `network_connect`, read from the store.
@@ -147,10 +178,7 @@ impl Settled for PendingAction {
 #[async_trait]
 impl Gate for EngineGate {
     async fn decide(&self, berth: &BerthKey, host: &str, port: u16) -> Verdict {
-        match self.judge(berth, host, port).await {
-            Ok(v) => v,
-            Err(e) => Verdict::Deny(format!("berth: cannot decide this connection: {e}")),
-        }
+        or_refused(self.judge(berth, host, port).await)
     }
 
     fn host_rules(&self, berth: &BerthKey) -> Arc<Vec<HostRule>> {
@@ -167,7 +195,7 @@ impl Gate for EngineGate {
     }
 
     async fn connected(&self, record: Connected) {
-        if let Err(e) = self.record(&record).await {
+        if let Err(e) = record_connection(&self.engine, &record, None).await {
             tracing::error!(error = %e, host = %record.host, "egress: a connection could not be recorded");
         }
     }
@@ -189,6 +217,9 @@ pub struct NetworkConnection {
     pub bytes_in: u64,
     pub duration_ms: u64,
     pub approved_action: Option<String>,
+    /// The PR check whose berth made the connection; `None`: the agent's
+    /// own berth.
+    pub check: Option<String>,
 }
 
 impl Engine {
@@ -220,6 +251,7 @@ impl Engine {
                     bytes_in: number("bytes_in"),
                     duration_ms: number("duration_ms"),
                     approved_action: p["approved_action"].as_str().map(str::to_string),
+                    check: p["check"].as_str().map(str::to_string),
                 }
             })
             .collect())

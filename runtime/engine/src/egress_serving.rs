@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use berth_egress::{BerthKey, Connected, Egress, FixedHosts, Gate, Verdict};
 use berth_policy::decision::RuleList;
 use berth_policy::network::{Host, HostPattern, HostRule};
-use berth_sandbox::egress_port::{EgressHook, EgressPort, EgressServing};
+use berth_sandbox::egress_port::{ContainerDoor, EgressHook, EgressPort, EgressServing};
 
 use crate::Engine;
 use crate::egress_gate::EngineGate;
@@ -34,6 +34,16 @@ pub(crate) struct EnginePort<G> {
     engine: Arc<Engine>,
     gate: Arc<G>,
     berth: BerthKey,
+}
+
+impl<G> EnginePort<G> {
+    pub(crate) fn new(engine: Arc<Engine>, gate: Arc<G>, berth: BerthKey) -> EnginePort<G> {
+        EnginePort {
+            engine,
+            gate,
+            berth,
+        }
+    }
 }
 
 impl<G> std::fmt::Debug for EnginePort<G> {
@@ -86,6 +96,7 @@ impl Engine {
                 },
             }),
             handoff_dir: self.state.root().join("execs"),
+            container_door: self.egress_container_door(),
         }
     }
 
@@ -109,6 +120,7 @@ impl Engine {
                 },
             }),
             handoff_dir: self.state.root().join("execs"),
+            container_door: self.egress_container_door(),
         })
     }
 
@@ -118,6 +130,20 @@ impl Engine {
         if let Ok(mut h) = self.egress_hosts.lock() {
             *h = Arc::new(hosts);
         }
+    }
+
+    /// How mounted berths' proxy listeners are made from now on: by
+    /// privilege (the default: berth enters the container's namespace as
+    /// root, else asks the exec agent), or always through the exec agent
+    /// (what a berth that is not root does; tests force it as root).
+    pub fn set_egress_container_door(&self, door: ContainerDoor) {
+        if let Ok(mut d) = self.egress_door.lock() {
+            *d = door;
+        }
+    }
+
+    pub(crate) fn egress_container_door(&self) -> ContainerDoor {
+        self.egress_door.lock().map(|d| *d).unwrap_or_default()
     }
 
     pub(crate) fn egress_hosts(&self) -> FixedHosts {

@@ -188,6 +188,10 @@ pub mod kind {
     pub const TASK_REMOVED: &str = "task.removed";
     /// A connection out of a berth went through the egress proxy.
     pub const NETWORK_CONNECTED: &str = "network.connected";
+    /// A host was added to a project's network allow or deny list.
+    pub const NETWORK_RULE_ADDED: &str = "project.network_rule_added";
+    /// A host was removed from a project's network allow or deny list.
+    pub const NETWORK_RULE_REMOVED: &str = "project.network_rule_removed";
     /// A `command` agent's program (its argv template) was set.
     pub const AGENT_COMMAND_SET: &str = "agent.command_set";
     /// A `command` agent's program started for a delivered prompt.

@@ -67,6 +67,7 @@ pub mod config;
 pub mod confinement;
 pub mod declared_dirs;
 pub mod devcontainer;
+mod egress_check;
 pub mod egress_gate;
 pub mod egress_serving;
 pub mod error;
@@ -79,6 +80,7 @@ pub mod git;
 mod hooks;
 pub mod ids;
 pub mod metrics;
+pub mod network_list;
 pub mod noop;
 mod outbox;
 mod parallel;
@@ -157,6 +159,9 @@ pub struct Engine {
     /// Names the egress proxy resolves without DNS ([`egress_serving`]);
     /// shared with this engine's siblings.
     egress_hosts: Arc<std::sync::Mutex<berth_egress::FixedHosts>>,
+    /// How a mounted berth's proxy listener is made in its container
+    /// ([`Engine::set_egress_container_door`]).
+    egress_door: Arc<std::sync::Mutex<berth_sandbox::egress_port::ContainerDoor>>,
 }
 
 impl Engine {
@@ -201,6 +206,7 @@ impl Engine {
             sandboxes: berths::SandboxCache::default(),
             tool_endpoints: std::sync::OnceLock::new(),
             egress_hosts: Arc::default(),
+            egress_door: Arc::default(),
         };
         let interrupted = engine.recover().await?;
         if !interrupted.is_empty() {
@@ -229,6 +235,7 @@ impl Engine {
             sandboxes: berths::SandboxCache::default(),
             tool_endpoints: self.tool_endpoints.clone(),
             egress_hosts: Arc::clone(&self.egress_hosts),
+            egress_door: Arc::clone(&self.egress_door),
         }
     }
 

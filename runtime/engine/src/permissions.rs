@@ -195,7 +195,48 @@ pub fn rules_for(decision: &Decision) -> Vec<RuleChange> {
 /// Appends `patterns` to the allow list of the rules file at `path` (berth's
 /// form or Claude Code's `permissions` object), skipping ones already there.
 /// Returns the patterns actually added. The file is replaced atomically.
+/// In Claude Code's form a command prefix is written as `Bash(<p>:*)`; a
+/// network rule (`WebFetch(domain:…)`) is a tool rule already and is
+/// written as it is.
 pub fn append_allow(path: &Path, patterns: &[String]) -> Result<Vec<String>> {
+    edit_list(path, "allow", |list, claude| {
+        let mut added = Vec::new();
+        for p in patterns {
+            let written = if claude && !p.starts_with("WebFetch(domain:") {
+                format!("Bash({p}:*)")
+            } else {
+                p.clone()
+            };
+            if !list.iter().any(|v| v.as_str() == Some(written.as_str())) {
+                list.push(serde_json::Value::String(written.clone()));
+                added.push(written);
+            }
+        }
+        let changed = !added.is_empty();
+        (added, changed)
+    })
+}
+
+/// Removes `entry` (as written) from the `list` array (`allow`, `deny`) of
+/// the rules file at `path`; whether it was there. The file is replaced
+/// atomically, and only when it changed.
+pub fn remove_entry(path: &Path, list: &str, entry: &str) -> Result<bool> {
+    edit_list(path, list, |items, _| {
+        let before = items.len();
+        items.retain(|v| v.as_str() != Some(entry));
+        let removed = items.len() != before;
+        (removed, removed)
+    })
+}
+
+/// Reads the rules file at `path`, lets `edit` change its `list` array
+/// (told whether the file is Claude Code's form), and writes the file back
+/// when `edit` says it changed it.
+fn edit_list<R>(
+    path: &Path,
+    list: &str,
+    edit: impl FnOnce(&mut Vec<serde_json::Value>, bool) -> (R, bool),
+) -> Result<R> {
     let text = std::fs::read_to_string(path).map_err(EngineError::io("reading", path))?;
     let mut doc: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| EngineError::Config {
@@ -218,38 +259,27 @@ pub fn append_allow(path: &Path, patterns: &[String]) -> Result<Vec<String>> {
             message: "the rules file must be a JSON object".into(),
         });
     };
-    let allow = obj
-        .entry("allow")
+    let items = obj
+        .entry(list)
         .or_insert_with(|| serde_json::Value::Array(Vec::new()));
-    let Some(list) = allow.as_array_mut() else {
+    let Some(items) = items.as_array_mut() else {
         return Err(EngineError::Config {
             file: path.display().to_string(),
             line: 1,
             column: 1,
-            message: "`allow` must be an array of patterns".into(),
+            message: format!("`{list}` must be an array of patterns"),
         });
     };
-    let mut added = Vec::new();
-    for p in patterns {
-        let written = if claude {
-            format!("Bash({p}:*)")
-        } else {
-            p.clone()
-        };
-        if !list.iter().any(|v| v.as_str() == Some(written.as_str())) {
-            list.push(serde_json::Value::String(written.clone()));
-            added.push(written);
-        }
-    }
-    if !added.is_empty() {
-        let mut out = serde_json::to_string_pretty(&doc)
+    let (out, changed) = edit(items, claude);
+    if changed {
+        let mut text = serde_json::to_string_pretty(&doc)
             .map_err(|e| EngineError::corrupt("writing the rules file", e))?;
-        out.push('\n');
+        text.push('\n');
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, out).map_err(EngineError::io("writing", &tmp))?;
+        std::fs::write(&tmp, text).map_err(EngineError::io("writing", &tmp))?;
         std::fs::rename(&tmp, path).map_err(EngineError::io("replacing", path))?;
     }
-    Ok(added)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -364,6 +394,19 @@ mod tests {
             serde_json::json!(["Bash(ls:*)", "Bash(npm test:*)"])
         );
         assert_eq!(v["model"], "x");
+        // A network rule is a tool rule already, in either form; and it
+        // comes off again.
+        let web = "WebFetch(domain:registry.test)".to_string();
+        let added = append_allow(&claude, std::slice::from_ref(&web)).unwrap();
+        assert_eq!(added, std::slice::from_ref(&web));
+        assert!(remove_entry(&claude, "allow", &web).unwrap());
+        assert!(!remove_entry(&claude, "allow", &web).unwrap());
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();
+        assert_eq!(
+            v["permissions"]["allow"],
+            serde_json::json!(["Bash(ls:*)", "Bash(npm test:*)"])
+        );
 
         std::fs::write(&berth, "{\n  \"allow\": [,]\n}").unwrap();
         let err = append_allow(&berth, &["x".into()]).unwrap_err().to_string();

@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use berth_engine::{Engine, StateDir};
+use berth_sandbox::egress_port::ContainerDoor;
 
 use berth_engine::{AgentImpl, NewPrompt};
 
@@ -240,13 +241,29 @@ async fn a_runner_berth_reaches_the_registry_only_through_its_proxy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mounted_berth_reaches_the_registry_only_through_its_proxy() {
-    let Some(m) = mounted("egress", "").await else {
+    mounted_scenario("egress", ContainerDoor::ByPrivilege).await;
+}
+
+/// The same berth when its listener cannot be made by entering the
+/// container's namespace (berth not root): the berth's exec agent binds it
+/// as the berth's uid in the container and hands it over. Forced here as
+/// root; a berth process that is not root takes this path on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_berth_gets_its_proxy_listener_from_its_exec_agent() {
+    mounted_scenario("egress-agent", ContainerDoor::ExecAgent).await;
+}
+
+/// The acceptance scenario in a mounted berth (busybox wget) whose proxy
+/// listener is made through `door`.
+async fn mounted_scenario(test: &str, door: ContainerDoor) {
+    let Some(m) = mounted(test, "").await else {
         return;
     };
     let (port, seen) = registry().await;
     let state = StateDir::new(m.dir.path().join("state"));
     allowlist(&state, &m.project, 30);
     fixed_hosts(&m.engine);
+    m.engine.set_egress_container_door(door);
     m.up("dev-1").await;
     let client = Client {
         engine: &m.engine,

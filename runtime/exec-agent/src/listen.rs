@@ -11,6 +11,14 @@
 //! started it), with `exec-run berth-exec <token>` after it: the command
 //! line berth's kill script looks for.
 //!
+//! A connection whose first frame asks for the egress proxy's listener
+//! ([`ToAgent::ProxyListener`]) is answered here, with no child: the agent
+//! is in the container's network namespace as the berth's uid, so it binds
+//! `127.0.0.1:<port>` there (`SO_REUSEPORT`, as berth does when it enters
+//! the namespace as root) and sends the listener back over the connection
+//! ([`berth_confine::egress_handoff::send_listener`]), then closes its copy.
+//! The port is berth's to serve; the agent never accepts on it.
+//!
 //! One agent per container: it holds the abstract socket
 //! [`SINGLETON`] in the container's network namespace, and a second one
 //! started by another berth process exits at once.
@@ -27,7 +35,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::run::CONNECTION_FD;
-use crate::wire::{Frame, MAX_TOKEN, ToAgent, WireError};
+use crate::wire::{Frame, ToAgent, WireError};
 
 /// The abstract socket that makes the agent one per container.
 pub const SINGLETON: &[u8] = b"berth-exec-agent";
@@ -107,8 +115,13 @@ fn serve(dir: &Path, name: &[u8], relaunch: &[OsString]) {
     let Ok(mut conn) = UnixStream::connect(&path) else {
         return;
     };
-    let Ok(token) = read_token(&mut conn) else {
-        return;
+    let token = match read_first(&mut conn) {
+        Ok(ToAgent::Token(token)) => token,
+        Ok(ToAgent::ProxyListener(port)) => {
+            hand_over_proxy_listener(&conn, port);
+            return;
+        }
+        _ => return,
     };
     let Some((program, args)) = relaunch.split_first() else {
         return;
@@ -142,26 +155,39 @@ fn serve(dir: &Path, name: &[u8], relaunch: &[OsString]) {
     let _ = cmd.spawn();
 }
 
-/// Reads exactly the token frame (no byte of the request after it).
-fn read_token(conn: &mut UnixStream) -> Result<String, WireError> {
+/// Binds the proxy's port in this namespace and sends the listener to
+/// berth; a failure drops the connection (berth logs that the port stays
+/// closed).
+fn hand_over_proxy_listener(conn: &UnixStream, port: u16) {
+    use berth_confine::egress_handoff::{reuseport_listener, send_listener};
+    if let Ok(listener) = reuseport_listener(port) {
+        let _ = send_listener(conn, &listener);
+    }
+}
+
+/// Reads exactly the first frame (no byte of the request after it): the
+/// exec's token, or a request for the proxy's listener.
+fn read_first(conn: &mut UnixStream) -> Result<ToAgent, WireError> {
     let bad = |_| WireError::BadToken;
     conn.set_read_timeout(Some(TOKEN_WAIT)).map_err(bad)?;
     let mut header = [0u8; 5];
     conn.read_exact(&mut header).map_err(bad)?;
     let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
-    if header[0] != b'T' {
+    if !matches!(header[0], b'T' | b'P') {
         return Err(WireError::UnknownKind(header[0]));
     }
-    if len > MAX_TOKEN {
-        return Err(WireError::BadToken);
+    let bound = ToAgent::bound(header[0])?;
+    if len > bound {
+        return Err(WireError::TooLong {
+            kind: header[0],
+            len,
+            max: bound,
+        });
     }
     let mut payload = vec![0u8; len];
     conn.read_exact(&mut payload).map_err(bad)?;
     conn.set_read_timeout(None).map_err(bad)?;
-    match ToAgent::parse(b'T', &payload)? {
-        ToAgent::Token(t) => Ok(t),
-        _ => Err(WireError::BadToken),
-    }
+    ToAgent::parse(header[0], &payload)
 }
 
 /// This process's command line up to [`LISTEN_SUBCOMMAND`]: what starts

@@ -390,6 +390,9 @@ impl Pump {
                 ToAgent::Kill => kill_group(self.pgid),
                 ToAgent::Token(_) => return Err(RunError::OutOfOrder("a second token")),
                 ToAgent::Request(_) => return Err(RunError::OutOfOrder("a second request")),
+                ToAgent::ProxyListener(_) => {
+                    return Err(RunError::OutOfOrder("a proxy listener request in an exec"));
+                }
             }
         }
         Ok(())

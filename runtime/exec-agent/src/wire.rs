@@ -13,6 +13,13 @@
 //! answers with output ([`FromAgent::Stdout`], [`FromAgent::Stderr`]) and one
 //! last frame: [`FromAgent::Ended`], or [`FromAgent::Failed`] when the
 //! command could not start.
+//!
+//! Or a connection asks for the egress proxy's listener instead of an exec
+//! (a mounted berth whose berth process is not root, so cannot enter the
+//! container's network namespace itself): berth sends
+//! [`ToAgent::ProxyListener`] first, and the agent answers with no frame at
+//! all but one byte carrying the listening socket (`SCM_RIGHTS`), which
+//! berth checks before serving it.
 
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +104,8 @@ pub enum ToAgent {
     Stdin(Vec<u8>),
     StdinEnd,
     Kill,
+    /// Bind `127.0.0.1:<port>` here and send the listener back.
+    ProxyListener(u16),
 }
 
 /// agent → berth.
@@ -169,6 +178,7 @@ impl Frame for ToAgent {
             b'Q' => Ok(MAX_REQUEST),
             b'I' => Ok(MAX_CHUNK),
             b'E' | b'X' => Ok(0),
+            b'P' => Ok(2),
             other => Err(WireError::UnknownKind(other)),
         }
     }
@@ -208,6 +218,15 @@ impl Frame for ToAgent {
             b'I' => Ok(ToAgent::Stdin(payload.to_vec())),
             b'E' => empty(kind, payload).map(|()| ToAgent::StdinEnd),
             b'X' => empty(kind, payload).map(|()| ToAgent::Kill),
+            b'P' => match payload {
+                [hi, lo] if u16::from_be_bytes([*hi, *lo]) != 0 => {
+                    Ok(ToAgent::ProxyListener(u16::from_be_bytes([*hi, *lo])))
+                }
+                _ => Err(WireError::BadPayload {
+                    kind,
+                    message: "a port: two bytes, not zero".to_string(),
+                }),
+            },
             other => Err(WireError::UnknownKind(other)),
         }
     }
@@ -219,6 +238,7 @@ impl Frame for ToAgent {
             ToAgent::Stdin(bytes) => frame(b'I', bytes),
             ToAgent::StdinEnd => frame(b'E', &[]),
             ToAgent::Kill => frame(b'X', &[]),
+            ToAgent::ProxyListener(port) => frame(b'P', &port.to_be_bytes()),
         }
     }
 }
@@ -345,6 +365,7 @@ mod tests {
             ToAgent::Stdin(Vec::new()),
             ToAgent::StdinEnd,
             ToAgent::Kill,
+            ToAgent::ProxyListener(3128),
         ]);
         round_trip(vec![
             FromAgent::Stdout(b"out".to_vec()),
@@ -409,6 +430,15 @@ mod tests {
             ),
             ("an empty token", frame(b'T', b""), WireError::BadToken),
             (
+                "a proxy port of three bytes",
+                frame(b'P', b"abc"),
+                WireError::TooLong {
+                    kind: b'P',
+                    len: 3,
+                    max: 2,
+                },
+            ),
+            (
                 "a token not UTF-8",
                 frame(b'T', &[0xff]),
                 WireError::BadToken,
@@ -416,6 +446,15 @@ mod tests {
         ];
         for (what, bytes, want) in cases {
             assert_eq!(decode_one::<ToAgent>(&bytes).unwrap_err(), want, "{what}");
+        }
+        for payload in [&b"\0\0"[..], b"\x0c"] {
+            assert!(
+                matches!(
+                    decode_one::<ToAgent>(&frame(b'P', payload)),
+                    Err(WireError::BadPayload { kind: b'P', .. })
+                ),
+                "{payload:?}"
+            );
         }
         for (what, payload) in [
             ("not JSON", &b"{"[..]),

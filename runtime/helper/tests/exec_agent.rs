@@ -207,8 +207,23 @@ fn what_cannot_start_is_reported_and_what_is_not_the_protocol_starts_nothing() {
     }
 }
 
+/// Publishes `name` in `dir` as berth does and accepts the agent's
+/// connection.
+fn publish(dir: &std::path::Path, name: &str) -> UnixStream {
+    let staging = dir.join(format!(".{name}"));
+    let listener = UnixListener::bind(&staging).unwrap();
+    std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::rename(&staging, dir.join(format!("{name}.sock"))).unwrap();
+    listener.accept().unwrap().0
+}
+
 /// The loop: a socket published as berth publishes it is served; the
-/// request after the token reaches the exec's process intact.
+/// request after the token reaches the exec's process intact. A socket
+/// whose first frame asks for the proxy's listener gets one back: a
+/// listening socket on 127.0.0.1 at that port in the agent's namespace,
+/// which berth's check accepts and which serves a connection; a request
+/// for a port the agent cannot bind gets nothing, and the loop goes on.
+/// (One test: the agent is one per network namespace.)
 #[test]
 fn the_agent_connects_to_a_published_socket() {
     let dir = tempfile::tempdir().unwrap();
@@ -217,11 +232,7 @@ fn the_agent_connects_to_a_published_socket() {
         .arg(dir.path())
         .spawn()
         .unwrap();
-    let staging = dir.path().join(".7-1");
-    let listener = UnixListener::bind(&staging).unwrap();
-    std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o666)).unwrap();
-    std::fs::rename(&staging, dir.path().join("7-1.sock")).unwrap();
-    let (mut conn, _) = listener.accept().unwrap();
+    let mut conn = publish(dir.path(), "7-1");
     let mut head = ToAgent::Token("bx.test.7.1.".to_string()).encode();
     head.extend(
         ToAgent::Request(spec(&[
@@ -235,6 +246,36 @@ fn the_agent_connects_to_a_published_socket() {
     let (out, _, end) = streams(&frames(&mut conn));
     assert_eq!(end.and_then(|e| e.code), Some(0));
     assert!(out.contains("exec-run berth-exec bx.test.7.1."), "{out:?}");
+
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let mut conn = publish(dir.path(), "7-2");
+    conn.write_all(&ToAgent::ProxyListener(port).encode())
+        .unwrap();
+    let listener =
+        berth_confine::egress_handoff::receive_listener(&conn, port, Duration::from_secs(5))
+            .unwrap();
+    let client = std::thread::spawn(move || {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"through").unwrap();
+    });
+    let (mut accepted, _) = listener.accept().unwrap();
+    let mut got = String::new();
+    accepted.read_to_string(&mut got).unwrap();
+    client.join().unwrap();
+    assert_eq!(got, "through");
+
+    // Taken by a listener without SO_REUSEPORT: the agent cannot bind it
+    // and sends nothing; berth's read ends, empty.
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = squatter.local_addr().unwrap().port();
+    let mut conn = publish(dir.path(), "7-3");
+    conn.write_all(&ToAgent::ProxyListener(taken).encode())
+        .unwrap();
+    let err = berth_confine::egress_handoff::receive_listener(&conn, taken, Duration::from_secs(5))
+        .unwrap_err();
+    assert!(err.to_string().contains("receive"), "{err}");
     agent.kill().unwrap();
     agent.wait().unwrap();
 }

@@ -18,6 +18,14 @@
 //!   `SO_REUSEPORT` (so `berth serve` and a one-shot `berth exec` on the same
 //!   berth can both serve it; only uid 0 can join that port, never the
 //!   berth's uid) and leaves; the command runs after the listener exists.
+//!   A berth process that is not root cannot enter it: the berth's exec
+//!   agent, already in that namespace as the berth's uid, binds the port
+//!   (`SO_REUSEPORT` too) and hands the listener over on a socket berth
+//!   published for it, checked as the runner's is
+//!   ([`ContainerDoor::ExecAgent`]). There the berth's uid can join the
+//!   port, so a process the agent left could take some of the agent's own
+//!   connections: it reaches nothing through them that it could not reach
+//!   itself (no route out), and no other berth's.
 //!
 //! **Who runs the proxy**: the berth process that runs the exec, for the
 //! exec's duration ([`EgressPort::serve`]; the engine backs it with its
@@ -31,8 +39,8 @@
 //! ([`proxy_env`]).
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, TcpListener};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,6 +66,26 @@ pub trait EgressPort: Send + Sync + std::fmt::Debug {
 /// A listener being served; dropping it stops serving.
 pub struct EgressServing(pub Box<dyn Send + Sync>);
 
+/// How a mounted berth's listener is made in its container.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContainerDoor {
+    /// berth enters the container's network namespace when it runs as root,
+    /// else asks the exec agent.
+    #[default]
+    ByPrivilege,
+    /// Always through the exec agent: what a berth process that is not root
+    /// does (a test forces it as root).
+    ExecAgent,
+}
+
+impl ContainerDoor {
+    /// Whether the listener comes from the exec agent, for a berth process
+    /// of `uid`.
+    pub fn through_exec_agent(self, uid: u32) -> bool {
+        self == ContainerDoor::ExecAgent || uid != 0
+    }
+}
+
 /// An allow-list berth's proxy: what serves it, and the private directory
 /// where a runner exec hands its listener over.
 #[derive(Clone, Debug)]
@@ -66,6 +94,8 @@ pub struct EgressHook {
     /// berth's private directory (0700, never visible to a command) for the
     /// runner's per-exec handoff sockets.
     pub handoff_dir: PathBuf,
+    /// A mounted berth: how the listener is made in its container.
+    pub container_door: ContainerDoor,
 }
 
 impl PartialEq for EgressHook {
@@ -185,7 +215,7 @@ pub fn container_listener(pid: u32) -> Result<TcpListener, SandboxError> {
         if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        reuseport_listener()
+        berth_confine::egress_handoff::reuseport_listener(EGRESS_PORT).map(OwnedFd::from)
     })
     .join()
     .map_err(|_| SandboxError::Backend {
@@ -199,45 +229,14 @@ pub fn container_listener(pid: u32) -> Result<TcpListener, SandboxError> {
     Ok(TcpListener::from(made))
 }
 
-/// `socket`, `SO_REUSEPORT`, `bind 127.0.0.1:EGRESS_PORT`, `listen`.
-fn reuseport_listener() -> std::io::Result<OwnedFd> {
-    // SAFETY: plain socket calls on a descriptor owned right away.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let owned = OwnedFd::from_raw_fd(fd);
-        let one: libc::c_int = 1;
-        for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
-            if libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                opt,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        let addr = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: EGRESS_PORT.to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        if libc::bind(
-            fd,
-            (&addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        ) != 0
-            || libc::listen(fd, 128) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(owned)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_berth_that_is_not_root_asks_the_exec_agent() {
+        assert!(!ContainerDoor::ByPrivilege.through_exec_agent(0));
+        assert!(ContainerDoor::ByPrivilege.through_exec_agent(1000));
+        assert!(ContainerDoor::ExecAgent.through_exec_agent(0));
     }
 }

@@ -184,7 +184,8 @@
           ? 'stopped: cancelled, its output so far kept'
           : 'stop requested; the command was ' + (a.killed ? 'killed' : 'not found') + ', its end not recorded yet');
       } else if (verb === 'approve') {
-        const a = await call('POST', '/api/actions/' + encodeURIComponent(id) + '/approve', {});
+        const a = await call('POST', '/api/actions/' + encodeURIComponent(id) + '/approve',
+          { always: button.dataset.always === 'true' });
         const d = describeApproved(a);
         setOutcome(card, d[0], d[1]);
       } else {
@@ -274,7 +275,59 @@
     button.disabled = false;
   }
 
+  // A project's network lists (the network section): add a host, remove
+  // one; sent like approve and deny, then the section is shown anew (the
+  // rest of the page, a prompt being typed included, stays).
+  async function refreshNetwork(focusProject) {
+    const doc = await fetchFragment('/api/pages/approvals');
+    const fresh = doc.getElementById('network');
+    const old = document.getElementById('network');
+    if (fresh && old) { old.replaceWith(document.importNode(fresh, true)); }
+    const form = Array.from(document.querySelectorAll('form.net-add'))
+      .find(function (f) { return f.dataset.project === focusProject; });
+    if (form) { form.querySelector('input.host').focus(); }
+  }
+
+  async function addHost(form) {
+    const input = form.querySelector('input.host');
+    const button = form.querySelector('button[type="submit"]');
+    const out = form.querySelector('.outcome');
+    if (!input.value.trim()) {
+      out.textContent = 'error: the host is empty';
+      input.focus();
+      return;
+    }
+    button.disabled = true;
+    out.textContent = 'adding…';
+    try {
+      await call('POST', '/api/projects/' + encodeURIComponent(form.dataset.project) + '/network/hosts',
+        { list: form.querySelector('select.list').value, host: input.value.trim() });
+      await refreshNetwork(form.dataset.project);
+    } catch (e) {
+      button.disabled = false;
+      out.textContent = 'error: ' + e.message;
+    }
+  }
+
+  async function removeHost(button) {
+    button.disabled = true;
+    try {
+      await call('POST', '/api/projects/' + encodeURIComponent(button.dataset.project) + '/network/hosts/remove',
+        { list: button.dataset.list, host: button.dataset.host });
+      await refreshNetwork(button.dataset.project);
+    } catch (e) {
+      button.disabled = false;
+      button.textContent = 'error: ' + e.message;
+    }
+  }
+
   document.addEventListener('submit', function (ev) {
+    const hosts = ev.target.closest('form.net-add');
+    if (hosts) {
+      ev.preventDefault();
+      addHost(hosts);
+      return;
+    }
     const form = ev.target.closest('form.send-prompt');
     if (!form) { return; }
     ev.preventDefault();
@@ -288,6 +341,8 @@
     if (!b) { return; }
     if (b.dataset.verb === 'auto-mode') {
       toggleAutoMode(b);
+    } else if (b.dataset.verb === 'net-remove') {
+      removeHost(b);
     } else if (b.dataset.verb === 'task-mode' || b.dataset.verb === 'project-mode') {
       setMode(b);
     } else if (b.dataset.verb === 'pr-auto') {

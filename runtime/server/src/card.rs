@@ -233,11 +233,22 @@ pub fn action_card(a: &ActionRecord, now_ms: i64, extra: &str) -> String {
     let _ = write!(
         o,
         "<div class=\"decide\"><button type=\"button\" class=\"approve\" data-verb=\"approve\" data-action-id=\"{id}\" \
-         data-privileged=\"{privileged}\">Approve</button>\
+         data-privileged=\"{privileged}\">Approve</button>{always}\
          <button type=\"button\" class=\"deny\" data-verb=\"deny\" data-action-id=\"{id}\">Deny</button>\
          <input class=\"reason\" type=\"text\" placeholder=\"reason (optional)\" aria-label=\"reason for denying\"></div>\
          <p class=\"outcome\" aria-live=\"polite\"></p>",
         id = esc(&a.id),
+        // A connection: "always" adds its host to the project's allow list
+        // (a `WebFetch(domain:…)` rule, shown in the network section).
+        always = match &a.action {
+            Action::NetworkConnect { host, .. } => format!(
+                "<button type=\"button\" class=\"approve always\" data-verb=\"approve\" \
+                 data-always=\"true\" data-action-id=\"{id}\">Always allow {host}</button>",
+                id = esc(&a.id),
+                host = esc(host),
+            ),
+            _ => String::new(),
+        },
         privileged = has_stage(d, Stage::Privileged)
             || matches!(
                 a.action,

@@ -24,6 +24,7 @@ mod card;
 mod diff;
 mod error;
 mod listen;
+mod network_panel;
 pub mod openapi;
 pub mod page;
 mod pr_panel;

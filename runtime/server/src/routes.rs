@@ -76,6 +76,15 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .get("/api/projects", projects::list)
     .post("/api/projects", projects::add)
     .get("/api/projects/{name}", projects::show)
+    .get("/api/projects/{name}/network", projects::network)
+    .post(
+        "/api/projects/{name}/network/hosts",
+        projects::add_network_host,
+    )
+    .post(
+        "/api/projects/{name}/network/hosts/remove",
+        projects::remove_network_host,
+    )
     // Agents and their berths.
     .get("/api/agents", agents::list)
     .post("/api/agents", agents::activate)

@@ -16,7 +16,7 @@ use super::exec::agent::{self, AgentRun};
 use super::exec::{self, Run, Target};
 use super::{ContainerSpec, DockerBackend, DockerConnection, DockerError};
 use crate::confined_files::ConfinedFiles;
-use crate::egress_port::{EgressServing, container_listener};
+use crate::egress_port::{EGRESS_PORT, EgressServing, container_listener};
 use crate::image::ImageInfo;
 use crate::{
     AccessEnforcement, BerthMode, ExecOutcome, ExecRequest, OutputSink, Sandbox, SandboxError,
@@ -120,20 +120,37 @@ impl DockerBerth {
     /// logged.
     async fn egress_door(&self, backend: &DockerBackend) -> Option<EgressServing> {
         let hook = self.spec.egress.as_ref()?;
-        let pid = match backend.docker().inspect_container(&self.name, None).await {
-            Ok(c) => c.state.and_then(|s| s.pid).filter(|p| *p > 0)?,
-            Err(_) => return None,
-        };
-        let pid = u32::try_from(pid).ok()?;
-        let made = tokio::task::spawn_blocking(move || container_listener(pid)).await;
-        let listener = match made {
-            Ok(Ok(l)) => l,
-            Ok(Err(e)) => {
-                tracing::warn!(container = %self.name, error = %e, "egress: no proxy listener in the container");
-                return None;
+        let made = if hook
+            .container_door
+            .through_exec_agent(crate::identity::current_uid())
+        {
+            match &self.exec_sockets {
+                Some(dir) => agent::proxy_listener(&self.target(backend), dir, EGRESS_PORT).await,
+                None => Err(SandboxError::Backend {
+                    op: "make the proxy's listener in the container",
+                    message:
+                        "berth is not root and the berth has no exec agent ([sandbox] exec_agent)"
+                            .to_string(),
+                }),
             }
+        } else {
+            let pid = match backend.docker().inspect_container(&self.name, None).await {
+                Ok(c) => c.state.and_then(|s| s.pid).filter(|p| *p > 0)?,
+                Err(_) => return None,
+            };
+            let pid = u32::try_from(pid).ok()?;
+            match tokio::task::spawn_blocking(move || container_listener(pid)).await {
+                Ok(made) => made,
+                Err(e) => Err(SandboxError::Backend {
+                    op: "make the proxy's listener in the container",
+                    message: e.to_string(),
+                }),
+            }
+        };
+        let listener = match made {
+            Ok(l) => l,
             Err(e) => {
-                tracing::warn!(container = %self.name, error = %e, "egress: the listener task failed");
+                tracing::warn!(container = %self.name, error = %e, "egress: no proxy listener in the container");
                 return None;
             }
         };

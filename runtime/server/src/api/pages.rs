@@ -31,7 +31,8 @@ pub(crate) struct ApprovalsQuery {
 
 /// `/api/pages/approvals`: what waits for a person (a page of it), the
 /// commands running now (with their Stop buttons), the agents with their
-/// auto-mode switch, sessions, prompt queue and prompt form, and the tasks.
+/// auto-mode switch, sessions, prompt queue and prompt form, the tasks, and
+/// each project's network allow and deny lists.
 pub(crate) async fn approvals(
     State(app): State<AppState>,
     QueryArgs(q): QueryArgs<ApprovalsQuery>,
@@ -85,7 +86,16 @@ pub(crate) async fn approvals(
         now_ms: berth_engine::ids::now_ms(),
         extras: &extras,
     };
-    let body = render_approvals(&page, &running, &agents, &tasks, &project_modes, cursor);
+    let mut body = render_approvals(&page, &running, &agents, &tasks, &project_modes, cursor);
+    // Each project's network lists, editable (a project whose files do not
+    // read is left out: its own pages say why).
+    let mut lists = Vec::new();
+    for p in e.projects().await? {
+        if let Ok(l) = e.network_list(&p.name).await {
+            lists.push(l);
+        }
+    }
+    body.push_str(&crate::network_panel::network_section(&lists));
     Ok(fragment(StatusCode::OK, body))
 }
 

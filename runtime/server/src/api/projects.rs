@@ -1,10 +1,12 @@
-//! `berth project add|ls` and a project by name.
+//! `berth project add|ls`, a project by name, and its network allow and
+//! deny lists (read and edited from the approvals page).
 
 use std::path::PathBuf;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use berth_engine::network_list::{NetworkList, NetworkListKind};
 use berth_engine::{NewProject, Project};
 use serde::Deserialize;
 
@@ -64,4 +66,58 @@ pub(crate) async fn add(
         )
         .await?;
     Ok((StatusCode::CREATED, Json(p)))
+}
+
+/// `/api/projects/{name}/network`: the project's host rules.
+pub(crate) async fn network(
+    State(app): State<AppState>,
+    PathArgs(name): PathArgs<String>,
+) -> Result<Json<NetworkList>, ApiError> {
+    Ok(Json(app.engine.network_list(&name).await?))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HostBody {
+    list: Option<NetworkListKind>,
+    host: Option<String>,
+}
+
+impl HostBody {
+    fn required(self) -> Result<(NetworkListKind, String), ApiError> {
+        let example = r#"{"list": "allow", "host": "registry.npmjs.org"}"#;
+        Ok((
+            required(self.list, "list", example)?,
+            required(self.host, "host", example)?,
+        ))
+    }
+}
+
+/// Adds a host to the project's allow or deny list (its berth.toml).
+pub(crate) async fn add_network_host(
+    State(app): State<AppState>,
+    PathArgs(name): PathArgs<String>,
+    JsonBody(b): JsonBody<HostBody>,
+) -> Result<Json<NetworkList>, ApiError> {
+    let (list, host) = b.required()?;
+    Ok(Json(
+        app.engine
+            .add_network_host(&name, list, &host, &app.user)
+            .await?,
+    ))
+}
+
+/// Removes a host from the project's allow or deny list, wherever it is
+/// written.
+pub(crate) async fn remove_network_host(
+    State(app): State<AppState>,
+    PathArgs(name): PathArgs<String>,
+    JsonBody(b): JsonBody<HostBody>,
+) -> Result<Json<NetworkList>, ApiError> {
+    let (list, host) = b.required()?;
+    Ok(Json(
+        app.engine
+            .remove_network_host(&name, list, &host, &app.user)
+            .await?,
+    ))
 }

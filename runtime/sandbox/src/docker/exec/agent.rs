@@ -141,7 +141,7 @@ pub(crate) async fn run(
     if recently_unanswered(exec.dir) {
         return Ok(AgentRun::Unanswered(request, sink));
     }
-    let Some(conn) = publish_and_accept(exec.dir).await else {
+    let Some(conn) = publish_and_accept(exec.dir, AGENT_ANSWER).await else {
         mark_unanswered(exec.dir);
         return Ok(AgentRun::Unanswered(request, sink));
     };
@@ -330,9 +330,65 @@ pub(crate) fn clear_unanswered(dir: &Path) {
     let _ = std::fs::remove_file(dir.join(UNANSWERED_MARK));
 }
 
-/// Publishes a socket for one exec and waits for the agent to connect;
-/// `None` when it does not (the socket is gone either way).
-async fn publish_and_accept(dir: &Path) -> Option<tokio::net::UnixStream> {
+/// How long a just-started agent has to answer the proxy listener's
+/// request (a Docker exec starts it).
+const AGENT_START: Duration = Duration::from_secs(5);
+
+/// The egress proxy's listener on `127.0.0.1:port` in the container's
+/// network namespace, made by the berth's exec agent (as the berth's uid,
+/// in that namespace) and handed over on a published socket: how a berth
+/// process that is not root, so cannot enter the namespace itself, gets it
+/// ([`crate::egress_port`]). When no agent answers it is started once and
+/// asked again. What comes back is checked as the runner's handoff is: a
+/// listening TCP socket on `127.0.0.1:port`, or an error.
+pub(crate) async fn proxy_listener(
+    target: &Target<'_>,
+    dir: &Path,
+    port: u16,
+) -> Result<std::net::TcpListener, SandboxError> {
+    let op = "make the proxy's listener in the container through the exec agent";
+    let answered = match recently_unanswered(dir) {
+        true => None,
+        false => publish_and_accept(dir, AGENT_ANSWER).await,
+    };
+    let conn = match answered {
+        Some(conn) => conn,
+        None => {
+            start(target).await?;
+            let conn = publish_and_accept(dir, AGENT_START).await.ok_or_else(|| {
+                SandboxError::Backend {
+                    op,
+                    message: "the exec agent did not answer".to_string(),
+                }
+            })?;
+            clear_unanswered(dir);
+            conn
+        }
+    };
+    let io = |source| SandboxError::Io { op, source };
+    let mut conn = conn;
+    conn.write_all(&ToAgent::ProxyListener(port).encode())
+        .await
+        .map_err(io)?;
+    let conn = conn.into_std().map_err(io)?;
+    conn.set_nonblocking(false).map_err(io)?;
+    tokio::task::spawn_blocking(move || {
+        berth_confine::egress_handoff::receive_listener(&conn, port, AGENT_START)
+    })
+    .await
+    .map_err(|e| SandboxError::Backend {
+        op,
+        message: e.to_string(),
+    })?
+    .map_err(|e| SandboxError::Backend {
+        op,
+        message: e.to_string(),
+    })
+}
+
+/// Publishes a socket for one exec and waits up to `wait` for the agent to
+/// connect; `None` when it does not (the socket is gone either way).
+async fn publish_and_accept(dir: &Path, wait: Duration) -> Option<tokio::net::UnixStream> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let name = format!(
         "{}-{}",
@@ -355,7 +411,7 @@ async fn publish_and_accept(dir: &Path) -> Option<tokio::net::UnixStream> {
     let ready = std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o666))
         .and_then(|()| std::fs::rename(&staging, &published));
     let accepted = match ready {
-        Ok(()) => tokio::time::timeout(AGENT_ANSWER, listener.accept()).await,
+        Ok(()) => tokio::time::timeout(wait, listener.accept()).await,
         Err(e) => {
             tracing::debug!(error = %e, "could not publish the exec socket");
             let _ = std::fs::remove_file(&staging);
