@@ -8,9 +8,10 @@
 //!   beside a mounted berth's container, on the host): the berth's uid,
 //!   its home and private `/tmp`, `/work` bound read-only (it changes
 //!   files only through berth's tools, as proposed actions), berth's state
-//!   directory not in its mount tree. Unlike the berth's commands its
-//!   network is open: the model's hosts through the network issue's proxy
-//!   are not done yet, and `activate` says so.
+//!   directory not in its mount tree. Its network: with `[agent]
+//!   model_hosts`, only those hosts, through berth's egress proxy on its
+//!   runner's loopback (`egress_serving.rs`'s `ModelHostsGate`); without
+//!   it, open, and `activate` says so.
 //! - **The prompt.** Written beneath the berth's private `/tmp` through
 //!   [`ConfinedFiles`] (never through a link the agent planted), at
 //!   `/tmp/berth-prompt-<id>.md`: `{prompt_file}`. `{prompt}` is the text,
