@@ -906,6 +906,38 @@ fn every_endpoint_family(api: &Api, state: &State) {
         422,
         "invalid_body",
     );
+    let prompt = api.ok(
+        "get",
+        "/api/projects/{name}/prompts/ci-auto-fix",
+        &["demo"],
+        None,
+    );
+    assert_eq!(prompt["edited"], false, "{prompt}");
+    let prompt = api.ok(
+        "put",
+        "/api/projects/{name}/prompts/ci-auto-fix",
+        &["demo"],
+        Some(json!({"body": "Ours: {{pr.feedback}}"})),
+    );
+    assert_eq!(
+        (&prompt["edited"], &prompt["body"]),
+        (&json!(true), &json!("Ours: {{pr.feedback}}"))
+    );
+    let prompt = api.ok(
+        "put",
+        "/api/projects/{name}/prompts/ci-auto-fix",
+        &["demo"],
+        Some(json!({"body": null})),
+    );
+    assert_eq!(prompt["edited"], false, "{prompt}");
+    api.err(
+        "put",
+        "/api/projects/{name}/prompts/ci-auto-fix",
+        &["demo"],
+        Some(json!({"body": " "})),
+        422,
+        "invalid_value",
+    );
     let merge = api.ok("post", "/api/prs/{id}/merge", &["1"], None);
     assert_eq!(
         merge["status"]["status"], "pending",

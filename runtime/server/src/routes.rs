@@ -76,6 +76,14 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .get("/api/projects", projects::list)
     .post("/api/projects", projects::add)
     .get("/api/projects/{name}", projects::show)
+    .get(
+        "/api/projects/{name}/prompts/ci-auto-fix",
+        pr_automation::auto_fix_prompt,
+    )
+    .put(
+        "/api/projects/{name}/prompts/ci-auto-fix",
+        pr_automation::set_auto_fix_prompt,
+    )
     .get("/api/projects/{name}/network", projects::network)
     .post(
         "/api/projects/{name}/network/hosts",

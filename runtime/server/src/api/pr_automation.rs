@@ -1,10 +1,12 @@
-//! `berth pr auto`: a PR's automation switches (auto-fix rounds,
-//! auto-merge, lifecycle prompts), read and set as the user the server
-//! runs for. Setting a switch evaluates the PR at once.
+//! `berth pr auto` and `berth pr auto-prompt`: a PR's automation switches
+//! (auto-fix rounds, auto-merge, lifecycle prompts) and a project's
+//! `ci-auto-fix` prompt, read and set as the user the server runs for.
+//! Setting a switch evaluates the PR at once.
 
 use axum::Json;
 use axum::extract::State;
-use berth_engine::pr_automation::{PrAutomation, SwitchChange};
+use berth_engine::pr_automation::template::AUTO_FIX;
+use berth_engine::pr_automation::{PrAutomation, PromptTemplate, SwitchChange};
 use serde::Deserialize;
 
 use super::PathArgs;
@@ -56,4 +58,33 @@ pub(crate) async fn set(
     };
     let e = app.engine.set_pr_automation(&id, change, &app.user).await?;
     Ok(Json(e.automation))
+}
+
+/// The project's auto-fix prompt: its edit, else berth's default.
+pub(crate) async fn auto_fix_prompt(
+    State(app): State<AppState>,
+    PathArgs(name): PathArgs<String>,
+) -> Result<Json<PromptTemplate>, ApiError> {
+    Ok(Json(app.engine.prompt_template(&name, AUTO_FIX).await?))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PromptBody {
+    /// The new text; absent or null: back to berth's default.
+    body: Option<String>,
+}
+
+/// Edits the project's auto-fix prompt (a later berth never overwrites the
+/// edit), or resets it to berth's default.
+pub(crate) async fn set_auto_fix_prompt(
+    State(app): State<AppState>,
+    PathArgs(name): PathArgs<String>,
+    JsonBody(b): JsonBody<PromptBody>,
+) -> Result<Json<PromptTemplate>, ApiError> {
+    Ok(Json(
+        app.engine
+            .set_prompt_template(&name, AUTO_FIX, b.body.as_deref(), &app.user)
+            .await?,
+    ))
 }
