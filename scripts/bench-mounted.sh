@@ -8,6 +8,14 @@
 #   2. `berth up dev-1 --mode mounted` from down (provision the worktree
 #      with git2, chown it, create and start the container) against
 #      `docker run -d` of the same image plus `git worktree add`.
+#   3. The same with a custom image (`[sandbox] image`, berth's tools
+#      injected at /opt/berth): a local image built FROM the agent image,
+#      or BENCH_IMAGE (it must have `sleep` for the baseline's container).
+#   4. The injected tools' cost per exec: `berth exec` of `true` in a
+#      berth of the custom image (tools mounted at /opt/berth) against the
+#      same in a berth of the default image (none), and git through the
+#      injected loader against the image's own git — with farm-bench, in
+#      pairs (A B A B …), so the ratio holds on a loaded machine.
 #
 #   scripts/bench-mounted.sh            # release build; BENCH_RUNS=50 by default
 #   BERTH_BASELINE=/path/to/old/berth scripts/bench-mounted.sh
@@ -19,6 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v hyperfine >/dev/null || { echo "bench-mounted: needs hyperfine (apt-get install -y hyperfine)" >&2; exit 1; }
+command -v farm-bench >/dev/null || echo "bench-mounted: no farm-bench: section 4 (paired) is left out" >&2
 docker version >/dev/null 2>&1 || { echo "bench-mounted: the Docker engine does not answer" >&2; exit 1; }
 runs=${BENCH_RUNS:-50}
 
@@ -33,9 +42,12 @@ BERTH="$target_dir/release/berth"
 work=$(mktemp -d)
 export BERTH_HOME="$work/state"
 baseline=bench-baseline-$$
+custom_tag=bench-custom-$$:1
 cleanup() {
   "$BERTH" down dev-1 >/dev/null 2>&1 || true
+  "$BERTH" down dev-2 >/dev/null 2>&1 || true
   docker rm -f "$baseline" >/dev/null 2>&1 || true
+  [ -n "${BENCH_IMAGE:-}" ] || docker rmi -f "$custom_tag" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -79,3 +91,42 @@ hyperfine -N --warmup 2 --runs "$((runs / 2 > 5 ? runs / 2 : 5))" \
   --prepare "$BERTH down dev-1" \
   -n "berth up (mounted)" \
   "$BERTH up dev-1 --project bench --mode mounted"
+
+echo "== 3. up from down, a custom image (berth's tools injected at /opt/berth)"
+image=${BENCH_IMAGE:-}
+if [ -z "$image" ]; then
+  image=$custom_tag
+  mkdir -p "$work/custom"
+  printf 'FROM berth-agent:latest\nRUN echo custom > /etc/custom\nENV CUSTOM=1\n' > "$work/custom/Dockerfile"
+  docker build -q --network none -t "$image" "$work/custom" >/dev/null
+fi
+"$BERTH" project add custom --from "$src" >/dev/null
+sed -i "0,/^image = \"\"/s||image = \"$image\"|" "$BERTH_HOME/projects/custom/berth.toml"
+grep -q "^image = \"$image\"" "$BERTH_HOME/projects/custom/berth.toml" || { echo "bench-mounted: could not set the custom image" >&2; exit 1; }
+"$BERTH" agent activate dev-2 --project custom >/dev/null
+"$BERTH" autonomy set dev-2 terminal auto_approve >/dev/null
+"$BERTH" up dev-2 --project custom --mode mounted >/dev/null
+[ "$("$BERTH" exec dev-2 -- 'test -x /opt/berth/bin/git && echo injected')" = injected ] || { echo "bench-mounted: no tools at /opt/berth in dev-2" >&2; exit 1; }
+"$BERTH" down dev-1 >/dev/null
+docker rm -f "$baseline" >/dev/null 2>&1 || true
+hyperfine -N --warmup 2 --runs "$((runs / 2 > 5 ? runs / 2 : 5))" \
+  --prepare "sh -c 'docker rm -f $baseline >/dev/null 2>&1; git -C $base_repo worktree remove --force $base_wt >/dev/null 2>&1; git -C $base_repo branch -D wt >/dev/null 2>&1; true'" \
+  -n "docker run + git worktree add (custom image)" \
+  "sh -c 'git -C $base_repo worktree add -q -b wt $base_wt main && docker run -d -q --name $baseline --network none --cap-drop ALL --security-opt no-new-privileges --init --memory 2g --memory-swap 2g --pids-limit 512 --user 1000:1000 --mount type=bind,source=$base_wt,target=/work -w /work $image sleep infinity >/dev/null'" \
+  --prepare "$BERTH down dev-2" \
+  -n "berth up (mounted, custom image)" \
+  "$BERTH up dev-2 --project custom --mode mounted"
+docker rm -f "$baseline" >/dev/null 2>&1 || true
+
+if command -v farm-bench >/dev/null; then
+  echo "== 4. the injected tools' cost per exec (A: custom image, tools at /opt/berth; B: default image)"
+  "$BERTH" up dev-1 --project bench --mode mounted >/dev/null
+  "$BERTH" up dev-2 --project custom --mode mounted >/dev/null
+  uptime
+  farm-bench -n "$((runs > 100 ? 100 : runs))" --warmup 5 --timeout 600 \
+    --vs "$BERTH exec dev-1 -- true" -- "$BERTH" exec dev-2 -- true
+  echo "-- git --version: A through the injected loader (/opt/berth/bin/git), B the image's own git"
+  farm-bench -n "$((runs > 100 ? 100 : runs))" --warmup 5 --timeout 600 \
+    --vs "$BERTH exec dev-1 -- git --version" -- "$BERTH" exec dev-2 -- /opt/berth/bin/git --version
+  uptime
+fi

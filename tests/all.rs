@@ -23,4 +23,5 @@ mod net;
 mod pipelines;
 mod pr_checks;
 mod pr_review;
+mod project_dockerfile;
 mod prompts;

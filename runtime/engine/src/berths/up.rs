@@ -103,6 +103,20 @@ impl Engine {
         {
             return Err(problem.into());
         }
+        // A Dockerfile on the base branch: the image built from it, once
+        // built, and a word when the branch has moved on since.
+        if mode == BerthMode::Mounted
+            && let Some(problem) = crate::project_image::build_problem(project, &loaded.config)
+        {
+            return Err(problem.into());
+        }
+        let image_note = match (mode, &loaded.config.dockerfile_image) {
+            (BerthMode::Mounted, Some(record)) if loaded.config.sandbox.build.is_set() => {
+                self.dockerfile_image_note(project, &loaded.project.base_branch, record)
+                    .await?
+            }
+            _ => None,
+        };
         self.provider
             .check(mode, &crate::project_image::image_ref(&loaded.config))
             .await?;
@@ -271,6 +285,13 @@ impl Engine {
             });
         }
         if let Some(note) = uid_note {
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
+        if let Some(note) = image_note {
+            tracing::info!(agent = agent.as_str(), %note, "the berth runs an image older than its Dockerfile");
             info.note = Some(match info.note {
                 Some(n) => format!("{note}; {n}"),
                 None => note,
