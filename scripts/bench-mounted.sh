@@ -18,6 +18,8 @@
 #      pairs (A B A B …), so the ratio holds on a loaded machine.
 #
 #   scripts/bench-mounted.sh            # release build; BENCH_RUNS=50 by default
+#   BERTH_BIN=target/debug/berth scripts/bench-mounted.sh
+#                                       # a berth already built instead
 #   BERTH_BASELINE=/path/to/old/berth scripts/bench-mounted.sh
 #                                       # also that binary's exec, in the same run
 #                                       # (build it from another worktree)
@@ -31,12 +33,17 @@ command -v farm-bench >/dev/null || echo "bench-mounted: no farm-bench: section 
 docker version >/dev/null 2>&1 || { echo "bench-mounted: the Docker engine does not answer" >&2; exit 1; }
 runs=${BENCH_RUNS:-50}
 
-# berth-helper too: it is the exec agent inside the container.
-cargo build -q --release --bin berth --bin berth-helper
-# Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
-target_dir=$(cargo metadata --format-version 1 --no-deps \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-BERTH="$target_dir/release/berth"
+if [ -n "${BERTH_BIN:-}" ]; then
+  # A berth already built (with berth-helper beside it), e.g. a debug one.
+  BERTH=$BERTH_BIN
+else
+  # berth-helper too: it is the exec agent inside the container.
+  cargo build -q --release --bin berth --bin berth-helper
+  # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
+  target_dir=$(cargo metadata --format-version 1 --no-deps \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  BERTH="$target_dir/release/berth"
+fi
 "$BERTH" image build | tail -1
 
 work=$(mktemp -d)
@@ -97,7 +104,8 @@ image=${BENCH_IMAGE:-}
 if [ -z "$image" ]; then
   image=$custom_tag
   mkdir -p "$work/custom"
-  printf 'FROM berth-agent:latest\nRUN echo custom > /etc/custom\nENV CUSTOM=1\n' > "$work/custom/Dockerfile"
+  printf 'custom\n' > "$work/custom/custom.txt"
+  printf 'FROM berth-agent:latest\nCOPY custom.txt /etc/custom\nENV CUSTOM=1\n' > "$work/custom/Dockerfile"
   docker build -q --network none -t "$image" "$work/custom" >/dev/null
 fi
 "$BERTH" project add custom --from "$src" >/dev/null
