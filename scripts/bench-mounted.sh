@@ -10,7 +10,9 @@
 #      `docker run -d` of the same image plus `git worktree add`.
 #   3. The same with a custom image (`[sandbox] image`, berth's tools
 #      injected at /opt/berth): a local image built FROM the agent image,
-#      or BENCH_IMAGE (it must have `sleep` for the baseline's container).
+#      or BENCH_IMAGE (it must have `sleep` for the baseline's container);
+#      with hyperfine, then in pairs (baseline, berth, …) for the median of
+#      the pairs' ratios, which holds on a loaded machine.
 #   4. The injected tools' cost per exec: `berth exec` of `true` in a
 #      berth of the custom image (tools mounted at /opt/berth) against the
 #      same in a berth of the default image (none), and git through the
@@ -125,6 +127,40 @@ hyperfine -N --warmup 2 --runs "$((runs / 2 > 5 ? runs / 2 : 5))" \
   -n "berth up (mounted, custom image)" \
   "$BERTH up dev-2 --project custom --mode mounted"
 docker rm -f "$baseline" >/dev/null 2>&1 || true
+# The same in pairs (baseline, berth, baseline, berth …), each timed without
+# its set-up: the ratio of each pair, so a load that drifts cancels out.
+BERTH="$BERTH" IMAGE="$image" BASE_REPO="$base_repo" BASE_WT="$base_wt" BASELINE="$baseline" \
+  PAIRS="$((runs / 2 > 5 ? runs / 2 : 5))" python3 - <<'PY'
+import os, statistics, subprocess, time
+e = os.environ
+def run(*argv):
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def quiet(*argv):
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def timed(*argv):
+    t = time.perf_counter(); run(*argv); return time.perf_counter() - t
+base, ours, ratios = [], [], []
+for i in range(int(e["PAIRS"]) + 2):
+    quiet("docker", "rm", "-f", e["BASELINE"])
+    quiet("git", "-C", e["BASE_REPO"], "worktree", "remove", "--force", e["BASE_WT"])
+    quiet("git", "-C", e["BASE_REPO"], "branch", "-D", "wt")
+    t = time.perf_counter()
+    run("git", "-C", e["BASE_REPO"], "worktree", "add", "-q", "-b", "wt", e["BASE_WT"], "main")
+    run("docker", "run", "-d", "-q", "--name", e["BASELINE"], "--network", "none", "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges", "--init", "--memory", "2g", "--memory-swap", "2g",
+        "--pids-limit", "512", "--user", "1000:1000", "--mount",
+        f"type=bind,source={e['BASE_WT']},target=/work", "-w", "/work", e["IMAGE"], "sleep", "infinity")
+    b = time.perf_counter() - t
+    quiet(e["BERTH"], "down", "dev-2")
+    o = timed(e["BERTH"], "up", "dev-2", "--project", "custom", "--mode", "mounted")
+    if i >= 2:  # two warm-up pairs
+        base.append(b); ours.append(o); ratios.append(o / b)
+quiet("docker", "rm", "-f", e["BASELINE"])
+ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (min {min(xs) * 1000:.0f}, max {max(xs) * 1000:.0f})"
+print(f"paired, {len(ratios)} pairs: docker run + git worktree add {ms(base)}; berth up {ms(ours)}")
+print(f"berth up / (docker run + git worktree add), median of the pairs' ratios: {statistics.median(ratios):.2f}x "
+      f"(quartiles {statistics.quantiles(ratios, n=4)[0]:.2f}-{statistics.quantiles(ratios, n=4)[2]:.2f}; goal <= 1.0x)")
+PY
 
 if command -v farm-bench >/dev/null; then
   echo "== 4. the injected tools' cost per exec (A: custom image, tools at /opt/berth; B: default image)"

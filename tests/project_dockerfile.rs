@@ -167,5 +167,15 @@ fn a_dockerfile_on_the_base_branch_is_built_and_only_a_merged_change_reaches_the
     let up = f.json(&["up", "dev-1", "--project", &project, "--json"]);
     assert_eq!(up["note"], Value::Null, "{up}");
     assert_eq!(marker(), "two");
-    f.ok(&["down", "dev-1"]);
+    f.ok(&["down", "dev-1", "--keep-worktree"]);
+
+    // The recorded image removed: `up` says to build it again.
+    f.ok(&["image", "rm", &new_tag]);
+    let (_, err) = f.err(&["up", "dev-1", "--project", &project]);
+    assert!(
+        err.contains(&format!(
+            "image {new_tag}, built from its Dockerfile on the base branch, cannot be used"
+        )) && err.contains(&format!("run `berth image build --project {project}`")),
+        "{err}"
+    );
 }

@@ -522,9 +522,10 @@ impl EngineError {
             EngineError::Config { .. } | EngineError::Rules(_) | EngineError::Devcontainer(_) => {
                 (K::Internal, "config_invalid")
             }
-            EngineError::ProjectImage(crate::project_image::ProjectImageError::NotBuilt {
-                ..
-            }) => (K::Conflict, "image_not_built"),
+            EngineError::ProjectImage(
+                crate::project_image::ProjectImageError::NotBuilt { .. }
+                | crate::project_image::ProjectImageError::Unusable { .. },
+            ) => (K::Conflict, "image_not_built"),
             EngineError::ProjectImage(_) => (K::Internal, "config_invalid"),
             EngineError::Worktrees(w) => worktrees_class(w),
             EngineError::Review(r) => r.class(),

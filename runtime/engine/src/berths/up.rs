@@ -117,9 +117,24 @@ impl Engine {
             }
             _ => None,
         };
-        self.provider
-            .check(mode, &crate::project_image::image_ref(&loaded.config))
-            .await?;
+        let image = crate::project_image::image_ref(&loaded.config);
+        if let Err(e) = self.provider.check(mode, &image).await {
+            // The recorded image of a Dockerfile on the base branch, gone
+            // (`berth image rm`) or unusable: building it again mends it.
+            return Err(match (&loaded.config.dockerfile_image, image) {
+                (Some(record), berth_sandbox::image::ImageRef::Named(tag))
+                    if mode == BerthMode::Mounted && record.tag == tag =>
+                {
+                    crate::project_image::ProjectImageError::Unusable {
+                        project: project.to_string(),
+                        tag,
+                        why: e.to_string(),
+                    }
+                    .into()
+                }
+                _ => e.into(),
+            });
+        }
         // The berth's own uid (mounted, and runner when berth is root):
         // allocated, checked against the host, or kept as made; it owns the
         // repository and the worktree. A runner berth of a berth not root

@@ -43,6 +43,14 @@ pub enum ProjectImageError {
         branch: String,
     },
     #[error(
+        "project {project}'s image {tag}, built from its Dockerfile on the base branch, cannot be used ({why}): run `berth image build --project {project}`"
+    )]
+    Unusable {
+        project: String,
+        tag: String,
+        why: String,
+    },
+    #[error(
         "{path}: the record of the project's Dockerfile image is unreadable ({message}); run `berth image build --project P` to write it again"
     )]
     Record { path: PathBuf, message: String },
