@@ -24,4 +24,5 @@ mod pipelines;
 mod pr_automation;
 mod pr_checks;
 mod pr_review;
+mod project_dockerfile;
 mod prompts;

@@ -9,7 +9,7 @@
 //! The Docker test skips without an engine, except under `CI=true`.
 
 use crate::cli::JsonDoc;
-use crate::docker::docker_answers;
+use crate::docker::{RemoveImage, docker_answers};
 use crate::fixture::{Fixture, git};
 
 use serde_json::Value;
@@ -201,17 +201,6 @@ fn a_devcontainer_builds_the_image_sets_the_env_and_proposes_its_post_commands()
 /// fail).
 fn doctor_json(f: &Fixture) -> Value {
     serde_json::from_slice(&f.run(&["doctor", "--json"]).stdout).unwrap()
-}
-
-/// Removes an image a test built.
-struct RemoveImage(String);
-
-impl Drop for RemoveImage {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("docker")
-            .args(["rmi", "-f", &self.0])
-            .output();
-    }
 }
 
 #[test]

@@ -86,7 +86,7 @@ pub(crate) fn python() -> PathBuf {
 }
 
 /// One MCP session: the Python client with `berth mcp` as its server.
-struct Client {
+pub(crate) struct Client {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
@@ -94,7 +94,7 @@ struct Client {
 }
 
 impl Client {
-    fn start(state: &Path, agent: &str) -> Client {
+    pub(crate) fn start(state: &Path, agent: &str) -> Client {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client.py");
         let mut child = Command::new(python())
             .arg(script)
@@ -142,7 +142,7 @@ impl Client {
         self.next()
     }
 
-    fn call(&mut self, tool: &str, args: Value) -> Value {
+    pub(crate) fn call(&mut self, tool: &str, args: Value) -> Value {
         self.send(json!({"op": "call", "tool": tool, "args": args}))
     }
 }

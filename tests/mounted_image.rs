@@ -1,7 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Any local image in `[sandbox] image`, through the `berth` binary, against
 //! the real Docker engine: an image with no shell, no git and no user of its
-//! own hosts a berth, because berth injects its tools at `/opt/berth`.
+//! own hosts a berth, because berth injects its tools at `/opt/berth`; a
+//! toolchain image `berth image build --recipe` makes from the host's Python
+//! runs a project's `python3 -m unittest` through `berth exec`, as the
+//! berth's own uid.
 //!
 //! Without a Docker engine these tests skip with the reason, except under
 //! `CI=true`, where they fail.
@@ -138,6 +141,15 @@ fn image_build_for_a_project_builds_its_dockerfile_once_and_ls_rm_doctor_know_it
         (again["tag"].as_str(), &again["up_to_date"]),
         (Some(tag.as_str()), &serde_json::json!(true))
     );
+    // A host path still builds, and is said to be deprecated.
+    let warned = f.run(&["image", "build", "--project", &project]);
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    assert!(
+        warned.status.success()
+            && stderr.contains("is a host path")
+            && stderr.contains("deprecated"),
+        "{stderr}"
+    );
 
     let listed = checked("image ls", &["image", "ls", "--json"]);
     let ours = listed
@@ -203,4 +215,114 @@ fn image_rm_refuses_an_image_berth_did_not_build() {
         .output()
         .unwrap();
     assert!(out.status.success());
+}
+
+/// This host's Python and its standard library (as Python itself names
+/// it), as a recipe's `[[host]]` entries with the libraries `ldd` finds; the
+/// library less its own tests, caches and what an image needs no display for.
+fn host_python_entries() -> Option<String> {
+    let out = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .ok()?;
+    let stdlib = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    let skip = [
+        "test",
+        "__pycache__",
+        "idlelib",
+        "tkinter",
+        "turtledemo",
+        "ensurepip",
+        "lib2to3",
+        "dist-packages",
+        "site-packages",
+    ];
+    (out.status.success() && Path::new(&stdlib).is_dir()).then(|| {
+        format!(
+            "\n[[host]]\npath = \"/usr/bin/python3\"\nlibraries = true\n\n[[host]]\npath = {stdlib:?}\nlibraries = true\nexclude = {skip:?}\n"
+        )
+    })
+}
+
+#[test]
+fn a_python_toolchain_image_from_the_recipe_runs_unittest_through_berth_exec() {
+    if !docker_answers() {
+        return;
+    }
+    let Some(python) = host_python_entries() else {
+        // CI's host has it: a skip there would hide a failure.
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !ci,
+            "CI=true and this host has no Python with its standard library"
+        );
+        return eprintln!("skipping: no host Python");
+    };
+    let project = format!("i{}-py", std::process::id());
+    let f = Fixture::named(&project);
+    // The project: a module and its tests, committed on the base branch.
+    let src = f.source_repo();
+    std::fs::write(src.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    std::fs::write(
+        src.join("test_calc.py"),
+        "import json, unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_json(self):\n        self.assertEqual(json.loads('[1]'), [1])\n",
+    )
+    .unwrap();
+    crate::fixture::git(&src, &["add", "-A"]);
+    crate::fixture::git(&src, &["commit", "-q", "-m", "calc"]);
+    let f = f.with_project();
+
+    // The agent recipe and the host's Python with its standard library.
+    let recipe = concat!(env!("CARGO_MANIFEST_DIR"), "/../images/agent/recipe.toml");
+    let name = format!("berth-test-cli-python-{}", std::process::id());
+    let text = std::fs::read_to_string(recipe).unwrap().replacen(
+        "name = \"berth-agent\"",
+        &format!("name = \"{name}\""),
+        1,
+    ) + &python;
+    assert!(text.contains(&name), "the recipe names its image otherwise");
+    let recipe_file = f.root().join("python.toml");
+    std::fs::write(&recipe_file, text).unwrap();
+    let built = f.json(&[
+        "image",
+        "build",
+        "--recipe",
+        recipe_file.to_str().unwrap(),
+        "--json",
+    ]);
+    let _tag = TestImage(built["tag"].as_str().unwrap().to_string());
+    let latest = TestImage(built["latest"].as_str().unwrap().to_string());
+    f.edit_config(|text| {
+        assert!(text.contains("\nimage = \"\"\n"), "{text}");
+        text.replace("\nimage = \"\"\n", &format!("\nimage = \"{}\"\n", latest.0))
+    });
+    f.ok(&["agent", "activate", "dev-1", "--project", &project]);
+    let up = f.json(&[
+        "up",
+        "dev-1",
+        "--project",
+        &project,
+        "--mode",
+        "mounted",
+        "--json",
+    ]);
+    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    // The berth's uid owns its worktree.
+    let owner = {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(up["worktree"].as_str().unwrap())
+            .unwrap()
+            .uid()
+    };
+    let out = f.ok(&["exec", "dev-1", "--", "id -u; python3 -m unittest 2>&1"]);
+    assert!(
+        out.starts_with(&format!("{owner}\n"))
+            && out.contains("Ran 2 tests")
+            && out.contains("\nOK"),
+        "{out}"
+    );
+    f.ok(&["down", "dev-1"]);
 }

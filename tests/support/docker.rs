@@ -1,6 +1,6 @@
 //! Whether the tests that need a Docker engine can run: they skip with the
 //! reason without one, except under `CI=true`, where a missing engine fails
-//! the run (never a silent skip).
+//! the run (never a silent skip). Also what removes an image a test made.
 
 use std::process::Command;
 
@@ -17,4 +17,14 @@ pub fn docker_answers() -> bool {
         eprintln!("skipping: the Docker engine does not answer");
     }
     ok
+}
+
+/// A local image a test made (by tag or id); removed, with what it holds,
+/// when dropped.
+pub struct RemoveImage(pub String);
+
+impl Drop for RemoveImage {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").args(["rmi", "-f", &self.0]).output();
+    }
 }

@@ -69,7 +69,7 @@ use std::path::Path;
 
 pub use agent::WorktreeInfo;
 pub use agent_git::{RefsDone, RefsJob, run_refs_job, skip_rehash_for_checkout};
-pub use branch_file::BranchFile;
+pub use branch_file::{BranchDir, BranchFile};
 pub use commit::{CommitOutcome, CommitRequest, run_commit_job};
 pub use error::{Error, NameKind, Op, Result};
 pub use exchange::{Exported, SyncStatus, Synced, pr_export_ref};

@@ -1,8 +1,9 @@
 //! What berth reads of a PR on its own: a throwaway checkout of one forge
 //! commit (where a project's checks run, never in an agent's berth),
-//! whether a branch would merge into another now (a PR's conflicts), and
-//! the files a branch changes since it left its target (a PR's diff, as
-//! text bounded per file).
+//! whether a branch would merge into another now (a PR's conflicts), the
+//! files a branch changes since it left its target (a PR's diff, as text
+//! bounded per file), and a checkout of one directory of a commit, by its
+//! tree: the build context of a project's Dockerfile on its base branch.
 //!
 //! Both read the forge, which only berth writes. The checkout goes into a
 //! directory the caller has just made empty under berth's state — no agent
@@ -11,7 +12,7 @@
 
 use std::path::Path;
 
-use git2::{MergeOptions, Oid, build::CheckoutBuilder};
+use git2::{MergeOptions, Oid, Repository, Tree, build::CheckoutBuilder};
 
 use crate::Worktrees;
 use crate::error::{self, Error, Op, Result};
@@ -51,12 +52,27 @@ impl Worktrees {
             .map_err(git)?
             .tree()
             .map_err(git)?;
-        check_checkout_size(&forge, tree.id(), &name, max_bytes, op)?;
-        let mut checkout = CheckoutBuilder::new();
-        checkout.target_dir(dest).force().update_index(false);
-        forge
-            .checkout_tree(tree.as_object(), Some(&mut checkout))
-            .map_err(git)
+        write_tree(&forge, &tree, &name, dest, max_bytes, op)
+    }
+
+    /// Writes forge tree `tree` (a directory of a commit, as
+    /// [`Worktrees::forge_branch_dir`] names it) into `dest`, an empty
+    /// directory berth made, refusing a tree of more than `max_bytes`. A
+    /// symlink in it is written as a symlink, never followed.
+    pub fn check_out_tree(
+        &self,
+        project: &ProjectName,
+        tree: Oid,
+        dest: &Path,
+        max_bytes: u64,
+    ) -> Result<()> {
+        let op = Op::Snapshot;
+        let forge = open_forge(&self.layout, project, op)?;
+        let name = tree.to_string();
+        let found = forge
+            .find_tree(tree)
+            .map_err(|e| error::git(op, forge.path(), Some(&name))(e))?;
+        write_tree(&forge, &found, &name, dest, max_bytes, op)
     }
 
     /// The paths that would conflict if forge branch `source` were merged
@@ -179,4 +195,21 @@ impl Worktrees {
         }
         Ok(out)
     }
+}
+
+/// Writes `tree` into `dest` once its size is known to be within `max_bytes`.
+fn write_tree(
+    forge: &Repository,
+    tree: &Tree<'_>,
+    name: &str,
+    dest: &Path,
+    max_bytes: u64,
+    op: Op,
+) -> Result<()> {
+    check_checkout_size(forge, tree.id(), name, max_bytes, op)?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout.target_dir(dest).force().update_index(false);
+    forge
+        .checkout_tree(tree.as_object(), Some(&mut checkout))
+        .map_err(|e| error::git(op, forge.path(), Some(name))(e))
 }

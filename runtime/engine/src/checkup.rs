@@ -417,11 +417,17 @@ async fn check_images(
             continue;
         }
         tools_needed |= image != ImageRef::DefaultAgent;
-        if let Some(problem) = crate::devcontainer::image_problem(project, config) {
+        // An image berth builds for the project and has not built yet.
+        let not_built = crate::devcontainer::image_problem(project, config)
+            .map(|p| p.to_string())
+            .or_else(|| {
+                crate::project_image::build_problem(project, config).map(|p| p.to_string())
+            });
+        if let Some(problem) = not_built {
             checks.push(Check::with(
                 "image",
                 CheckStatus::Warn,
-                problem.to_string(),
+                problem,
                 format!("berth image build --project {project}"),
             ));
             continue;
@@ -439,7 +445,11 @@ async fn check_images(
             checks.push(check_dockerfile_image(backend, project, build).await);
             continue;
         }
+        let from_branch = config.dockerfile_image.is_some() && config.sandbox.build.is_set();
         let shown = match config.sandbox.image.trim() {
+            _ if from_branch => {
+                format!("the image built from project {project}'s Dockerfile on its base branch")
+            }
             "" => "the default agent image".to_string(),
             name => format!("image {name}"),
         };
@@ -462,6 +472,7 @@ async fn check_images(
                 CheckStatus::Fail,
                 format!("{shown} of project {}: {e}", project),
                 match config.sandbox.image.trim() {
+                    _ if from_branch => format!("berth image build --project {project}"),
                     "" => "berth image build".to_string(),
                     name => format!(
                         "build or load {name} locally (docker build -t {name} …; there is no registry), or set [sandbox] image = \"\" for the default"

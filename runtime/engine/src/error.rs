@@ -211,6 +211,10 @@ pub enum EngineError {
 
     #[error(transparent)]
     Devcontainer(#[from] crate::devcontainer::DevcontainerError),
+    /// A project's Dockerfile image not built, or its context not on the
+    /// base branch (`project_image`).
+    #[error(transparent)]
+    ProjectImage(#[from] crate::project_image::ProjectImageError),
     /// A PR comment, thread, review or review request the engine will not
     /// record (`pr_review.rs`).
     #[error(transparent)]
@@ -518,6 +522,11 @@ impl EngineError {
             EngineError::Config { .. } | EngineError::Rules(_) | EngineError::Devcontainer(_) => {
                 (K::Internal, "config_invalid")
             }
+            EngineError::ProjectImage(
+                crate::project_image::ProjectImageError::NotBuilt { .. }
+                | crate::project_image::ProjectImageError::Unusable { .. },
+            ) => (K::Conflict, "image_not_built"),
+            EngineError::ProjectImage(_) => (K::Internal, "config_invalid"),
             EngineError::Worktrees(w) => worktrees_class(w),
             EngineError::Review(r) => r.class(),
             EngineError::Sandbox(berth_sandbox::SandboxError::Docker(d))

@@ -38,10 +38,15 @@ impl Engine {
         record: &ActionRecord,
         outcome: &Outcome,
     ) -> Result<AfterSettle> {
+        let kind = record.action.kind();
+        // A merge settles its PR whether or not a task is behind it (an
+        // agent may open one on its own, over MCP).
+        if kind == "git_merge" && outcome.succeeded {
+            return self.resolve_merged(tx, record, outcome).await;
+        }
         let Some(task) = record.task.as_deref() else {
             return Ok(AfterSettle::default());
         };
-        let kind = record.action.kind();
         if kind == "pr_open" {
             return if outcome.succeeded {
                 let pr = match &outcome.result {
@@ -101,9 +106,6 @@ impl Engine {
             );
             crate::breaker::count_failure(tx, self, &record.agent, &record.project, &why).await?;
             return self.return_task(tx, record, &why).await;
-        }
-        if kind == "git_merge" && outcome.succeeded {
-            return self.resolve_merged(tx, record, outcome).await;
         }
         Ok(AfterSettle::default())
     }

@@ -200,6 +200,7 @@ pub fn project_files(
     let rules_path = state.project_rules(name);
     let mut config = ProjectConfig::load(&config_path)?;
     config.devcontainer = crate::devcontainer::load_applied(state, name, &config)?;
+    config.dockerfile_image = crate::project_image::load_record(state, name)?;
     let mut rules = if rules_path.exists() {
         berth_policy::RuleSet::load(&rules_path)?
     } else {

@@ -69,3 +69,38 @@ impl StateDir {
         self.project_dir(project).join("permissions.json")
     }
 }
+
+/// Writes `value` as the JSON file `path` (a record berth keeps beside a
+/// project's configuration): a sibling `.json.tmp` first, then renamed over
+/// it, so a reader sees the old file or the new one, never half of one.
+pub(crate) fn replace_json<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    op: &'static str,
+) -> crate::error::Result<()> {
+    use crate::error::EngineError;
+    let text = serde_json::to_string_pretty(value).map_err(|e| EngineError::corrupt(op, e))?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).map_err(EngineError::io("writing", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(EngineError::io("replacing", path))
+}
+
+/// The JSON file `path` as `T`; `None` when there is none. One that does not
+/// parse is `bad(path, why)`.
+pub(crate) fn read_json<T, E>(
+    path: PathBuf,
+    bad: impl FnOnce(PathBuf, String) -> E,
+) -> crate::error::Result<Option<T>>
+where
+    T: serde::de::DeserializeOwned,
+    E: Into<crate::error::EngineError>,
+{
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(crate::error::EngineError::io("reading", &path)(e)),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| bad(path, e.to_string()).into())
+}

@@ -3,11 +3,12 @@
 //! through the Docker API — no registry is reachable. The tag is a hash of
 //! the recipe and its resolved inputs, so a second build with nothing changed
 //! does no work. With `--project P`, the project's image instead: its
-//! Dockerfile (`[sandbox.build]`) built the same way, or its named image
-//! found — else its `devcontainer.json`, read again from the base branch in
-//! the forge, whose Dockerfile is built from that commit's files. `berth
-//! image ls` and `berth image rm` list and remove the images berth built
-//! (and only those).
+//! Dockerfile (`[sandbox.build]`) built the same way — its context checked
+//! out of the base branch in the forge, and the image recorded for `berth
+//! up` — or its named image found; else its `devcontainer.json`, read again
+//! from the base branch in the forge, whose Dockerfile is built from that
+//! commit's files. `berth image ls` and `berth image rm` list and remove the
+//! images berth built (and only those).
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use berth_engine::Engine;
 use berth_engine::devcontainer::{DevImage, DevcontainerBuild, DevcontainerRead};
-use berth_engine::project_image::{context_problem, image_ref};
+use berth_engine::project_image::{BaseBranchBuild, context_problem, image_ref};
 use berth_engine::state::StateDir;
 use berth_sandbox::docker::DockerBackend;
 use berth_sandbox::image::{BuildEvent, BuiltImage, ImageRef, Recipe};
@@ -114,6 +115,9 @@ struct ProjectTarget {
     /// The devcontainer's Dockerfile checked out of the forge (removed on
     /// drop), when that is what is built.
     devcontainer_build: Option<DevcontainerBuild>,
+    /// `[sandbox.build]`'s context checked out of the base branch (removed
+    /// on drop), when that is what is built.
+    branch_build: Option<BaseBranchBuild>,
     /// What reading devcontainer.json found (`--json`'s `devcontainer`).
     devcontainer: Option<serde_json::Value>,
     engine: Engine,
@@ -143,6 +147,9 @@ async fn project_image(
     let (config, _) = engine
         .load_project_files(project)
         .with_context(|| format!("reading project {project}'s configuration"))?;
+    for w in &config.warnings {
+        eprintln!("berth: warning: {w}");
+    }
     if let Some(problem) = context_problem(&config, dir.root()) {
         anyhow::bail!("project {project}: {problem}");
     }
@@ -155,13 +162,16 @@ async fn project_image(
     } else {
         None
     };
-    let image = match &devcontainer_build {
-        Some(b) => ImageRef::Dockerfile(b.build.clone()),
-        None => image_ref(&config),
+    let branch_build = engine.base_branch_build(project).await?;
+    let image = match (&devcontainer_build, &branch_build) {
+        (Some(b), _) => ImageRef::Dockerfile(b.build.clone()),
+        (None, Some(b)) => ImageRef::Dockerfile(b.build.clone()),
+        (None, None) => image_ref(&config),
     };
     Ok(ProjectTarget {
         image,
         devcontainer_build,
+        branch_build,
         devcontainer,
         engine,
     })
@@ -177,9 +187,10 @@ async fn build(state: Option<PathBuf>, a: BuildArgs) -> anyhow::Result<u8> {
         let ProjectTarget {
             engine,
             devcontainer_build,
+            branch_build,
             ..
         } = p;
-        drop(devcontainer_build);
+        drop((devcontainer_build, branch_build));
         engine.close().await;
     }
     code
@@ -190,6 +201,7 @@ async fn build_target(a: &BuildArgs, project: Option<&ProjectTarget>) -> anyhow:
         .map(|p| p.image.clone())
         .unwrap_or(ImageRef::DefaultAgent);
     let devcontainer = project.and_then(|p| p.devcontainer.clone());
+    let branch_build = project.and_then(|p| p.branch_build.as_ref());
     let recipe = match &a.recipe {
         Some(path) => Recipe::from_file(path)?,
         None => Recipe::default_agent()?,
@@ -210,11 +222,24 @@ async fn build_target(a: &BuildArgs, project: Option<&ProjectTarget>) -> anyhow:
                 b.dockerfile,
                 d.commit.get(..12).unwrap_or(&d.commit)
             ),
-            None => say!(
-                "berth image build: {} in {}",
-                b.dockerfile,
-                b.context.display()
-            ),
+            None => match branch_build {
+                Some(r) => say!(
+                    "berth image build: {} in {} on {} at commit {}",
+                    b.dockerfile,
+                    if r.record.context.is_empty() {
+                        "."
+                    } else {
+                        &r.record.context
+                    },
+                    r.record.branch,
+                    r.record.commit.get(..12).unwrap_or(&r.record.commit)
+                ),
+                None => say!(
+                    "berth image build: {} in {} (a host path: deprecated, see the warning)",
+                    b.dockerfile,
+                    b.context.display()
+                ),
+            },
         },
         ImageRef::Named(name) => {
             // Nothing to build: say whether it is there.
@@ -315,6 +340,13 @@ async fn build_target(a: &BuildArgs, project: Option<&ProjectTarget>) -> anyhow:
         p.engine
             .record_devcontainer_image(name, &b.commit, &built.tag)?;
     }
+    if let Some(p) = project
+        && let Some(b) = &p.branch_build
+        && let Some(name) = &a.project
+    {
+        // `up` runs this image from now on, until it is built again.
+        p.engine.record_dockerfile_image(name, b, &built.tag)?;
+    }
     if json {
         let mut out = serde_json::json!({
             "tag": built.tag,
@@ -326,6 +358,14 @@ async fn build_target(a: &BuildArgs, project: Option<&ProjectTarget>) -> anyhow:
         });
         if let Some(d) = devcontainer {
             out["devcontainer"] = d;
+        }
+        if let Some(b) = branch_build {
+            out["dockerfile"] = serde_json::json!({
+                "branch": b.record.branch,
+                "commit": b.record.commit,
+                "context": b.record.context,
+                "tree": b.record.tree,
+            });
         }
         super::print_json(&out)?;
         return Ok(0);

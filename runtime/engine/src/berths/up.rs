@@ -103,9 +103,38 @@ impl Engine {
         {
             return Err(problem.into());
         }
-        self.provider
-            .check(mode, &crate::project_image::image_ref(&loaded.config))
-            .await?;
+        // A Dockerfile on the base branch: the image built from it, once
+        // built, and a word when the branch has moved on since.
+        if mode == BerthMode::Mounted
+            && let Some(problem) = crate::project_image::build_problem(project, &loaded.config)
+        {
+            return Err(problem.into());
+        }
+        let image_note = match (mode, &loaded.config.dockerfile_image) {
+            (BerthMode::Mounted, Some(record)) if loaded.config.sandbox.build.is_set() => {
+                self.dockerfile_image_note(project, &loaded.project.base_branch, record)
+                    .await?
+            }
+            _ => None,
+        };
+        let image = crate::project_image::image_ref(&loaded.config);
+        if let Err(e) = self.provider.check(mode, &image).await {
+            // The recorded image of a Dockerfile on the base branch, gone
+            // (`berth image rm`) or unusable: building it again mends it.
+            return Err(match (&loaded.config.dockerfile_image, image) {
+                (Some(record), berth_sandbox::image::ImageRef::Named(tag))
+                    if mode == BerthMode::Mounted && record.tag == tag =>
+                {
+                    crate::project_image::ProjectImageError::Unusable {
+                        project: project.to_string(),
+                        tag,
+                        why: e.to_string(),
+                    }
+                    .into()
+                }
+                _ => e.into(),
+            });
+        }
         // The berth's own uid (mounted, and runner when berth is root):
         // allocated, checked against the host, or kept as made; it owns the
         // repository and the worktree. A runner berth of a berth not root
@@ -271,6 +300,13 @@ impl Engine {
             });
         }
         if let Some(note) = uid_note {
+            info.note = Some(match info.note {
+                Some(n) => format!("{note}; {n}"),
+                None => note,
+            });
+        }
+        if let Some(note) = image_note {
+            tracing::info!(agent = agent.as_str(), %note, "the berth runs an image older than its Dockerfile");
             info.note = Some(match info.note {
                 Some(n) => format!("{note}; {n}"),
                 None => note,

@@ -47,6 +47,10 @@ pub struct ProjectConfig {
     /// project has none.
     #[serde(skip)]
     pub devcontainer: Option<crate::devcontainer::Applied>,
+    /// The image `berth image build --project P` last built from the
+    /// `[sandbox.build]` context on the base branch, and from what.
+    #[serde(skip)]
+    pub dockerfile_image: Option<crate::project_image::BuildRecord>,
     /// What a person should change in the file though it parsed (an old
     /// form): the CLI prints these.
     #[serde(skip)]
@@ -85,6 +89,13 @@ impl ProjectConfig {
         config
             .warnings
             .extend(config.agent.env.legacy_note(text, file));
+        if let Some(BuildSource::HostPath(path)) = config.sandbox.build.source() {
+            let line = find_key_line(text, "sandbox.build", "context").unwrap_or(1);
+            config.warnings.push(format!(
+                "{file}:{line}: `[sandbox.build] context = {:?}` is a host path, read when the image is built: deprecated. Commit the Dockerfile and its context to the project's repository and name the directory there (context = \"docker\", or \".\" for the root): berth reads it from the base branch in the forge, so only a merged change reaches the image",
+                path.display()
+            ));
+        }
         if let Some(old) = &config.sandbox.network.legacy {
             let line = find_key_line(text, "sandbox", "network").unwrap_or(1);
             config.warnings.push(format!(
@@ -523,7 +534,12 @@ mode = "none"
 # links, tagged by the hash of the context, the Dockerfile and the args, so it
 # is rebuilt only when one of them changes (`berth image build --project P`
 # builds it now). Whatever it holds, berth's tools are added at /opt/berth.
-# `context` is an absolute host path outside berth's state ("" = no build).
+# `context` is a directory of the repository ("." the root; "" = no build),
+# read from the base branch in the forge — never from a worktree, so an
+# agent's change reaches the image only once merged — by `berth image build
+# --project P`, which records the image `berth up` runs from then on (after a
+# merge that changes the directory, build again). An absolute host path
+# outside berth's state still works, read at each build: deprecated.
 context = ""
 dockerfile = "Dockerfile"
 # args = { PYTHON_VERSION = "3.12" }

@@ -98,7 +98,9 @@ pub struct SandboxConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BuildConfig {
-    /// The build context, an absolute host path; `""`: no build.
+    /// The build context: a directory of the repository, read from the
+    /// project's base branch in the forge (`"."` its root); or, deprecated,
+    /// an absolute host path. `""`: no build.
     pub context: String,
     /// The Dockerfile's path inside the context.
     pub dockerfile: String,
@@ -116,10 +118,35 @@ impl Default for BuildConfig {
     }
 }
 
+/// Where `[sandbox.build]`'s context is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildSource {
+    /// A directory of the project's base branch in the forge: its path in
+    /// the tree (`/`-separated, `""` the root).
+    BaseBranch(String),
+    /// An absolute host path, read when the image is built (deprecated).
+    HostPath(std::path::PathBuf),
+}
+
 impl BuildConfig {
     /// Whether a Dockerfile is configured.
     pub fn is_set(&self) -> bool {
         !self.context.trim().is_empty()
+    }
+
+    /// Where the context is read from; `None` when no Dockerfile is set.
+    pub fn source(&self) -> Option<BuildSource> {
+        let context = self.context.trim();
+        if context.is_empty() {
+            return None;
+        }
+        if std::path::Path::new(context).is_absolute() {
+            return Some(BuildSource::HostPath(context.into()));
+        }
+        let dir = context.trim_start_matches("./").trim_end_matches('/');
+        Some(BuildSource::BaseBranch(
+            if dir == "." { "" } else { dir }.to_string(),
+        ))
     }
 }
 
@@ -139,8 +166,16 @@ impl SandboxConfig {
                 ),
             ));
         }
-        if !std::path::Path::new(&b.context).is_absolute() {
-            return Some(("context", "must be an absolute host path".to_string()));
+        if let Some(BuildSource::BaseBranch(dir)) = b.source()
+            && !dir.is_empty()
+            && dir
+                .split('/')
+                .any(|part| part.is_empty() || part == "." || part == "..")
+        {
+            return Some((
+                "context",
+                "must be a directory of the repository (\".\" its root), without '..' or empty parts".to_string(),
+            ));
         }
         let dockerfile = std::path::Path::new(&b.dockerfile);
         if b.dockerfile.is_empty()

@@ -114,18 +114,8 @@ pub fn snapshot_path(state: &StateDir, project: &str) -> PathBuf {
 
 /// The snapshot of `project`, if berth read a file for it.
 pub fn load_snapshot(state: &StateDir, project: &str) -> Result<Option<Snapshot>> {
-    let path = snapshot_path(state, project);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(EngineError::io("reading", &path)(e)),
-    };
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        DevcontainerError::Snapshot {
-            path,
-            message: e.to_string(),
-        }
-        .into()
+    crate::state::read_json(snapshot_path(state, project), |path, message| {
+        DevcontainerError::Snapshot { path, message }
     })
 }
 
@@ -142,11 +132,7 @@ pub fn load_applied(
 }
 
 fn write_snapshot(path: &Path, snapshot: &Snapshot) -> Result<()> {
-    let text = serde_json::to_string_pretty(snapshot)
-        .map_err(|e| EngineError::corrupt("writing the devcontainer snapshot", e.to_string()))?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(EngineError::io("writing", &tmp))?;
-    std::fs::rename(&tmp, path).map_err(EngineError::io("replacing", path))
+    crate::state::replace_json(path, snapshot, "writing the devcontainer snapshot")
 }
 
 /// What reading the file found.
