@@ -268,6 +268,9 @@ impl Engine {
         let mut out = Vec::new();
         for row in state::enabled(self.store.pool()).await? {
             let pr = forge.pull_request(&row.pr_id).await?;
+            if !row.wants_evaluation(pr.status) {
+                continue;
+            }
             let feedback = match forge.feedback(&pr, false).await {
                 Ok(f) => f,
                 Err(e) => {

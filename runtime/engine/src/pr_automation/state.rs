@@ -220,6 +220,20 @@ impl AutomationRow {
         }
     }
 
+    /// Whether an evaluation of its PR, now `status`, can still do
+    /// anything: an open PR can; a merged or closed one only until the
+    /// terminal prompt its switches ask for was queued (then it is quiet
+    /// for good, and the watcher stops reading it).
+    pub(crate) fn wants_evaluation(&self, status: crate::prs::PrStatus) -> bool {
+        use crate::prs::PrStatus;
+        let wanted = match status {
+            PrStatus::Open => return true,
+            PrStatus::Merged => self.switches.on_merged,
+            PrStatus::Closed => self.switches.on_closed,
+        };
+        wanted && self.terminal_prompted.as_deref() != Some(status.as_str())
+    }
+
     /// Records a failure of `cycle`.
     pub(crate) fn fail(&mut self, cycle: &str, why: impl Into<String>) {
         self.last_error = Some(why.into());
@@ -233,5 +247,27 @@ impl AutomationRow {
             self.last_error = None;
             self.error_cycle = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prs::PrStatus;
+
+    #[test]
+    fn a_terminal_pr_is_evaluated_only_until_its_terminal_prompt() {
+        let mut row = AutomationRow::new("p", Some("t"));
+        row.switches.fix = true;
+        assert!(row.wants_evaluation(PrStatus::Open));
+        assert!(
+            !row.wants_evaluation(PrStatus::Merged),
+            "fix alone stops at merge"
+        );
+        row.switches.on_merged = true;
+        assert!(row.wants_evaluation(PrStatus::Merged));
+        assert!(!row.wants_evaluation(PrStatus::Closed));
+        row.terminal_prompted = Some("merged".into());
+        assert!(!row.wants_evaluation(PrStatus::Merged));
     }
 }
