@@ -200,7 +200,10 @@ impl Engine {
             return Ok(false);
         };
         self.acknowledge_prompt(&r.token).await?;
-        let answered = if r.prompt.kind == "auto_fix" {
+        // A fix answers its own task's PR only (a prompt for an earlier
+        // task — its terminal prompt, say — is only taken).
+        let answered = if r.prompt.kind == "auto_fix" && r.prompt.task.as_deref() == Some(&task.id)
+        {
             self.answer_fix(io, a, task, &r.prompt).await
         } else {
             Ok(())
