@@ -153,6 +153,13 @@ fn a_dockerfile_on_the_base_branch_is_built_and_only_a_merged_change_reaches_the
         "{up}"
     );
     assert_eq!(marker(), "one");
+    // The doctor says so too, with the command.
+    let doctor = String::from_utf8_lossy(&f.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        doctor.contains("context docker changed on main since its image was built")
+            && doctor.contains(&format!("berth image build --project {project}")),
+        "{doctor}"
+    );
 
     // Built again: the merged Dockerfile is the image.
     let second = f.json(&["image", "build", "--project", &project, "--json"]);
@@ -167,6 +174,8 @@ fn a_dockerfile_on_the_base_branch_is_built_and_only_a_merged_change_reaches_the
     let up = f.json(&["up", "dev-1", "--project", &project, "--json"]);
     assert_eq!(up["note"], Value::Null, "{up}");
     assert_eq!(marker(), "two");
+    let doctor = String::from_utf8_lossy(&f.run(&["doctor"]).stdout).into_owned();
+    assert!(!doctor.contains("changed on main"), "{doctor}");
     f.ok(&["down", "dev-1", "--keep-worktree"]);
 
     // The recorded image removed: `up` says to build it again.

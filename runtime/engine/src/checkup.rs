@@ -109,6 +109,7 @@ impl Engine {
         let docker = check_docker(&configs, &mut checks).await;
         if let Some(backend) = &docker {
             check_images(backend, self.state.root(), &configs, &mut checks).await;
+            self.check_branch_images(&configs, &mut checks).await;
         }
         check_runner(&mut checks);
         check_helpers(&mut checks);
@@ -156,6 +157,44 @@ impl Engine {
     /// Each project's `berth.toml`, read once for every check. A broken one
     /// is the project's own finding, said by every command that loads it;
     /// here the project is left out.
+    /// A project's image built from its Dockerfile on the base branch,
+    /// whose context changed there since: a warning naming the rebuild (a
+    /// merged change is not in the image until then).
+    async fn check_branch_images(
+        &self,
+        configs: &[(String, ProjectConfig)],
+        checks: &mut Vec<Check>,
+    ) {
+        for (project, config) in configs {
+            let Some(record) = config.dockerfile_image.as_ref() else {
+                continue;
+            };
+            if !config.sandbox.build.is_set()
+                || config.sandbox.mode.fixed() == Some(BerthMode::Runner)
+            {
+                continue;
+            }
+            let Ok(p) = self.project(project).await else {
+                continue;
+            };
+            match self.dockerfile_image_note(project, &p.base_branch, record).await {
+                Ok(Some(note)) => checks.push(Check::with(
+                    "image",
+                    CheckStatus::Warn,
+                    note,
+                    format!("berth image build --project {project}"),
+                )),
+                Ok(None) => {}
+                Err(e) => checks.push(Check::with(
+                    "image",
+                    CheckStatus::Warn,
+                    format!("project {project}'s Dockerfile context could not be read on its base branch: {e}"),
+                    format!("berth image build --project {project}"),
+                )),
+            }
+        }
+    }
+
     async fn project_configs(&self) -> Result<Vec<(String, ProjectConfig)>> {
         let mut configs = Vec::new();
         for p in self.projects().await? {
