@@ -44,6 +44,10 @@ pub const SINGLETON: &[u8] = b"berth-exec-agent";
 pub const RUN_SUBCOMMAND: &str = "exec-run";
 /// The subcommand this loop runs under.
 pub const LISTEN_SUBCOMMAND: &str = "exec-agent";
+/// The subcommand a berth's container runs as its main process: it starts
+/// the agent, then idles (as `sleep infinity` did), so `berth up` needs no
+/// exec to start the agent.
+pub const IDLE_SUBCOMMAND: &str = "exec-agent-idle";
 /// How long berth has to send the token once connected.
 const TOKEN_WAIT: Duration = Duration::from_secs(2);
 /// How often children are reaped when nothing happens.
@@ -193,15 +197,48 @@ fn read_first(conn: &mut UnixStream) -> Result<ToAgent, WireError> {
 /// This process's command line up to [`LISTEN_SUBCOMMAND`]: what starts
 /// this program again, through the loader when the loader started it.
 fn relaunch_prefix() -> Vec<OsString> {
+    prefix_before(LISTEN_SUBCOMMAND)
+}
+
+/// This process's command line up to `subcommand`.
+fn prefix_before(subcommand: &str) -> Vec<OsString> {
     let from_proc = std::fs::read("/proc/self/cmdline").ok().and_then(|raw| {
         let parts: Vec<OsString> = raw
             .split(|b| *b == 0)
             .map(|p| OsString::from_vec(p.to_vec()))
             .collect();
-        let at = parts.iter().position(|p| p == LISTEN_SUBCOMMAND)?;
+        let at = parts.iter().position(|p| p == subcommand)?;
         (at > 0).then(|| parts[..at].to_vec())
     });
     from_proc.unwrap_or_else(|| vec![OsString::from("berth-helper")])
+}
+
+/// The container's main process ([`IDLE_SUBCOMMAND`]): starts the agent on
+/// `dir` as its child, then idles for good, reaping it when it ends. It
+/// never exits — the container lives as long as `sleep infinity` kept it —
+/// and never starts the agent again: an agent a command killed is started
+/// again by berth (a detached exec) at the next command that finds none.
+pub fn idle_with_agent(dir: &Path) -> ! {
+    let mut argv = prefix_before(IDLE_SUBCOMMAND);
+    let program = argv.remove(0);
+    let started = std::process::Command::new(&program)
+        .args(argv)
+        .arg(LISTEN_SUBCOMMAND)
+        .arg(dir)
+        .spawn();
+    if let Err(e) = started {
+        eprintln!("berth-helper {IDLE_SUBCOMMAND}: the exec agent did not start: {e}");
+    }
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a local integer; it
+        // blocks until a child of this process ends, or fails at once
+        // when none is left.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid < 0 {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
 }
 
 /// Reaps the exec processes that ended.

@@ -37,6 +37,7 @@ const USAGE: &str = "usage: berth-helper <git-commit|git-pack|git-refs|probe> < 
 Each reads one JSON request on stdin and answers one JSON line on stdout.
 Inside a berth's container:
   exec-agent DIR   serve the execs berth publishes as sockets in DIR
+  exec-agent-idle DIR  the container's main process: start exec-agent, then idle
   exec-run …       one exec, its connection at fd 3 (started by exec-agent)
 berth runs these, people do not need to.";
 
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
         "probe" => probe(),
         // Inside a berth's container: the exec agent and one exec of it.
         listen::LISTEN_SUBCOMMAND => exec_agent(),
+        listen::IDLE_SUBCOMMAND => exec_agent_idle(),
         listen::RUN_SUBCOMMAND => berth_exec_agent::run::run_on_connection_fd()
             .context("running an exec of the exec agent"),
         "-h" | "--help" => {
@@ -74,6 +76,13 @@ fn exec_agent() -> Result<()> {
         .nth(2)
         .context("exec-agent needs the socket directory")?;
     listen::listen(std::path::Path::new(&dir)).context("serving execs")
+}
+
+fn exec_agent_idle() -> Result<()> {
+    let dir = std::env::args_os()
+        .nth(2)
+        .context("exec-agent-idle needs the socket directory")?;
+    listen::idle_with_agent(std::path::Path::new(&dir))
 }
 
 fn read_request<T: DeserializeOwned>() -> Result<T> {

@@ -67,6 +67,34 @@ async fn kill_the_agent(berth: &DockerBerth) {
     );
 }
 
+/// The agent starts with the container, as the child of its main process
+/// (`berth-helper exec-agent-idle`), so bringing a berth up needs no exec
+/// to start it; the first command already goes through it.
+#[tokio::test]
+async fn the_agent_starts_with_the_container_as_its_main_process_child() {
+    let (_layout, berth) = berth_with_agent("agent-main").await;
+    assert_eq!(path_of_a_command(&berth).await, Path::Agent);
+    let out = berth
+        .exec(ExecRequest::shell("ps -o pid,ppid,args"), None)
+        .await
+        .unwrap();
+    let ps = text(&out.stdout.bytes);
+    let pid_of = |what: &str| -> Option<(String, String)> {
+        ps.lines()
+            .find(|l| l.contains(what) && !l.contains("exec-run") && !l.contains("docker-init"))
+            .map(|l| {
+                let mut f = l.split_whitespace();
+                (
+                    f.next().unwrap_or("").to_string(),
+                    f.next().unwrap_or("").to_string(),
+                )
+            })
+    };
+    let (idle, _) = pid_of(" exec-agent-idle ").unwrap_or_else(|| panic!("{ps}"));
+    let (_, agent_parent) = pid_of(" exec-agent /run").unwrap_or_else(|| panic!("{ps}"));
+    assert_eq!(agent_parent, idle, "{ps}");
+}
+
 #[tokio::test]
 async fn commands_go_through_the_agent_and_through_docker_while_it_is_gone() {
     let (_layout, berth) = berth_with_agent("agent-path").await;

@@ -135,7 +135,17 @@ impl DockerBackend {
             self.create_and_start(&name, body, &image, probe, spec.shell())
                 .await?;
         }
-        if spec.exec_sockets().is_some() && tools.as_ref().is_some_and(|t| t.has_helper()) {
+        // A container created now starts its agent as its main process's
+        // child; an adopted one may have lost it (a command killed it).
+        let has_agent =
+            spec.exec_sockets().is_some() && tools.as_ref().is_some_and(|t| t.has_helper());
+        if has_agent
+            && !adopted
+            && let Some(dir) = spec.exec_sockets()
+        {
+            exec::agent::clear_unanswered(&dir);
+        }
+        if has_agent && adopted {
             let user = format!("{}:{}", spec.uid, spec.gid);
             let target = Target {
                 docker: self.docker(),

@@ -472,6 +472,10 @@ impl ContainerSpec {
             read_only: Some(read_only),
             ..Default::default()
         };
+        // The exec agent starts with the container: its socket directory is
+        // mounted and berth's helper is among the tools.
+        let agent_main = self.exec_sockets().is_some()
+            && tools.is_some_and(|d| d.join("bin/berth-helper").exists());
         let mut mounts = vec![
             bind(&self.worktree, WORK, access == WorkAccess::ReadOnly),
             bind(&self.agent_repo, &self.agent_repo.to_string_lossy(), false),
@@ -566,9 +570,19 @@ impl ContainerSpec {
         let mut body = ContainerCreateBody {
             image: Some(image.name.clone()),
             // Whatever the image's entrypoint, the container only idles: every
-            // command is an exec.
+            // command is an exec. With berth's helper at hand it idles as
+            // the exec agent's parent, which it starts first, so bringing
+            // the berth up needs no exec to start it.
             entrypoint: Some(vec![String::new()]),
-            cmd: Some(vec!["sleep".to_string(), "infinity".to_string()]),
+            cmd: Some(if agent_main {
+                vec![
+                    format!("{TOOLS_BIN}/berth-helper"),
+                    berth_exec_agent::listen::IDLE_SUBCOMMAND.to_string(),
+                    EXEC_SOCKETS_MOUNT.to_string(),
+                ]
+            } else {
+                vec!["sleep".to_string(), "infinity".to_string()]
+            }),
             user: Some(format!("{}:{}", self.uid, self.gid)),
             working_dir: Some(WORK.to_string()),
             env: Some(env),
