@@ -531,7 +531,12 @@ fn only_a_command_that_runs_contacts_the_engine_and_a_removed_container_comes_ba
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(s.top("dev-1").contains("sleep"), "{}", s.top("dev-1"));
+    // It idles as the exec agent's parent again.
+    assert!(
+        s.top("dev-1").contains("exec-agent-idle"),
+        "{}",
+        s.top("dev-1")
+    );
 }
 
 /// `berth cancel` from another process stops a command in a mounted berth:
