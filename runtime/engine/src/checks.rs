@@ -194,7 +194,7 @@ impl Engine {
                 out.push(self.feedback_of(&pr, true).await?);
             }
         }
-        self.automate_prs().await?;
+        self.automate_prs_with(&out).await?;
         Ok(out)
     }
 
@@ -327,6 +327,19 @@ impl Engine {
         let stale_before = now - i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX);
         let system = Actor::system();
         let me = crate::recovery::executor_id();
+        let event = |k: &'static str, extra: serde_json::Value| {
+            let mut payload = serde_json::json!({
+                "pr": pr.number, "head": head, "check": check.name,
+            });
+            if let (Some(p), Some(extra)) = (payload.as_object_mut(), extra.as_object()) {
+                p.extend(extra.clone());
+            }
+            NewEvent::new(k, &system)
+                .project(&pr.project)
+                .agent(&pr.agent)
+                .task(pr.task.as_deref())
+                .payload(payload)
+        };
         let mut tx = self.store.write(op).await?;
         // Claimed by a process that is gone (killed mid-check): queued
         // again, to run now; the check is berth's own, in a throwaway
@@ -355,13 +368,10 @@ impl Engine {
             .map_err(EngineError::store(op))?;
             emit(
                 &mut tx,
-                NewEvent::new(kind::CHECK_QUEUED, &system)
-                    .project(&pr.project)
-                    .agent(&pr.agent)
-                    .task(pr.task.as_deref())
-                    .payload(serde_json::json!({
-                        "pr": pr.number, "head": head, "check": check.name, "interrupted": true,
-                    })),
+                event(
+                    kind::CHECK_QUEUED,
+                    serde_json::json!({ "interrupted": true }),
+                ),
             )
             .await?;
         }
@@ -391,19 +401,6 @@ impl Engine {
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
-        let event = |k: &'static str, extra: serde_json::Value| {
-            let mut payload = serde_json::json!({
-                "pr": pr.number, "head": head, "check": check.name,
-            });
-            if let (Some(p), Some(extra)) = (payload.as_object_mut(), extra.as_object()) {
-                p.extend(extra.clone());
-            }
-            NewEvent::new(k, &system)
-                .project(&pr.project)
-                .agent(&pr.agent)
-                .task(pr.task.as_deref())
-                .payload(payload)
-        };
         if stale == 1 {
             emit(
                 &mut tx,

@@ -25,7 +25,7 @@ use crate::recovery::{executor_id, executor_is_dead};
 use crate::sessions::{SessionStatus, move_session};
 use crate::store::Tx;
 use crate::tasks::TaskStatus;
-use crate::transitions::{self, AgentMove, TaskMove};
+use crate::transitions;
 
 /// Queued rows looked at per reservation.
 const SCAN: i64 = 64;
@@ -106,31 +106,14 @@ async fn back_to_work(
     task: &str,
     prompt: &str,
 ) -> Result<()> {
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
-        .bind(task)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(EngineError::store("reading a task's status"))?;
-    if status.as_deref() != Some(TaskStatus::InReview.as_str()) {
-        return Ok(());
-    }
     let system = Actor::system();
     let event = NewEvent::new(kind::TASK_BACK_TO_WORK, &system)
         .project(project)
         .agent(agent)
         .task(Some(task))
         .payload(serde_json::json!({ "prompt": prompt }));
-    let moved = transitions::task(
-        tx,
-        task,
-        TaskMove::to(TaskStatus::InProgress).only_from(&[TaskStatus::InReview]),
-        Some(event),
-    )
-    .await?;
-    if matches!(moved, transitions::Moved::Moved(_)) {
-        let _ =
-            transitions::agent(tx, agent, AgentMove::follow(task, AgentStatus::Working)).await?;
-    }
+    let statuses = (TaskStatus::InReview, TaskStatus::InProgress);
+    transitions::task_from(tx, task, agent, statuses, AgentStatus::Working, event).await?;
     Ok(())
 }
 

@@ -389,6 +389,33 @@ pub(crate) async fn task(
     })
 }
 
+/// Moves task `id` from exactly `from` to `to`, with `event`, and its agent
+/// `agent` following to `agent_to`, in `tx`. A task in any other status is
+/// left as it is (false): the move is an automation's, never a correction.
+pub(crate) async fn task_from(
+    tx: &mut Tx,
+    id: &str,
+    agent: &str,
+    (from, to): (TaskStatus, TaskStatus),
+    agent_to: AgentStatus,
+    event: NewEvent<'_>,
+) -> Result<bool> {
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(EngineError::store("reading a task's status"))?;
+    if status.as_deref() != Some(from.as_str()) {
+        return Ok(false);
+    }
+    let moved = task(tx, id, TaskMove::to(to).only_from(&[from]), Some(event)).await?;
+    let moved = matches!(moved, Moved::Moved(_));
+    if moved {
+        let _ = self::agent(tx, agent, AgentMove::follow(id, agent_to)).await?;
+    }
+    Ok(moved)
+}
+
 /// What a guarded move of an agent did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]

@@ -49,7 +49,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::prs::{PrStatus, PullRequest};
 use crate::tasks::TaskStatus;
-use crate::transitions::{self, AgentMove, TaskMove};
+use crate::transitions;
 
 /// A change of a PR's switches: None leaves a switch as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -264,6 +264,13 @@ impl Engine {
     /// Evaluates every PR with a switch on; a PR's failure is recorded on
     /// it and the others go on.
     pub async fn automate_prs(&self) -> Result<Vec<Evaluation>> {
+        self.automate_prs_with(&[]).await
+    }
+
+    /// As [`automate_prs`](Engine::automate_prs), on the feedback the
+    /// watcher's pass just read (by PR number) where it has it, instead of
+    /// reading it again.
+    pub(crate) async fn automate_prs_with(&self, known: &[PrFeedback]) -> Result<Vec<Evaluation>> {
         let forge = LocalForge { engine: self };
         let mut out = Vec::new();
         for row in state::enabled(self.store.pool()).await? {
@@ -271,7 +278,11 @@ impl Engine {
             if !row.wants_evaluation(pr.status) {
                 continue;
             }
-            let feedback = match forge.feedback(&pr, false).await {
+            let read = match known.iter().find(|f| f.pr == pr.number) {
+                Some(f) => Ok(f.clone()),
+                None => forge.feedback(&pr, false).await,
+            };
+            let feedback = match read {
                 Ok(f) => f,
                 Err(e) => {
                     tracing::warn!(pr = pr.number, error = %e, "a PR's feedback could not be read");
@@ -342,36 +353,22 @@ impl Engine {
         };
         let op = "sending a task back to review";
         let mut tx = self.store.write(op).await?;
-        let status: Option<String> = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
-            .bind(task)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(EngineError::store(op))?;
-        if status.as_deref() != Some(TaskStatus::InProgress.as_str()) {
-            return Ok(false);
-        }
         let system = Actor::system();
         let event = NewEvent::new(kind::TASK_IN_REVIEW, &system)
             .project(&pr.project)
             .agent(&pr.agent)
             .task(Some(task))
             .payload(serde_json::json!({ "pr": pr.number, "head": feedback.head }));
-        let moved = transitions::task(
+        let statuses = (TaskStatus::InProgress, TaskStatus::InReview);
+        let back = transitions::task_from(
             &mut tx,
             task,
-            TaskMove::to(TaskStatus::InReview).only_from(&[TaskStatus::InProgress]),
-            Some(event),
+            &pr.agent,
+            statuses,
+            AgentStatus::InReview,
+            event,
         )
         .await?;
-        let back = matches!(moved, transitions::Moved::Moved(_));
-        if back {
-            let _ = transitions::agent(
-                &mut tx,
-                &pr.agent,
-                AgentMove::follow(task, AgentStatus::InReview),
-            )
-            .await?;
-        }
         tx.commit().await.map_err(EngineError::store(op))?;
         Ok(back)
     }
