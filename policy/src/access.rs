@@ -930,6 +930,37 @@ pub fn writes_outside_unnamed(argv: &[Arg]) -> Option<&'static str> {
         "npm" | "pnpm" if matches!(sub, Some("link" | "ln")) && args.len() == 1 => {
             Some("the global package directory (`npm link`)")
         }
+        // `npm config set` (and its alias `npm set`) writes the user's
+        // ~/.npmrc unless told the project's.
+        "npm" | "pnpm"
+            if (sub == Some("set")
+                || (sub == Some("config")
+                    && args
+                        .iter()
+                        .filter(|a| !a.starts_with('-'))
+                        .nth(1)
+                        .is_some_and(|a| {
+                            matches!(*a, "set" | "delete" | "rm" | "del" | "edit")
+                        })))
+                && !has(&["--location=project"])
+                && !args
+                    .windows(2)
+                    .any(|w| matches!(w[0], "--location" | "-L") && w[1] == "project") =>
+        {
+            Some("the user's npm config (`npm config set`)")
+        }
+        // `pip config set|unset|edit`: the user's pip.conf (or the site's,
+        // the system's).
+        "pip" | "pip3"
+            if sub == Some("config")
+                && args
+                    .iter()
+                    .filter(|a| !a.starts_with('-'))
+                    .nth(1)
+                    .is_some_and(|a| matches!(*a, "set" | "unset" | "edit")) =>
+        {
+            Some("pip's config file (`pip config set`)")
+        }
         "yarn" if sub == Some("global") => Some("yarn's global directory (`yarn global`)"),
         // `--user`: ~/.local.
         "pip" | "pip3" if sub == Some("install") && has(&["--user"]) => {

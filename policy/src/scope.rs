@@ -945,7 +945,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
                 j.path(&abs, cwd, cwd, Reach::default());
             }
             Some(p) => j.path(p, cwd, cwd, Reach::default()),
-            None => j.report("(a path computed at run time)", None, Location::Unknown),
+            None => j.report("(a path known only at run time)", None, Location::Unknown),
         }
     }
     if seg.trailing_dynamic {

@@ -162,6 +162,17 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("psql app -c '\\dt'", &["psql"], Manual, Container, AUTO),
     ("mysql -e 'show tables' app", &["mysql"], Manual, Container, AUTO),
     ("emacs --batch -l build.el", &["emacs"], Manual, Container, AUTO),
+    // Every subcommand that takes the diff options runs `--ext-diff`'s driver.
+    ("git stash show -p --ext-diff", &["git stash"], Auto, Container, ASK),
+    ("git stash show -p --ext-d", &["git stash"], Auto, Container, ASK),
+    ("git reflog show --ext-diff", &["git reflog"], Auto, Container, ASK),
+    ("git range-diff --ext-diff main topic", &["git range-diff"], Auto, Container, ASK),
+    ("git stash show -p", &["git stash"], Manual, Container, AUTO),
+    ("git reflog show -5", &["git reflog"], Manual, Container, AUTO),
+    // ripgrep runs the program `--hostname-bin` names for hyperlinks.
+    ("rg --hostname-bin=./x --hyperlink-format='{host}{path}' TODO", &["rg"], Auto, Container, ASK),
+    ("rg --hostname-bin ./x TODO", &["rg"], Auto, Container, ASK),
+    ("rg --hyperlink-format=default TODO", &["rg"], Manual, Container, AUTO),
     ("wget -e robots=off -r https://example.com/docs/", &["wget"], Manual, Container, AUTO),
     ("gh alias list", &["gh alias"], Manual, Container, AUTO),
     ("gh extension list", &["gh extension"], Manual, Container, AUTO),

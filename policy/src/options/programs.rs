@@ -403,6 +403,9 @@ const GIT_SUB_RUNS: &[(&[&str], &[Opt], &[u8])] = &[
             "diff-tree",
             "diff-files",
             "diff-index",
+            "stash",      // `stash show` takes the diff options
+            "reflog",     // `reflog show` is `log -g`
+            "range-diff", // diffs of the two ranges' patches
         ],
         &[flag(0, "ext-diff")], // runs the external diff driver config names
         b"",
@@ -490,10 +493,20 @@ pub fn chmod_is_recursive(argv: &[Arg]) -> Option<bool> {
     p.problem.is_none().then_some(false)
 }
 
-/// The tar option that makes tar run a program, as written, if any: long
-/// options by any abbreviation, `-I`/`-F` in a cluster or old-style first
-/// word.
-pub fn tar_runs(args: &[Arg]) -> Option<String> {
+/// Walks tar's options as GNU tar reads them: `on_long(name, word)` for
+/// each long option (`name` without `--` and `=value`), `on_letter` for
+/// each letter of a dashed cluster up to the first that takes a value
+/// (the rest is its value: `-fP.tar`), and for every letter of an
+/// old-style first word (`tar xPf f.tar`). The first `Some` ends the walk.
+/// Words computed at run time are skipped: callers that must fail closed
+/// on them check `dynamic` themselves.
+fn tar_walk<R>(
+    args: &[Arg],
+    mut on_long: impl FnMut(&str, &str) -> Option<R>,
+    mut on_letter: impl FnMut(u8) -> Option<R>,
+) -> Option<R> {
+    /// Letters that take a value, attached or in the next word.
+    const VALUE_LETTERS: &[u8] = b"fCTXbgKLNVHIF";
     for (i, a) in args.iter().enumerate() {
         if a.dynamic {
             continue;
@@ -504,45 +517,69 @@ pub fn tar_runs(args: &[Arg]) -> Option<String> {
         }
         if let Some(long) = t.strip_prefix("--") {
             let name = long.split('=').next().unwrap_or(long);
-            if name.is_empty() {
-                continue;
-            }
-            if let Some(o) = TAR_RUNS.iter().find(|o| o.long == name) {
-                return Some(format!("--{}", o.long));
-            }
-            if TAR_PLAIN_LONG.contains(&name) {
-                continue;
-            }
-            if let Some(o) = TAR_RUNS.iter().find(|o| o.long.starts_with(name)) {
-                return Some(format!("--{} (`{t}`)", o.long));
+            if !name.is_empty()
+                && let Some(r) = on_long(name, t)
+            {
+                return Some(r);
             }
             continue;
         }
-        let cluster = if let Some(c) = t.strip_prefix('-') {
-            Some(c)
-        } else if i == 0 && !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic()) {
-            // Old style: `tar xvf f.tar`.
-            Some(t)
-        } else {
-            None
+        let (letters, dashed) = match t.strip_prefix('-') {
+            Some(c) => (c, true),
+            // Old style: `tar xvf f.tar`, every letter an option.
+            None if i == 0 && !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                (t, false)
+            }
+            None => continue,
         };
-        if let Some(c) = cluster {
-            // The letters before the first value-taking one are options.
-            for b in c.bytes() {
-                if b == b'I' || b == b'F' {
-                    return Some(format!("-{}", b as char));
-                }
-                if matches!(
-                    b,
-                    b'f' | b'C' | b'T' | b'X' | b'b' | b'g' | b'K' | b'L' | b'N' | b'V' | b'H'
-                ) && t.starts_with('-')
-                {
-                    break;
-                }
+        for b in letters.bytes() {
+            if let Some(r) = on_letter(b) {
+                return Some(r);
+            }
+            if dashed && VALUE_LETTERS.contains(&b) {
+                break;
             }
         }
     }
     None
+}
+
+/// The tar option that makes tar run a program, as written, if any: long
+/// options by any abbreviation, `-I`/`-F` in a cluster or old-style first
+/// word.
+pub fn tar_runs(args: &[Arg]) -> Option<String> {
+    tar_walk(
+        args,
+        |name, word| {
+            if let Some(o) = TAR_RUNS.iter().find(|o| o.long == name) {
+                return Some(format!("--{}", o.long));
+            }
+            if TAR_PLAIN_LONG.contains(&name) {
+                return None;
+            }
+            TAR_RUNS
+                .iter()
+                .find(|o| o.long.starts_with(name))
+                .map(|o| format!("--{} (`{word}`)", o.long))
+        },
+        |b| (b == b'I' || b == b'F').then(|| format!("-{}", b as char)),
+    )
+}
+
+/// `tar -P`/`--absolute-names` (any unambiguous prefix: `--ab`): members
+/// are written at their absolute names and with their `..` parts, not
+/// beneath the directory tar runs in. An option computed at run time may
+/// be it.
+pub fn tar_absolute_names(args: &[Arg]) -> bool {
+    args.iter()
+        .any(|a| a.dynamic && (a.text.is_empty() || a.text.starts_with('-')))
+        || tar_walk(
+            args,
+            // "ab" is the shortest prefix no other GNU tar option shares.
+            |name, _| (name.len() >= 2 && "absolute-names".starts_with(name)).then_some(()),
+            |b| (b == b'P').then_some(()),
+        )
+        .is_some()
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! File tools that walk, archive or search files and can be told to run
 //! another program: `find` (whose `-exec` commands are judged as commands in
-//! their own right), `tar`, `zip`, `rg`, `sort`.
+//! their own right), `tar`, `zip`, `rg`, `sort`; and archive readers told to
+//! write where the archive's member names say (`tar -P`, `unzip -:`,
+//! `cpio -i`, `pax -r`), whose written paths no argument names.
 
 use super::{Facts, HiddenPath, Inner, OrOpaque, opt_runs};
 use crate::arg::Arg;
@@ -11,13 +13,79 @@ use crate::options::programs;
 pub(super) fn tar(args: &[Arg]) -> Facts {
     match programs::tar_runs(args) {
         Some(opt) => Facts::opaque(format!("`tar {opt}` runs a program")),
+        None if programs::tar_absolute_names(args) => writes_member_paths(),
         None => Facts::default(),
+    }
+}
+
+/// What an archive reader writes when it keeps its members' names as they
+/// are (`/etc/x`, `../../x`): paths the command line does not name.
+fn writes_member_paths() -> Facts {
+    Facts {
+        paths: vec![HiddenPath {
+            path: None,
+            writes: true,
+        }],
+        ..Facts::default()
+    }
+}
+
+/// `unzip -:` keeps `../` in member names (by default unzip strips them).
+pub(super) fn unzip(args: &[Arg]) -> Facts {
+    let keeps_dotdot = args.iter().take_while(|a| !a.is("--")).any(|a| {
+        a.dynamic && a.text.starts_with('-')
+            || (!a.dynamic && a.text.len() > 1 && a.text.starts_with('-') && a.text.contains(':'))
+    });
+    if keeps_dotdot {
+        writes_member_paths()
+    } else {
+        Facts::default()
+    }
+}
+
+/// `cpio` in copy-in mode (`-i`, `--extract`) writes members at their
+/// absolute names unless told `--no-absolute-filenames`.
+pub(super) fn cpio(args: &[Arg]) -> Facts {
+    let mut copy_in = false;
+    let mut relative = false;
+    for a in args.iter().take_while(|a| !a.is("--")) {
+        if a.dynamic {
+            continue;
+        }
+        let t = a.text.as_str();
+        if let Some(long) = t.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            // `--ex` is the shortest prefix of `--extract` cpio accepts.
+            copy_in |= name.len() >= 2 && "extract".starts_with(name);
+            relative |= name.len() >= 4 && "no-absolute-filenames".starts_with(name);
+        } else if let Some(letters) = t.strip_prefix('-') {
+            copy_in |= letters.bytes().next() == Some(b'i');
+        }
+    }
+    if copy_in && !relative {
+        writes_member_paths()
+    } else {
+        Facts::default()
+    }
+}
+
+/// `pax -r` (read mode) writes members at the names the archive gives,
+/// absolute ones included.
+pub(super) fn pax(args: &[Arg]) -> Facts {
+    let reads = args.iter().take_while(|a| !a.is("--")).any(|a| {
+        !a.dynamic && a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('r')
+    });
+    if reads {
+        writes_member_paths()
+    } else {
+        Facts::default()
     }
 }
 
 /// `rg` options that run a program.
 const RG_RUNS_LONG: &[&str] = &[
-    "--pre", // runs a preprocessor on every file searched
+    "--pre",          // runs a preprocessor on every file searched
+    "--hostname-bin", // runs a program to learn the host name for hyperlinks
 ];
 
 pub(super) fn rg(args: &[Arg]) -> Facts {
@@ -25,7 +93,7 @@ pub(super) fn rg(args: &[Arg]) -> Facts {
         args,
         RG_RUNS_LONG,
         &[],
-        "`rg --pre` runs a preprocessor program",
+        "`rg --pre`/`--hostname-bin` runs a program",
     )
 }
 

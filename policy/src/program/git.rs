@@ -548,6 +548,12 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
                 }
             }
         },
+        // `--unsafe-paths`: the patch's own file names, outside the
+        // worktree included, are where it writes.
+        "apply" if has(&["--unsafe-paths"]) => facts.paths.push(HiddenPath {
+            path: None,
+            writes: true,
+        }),
         "fetch" | "pull" | "ls-remote" if has(FETCH_RUNS) => {
             facts.opaque = Some("`--upload-pack` runs a program".into());
         }
@@ -570,7 +576,7 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
             facts.opaque = Some("`git difftool --extcmd` runs a program".into());
         }
         "diff" | "log" | "show" | "format-patch" | "whatchanged" | "diff-tree" | "diff-files"
-        | "diff-index"
+        | "diff-index" | "stash" | "reflog" | "range-diff"
             if has(DIFF_RUNS) =>
         {
             facts.opaque = Some("`--ext-diff` runs an external diff program".into());
