@@ -186,6 +186,22 @@ pub(crate) async fn open_session_of(
     row.as_ref().map(session_from_row).transpose()
 }
 
+/// The open primary session of task `task` (at most one), read in `db`.
+async fn primary_session_of<'c, E>(db: E, task: &str) -> Result<Option<Session>>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Sqlite>,
+{
+    let row = sqlx::query(&format!(
+        "SELECT {SESSION_COLUMNS} FROM agent_sessions \
+         WHERE task_id = $1 AND is_primary = 1 AND status <> 'ended'"
+    ))
+    .bind(task)
+    .fetch_optional(db)
+    .await
+    .map_err(EngineError::store("reading a session"))?;
+    row.as_ref().map(session_from_row).transpose()
+}
+
 /// Ends every open session of `task` in `tx` (its task was archived or
 /// deleted). Returns their ids.
 pub(crate) async fn end_task_sessions(tx: &mut Tx, task: &str) -> Result<Vec<String>> {
@@ -216,6 +232,13 @@ impl Engine {
             });
         }
         let op = "opening a session";
+        // Already open (the noop agent asks on every pass): a read, no
+        // write transaction. Whether it may be opened is checked below.
+        if let Some(s) = primary_session_of(self.store.pool(), &t.id).await?
+            && s.agent == a.name
+        {
+            return Ok(s);
+        }
         let mut tx = self.store.write(op).await?;
         let archived: Option<Option<i64>> =
             sqlx::query_scalar("SELECT archived_at FROM tasks WHERE id = $1")
@@ -234,16 +257,7 @@ impl Engine {
                 });
             }
         }
-        let existing = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM agent_sessions \
-             WHERE task_id = $1 AND is_primary = 1 AND status <> 'ended'"
-        ))
-        .bind(&t.id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(EngineError::store(op))?;
-        if let Some(row) = existing {
-            let s = session_from_row(&row)?;
+        if let Some(s) = primary_session_of(&mut *tx, &t.id).await? {
             if s.agent != a.name {
                 return Err(EngineError::WrongStatus {
                     what: "task",

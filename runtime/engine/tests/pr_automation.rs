@@ -490,7 +490,7 @@ async fn archiving_the_task_purges_its_automation_and_no_pass_wakes_it() {
 }
 
 #[tokio::test]
-async fn a_projects_prompt_edit_is_used_and_never_overwritten_by_seeding() {
+async fn a_projects_prompt_edit_is_used_and_kept_when_its_switches_change() {
     let (f, _) = pr_open("").await;
     let edited = "Fix it, please:\n{{pr.feedback}}\nThanks.";
     f.engine

@@ -195,7 +195,6 @@ impl Engine {
                 rule: "an archived task's PRs take no automation".into(),
             });
         }
-        self.seed_prompt_templates(&pr.project).await?;
         let op = "setting a PR's automation";
         let mut tx = self.store.write(op).await?;
         let mut row = state::read(&mut *tx, &pr.id)

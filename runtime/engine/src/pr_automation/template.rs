@@ -4,9 +4,10 @@
 //! (its number, branch and state — never text an agent or a reviewer
 //! wrote).
 //!
-//! A project's edit lives in `prompt_templates`; seeding inserts the
-//! embedded text only where no row is, so reseeding never overwrites an
-//! edit, and a missing row falls back to the embedded text.
+//! A project's edit lives in `prompt_templates`; a project with no edited
+//! row reads the embedded text of the berth it runs on, so a new berth's
+//! default reaches every project that did not edit it. (Rows written
+//! unedited by an earlier berth are read as the embedded text too.)
 
 use crate::Engine;
 use crate::error::{EngineError, Result};
@@ -122,8 +123,8 @@ impl Engine {
         .await
         .map_err(EngineError::store("reading a prompt template"))?;
         let (body, edited) = match row {
-            Some((body, edited)) => (body, edited != 0),
-            None => (embedded(name).to_string(), false),
+            Some((body, edited)) if edited != 0 => (body, true),
+            _ => (embedded(name).to_string(), false),
         };
         Ok(PromptTemplate {
             project: project.to_string(),
@@ -181,29 +182,6 @@ impl Engine {
         .await?;
         tx.commit().await.map_err(EngineError::store(op))?;
         self.prompt_template(project, name).await
-    }
-
-    /// Seeds the embedded templates of `project`: a row not edited takes
-    /// this berth's default; an edit is never overwritten.
-    pub(crate) async fn seed_prompt_templates(&self, project: &str) -> Result<()> {
-        let op = "seeding prompt templates";
-        let mut tx = self.store.write(op).await?;
-        for name in EDITABLE {
-            sqlx::query(
-                "INSERT INTO prompt_templates (project, name, body, edited, updated_at) \
-                 VALUES ($1, $2, $3, 0, $4) ON CONFLICT (project, name) \
-                 DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at \
-                 WHERE prompt_templates.edited = 0 AND prompt_templates.body <> excluded.body",
-            )
-            .bind(project)
-            .bind(name)
-            .bind(embedded(name))
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store(op))?;
-        }
-        tx.commit().await.map_err(EngineError::store(op))
     }
 }
 
