@@ -42,6 +42,10 @@ const PRIVILEGE: &[&str] = &[
     "sg",          // runs a command with another group (`sg docker` is root)
     "newgrp",      // a shell with another group
     "nsenter",     // enters another process's namespaces
+    "setpriv",     // runs a command with other uids, gids or capabilities
+    "capsh",       // the same, through libcap
+    "chroot",      // runs a command under another root (with CAP_SYS_CHROOT)
+    "unshare",     // runs a command as root of a new user namespace (`-r`)
 ];
 
 /// Programs that open a raw network connection (or listen) from a shell.
@@ -91,6 +95,64 @@ const VERBS: &[(&str, &[&str])] = &[
     ("gh", &["repo", "create"]),
     ("gh", &["repo", "delete"]),
     ("gh", &["workflow", "run"]),
+    // Every other gh command that writes to the hosted forge is `gh api`
+    // with a writing method under another name.
+    ("gh", &["pr", "close"]),
+    ("gh", &["pr", "comment"]),
+    ("gh", &["pr", "edit"]),
+    ("gh", &["pr", "ready"]),
+    ("gh", &["pr", "reopen"]),
+    ("gh", &["pr", "review"]),
+    ("gh", &["pr", "lock"]),
+    ("gh", &["pr", "unlock"]),
+    ("gh", &["pr", "update-branch"]),
+    ("gh", &["issue", "create"]),
+    ("gh", &["issue", "new"]),
+    ("gh", &["issue", "close"]),
+    ("gh", &["issue", "comment"]),
+    ("gh", &["issue", "delete"]),
+    ("gh", &["issue", "edit"]),
+    ("gh", &["issue", "reopen"]),
+    ("gh", &["issue", "transfer"]),
+    ("gh", &["issue", "lock"]),
+    ("gh", &["issue", "unlock"]),
+    ("gh", &["issue", "pin"]),
+    ("gh", &["issue", "unpin"]),
+    ("gh", &["issue", "develop"]),
+    ("gh", &["release", "delete"]),
+    ("gh", &["release", "delete-asset"]),
+    ("gh", &["release", "edit"]),
+    ("gh", &["repo", "edit"]),
+    ("gh", &["repo", "archive"]),
+    ("gh", &["repo", "unarchive"]),
+    ("gh", &["repo", "rename"]),
+    ("gh", &["repo", "fork"]),
+    ("gh", &["repo", "deploy-key", "add"]),
+    ("gh", &["repo", "deploy-key", "delete"]),
+    ("gh", &["secret", "set"]), // CI secrets: what the forge's workflows run with
+    ("gh", &["secret", "delete"]),
+    ("gh", &["secret", "remove"]),
+    ("gh", &["variable", "set"]),
+    ("gh", &["variable", "delete"]),
+    ("gh", &["label", "create"]),
+    ("gh", &["label", "edit"]),
+    ("gh", &["label", "delete"]),
+    ("gh", &["label", "clone"]),
+    ("gh", &["workflow", "enable"]),
+    ("gh", &["workflow", "disable"]),
+    ("gh", &["run", "cancel"]),
+    ("gh", &["run", "rerun"]),
+    ("gh", &["run", "delete"]),
+    ("gh", &["cache", "delete"]),
+    ("gh", &["gist", "create"]),
+    ("gh", &["gist", "new"]),
+    ("gh", &["gist", "edit"]),
+    ("gh", &["gist", "delete"]),
+    ("gh", &["gist", "rename"]),
+    ("gh", &["ssh-key", "add"]),
+    ("gh", &["ssh-key", "delete"]),
+    ("gh", &["gpg-key", "add"]),
+    ("gh", &["gpg-key", "delete"]),
     ("glab", &["mr", "create"]),
     ("glab", &["mr", "merge"]),
     ("glab", &["release", "create"]),
@@ -418,6 +480,7 @@ const READ_VERBS: &[&str] = &[
 
 /// The programs `check` reads by name past the tables (its final `match`).
 const READ_BY_NAME: &[&str] = &[
+    "gsutil",
     "gh",
     "hub",
     "glab",
@@ -557,7 +620,8 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     }
     // Every name this match reads is in `READ_BY_NAME`.
     match name {
-        "gh" | "hub" | "glab" => forge_api(name, inv),
+        "gh" | "hub" | "glab" => forge_api(name, inv).or_else(|| gh_repo_sync(name, inv)),
+        "aws" | "gsutil" | "gcloud" | "az" => bucket_write(name, &pos),
         // `yarn workspaces foreach -A npm publish`: a publish run per workspace.
         "yarn" => pos
             .iter()
@@ -640,6 +704,13 @@ fn external(tool: &str, verbs: &[&str]) -> String {
             "pushes to a remote"
         }
         ("git", "send-email") => "sends e-mail",
+        ("gh", "pr") if !matches!(verbs.get(1), Some(&("create" | "new" | "merge"))) => {
+            "writes to a pull request on the hosted forge"
+        }
+        ("gh", "issue" | "secret" | "variable" | "label" | "run" | "cache" | "gist") => {
+            "writes to the hosted forge"
+        }
+        ("gh", "ssh-key" | "gpg-key") => "changes the account's keys on the hosted forge",
         (_, "pr" | "mr" | "pull-request") => "opens or merges a pull request",
         (_, "publish" | "unpublish" | "deprecate" | "yank" | "upload" | "push" | "nuget") => {
             "publishes"
@@ -667,6 +738,106 @@ fn verbs_match(pos: &[&Arg], start: usize, verbs: &[&str]) -> Option<bool> {
         }
     }
     Some(true)
+}
+
+/// `gh repo sync OWNER/REPO` updates that hosted repository; with no
+/// destination it updates the local clone (a pull).
+fn gh_repo_sync(tool: &str, inv: &[Arg]) -> Option<Hit> {
+    if tool != "gh" {
+        return None;
+    }
+    let at = inv.iter().position(|a| a.is("sync"))?;
+    if !inv[..at].iter().any(|a| a.is("repo")) {
+        return None;
+    }
+    let mut rest = inv[at + 1..].iter();
+    while let Some(a) = rest.next() {
+        if a.dynamic {
+            return Some(Hit::Maybe(
+                "a dynamic word where `gh repo sync`'s destination would be".into(),
+            ));
+        }
+        match a.text.as_str() {
+            // Options with a value: the source and the branch, not a destination.
+            "-s" | "--source" | "-b" | "--branch" => {
+                rest.next();
+            }
+            t if t.starts_with('-') => {}
+            _ => {
+                return Some(Hit::Yes(
+                    "`gh repo sync OWNER/REPO` updates a hosted repository".into(),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// A write to a cloud storage bucket — an upload, a sync, a move or a
+/// removal — publishes (a static site is deployed so) or destroys what is
+/// hosted: `aws s3 cp|mv|sync … s3://…`, `aws s3 rm|rb`, `aws s3api
+/// put-*|delete-*|…`, the same through `gsutil` and `gcloud storage`, and
+/// `az storage blob upload|delete|sync`. A download (the bucket as the
+/// source only) is not.
+fn bucket_write(tool: &str, pos: &[&Arg]) -> Option<Hit> {
+    let mut words: Vec<&str> = pos.iter().map(|a| a.text.as_str()).collect();
+    // An option the limit does not know may have taken the next word as its
+    // value (`aws --profile p s3 cp …`): start at the service's name.
+    if let Some(k) = words
+        .iter()
+        .take(3)
+        .position(|w| matches!(*w, "s3" | "s3api" | "storage"))
+    {
+        words.drain(..k);
+    }
+    let (verbs, scheme): (&[&str], &str) = match (tool, words.as_slice()) {
+        ("aws", ["s3", rest @ ..]) => (rest, "s3://"),
+        ("aws", ["s3api", verb, ..]) => {
+            const WRITES: &[&str] = &[
+                "put-",
+                "delete-",
+                "create-",
+                "copy-",
+                "upload-",
+                "complete-",
+                "restore-",
+            ];
+            return WRITES
+                .iter()
+                .any(|w| verb.starts_with(w))
+                .then(|| Hit::Yes(format!("`aws s3api {verb}` writes to a bucket")));
+        }
+        ("gsutil", rest) => (rest, "gs://"),
+        ("gcloud", ["storage", rest @ ..]) => (rest, "gs://"),
+        ("az", ["storage", "blob", verb, ..]) => {
+            return matches!(
+                *verb,
+                "upload" | "upload-batch" | "delete" | "delete-batch" | "sync" | "copy"
+            )
+            .then(|| Hit::Yes(format!("`az storage blob {verb}` writes to a container")));
+        }
+        _ => return None,
+    };
+    let (verb, operands) = verbs.split_first()?;
+    let writes = match *verb {
+        "rm" | "rb" => true,
+        "cp" | "mv" | "sync" | "rsync" => {
+            operands.last().is_some_and(|dst| dst.starts_with(scheme))
+        }
+        _ => false,
+    };
+    // A dynamic operand may name a bucket.
+    let unknown =
+        matches!(*verb, "cp" | "mv" | "sync" | "rsync") && pos.last().is_some_and(|a| a.dynamic);
+    if writes {
+        Some(Hit::Yes(format!("`{tool} … {verb}` writes to a bucket")))
+    } else if unknown {
+        Some(Hit::Maybe(format!(
+            "a dynamic word where `{tool} … {verb}`'s destination bucket would be"
+        )))
+    } else {
+        None
+    }
 }
 
 /// `gh api`, `hub api`, `glab api`: a write with `-X POST|PUT|PATCH|DELETE`
@@ -1358,6 +1529,19 @@ mod tests {
             "sudo ls",
             "/usr/bin/doas ls",
             "twine upload dist/*",
+            "gh issue create --title x",
+            "gh pr comment 3 --body x",
+            "gh secret set TOKEN",
+            "gh repo sync me/fork",
+            "aws s3 sync site s3://bucket",
+            "aws --profile p s3 cp x s3://bucket/x",
+            "aws s3 rm s3://bucket/x",
+            "aws s3api put-object --bucket b --key k",
+            "gsutil rsync -r site gs://bucket",
+            "gcloud storage cp x gs://bucket",
+            "az storage blob upload -f x -c c",
+            "setpriv --reuid 0 id",
+            "unshare -r id",
         ] {
             assert!(matches!(hit(c), Some(Hit::Yes(_))), "{c}");
         }
@@ -1379,6 +1563,17 @@ mod tests {
             "kubectl get pods",
             "helm list",
             "terraform plan",
+            "gh repo sync",
+            "gh repo sync --source o/r --branch main",
+            "gh issue view 3",
+            "gh issue list",
+            "gh pr checks",
+            "gh secret list",
+            "aws s3 cp s3://bucket/x .",
+            "aws s3 ls s3://bucket",
+            "aws s3api get-object --bucket b --key k out",
+            "gsutil cp gs://bucket/x .",
+            "az storage blob list -c c",
             "ls",
         ] {
             assert_eq!(hit(c), None, "{c}");

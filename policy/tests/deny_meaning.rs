@@ -305,7 +305,7 @@ const GLOBS: &[Row] = &[
     ("cargo run -- *.txt", Box, None, AUTO),
     ("go run *.go", Box, None, AUTO),
     ("gh pr list", Box, None, AUTO),
-    ("aws s3 cp *.txt s3://bucket/", Box, None, AUTO),
+    ("aws s3 cp s3://bucket/ . --recursive --exclude '*' --include '*.txt'", Box, None, AUTO),
     ("git checkout -- *.rs", Box, None, AUTO),
     ("git status", Box, None, AUTO),
     ("cargo test -- --nocapture", Box, None, AUTO),

@@ -162,6 +162,12 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("psql app -c '\\dt'", &["psql"], Manual, Container, AUTO),
     ("mysql -e 'show tables' app", &["mysql"], Manual, Container, AUTO),
     ("emacs --batch -l build.el", &["emacs"], Manual, Container, AUTO),
+    // Arguments xargs reads from stdin may be the subcommand the privileged
+    // limit compares (opaque: a dynamic word where `git push` would be).
+    ("echo push | xargs git", &["echo", "xargs"], Auto, Container, ASK),
+    ("xargs -n1 npm < verbs.txt", &["xargs"], Auto, Container, ASK),
+    ("git ls-files -z | xargs -0 git add", &["git ls-files", "xargs"], Auto, Container, AUTO),
+    ("git ls-files | xargs wc -l", &["git ls-files", "xargs"], Auto, Container, AUTO),
     // Every subcommand that takes the diff options runs `--ext-diff`'s driver.
     ("git stash show -p --ext-diff", &["git stash"], Auto, Container, ASK),
     ("git stash show -p --ext-d", &["git stash"], Auto, Container, ASK),
@@ -350,6 +356,18 @@ const PRIVILEGED: &[Row] = &[
     ("echo hi > /dev/null", &["echo"], Manual, Container, AUTO),
     ("echo hi > \"$DIR/out.log\"", &["echo"], Auto, Container, AUTO),
     ("echo hi > out/$NAME.txt", &["echo"], Auto, Container, AUTO),
+    // Writing to the hosted forge under gh's own names is `gh api -X POST`.
+    ("gh issue create --title x --body y", &["gh"], Auto, Container, ASK),
+    ("gh pr comment 3 --body done", &["gh"], Auto, Container, ASK),
+    ("gh secret set TOKEN < t", &["gh"], Auto, Container, ASK),
+    ("gh issue view 3 --comments", &["gh"], Manual, Container, AUTO),
+    // A bucket as the destination publishes.
+    ("aws s3 sync ./site s3://www.example.com --delete", &["aws"], Auto, Container, ASK),
+    ("gsutil -m rsync -r site gs://example", &["gsutil"], Auto, Container, ASK),
+    ("aws s3 cp s3://data/x.csv .", &["aws"], Manual, Container, AUTO),
+    // Gaining a uid, capabilities or a root of one's own.
+    ("setpriv --reuid=0 --init-groups id", &["setpriv"], Auto, Container, ASK),
+    ("unshare -rm sh -c id", &["unshare"], Auto, Container, ASK),
 ];
 
 #[test]

@@ -182,7 +182,15 @@ impl<'a> Decider<'a> {
             None => {}
         }
         for view in seg.invocations_normalized() {
-            let mut hit = privileged::check_normalized(&view.privileged);
+            // Arguments still to come from stdin (`xargs git`) may be the
+            // subcommand the limit compares: a dynamic word stands for them.
+            let mut hit = if seg.trailing_dynamic {
+                let mut inv = view.privileged.to_vec();
+                inv.push(Arg::dynamic(""));
+                privileged::check_normalized(&inv)
+            } else {
+                privileged::check_normalized(&view.privileged)
+            };
             if hit.is_none() {
                 for p in &self.ctx.limits.privileged {
                     match p.matches_restrict(view.written, &view.normalized, seg.trailing_dynamic) {
