@@ -62,6 +62,14 @@ const PROTECTED: &[(&str, &str)] = &[
     (".profile", "login shells run it as shell code"),
 ];
 
+/// Protected directories named by two components: git's user config in
+/// its XDG place is `~/.gitconfig` under another name.
+const PROTECTED_PAIRS: &[(&str, &str, &str)] = &[(
+    ".config",
+    "git",
+    "git's user config, attributes and hooks (`~/.config/git/`) name programs git runs, as `~/.gitconfig` does",
+)];
+
 /// A bare repository's directory (`p.git`) is a git directory too: its
 /// `config` and `hooks/` run code like a `.git/` directory's.
 const BARE_REPO_SUFFIX: &str = ".git";
@@ -84,7 +92,9 @@ pub fn mentioned_in(word: &str) -> bool {
     };
     word.match_indices('.').any(|(i, _)| {
         let rest = &word[i..];
-        starts(rest, BARE_REPO_SUFFIX) || PROTECTED.iter().any(|(n, _)| starts(rest, n))
+        starts(rest, BARE_REPO_SUFFIX)
+            || PROTECTED.iter().any(|(n, _)| starts(rest, n))
+            || PROTECTED_PAIRS.iter().any(|(n, _, _)| starts(rest, n))
     })
 }
 
@@ -109,6 +119,21 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
             };
             if hit {
                 return Some((name.to_string(), why));
+            }
+        }
+        if let Some(next) = comps.get(i + 1) {
+            let next_glob = glob && next.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
+            let meets = |c: &str, c_glob: bool, name: &str| {
+                if c_glob {
+                    crate::glob_meet::may_meet(&c.to_ascii_lowercase(), name, !dotglob)
+                } else {
+                    c.eq_ignore_ascii_case(name)
+                }
+            };
+            for (first, second, why) in PROTECTED_PAIRS {
+                if meets(comp, is_glob, first) && meets(next, next_glob, second) {
+                    return Some((format!("{first}/{second}"), why));
+                }
             }
         }
         // `p.git/config`, `p.git/hooks/…`: a bare repository's own files.
@@ -150,6 +175,16 @@ mod tests {
             ("/work/.Git", false, Some(".git")),
             ("/srv/P.GIT/config", false, Some("P.GIT")),
             ("/work/.[g]it/config", true, Some(".git")),
+            ("/home/agent/.config/git/config", false, Some(".config/git")),
+            ("/home/agent/.config/git", false, Some(".config/git")),
+            (
+                "/home/agent/.config/g?t/attributes",
+                true,
+                Some(".config/git"),
+            ),
+            ("/home/agent/.config/gitui/theme.ron", false, None),
+            ("/home/agent/.config/nvim/init.lua", false, None),
+            ("/work/config/git/x", false, None),
         ];
         for (path, glob, want) in cases {
             assert_eq!(

@@ -132,6 +132,10 @@ fn unnamed_writes_outside() {
 #[rustfmt::skip]
 const PROTECTED: &[Row] = &[
     ("echo x > .git/config", ALL, &[], &[], AutoMode, Container, ASK),
+    // git's user config in its XDG place is `~/.gitconfig` by another name.
+    ("printf '[core]\\npager = x' > ~/.config/git/config", ALL, &[], &[], AutoMode, Container, ASK),
+    ("mkdir -p ~/.config/git && cp evil ~/.config/git/attributes", ALL, &[], &[], AutoMode, Container, ASK),
+    ("echo x > ~/.config/gitui/theme.ron", ALL, &[], &[], AutoMode, Container, AUTO),
     ("echo '#!/bin/sh' > .git/hooks/pre-commit", ALL, &[], &[], AutoMode, Host, ASK),
     ("echo '* filter=x' >> .git/info/attributes", ALL, &[], &[], Manual, Container, ASK),
     ("cp evil.sh .git/hooks/pre-commit", ALL, &[], &[], AutoMode, Container, ASK),
