@@ -1776,11 +1776,9 @@ fn the_event_stream_follows_the_store_across_processes() {
     assert!(!sock.exists(), "the socket file is removed");
 }
 
-/// The server drives a noop agent on its own: the loop claims a task made
-/// by another process, waits on a pending commit, and goes on to the PR
-/// once a person approves it.
-#[test]
-fn the_server_drives_noop_agents_in_the_background() {
+/// Project `demo` with noop agent `noop-1` up in a runner berth, whose
+/// commits wait for a person (so a test sees which server drove it).
+fn noop_waiting_on_its_commit() -> State {
     let state = State::with_project();
     state.ok(&[
         "agent",
@@ -1799,6 +1797,15 @@ fn the_server_drives_noop_agents_in_the_background() {
         "git_commit",
         "require_approval",
     ]);
+    state
+}
+
+/// The server drives a noop agent on its own: the loop claims a task made
+/// by another process, waits on a pending commit, and goes on to the PR
+/// once a person approves it.
+#[test]
+fn the_server_drives_noop_agents_in_the_background() {
+    let state = noop_waiting_on_its_commit();
     let served = start(&state, Transport::Socket, &[]);
     let api = Api::new(served.client(&state));
     let out = state.ok(&[
@@ -1838,6 +1845,84 @@ fn the_server_drives_noop_agents_in_the_background() {
     let prs = api.ok("get", "/api/prs", &[], None);
     assert_eq!(prs[0]["task"], task_id.as_str());
     served.stop();
+}
+
+/// Two servers on one state directory: only the holder of an agent's lease
+/// drives it; when the holder is killed, the other takes the agent over
+/// once the lease runs out (the next fencing token, the killed holder
+/// named) and finishes the task's delivery — one commit, one PR.
+#[test]
+fn two_servers_share_a_store_and_the_survivor_takes_over_a_killed_servers_agent() {
+    let state = noop_waiting_on_its_commit();
+    let sock = |n: &str| format!("unix:{}", state.root().join(n).display());
+    let a = Served::start(&state, &["--listen", &sock("a.sock"), "--agent-lease", "2"]);
+    let leases = || -> Vec<Value> {
+        let out = state.ok(&["events", "--type", "agent.lease_taken", "--json"]);
+        serde_json::from_str::<Value>(&out)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let pending_commit = || -> Option<Value> {
+        let out = state.ok(&["actions", "--pending", "--json"]);
+        serde_json::from_str::<Value>(&out)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .first()
+            .cloned()
+    };
+    let task_id = state.new_task("shared");
+    let commit = wait_for(
+        "server A's pending commit",
+        Duration::from_secs(30),
+        pending_commit,
+    );
+    let first = leases();
+    assert_eq!(first.len(), 1, "{first:?}");
+    let owner_a = first[0]["payload"]["owner"].as_str().unwrap().to_string();
+    assert!(owner_a.contains(&format!(":{}:", a.pid())), "{owner_a}");
+
+    // B starts beside A: A renews its lease, so B never takes the agent.
+    let b = Served::start(&state, &["--listen", &sock("b.sock"), "--agent-lease", "2"]);
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(leases().len(), 1, "B took a lease A still renews");
+
+    // A dies. The commit is approved (by a person, in a terminal); B takes
+    // the agent over once A's lease runs out and goes on to push and PR.
+    a.crash();
+    state.ok(&["approve", commit["id"].as_str().unwrap()]);
+    wait_for("B to deliver the task", Duration::from_secs(60), || {
+        let t: Value =
+            serde_json::from_str(&state.ok(&["task", "show", &task_id, "--json"])).ok()?;
+        (t["task"]["status"] == "in_review").then_some(())
+    });
+    let all = leases();
+    assert_eq!(all.len(), 2, "{all:?}");
+    let taken = &all[1]["payload"];
+    assert!(
+        taken["owner"]
+            .as_str()
+            .unwrap()
+            .contains(&format!(":{}:", b.pid())),
+        "{taken}"
+    );
+    assert_eq!(taken["token"], 2);
+    assert_eq!(taken["previous_owner"], owner_a.as_str());
+    let prs: Value = serde_json::from_str(&state.ok(&["pr", "list", "--json"])).unwrap();
+    assert_eq!(prs.as_array().unwrap().len(), 1, "{prs}");
+    // One commit action for the task, executed once.
+    let actions: Value = serde_json::from_str(&state.ok(&["actions", "--json"])).unwrap();
+    let commits: Vec<&Value> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["task"] == task_id.as_str() && a["action"]["type"] == "git_commit")
+        .collect();
+    assert_eq!(commits.len(), 1, "{actions}");
+    assert_eq!(commits[0]["status"], "executed");
+    b.stop();
 }
 
 /// A crash while an action executes: the next server marks it interrupted

@@ -8,12 +8,17 @@
 //! deterministic idempotency key (`task:<id>:<step>`), so running the chain
 //! again after an approval, a restart or a crash replays what already
 //! happened instead of doing it twice.
+//!
+//! An `AgentIo` made under a driver's lease ([`Engine::agent_io_under`],
+//! `agent_lease.rs`) checks the lease before each effect and stops with
+//! `AgentLeaseLost` once another driver holds the agent.
 
 use berth_policy::Action;
 use serde::Serialize;
 
 use crate::Engine;
 use crate::actions::{ActionParams, ActionRecord, ActionStatus, Proposal, ProposeStatus, Proposed};
+use crate::agent_lease::AgentLease;
 use crate::agents::Agent;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
@@ -41,6 +46,9 @@ const STEPS: [&str; 3] = ["git_commit", "git_push", "pr_open"];
 pub struct AgentIo<'e> {
     engine: &'e Engine,
     agent: crate::AgentName,
+    /// The driver's lease each effect checks first (none: a person's own
+    /// `berth agent run`, which no other driver fences).
+    lease: Option<AgentLease>,
 }
 
 impl Engine {
@@ -48,6 +56,15 @@ impl Engine {
         AgentIo {
             engine: self,
             agent: agent.clone(),
+            lease: None,
+        }
+    }
+
+    /// [`agent_io`](Engine::agent_io) for a driver holding `lease`.
+    pub fn agent_io_under(&self, agent: &crate::AgentName, lease: AgentLease) -> AgentIo<'_> {
+        AgentIo {
+            lease: Some(lease),
+            ..self.agent_io(agent)
         }
     }
 }
@@ -57,13 +74,23 @@ impl AgentIo<'_> {
         self.engine.agent(&self.agent).await
     }
 
+    /// The fencing check before an effect: the driver still holds the agent.
+    async fn fence(&self) -> Result<()> {
+        match &self.lease {
+            Some(lease) => self.engine.check_agent_lease(lease).await,
+            None => Ok(()),
+        }
+    }
+
     /// Claims the next task of the agent's project, if any.
     pub async fn claim(&self) -> Result<Option<Task>> {
+        self.fence().await?;
         self.engine.claim_task(&self.agent).await
     }
 
     /// Brings the berth up on the task's branch (idempotent).
     pub async fn worktree(&self) -> Result<Agent> {
+        self.fence().await?;
         let a = self.agent().await?;
         let (name, project) = a.names()?;
         self.engine
@@ -79,6 +106,7 @@ impl AgentIo<'_> {
         task: Option<&str>,
         payload: serde_json::Value,
     ) -> Result<()> {
+        self.fence().await?;
         let a = self.agent().await?;
         let actor = Actor::agent(&a.name);
         let mut tx = self.engine.store.write("recording an agent event").await?;
@@ -104,6 +132,7 @@ impl AgentIo<'_> {
         task: Option<&str>,
         key: &str,
     ) -> Result<Proposed> {
+        self.fence().await?;
         let proposal = Proposal::by_agent(&self.agent, action)
             .params(params)
             .task(task.map(str::to_string))
@@ -157,6 +186,7 @@ impl AgentIo<'_> {
     /// Blocks the task with a diagnosis (`task.blocked`); the agent keeps it
     /// and its worktree until a person looks.
     pub async fn block(&self, task: &Task, diagnosis: &str) -> Result<()> {
+        self.fence().await?;
         let a = self.agent().await?;
         let actor = Actor::agent(&a.name);
         let mut tx = self.engine.store.write("blocking a task").await?;
@@ -220,6 +250,7 @@ impl AgentIo<'_> {
         // finds the effect if it happened), then read what it became.
         let resumed;
         let rec = if rec.status == ActionStatus::Interrupted {
+            self.fence().await?;
             resumed = self.engine.resume_own_effect(rec).await?;
             &resumed
         } else {

@@ -305,6 +305,18 @@ pub enum EngineError {
     #[error("task {task}'s pipeline lease was taken by another process; this one stops")]
     LeaseLost { task: String },
 
+    /// A driver's lease on an agent ran out or was taken over: it stops
+    /// before its next effect.
+    #[error(
+        "agent `{agent}`'s lease is no longer {owner}'s{}: this driver stops; the holder drives the agent",
+        now_held_by.as_deref().map(|h| format!(" (now {h}'s)")).unwrap_or_default()
+    )]
+    AgentLeaseLost {
+        agent: String,
+        owner: String,
+        now_held_by: Option<String>,
+    },
+
     #[error(
         "agent `{agent}` is already up in {mode} mode: run `berth down {agent} --keep-worktree` first"
     )]
@@ -510,6 +522,7 @@ impl EngineError {
             | EngineError::NotNoop { .. }
             | EngineError::LeaseHeld { .. }
             | EngineError::LeaseLost { .. }
+            | EngineError::AgentLeaseLost { .. }
             | EngineError::AlreadyUp { .. }
             | EngineError::HoldsTask { .. }
             | EngineError::NeedsRoot { .. }

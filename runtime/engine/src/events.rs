@@ -146,6 +146,7 @@ pub mod kind {
     pub const CHOICE_RESOLVED: &str = "choice.resolved";
     pub const HOOK_FAILED: &str = "hook.failed";
     pub const AGENT_RESUMED: &str = "agent.resumed";
+    pub const AGENT_LEASE_TAKEN: &str = "agent.lease_taken";
     pub const PR_MERGED: &str = "pr.merged";
     pub const PR_CLOSED: &str = "pr.closed";
     /// A PR's branch or merge was fetched into a user's repository as a ref.

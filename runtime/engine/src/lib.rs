@@ -27,7 +27,8 @@
 //! | `actions/record.rs` | `action`, `action_by_key`, `actions`, `pending_count` |
 //! | `actions/finish.rs`, `execute.rs` | running a claimed action and recording its end |
 //! | `gate.rs` | what an action's outcome means for its task: the gate, returns, releases |
-//! | `agent_io.rs`, `noop.rs` | `agent_io` (the delivery chain), `run_agent` |
+//! | `agent_io.rs`, `noop.rs` | `agent_io`, `agent_io_under` (the delivery chain), `run_agent`, `run_agent_under` |
+//! | `agent_lease.rs` | `take_agent_lease`, `renew_agent_leases`, `release_agent_leases` (which driver drives an agent) |
 //! | `pipeline/mod.rs` | `run_pipeline`, `run_pipeline_with`, `pipelines_to_resume`, `pipeline_state` |
 //! | `pipeline/end.rs` | `approve_task`, `reject_task` (`lease.rs`, `drive.rs`: the run's steps) |
 //! | `followups.rs` | `choices`, `choice`, `resolve_choice` |
@@ -54,6 +55,7 @@
 
 pub mod actions;
 pub mod agent_io;
+pub mod agent_lease;
 pub mod agents;
 pub mod archive;
 pub mod berth_disk;

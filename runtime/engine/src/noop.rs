@@ -55,13 +55,27 @@ impl Engine {
     /// returns as soon as it cannot go on (no task, waiting for a person, in
     /// review); otherwise it polls until interrupted.
     pub async fn run_agent(&self, agent: &crate::AgentName, until_idle: bool) -> Result<RunReport> {
+        self.run_agent_under(agent, until_idle, None).await
+    }
+
+    /// [`run_agent`](Engine::run_agent) by a driver holding `lease`: every
+    /// effect of the loop checks it first (`agent_lease.rs`).
+    pub async fn run_agent_under(
+        &self,
+        agent: &crate::AgentName,
+        until_idle: bool,
+        lease: Option<crate::agent_lease::AgentLease>,
+    ) -> Result<RunReport> {
         let a = self.agent(agent).await?;
         if a.implementation != AgentImpl::Noop {
             return Err(EngineError::NotNoop {
                 agent: agent.to_string(),
             });
         }
-        let io = self.agent_io(agent);
+        let io = match lease {
+            Some(l) => self.agent_io_under(agent, l),
+            None => self.agent_io(agent),
+        };
         let mut delivered = Vec::new();
         loop {
             let stopped = self.noop_pass(&io, &mut delivered).await?;

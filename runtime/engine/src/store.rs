@@ -86,6 +86,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "pr automation",
         include_str!("../migrations/0011_pr_automation.sql"),
     ),
+    (
+        12,
+        "agent leases",
+        include_str!("../migrations/0012_agent_leases.sql"),
+    ),
 ];
 
 /// How long a write waits for SQLite's lock (another process) and for its

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod agent_lease;
 mod archive_race;
 mod berth_disk;
 mod checkout_bounds;

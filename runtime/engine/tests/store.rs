@@ -27,6 +27,7 @@ async fn init_creates_a_wal_store_with_every_table() {
     assert_eq!(
         tables,
         [
+            "agent_leases",
             "agent_sessions",
             "agents",
             "autonomy",
@@ -54,7 +55,7 @@ async fn init_creates_a_wal_store_with_every_table() {
             .fetch_all(pool)
             .await
             .unwrap();
-    assert_eq!(applied, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert_eq!(applied, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     // Opening again applies nothing new and keeps the data.
     let again = f.second().await;
     assert_eq!(again.projects().await.unwrap().len(), 1);

@@ -13,6 +13,11 @@
 //! the log moves, one pass per agent at a time. A pass that fails is logged
 //! and that agent waits before the next try, so a broken berth does not
 //! spin.
+//!
+//! Several servers may share one store: each drives only the agents whose
+//! lease it holds (`agent_lease.rs` in the engine), renews its leases
+//! while it lives and gives them up when it stops; the agents of a server
+//! that died are taken over by another once their leases run out.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -99,13 +104,23 @@ pub(crate) async fn drive_agents(
     mut latest: watch::Receiver<i64>,
     mut shutdown: watch::Receiver<bool>,
     rescan: Duration,
+    lease_ttl: Duration,
 ) {
+    // This process, as the holder of the agents' leases it drives.
+    let owner = berth_engine::recovery::executor_id();
+    let mut renew = tokio::time::interval((lease_ttl / 3).max(Duration::from_millis(100)));
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A deadline of its own, not a sleep restarted by every other wake-up
+    // (the renewals would keep it from ever firing).
+    let mut rescan_tick = tokio::time::interval(rescan);
+    rescan_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut running: JoinSet<(String, Result<String, String>)> = JoinSet::new();
     let mut busy: HashSet<String> = HashSet::new();
     // Agents the log moved for while their pass ran: they get one more.
     let mut again: HashSet<String> = HashSet::new();
     let mut resting: HashMap<String, Instant> = HashMap::new();
     let mut scan = true;
+    let mut renew_due = false;
     loop {
         if scan {
             scan = false;
@@ -128,6 +143,16 @@ pub(crate) async fn drive_agents(
                         if resting.get(&a.name).is_some_and(|until| *until > now) {
                             continue;
                         }
+                        let lease = match engine.take_agent_lease(&a.name, &owner, lease_ttl).await
+                        {
+                            Ok(Some(lease)) => lease,
+                            // Another server drives it.
+                            Ok(None) => continue,
+                            Err(e) => {
+                                tracing::warn!(agent = %a.name, "taking the agent's lease: {e}");
+                                continue;
+                            }
+                        };
                         busy.insert(a.name.clone());
                         let engine = engine.clone();
                         running.spawn(async move {
@@ -136,7 +161,7 @@ pub(crate) async fn drive_agents(
                                     command_turns(&engine, &name).await
                                 }
                                 Ok((name, _)) => engine
-                                    .run_agent(&name, true)
+                                    .run_agent_under(&name, true, Some(lease))
                                     .await
                                     .map(|r| format!("{:?}", r.stopped))
                                     .map_err(|e| e.to_string()),
@@ -177,8 +202,14 @@ pub(crate) async fn drive_agents(
                     Err(e) => tracing::error!("an agent pass panicked: {e}"),
                 }
             }
-            _ = tokio::time::sleep(rescan) => scan = true,
+            _ = renew.tick() => renew_due = true,
+            _ = rescan_tick.tick() => scan = true,
             _ = shutdown.wait_for(|s| *s) => break,
+        }
+        if std::mem::take(&mut renew_due)
+            && let Err(e) = engine.renew_agent_leases(&owner, lease_ttl).await
+        {
+            tracing::warn!("renewing this server's agent leases: {e}");
         }
     }
     if !running.is_empty() {
@@ -193,6 +224,10 @@ pub(crate) async fn drive_agents(
                 DRAIN.as_secs()
             );
         }
+    }
+    // Stopping cleanly: another server takes the agents at once.
+    if let Err(e) = engine.release_agent_leases(&owner).await {
+        tracing::warn!("giving up this server's agent leases (they run out on their own): {e}");
     }
 }
 

@@ -92,6 +92,10 @@ pub struct Options {
     pub session_ttl: Duration,
     /// How often the store's retention is applied (and once at start).
     pub retention_every: Duration,
+    /// How long an agent's lease holds without renewal: after a server
+    /// dies, another takes its agents over this long after its last
+    /// renewal (renewed every third of it).
+    pub agent_lease: Duration,
 }
 
 impl Options {
@@ -104,6 +108,7 @@ impl Options {
             rescan: Duration::from_secs(5),
             session_ttl: DEFAULT_SESSION_TTL,
             retention_every: Duration::from_secs(3600),
+            agent_lease: Duration::from_secs(30),
         }
     }
 }
@@ -221,6 +226,7 @@ impl Server {
                 log.subscribe(),
                 stop_rx.clone(),
                 self.options.rescan,
+                self.options.agent_lease,
             ))
         });
         let pipelines = self.options.drive_agents.then(|| {

@@ -25,6 +25,12 @@ pub struct ServeArgs {
     /// in seconds (default: 12 hours). Bearer-token clients are unaffected.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     session_ttl: Option<u64>,
+    /// How long this server's lease on each agent it drives holds without
+    /// renewal (default 30 s): when several servers share a state
+    /// directory, the agents of one that died are taken over this long
+    /// after its last renewal.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    agent_lease: Option<u64>,
 }
 
 pub async fn run(engine: Arc<Engine>, a: ServeArgs) -> anyhow::Result<u8> {
@@ -45,6 +51,9 @@ pub async fn run(engine: Arc<Engine>, a: ServeArgs) -> anyhow::Result<u8> {
     options.drive_agents = !a.no_agent_loops;
     if let Some(secs) = a.session_ttl {
         options.session_ttl = std::time::Duration::from_secs(secs);
+    }
+    if let Some(secs) = a.agent_lease {
+        options.agent_lease = std::time::Duration::from_secs(secs);
     }
     // Before any berth comes up: containers a crashed berth left behind are
     // adopted or removed. Docker being down is not fatal to the API (runner

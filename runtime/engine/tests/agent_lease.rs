@@ -1,0 +1,150 @@
+//! Which driver drives an agent (`agent_lease.rs`): one holder at a time,
+//! a takeover only after the lease runs out and with the next fencing
+//! token, and an old holder that stops at its next effect — against a real
+//! store shared by two engines (two processes' views) and the real noop
+//! delivery chain.
+
+use std::time::Duration;
+
+use berth_engine::{AgentImpl, EngineError, TaskStatus};
+
+use crate::common::{self, Fixture, named, user};
+
+const LONG: Duration = Duration::from_secs(600);
+
+#[tokio::test]
+async fn one_driver_holds_an_agent_until_its_lease_runs_out_then_the_next_token_takes_over() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Noop).await;
+    let other = f.second().await;
+
+    let a = f
+        .engine
+        .take_agent_lease("dev-1", "server-a", LONG)
+        .await
+        .unwrap()
+        .expect("a free agent's lease is taken");
+    assert_eq!(a.token, 1);
+    // Held and not run out: the other driver gets nothing, whatever it tries.
+    assert_eq!(
+        other
+            .take_agent_lease("dev-1", "server-b", LONG)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(other.renew_agent_leases("server-b", LONG).await.unwrap(), 0);
+    // The holder keeps it, same token, and renews it.
+    let again = f
+        .engine
+        .take_agent_lease("dev-1", "server-a", LONG)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.token, 1);
+    assert_eq!(
+        f.engine.renew_agent_leases("server-a", LONG).await.unwrap(),
+        1
+    );
+
+    // It runs out (renewed for no time): the other driver takes it over
+    // with the next token.
+    f.engine
+        .renew_agent_leases("server-a", Duration::ZERO)
+        .await
+        .unwrap();
+    let b = other
+        .take_agent_lease("dev-1", "server-b", LONG)
+        .await
+        .unwrap()
+        .expect("a lease that ran out is taken over");
+    assert_eq!(b.token, 2);
+    let taken = common::events_of(&f.engine, "agent.lease_taken").await;
+    let owners: Vec<(String, i64, Option<String>)> = taken
+        .iter()
+        .map(|e| {
+            (
+                e.payload["owner"].as_str().unwrap().to_string(),
+                e.payload["token"].as_i64().unwrap(),
+                e.payload["previous_owner"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("server-a".to_string(), 1, None),
+            ("server-b".to_string(), 2, Some("server-a".to_string())),
+        ],
+        "a first lease and a takeover are events; keeping and renewing are not"
+    );
+    // The old holder cannot renew what it lost.
+    assert_eq!(
+        f.engine.renew_agent_leases("server-a", LONG).await.unwrap(),
+        0
+    );
+
+    // Released on a clean stop: taken at once, with the next token.
+    assert_eq!(other.release_agent_leases("server-b").await.unwrap(), 1);
+    let c = f
+        .engine
+        .take_agent_lease("dev-1", "server-a", LONG)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.token, 3);
+}
+
+#[tokio::test]
+async fn a_driver_whose_lease_was_taken_over_stops_before_its_next_effect() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Noop).await;
+    let other = f.second().await;
+    let task = f
+        .engine
+        .create_task("demo", "Add a file", &user())
+        .await
+        .unwrap();
+
+    let stale = f
+        .engine
+        .take_agent_lease("dev-1", "server-a", Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    let fresh = other
+        .take_agent_lease("dev-1", "server-b", LONG)
+        .await
+        .unwrap()
+        .unwrap();
+
+    // The old holder's loop stops at its first effect (the claim): the task
+    // is untouched.
+    let err = f
+        .engine
+        .run_agent_under(&named("dev-1"), true, Some(stale))
+        .await
+        .unwrap_err();
+    match &err {
+        EngineError::AgentLeaseLost {
+            agent, now_held_by, ..
+        } => {
+            assert_eq!(agent, "dev-1");
+            assert_eq!(now_held_by.as_deref(), Some("server-b"));
+        }
+        e => panic!("expected AgentLeaseLost, got {e}"),
+    }
+    assert!(err.to_string().contains("now server-b's"), "{err}");
+    let t = f.engine.task(&task.id).await.unwrap();
+    assert_eq!(t.status, TaskStatus::Todo);
+    assert_eq!(t.agent, None);
+
+    // The holder delivers it: commit, push and PR, once.
+    other
+        .run_agent_under(&named("dev-1"), true, Some(fresh))
+        .await
+        .unwrap();
+    let t = other.task(&task.id).await.unwrap();
+    assert_eq!(t.status, TaskStatus::InReview);
+    assert_eq!(other.prs(None).await.unwrap().len(), 1);
+}
