@@ -21,6 +21,11 @@
 //! table. Paths are interleaved so load changes hit each alike; medians of
 //! `BERTH_BENCH_RUNS` (default 7).
 //!
+//! The same downloads again from a server paced to a link's speed
+//! (`BERTH_BENCH_LINK_MBIT`, default 1000; 0 leaves it out; median of 3):
+//! a registry behind a real link, where the link and not the CPU bounds a
+//! download, and what the proxy's CPU adds per byte runs beside it.
+//!
 //! `cargo bench -p berth-egress --bench proxy_cost`; `BERTH_BENCH_MB` and
 //! `BERTH_BENCH_ROUNDS` change the download size and the connection rounds.
 
@@ -41,8 +46,9 @@ mod policy_gate;
 use policy_gate::PolicyGate;
 
 /// A server that answers each request head with `size` bytes: blocking,
-/// a thread per connection.
-fn server(size: usize) -> u16 {
+/// a thread per connection; paced to `link` bytes a second when given (a
+/// registry behind a link of that speed).
+fn server(size: usize, link: Option<f64>) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let block = Arc::new(vec![b'x'; 1 << 16]);
@@ -63,6 +69,7 @@ fn server(size: usize) -> u16 {
                 if s.write_all(head.as_bytes()).is_err() {
                     return;
                 }
+                let started = Instant::now();
                 let mut left = size;
                 while left > 0 {
                     let n = left.min(block.len());
@@ -70,6 +77,12 @@ fn server(size: usize) -> u16 {
                         return;
                     }
                     left -= n;
+                    if let Some(rate) = link {
+                        let due = Duration::from_secs_f64((size - left) as f64 / rate);
+                        if let Some(wait) = due.checked_sub(started.elapsed()) {
+                            std::thread::sleep(wait);
+                        }
+                    }
                 }
             });
         }
@@ -178,10 +191,59 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Downloads of `mb` MB from `server` by each of `paths`, interleaved,
+/// `runs` times; prints the medians against the first path's.
+fn downloads(
+    title: &str,
+    paths: &[(&str, Path)],
+    server: u16,
+    mb: usize,
+    runs: usize,
+    tids: &Mutex<Vec<i32>>,
+    buf: &mut [u8],
+) {
+    let load_before = loadavg();
+    let mut costs: Vec<Runs> = paths.iter().map(|_| Runs(Vec::new())).collect();
+    for _ in 0..runs {
+        for (i, (_, path)) in paths.iter().enumerate() {
+            let tids = tids.lock().unwrap().clone();
+            let (cpu0, proxy0) = (process_cpu(), threads_cpu(&tids));
+            let t = Instant::now();
+            let n = fetch(*path, server, buf);
+            let wall = t.elapsed();
+            assert!(n > mb << 20, "short download: {n}");
+            costs[i].0.push(Cost {
+                wall,
+                cpu: process_cpu() - cpu0,
+                proxy: threads_cpu(&tids) - proxy0,
+            });
+        }
+    }
+    let load_after = loadavg();
+    println!("{title}, median of {runs} (load average {load_before} before, {load_after} after):");
+    println!(
+        "  {:<8} {:>9} {:>7} {:>9} {:>7} {:>10}",
+        "", "wall ms", "ratio", "cpu ms", "ratio", "proxy cpu"
+    );
+    let (dw, dc) = (costs[0].wall(), costs[0].cpu());
+    for ((name, _), c) in paths.iter().zip(&costs) {
+        println!(
+            "  {:<8} {:>9.1} {:>6.2}x {:>9.1} {:>6.2}x {:>7.1} ms",
+            name,
+            ms(c.wall()),
+            c.wall().as_secs_f64() / dw.as_secs_f64(),
+            ms(c.cpu()),
+            c.cpu().as_secs_f64() / dc.as_secs_f64(),
+            ms(c.proxy()),
+        );
+    }
+}
+
 fn main() {
     let mb = env_or("BERTH_BENCH_MB", 100);
     let rounds = env_or("BERTH_BENCH_ROUNDS", 300);
     let runs = env_or("BERTH_BENCH_RUNS", 7).max(1);
+    let link_mbit = env_or("BERTH_BENCH_LINK_MBIT", 1000);
 
     // The proxy: a runtime of its own, its threads known by id.
     let tids = Arc::new(Mutex::new(Vec::new()));
@@ -216,51 +278,21 @@ fn main() {
             .unwrap()
             .port()
     });
-    let big = server(mb << 20);
-    let small = server(64);
+    let small = server(64, None);
     let mut buf = vec![0u8; 1 << 16];
 
-    let load_before = loadavg();
     let paths = [
         ("direct", Path::Direct),
         ("CONNECT", Path::Tunnel(proxy)),
         ("forward", Path::Forward(proxy)),
     ];
-    let mut costs: Vec<Runs> = paths.iter().map(|_| Runs(Vec::new())).collect();
-    for _ in 0..runs {
-        for (i, (_, path)) in paths.iter().enumerate() {
-            let tids = tids.lock().unwrap().clone();
-            let (cpu0, proxy0) = (process_cpu(), threads_cpu(&tids));
-            let t = Instant::now();
-            let n = fetch(*path, big, &mut buf);
-            let wall = t.elapsed();
-            assert!(n > mb << 20, "short download: {n}");
-            costs[i].0.push(Cost {
-                wall,
-                cpu: process_cpu() - cpu0,
-                proxy: threads_cpu(&tids) - proxy0,
-            });
-        }
-    }
-    let load_after = loadavg();
-    println!(
-        "download of {mb} MB, median of {runs} (load average {load_before} before, {load_after} after):"
-    );
-    println!(
-        "  {:<8} {:>9} {:>7} {:>9} {:>7} {:>10}",
-        "", "wall ms", "ratio", "cpu ms", "ratio", "proxy cpu"
-    );
-    let (dw, dc) = (costs[0].wall(), costs[0].cpu());
-    for ((name, _), c) in paths.iter().zip(&costs) {
-        println!(
-            "  {:<8} {:>9.1} {:>6.2}x {:>9.1} {:>6.2}x {:>7.1} ms",
-            name,
-            ms(c.wall()),
-            c.wall().as_secs_f64() / dw.as_secs_f64(),
-            ms(c.cpu()),
-            c.cpu().as_secs_f64() / dc.as_secs_f64(),
-            ms(c.proxy()),
-        );
+    let big = server(mb << 20, None);
+    let title = format!("download of {mb} MB on loopback");
+    downloads(&title, &paths, big, mb, runs, &tids, &mut buf);
+    if link_mbit > 0 {
+        let paced = server(mb << 20, Some(link_mbit as f64 * 1e6 / 8.0));
+        let title = format!("download of {mb} MB from a server paced to {link_mbit} Mbit/s");
+        downloads(&title, &paths, paced, mb, runs.min(3), &tids, &mut buf);
     }
 
     // Connections: connect, one small request and answer, close.
