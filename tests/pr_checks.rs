@@ -4,12 +4,11 @@
 //! In an `allowlist` project a check with `network` reaches only what the
 //! allow-list permits, through berth's proxy in its own berth.
 
-use std::sync::{Arc, Mutex};
-
 use berth_engine::projects::with_key;
 
 use crate::cli::Cli;
 use crate::fixture::Fixture;
+use crate::net::loopback_registry;
 
 /// A project whose noop agent has opened PR #1; the task's id.
 pub(crate) fn pr_open(cli: &Fixture) -> String {
@@ -181,37 +180,6 @@ fn a_pr_that_conflicts_with_its_moved_base_says_where() {
     let text = cli.run(&["pr", "checks", "1"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("conflicts with main in: noop/"), "{text}");
-}
-
-/// A registry on loopback: answers every request with `ok <path>` and
-/// records the paths it was asked for.
-fn loopback_registry() -> (u16, Arc<Mutex<Vec<String>>>) {
-    use std::io::{Read, Write};
-    let origin = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = origin.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let paths = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        while let Ok((mut s, _)) = origin.accept() {
-            let mut buf = [0u8; 2048];
-            let n = s.read(&mut buf).unwrap_or(0);
-            let head = String::from_utf8_lossy(&buf[..n]).to_string();
-            let path = head.split(' ').nth(1).unwrap_or("").to_string();
-            let path = path
-                .rsplit_once(&format!(":{port}"))
-                .map_or(path.clone(), |(_, p)| p.to_string());
-            let body = format!("ok {path}\n");
-            paths.lock().unwrap().push(path);
-            let _ = s.write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            );
-        }
-    });
-    (port, seen)
 }
 
 /// `[sandbox.network] mode = "allowlist"`: a check with `network` runs in

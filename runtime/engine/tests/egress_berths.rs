@@ -253,6 +253,33 @@ async fn a_mounted_berth_gets_its_proxy_listener_from_its_exec_agent() {
     mounted_scenario("egress-agent", ContainerDoor::ExecAgent).await;
 }
 
+/// A berth process that is not root gets a mounted berth's listener only
+/// from its exec agent, so with `[sandbox] exec_agent = false` `berth up`
+/// refuses the berth, saying why and what to do (forced here as root, as
+/// above); the same berth comes up when berth enters the namespace itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_berth_without_its_exec_agent_is_refused_when_berth_is_not_root() {
+    let Some(m) = mounted("egress-no-agent", "exec_agent = false").await else {
+        return;
+    };
+    let state = StateDir::new(m.dir.path().join("state"));
+    allowlist(&state, &m.project, 30);
+    m.engine.set_egress_container_door(ContainerDoor::ExecAgent);
+    let refused = m.try_up("dev-1").await.unwrap_err().to_string();
+    for says in [
+        "needs the berth's exec agent when berth does not run as root",
+        "exec_agent = false",
+        "exec_agent = true",
+        "--mode runner",
+    ] {
+        assert!(refused.contains(says), "{says}: {refused}");
+    }
+
+    m.engine
+        .set_egress_container_door(ContainerDoor::ByPrivilege);
+    m.up("dev-1").await;
+}
+
 /// The acceptance scenario in a mounted berth (busybox wget) whose proxy
 /// listener is made through `door`.
 async fn mounted_scenario(test: &str, door: ContainerDoor) {

@@ -158,6 +158,17 @@ impl Mounted {
     }
 
     pub(crate) async fn up(&self, agent: &str) -> PathBuf {
+        let info = self.try_up(agent).await.unwrap();
+        assert_eq!(info.mode, Some(BerthMode::Mounted));
+        assert!(info.note.is_none(), "no runner note: {:?}", info.note);
+        info.worktree.unwrap()
+    }
+
+    /// Activates `agent` and brings its berth up mounted: what `up` said.
+    pub(crate) async fn try_up(
+        &self,
+        agent: &str,
+    ) -> berth_engine::Result<berth_engine::BerthInfo> {
         self.engine
             .activate_agent(
                 &named(agent),
@@ -167,8 +178,7 @@ impl Mounted {
             )
             .await
             .unwrap();
-        let info = self
-            .engine
+        self.engine
             .up(
                 &named(agent),
                 &named(&self.project),
@@ -176,10 +186,6 @@ impl Mounted {
                 &user(),
             )
             .await
-            .unwrap();
-        assert_eq!(info.mode, Some(BerthMode::Mounted));
-        assert!(info.note.is_none(), "no runner note: {:?}", info.note);
-        info.worktree.unwrap()
     }
 
     /// Proposes `action` as `agent`, approving it when it waits.

@@ -27,6 +27,22 @@
 //!   connections: it reaches nothing through them that it could not reach
 //!   itself (no route out), and no other berth's.
 //!
+//! **A berth process that is not root, a berth without an exec agent**
+//! (`[sandbox] exec_agent = false`, no `berth-helper` in berth's tools, or a
+//! state path too long for the agent's sockets): `berth up` refuses it
+//! ([`no_proxy_listener`]), naming the ways out — the exec agent back, berth
+//! as root, or the runner. Nothing else can make the listener: the port has
+//! to be bound inside the container's namespace, by root entering it or by
+//! a process already there, and handing it to berth needs a channel that
+//! carries a descriptor — the agent's socket directory is the only one
+//! berth mounts. A `docker exec` of `berth-helper` could bind the port, but
+//! its only way back is dockerd's byte stream, so it would have to relay
+//! every connection through dockerd instead of handing the listener over:
+//! a second proxy in the container, in the agent's reach, with no
+//! listener berth holds to know the berth by. Refused at `up`, the person
+//! sees why before any command runs; an exec of such a berth (brought up
+//! by a root berth, run by one that is not) still finds the port closed.
+//!
 //! **Who runs the proxy**: the berth process that runs the exec, for the
 //! exec's duration ([`EgressPort::serve`]; the engine backs it with its
 //! gate). `berth serve` runs every exec of its agents, so it serves them all;
@@ -84,6 +100,32 @@ impl ContainerDoor {
     pub fn through_exec_agent(self, uid: u32) -> bool {
         self == ContainerDoor::ExecAgent || uid != 0
     }
+}
+
+/// Why a mounted allow-list berth brought up by this process could get no
+/// proxy listener in its container (see the module docs), with what to do;
+/// `None` when it can. `has_helper`: berth's tools for the container hold
+/// `berth-helper` (the exec agent).
+pub fn no_proxy_listener(spec: &crate::docker::ContainerSpec, has_helper: bool) -> Option<String> {
+    let hook = spec.egress.as_ref()?;
+    if !hook
+        .container_door
+        .through_exec_agent(crate::identity::current_uid())
+    {
+        return None;
+    }
+    let missing = if spec.exec_socket_root.is_none() {
+        "[sandbox] exec_agent = false"
+    } else if spec.exec_sockets().is_none() {
+        "berth's state directory has a path too long for the exec agent's sockets"
+    } else if !has_helper {
+        "berth's tools have no berth-helper"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "[sandbox.network] mode = \"allowlist\" needs the berth's exec agent when berth does not run as root: the agent makes the proxy's listener inside the container, and without it the berth would have no way out at all ({missing}). Set [sandbox] exec_agent = true (the default), run berth as root, or use the runner (berth up --mode runner)"
+    ))
 }
 
 /// An allow-list berth's proxy: what serves it, and the private directory

@@ -120,6 +120,14 @@ impl DockerBackend {
         }
         let image = self.ensure_image(&spec.image).await?;
         let tools = tools_of(spec).await?;
+        let has_helper = tools.as_ref().is_some_and(|t| t.has_helper());
+        if let Some(why) = crate::egress_port::no_proxy_listener(spec, has_helper) {
+            return Err(DockerError::InvalidSpec {
+                project: spec.project.clone(),
+                agent: spec.agent.clone(),
+                message: why,
+            });
+        }
         let name = spec.container_name();
         let body = spec.container_body(&image, access, tools.as_ref().map(|t| t.dir.as_path()));
 
@@ -137,8 +145,7 @@ impl DockerBackend {
         }
         // A container created now starts its agent as its main process's
         // child; an adopted one may have lost it (a command killed it).
-        let has_agent =
-            spec.exec_sockets().is_some() && tools.as_ref().is_some_and(|t| t.has_helper());
+        let has_agent = spec.exec_sockets().is_some() && has_helper;
         if has_agent
             && !adopted
             && let Some(dir) = spec.exec_sockets()
