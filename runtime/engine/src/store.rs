@@ -164,8 +164,18 @@ impl Store {
             .max_connections(CONNECTIONS)
             .acquire_timeout(BUSY)
             .after_connect(|conn, _meta| Box::pin(keep_wal(conn)))
+            // A local file does not hang up: the ping sqlx sends before
+            // each acquire only cost every read a round trip to the
+            // connection's worker.
+            .test_before_acquire(false)
             .after_release(|conn, _meta| {
                 Box::pin(async move {
+                    // No transaction counted: nothing was left open, and no
+                    // rollback is queued (the depth drops only once one
+                    // ran), so the connection is clean without a round trip.
+                    if !conn.is_in_transaction() {
+                        return Ok(true);
+                    }
                     // A dropped transaction's rollback is queued on the
                     // connection's worker: the ping runs after it, so the
                     // depth read next is the one it left.
@@ -199,6 +209,7 @@ impl Store {
     /// after the migrator succeeded.
     async fn migrate(&self) -> Result<()> {
         let latest = MIGRATIONS.last().map_or(0, |m| m.0);
+        settle_released().await;
         let version: i64 = sqlx::query_scalar("PRAGMA user_version")
             .fetch_one(&self.pool)
             .await
@@ -255,6 +266,7 @@ impl Store {
                 op,
                 secs: BUSY.as_secs(),
             })?;
+        settle_released().await;
         let tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
@@ -268,6 +280,17 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Lets the connection this task released a moment ago reach the pool
+/// before it takes one. sqlx returns a dropped connection through a task it
+/// spawns, which runs only once this task yields: a read followed at once
+/// by a write (or by the next read) otherwise found no idle connection and
+/// opened another — a file open and a parse of the whole schema, the
+/// largest cost of a one-shot `berth` process (four connections per
+/// `berth exec`).
+async fn settle_released() {
+    tokio::task::yield_now().await;
 }
 
 /// Keeps the WAL between processes: each one-shot `berth` process used to

@@ -5,11 +5,18 @@
 //! berth binds `.<name>` in the directory, makes it connectable and renames
 //! it to `<name>.sock`, so the agent only ever sees whole sockets
 //! (`IN_MOVED_TO`). It reads the exec's token frame itself — exactly that
-//! frame, so the request stays for the exec's process — and starts that
-//! process as itself again (`/proc/self/exe` with this process's own
-//! command line up to `exec-agent`, which also works when berth's loader
-//! started it), with `exec-run berth-exec <token>` after it: the command
-//! line berth's kill script looks for.
+//! frame, so the request stays for the exec's process — and forks that
+//! process: the agent is single-threaded, so the child runs [`crate::run`]
+//! at once, without loading the program again (an `execve` of
+//! `berth-helper` through berth's loader cost more than the rest of an
+//! exec of `true` in the container). The child writes its command line
+//! over the agent's (the kernel shows a process's argument area as it is
+//! now): `berth-helper exec-run berth-exec <token>`, the form berth's kill
+//! script looks for. When the title does not fit in the agent's argument
+//! area, or the fork fails, the agent starts that process as itself again
+//! instead (`/proc/self/exe` with this process's own command line up to
+//! `exec-agent`, which also works when berth's loader started it), with
+//! `exec-run berth-exec <token>` after it.
 //!
 //! A connection whose first frame asks for the egress proxy's listener
 //! ([`ToAgent::ProxyListener`]) is answered here, with no child: the agent
@@ -25,7 +32,7 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
@@ -71,7 +78,7 @@ pub fn listen(dir: &Path) -> Result<(), ListenError> {
         let path = path.to_path_buf();
         move |source| ListenError::Io { op, path, source }
     };
-    let _singleton = match SocketAddr::from_abstract_name(SINGLETON)
+    let singleton = match SocketAddr::from_abstract_name(SINGLETON)
         .and_then(|addr| UnixListener::bind_addr(&addr))
     {
         Ok(l) => l,
@@ -80,10 +87,17 @@ pub fn listen(dir: &Path) -> Result<(), ListenError> {
     };
     let relaunch = relaunch_prefix();
     let inotify = Inotify::watch(dir).map_err(io("watch", dir))?;
+    let agent = Agent {
+        relaunch,
+        // The exec's process keeps none of the agent's own: a second agent
+        // must be able to take the singleton while an exec still runs.
+        own_fds: [singleton.as_raw_fd(), inotify.fd.as_raw_fd()],
+        title_room: argument_area().map_or(0, |(start, end)| end.saturating_sub(start)),
+    };
     // Sockets published before the agent started.
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
-            serve(dir, &entry.file_name().into_vec(), &relaunch);
+            serve(dir, &entry.file_name().into_vec(), &agent);
         }
     }
     loop {
@@ -91,10 +105,20 @@ pub fn listen(dir: &Path) -> Result<(), ListenError> {
             .wait(REAP_EVERY_MS)
             .map_err(io("read events of", dir))?
         {
-            serve(dir, &name, &relaunch);
+            serve(dir, &name, &agent);
         }
         reap();
     }
+}
+
+/// What the agent's loop hands each connection.
+struct Agent {
+    /// This program's command line up to `exec-agent`.
+    relaunch: Vec<OsString>,
+    /// The agent's own descriptors, closed in a forked exec process.
+    own_fds: [RawFd; 2],
+    /// Bytes of this process's argument area (0: unknown).
+    title_room: usize,
 }
 
 /// Whether `name` is a socket berth published: `<[A-Za-z0-9_-]+>.sock`.
@@ -111,7 +135,7 @@ pub fn is_published_name(name: &[u8]) -> bool {
 /// Connects to `dir/name`, reads the token and starts the exec's process.
 /// Anything wrong (a socket already served, berth gone, a bad frame) drops
 /// the connection: berth then runs the command through Docker.
-fn serve(dir: &Path, name: &[u8], relaunch: &[OsString]) {
+fn serve(dir: &Path, name: &[u8], agent: &Agent) {
     if !is_published_name(name) {
         return;
     }
@@ -127,7 +151,15 @@ fn serve(dir: &Path, name: &[u8], relaunch: &[OsString]) {
         }
         _ => return,
     };
-    let Some((program, args)) = relaunch.split_first() else {
+    let title = exec_title(&token);
+    if title.len() <= agent.title_room {
+        match fork_exec_process(conn, &title, &agent.own_fds) {
+            Ok(()) => return,
+            // The fork failed: start the process the long way.
+            Err(back) => conn = back,
+        }
+    }
+    let Some((program, args)) = agent.relaunch.split_first() else {
         return;
     };
     let fd = conn.as_raw_fd();
@@ -157,6 +189,106 @@ fn serve(dir: &Path, name: &[u8], relaunch: &[OsString]) {
     // The child has its own copy; a failed start drops the connection and
     // berth falls back.
     let _ = cmd.spawn();
+}
+
+/// The exec process's command line: what berth's kill script finds
+/// (`berth-exec <token>`), NUL-separated as the kernel shows it.
+fn exec_title(token: &str) -> Vec<u8> {
+    let mut title = Vec::new();
+    for word in [
+        b"berth-helper".as_slice(),
+        RUN_SUBCOMMAND.as_bytes(),
+        b"berth-exec",
+        token.as_bytes(),
+    ] {
+        title.extend_from_slice(word);
+        title.push(0);
+    }
+    title
+}
+
+/// Forks the exec's process for `conn`: the child takes `title` as its
+/// command line, closes the agent's own descriptors, puts `/dev/null` on
+/// its stdin and stdout (as a started one gets) and runs the exec; it never
+/// returns into the agent's loop. The connection comes back when the fork
+/// fails.
+fn fork_exec_process(conn: UnixStream, title: &[u8], own_fds: &[RawFd]) -> Result<(), UnixStream> {
+    // SAFETY: the agent is single-threaded (nothing in `listen` starts a
+    // thread), so the child is a whole copy of it: no lock is held by a
+    // thread that is not there, and the child may allocate and run any
+    // code. The child leaves through `_exit`, never back into the loop.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(conn);
+    }
+    if pid > 0 {
+        // The child has its own copy of the connection.
+        return Ok(());
+    }
+    set_title(title);
+    // SAFETY: closing descriptors this child inherited and does not use;
+    // `dup2` of /dev/null onto its stdin and stdout. Plain fd calls.
+    unsafe {
+        for fd in own_fds {
+            libc::close(*fd);
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::dup2(null, 1);
+            libc::close(null);
+        }
+    }
+    let code = match crate::run::run(conn) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("berth-helper {RUN_SUBCOMMAND}: running an exec of the exec agent: {e}");
+            1
+        }
+    };
+    // SAFETY: ends this child without running the agent's destructors
+    // (its listener, its watch) a second time.
+    unsafe { libc::_exit(code) }
+}
+
+/// This process's argument area, `[arg_start, arg_end)`, from
+/// `/proc/self/stat` (fields 48 and 49, after the parenthesised name).
+fn argument_area() -> Option<(usize, usize)> {
+    let stat = std::fs::read("/proc/self/stat").ok()?;
+    let after_name = stat.iter().rposition(|b| *b == b')')?;
+    let fields: Vec<&[u8]> = stat.get(after_name + 2..)?.split(|b| *b == b' ').collect();
+    // `fields[0]` is field 3 (the state).
+    let field = |n: usize| -> Option<usize> {
+        std::str::from_utf8(fields.get(n - 3)?)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let (start, end) = (field(48)?, field(49)?);
+    (start > 0 && end > start).then_some((start, end))
+}
+
+/// Writes `title` over this process's argument area and clears the rest of
+/// it, so `/proc/<pid>/cmdline` shows `title`. Does nothing when it does
+/// not fit (the caller checked) or the area is unknown.
+fn set_title(title: &[u8]) {
+    let Some((start, end)) = argument_area() else {
+        return;
+    };
+    let room = end - start;
+    if title.len() > room {
+        return;
+    }
+    // SAFETY: `[start, end)` is this process's own argument area as the
+    // kernel reports it: mapped, writable memory of its initial stack that
+    // holds the argument strings and nothing else. This process is
+    // single-threaded and reads its arguments no more, so overwriting
+    // them in place races with nothing; both writes stay inside the area.
+    unsafe {
+        std::ptr::copy_nonoverlapping(title.as_ptr(), start as *mut u8, title.len());
+        std::ptr::write_bytes((start + title.len()) as *mut u8, 0, room - title.len());
+    }
 }
 
 /// Binds the proxy's port in this namespace and sends the listener to
@@ -344,6 +476,22 @@ fn parse_events(mut buf: &[u8]) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The area the exec's title is written over is this process's whole
+    /// command line as the kernel shows it, and the title is what berth's
+    /// kill script matches.
+    #[test]
+    fn the_argument_area_is_the_command_line() {
+        let (start, end) = argument_area().unwrap();
+        let cmdline = std::fs::read("/proc/self/cmdline").unwrap();
+        assert_eq!(end - start, cmdline.len());
+        let title = exec_title("bx.t.1.2.3.");
+        let shown: Vec<u8> = title
+            .iter()
+            .map(|b| if *b == 0 { b' ' } else { *b })
+            .collect();
+        assert_eq!(shown, b"berth-helper exec-run berth-exec bx.t.1.2.3. ");
+    }
 
     #[test]
     fn only_names_berth_publishes_are_served() {

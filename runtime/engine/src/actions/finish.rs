@@ -55,31 +55,19 @@ impl Engine {
     /// say so (returned).
     pub(crate) async fn finish(&self, record: &ActionRecord, outcome: &Outcome) -> Result<Outcome> {
         let mut tx = self.store.write("recording an action's outcome").await?;
-        let cancel: Option<(Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT cancel_requested_by, executor FROM proposed_actions WHERE id = $1 AND status = 'executing'",
-        )
-        .bind(&record.id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(EngineError::store("recording an action's outcome"))?;
-        if let Some((Some(by), executor)) = cancel {
-            let ended = cancelled_outcome(outcome, &by);
-            self.record_cancelled(&mut tx, record, executor.as_deref(), &ended, &by)
-                .await?;
-            tx.commit()
-                .await
-                .map_err(EngineError::store("recording an action's outcome"))?;
-            return Ok(ended);
-        }
         let status = if outcome.succeeded {
             ActionStatus::Executed
         } else {
             ActionStatus::Failed
         };
         let stored = outcome.result.as_ref().map(|r| r.for_store());
+        // The usual case first, in one statement: still executing, no
+        // cancel asked for. Only when that moves nothing is the row read,
+        // in this same transaction (nothing changes it meanwhile), to say
+        // why: a cancel request, or a recovery that marked it interrupted.
         let n = sqlx::query(
             "UPDATE proposed_actions SET status = $1, result = $2, diagnostic = $3, updated_at = $4 \
-             WHERE id = $5 AND status = 'executing'",
+             WHERE id = $5 AND status = 'executing' AND cancel_requested_by IS NULL",
         )
         .bind(status.as_str())
         .bind(stored.as_ref().map(to_json).transpose()?)
@@ -91,6 +79,22 @@ impl Engine {
         .map_err(EngineError::store("recording an action's outcome"))?
         .rows_affected();
         if n != 1 {
+            let cancel: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT cancel_requested_by, executor FROM proposed_actions WHERE id = $1 AND status = 'executing'",
+            )
+            .bind(&record.id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(EngineError::store("recording an action's outcome"))?;
+            if let Some((Some(by), executor)) = cancel {
+                let ended = cancelled_outcome(outcome, &by);
+                self.record_cancelled(&mut tx, record, executor.as_deref(), &ended, &by)
+                    .await?;
+                tx.commit()
+                    .await
+                    .map_err(EngineError::store("recording an action's outcome"))?;
+                return Ok(ended);
+            }
             // Recovery marked it interrupted while we ran (we were thought
             // dead): the log already says so; say what really happened too.
             tracing::warn!(action = %record.id, "outcome of an action no longer executing");
