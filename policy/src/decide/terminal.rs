@@ -623,7 +623,7 @@ impl<'a> Decider<'a> {
             ));
         }
         let dirs: Vec<String> = match (&seg.cwd, seg.arg_dir.as_ref().filter(|_| fa.in_argv)) {
-            (Cwd::Known(dirs), None) => dirs.clone(),
+            (Cwd::Known(dirs), None) => dirs.to_vec(),
             (Cwd::Known(dirs), Some(d)) if !d.dynamic => {
                 dirs.iter().map(|c| normalize(c, &d.text)).collect()
             }
