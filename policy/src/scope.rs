@@ -682,10 +682,10 @@ impl Judge<'_> {
             _ if absolute && !alias_needed => self.resolved(written, "/", None, reach),
             (Cwd::Unknown, _) if !absolute => self.report(written, None, Location::Unknown),
             (_, Cwd::Known(cwds)) if alias_needed => {
-                for c in cwds {
+                for c in cwds.iter() {
                     match base {
                         Cwd::Known(dirs) if !absolute => {
-                            for b in dirs {
+                            for b in dirs.iter() {
                                 self.resolved(written, b, Some(c), reach);
                             }
                         }
@@ -694,7 +694,7 @@ impl Judge<'_> {
                 }
             }
             (Cwd::Known(dirs), _) if !absolute => {
-                for b in dirs {
+                for b in dirs.iter() {
                     self.resolved(written, b, None, reach);
                 }
             }
@@ -832,7 +832,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     if !seg.cd_absolute {
         match &seg.cwd {
             Cwd::Known(dirs) => {
-                for d in dirs {
+                for d in dirs.iter() {
                     let loc = locate(frame, d);
                     j.report("(working directory)", Some(d.clone()), loc);
                 }
@@ -850,7 +850,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
                     Cwd::Known(dirs.iter().map(|c| normalize(c, &d.text)).collect())
                 }
                 Cwd::Unknown if d.text.starts_with('/') => {
-                    Cwd::Known(vec![normalize("/", &d.text)])
+                    Cwd::Known(std::sync::Arc::from([normalize("/", &d.text)]))
                 }
                 Cwd::Unknown => Cwd::Unknown,
             };

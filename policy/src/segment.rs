@@ -9,6 +9,8 @@
 //! directories is kept (small), and anything it cannot follow is `Unknown` —
 //! which the scope stage treats as unprovable.
 
+use std::sync::Arc;
+
 use crate::arg::Arg;
 use crate::env::is_dangerous_env;
 use crate::invocation::{AS_WRITTEN, Invocation, Normalized};
@@ -29,8 +31,10 @@ const MAX_CHAIN_ARGS: usize = 8;
 /// Where a segment runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cwd {
-    /// One of these directories (absolute, normalised).
-    Known(Vec<String>),
+    /// One of these directories (absolute, normalised). Shared: every
+    /// segment and every branch of the walk holds the cwd it starts in, and
+    /// a copy is a count, not a list of strings.
+    Known(Arc<[String]>),
     /// Could not be followed (`cd "$X"`, `cd -`, a loop that changes it).
     Unknown,
 }
@@ -40,8 +44,17 @@ impl Cwd {
     /// copied).
     fn union(self, other: &Cwd) -> Cwd {
         match (self, other) {
-            (Cwd::Known(mut v), Cwd::Known(b)) => {
-                for d in b {
+            (Cwd::Known(a), Cwd::Known(b)) => {
+                // Mostly both are the same directories: nothing new made.
+                if b.iter().all(|d| a.contains(d)) {
+                    return if a.len() > MAX_CWDS {
+                        Cwd::Unknown
+                    } else {
+                        Cwd::Known(a)
+                    };
+                }
+                let mut v = a.to_vec();
+                for d in b.iter() {
                     if !v.contains(d) {
                         v.push(d.clone());
                     }
@@ -49,7 +62,7 @@ impl Cwd {
                 if v.len() > MAX_CWDS {
                     Cwd::Unknown
                 } else {
-                    Cwd::Known(v)
+                    Cwd::Known(v.into())
                 }
             }
             _ => Cwd::Unknown,
@@ -251,7 +264,7 @@ pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
     let mut walker = Walker::new(home, command.len());
     walker.cdpath_named = names_cdpath(command);
     let state = State {
-        cwd: Cwd::Known(vec![normalize("/", cwd)]),
+        cwd: Cwd::Known(Arc::from([normalize("/", cwd)])),
         stack: Vec::new(),
     };
     walker.walk_list(&script.list, state);
@@ -701,6 +714,15 @@ impl<'h> Walker<'h> {
         let mut name_value: Option<Value> = None;
         for (i, w) in s.words.iter().enumerate() {
             self.walk_nested(&w.parts, &state);
+            // A literal is its own argument (no flag set): no value list
+            // made and turned into arguments.
+            if let Some(text) = word::single_literal(w) {
+                args.push(Arg::lit(text));
+                if i == 0 {
+                    name_value = Some(Value::default());
+                }
+                continue;
+            }
             let (a, v) = self.eval_word(w);
             if v.arith_vars {
                 seg.set_opaque(
@@ -1238,7 +1260,7 @@ fn resolve_cwd(cwd: &Cwd, target: &str) -> Cwd {
             Err(_) => return Cwd::Unknown,
         }
     }
-    Cwd::Known(out)
+    Cwd::Known(out.into())
 }
 
 /// Arguments of an evaluated word.

@@ -779,7 +779,7 @@ fn target_danger(op: &Arg, r: &Removal<'_>, guarded: &[String]) -> Danger {
             return Danger::Maybe;
         }
         let dirs = match r.cwd {
-            Cwd::Known(d) => d.clone(),
+            Cwd::Known(d) => d.to_vec(),
             Cwd::Unknown => vec!["/".to_string()],
         };
         return if dirs

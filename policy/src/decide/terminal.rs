@@ -5,6 +5,7 @@
 //! command. Stage 3 (never-auto action types) does not apply to commands;
 //! stage 6 (autonomy) is `Decider::finish`'s.
 
+use super::rule_index::CommandRules;
 use super::shown::{Shown, display};
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
 use crate::access::{self, Access, FileAccess};
@@ -15,8 +16,8 @@ use crate::decision::{
 use crate::pattern::{self, Match, Side};
 use crate::privileged;
 use crate::protected;
+use crate::rules::CommandRule;
 use crate::rules::PathTool;
-use crate::rules::{CommandRule, RuleSet};
 use crate::scope::{self, normalize};
 use crate::segment::{self, Cwd, SegKind, Segment};
 use crate::template;
@@ -55,6 +56,7 @@ impl<'a> Decider<'a> {
         let home = self.ctx.frame.home();
         let analysis = segment::analyze(command.as_bytes(), &self.cwd_abs(), home);
         let all_in_scope = scope::all_in_scope(self.ctx.frame);
+        let rules = CommandRules::new(self.ctx.rules);
         let mut tally = RulesTally::default();
         for (idx, seg) in analysis.segments.iter().enumerate() {
             // Without reports (`decide_brief`) the report stays empty: no
@@ -95,10 +97,10 @@ impl<'a> Decider<'a> {
                 report,
                 opaque: seg.opaque.clone(),
             };
-            self.deny(&mut judged, home);
+            self.deny(&mut judged, &rules, home);
             self.privileged_limit(&mut judged);
             self.scope_limit(&mut judged, all_in_scope);
-            self.rules_file(&mut judged, &mut tally);
+            self.rules_file(&mut judged, &rules, &mut tally);
             if self.reports {
                 self.segments.push(judged.report);
             }
@@ -111,9 +113,9 @@ impl<'a> Decider<'a> {
 
     /// Stage 1: deny rules and the built-in deny templates, against every
     /// invocation of the segment (wrappers included).
-    fn deny(&mut self, j: &mut Judged<'_>, home: &str) {
+    fn deny(&mut self, j: &mut Judged<'_>, rules: &CommandRules<'_>, home: &str) {
         let (seg, idx) = (j.seg, j.idx);
-        for (rule, found) in command_rule_matches(self.ctx.rules, seg, RuleList::Deny) {
+        for (rule, found) in command_rule_matches(&rules.deny, seg) {
             match found {
                 Match::Yes => {
                     let r = rule_ref(rule);
@@ -277,7 +279,7 @@ impl<'a> Decider<'a> {
 
     /// Stage 5, per segment: an opaque segment, `ask` rules, then the
     /// allow rule that matches what runs.
-    fn rules_file(&mut self, j: &mut Judged<'_>, tally: &mut RulesTally) {
+    fn rules_file(&mut self, j: &mut Judged<'_>, rules: &CommandRules<'a>, tally: &mut RulesTally) {
         let (seg, idx) = (j.seg, j.idx);
         let shown = &j.shown;
         if let Some(reason) = &j.opaque {
@@ -296,7 +298,7 @@ impl<'a> Decider<'a> {
         }
         tally.commands += 1;
         let mut asked = false;
-        for (rule, found) in command_rule_matches(self.ctx.rules, seg, RuleList::Ask) {
+        for (rule, found) in command_rule_matches(&rules.ask, seg) {
             match found {
                 Match::Yes => {
                     let r = rule_ref(rule);
@@ -329,7 +331,7 @@ impl<'a> Decider<'a> {
             }
         }
         let allow = if j.opaque.is_none() && !asked {
-            self.allow_rule(seg)
+            self.allow_rule(seg, rules)
         } else {
             None
         };
@@ -399,7 +401,7 @@ impl<'a> Decider<'a> {
     /// also name the wrappers as written when it reaches into the program
     /// (`npx prettier` matches `npx prettier --check .`; `npx` alone does not
     /// allow whatever npx runs).
-    fn allow_rule(&self, seg: &Segment) -> Option<&'a CommandRule> {
+    fn allow_rule(&self, seg: &Segment, rules: &CommandRules<'a>) -> Option<&'a CommandRule> {
         // `git -c user.name=x commit` is `git commit` to an allow rule.
         let toolchain_removed = template::without_toolchain(&seg.argv);
         let mut argv = crate::program::git_without_harmless_settings(&toolchain_removed);
@@ -421,16 +423,9 @@ impl<'a> Decider<'a> {
                 argv.to_mut()[0] = first;
             }
         }
-        let allows = || {
-            self.ctx
-                .rules
-                .commands
-                .iter()
-                .filter(|r| r.list == RuleList::Allow)
-        };
-        if let Some(r) = allows()
-            .find(|r| r.pattern.matches(&argv, seg.trailing_dynamic, Side::Allow) == Match::Yes)
-        {
+        if let Some(r) = rules.first_allow(&argv[0], |r| {
+            r.pattern.matches(&argv, seg.trailing_dynamic, Side::Allow) == Match::Yes
+        }) {
             return Some(r);
         }
         // The wrappers of this command line itself (not an enclosing `sh -c`).
@@ -448,7 +443,7 @@ impl<'a> Decider<'a> {
             .flat_map(|inv| inv.iter().cloned())
             .collect();
         full.extend(seg.argv.iter().cloned());
-        allows().find(|r| {
+        rules.first_allow(full.first()?, |r| {
             let reaches = match &r.pattern.kind {
                 pattern::Kind::Prefix(w) | pattern::Kind::Exact(w) => w.len() > prefix,
                 _ => false,
@@ -631,7 +626,7 @@ impl<'a> Decider<'a> {
             ));
         }
         let dirs: Vec<String> = match (&seg.cwd, seg.arg_dir.as_ref().filter(|_| fa.in_argv)) {
-            (Cwd::Known(dirs), None) => dirs.clone(),
+            (Cwd::Known(dirs), None) => dirs.to_vec(),
             (Cwd::Known(dirs), Some(d)) if !d.dynamic => {
                 dirs.iter().map(|c| normalize(c, &d.text)).collect()
             }
@@ -685,23 +680,18 @@ impl<'a> Decider<'a> {
 /// (wrappers included, git's global options removed), in order: every rule
 /// for the first invocation, then the next.
 fn command_rule_matches<'c>(
-    rules: &'c RuleSet,
+    rules: &'c [&'c CommandRule],
     seg: &'c Segment,
-    list: RuleList,
 ) -> impl Iterator<Item = (&'c CommandRule, Match)> + 'c {
-    seg.invocations_normalized().flat_map(move |view| {
-        rules
-            .commands
-            .iter()
-            .filter(move |r| r.list == list)
-            .map(move |r| {
-                let found = r.pattern.matches_restrict(
-                    view.written,
-                    &view.normalized,
-                    seg.trailing_dynamic,
-                );
-                (r, found)
-            })
+    // No rule of the list (most commands' deny and ask): no view made.
+    let views = (!rules.is_empty()).then(|| seg.invocations_normalized());
+    views.into_iter().flatten().flat_map(move |view| {
+        rules.iter().copied().map(move |r| {
+            let found =
+                r.pattern
+                    .matches_restrict(view.written, &view.normalized, seg.trailing_dynamic);
+            (r, found)
+        })
     })
 }
 

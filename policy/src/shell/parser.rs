@@ -177,10 +177,16 @@ impl PartsBuilder {
         self.buf.push(b);
     }
 
+    /// [`PartsBuilder::lit`] for each byte, appended at once.
     fn lit_bytes(&mut self, bytes: &[u8], quoted: bool) {
-        for &b in bytes {
-            self.lit(b, quoted);
+        if bytes.is_empty() {
+            return;
         }
+        if !self.buf.is_empty() && self.buf_quoted != quoted {
+            self.flush();
+        }
+        self.buf_quoted = quoted;
+        self.buf.extend_from_slice(bytes);
     }
 
     /// Marks a (possibly empty) quoted literal: `''` is a word, and `a""=1`
@@ -202,8 +208,12 @@ impl PartsBuilder {
 
     fn flush(&mut self) {
         if !self.buf.is_empty() {
-            let text = lossy(&self.buf);
-            self.buf.clear();
+            // The buffer becomes the text (no copy) when it is UTF-8, as
+            // nearly every command is.
+            let text = match String::from_utf8(std::mem::take(&mut self.buf)) {
+                Ok(text) => text,
+                Err(e) => lossy(e.as_bytes()),
+            };
             self.parts.push(Part::Lit {
                 text,
                 quoted: self.buf_quoted,
@@ -1407,8 +1417,10 @@ impl<'a> Parser<'a> {
                 b'$' => self.parse_dollar(&mut b, true),
                 b'`' => self.parse_backtick(&mut b, true),
                 _ => {
-                    b.lit(c, true);
-                    self.pos += 1;
+                    let end =
+                        self.plain_run_end(self.pos + 1, |x| matches!(x, b'\\' | b'$' | b'`'));
+                    b.lit_bytes(&self.src[self.pos..end], true);
+                    self.pos = end;
                 }
             }
         }
@@ -1539,10 +1551,21 @@ impl<'a> Parser<'a> {
             b'$' => self.parse_dollar(b, false),
             b'`' => self.parse_backtick(b, false),
             _ => {
-                b.lit(c, false);
-                self.pos += 1;
+                // `c`, and the plain bytes after it at once: each would
+                // come back here one by one.
+                let end = self.plain_run_end(self.pos + 1, |x| {
+                    is_meta(x) || matches!(x, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'~' | b'\r')
+                });
+                b.lit_bytes(&self.src[self.pos..end], false);
+                self.pos = end;
             }
         }
+    }
+
+    /// Where the run of bytes from `from` that `stops` none of ends.
+    fn plain_run_end(&self, from: usize, stops: impl Fn(u8) -> bool) -> usize {
+        let rest = self.src.get(from..).unwrap_or_default();
+        from + rest.iter().position(|&x| stops(x)).unwrap_or(rest.len())
     }
 
     fn parse_dquote(&mut self, b: &mut PartsBuilder) {
@@ -1574,8 +1597,10 @@ impl<'a> Parser<'a> {
                 b'$' => self.parse_dollar(b, true),
                 b'`' => self.parse_backtick(b, true),
                 _ => {
-                    b.lit(c, true);
-                    self.pos += 1;
+                    let end = self
+                        .plain_run_end(self.pos + 1, |x| matches!(x, b'"' | b'\\' | b'$' | b'`'));
+                    b.lit_bytes(&self.src[self.pos..end], true);
+                    self.pos = end;
                 }
             }
         }

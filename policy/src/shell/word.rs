@@ -40,14 +40,26 @@ impl Value {
     }
 }
 
+/// The word's one value when it is one literal with nothing to expand (no
+/// glob, no brace): most words. [`evaluate`] gives it as its only value,
+/// with no flag set.
+pub fn single_literal(word: &Word) -> Option<&str> {
+    match word.parts.as_slice() {
+        [Part::Lit { text, quoted }]
+            if *quoted || !text.bytes().any(|b| matches!(b, b'{' | b'*' | b'?' | b'[')) =>
+        {
+            Some(text)
+        }
+        _ => None,
+    }
+}
+
 /// Evaluates a word; `home` replaces `~`.
 pub fn evaluate(word: &Word, home: &str) -> Value {
     // Most words are one literal with nothing to expand: no byte tagging.
-    if let [Part::Lit { text, quoted }] = word.parts.as_slice()
-        && (*quoted || !text.bytes().any(|b| matches!(b, b'{' | b'*' | b'?' | b'[')))
-    {
+    if let Some(text) = single_literal(word) {
         return Value {
-            values: vec![text.clone()],
+            values: vec![text.to_string()],
             ..Value::default()
         };
     }
