@@ -9,7 +9,9 @@ use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
 
-use super::{CLOUD_CLIS, HTTP_CLIENTS, MACHINE, PRIVILEGE, RAW_NETWORK, READ_BY_NAME, VERBS};
+use super::tables::{
+    CLOUD_CLIS, HTTP_CLIENTS, MACHINE, PRIVILEGE, RAW_NETWORK, READ_BY_NAME, VERBS,
+};
 
 /// A class a program belongs to by its name alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
