@@ -16,6 +16,36 @@ use crate::fixture::Fixture;
 use std::path::Path;
 use std::process::Command;
 
+use berth_sandbox::image::HostPreset;
+use serde_json::Value;
+
+/// Whether this run is CI's, where a skip would hide a failure.
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// `berth image build --recipe` of the agent recipe renamed `name`, with
+/// `extra` appended: its JSON.
+fn build_recipe(f: &Fixture, name: &str, extra: &str) -> Value {
+    let recipe = concat!(env!("CARGO_MANIFEST_DIR"), "/../images/agent/recipe.toml");
+    let text = std::fs::read_to_string(recipe).unwrap().replacen(
+        "name = \"berth-agent\"",
+        &format!("name = \"{name}\""),
+        1,
+    ) + "\n"
+        + extra;
+    assert!(text.contains(name), "the recipe names its image otherwise");
+    let recipe_file = f.root().join(format!("{}.toml", name.replace('/', "-")));
+    std::fs::write(&recipe_file, text).unwrap();
+    f.json(&[
+        "image",
+        "build",
+        "--recipe",
+        recipe_file.to_str().unwrap(),
+        "--json",
+    ])
+}
+
 /// A local image made for one test; removed (with its tags) on drop.
 struct TestImage(String);
 
@@ -217,50 +247,20 @@ fn image_rm_refuses_an_image_berth_did_not_build() {
     assert!(out.status.success());
 }
 
-/// This host's Python and its standard library (as Python itself names
-/// it), as a recipe's `[[host]]` entries with the libraries `ldd` finds; the
-/// library less its own tests, caches and what an image needs no display for.
-fn host_python_entries() -> Option<String> {
-    let out = Command::new("/usr/bin/python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
-        ])
-        .output()
-        .ok()?;
-    let stdlib = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    let skip = [
-        "test",
-        "__pycache__",
-        "idlelib",
-        "tkinter",
-        "turtledemo",
-        "ensurepip",
-        "lib2to3",
-        "dist-packages",
-        "site-packages",
-    ];
-    (out.status.success() && Path::new(&stdlib).is_dir()).then(|| {
-        format!(
-            "\n[[host]]\npath = \"/usr/bin/python3\"\nlibraries = true\n\n[[host]]\npath = {stdlib:?}\nlibraries = true\nexclude = {skip:?}\n"
-        )
-    })
-}
-
 #[test]
 fn a_python_toolchain_image_from_the_recipe_runs_unittest_through_berth_exec() {
     if !docker_answers() {
         return;
     }
-    let Some(python) = host_python_entries() else {
+    // Debian's Python, and its standard library as `sysconfig` names it.
+    if let Err(e) = HostPreset::Python.files(Some(Path::new("/usr/bin/python3"))) {
         // CI's host has it: a skip there would hide a failure.
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         assert!(
-            !ci,
-            "CI=true and this host has no Python with its standard library"
+            !ci(),
+            "CI=true and this host's Python does not resolve: {e}"
         );
-        return eprintln!("skipping: no host Python");
-    };
+        return eprintln!("skipping: {e}");
+    }
     let project = format!("i{}-py", std::process::id());
     let f = Fixture::named(&project);
     // The project: a module and its tests, committed on the base branch.
@@ -275,24 +275,13 @@ fn a_python_toolchain_image_from_the_recipe_runs_unittest_through_berth_exec() {
     crate::fixture::git(&src, &["commit", "-q", "-m", "calc"]);
     let f = f.with_project();
 
-    // The agent recipe and the host's Python with its standard library.
-    let recipe = concat!(env!("CARGO_MANIFEST_DIR"), "/../images/agent/recipe.toml");
+    // The agent recipe and the `python` preset.
     let name = format!("berth-test-cli-python-{}", std::process::id());
-    let text = std::fs::read_to_string(recipe).unwrap().replacen(
-        "name = \"berth-agent\"",
-        &format!("name = \"{name}\""),
-        1,
-    ) + &python;
-    assert!(text.contains(&name), "the recipe names its image otherwise");
-    let recipe_file = f.root().join("python.toml");
-    std::fs::write(&recipe_file, text).unwrap();
-    let built = f.json(&[
-        "image",
-        "build",
-        "--recipe",
-        recipe_file.to_str().unwrap(),
-        "--json",
-    ]);
+    let built = build_recipe(
+        &f,
+        &name,
+        "[[host]]\npreset = \"python\"\npath = \"/usr/bin/python3\"\n",
+    );
     let _tag = TestImage(built["tag"].as_str().unwrap().to_string());
     let latest = TestImage(built["latest"].as_str().unwrap().to_string());
     f.edit_config(|text| {
@@ -324,5 +313,137 @@ fn a_python_toolchain_image_from_the_recipe_runs_unittest_through_berth_exec() {
             && out.contains("\nOK"),
         "{out}"
     );
+    f.ok(&["down", "dev-1"]);
+}
+
+/// The Rust toolchain image's repository: ~600 MB that take ~20 s to build,
+/// kept between runs under this fixed name. Its tag hashes the recipe and
+/// every resolved host file's metadata, so a toolchain or gcc upgrade builds
+/// a new image; older ones are removed.
+const RUST_IMAGE: &str = "berth-test-rust-toolchain";
+
+/// Host `program args`' stdout.
+fn host_output(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).output().unwrap();
+    assert!(out.status.success(), "{program} {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_rust_toolchain_image_from_the_recipe_runs_cargo_test_offline_through_berth_exec() {
+    if !docker_answers() {
+        return;
+    }
+    if let Err(e) = HostPreset::Rust.files(None) {
+        assert!(
+            !ci(),
+            "CI=true and this host has no Rust toolchain with gcc, binutils and libc6-dev: {e}"
+        );
+        return eprintln!("skipping: {e}");
+    }
+    let project = format!("i{}-rs", std::process::id());
+    let f = Fixture::named(&project);
+    // A crate with two unit tests and a doctest, committed on the base branch.
+    let src = f.source_repo();
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::write(
+        src.join("Cargo.toml"),
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("src/lib.rs"),
+        "/// Adds.\n///\n/// ```\n/// assert_eq!(calc::add(1, 1), 2);\n/// ```\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n\n    #[test]\n    fn formats() {\n        assert_eq!(format!(\"{:?}\", vec![super::add(1, 2)]), \"[3]\");\n    }\n}\n",
+    )
+    .unwrap();
+    crate::fixture::git(&src, &["add", "-A"]);
+    crate::fixture::git(&src, &["commit", "-q", "-m", "calc"]);
+    let f = f.with_project();
+
+    // The agent recipe and the `rust` preset: rustc, cargo, rustdoc and
+    // rust-std of this host's target, with gcc, ld and libc's files.
+    let built = build_recipe(&f, RUST_IMAGE, "[[host]]\npreset = \"rust\"\n");
+    let id = built["id"].as_str().unwrap();
+    // Older toolchains' images; one a container still uses stays, for a
+    // later run.
+    let listed = host_output(
+        "docker",
+        &[
+            "image",
+            "ls",
+            "--no-trunc",
+            "--format",
+            "{{.ID}}",
+            RUST_IMAGE,
+        ],
+    );
+    for other in listed.lines().filter(|i| *i != id) {
+        let _ = Command::new("docker").args(["rmi", other]).output();
+    }
+    // The compiler's two libraries alone are ~340 MB; the whole toolchain
+    // directory, with docs, sources, clippy and rustfmt, well over 1 GB.
+    let bytes = built["bytes"].as_u64().unwrap();
+    assert!(bytes < 700 << 20 || built["up_to_date"] == true, "{bytes}");
+
+    let tag = built["tag"].as_str().unwrap();
+    f.edit_config(|text| {
+        assert!(text.contains("\nimage = \"\"\n"), "{text}");
+        text.replace("\nimage = \"\"\n", &format!("\nimage = \"{tag}\"\n"))
+    });
+    f.ok(&["agent", "activate", "dev-1", "--project", &project]);
+    let up = f.json(&[
+        "up",
+        "dev-1",
+        "--project",
+        &project,
+        "--mode",
+        "mounted",
+        "--json",
+    ]);
+    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    let owner = {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(up["worktree"].as_str().unwrap())
+            .unwrap()
+            .uid()
+    };
+    let out = f.ok(&[
+        "exec",
+        "dev-1",
+        "--timeout",
+        "600",
+        "--",
+        "id -u; cargo test --offline 2>&1",
+    ]);
+    assert!(
+        out.starts_with(&format!("{owner}\n"))
+            && out.contains("test tests::adds ... ok")
+            && out.contains("test tests::formats ... ok")
+            && out.contains("test result: ok. 2 passed")
+            && out.contains("src/lib.rs - add (line 3) ... ok"),
+        "{out}"
+    );
+    // The test binary was linked in the berth, owned by the berth's uid, by
+    // the host's compiler; its docs, sources and other tools stayed out.
+    let sysroot = host_output("rustc", &["--print", "sysroot"]);
+    let sysroot = sysroot.trim();
+    // (Two lines: a line of which only a part matches an allow rule is
+    // held for a person, whatever the autonomy.)
+    let out = f.ok(&[
+        "exec",
+        "dev-1",
+        "--",
+        "stat -c %u target/debug/deps/calc-* | sort -u; rustc -V",
+    ]);
+    assert_eq!(out, format!("{owner}\n{}", host_output("rustc", &["-V"])));
+    let out = f.ok(&[
+        "exec",
+        "dev-1",
+        "--",
+        &format!(
+            "ls {sysroot}/bin; ls -d {sysroot}/share {sysroot}/lib/rustlib/src {sysroot}/lib/rustlib/etc 2>/dev/null | wc -l"
+        ),
+    ]);
+    assert_eq!(out, "cargo\nrustc\nrustdoc\n0\n");
     f.ok(&["down", "dev-1"]);
 }

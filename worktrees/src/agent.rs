@@ -396,6 +396,11 @@ fn init_agent_repo(
             .no_reinit(true)
             .mkdir(true)
             .mkpath(false)
+            // No copy of git's sample hooks and templates: nothing runs
+            // them (berth never runs the git CLI on an agent's repository
+            // on the host), and each would be one more file to write and
+            // give to the berth's uid at every `berth up`.
+            .external_template(false)
             .initial_head(base),
     )
     .map_err(error::git(op, &staging, None))?;

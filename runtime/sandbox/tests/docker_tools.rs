@@ -1,9 +1,10 @@
 //! Any local image hosts a berth: berth's own tools (busybox, git with its
 //! libraries and loader, berth-helper) are injected read-only at `/opt/berth`.
 //! The image here is `FROM scratch` with one file: no shell, no git, no
-//! `/etc/passwd`, no loader — and git at `/work` still works. Toolchain
-//! images from the recipe's `[[host]]` entries (the host's Python; its Rust
-//! toolchain with the C linker) run a project's tests as the berth's uid.
+//! `/etc/passwd`, no loader — and git at `/work` still works. A toolchain
+//! image from the recipe's `python` preset runs a project's tests as the
+//! berth's uid (the `rust` preset's image runs `cargo test` through the
+//! CLI, in tests/mounted_image.rs, so it is built once).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use berth_confine::git_env::GitIdentity;
 use berth_sandbox::docker::{DockerBackend, DockerBerth};
-use berth_sandbox::image::{ImageRef, TOOLS_MOUNT};
+use berth_sandbox::image::{HostPreset, ImageRef, TOOLS_MOUNT};
 use berth_sandbox::{ExecOutcome, ExecRequest, ExitStatus, Sandbox};
 use common::{ImageGuard, Layout, git, text};
 use futures_util::StreamExt;
@@ -166,21 +167,6 @@ async fn git_works_at_work_in_an_image_with_no_shell_no_git_and_no_user() {
     assert!(set.dir.starts_with(layout.root().join("tools")), "{set:?}");
 }
 
-/// The host's Python (`/usr/bin/python3` and its standard library), when
-/// there is one: `(interpreter, stdlib directory)`.
-fn host_python() -> Option<(String, String)> {
-    let real = std::fs::canonicalize("/usr/bin/python3").ok()?;
-    let version = real
-        .file_name()?
-        .to_str()?
-        .strip_prefix("python")?
-        .to_string();
-    let stdlib = format!("/usr/lib/python{version}");
-    std::path::Path::new(&stdlib)
-        .is_dir()
-        .then(|| ("/usr/bin/python3".to_string(), stdlib))
-}
-
 /// A berth of `image` as `uid` whose worktree holds `files` (path, content),
 /// owned by `uid`; the layout must outlive the berth.
 async fn up_with_project(
@@ -211,25 +197,24 @@ async fn up_with_project(
 #[tokio::test]
 async fn a_toolchain_image_from_the_recipe_runs_python_unittest_as_the_berths_uid() {
     let backend = engine_or_skip!();
-    let Some((python, stdlib)) = host_python() else {
+    // Debian's Python, and its standard library as `sysconfig` names it.
+    let python = std::path::Path::new("/usr/bin/python3");
+    if let Err(e) = HostPreset::Python.files(Some(python)) {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true and this host has no /usr/bin/python3 with its standard library"
+            "CI=true and this host has no /usr/bin/python3 with its standard library: {e}"
         );
-        eprintln!("skipping: no host Python");
+        eprintln!("skipping: {e}");
         return;
-    };
+    }
     let name = format!("berth-test-python-{}", std::process::id());
     let _image = ImageGuard(name.clone());
-    // The agent recipe, and the host's Python with its standard library
-    // (less its own tests and caches) and the libraries `ldd` finds.
+    // The agent recipe and the `python` preset.
     let recipe_text = berth_sandbox::image::DEFAULT_RECIPE.replacen(
         "name = \"berth-agent\"",
         &format!("name = \"{name}\""),
         1,
-    ) + &format!(
-        "\n[[host]]\npath = \"{python}\"\nlibraries = true\n\n[[host]]\npath = \"{stdlib}\"\nlibraries = true\nexclude = [\"test\", \"__pycache__\", \"idlelib\", \"tkinter\", \"turtledemo\", \"ensurepip\", \"lib2to3\", \"dist-packages\", \"site-packages\"]\n"
-    );
+    ) + "\n[[host]]\npreset = \"python\"\npath = \"/usr/bin/python3\"\n";
     let recipe = berth_sandbox::image::Recipe::parse(&recipe_text, "python toolchain").unwrap();
     let built = backend
         .build_image(&recipe, &mut berth_sandbox::image::NoProgress)
@@ -253,246 +238,6 @@ async fn a_toolchain_image_from_the_recipe_runs_python_unittest_as_the_berths_ui
             && stdout.contains("Ran 2 tests")
             && stdout.contains("OK"),
         "{stdout}"
-    );
-}
-
-/// This host's Rust toolchain, when `rustc` on `PATH` is a rustup-style one
-/// for this machine's target with `cargo` beside it, and the C linker cargo
-/// calls (`cc`, with gcc's startup files and libc's development files):
-/// `(sysroot, host target, gcc's library directory)`.
-fn host_rust() -> Option<(String, String, String)> {
-    let output = |program: &str, args: &[&str]| {
-        let out = std::process::Command::new(program)
-            .args(args)
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    let sysroot = output("rustc", &["--print", "sysroot"])?;
-    let host = output("rustc", &["-vV"])?
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))?
-        .to_string();
-    // gcc's own files (collect2, crtbeginS.o, libgcc.a) live beside libgcc.a.
-    let libgcc = output("cc", &["-print-libgcc-file-name"])?;
-    let gcc_dir = std::path::Path::new(&libgcc)
-        .parent()?
-        .to_str()?
-        .to_string();
-    let wanted = [
-        format!("{sysroot}/bin/rustc"),
-        format!("{sysroot}/bin/cargo"),
-        format!("{sysroot}/lib/rustlib/{host}/lib"),
-        format!("{gcc_dir}/collect2"),
-        "/usr/lib/x86_64-linux-gnu/Scrt1.o".to_string(),
-        "/usr/bin/ld".to_string(),
-    ];
-    (host == "x86_64-unknown-linux-gnu" && wanted.iter().all(|p| std::path::Path::new(p).exists()))
-        .then_some((sysroot, host, gcc_dir))
-}
-
-/// The recipe of a Rust toolchain image: the agent recipe, plus the host
-/// target's `rustc`, `cargo`, `rustdoc` (`cargo test` runs doctests), the
-/// compiler's libraries and `rust-std`, the linker `rustc` runs (`rust-lld`
-/// behind gcc's `-fuse-ld=lld`), and gcc, binutils' `ld` and libc's
-/// development files for the link. No docs, sources or analysis data.
-fn rust_recipe(name: &str, sysroot: &str, host: &str, gcc_dir: &str) -> String {
-    let mut hosts: Vec<(String, bool, &[&str])> = vec![
-        (format!("{sysroot}/bin/rustc"), true, &[]),
-        (format!("{sysroot}/bin/cargo"), true, &[]),
-        (format!("{sysroot}/bin/rustdoc"), true, &[]),
-        // librustc_driver and libLLVM.
-        (format!("{sysroot}/lib"), true, &["rustlib"]),
-        // rust-std, less the sanitizer runtimes.
-        (
-            format!("{sysroot}/lib/rustlib/{host}/lib"),
-            false,
-            &["librustc-stable_rt.*"],
-        ),
-        (
-            format!("{sysroot}/lib/rustlib/{host}/bin"),
-            true,
-            &["wasm-component-ld", "rust-objcopy"],
-        ),
-        ("/usr/bin/cc".to_string(), true, &[]),
-        ("/usr/bin/ld".to_string(), true, &[]),
-        // libm.so's script names libmvec, which nothing links.
-        (
-            "/usr/lib/x86_64-linux-gnu/libmvec.so.1".to_string(),
-            false,
-            &[],
-        ),
-        (
-            "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1".to_string(),
-            false,
-            &[],
-        ),
-    ];
-    // gcc's driver files (with their libraries) and its startup files.
-    let gcc = [
-        ("collect2", true),
-        ("lto-wrapper", true),
-        ("liblto_plugin.so", true),
-        ("crtbegin.o", false),
-        ("crtbeginS.o", false),
-        ("crtend.o", false),
-        ("crtendS.o", false),
-        ("libgcc.a", false),
-        ("libgcc_eh.a", false),
-        ("libgcc_s.so", false),
-    ];
-    hosts.extend(
-        gcc.iter()
-            .map(|(file, libraries)| (format!("{gcc_dir}/{file}"), *libraries, &[][..])),
-    );
-    // libc6-dev: the startup files and the link-time libraries std names.
-    let libc = [
-        "crt1.o",
-        "Scrt1.o",
-        "crti.o",
-        "crtn.o",
-        "libc.so",
-        "libc_nonshared.a",
-        "libm.so",
-        "libdl.a",
-        "libpthread.a",
-        "librt.a",
-        "libutil.a",
-    ];
-    hosts.extend(
-        libc.iter()
-            .map(|file| (format!("/usr/lib/x86_64-linux-gnu/{file}"), false, &[][..])),
-    );
-    let mut text = berth_sandbox::image::DEFAULT_RECIPE
-        .replacen("name = \"berth-agent\"", &format!("name = \"{name}\""), 1)
-        .replacen(
-            "PATH = \"/usr/local/bin:",
-            &format!("PATH = \"{sysroot}/bin:/usr/local/bin:"),
-            1,
-        );
-    for (path, libraries, exclude) in hosts {
-        let exclude = exclude
-            .iter()
-            .map(|e| format!("{e:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        text.push_str(&format!(
-            "\n[[host]]\npath = {path:?}\nlibraries = {libraries}\nexclude = [{exclude}]\n"
-        ));
-    }
-    text
-}
-
-/// The Rust toolchain image's repository, kept between test runs.
-const RUST_IMAGE: &str = "berth-test-rust-toolchain";
-
-/// Removes the images of `repo` other than `keep` (older toolchains). One a
-/// container still uses stays: it is removed by a later run.
-async fn remove_other_images(backend: &DockerBackend, repo: &str, keep: &str) {
-    let filters =
-        std::collections::HashMap::from([("reference".to_string(), vec![repo.to_string()])]);
-    let options = bollard::query_parameters::ListImagesOptionsBuilder::default()
-        .filters(&filters)
-        .build();
-    for image in backend.docker().list_images(Some(options)).await.unwrap() {
-        if image.id != keep {
-            let _ = backend
-                .docker()
-                .remove_image(
-                    &image.id,
-                    None::<bollard::query_parameters::RemoveImageOptions>,
-                    None,
-                )
-                .await;
-        }
-    }
-}
-
-#[tokio::test]
-async fn a_toolchain_image_from_the_recipe_runs_cargo_test_offline_as_the_berths_uid() {
-    let backend = engine_or_skip!();
-    let Some((sysroot, host, gcc_dir)) = host_rust() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true and this host has no x86_64 Rust toolchain with cargo, gcc, binutils and libc6-dev"
-        );
-        eprintln!("skipping: no host Rust toolchain with a C linker");
-        return;
-    };
-    // ~600 MB that take ~20 s to build: kept between runs under a fixed name.
-    // Its tag hashes the recipe and every resolved host file's metadata, so a
-    // toolchain or gcc upgrade builds a new image; older ones are removed.
-    let recipe_text = rust_recipe(RUST_IMAGE, &sysroot, &host, &gcc_dir);
-    let recipe = berth_sandbox::image::Recipe::parse(&recipe_text, "rust toolchain").unwrap();
-    let started = std::time::Instant::now();
-    let built = backend
-        .build_image(&recipe, &mut berth_sandbox::image::NoProgress)
-        .await
-        .unwrap();
-    eprintln!(
-        "rust toolchain image: {} entries, {} bytes, {} in {:?}",
-        built.entries,
-        built.bytes,
-        if built.up_to_date {
-            "up to date"
-        } else {
-            "built"
-        },
-        started.elapsed()
-    );
-    remove_other_images(&backend, RUST_IMAGE, &built.id).await;
-    // The compiler's two libraries alone are ~340 MB; the whole toolchain
-    // directory, with docs, sources, clippy and rustfmt, well over 1 GB.
-    assert!(built.bytes < 700 << 20, "{}", built.bytes);
-
-    let uid = 100_124;
-    let files = [
-        (
-            "Cargo.toml",
-            "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-        ),
-        (
-            "src/lib.rs",
-            "/// Adds.\n///\n/// ```\n/// assert_eq!(calc::add(1, 1), 2);\n/// ```\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n\n    #[test]\n    fn formats() {\n        assert_eq!(format!(\"{:?}\", vec![super::add(1, 2)]), \"[3]\");\n    }\n}\n",
-        ),
-    ];
-    let (_layout, berth) = up_with_project(&backend, &built.tag, "rust", uid, &files).await;
-    let mut r = ExecRequest::shell("id -u; cargo test --offline 2>&1");
-    r.timeout = Duration::from_secs(300);
-    let started = std::time::Instant::now();
-    let out = berth.exec(r, None).await.unwrap();
-    let stdout = text(&out.stdout.bytes);
-    eprintln!("cargo test --offline in the berth: {:?}", started.elapsed());
-    assert_eq!(out.status, ExitStatus::Exited(0), "{stdout}");
-    assert!(
-        stdout.starts_with(&format!("{uid}\n"))
-            && stdout.contains("test tests::adds ... ok")
-            && stdout.contains("test tests::formats ... ok")
-            && stdout.contains("test result: ok. 2 passed")
-            && stdout.contains("src/lib.rs - add (line 3) ... ok"),
-        "{stdout}"
-    );
-    // The test binary was linked in the berth, owned by the berth's uid, by
-    // the host's compiler; its docs, sources and other tools stayed out.
-    let host_rustc = std::process::Command::new("rustc")
-        .arg("-V")
-        .output()
-        .unwrap();
-    let out = run(
-        &berth,
-        &format!(
-            "stat -c %u target/debug/deps/calc-* | sort -u; rustc -V; ls {sysroot}/bin; ls -d {sysroot}/share {sysroot}/lib/rustlib/src {sysroot}/lib/rustlib/etc 2>/dev/null | wc -l"
-        ),
-    )
-    .await;
-    assert_eq!(
-        text(&out.stdout.bytes),
-        format!(
-            "{uid}\n{}cargo\nrustc\nrustdoc\n0\n",
-            text(&host_rustc.stdout)
-        )
     );
 }
 

@@ -134,15 +134,17 @@ impl DockerBackend {
         // Until the container is known to run as the spec says, no process
         // attaches to it.
         spec.forget_container();
-        let adopted = self.adopt_if_matching(&name, &body).await?;
-        if !adopted {
-            // The wrapper's tools: the default image has them by its recipe,
-            // any other image gets berth's; only an image that has neither
-            // (none today) pays for the probe exec.
-            let probe = !matches!(spec.image, ImageRef::DefaultAgent) && !spec.injects_tools();
-            self.create_and_start(&name, body, &image, probe, spec.shell())
-                .await?;
-        }
+        // The wrapper's tools: the default image has them by its recipe, any
+        // other image gets berth's; only an image that has neither (none
+        // today) pays for the probe exec.
+        let probe = !matches!(spec.image, ImageRef::DefaultAgent) && !spec.injects_tools();
+        // Created first: a berth comes up from down far more often than it
+        // is brought up again, and a container of that name, running or
+        // not, answers 409 — then it is adopted when it matches the spec,
+        // else replaced (`create_and_start`).
+        let adopted = self
+            .create_and_start(&name, body, &image, probe, spec.shell())
+            .await?;
         // A container created now starts its agent as its main process's
         // child; an adopted one may have lost it (a command killed it).
         let has_agent = spec.exec_sockets().is_some() && has_helper;
@@ -226,6 +228,8 @@ impl DockerBackend {
         Ok(false)
     }
 
+    /// Creates and starts the container `name`; `true` when a running one
+    /// of that name matched `body` and was adopted instead.
     async fn create_and_start(
         &self,
         name: &str,
@@ -233,7 +237,7 @@ impl DockerBackend {
         image: &ImageInfo,
         probe: bool,
         shell: &str,
-    ) -> Result<(), DockerError> {
+    ) -> Result<bool, DockerError> {
         let api = |op: &'static str| {
             let name = name.to_string();
             move |source| DockerError::Api {
@@ -250,11 +254,11 @@ impl DockerBackend {
             .await
         {
             Ok(_) => {}
-            // Another berth process created it a moment ago: use that one if it
-            // is what we would have made.
+            // It exists: brought up before, or by another berth process a
+            // moment ago. Use it if it is what we would have made.
             Err(e) if is_conflict(&e) => {
                 if self.adopt_if_matching(name, &body).await? {
-                    return Ok(());
+                    return Ok(true);
                 }
                 let options = CreateContainerOptionsBuilder::default().name(name).build();
                 self.docker()
@@ -302,7 +306,7 @@ impl DockerBackend {
         // first timeout. The default image has them by its recipe, so only
         // images a project names pay for this exec.
         if !probe {
-            return Ok(());
+            return Ok(false);
         }
         let target = Target {
             docker: self.docker(),
@@ -337,7 +341,7 @@ impl DockerBackend {
                 message,
             });
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Replaces the berth's container with one whose `/work` is mounted as

@@ -22,6 +22,7 @@ mod context_stream;
 mod dockerfile;
 mod dockerignore;
 mod elf;
+mod host_preset;
 mod local;
 mod recipe;
 mod rootfs;
@@ -37,11 +38,12 @@ use sha2::{Digest, Sha256};
 
 pub(crate) use context_stream::ContextBody;
 pub use dockerfile::{BUILD_LABEL, BuildContext, DockerfileBuild, MAX_CONTEXT_BYTES};
+pub use host_preset::{HostPreset, PRESET_BIN, PresetFiles};
 pub use local::LocalImage;
 pub(crate) use recipe::is_clean_absolute;
 pub use recipe::{
-    AllApplets, Applets, Busybox, DEFAULT_RECIPE, DEFAULT_RECIPE_PATH, GeneratedFile, HostInput,
-    Recipe, User,
+    AllApplets, Applets, Busybox, DEFAULT_RECIPE, DEFAULT_RECIPE_PATH, GeneratedFile, HostEntry,
+    HostInput, Recipe, User,
 };
 pub use rootfs::Rootfs;
 pub(crate) use rootfs::hex;
@@ -95,6 +97,11 @@ pub enum ImageError {
     },
     #[error("image input {path}: {message}")]
     HostInput { path: PathBuf, message: String },
+    #[error("[[host]] preset {preset:?}: {message}")]
+    Preset {
+        preset: &'static str,
+        message: String,
+    },
     #[error("building from {context}: {message}")]
     Dockerfile { context: PathBuf, message: String },
     #[error(

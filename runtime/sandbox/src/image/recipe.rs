@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::ImageError;
+use super::host_preset::HostPreset;
 
 /// The default agent image's recipe, `images/agent/recipe.toml`, compiled in so
 /// the binary needs no checkout to build or check it.
@@ -23,7 +24,7 @@ pub struct Recipe {
     pub user: User,
     pub busybox: Busybox,
     #[serde(default)]
-    pub host: Vec<HostInput>,
+    pub host: Vec<HostEntry>,
     /// Symlinks made in the image: path → target, as `ln -s target path`.
     #[serde(default)]
     pub links: BTreeMap<String, String>,
@@ -78,16 +79,82 @@ pub enum AllApplets {
     All,
 }
 
-/// A host file or directory copied to the same path in the image.
+/// A `[[host]]` entry: host files by path, or a toolchain of this machine
+/// by name (`preset = "rust"`), which expands into host files at build time.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "HostEntryFields")]
+pub enum HostEntry {
+    Files(HostInput),
+    Preset {
+        preset: HostPreset,
+        /// The toolchain's program to ask (`rustc`, `python3`, `node`)
+        /// instead of the one on `PATH`.
+        path: Option<PathBuf>,
+    },
+}
+
+/// A `[[host]]` table as written.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct HostEntryFields {
+    path: Option<PathBuf>,
+    preset: Option<HostPreset>,
+    libraries: Option<bool>,
+    exclude: Option<Vec<String>>,
+}
+
+impl TryFrom<HostEntryFields> for HostEntry {
+    type Error = String;
+
+    fn try_from(f: HostEntryFields) -> Result<HostEntry, String> {
+        match (f.preset, f.path) {
+            (Some(preset), path) => {
+                if f.libraries.is_some() || f.exclude.is_some() {
+                    return Err(format!(
+                        "preset {:?} chooses its own files: `libraries` and `exclude` go with a `path` entry",
+                        preset.name()
+                    ));
+                }
+                Ok(HostEntry::Preset { preset, path })
+            }
+            (None, Some(path)) => Ok(HostEntry::Files(HostInput {
+                path,
+                libraries: f.libraries.unwrap_or(false),
+                exclude: f.exclude.unwrap_or_default(),
+            })),
+            (None, None) => Err(
+                "a [[host]] entry names a `path` (host files) or a `preset` (\"rust\", \"python\", \"node\")"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+impl HostEntry {
+    /// The host path the entry names: its files, or its preset's program.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            HostEntry::Files(input) => Some(&input.path),
+            HostEntry::Preset { path, .. } => path.as_deref(),
+        }
+    }
+
+    /// The entry's host files, when it names them by path.
+    pub fn files(&self) -> Option<&HostInput> {
+        match self {
+            HostEntry::Files(input) => Some(input),
+            HostEntry::Preset { .. } => None,
+        }
+    }
+}
+
+/// A host file or directory copied to the same path in the image.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostInput {
     pub path: PathBuf,
     /// Also copy the shared libraries `ldd` lists for each ELF file.
-    #[serde(default)]
     pub libraries: bool,
     /// File names left out of a directory; a trailing `*` matches a prefix.
-    #[serde(default)]
     pub exclude: Vec<String>,
 }
 
@@ -160,8 +227,12 @@ impl Recipe {
                 )));
             }
         }
-        let host_paths = std::iter::once(("busybox.path", &recipe.busybox.path))
-            .chain(recipe.host.iter().map(|h| ("host.path", &h.path)));
+        let host_paths = std::iter::once(("busybox.path", recipe.busybox.path.as_path())).chain(
+            recipe
+                .host
+                .iter()
+                .filter_map(|h| Some(("host.path", h.path()?))),
+        );
         for (field, path) in host_paths {
             if !is_clean_absolute(&path.to_string_lossy()) {
                 return Err(invalid(format!(
@@ -258,7 +329,11 @@ mod tests {
             }
         );
         assert_eq!(r.busybox.applets, Applets::All(AllApplets::All));
-        assert!(r.host.iter().any(|h| h.path == Path::new("/usr/bin/git")));
+        assert!(
+            r.host
+                .iter()
+                .any(|h| h.path() == Some(Path::new("/usr/bin/git")))
+        );
     }
 
     const BASE: &str = r#"
@@ -312,6 +387,65 @@ applets = ["sh", "ls"]
             };
             let err = Recipe::parse(&text, "case").unwrap_err().to_string();
             assert!(err.contains(want), "{tail}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_host_entry_names_files_or_a_preset() {
+        let ok: &[(&str, HostEntry)] = &[
+            (
+                "path = \"/usr/bin/git\"\nlibraries = true",
+                HostEntry::Files(HostInput {
+                    path: "/usr/bin/git".into(),
+                    libraries: true,
+                    exclude: vec![],
+                }),
+            ),
+            (
+                "preset = \"rust\"",
+                HostEntry::Preset {
+                    preset: HostPreset::Rust,
+                    path: None,
+                },
+            ),
+            (
+                "preset = \"python\"\npath = \"/usr/bin/python3\"",
+                HostEntry::Preset {
+                    preset: HostPreset::Python,
+                    path: Some("/usr/bin/python3".into()),
+                },
+            ),
+            (
+                "preset = \"node\"",
+                HostEntry::Preset {
+                    preset: HostPreset::Node,
+                    path: None,
+                },
+            ),
+        ];
+        for (entry, want) in ok {
+            let text = format!("{BASE}[[host]]\n{entry}\n");
+            let r = Recipe::parse(&text, "case").unwrap();
+            assert_eq!(r.host, std::slice::from_ref(want), "{entry}");
+        }
+        let refused = [
+            ("preset = \"ruby\"", "unknown variant `ruby`"),
+            (
+                "preset = \"rust\"\nlibraries = true",
+                "chooses its own files",
+            ),
+            (
+                "preset = \"rust\"\nexclude = [\"x\"]",
+                "chooses its own files",
+            ),
+            ("libraries = true", "names a `path`"),
+            ("preset = \"python\"\npath = \"python3\"", "host.path"),
+            ("path = \"/x\"\nsurprise = 1", "unknown field"),
+        ];
+        for (entry, want) in refused {
+            let text = format!("{BASE}[[host]]\n{entry}\n");
+            let err = Recipe::parse(&text, "case").unwrap_err().to_string();
+            assert!(err.contains(want) && err.contains("case"), "{entry}: {err}");
         }
     }
 

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use super::ImageError;
 use super::elf::{self, ElfKind};
-use super::recipe::{Applets, Recipe};
+use super::recipe::{Applets, HostEntry, Recipe};
 
 /// Bumped when the way a recipe is assembled changes, so old tags go stale.
 const ASSEMBLY_VERSION: u32 = 1;
@@ -148,8 +148,28 @@ impl Rootfs {
             }
         };
 
-        for input in &recipe.host {
-            r.add(&input.path, input.libraries, Some(input), 0)?;
+        for entry in &recipe.host {
+            match entry {
+                HostEntry::Files(input) => r.add(&input.path, input.libraries, Some(input), 0)?,
+                HostEntry::Preset { preset, path } => {
+                    let files = preset.files(path.as_deref())?;
+                    for input in &files.host {
+                        r.add(&input.path, input.libraries, Some(input), 0)?;
+                    }
+                    for (path, target) in files.links {
+                        r.put_in_dir(
+                            path,
+                            Entry {
+                                kind: EntryKind::Symlink { target },
+                                mode: 0o777,
+                                uid: 0,
+                                gid: 0,
+                                mtime: 0,
+                            },
+                        )?;
+                    }
+                }
+            }
         }
 
         r.ensure_dir(&recipe.busybox.dir, 0o755)?;
@@ -195,12 +215,7 @@ impl Rootfs {
                 .map(|f| (f.path.clone(), f.content.clone(), f.mode)),
         );
         for (path, content, mode) in files {
-            if let Some((parent, _)) = path.rsplit_once('/')
-                && !parent.is_empty()
-            {
-                r.ensure_dir(parent, 0o755)?;
-            }
-            r.put(
+            r.put_in_dir(
                 path,
                 Entry {
                     kind: EntryKind::Generated {
@@ -275,6 +290,16 @@ impl Resolver {
                 message: format!("{:?} and {:?}", kind_name(existing), kind_name(&entry)),
             }),
         }
+    }
+
+    /// [`put`](Self::put), making the entry's parent directories first.
+    fn put_in_dir(&mut self, path: String, entry: Entry) -> Result<(), ImageError> {
+        if let Some((parent, _)) = path.rsplit_once('/')
+            && !parent.is_empty()
+        {
+            self.ensure_dir(parent, 0o755)?;
+        }
+        self.put(path, entry)
     }
 
     /// Makes `dir` and its parents directories unless they exist in the image.

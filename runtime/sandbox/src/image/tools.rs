@@ -31,7 +31,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 
 use super::elf::{self, ElfKind};
-use super::recipe::{HostInput, Recipe};
+use super::recipe::{HostEntry, HostInput, Recipe};
 use super::rootfs::{Entry, EntryKind, Rootfs, host_command, resolve_link};
 use super::{ImageError, ImageRef, hex};
 use crate::docker::ContainerSpec;
@@ -105,13 +105,15 @@ impl ToolsSource {
         h.update(format!("berth-tools {LAYOUT_VERSION}\n"));
         h.update(self.recipe.source.as_bytes());
         h.update(b"\0");
-        let inputs = std::iter::once(&self.recipe.busybox.path)
-            .chain(self.recipe.host.iter().map(|h| &h.path))
-            .chain(self.helper.iter());
+        // A preset's files are found by running its toolchain: its name in
+        // the recipe text and its program's metadata stand for them here.
+        let inputs = std::iter::once(self.recipe.busybox.path.as_path())
+            .chain(self.recipe.host.iter().filter_map(HostEntry::path))
+            .chain(self.helper.as_deref());
         for path in inputs {
             let md = std::fs::metadata(path).map_err(|source| ImageError::Io {
                 op: "stat a tool input",
-                path: path.clone(),
+                path: path.to_path_buf(),
                 source,
             })?;
             h.update(format!(
@@ -302,11 +304,11 @@ fn check_private(path: &Path) -> Result<(), ImageError> {
 fn assemble(dest: &Path, source: &ToolsSource) -> Result<(), ImageError> {
     let mut recipe = source.recipe.clone();
     if let Some(helper) = &source.helper {
-        recipe.host.push(HostInput {
+        recipe.host.push(HostEntry::Files(HostInput {
             path: helper.clone(),
             libraries: true,
             exclude: Vec::new(),
-        });
+        }));
     }
     let rootfs = Rootfs::resolve(&recipe)?;
     make_dir(dest)?;
@@ -367,7 +369,7 @@ fn git_exec_path(recipe: &Recipe) -> Result<Option<String>, ImageError> {
     let Some(git) = recipe
         .host
         .iter()
-        .map(|h| &h.path)
+        .filter_map(|h| Some(&h.files()?.path))
         .find(|p| p.file_name().is_some_and(|n| n == "git") && p.is_file())
     else {
         return Ok(None);
