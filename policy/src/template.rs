@@ -82,6 +82,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
             "rm" => rm(inv, &removal),
             "chmod" | "chown" | "chgrp" => recursive_on_root(inv, &removal),
             "find" => find_delete(inv, &removal),
+            "rsync" => rsync_delete(inv, &removal),
             "kill" | "pkill" | "killall" => kill_all(inv),
             _ => None,
         }
@@ -951,6 +952,33 @@ fn recursive_on_root(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
         )));
     }
     maybe
+}
+
+/// `rsync --delete SRC /` (any `--del…` option): whatever the source lacks
+/// is removed from the destination, so into `/` or the home it is `rm -rf`
+/// of what is there by another name.
+fn rsync_delete(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    let deletes = inv.iter().skip(1).any(|a| {
+        !a.dynamic && {
+            let name = a.text.split('=').next().unwrap_or(&a.text);
+            name.starts_with("--del")
+        }
+    });
+    if !deletes {
+        return None;
+    }
+    let dest = operands(inv).into_iter().last()?;
+    match target_danger(dest, r, &guarded(r.home)) {
+        Danger::Yes => Some(Hit::Deny(format!(
+            "`rsync --delete` into {}: it removes everything there the source lacks",
+            describe(dest)
+        ))),
+        Danger::Maybe => Some(Hit::Maybe(format!(
+            "`rsync --delete` into {}, which may be / or the home directory",
+            describe(dest)
+        ))),
+        Danger::No => None,
+    }
 }
 
 /// `find / -delete` (or `find ~ -delete`): `rm -rf /` by another name.

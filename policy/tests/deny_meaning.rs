@@ -187,6 +187,13 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("chown -R agent src", Box, None, AUTO),
     // Not the home: no deny template; another user's home is outside (point 9).
     ("rm -rf ~bob/tmp", Box, None, ASK),
+    // `rsync --delete` into / or the home removes what the source lacks.
+    ("rsync -a --delete /empty/ /", Box, None, DENY),
+    ("rsync -r --delete-after empty/ ~", Box, None, DENY),
+    ("rsync -a --del ./e/ /home/agent/..", Box, None, DENY),
+    ("rsync -a --delete src/ \"$DEST\"", Box, None, ASK),
+    ("rsync -a --delete src/ build/", Box, None, AUTO),
+    ("rsync -a src/ /", Box, None, AUTO),
 ];
 
 #[rustfmt::skip]
