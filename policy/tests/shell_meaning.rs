@@ -80,6 +80,10 @@ const WRAPPER_PARTS: &[Row] = &[
     ("BASH_ENV=./x.sh bash -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("env PATH=/work/bin sh -c 'git status'", EVERYDAY, &["env"], &[], Manual, Container, ASK),
     ("LD_PRELOAD=./x.so eval ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // env assigns any name before the command, one no shell could assign
+    // included: an exported function bash imports in place of `echo`.
+    ("env 'BASH_FUNC_echo%%=() { git push; }' bash -c 'echo hi'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("env 'a-b=1' sh -c 'ls'", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
     // A dynamic word among a shell's options: opaque, deny still applies.
     ("bash $X -c 'ls'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("bash $X -c 'rm -rf x'", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),

@@ -83,7 +83,11 @@ pub(super) fn unwrap_env(argv: &[Arg]) -> Unwrap {
         let Some((var, val)) = a.text.split_once('=') else {
             break;
         };
-        if !is_env_name(var) {
+        // env reads every word with a `=` before the command as an
+        // assignment, whatever its name: `BASH_FUNC_ls%%=() { …; }` is one
+        // (bash imports it as the function `ls`), though no shell could
+        // assign it.
+        if var.is_empty() {
             break;
         }
         // `env X=1 cmd`, `env "$X=1" cmd` (dynamic: its value unknown).
@@ -114,13 +118,6 @@ pub(super) fn unwrap_env(argv: &[Arg]) -> Unwrap {
         };
     }
     Unwrap::Command { start: i, info }
-}
-
-pub(super) fn is_env_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
 pub(crate) fn shell_quote(s: &str) -> String {
