@@ -6,7 +6,8 @@
 //! (`make -f -`, `awk -f /dev/stdin`, `sed -f -`), and command readers whose
 //! commands always come from stdin (`ed`, `ex`/`vim -e`, `sqlite3 DB` with
 //! no SQL operand, `psql`/`mysql` without `-c`/`-e`, `dc`, `at`, `batch`,
-//! `crontab -`). What they run is not on the command line: opaque.
+//! `crontab -`, debuggers not in batch mode, REPLs given no program). What
+//! they run is not on the command line: opaque.
 //!
 //! Stdin given to a program that has its program elsewhere is data:
 //! `python3 script.py < input.txt`, `jq . < f.json`, `cat <<EOF > file`.
@@ -255,8 +256,86 @@ pub(super) fn reads_program(name: &str, args: &[Arg]) -> Option<String> {
             file_option_is_stdin(name, args, &["-f", "--file", "-i", "--include"])
         }
         "sed" | "gsed" => file_option_is_stdin(name, args, &["-f", "--file"]),
-        _ => None,
+        // Program files named by an option.
+        "cmake" => file_option_is_stdin(name, args, &["-P"]),
+        "ninja" | "samu" => file_option_is_stdin(name, args, &["-f"]),
+        "emacs" => file_option_is_stdin(name, args, &["-l", "--load", "--script"]),
+        // Debuggers read their commands (`shell …`, `platform shell …`)
+        // from stdin unless told to stop after their options.
+        "gdb" | "gdb-multiarch" => {
+            file_option_is_stdin(name, args, &["-x", "--command"]).or_else(|| {
+                (!itself(args, &["-batch", "--batch", "--version", "--help"])).then(|| {
+                    "`gdb` reads its commands from stdin (`shell` runs a shell command)".to_string()
+                })
+            })
+        }
+        "lldb" => file_option_is_stdin(name, args, &["-s", "--source"]).or_else(|| {
+            (!itself(args, &["-b", "--batch", "--version", "-v", "--help", "-h"])).then(|| {
+                "`lldb` reads its commands from stdin (`platform shell` runs a shell command)"
+                    .to_string()
+            })
+        }),
+        "mongosh" | "mongo" => command_option_or_stdin(name, args, &["--eval"], &["-f", "--file"]),
+        "sqlcmd" => command_option_or_stdin(name, args, &["-Q", "-q"], &["-i"]),
+        // `deno run -`, `bun run -`, and their REPLs.
+        "deno" | "bun" => match args.iter().find(|a| !a.dynamic && !a.text.starts_with('-')) {
+            None if args.is_empty() => Some(format!("`{name}` with no command is a REPL on stdin")),
+            Some(sub) if sub.is("repl") => Some(format!("`{name} repl` reads code from stdin")),
+            _ => args
+                .iter()
+                .any(is_stdin_alias)
+                .then(|| format!("`{name}` runs a program read from stdin")),
+        },
+        _ => REPLS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, program)| repl_reads_stdin(name, args, program)),
     }
+}
+
+/// Interpreters and command readers that run what stdin says unless an
+/// operand names their program file or an option gives it: `(name, the
+/// options that give the program)`. (`m4`'s `syscmd`, an Erlang or Lisp
+/// REPL's `os:cmd`/`run-program`, octave's `system` all run programs.)
+const REPLS: &[(&str, &[&str])] = &[
+    ("m4", &[]),
+    ("guile", &["-c", "-s"]),
+    ("jshell", &[]),
+    ("octave", &["--eval"]),
+    ("octave-cli", &["--eval"]),
+    ("racket", &["-e", "--eval"]),
+    ("ocaml", &[]),
+    ("swipl", &["-g"]),
+    ("sbcl", &["--script", "--eval"]),
+    ("clisp", &["-x"]),
+    ("erl", &["-eval", "-s", "-run", "-noshell"]),
+    ("iex", &["-e"]),
+    ("ghci", &["-e"]),
+    ("scala", &["-e"]),
+    ("groovysh", &[]),
+    ("kotlinc", &["-script", "-e"]),
+];
+
+/// A [`REPLS`] program reads what it runs from stdin when no option gives
+/// its program and no operand names a file; an operand that is stdin reads
+/// it too. (A value of an option the table does not list reads here as an
+/// operand.)
+fn repl_reads_stdin(name: &str, args: &[Arg], program: &[&str]) -> Option<String> {
+    if itself(args, &["--version", "--help", "-h", "-version"]) {
+        return None;
+    }
+    if args.iter().any(is_stdin_alias) {
+        return Some(format!("`{name}` runs a program read from stdin"));
+    }
+    let gives = |a: &Arg| {
+        program
+            .iter()
+            .any(|o| a.is(o) || (o.starts_with("--") && a.text.starts_with(&format!("{o}="))))
+    };
+    let known = args
+        .iter()
+        .any(|a| !a.dynamic && (gives(a) || !a.text.starts_with('-')));
+    (!known).then(|| format!("`{name}` reads what it runs from stdin"))
 }
 
 /// Any of the words makes the invocation run nothing from stdin.
