@@ -213,6 +213,12 @@ const CLAUDE_RULES: &[Row] = &[
     // A glob that may match a denied path.
     ("cat .e*", &["cat"], &[], &["Read(.env)"], Manual, Container, DENY),
     ("cat .[e]nv", &["cat"], &[], &["Read(.env)"], Manual, Container, DENY),
+    // git reads a path through `REV:path` too.
+    ("git show HEAD:.env", &["git show"], &[], &["Read(.env)"], Manual, Container, DENY),
+    ("git cat-file -p HEAD~3:.env", &["git cat-file"], &[], &["Read(.env)"], Manual, Container, DENY),
+    ("git show :.env", &["git show"], &[], &["Read(.env)"], Manual, Container, DENY),
+    ("git show HEAD:README.md", &["git show"], &[], &["Read(.env)"], Manual, Container, AUTO),
+    ("git show HEAD:src/main.rs", &["git show"], &[], &[], Manual, Container, AUTO),
     ("cat ./.en?", &["cat"], &[], &["Read(.env)"], Manual, Container, DENY),
     ("cat s*/key.pem", &["cat"], &[], &["Read(secrets/**)"], Manual, Container, DENY),
     ("cat *", &["cat"], &[], &["Read(.env)"], Manual, Container, AUTO),

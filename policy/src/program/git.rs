@@ -480,6 +480,23 @@ fn is_git_command(name: &str) -> bool {
     GIT_COMMANDS.binary_search(&name).is_ok() || GIT_EXTERNAL_COMMANDS.contains(&name)
 }
 
+/// The path of a `REV:path` word (`HEAD:.env`, `:0:src/x`, `:README`),
+/// if it is one: not a URL, and a path after the revision.
+fn rev_path(word: &str) -> Option<&str> {
+    if word.contains("://") {
+        return None;
+    }
+    let path = match word.strip_prefix(':') {
+        // `:N:path`, a stage of the index.
+        Some(rest) => match rest.split_once(':') {
+            Some((n, p)) if n.len() == 1 && n.as_bytes()[0].is_ascii_digit() => p,
+            _ => rest,
+        },
+        None => word.split_once(':').map(|(_, p)| p)?,
+    };
+    (!path.is_empty()).then_some(path)
+}
+
 pub(super) fn git(argv: &[Arg]) -> Facts {
     let split = git_split(argv);
     let mut facts = Facts {
@@ -536,6 +553,27 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
             }
         })
     };
+    // `REV:path`, `:path`, `:N:path`: git reads that path as of REV (or
+    // the index), a read of the path as far as the rules go (point 14:
+    // `Read(.env)` meets `git show HEAD:.env`). Relative to the
+    // repository's root, judged against the cwd: the same place when the
+    // command runs at the root.
+    if matches!(
+        sub.text.as_str(),
+        "show" | "cat-file" | "diff" | "grep" | "archive" | "difftool"
+    ) {
+        for a in rest
+            .iter()
+            .filter(|a| !a.dynamic && !a.text.starts_with('-'))
+        {
+            if let Some(path) = rev_path(&a.text) {
+                facts.paths.push(HiddenPath {
+                    path: Some(path.to_string()),
+                    writes: false,
+                });
+            }
+        }
+    }
     match sub.text.as_str() {
         "config" => match git_config(rest) {
             ConfigEffect::Opaque(why) => facts.opaque = Some(why),
@@ -1205,6 +1243,21 @@ pub fn git_key_runs_program(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_revision_names_a_path_after_its_colon() {
+        for (word, want) in [
+            ("HEAD:.env", Some(".env")),
+            ("origin/main:src/a.rs", Some("src/a.rs")),
+            (":.env", Some(".env")),
+            (":2:src/a.rs", Some("src/a.rs")),
+            ("HEAD:", None),
+            ("HEAD", None),
+            ("https://example.com/x", None),
+        ] {
+            assert_eq!(rev_path(word), want, "{word}");
+        }
+    }
 
     #[test]
     fn git_commands_are_sorted_for_binary_search() {
