@@ -129,8 +129,8 @@ fn every_limit_holds_with_the_wildcard_on() {
         ),
         (
             "written ask alone",
-            terminal("make deploy"),
-            rules(&["Bash(*)"], &["make deploy"], &[]),
+            terminal("make check"),
+            rules(&["Bash(*)"], &["make check"], &[]),
             container.clone(),
             Verdict::RequireApproval,
             Stage::AskRule,

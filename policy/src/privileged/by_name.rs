@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use rustc_hash::FxHashMap;
 
 use super::tables::{
-    CLOUD_CLIS, HTTP_CLIENTS, MACHINE, PRIVILEGE, RAW_NETWORK, READ_BY_NAME, VERBS,
+    CLOUD_CLIS, HTTP_CLIENTS, MACHINE, PRIVILEGE, RAW_NETWORK, READ_BY_NAME, REMOTE_SHELL, VERBS,
 };
 
 /// A class a program belongs to by its name alone.
@@ -22,12 +22,15 @@ pub(super) enum Fixed {
     Machine,
     /// Opens a raw network connection.
     RawNetwork,
+    /// Runs commands on another machine.
+    RemoteShell,
 }
 
 /// What the tables say of one program name.
 #[derive(Debug, Default)]
 pub(super) struct Known {
-    /// The first of `PRIVILEGE`, `MACHINE`, `RAW_NETWORK` that names it.
+    /// The first of `PRIVILEGE`, `MACHINE`, `RAW_NETWORK`, `REMOTE_SHELL`
+    /// that names it.
     pub fixed: Option<Fixed>,
     /// Its verb sequences in `VERBS`, in the table's order.
     pub verbs: Vec<&'static [&'static str]>,
@@ -43,6 +46,7 @@ static BY_NAME: LazyLock<FxHashMap<&'static str, Known>> = LazyLock::new(|| {
         (PRIVILEGE, Fixed::Privilege),
         (MACHINE, Fixed::Machine),
         (RAW_NETWORK, Fixed::RawNetwork),
+        (REMOTE_SHELL, Fixed::RemoteShell),
     ] {
         for name in names {
             map.entry(name).or_default().fixed.get_or_insert(fixed);

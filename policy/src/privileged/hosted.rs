@@ -85,7 +85,7 @@ pub(super) fn bucket_write(tool: &str, pos: &[&Arg]) -> Option<Hit> {
     };
     let (verb, operands) = verbs.split_first()?;
     let writes = match *verb {
-        "rm" | "rb" => true,
+        "rm" | "rb" | "mb" | "website" => true,
         "cp" | "mv" | "sync" | "rsync" => {
             operands.last().is_some_and(|dst| dst.starts_with(scheme))
         }

@@ -14,12 +14,18 @@ use by_name::Fixed;
 use containers::container_push_or_privilege;
 use hosted::{bucket_write, forge_api, gh_repo_sync};
 use http::http_write;
+use infra::{infra_write, is_provider};
+use remote::remote_copy;
+use scripts::{is_runner, named_script};
 use tables::{NPM_ABBREVIATED, READ_VERBS};
 
 mod by_name;
 mod containers;
 mod hosted;
 mod http;
+mod infra;
+mod remote;
+mod scripts;
 mod tables;
 
 /// The limit's verdict for one invocation.
@@ -97,6 +103,38 @@ fn value_options(tool: &str) -> &'static [&'static str] {
             "-C",
         ],
         "pulumi" => &["-s", "--stack", "-C", "--cwd"],
+        "aws" => &[
+            "--profile",
+            "--region",
+            "--output",
+            "--endpoint-url",
+            "--query",
+            "--color",
+            "--ca-bundle",
+            "--cli-read-timeout",
+            "--cli-connect-timeout",
+            "--cli-binary-format",
+        ],
+        "gcloud" => &[
+            "--project",
+            "--account",
+            "--configuration",
+            "--format",
+            "--flatten",
+            "--verbosity",
+            "--impersonate-service-account",
+            "--billing-project",
+            "--region",
+            "--zone",
+        ],
+        "az" => &[
+            "--subscription",
+            "--output",
+            "-o",
+            "--query",
+            "-g",
+            "--resource-group",
+        ],
         "terraform" | "tofu" => &[],
         "mvn" => &["-f", "--file", "-P", "-pl", "-s", "--settings", "-D"],
         "gradle" => &["-p", "--project-dir", "-P", "-D"],
@@ -176,6 +214,11 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
         Some(Fixed::RawNetwork) => {
             return Some(Hit::Yes(format!("`{name}` opens a raw network connection")));
         }
+        Some(Fixed::RemoteShell) => {
+            return Some(Hit::Yes(format!(
+                "`{name}` runs commands on another machine"
+            )));
+        }
         None => {}
     }
     // `git-push`, `/usr/lib/git-core/git-push`: the dashed form of `git push`.
@@ -226,10 +269,20 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     if known.http {
         return http_write(name, inv);
     }
-    // Every name this match reads is in `READ_BY_NAME`.
+    if is_runner(name)
+        && let Some(hit) = named_script(name, &pos)
+    {
+        return Some(hit);
+    }
+    // Every name this match reads is in `READ_BY_NAME` (the providers are
+    // in `CLOUD_CLIS`).
     match name {
+        "scp" | "rsync" | "rclone" => remote_copy(name, inv),
         "gh" | "hub" | "glab" => forge_api(name, inv).or_else(|| gh_repo_sync(name, inv)),
-        "aws" | "gsutil" | "gcloud" | "az" => bucket_write(name, &pos),
+        "aws" | "gsutil" | "gcloud" | "az" => {
+            bucket_write(name, &pos).or_else(|| infra_write(name, &pos))
+        }
+        _ if is_provider(name) => infra_write(name, &pos),
         // `yarn workspaces foreach -A npm publish`: a publish run per workspace.
         "yarn" => pos
             .iter()

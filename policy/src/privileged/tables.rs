@@ -44,6 +44,22 @@ pub(super) const RAW_NETWORK: &[&str] = &[
     "gnutls-cli",
 ];
 
+/// Programs that run commands on another machine (a remote shell or a
+/// file-transfer session whose commands berth does not read).
+pub(super) const REMOTE_SHELL: &[&str] = &[
+    "ssh",
+    "autossh",
+    "mosh",
+    "sftp",
+    "lftp",
+    "ftp",
+    "tftp",
+    "smbclient",
+    "rsh",
+    "rlogin",
+    "rexec",
+];
+
 /// Commands that change the machine itself.
 pub(super) const MACHINE: &[&str] = &["shutdown", "reboot", "poweroff", "halt", "telinit"];
 
@@ -275,6 +291,157 @@ pub(super) const VERBS: &[(&str, &[&str])] = &[
     ("vc", &["promote"]),
     ("vc", &["rollback"]),
     ("ntl", &["deploy"]),
+    // Pushing code under other tools' names: version-control front ends and
+    // stacked-PR tools whose verb pushes a branch or opens a review.
+    ("jj", &["git", "push"]),
+    ("sl", &["push"]),
+    ("sl", &["pr", "submit"]),
+    ("sl", &["pr", "s"]),
+    ("sl", &["ghstack"]),
+    ("hg", &["push"]),
+    ("svn", &["commit"]),
+    ("svn", &["ci"]),
+    ("svn", &["import"]),
+    ("bzr", &["push"]),
+    ("fossil", &["push"]),
+    ("fossil", &["sync"]),
+    ("darcs", &["push"]),
+    ("p4", &["submit"]),
+    ("gt", &["submit"]), // Graphite: submit opens or updates PRs
+    ("gt", &["s"]),
+    ("gt", &["ss"]),
+    ("gt", &["merge"]),
+    ("repo", &["upload"]),      // Android's repo: uploads to Gerrit
+    ("git", &["town", "ship"]), // merges into the main branch and pushes
+    ("git", &["town", "propose"]),
+    ("git", &["town", "sync"]), // pushes every synced branch
+    ("git", &["spr", "update"]),
+    ("git", &["spr", "merge"]),
+    ("spr", &["diff"]),
+    ("spr", &["land"]),
+    ("spr", &["update"]),
+    ("spr", &["merge"]),
+    ("ghstack", &[]), // with no verb it submits
+    ("git", &["machete", "github"]),
+    ("git", &["machete", "gitlab"]),
+    ("git", &["machete", "traverse"]), // pushes as it goes
+    ("git", &["branchless", "submit"]),
+    ("git", &["submit"]), // git-branchless's alias
+    ("arc", &["diff"]),   // Phabricator: uploads a revision
+    ("arc", &["land"]),
+    ("av", &["pr"]), // Aviator
+    ("av", &["stack", "submit"]),
+    ("git", &["annex", "sync"]), // pushes to every remote
+    ("git", &["annex", "copy"]),
+    ("git", &["annex", "move"]),
+    ("git", &["imap-send"]),       // uploads patches as mail drafts
+    ("git", &["daemon"]),          // serves the repository to the network
+    ("gh", &["codespace", "ssh"]), // a shell on a hosted machine
+    ("gh", &["codespace", "cp"]),
+    ("gh", &["codespace", "create"]),
+    ("gh", &["codespace", "delete"]),
+    ("gh", &["codespace", "edit"]),
+    ("gh", &["codespace", "stop"]),
+    ("gh", &["codespace", "rebuild"]),
+    ("gh", &["cs", "ssh"]),
+    ("gh", &["cs", "cp"]),
+    ("gh", &["cs", "create"]),
+    ("gh", &["cs", "delete"]),
+    ("glab", &["mr", "note"]),
+    ("glab", &["mr", "close"]),
+    ("glab", &["mr", "update"]),
+    ("glab", &["issue", "create"]),
+    ("glab", &["issue", "note"]),
+    ("glab", &["issue", "close"]),
+    // Publishing under other names, and writes to a registry's records.
+    ("cargo", &["release"]), // cargo-release: publishes with --execute
+    ("cargo", &["smart-release"]),
+    ("cargo", &["workspaces", "publish"]),
+    ("cargo", &["ws", "publish"]),
+    ("cargo", &["owner"]), // adds or removes a crate's owners
+    ("gem", &["yank"]),
+    ("gem", &["owner"]),
+    ("npm", &["owner", "add"]),
+    ("npm", &["owner", "rm"]),
+    ("npm", &["owner", "remove"]),
+    ("npm", &["dist-tag", "add"]),
+    ("npm", &["dist-tag", "rm"]),
+    ("npm", &["access", "set"]),
+    ("npm", &["access", "grant"]),
+    ("npm", &["access", "revoke"]),
+    ("npm", &["token", "create"]),
+    ("npm", &["token", "revoke"]),
+    ("goreleaser", &["release"]),
+    ("goreleaser", &["publish"]),
+    ("nx", &["release"]), // versions, changelogs and publishes
+    ("rush", &["publish"]),
+    ("pod", &["trunk", "push"]),
+    ("pod", &["repo", "push"]),
+    ("dart", &["pub", "publish"]),
+    ("flutter", &["pub", "publish"]),
+    ("pub", &["publish"]),
+    ("anaconda", &["upload"]),
+    ("opam", &["publish"]),
+    ("stack", &["upload"]),
+    ("cabal", &["upload"]),
+    ("vsce", &["publish"]),
+    ("vsce", &["unpublish"]),
+    ("ovsx", &["publish"]),
+    ("np", &[]),         // publishes a package to npm
+    ("release-it", &[]), // tags, pushes and publishes
+    ("sentry-cli", &["releases"]),
+    ("sentry-cli", &["deploys"]),
+    ("sentry-cli", &["sourcemaps", "upload"]),
+    ("sentry-cli", &["debug-files", "upload"]),
+    // Clusters and infrastructure: a command run in, or a change to, what
+    // is deployed.
+    ("kubectl", &["exec"]),
+    ("kubectl", &["cp"]),
+    ("kubectl", &["attach"]),
+    ("kubectl", &["debug"]),
+    ("kubectl", &["run"]),
+    ("kubectl", &["port-forward"]), // opens the cluster's services to this host
+    ("kubectl", &["expose"]),
+    ("kubectl", &["label"]),
+    ("kubectl", &["annotate"]),
+    ("kubectl", &["taint"]),
+    ("kubectl", &["cordon"]),
+    ("kubectl", &["uncordon"]),
+    ("kubectl", &["drain"]),
+    ("kubectl", &["autoscale"]),
+    ("kubectl", &["certificate"]),
+    ("terraform", &["state", "rm"]),
+    ("terraform", &["state", "mv"]),
+    ("terraform", &["state", "push"]),
+    ("terraform", &["state", "replace-provider"]),
+    ("terraform", &["taint"]),
+    ("terraform", &["untaint"]),
+    ("terraform", &["force-unlock"]),
+    ("tofu", &["state", "rm"]),
+    ("tofu", &["state", "mv"]),
+    ("tofu", &["state", "push"]),
+    ("tofu", &["taint"]),
+    ("tofu", &["untaint"]),
+    ("tofu", &["force-unlock"]),
+    ("pulumi", &["refresh"]),
+    ("pulumi", &["import"]),
+    ("pulumi", &["cancel"]),
+    ("pulumi", &["stack", "rm"]),
+    ("pulumi", &["state", "delete"]),
+    ("ansible", &[]), // runs modules on the inventory's hosts
+    ("ansible-playbook", &[]),
+    ("ansible-pull", &[]),
+    ("heroku", &["run"]), // a command in a dyno
+    ("heroku", &["ps:scale"]),
+    ("heroku", &["ps:restart"]),
+    ("heroku", &["restart"]),
+    ("heroku", &["config:set"]),
+    ("heroku", &["config:unset"]),
+    ("heroku", &["apps:create"]),
+    ("heroku", &["apps:destroy"]),
+    ("heroku", &["create"]),
+    ("heroku", &["destroy"]),
+    ("heroku", &["pg:reset"]),
     ("openssl", &["s_client"]), // a raw TLS connection
     ("openssl", &["s_server"]),
     ("systemctl", &["poweroff"]),
@@ -345,6 +512,23 @@ pub(super) const READ_VERBS: &[&str] = &[
 
 /// The programs `check` reads by name past the tables (its final `match`).
 pub(super) const READ_BY_NAME: &[&str] = &[
+    "scp",
+    "rsync",
+    "rclone",
+    "npm",
+    "pnpm",
+    "bun",
+    "make",
+    "gmake",
+    "just",
+    "task",
+    "go-task",
+    "rake",
+    "invoke",
+    "inv",
+    "mage",
+    "gulp",
+    "grunt",
     "gsutil",
     "gh",
     "hub",
