@@ -919,6 +919,20 @@ pub fn writes_outside_unnamed(argv: &[Arg]) -> Option<&'static str> {
         {
             Some("the user's or the system's git config (`git config --global|--system`)")
         }
+        // `git maintenance register|start` adds the repository to the
+        // user's git config and schedules it (crontab, systemd timers).
+        "git"
+            if sub == Some("maintenance")
+                && args
+                    .iter()
+                    .skip_while(|a| **a != "maintenance")
+                    .nth(1)
+                    .is_some_and(|a| {
+                        matches!(*a, "register" | "start" | "unregister" | "stop")
+                    }) =>
+        {
+            Some("the user's git config and scheduler (`git maintenance start|register`)")
+        }
         // `-g`: the global node_modules and bin directory.
         "npm" | "pnpm" | "bun" | "cnpm"
             if has(&["-g", "--global", "--location=global"])

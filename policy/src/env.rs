@@ -52,6 +52,7 @@ const EXACT: &[&str] = &[
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_NAMESPACE",
     "GIT_CEILING_DIRECTORIES",
+    "GIT_ALLOW_PROTOCOL", // `ext::` remotes run a command named in the URL
     "PAGER",
     "MANPAGER",
     "SYSTEMD_PAGER",

@@ -7,8 +7,16 @@
 //! Claude Code's permission-modes documentation ("Protected paths",
 //! code.claude.com/docs/en/permission-modes#protected-paths) protects: the
 //! directories `.git`, `.vscode`, `.idea`, `.husky`, `.claude` and the files
-//! `.gitconfig`, `.bashrc`, `.zshrc`, `.profile`, `.mcp.json`. Reading any of
-//! them is fine.
+//! `.gitconfig`, `.bashrc`, `.zshrc`, `.profile`, `.mcp.json`. By the same
+//! principle it holds every hidden file or directory whose contents a
+//! program runs later, when nobody is deciding: other shells' startup
+//! files, `~/.ssh`, the `PATH` directories in the home (`~/.local/bin`),
+//! package managers' configs that name programs (`.npmrc`, `.yarnrc.yml`,
+//! `.cargo/config.toml`), hook managers' configs, editors' and REPLs'
+//! startup files, and credential configs that run helpers (`~/.aws`,
+//! `~/.kube`, `~/.docker`). A project's visible build files (`Makefile`,
+//! `build.rs`, `package.json`) are its work, not hidden config: writing
+//! them is ordinary. Reading any of them is fine.
 
 /// The protected names, each with why writing there runs code later.
 /// A name matches as a path component anywhere: the file or directory
@@ -60,15 +68,195 @@ const PROTECTED: &[(&str, &str)] = &[
     (".zshenv", "zsh runs it as shell code at every start"),
     (".zprofile", "zsh runs it as shell code at login"),
     (".profile", "login shells run it as shell code"),
+    (".zlogin", "zsh runs it as shell code at login"),
+    (".bash_logout", "bash runs it as shell code at logout"),
+    (
+        ".kshrc",
+        "ksh runs it as shell code at every interactive start",
+    ),
+    (
+        ".mkshrc",
+        "mksh runs it as shell code at every interactive start",
+    ),
+    (".cshrc", "csh runs it as shell code at every start"),
+    (".tcshrc", "tcsh runs it as shell code at every start"),
+    (".login", "csh runs it as shell code at login"),
+    (".xinitrc", "startx runs it as shell code"),
+    (
+        ".xprofile",
+        "display managers run it as shell code at login",
+    ),
+    (".xsession", "display managers run it as the session"),
+    (".xsessionrc", "Debian's X session runs it as shell code"),
+    (
+        ".ssh",
+        "ssh runs what its config names (`ProxyCommand`, `LocalCommand`), `authorized_keys` grants logins and `rc` runs at each one",
+    ),
+    (
+        ".npmrc",
+        "npm runs the shell it names (`script-shell`) and the options it sets",
+    ),
+    (".yarnrc", "yarn runs the file `yarn-path` names"),
+    (
+        ".yarnrc.yml",
+        "yarn runs the file `yarnPath` names and the plugins it lists",
+    ),
+    (
+        ".pnpmfile.cjs",
+        "pnpm runs it as JavaScript at every install",
+    ),
+    (
+        ".pre-commit-config.yaml",
+        "pre-commit runs the hooks it names (`entry`) at every commit",
+    ),
+    (
+        ".lefthook.yml",
+        "lefthook's git hooks run on every commit and push",
+    ),
+    (
+        ".overcommit.yml",
+        "overcommit's git hooks run on every commit",
+    ),
+    (
+        ".devcontainer",
+        "a dev container's commands (`postCreateCommand`, `initializeCommand`) run when it is built",
+    ),
+    (
+        ".mise.toml",
+        "mise runs its hooks and sourced files when the directory is entered",
+    ),
+    (".vimrc", "vim runs it as Vim script at every start"),
+    (".gvimrc", "gvim runs it as Vim script at every start"),
+    (".exrc", "vi and vim run it from the current directory"),
+    (".emacs", "emacs runs it as Lisp at every start"),
+    (
+        ".emacs.d",
+        "emacs runs its init files as Lisp at every start",
+    ),
+    (
+        ".gdbinit",
+        "gdb runs its commands (`shell`, Python) at every start",
+    ),
+    (".lldbinit", "lldb runs its commands at every start"),
+    (
+        ".pdbrc",
+        "pdb runs it as debugger commands (Python) from the current directory",
+    ),
+    (".irbrc", "irb runs it as Ruby at every start"),
+    (".pryrc", "pry runs it as Ruby at every start"),
+    (
+        ".psqlrc",
+        "psql runs its commands (`\\!` runs a shell) at every start",
+    ),
+    (
+        ".sqliterc",
+        "sqlite3 runs its commands (`.shell`) at every start",
+    ),
+    (
+        ".Rprofile",
+        "R runs it as R code from the current directory",
+    ),
+    (
+        ".tmux.conf",
+        "tmux runs its commands (`run-shell`) at every start",
+    ),
+    (
+        ".screenrc",
+        "screen runs its commands (`exec`) at every start",
+    ),
+    (
+        ".ipython",
+        "IPython runs its startup files as Python at every start",
+    ),
+    (".bunfig.toml", "bun runs the scripts it preloads"),
+    (
+        ".claude.json",
+        "Claude Code's user config names the MCP servers it starts (programs it runs)",
+    ),
+    (
+        ".codex",
+        "Codex's config names the MCP servers and programs it runs",
+    ),
+    (".cursor", "Cursor's config names the MCP servers it starts"),
+    (
+        ".docker",
+        "docker runs the credential helper its config names",
+    ),
+    (
+        ".kube",
+        "kubectl runs the `exec` credential plugins a kubeconfig names",
+    ),
+    (
+        ".aws",
+        "the AWS CLI and SDKs run the `credential_process` its config names",
+    ),
 ];
 
 /// Protected directories named by two components: git's user config in
 /// its XDG place is `~/.gitconfig` under another name.
-const PROTECTED_PAIRS: &[(&str, &str, &str)] = &[(
-    ".config",
-    "git",
-    "git's user config, attributes and hooks (`~/.config/git/`) name programs git runs, as `~/.gitconfig` does",
-)];
+const PROTECTED_PAIRS: &[(&str, &str, &str)] = &[
+    (
+        ".config",
+        "git",
+        "git's user config, attributes and hooks (`~/.config/git/`) name programs git runs, as `~/.gitconfig` does",
+    ),
+    (
+        ".config",
+        "fish",
+        "fish runs its config and `conf.d` as shell code at every start",
+    ),
+    (
+        ".config",
+        "nvim",
+        "neovim runs its init files at every start",
+    ),
+    (
+        ".config",
+        "Code",
+        "VS Code's user settings and tasks run programs, as `.vscode/` does",
+    ),
+    (".config", "direnv", "direnv runs `direnvrc` as shell code"),
+    (
+        ".config",
+        "tmux",
+        "tmux runs its config's commands at every start",
+    ),
+    (
+        ".config",
+        "systemd",
+        "systemd runs the user units and timers there",
+    ),
+    (
+        ".config",
+        "autostart",
+        "desktop sessions run the entries there at login",
+    ),
+    (
+        ".config",
+        "gh",
+        "gh runs its aliases (`!` runs a shell) and extensions",
+    ),
+    (
+        ".local",
+        "bin",
+        "on `PATH` before the system's: a program there runs in place of one of the same name",
+    ),
+    (
+        ".cargo",
+        "bin",
+        "on `PATH`: a program there runs in place of one of the same name",
+    ),
+    (
+        ".cargo",
+        "config.toml",
+        "cargo runs what it names (`runner`, `rustc-wrapper`, aliases)",
+    ),
+    (
+        ".cargo",
+        "config",
+        "cargo runs what it names (`runner`, `rustc-wrapper`, aliases)",
+    ),
+];
 
 /// A bare repository's directory (`p.git`) is a git directory too: its
 /// `config` and `hooks/` run code like a `.git/` directory's.
@@ -183,7 +371,33 @@ mod tests {
                 Some(".config/git"),
             ),
             ("/home/agent/.config/gitui/theme.ron", false, None),
-            ("/home/agent/.config/nvim/init.lua", false, None),
+            (
+                "/home/agent/.config/nvim/init.lua",
+                false,
+                Some(".config/nvim"),
+            ),
+            (
+                "/home/agent/.config/Code/User/x.json",
+                false,
+                Some(".config/Code"),
+            ),
+            ("/home/agent/.config/pip/pip.conf", false, None),
+            ("/home/agent/.claude.json", false, Some(".claude.json")),
+            ("/home/agent/.ssh/authorized_keys", false, Some(".ssh")),
+            ("/home/agent/.local/bin/git", false, Some(".local/bin")),
+            ("/home/agent/.local/share/x", false, None),
+            (
+                "/work/.cargo/config.toml",
+                false,
+                Some(".cargo/config.toml"),
+            ),
+            ("/work/.cargo/registry/x", false, None),
+            ("/work/.npmrc", false, Some(".npmrc")),
+            (
+                "/work/.pre-commit-config.yaml",
+                false,
+                Some(".pre-commit-config.yaml"),
+            ),
             ("/work/config/git/x", false, None),
         ];
         for (path, glob, want) in cases {

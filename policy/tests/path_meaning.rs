@@ -94,6 +94,8 @@ fn paths_found_by_meaning() {
 #[rustfmt::skip]
 const UNNAMED_WRITES: &[Row] = &[
     ("git config --global user.name x", &["git config"], &[], &[], Manual, Host, ASK),
+    ("git maintenance start", &["git maintenance"], &[], &[], Manual, Host, ASK),
+    ("git maintenance run --task=gc", &["git maintenance"], &[], &[], Manual, Host, AUTO),
     ("git config --system core.editor vi", &["git config"], &[], &[], Manual, Host, ASK),
     ("npm i -g typescript", &["npm i"], &[], &[], Manual, Host, ASK),
     ("npm install --global typescript", &["npm install"], &[], &[], Manual, Host, ASK),
@@ -136,6 +138,18 @@ const PROTECTED: &[Row] = &[
     ("printf '[core]\\npager = x' > ~/.config/git/config", ALL, &[], &[], AutoMode, Container, ASK),
     ("mkdir -p ~/.config/git && cp evil ~/.config/git/attributes", ALL, &[], &[], AutoMode, Container, ASK),
     ("echo x > ~/.config/gitui/theme.ron", ALL, &[], &[], AutoMode, Container, AUTO),
+    // Every hidden place whose contents a program runs later, by the same
+    // principle (protected.rs): keys and ssh's config, PATH in the home,
+    // package managers' program-naming configs, editors' startup files.
+    ("echo 'ssh-ed25519 AAAA x' >> ~/.ssh/authorized_keys", ALL, &[], &[], AutoMode, Host, ASK),
+    ("cp ./evil ~/.local/bin/git", ALL, &[], &[], AutoMode, Host, ASK),
+    ("echo script-shell=./x > .npmrc", ALL, &[], &[], AutoMode, Container, ASK),
+    ("printf '[build]\\nrustc-wrapper=./x' > .cargo/config.toml", ALL, &[], &[], AutoMode, Container, ASK),
+    ("echo 'set shell=/bin/sh' >> ~/.vimrc", ALL, &[], &[], AutoMode, Host, ASK),
+    ("tee ~/.config/systemd/user/x.service < unit", ALL, &[], &[], AutoMode, Host, ASK),
+    ("echo x > ~/.claude.json", ALL, &[], &[], AutoMode, Host, ASK),
+    ("echo x > ~/.config/pip/pip.conf", ALL, &[], &[], AutoMode, Host, AUTO),
+    ("echo x > .cargo/registry-notes.txt", ALL, &[], &[], AutoMode, Container, AUTO),
     ("echo '#!/bin/sh' > .git/hooks/pre-commit", ALL, &[], &[], AutoMode, Host, ASK),
     ("echo '* filter=x' >> .git/info/attributes", ALL, &[], &[], Manual, Container, ASK),
     ("cp evil.sh .git/hooks/pre-commit", ALL, &[], &[], AutoMode, Container, ASK),

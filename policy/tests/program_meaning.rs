@@ -9,7 +9,7 @@
 
 use berth_policy::{Stage, Verdict};
 
-use crate::table::{ASK, AUTO, F, M};
+use crate::table::{ASK, AUTO, DENY, F, M};
 use F::{Container, Host};
 use M::{Auto, Manual};
 
@@ -156,6 +156,12 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("go vet ./...", &["go vet"], Manual, Container, AUTO),
     ("go build -ldflags '-s -w' -o app ./cmd/app", &["go build"], Manual, Container, AUTO),
     ("go test -run TestX ./...", &["go test"], Manual, Container, AUTO),
+    // `ext::` remotes run the command their URL names.
+    ("GIT_ALLOW_PROTOCOL=ext git fetch evil", &["git fetch"], Auto, Container, ASK),
+    // Programs run by a name berth cannot follow (opaque).
+    ("nix run nixpkgs#git -- push", &["nix"], Auto, Container, ASK),
+    ("sops exec-env s.yaml 'git push'", &["sops"], Auto, Container, ASK),
+    ("summon git push", &["summon"], Auto, Container, ASK),
     // A remote shell is privileged whatever its options (PRIVILEGED below).
     ("ssh -p 2222 -o StrictHostKeyChecking=no user@host ls -F", &["ssh"], Manual, Container, ASK),
     ("gh pr view 12", &["gh pr"], Manual, Container, AUTO),
@@ -392,6 +398,9 @@ const PRIVILEGED: &[Row] = &[
     ("npx vsce publish", &["npx"], Auto, Container, ASK),
     ("npx release-it", &["npx"], Auto, Container, ASK),
     ("npm dist-tag ls x", &["npm"], Manual, Container, AUTO),
+    ("cargo owner --add github:o:t mycrate", &["cargo"], Auto, Container, ASK),
+    ("cargo owner -rocto mycrate", &["cargo"], Auto, Container, ASK),
+    ("cargo owner --list mycrate", &["cargo"], Manual, Container, AUTO),
     ("dart pub get", &["dart"], Manual, Container, AUTO),
     // Infrastructure under every resource's own verb; positive knowledge
     // of reading is what lets a provider's CLI through.
@@ -423,6 +432,23 @@ const PRIVILEGED: &[Row] = &[
     ("scp host:/var/log/app.log .", &["scp"], Manual, Container, AUTO),
     ("rsync -a host:/data/ ./data/", &["rsync"], Manual, Container, AUTO),
     ("rsync -a src/ build/", &["rsync"], Manual, Container, AUTO),
+    // Wrappers keep their own parts: the command they run is judged.
+    ("docker exec app git push origin main", &["docker"], Auto, Container, ASK),
+    ("docker compose exec app git push", &["docker"], Auto, Container, ASK),
+    ("docker exec -it db rm -rf /", &["docker"], Auto, Container, DENY),
+    ("docker run --network=host alpine", &["docker"], Auto, Container, ASK),
+    ("perf stat git push", &["perf"], Auto, Container, ASK),
+    ("dumb-init git push", &["dumb-init"], Auto, Container, ASK),
+    ("tini -- git push", &["tini"], Auto, Container, ASK),
+    ("s6-setuidgid agent ls", &["s6-setuidgid"], Auto, Container, ASK),
+    ("gosu app npm test", &["gosu"], Auto, Container, ASK),
+    ("su-exec app ls", &["su-exec"], Auto, Container, ASK),
+    ("pixi run git push", &["pixi"], Auto, Container, ASK),
+    ("chamber exec svc -- git push", &["chamber"], Auto, Container, ASK),
+    ("zellij run -- git push", &["zellij"], Auto, Container, ASK),
+    ("docker exec db psql -c 'select 1'", &["docker exec", "psql"], Manual, Container, AUTO),
+    ("perf stat make", &["perf", "make"], Manual, Container, AUTO),
+    ("pixi run pytest", &["pixi", "pytest"], Manual, Container, AUTO),
     // A project's script named for deploying is a deploy by its own name.
     ("npm run deploy:prod", &["npm"], Auto, Container, ASK),
     ("yarn release", &["yarn"], Auto, Container, ASK),

@@ -128,7 +128,15 @@ pub(super) fn run_gains_host(inv: &[Arg]) -> Option<String> {
         {
             return Some("with `--privileged` gains the host".into());
         }
-        for ns in ["--pid", "--userns", "--ipc", "--uts", "--cgroupns"] {
+        for ns in [
+            "--pid",
+            "--userns",
+            "--ipc",
+            "--uts",
+            "--cgroupns",
+            "--net",
+            "--network",
+        ] {
             if let Some(v) = option_value(inv, i, ns, None)
                 && let Some((dynamic, text)) = value_text(&v)
                 && (dynamic || text == "host")

@@ -278,6 +278,17 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     // in `CLOUD_CLIS`).
     match name {
         "scp" | "rsync" | "rclone" => remote_copy(name, inv),
+        // `cargo owner --add|--remove` changes who may publish a crate;
+        // `--list` reads.
+        "cargo" => (pos.first().is_some_and(|a| a.is("owner"))
+            && inv.iter().any(|a| {
+                matches!(a.text.as_str(), "-a" | "--add" | "-r" | "--remove")
+                    || a.text.starts_with("--add=")
+                    || a.text.starts_with("--remove=")
+                    || (a.text.starts_with("-a") || a.text.starts_with("-r"))
+                        && !a.text.starts_with("--")
+            }))
+        .then(|| Hit::Yes("`cargo owner --add|--remove` changes a crate's owners".into())),
         "gh" | "hub" | "glab" => forge_api(name, inv).or_else(|| gh_repo_sync(name, inv)),
         "aws" | "gsutil" | "gcloud" | "az" => {
             bucket_write(name, &pos).or_else(|| infra_write(name, &pos))

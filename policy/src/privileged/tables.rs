@@ -27,6 +27,11 @@ pub(super) const PRIVILEGE: &[&str] = &[
     "capsh",       // the same, through libcap
     "chroot",      // runs a command under another root (with CAP_SYS_CHROOT)
     "unshare",     // runs a command as root of a new user namespace (`-r`)
+    "su-exec",     // runs a command as another user (containers' sudo)
+    "gosu",
+    "setuidgid", // daemontools'
+    "s6-setuidgid",
+    "s6-applyuidgid",
 ];
 
 /// Programs that open a raw network connection (or listen) from a shell.
@@ -358,7 +363,6 @@ pub(super) const VERBS: &[(&str, &[&str])] = &[
     ("cargo", &["smart-release"]),
     ("cargo", &["workspaces", "publish"]),
     ("cargo", &["ws", "publish"]),
-    ("cargo", &["owner"]), // adds or removes a crate's owners
     ("gem", &["yank"]),
     ("gem", &["owner"]),
     ("npm", &["owner", "add"]),

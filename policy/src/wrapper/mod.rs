@@ -156,6 +156,59 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
             ));
         }
         "nix-shell" => return runners::unwrap_nix_shell(argv),
+        // `nix run PKG -- args`: the program is the package's, named by
+        // nothing berth reads.
+        "nix" if argv.get(1).is_some_and(|a| a.is("run")) => {
+            return Unwrap::Opaque("`nix run` runs a package's program berth cannot name".into());
+        }
+        // `perf stat|record|trace [opts] cmd…`: the profiler runs the command.
+        "perf"
+            if argv
+                .get(1)
+                .is_some_and(|a| a.is("stat") || a.is("record") || a.is("trace")) =>
+        {
+            return unwrap_with(argv, 2, &NONE);
+        }
+        // `sops exec-env FILE 'cmd'`: a command line run by a shell, with
+        // the file's secrets in its environment.
+        "sops"
+            if argv
+                .get(1)
+                .is_some_and(|a| a.is("exec-env") || a.is("exec-file")) =>
+        {
+            return Unwrap::Opaque(format!(
+                "`sops {}` runs a command line through a shell",
+                argv[1].text
+            ));
+        }
+        // Secret injectors (and `zellij run`) whose command follows `--`,
+        // or opaque without it.
+        "chamber" | "summon" | "vault-exec" | "envconsul" | "secrethub" | "zellij" => {
+            let verb = match name {
+                "chamber" => Some("exec"),
+                "zellij" => Some("run"),
+                _ => None,
+            };
+            if verb.is_some_and(|v| !argv.get(1).is_some_and(|a| a.is(v))) {
+                return Unwrap::NotAWrapper;
+            }
+            return match argv.iter().position(|a| a.is("--")) {
+                Some(i) if i + 1 < argv.len() => Unwrap::Command {
+                    start: i + 1,
+                    info: WrapInfo::default(),
+                },
+                _ => Unwrap::Opaque(format!(
+                    "`{name}` runs a command with options berth does not follow"
+                )),
+            };
+        }
+        // `docker exec [opts] CONTAINER cmd…`: the command runs in another
+        // container; its own parts are judged as any command's.
+        "docker" | "podman" | "nerdctl" => {
+            if let Some(unwrapped) = runners::unwrap_container_exec(argv) {
+                return unwrapped;
+            }
+        }
         "sg" => return privilege::unwrap_sg(argv),
         "hyperfine" => return runners::unwrap_hyperfine(argv),
         "cross-env" | "cross-env-shell" => return environment::unwrap_env(argv),
@@ -226,6 +279,11 @@ pub fn is_wrapper(name: &str) -> bool {
                 | "sg"
                 | "hyperfine"
                 | "find"
+                | "chamber"
+                | "summon"
+                | "vault-exec"
+                | "envconsul"
+                | "secrethub"
         )
 }
 

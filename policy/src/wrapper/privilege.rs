@@ -254,7 +254,7 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
         "chroot" => CHROOT,
         "unshare" => UNSHARE,
         "nsenter" => NSENTER,
-        "su-exec" | "gosu" | "setuidgid" => SU_EXEC,
+        "su-exec" | "gosu" | "setuidgid" | "s6-setuidgid" => SU_EXEC,
         "setpriv" => SETPRIV,
         "sudo" => SUDO,
         "doas" => DOAS,

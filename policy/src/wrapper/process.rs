@@ -594,6 +594,9 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
         "eatmydata" | "nocache" | "torsocks" | "tsocks" | "rlwrap" | "run-one" | "ifne"
         | "daemonize" | "fakechroot" | "linux32" | "linux64" | "ccache" | "sccache" | "distcc"
         | "icecc" => PLAIN_LESS_COMMON,
+        // Container init processes and a Windows console shim: they run the
+        // command as it is.
+        "tini" | "tini-static" | "dumb-init" | "catatonit" | "winpty" => PLAIN_LESS_COMMON,
         "setarch" => SETARCH,
         "proxychains" | "proxychains4" => PROXYCHAINS,
         "trickle" => TRICKLE,

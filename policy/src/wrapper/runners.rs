@@ -197,6 +197,7 @@ pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
             | "conda"
             | "mamba"
             | "micromamba"
+            | "pixi"
             | "mise"
             | "rtx"
             | "fnm"
@@ -283,7 +284,7 @@ pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
         ("uv", "tool") if argv.get(skip).is_some_and(|a| a.is("run")) => {
             return Some((UVX, skip + 1));
         }
-        ("poetry" | "pipenv" | "pdm" | "hatch" | "rye" | "devbox" | "volta", "run")
+        ("poetry" | "pipenv" | "pdm" | "hatch" | "rye" | "devbox" | "volta" | "pixi", "run")
         | ("bundle" | "rbenv" | "pyenv" | "asdf", "exec") => BARE,
         ("dotenvx", "run") => Spec {
             opts: const {
@@ -361,6 +362,67 @@ pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
         _ => return None,
     };
     Some((spec, skip))
+}
+
+/// `docker exec [opts] CONTAINER cmd…`, `docker container exec`.
+const CONTAINER_EXEC: Spec = Spec {
+    opts: &[
+        flag(b'd', "detach"),
+        value(0, "detach-keys"),
+        value(b'e', "env"),
+        value(0, "env-file"),
+        flag(b'i', "interactive"),
+        flag(0, "privileged"), // read by the privileged limit on the outer invocation
+        flag(b't', "tty"),
+        value(b'u', "user"),
+        value(b'w', "workdir"),
+        HELP,
+    ],
+    positional: 1,
+    ..NONE
+};
+
+/// `docker compose exec [opts] SERVICE cmd…`.
+const COMPOSE_EXEC: Spec = Spec {
+    opts: &[
+        flag(b'd', "detach"),
+        value(b'e', "env"),
+        value(0, "index"),
+        flag(b'T', "no-TTY"),
+        flag(0, "privileged"), // read by the privileged limit on the outer invocation
+        value(b'u', "user"),
+        value(b'w', "workdir"),
+        HELP,
+    ],
+    positional: 1,
+    ..NONE
+};
+
+/// A container engine's `exec`: the command runs in another container.
+/// `None` when the invocation is no exec (or its shape is not read here:
+/// compose's own options before `exec`), so the engine is judged as
+/// itself.
+pub(super) fn unwrap_container_exec(argv: &[Arg]) -> Option<Unwrap> {
+    let Some(Sub::At { index, canonical }) = global::subcommand(argv) else {
+        return None;
+    };
+    let (at, spec) = match &*canonical {
+        "exec" => (index, &CONTAINER_EXEC),
+        "container" | "compose" => {
+            let next = argv.get(index + 1).filter(|a| !a.dynamic)?;
+            if !next.is("exec") {
+                return None;
+            }
+            let spec = if canonical == "compose" {
+                &COMPOSE_EXEC
+            } else {
+                &CONTAINER_EXEC
+            };
+            (index + 1, spec)
+        }
+        _ => return None,
+    };
+    Some(super::unwrap_with(argv, at + 1, spec))
 }
 
 pub(super) fn unwrap_nix_shell(argv: &[Arg]) -> Unwrap {
