@@ -181,9 +181,27 @@ fn a_devcontainer_builds_the_image_sets_the_env_and_proposes_its_post_commands()
         "/home/agent/w\n"
     );
 
-    // An agent's edit of devcontainer.json, committed on its own branch,
-    // has no effect: berth reads the forge's base branch.
-    exec("printf '{\"image\": \"evil:latest\"}' > .devcontainer/devcontainer.json");
+    // An agent's edit of devcontainer.json is held for a person (the file
+    // names commands that run when a container is built); even approved
+    // and committed on its own branch, it has no effect: berth reads the
+    // forge's base branch.
+    let held = f.run(&[
+        "exec",
+        "dev-1",
+        "--",
+        "printf '{\"image\": \"evil:latest\"}' > .devcontainer/devcontainer.json",
+    ]);
+    let stderr = String::from_utf8_lossy(&held.stderr);
+    assert!(
+        !held.status.success() && stderr.contains("never_auto") && stderr.contains(".devcontainer"),
+        "{stderr}"
+    );
+    let id = stderr
+        .split("berth approve ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no action id in {stderr}"));
+    f.ok(&["approve", id]);
     exec("git commit -q -am 'take over the image'");
     let again = f.json(&["image", "build", "--project", &project, "--json"]);
     assert_eq!(again["tag"], tag.as_str(), "{again}");

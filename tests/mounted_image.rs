@@ -95,13 +95,7 @@ fn berth_exec_runs_git_in_an_image_with_no_shell_no_git_and_no_user() {
     let mut f = Fixture::named(&project).with_project();
     let tools = f.root().join("tools");
     f.set_env("BERTH_TOOLS_DIR", tools.to_str().unwrap());
-    f.edit_config(|text| {
-        assert!(text.contains("\nimage = \"\"\n"), "{text}");
-        text.replace("\nimage = \"\"\n", &format!("\nimage = \"{tag}\"\n"))
-    });
-    f.ok(&["agent", "activate", "dev-1", "--project", &project]);
-    f.ok(&["up", "dev-1", "--project", &project, "--mode", "mounted"]);
-    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    mounted_with_image(&f, &project, &tag);
 
     let exec = |line: &str| f.ok(&["exec", "dev-1", "--", line]);
     assert_eq!(exec("cat /hello.txt"), "hello\n");
@@ -262,18 +256,17 @@ fn a_python_toolchain_image_from_the_recipe_runs_unittest_through_berth_exec() {
         return eprintln!("skipping: {e}");
     }
     let project = format!("i{}-py", std::process::id());
-    let f = Fixture::named(&project);
     // The project: a module and its tests, committed on the base branch.
-    let src = f.source_repo();
-    std::fs::write(src.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
-    std::fs::write(
-        src.join("test_calc.py"),
-        "import json, unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_json(self):\n        self.assertEqual(json.loads('[1]'), [1])\n",
-    )
-    .unwrap();
-    crate::fixture::git(&src, &["add", "-A"]);
-    crate::fixture::git(&src, &["commit", "-q", "-m", "calc"]);
-    let f = f.with_project();
+    let f = project_with(
+        &project,
+        &[
+            ("calc.py", "def add(a, b):\n    return a + b\n"),
+            (
+                "test_calc.py",
+                "import json, unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_json(self):\n        self.assertEqual(json.loads('[1]'), [1])\n",
+            ),
+        ],
+    );
 
     // The agent recipe and the `python` preset.
     let name = format!("berth-test-cli-python-{}", std::process::id());
@@ -284,28 +277,7 @@ fn a_python_toolchain_image_from_the_recipe_runs_unittest_through_berth_exec() {
     );
     let _tag = TestImage(built["tag"].as_str().unwrap().to_string());
     let latest = TestImage(built["latest"].as_str().unwrap().to_string());
-    f.edit_config(|text| {
-        assert!(text.contains("\nimage = \"\"\n"), "{text}");
-        text.replace("\nimage = \"\"\n", &format!("\nimage = \"{}\"\n", latest.0))
-    });
-    f.ok(&["agent", "activate", "dev-1", "--project", &project]);
-    let up = f.json(&[
-        "up",
-        "dev-1",
-        "--project",
-        &project,
-        "--mode",
-        "mounted",
-        "--json",
-    ]);
-    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
-    // The berth's uid owns its worktree.
-    let owner = {
-        use std::os::unix::fs::MetadataExt as _;
-        std::fs::metadata(up["worktree"].as_str().unwrap())
-            .unwrap()
-            .uid()
-    };
+    let owner = mounted_with_image(&f, &project, &latest.0);
     let out = f.ok(&["exec", "dev-1", "--", "id -u; python3 -m unittest 2>&1"]);
     assert!(
         out.starts_with(&format!("{owner}\n"))
@@ -314,6 +286,46 @@ fn a_python_toolchain_image_from_the_recipe_runs_unittest_through_berth_exec() {
         "{out}"
     );
     f.ok(&["down", "dev-1"]);
+}
+
+/// A project whose base branch holds `files` (relative paths), committed.
+fn project_with(project: &str, files: &[(&str, &str)]) -> Fixture {
+    let f = Fixture::named(project);
+    let src = f.source_repo();
+    for (path, text) in files {
+        let path = src.join(path);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(path, text).unwrap();
+    }
+    crate::fixture::git(&src, &["add", "-A"]);
+    crate::fixture::git(&src, &["commit", "-q", "-m", "calc"]);
+    f.with_project()
+}
+
+/// Brings agent `dev-1` up in a mounted berth on `image`, with terminal
+/// actions auto-approved; returns the berth's uid, which owns its worktree.
+fn mounted_with_image(f: &Fixture, project: &str, image: &str) -> u32 {
+    use std::os::unix::fs::MetadataExt as _;
+    f.edit_config(|text| {
+        assert!(text.contains("\nimage = \"\"\n"), "{text}");
+        text.replace("\nimage = \"\"\n", &format!("\nimage = \"{image}\"\n"))
+    });
+    f.ok(&["agent", "activate", "dev-1", "--project", project]);
+    let up = f.json(&[
+        "up",
+        "dev-1",
+        "--project",
+        project,
+        "--mode",
+        "mounted",
+        "--json",
+    ]);
+    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    std::fs::metadata(up["worktree"].as_str().unwrap())
+        .unwrap()
+        .uid()
 }
 
 /// The Rust toolchain image's repository: ~600 MB that take ~20 s to build,
@@ -342,23 +354,20 @@ fn a_rust_toolchain_image_from_the_recipe_runs_cargo_test_offline_through_berth_
         return eprintln!("skipping: {e}");
     }
     let project = format!("i{}-rs", std::process::id());
-    let f = Fixture::named(&project);
     // A crate with two unit tests and a doctest, committed on the base branch.
-    let src = f.source_repo();
-    std::fs::create_dir_all(src.join("src")).unwrap();
-    std::fs::write(
-        src.join("Cargo.toml"),
-        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.join("src/lib.rs"),
-        "/// Adds.\n///\n/// ```\n/// assert_eq!(calc::add(1, 1), 2);\n/// ```\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n\n    #[test]\n    fn formats() {\n        assert_eq!(format!(\"{:?}\", vec![super::add(1, 2)]), \"[3]\");\n    }\n}\n",
-    )
-    .unwrap();
-    crate::fixture::git(&src, &["add", "-A"]);
-    crate::fixture::git(&src, &["commit", "-q", "-m", "calc"]);
-    let f = f.with_project();
+    let f = project_with(
+        &project,
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            ),
+            (
+                "src/lib.rs",
+                "/// Adds.\n///\n/// ```\n/// assert_eq!(calc::add(1, 1), 2);\n/// ```\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n\n    #[test]\n    fn formats() {\n        assert_eq!(format!(\"{:?}\", vec![super::add(1, 2)]), \"[3]\");\n    }\n}\n",
+            ),
+        ],
+    );
 
     // The agent recipe and the `rust` preset: rustc, cargo, rustdoc and
     // rust-std of this host's target, with gcc, ld and libc's files.
@@ -385,28 +394,7 @@ fn a_rust_toolchain_image_from_the_recipe_runs_cargo_test_offline_through_berth_
     let bytes = built["bytes"].as_u64().unwrap();
     assert!(bytes < 700 << 20 || built["up_to_date"] == true, "{bytes}");
 
-    let tag = built["tag"].as_str().unwrap();
-    f.edit_config(|text| {
-        assert!(text.contains("\nimage = \"\"\n"), "{text}");
-        text.replace("\nimage = \"\"\n", &format!("\nimage = \"{tag}\"\n"))
-    });
-    f.ok(&["agent", "activate", "dev-1", "--project", &project]);
-    let up = f.json(&[
-        "up",
-        "dev-1",
-        "--project",
-        &project,
-        "--mode",
-        "mounted",
-        "--json",
-    ]);
-    f.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
-    let owner = {
-        use std::os::unix::fs::MetadataExt as _;
-        std::fs::metadata(up["worktree"].as_str().unwrap())
-            .unwrap()
-            .uid()
-    };
+    let owner = mounted_with_image(&f, &project, built["tag"].as_str().unwrap());
     let out = f.ok(&[
         "exec",
         "dev-1",
