@@ -158,6 +158,9 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("go test -run TestX ./...", &["go test"], Manual, Container, AUTO),
     // `ext::` remotes run the command their URL names.
     ("GIT_ALLOW_PROTOCOL=ext git fetch evil", &["git fetch"], Auto, Container, ASK),
+    // less runs its `+` commands at start; `!` is a shell escape.
+    ("less '+!git push' notes.txt", &["less"], Auto, Container, ASK),
+    ("less +G notes.txt", &["less"], Manual, Container, AUTO),
     // Programs run by a name berth cannot follow (opaque).
     ("nix run nixpkgs#git -- push", &["nix"], Auto, Container, ASK),
     ("sops exec-env s.yaml 'git push'", &["sops"], Auto, Container, ASK),
@@ -402,6 +405,9 @@ const PRIVILEGED: &[Row] = &[
     ("cargo owner -rocto mycrate", &["cargo"], Auto, Container, ASK),
     ("cargo owner --list mycrate", &["cargo"], Manual, Container, AUTO),
     ("dart pub get", &["dart"], Manual, Container, AUTO),
+    ("python3 setup.py sdist upload", &["python3"], Auto, Container, ASK),
+    ("python -B setup.py register", &["python"], Auto, Container, ASK),
+    ("python3 setup.py sdist bdist_wheel", &["python3"], Manual, Container, AUTO),
     // Infrastructure under every resource's own verb; positive knowledge
     // of reading is what lets a provider's CLI through.
     ("aws ec2 terminate-instances --instance-ids i-1", &["aws"], Auto, Container, ASK),

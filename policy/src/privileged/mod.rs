@@ -229,6 +229,19 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     if let Some(module) = crate::program::python_module_argv(inv) {
         return check(&module);
     }
+    // `python setup.py sdist upload`: distutils' `upload` and `register`
+    // publish to the package index.
+    if let Some(script) = crate::program::python_script_argv(inv)
+        && script[0].basename() == "setup.py"
+        && let Some(cmd) = script[1..]
+            .iter()
+            .find(|a| matches!(a.text.as_str(), "upload" | "register" | "upload_docs"))
+    {
+        return Some(Hit::Yes(format!(
+            "`setup.py {}` publishes to the package index",
+            cmd.text
+        )));
+    }
     // No table below names the program.
     let known = known?;
     let (mut pos, uncertain) = positionals(inv);

@@ -1,6 +1,7 @@
 //! Editors, pagers and debuggers that take commands to run on their
-//! command line: `vi`/`vim`/`nvim` (`-c`, `+cmd`, `--cmd`, `-S`), `man`
-//! (`-P`, `-H`), `gdb` (`-ex`, `-x`, …) and `emacs` (`--eval`, `-f`).
+//! command line: `vi`/`vim`/`nvim` (`-c`, `+cmd`, `--cmd`, `-S`), `less`
+//! (`+!cmd`), `man` (`-P`, `-H`), `gdb` (`-ex`, `-x`, …) and `emacs`
+//! (`--eval`, `-f`).
 
 use super::{Facts, OrOpaque, opt_runs};
 use crate::arg::Arg;
@@ -43,6 +44,21 @@ pub(super) fn vi(name: &str, args: &[Arg]) -> Facts {
         };
         if runs {
             return Facts::opaque(format!("`{name}` with commands to run (`{t}`)"));
+        }
+    }
+    Facts::default()
+}
+
+/// `less +CMD` (and `++CMD`, every file): less commands run at start, of
+/// which `!` runs a shell command and `|` pipes to one.
+pub(super) fn less(args: &[Arg]) -> Facts {
+    for a in args {
+        let t = a.text.as_str();
+        if t == "--" {
+            break;
+        }
+        if t.starts_with('+') && (a.dynamic || t.contains('!') || t.contains('|')) {
+            return Facts::opaque(format!("`less {t}` runs a shell command at start"));
         }
     }
     Facts::default()

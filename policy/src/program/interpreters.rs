@@ -627,6 +627,52 @@ pub fn python_module_argv(argv: &[Arg]) -> Option<Vec<Arg>> {
     None
 }
 
+/// `python [opts] SCRIPT args…` as the script's argv (`python3 setup.py
+/// sdist upload` → `setup.py sdist upload`), for the privileged limit;
+/// `None` for `-c`, `-m`, stdin or a dynamic word before the script.
+pub fn python_script_argv(argv: &[Arg]) -> Option<&[Arg]> {
+    let first = argv.first()?;
+    if first.dynamic
+        || !first.basename().starts_with('p')
+        || options_for(first.basename()).is_none_or(|o| o.lang != Lang::Python)
+    {
+        return None;
+    }
+    let mut i = 1;
+    while i < argv.len() {
+        let a = &argv[i];
+        let t = a.text.as_str();
+        if a.dynamic || t == "-" {
+            return None;
+        }
+        if t == "--" {
+            return argv.get(i + 1..).filter(|rest| !rest.is_empty());
+        }
+        if !t.starts_with('-') {
+            return Some(&argv[i..]);
+        }
+        if t.starts_with("--") {
+            i += if PYTHON.value_long.contains(&t) { 2 } else { 1 };
+            continue;
+        }
+        let bytes = t.as_bytes();
+        let mut step = 1;
+        for (k, c) in bytes.iter().enumerate().skip(1) {
+            if matches!(*c, b'c' | b'm') {
+                return None;
+            }
+            if PYTHON.value_short.contains(c) {
+                if k + 1 == bytes.len() {
+                    step = 2;
+                }
+                break;
+            }
+        }
+        i += step;
+    }
+    None
+}
+
 /// A module option's value that may run code when loaded: code itself
 /// (`module_is_code`), or a module off the interpreter's list.
 fn module_not_safe(opts: &CodeOptions, m: &Arg) -> Option<String> {

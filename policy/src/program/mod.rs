@@ -30,7 +30,7 @@ pub use git::{
     GitSplit, git_key_harmless, git_key_runs_program, git_normalized, git_split, git_undashed,
     git_without_harmless_settings,
 };
-pub use interpreters::python_module_argv;
+pub use interpreters::{python_module_argv, python_script_argv};
 pub use sed::sed_script;
 pub use shell_builtins::subscript_is_code;
 pub use stdin_program::is_stdin_alias;
@@ -137,6 +137,7 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
         "cpio" => file_tools::cpio(args),
         "pax" => file_tools::pax(args),
         "man" => editors::man(args),
+        "less" => editors::less(args),
         "vi" | "vim" | "nvim" | "view" | "ex" | "gvim" => editors::vi(name, args),
         "gdb" => editors::gdb(args),
         "npm" | "pnpm" | "yarn" => build_tools::npm(name, args),
