@@ -734,10 +734,38 @@ fn places(cwd: &Cwd, text: &str) -> Vec<Option<String>> {
     }
 }
 
-/// `/`, the home and every directory above it: what a recursive removal
-/// must never reach.
+/// The operating system's own directories: a recursive removal of one is
+/// the removal of `/` in part. Site and user data (`/srv`, `/opt`, `/mnt`)
+/// are not the system; `/home` is guarded as the home's parent.
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/sbin",
+    "/usr/share",
+    "/var",
+    "/var/lib",
+];
+
+/// `/`, the system's directories, the home and every directory above it:
+/// what a recursive removal must never reach.
 fn guarded(home: &str) -> Vec<String> {
     let mut out = vec!["/".to_string()];
+    out.extend(SYSTEM_DIRS.iter().map(|d| (*d).to_string()));
     let mut h = normalize("/", home);
     while h != "/" {
         out.push(h.clone());

@@ -108,7 +108,13 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("cd / && rm -rf ./*", Box, None, DENY),
     ("cd / && rm -rf .[!.]*", Box, None, DENY),
     // a glob that may reach some child of / is not auto-approved
-    ("rm -rf /u*", Box, None, ASK),
+    ("rm -rf /u*", Box, None, DENY), // it matches /usr
+    ("rm -rf /x*", Box, None, ASK),
+    ("rm -fr /usr", Box, None, DENY),
+    ("rm -r -f /etc", Box, None, DENY),
+    ("rm -rf /var/lib", Box, None, DENY),
+    ("rm -rf /var/lib/app/cache", Box, None, AUTO),
+    ("rm -rf /usr/local/share/app", Box, None, AUTO),
     ("rm -rf /t[m]p", Box, None, ASK),
     // the home and its parent
     ("rm -rf ~/..", Box, None, DENY),
@@ -367,7 +373,7 @@ const RECURSION_BELOW: &[Row] = &[
     ("rsync -a /srv /tmp/x", Mounts, None, ASK),
     ("grep -rl x ../..", Mounts, None, ASK),
     ("cat /srv/gi*", Mounts, None, ASK),
-    ("rm -rf /s*", Mounts, None, ASK),
+    ("rm -rf /s*", Mounts, None, DENY), // it matches /sbin and /sys
     ("cd / && rm -rf srv", Mounts, None, ASK),
     ("cd /srv && grep -r password", Mounts, None, ASK),
     ("cd / && du", Mounts, None, ASK),
