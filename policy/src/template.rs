@@ -83,6 +83,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
             "chmod" | "chown" | "chgrp" => recursive_on_root(inv, &removal),
             "find" => find_delete(inv, &removal),
             "rsync" => rsync_delete(inv, &removal),
+            "mv" => mv_away(inv, &removal),
             "kill" | "pkill" | "killall" => kill_all(inv),
             _ => None,
         }
@@ -316,6 +317,32 @@ const CP: Options = Options {
     ],
 };
 
+/// GNU coreutils `mv` (it moves trees whatever its options).
+const MV: Options = Options {
+    recursive_short: b"",
+    flag_short: b"bfinTuvZ",
+    value_short: b"St",
+    recursive_long: &[],
+    long: &[
+        "backup",
+        "context",
+        "debug",
+        "exchange",
+        "force",
+        "interactive",
+        "no-clobber",
+        "no-copy",
+        "no-target-directory",
+        "strip-trailing-slashes",
+        "suffix=",
+        "target-directory=",
+        "update",
+        "verbose",
+        "help",
+        "version",
+    ],
+};
+
 /// GNU `grep` (`-d recurse` and `--directories=recurse` recurse too).
 const GREP: Options = Options {
     recursive_short: b"rR",
@@ -462,6 +489,7 @@ fn options_of(program: &str) -> Option<&'static Options> {
         "chmod" => &CHMOD,
         "chown" | "chgrp" => &CHOWN,
         "cp" => &CP,
+        "mv" => &MV,
         "grep" | "egrep" | "fgrep" => &GREP,
         "ls" => &LS,
         "zip" => &ZIP,
@@ -949,6 +977,37 @@ fn describe(a: &Arg) -> String {
     } else {
         format!("`{}`", a.text)
     }
+}
+
+/// `mv ~ /tmp/x`, `mv /usr /old`: moving `/`, the home, a directory above
+/// it or a system directory away removes it from where everything expects
+/// it — `rm -r` by another name. Every operand but the destination is a
+/// source; with `-t DIR` every operand is.
+fn mv_away(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    let guarded = guarded(r.home);
+    let ops = operands(inv);
+    let target_option = inv.iter().skip(1).any(|a| {
+        !a.dynamic
+            && (a.text.starts_with("--target-directory")
+                || (a.text.starts_with("-t") && !a.text.starts_with("--"))
+                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('t')))
+    });
+    let sources = if target_option {
+        &ops[..]
+    } else {
+        &ops[..ops.len().saturating_sub(1)]
+    };
+    // Only a provable one: `mv "$f" "$f.bak"` is everyday renaming, and a
+    // dynamic source is judged by the scope as any dynamic path is.
+    sources
+        .iter()
+        .find(|op| target_danger(op, r, &guarded) == Danger::Yes)
+        .map(|op| {
+            Hit::Deny(format!(
+                "`mv` of {} moves it away: its removal by another name",
+                describe(op)
+            ))
+        })
 }
 
 /// `chmod -R`, `chown -R`, `chgrp -R` of `/` (in any spelling of `/`).

@@ -109,6 +109,13 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("cd / && rm -rf .[!.]*", Box, None, DENY),
     // a glob that may reach some child of / is not auto-approved
     ("rm -rf /u*", Box, None, DENY), // it matches /usr
+    // Moving it away is removing it by another name.
+    ("mv ~ /tmp/old-home", Box, None, DENY),
+    ("mv -t /tmp /usr", Box, None, DENY),
+    ("mv /etc /etc.bak", Box, None, DENY),
+    ("mv build /tmp/old-build", Box, None, AUTO),
+    ("mv ~/notes.txt ~/old.txt", Box, None, AUTO),
+    ("mv \"$f\" \"$f.bak\"", Box, None, AUTO),
     ("rm -rf /x*", Box, None, ASK),
     ("rm -fr /usr", Box, None, DENY),
     ("rm -r -f /etc", Box, None, DENY),
