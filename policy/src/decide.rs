@@ -133,7 +133,14 @@ fn judge<'a>(
         Action::FileWrite { path } => d.file(path, PathTool::Write),
         Action::GitCommit => d.structured(&["git", "commit"]),
         Action::GitPush { branch } => {
-            if d.is_protected(branch) {
+            if let Some(why) = unreadable_branch(branch) {
+                d.raise(
+                    Stage::NeverAuto,
+                    Verdict::RequireApproval,
+                    format!("the push's branch `{branch}` {why}: it cannot be compared with the protected branches"),
+                    None,
+                );
+            } else if d.is_protected(branch) {
                 d.raise(
                     Stage::NeverAuto,
                     Verdict::RequireApproval,
@@ -151,7 +158,14 @@ fn judge<'a>(
         Action::PrComment => d.structured(&["gh", "pr", "comment"]),
         Action::PrResolveThread => d.structured(&["gh", "pr", "resolve-thread"]),
         Action::GitMerge { target } => {
-            if d.is_protected(target) {
+            if let Some(why) = unreadable_branch(target) {
+                d.raise(
+                    Stage::NeverAuto,
+                    Verdict::RequireApproval,
+                    format!("the merge's target `{target}` {why}: it cannot be compared with the protected branches"),
+                    None,
+                );
+            } else if d.is_protected(target) {
                 d.raise(
                     Stage::NeverAuto,
                     Verdict::RequireApproval,
@@ -260,10 +274,12 @@ impl Decider<'_> {
         }
     }
 
+    /// Compared without case: a case-insensitive file system (a forge or
+    /// runner on macOS) stores `MAIN` and `main` in one loose ref file.
     fn is_protected(&self, branch: &str) -> bool {
-        let b = branch_meaning(branch);
+        let b = branch_meaning(branch).to_ascii_lowercase();
         self.ctx.protected_branches.iter().any(|p| {
-            let p = branch_meaning(p);
+            let p = branch_meaning(p).to_ascii_lowercase();
             p == b || (p.contains('*') && pattern::glob_match(p.as_bytes(), b.as_bytes()))
         })
     }
@@ -667,6 +683,33 @@ pub fn path_glob(pattern: &str, path: &str) -> bool {
 
 /// A branch name as git resolves it for a push or a merge: `+x` (forced)
 /// and `SRC:x` (a refspec) name `x`; `refs/heads/x` and `heads/x` are `x`.
+/// Why git would not read `branch` (a push refspec's destination, or a
+/// merge's target) as one branch, if it would not: `HEAD` and `@` name
+/// whatever is checked out, and a name `git check-ref-format` refuses
+/// (`refs/heads//main`, `x/../main`, `main.lock`, `main^{}`, a space) is
+/// no branch at all, so comparing it with the protected ones proves
+/// nothing.
+pub fn unreadable_branch(branch: &str) -> Option<&'static str> {
+    let b = branch.strip_prefix('+').unwrap_or(branch);
+    let b = b.rsplit_once(':').map_or(b, |(_, dst)| dst);
+    if b.is_empty() {
+        return Some("names no destination");
+    }
+    if b == "HEAD" || b == "@" || b.ends_with("/HEAD") {
+        return Some("names whatever is checked out");
+    }
+    let bad_char = b.bytes().any(|c| {
+        c < 0x20 || c == 0x7f || matches!(c, b' ' | b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\')
+    });
+    let bad_component = b
+        .split('/')
+        .any(|c| c.is_empty() || c.starts_with('.') || c.ends_with(".lock"));
+    if bad_char || bad_component || b.contains("..") || b.contains("@{") || b.ends_with('.') {
+        return Some("is not a name git accepts for a branch");
+    }
+    None
+}
+
 pub fn branch_meaning(branch: &str) -> &str {
     let b = branch.strip_prefix('+').unwrap_or(branch);
     let b = b.rsplit_once(':').map_or(b, |(_, dst)| dst);

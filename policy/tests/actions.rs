@@ -297,6 +297,19 @@ fn structured_branches_by_meaning() {
         (push("main-fix"), Verdict::AutoApprove),
         (push("feature/main"), Verdict::AutoApprove),
         (merge("feature/x"), Verdict::AutoApprove),
+        // A name git would not read as one branch proves nothing; case
+        // does not make another branch on a case-insensitive forge.
+        (push("refs/heads//main"), Verdict::RequireApproval),
+        (push("refs/heads/x/../main"), Verdict::RequireApproval),
+        (push("main~0"), Verdict::RequireApproval),
+        (push("main@{0}"), Verdict::RequireApproval),
+        (push("main "), Verdict::RequireApproval),
+        (push("main.lock"), Verdict::RequireApproval),
+        (push("HEAD"), Verdict::RequireApproval),
+        (push("agent/x:"), Verdict::RequireApproval),
+        (push("MAIN"), Verdict::RequireApproval),
+        (merge("Main"), Verdict::RequireApproval),
+        (merge("x/./main"), Verdict::RequireApproval),
     ];
     for (action, verdict) in cases {
         let d = run(&action, &seeded, &none, &c);
