@@ -616,8 +616,11 @@ impl Decider<'_> {
             );
         }
         let rules = &self.ctx.rules.network;
-        if let Some(ip) = h.ip()
-            && let Some(why) = network::internal(ip)
+        let internal = match &h {
+            network::Host::Ip(ip) => network::internal(*ip),
+            network::Host::Name(name) => network::internal_name(name),
+        };
+        if let Some(why) = internal
             && !network::named_in_allow(rules, &h)
         {
             self.raise(

@@ -148,8 +148,8 @@ fn v6_literal(s: &str) -> Option<IpAddr> {
 }
 
 /// The IPv4 address an IPv6 one carries, for the forms that reach it:
-/// IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`) and
-/// NAT64 (`64:ff9b::a.b.c.d`).
+/// IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64
+/// (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return Some(v4);
@@ -162,7 +162,36 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         return Some(tail);
     }
+    // 6to4 (`2002:AABB:CCDD::/48`) carries the IPv4 address it routes to.
+    if s[0] == 0x2002 {
+        return Some(Ipv4Addr::new(
+            (s[1] >> 8) as u8,
+            s[1] as u8,
+            (s[2] >> 8) as u8,
+            s[2] as u8,
+        ));
+    }
     None
+}
+
+/// Names that are internal by definition, whatever a resolver answers:
+/// `localhost` and every name under it (RFC 6761), the private-use
+/// `.internal` (the clouds' metadata services: `metadata.google.internal`),
+/// mDNS's `.local`, `.home.arpa` (RFC 8375), and the metadata services'
+/// bare names.
+pub fn internal_name(name: &str) -> Option<&'static str> {
+    let under = |zone: &str| name == zone || name.ends_with(&format!(".{zone}"));
+    if under("localhost") {
+        Some("a loopback name")
+    } else if under("internal") || matches!(name, "metadata" | "instance-data") {
+        Some("a private-use name (the cloud metadata services live there)")
+    } else if under("local") {
+        Some("a link-local (mDNS) name")
+    } else if under("home.arpa") {
+        Some("a home-network name")
+    } else {
+        None
+    }
 }
 
 /// Why an address is internal (not on the public internet), or `None`.
@@ -209,6 +238,8 @@ fn internal_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("a shared (carrier-grade NAT) address")
     } else if o[0] == 192 && o[1] == 0 && o[2] == 0 {
         Some("an IETF protocol address (192.0.0.0/24)")
+    } else if o[0] == 198 && (o[1] & 0xfe) == 18 {
+        Some("a benchmarking address (198.18.0.0/15), not the internet")
     } else if o[0] >= 224 {
         Some("a multicast, reserved or broadcast address")
     } else {

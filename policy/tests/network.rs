@@ -73,6 +73,20 @@ const CASES: &[(&str, u16, Mode, Verdict, Stage, &str)] = &[
     ("1.2.3.4.5", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "numeric, but no address: refused, not resolved"),
     ("bad host", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "not a host name"),
     ("example.org", 0, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "port 0"),
+    ("localhost", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "loopback by name"),
+    ("LOCALHOST.", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "loopback by name, any case, a trailing dot"),
+    ("api.localhost", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "names under localhost are loopback (RFC 6761)"),
+    ("metadata.google.internal", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "the metadata service by name"),
+    ("0", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "`this network` as one number"),
+    ("[::]", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "the IPv6 unspecified address"),
+    ("[::ffff:7f00:1]", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "IPv4-mapped loopback"),
+    ("[0:0:0:0:0:ffff:127.0.0.1]", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "IPv4-mapped loopback, long form"),
+    ("[64:ff9b::7f00:1]", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "NAT64 of loopback"),
+    ("[2002:7f00:1::]", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "6to4 of loopback"),
+    ("224.0.0.1", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "multicast"),
+    ("255.255.255.255", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "broadcast"),
+    ("198.18.0.1", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "benchmarking space, not the internet"),
+    ("[fc00::1]", 80, Mode::Auto, Verdict::Deny, Stage::DenyTemplate, "unique-local"),
 ];
 
 fn rules() -> RuleSet {

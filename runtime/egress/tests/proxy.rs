@@ -78,7 +78,17 @@ async fn setup(
         pending: Mutex::new(Vec::new()),
         connected: Mutex::new(Vec::new()),
     });
+    // `inward.test`: a public-looking name that resolves inward.
+    let hosts: berth_egress::FixedHosts = Arc::new(
+        [(
+            "inward.test".to_string(),
+            vec![std::net::IpAddr::from([127, 0, 0, 1])],
+        )]
+        .into_iter()
+        .collect(),
+    );
     let proxy = Egress::new(Arc::clone(&gate))
+        .with_hosts(hosts)
         .listen_loopback(BerthKey {
             project: "p".into(),
             agent: "dev-1".into(),
@@ -228,20 +238,26 @@ async fn denied_hosts_get_403_with_the_reason_and_nothing_is_recorded() {
 #[tokio::test]
 async fn a_name_that_resolves_inward_is_refused_unless_named() {
     let s = setup(&[], &[], &[], Autonomy::auto(), Duration::from_secs(5)).await;
-    let out = ask_proxy(s.proxy, &tunnel("localhost", s.registry)).await;
+    let out = ask_proxy(s.proxy, &tunnel("inward.test", s.registry)).await;
     assert!(
-        out.starts_with("HTTP/1.1 403 berth: localhost resolves to "),
+        out.starts_with("HTTP/1.1 403 berth: inward.test resolves to "),
         "auto mode approves the name, the resolved address is refused: {out}"
     );
+    // A loopback name is refused before it is resolved.
+    let out = ask_proxy(s.proxy, &tunnel("localhost", s.registry)).await;
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("a loopback name"),
+        "{out}"
+    );
     let s = setup(
-        &["localhost"],
+        &["inward.test"],
         &[],
         &[],
         Autonomy::manual(),
         Duration::from_secs(5),
     )
     .await;
-    let out = ask_proxy(s.proxy, &tunnel("localhost", s.registry)).await;
+    let out = ask_proxy(s.proxy, &tunnel("inward.test", s.registry)).await;
     assert!(out.contains("package index"), "named in allow: {out}");
 }
 

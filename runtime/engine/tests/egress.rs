@@ -31,7 +31,17 @@ async fn setup(network: &[(&str, &str)], rules: &str) -> (Fixture, Arc<berth_eng
     std::fs::write(&cfg, text).unwrap();
     std::fs::write(state.project_rules("demo"), rules).unwrap();
     let engine = Arc::new(berth_engine::Engine::open(state).await.unwrap());
+    // `registry.test`: a name the rules do not know, served on loopback.
+    let hosts: berth_egress::FixedHosts = Arc::new(
+        [(
+            "registry.test".to_string(),
+            vec![std::net::IpAddr::from([127, 0, 0, 1])],
+        )]
+        .into_iter()
+        .collect(),
+    );
     let proxy = Egress::new(Arc::new(EngineGate::new(Arc::clone(&engine))))
+        .with_hosts(hosts)
         .listen_loopback(BerthKey {
             project: "demo".into(),
             agent: "dev-1".into(),
@@ -194,9 +204,9 @@ async fn an_unanswered_connection_is_refused_naming_its_action_and_other_modes_r
 async fn approve_always_adds_the_host_as_a_network_allow_rule() {
     let (registry, _) = registry().await;
     let (f, engine, proxy) = setup(&[("mode", "\"allowlist\""), ("wait_secs", "30")], "{}").await;
-    // localhost: unknown to the rules, so the agent's autonomy (no rule:
-    // require_approval) holds it.
-    let client = tokio::spawn(async move { through(proxy, "localhost", registry).await });
+    // registry.test: unknown to the rules, so the agent's autonomy (no
+    // rule: require_approval) holds it.
+    let client = tokio::spawn(async move { through(proxy, "registry.test", registry).await });
     let id = held_action(&engine).await;
     let approved = engine.approve(&id, &user(), true, None).await.unwrap();
     assert_eq!(
@@ -205,16 +215,16 @@ async fn approve_always_adds_the_host_as_a_network_allow_rule() {
             .iter()
             .filter_map(|r| r.pattern.clone())
             .collect::<Vec<_>>(),
-        ["WebFetch(domain:localhost)"]
+        ["WebFetch(domain:registry.test)"]
     );
     // The first connection may have looked at the rules before they were
-    // written (then localhost's loopback address was not yet named).
+    // written (then registry.test's loopback address was not yet named).
     let _ = client.await.unwrap();
     let rules = std::fs::read_to_string(f.state().project_rules("demo")).unwrap();
-    assert!(rules.contains("WebFetch(domain:localhost)"), "{rules}");
+    assert!(rules.contains("WebFetch(domain:registry.test)"), "{rules}");
     // Now named: the next connection goes through at once, no action.
     let before = events(&engine, "proposed_action.created").await.len();
-    let out = through(proxy, "localhost", registry).await;
+    let out = through(proxy, "registry.test", registry).await;
     assert!(out.ends_with("package index at /simple/\n"), "{out}");
     assert_eq!(
         events(&engine, "proposed_action.created").await.len(),
