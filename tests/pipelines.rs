@@ -537,7 +537,9 @@ async fn kill_9_while_auto_mode_resolves_a_choice_resolves_it_once() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             out.status.success() || stderr.contains("it is done"),
-            "round {round}: {stderr}"
+            "round {round}: {}\nstdout: {}\nstderr: {stderr}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout)
         );
         let engine = cli.engine().await;
         let choices: Vec<_> = engine
