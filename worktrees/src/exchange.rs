@@ -17,6 +17,7 @@ use git2::{AutotagOption, FetchOptions, Oid, Repository};
 use crate::Worktrees;
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{base_branch, open_forge, ref_tip};
+use crate::forge_remote::{Forge, RefUpdate};
 use crate::lock::RepoLock;
 use crate::names::{ProjectName, branch_ref};
 use crate::object_bounds::{GitLimits, check_new_objects};
@@ -126,6 +127,8 @@ impl Worktrees {
         let op = Op::SyncProject;
         let _lock = RepoLock::acquire(&self.layout.forge_lock(name))?;
         let forge = open_forge(&self.layout, name, op)?;
+        let location = Forge::of(&forge, op)?;
+        location.refresh(&forge, op)?;
         let (branch, before) = base_branch(&forge, op)?;
         let refname = branch_ref(&branch)?;
 
@@ -180,15 +183,13 @@ impl Worktrees {
                 reason: "it moved while berth was fetching it; run the sync again".to_owned(),
             });
         }
-        forge
-            .reference_matching(
-                &refname,
-                source_tip,
-                true,
-                before,
-                "berth: sync from source (fast-forward)",
-            )
-            .map_err(error::git(op, forge.path(), Some(&refname)))?;
+        let update = RefUpdate {
+            refname: &refname,
+            previous: Some(before),
+            new: source_tip,
+            log: "berth: sync from source (fast-forward)",
+        };
+        location.publish(&forge, update, op)?;
         tracing::info!(project = %name, %before, after = %source_tip, "project synced");
         Ok(Synced {
             base_branch: branch,
