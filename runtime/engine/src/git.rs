@@ -142,6 +142,34 @@ impl Git {
         .await
     }
 
+    /// Imports project `name` from the git server at `url` (see
+    /// `berth_worktrees::Worktrees::import_project_from_server`): the forge
+    /// directory becomes this host's mirror of it.
+    pub async fn import_project_from_server(
+        &self,
+        name: &str,
+        url: &str,
+        base: Option<&str>,
+    ) -> Result<Imported> {
+        let name = project_name(name)?;
+        let url = url.to_string();
+        let base = base.map(str::to_string);
+        self.blocking(move |wt| {
+            let info = wt.import_project_from_server(
+                &name,
+                &url,
+                base.as_deref(),
+                &berth_worktrees::GitLimits::default(),
+            )?;
+            Ok(Imported {
+                forge: info.forge,
+                base_branch: info.base_branch,
+                co_author: default_co_author(Path::new("")),
+            })
+        })
+        .await
+    }
+
     /// Fast-forwards the project's base branch from `source` (see
     /// `berth_worktrees::Worktrees::sync_project`).
     pub async fn sync_project(
