@@ -186,7 +186,7 @@ impl Worktrees {
         let update = RefUpdate {
             refname: &refname,
             previous: Some(before),
-            new: source_tip,
+            new: Some(source_tip),
             log: "berth: sync from source (fast-forward)",
         };
         location.publish(&forge, update, op)?;

@@ -43,6 +43,11 @@
 //!   of the server's settings but the old-value check every receive-pack
 //!   does).
 //!
+//! A deletion (dropping saved work) is the same push with an empty source
+//! (`:<refname>`), the same expected old value checked on both sides.
+//! Saved work (`refs/berth/saved/…`) is published to the server but not
+//! fetched back by a refresh: this host's mirror lists what it saved.
+//!
 //! Only once the server accepted is the mirror's ref moved, with the same
 //! compare-and-swap on `previous` as a directory forge. A server that does
 //! not answer is [`Error::ForgeUnreachable`]: nothing is written anywhere,
@@ -89,8 +94,8 @@ pub(crate) struct RefUpdate<'a> {
     pub refname: &'a str,
     /// What the ref must hold now (`None`: it must not exist).
     pub previous: Option<Oid>,
-    /// What it is set to.
-    pub new: Oid,
+    /// What it is set to (`None`: it is deleted).
+    pub new: Option<Oid>,
     /// The mirror's (or the directory forge's) reflog message.
     pub log: &'a str,
 }
@@ -214,8 +219,8 @@ impl Forge {
         Ok(head)
     }
 
-    /// Sets `update.refname` from `update.previous` to `update.new`, never
-    /// forced: on the server first (see the module documentation for what
+    /// Sets `update.refname` from `update.previous` to `update.new` (or
+    /// deletes it), never forced: on the server first (see the module documentation for what
     /// guarantees the compare-and-swap there), then in `repo`, the mirror or
     /// the directory forge, which must already hold `update.new`'s objects.
     pub(crate) fn publish(&self, repo: &Repository, update: RefUpdate<'_>, op: Op) -> Result<()> {
@@ -228,12 +233,29 @@ impl Forge {
             new,
             log,
         } = update;
-        match previous {
-            Some(old) => repo.reference_matching(refname, new, true, old, log),
-            None => repo.reference(refname, new, false, log),
+        let git = |e| error::git(op, repo.path(), Some(refname))(e);
+        match (previous, new) {
+            (Some(old), Some(new)) => repo
+                .reference_matching(refname, new, true, old, log)
+                .map(drop),
+            (None, Some(new)) => repo.reference(refname, new, false, log).map(drop),
+            (Some(old), None) => {
+                let mut found = repo.find_reference(refname).map_err(git)?;
+                if found.target() != Some(old) {
+                    return Err(Error::Tampered {
+                        op,
+                        path: repo.path().join(refname),
+                        expected: old.to_string(),
+                        found: found
+                            .target()
+                            .map_or_else(|| "a symbolic ref".to_owned(), |o| o.to_string()),
+                    });
+                }
+                found.delete()
+            }
+            (None, None) => Ok(()),
         }
-        .map_err(error::git(op, repo.path(), Some(refname)))?;
-        Ok(())
+        .map_err(git)
     }
 
     fn push_to_server(
@@ -272,7 +294,8 @@ impl Forge {
             let mut remote = repo
                 .remote_anonymous(url)
                 .map_err(|e| self.network_error(op, repo, Some(refname), e))?;
-            remote.push(&[format!("{}:{refname}", update.new)], Some(&mut options))
+            let source = update.new.map(|o| o.to_string()).unwrap_or_default();
+            remote.push(&[format!("{source}:{refname}")], Some(&mut options))
         };
         let oid_or_none = |o: Oid| (!o.is_zero()).then_some(o);
         if let Some(found) = stale {
@@ -289,7 +312,7 @@ impl Forge {
                     refname: refname.to_owned(),
                     forge: url.into(),
                     forge_oid: expected,
-                    local_oid: update.new,
+                    local_oid: update.new.unwrap_or(Oid::ZERO_SHA1),
                 });
             }
             return Err(self.network_error(op, repo, Some(refname), e));
@@ -301,7 +324,7 @@ impl Forge {
                 status,
             });
         }
-        tracing::info!(url = %url, refname = %refname, oid = %update.new, "published to the forge server");
+        tracing::info!(url = %url, refname = %refname, oid = ?update.new, "published to the forge server");
         Ok(())
     }
 

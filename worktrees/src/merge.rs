@@ -144,7 +144,7 @@ impl Worktrees {
             let update = RefUpdate {
                 refname: &target_ref,
                 previous: Some(target),
-                new,
+                new: Some(new),
                 log: &log,
             };
             location.publish(&forge, update, op)

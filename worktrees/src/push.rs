@@ -201,7 +201,7 @@ impl Worktrees {
         let update = RefUpdate {
             refname: forge_ref,
             previous,
-            new: local,
+            new: Some(local),
             log: &log,
         };
         location.publish(&forge, update, op)?;

@@ -414,3 +414,33 @@ fn a_directory_forge_is_its_own_forge() {
         "no server recorded"
     );
 }
+
+#[test]
+fn saved_work_goes_to_the_server_and_is_dropped_there() {
+    let f = ServerFixture::new();
+    let p = &f.info.name;
+    let a = agent("dev-1");
+    let info = f.wt.provision(p, &a, &task("t1"), None).unwrap();
+    commit_file(&f, "dev-1", "kept.txt", "act-1");
+    std::fs::write(info.path.join("draft.txt"), "uncommitted\n").unwrap();
+
+    let saved = f.wt.save_unpushed(p, &a, "s1").unwrap().unwrap();
+    assert!(saved.committed_changes);
+    let refname = "refs/berth/saved/dev-1/s1";
+    assert_eq!(saved.refname, refname);
+    let oid = saved.oid.to_string();
+    assert_eq!(f.server_ref(refname).as_deref(), Some(oid.as_str()));
+    assert_eq!(
+        git(&f.server_repo(), &["show", &format!("{oid}:draft.txt")]),
+        "uncommitted\n"
+    );
+    assert_eq!(
+        f.wt.saved(p).unwrap(),
+        vec![(refname.to_owned(), saved.oid)]
+    );
+
+    assert!(f.wt.drop_saved(p, "dev-1/s1").unwrap());
+    assert_eq!(f.server_ref(refname), None);
+    assert!(f.wt.saved(p).unwrap().is_empty());
+    assert!(!f.wt.drop_saved(p, "dev-1/s1").unwrap());
+}
