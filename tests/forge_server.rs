@@ -63,6 +63,30 @@ fn a_project_on_a_forge_server_goes_round_trip_through_the_server() {
     assert_eq!(pr["status"], "merged");
     let main = git_out(&served, &["rev-parse", "refs/heads/main"]);
     assert_eq!(pr["merge_commit"].as_str(), Some(main.as_str()));
+
+    // Someone else's commit on the server's main: `project sync` is the
+    // mirror following the server.
+    let other = f.root().join("other");
+    git(
+        f.root(),
+        &[
+            "clone",
+            "-q",
+            served.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(other.join("b.txt"), "b\n").unwrap();
+    git(&other, &["add", "b.txt"]);
+    git(&other, &["commit", "-q", "-m", "upstream"]);
+    git(&other, &["push", "-q", "origin", "HEAD:main"]);
+    let upstream = git_out(&other, &["rev-parse", "HEAD"]);
+    let synced = f.json(&["project", "sync", "demo", "--json"]);
+    assert_eq!(synced["status"], "fast_forwarded", "{synced}");
+    assert_eq!(synced["before"].as_str(), Some(main.as_str()));
+    assert_eq!(synced["after"].as_str(), Some(upstream.as_str()));
+    let again = f.json(&["project", "sync", "demo", "--json"]);
+    assert_eq!(again["status"], "up_to_date", "{again}");
 }
 
 #[test]

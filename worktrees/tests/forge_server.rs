@@ -444,3 +444,29 @@ fn saved_work_goes_to_the_server_and_is_dropped_there() {
     assert!(f.wt.saved(p).unwrap().is_empty());
     assert!(!f.wt.drop_saved(p, "dev-1/s1").unwrap());
 }
+
+#[test]
+fn a_sync_of_a_server_project_follows_the_server() {
+    use berth_worktrees::SyncStatus;
+    let f = ServerFixture::new();
+    let p = &f.info.name;
+    let start = f.info.base_head;
+    let synced = f.wt.sync_from_server(p).unwrap().unwrap();
+    assert_eq!((synced.status, synced.after), (SyncStatus::UpToDate, start));
+
+    let ahead = f.commit_elsewhere("refs/heads/main", "refs/heads/main", "a.txt");
+    let synced = f.wt.sync_from_server(p).unwrap().unwrap();
+    assert_eq!(synced.status, SyncStatus::FastForwarded);
+    assert_eq!(synced.after.to_string(), ahead);
+
+    // Rewritten on the server (a force-push by its owner): the mirror follows.
+    let rewritten = f.commit_elsewhere(&start.to_string(), "refs/heads/main", "b.txt");
+    let synced = f.wt.sync_from_server(p).unwrap().unwrap();
+    assert_eq!(synced.status, SyncStatus::RewrittenOnServer);
+    assert_eq!(synced.before.to_string(), ahead);
+    assert_eq!(f.mirror_ref("refs/heads/main"), Some(rewritten));
+
+    // A directory forge syncs from its source instead.
+    let d = Fixture::new();
+    assert_eq!(d.wt.sync_from_server(&d.project).unwrap(), None);
+}

@@ -184,6 +184,13 @@ impl Git {
             .await
     }
 
+    /// For a project on a forge server: its mirror follows the server, and
+    /// the base branch's move is reported (`None` for a directory forge).
+    pub async fn sync_from_server(&self, project: &str) -> Result<Option<berth_worktrees::Synced>> {
+        let p = project_name(project)?;
+        self.blocking(move |wt| Ok(wt.sync_from_server(&p)?)).await
+    }
+
     /// Fetches forge `commit` (reachable from `via_branch`) into `target` as
     /// `refname`.
     pub async fn export_commit(

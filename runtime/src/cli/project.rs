@@ -133,6 +133,14 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                         short(&s.after),
                         s.source
                     ),
+                    "rewritten_on_server" => println!(
+                        "project {}: {} was rewritten on the forge server {}: {} → {} (the mirror follows the server)",
+                        s.project,
+                        s.base_branch,
+                        s.source,
+                        short(&s.before),
+                        short(&s.after)
+                    ),
                     "forge_ahead" => println!(
                         "project {}: nothing new in {}; the forge's {} is ahead (merged PRs): take them out with `berth pr export PR`",
                         s.project, s.source, s.base_branch
