@@ -257,10 +257,18 @@ impl Worktrees {
 
     /// Whether the forge's `branch` contains `oid` (is at it or past it): how
     /// the engine verifies, after a crash, that a push it logged happened.
+    /// A server forge is asked itself (its mirror is refreshed first: a crash
+    /// between the server taking a push and the mirror's ref moving leaves
+    /// only the server knowing).
     pub fn forge_has(&self, project: &ProjectName, branch: &str, oid: Oid) -> Result<bool> {
         let op = Op::ForgeHas;
         let refname = branch_ref(branch)?;
         let forge = open_forge(&self.layout, project, op)?;
+        let location = Forge::of(&forge, op)?;
+        if location != Forge::Directory {
+            let _lock = RepoLock::acquire(&self.layout.forge_lock(project))?;
+            location.refresh(&forge, op)?;
+        }
         let Some(tip) = ref_tip(&forge, &refname, op)? else {
             return Ok(false);
         };

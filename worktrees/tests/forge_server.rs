@@ -470,3 +470,27 @@ fn a_sync_of_a_server_project_follows_the_server() {
     let d = Fixture::new();
     assert_eq!(d.wt.sync_from_server(&d.project).unwrap(), None);
 }
+
+/// After a crash between the server taking a push and the mirror's ref
+/// moving, the server itself says the push happened.
+#[test]
+fn whether_the_forge_has_a_push_is_asked_of_the_server() {
+    let f = ServerFixture::new();
+    let p = &f.info.name;
+    let a = agent("dev-1");
+    f.wt.provision(p, &a, &task("t1"), None).unwrap();
+    let oid = commit_file(&f, "dev-1", "one.txt", "act-1");
+    f.wt.push(p, &a, "agent/dev-1/t1").unwrap();
+    // The mirror as a crash right after the server's answer leaves it.
+    git(
+        &f.info.forge,
+        &["update-ref", "-d", "refs/heads/agent/dev-1/t1"],
+    );
+    let oid = berth_worktrees::Oid::from_str(&oid).unwrap();
+    assert!(f.wt.forge_has(p, "agent/dev-1/t1", oid).unwrap());
+    assert_eq!(
+        f.mirror_ref("refs/heads/agent/dev-1/t1"),
+        Some(oid.to_string())
+    );
+    assert!(!f.wt.forge_has(p, "agent/dev-1/t2", oid).unwrap());
+}
