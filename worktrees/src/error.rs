@@ -305,9 +305,10 @@ pub enum Error {
         local_oid: Oid,
     },
 
-    /// The forge's server did not answer (or the connection broke).
+    /// The forge's server did not answer, the connection broke, or it did
+    /// not serve git over HTTP (a 403 on receive-pack, say).
     #[error(
-        "{op}: the forge server at {url} did not answer: {message}; nothing was changed — the agent's work stays in its own repository. Start the server again (or fix the project's forge URL) and retry"
+        "{op}: the forge server at {url} did not answer: {message}; nothing was changed — the agent's work stays in its own repository. Start the server again (or fix the project's forge URL, or let it serve smart HTTP with receive-pack enabled) and retry"
     )]
     ForgeUnreachable {
         /// The operation.

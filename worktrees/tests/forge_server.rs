@@ -494,3 +494,20 @@ fn whether_the_forge_has_a_push_is_asked_of_the_server() {
     );
     assert!(!f.wt.forge_has(p, "agent/dev-1/t2", oid).unwrap());
 }
+
+/// A server that does not take pushes over HTTP fails the push with the
+/// server's answer, and nothing moves.
+#[test]
+fn a_server_that_refuses_pushes_is_named_and_nothing_moves() {
+    let f = ServerFixture::new();
+    let p = &f.info.name;
+    let a = agent("dev-1");
+    f.wt.provision(p, &a, &task("t1"), None).unwrap();
+    commit_file(&f, "dev-1", "one.txt", "act-1");
+    git(&f.server_repo(), &["config", "http.receivepack", "false"]);
+    let e = f.wt.push(p, &a, "agent/dev-1/t1").unwrap_err();
+    assert!(matches!(e, Error::ForgeUnreachable { .. }), "{e}");
+    assert!(e.to_string().contains("403"), "{e}");
+    assert_eq!(f.server_ref("refs/heads/agent/dev-1/t1"), None);
+    assert_eq!(f.mirror_ref("refs/heads/agent/dev-1/t1"), None);
+}
