@@ -127,6 +127,11 @@ impl Forge {
         if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
             return Err(invalid("a URL has no spaces or control characters"));
         }
+        if host.contains('@') {
+            return Err(invalid(
+                "no credentials in the URL: they would be kept in the mirror's configuration and shown in every message",
+            ));
+        }
         Ok(Forge::Http {
             url: url.to_owned(),
         })
@@ -393,6 +398,7 @@ mod tests {
             "/srv/git/r.git",
             "http://h/a b",
             "http://h/a\n",
+            "http://user:secret@h/r.git",
         ] {
             let e = Forge::http(bad, op).expect_err(bad);
             assert!(
