@@ -9,11 +9,15 @@
 mod docker;
 #[path = "support/fixture.rs"]
 mod fixture;
+// The worktrees crate's smart-HTTP test server (`git http-backend` as CGI).
+#[path = "../worktrees/tests/common/smart_http.rs"]
+mod smart_http;
 
 mod cancel;
 mod cli;
 mod devcontainer;
 mod events_archive;
+mod forge_server;
 mod hook;
 mod mcp;
 mod mcp_http;

@@ -12,6 +12,8 @@
 //! is refreshed from the forge on every provisioning; since the repository
 //! borrows the forge's objects there is nothing to transfer, only a ref to
 //! write (a libgit2 fetch would also read the agent's `url.*.insteadOf`).
+//! When the forge is a server, its mirror is refreshed from the server first
+//! (`forge_remote.rs`); the agent repository still borrows only the mirror.
 //!
 //! Opening: the agent can rewrite anything in its repository and worktree,
 //! including the worktree's `.git` file and the admin directory's `gitdir`
@@ -34,6 +36,7 @@ use crate::agent_git::RefsJobParts;
 use crate::confined::{self, Kind};
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{base_branch, open_forge, ref_tip};
+use crate::forge_remote::Forge;
 use crate::layout::Layout;
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName, TaskName, agent_branch};
@@ -108,6 +111,13 @@ impl Worktrees {
         let _lock = RepoLock::acquire(&layout.agent_lock(project, agent))?;
 
         let forge = open_forge(layout, project, op)?;
+        // A server's mirror first takes in the server's base and task
+        // branches (a directory forge is the forge: nothing to do).
+        let location = Forge::of(&forge, op)?;
+        if location != Forge::Directory {
+            let _forge_lock = RepoLock::acquire(&layout.forge_lock(project))?;
+            location.refresh(&forge, op)?;
+        }
         let (base, base_tip) = base_branch(&forge, op)?;
         // The berth's directory holds the repository and the worktree; the
         // records' directory only berth's records. (When the engine gives the

@@ -57,6 +57,8 @@ pub enum Op {
     /// Reading a file or a directory of a forge branch's tip (berth's
     /// configuration from the base branch, never from a worktree).
     BranchFile,
+    /// Bringing a forge server's branches into this host's mirror.
+    RefreshForge,
 }
 
 impl fmt::Display for Op {
@@ -81,6 +83,7 @@ impl fmt::Display for Op {
             Op::Remove => "remove",
             Op::Snapshot => "read a PR from the forge",
             Op::BranchFile => "read from a forge branch",
+            Op::RefreshForge => "refresh the forge mirror",
         })
     }
 }
@@ -302,6 +305,48 @@ pub enum Error {
         local_oid: Oid,
     },
 
+    /// The forge's server did not answer, the connection broke, or it did
+    /// not serve git over HTTP (a 403 on receive-pack, say).
+    #[error(
+        "{op}: the forge server at {url} did not answer: {message}; nothing was changed — the agent's work stays in its own repository. Start the server again (or fix the project's forge URL, or let it serve smart HTTP with receive-pack enabled) and retry"
+    )]
+    ForgeUnreachable {
+        /// The operation.
+        op: Op,
+        /// The server's URL.
+        url: String,
+        /// libgit2's message.
+        message: String,
+    },
+
+    /// The server's ref is not at the value berth's compare-and-swap expects:
+    /// someone else updated it.
+    #[error("push: {refname} on the forge server {url} is at {}, not at {} as berth expected: someone else updated it; berth never overwrites — nothing was changed, retry to push on top of the new value", oid_text(*found), oid_text(*expected))]
+    ForgeRefStale {
+        /// The server's URL.
+        url: String,
+        /// The ref.
+        refname: String,
+        /// The value berth expected (`None`: absent).
+        expected: Option<Oid>,
+        /// The value the server has (`None`: absent).
+        found: Option<Oid>,
+    },
+
+    /// The server refused berth's ref update (its own old-value check under
+    /// the ref's lock, or a rule of its own).
+    #[error(
+        "push: the forge server {url} refused {refname} ({status}); nothing was changed on this host — if someone else updated the ref meanwhile, retry"
+    )]
+    ForgeRefused {
+        /// The server's URL.
+        url: String,
+        /// The ref.
+        refname: String,
+        /// The server's per-ref status.
+        status: String,
+    },
+
     /// A merge with conflicts; the forge is unchanged.
     #[error("merge: {source_branch} into {target_branch} in {} conflicts in {}: {}; the forge is unchanged", forge.display(), plural(paths.len(), "path"), paths.join(", "))]
     MergeConflict {
@@ -484,6 +529,10 @@ impl fmt::Display for RefSuffix<'_> {
             None => Ok(()),
         }
     }
+}
+
+fn oid_text(oid: Option<Oid>) -> String {
+    oid.map_or_else(|| "absent".to_owned(), |o| o.to_string())
 }
 
 fn plural(n: usize, word: &str) -> String {

@@ -17,6 +17,7 @@ use git2::{AutotagOption, FetchOptions, Oid, Repository};
 use crate::Worktrees;
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{base_branch, open_forge, ref_tip};
+use crate::forge_remote::{Forge, RefUpdate};
 use crate::lock::RepoLock;
 use crate::names::{ProjectName, branch_ref};
 use crate::object_bounds::{GitLimits, check_new_objects};
@@ -32,6 +33,10 @@ pub enum SyncStatus {
     /// The forge holds commits the source lacks (merged PRs) and nothing
     /// new: the forge is unchanged.
     ForgeAhead,
+    /// A server forge's base branch was rewritten on the server (not a
+    /// fast-forward): this host's mirror followed it, as it follows the
+    /// server in everything.
+    RewrittenOnServer,
 }
 
 /// What [`Worktrees::sync_project`] did.
@@ -126,6 +131,8 @@ impl Worktrees {
         let op = Op::SyncProject;
         let _lock = RepoLock::acquire(&self.layout.forge_lock(name))?;
         let forge = open_forge(&self.layout, name, op)?;
+        let location = Forge::of(&forge, op)?;
+        location.refresh(&forge, op)?;
         let (branch, before) = base_branch(&forge, op)?;
         let refname = branch_ref(&branch)?;
 
@@ -180,15 +187,13 @@ impl Worktrees {
                 reason: "it moved while berth was fetching it; run the sync again".to_owned(),
             });
         }
-        forge
-            .reference_matching(
-                &refname,
-                source_tip,
-                true,
-                before,
-                "berth: sync from source (fast-forward)",
-            )
-            .map_err(error::git(op, forge.path(), Some(&refname)))?;
+        let update = RefUpdate {
+            refname: &refname,
+            previous: Some(before),
+            new: Some(source_tip),
+            log: "berth: sync from source (fast-forward)",
+        };
+        location.publish(&forge, update, op)?;
         tracing::info!(project = %name, %before, after = %source_tip, "project synced");
         Ok(Synced {
             base_branch: branch,
@@ -197,6 +202,41 @@ impl Worktrees {
             source_tip,
             status: SyncStatus::FastForwarded,
         })
+    }
+
+    /// For a project whose forge is a git server, the sync: this host's
+    /// mirror takes in the server's branches and tags, and the result says
+    /// how the base branch moved (`source_tip` is the server's). `None` for
+    /// a directory forge, whose sync reads its source repository
+    /// ([`Worktrees::sync_project`]).
+    pub fn sync_from_server(&self, name: &ProjectName) -> Result<Option<Synced>> {
+        let op = Op::SyncProject;
+        let _lock = RepoLock::acquire(&self.layout.forge_lock(name))?;
+        let forge = open_forge(&self.layout, name, op)?;
+        let location = Forge::of(&forge, op)?;
+        if location == Forge::Directory {
+            return Ok(None);
+        }
+        let (branch, before) = base_branch(&forge, op)?;
+        location.refresh(&forge, op)?;
+        let (_, after) = base_branch(&forge, op)?;
+        let status = if after == before {
+            SyncStatus::UpToDate
+        } else if forge
+            .graph_descendant_of(after, before)
+            .map_err(error::git(op, forge.path(), None))?
+        {
+            SyncStatus::FastForwarded
+        } else {
+            SyncStatus::RewrittenOnServer
+        };
+        Ok(Some(Synced {
+            base_branch: branch,
+            before,
+            after,
+            source_tip: after,
+            status,
+        }))
     }
 
     /// Fetches `commit`, reachable from the forge's `via_branch`, into the

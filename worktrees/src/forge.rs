@@ -6,6 +6,10 @@
 //! the project's name. The forge's `HEAD` names the project's base branch —
 //! the branch agents start from — so no other file has to agree with it.
 //!
+//! A project can instead be imported from a git server
+//! ([`Worktrees::import_project_from_server`]): the same directory is then
+//! this host's mirror of the server (`forge_remote.rs`).
+//!
 //! An import refuses a shallow source (its forge would miss the history
 //! below the graft: commits there fail with "object not found") and a source
 //! holding an object over `[git] max_object_bytes` (measured by header before
@@ -18,6 +22,7 @@ use git2::{AutotagOption, FetchOptions, Oid, Repository, RepositoryInitOptions};
 use crate::Worktrees;
 use crate::confined;
 use crate::error::{self, Error, Op, Result};
+use crate::forge_remote::Forge;
 use crate::layout::Layout;
 use crate::lock::RepoLock;
 use crate::names::{ProjectName, branch_ref};
@@ -37,6 +42,9 @@ pub struct ProjectInfo {
     pub base_head: Oid,
     /// `<state>/projects/<name>/`, for `berth.toml` and `permissions.json`.
     pub config_dir: PathBuf,
+    /// Where the forge lives: [`Forge::Directory`] (`forge` is the forge), or
+    /// a server `forge` mirrors.
+    pub location: Forge,
 }
 
 /// Opens a project's forge, naming it as missing when the project is unknown.
@@ -101,6 +109,7 @@ fn project_info(layout: &Layout, name: &ProjectName, op: Op) -> Result<ProjectIn
         base_branch,
         base_head,
         config_dir: layout.project_config_dir(name),
+        location: Forge::of(&forge, op)?,
     })
 }
 
@@ -133,14 +142,7 @@ impl Worktrees {
     ) -> Result<ProjectInfo> {
         let op = Op::ImportProject;
         let layout = &self.layout;
-        let forge_path = layout.forge(name);
-        let _lock = RepoLock::acquire(&layout.forge_lock(name))?;
-        if std::fs::symlink_metadata(&forge_path).is_ok() {
-            return Err(Error::ProjectExists {
-                name: name.to_string(),
-                forge: forge_path,
-            });
-        }
+        let _lock = claim_forge_name(layout, name)?;
 
         let src = Repository::open(source).map_err(|e| Error::NotARepository {
             op,
@@ -173,25 +175,55 @@ impl Worktrees {
             reason: "libgit2 needs a UTF-8 path".to_owned(),
         })?;
 
-        // Build beside the forge, then rename into place.
-        let forge_dir = layout.forge_dir();
-        let staging_name = format!(".import-{name}.git");
-        let staging = forge_dir.join(&staging_name);
-        confined::remove(&forge_dir, Path::new(&staging_name)).map_err(error::io(op, &staging))?;
-        let result = build_forge(&staging, src.path(), src_url, &base).and_then(|()| {
-            std::fs::rename(&staging, &forge_path).map_err(error::io(op, &forge_path))
-        });
-        if let Err(e) = result {
-            if let Err(cleanup) = confined::remove(&forge_dir, Path::new(&staging_name)) {
-                tracing::warn!(path = %staging.display(), error = %cleanup, "could not remove a failed import");
-            }
-            return Err(e);
-        }
-
-        let config_dir = layout.project_config_dir(name);
-        std::fs::create_dir_all(&config_dir).map_err(error::io(op, &config_dir))?;
-        tracing::info!(project = %name, forge = %forge_path.display(), base = %base, "project imported");
+        install_forge(layout, name, |staging| {
+            build_forge(staging, src.path(), src_url, &base)
+        })?;
+        tracing::info!(project = %name, forge = %layout.forge(name).display(), base = %base, "project imported");
         project_info(layout, name, op)
+    }
+
+    /// Imports project `name` from the git server at `url` (smart HTTP,
+    /// `http://…`): `<state>/forge/<name>.git` becomes this host's mirror of
+    /// it, holding the server's branches and tags; provisioning refreshes it
+    /// and every push goes to the server first (`forge_remote.rs`).
+    ///
+    /// The base branch is `base`, else the server's default branch. Refuses
+    /// what the server holds over `limits.max_object_bytes` (read by header
+    /// once fetched beside the forge directory); nothing is left in the forge
+    /// then, nor when the server does not answer.
+    pub fn import_project_from_server(
+        &self,
+        name: &ProjectName,
+        url: &str,
+        base: Option<&str>,
+        limits: &GitLimits,
+    ) -> Result<ProjectInfo> {
+        let op = Op::ImportProject;
+        let server = Forge::http(url, op)?;
+        let layout = &self.layout;
+        let _lock = claim_forge_name(layout, name)?;
+        let mut base_found = String::new();
+        install_forge(layout, name, |staging| {
+            base_found = build_mirror(staging, &server, base, limits)?;
+            Ok(())
+        })?;
+        tracing::info!(project = %name, url = %url, mirror = %layout.forge(name).display(), base = %base_found, "project imported from a forge server");
+        project_info(layout, name, op)
+    }
+
+    /// Brings the project's forge server's branches and tags into this
+    /// host's mirror (nothing for a directory forge). Provisioning and
+    /// pushes do it themselves; this is for a caller that reads the forge
+    /// without either.
+    pub fn refresh_forge(&self, project: &ProjectName) -> Result<Forge> {
+        let op = Op::RefreshForge;
+        let forge = open_forge(&self.layout, project, op)?;
+        let location = Forge::of(&forge, op)?;
+        if location != Forge::Directory {
+            let _lock = RepoLock::acquire(&self.layout.forge_lock(project))?;
+            location.refresh(&forge, op)?;
+        }
+        Ok(location)
     }
 
     /// Every project in the forge, by name.
@@ -225,10 +257,18 @@ impl Worktrees {
 
     /// Whether the forge's `branch` contains `oid` (is at it or past it): how
     /// the engine verifies, after a crash, that a push it logged happened.
+    /// A server forge is asked itself (its mirror is refreshed first: a crash
+    /// between the server taking a push and the mirror's ref moving leaves
+    /// only the server knowing).
     pub fn forge_has(&self, project: &ProjectName, branch: &str, oid: Oid) -> Result<bool> {
         let op = Op::ForgeHas;
         let refname = branch_ref(branch)?;
         let forge = open_forge(&self.layout, project, op)?;
+        let location = Forge::of(&forge, op)?;
+        if location != Forge::Directory {
+            let _lock = RepoLock::acquire(&self.layout.forge_lock(project))?;
+            location.refresh(&forge, op)?;
+        }
         let Some(tip) = ref_tip(&forge, &refname, op)? else {
             return Ok(false);
         };
@@ -246,6 +286,47 @@ impl Worktrees {
             .graph_descendant_of(tip, oid)
             .map_err(error::git(op, forge.path(), Some(&refname)))
     }
+}
+
+/// Takes the forge's writer lock for a new project `name`, refusing a name
+/// whose forge exists. The lock is held as long as the guard lives.
+fn claim_forge_name(layout: &Layout, name: &ProjectName) -> Result<RepoLock> {
+    let forge_path = layout.forge(name);
+    let lock = RepoLock::acquire(&layout.forge_lock(name))?;
+    if std::fs::symlink_metadata(&forge_path).is_ok() {
+        return Err(Error::ProjectExists {
+            name: name.to_string(),
+            forge: forge_path,
+        });
+    }
+    Ok(lock)
+}
+
+/// Builds project `name`'s forge with `build` beside the forge directory,
+/// then renames it into place (a crash never leaves half a forge under the
+/// project's name; a failed build leaves nothing), and makes the project's
+/// configuration directory. Call under [`claim_forge_name`]'s lock.
+fn install_forge(
+    layout: &Layout,
+    name: &ProjectName,
+    build: impl FnOnce(&Path) -> Result<()>,
+) -> Result<()> {
+    let op = Op::ImportProject;
+    let forge_path = layout.forge(name);
+    let forge_dir = layout.forge_dir();
+    let staging_name = format!(".import-{name}.git");
+    let staging = forge_dir.join(&staging_name);
+    confined::remove(&forge_dir, Path::new(&staging_name)).map_err(error::io(op, &staging))?;
+    let result = build(&staging)
+        .and_then(|()| std::fs::rename(&staging, &forge_path).map_err(error::io(op, &forge_path)));
+    if let Err(e) = result {
+        if let Err(cleanup) = confined::remove(&forge_dir, Path::new(&staging_name)) {
+            tracing::warn!(path = %staging.display(), error = %cleanup, "could not remove a failed import");
+        }
+        return Err(e);
+    }
+    let config_dir = layout.project_config_dir(name);
+    std::fs::create_dir_all(&config_dir).map_err(error::io(op, &config_dir))
 }
 
 /// What an import copies: the targets of the source's branches and tags.
@@ -287,9 +368,10 @@ fn source_head_branch(src: &Repository) -> Result<String> {
     }
 }
 
-fn build_forge(path: &Path, source: &Path, source_url: &str, base: &str) -> Result<()> {
+/// A fresh bare repository for a forge at `path`, its `HEAD` on `base_ref`,
+/// keeping reflogs.
+fn init_forge_repo(path: &Path, base_ref: &str) -> Result<Repository> {
     let op = Op::ImportProject;
-    let base_ref = branch_ref(base)?;
     let forge = Repository::init_opts(
         path,
         RepositoryInitOptions::new()
@@ -297,7 +379,7 @@ fn build_forge(path: &Path, source: &Path, source_url: &str, base: &str) -> Resu
             .no_reinit(true)
             .mkdir(true)
             .mkpath(false)
-            .initial_head(&base_ref),
+            .initial_head(base_ref),
     )
     .map_err(error::git(op, path, None))?;
     // The forge is the audit trail of what was pushed and merged: keep reflogs
@@ -306,6 +388,53 @@ fn build_forge(path: &Path, source: &Path, source_url: &str, base: &str) -> Resu
         .config()
         .and_then(|mut c| c.set_bool("core.logAllRefUpdates", true))
         .map_err(error::git(op, path, None))?;
+    Ok(forge)
+}
+
+/// Builds a server's mirror at `path`: records the server, fetches its
+/// branches and tags, bounds their objects and points `HEAD` at the base
+/// branch. Returns the base branch.
+fn build_mirror(
+    path: &Path,
+    server: &Forge,
+    base: Option<&str>,
+    limits: &GitLimits,
+) -> Result<String> {
+    let op = Op::ImportProject;
+    let url = server.url().unwrap_or_default();
+    let given = base.map(branch_ref).transpose()?;
+    let mirror = init_forge_repo(path, given.as_deref().unwrap_or("refs/heads/main"))?;
+    server.record(&mirror, op)?;
+    let base = match base {
+        Some(b) => b.to_owned(),
+        None => server
+            .server_head(&mirror, op)?
+            .ok_or_else(|| Error::NoBaseBranch {
+                source_repo: PathBuf::from(url),
+                head: "not a branch the server names".to_owned(),
+            })?,
+    };
+    let base_ref = branch_ref(&base)?;
+    server.refresh(&mirror, op)?;
+    let tips = source_tips(&mirror)?;
+    check_new_objects(&mirror, &tips, &[], limits.max_object_bytes, op)?;
+    if ref_tip(&mirror, &base_ref, op)?.is_none() {
+        return Err(Error::UnknownBranch {
+            op,
+            repo: PathBuf::from(url),
+            branch: base,
+        });
+    }
+    mirror
+        .set_head(&base_ref)
+        .map_err(error::git(op, path, Some(&base_ref)))?;
+    Ok(base)
+}
+
+fn build_forge(path: &Path, source: &Path, source_url: &str, base: &str) -> Result<()> {
+    let op = Op::ImportProject;
+    let base_ref = branch_ref(base)?;
+    let forge = init_forge_repo(path, &base_ref)?;
 
     let mut remote = forge
         .remote_anonymous(source_url)

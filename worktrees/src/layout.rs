@@ -6,7 +6,7 @@
 //! names.
 //!
 //! ```text
-//! <state>/forge/<project>.git                  bare forge; only berth writes it
+//! <state>/forge/<project>.git                  bare forge (or a forge server's mirror); only berth writes it
 //! <state>/berths/<project>/<agent>/            the berth's directory: everything the agent writes
 //!                                              on the host (one disk image of its own when berth is root)
 //! <state>/berths/<project>/<agent>/<agent>.git the agent's bare repository (alternates → forge objects)

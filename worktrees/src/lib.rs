@@ -8,6 +8,11 @@
 //! the agent's own branch prefix, never forced) and between forge branches
 //! ([`Worktrees::merge`]).
 //!
+//! The forge may instead be a git server reached over smart HTTP
+//! ([`Forge::Http`]): the forge directory is then this host's mirror of it,
+//! refreshed before provisioning and pushes, and every ref berth writes goes
+//! to the server first under the same rules (`forge_remote.rs`).
+//!
 //! # Trust
 //!
 //! berth runs as root (or the operator) on directories the agent writes. So:
@@ -46,6 +51,7 @@ mod confined;
 mod error;
 mod exchange;
 mod forge;
+mod forge_remote;
 mod helper_process;
 mod helper_protocol;
 mod identity;
@@ -74,6 +80,7 @@ pub use commit::{CommitOutcome, CommitRequest, run_commit_job};
 pub use error::{Error, NameKind, Op, Result};
 pub use exchange::{Exported, SyncStatus, Synced, pr_export_ref};
 pub use forge::ProjectInfo;
+pub use forge_remote::Forge;
 pub use git2::Oid;
 pub use helper_process::{HELPER_NAME, locate_helper};
 pub use helper_protocol::{
@@ -132,6 +139,7 @@ impl Worktrees {
             std::fs::create_dir_all(&path).map_err(error::io(op, &path))?;
         }
         ownership::allow_agent_owned_repositories();
+        forge_remote::set_network_timeouts();
         Ok(Worktrees {
             layout: Layout::new(root),
         })

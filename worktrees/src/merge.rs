@@ -10,6 +10,7 @@ use git2::{Delta, DiffOptions, MergeOptions, Oid, Repository};
 use crate::Worktrees;
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{open_forge, ref_tip};
+use crate::forge_remote::{Forge, RefUpdate};
 use crate::identity::Identity;
 use crate::lock::RepoLock;
 use crate::names::{ProjectName, branch_ref};
@@ -121,6 +122,9 @@ impl Worktrees {
         let _lock = RepoLock::acquire(&self.layout.forge_lock(project))?;
         let forge = open_forge(&self.layout, project, op)?;
         let git = |r: &str| error::git(op, forge.path(), Some(r));
+        // A server's mirror merges what the server holds now.
+        let location = Forge::of(&forge, op)?;
+        location.refresh(&forge, op)?;
 
         let source = tip(&forge, &source_ref, &request.source, op)?;
         let target = tip(&forge, &target_ref, &request.target, op)?;
@@ -135,13 +139,21 @@ impl Worktrees {
             });
         }
         let log = format!("berth: merge {} into {}", request.source, request.target);
+        // The target moves from the tip judged here, never forced.
+        let move_target = |new| {
+            let update = RefUpdate {
+                refname: &target_ref,
+                previous: Some(target),
+                new: Some(new),
+                log: &log,
+            };
+            location.publish(&forge, update, op)
+        };
         if forge
             .graph_descendant_of(source, target)
             .map_err(git(&source_ref))?
         {
-            forge
-                .reference_matching(&target_ref, source, true, target, &log)
-                .map_err(git(&target_ref))?;
+            move_target(source)?;
             return Ok(MergeOutcome {
                 oid: source,
                 kind: MergeKind::FastForward,
@@ -181,9 +193,7 @@ impl Worktrees {
                 &[&ours, &theirs],
             )
             .map_err(git(&target_ref))?;
-        forge
-            .reference_matching(&target_ref, oid, true, target, &log)
-            .map_err(git(&target_ref))?;
+        move_target(oid)?;
         tracing::info!(source = %request.source, target = %request.target, %oid, "merged");
         Ok(MergeOutcome {
             oid,

@@ -19,6 +19,13 @@
 //!    checks the new objects again by header there, and moves the forge ref
 //!    with a compare-and-swap against the value read in 1.
 //!
+//! When the forge is a git server, step 1 reads the mirror just refreshed
+//! from the server, the pack lands in the mirror, and step 3's ref move is a
+//! git2 push of the one ref to the server, with the same expected old value
+//! checked by berth and by the server's receive-pack, before the mirror's
+//! ref moves (`forge_remote.rs`). The agent repository is never a remote
+//! and never pushed from: the push is from the mirror, berth's own.
+//!
 //! Pushing what the forge already has writes nothing and says so.
 
 use std::fs::File;
@@ -33,6 +40,7 @@ use crate::agent::open_agent_repo;
 use crate::commit::agent_confinement;
 use crate::error::{self, Error, Op, Result};
 use crate::forge::{open_forge, ref_tip};
+use crate::forge_remote::{Forge, RefUpdate};
 use crate::helper_process;
 use crate::helper_protocol::{Answer, PackJob, PackReady, WireError, write_answer};
 use crate::layout::Layout;
@@ -112,6 +120,10 @@ impl Worktrees {
         let _agent_lock = RepoLock::acquire(&self.layout.agent_lock(project, agent))?;
         let _forge_lock = RepoLock::acquire(&self.layout.forge_lock(project))?;
         let forge = open_forge(&self.layout, project, op)?;
+        // A server's mirror learns the ref's value on the server first: the
+        // compare-and-swap below expects it.
+        let location = Forge::of(&forge, op)?;
+        location.refresh(&forge, op)?;
         let previous = ref_tip(&forge, forge_ref, op)?;
         let forge_tips = forge_tips(&forge, &refname)?;
         // Packing only reads: the agent repository is not writable to it.
@@ -186,11 +198,13 @@ impl Worktrees {
             .and_then(|c| c.tree().map(|_| ()))
             .map_err(forge_git)?;
         let log = format!("berth: push from agent {agent}");
-        match previous {
-            Some(old) => forge.reference_matching(forge_ref, local, true, old, &log),
-            None => forge.reference(forge_ref, local, false, &log),
-        }
-        .map_err(forge_git)?;
+        let update = RefUpdate {
+            refname: forge_ref,
+            previous,
+            new: Some(local),
+            log: &log,
+        };
+        location.publish(&forge, update, op)?;
         let objects = ready.objects;
         tracing::info!(refname = %forge_ref, oid = %local, objects, "pushed to forge");
         Ok(PushOutcome {

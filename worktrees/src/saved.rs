@@ -15,6 +15,7 @@ use crate::agent::read_record;
 use crate::commit::CommitRequest;
 use crate::error::{self, Error, Op, Result};
 use crate::forge::open_forge;
+use crate::forge_remote::{Forge, RefUpdate};
 use crate::lock::RepoLock;
 use crate::names::{AgentName, ProjectName};
 use crate::object_bounds::GitLimits;
@@ -135,6 +136,22 @@ impl Worktrees {
         let forge = open_forge(&self.layout, project, op)?;
         match forge.find_reference(&full) {
             Ok(mut r) => {
+                let location = Forge::of(&forge, op)?;
+                if let (Forge::Http { .. }, Some(previous)) = (&location, r.target()) {
+                    // A server forge drops it there first, from the value it
+                    // holds here; one the server never had is dropped here
+                    // only.
+                    let update = RefUpdate {
+                        refname: &full,
+                        previous: Some(previous),
+                        new: None,
+                        log: "berth: drop saved work",
+                    };
+                    match location.publish(&forge, update, op) {
+                        Err(Error::ForgeRefStale { found: None, .. }) => {}
+                        other => return other.map(|()| true),
+                    }
+                }
                 r.delete()
                     .map_err(error::git(op, forge.path(), Some(&full)))?;
                 Ok(true)

@@ -13,6 +13,7 @@ mod confined_git;
 mod diagnostics;
 mod exchange;
 mod forge;
+mod forge_server;
 mod isolation;
 mod merge;
 mod object_trust;

@@ -115,6 +115,7 @@ async fn main() {
                 name: named("bench"),
                 from: src,
                 base: None,
+                forge_url: None,
             },
             &user,
         )

@@ -585,6 +585,10 @@ fn worktrees_class(e: &berth_worktrees::Error) -> (ErrorKind, &'static str) {
         | W::UntrustedOwner { .. } => (ErrorKind::Invalid, "repository_unusable"),
         W::ProjectExists { .. } => (ErrorKind::Conflict, "already_exists"),
         W::AgentBusy { .. } | W::NothingToCommit { .. } => (ErrorKind::Conflict, "invalid_state"),
+        W::ForgeUnreachable { .. } => (ErrorKind::Unavailable, "forge_unreachable"),
+        W::ForgeRefStale { .. } | W::ForgeRefused { .. } => {
+            (ErrorKind::Conflict, "forge_ref_moved")
+        }
         _ => (ErrorKind::Internal, "git_error"),
     }
 }
@@ -674,6 +678,26 @@ mod tests {
                 EngineError::corrupt("reading", "x"),
                 ErrorKind::Internal,
                 "internal",
+            ),
+            (
+                berth_worktrees::Error::ForgeUnreachable {
+                    op: berth_worktrees::Op::Push,
+                    url: "http://127.0.0.1:9/r.git".into(),
+                    message: "connection refused".into(),
+                }
+                .into(),
+                ErrorKind::Unavailable,
+                "forge_unreachable",
+            ),
+            (
+                berth_worktrees::Error::ForgeRefused {
+                    url: "http://127.0.0.1:9/r.git".into(),
+                    refname: "refs/heads/agent/a/t".into(),
+                    status: "failed to update ref".into(),
+                }
+                .into(),
+                ErrorKind::Conflict,
+                "forge_ref_moved",
             ),
         ];
         for (e, kind, code) in table {

@@ -52,6 +52,7 @@ fn sync_status(s: berth_worktrees::SyncStatus) -> &'static str {
         berth_worktrees::SyncStatus::FastForwarded => "fast_forwarded",
         berth_worktrees::SyncStatus::UpToDate => "up_to_date",
         berth_worktrees::SyncStatus::ForgeAhead => "forge_ahead",
+        berth_worktrees::SyncStatus::RewrittenOnServer => "rewritten_on_server",
     }
 }
 
@@ -72,8 +73,10 @@ impl Engine {
     /// it was imported from; refuses divergence, changing nothing.
     pub async fn sync_project(&self, name: &str, actor: &Actor) -> Result<ProjectSync> {
         let project = self.project(name).await?;
+        // A server forge: the sync is the mirror following the server.
+        let from_server = self.git().sync_from_server(&project.name).await?;
         let source = PathBuf::from(&project.source);
-        if !source.exists() {
+        if from_server.is_none() && !source.exists() {
             return Err(EngineError::RepositoryGone {
                 what: "the source repository",
                 project: project.name,
@@ -81,11 +84,15 @@ impl Engine {
                 hint: "put the repository back at that path; `berth pr export PR --to DIR` still takes work out",
             });
         }
-        let (config, _) = self.load_project_files(name)?;
-        let synced = self
-            .git()
-            .sync_project(&project.name, &source, config.git.limits())
-            .await?;
+        let synced = match from_server {
+            Some(synced) => synced,
+            None => {
+                let (config, _) = self.load_project_files(name)?;
+                self.git()
+                    .sync_project(&project.name, &source, config.git.limits())
+                    .await?
+            }
+        };
         let report = ProjectSync {
             project: project.name.clone(),
             source: project.source.clone(),
@@ -94,7 +101,7 @@ impl Engine {
             before: synced.before.to_string(),
             after: synced.after.to_string(),
         };
-        if synced.status == berth_worktrees::SyncStatus::FastForwarded {
+        if synced.before != synced.after {
             let mut tx = self.store.write("recording a sync").await?;
             emit(
                 &mut tx,

@@ -142,6 +142,34 @@ impl Git {
         .await
     }
 
+    /// Imports project `name` from the git server at `url` (see
+    /// `berth_worktrees::Worktrees::import_project_from_server`): the forge
+    /// directory becomes this host's mirror of it.
+    pub async fn import_project_from_server(
+        &self,
+        name: &str,
+        url: &str,
+        base: Option<&str>,
+    ) -> Result<Imported> {
+        let name = project_name(name)?;
+        let url = url.to_string();
+        let base = base.map(str::to_string);
+        self.blocking(move |wt| {
+            let info = wt.import_project_from_server(
+                &name,
+                &url,
+                base.as_deref(),
+                &berth_worktrees::GitLimits::default(),
+            )?;
+            Ok(Imported {
+                forge: info.forge,
+                base_branch: info.base_branch,
+                co_author: default_co_author(Path::new("")),
+            })
+        })
+        .await
+    }
+
     /// Fast-forwards the project's base branch from `source` (see
     /// `berth_worktrees::Worktrees::sync_project`).
     pub async fn sync_project(
@@ -154,6 +182,13 @@ impl Git {
         let source = source.to_path_buf();
         self.blocking(move |wt| Ok(wt.sync_project(&p, &source, &limits)?))
             .await
+    }
+
+    /// For a project on a forge server: its mirror follows the server, and
+    /// the base branch's move is reported (`None` for a directory forge).
+    pub async fn sync_from_server(&self, project: &str) -> Result<Option<berth_worktrees::Synced>> {
+        let p = project_name(project)?;
+        self.blocking(move |wt| Ok(wt.sync_from_server(&p)?)).await
     }
 
     /// Fetches forge `commit` (reachable from `via_branch`) into `target` as

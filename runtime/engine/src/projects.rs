@@ -32,6 +32,10 @@ pub struct NewProject {
     pub from: PathBuf,
     /// The branch PRs target; the source's current branch when `None`.
     pub base: Option<String>,
+    /// A git server (smart HTTP, `http://…`) that is the project's forge:
+    /// the project is imported from it instead of `from` (which is then
+    /// empty), and this host keeps a mirror of it.
+    pub forge_url: Option<String>,
 }
 
 /// A project with its parsed configuration and rules, as a decision needs them.
@@ -74,10 +78,22 @@ impl Engine {
                 name: new.name.into(),
             });
         }
-        let imported = self
-            .git()
-            .import_project(&new.name, &new.from, new.base.as_deref())
-            .await?;
+        let imported = match &new.forge_url {
+            Some(url) => {
+                self.git()
+                    .import_project_from_server(&new.name, url, new.base.as_deref())
+                    .await?
+            }
+            None => {
+                self.git()
+                    .import_project(&new.name, &new.from, new.base.as_deref())
+                    .await?
+            }
+        };
+        let source = match &new.forge_url {
+            Some(url) => url.clone(),
+            None => new.from.display().to_string(),
+        };
 
         let dir = self.state.project_dir(&new.name);
         std::fs::create_dir_all(&dir).map_err(EngineError::io("creating", &dir))?;
@@ -96,7 +112,7 @@ impl Engine {
 
         let project = Project {
             name: new.name.to_string(),
-            source: new.from.display().to_string(),
+            source,
             base_branch: imported.base_branch,
             forge: imported.forge,
             created_at: now_ms(),

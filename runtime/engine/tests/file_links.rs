@@ -422,6 +422,7 @@ async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
                 name: named("demo"),
                 from: src,
                 base: None,
+                forge_url: None,
             },
             &user(),
         )

@@ -116,6 +116,7 @@ async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Opti
                 name: named(&project),
                 from: src,
                 base: None,
+                forge_url: None,
             },
             &user(),
         )

@@ -354,6 +354,7 @@ async fn project_rm_refuses_with_saved_work_and_with_discard_leaves_nothing_but_
                 name: named("demo"),
                 from: src.clone(),
                 base: None,
+                forge_url: None,
             },
             &user(),
         )

@@ -8,12 +8,22 @@ use super::print_json;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ProjectCommand {
-    /// Import a local git repository as a project.
+    /// Import a local git repository as a project, or use a git server as
+    /// its forge.
     Add {
         name: String,
         /// The repository to import (its directory).
+        #[arg(
+            long,
+            required_unless_present = "forge_url",
+            conflicts_with = "forge_url"
+        )]
+        from: Option<PathBuf>,
+        /// A git server that is the project's forge (smart HTTP,
+        /// `http://HOST:PORT/PATH`): this host keeps a mirror of it, and
+        /// berth pushes agents' branches there.
         #[arg(long)]
-        from: PathBuf,
+        forge_url: Option<String>,
         /// The branch PRs target (default: the repository's current branch).
         #[arg(long)]
         base: Option<String>,
@@ -59,16 +69,20 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
         ProjectCommand::Add {
             name,
             from,
+            forge_url,
             base,
             json,
         } => {
-            let from = std::fs::canonicalize(&from).unwrap_or(from);
+            let from = from
+                .map(|from| std::fs::canonicalize(&from).unwrap_or(from))
+                .unwrap_or_default();
             let p = engine
                 .add_project(
                     NewProject {
                         name: ProjectName::new(name)?,
                         from,
                         base,
+                        forge_url,
                     },
                     &Actor::current_user(),
                 )
@@ -118,6 +132,14 @@ pub async fn run(engine: &Engine, cmd: ProjectCommand) -> anyhow::Result<u8> {
                         short(&s.before),
                         short(&s.after),
                         s.source
+                    ),
+                    "rewritten_on_server" => println!(
+                        "project {}: {} was rewritten on the forge server {}: {} → {} (the mirror follows the server)",
+                        s.project,
+                        s.base_branch,
+                        s.source,
+                        short(&s.before),
+                        short(&s.after)
                     ),
                     "forge_ahead" => println!(
                         "project {}: nothing new in {}; the forge's {} is ahead (merged PRs): take them out with `berth pr export PR`",

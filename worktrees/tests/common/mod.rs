@@ -2,6 +2,8 @@
 //! inspected with the git CLI (tests only; berth itself never runs git).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod smart_http;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -47,6 +47,7 @@ pub async fn bench_project(root: &std::path::Path, user: &Actor) -> (Engine, Sta
                 name: named("bench"),
                 from: src,
                 base: None,
+                forge_url: None,
             },
             user,
         )

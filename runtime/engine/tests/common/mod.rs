@@ -127,6 +127,7 @@ impl Fixture {
                     name: named("demo"),
                     from: src,
                     base: None,
+                    forge_url: None,
                 },
                 &user(),
             )

@@ -61,6 +61,7 @@ pub(crate) async fn add(
                 name,
                 from,
                 base: b.base,
+                forge_url: None,
             },
             &app.user,
         )
