@@ -2,8 +2,10 @@
 # The whole test suite, on a fresh clone in any directory: installs what the
 # tests need (as root, from Debian's packages and PyPI; as a user it names the
 # packages and stops), builds the binaries the tests run (berth, berth-helper,
-# berth-exec-shim), then runs `cargo test --workspace`. Extra arguments go to
-# cargo test (`scripts/test.sh -p berth-policy`, `scripts/test.sh -- --nocapture`).
+# berth-exec-shim), then runs `cargo test --workspace`, then the engine suite a
+# second time with PostgreSQL as its store (BERTH_TEST_STORE=postgres). Extra
+# arguments go to cargo test (`scripts/test.sh -p berth-policy`,
+# `scripts/test.sh -- --nocapture`) and skip the second pass.
 #
 # Needs a running Docker engine: engine, sandbox and serve tests use real
 # containers. Under CI=true a missing engine is a failure, never a skip.
@@ -23,6 +25,9 @@ command -v chromium >/dev/null 2>&1 || apt_need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || apt_need+=(chromium-driver)
 # The per-berth disk images (ext4 on a loop device) when the tests run as root.
 command -v mkfs.ext4 >/dev/null 2>&1 || apt_need+=(e2fsprogs)
+# The engine suite runs a second time on PostgreSQL (Debian's server, which
+# the tests start themselves: tests/common/postgres.rs).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_need+=(postgresql)
 if [ ${#apt_need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "scripts/test.sh: the tests need these Debian packages: ${apt_need[*]}" >&2
@@ -81,3 +86,11 @@ echo "== building the binaries the tests run"
 cargo build --bin berth --bin berth-helper --bin berth-exec-shim
 echo "== cargo test --workspace $*"
 cargo test --workspace "$@"
+# The engine suite again with PostgreSQL as the store (one database per
+# test), when the whole suite ran (no arguments narrowed it).
+if [ $# -eq 0 ]; then
+  echo "== the engine suite on PostgreSQL (BERTH_TEST_STORE=postgres)"
+  pg_start=$SECONDS
+  BERTH_TEST_STORE=postgres cargo test -p berth-engine --test all
+  echo "== the engine suite on PostgreSQL took $((SECONDS - pg_start)) s"
+fi

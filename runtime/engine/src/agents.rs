@@ -105,7 +105,7 @@ pub const ACTIVATION_SEEDS: [&str; 6] = [
 pub(crate) const AGENT_COLUMNS: &str =
     "name, project, impl, status, task_id, berth_mode, worktree, branch, created_at, updated_at";
 
-pub(crate) fn agent_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Agent> {
+pub(crate) fn agent_from_row(r: &sqlx::any::AnyRow) -> Result<Agent> {
     let op = "reading an agent";
     let s =
         |c: &str| -> Result<String> { r.try_get::<String, _>(c).map_err(EngineError::store(op)) };
@@ -458,7 +458,7 @@ impl Engine {
     }
 }
 
-pub(crate) async fn load_autonomy(pool: &sqlx::SqlitePool, agent: &str) -> Result<Autonomy> {
+pub(crate) async fn load_autonomy(pool: &sqlx::AnyPool, agent: &str) -> Result<Autonomy> {
     let rows = sqlx::query("SELECT action_type, mode FROM autonomy WHERE agent = $1")
         .bind(agent)
         .fetch_all(pool)

@@ -48,6 +48,9 @@ pub struct StoreSection {
     /// Events older than this many days are what `berth events archive`
     /// takes when no `--before` is given. None: no retention (the default).
     pub retain_events_days: Option<u32>,
+    /// The store itself, by URL (`postgres://…`; `sqlite:PATH`). None: the
+    /// state directory's SQLite file. `$BERTH_STORE` wins over it.
+    pub url: Option<String>,
 }
 
 impl StoreConfig {

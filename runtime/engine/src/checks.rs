@@ -137,7 +137,7 @@ impl PrFeedback {
 const CHECK_COLUMNS: &str =
     "id, name, head, status, exit_code, output_tail, created_at, started_at, ended_at";
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<CheckRun> {
+fn from_row(r: &sqlx::any::AnyRow) -> Result<CheckRun> {
     let op = "reading a check";
     let status: String = r.try_get("status").map_err(EngineError::store(op))?;
     Ok(CheckRun {

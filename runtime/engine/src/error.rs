@@ -35,12 +35,15 @@ pub enum EngineError {
     )]
     StoreBusy { op: &'static str, secs: u64 },
 
-    #[error("store: migrating {}: {source}", path.display())]
+    #[error("store: migrating {store}: {source}")]
     Migrate {
-        path: PathBuf,
+        store: String,
         #[source]
         source: sqlx::migrate::MigrateError,
     },
+
+    #[error("store: {url:?} is not a store URL: give postgres://USER@HOST/DATABASE or sqlite:PATH")]
+    StoreUrl { url: String },
 
     #[error("store: {op}: a stored value is corrupt: {detail}")]
     Corrupt { op: &'static str, detail: String },
@@ -532,9 +535,10 @@ impl EngineError {
             EngineError::SaveFailed { .. } => (K::Conflict, "save_failed"),
             EngineError::DiskTooSmall { .. } => (K::Conflict, "disk_too_small"),
             EngineError::DiskUnavailable { .. } => (K::Conflict, "disk_unavailable"),
-            EngineError::Config { .. } | EngineError::Rules(_) | EngineError::Devcontainer(_) => {
-                (K::Internal, "config_invalid")
-            }
+            EngineError::Config { .. }
+            | EngineError::StoreUrl { .. }
+            | EngineError::Rules(_)
+            | EngineError::Devcontainer(_) => (K::Internal, "config_invalid"),
             EngineError::ProjectImage(
                 crate::project_image::ProjectImageError::NotBuilt { .. }
                 | crate::project_image::ProjectImageError::Unusable { .. },

@@ -367,7 +367,7 @@ fn typed<T: serde::de::DeserializeOwned + Serialize>(text: &str) -> Result<serde
 fn complete_payload(
     kind: &str,
     payload: &mut serde_json::Value,
-    r: &sqlx::sqlite::SqliteRow,
+    r: &sqlx::any::AnyRow,
 ) -> Result<()> {
     let serde_json::Value::Object(map) = payload else {
         return Ok(());
@@ -442,7 +442,7 @@ pub struct EventFilter {
     pub limit: Option<i64>,
 }
 
-pub(crate) async fn list(pool: &sqlx::SqlitePool, f: &EventFilter) -> Result<Vec<Event>> {
+pub(crate) async fn list(pool: &sqlx::AnyPool, f: &EventFilter) -> Result<Vec<Event>> {
     let rows = sqlx::query(&format!(
         "SELECT {EVENT_COLUMNS} FROM session_events e {EVENT_JOIN} \
          WHERE (CAST($1 AS TEXT) IS NULL OR e.agent = $1) AND (CAST($2 AS TEXT) IS NULL OR e.type = $2) \
@@ -464,7 +464,7 @@ pub(crate) async fn list(pool: &sqlx::SqlitePool, f: &EventFilter) -> Result<Vec
 
 /// The id of the newest event (0 when the log is empty): where a follower
 /// that only wants what comes next starts its `after` cursor.
-pub(crate) async fn latest_id(pool: &sqlx::SqlitePool) -> Result<i64> {
+pub(crate) async fn latest_id(pool: &sqlx::AnyPool) -> Result<i64> {
     let id: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM session_events")
         .fetch_one(pool)
         .await
@@ -473,7 +473,7 @@ pub(crate) async fn latest_id(pool: &sqlx::SqlitePool) -> Result<i64> {
 }
 
 /// An event read with [`EVENT_COLUMNS`].
-pub(crate) fn event_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
+pub(crate) fn event_from_row(r: &sqlx::any::AnyRow) -> Result<Event> {
     let get = |e: sqlx::Error| EngineError::Store {
         op: "reading the event log",
         source: e,

@@ -72,7 +72,7 @@ pub struct Choice {
 
 const CHOICE_COLUMNS: &str = "id, project, task_id, agent, kind, item, options, status, choice, resolved_by, result, created_at";
 
-fn choice_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Choice> {
+fn choice_from_row(r: &sqlx::any::AnyRow) -> Result<Choice> {
     let op = "reading a choice";
     let get =
         |c: &str| -> Result<String> { r.try_get::<String, _>(c).map_err(EngineError::store(op)) };

@@ -145,7 +145,7 @@ pub use prs::{PrStatus, PullRequest};
 pub use removal::{AgentRemoval, ProjectRemoval};
 pub use sessions::{Session, SessionStatus};
 pub use state::StateDir;
-pub use store::Store;
+pub use store::{Backend, Store, StoreLocation};
 pub use tasks::{NewTask, PipelineStep, Task, TaskKind, TaskSource, TaskStatus};
 pub use tool_endpoint::{ToolEndpoint, ToolEndpoints};
 
@@ -171,7 +171,7 @@ impl Engine {
     /// then opens it.
     pub async fn init(state: StateDir) -> Result<Engine> {
         private_state::create(&state)?;
-        let store = Store::open(&state.db(), true).await?;
+        let store = Store::connect(&StoreLocation::resolve(&state)?, true).await?;
         Self::with_store(state, store, Arc::new(LocalProvider)).await
     }
 
@@ -183,7 +183,18 @@ impl Engine {
     /// Opens an initialised state directory with `provider` (the Docker
     /// backend brings its own). Marks interrupted actions of dead processes.
     pub async fn open_with(state: StateDir, provider: Arc<dyn SandboxProvider>) -> Result<Engine> {
-        if !state.db().is_file() {
+        // A state directory `init` made: its SQLite file, or (with a
+        // PostgreSQL store) the directory itself.
+        let location = if state.root().is_dir() {
+            StoreLocation::resolve(&state)?
+        } else {
+            StoreLocation::Sqlite(state.db())
+        };
+        let made = match &location {
+            StoreLocation::Sqlite(path) => path.is_file(),
+            StoreLocation::Postgres(_) => true,
+        };
+        if !made {
             return Err(EngineError::StateMissing {
                 path: state.root().to_path_buf(),
             });
@@ -191,7 +202,7 @@ impl Engine {
         for exposed in private_state::exposure(&state)? {
             tracing::warn!("{exposed}");
         }
-        let store = Store::open(&state.db(), false).await?;
+        let store = Store::connect(&location, false).await?;
         Self::with_store(state, store, provider).await
     }
 

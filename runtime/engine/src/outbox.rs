@@ -96,7 +96,7 @@ pub(crate) async fn delivered(store: &Store, up_to: i64) -> Result<u64> {
     Ok(deleted)
 }
 
-async fn read_undelivered(conn: &mut sqlx::SqliteConnection) -> Result<Vec<OutboxMessage>> {
+async fn read_undelivered(conn: &mut sqlx::AnyConnection) -> Result<Vec<OutboxMessage>> {
     let rows = sqlx::query(&format!(
         "SELECT {EVENT_COLUMNS} FROM outbox o JOIN session_events e ON e.id = o.event_id \
          {EVENT_JOIN} ORDER BY o.event_id"
@@ -109,7 +109,7 @@ async fn read_undelivered(conn: &mut sqlx::SqliteConnection) -> Result<Vec<Outbo
         .collect()
 }
 
-async fn delete_up_to(conn: &mut sqlx::SqliteConnection, up_to: i64) -> Result<u64> {
+async fn delete_up_to(conn: &mut sqlx::AnyConnection, up_to: i64) -> Result<u64> {
     Ok(sqlx::query("DELETE FROM outbox WHERE event_id <= $1")
         .bind(up_to)
         .execute(&mut *conn)

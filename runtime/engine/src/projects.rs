@@ -48,7 +48,7 @@ pub struct LoadedProject {
     pub rules_path: PathBuf,
 }
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Project> {
+fn from_row(r: &sqlx::any::AnyRow) -> Result<Project> {
     let e = EngineError::store("reading a project");
     let forge: String = r.try_get("forge").map_err(e)?;
     Ok(Project {

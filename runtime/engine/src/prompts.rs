@@ -148,7 +148,7 @@ pub struct Prompt {
 pub(crate) const PROMPT_COLUMNS: &str = "seq, id, agent, project, task_id, session_id, kind, body, coalesce_key, \
      status, reason, attempts, coalesced, generation, sender_kind, sender_id, created_at, updated_at";
 
-pub(crate) fn prompt_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Prompt> {
+pub(crate) fn prompt_from_row(r: &sqlx::any::AnyRow) -> Result<Prompt> {
     let op = "reading a prompt";
     let s = |c: &str| -> Result<String> { r.try_get(c).map_err(EngineError::store(op)) };
     let o = |c: &str| -> Result<Option<String>> { r.try_get(c).map_err(EngineError::store(op)) };

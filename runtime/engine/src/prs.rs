@@ -57,7 +57,7 @@ pub struct PullRequest {
 
 const PR_COLUMNS: &str = "id, number, project, agent, task_id, action_id, branch, base, head, title, status, merge_commit, created_at, updated_at";
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<PullRequest> {
+fn from_row(r: &sqlx::any::AnyRow) -> Result<PullRequest> {
     let op = "reading a PR";
     let g =
         |c: &str| -> Result<String> { r.try_get::<String, _>(c).map_err(EngineError::store(op)) };

@@ -111,7 +111,7 @@ pub struct Session {
 pub(crate) const SESSION_COLUMNS: &str = "id, agent, project, task_id, status, is_primary, runner, \
      created_at, updated_at, ended_at";
 
-pub(crate) fn session_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Session> {
+pub(crate) fn session_from_row(r: &sqlx::any::AnyRow) -> Result<Session> {
     let op = "reading a session";
     let get = EngineError::store(op);
     let status: String = r.try_get("status").map_err(get)?;
@@ -189,7 +189,7 @@ pub(crate) async fn open_session_of(
 /// The open primary session of task `task` (at most one), read in `db`.
 async fn primary_session_of<'c, E>(db: E, task: &str) -> Result<Option<Session>>
 where
-    E: sqlx::Executor<'c, Database = sqlx::Sqlite>,
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
 {
     let row = sqlx::query(&format!(
         "SELECT {SESSION_COLUMNS} FROM agent_sessions \
@@ -348,10 +348,11 @@ impl Engine {
         &self,
         agent: &str,
     ) -> Result<std::collections::HashMap<String, crate::events::Event>> {
+        let session = self.store.backend().json_text("payload", "session");
         let rows = sqlx::query(&format!(
             "SELECT {EVENT_COLUMNS} FROM session_events e {EVENT_JOIN} WHERE e.id IN \
              (SELECT MAX(id) FROM session_events WHERE agent = $1 AND type = $2 \
-              GROUP BY json_extract(payload, '$.session'))"
+              GROUP BY {session})"
         ))
         .bind(agent)
         .bind(kind::SESSION_TURN_ENDED)

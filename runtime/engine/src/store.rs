@@ -1,11 +1,21 @@
-//! The store: SQLite on disk through sqlx, in WAL mode, with versioned
-//! migrations embedded in the binary.
+//! The store: berth's database, through sqlx's `Any` driver over one of two
+//! backends. SQLite on disk, in WAL mode, is the embedded default;
+//! PostgreSQL is the store when berth runs across hosts, chosen by a URL
+//! (`BERTH_STORE`, or `[store] url` in the state directory's `store.toml`:
+//! [`StoreLocation::resolve`]). Each backend has its own migrations, embedded
+//! in the binary, under the same numbers; a test proves the two schemas the
+//! same.
 //!
-//! Every query the engine runs is plain SQL that Postgres accepts as well
-//! (`$N` parameters, no SQLite-only functions), because Postgres is the store
-//! when berth runs across hosts. Write transactions start with
+//! Every query the engine runs is plain SQL both accept (`$N` parameters, no
+//! SQLite-only functions), and every row is read as an [`AnyRow`] (i64,
+//! text, blob, floats: the types both stores have), so the row readers and
+//! queries are written once. On SQLite, write transactions start with
 //! `BEGIN IMMEDIATE` so that two processes never both read-then-upgrade and
-//! fail with "database is locked"; the busy timeout makes them queue instead.
+//! fail with "database is locked"; the busy timeout makes them queue
+//! instead. On PostgreSQL a write transaction is a `BEGIN` (read committed)
+//! followed by one advisory lock every writer takes ([`Store::write`]): the
+//! same single writer, so every claim and the logs' id order hold as on
+//! SQLite.
 //!
 //! Within one process, write transactions also queue on a gate *before* they
 //! take a connection from the pool: a write transaction holds at most one
@@ -22,23 +32,26 @@
 //! handing out one on which every later `BEGIN` fails.
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-};
-use sqlx::{Connection, Sqlite, SqlitePool, Transaction};
+use sqlx::pool::PoolConnectionMetadata;
+use sqlx::{Any, AnyConnection, AnyPool, Connection, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use crate::archive::StoreConfig;
 use crate::error::{EngineError, Result};
+use crate::state::StateDir;
 
-/// The migrations, in order. Append; never edit one that shipped.
-const MIGRATIONS: &[(i64, &str, &str)] = &[
+/// SQLite's migrations, in order. Append; never edit one that shipped.
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (
         2,
@@ -91,7 +104,31 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "agent leases",
         include_str!("../migrations/0012_agent_leases.sql"),
     ),
+    (
+        13,
+        "insertion order",
+        include_str!("../migrations/0013_insertion_order.sql"),
+    ),
 ];
+
+/// PostgreSQL's migrations: SQLite's schema as of its migration 12 in one
+/// step, then one file per later SQLite migration, under the same number.
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        12,
+        "schema as of sqlite 12",
+        include_str!("../migrations/postgres/0012_schema.sql"),
+    ),
+    (
+        13,
+        "insertion order",
+        include_str!("../migrations/postgres/0013_insertion_order.sql"),
+    ),
+];
+
+/// The environment variable naming the store by URL; it wins over
+/// `store.toml`.
+pub const STORE_ENV: &str = "BERTH_STORE";
 
 /// How long a write waits for SQLite's lock (another process) and for its
 /// turn at this process's gate.
@@ -100,11 +137,138 @@ const BUSY: Duration = Duration::from_secs(30);
 /// Connections in the pool: one for the writer, the rest for readers.
 const CONNECTIONS: u32 = 8;
 
+/// The database a store is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// Its name in messages and JSON: `sqlite`, `postgres`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+
+    /// The SQL for the text at `key` of the JSON object in TEXT `column`:
+    /// the one expression the two stores spell differently.
+    pub(crate) fn json_text(self, column: &str, key: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("json_extract({column}, '$.{key}')"),
+            Backend::Postgres => format!("(({column})::json ->> '{key}')"),
+        }
+    }
+
+    /// The backend a connection talks to (sqlx's name for its driver).
+    pub fn of(conn: &AnyConnection) -> Backend {
+        if conn.backend_name() == "PostgreSQL" {
+            Backend::Postgres
+        } else {
+            Backend::Sqlite
+        }
+    }
+}
+
+/// What `berth store migrate` says: the store (a URL's password hidden),
+/// its backend, the newest migration this binary knows, and the versions
+/// applied to the store.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MigrationReport {
+    pub store: String,
+    pub backend: &'static str,
+    pub latest: i64,
+    pub applied: Vec<i64>,
+}
+
+/// Where the store is: a SQLite file (the embedded default, `<state>/berth.db`)
+/// or a PostgreSQL server's database, by URL.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl std::fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+/// The location for messages: a URL's password never shows.
+impl std::fmt::Display for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreLocation::Sqlite(path) => write!(f, "{}", path.display()),
+            StoreLocation::Postgres(url) => f.write_str(&redacted(url)),
+        }
+    }
+}
+
+/// `url` with the password between `:` and `@` of its authority replaced.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl StoreLocation {
+    /// A store URL: `postgres://…` or `postgresql://…` names a PostgreSQL
+    /// database; `sqlite:PATH` (or `sqlite://PATH`) a SQLite file. Anything
+    /// else is refused, never taken for a file name.
+    pub fn parse(url: &str) -> Result<StoreLocation> {
+        let url = url.trim();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(StoreLocation::Postgres(url.to_string()));
+        }
+        if let Some(path) = url.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if !path.is_empty() {
+                return Ok(StoreLocation::Sqlite(PathBuf::from(path)));
+            }
+        }
+        Err(EngineError::StoreUrl { url: redacted(url) })
+    }
+
+    /// The store of `state`: `$BERTH_STORE` when set, else `[store] url` in
+    /// its `store.toml`, else its SQLite file.
+    pub fn resolve(state: &StateDir) -> Result<StoreLocation> {
+        if let Some(url) = std::env::var(STORE_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            return StoreLocation::parse(&url);
+        }
+        match StoreConfig::load(state)?.store.url {
+            Some(url) => StoreLocation::parse(&url),
+            None => Ok(StoreLocation::Sqlite(state.db())),
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            StoreLocation::Sqlite(_) => Backend::Sqlite,
+            StoreLocation::Postgres(_) => Backend::Postgres,
+        }
+    }
+}
+
 /// A handle on the store; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: SqlitePool,
-    path: PathBuf,
+    pool: AnyPool,
+    location: StoreLocation,
     /// One write transaction at a time in this process (see the module docs).
     writer: Arc<Mutex<()>>,
 }
@@ -116,7 +280,7 @@ pub struct Store {
 pub struct Tx {
     // Field order is drop order: the transaction (rolled back when still
     // open) goes before the gate opens for the next writer.
-    tx: Transaction<'static, Sqlite>,
+    tx: Transaction<'static, Any>,
     _turn: OwnedMutexGuard<()>,
 }
 
@@ -136,88 +300,77 @@ impl Tx {
 }
 
 impl Deref for Tx {
-    type Target = SqliteConnection;
-    fn deref(&self) -> &SqliteConnection {
+    type Target = AnyConnection;
+    fn deref(&self) -> &AnyConnection {
         &self.tx
     }
 }
 
 impl DerefMut for Tx {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
         &mut self.tx
     }
 }
 
 impl Store {
-    /// Opens (and with `create`, creates) the database at `path` and applies
-    /// pending migrations.
+    /// Opens (and with `create`, creates) the SQLite store at `path` and
+    /// applies pending migrations.
     pub async fn open(path: &Path, create: bool) -> Result<Store> {
-        let opts = SqliteConnectOptions::from_str("sqlite:")
-            .map_err(EngineError::store("configuring the store"))?
-            .filename(path)
-            .create_if_missing(create)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(BUSY)
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(CONNECTIONS)
-            .acquire_timeout(BUSY)
-            .after_connect(|conn, _meta| Box::pin(keep_wal(conn)))
-            // A local file does not hang up: the ping sqlx sends before
-            // each acquire only cost every read a round trip to the
-            // connection's worker.
-            .test_before_acquire(false)
-            .after_release(|conn, _meta| {
-                Box::pin(async move {
-                    // No transaction counted: nothing was left open, and no
-                    // rollback is queued (the depth drops only once one
-                    // ran), so the connection is clean without a round trip.
-                    if !conn.is_in_transaction() {
-                        return Ok(true);
-                    }
-                    // A dropped transaction's rollback is queued on the
-                    // connection's worker: the ping runs after it, so the
-                    // depth read next is the one it left.
-                    conn.ping().await?;
-                    let clean = !conn.is_in_transaction();
-                    if !clean {
-                        tracing::warn!(
-                            "a store connection still counts a transaction after its rollback \
-                             (a failed write: a full disk?): closing it"
-                        );
-                    }
-                    Ok(clean)
-                })
-            })
-            .connect_with(opts)
-            .await
-            .map_err(EngineError::store("opening the store"))?;
+        Store::connect(&StoreLocation::Sqlite(path.to_path_buf()), create).await
+    }
+
+    /// Opens the store at `location` and applies pending migrations. With
+    /// `create`, a SQLite file is created when missing; a PostgreSQL
+    /// database must exist (its tables are the migrations' to create).
+    pub async fn connect(location: &StoreLocation, create: bool) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        let pool = match location {
+            StoreLocation::Sqlite(path) => sqlite_pool(path, create).await?,
+            StoreLocation::Postgres(url) => postgres_pool(url).await?,
+        };
         let store = Store {
             pool,
-            path: path.to_path_buf(),
+            location: location.clone(),
             writer: Arc::new(Mutex::new(())),
         };
         store.migrate().await?;
         Ok(store)
     }
 
-    /// Applies pending migrations. A store whose `user_version` already
-    /// names the last migration skips the migrator (which reads its table
-    /// and re-hashes every migration's SQL on every open: a cost each
-    /// one-shot CLI process paid); only this function writes that version,
-    /// after the migrator succeeded.
-    async fn migrate(&self) -> Result<()> {
-        let latest = MIGRATIONS.last().map_or(0, |m| m.0);
-        settle_released().await;
-        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(EngineError::store("reading the store's version"))?;
-        if version == latest {
-            return Ok(());
+    /// The migrations of this store's backend, newest last.
+    fn migrations(&self) -> &'static [(i64, &'static str, &'static str)] {
+        match self.backend() {
+            Backend::Sqlite => SQLITE_MIGRATIONS,
+            Backend::Postgres => POSTGRES_MIGRATIONS,
         }
-        let migrations: Vec<Migration> = MIGRATIONS
+    }
+
+    /// The newest migration this binary knows for this store's backend.
+    pub fn latest_migration(&self) -> i64 {
+        self.migrations().last().map_or(0, |m| m.0)
+    }
+
+    /// Applies pending migrations. A SQLite store whose `user_version`
+    /// already names the last migration skips the migrator (which reads its
+    /// table and re-hashes every migration's SQL on every open: a cost each
+    /// one-shot CLI process paid); only this function writes that version,
+    /// after the migrator succeeded. PostgreSQL runs the migrator, which
+    /// takes an advisory lock: workers starting together migrate once.
+    async fn migrate(&self) -> Result<()> {
+        let latest = self.latest_migration();
+        let sqlite = self.backend() == Backend::Sqlite;
+        if sqlite {
+            settle_released().await;
+            let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(EngineError::store("reading the store's version"))?;
+            if version == latest {
+                return Ok(());
+            }
+        }
+        let migrations: Vec<Migration> = self
+            .migrations()
             .iter()
             .map(|(version, desc, sql)| {
                 Migration::new(
@@ -237,28 +390,76 @@ impl Store {
             .run(&self.pool)
             .await
             .map_err(|source| EngineError::Migrate {
-                path: self.path.clone(),
+                store: self.location.to_string(),
                 source,
             })?;
-        // A literal: PRAGMA takes no bound parameters.
-        sqlx::query(&format!("PRAGMA user_version = {latest}"))
-            .execute(&self.pool)
-            .await
-            .map_err(EngineError::store("recording the store's version"))?;
+        if sqlite {
+            // A literal: PRAGMA takes no bound parameters.
+            sqlx::query(&format!("PRAGMA user_version = {latest}"))
+                .execute(&self.pool)
+                .await
+                .map_err(EngineError::store("recording the store's version"))?;
+        }
         Ok(())
     }
 
-    pub fn pool(&self) -> &SqlitePool {
+    /// Opens the store at `location` (which must exist: a SQLite file `berth
+    /// init` made, a PostgreSQL database someone created), applies what is
+    /// pending, and says what the store holds now: `berth store migrate`.
+    pub async fn migrate_at(location: &StoreLocation) -> Result<MigrationReport> {
+        if let StoreLocation::Sqlite(path) = location
+            && !path.is_file()
+        {
+            return Err(EngineError::StateMissing {
+                path: path.parent().unwrap_or(path).to_path_buf(),
+            });
+        }
+        let store = Store::connect(location, false).await?;
+        let report = MigrationReport {
+            store: location.to_string(),
+            backend: store.backend().name(),
+            latest: store.latest_migration(),
+            applied: store.applied_migrations().await?,
+        };
+        store.close().await;
+        Ok(report)
+    }
+
+    /// The migrations applied to this store (their versions, oldest first).
+    pub async fn applied_migrations(&self) -> Result<Vec<i64>> {
+        sqlx::query_scalar(
+            "SELECT version FROM _sqlx_migrations WHERE success = $1 ORDER BY version",
+        )
+        .bind(true)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(EngineError::store("reading the store's migrations"))
+    }
+
+    pub fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.location.backend()
     }
 
     /// A write transaction: waits for this process's write gate, then takes
-    /// SQLite's write lock up front. Never call it while holding a `Tx`
-    /// (it would wait for itself until `BUSY` and fail).
+    /// the store's write lock up front: SQLite's (`BEGIN IMMEDIATE`), or on
+    /// PostgreSQL a transaction-scoped advisory lock every writer of every
+    /// process takes first, released at commit or rollback. So PostgreSQL
+    /// has SQLite's single writer: each claim (read the claimable row, then
+    /// mark it) holds across hosts as it does across processes, and the two
+    /// append-only logs (events, outbox) commit their ids in order — an
+    /// identity hands out ids as rows are inserted, not as they commit, and
+    /// without the lock a follower reading `id > $n` could pass an id whose
+    /// transaction commits later and miss it for good. Reads never wait for
+    /// it. Never call it while holding a `Tx` (it would wait for itself
+    /// until `BUSY` and fail).
     pub async fn write(&self, op: &'static str) -> Result<Tx> {
         let turn = tokio::time::timeout(BUSY, self.writer.clone().lock_owned())
             .await
@@ -267,19 +468,131 @@ impl Store {
                 secs: BUSY.as_secs(),
             })?;
         settle_released().await;
-        let tx = self
+        let begin = match self.backend() {
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+            Backend::Postgres => "BEGIN",
+        };
+        let mut tx = self
             .pool
-            .begin_with("BEGIN IMMEDIATE")
+            .begin_with(begin)
             .await
             .map_err(EngineError::store(op))?;
+        if self.backend() == Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(WRITER_LOCK)
+                .execute(&mut *tx)
+                .await
+                .map_err(EngineError::store(op))?;
+        }
         Ok(Tx { tx, _turn: turn })
     }
 
-    /// Closes the pool. The WAL stays as it is for the next process
-    /// ([`keep_wal`]); SQLite checkpoints it as it grows, on commit.
+    /// Closes the pool. On SQLite the WAL stays as it is for the next
+    /// process ([`keep_wal`]); SQLite checkpoints it as it grows, on commit.
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// The advisory lock a PostgreSQL write transaction takes first ("berth"
+/// in ASCII, so it does not meet another application's in a shared
+/// database): see [`Store::write`].
+const WRITER_LOCK: i64 = 0x0062_6572_7468;
+
+/// A SQLite pool: the file in WAL mode, `synchronous = NORMAL`, the busy
+/// timeout, foreign keys (sqlx's default) and the WAL kept between processes.
+async fn sqlite_pool(path: &Path, create: bool) -> Result<AnyPool> {
+    keep_wal_on_open();
+    let url = sqlite_url(path, create);
+    let opts =
+        AnyConnectOptions::from_str(&url).map_err(EngineError::store("configuring the store"))?;
+    AnyPoolOptions::new()
+        .max_connections(CONNECTIONS)
+        .acquire_timeout(BUSY)
+        .after_connect(sqlite_settings)
+        // A local file does not hang up: the ping sqlx sends before
+        // each acquire only cost every read a round trip to the
+        // connection's worker.
+        .test_before_acquire(false)
+        .after_release(release_clean)
+        .connect_with(opts)
+        .await
+        .map_err(EngineError::store("opening the store"))
+}
+
+/// What a pool's hook on a connection returns.
+type PoolHook<'c, T> =
+    Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>;
+
+/// What sqlx's SQLite options would set, which the Any driver's URL cannot
+/// carry (it carries the open mode): the busy timeout ([`BUSY`]), WAL, and
+/// `synchronous = NORMAL` (durable at each checkpoint, consistent always).
+fn sqlite_settings(conn: &mut AnyConnection, _meta: PoolConnectionMetadata) -> PoolHook<'_, ()> {
+    Box::pin(async move {
+        let sql = format!(
+            "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;",
+            BUSY.as_millis()
+        );
+        sqlx::Executor::execute(&mut *conn, sql.as_str()).await?;
+        Ok(())
+    })
+}
+
+/// `sqlite://PATH?mode=rwc|rw`, the path percent-encoded (sqlx decodes it,
+/// so a `%`, `?` or `#` in a directory name stays itself).
+fn sqlite_url(path: &Path, create: bool) -> String {
+    const PATH: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+        .add(b' ')
+        .add(b'"')
+        .add(b'#')
+        .add(b'%')
+        .add(b'<')
+        .add(b'>')
+        .add(b'?')
+        .add(b'`')
+        .add(b'{')
+        .add(b'}');
+    let encoded = percent_encoding::percent_encode(path.as_os_str().as_encoded_bytes(), PATH);
+    let mode = if create { "rwc" } else { "rw" };
+    format!("sqlite://{encoded}?mode={mode}")
+}
+
+/// A PostgreSQL pool over `url`; sqlx pings a connection before handing it
+/// out (a server can hang up).
+async fn postgres_pool(url: &str) -> Result<AnyPool> {
+    let opts =
+        AnyConnectOptions::from_str(url).map_err(EngineError::store("configuring the store"))?;
+    AnyPoolOptions::new()
+        .max_connections(CONNECTIONS)
+        .acquire_timeout(BUSY)
+        .after_release(release_clean)
+        .connect_with(opts)
+        .await
+        .map_err(EngineError::store("opening the store"))
+}
+
+/// Whether a released connection goes back to the pool: only clean.
+fn release_clean(conn: &mut AnyConnection, _meta: PoolConnectionMetadata) -> PoolHook<'_, bool> {
+    Box::pin(async move {
+        // No transaction counted: nothing was left open, and no
+        // rollback is queued (the depth drops only once one
+        // ran), so the connection is clean without a round trip.
+        if !conn.is_in_transaction() {
+            return Ok(true);
+        }
+        // A dropped transaction's rollback is queued on the
+        // connection's worker: the ping runs after it, so the
+        // depth read next is the one it left.
+        conn.ping().await?;
+        let clean = !conn.is_in_transaction();
+        if !clean {
+            tracing::warn!(
+                "a store connection still counts a transaction after its rollback \
+                 (a failed write: a full disk?): closing it"
+            );
+        }
+        Ok(clean)
+    })
 }
 
 /// Lets the connection this task released a moment ago reach the pool
@@ -293,6 +606,20 @@ async fn settle_released() {
     tokio::task::yield_now().await;
 }
 
+/// Registers [`keep_wal`] with SQLite, once per process, for every
+/// connection it opens from then on.
+fn keep_wal_on_open() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: `keep_wal` has the entry point's signature and stays
+        // valid for the process's life; SQLite copies the pointer.
+        let rc = unsafe { libsqlite3_sys::sqlite3_auto_extension(Some(keep_wal)) };
+        if rc != libsqlite3_sys::SQLITE_OK {
+            tracing::debug!(rc, "the store's WAL is not kept between processes");
+        }
+    });
+}
+
 /// Keeps the WAL between processes: each one-shot `berth` process used to
 /// checkpoint the WAL into the database and delete it when it closed, and
 /// the next one to create it again (up to five fsyncs and two file
@@ -303,16 +630,21 @@ async fn settle_released() {
 /// What is committed is in the WAL, which every process reads: nothing a
 /// reader sees changes. The `-wal` and `-shm` files keep the store's mode
 /// (`private_state`).
-async fn keep_wal(conn: &mut SqliteConnection) -> std::result::Result<(), sqlx::Error> {
-    let mut handle = conn.lock_handle().await?;
-    let db = handle.as_raw_handle().as_ptr();
+///
+/// An SQLite auto extension: SQLite calls it as it opens each connection,
+/// with the connection's handle (which sqlx's `Any` driver does not give
+/// out). It never fails the open: a setting not taken is only a cost.
+unsafe extern "C" fn keep_wal(
+    db: *mut libsqlite3_sys::sqlite3,
+    _err: *mut *mut std::ffi::c_char,
+    _api: *const libsqlite3_sys::sqlite3_api_routines,
+) -> std::ffi::c_int {
     let mut on: std::ffi::c_int = 1;
-    // SAFETY: `db` is this connection's open handle, locked for us by
-    // `lock_handle` (no other thread uses it meanwhile) and alive while
-    // `handle` is. PERSIST_WAL reads and writes one int through the
-    // pointer, which lives across the call; NO_CKPT_ON_CLOSE takes an int
-    // and an optional int pointer (null: no report back), as SQLite's
-    // documentation of sqlite3_db_config gives them.
+    // SAFETY: SQLite passes the handle it is opening, used by no other
+    // thread until the open returns. PERSIST_WAL reads and writes one int
+    // through the pointer, which lives across the call; NO_CKPT_ON_CLOSE
+    // takes an int and an optional int pointer (null: no report back), as
+    // SQLite's documentation of sqlite3_db_config gives them.
     let (persist, no_ckpt) = unsafe {
         (
             libsqlite3_sys::sqlite3_file_control(
@@ -330,12 +662,11 @@ async fn keep_wal(conn: &mut SqliteConnection) -> std::result::Result<(), sqlx::
         )
     };
     if persist != libsqlite3_sys::SQLITE_OK || no_ckpt != libsqlite3_sys::SQLITE_OK {
-        // Only a cost, never a correctness matter: the store works either way.
         tracing::debug!(
             persist,
             no_ckpt,
             "the store's WAL is not kept between processes"
         );
     }
-    Ok(())
+    libsqlite3_sys::SQLITE_OK
 }

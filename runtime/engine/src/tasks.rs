@@ -170,7 +170,7 @@ impl NewTask {
 pub(crate) const TASK_COLUMNS: &str = "id, project, title, status, agent, diagnosis, execution_mode, steps, \
      write_access, parent_task_id, source, tags, archived_at, created_at, updated_at";
 
-pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Task> {
+pub(crate) fn from_row(r: &sqlx::any::AnyRow) -> Result<Task> {
     let op = "reading a task";
     let status: String = r.try_get("status").map_err(EngineError::store(op))?;
     let mode: Option<String> = r

@@ -29,5 +29,6 @@ mod runner_env;
 mod runner_identity;
 mod saved_work;
 mod store;
+mod store_backends;
 mod store_once;
 mod team;

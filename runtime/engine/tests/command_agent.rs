@@ -238,7 +238,11 @@ async fn the_program_cannot_write_the_worktree_nor_read_berths_state() {
     assert_ne!(create.exit_code, Some(0), "{create:?}");
     assert!(!worktree.join("new.txt").exists());
 
-    let db = f.dir.path().join("state/berth.db");
+    // The store's file, or with a PostgreSQL store the file naming it.
+    let db = match f.engine.store().location() {
+        berth_engine::StoreLocation::Sqlite(path) => path.clone(),
+        berth_engine::StoreLocation::Postgres(_) => f.dir.path().join("state/store.toml"),
+    };
     assert!(db.is_file());
     let read = turn(&f, &format!("cat {}", db.display())).await;
     assert_ne!(read.exit_code, Some(0), "{read:?}");

@@ -413,6 +413,7 @@ async fn the_noop_agent_never_writes_through_a_link_the_repository_commits() {
     std::os::unix::fs::symlink(&outside, src.join("noop")).unwrap();
     common::git(&src, &["add", "README.md", "noop"]);
     common::git(&src, &["commit", "-q", "-m", "init"]);
+    common::postgres::prepare_state(&dir.path().join("state")).await;
     let engine = berth_engine::Engine::init(berth_engine::StateDir::new(dir.path().join("state")))
         .await
         .unwrap();

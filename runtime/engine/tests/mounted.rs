@@ -102,6 +102,7 @@ async fn mounted_as(test: &str, berth_toml: &str, project: Option<&str>) -> Opti
     let dir = tempfile::tempdir().unwrap();
     let src = source_repo(dir.path());
     let state = StateDir::new(dir.path().join("state"));
+    common::postgres::prepare_state(state.root()).await;
     let init = Engine::init(state.clone()).await.unwrap();
     init.close().await;
     let engine = Engine::open_with(

@@ -296,15 +296,10 @@ async fn auto_merge_proposes_once_per_readiness_and_waits_for_a_person_into_main
     // made by putting the row back as it was before the pass, as a kill -9
     // between proposing and recording leaves it.)
     let actions_before = f.engine.actions(&Default::default()).await.unwrap().len();
-    let store = f.dir.path().join("state/berth.db");
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", store.display()))
-        .await
-        .unwrap();
     sqlx::query("UPDATE pr_automation SET merge_signature = NULL, merge_action = NULL")
-        .execute(&db)
+        .execute(f.engine.store().pool())
         .await
         .unwrap();
-    db.close().await;
     let e = f.engine.evaluate_pr_automation("1").await.unwrap();
     let MergePass::Proposed { action: same, .. } = &e.merge else {
         panic!("{e:?}")

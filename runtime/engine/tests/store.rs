@@ -6,23 +6,31 @@ use crate::common;
 
 use std::collections::HashSet;
 
-use berth_engine::{ActorKind, AgentImpl, Engine, EngineError, EventFilter, StateDir};
+use berth_engine::{ActorKind, AgentImpl, Backend, Engine, EngineError, EventFilter, StateDir};
 use common::{Fixture, named, user};
 
 #[tokio::test]
 async fn init_creates_a_wal_store_with_every_table() {
     let f = Fixture::new().await;
     let pool = f.engine.store().pool();
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(pool)
+    let tables_sql = match f.engine.store().backend() {
+        Backend::Sqlite => {
+            let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            assert_eq!(mode, "wal");
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'"
+        }
+        Backend::Postgres => {
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = 'public' AND table_name NOT LIKE '\\_%' ESCAPE '\\'"
+        }
+    };
+    let mut tables: Vec<String> = sqlx::query_scalar(tables_sql)
+        .fetch_all(pool)
         .await
         .unwrap();
-    assert_eq!(mode, "wal");
-    let mut tables: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'")
-            .fetch_all(pool)
-            .await
-            .unwrap();
     tables.sort();
     assert_eq!(
         tables,
@@ -55,7 +63,12 @@ async fn init_creates_a_wal_store_with_every_table() {
             .fetch_all(pool)
             .await
             .unwrap();
-    assert_eq!(applied, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    let expected: &[i64] = match f.engine.store().backend() {
+        Backend::Sqlite => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+        // PostgreSQL starts at SQLite's schema of 12.
+        Backend::Postgres => &[12, 13],
+    };
+    assert_eq!(applied, expected);
     // Opening again applies nothing new and keeps the data.
     let again = f.second().await;
     assert_eq!(again.projects().await.unwrap().len(), 1);
@@ -259,6 +272,7 @@ async fn the_latest_event_id_is_the_cursor_of_what_comes_next() {
 #[tokio::test]
 async fn an_empty_log_has_cursor_zero() {
     let dir = tempfile::tempdir().unwrap();
+    common::postgres::prepare_state(&dir.path().join("state")).await;
     let engine = Engine::init(StateDir::new(dir.path().join("state")))
         .await
         .unwrap();

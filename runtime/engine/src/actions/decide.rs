@@ -395,7 +395,7 @@ async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Res
 /// transaction (never from the pool while it is held).
 async fn claimed_or_not_pending(
     tx: &mut crate::store::Tx,
-    claimed: Option<sqlx::sqlite::SqliteRow>,
+    claimed: Option<sqlx::any::AnyRow>,
     id: &str,
     op: &'static str,
 ) -> Result<ActionRecord> {

@@ -146,7 +146,7 @@ impl Engine {
         let stored = outcome.result.as_ref().map(|r| r.for_store());
         let n = sqlx::query(
             "UPDATE proposed_actions SET status = 'cancelled', result = COALESCE($1, result), diagnostic = $2, \
-             updated_at = $3 WHERE id = $4 AND status = 'executing' AND executor IS $5 \
+             updated_at = $3 WHERE id = $4 AND status = 'executing' AND executor IS NOT DISTINCT FROM $5 \
              AND cancel_requested_by IS NOT NULL",
         )
         .bind(stored.as_ref().map(to_json).transpose()?)

@@ -182,7 +182,7 @@ fn json<T: serde::de::DeserializeOwned>(s: &str, what: &str) -> Result<T> {
         .map_err(|e| EngineError::corrupt("reading an action", format!("{what}: {e}")))
 }
 
-pub(super) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ActionRecord> {
+pub(super) fn from_row(r: &sqlx::any::AnyRow) -> Result<ActionRecord> {
     let op = "reading an action";
     let s =
         |c: &str| -> Result<String> { r.try_get::<String, _>(c).map_err(EngineError::store(op)) };

@@ -32,7 +32,7 @@ pub(crate) struct Run {
     pub lease_until: Option<i64>,
 }
 
-pub(super) async fn load_run(ex: impl sqlx::SqliteExecutor<'_>, task: &str) -> Result<Option<Run>> {
+pub(super) async fn load_run(ex: impl sqlx::AnyExecutor<'_>, task: &str) -> Result<Option<Run>> {
     let op = "reading a pipeline run";
     let row = sqlx::query(
         "SELECT run, agent, mode, write_granted, next_step, attempt, state, phase, access_note, \

@@ -77,7 +77,7 @@ const COLUMNS: &str = "pr_id, task_id, fix, merge, on_review_request, on_merged,
     fix_prompt, merge_signature, merge_action, merge_failed, reviewer_login, review_requested, \
     terminal_prompted, observed_head, last_error, error_cycle, updated_at";
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<AutomationRow> {
+fn from_row(r: &sqlx::any::AnyRow) -> Result<AutomationRow> {
     let op = "reading a PR's automation";
     let flag = |c: &str| -> Result<bool> {
         Ok(r.try_get::<i64, _>(c).map_err(EngineError::store(op))? != 0)
@@ -120,7 +120,7 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<AutomationRow> {
 /// transaction).
 pub(crate) async fn read<'c, E>(db: E, pr_id: &str) -> Result<Option<AutomationRow>>
 where
-    E: sqlx::Executor<'c, Database = sqlx::Sqlite>,
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
 {
     let row = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM pr_automation WHERE pr_id = $1"
@@ -134,7 +134,7 @@ where
 
 /// Every row with a switch on, oldest PR first (what the watcher
 /// evaluates), read from `pool`.
-pub(crate) async fn enabled(pool: &sqlx::SqlitePool) -> Result<Vec<AutomationRow>> {
+pub(crate) async fn enabled(pool: &sqlx::AnyPool) -> Result<Vec<AutomationRow>> {
     let rows = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM pr_automation \
          WHERE fix = 1 OR merge = 1 OR on_review_request = 1 OR on_merged = 1 OR on_closed = 1 \
@@ -146,12 +146,19 @@ pub(crate) async fn enabled(pool: &sqlx::SqlitePool) -> Result<Vec<AutomationRow
     rows.iter().map(from_row).collect()
 }
 
-/// Writes `row` whole (insert or replace), in `tx`.
+/// Writes `row` whole (insert, or every column of the PR's row), in `tx`.
 pub(crate) async fn write(tx: &mut Tx, row: &AutomationRow) -> Result<()> {
+    let set = COLUMNS
+        .split(',')
+        .map(str::trim)
+        .filter(|c| *c != "pr_id")
+        .map(|c| format!("{c} = excluded.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     sqlx::query(&format!(
-        "INSERT OR REPLACE INTO pr_automation ({COLUMNS}) VALUES \
+        "INSERT INTO pr_automation ({COLUMNS}) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-          $20, $21, $22, $23, $24)"
+          $20, $21, $22, $23, $24) ON CONFLICT (pr_id) DO UPDATE SET {set}"
     ))
     .bind(&row.pr_id)
     .bind(&row.task)

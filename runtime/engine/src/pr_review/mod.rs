@@ -106,8 +106,9 @@ impl Engine {
         let now = now_ms();
         let mut tx = self.store.write(op).await?;
         sqlx::query(
-            "INSERT INTO pr_reviews (id, pr_id, state, actor_kind, actor, body, head, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO pr_reviews (id, pr_id, state, actor_kind, actor, body, head, created_at, seq) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
+             (SELECT COALESCE(MAX(seq), 0) + 1 FROM pr_reviews WHERE pr_id = $2))",
         )
         .bind(&id)
         .bind(&pr.id)
@@ -172,8 +173,10 @@ impl Engine {
         let now = now_ms();
         let mut tx = self.store.write(op).await?;
         let inserted = sqlx::query(
-            "INSERT INTO pr_review_requests (id, pr_id, reviewer, requested_by, requested_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            "INSERT INTO pr_review_requests (id, pr_id, reviewer, requested_by, requested_at, seq) \
+             VALUES ($1, $2, $3, $4, $5, \
+             (SELECT COALESCE(MAX(seq), 0) + 1 FROM pr_review_requests WHERE pr_id = $2)) \
+             ON CONFLICT DO NOTHING",
         )
         .bind(&id)
         .bind(&pr.id)
@@ -398,7 +401,8 @@ impl Engine {
         let mut tx = self.store.write(op).await?;
         if thread.is_none() {
             sqlx::query(
-                "INSERT INTO pr_threads (id, pr_id, author_kind, created_at) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO pr_threads (id, pr_id, author_kind, created_at, seq) VALUES ($1, $2, $3, $4, \
+                 (SELECT COALESCE(MAX(seq), 0) + 1 FROM pr_threads WHERE pr_id = $2))",
             )
             .bind(&thread_id)
             .bind(&pr.id)
@@ -409,8 +413,9 @@ impl Engine {
             .map_err(EngineError::store(op))?;
         }
         sqlx::query(
-            "INSERT INTO pr_comments (id, pr_id, thread_id, author_kind, author, body, path, line, commit_sha, action_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "INSERT INTO pr_comments (id, pr_id, thread_id, author_kind, author, body, path, line, commit_sha, action_id, created_at, seq) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+             (SELECT COALESCE(MAX(seq), 0) + 1 FROM pr_comments WHERE pr_id = $2))",
         )
         .bind(&id)
         .bind(&pr.id)

@@ -16,7 +16,7 @@ use crate::prs::PullRequest;
 const COMMENT_COLUMNS: &str =
     "id, thread_id, author_kind, author, body, path, line, commit_sha, created_at";
 
-fn comment_from_row(r: &sqlx::sqlite::SqliteRow, pr: i64) -> Result<PrComment> {
+fn comment_from_row(r: &sqlx::any::AnyRow, pr: i64) -> Result<PrComment> {
     let op = "reading a PR comment";
     let kind: String = r.try_get("author_kind").map_err(EngineError::store(op))?;
     Ok(PrComment {
@@ -116,7 +116,7 @@ impl Engine {
         let op = "reading a PR's threads";
         let pool = self.store.pool();
         let rows = sqlx::query(&format!(
-            "SELECT {COMMENT_COLUMNS} FROM pr_comments WHERE pr_id = $1 ORDER BY created_at, rowid"
+            "SELECT {COMMENT_COLUMNS} FROM pr_comments WHERE pr_id = $1 ORDER BY created_at, seq"
         ))
         .bind(&pr.id)
         .fetch_all(pool)
@@ -128,7 +128,7 @@ impl Engine {
             .collect::<Result<_>>()?;
         let rows = sqlx::query(
             "SELECT id, author_kind, resolved_by_kind, resolved_by, resolved_at, created_at \
-             FROM pr_threads WHERE pr_id = $1 ORDER BY created_at, rowid",
+             FROM pr_threads WHERE pr_id = $1 ORDER BY created_at, seq",
         )
         .bind(&pr.id)
         .fetch_all(pool)
@@ -163,7 +163,7 @@ impl Engine {
         }
         let rows = sqlx::query(
             "SELECT id, state, actor_kind, actor, body, head, created_at FROM pr_reviews \
-             WHERE pr_id = $1 ORDER BY created_at, rowid",
+             WHERE pr_id = $1 ORDER BY created_at, seq",
         )
         .bind(&pr.id)
         .fetch_all(pool)
@@ -186,7 +186,7 @@ impl Engine {
         }
         let rows = sqlx::query(
             "SELECT id, reviewer, requested_by, requested_at, cleared_at, cleared_by \
-             FROM pr_review_requests WHERE pr_id = $1 ORDER BY requested_at, rowid",
+             FROM pr_review_requests WHERE pr_id = $1 ORDER BY requested_at, seq",
         )
         .bind(&pr.id)
         .fetch_all(pool)

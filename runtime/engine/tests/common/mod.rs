@@ -10,6 +10,8 @@ use berth_engine::{
 };
 use berth_policy::Action;
 
+pub mod postgres;
+
 /// A project or agent name, parsed by berth's one name rule (the type is the
 /// call's: `&named("dev-1")` where an `&AgentName` goes).
 pub fn named<N: std::str::FromStr>(name: &str) -> N
@@ -118,6 +120,7 @@ impl Fixture {
 
     /// A state directory in `dir` with project `demo` imported from `src`.
     pub async fn from_source(dir: tempfile::TempDir, src: PathBuf) -> Fixture {
+        postgres::prepare_state(&dir.path().join("state")).await;
         let engine = Engine::init(StateDir::new(dir.path().join("state")))
             .await
             .unwrap();

@@ -1,0 +1,259 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The two stores: PostgreSQL's schema is SQLite's (tables, columns, their
+//! type class and nullability, every index's columns, uniqueness and
+//! partiality), and on PostgreSQL, where ids commit out of order under
+//! concurrent writers unless appends queue, a follower reading the log by
+//! `id > $n` while several processes' worth of engines write misses no
+//! event. These tests start PostgreSQL whichever store the suite runs on.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use berth_engine::store::{Store, StoreLocation};
+use berth_engine::{Engine, EventFilter, StateDir};
+use sqlx::Row;
+
+use crate::common::{self, Fixture, postgres, user};
+
+/// A column: its type class, and whether it takes NULL.
+type Columns = BTreeMap<String, (String, bool)>;
+/// An index: its table, its columns in order, unique, partial.
+type Index = (String, String, bool, bool);
+
+fn class(declared: &str) -> String {
+    let t = declared.to_ascii_lowercase();
+    if t.contains("int") {
+        "integer".into()
+    } else if t.contains("char") || t.contains("text") {
+        "text".into()
+    } else if t.contains("blob") || t.contains("bytea") {
+        "blob".into()
+    } else if t.contains("real") || t.contains("double") || t.contains("float") {
+        "real".into()
+    } else {
+        t
+    }
+}
+
+async fn sqlite_schema(store: &Store) -> (BTreeMap<String, Columns>, BTreeSet<Index>) {
+    let pool = store.pool();
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' \
+         AND name NOT LIKE 'sqlite%' AND name <> '_sqlx_migrations'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let mut schema = BTreeMap::new();
+    let mut indexes = BTreeSet::new();
+    for table in tables {
+        let mut columns = Columns::new();
+        let mut pk: Vec<(i64, String)> = Vec::new();
+        for r in sqlx::query("SELECT name, type, \"notnull\", pk FROM pragma_table_info($1)")
+            .bind(&table)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+        {
+            let name: String = r.get(0);
+            let ty: String = r.get(1);
+            let notnull: i64 = r.get(2);
+            let in_pk: i64 = r.get(3);
+            if in_pk > 0 {
+                pk.push((in_pk, name.clone()));
+            }
+            // A primary key never holds NULL on PostgreSQL; on SQLite only
+            // an INTEGER one is sure not to: berth never stores NULL in one.
+            columns.insert(name, (class(&ty), notnull == 0 && in_pk == 0));
+        }
+        pk.sort();
+        let mut pk_listed = false;
+        for r in sqlx::query("SELECT name, \"unique\", origin, partial FROM pragma_index_list($1)")
+            .bind(&table)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+        {
+            let name: String = r.get(0);
+            let unique: i64 = r.get(1);
+            let origin: String = r.get(2);
+            let partial: i64 = r.get(3);
+            pk_listed |= origin == "pk";
+            let cols: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
+                    .bind(&name)
+                    .fetch_all(pool)
+                    .await
+                    .unwrap();
+            indexes.insert((table.clone(), cols.join(","), unique != 0, partial != 0));
+        }
+        if !pk_listed && !pk.is_empty() {
+            // An INTEGER PRIMARY KEY is the rowid: no index of its own.
+            let cols: Vec<String> = pk.into_iter().map(|(_, c)| c).collect();
+            indexes.insert((table.clone(), cols.join(","), true, false));
+        }
+        schema.insert(table, columns);
+    }
+    (schema, indexes)
+}
+
+async fn postgres_schema(store: &Store) -> (BTreeMap<String, Columns>, BTreeSet<Index>) {
+    let pool = store.pool();
+    let mut schema: BTreeMap<String, Columns> = BTreeMap::new();
+    for r in sqlx::query(
+        "SELECT table_name::text, column_name::text, data_type::text, is_nullable::text \
+         FROM information_schema.columns \
+         WHERE table_schema = 'public' AND table_name <> '_sqlx_migrations'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    {
+        let table: String = r.get(0);
+        let column: String = r.get(1);
+        let ty: String = r.get(2);
+        let nullable: String = r.get(3);
+        schema
+            .entry(table)
+            .or_default()
+            .insert(column, (class(&ty), nullable == "YES"));
+    }
+    let mut indexes = BTreeSet::new();
+    for r in sqlx::query(
+        "SELECT t.relname::text, \
+                (SELECT string_agg(a.attname::text, ',' ORDER BY k.ord) \
+                   FROM unnest(ix.indkey) WITH ORDINALITY AS k(attnum, ord) \
+                   JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum), \
+                ix.indisunique, ix.indpred IS NOT NULL \
+         FROM pg_index ix \
+         JOIN pg_class t ON t.oid = ix.indrelid \
+         JOIN pg_namespace n ON n.oid = t.relnamespace \
+         WHERE n.nspname = 'public' AND t.relname <> '_sqlx_migrations'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    {
+        indexes.insert((r.get(0), r.get(1), r.get(2), r.get(3)));
+    }
+    (schema, indexes)
+}
+
+/// Both migration directories, applied to empty stores, give one schema.
+#[tokio::test]
+async fn the_postgres_schema_is_the_sqlite_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Store::open(&dir.path().join("berth.db"), true)
+        .await
+        .unwrap();
+    let url = postgres::server().database().await;
+    let pg = Store::connect(&StoreLocation::parse(&url).unwrap(), true)
+        .await
+        .unwrap();
+    let (s_tables, s_indexes) = sqlite_schema(&sqlite).await;
+    let (p_tables, p_indexes) = postgres_schema(&pg).await;
+    assert!(s_tables.len() > 20, "{s_tables:?}");
+    assert!(s_tables.contains_key("session_events"));
+    for (table, columns) in &s_tables {
+        assert_eq!(
+            Some(columns),
+            p_tables.get(table),
+            "table {table}: sqlite (left) and postgres (right) differ"
+        );
+    }
+    assert_eq!(
+        s_tables.keys().collect::<Vec<_>>(),
+        p_tables.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        s_indexes.difference(&p_indexes).collect::<Vec<_>>(),
+        Vec::<&Index>::new(),
+        "indexes sqlite has and postgres lacks"
+    );
+    assert_eq!(
+        p_indexes.difference(&s_indexes).collect::<Vec<_>>(),
+        Vec::<&Index>::new(),
+        "indexes postgres has and sqlite lacks"
+    );
+    // Migrating again is a no-op on both.
+    assert_eq!(
+        Store::connect(&StoreLocation::parse(&url).unwrap(), false)
+            .await
+            .unwrap()
+            .applied_migrations()
+            .await
+            .unwrap(),
+        vec![12, pg.latest_migration()]
+    );
+}
+
+/// Four engines on one PostgreSQL store (four processes' worth of pools
+/// and write gates) append events concurrently while a follower reads
+/// `after` its cursor, as `berth events --follow` and the outbox's
+/// consumers do: it sees every event, each once, in id order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgres_a_follower_misses_no_event_of_concurrent_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::new(dir.path().join("state"));
+    let url = postgres::server().database().await;
+    std::fs::create_dir_all(state.root()).unwrap();
+    std::fs::write(
+        state.root().join("store.toml"),
+        format!("[store]\nurl = \"{url}\"\n"),
+    )
+    .unwrap();
+    let src = common::source_repo(dir.path());
+    let f = Fixture::from_source(dir, src).await;
+    assert_eq!(f.engine.store().backend(), berth_engine::Backend::Postgres);
+    let start = f.engine.latest_event_id().await.unwrap();
+    const WRITERS: usize = 4;
+    const EACH: usize = 25;
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let engine = Engine::open(f.state()).await.unwrap();
+        writers.push(tokio::spawn(async move {
+            for i in 0..EACH {
+                engine
+                    .create_task("demo", &format!("w{w} t{i}"), &user())
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    let follower = Engine::open(f.state()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut cursor = start;
+    let mut writing = true;
+    while writing {
+        writing = !writers.iter().all(|w| w.is_finished());
+        let page = follower
+            .events(&EventFilter {
+                after: Some(cursor),
+                limit: Some(1000),
+                ..EventFilter::default()
+            })
+            .await
+            .unwrap();
+        for e in page {
+            assert!(e.id > cursor, "out of order: {} after {cursor}", e.id);
+            cursor = e.id;
+            seen.push(e.id);
+        }
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let all: Vec<i64> = f
+        .engine
+        .events(&EventFilter {
+            after: Some(start),
+            limit: Some(10_000),
+            ..EventFilter::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert!(all.len() >= WRITERS * EACH, "{}", all.len());
+    assert_eq!(seen, all, "the follower missed events the log holds");
+}
