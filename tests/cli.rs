@@ -1190,6 +1190,9 @@ fn json_output_matches_docs_cli_json_md() {
         1,
     );
     assert_eq!(v["dropped"], false);
+    let v = json("store migrate", &["store", "migrate"], 0);
+    assert_eq!(v["backend"], "sqlite");
+    assert_eq!(v["applied"].as_array().unwrap().last(), Some(&v["latest"]));
     json("events", &["events"], 0);
     json("net log", &["net", "log"], 0);
     json("metrics", &["metrics"], 0);

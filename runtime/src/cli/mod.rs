@@ -18,6 +18,7 @@ mod project;
 mod prompts;
 mod saved;
 mod serve;
+mod store;
 mod task;
 
 use std::path::PathBuf;
@@ -114,6 +115,9 @@ pub enum Command {
     /// Pull requests in the local forge.
     #[command(subcommand)]
     Pr(pr::PrCommand),
+    /// The store itself: `berth store migrate`.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
     /// Serve an agent's berth as Model Context Protocol tools over stdio.
     Mcp(crate::mcp::McpArgs),
     /// Hooks of other tools that ask berth to decide (Claude Code's PreToolUse).
@@ -201,6 +205,10 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         engine.close().await;
         return Ok(0);
     }
+    if let Command::Store(c) = command {
+        // Before opening the engine, which would migrate on its own.
+        return store::run(&dir, c).await;
+    }
     // The first project on a new machine creates the state: `berth init`
     // stays for those who want it explicit, but is not a step to remember.
     if matches!(
@@ -228,6 +236,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
         | Command::Mcp(_)
         | Command::Serve(_)
         | Command::Completions { .. }
+        | Command::Store(_)
         | Command::Image(_) => 0,
         Command::Reconcile(a) => berths::reconcile(&engine, a).await?,
         Command::Saved(c) => saved::run(&engine, c).await?,
