@@ -170,8 +170,14 @@ impl Engine {
     /// Creates the state directory (0700) and its store (0600) (idempotent),
     /// then opens it.
     pub async fn init(state: StateDir) -> Result<Engine> {
-        private_state::create(&state)?;
-        let store = Store::connect(&StoreLocation::resolve(&state)?, true).await?;
+        // `store.toml` may name the store before the directory is made.
+        let location = StoreLocation::resolve(&state)?;
+        let file = match &location {
+            StoreLocation::Sqlite(path) => Some(path.as_path()),
+            StoreLocation::Postgres(_) => None,
+        };
+        private_state::create(&state, file)?;
+        let store = Store::connect(&location, true).await?;
         Self::with_store(state, store, Arc::new(LocalProvider)).await
     }
 

@@ -48,9 +48,10 @@ impl std::fmt::Display for Exposed {
 }
 
 /// Creates the state directory (mode 0700 for what is created) and the
-/// store's file (mode 0600) when they are missing. An existing directory or
-/// store keeps its mode: [`exposure`] reports it.
-pub fn create(state: &StateDir) -> Result<()> {
+/// store's file `store` (mode 0600; `None` for a PostgreSQL store) when they
+/// are missing. An existing directory or store keeps its mode: [`exposure`]
+/// reports it.
+pub fn create(state: &StateDir, store: Option<&Path>) -> Result<()> {
     let root = state.root();
     if !root.is_dir() {
         std::fs::DirBuilder::new()
@@ -63,16 +64,18 @@ pub fn create(state: &StateDir) -> Result<()> {
         std::fs::set_permissions(root, std::fs::Permissions::from_mode(STATE_DIR_MODE))
             .map_err(EngineError::io("setting the mode of", root))?;
     }
-    let db = state.db();
+    let Some(db) = store else {
+        return Ok(());
+    };
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(STORE_MODE)
-        .open(&db)
+        .open(db)
     {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(EngineError::io("creating", &db)(e)),
+        Err(e) => Err(EngineError::io("creating", db)(e)),
     }
 }
 
@@ -117,7 +120,7 @@ mod tests {
     fn created_private_and_opened_up_reported() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::new(tmp.path().join("a/state"));
-        create(&state).unwrap();
+        create(&state, Some(&state.db())).unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(state.root()), 0o700);
         assert_eq!(mode(&state.db()), 0o600);
@@ -135,7 +138,7 @@ mod tests {
             "{said}"
         );
         // An existing directory keeps its mode: create does not hide it.
-        create(&state).unwrap();
+        create(&state, Some(&state.db())).unwrap();
         assert_eq!(exposure(&state).unwrap().len(), 2);
     }
 }

@@ -204,6 +204,10 @@ async fn on_postgres_a_follower_misses_no_event_of_concurrent_writers() {
     let src = common::source_repo(dir.path());
     let f = Fixture::from_source(dir, src).await;
     assert_eq!(f.engine.store().backend(), berth_engine::Backend::Postgres);
+    assert!(
+        !f.state().db().exists(),
+        "no SQLite file beside a PostgreSQL store"
+    );
     let start = f.engine.latest_event_id().await.unwrap();
     const WRITERS: usize = 4;
     const EACH: usize = 25;
