@@ -670,3 +670,53 @@ unsafe extern "C" fn keep_wal(
     }
     libsqlite3_sys::SQLITE_OK
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_url_is_postgres_or_sqlite_and_nothing_else() {
+        assert_eq!(
+            StoreLocation::parse("postgres://u@h/db").unwrap().backend(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            StoreLocation::parse("postgresql://u@h/db")
+                .unwrap()
+                .backend(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            StoreLocation::parse("sqlite:/srv/b.db").unwrap(),
+            StoreLocation::Sqlite(PathBuf::from("/srv/b.db"))
+        );
+        assert_eq!(
+            StoreLocation::parse("sqlite:///srv/b.db").unwrap(),
+            StoreLocation::Sqlite(PathBuf::from("/srv/b.db"))
+        );
+        for bad in ["", "sqlite:", "/srv/b.db", "mysql://u@h/db", "postgres:/x"] {
+            assert!(StoreLocation::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_urls_password_never_shows() {
+        let at = StoreLocation::parse("postgres://berth:s3cret@db:5432/berth?sslmode=require")
+            .unwrap()
+            .to_string();
+        assert_eq!(at, "postgres://berth:***@db:5432/berth?sslmode=require");
+        assert!(!format!("{at:?}").contains("s3cret"));
+        let err = StoreLocation::parse("mysql://u:s3cret@h/db").unwrap_err();
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert_eq!(redacted("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn a_sqlite_path_keeps_its_special_characters() {
+        let url = sqlite_url(Path::new("/tmp/a b/%20?#x/berth.db"), true);
+        let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&url).unwrap();
+        assert_eq!(opts.get_filename(), Path::new("/tmp/a b/%20?#x/berth.db"));
+        assert!(url.ends_with("?mode=rwc"), "{url}");
+    }
+}
