@@ -118,10 +118,11 @@ impl Engine {
             _ => None,
         };
         let image = crate::project_image::image_ref(&loaded.config);
-        if let Err(e) = self.provider.check(mode, &image).await {
+        let checked = self.provider.check(mode, &image).await;
+        let checked_image = checked.map_err(|e| {
             // The recorded image of a Dockerfile on the base branch, gone
             // (`berth image rm`) or unusable: building it again mends it.
-            return Err(match (&loaded.config.dockerfile_image, image) {
+            match (&loaded.config.dockerfile_image, image) {
                 (Some(record), berth_sandbox::image::ImageRef::Named(tag))
                     if mode == BerthMode::Mounted && record.tag == tag =>
                 {
@@ -132,9 +133,9 @@ impl Engine {
                     }
                     .into()
                 }
-                _ => e.into(),
-            });
-        }
+                _ => EngineError::from(e),
+            }
+        })?;
         // The berth's own uid (mounted, and runner when berth is root):
         // allocated, checked against the host, or kept as made; it owns the
         // repository and the worktree. A runner berth of a berth not root
@@ -202,13 +203,17 @@ impl Engine {
             uid: owner.is_some().then_some(uid),
             claim_home: owner.is_some(),
         };
-        let spec = self.berth_spec(
+        let mut spec = self.berth_spec(
             &a,
             mode,
             provisioned.worktree.clone(),
             &loaded.config,
             open_as,
         );
+        // The image the check found a moment ago: not inspected again.
+        if let berth_sandbox::BerthBackend::Mounted(container) = &mut spec.backend {
+            container.checked_image = checked_image;
+        }
         self.sandboxes.drop_agent(agent);
         let opened = self.provider.open(&spec).await?;
         self.sandboxes.put(

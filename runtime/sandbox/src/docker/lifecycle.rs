@@ -17,7 +17,7 @@ use bollard::query_parameters::{
 };
 
 use super::exec::{self, ExecOwner, PROBE_SCRIPT, Target};
-use super::spec::{container_name, container_name_in};
+use super::spec::{container_name, container_name_in, idles_as_berths_helper};
 use super::{
     AGENT_LABEL, ContainerSpec, DockerBackend, DockerBerth, DockerError, INSTANCE_LABEL,
     MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL, WORKTREE_LABEL, is_conflict, is_not_found, status_of,
@@ -88,9 +88,12 @@ impl ContainerReconcileReport {
 impl DockerBackend {
     /// Brings a berth up: adopts its running container when the container
     /// matches the spec, else (re)creates and starts it. Idempotent.
-    pub async fn up(&self, spec: ContainerSpec) -> Result<DockerBerth, DockerError> {
+    pub async fn up(&self, mut spec: ContainerSpec) -> Result<DockerBerth, DockerError> {
         let access = spec.work_access;
         let (image, adopted) = self.bring_up(&spec, access).await?;
+        // Held by the berth from now on: a later bring-up (its container
+        // gone) inspects the image as it is then.
+        spec.checked_image = None;
         if adopted {
             tracing::debug!(container = %spec.container_name(), "adopted running berth container");
         }
@@ -118,7 +121,11 @@ impl DockerBackend {
                 source,
             })??;
         }
-        let image = self.ensure_image(&spec.image).await?;
+        // Inspected once per `up`: the engine's check just found it.
+        let image = match &spec.checked_image {
+            Some(checked) if checked.of == spec.image => checked.found.clone(),
+            _ => self.ensure_image(&spec.image).await?,
+        };
         let tools = tools_of(spec).await?;
         let has_helper = tools.as_ref().is_some_and(|t| t.has_helper());
         if let Some(why) = crate::egress_port::no_proxy_listener(spec, has_helper) {
@@ -247,6 +254,7 @@ impl DockerBackend {
             }
         };
         let user = body.user.clone().unwrap_or_default();
+        let idles_as_helper = idles_as_berths_helper(&body);
         let options = CreateContainerOptionsBuilder::default().name(name).build();
         match self
             .docker()
@@ -279,6 +287,14 @@ impl DockerBackend {
                 let _ = self.remove(name).await;
                 return Err(api("start container")(source));
             }
+        }
+        // A container idling as the image's `sleep infinity` may stop at
+        // once (an image without `sleep`): say so now. One idling as
+        // berth's own helper (from berth's tools, never exiting on its own)
+        // needs no inspect; if it stopped all the same, the first exec
+        // finds the container not running and starts it again.
+        if idles_as_helper && !probe {
+            return Ok(false);
         }
         let state = self
             .docker()

@@ -24,7 +24,7 @@ use super::{
 use crate::WorkAccess;
 use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
 use crate::docker::EXEC_SOCKETS_MOUNT;
-use crate::image::{ImageInfo, ImageRef, TOOLS_BIN, TOOLS_MOUNT};
+use crate::image::{CheckedImage, ImageInfo, ImageRef, TOOLS_BIN, TOOLS_MOUNT};
 use berth_confine::git_env::GitIdentity;
 
 /// Resource limits of one berth's container (the policy's `Limits` are
@@ -140,6 +140,13 @@ pub struct ContainerSpec {
     /// each exec ([`crate::egress_port`]); not part of the container's
     /// configuration.
     pub egress: Option<crate::egress_port::EgressHook>,
+    /// The image as the engine's check found it just before this spec was
+    /// made ([`SandboxProvider::check`](crate::provider::SandboxProvider::check)):
+    /// bring-up uses it instead of inspecting the image again when it is of
+    /// [`image`](Self::image). `None`: bring-up inspects it. Not part of the
+    /// container's configuration (nor of its spec hash, which takes the
+    /// image id either way).
+    pub checked_image: Option<CheckedImage>,
 }
 
 impl ContainerSpec {
@@ -175,6 +182,7 @@ impl ContainerSpec {
             tools_root: None,
             exec_socket_root: None,
             egress: None,
+            checked_image: None,
         }
     }
 
@@ -576,7 +584,7 @@ impl ContainerSpec {
             entrypoint: Some(vec![String::new()]),
             cmd: Some(if agent_main {
                 vec![
-                    format!("{TOOLS_BIN}/berth-helper"),
+                    idle_helper_program(),
                     berth_exec_agent::listen::IDLE_SUBCOMMAND.to_string(),
                     EXEC_SOCKETS_MOUNT.to_string(),
                 ]
@@ -657,6 +665,21 @@ fn nests(inner: &str, outer: &str) -> bool {
 /// is what a container name and its labels accept.
 fn is_name(s: &str) -> bool {
     berth_worktrees::is_valid_name(s)
+}
+
+/// The program of a container that idles as the exec agent's parent:
+/// berth's own helper, from the tools mounted read-only at `/opt/berth`.
+fn idle_helper_program() -> String {
+    format!("{TOOLS_BIN}/berth-helper")
+}
+
+/// Whether the container of `body` idles as berth's own helper (which
+/// never exits on its own) rather than as the image's `sleep infinity`.
+pub(crate) fn idles_as_berths_helper(body: &ContainerCreateBody) -> bool {
+    body.cmd
+        .as_ref()
+        .and_then(|c| c.first())
+        .is_some_and(|program| *program == idle_helper_program())
 }
 
 fn spec_hash(body: &ContainerCreateBody, image_id: &str) -> String {
@@ -818,5 +841,41 @@ mod tests {
                 .unwrap();
             assert_eq!(again[SPEC_LABEL], labels[SPEC_LABEL]);
         }
+    }
+
+    #[test]
+    fn only_a_container_idling_as_berths_helper_skips_the_running_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = dir.path().join("tools");
+        std::fs::create_dir_all(tools.join("bin")).unwrap();
+        std::fs::write(tools.join("bin/berth-helper"), b"").unwrap();
+        let mut s = ContainerSpec::new("p", "a", "/s/wt", "/s/a.git", "/s/f/objects");
+        let img = ImageInfo {
+            name: "img".into(),
+            id: "sha256:1".into(),
+            path: None,
+        };
+        // No exec agent: the image's `sleep infinity`, checked after start.
+        let sleeps = s.container_body(&img, WorkAccess::ReadWrite, Some(&tools));
+        assert_eq!(
+            sleeps.cmd.as_deref(),
+            Some(&["sleep".to_string(), "infinity".to_string()][..])
+        );
+        assert!(!idles_as_berths_helper(&sleeps));
+        // With one, and berth's helper among the tools: berth's own program.
+        s.exec_socket_root = Some(dir.path().join("sockets"));
+        let helper = s.container_body(&img, WorkAccess::ReadWrite, Some(&tools));
+        assert!(idles_as_berths_helper(&helper));
+        // Without the helper among the tools it sleeps again.
+        let no_tools = s.container_body(&img, WorkAccess::ReadWrite, None);
+        assert!(!idles_as_berths_helper(&no_tools));
+        // What the check found is not part of the container: same body,
+        // same spec hash.
+        s.checked_image = Some(CheckedImage {
+            of: ImageRef::DefaultAgent,
+            found: img.clone(),
+        });
+        let checked = s.container_body(&img, WorkAccess::ReadWrite, Some(&tools));
+        assert_eq!(checked, helper);
     }
 }

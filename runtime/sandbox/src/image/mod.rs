@@ -209,6 +209,17 @@ pub struct ImageInfo {
     pub path: Option<String>,
 }
 
+/// An image as a check found it a moment ago ([`SandboxProvider::check`](crate::provider::SandboxProvider::check)):
+/// what bring-up uses instead of inspecting the same image again, when it
+/// is the image its spec names. Not part of a container's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedImage {
+    /// The reference that was checked.
+    pub of: ImageRef,
+    /// What the engine answered for it.
+    pub found: ImageInfo,
+}
+
 /// This host's CPU as images name it (`amd64`, `arm64`, …).
 fn host_architecture() -> &'static str {
     match std::env::consts::ARCH {

@@ -23,7 +23,7 @@ use crate::Sandbox;
 use crate::docker::{
     ConnectOptions, ContainerReconcileAction, DockerBackend, DockerBerth, DockerConnection,
 };
-use crate::image::ImageRef;
+use crate::image::{CheckedImage, ImageRef};
 
 /// Whether this run is CI, where a missing Docker engine fails instead of
 /// falling back to the runner.
@@ -130,13 +130,20 @@ impl SandboxProvider for DockerProvider {
         }
     }
 
-    async fn check(&self, mode: BerthMode, image: &ImageRef) -> ProviderResult<()> {
+    async fn check(
+        &self,
+        mode: BerthMode,
+        image: &ImageRef,
+    ) -> ProviderResult<Option<CheckedImage>> {
         match mode {
-            BerthMode::Runner => Ok(()),
+            BerthMode::Runner => Ok(None),
             BerthMode::Mounted => {
                 let backend = self.backend().await?;
-                backend.ensure_image(image).await?;
-                Ok(())
+                let found = backend.ensure_image(image).await?;
+                Ok(Some(CheckedImage {
+                    of: image.clone(),
+                    found,
+                }))
             }
         }
     }

@@ -188,10 +188,17 @@ pub trait SandboxProvider: Send + Sync {
         Ok((BerthMode::Runner, None))
     }
     /// Fails when `mode` cannot open with `image`, before anything is
-    /// provisioned for it.
-    async fn check(&self, mode: BerthMode, _image: &crate::image::ImageRef) -> ProviderResult<()> {
+    /// provisioned for it. The image as found, when the check had to find
+    /// it (mounted mode): the caller puts it in the spec it opens with
+    /// ([`ContainerSpec::checked_image`](crate::docker::ContainerSpec::checked_image)),
+    /// so bring-up does not inspect it again.
+    async fn check(
+        &self,
+        mode: BerthMode,
+        _image: &crate::image::ImageRef,
+    ) -> ProviderResult<Option<crate::image::CheckedImage>> {
         match mode {
-            BerthMode::Runner => Ok(()),
+            BerthMode::Runner => Ok(None),
             BerthMode::Mounted => Err(mounted_unavailable()),
         }
     }
