@@ -194,19 +194,77 @@ fn kill_dir(dir: &Path) -> Result<(), ConfineError> {
     fs::write(&file, "1").map_err(|e| cg_err("write cgroup.kill", dir, e))
 }
 
-fn populated(dir: &Path) -> bool {
-    fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|procs| !procs.trim().is_empty())
-}
+/// How long to sleep between looks at a v1 cgroup's `cgroup.procs` (it
+/// has no `cgroup.events` to wait on).
+const V1_POLL: Duration = Duration::from_millis(1);
 
+/// Removes `dir` as soon as it is empty, waiting at most `wait`. An exec's
+/// cgroup is usually empty already, or about to be: its PID 1 is tearing
+/// its namespaces down. A cgroup2 directory says when it empties
+/// (`cgroup.events` turns `populated 0` and wakes a `poll` for
+/// `POLLPRI`), so the wait ends the moment it does; a fixed sleep between
+/// looks cost every exec up to that sleep (5 ms) after its command ended.
 fn remove_when_empty(dir: &Path, wait: Duration) {
     let until = Instant::now() + wait;
-    while populated(dir) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(5));
+    // Whether the last wait ended on an empty cgroup: the removal right
+    // after it should succeed, and a second failure sleeps instead of
+    // spinning.
+    let mut emptied = false;
+    loop {
+        match fs::remove_dir(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            // Busy: processes are still in it.
+            Err(e) if Instant::now() >= until => {
+                tracing::debug!(dir = %dir.display(), error = %e, "cgroup left behind");
+                return;
+            }
+            Err(_) => {}
+        }
+        if emptied || !wait_unpopulated(dir, until) {
+            // No `cgroup.events` (a v1 hierarchy), or still busy once
+            // empty: look again shortly.
+            std::thread::sleep(V1_POLL);
+            emptied = false;
+        } else {
+            emptied = true;
+        }
     }
-    if let Err(e) = fs::remove_dir(dir)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::debug!(dir = %dir.display(), error = %e, "cgroup left behind");
+}
+
+/// Waits until `dir`'s `cgroup.events` says `populated 0`, or `until`.
+/// False when there is no such file to wait on.
+fn wait_unpopulated(dir: &Path, until: Instant) -> bool {
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    let Ok(mut events) = fs::File::open(dir.join("cgroup.events")) else {
+        return false;
+    };
+    let mut text = String::new();
+    loop {
+        text.clear();
+        if events.rewind().is_err() || events.read_to_string(&mut text).is_err() {
+            return false;
+        }
+        if text.lines().any(|l| l == "populated 0") {
+            return true;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        let mut fd = libc::pollfd {
+            fd: events.as_raw_fd(),
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: polling one descriptor we own, for at most `ms`.
+        if unsafe { libc::poll(&mut fd, 1, ms) } < 0
+            && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+        {
+            return false;
+        }
     }
 }
 

@@ -99,3 +99,44 @@ fn the_command_runs_at_work_with_its_input() {
         "{stderr}"
     );
 }
+
+/// An exec's cgroup is removed as soon as it empties, and not before: a
+/// cgroup that still holds a process stays after a bounded wait (it is
+/// left for `kill_berth`), and once killed it is gone. Needs root and a
+/// cgroup2 hierarchy with `cgroup.kill`; says so and passes elsewhere.
+#[test]
+fn an_exec_cgroup_is_removed_once_empty_and_kept_while_busy() {
+    use berth_confine::cgroup::{CgroupLimits, CgroupRoots, ExecCgroups};
+    use std::time::Duration;
+    let roots = CgroupRoots::default();
+    let action = format!("test-{}", std::process::id());
+    let cgroups = ExecCgroups::create(
+        &roots,
+        "confine-test",
+        "remove",
+        &action,
+        CgroupLimits::default(),
+    );
+    let Some(dir) = cgroups.unified.clone() else {
+        eprintln!("skipped: no exec cgroup here: {:?}", cgroups.missing);
+        return;
+    };
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    std::fs::write(dir.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    cgroups.remove(Duration::from_millis(200));
+    assert!(dir.is_dir(), "a busy cgroup must stay: {}", dir.display());
+    assert!(cgroups.kill().unwrap());
+    cgroups.remove(Duration::from_secs(5));
+    assert!(
+        !dir.exists(),
+        "an emptied cgroup must go: {}",
+        dir.display()
+    );
+    assert!(
+        sleeper.wait().unwrap().code().is_none(),
+        "killed by cgroup.kill"
+    );
+    for parent in dir.ancestors().skip(1).take(2) {
+        let _ = std::fs::remove_dir(parent);
+    }
+}

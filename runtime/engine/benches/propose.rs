@@ -13,10 +13,9 @@
 use std::time::Instant;
 
 mod common;
-use common::named;
 
-use berth_engine::{Actor, Proposal, ProposeStatus};
-use berth_policy::{Action, Approval};
+use berth_engine::{Actor, ProposeStatus};
+use berth_policy::Approval;
 
 fn dir_bytes(path: &std::path::Path, prefix: &str) -> u64 {
     std::fs::read_dir(path)
@@ -42,18 +41,7 @@ async fn main() {
     let start = Instant::now();
     let mut executed = 0usize;
     for _ in 0..n {
-        let p = engine
-            .propose(
-                Proposal::by_agent(
-                    &named("dev-1"),
-                    Action::Terminal {
-                        command: "true".into(),
-                    },
-                ),
-                None,
-            )
-            .await
-            .unwrap();
+        let p = common::propose_terminal(&engine, "true").await;
         if let ProposeStatus::Executed { outcome } = &p.status {
             executed += usize::from(outcome.succeeded);
         }
@@ -94,18 +82,7 @@ async fn main() {
     let m = n.min(2_000);
     let start = Instant::now();
     for _ in 0..m {
-        engine
-            .propose(
-                Proposal::by_agent(
-                    &named("dev-1"),
-                    Action::Terminal {
-                        command: "true".into(),
-                    },
-                ),
-                None,
-            )
-            .await
-            .unwrap();
+        common::propose_terminal(&engine, "true").await;
     }
     let pending = start.elapsed();
 

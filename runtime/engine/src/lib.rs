@@ -15,7 +15,7 @@
 //!
 //! | file | methods |
 //! |---|---|
-//! | `lib.rs` | `init`, `open`, `open_with`, `state`, `store`, `events`, `latest_event_id`, the outbox (`drain_outbox`, `pending_outbox`, `mark_outbox_processed`), `close` |
+//! | `lib.rs` | `init`, `open`, `open_with`, `open_one_shot_with`, `state`, `store`, `events`, `latest_event_id`, the outbox (`drain_outbox`, `pending_outbox`, `mark_outbox_processed`), `close` |
 //! | `projects.rs` | `add_project`, `projects`, `project`, `load_project`, `load_project_files`, `set_project_mode` |
 //! | `agents.rs` | `activate_agent`, `agent`, `agents`, autonomy (`autonomy`, `set_autonomy`, `unset_autonomy`, `set_auto_mode`, `autonomy_report`) |
 //! | `breaker.rs` | `resume_agent`, `consecutive_failures` |
@@ -189,10 +189,29 @@ impl Engine {
     /// Opens an initialised state directory with `provider` (the Docker
     /// backend brings its own). Marks interrupted actions of dead processes.
     pub async fn open_with(state: StateDir, provider: Arc<dyn SandboxProvider>) -> Result<Engine> {
+        let location = Self::initialised(&state)?;
+        let store = Store::connect(&location, false).await?;
+        Self::with_store(state, store, provider).await
+    }
+
+    /// [`Engine::open_with`] for a process that runs one command and exits:
+    /// the store on one connection ([`Store::open_one_shot`]).
+    pub async fn open_one_shot_with(
+        state: StateDir,
+        provider: Arc<dyn SandboxProvider>,
+    ) -> Result<Engine> {
+        let location = Self::initialised(&state)?;
+        let store = Store::open_one_shot(&location).await?;
+        Self::with_store(state, store, provider).await
+    }
+
+    /// An initialised state directory's store, and a warning for each part
+    /// of the directory others can read.
+    fn initialised(state: &StateDir) -> Result<StoreLocation> {
         // A state directory `init` made: its SQLite file, or (with a
         // PostgreSQL store) the directory itself.
         let location = if state.root().is_dir() {
-            StoreLocation::resolve(&state)?
+            StoreLocation::resolve(state)?
         } else {
             StoreLocation::Sqlite(state.db())
         };
@@ -205,11 +224,10 @@ impl Engine {
                 path: state.root().to_path_buf(),
             });
         }
-        for exposed in private_state::exposure(&state)? {
+        for exposed in private_state::exposure(state)? {
             tracing::warn!("{exposed}");
         }
-        let store = Store::connect(&location, false).await?;
-        Self::with_store(state, store, provider).await
+        Ok(location)
     }
 
     async fn with_store(

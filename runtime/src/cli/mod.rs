@@ -133,6 +133,23 @@ pub enum Command {
 }
 
 impl Command {
+    /// Whether the command does one thing and exits, so its store needs one
+    /// connection (`berth_engine::Store::open_one_shot`). The loops and
+    /// servers (`serve`, `mcp`, `agent run`, `pr watch`) run many things at
+    /// once and keep the pool, and so do the other `agent` and `pr`
+    /// commands, which share their code.
+    pub fn runs_once(&self) -> bool {
+        !matches!(
+            self,
+            Command::Serve(_)
+                | Command::Mcp(_)
+                | Command::Hook(_)
+                | Command::Agent(_)
+                | Command::Pr(_)
+                | Command::Image(_)
+        )
+    }
+
     /// Whether the command's output is a listing or a report that may be
     /// piped into `head`: such a command dies quietly on a closed pipe.
     /// The long-running ones (serve, mcp, the hook, the agent loop) do not.
@@ -175,7 +192,17 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
 /// Docker engine when they first need it. `BERTH_EGRESS_HOSTS`
 /// (`name=address,…`) names what the egress proxy resolves without DNS.
 pub(crate) async fn open_engine(dir: StateDir) -> berth_engine::Result<Engine> {
-    let engine = Engine::open_with(dir, Arc::new(DockerProvider::new())).await?;
+    open_engine_for(dir, false).await
+}
+
+/// [`open_engine`]; with `one_shot`, the store on one connection
+/// ([`Command::runs_once`]).
+async fn open_engine_for(dir: StateDir, one_shot: bool) -> berth_engine::Result<Engine> {
+    let provider = Arc::new(DockerProvider::new());
+    let engine = match one_shot {
+        true => Engine::open_one_shot_with(dir, provider).await?,
+        false => Engine::open_with(dir, provider).await?,
+    };
     if let Ok(text) = std::env::var("BERTH_EGRESS_HOSTS") {
         engine.set_egress_hosts(berth_engine::egress_serving::parse_egress_hosts(&text)?);
     }
@@ -222,7 +249,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
             dir.root().display()
         );
     }
-    let engine = Arc::new(open_engine(dir.clone()).await?);
+    let engine = Arc::new(open_engine_for(dir.clone(), command.runs_once()).await?);
     // A `command` agent's turn run here serves its MCP tools from here.
     crate::mcp::http::HttpEndpoints::register(&engine);
     warn_exposed(&dir)?;

@@ -5,8 +5,8 @@
 
 use std::process::Command;
 
-use berth_engine::{Actor, AgentImpl, Engine, NewProject, StateDir};
-use berth_policy::Approval;
+use berth_engine::{Actor, AgentImpl, Engine, NewProject, Proposal, Proposed, StateDir};
+use berth_policy::{Action, Approval};
 
 /// A project or agent name, parsed (the type is the call's).
 pub fn named<N: std::str::FromStr>(name: &str) -> N
@@ -84,4 +84,20 @@ impl Drop for DiskGuard {
     fn drop(&mut self) {
         berth_engine::release_disks_under(&self.0);
     }
+}
+
+/// `command` proposed as a terminal action by `dev-1`.
+pub async fn propose_terminal(engine: &Engine, command: &str) -> Proposed {
+    engine
+        .propose(
+            Proposal::by_agent(
+                &named("dev-1"),
+                Action::Terminal {
+                    command: command.into(),
+                },
+            ),
+            None,
+        )
+        .await
+        .unwrap()
 }

@@ -1,0 +1,116 @@
+//! What the engine adds to one exec, in process: `true` proposed by an agent
+//! whose autonomy auto-approves it (decide, record, run in the warm runner
+//! berth, record the outcome) beside the runner alone (the confinement,
+//! no decision, no store) and a bare spawn of the same command line
+//! (`sh -c true`, no confinement) — all three in one run, interleaved
+//! (bare, runner, engine, bare, …), so a machine whose speed drifts moves
+//! all three alike. Prints the median, p10 and p90 of each and the medians'
+//! differences: what the confinement costs and what the engine costs per
+//! action over it. This is the figure `berth serve` and the MCP server pay
+//! per command (issue 17's in-process goals).
+//!
+//!   cargo bench -p berth-engine --bench exec_overhead [-- N]
+//!
+//! N (default 300) execs of each; a tenth as many first, not counted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+mod common;
+
+use berth_engine::{Actor, ProposeStatus};
+use berth_sandbox::Sandbox as _;
+
+/// Median, p10 and p90 of `samples`, in milliseconds.
+fn quantiles(samples: &mut [Duration]) -> (f64, f64, f64) {
+    samples.sort();
+    let n = samples.len();
+    let at = |q: f64| samples[((n as f64 * q).ceil() as usize).clamp(1, n) - 1].as_secs_f64() * 1e3;
+    (at(0.5), at(0.1), at(0.9))
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(300);
+    let tmp = tempfile::tempdir().unwrap();
+    let user = Actor::user("bench");
+    let (engine, _state) = common::runner_berth(tmp.path(), &user).await;
+    let _disks = common::DiskGuard(tmp.path().join("state"));
+
+    // The runner alone, on the same worktree: the berth's own sandbox is
+    // the engine's (its uid, its cgroup names); this one is configured as
+    // `Runner::new` does for a worktree, which is the same confinement.
+    let info = engine.agent("dev-1").await.unwrap();
+    let worktree = info.worktree.unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let runner =
+        berth_sandbox::Runner::new(berth_sandbox::RunnerConfig::new(&worktree, &home)).unwrap();
+
+    let bare = || async {
+        let status = tokio::process::Command::new("sh")
+            .args(["-c", "true"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .await
+            .unwrap()
+            .status;
+        assert!(status.success());
+    };
+    let confined = || async {
+        let out = runner
+            .exec(berth_sandbox::ExecRequest::shell("true"), None)
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    let proposed = || async {
+        let p = common::propose_terminal(&engine, "true").await;
+        match &p.status {
+            ProposeStatus::Executed { outcome } => assert!(outcome.succeeded, "{outcome:?}"),
+            other => panic!("`true` must be auto-approved and run: {other:?}"),
+        }
+    };
+
+    for _ in 0..n.div_ceil(10) {
+        bare().await;
+        confined().await;
+        proposed().await;
+    }
+    let (mut b, mut r, mut e) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for _ in 0..n {
+        let t = Instant::now();
+        bare().await;
+        b.push(t.elapsed());
+        let t = Instant::now();
+        confined().await;
+        r.push(t.elapsed());
+        let t = Instant::now();
+        proposed().await;
+        e.push(t.elapsed());
+    }
+    let (bm, b10, b90) = quantiles(&mut b);
+    let (rm, r10, r90) = quantiles(&mut r);
+    let (em, e10, e90) = quantiles(&mut e);
+    println!("{n} of each, interleaved; median (p10–p90) per exec:");
+    println!("  bare spawn of sh -c true         {bm:7.3} ms ({b10:.3}–{b90:.3})");
+    println!("  runner exec (confined)           {rm:7.3} ms ({r10:.3}–{r90:.3})");
+    println!("  engine propose → executed        {em:7.3} ms ({e10:.3}–{e90:.3})");
+    println!(
+        "  confinement over the bare spawn  {:7.3} ms; engine over the runner {:.3} ms; engine over the bare spawn {:.3} ms ({:.2}×)",
+        rm - bm,
+        em - rm,
+        em - bm,
+        em / bm
+    );
+    engine.close().await;
+}
