@@ -63,7 +63,9 @@ pub struct WrapInfo {
     pub replace: Option<String>,
     /// The command is a package name (`npx`, `uvx`, …).
     pub package: bool,
-    /// The wrapper grants privilege (`sudo`, `doas`, …).
+    /// The wrapper grants privilege (`sudo`, `doas`, …). The privileged
+    /// limit reads its own table (`privileged/tables.rs`, `PRIVILEGE`); a
+    /// test keeps every wrapper marked here in it.
     pub privileged: bool,
     /// The wrapper is a shell (`bash -c`).
     pub shell: bool,

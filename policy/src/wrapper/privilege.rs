@@ -365,4 +365,44 @@ mod tests {
         assert_eq!(script("su -c ls root"), Some("ls".into()));
         assert_eq!(unwrap(&args("sudo -l")), Unwrap::Itself);
     }
+
+    /// Every wrapper these specs mark as granting privilege is in the
+    /// privileged limit's own table: the limit reads that table, not this
+    /// flag (`gosu`, `su-exec` and `setuidgid` were marked here and
+    /// auto-approved there until stop 31).
+    #[test]
+    fn every_privilege_wrapper_is_in_the_privileged_limit() {
+        for line in [
+            "sudo ls",
+            "sudoedit x",
+            "doas ls",
+            "pkexec ls",
+            "run0 ls",
+            "su -c ls root",
+            "runuser -u x -- ls",
+            "sg docker -c ls",
+            "chroot / ls",
+            "unshare -r ls",
+            "nsenter -t 1 ls",
+            "setpriv --reuid 0 ls",
+            "su-exec x ls",
+            "gosu x ls",
+            "setuidgid x ls",
+            "s6-setuidgid x ls",
+        ] {
+            let argv = args(line);
+            let marked = match unwrap(&argv) {
+                Unwrap::Command { info, .. } | Unwrap::Script { info, .. } => info.privileged,
+                _ => false,
+            };
+            assert!(marked, "{line}: not marked as granting privilege");
+            assert!(
+                matches!(
+                    crate::privileged::check(&argv),
+                    Some(crate::privileged::Hit::Yes(_))
+                ),
+                "{line}: marked as granting privilege, but not in the privileged limit"
+            );
+        }
+    }
 }

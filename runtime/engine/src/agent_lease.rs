@@ -163,28 +163,22 @@ impl Engine {
                 .fetch_optional(self.store.pool())
                 .await
                 .map_err(EngineError::store("reading an agent's lease"))?;
-        match row {
+        // Who holds it now, when it is no longer this lease: another holder,
+        // or nobody (it ran out, or it was released).
+        let now_held_by = match row {
             Some((owner, token, until)) if owner == lease.owner && token == lease.token => {
                 if until > now_ms() {
-                    Ok(())
-                } else {
-                    Err(EngineError::AgentLeaseLost {
-                        agent: lease.agent.clone(),
-                        owner: lease.owner.clone(),
-                        now_held_by: None,
-                    })
+                    return Ok(());
                 }
+                None
             }
-            Some((owner, _, _)) => Err(EngineError::AgentLeaseLost {
-                agent: lease.agent.clone(),
-                owner: lease.owner.clone(),
-                now_held_by: Some(owner),
-            }),
-            None => Err(EngineError::AgentLeaseLost {
-                agent: lease.agent.clone(),
-                owner: lease.owner.clone(),
-                now_held_by: None,
-            }),
-        }
+            Some((owner, _, _)) => Some(owner),
+            None => None,
+        };
+        Err(EngineError::AgentLeaseLost {
+            agent: lease.agent.clone(),
+            owner: lease.owner.clone(),
+            now_held_by,
+        })
     }
 }

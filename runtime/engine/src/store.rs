@@ -637,13 +637,14 @@ fn release_clean(conn: &mut AnyConnection, _meta: PoolConnectionMetadata) -> Poo
     })
 }
 
-/// Lets the connection this task released a moment ago reach the pool
-/// before it takes one. sqlx returns a dropped connection through a task it
-/// spawns, which runs only once this task yields: a read followed at once
-/// by a write (or by the next read) otherwise found no idle connection and
-/// opened another — a file open and a parse of the whole schema, the
-/// largest cost of a one-shot `berth` process (four connections per
-/// `berth exec`).
+/// Lets the connection this task released a moment ago start back to the
+/// pool before it takes one. sqlx returns a dropped connection through a
+/// task it spawns, which runs only once this task yields. The yield is not
+/// enough on its own: that task pings the connection on its worker thread
+/// before it is idle again, so a pool with room for more may still open
+/// another (a file open and a parse of the whole schema). One-shot
+/// commands therefore use a one-connection store
+/// ([`Store::open_one_shot`]), whose next query waits for the return.
 async fn settle_released() {
     tokio::task::yield_now().await;
 }
