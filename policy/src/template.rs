@@ -986,11 +986,19 @@ fn describe(a: &Arg) -> String {
 fn mv_away(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
     let guarded = guarded(r.home);
     let ops = operands(inv);
+    // `--target-directory`, or `t` in a short cluster before the letter
+    // whose value ends it (`-vt DIR`, but not `-S.txt`).
     let target_option = inv.iter().skip(1).any(|a| {
+        let t = a.text.as_str();
         !a.dynamic
-            && (a.text.starts_with("--target-directory")
-                || (a.text.starts_with("-t") && !a.text.starts_with("--"))
-                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('t')))
+            && (t.starts_with("--target-directory")
+                || t.strip_prefix('-').is_some_and(|cluster| {
+                    !cluster.starts_with('-')
+                        && cluster
+                            .bytes()
+                            .take_while(|b| *b != b'S')
+                            .any(|b| b == b't')
+                }))
     });
     let sources = if target_option {
         &ops[..]

@@ -114,6 +114,8 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("mv -t /tmp /usr", Box, None, DENY),
     ("mv /etc /etc.bak", Box, None, DENY),
     ("mv build /tmp/old-build", Box, None, AUTO),
+    ("mv -S.txt notes /usr", Box, None, AUTO), // into /usr: `.txt` is the suffix, not `-t`
+    ("mv -vt /tmp /etc", Box, None, DENY),
     ("mv ~/notes.txt ~/old.txt", Box, None, AUTO),
     ("mv \"$f\" \"$f.bak\"", Box, None, AUTO),
     ("rm -rf /x*", Box, None, ASK),
