@@ -48,6 +48,10 @@ pub struct FileAccess {
     pub recursive: Option<Recursion>,
     /// Arguments appended from stdin (`xargs`): paths not known before it runs.
     pub from_stdin: bool,
+    /// Written with names known only at run time beneath it: an archive
+    /// extracted there, a repository cloned there, a directory's contents
+    /// copied there, packages installed under it.
+    pub beneath: bool,
 }
 
 /// How a directory is read recursively.
@@ -294,8 +298,15 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     }
     let found = argv_accesses(&seg.argv);
     let from = out.len();
-    for (a, k) in seg.argv.iter().zip(&found.kinds).skip(1) {
-        push(&mut out, a, *k, true, false, reads);
+    for (i, (a, k)) in seg.argv.iter().zip(&found.kinds).enumerate().skip(1) {
+        if found.beneath.contains(&i) {
+            // Whatever the word mentions: what lands beneath it is unknown.
+            let before = out.len();
+            collect(&mut out, a, Access::Write, true, true, reads);
+            mark_beneath(&mut out[before..]);
+        } else {
+            push(&mut out, a, *k, true, false, reads);
+        }
     }
     // `… | xargs sed -i s/a/b/`: what the appended words are written as,
     // read from stdin.
@@ -319,6 +330,7 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
                 in_argv: true,
                 recursive: None,
                 from_stdin: true,
+                beneath: false,
             });
         }
     }
@@ -353,7 +365,24 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     for v in found.attached_writes {
         push(&mut out, &Arg::lit(v), Access::Write, true, true, reads);
     }
+    for v in found.attached_beneath {
+        let before = out.len();
+        collect(&mut out, &Arg::lit(v), Access::Write, true, true, reads);
+        mark_beneath(&mut out[before..]);
+    }
+    // `GIT_TRACE=/path git status`: git appends its trace to that file.
+    for (name, v) in &seg.assigns {
+        if name.starts_with("GIT_TRACE") && (v.dynamic || v.text.starts_with(['/', '~', '.'])) {
+            collect(&mut out, v, Access::Write, false, true, reads);
+        }
+    }
     out
+}
+
+fn mark_beneath(added: &mut [FileAccess]) {
+    for fa in added {
+        fa.beneath = true;
+    }
 }
 
 fn collect(
@@ -376,6 +405,7 @@ fn collect(
         in_argv,
         recursive: None,
         from_stdin: false,
+        beneath: false,
     };
     let mut add = |t: &str, tilde_user: bool| {
         if t.is_empty() || out.iter().any(|f| f.text == t && f.access == access) {
@@ -424,6 +454,11 @@ pub struct ArgvAccess {
     pub recursive: Option<Recursion>,
     /// With no directory named, it searches the cwd (`rg x`, `grep -r x`).
     pub searches_cwd: bool,
+    /// Words written with names known only at run time beneath them
+    /// ([`FileAccess::beneath`]).
+    pub beneath: Vec<usize>,
+    /// Values (attached to an option, or implied: the cwd) written so.
+    pub attached_beneath: Vec<String>,
 }
 
 /// What the program of `argv` does with each of its words.
@@ -605,13 +640,6 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             *k = Access::Read;
         }
         attached_writes.clear();
-        // An extraction writes under `-C`'s directory, or the cwd.
-        if extracts {
-            if tar_dirs.is_empty() {
-                attached_writes.push(".".to_string());
-            }
-            attached_writes.extend(tar_dirs);
-        }
     }
     let n = name;
     if n == "dd" {
@@ -651,11 +679,265 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
         }
     }
     let (recursive, searches_cwd) = recursion(name, args, operands.len());
+    let mut attached_beneath = Vec::new();
+    // An extraction writes its members beneath `-C`'s directory (or the
+    // cwd): names known only at run time.
+    if matches!(name, "tar" | "gtar" | "bsdtar") && !creates && extracts {
+        if tar_dirs.is_empty() {
+            attached_beneath.push(".".to_string());
+        }
+        attached_beneath.extend(tar_dirs);
+    }
+    let mut beneath = Vec::new();
+    unknown_names_beneath(
+        name,
+        argv,
+        &operands,
+        recursive.is_some(),
+        &mut beneath,
+        &mut attached_beneath,
+    );
+    for &b in &beneath {
+        kinds[b] = Access::Write;
+    }
     ArgvAccess {
         kinds,
         attached_writes,
         recursive,
         searches_cwd,
+        beneath,
+        attached_beneath,
+    }
+}
+
+/// The value of option `long`/`short` at `argv[i]` (`--o v`, `--o=v`,
+/// `-o v`, `-ov`): `(index of a separate value word, attached value)`.
+fn option_at(
+    argv: &[Arg],
+    i: usize,
+    long: &str,
+    short: &str,
+) -> Option<(Option<usize>, Option<String>)> {
+    let t = argv[i].text.as_str();
+    if argv[i].dynamic {
+        return None;
+    }
+    if t == long || !short.is_empty() && t == short {
+        return Some(((i + 1 < argv.len()).then_some(i + 1), None));
+    }
+    if let Some(v) = t.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+        return Some((None, Some(v.to_string())));
+    }
+    if !short.is_empty()
+        && !t.starts_with("--")
+        && let Some(v) = t.strip_prefix(short).filter(|v| !v.is_empty())
+    {
+        return Some((None, Some(v.to_string())));
+    }
+    None
+}
+
+/// Where a program writes names known only at run time beneath a
+/// directory it names: archives extracted (`unzip -d D`, `7z x -oD`), a
+/// patch applied in `patch -d D`, a directory's contents copied (`rsync -a
+/// src/ D`, `cp -r src/. D`), a repository made or checked out (`git clone
+/// URL D`, `git init D`, `git worktree add D`, `git --work-tree=D`),
+/// packages installed under a prefix (`npm --prefix D`, `pip --target D`,
+/// `cargo install --root D`, `gem install -i D`); and what git writes to a
+/// file it is told (`git log --output=F`, `git archive -o F`).
+fn unknown_names_beneath(
+    name: &str,
+    argv: &[Arg],
+    operands: &[usize],
+    recursive: bool,
+    beneath: &mut Vec<usize>,
+    attached: &mut Vec<String>,
+) {
+    let by_option =
+        |long: &str, short: &str, beneath: &mut Vec<usize>, attached: &mut Vec<String>| {
+            let mut found = false;
+            for i in 1..argv.len() {
+                if let Some((word, value)) = option_at(argv, i, long, short) {
+                    found = true;
+                    beneath.extend(word);
+                    attached.extend(value);
+                }
+            }
+            found
+        };
+    match name {
+        "unzip" => {
+            let lists = argv[1..].iter().any(|a| {
+                !a.dynamic
+                    && a.text.starts_with('-')
+                    && !a.text.starts_with("--")
+                    && a.text[1..].contains(['l', 'v', 'c', 'p', 't', 'z', 'Z'])
+            });
+            if !lists && !by_option("--extract-dir", "-d", beneath, attached) {
+                attached.push(".".to_string());
+            }
+        }
+        "7z" | "7za" | "7zr" | "7zz" => {
+            let extracts = operands
+                .first()
+                .and_then(|&i| argv[i].known())
+                .is_some_and(|v| matches!(v, "x" | "e"));
+            if extracts && !by_option("-o", "-o", beneath, attached) {
+                attached.push(".".to_string());
+            }
+        }
+        "patch" | "gpatch" => {
+            by_option("--directory", "-d", beneath, attached);
+        }
+        // The contents of a directory (`src/`, `src/.`, `src/*`) land
+        // beneath the target under their own names.
+        "rsync" | "cp" | "gcp" if recursive || name == "rsync" => {
+            let contents = operands[..operands.len().saturating_sub(1)]
+                .iter()
+                .any(|&i| {
+                    let t = argv[i].text.as_str();
+                    t.ends_with("/.") || name == "rsync" && t.ends_with('/') || argv[i].glob
+                });
+            if contents && let Some(&last) = operands.last() {
+                beneath.push(last);
+            }
+        }
+        "npm" | "pnpm" | "yarn" | "bun" => {
+            by_option("--prefix", "", beneath, attached);
+        }
+        "pip" | "pip3" | "uv" => {
+            by_option("--target", "-t", beneath, attached);
+            by_option("--prefix", "", beneath, attached);
+            by_option("--root", "", beneath, attached);
+        }
+        "cargo" => {
+            by_option("--root", "", beneath, attached);
+        }
+        "gem" => {
+            by_option("--install-dir", "-i", beneath, attached);
+            by_option("--bindir", "-n", beneath, attached);
+        }
+        "git" => git_unknown_names(argv, beneath, attached),
+        _ => {}
+    }
+}
+
+/// git's options that take a value (as the next word) before and after
+/// the subcommands read in [`git_unknown_names`].
+const GIT_VALUES: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--namespace",
+    "--exec-path",
+    "--config-env",
+    "-b",
+    "-B",
+    "--branch",
+    "-o",
+    "--origin",
+    "-u",
+    "--upload-pack",
+    "--template",
+    "--config",
+    "--depth",
+    "--reference",
+    "--reference-if-able",
+    "--shallow-since",
+    "--shallow-exclude",
+    "-j",
+    "--jobs",
+    "--filter",
+    "--server-option",
+    "--bundle-uri",
+    "--reason",
+    "--object-format",
+    "--ref-format",
+    "--initial-branch",
+    "--shared",
+];
+
+fn git_unknown_names(argv: &[Arg], beneath: &mut Vec<usize>, attached: &mut Vec<String>) {
+    let mut sub: Option<&str> = None;
+    let mut positional: Vec<usize> = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = &argv[i];
+        let t = a.text.as_str();
+        if a.dynamic || !t.starts_with('-') || t == "-" {
+            if sub.is_none() {
+                sub = a.known();
+            } else {
+                positional.push(i);
+            }
+            i += 1;
+            continue;
+        }
+        if t == "--" {
+            break;
+        }
+        // `--work-tree=D` (global) and `--separate-git-dir=D` make a tree
+        // or a git directory there.
+        for long in ["--work-tree", "--separate-git-dir"] {
+            if let Some((word, value)) = option_at(argv, i, long, "") {
+                beneath.extend(word);
+                attached.extend(value);
+            }
+        }
+        // `--output=F`: the diff, log or archive written to F.
+        let output_writes = matches!(
+            sub,
+            Some(
+                "log"
+                    | "show"
+                    | "diff"
+                    | "range-diff"
+                    | "whatchanged"
+                    | "diff-tree"
+                    | "diff-files"
+                    | "diff-index"
+                    | "archive"
+            )
+        );
+        if output_writes
+            && let Some((word, value)) = option_at(
+                argv,
+                i,
+                "--output",
+                if sub == Some("archive") { "-o" } else { "" },
+            )
+        {
+            beneath.extend(word);
+            attached.extend(value);
+        }
+        // `git apply --directory=D`: the patch's paths beneath D.
+        if sub == Some("apply")
+            && let Some((word, value)) = option_at(argv, i, "--directory", "")
+        {
+            beneath.extend(word);
+            attached.extend(value);
+        }
+        if sub == Some("format-patch")
+            && let Some((word, value)) = option_at(argv, i, "--output-directory", "-o")
+        {
+            beneath.extend(word);
+            attached.extend(value);
+        }
+        let takes_value = GIT_VALUES.contains(&t) && !(sub == Some("log") && t == "-o");
+        i += if takes_value { 2 } else { 1 };
+    }
+    match sub {
+        // `git clone URL DIR`: the last of two operands.
+        Some("clone") if positional.len() >= 2 => beneath.extend(positional.last()),
+        Some("init") => beneath.extend(positional.first()),
+        Some("worktree") if positional.first().is_some_and(|&p| argv[p].is("add")) => {
+            beneath.extend(positional.get(1));
+        }
+        // `git bundle create FILE`.
+        Some("bundle") if positional.first().is_some_and(|&p| argv[p].is("create")) => {
+            beneath.extend(positional.get(1));
+        }
+        _ => {}
     }
 }
 
@@ -934,6 +1216,7 @@ mod tests {
                 found
                     .attached_writes
                     .into_iter()
+                    .chain(found.attached_beneath)
                     .map(|v| (v, Access::Write)),
             )
             .collect()

@@ -139,6 +139,8 @@ const EXACT: &[&str] = &[
     "LESSKEYIN",           // less key bindings source
     "VIMINIT",             // Ex commands vim runs at start (`:!cmd`)
     "EXINIT",              // the same for ex/vi
+    "DOCKER_HOST",         // the engine that runs `docker`'s containers: maybe another machine's
+    "CONTAINER_HOST",      // the same for podman
     "PHPRC",               // php.ini (`auto_prepend_file` runs code)
     "PHP_INI_SCAN_DIR",    // more php ini files
     "TCLLIBPATH",          // where tclsh loads packages from

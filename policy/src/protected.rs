@@ -258,6 +258,132 @@ const PROTECTED_PAIRS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The system's own places whose contents decide who gains privilege or
+/// what runs later as root, by absolute path: the file or directory and
+/// everything under it. (In a container they are the container's own; the
+/// rule is the same: nobody reads what lands there before it runs.)
+const SYSTEM_PLACES: &[(&str, &str)] = &[
+    ("/etc/sudoers", "it decides who may run commands as root"),
+    ("/etc/sudoers.d", "it decides who may run commands as root"),
+    ("/etc/doas.conf", "it decides who may run commands as root"),
+    (
+        "/etc/passwd",
+        "the machine's accounts (a uid 0 line is a root account)",
+    ),
+    ("/etc/shadow", "the machine's passwords"),
+    (
+        "/etc/group",
+        "the machine's groups (`sudo`, `docker` grant root)",
+    ),
+    ("/etc/gshadow", "the machine's group passwords"),
+    ("/etc/pam.d", "how logins and sudo authenticate"),
+    ("/etc/security", "login and privilege limits"),
+    ("/etc/polkit-1", "who may act as root through polkit"),
+    ("/etc/ld.so.preload", "a library loaded into every program"),
+    (
+        "/etc/ld.so.conf",
+        "where every program's libraries are found",
+    ),
+    (
+        "/etc/ld.so.conf.d",
+        "where every program's libraries are found",
+    ),
+    ("/etc/profile", "every login shell runs it"),
+    ("/etc/profile.d", "every login shell runs it"),
+    ("/etc/bash.bashrc", "every interactive bash runs it"),
+    ("/etc/zsh", "every zsh runs its startup files"),
+    (
+        "/etc/environment",
+        "every login's environment (`LD_PRELOAD`, `PATH`)",
+    ),
+    (
+        "/etc/gitconfig",
+        "git's system config names programs git runs",
+    ),
+    ("/etc/crontab", "cron runs it"),
+    ("/etc/cron.d", "cron runs it"),
+    ("/etc/cron.hourly", "cron runs it"),
+    ("/etc/cron.daily", "cron runs it"),
+    ("/etc/cron.weekly", "cron runs it"),
+    ("/etc/cron.monthly", "cron runs it"),
+    ("/etc/systemd", "units the service manager runs as root"),
+    (
+        "/lib/systemd/system",
+        "units the service manager runs as root",
+    ),
+    (
+        "/usr/lib/systemd/system",
+        "units the service manager runs as root",
+    ),
+    ("/etc/init.d", "services the machine starts as root"),
+    ("/etc/rc.local", "the machine runs it at boot as root"),
+    ("/etc/ssh", "the ssh server's config and host keys"),
+    ("/etc/udev", "udev rules run programs as root"),
+    (
+        "/etc/modprobe.d",
+        "modprobe's config runs commands (`install`)",
+    ),
+    ("/etc/modules-load.d", "kernel modules loaded at boot"),
+    ("/etc/sysctl.conf", "the kernel's settings at boot"),
+    ("/etc/sysctl.d", "the kernel's settings at boot"),
+    (
+        "/etc/apt/apt.conf.d",
+        "apt's hooks run commands as root (`DPkg::Pre-Invoke`)",
+    ),
+    (
+        "/etc/apt/sources.list",
+        "where packages installed as root come from",
+    ),
+    (
+        "/etc/apt/sources.list.d",
+        "where packages installed as root come from",
+    ),
+    (
+        "/proc/sys",
+        "the running kernel's settings (`kernel.core_pattern` runs a program)",
+    ),
+    (
+        "/proc/sysrq-trigger",
+        "the kernel's emergency commands (reboot, crash)",
+    ),
+    ("/sys", "the kernel's devices and settings"),
+    ("/boot", "the kernel and the boot loader"),
+];
+
+/// Whether a path may lie in [`SYSTEM_PLACES`]: the cheap test.
+fn may_be_system(path: &str) -> bool {
+    [
+        "/etc",
+        "/proc/sys",
+        "/sys",
+        "/boot",
+        "/lib/systemd",
+        "/usr/lib/systemd",
+    ]
+    .iter()
+    .any(|p| crate::substring::contains(path, p))
+}
+
+/// The system place `path` (absolute, normalised) writes, if any; a glob
+/// is judged by its static prefix (`/etc/sudo*` may be `/etc/sudoers`).
+fn system_place(path: &str, glob: bool) -> Option<(String, &'static str)> {
+    let fixed = if glob {
+        &path[..path.find(['*', '?', '[']).unwrap_or(path.len())]
+    } else {
+        path
+    };
+    SYSTEM_PLACES
+        .iter()
+        .find(|(place, _)| {
+            let under = fixed == *place
+                || fixed
+                    .strip_prefix(place)
+                    .is_some_and(|rest| rest.starts_with('/'));
+            under || glob && place.starts_with(fixed)
+        })
+        .map(|(place, why)| ((*place).to_string(), *why))
+}
+
 /// A bare repository's directory (`p.git`) is a git directory too: its
 /// `config` and `hooks/` run code like a `.git/` directory's.
 const BARE_REPO_SUFFIX: &str = ".git";
@@ -266,13 +392,20 @@ const BARE_REPO_SUFFIX: &str = ".git";
 /// starts with a literal `.` or ends in `.git`, and a glob matches a
 /// leading `.` only with `dotglob`. A cheap test before [`why`].
 pub fn may_name(path: &str, dotglob: bool) -> bool {
-    dotglob || path.starts_with('.') || crate::substring::contains(path, "/.") || mentioned_in(path)
+    dotglob
+        || path.starts_with('.')
+        || crate::substring::contains(path, "/.")
+        || mentioned_in(path)
+        || may_be_system(path)
 }
 
 /// Whether a word mentions a protected name anywhere (`--out=.envrc`,
 /// `-o.git/x`): the cheap test that lets the words that do not skip the
 /// search for paths inside them when only protected names matter.
 pub fn mentioned_in(word: &str) -> bool {
+    if may_be_system(word) {
+        return true;
+    }
     // Every name starts with `.`, and so does the bare-repository suffix.
     let starts = |rest: &str, n: &str| {
         rest.get(..n.len())
@@ -293,6 +426,11 @@ pub fn mentioned_in(word: &str) -> bool {
 pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static str)> {
     if !may_name(path, glob && dotglob) {
         return None;
+    }
+    if path.starts_with('/')
+        && let Some(hit) = system_place(path, glob)
+    {
+        return Some(hit);
     }
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     for (i, comp) in comps.iter().enumerate() {
@@ -399,6 +537,16 @@ mod tests {
                 Some(".pre-commit-config.yaml"),
             ),
             ("/work/config/git/x", false, None),
+            ("/etc/sudoers", false, Some("/etc/sudoers")),
+            ("/etc/sudoers.d/agent", false, Some("/etc/sudoers.d")),
+            ("/etc/sudo*", true, Some("/etc/sudoers")),
+            ("/proc/sys/kernel/core_pattern", false, Some("/proc/sys")),
+            ("/proc/sysrq-trigger", false, Some("/proc/sysrq-trigger")),
+            ("/etc/profile.d/x.sh", false, Some("/etc/profile.d")),
+            ("/etc/hosts", false, None),
+            ("/etc/passwd-", false, None),
+            ("/system/x", false, None),
+            ("/work/etc/sudoers", false, None),
         ];
         for (path, glob, want) in cases {
             assert_eq!(

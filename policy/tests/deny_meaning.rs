@@ -208,7 +208,10 @@ const RECURSIVE_REMOVAL: &[Row] = &[
     ("rsync -a --del ./e/ /home/agent/..", Box, None, DENY),
     ("rsync -a --delete src/ \"$DEST\"", Box, None, ASK),
     ("rsync -a --delete src/ build/", Box, None, AUTO),
-    ("rsync -a src/ /", Box, None, AUTO),
+    // Not the removal template; but its names land beneath the home's
+    // parents, where protected files live (machine_meaning.rs).
+    ("rsync -a src/ /", Box, None, ASK),
+    ("rsync -a src/ /srv/site/", Box, None, AUTO),
 ];
 
 #[rustfmt::skip]

@@ -482,6 +482,7 @@ impl<'a> Decider<'a> {
             .map(|fa| {
                 let needed = rules
                     || base_may_protect
+                    || fa.beneath
                     || protected::may_name(&fa.text, fa.glob && self.dotglob);
                 (
                     fa.access,
@@ -495,6 +496,7 @@ impl<'a> Decider<'a> {
                 )
             })
             .collect();
+        let beneath: Vec<bool> = accesses.iter().map(|fa| fa.beneath).collect();
         let recursive: Vec<Option<access::Recursion>> =
             accesses.iter().map(|fa| fa.recursive).collect();
         if accesses.iter().any(|fa| fa.from_stdin) {
@@ -508,6 +510,7 @@ impl<'a> Decider<'a> {
             );
         }
         self.protected_writes(&resolved, idx, shown);
+        self.writes_beneath_the_home(&resolved, &beneath, idx, shown);
         if self.ctx.rules.paths.is_empty() {
             return;
         }
@@ -634,6 +637,52 @@ impl<'a> Decider<'a> {
         };
         out.extend(dirs.iter().map(|d| normalize(d, t)));
         out
+    }
+
+    /// Point 10 for names known only at run time: an archive extracted, a
+    /// repository cloned, a directory's contents copied or packages
+    /// installed into the home, a directory above it, or a hidden
+    /// directory of it (`tar -xf x -C ~`, `rsync -a d/ ~/`, `unzip -d
+    /// ~/.config`) may write `~/.bashrc`, `~/.ssh/…` or `~/.config/…`
+    /// under names nobody reads before it runs. Elsewhere (the project, a
+    /// scratch directory) such writes are ordinary work: a protected name
+    /// there is what the command itself names.
+    fn writes_beneath_the_home(
+        &mut self,
+        resolved: &[(Access, bool, Vec<String>, &str)],
+        beneath: &[bool],
+        idx: usize,
+        shown: &Shown<'_>,
+    ) {
+        let home = self.ctx.frame.home().trim_end_matches('/');
+        if home.is_empty() {
+            return;
+        }
+        for ((_, _, abs_list, _), _) in resolved.iter().zip(beneath).filter(|(_, b)| **b) {
+            let hit = abs_list.iter().find(|p| {
+                let p = p.trim_end_matches('/');
+                // The home itself or a directory above it.
+                let above = p.is_empty() || home == p || home.starts_with(&format!("{p}/"));
+                // A hidden directory of the home (`~/.config`, `~/.local/share`).
+                let hidden = p
+                    .strip_prefix(home)
+                    .and_then(|r| r.strip_prefix('/'))
+                    .is_some_and(|r| r.starts_with('.'));
+                above || hidden
+            });
+            if let Some(p) = hit {
+                self.raise(
+                    Stage::NeverAuto,
+                    Verdict::RequireApproval,
+                    format!(
+                        "`{shown}` writes names known only when it runs beneath {}, where the home's protected files live (`~/.bashrc`, `~/.ssh/`, `~/.config/…`): never auto-approved",
+                        clip(p)
+                    ),
+                    Some(idx),
+                );
+                return;
+            }
+        }
     }
 
     /// Point 10: writing a protected path is never auto-approved — in

@@ -10,7 +10,8 @@ use std::sync::LazyLock;
 use rustc_hash::FxHashMap;
 
 use super::tables::{
-    CLOUD_CLIS, HTTP_CLIENTS, MACHINE, PRIVILEGE, RAW_NETWORK, READ_BY_NAME, REMOTE_SHELL, VERBS,
+    CLOUD_CLIS, HTTP_CLIENTS, MACHINE, PRIVILEGE, RAW_NETWORK, READ_BY_NAME, REMOTE_SHELL, TUNNEL,
+    VERBS,
 };
 
 /// A class a program belongs to by its name alone.
@@ -24,13 +25,15 @@ pub(super) enum Fixed {
     RawNetwork,
     /// Runs commands on another machine.
     RemoteShell,
+    /// Exposes this machine to another network.
+    Tunnel,
 }
 
 /// What the tables say of one program name.
 #[derive(Debug, Default)]
 pub(super) struct Known {
-    /// The first of `PRIVILEGE`, `MACHINE`, `RAW_NETWORK`, `REMOTE_SHELL`
-    /// that names it.
+    /// The first of `PRIVILEGE`, `MACHINE`, `RAW_NETWORK`, `REMOTE_SHELL`,
+    /// `TUNNEL` that names it.
     pub fixed: Option<Fixed>,
     /// Its verb sequences in `VERBS`, in the table's order.
     pub verbs: Vec<&'static [&'static str]>,
@@ -38,6 +41,8 @@ pub(super) struct Known {
     pub cloud: bool,
     /// In `HTTP_CLIENTS`.
     pub http: bool,
+    /// In `machine::ADMIN`: read by [`super::machine::administers`].
+    pub admin: bool,
 }
 
 static BY_NAME: LazyLock<FxHashMap<&'static str, Known>> = LazyLock::new(|| {
@@ -47,6 +52,7 @@ static BY_NAME: LazyLock<FxHashMap<&'static str, Known>> = LazyLock::new(|| {
         (MACHINE, Fixed::Machine),
         (RAW_NETWORK, Fixed::RawNetwork),
         (REMOTE_SHELL, Fixed::RemoteShell),
+        (TUNNEL, Fixed::Tunnel),
     ] {
         for name in names {
             map.entry(name).or_default().fixed.get_or_insert(fixed);
@@ -60,6 +66,9 @@ static BY_NAME: LazyLock<FxHashMap<&'static str, Known>> = LazyLock::new(|| {
     }
     for name in HTTP_CLIENTS {
         map.entry(name).or_default().http = true;
+    }
+    for name in super::machine::ADMIN {
+        map.entry(name).or_default().admin = true;
     }
     for name in READ_BY_NAME {
         map.entry(name).or_default();

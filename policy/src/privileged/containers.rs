@@ -60,7 +60,38 @@ pub(super) fn container_push_or_privilege(name: &str, inv: &[Arg], pos: &[&Arg])
     if running && let Some(why) = run_gains_host(inv) {
         return Some(Hit::Yes(format!("`{name} run` {why}")));
     }
-    None
+    engine_wide(name, &head)
+}
+
+/// What acts on the whole engine rather than on containers named: the
+/// prunes remove every stopped container, unused image, volume or cache
+/// of the machine (other berths' and the person's too), and a plugin runs
+/// as root inside the engine.
+fn engine_wide(name: &str, head: &[&str]) -> Option<Hit> {
+    let prunes = matches!(
+        head,
+        [
+            "system" | "container" | "image" | "volume" | "network" | "builder" | "buildx",
+            "prune",
+            ..
+        ]
+    );
+    if prunes {
+        return Some(Hit::Yes(format!(
+            "`{name} {} prune` removes what every container of the machine kept, not only this berth's",
+            head[0]
+        )));
+    }
+    matches!(
+        head,
+        ["plugin", "install" | "enable" | "upgrade" | "set", ..]
+    )
+    .then(|| {
+        Hit::Yes(format!(
+            "`{name} plugin {}` runs a plugin as root inside the engine",
+            head[1]
+        ))
+    })
 }
 
 /// The value of an option at `i` (`--opt v`, `--opt=v`, `-ov`), with the

@@ -24,6 +24,7 @@ mod containers;
 mod hosted;
 mod http;
 mod infra;
+mod machine;
 mod remote;
 mod scripts;
 mod tables;
@@ -219,6 +220,11 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
                 "`{name}` runs commands on another machine"
             )));
         }
+        Some(Fixed::Tunnel) => {
+            return Some(Hit::Yes(format!(
+                "`{name}` exposes this machine to another network (a tunnel)"
+            )));
+        }
         None => {}
     }
     // `git-push`, `/usr/lib/git-core/git-push`: the dashed form of `git push`.
@@ -281,6 +287,9 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     }
     if known.http {
         return http_write(name, inv);
+    }
+    if known.admin {
+        return machine::administers(name, inv);
     }
     if is_runner(name)
         && let Some(hit) = named_script(name, &pos)
@@ -385,10 +394,12 @@ pub fn redirect(target: &Arg) -> Option<Hit> {
 
 fn external(tool: &str, verbs: &[&str]) -> String {
     let what = match (tool, verbs.first().copied().unwrap_or("")) {
-        ("git" | "hub", "push" | "send-pack" | "subtree" | "lfs" | "svn" | "p4") => {
-            "pushes to a remote"
-        }
+        (
+            "git" | "hub",
+            "push" | "send-pack" | "subtree" | "lfs" | "svn" | "p4" | "cvsexportcommit",
+        ) => "pushes to a remote",
         ("git", "send-email") => "sends e-mail",
+        ("tailscale", _) => "joins or exposes this machine to a network",
         ("gh", "pr") if !matches!(verbs.get(1), Some(&("create" | "new" | "merge"))) => {
             "writes to a pull request on the hosted forge"
         }

@@ -65,6 +65,32 @@ pub(super) const REMOTE_SHELL: &[&str] = &[
     "rexec",
 ];
 
+/// Programs that expose this machine to another network (a tunnel from
+/// outside in, or a proxy out): publishing a local service, or a way
+/// around the berth's network mode.
+pub(super) const TUNNEL: &[&str] = &[
+    "ngrok",
+    "cloudflared", // Cloudflare Tunnel's client
+    "lt",          // localtunnel
+    "localtunnel",
+    "chisel",
+    "frpc",
+    "frps",
+    "gost",
+    "pagekite",
+    "pagekite.py",
+    "sshuttle", // a VPN over ssh
+    "inlets",
+    "inlets-pro",
+    "bore",
+    "zrok",
+    "rathole",
+    "loophole",
+    "expose", // Beyond Code's expose
+    "tunnelmole",
+    "tmole",
+];
+
 /// Commands that change the machine itself.
 pub(super) const MACHINE: &[&str] = &["shutdown", "reboot", "poweroff", "halt", "telinit"];
 
@@ -446,14 +472,17 @@ pub(super) const VERBS: &[(&str, &[&str])] = &[
     ("heroku", &["create"]),
     ("heroku", &["destroy"]),
     ("heroku", &["pg:reset"]),
-    ("openssl", &["s_client"]), // a raw TLS connection
+    ("tailscale", &["up"]), // joins this machine to a tailnet
+    ("tailscale", &["login"]),
+    ("tailscale", &["funnel"]), // publishes a local port to the internet
+    ("tailscale", &["serve"]),
+    ("tailscale", &["set"]),
+    ("tailscale", &["ssh"]),
+    ("tailscale", &["file", "cp"]),
+    ("tailscale", &["drive"]),
+    ("git", &["cvsexportcommit"]), // commits to a CVS repository (`-c`)
+    ("openssl", &["s_client"]),    // a raw TLS connection
     ("openssl", &["s_server"]),
-    ("systemctl", &["poweroff"]),
-    ("systemctl", &["reboot"]),
-    ("systemctl", &["halt"]),
-    ("systemctl", &["kexec"]),
-    ("init", &["0"]),
-    ("init", &["6"]),
 ];
 
 /// npm commands that may be abbreviated to any prefix of at least this

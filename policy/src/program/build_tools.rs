@@ -14,20 +14,81 @@ pub(super) fn npm(name: &str, args: &[Arg]) -> Facts {
                 "`{name} --script-shell` changes the program that runs scripts"
             ));
         }
-        if a.is("config") || a.is("c") {
-            let rest = &args[i + 1..];
-            if rest.first().is_some_and(|s| s.is("set"))
-                && rest.iter().any(|k| {
-                    k.text.starts_with("script-shell")
-                        || k.text.starts_with("node-options")
-                        || k.text.starts_with("shell")
-                })
-            {
+        // `npm config set K V`, `npm set K V`, `yarn config set K V`.
+        let rest = if a.is("config") || a.is("c") {
+            args[i + 1..]
+                .first()
+                .filter(|s| s.is("set"))
+                .map(|_| &args[i + 2..])
+        } else if a.is("set") && i == 0 {
+            Some(&args[1..])
+        } else {
+            None
+        };
+        if let Some(rest) = rest
+            && let Some(k) = rest.iter().position(|k| {
+                k.dynamic || CONFIG_RUNS.iter().any(|key| config_key_is(&k.text, key))
+            })
+        {
+            let key = &rest[k];
+            // `browser false` turns the browser off: no program.
+            let value = key
+                .text
+                .split_once('=')
+                .map(|(_, v)| v.to_string())
+                .or_else(|| rest.get(k + 1).map(|v| v.text.clone()));
+            let off = key.text.starts_with("browser")
+                && matches!(value.as_deref(), Some("false" | "true"));
+            if !off {
                 return Facts::opaque(format!("`{name} config set` of a program-running key"));
             }
         }
     }
     Facts::default()
+}
+
+/// `mvn exec:exec -Dexec.executable=git -Dexec.args=push`: the exec
+/// plugin's `exec` goal runs any program, named in a property (or the
+/// pom), with arguments berth does not split. (`exec:java` runs the
+/// project's own main class: the project's code, like `npm test`.)
+pub(super) fn mvn(args: &[Arg]) -> Facts {
+    let runs = args.iter().any(|a| {
+        a.dynamic || {
+            let t = a.text.as_str();
+            t == "exec:exec"
+                || t.starts_with("org.codehaus.mojo:exec-maven-plugin:") && t.ends_with(":exec")
+        }
+    });
+    if runs {
+        Facts::opaque("`mvn exec:exec` runs the program its `exec.executable` names")
+    } else {
+        Facts::default()
+    }
+}
+
+/// npm's and yarn's config keys whose value is a program (or code, or a
+/// file of more settings) the tool runs later.
+const CONFIG_RUNS: &[&str] = &[
+    "script-shell",  // runs every script
+    "node-options",  // `--require` preloads code
+    "shell",         // `npm exec`'s shell
+    "git",           // the git npm runs for git dependencies
+    "editor",        // `npm edit`, `npm config edit`
+    "viewer",        // `npm help`
+    "browser",       // `npm docs`, `npm repo` (unless `false`)
+    "onload-script", // required at npm's start
+    "userconfig",    // another config file (with any of these)
+    "globalconfig",
+    "yarnPath",  // yarn runs this JavaScript file instead of itself
+    "yarn-path", // the same, yarn classic
+    "plugins",   // yarn plugins: code yarn loads
+];
+
+/// `key` or `key=value` is `name` (case as written; npm also reads `_`
+/// for `-`).
+fn config_key_is(word: &str, name: &str) -> bool {
+    let k = word.split_once('=').map_or(word, |(k, _)| k);
+    k == name || k.replace('_', "-") == name
 }
 
 /// `cargo` options that set programs cargo runs.

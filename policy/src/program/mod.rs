@@ -145,6 +145,7 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
         "rustc" => build_tools::rustc(args),
         "go" => build_tools::go(args),
         "make" | "gmake" => build_tools::make(args),
+        "mvn" | "mvnw" => build_tools::mvn(args),
         "alias" => shell_builtins::alias(args),
         "hash" => shell_builtins::hash(args),
         "enable" => shell_builtins::enable(args),

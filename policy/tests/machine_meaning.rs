@@ -1,0 +1,178 @@
+//! The machine, the home and the system, by meaning (POLICY.md, "Spelling
+//! does not change meaning", points 10 and 11), found by probing auto mode:
+//! administering the machine (services, kernel, mounts, firewall, users,
+//! clock, setuid bits, the engine's prunes, tunnels) is privilege; writing
+//! the system's privilege and start-up files is writing a protected place;
+//! and names known only at run time written beneath the home (an archive,
+//! a clone, a directory's contents, an install prefix) may be its
+//! protected files. Each class has rows that must stay ordinary beside it:
+//! reading the machine, extracting into the project, cloning to a scratch
+//! directory.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use berth_policy::Verdict;
+
+use crate::table::{ASK, AUTO, F, M};
+use F::{Container, Host};
+use M::Auto;
+
+type Row = (&'static str, M, F, Verdict);
+
+fn decide(row: &Row) -> berth_policy::Decision {
+    let (cmd, mode, frame, _) = *row;
+    crate::table::case(cmd, &[], &[], &[], mode, frame)
+        .inputs()
+        .unwrap()
+        .decide()
+}
+
+fn check(table: &[Row]) {
+    crate::table::check_by(
+        table,
+        decide,
+        |r| r.3,
+        |r| format!("{:?} ({:?}, {:?})", r.0, r.1, r.2),
+    );
+}
+
+/// Administering the machine is asked in auto mode; reading it is not.
+#[rustfmt::skip]
+const ADMINISTERING: &[Row] = &[
+    ("systemctl stop docker", Auto, Host, ASK),
+    ("systemctl --user enable evil.service", Auto, Host, ASK),
+    ("sudo=; systemctl restart sshd", Auto, Host, ASK),
+    ("service docker stop", Auto, Host, ASK),
+    ("sysctl -w kernel.core_pattern='|/tmp/x'", Auto, Host, ASK),
+    ("sysctl kernel.core_pattern='|/tmp/x'", Auto, Host, ASK),
+    ("modprobe evil", Auto, Container, ASK),
+    ("insmod evil.ko", Auto, Host, ASK),
+    ("mount -o remount,rw /", Auto, Container, ASK),
+    ("umount /work", Auto, Container, ASK),
+    ("iptables -F", Auto, Host, ASK),
+    ("nft flush ruleset", Auto, Host, ASK),
+    ("ip link set eth0 down", Auto, Host, ASK),
+    ("ip route del default", Auto, Container, ASK),
+    ("usermod -aG docker agent", Auto, Host, ASK),
+    ("passwd root", Auto, Host, ASK),
+    ("date -s '2020-01-01'", Auto, Host, ASK),
+    ("hostnamectl set-hostname x", Auto, Host, ASK),
+    ("chmod u+s ./x", Auto, Host, ASK),
+    ("chmod 4755 ./tool", Auto, Container, ASK),
+    ("chmod \"$MODE\" ./tool", Auto, Host, ASK),
+    ("setcap cap_net_raw+ep ./x", Auto, Host, ASK),
+    ("crontab -r", Auto, Host, ASK),
+    ("kill -9 1", Auto, Container, ASK),
+    ("init 0", Auto, Host, ASK),
+    ("busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager PowerOff", Auto, Host, ASK),
+    ("docker system prune -af", Auto, Host, ASK),
+    ("docker volume prune -f", Auto, Host, ASK),
+    ("docker plugin install evil/plugin", Auto, Host, ASK),
+    ("ngrok http 8000", Auto, Host, ASK),
+    ("npx localtunnel --port 8000", Auto, Host, ASK),
+    ("cloudflared tunnel --url http://localhost:8000", Auto, Host, ASK),
+    ("tailscale funnel 8000", Auto, Host, ASK),
+    ("git cvsexportcommit -c HEAD", Auto, Host, ASK),
+    ("DOCKER_HOST=tcp://10.0.0.5:2375 docker run alpine", Auto, Host, ASK),
+    ("mvn exec:exec -Dexec.executable=git -Dexec.args=push", Auto, Host, ASK),
+    ("yarn config set yarnPath /tmp/x.js", Auto, Host, ASK),
+    ("npm set script-shell /tmp/x", Auto, Host, ASK),
+];
+
+#[rustfmt::skip]
+const READING_THE_MACHINE: &[Row] = &[
+    ("systemctl status docker", Auto, Host, AUTO),
+    ("systemctl list-units --failed", Auto, Host, AUTO),
+    ("service --status-all", Auto, Host, AUTO),
+    ("sysctl -a", Auto, Host, AUTO),
+    ("mount", Auto, Container, AUTO),
+    ("iptables -L -n", Auto, Host, AUTO),
+    ("ip addr", Auto, Host, AUTO),
+    ("ip r s", Auto, Host, AUTO),
+    ("date +%s", Auto, Host, AUTO),
+    ("date -u +%Y-%m-%dT%H:%M:%S%Z", Auto, Host, AUTO),
+    ("hostname -f", Auto, Host, AUTO),
+    ("chmod +x scripts/build.sh", Auto, Host, AUTO),
+    ("chmod -R u+rwX,go-w dist", Auto, Host, AUTO),
+    ("chmod 0644 README.md", Auto, Host, AUTO),
+    ("crontab -l", Auto, Host, AUTO),
+    ("kill 4821", Auto, Host, AUTO),
+    ("kill -s 1 4821", Auto, Host, AUTO),
+    ("docker image ls", Auto, Host, AUTO),
+    ("docker rm -f web", Auto, Host, AUTO),
+    ("mvn exec:java -Dexec.mainClass=com.example.App", Auto, Host, AUTO),
+    ("npm config set browser false", Auto, Host, AUTO),
+    ("tailscale status", Auto, Host, AUTO),
+];
+
+/// The system's privilege and start-up files are protected places.
+#[rustfmt::skip]
+const SYSTEM_PLACES: &[Row] = &[
+    ("echo 'agent ALL=(ALL) NOPASSWD:ALL' >> /etc/sudoers", Auto, Host, ASK),
+    ("tee -a /etc/sudoers.d/agent <<< 'agent ALL=(ALL) NOPASSWD:ALL'", Auto, Container, ASK),
+    ("echo '|/tmp/x' > /proc/sys/kernel/core_pattern", Auto, Host, ASK),
+    ("echo b > /proc/sysrq-trigger", Auto, Host, ASK),
+    ("cp evil.so /lib/x.so && echo /lib/x.so > /etc/ld.so.preload", Auto, Host, ASK),
+    ("echo 'root2::0:0::/root:/bin/sh' >> /etc/passwd", Auto, Container, ASK),
+    ("cd /etc && echo x > profile.d/a.sh", Auto, Host, ASK),
+    ("cp unit.service /etc/systemd/system/", Auto, Host, ASK),
+    ("echo 1.2.3.4 example.test >> /etc/hosts", Auto, Container, AUTO),
+    ("cat /etc/passwd", Auto, Host, AUTO),
+];
+
+/// Unknown names beneath the home, or beneath a hidden directory of it.
+#[rustfmt::skip]
+const BENEATH_THE_HOME: &[Row] = &[
+    ("tar -xf x.tar -C ~", Auto, Host, ASK),
+    ("tar -xf x.tar -C ~/.config", Auto, Host, ASK),
+    ("bsdtar -xf x.tar -C /home/agent", Auto, Host, ASK),
+    ("unzip -o x.zip -d ~/.config", Auto, Host, ASK),
+    ("7z x evil.7z -o/home/agent", Auto, Host, ASK),
+    ("rsync -a dotfiles/ ~/", Auto, Host, ASK),
+    ("cp -r dotfiles/. ~", Auto, Host, ASK),
+    ("patch -p1 -d ~ < p.diff", Auto, Host, ASK),
+    ("git apply --directory=../home/agent p.diff", Auto, Host, ASK),
+    ("git clone https://example.com/r ~/.ssh", Auto, Host, ASK),
+    ("git clone . ~/.config/nvim", Auto, Host, ASK),
+    ("git init ~/.config/git", Auto, Host, ASK),
+    ("git --work-tree=/home/agent checkout HEAD -- .bashrc", Auto, Host, ASK),
+    ("git log --format=x --output=/home/agent/.bashrc", Auto, Host, ASK),
+    ("git diff --output=.git/config", Auto, Host, ASK),
+    ("git format-patch -o ~/.config/fish HEAD~1", Auto, Host, ASK),
+    ("npm install --prefix ~/.local left-pad", Auto, Host, ASK),
+    ("pip install --target ~/.local/lib/python3.11/site-packages x", Auto, Host, ASK),
+    ("cargo install --root ~/.local ripgrep", Auto, Host, ASK),
+    ("gem install --install-dir ~/.gem x", Auto, Host, ASK),
+    ("GIT_TRACE=/home/agent/.bashrc git status", Auto, Host, ASK),
+    ("GIT_TRACE2_EVENT=.git/hooks/post-checkout git status", Auto, Host, ASK),
+    // Ordinary work beside them.
+    ("tar xvf backup/src.tar", Auto, Host, AUTO),
+    ("tar xf /tmp/scratch/src-snapshot.tar.gz --directory vendor", Auto, Host, AUTO),
+    ("unzip dist/release.zip -d /tmp/scratch/sdk", Auto, Host, AUTO),
+    ("git clone https://github.com/example-org/project.git /tmp/project-copy", Auto, Host, AUTO),
+    ("git worktree add ~/scratch/fix-null -b feature/login", Auto, Host, AUTO),
+    ("git log --output=/tmp/log.txt", Auto, Host, AUTO),
+    ("cp -r src ~/backup", Auto, Host, AUTO),
+    ("rsync -a dist/ /tmp/site/", Auto, Host, AUTO),
+    ("npm install --prefix ./tools left-pad", Auto, Host, AUTO),
+    ("GIT_TRACE=1 git status", Auto, Host, AUTO),
+];
+
+#[test]
+fn administering_the_machine() {
+    check(ADMINISTERING);
+}
+
+#[test]
+fn reading_the_machine() {
+    check(READING_THE_MACHINE);
+}
+
+#[test]
+fn system_places() {
+    check(SYSTEM_PLACES);
+}
+
+#[test]
+fn beneath_the_home() {
+    check(BENEATH_THE_HOME);
+}
