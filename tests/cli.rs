@@ -1283,6 +1283,14 @@ fn json_output_matches_docs_cli_json_md() {
     assert!(err.contains("berth task archive"), "{err}");
     cli.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
     cli.ok(&["exec", "dev-1", "--", "echo mine > mine.txt"]);
+    // Several words after `--` are a program and its arguments, each one
+    // word (as `docker exec` takes them): `sh -c` gets its script whole,
+    // and `$HOME` is not expanded.
+    assert_eq!(
+        cli.ok(&["exec", "dev-1", "--", "sh", "-c", "echo one  two"]),
+        "one two\n"
+    );
+    assert_eq!(cli.ok(&["exec", "dev-1", "--", "echo", "$HOME"]), "$HOME\n");
     let v = json(
         "agent rm",
         &["agent", "rm", "dev-1", "--project", "demo"],

@@ -228,8 +228,20 @@ fn recv_fd(stream: &UnixStream) -> Result<libc::c_int, ConfineError> {
     // SAFETY: a recvmsg into the buffers above; CMSG_CLOEXEC keeps the
     // descriptor from every child berth spawns.
     let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-    if n != 1 || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+    if n < 0 {
         return Err(ConfineError::last("receive the exec's proxy listener"));
+    }
+    if n == 0 {
+        // No errno to report: the other side ended without a listener (it
+        // could not bind the port).
+        return Err(ConfineError::Spec(
+            "receive the exec's proxy listener: the connection ended with none (the port could not be bound in the berth)".into(),
+        ));
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(ConfineError::Spec(
+            "receive the exec's proxy listener: the handoff's control data was cut short".into(),
+        ));
     }
     // SAFETY: reading the one header the buffer has room for.
     unsafe {

@@ -227,11 +227,15 @@ fn publish(dir: &std::path::Path, name: &str) -> UnixStream {
 #[test]
 fn the_agent_connects_to_a_published_socket() {
     let dir = tempfile::tempdir().unwrap();
-    let mut agent = Command::new(HELPER)
-        .args(["exec-agent"])
-        .arg(dir.path())
-        .spawn()
-        .unwrap();
+    // Killed however the test ends: a live agent holds the namespace's
+    // singleton, and the next run's agent would then serve nothing.
+    let agent = KilledOnDrop(
+        Command::new(HELPER)
+            .args(["exec-agent"])
+            .arg(dir.path())
+            .spawn()
+            .unwrap(),
+    );
     let mut conn = publish(dir.path(), "7-1");
     let mut head = ToAgent::Token("bx.test.7.1.".to_string()).encode();
     head.extend(
@@ -247,15 +251,22 @@ fn the_agent_connects_to_a_published_socket() {
     assert_eq!(end.and_then(|e| e.code), Some(0));
     assert!(out.contains("exec-run berth-exec bx.test.7.1."), "{out:?}");
 
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = probe.local_addr().unwrap().port();
-    drop(probe);
-    let mut conn = publish(dir.path(), "7-2");
-    conn.write_all(&ToAgent::ProxyListener(port).encode())
-        .unwrap();
-    let listener =
-        berth_confine::egress_handoff::receive_listener(&conn, port, Duration::from_secs(5))
-            .unwrap();
+    // A free port, found by binding and dropping it: another process may
+    // take it before the agent binds it (seen once under a full test run),
+    // so a refusal is retried on a new port.
+    let (port, listener) = (0..5)
+        .find_map(|attempt| {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = probe.local_addr().unwrap().port();
+            drop(probe);
+            let mut conn = publish(dir.path(), &format!("7-2-{attempt}"));
+            conn.write_all(&ToAgent::ProxyListener(port).encode())
+                .unwrap();
+            berth_confine::egress_handoff::receive_listener(&conn, port, Duration::from_secs(5))
+                .ok()
+                .map(|l| (port, l))
+        })
+        .expect("the agent handed over no listener in five attempts");
     let client = std::thread::spawn(move || {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.write_all(b"through").unwrap();
@@ -276,6 +287,15 @@ fn the_agent_connects_to_a_published_socket() {
     let err = berth_confine::egress_handoff::receive_listener(&conn, taken, Duration::from_secs(5))
         .unwrap_err();
     assert!(err.to_string().contains("receive"), "{err}");
-    agent.kill().unwrap();
-    agent.wait().unwrap();
+    drop(agent);
+}
+
+/// A child process killed and reaped when dropped.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -84,7 +84,8 @@ pub struct ExecArgs {
     /// Print one JSON object instead of streaming.
     #[arg(long)]
     json: bool,
-    /// The command line (one argument is taken as a shell line; several are joined with spaces).
+    /// The command: one argument is a shell line (`-- 'make && make test'`); several are a
+    /// program and its arguments, each passed as one word (`-- sh -c 'echo hi'`).
     #[arg(last = true, required = true)]
     command: Vec<String>,
 }
@@ -331,7 +332,7 @@ pub async fn ls(engine: &Engine, a: LsArgs) -> anyhow::Result<u8> {
 }
 
 pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
-    let command = a.command.join(" ");
+    let command = super::command_line(&a.command);
     let proposal = Proposal::by_agent(
         &AgentName::new(a.agent.as_str())?,
         Action::Terminal { command },

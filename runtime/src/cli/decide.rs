@@ -108,7 +108,7 @@ pub fn run(args: DecideArgs) -> anyhow::Result<u8> {
             home: args.home.clone(),
         }
     };
-    let command = args.command.join(" ");
+    let command = super::command_line(&args.command);
     if args.action == "terminal" && command.is_empty() {
         bail!("no command given: `berth decide [options] -- COMMAND`");
     }

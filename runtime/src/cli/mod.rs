@@ -296,6 +296,34 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
 }
 
 /// Prints a value as one line of JSON.
+/// The command line `berth exec|decide -- …` proposes. One argument is a
+/// shell line as written (`-- 'make && make test'`); several are a
+/// program's argv, each word quoted so the shell hands it over as one
+/// word (`-- sh -c 'echo hi'` runs `echo hi`, as `docker exec` would).
+fn command_line(words: &[String]) -> String {
+    match words {
+        [line] => line.clone(),
+        _ => words
+            .iter()
+            .map(|w| shell_word(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// `w` as one shell word: as written when only safe bytes, else in single
+/// quotes (a `'` inside written `'\''`).
+fn shell_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(v)?);
     Ok(())
@@ -305,3 +333,27 @@ fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
 /// pending and refused → these.
 pub const EXIT_PENDING: u8 = 3;
 pub const EXIT_REFUSED: u8 = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::command_line;
+
+    fn line(words: &[&str]) -> String {
+        command_line(&words.iter().map(|w| (*w).to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn one_word_is_a_line_and_several_are_an_argv() {
+        assert_eq!(line(&["make && make test"]), "make && make test");
+        assert_eq!(line(&["ls", "-la"]), "ls -la");
+        assert_eq!(line(&["sh", "-c", "echo hi"]), "sh -c 'echo hi'");
+        assert_eq!(
+            line(&["echo", "$HOME", "a'b", ""]),
+            "echo '$HOME' 'a'\\''b' ''"
+        );
+        assert_eq!(
+            line(&["git", "commit", "-m", "x; rm -rf /"]),
+            "git commit -m 'x; rm -rf /'"
+        );
+    }
+}
