@@ -61,7 +61,7 @@ pub(super) fn unwrap_env(argv: &[Arg]) -> Unwrap {
                 let mut text = s.text.clone();
                 for r in rest {
                     text.push(' ');
-                    text.push_str(&shell_quote(&r.text));
+                    text.push_str(&crate::shell::quote_word(&r.text));
                 }
                 Unwrap::Script {
                     script: Arg::lit(text),
@@ -118,17 +118,6 @@ pub(super) fn unwrap_env(argv: &[Arg]) -> Unwrap {
         };
     }
     Unwrap::Command { start: i, info }
-}
-
-pub(crate) fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 #[cfg(test)]

@@ -56,18 +56,6 @@ fn sync_status(s: berth_worktrees::SyncStatus) -> &'static str {
     }
 }
 
-/// A single-quoted shell word.
-fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 impl Engine {
     /// Fast-forwards `name`'s base branch in the forge from the repository
     /// it was imported from; refuses divergence, changing nothing.
@@ -171,7 +159,7 @@ impl Engine {
             .git()
             .export_commit(&project.name, &commit, &via, &target, &refname)
             .await?;
-        let dir = shell_word(&target.display().to_string());
+        let dir = berth_policy::shell::quote_word(&target.display().to_string());
         let report = PrExport {
             pr: pr.number,
             project: project.name.clone(),

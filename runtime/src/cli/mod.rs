@@ -305,22 +305,9 @@ fn command_line(words: &[String]) -> String {
         [line] => line.clone(),
         _ => words
             .iter()
-            .map(|w| shell_word(w))
+            .map(|w| berth_policy::shell::quote_word(w))
             .collect::<Vec<_>>()
             .join(" "),
-    }
-}
-
-/// `w` as one shell word: as written when only safe bytes, else in single
-/// quotes (a `'` inside written `'\''`).
-fn shell_word(w: &str) -> String {
-    if !w.is_empty()
-        && w.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    {
-        w.to_string()
-    } else {
-        format!("'{}'", w.replace('\'', "'\\''"))
     }
 }
 
