@@ -33,6 +33,7 @@ use crate::{pattern, privileged};
 mod rule_index;
 mod shown;
 mod terminal;
+mod written_then_run;
 
 /// Project-level additions to the built-in limits: more may be added, none removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

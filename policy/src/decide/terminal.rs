@@ -7,6 +7,7 @@
 
 use super::rule_index::CommandRules;
 use super::shown::{Shown, display};
+use super::written_then_run;
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
 use crate::access::{self, Access, FileAccess};
 use crate::arg::{self, Arg};
@@ -58,6 +59,28 @@ impl<'a> Decider<'a> {
         let all_in_scope = scope::all_in_scope(self.ctx.frame);
         let rules = CommandRules::new(self.ctx.rules);
         let mut tally = RulesTally::default();
+        // The files each segment runs as code; writes are tracked only when
+        // a later segment runs one (`echo … > p.sh && sh p.sh`).
+        let track = analysis
+            .segments
+            .iter()
+            .skip(1)
+            .any(|s| !written_then_run::files_run(s).is_empty());
+        let runs: Vec<Vec<String>> = if track {
+            analysis
+                .segments
+                .iter()
+                .map(|s| {
+                    written_then_run::files_run(s)
+                        .into_iter()
+                        .flat_map(|t| written_then_run::resolve(s, t, home))
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut written: Vec<String> = Vec::new();
         for (idx, seg) in analysis.segments.iter().enumerate() {
             // Without reports (`decide_brief`) the report stays empty: no
             // finding reads it.
@@ -97,12 +120,23 @@ impl<'a> Decider<'a> {
                 report,
                 opaque: seg.opaque.clone(),
             };
+            if track && let Some(file) = written_then_run::written_and_run(&written, &runs[idx]) {
+                judged.opaque.get_or_insert_with(|| {
+                    format!(
+                        "it runs {}, which an earlier part of this command wrote: what runs is not read",
+                        clip(file)
+                    )
+                });
+            }
             self.deny(&mut judged, &rules, home);
             self.privileged_limit(&mut judged);
             self.scope_limit(&mut judged, all_in_scope);
             self.rules_file(&mut judged, &rules, &mut tally);
             if self.reports {
                 self.segments.push(judged.report);
+            }
+            if track {
+                written.extend(written_then_run::files_written(seg, home));
             }
         }
         if analysis.segments.len() > MAX_SEGMENTS {
