@@ -237,6 +237,13 @@ impl<'a> Decider<'a> {
     /// `Read`/`Edit` path rules over the paths the segment touches.
     fn scope_limit(&mut self, j: &mut Judged<'_>, all_in_scope: bool) {
         let shown = &j.shown;
+        // The paths serve the lifted scope findings and the path rules:
+        // neither is read by a brief decision in auto mode without path
+        // rules (the protected paths are judged from the accesses).
+        if !self.liftable_read() && self.ctx.rules.paths.is_empty() {
+            self.path_rules_for_command(j.seg, &[], j.idx, shown, &mut j.report);
+            return;
+        }
         let paths = scope::judge(j.seg, self.ctx.frame);
         for p in &paths {
             let counts = match p.location {
@@ -363,6 +370,9 @@ impl<'a> Decider<'a> {
             unmatched,
         } = tally;
         if commands > 0 && allowed > 0 && !unmatched.is_empty() {
+            if !self.liftable_read() {
+                return RulesOutcome::NoOpinion;
+            }
             let names: Vec<String> = unmatched
                 .iter()
                 .take(6)
