@@ -255,6 +255,11 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
         .as_ref()
         .is_some_and(|d| protected::mentioned_in(&d.text));
     let push = |out: &mut Vec<FileAccess>, a: &Arg, access, in_argv, whole, reads: bool| {
+        // `collect` keeps no read when reads are not wanted: asked first,
+        // it spares the search for a protected name in most words.
+        if !reads && access == Access::Read {
+            return;
+        }
         if reads || a.glob || base_protected || protected::mentioned_in(&a.text) {
             collect(out, a, access, in_argv, whole, reads);
         }
