@@ -36,13 +36,14 @@ struct Judged<'s> {
 
 /// What stage 5 has seen so far over the segments of one command.
 #[derive(Default)]
-struct RulesTally {
+struct RulesTally<'a> {
     /// Segments that are commands.
     commands: usize,
     /// Segments an allow rule matched.
     allowed: usize,
-    /// Why the first of them is allowed (the reason when it is the only one).
-    first_allowed: Option<String>,
+    /// The first of them and its rule: why it is allowed is the reason
+    /// when it is the only one (worded then, not for every command).
+    first_allowed: Option<(usize, &'a CommandRule)>,
     /// The commands no allow rule matched.
     unmatched: Vec<usize>,
 }
@@ -286,7 +287,12 @@ impl<'a> Decider<'a> {
 
     /// Stage 5, per segment: an opaque segment, `ask` rules, then the
     /// allow rule that matches what runs.
-    fn rules_file(&mut self, j: &mut Judged<'_>, rules: &CommandRules<'a>, tally: &mut RulesTally) {
+    fn rules_file(
+        &mut self,
+        j: &mut Judged<'_>,
+        rules: &CommandRules<'a>,
+        tally: &mut RulesTally<'a>,
+    ) {
         let (seg, idx) = (j.seg, j.idx);
         let shown = &j.shown;
         if let Some(reason) = &j.opaque {
@@ -350,7 +356,7 @@ impl<'a> Decider<'a> {
                     };
                 }
                 if tally.allowed == 0 {
-                    tally.first_allowed = Some(allow_reason(shown, rule));
+                    tally.first_allowed = Some((idx, rule));
                 }
                 tally.allowed += 1;
             }
@@ -362,7 +368,7 @@ impl<'a> Decider<'a> {
     /// `allow`; some allowed and some not is a synthesized partial-allow
     /// `require_approval` (a file without opinion, lifted in auto mode);
     /// none allowed names the unmatched ones for the autonomy stage.
-    fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally) -> RulesOutcome {
+    fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally<'_>) -> RulesOutcome {
         let RulesTally {
             commands,
             allowed,
@@ -390,9 +396,12 @@ impl<'a> Decider<'a> {
             return RulesOutcome::NoOpinion;
         }
         if commands > 0 && unmatched.is_empty() {
-            return RulesOutcome::Allow(match (allowed, first_allowed) {
-                (1, Some(reason)) => reason,
-                _ => format!("every segment matches an allow rule ({allowed} segments)"),
+            let only = first_allowed
+                .filter(|_| allowed == 1)
+                .and_then(|(idx, rule)| Some((segments.get(idx)?, rule)));
+            return RulesOutcome::Allow(match only {
+                Some((seg, rule)) => allow_reason(&Shown::new(seg), rule),
+                None => format!("every segment matches an allow rule ({allowed} segments)"),
             });
         }
         if !unmatched.is_empty() {
