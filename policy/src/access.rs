@@ -297,7 +297,23 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     {
         return out;
     }
-    let found = argv_accesses(&seg.argv);
+    // Only writes wanted, and no word of argv can name a protected place
+    // (no glob, no protected name, no `{}`, a directory that names none):
+    // what the program does with its words changes nothing. (What it writes
+    // through an option, `-oout`, `of=out`, `tar -C dir x`, is part of a
+    // word, or the cwd `.`.)
+    let words_matter = reads
+        || base_protected
+        || seg
+            .argv
+            .iter()
+            .skip(1)
+            .any(|a| a.glob || a.find_placeholder || protected::mentioned_in(&a.text));
+    let found = if words_matter {
+        argv_accesses(&seg.argv)
+    } else {
+        ArgvAccess::default()
+    };
     let from = out.len();
     for (a, k) in seg.argv.iter().zip(&found.kinds).skip(1) {
         push(&mut out, a, *k, true, false, reads);
