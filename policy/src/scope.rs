@@ -821,8 +821,37 @@ impl Judge<'_> {
     }
 }
 
+/// Where the directories of the last cwd judged lie: the segments of one
+/// command mostly share their cwd (one `Arc`), and it is located once.
+#[derive(Debug, Default)]
+pub struct CwdLocations {
+    dirs: Option<std::sync::Arc<[String]>>,
+    locations: Vec<Location>,
+}
+
+impl CwdLocations {
+    /// Where each of `dirs` lies in `frame` (the same frame every call).
+    fn of(&mut self, frame: &Frame, dirs: &std::sync::Arc<[String]>) -> &[Location] {
+        if !self
+            .dirs
+            .as_ref()
+            .is_some_and(|d| std::sync::Arc::ptr_eq(d, dirs))
+        {
+            self.locations = dirs.iter().map(|d| locate(frame, d)).collect();
+            self.dirs = Some(dirs.clone());
+        }
+        &self.locations
+    }
+}
+
 /// Judges every path a segment touches.
 pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
+    judge_with(seg, frame, &mut CwdLocations::default())
+}
+
+/// [`judge`], the cwd located through `cwds` (kept across the segments of
+/// one command, in one frame).
+pub fn judge_with(seg: &Segment, frame: &Frame, cwds: &mut CwdLocations) -> Vec<PathReport> {
     let mut j = Judge {
         frame,
         reports: Vec::new(),
@@ -832,8 +861,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
     if !seg.cd_absolute {
         match &seg.cwd {
             Cwd::Known(dirs) => {
-                for d in dirs.iter() {
-                    let loc = locate(frame, d);
+                for (d, &loc) in dirs.iter().zip(cwds.of(frame, dirs)) {
                     j.report("(working directory)", Some(d.clone()), loc);
                 }
             }

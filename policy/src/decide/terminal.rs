@@ -59,6 +59,7 @@ impl<'a> Decider<'a> {
         let all_in_scope = scope::all_in_scope(self.ctx.frame);
         let rules = CommandRules::new(self.ctx.rules);
         let mut tally = RulesTally::default();
+        let mut cwds = scope::CwdLocations::default();
         for (idx, seg) in analysis.segments.iter().enumerate() {
             // Without reports (`decide_brief`) the report stays empty: no
             // finding reads it.
@@ -100,7 +101,7 @@ impl<'a> Decider<'a> {
             };
             self.deny(&mut judged, &rules, home);
             self.privileged_limit(&mut judged);
-            self.scope_limit(&mut judged, all_in_scope);
+            self.scope_limit(&mut judged, all_in_scope, &mut cwds);
             self.rules_file(&mut judged, &rules, &mut tally);
             if self.reports {
                 self.segments.push(judged.report);
@@ -236,7 +237,12 @@ impl<'a> Decider<'a> {
 
     /// Stage 4: the path scope limit (lifted in auto mode), then the
     /// `Read`/`Edit` path rules over the paths the segment touches.
-    fn scope_limit(&mut self, j: &mut Judged<'_>, all_in_scope: bool) {
+    fn scope_limit(
+        &mut self,
+        j: &mut Judged<'_>,
+        all_in_scope: bool,
+        cwds: &mut scope::CwdLocations,
+    ) {
         let shown = &j.shown;
         // The paths serve the lifted scope findings and the path rules:
         // neither is read by a brief decision in auto mode without path
@@ -245,7 +251,7 @@ impl<'a> Decider<'a> {
             self.path_rules_for_command(j.seg, &[], j.idx, shown, &mut j.report);
             return;
         }
-        let paths = scope::judge(j.seg, self.ctx.frame);
+        let paths = scope::judge_with(j.seg, self.ctx.frame, cwds);
         for p in &paths {
             let counts = match p.location {
                 Location::Outside => true,
