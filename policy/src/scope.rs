@@ -821,26 +821,28 @@ impl Judge<'_> {
     }
 }
 
-/// Where the directories of the last cwd judged lie: the segments of one
+/// Where the last single-directory cwd judged lies: the segments of one
 /// command mostly share their cwd (one `Arc`), and it is located once.
 #[derive(Debug, Default)]
 pub struct CwdLocations {
-    dirs: Option<std::sync::Arc<[String]>>,
-    locations: Vec<Location>,
+    last: Option<(std::sync::Arc<[String]>, Location)>,
 }
 
 impl CwdLocations {
-    /// Where each of `dirs` lies in `frame` (the same frame every call).
-    fn of(&mut self, frame: &Frame, dirs: &std::sync::Arc<[String]>) -> &[Location] {
-        if !self
-            .dirs
-            .as_ref()
-            .is_some_and(|d| std::sync::Arc::ptr_eq(d, dirs))
-        {
-            self.locations = dirs.iter().map(|d| locate(frame, d)).collect();
-            self.dirs = Some(dirs.clone());
+    /// Where `d`, one of `dirs`, lies in `frame` (the same frame every
+    /// call).
+    fn of(&mut self, frame: &Frame, dirs: &std::sync::Arc<[String]>, d: &str) -> Location {
+        if dirs.len() != 1 {
+            return locate(frame, d);
         }
-        &self.locations
+        match &self.last {
+            Some((known, loc)) if std::sync::Arc::ptr_eq(known, dirs) => *loc,
+            _ => {
+                let loc = locate(frame, d);
+                self.last = Some((dirs.clone(), loc));
+                loc
+            }
+        }
     }
 }
 
@@ -861,7 +863,8 @@ pub fn judge_with(seg: &Segment, frame: &Frame, cwds: &mut CwdLocations) -> Vec<
     if !seg.cd_absolute {
         match &seg.cwd {
             Cwd::Known(dirs) => {
-                for (d, &loc) in dirs.iter().zip(cwds.of(frame, dirs)) {
+                for d in dirs.iter() {
+                    let loc = cwds.of(frame, dirs, d);
                     j.report("(working directory)", Some(d.clone()), loc);
                 }
             }
