@@ -259,6 +259,11 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
         .as_ref()
         .is_some_and(|d| protected::mentioned_in(&d.text));
     let push = |out: &mut Vec<FileAccess>, a: &Arg, access, in_argv, whole, reads: bool| {
+        // `collect` keeps no read when reads are not wanted: asked first,
+        // it spares the search for a protected name in most words.
+        if !reads && access == Access::Read {
+            return;
+        }
         if reads || a.glob || base_protected || protected::mentioned_in(&a.text) {
             collect(out, a, access, in_argv, whole, reads);
         }
@@ -296,7 +301,27 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     {
         return out;
     }
-    let found = argv_accesses(&seg.argv);
+    // Only writes wanted, and no word of argv can name a protected place
+    // (no glob, no protected name, no `{}`, a directory that names none):
+    // what the program does with its words changes nothing. (What it writes
+    // through an option, `-oout`, `of=out`, `tar -C dir x`, is part of a
+    // word, or the cwd `.`.)
+    let words_matter = reads
+        || base_protected
+        || seg
+            .argv
+            .first()
+            .is_some_and(|p| !p.dynamic && writes_beneath(p.basename()))
+        || seg
+            .argv
+            .iter()
+            .skip(1)
+            .any(|a| a.glob || a.find_placeholder || protected::mentioned_in(&a.text));
+    let found = if words_matter {
+        argv_accesses(&seg.argv)
+    } else {
+        ArgvAccess::default()
+    };
     let from = out.len();
     for (i, (a, k)) in seg.argv.iter().zip(&found.kinds).enumerate().skip(1) {
         if found.beneath.contains(&i) {
@@ -735,6 +760,37 @@ fn option_at(
         return Some((None, Some(v.to_string())));
     }
     None
+}
+
+/// The programs [`unknown_names_beneath`] reads: their words matter even
+/// when none names a protected place (`tar -xf x -C ~`).
+fn writes_beneath(name: &str) -> bool {
+    matches!(
+        name,
+        "tar"
+            | "gtar"
+            | "bsdtar"
+            | "unzip"
+            | "7z"
+            | "7za"
+            | "7zr"
+            | "7zz"
+            | "patch"
+            | "gpatch"
+            | "rsync"
+            | "cp"
+            | "gcp"
+            | "npm"
+            | "pnpm"
+            | "yarn"
+            | "bun"
+            | "pip"
+            | "pip3"
+            | "uv"
+            | "cargo"
+            | "gem"
+            | "git"
+    )
 }
 
 /// Where a program writes names known only at run time beneath a

@@ -260,6 +260,13 @@ impl Decider<'_> {
         self.findings_seen.push(&mut self.findings, f);
     }
 
+    /// Whether a limit auto mode lifts is still looked at: raised in manual
+    /// mode, recorded as lifted by [`decide`]. The brief decision in auto
+    /// mode reads no lifted finding, so it neither judges nor words them.
+    fn liftable_read(&self) -> bool {
+        self.reports || !self.auto
+    }
+
     /// A limit auto mode lifts: recorded as lifted in auto mode, raised otherwise.
     fn liftable(&mut self, stage: Stage, reason: String, segment: Option<usize>) {
         let f = Finding {
@@ -269,7 +276,9 @@ impl Decider<'_> {
             segment,
         };
         if self.auto {
-            self.lifted_seen.push(&mut self.lifted, f);
+            if self.reports {
+                self.lifted_seen.push(&mut self.lifted, f);
+            }
         } else {
             self.findings_seen.push(&mut self.findings, f);
         }

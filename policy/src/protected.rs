@@ -407,17 +407,49 @@ pub fn mentioned_in(word: &str) -> bool {
         return true;
     }
     // Every name starts with `.`, and so does the bare-repository suffix.
-    let starts = |rest: &str, n: &str| {
+    // Bytes, compared without case: a name is ASCII, so a match starts and
+    // ends on a char boundary.
+    let starts = |rest: &[u8], n: &str| {
         rest.get(..n.len())
-            .is_some_and(|r| r.eq_ignore_ascii_case(n))
+            .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
     };
-    word.match_indices('.').any(|(i, _)| {
-        let rest = &word[i..];
-        starts(rest, BARE_REPO_SUFFIX)
-            || PROTECTED.iter().any(|(n, _)| starts(rest, n))
-            || PROTECTED_PAIRS.iter().any(|(n, _, _)| starts(rest, n))
-    })
+    let bytes = word.as_bytes();
+    let mut from = 0;
+    while let Some(i) = crate::substring::find_byte(b'.', &bytes[from..]).map(|i| from + i) {
+        let rest = &bytes[i..];
+        // Most dots start no name (`.rs`, `.txt`): the byte after the dot
+        // rules them out without comparing each name.
+        if rest
+            .get(1)
+            .is_some_and(|&c| AFTER_DOT[usize::from(c.to_ascii_lowercase())])
+            && (starts(rest, BARE_REPO_SUFFIX)
+                || PROTECTED.iter().any(|(n, _)| starts(rest, n))
+                || PROTECTED_PAIRS.iter().any(|(n, _, _)| starts(rest, n)))
+        {
+            return true;
+        }
+        from = i + 1;
+    }
+    false
 }
+
+/// The bytes (lower case) that follow the `.` of a protected name, the
+/// bare-repository suffix included.
+static AFTER_DOT: [bool; 256] = {
+    let mut table = [false; 256];
+    table[BARE_REPO_SUFFIX.as_bytes()[1].to_ascii_lowercase() as usize] = true;
+    let mut i = 0;
+    while i < PROTECTED.len() {
+        table[PROTECTED[i].0.as_bytes()[1].to_ascii_lowercase() as usize] = true;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < PROTECTED_PAIRS.len() {
+        table[PROTECTED_PAIRS[i].0.as_bytes()[1].to_ascii_lowercase() as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// Why writing `path` (absolute, normalised; components may be globs when
 /// `glob` is set) would write a protected place, if it would. A glob is

@@ -29,7 +29,9 @@ use crate::pattern::Pattern;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandRule {
     pub list: RuleList,
-    pub pattern: Pattern,
+    /// Shared: a batch of cases compiles each pattern once
+    /// ([`PatternCache`]) and every set that names it holds the one copy.
+    pub pattern: std::sync::Arc<Pattern>,
     pub source: Option<SourceLoc>,
 }
 
@@ -286,7 +288,7 @@ impl RuleSet {
                     .map_err(|m| invalid(format!("cannot read `{e}`: {m}")))?;
                     self.commands.push(CommandRule {
                         list,
-                        pattern,
+                        pattern: std::sync::Arc::new(pattern),
                         source,
                     });
                 }
@@ -350,7 +352,7 @@ impl RuleSet {
 /// over.
 #[derive(Debug, Default)]
 pub struct PatternCache {
-    compiled: rustc_hash::FxHashMap<String, Pattern>,
+    compiled: rustc_hash::FxHashMap<String, std::sync::Arc<Pattern>>,
 }
 
 impl PatternCache {
@@ -358,11 +360,11 @@ impl PatternCache {
     const CAPACITY: usize = 4096;
 
     /// [`Pattern::plain`] of `text`, compiled once.
-    fn plain(&mut self, text: &str) -> Result<Pattern, String> {
+    fn plain(&mut self, text: &str) -> Result<std::sync::Arc<Pattern>, String> {
         if let Some(p) = self.compiled.get(text) {
             return Ok(p.clone());
         }
-        let p = Pattern::plain(text)?;
+        let p = std::sync::Arc::new(Pattern::plain(text)?);
         if self.compiled.len() >= Self::CAPACITY {
             self.compiled.clear();
         }

@@ -821,8 +821,39 @@ impl Judge<'_> {
     }
 }
 
+/// Where the last single-directory cwd judged lies: the segments of one
+/// command mostly share their cwd (one `Arc`), and it is located once.
+#[derive(Debug, Default)]
+pub struct CwdLocations {
+    last: Option<(std::sync::Arc<[String]>, Location)>,
+}
+
+impl CwdLocations {
+    /// Where `d`, one of `dirs`, lies in `frame` (the same frame every
+    /// call).
+    fn of(&mut self, frame: &Frame, dirs: &std::sync::Arc<[String]>, d: &str) -> Location {
+        if dirs.len() != 1 {
+            return locate(frame, d);
+        }
+        match &self.last {
+            Some((known, loc)) if std::sync::Arc::ptr_eq(known, dirs) => *loc,
+            _ => {
+                let loc = locate(frame, d);
+                self.last = Some((dirs.clone(), loc));
+                loc
+            }
+        }
+    }
+}
+
 /// Judges every path a segment touches.
 pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
+    judge_with(seg, frame, &mut CwdLocations::default())
+}
+
+/// [`judge`], the cwd located through `cwds` (kept across the segments of
+/// one command, in one frame).
+pub fn judge_with(seg: &Segment, frame: &Frame, cwds: &mut CwdLocations) -> Vec<PathReport> {
     let mut j = Judge {
         frame,
         reports: Vec::new(),
@@ -833,7 +864,7 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
         match &seg.cwd {
             Cwd::Known(dirs) => {
                 for d in dirs.iter() {
-                    let loc = locate(frame, d);
+                    let loc = cwds.of(frame, dirs, d);
                     j.report("(working directory)", Some(d.clone()), loc);
                 }
             }

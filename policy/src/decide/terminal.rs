@@ -37,13 +37,14 @@ struct Judged<'s> {
 
 /// What stage 5 has seen so far over the segments of one command.
 #[derive(Default)]
-struct RulesTally {
+struct RulesTally<'a> {
     /// Segments that are commands.
     commands: usize,
     /// Segments an allow rule matched.
     allowed: usize,
-    /// Why the first of them is allowed (the reason when it is the only one).
-    first_allowed: Option<String>,
+    /// The first of them and its rule: why it is allowed is the reason
+    /// when it is the only one (worded then, not for every command).
+    first_allowed: Option<(usize, &'a CommandRule)>,
     /// The commands no allow rule matched.
     unmatched: Vec<usize>,
 }
@@ -81,6 +82,7 @@ impl<'a> Decider<'a> {
             Vec::new()
         };
         let mut written: Vec<String> = Vec::new();
+        let mut cwds = scope::CwdLocations::default();
         for (idx, seg) in analysis.segments.iter().enumerate() {
             // Without reports (`decide_brief`) the report stays empty: no
             // finding reads it.
@@ -130,7 +132,7 @@ impl<'a> Decider<'a> {
             }
             self.deny(&mut judged, &rules, home);
             self.privileged_limit(&mut judged);
-            self.scope_limit(&mut judged, all_in_scope);
+            self.scope_limit(&mut judged, all_in_scope, &mut cwds);
             self.rules_file(&mut judged, &rules, &mut tally);
             if self.reports {
                 self.segments.push(judged.report);
@@ -269,9 +271,21 @@ impl<'a> Decider<'a> {
 
     /// Stage 4: the path scope limit (lifted in auto mode), then the
     /// `Read`/`Edit` path rules over the paths the segment touches.
-    fn scope_limit(&mut self, j: &mut Judged<'_>, all_in_scope: bool) {
+    fn scope_limit(
+        &mut self,
+        j: &mut Judged<'_>,
+        all_in_scope: bool,
+        cwds: &mut scope::CwdLocations,
+    ) {
         let shown = &j.shown;
-        let paths = scope::judge(j.seg, self.ctx.frame);
+        // The paths serve the lifted scope findings and the path rules:
+        // neither is read by a brief decision in auto mode without path
+        // rules (the protected paths are judged from the accesses).
+        if !self.liftable_read() && self.ctx.rules.paths.is_empty() {
+            self.path_rules_for_command(j.seg, &[], j.idx, shown, &mut j.report);
+            return;
+        }
+        let paths = scope::judge_with(j.seg, self.ctx.frame, cwds);
         for p in &paths {
             let counts = match p.location {
                 Location::Outside => true,
@@ -313,7 +327,12 @@ impl<'a> Decider<'a> {
 
     /// Stage 5, per segment: an opaque segment, `ask` rules, then the
     /// allow rule that matches what runs.
-    fn rules_file(&mut self, j: &mut Judged<'_>, rules: &CommandRules<'a>, tally: &mut RulesTally) {
+    fn rules_file(
+        &mut self,
+        j: &mut Judged<'_>,
+        rules: &CommandRules<'a>,
+        tally: &mut RulesTally<'a>,
+    ) {
         let (seg, idx) = (j.seg, j.idx);
         let shown = &j.shown;
         if let Some(reason) = &j.opaque {
@@ -377,7 +396,7 @@ impl<'a> Decider<'a> {
                     };
                 }
                 if tally.allowed == 0 {
-                    tally.first_allowed = Some(allow_reason(shown, rule));
+                    tally.first_allowed = Some((idx, rule));
                 }
                 tally.allowed += 1;
             }
@@ -389,7 +408,7 @@ impl<'a> Decider<'a> {
     /// `allow`; some allowed and some not is a synthesized partial-allow
     /// `require_approval` (a file without opinion, lifted in auto mode);
     /// none allowed names the unmatched ones for the autonomy stage.
-    fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally) -> RulesOutcome {
+    fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally<'_>) -> RulesOutcome {
         let RulesTally {
             commands,
             allowed,
@@ -397,6 +416,9 @@ impl<'a> Decider<'a> {
             unmatched,
         } = tally;
         if commands > 0 && allowed > 0 && !unmatched.is_empty() {
+            if !self.liftable_read() {
+                return RulesOutcome::NoOpinion;
+            }
             let names: Vec<String> = unmatched
                 .iter()
                 .take(6)
@@ -414,9 +436,12 @@ impl<'a> Decider<'a> {
             return RulesOutcome::NoOpinion;
         }
         if commands > 0 && unmatched.is_empty() {
-            return RulesOutcome::Allow(match (allowed, first_allowed) {
-                (1, Some(reason)) => reason,
-                _ => format!("every segment matches an allow rule ({allowed} segments)"),
+            let only = first_allowed
+                .filter(|_| allowed == 1)
+                .and_then(|(idx, rule)| Some((segments.get(idx)?, rule)));
+            return RulesOutcome::Allow(match only {
+                Some((seg, rule)) => allow_reason(&Shown::new(seg), rule),
+                None => format!("every segment matches an allow rule ({allowed} segments)"),
             });
         }
         if !unmatched.is_empty() {
