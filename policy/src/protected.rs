@@ -190,11 +190,114 @@ const PROTECTED: &[(&str, &str)] = &[
         ".aws",
         "the AWS CLI and SDKs run the `credential_process` its config names",
     ),
+    (
+        ".bash_aliases",
+        "`~/.bashrc` sources it: bash runs it as shell code at every interactive start",
+    ),
+    (
+        ".pam_environment",
+        "every login reads its variables (`LD_PRELOAD`, `PATH`)",
+    ),
+    (
+        ".pythonrc",
+        "Python runs it at every interactive start (`PYTHONSTARTUP`)",
+    ),
+    (".pdbrc.py", "pdb runs it as Python at every start"),
+    (
+        ".node_modules",
+        "node resolves `require` from it for every program (`~/.node_modules`)",
+    ),
+    (
+        ".node_libraries",
+        "node resolves `require` from it for every program",
+    ),
+    (
+        ".gnupg",
+        "gpg and its agent run the programs their configs name (`pinentry-program`)",
+    ),
+    (
+        ".sbt",
+        "sbt runs its global plugins and settings in every build",
+    ),
+    (
+        ".jupyter",
+        "Jupyter runs its config files as Python at every start",
+    ),
+    (
+        ".terraformrc",
+        "terraform runs the `credentials_helper` it names and installs its providers",
+    ),
+    (
+        ".rustup",
+        "the Rust toolchains every `cargo` and `rustc` runs",
+    ),
+    (
+        ".bazelrc",
+        "bazel runs the programs its options name (`--workspace_status_command`, `--run_under`)",
+    ),
+    (
+        ".devcontainer.json",
+        "it names commands and images the editor's container runs (as `.devcontainer/`)",
+    ),
+    (
+        ".gitpod.yml",
+        "Gitpod runs its tasks when a workspace starts",
+    ),
+    (
+        ".gemini",
+        "Gemini CLI's settings name the MCP servers and tools it starts",
+    ),
+    (
+        ".aider.conf.yml",
+        "aider runs the `lint-cmd` and `test-cmd` it names",
+    ),
+    (
+        ".continue",
+        "Continue's config names the MCP servers it starts",
+    ),
+    (".zed", "Zed's settings and tasks name programs it runs"),
+    (".theia", "Theia runs its tasks and launch configs"),
+    (".fleet", "Fleet runs its run configurations"),
 ];
 
 /// Protected directories named by two components: git's user config in
 /// its XDG place is `~/.gitconfig` under another name.
 const PROTECTED_PAIRS: &[(&str, &str, &str)] = &[
+    (
+        ".config",
+        "environment.d",
+        "the user's service manager reads its variables (`LD_PRELOAD`, `PATH`) for every session",
+    ),
+    (
+        ".local",
+        "lib",
+        "Python imports the user's site-packages at every start (a `.pth` line runs code)",
+    ),
+    (
+        ".cargo",
+        "env",
+        "the shell's startup files source it (rustup's `. \"$HOME/.cargo/env\"`)",
+    ),
+    (
+        ".gradle",
+        "init.gradle",
+        "gradle runs its init scripts in every build",
+    ),
+    (
+        ".gradle",
+        "init.gradle.kts",
+        "gradle runs its init scripts in every build",
+    ),
+    (
+        ".gradle",
+        "init.d",
+        "gradle runs its init scripts in every build",
+    ),
+    (
+        ".gradle",
+        "gradle.properties",
+        "gradle reads its JVM options (`-javaagent`) in every build",
+    ),
     (
         ".config",
         "git",

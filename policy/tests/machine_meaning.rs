@@ -157,6 +157,37 @@ const BENEATH_THE_HOME: &[Row] = &[
     ("GIT_TRACE=1 git status", Auto, Host, AUTO),
 ];
 
+/// The home's hidden places whose contents run later (protected.rs);
+/// the project's visible build files stay its work.
+#[rustfmt::skip]
+const HOME_CODE: &[Row] = &[
+    ("printf x >> ~/.bash_aliases", Auto, Host, ASK),
+    ("printf x >> ~/.pam_environment", Auto, Host, ASK),
+    ("printf x > ~/.config/environment.d/x.conf", Auto, Host, ASK),
+    ("printf 'import os' > ~/.local/lib/python3.11/site-packages/x.pth", Auto, Host, ASK),
+    ("printf x > ~/.node_modules/x.js", Auto, Host, ASK),
+    ("printf 'pinentry-program /tmp/x' >> ~/.gnupg/gpg-agent.conf", Auto, Host, ASK),
+    ("printf x >> ~/.gradle/init.d/x.gradle", Auto, Host, ASK),
+    ("printf x >> ~/.gradle/gradle.properties", Auto, Host, ASK),
+    ("printf x >> ~/.cargo/env", Auto, Host, ASK),
+    ("printf x >> ~/.terraformrc", Auto, Host, ASK),
+    ("printf x >> .bazelrc", Auto, Container, ASK),
+    ("printf x >> .devcontainer.json", Auto, Container, ASK),
+    ("printf x >> .aider.conf.yml", Auto, Container, ASK),
+    ("printf x >> .gemini/settings.json", Auto, Container, ASK),
+    ("printf x >> .zed/tasks.json", Auto, Container, ASK),
+    ("printf x >> gradle.properties", Auto, Container, AUTO),
+    ("printf x >> jest.config.js", Auto, Container, AUTO),
+    ("printf x >> .github/workflows/ci.yml", Auto, Container, AUTO),
+    ("printf x >> ~/.local/share/notes.txt", Auto, Host, AUTO),
+    ("rm -r ./*", Auto, Container, AUTO),
+];
+
+#[test]
+fn home_code() {
+    check(HOME_CODE);
+}
+
 #[test]
 fn administering_the_machine() {
     check(ADMINISTERING);
