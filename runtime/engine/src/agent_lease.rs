@@ -27,6 +27,7 @@ use crate::Engine;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
+use crate::store::StoreLock;
 
 /// An agent's lease as one driver holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,11 +60,17 @@ impl Engine {
         let now = now_ms();
         let until = now.saturating_add(ttl_ms(ttl));
         let mut tx = self.store.write(op).await?;
-        let row = sqlx::query("SELECT owner, token, until_ms FROM agent_leases WHERE agent = $1")
-            .bind(agent)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(EngineError::store(op))?;
+        // Two takers queue on the agent's lock (its lease row may not exist
+        // yet to lock); a renewal in flight is waited for by the row lock.
+        tx.lock(StoreLock::Agent(agent)).await?;
+        let row = sqlx::query(&format!(
+            "SELECT owner, token, until_ms FROM agent_leases WHERE agent = $1{}",
+            tx.backend().for_update()
+        ))
+        .bind(agent)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store(op))?;
         let held: Option<(String, i64, i64)> = row
             .map(|r| -> std::result::Result<_, sqlx::Error> {
                 Ok((

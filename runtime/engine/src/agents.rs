@@ -17,7 +17,7 @@ use crate::config::BerthMode;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::now_ms;
-use crate::store::Tx;
+use crate::store::{StoreLock, Tx};
 pub use crate::transitions::AgentStatus;
 use crate::{AgentName, Engine, ProjectName};
 
@@ -166,6 +166,9 @@ impl Engine {
         self.project(project).await?;
         let now = now_ms();
         let mut tx = self.store.write("activating an agent").await?;
+        // The agent's row is read and then inserted or changed; it may not
+        // exist yet to lock.
+        tx.lock(StoreLock::Agent(name.as_str())).await?;
         let existing = sqlx::query_as::<_, (String, String)>(
             "SELECT project, status FROM agents WHERE name = $1",
         )

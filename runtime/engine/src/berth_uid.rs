@@ -22,7 +22,7 @@ use crate::agents::Agent;
 use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
-use crate::store::Tx;
+use crate::store::{StoreLock, Tx};
 
 /// A berth whose uid the host also gives to someone, as `berth doctor`
 /// shows it.
@@ -225,6 +225,7 @@ impl Engine {
     ) -> Result<u32> {
         let op = "allocating a berth's uid";
         let mut tx = self.store.write(op).await?;
+        tx.lock(StoreLock::BerthUids).await?;
         let mut used: BTreeSet<u32> = sqlx::query_scalar::<_, i64>(
             "SELECT uid FROM agents WHERE uid IS NOT NULL AND name <> $1",
         )
@@ -258,6 +259,7 @@ impl Engine {
     async fn record_uid(&self, agent: &Agent, uid: u32, why: &str) -> Result<()> {
         let op = "recording a berth's uid";
         let mut tx = self.store.write(op).await?;
+        tx.lock(StoreLock::BerthUids).await?;
         write_uid(&mut tx, agent, uid, None, why, true).await?;
         tx.commit().await.map_err(EngineError::store(op))
     }

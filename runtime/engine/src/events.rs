@@ -19,7 +19,7 @@ use sqlx::Row;
 
 use crate::error::{EngineError, Result};
 use crate::ids::now_ms;
-use crate::store::Tx;
+use crate::store::{StoreLock, Tx};
 
 /// Who did something.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -285,11 +285,13 @@ impl<'a> NewEvent<'a> {
     }
 }
 
-/// Writes the fact to the log, and its id to the outbox, in `tx`. Returns
-/// the log id. The payload is stored compact, without what the reader
+/// Writes the fact to the log, and its id to the outbox, in `tx`, holding
+/// the log's lock from here to the transaction's end. Returns the log id. The payload is stored compact, without what the reader
 /// restores ([`stored_payload`]).
 pub(crate) async fn emit(tx: &mut Tx, ev: NewEvent<'_>) -> Result<i64> {
     let payload = stored_payload(ev.kind, ev.payload).to_string();
+    // Ids commit in the order they are handed out (see the lock).
+    tx.lock(StoreLock::EventLog).await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO session_events (at, type, actor_kind, actor_id, project, agent, task_id, action_id, payload) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",

@@ -393,7 +393,7 @@ impl Engine {
         let choice = choice.as_str();
         let won = sqlx::query(
             "UPDATE pending_choices SET status = 'resolving', choice = $1, resolved_by = $2, resolver = $3, updated_at = $4 \
-             WHERE id = $5 AND (status = 'pending' OR (status = 'resolving' AND $6 = 1))",
+             WHERE id = $5 AND (status = 'pending' OR (status = 'resolving' AND $6 = 1 AND resolver = $7))",
         )
         .bind(choice)
         .bind(actor.to_string())
@@ -401,6 +401,9 @@ impl Engine {
         .bind(now_ms())
         .bind(&c.id)
         .bind(i64::from(orphaned))
+        // The dead resolver it was read with: of two processes taking up
+        // one orphaned choice, the second finds the first's name and loses.
+        .bind(resolver.as_deref())
         .execute(&mut *tx)
         .await
         .map_err(EngineError::store("resolving a choice"))?

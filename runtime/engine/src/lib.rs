@@ -81,6 +81,7 @@ mod gate;
 pub mod git;
 mod hooks;
 pub mod ids;
+pub mod log_signal;
 pub mod metrics;
 pub mod network_list;
 pub mod noop;
@@ -131,6 +132,7 @@ pub use error::{EngineError, ErrorKind, Result};
 pub use events::{Actor, ActorKind, Event, EventFilter};
 pub use exchange::{PrExport, ProjectSync};
 pub use followups::{Choice, FollowupItem};
+pub use log_signal::{LogSignal, LogWake};
 pub use metrics::Metrics;
 pub use noop::{AgentRun, RunReport};
 pub use outbox::OutboxMessage;
@@ -291,6 +293,13 @@ impl Engine {
     /// The log, filtered.
     pub async fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         events::list(self.store.pool(), filter).await
+    }
+
+    /// A wake-up source for a follower of the log: on PostgreSQL it wakes
+    /// as soon as any process appends (`LISTEN`), on SQLite at each poll
+    /// ([`log_signal`]).
+    pub async fn log_signal(&self) -> Result<log_signal::LogSignal> {
+        log_signal::LogSignal::open(&self.store).await
     }
 
     /// The id of the newest event (0 when the log is empty): the `after`

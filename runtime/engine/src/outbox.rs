@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 use crate::events::{EVENT_COLUMNS, EVENT_JOIN, Event, event_from_row};
-use crate::store::Store;
+use crate::store::{Store, StoreLock};
 
 /// One outbox message, as a consumer receives it: its event's id, time and
 /// type, the aggregate it is routed by, and the whole event as `payload`.
@@ -68,6 +68,7 @@ impl OutboxMessage {
 pub(crate) async fn drain(store: &Store) -> Result<(Vec<OutboxMessage>, u64)> {
     let op = "draining the outbox";
     let mut tx = store.write(op).await?;
+    tx.lock(StoreLock::OutboxDrain).await?;
     let out = read_undelivered(&mut tx).await?;
     let deleted = delete_up_to(&mut tx, out.last().map_or(0, |m| m.id)).await?;
     tx.commit().await.map_err(EngineError::store(op))?;

@@ -23,7 +23,7 @@ use crate::prompts::{
 };
 use crate::recovery::{executor_id, executor_is_dead};
 use crate::sessions::{SessionStatus, move_session};
-use crate::store::Tx;
+use crate::store::{StoreLock, Tx};
 use crate::tasks::TaskStatus;
 use crate::transitions;
 
@@ -131,6 +131,9 @@ impl Engine {
             .map(|(c, _)| c.agent.max_sessions)?;
         let op = "reserving a prompt";
         let mut tx = self.store.write(op).await?;
+        // Reservations in the project queue here: the count of its running
+        // turns below, and the agent's queued rows, hold until commit.
+        tx.lock(StoreLock::Project(&a.project)).await?;
         reclaim_dead(&mut tx, &a.name).await?;
         // The project's turns running at once: none more past its maximum.
         let running: i64 = sqlx::query_scalar(

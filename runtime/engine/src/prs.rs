@@ -14,7 +14,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::gate::AfterSettle;
 use crate::ids::{new_id, now_ms};
-use crate::store::Tx;
+use crate::store::{StoreLock, Tx};
 use crate::tasks::TaskStatus;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,6 +216,7 @@ impl Engine {
             .clone()
             .unwrap_or_else(|| branch.clone());
         let mut tx = self.store.write("opening a PR").await?;
+        tx.lock(StoreLock::PrNumbers).await?;
         let number: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(number), 0) + 1 FROM prs")
             .fetch_one(&mut *tx)
             .await

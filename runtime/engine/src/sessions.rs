@@ -240,12 +240,16 @@ impl Engine {
             return Ok(s);
         }
         let mut tx = self.store.write(op).await?;
-        let archived: Option<Option<i64>> =
-            sqlx::query_scalar("SELECT archived_at FROM tasks WHERE id = $1")
-                .bind(&t.id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(EngineError::store(op))?;
+        // The task's row is held until commit: an archive waits, and so does
+        // another opener of its primary session (one per task).
+        let archived: Option<Option<i64>> = sqlx::query_scalar(&format!(
+            "SELECT archived_at FROM tasks WHERE id = $1{}",
+            tx.backend().for_update()
+        ))
+        .bind(&t.id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store(op))?;
         match archived {
             Some(None) => {}
             Some(Some(_)) | None => {

@@ -13,9 +13,17 @@
 //! `BEGIN IMMEDIATE` so that two processes never both read-then-upgrade and
 //! fail with "database is locked"; the busy timeout makes them queue
 //! instead. On PostgreSQL a write transaction is a `BEGIN` (read committed)
-//! followed by one advisory lock every writer takes ([`Store::write`]): the
-//! same single writer, so every claim and the logs' id order hold as on
-//! SQLite.
+//! and writers run side by side: what needs one writer at a time takes a
+//! narrow advisory lock for it ([`Tx::lock`], [`StoreLock`]) — the event
+//! log's appends (so ids commit in order for `id > $n` followers), the
+//! outbox's drain, and the few writes that read a set of rows and decide
+//! from it (a PR's next number, a free berth uid, a lease, an agent's row
+//! before it exists). Claims are conditional updates (`… WHERE status =
+//! 'queued' RETURNING`), which PostgreSQL re-checks on the row's newest
+//! version after waiting for its lock, and the task claim picks its
+//! candidate with `FOR UPDATE SKIP LOCKED` so claimers do not all race for
+//! the same oldest row. On SQLite every [`Tx::lock`] is a no-op: the
+//! database's one writer already holds them all.
 //!
 //! Within one process, write transactions also queue on a gate *before* they
 //! take a connection from the pool: a write transaction holds at most one
@@ -37,6 +45,7 @@ use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -162,6 +171,26 @@ impl Backend {
         }
     }
 
+    /// What a `SELECT` inside a write transaction ends with to lock the
+    /// rows it reads until the transaction ends, so that what it decides
+    /// from them still holds at commit: `FOR UPDATE` on PostgreSQL; nothing
+    /// on SQLite, whose write transaction is the only writer.
+    pub(crate) fn for_update(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE",
+        }
+    }
+
+    /// [`Backend::for_update`], passing over rows another transaction
+    /// holds: for a claim, which takes any one candidate.
+    pub(crate) fn for_update_skip_locked(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
     /// The backend a connection talks to (sqlx's name for its driver).
     pub fn of(conn: &AnyConnection) -> Backend {
         if conn.backend_name() == "PostgreSQL" {
@@ -284,7 +313,69 @@ pub struct Store {
     location: StoreLocation,
     /// One write transaction at a time in this process (see the module docs).
     writer: Arc<Mutex<()>>,
+    /// On PostgreSQL, every write transaction takes [`WRITER_LOCK`] first
+    /// (one writer across processes, as before the narrow locks): the
+    /// baseline the store benchmark measures against
+    /// ([`Store::serialise_writers`]).
+    serialised: Arc<AtomicBool>,
 }
+
+/// A lock a PostgreSQL write transaction takes for what must have one
+/// writer at a time across processes; released at commit or rollback.
+/// Each is an advisory lock in berth's own key space ([`LOCK_SPACE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreLock<'a> {
+    /// Appending to the event log (and the outbox, whose rows are the
+    /// log's ids): an identity hands out ids as rows are inserted, not as
+    /// they commit, so without it a follower reading `id > $n` could pass
+    /// an id whose transaction commits later and miss it for good. Taken by
+    /// [`crate::events::emit`] on a transaction's first event.
+    EventLog,
+    /// Draining the outbox: two drainers never take one message twice.
+    OutboxDrain,
+    /// Numbering a new PR (`MAX(number) + 1`).
+    PrNumbers,
+    /// Choosing a free berth uid (every agent's uid is read).
+    BerthUids,
+    /// Writes that read an agent's rows and decide from them: its lease,
+    /// its activation (the row may not exist yet to lock).
+    Agent(&'a str),
+    /// Writes that read a task's pipeline run and decide from it (its
+    /// lease, its start).
+    Task(&'a str),
+    /// Writes that number a PR's reviews, threads and comments
+    /// (`MAX(seq) + 1` per PR), or read its automation state.
+    Pr(&'a str),
+    /// Writes that count a project's running sessions against its limit.
+    Project(&'a str),
+}
+
+impl<'a> StoreLock<'a> {
+    /// The lock's two keys: a class, and a name within it (hashed by the
+    /// server: `hashtext`). A collision only makes two unrelated writers
+    /// queue.
+    fn keys(self) -> (i32, &'a str) {
+        match self {
+            StoreLock::EventLog => (1, "events"),
+            StoreLock::OutboxDrain => (2, "outbox"),
+            StoreLock::PrNumbers => (3, "prs"),
+            StoreLock::BerthUids => (4, "uids"),
+            StoreLock::Agent(name) => (5, name),
+            StoreLock::Task(id) => (6, id),
+            StoreLock::Pr(id) => (7, id),
+            StoreLock::Project(name) => (8, name),
+        }
+    }
+}
+
+/// The channel a PostgreSQL transaction that appended to the event log
+/// notifies at commit.
+pub(crate) const LOG_CHANNEL: &str = "berth_events";
+
+/// The high half of every class berth's advisory locks use ("bt" in
+/// ASCII), so they do not meet another application's in a shared
+/// database.
+const LOCK_SPACE: i32 = 0x6274_0000;
 
 /// A write transaction, holding this process's write gate until it is
 /// committed or dropped (a drop rolls back). It derefs to the connection, so
@@ -295,20 +386,68 @@ pub struct Tx {
     // open) goes before the gate opens for the next writer.
     tx: Transaction<'static, Any>,
     _turn: OwnedMutexGuard<()>,
+    backend: Backend,
+    /// Whether this transaction took the writer lock ([`Store::serialise_writers`]),
+    /// which covers every other.
+    serialised: bool,
+    /// Whether this transaction appended to the event log: it holds
+    /// [`StoreLock::EventLog`] and has queued its notification.
+    appended: bool,
 }
 
 impl Tx {
     /// Commits. On failure the transaction is rolled back and its
     /// connection closed if the rollback could not make it clean.
     pub async fn commit(self) -> std::result::Result<(), sqlx::Error> {
-        let Tx { tx, _turn } = self;
+        let Tx { tx, .. } = self;
         tx.commit().await
     }
 
     /// Rolls back explicitly (a drop does the same).
     pub async fn rollback(self) -> std::result::Result<(), sqlx::Error> {
-        let Tx { tx, _turn } = self;
+        let Tx { tx, .. } = self;
         tx.rollback().await
+    }
+
+    /// Takes `lock` until this transaction ends (PostgreSQL; on SQLite the
+    /// transaction is already the only writer). Take a keyed lock before
+    /// the rows it guards are read, and before the transaction's first
+    /// event: the event log's lock is always the last one a transaction
+    /// takes, so two transactions never wait for each other's.
+    pub async fn lock(&mut self, lock: StoreLock<'_>) -> Result<()> {
+        if self.backend != Backend::Postgres {
+            return Ok(());
+        }
+        let appending = lock == StoreLock::EventLog;
+        if appending {
+            if self.appended {
+                return Ok(());
+            }
+            self.appended = true;
+        }
+        let (class, name) = lock.keys();
+        // A first append also queues the log's notification, which
+        // PostgreSQL delivers to listeners at commit ([`crate::log_signal`]):
+        // one round trip for both.
+        let sql = match (appending, self.serialised) {
+            (false, true) => return Ok(()),
+            (false, false) => "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+            (true, false) => "SELECT pg_advisory_xact_lock($1, hashtext($2)), pg_notify($3, '')",
+            (true, true) => "SELECT $1, $2, pg_notify($3, '')",
+        };
+        sqlx::query(sql)
+            .bind(LOCK_SPACE | class)
+            .bind(name)
+            .bind(LOG_CHANNEL)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(EngineError::store("taking a store lock"))?;
+        Ok(())
+    }
+
+    /// The backend this transaction runs on.
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 }
 
@@ -370,6 +509,7 @@ impl Store {
             pool,
             location: location.clone(),
             writer: Arc::new(Mutex::new(())),
+            serialised: Arc::new(AtomicBool::new(false)),
         };
         store.migrate().await?;
         Ok(store)
@@ -486,18 +626,12 @@ impl Store {
         self.location.backend()
     }
 
-    /// A write transaction: waits for this process's write gate, then takes
-    /// the store's write lock up front: SQLite's (`BEGIN IMMEDIATE`), or on
-    /// PostgreSQL a transaction-scoped advisory lock every writer of every
-    /// process takes first, released at commit or rollback. So PostgreSQL
-    /// has SQLite's single writer: each claim (read the claimable row, then
-    /// mark it) holds across hosts as it does across processes, and the two
-    /// append-only logs (events, outbox) commit their ids in order — an
-    /// identity hands out ids as rows are inserted, not as they commit, and
-    /// without the lock a follower reading `id > $n` could pass an id whose
-    /// transaction commits later and miss it for good. Reads never wait for
-    /// it. Never call it while holding a `Tx` (it would wait for itself
-    /// until `BUSY` and fail).
+    /// A write transaction: waits for this process's write gate, then
+    /// begins: on SQLite with the store's write lock taken up front (`BEGIN
+    /// IMMEDIATE`), on PostgreSQL a plain `BEGIN`, beside other processes'
+    /// writers; what must have one writer at a time takes its own lock
+    /// ([`Tx::lock`]). Reads never wait for it. Never call it while holding
+    /// a `Tx` (it would wait for itself until `BUSY` and fail).
     pub async fn write(&self, op: &'static str) -> Result<Tx> {
         let turn = tokio::time::timeout(BUSY, self.writer.clone().lock_owned())
             .await
@@ -515,14 +649,32 @@ impl Store {
             .begin_with(begin)
             .await
             .map_err(EngineError::store(op))?;
-        if self.backend() == Backend::Postgres {
+        let serialised =
+            self.backend() == Backend::Postgres && self.serialised.load(Ordering::Relaxed);
+        if serialised {
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(WRITER_LOCK)
                 .execute(&mut *tx)
                 .await
                 .map_err(EngineError::store(op))?;
         }
-        Ok(Tx { tx, _turn: turn })
+        Ok(Tx {
+            tx,
+            _turn: turn,
+            backend: self.backend(),
+            serialised,
+            appended: false,
+        })
+    }
+
+    /// With `on`, every later write transaction on PostgreSQL takes one
+    /// lock every writer of every process takes first (SQLite's single
+    /// writer, copied: how the store ran before the narrow locks). For the
+    /// store benchmark's baseline, measured in the same run; all writers
+    /// must agree on it (a writer without it is not excluded by it).
+    #[doc(hidden)]
+    pub fn serialise_writers(&self, on: bool) {
+        self.serialised.store(on, Ordering::Relaxed);
     }
 
     /// Closes the pool. On SQLite the WAL stays as it is for the next
@@ -532,9 +684,9 @@ impl Store {
     }
 }
 
-/// The advisory lock a PostgreSQL write transaction takes first ("berth"
-/// in ASCII, so it does not meet another application's in a shared
-/// database): see [`Store::write`].
+/// The advisory lock every PostgreSQL write transaction took first before
+/// the narrow locks ("berth" in ASCII, so it does not meet another
+/// application's in a shared database): [`Store::serialise_writers`].
 const WRITER_LOCK: i64 = 0x0062_6572_7468;
 
 /// A SQLite pool: the file in WAL mode, `synchronous = NORMAL`, the busy

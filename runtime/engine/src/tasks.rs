@@ -299,10 +299,15 @@ impl Engine {
         let a = self.agent(agent).await?;
         for _attempt in 0..8 {
             let mut tx = self.store.write("claiming a task").await?;
-            let candidate: Option<String> = sqlx::query_scalar(
+            // On PostgreSQL the candidate's row is locked as it is read,
+            // and rows other claimers hold are passed over: concurrent
+            // claimers take different tasks instead of all racing for the
+            // oldest. The move below stays conditional either way.
+            let skip_locked = tx.backend().for_update_skip_locked();
+            let candidate: Option<String> = sqlx::query_scalar(&format!(
                 "SELECT id FROM tasks WHERE project = $1 AND status = 'todo' AND archived_at IS NULL \
-                 AND steps IS NULL AND source <> 'manual' ORDER BY created_at, id LIMIT 1",
-            )
+                 AND steps IS NULL AND source <> 'manual' ORDER BY created_at, id LIMIT 1{skip_locked}",
+            ))
             .bind(&a.project)
             .fetch_optional(&mut *tx)
             .await
@@ -318,7 +323,7 @@ impl Engine {
             let mv = TaskMove::to(TaskStatus::InProgress)
                 .only_from(&[TaskStatus::Todo])
                 .agent(agent);
-            if !transitions::task(&mut tx, &task_id, mv, Some(claimed))
+            if !transitions::task(&mut tx, &task_id, mv, None)
                 .await?
                 .moved()
             {
@@ -331,6 +336,8 @@ impl Engine {
                 Ok(_) | Err(EngineError::IllegalTransition { .. }) => return Ok(None),
                 Err(e) => return Err(e),
             }
+            // The event last: its lock is the last one a transaction takes.
+            emit(&mut tx, claimed).await?;
             tx.commit()
                 .await
                 .map_err(EngineError::store("claiming a task"))?;

@@ -4,12 +4,14 @@
 //! partiality), and on PostgreSQL, where ids commit out of order under
 //! concurrent writers unless appends queue, a follower reading the log by
 //! `id > $n` while several processes' worth of engines write misses no
-//! event. These tests start PostgreSQL whichever store the suite runs on.
+//! event, and their concurrent claims take each task once. These tests start PostgreSQL whichever store the suite runs on.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
 
 use berth_engine::store::{Store, StoreLocation};
-use berth_engine::{Engine, EventFilter, StateDir};
+use berth_engine::{AgentImpl, Engine, EventFilter, LogWake, StateDir, TaskStatus};
 use sqlx::Row;
 
 use crate::common::{self, Fixture, postgres, user};
@@ -186,21 +188,11 @@ async fn the_postgres_schema_is_the_sqlite_schema() {
     );
 }
 
-/// Four engines on one PostgreSQL store (four processes' worth of pools
-/// and write gates) append events concurrently while a follower reads
-/// `after` its cursor, as `berth events --follow` and the outbox's
-/// consumers do: it sees every event, each once, in id order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn on_postgres_a_follower_misses_no_event_of_concurrent_writers() {
+/// A fixture on its own PostgreSQL database, whichever store the suite
+/// runs on.
+async fn postgres_fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::new(dir.path().join("state"));
-    let url = postgres::server().database().await;
-    std::fs::create_dir_all(state.root()).unwrap();
-    std::fs::write(
-        state.root().join("store.toml"),
-        format!("[store]\nurl = \"{url}\"\n"),
-    )
-    .unwrap();
+    postgres::store_state_on_postgres(&dir.path().join("state")).await;
     let src = common::source_repo(dir.path());
     let f = Fixture::from_source(dir, src).await;
     assert_eq!(f.engine.store().backend(), berth_engine::Backend::Postgres);
@@ -208,6 +200,16 @@ async fn on_postgres_a_follower_misses_no_event_of_concurrent_writers() {
         !f.state().db().exists(),
         "no SQLite file beside a PostgreSQL store"
     );
+    f
+}
+
+/// Four engines on one PostgreSQL store (four processes' worth of pools
+/// and write gates) append events concurrently while a follower reads
+/// `after` its cursor, as `berth events --follow` and the outbox's
+/// consumers do: it sees every event, each once, in id order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgres_a_follower_misses_no_event_of_concurrent_writers() {
+    let f = postgres_fixture().await;
     let start = f.engine.latest_event_id().await.unwrap();
     const WRITERS: usize = 4;
     const EACH: usize = 25;
@@ -260,4 +262,132 @@ async fn on_postgres_a_follower_misses_no_event_of_concurrent_writers() {
         .collect();
     assert!(all.len() >= WRITERS * EACH, "{}", all.len());
     assert_eq!(seen, all, "the follower missed events the log holds");
+}
+
+/// Three engines on one PostgreSQL store (three processes' worth of pools
+/// and write gates, no lock every writer takes) claim tasks for their own
+/// agents, all at once: every agent gets a task while tasks are left, no
+/// task goes to two agents, and each claimed task and its agent name each
+/// other (none is left half-claimed). Then two engines at once take each
+/// agent's first lease: one gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgres_concurrent_claimers_take_each_task_once() {
+    let f = postgres_fixture().await;
+    const ENGINES: usize = 3;
+    const AGENTS: usize = 8;
+    const SPARE: usize = 5;
+    let agents_of = |e: usize| (0..AGENTS).map(move |a| format!("w{e}-{a}"));
+    for e in 0..ENGINES {
+        for name in agents_of(e) {
+            f.agent(&name, AgentImpl::Noop).await;
+        }
+    }
+    let mut made = BTreeSet::new();
+    for i in 0..ENGINES * AGENTS + SPARE {
+        let t = f
+            .engine
+            .create_task("demo", &format!("t{i}"), &user())
+            .await
+            .unwrap();
+        made.insert(t.id);
+    }
+    let mut engines = Vec::new();
+    for _ in 0..ENGINES {
+        engines.push(Arc::new(Engine::open(f.state()).await.unwrap()));
+    }
+    let mut claimers = Vec::new();
+    for (e, engine) in engines.iter().enumerate() {
+        for name in agents_of(e) {
+            let engine = engine.clone();
+            claimers.push(tokio::spawn(async move {
+                let task = engine.claim_task(&name).await.unwrap();
+                (name, task)
+            }));
+        }
+    }
+    let mut claimed = BTreeMap::new();
+    for c in claimers {
+        let (agent, task) = c.await.unwrap();
+        let task = task.unwrap_or_else(|| panic!("{agent} got no task while tasks were left"));
+        assert!(made.contains(&task.id));
+        if let Some(other) = claimed.insert(task.id.clone(), agent.clone()) {
+            panic!("task {} claimed by {other} and {agent}", task.id);
+        }
+    }
+    assert_eq!(claimed.len(), ENGINES * AGENTS);
+    let tasks = f.engine.tasks(Some("demo")).await.unwrap();
+    let todo = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Todo)
+        .count();
+    assert_eq!(todo, SPARE, "the tasks nobody claimed are still to do");
+    for t in tasks.iter().filter(|t| t.status != TaskStatus::Todo) {
+        assert_eq!(t.status, TaskStatus::InProgress);
+        let agent = claimed.get(&t.id).expect("a claimed task was claimed once");
+        assert_eq!(t.agent.as_deref(), Some(agent.as_str()));
+        assert_eq!(
+            f.engine.agent(agent).await.unwrap().task.as_deref(),
+            Some(t.id.as_str())
+        );
+    }
+    let claims = common::events_of(&f.engine, "task.claimed").await;
+    assert_eq!(claims.len(), ENGINES * AGENTS, "one task.claimed per claim");
+
+    let mut takers = Vec::new();
+    for e in 0..ENGINES {
+        for name in agents_of(e) {
+            for w in [e, (e + 1) % ENGINES] {
+                let engine = engines[w].clone();
+                let name = name.clone();
+                takers.push(tokio::spawn(async move {
+                    let lease = engine
+                        .take_agent_lease(&name, &format!("worker-{w}"), Duration::from_secs(60))
+                        .await
+                        .unwrap();
+                    (name, lease.is_some())
+                }));
+            }
+        }
+    }
+    let mut holders: BTreeMap<String, usize> = BTreeMap::new();
+    for t in takers {
+        let (agent, took) = t.await.unwrap();
+        *holders.entry(agent).or_default() += usize::from(took);
+    }
+    assert_eq!(holders.len(), ENGINES * AGENTS);
+    for (agent, n) in holders {
+        assert_eq!(n, 1, "{agent}'s first lease went to {n} workers");
+    }
+}
+
+/// A follower in one engine wakes on an event another engine (its own pool:
+/// another process, another host) appends: woken by the store's
+/// notification, not by its poll interval (a minute: without the
+/// notification the wait ends by the interval and the cause says so). On
+/// SQLite the same follower polls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_follower_wakes_on_another_engines_append() {
+    let f = postgres_fixture().await;
+    let follower = Engine::open(f.state()).await.unwrap();
+    let mut signal = follower.log_signal().await.unwrap();
+    assert!(signal.listens());
+    let before = follower.latest_event_id().await.unwrap();
+    let writer = Engine::open(f.state()).await.unwrap();
+    writer.create_task("demo", "wake", &user()).await.unwrap();
+    assert_eq!(
+        signal.wait(Duration::from_secs(60)).await,
+        LogWake::Notified
+    );
+    assert!(follower.latest_event_id().await.unwrap() > before);
+
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Engine::init(StateDir::new(dir.path().join("state")))
+        .await
+        .unwrap();
+    let mut polled = sqlite.log_signal().await.unwrap();
+    assert!(!polled.listens());
+    assert_eq!(
+        polled.wait(Duration::from_millis(1)).await,
+        LogWake::Interval
+    );
 }

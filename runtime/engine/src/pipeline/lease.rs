@@ -12,7 +12,7 @@ use crate::config::{ExecutionMode, ProjectConfig};
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, kind};
 use crate::ids::{now_ms, short};
-use crate::store::Tx;
+use crate::store::{StoreLock, Tx};
 use crate::tasks::{Task, TaskStatus};
 use crate::transitions::{self, TaskMove};
 
@@ -90,6 +90,18 @@ impl Engine {
         let now = now_ms();
         let mut fired = Fired::new();
         let mut tx = self.store.write("taking a pipeline's lease").await?;
+        // Takers of this task's lease queue here, and the task's row is
+        // held until commit: what is decided below from the run and the
+        // task still holds when it commits.
+        tx.lock(StoreLock::Task(&task.id)).await?;
+        sqlx::query(&format!(
+            "SELECT id FROM tasks WHERE id = $1{}",
+            tx.backend().for_update()
+        ))
+        .bind(&task.id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(EngineError::store("taking a pipeline's lease"))?;
         let current = load_run(&mut *tx, &task.id).await?;
         // Re-read the task under the write lock.
         let task = task_in_tx(&mut tx, &task.id).await?;

@@ -48,6 +48,7 @@ use crate::checks::PrFeedback;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::prs::{PrStatus, PullRequest};
+use crate::store::StoreLock;
 use crate::tasks::TaskStatus;
 use crate::transitions;
 
@@ -197,6 +198,8 @@ impl Engine {
         }
         let op = "setting a PR's automation";
         let mut tx = self.store.write(op).await?;
+        // The row is read, changed and written back: one writer per PR.
+        tx.lock(StoreLock::Pr(&pr.id)).await?;
         let mut row = state::read(&mut *tx, &pr.id)
             .await?
             .unwrap_or_else(|| AutomationRow::new(&pr.id, pr.task.as_deref()));

@@ -26,6 +26,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{new_id, now_ms, short};
 use crate::prs::{PrStatus, PullRequest};
+use crate::store::StoreLock;
 pub use records::{
     AuthorKind, MAX_BODY_BYTES, NewComment, PrComment, PrConversation, PrReview, PrThread,
     ReviewError, ReviewRequest, ReviewState, ReviewSummary,
@@ -105,6 +106,8 @@ impl Engine {
         let id = new_id();
         let now = now_ms();
         let mut tx = self.store.write(op).await?;
+        // The PR's next `seq` is read from its rows: one writer per PR.
+        tx.lock(StoreLock::Pr(&pr.id)).await?;
         sqlx::query(
             "INSERT INTO pr_reviews (id, pr_id, state, actor_kind, actor, body, head, created_at, seq) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
@@ -172,6 +175,8 @@ impl Engine {
         let id = new_id();
         let now = now_ms();
         let mut tx = self.store.write(op).await?;
+        // The PR's next `seq` is read from its rows: one writer per PR.
+        tx.lock(StoreLock::Pr(&pr.id)).await?;
         let inserted = sqlx::query(
             "INSERT INTO pr_review_requests (id, pr_id, reviewer, requested_by, requested_at, seq) \
              VALUES ($1, $2, $3, $4, $5, \
@@ -399,6 +404,8 @@ impl Engine {
         let now = now_ms();
         let op = "recording a PR comment";
         let mut tx = self.store.write(op).await?;
+        // The PR's next `seq` is read from its rows: one writer per PR.
+        tx.lock(StoreLock::Pr(&pr.id)).await?;
         if thread.is_none() {
             sqlx::query(
                 "INSERT INTO pr_threads (id, pr_id, author_kind, created_at, seq) VALUES ($1, $2, $3, $4, \

@@ -86,9 +86,14 @@ async fn connect(url: &str) -> sqlx::AnyConnection {
 /// Names a fresh database as `state`'s store (its `store.toml`) when the
 /// tests run on PostgreSQL; nothing otherwise.
 pub async fn prepare_state(state: &Path) {
-    if !on_postgres() {
-        return;
+    if on_postgres() {
+        store_state_on_postgres(state).await;
     }
+}
+
+/// Names a new database on this process's server as the store of the state
+/// directory `state` (its `store.toml`), whichever store the suite runs on.
+pub async fn store_state_on_postgres(state: &Path) {
     let url = server().database().await;
     std::fs::create_dir_all(state).unwrap();
     std::fs::write(
