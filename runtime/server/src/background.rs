@@ -3,10 +3,12 @@
 //!
 //! The store is the truth and other processes write it too (`berth approve`
 //! in a terminal, a second server), so nothing here trusts in-process
-//! signals alone: the follower polls the log's cursor (a primary-key
+//! signals alone: the follower looks at the log's cursor (a primary-key
 //! maximum, cheap) and publishes it; a request handled here pokes it so the
-//! next look is immediate instead of up to one interval away. Event streams
-//! and the agent driver wait on that published cursor.
+//! next look is immediate, and on PostgreSQL another process's append, on
+//! any host, wakes it through the store's notification
+//! (`Engine::log_signal`); otherwise it looks once per interval. Event
+//! streams and the agent driver wait on that published cursor.
 //!
 //! The driver runs the engine's own `run_agent(agent, until_idle)` — the
 //! same call as `berth agent run --until-idle` — for each noop agent when
@@ -59,6 +61,7 @@ pub(crate) async fn follow_log(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(LogFollower, tokio::task::JoinHandle<()>), berth_engine::EngineError> {
     let start = engine.latest_event_id().await?;
+    let mut signal = engine.log_signal().await?;
     let (tx, rx) = watch::channel(start);
     let poke = Arc::new(Notify::new());
     let follower = LogFollower {
@@ -71,7 +74,7 @@ pub(crate) async fn follow_log(
         loop {
             tokio::select! {
                 _ = poke.notified() => {}
-                _ = tokio::time::sleep(interval) => {}
+                _ = signal.wait(interval) => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
             match engine.latest_event_id().await {
