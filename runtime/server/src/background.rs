@@ -17,12 +17,17 @@
 //! Several servers may share one store: each drives only the agents whose
 //! lease it holds (`agent_lease.rs` in the engine), renews its leases
 //! while it lives and gives them up when it stops; the agents of a server
-//! that died are taken over by another once their leases run out.
+//! that died are taken over by another once their leases run out. A
+//! worker (`berth serve --worker NAME`, a state directory of its own) holds
+//! its leases by its name and, before the first pass of an agent it took
+//! from another, takes it over (the engine's `worker.rs`: the dead worker's
+//! containers removed, what survived in the forge compared with the store).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use berth_engine::agent_lease::AgentLease;
 use berth_engine::{AgentImpl, AgentStatus, Engine};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -105,16 +110,26 @@ pub(crate) async fn drive_agents(
     mut shutdown: watch::Receiver<bool>,
     rescan: Duration,
     lease_ttl: Duration,
+    max_agents: Option<usize>,
 ) {
-    // This process, as the holder of the agents' leases it drives.
-    let owner = berth_engine::recovery::executor_id();
+    // This process, as the holder of the agents' leases it drives: a
+    // worker by its name (its peers have state directories of their own,
+    // so it takes their agents over: `worker.rs` in the engine).
+    let worker = engine.worker().map(str::to_string);
+    let owner = worker
+        .clone()
+        .unwrap_or_else(berth_engine::recovery::executor_id);
     let mut renew = tokio::time::interval((lease_ttl / 3).max(Duration::from_millis(100)));
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // A deadline of its own, not a sleep restarted by every other wake-up
     // (the renewals would keep it from ever firing).
     let mut rescan_tick = tokio::time::interval(rescan);
     rescan_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut running: JoinSet<(String, Result<String, String>)> = JoinSet::new();
+    // (agent, whether a takeover was done, the pass's result).
+    let mut running: JoinSet<(String, bool, Result<String, String>)> = JoinSet::new();
+    // Agents this worker took from another whose takeover has not been
+    // done yet (it is retried with the agent's next pass).
+    let mut to_take_over: HashMap<String, AgentLease> = HashMap::new();
     let mut busy: HashSet<String> = HashSet::new();
     // Agents the log moved for while their pass ran: they get one more.
     let mut again: HashSet<String> = HashSet::new();
@@ -124,6 +139,25 @@ pub(crate) async fn drive_agents(
     loop {
         if scan {
             scan = false;
+            // A worker mirrors a project added since it started before it
+            // drives that project's agents.
+            if worker.is_some()
+                && let Err(e) = engine.join_server_projects().await
+            {
+                tracing::warn!("mirroring the store's projects from their forge servers: {e}");
+            }
+            // With a cap, the agents this process holds now: it takes no
+            // new one beyond the cap (workers share the fleet's agents).
+            let mut held: Option<HashSet<String>> = match max_agents {
+                None => None,
+                Some(_) => match engine.agents_leased_by(&owner).await {
+                    Ok(held) => Some(held.into_iter().collect()),
+                    Err(e) => {
+                        tracing::warn!("listing the agents this server holds: {e}");
+                        Some(HashSet::new())
+                    }
+                },
+            };
             match engine.agents().await {
                 Ok(agents) => {
                     let now = Instant::now();
@@ -143,6 +177,12 @@ pub(crate) async fn drive_agents(
                         if resting.get(&a.name).is_some_and(|until| *until > now) {
                             continue;
                         }
+                        if let (Some(held), Some(max)) = (&held, max_agents)
+                            && !held.contains(&a.name)
+                            && held.len() >= max
+                        {
+                            continue;
+                        }
                         let lease = match engine.take_agent_lease(&a.name, &owner, lease_ttl).await
                         {
                             Ok(Some(lease)) => lease,
@@ -153,9 +193,25 @@ pub(crate) async fn drive_agents(
                                 continue;
                             }
                         };
+                        if let Some(held) = &mut held {
+                            held.insert(a.name.clone());
+                        }
+                        if worker.is_some() && lease.taken_from.is_some() {
+                            to_take_over.insert(a.name.clone(), lease.clone());
+                        }
+                        let takeover = to_take_over.get(&a.name).map(|t| AgentLease {
+                            token: lease.token,
+                            until_ms: lease.until_ms,
+                            ..t.clone()
+                        });
                         busy.insert(a.name.clone());
                         let engine = engine.clone();
                         running.spawn(async move {
+                            if let Some(t) = &takeover
+                                && let Err(e) = engine.take_over_agent(t).await
+                            {
+                                return (a.name, false, Err(format!("taking the agent over: {e}")));
+                            }
                             let r = match a.names() {
                                 Ok((name, _)) if a.implementation == AgentImpl::Command => {
                                     command_turns(&engine, &name).await
@@ -167,7 +223,7 @@ pub(crate) async fn drive_agents(
                                     .map_err(|e| e.to_string()),
                                 Err(e) => Err(e.to_string()),
                             };
-                            (a.name, r)
+                            (a.name, takeover.is_some(), r)
                         });
                     }
                 }
@@ -183,8 +239,11 @@ pub(crate) async fn drive_agents(
             }
             Some(done) = running.join_next(), if !running.is_empty() => {
                 match done {
-                    Ok((name, result)) => {
+                    Ok((name, took_over, result)) => {
                         busy.remove(&name);
+                        if took_over {
+                            to_take_over.remove(&name);
+                        }
                         match result {
                             Ok(report) => {
                                 resting.remove(&name);
