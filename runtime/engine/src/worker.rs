@@ -22,8 +22,10 @@
 //! ([`Engine::take_over_agent`]):
 //!
 //! 1. marks the actions that a dead executor left `executing` interrupted
-//!    ([`Engine::recover`]; each is resumed once by the delivery chain,
-//!    which finds its effect when it happened);
+//!    ([`Engine::recover`]: on this host by the process's pid; on another
+//!    host, the agent's own delivery steps, since that host's driver lost
+//!    the lease), each resumed once by the delivery chain, which finds its
+//!    effect when it happened;
 //! 2. removes the previous worker's containers for the agent, found on this
 //!    host's container engine by their labels (`berth.agent`,
 //!    `berth.worker`) — a worker on another engine cannot reach them, which
@@ -168,7 +170,17 @@ impl Engine {
             task: a.task.clone(),
             ..Takeover::default()
         };
-        t.interrupted = self.recover().await?;
+        // Dead executors on this host, and the agent's own delivery steps
+        // an executor on another host left running: the lease ran out, so
+        // that host's driver is gone (or fenced) and cannot record them.
+        t.interrupted = self
+            .recover_matching(|executor, r| {
+                crate::recovery::executor_is_dead(executor)
+                    || (r.agent == a.name
+                        && crate::actions::decide::is_own_delivery_effect(&r.action)
+                        && crate::recovery::executor_elsewhere(executor))
+            })
+            .await?;
         match self
             .provider
             .remove_worker_berths(&a.project, &a.name, &previous)
