@@ -142,6 +142,13 @@ impl Engine {
         Ok(joined)
     }
 
+    /// Whether this host can bring up berths of `project`: its state
+    /// directory holds the project's forge or a mirror of it. A worker
+    /// leaves the agents of a project it cannot reach to the others.
+    pub fn holds_forge(&self, project: &str) -> bool {
+        self.git().has_forge(project)
+    }
+
     /// The delivery round of `task`: how many times its delivery started
     /// again after a takeover lost its commit (0: never).
     pub async fn delivery_round(&self, task: &str) -> Result<i64> {

@@ -177,6 +177,12 @@ pub(crate) async fn drive_agents(
                         if resting.get(&a.name).is_some_and(|until| *until > now) {
                             continue;
                         }
+                        // A worker leaves the agents of a project whose forge
+                        // it has no copy of (a directory on another host) to
+                        // the workers that have one.
+                        if worker.is_some() && !engine.holds_forge(&a.project) {
+                            continue;
+                        }
                         if let (Some(held), Some(max)) = (&held, max_agents)
                             && !held.contains(&a.name)
                             && held.len() >= max
