@@ -101,7 +101,9 @@ impl Fleet {
         Fleet { hosts, forge }
     }
 
-    /// `berth serve --worker w<i+1>` on host `i`.
+    /// `berth serve --worker w<i+1>` on host `i`, with 5 s leases (short
+    /// for a quick takeover; long enough that a loaded CI machine renews
+    /// them in time).
     fn worker(&self, i: usize, max_agents: usize) -> Served {
         let sock = format!("unix:{}", self.hosts[i].root().join("w.sock").display());
         let name = format!("w{}", i + 1);
@@ -114,7 +116,7 @@ impl Fleet {
                 "--worker",
                 &name,
                 "--agent-lease",
-                "2",
+                "5",
                 "--max-agents",
                 &cap,
             ],
@@ -145,7 +147,15 @@ fn wait_seeing<T>(
             return v;
         }
         if Instant::now() > deadline {
-            let logs: Vec<String> = workers.iter().map(|w| w.log()).collect();
+            // The end of each log: what each worker did last.
+            let logs: Vec<String> = workers
+                .iter()
+                .map(|w| {
+                    let log = w.log();
+                    let lines: Vec<&str> = log.lines().collect();
+                    lines[lines.len().saturating_sub(60)..].join("\n")
+                })
+                .collect();
             panic!(
                 "timed out after {timeout:?} waiting for {what}; the workers' logs:\n{}",
                 logs.join("\n----\n")
@@ -221,9 +231,13 @@ fn three_workers_deliver_every_task_once_through_a_kill() {
         .collect();
     let survivor = &hosts[(victim_index + 1) % 3];
 
-    wait_for("every task in review", Duration::from_secs(180), || {
-        (tasks_in_review(survivor) == n).then_some(())
-    });
+    let alive: Vec<&Served> = workers.iter().flatten().collect();
+    wait_seeing(
+        "every task in review",
+        Duration::from_secs(180),
+        &alive,
+        || (tasks_in_review(survivor) == n).then_some(()),
+    );
     // Every agent of the dead worker is taken over by a survivor, and the
     // takeover says what did not survive.
     let taken_over = wait_for("the takeovers", Duration::from_secs(30), || {

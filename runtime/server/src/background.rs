@@ -119,8 +119,14 @@ pub(crate) async fn drive_agents(
     let owner = worker
         .clone()
         .unwrap_or_else(berth_engine::recovery::executor_id);
-    let mut renew = tokio::time::interval((lease_ttl / 3).max(Duration::from_millis(100)));
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Renewals on a task of their own: a long scan (many agents, a busy
+    // store) must not let the leases of the agents in flight run out.
+    let renewer = tokio::spawn(renew_leases(
+        engine.clone(),
+        owner.clone(),
+        lease_ttl,
+        shutdown.clone(),
+    ));
     // A deadline of its own, not a sleep restarted by every other wake-up
     // (the renewals would keep it from ever firing).
     let mut rescan_tick = tokio::time::interval(rescan);
@@ -135,7 +141,6 @@ pub(crate) async fn drive_agents(
     let mut again: HashSet<String> = HashSet::new();
     let mut resting: HashMap<String, Instant> = HashMap::new();
     let mut scan = true;
-    let mut renew_due = false;
     loop {
         if scan {
             scan = false;
@@ -267,14 +272,8 @@ pub(crate) async fn drive_agents(
                     Err(e) => tracing::error!("an agent pass panicked: {e}"),
                 }
             }
-            _ = renew.tick() => renew_due = true,
             _ = rescan_tick.tick() => scan = true,
             _ = shutdown.wait_for(|s| *s) => break,
-        }
-        if std::mem::take(&mut renew_due)
-            && let Err(e) = engine.renew_agent_leases(&owner, lease_ttl).await
-        {
-            tracing::warn!("renewing this server's agent leases: {e}");
         }
     }
     if !running.is_empty() {
@@ -290,9 +289,36 @@ pub(crate) async fn drive_agents(
             );
         }
     }
+    // No renewal after the release below (one in flight is cancelled).
+    renewer.abort();
+    if let Err(e) = renewer.await
+        && e.is_panic()
+    {
+        tracing::error!("the lease renewals panicked: {e}");
+    }
     // Stopping cleanly: another server takes the agents at once.
     if let Err(e) = engine.release_agent_leases(&owner).await {
         tracing::warn!("giving up this server's agent leases (they run out on their own): {e}");
+    }
+}
+
+/// Renews every lease `owner` holds each third of `ttl` until shutdown.
+async fn renew_leases(
+    engine: Arc<Engine>,
+    owner: String,
+    ttl: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut renew = tokio::time::interval((ttl / 3).max(Duration::from_millis(100)));
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = renew.tick() => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+        if let Err(e) = engine.renew_agent_leases(&owner, ttl).await {
+            tracing::warn!("renewing this server's agent leases: {e}");
+        }
     }
 }
 
