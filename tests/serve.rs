@@ -12,6 +12,14 @@ mod http;
 mod server;
 #[path = "serve_store.rs"]
 mod store;
+// The engine tests' PostgreSQL (Debian's, started as the `postgres` user)
+// and the worktrees crate's smart-HTTP forge server, for the workers' test.
+#[path = "../runtime/engine/tests/common/postgres.rs"]
+mod postgres;
+#[path = "../worktrees/tests/common/smart_http.rs"]
+mod smart_http;
+#[path = "serve_workers.rs"]
+mod workers;
 
 use std::time::Duration;
 

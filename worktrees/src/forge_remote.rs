@@ -16,9 +16,9 @@
 //!
 //! # Fetching
 //!
-//! [`Forge::refresh`] fetches the server's branches and tags into the mirror
-//! (`+refs/heads/*`, `+refs/tags/*`: the server is the truth, the mirror
-//! follows it, forced) with git2 over HTTP, under the forge's writer lock:
+//! [`Forge::refresh`] fetches the server's branches, tags and saved work
+//! into the mirror (`+refs/heads/*`, `+refs/tags/*`, `+refs/berth/saved/*`:
+//! the server is the truth, the mirror follows it, forced) with git2 over HTTP, under the forge's writer lock:
 //! provisioning refreshes before it picks the base branch and the task
 //! branch, a push before it reads the ref's old value. Nothing is fetched
 //! into or from an agent's repository.
@@ -45,8 +45,9 @@
 //!
 //! A deletion (dropping saved work) is the same push with an empty source
 //! (`:<refname>`), the same expected old value checked on both sides.
-//! Saved work (`refs/berth/saved/…`) is published to the server but not
-//! fetched back by a refresh: this host's mirror lists what it saved.
+//! Saved work (`refs/berth/saved/…`) is published to the server and
+//! fetched back by every refresh, so a host that takes over another's
+//! agents (a worker whose peer died) finds what that peer saved.
 //!
 //! Only once the server accepted is the mirror's ref moved, with the same
 //! compare-and-swap on `previous` as a directory forge. A server that does
@@ -64,9 +65,13 @@ use crate::error::{self, Error, Op, Result};
 /// The mirror's configuration key holding the server's URL.
 const URL_KEY: &str = "berth.forgeurl";
 
-/// What a refresh fetches from a server: its branches and tags, forced
-/// (the mirror follows the server).
-const MIRROR_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+/// What a refresh fetches from a server: its branches, tags and saved work,
+/// forced (the mirror follows the server).
+const MIRROR_REFSPECS: [&str; 3] = [
+    "+refs/heads/*:refs/heads/*",
+    "+refs/tags/*:refs/tags/*",
+    "+refs/berth/saved/*:refs/berth/saved/*",
+];
 
 /// How long a connection to a server may take, and how long it may stay
 /// silent: a server that hangs fails the call instead of holding the forge's
@@ -174,7 +179,7 @@ impl Forge {
         }
     }
 
-    /// Brings the server's branches and tags into the mirror `repo` (call
+    /// Brings the server's branches, tags and saved work into the mirror `repo` (call
     /// under the forge's writer lock). Nothing for a directory forge.
     pub(crate) fn refresh(&self, repo: &Repository, op: Op) -> Result<()> {
         let Forge::Http { url } = self else {

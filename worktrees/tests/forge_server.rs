@@ -445,6 +445,39 @@ fn saved_work_goes_to_the_server_and_is_dropped_there() {
     assert!(!f.wt.drop_saved(p, "dev-1/s1").unwrap());
 }
 
+/// A second host (a worker with its own state directory) mirroring the same
+/// server: what the first saved reaches its mirror with the next refresh,
+/// as its own provisioning makes, so a takeover finds it.
+#[test]
+fn saved_work_reaches_another_hosts_mirror_with_its_refresh() {
+    let f = ServerFixture::new();
+    let p = &f.info.name;
+    let a = agent("dev-1");
+    let info = f.wt.provision(p, &a, &task("t1"), None).unwrap();
+    std::fs::write(info.path.join("draft.txt"), "uncommitted\n").unwrap();
+    let saved = f.wt.save_unpushed(p, &a, "s1").unwrap().unwrap();
+
+    let other = Worktrees::open(f.tmp.path().join("state-2")).unwrap();
+    other
+        .import_project_from_server(p, &f.server.url("web.git"), None, &GitLimits::default())
+        .unwrap();
+    // The import mirrors it already; a later save arrives by refresh.
+    assert_eq!(
+        other.saved(p).unwrap(),
+        vec![(saved.refname.clone(), saved.oid)]
+    );
+    std::fs::write(info.path.join("draft.txt"), "more\n").unwrap();
+    let later = f.wt.save_unpushed(p, &a, "s2").unwrap().unwrap();
+    assert_eq!(other.saved(p).unwrap().len(), 1, "no refresh yet");
+    other
+        .provision(p, &agent("dev-2"), &task("t2"), None)
+        .unwrap();
+    assert_eq!(
+        other.saved(p).unwrap(),
+        vec![(saved.refname, saved.oid), (later.refname, later.oid)]
+    );
+}
+
 #[test]
 fn a_sync_of_a_server_project_follows_the_server() {
     use berth_worktrees::SyncStatus;

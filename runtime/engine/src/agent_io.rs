@@ -5,7 +5,8 @@
 //! agent's driver.
 //!
 //! Delivery proposes each step only after the previous one executed, under a
-//! deterministic idempotency key (`task:<id>:<step>`), so running the chain
+//! deterministic idempotency key (`task:<id>:<step>`; `task:<id>:r<n>:<step>`
+//! in the n-th round a takeover restarted, `worker.rs`), so running the chain
 //! again after an approval, a restart or a crash replays what already
 //! happened instead of doing it twice.
 //!
@@ -140,7 +141,7 @@ impl AgentIo<'_> {
         self.engine.propose(proposal, None).await
     }
 
-    pub async fn propose_commit(&self, task: &Task) -> Result<Proposed> {
+    pub async fn propose_commit(&self, task: &Task, round: i64) -> Result<Proposed> {
         let params = ActionParams {
             message: Some(task.title.clone()),
             ..ActionParams::default()
@@ -149,12 +150,12 @@ impl AgentIo<'_> {
             Action::GitCommit,
             params,
             Some(&task.id),
-            &step_key(task, "git_commit"),
+            &step_key_in(&task.id, round, "git_commit"),
         )
         .await
     }
 
-    pub async fn propose_push(&self, task: &Task) -> Result<Proposed> {
+    pub async fn propose_push(&self, task: &Task, round: i64) -> Result<Proposed> {
         let branch = self
             .agent()
             .await?
@@ -164,12 +165,12 @@ impl AgentIo<'_> {
             Action::GitPush { branch },
             ActionParams::default(),
             Some(&task.id),
-            &step_key(task, "git_push"),
+            &step_key_in(&task.id, round, "git_push"),
         )
         .await
     }
 
-    pub async fn propose_pr(&self, task: &Task) -> Result<Proposed> {
+    pub async fn propose_pr(&self, task: &Task, round: i64) -> Result<Proposed> {
         let params = ActionParams {
             title: Some(task.title.clone()),
             ..ActionParams::default()
@@ -178,7 +179,7 @@ impl AgentIo<'_> {
             Action::PrOpen,
             params,
             Some(&task.id),
-            &step_key(task, "pr_open"),
+            &step_key_in(&task.id, round, "pr_open"),
         )
         .await
     }
@@ -202,10 +203,16 @@ impl AgentIo<'_> {
             .map_err(EngineError::store("blocking a task"))
     }
 
-    /// Runs the delivery chain as far as it can go now.
+    /// Runs the delivery chain as far as it can go now, in the task's
+    /// current delivery round (`worker.rs`: a takeover that lost the
+    /// round's commit starts a new one).
     pub async fn deliver(&self, task: &Task) -> Result<Delivery> {
+        let round = self.engine.delivery_round(&task.id).await?;
         for step in STEPS {
-            let existing = self.engine.action_by_key(&step_key(task, step)).await?;
+            let existing = self
+                .engine
+                .action_by_key(&step_key_in(&task.id, round, step))
+                .await?;
             let proposed = match existing {
                 Some(rec) => match self.settled(&rec).await? {
                     Some(done) => done,
@@ -213,9 +220,9 @@ impl AgentIo<'_> {
                 },
                 None => {
                     let p = match step {
-                        "git_commit" => self.propose_commit(task).await?,
-                        "git_push" => self.propose_push(task).await?,
-                        _ => self.propose_pr(task).await?,
+                        "git_commit" => self.propose_commit(task, round).await?,
+                        "git_push" => self.propose_push(task, round).await?,
+                        _ => self.propose_pr(task, round).await?,
                     };
                     match &p.status {
                         ProposeStatus::Executed { outcome } if outcome.succeeded => continue,
@@ -236,7 +243,7 @@ impl AgentIo<'_> {
         }
         let pr = self
             .engine
-            .action_by_key(&step_key(task, "pr_open"))
+            .action_by_key(&step_key_in(&task.id, round, "pr_open"))
             .await?
             .map(|r| r.id)
             .unwrap_or_default();
@@ -284,6 +291,13 @@ impl AgentIo<'_> {
     }
 }
 
-fn step_key(task: &Task, step: &str) -> String {
-    format!("task:{}:{step}", task.id)
+/// The idempotency key of delivery `step` of `task` in delivery `round`:
+/// `task:<id>:<step>` in the first, `task:<id>:r<round>:<step>` after a
+/// takeover restarted it.
+pub(crate) fn step_key_in(task: &str, round: i64, step: &str) -> String {
+    if round == 0 {
+        format!("task:{task}:{step}")
+    } else {
+        format!("task:{task}:r{round}:{step}")
+    }
 }

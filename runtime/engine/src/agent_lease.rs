@@ -39,6 +39,10 @@ pub struct AgentLease {
     pub token: i64,
     /// When it runs out unless renewed (ms since the epoch).
     pub until_ms: i64,
+    /// The holder this take moved the lease from (one whose lease ran out
+    /// or who gave it up); `None` when the lease was kept or is the
+    /// agent's first. A worker takes the agent over from it (`worker.rs`).
+    pub taken_from: Option<String>,
 }
 
 fn ttl_ms(ttl: Duration) -> i64 {
@@ -91,20 +95,30 @@ impl Engine {
             Some((o, token, _)) => (token.saturating_add(1), true, Some(o)),
             None => (1, true, None),
         };
-        sqlx::query(
+        // A compare-and-swap on the token read above: should another driver
+        // have taken or made the lease since (a store whose writers are not
+        // serialised), nothing is written and this driver does not hold it.
+        let read_token = if taken { token - 1 } else { token };
+        let written = sqlx::query(
             "INSERT INTO agent_leases (agent, owner, token, until_ms, renewed_at) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (agent) DO UPDATE SET \
              owner = excluded.owner, token = excluded.token, until_ms = excluded.until_ms, \
-             renewed_at = excluded.renewed_at",
+             renewed_at = excluded.renewed_at WHERE agent_leases.token = $6",
         )
         .bind(agent)
         .bind(owner)
         .bind(token)
         .bind(until)
         .bind(now)
+        .bind(read_token)
         .execute(&mut *tx)
         .await
-        .map_err(EngineError::store(op))?;
+        .map_err(EngineError::store(op))?
+        .rows_affected();
+        if written != 1 {
+            tracing::debug!(agent, "agent lease taken by another driver meanwhile");
+            return Ok(None);
+        }
         if taken {
             emit(
                 &mut tx,
@@ -113,7 +127,7 @@ impl Engine {
                     .payload(serde_json::json!({
                         "owner": owner,
                         "token": token,
-                        "previous_owner": previous,
+                        "previous_owner": &previous,
                     })),
             )
             .await?;
@@ -124,7 +138,18 @@ impl Engine {
             owner: owner.to_string(),
             token,
             until_ms: until,
+            taken_from: previous,
         }))
+    }
+
+    /// The agents whose lease `owner` holds now (not run out).
+    pub async fn agents_leased_by(&self, owner: &str) -> Result<Vec<String>> {
+        sqlx::query_scalar("SELECT agent FROM agent_leases WHERE owner = $1 AND until_ms > $2")
+            .bind(owner)
+            .bind(now_ms())
+            .fetch_all(self.store.pool())
+            .await
+            .map_err(EngineError::store("listing the agents a driver holds"))
     }
 
     /// Renews every lease `owner` holds that has not been taken over, for

@@ -147,6 +147,10 @@ pub mod kind {
     pub const HOOK_FAILED: &str = "hook.failed";
     pub const AGENT_RESUMED: &str = "agent.resumed";
     pub const AGENT_LEASE_TAKEN: &str = "agent.lease_taken";
+    /// A worker took an agent over from one whose lease ran out (`worker.rs`).
+    pub const AGENT_TAKEN_OVER: &str = "agent.taken_over";
+    /// A takeover found a task's commit lost: its delivery starts again.
+    pub const TASK_DELIVERY_RESTARTED: &str = "task.delivery_restarted";
     pub const PR_MERGED: &str = "pr.merged";
     pub const PR_CLOSED: &str = "pr.closed";
     /// A PR's branch or merge was fetched into a user's repository as a ref.

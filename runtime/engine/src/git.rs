@@ -211,6 +211,20 @@ impl Git {
             .await
     }
 
+    /// Brings this host's mirror of `project`'s forge server up to date
+    /// (branches, tags, saved work); nothing for a directory forge.
+    pub async fn refresh_forge(&self, project: &str) -> Result<()> {
+        let p = project_name(project)?;
+        self.blocking(move |wt| Ok(wt.refresh_forge(&p).map(drop)?))
+            .await
+    }
+
+    /// Whether this state directory holds project `project`'s forge (or
+    /// its mirror of the project's forge server).
+    pub fn has_forge(&self, project: &str) -> bool {
+        project_name(project).is_ok_and(|p| self.wt.layout().forge(&p).is_dir())
+    }
+
     /// The forge's object directory, mounted read-only into container berths.
     pub fn forge_objects(&self, project: &str) -> Result<PathBuf> {
         Ok(self.wt.layout().forge_objects(&project_name(project)?))

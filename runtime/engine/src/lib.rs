@@ -108,6 +108,7 @@ pub mod stored_decision;
 pub mod tasks;
 pub mod tool_endpoint;
 mod transitions;
+pub mod worker;
 
 use std::sync::Arc;
 
@@ -166,6 +167,9 @@ pub struct Engine {
     /// How a mounted berth's proxy listener is made in its container
     /// ([`Engine::set_egress_container_door`]).
     egress_door: Arc<std::sync::Mutex<berth_sandbox::egress_port::ContainerDoor>>,
+    /// This process as a worker (`berth serve --worker NAME`, `worker.rs`):
+    /// the name on its agents' leases and on every container it creates.
+    worker: Arc<std::sync::OnceLock<String>>,
 }
 
 impl Engine {
@@ -246,6 +250,7 @@ impl Engine {
             tool_endpoints: std::sync::OnceLock::new(),
             egress_hosts: Arc::default(),
             egress_door: Arc::default(),
+            worker: Arc::default(),
         };
         let interrupted = engine.recover().await?;
         if !interrupted.is_empty() {
@@ -275,6 +280,7 @@ impl Engine {
             tool_endpoints: self.tool_endpoints.clone(),
             egress_hosts: Arc::clone(&self.egress_hosts),
             egress_door: Arc::clone(&self.egress_door),
+            worker: Arc::clone(&self.worker),
         }
     }
 

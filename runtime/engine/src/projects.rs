@@ -95,20 +95,7 @@ impl Engine {
             None => new.from.display().to_string(),
         };
 
-        let dir = self.state.project_dir(&new.name);
-        std::fs::create_dir_all(&dir).map_err(EngineError::io("creating", &dir))?;
-        let config_path = self.state.project_config(&new.name);
-        if !config_path.exists() {
-            let text = crate::config::default_toml(&new.name, &imported.co_author);
-            std::fs::write(&config_path, text).map_err(EngineError::io("writing", &config_path))?;
-        }
-        let rules_path = self.state.project_rules(&new.name);
-        if !rules_path.exists() {
-            std::fs::write(&rules_path, permissions::DEFAULT_PERMISSIONS)
-                .map_err(EngineError::io("writing", &rules_path))?;
-        }
-        // Fail now, not at the first decision, if a kept file is broken.
-        self.load_project_files(&new.name)?;
+        self.write_project_files(&new.name, &imported.co_author)?;
 
         let project = Project {
             name: new.name.to_string(),
@@ -156,6 +143,27 @@ impl Engine {
             .await
             .map_err(EngineError::store("adding a project"))?;
         Ok(project)
+    }
+
+    /// Writes the default `berth.toml` and `permissions.json` of project
+    /// `name` into this state directory, keeping files that already exist,
+    /// and reads them back: a kept file that is broken fails now, not at
+    /// the first decision.
+    pub(crate) fn write_project_files(&self, name: &str, co_author: &str) -> Result<()> {
+        let dir = self.state.project_dir(name);
+        std::fs::create_dir_all(&dir).map_err(EngineError::io("creating", &dir))?;
+        let config_path = self.state.project_config(name);
+        if !config_path.exists() {
+            let text = crate::config::default_toml(name, co_author);
+            std::fs::write(&config_path, text).map_err(EngineError::io("writing", &config_path))?;
+        }
+        let rules_path = self.state.project_rules(name);
+        if !rules_path.exists() {
+            std::fs::write(&rules_path, permissions::DEFAULT_PERMISSIONS)
+                .map_err(EngineError::io("writing", &rules_path))?;
+        }
+        self.load_project_files(name)?;
+        Ok(())
     }
 
     /// Every project but the removed ones.

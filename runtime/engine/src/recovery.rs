@@ -41,6 +41,19 @@ pub fn executor_id() -> String {
     format!("{}:{pid}:{}", hostname(), start_time(pid).unwrap_or(0))
 }
 
+/// The host part of executor id `id` (`host:pid:start`).
+pub(crate) fn executor_host(id: &str) -> Option<&str> {
+    let mut parts = id.rsplitn(3, ':');
+    parts.next()?;
+    parts.next()?;
+    parts.next()
+}
+
+/// Whether `id` names an executor on another host than this one.
+pub(crate) fn executor_elsewhere(id: &str) -> bool {
+    executor_host(id).is_some_and(|h| h != hostname())
+}
+
 /// Whether the executor named by `id` is certainly gone.
 pub fn executor_is_dead(id: &str) -> bool {
     let mut parts = id.rsplitn(3, ':');
@@ -64,6 +77,16 @@ impl Engine {
     /// or `cancelled` (`action.cancelled`) when a person had asked to cancel
     /// them. Returns their ids.
     pub async fn recover(&self) -> Result<Vec<String>> {
+        self.recover_matching(|executor, _| executor_is_dead(executor))
+            .await
+    }
+
+    /// [`recover`](Self::recover) of the executing actions for which
+    /// `gone(executor, action)` holds: their executor is known to be gone.
+    pub(crate) async fn recover_matching(
+        &self,
+        gone: impl Fn(&str, &crate::actions::ActionRecord) -> bool,
+    ) -> Result<Vec<String>> {
         let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
             "SELECT id, executor, cancel_requested_by FROM proposed_actions WHERE status = 'executing'",
         )
@@ -73,10 +96,10 @@ impl Engine {
         let mut interrupted = Vec::new();
         for (id, executor, cancel_requested_by) in rows {
             let Some(executor) = executor else { continue };
-            if !executor_is_dead(&executor) {
+            let record = self.action(&id).await?;
+            if !gone(&executor, &record) {
                 continue;
             }
-            let record = self.action(&id).await?;
             if let Some(by) = cancel_requested_by {
                 if self.cancel_orphan(&record, &by).await? {
                     interrupted.push(id);
@@ -178,5 +201,14 @@ mod tests {
         // Another host: cannot tell, so never dead.
         assert!(!executor_is_dead("elsewhere:4194305:1"));
         assert!(!executor_is_dead("garbage"));
+    }
+
+    #[test]
+    fn an_executor_is_elsewhere_only_when_its_host_is_named_and_another() {
+        assert!(!executor_elsewhere(&executor_id()));
+        assert!(executor_elsewhere("elsewhere:4194305:1"));
+        assert_eq!(executor_host("h.example:12:34"), Some("h.example"));
+        assert!(!executor_elsewhere("garbage"));
+        assert!(!executor_elsewhere("12:34"));
     }
 }

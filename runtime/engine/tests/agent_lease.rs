@@ -25,6 +25,7 @@ async fn one_driver_holds_an_agent_until_its_lease_runs_out_then_the_next_token_
         .unwrap()
         .expect("a free agent's lease is taken");
     assert_eq!(a.token, 1);
+    assert_eq!(a.taken_from, None, "a first lease is taken from nobody");
     // Held and not run out: the other driver gets nothing, whatever it tries.
     assert_eq!(
         other
@@ -59,6 +60,18 @@ async fn one_driver_holds_an_agent_until_its_lease_runs_out_then_the_next_token_
         .unwrap()
         .expect("a lease that ran out is taken over");
     assert_eq!(b.token, 2);
+    assert_eq!(b.taken_from.as_deref(), Some("server-a"));
+    assert_eq!(
+        f.engine.agents_leased_by("server-b").await.unwrap(),
+        ["dev-1".to_string()]
+    );
+    assert!(
+        f.engine
+            .agents_leased_by("server-a")
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let taken = common::events_of(&f.engine, "agent.lease_taken").await;
     let owners: Vec<(String, i64, Option<String>)> = taken
         .iter()

@@ -211,3 +211,42 @@ async fn reconcile_after_the_owner_is_killed_mid_exec() {
         vec![]
     );
 }
+
+/// A worker taking an agent over removes the containers the dead worker
+/// made for it (`berth.worker` label), on this engine whatever their state
+/// directory, and leaves another worker's container of the same agent.
+#[tokio::test]
+async fn a_dead_workers_containers_of_an_agent_are_removed_by_label() {
+    let backend = engine_or_skip!();
+    common::default_image(&backend).await;
+    let layout = Layout::new("worker-takeover");
+    let mut dead = layout.spec("a1");
+    let mut live = dead.clone();
+    dead.instance = "i-dead".into();
+    dead.worker = Some("w-dead".into());
+    live.instance = "i-live".into();
+    live.worker = Some("w-live".into());
+    let dead = backend.up(dead).await.unwrap();
+    let live = backend.up(live).await.unwrap();
+    let removed = backend
+        .remove_worker_containers(&layout.project, "a1", "w-dead")
+        .await
+        .unwrap();
+    assert_eq!(removed, vec![dead.container_name().to_string()]);
+    let left: Vec<String> = backend
+        .list_berths(Some(&layout.project))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(left, vec![live.container_name().to_string()]);
+    // Again: nothing of the dead worker's is left.
+    assert!(
+        backend
+            .remove_worker_containers(&layout.project, "a1", "w-dead")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

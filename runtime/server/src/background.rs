@@ -19,12 +19,17 @@
 //! Several servers may share one store: each drives only the agents whose
 //! lease it holds (`agent_lease.rs` in the engine), renews its leases
 //! while it lives and gives them up when it stops; the agents of a server
-//! that died are taken over by another once their leases run out.
+//! that died are taken over by another once their leases run out. A
+//! worker (`berth serve --worker NAME`, a state directory of its own) holds
+//! its leases by its name and, before the first pass of an agent it took
+//! from another, takes it over (the engine's `worker.rs`: the dead worker's
+//! containers removed, what survived in the forge compared with the store).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use berth_engine::agent_lease::AgentLease;
 use berth_engine::{AgentImpl, AgentStatus, Engine};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -108,25 +113,59 @@ pub(crate) async fn drive_agents(
     mut shutdown: watch::Receiver<bool>,
     rescan: Duration,
     lease_ttl: Duration,
+    max_agents: Option<usize>,
 ) {
-    // This process, as the holder of the agents' leases it drives.
-    let owner = berth_engine::recovery::executor_id();
-    let mut renew = tokio::time::interval((lease_ttl / 3).max(Duration::from_millis(100)));
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // This process, as the holder of the agents' leases it drives: a
+    // worker by its name (its peers have state directories of their own,
+    // so it takes their agents over: `worker.rs` in the engine).
+    let worker = engine.worker().map(str::to_string);
+    let owner = worker
+        .clone()
+        .unwrap_or_else(berth_engine::recovery::executor_id);
+    // Renewals on a task of their own: a long scan (many agents, a busy
+    // store) must not let the leases of the agents in flight run out.
+    let renewer = tokio::spawn(renew_leases(
+        engine.clone(),
+        owner.clone(),
+        lease_ttl,
+        shutdown.clone(),
+    ));
     // A deadline of its own, not a sleep restarted by every other wake-up
     // (the renewals would keep it from ever firing).
     let mut rescan_tick = tokio::time::interval(rescan);
     rescan_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut running: JoinSet<(String, Result<String, String>)> = JoinSet::new();
+    // (agent, whether a takeover was done, the pass's result).
+    let mut running: JoinSet<(String, bool, Result<String, String>)> = JoinSet::new();
+    // Agents this worker took from another whose takeover has not been
+    // done yet (it is retried with the agent's next pass).
+    let mut to_take_over: HashMap<String, AgentLease> = HashMap::new();
     let mut busy: HashSet<String> = HashSet::new();
     // Agents the log moved for while their pass ran: they get one more.
     let mut again: HashSet<String> = HashSet::new();
     let mut resting: HashMap<String, Instant> = HashMap::new();
     let mut scan = true;
-    let mut renew_due = false;
     loop {
         if scan {
             scan = false;
+            // A worker mirrors a project added since it started before it
+            // drives that project's agents.
+            if worker.is_some()
+                && let Err(e) = engine.join_server_projects().await
+            {
+                tracing::warn!("mirroring the store's projects from their forge servers: {e}");
+            }
+            // With a cap, the agents this process holds now: it takes no
+            // new one beyond the cap (workers share the fleet's agents).
+            let mut held: Option<HashSet<String>> = match max_agents {
+                None => None,
+                Some(_) => match engine.agents_leased_by(&owner).await {
+                    Ok(held) => Some(held.into_iter().collect()),
+                    Err(e) => {
+                        tracing::warn!("listing the agents this server holds: {e}");
+                        Some(HashSet::new())
+                    }
+                },
+            };
             match engine.agents().await {
                 Ok(agents) => {
                     let now = Instant::now();
@@ -146,6 +185,18 @@ pub(crate) async fn drive_agents(
                         if resting.get(&a.name).is_some_and(|until| *until > now) {
                             continue;
                         }
+                        // A worker leaves the agents of a project whose forge
+                        // it has no copy of (a directory on another host) to
+                        // the workers that have one.
+                        if worker.is_some() && !engine.holds_forge(&a.project) {
+                            continue;
+                        }
+                        if let (Some(held), Some(max)) = (&held, max_agents)
+                            && !held.contains(&a.name)
+                            && held.len() >= max
+                        {
+                            continue;
+                        }
                         let lease = match engine.take_agent_lease(&a.name, &owner, lease_ttl).await
                         {
                             Ok(Some(lease)) => lease,
@@ -156,9 +207,25 @@ pub(crate) async fn drive_agents(
                                 continue;
                             }
                         };
+                        if let Some(held) = &mut held {
+                            held.insert(a.name.clone());
+                        }
+                        if worker.is_some() && lease.taken_from.is_some() {
+                            to_take_over.insert(a.name.clone(), lease.clone());
+                        }
+                        let takeover = to_take_over.get(&a.name).map(|t| AgentLease {
+                            token: lease.token,
+                            until_ms: lease.until_ms,
+                            ..t.clone()
+                        });
                         busy.insert(a.name.clone());
                         let engine = engine.clone();
                         running.spawn(async move {
+                            if let Some(t) = &takeover
+                                && let Err(e) = engine.take_over_agent(t).await
+                            {
+                                return (a.name, false, Err(format!("taking the agent over: {e}")));
+                            }
                             let r = match a.names() {
                                 Ok((name, _)) if a.implementation == AgentImpl::Command => {
                                     command_turns(&engine, &name).await
@@ -170,7 +237,7 @@ pub(crate) async fn drive_agents(
                                     .map_err(|e| e.to_string()),
                                 Err(e) => Err(e.to_string()),
                             };
-                            (a.name, r)
+                            (a.name, takeover.is_some(), r)
                         });
                     }
                 }
@@ -186,8 +253,11 @@ pub(crate) async fn drive_agents(
             }
             Some(done) = running.join_next(), if !running.is_empty() => {
                 match done {
-                    Ok((name, result)) => {
+                    Ok((name, took_over, result)) => {
                         busy.remove(&name);
+                        if took_over {
+                            to_take_over.remove(&name);
+                        }
                         match result {
                             Ok(report) => {
                                 resting.remove(&name);
@@ -205,14 +275,8 @@ pub(crate) async fn drive_agents(
                     Err(e) => tracing::error!("an agent pass panicked: {e}"),
                 }
             }
-            _ = renew.tick() => renew_due = true,
             _ = rescan_tick.tick() => scan = true,
             _ = shutdown.wait_for(|s| *s) => break,
-        }
-        if std::mem::take(&mut renew_due)
-            && let Err(e) = engine.renew_agent_leases(&owner, lease_ttl).await
-        {
-            tracing::warn!("renewing this server's agent leases: {e}");
         }
     }
     if !running.is_empty() {
@@ -228,9 +292,36 @@ pub(crate) async fn drive_agents(
             );
         }
     }
+    // No renewal after the release below (one in flight is cancelled).
+    renewer.abort();
+    if let Err(e) = renewer.await
+        && e.is_panic()
+    {
+        tracing::error!("the lease renewals panicked: {e}");
+    }
     // Stopping cleanly: another server takes the agents at once.
     if let Err(e) = engine.release_agent_leases(&owner).await {
         tracing::warn!("giving up this server's agent leases (they run out on their own): {e}");
+    }
+}
+
+/// Renews every lease `owner` holds each third of `ttl` until shutdown.
+async fn renew_leases(
+    engine: Arc<Engine>,
+    owner: String,
+    ttl: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut renew = tokio::time::interval((ttl / 3).max(Duration::from_millis(100)));
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = renew.tick() => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+        if let Err(e) = engine.renew_agent_leases(&owner, ttl).await {
+            tracing::warn!("renewing this server's agent leases: {e}");
+        }
     }
 }
 

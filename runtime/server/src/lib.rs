@@ -96,6 +96,9 @@ pub struct Options {
     /// dies, another takes its agents over this long after its last
     /// renewal (renewed every third of it).
     pub agent_lease: Duration,
+    /// At most this many agents driven at once (leases held); `None`: no cap.
+    /// Workers sharing a fleet use it to share the agents out.
+    pub max_agents: Option<usize>,
 }
 
 impl Options {
@@ -109,6 +112,7 @@ impl Options {
             session_ttl: DEFAULT_SESSION_TTL,
             retention_every: Duration::from_secs(3600),
             agent_lease: Duration::from_secs(30),
+            max_agents: None,
         }
     }
 }
@@ -227,6 +231,7 @@ impl Server {
                 stop_rx.clone(),
                 self.options.rescan,
                 self.options.agent_lease,
+                self.options.max_agents,
             ))
         });
         let pipelines = self.options.drive_agents.then(|| {

@@ -31,6 +31,20 @@ pub struct ServeArgs {
     /// after its last renewal.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     agent_lease: Option<u64>,
+    /// Run as the worker NAME, one of several hosts with state directories
+    /// of their own sharing one PostgreSQL store and one forge server: NAME
+    /// holds the agents' leases and labels the containers it creates
+    /// (`berth.worker`); projects of the store this state directory lacks
+    /// are mirrored from their forge server at start; an agent taken from a
+    /// worker that died is taken over (its containers removed, its work
+    /// re-provisioned from the forge; `agent.taken_over` says what did not
+    /// survive). Names: 1 to 64 ASCII letters, digits, `-`, `_`, `.`.
+    #[arg(long, value_name = "NAME")]
+    worker: Option<String>,
+    /// Drive at most N agents at once (the leases this server holds); the
+    /// others are left to the servers or workers beside it. Default: no cap.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_agents: Option<u64>,
 }
 
 pub async fn run(engine: Arc<Engine>, a: ServeArgs) -> anyhow::Result<u8> {
@@ -54,6 +68,19 @@ pub async fn run(engine: Arc<Engine>, a: ServeArgs) -> anyhow::Result<u8> {
     }
     if let Some(secs) = a.agent_lease {
         options.agent_lease = std::time::Duration::from_secs(secs);
+    }
+    options.max_agents = a
+        .max_agents
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    if let Some(name) = &a.worker {
+        engine.set_worker(name)?;
+        let joined = engine
+            .join_server_projects()
+            .await
+            .context("mirroring the store's projects from their forge servers")?;
+        for p in &joined {
+            tracing::info!(project = %p, worker = %name, "this worker joined a project from its forge server");
+        }
     }
     // Before any berth comes up: containers a crashed berth left behind are
     // adopted or removed. Docker being down is not fatal to the API (runner

@@ -450,7 +450,7 @@ fn not_pending(current: &ActionRecord) -> EngineError {
 
 /// berth's own effects in the delivery chain: it can tell whether each
 /// happened, so a crash never leaves them for a person.
-fn is_own_delivery_effect(action: &berth_policy::Action) -> bool {
+pub(crate) fn is_own_delivery_effect(action: &berth_policy::Action) -> bool {
     matches!(
         action,
         berth_policy::Action::GitCommit

@@ -23,7 +23,7 @@
 //! recording its end).
 
 mod cancel;
-mod decide;
+pub(crate) mod decide;
 mod finish;
 mod outcome;
 mod preview;

@@ -27,6 +27,9 @@ const DEFAULT_BRIDGE: &str = "bridge";
 pub(crate) struct BerthPlaces {
     /// This state directory's mark on its containers and cgroups.
     pub instance: String,
+    /// The worker this process is (`berth serve --worker`), put on its
+    /// containers as a label.
+    pub worker: Option<String>,
     /// The worktree (`/work` in the frame).
     pub worktree: PathBuf,
     /// The agent's own repository.
@@ -79,6 +82,7 @@ impl Engine {
         let berth_dir = crate::berth_disk::berth_dir(root, &agent.project, &agent.name);
         BerthPlaces {
             instance: instance_of(root),
+            worker: self.worker().map(str::to_string),
             agent_repo: self.git().agent_repo(&agent.project, &agent.name),
             forge_objects: self
                 .git()
@@ -222,6 +226,7 @@ fn container_spec(
         &places.forge_objects,
     );
     c.instance = places.instance.clone();
+    c.worker = places.worker.clone();
     c.image = crate::project_image::image_ref(config);
     c.uid = uid;
     c.gid = uid;

@@ -20,7 +20,8 @@ use super::exec::{self, ExecOwner, PROBE_SCRIPT, Target};
 use super::spec::{container_name, container_name_in, idles_as_berths_helper};
 use super::{
     AGENT_LABEL, ContainerSpec, DockerBackend, DockerBerth, DockerError, INSTANCE_LABEL,
-    MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL, WORKTREE_LABEL, is_conflict, is_not_found, status_of,
+    MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL, WORKER_LABEL, WORKTREE_LABEL, is_conflict,
+    is_not_found, status_of,
 };
 use crate::image::{ImageInfo, ImageRef, TOOLS_MOUNT, TOOLS_SHELL};
 use crate::{SandboxError, WorkAccess};
@@ -436,6 +437,34 @@ impl DockerBackend {
         }
     }
 
+    /// Removes every berth container of `agent` in `project` that `worker`
+    /// created (labelled [`WORKER_LABEL`]`=worker`), whatever its state
+    /// directory: what a worker taking the agent over from a worker that
+    /// died does first, so the dead worker's berth can act no more. Returns
+    /// the names removed (none when there were none, or another process
+    /// removed them first).
+    pub async fn remove_worker_containers(
+        &self,
+        project: &str,
+        agent: &str,
+        worker: &str,
+    ) -> Result<Vec<String>, DockerError> {
+        let labels = vec![
+            format!("{MANAGED_LABEL}=1"),
+            format!("{PROJECT_LABEL}={project}"),
+            format!("{AGENT_LABEL}={agent}"),
+            format!("{WORKER_LABEL}={worker}"),
+        ];
+        let mut removed = Vec::new();
+        for c in self.list_labelled(labels).await? {
+            if self.remove(&c.id).await? {
+                tracing::info!(container = %c.name, worker, agent, "removed a dead worker's container");
+                removed.push(c.name);
+            }
+        }
+        Ok(removed)
+    }
+
     /// Every berth container on this engine (all states), optionally of one
     /// project.
     pub async fn list_berths(
@@ -458,6 +487,12 @@ impl DockerBackend {
         if let Some(i) = instance {
             labels.push(format!("{INSTANCE_LABEL}={i}"));
         }
+        self.list_labelled(labels).await
+    }
+
+    /// The berth containers (all states) carrying every label of `labels`
+    /// (`key=value` each).
+    async fn list_labelled(&self, labels: Vec<String>) -> Result<Vec<BerthContainer>, DockerError> {
         let filters = HashMap::from([("label".to_string(), labels)]);
         let options = ListContainersOptionsBuilder::default()
             .all(true)

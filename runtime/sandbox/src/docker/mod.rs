@@ -53,6 +53,10 @@ pub const WORKTREE_LABEL: &str = "berth.worktree";
 /// Which berth installation (state directory) the container belongs to;
 /// absent for a spec without one.
 pub const INSTANCE_LABEL: &str = "berth.instance";
+/// Which worker (`berth serve --worker NAME`) created the container, so a
+/// worker taking over an agent from one that died finds and removes the
+/// dead worker's container for it; absent outside worker mode.
+pub const WORKER_LABEL: &str = "berth.worker";
 
 /// The client timeout when none is given. It bounds response headers only,
 /// not exec streams, and must exceed every stop grace and build step.

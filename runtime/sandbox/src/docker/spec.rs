@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     AGENT_LABEL, DockerError, INSTANCE_LABEL, MANAGED_LABEL, PROJECT_LABEL, SPEC_LABEL,
-    WORK_ACCESS_LABEL, WORKTREE_LABEL,
+    WORK_ACCESS_LABEL, WORKER_LABEL, WORKTREE_LABEL,
 };
 use crate::WorkAccess;
 use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
@@ -91,6 +91,9 @@ pub struct ContainerSpec {
     /// nor reconcile each other's containers. Empty: none (the name is then
     /// `berth-<project>.<agent>`).
     pub instance: String,
+    /// The worker that creates the container (`berth serve --worker`),
+    /// put on it as the [`WORKER_LABEL`] label; `None` outside worker mode.
+    pub worker: Option<String>,
     pub project: String,
     pub agent: String,
     /// The agent's worktree (host path), mounted at `/work`.
@@ -162,6 +165,7 @@ impl ContainerSpec {
     ) -> ContainerSpec {
         ContainerSpec {
             instance: String::new(),
+            worker: None,
             project: project.into(),
             agent: agent.into(),
             worktree: worktree.into(),
@@ -617,6 +621,9 @@ impl ContainerSpec {
         ]);
         if !self.instance.is_empty() {
             labels.insert(INSTANCE_LABEL.to_string(), self.instance.clone());
+        }
+        if let Some(worker) = &self.worker {
+            labels.insert(WORKER_LABEL.to_string(), worker.clone());
         }
         body.labels = Some(labels);
         body

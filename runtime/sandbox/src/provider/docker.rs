@@ -185,6 +185,18 @@ impl SandboxProvider for DockerProvider {
             .collect())
     }
 
+    async fn remove_worker_berths(
+        &self,
+        project: &str,
+        agent: &str,
+        worker: &str,
+    ) -> ProviderResult<Vec<String>> {
+        let backend = self.backend().await?;
+        Ok(backend
+            .remove_worker_containers(project, agent, worker)
+            .await?)
+    }
+
     async fn orphans(&self, remove: bool) -> ProviderResult<Vec<OrphanContainer>> {
         let backend = self.backend().await?;
         Ok(backend

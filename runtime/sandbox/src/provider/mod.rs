@@ -219,6 +219,17 @@ pub trait SandboxProvider: Send + Sync {
     async fn orphans(&self, _remove: bool) -> ProviderResult<Vec<OrphanContainer>> {
         Ok(Vec::new())
     }
+    /// Removes the containers `worker` made for `agent` of `project` (a
+    /// worker that died, whose agent another takes over); the names
+    /// removed. Nothing without a container engine.
+    async fn remove_worker_berths(
+        &self,
+        _project: &str,
+        _agent: &str,
+        _worker: &str,
+    ) -> ProviderResult<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
 
 /// The provider without Docker: runner berths only.

@@ -1,0 +1,380 @@
+//! Workers on several hosts (issue 23's acceptance, on one machine): three
+//! `berth serve --worker` processes with state directories of their own,
+//! one PostgreSQL store (started by the engine's test harness) and one
+//! forge server (`git http-backend` on loopback), N noop agents with one
+//! task each, and a `kill -9` of the worker holding the most agents while
+//! tasks are delivered. Every task is delivered exactly once: one pushed
+//! commit on the server per task, one executed push and PR action, one PR,
+//! and the dead worker's agents taken over by the others, each takeover
+//! recorded with what did not survive. A module of the `serve` test binary
+//! (`cargo test --test serve workers::`).
+//!
+//! Knobs: `BERTH_TEST_WORKER_AGENTS` (default 9) agents and tasks.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::fixture::{Fixture, git, git_out};
+use super::postgres;
+use super::server::{Served, State, wait_for};
+use super::smart_http::SmartHttpServer;
+
+/// Agents (and tasks) in the run.
+fn agents() -> usize {
+    std::env::var("BERTH_TEST_WORKER_AGENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9)
+}
+
+/// A fresh database on the harness's PostgreSQL: its URL.
+fn database() -> String {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(postgres::server().database())
+}
+
+/// A host: a state directory of its own on the shared store.
+fn host(store: &str) -> State {
+    let mut f = Fixture::new();
+    f.set_env("BERTH_STORE", store);
+    f.ok(&["init"]);
+    State(f)
+}
+
+fn events(state: &State, kind: &str) -> Vec<Value> {
+    let v = state.json(&["events", "--type", kind, "--json"]);
+    v.as_array().unwrap().clone()
+}
+
+/// A fleet's shared parts: the store, the forge server, and `hosts` state
+/// directories of their own on them, project `demo` added on the first
+/// (its files copied to the others: runner berths) with `agents` noop
+/// agents activated.
+struct Fleet {
+    hosts: Vec<State>,
+    forge: SmartHttpServer,
+}
+
+impl Fleet {
+    fn new(hosts: usize, agents: &[String]) -> Fleet {
+        let store = database();
+        let hosts: Vec<State> = (0..hosts).map(|_| host(&store)).collect();
+        let srv = hosts[0].root().join("srv");
+        std::fs::create_dir_all(&srv).unwrap();
+        let src = hosts[0].source_repo();
+        git(
+            &srv,
+            &["clone", "-q", "--bare", src.to_str().unwrap(), "app.git"],
+        );
+        git(
+            &srv.join("app.git"),
+            &["config", "http.receivepack", "true"],
+        );
+        let forge = SmartHttpServer::start(&srv);
+        let url = forge.url("app.git");
+        hosts[0].ok(&["project", "add", "demo", "--forge-url", &url]);
+        hosts[0].edit_config(|t| {
+            t.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n")
+                .replacen("allow_unconfined = false", "allow_unconfined = true", 1)
+        });
+        let config = std::fs::read_to_string(hosts[0].config()).unwrap();
+        for h in &hosts[1..] {
+            std::fs::create_dir_all(h.config().parent().unwrap()).unwrap();
+            std::fs::write(h.config(), &config).unwrap();
+        }
+        for a in agents {
+            hosts[0].ok(&[
+                "agent",
+                "activate",
+                a,
+                "--project",
+                "demo",
+                "--impl",
+                "noop",
+            ]);
+        }
+        Fleet { hosts, forge }
+    }
+
+    /// `berth serve --worker w<i+1>` on host `i`, with 5 s leases (short
+    /// for a quick takeover; long enough that a loaded CI machine renews
+    /// them in time).
+    fn worker(&self, i: usize, max_agents: usize) -> Served {
+        let sock = format!("unix:{}", self.hosts[i].root().join("w.sock").display());
+        let name = format!("w{}", i + 1);
+        let cap = max_agents.to_string();
+        Served::start(
+            &self.hosts[i],
+            &[
+                "--listen",
+                &sock,
+                "--worker",
+                &name,
+                "--agent-lease",
+                "5",
+                "--max-agents",
+                &cap,
+            ],
+        )
+    }
+
+    /// How many commits the server's `branch` has over `main`.
+    fn commits_ahead(&self, branch: &str) -> String {
+        git_out(
+            &self.forge.repo("app.git"),
+            &["rev-list", "--count", &format!("main..refs/heads/{branch}")],
+        )
+        .trim()
+        .to_string()
+    }
+}
+
+/// [`wait_for`], with the workers' logs in the failure.
+fn wait_seeing<T>(
+    what: &str,
+    timeout: Duration,
+    workers: &[&Served],
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > deadline {
+            // The end of each log: what each worker did last.
+            let logs: Vec<String> = workers
+                .iter()
+                .map(|w| {
+                    let log = w.log();
+                    let lines: Vec<&str> = log.lines().collect();
+                    lines[lines.len().saturating_sub(60)..].join("\n")
+                })
+                .collect();
+            panic!(
+                "timed out after {timeout:?} waiting for {what}; the workers' logs:\n{}",
+                logs.join("\n----\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn tasks_in_review(h: &State) -> usize {
+    let v = h.json(&["task", "ls", "--json"]);
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "in_review")
+        .count()
+}
+
+/// Executed actions of `kind` for `task`.
+fn executed(actions: &Value, task: &str, kind: &str) -> usize {
+    actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["task"] == task && a["action"]["type"] == kind && a["status"] == "executed")
+        .count()
+}
+
+#[test]
+fn three_workers_deliver_every_task_once_through_a_kill() {
+    let started = Instant::now();
+    let n = agents();
+    let names: Vec<String> = (1..=n).map(|i| format!("noop-{i}")).collect();
+    let fleet = Fleet::new(3, &names);
+    let hosts = &fleet.hosts;
+
+    // Each worker drives at most half the agents (rounded up), so the two
+    // that survive a kill have room for all of them.
+    let cap = n.div_ceil(2);
+    let mut workers: Vec<Option<Served>> = (0..3).map(|i| Some(fleet.worker(i, cap))).collect();
+    let tasks: BTreeSet<String> = (1..=n)
+        .map(|i| hosts[1].new_task(&format!("task {i}")))
+        .collect();
+
+    // Mid-run: the first task is in review.
+    wait_for("the first delivery", Duration::from_secs(90), || {
+        (tasks_in_review(&hosts[2]) >= 1).then_some(())
+    });
+    // Who holds what now: the last lease taken of each agent.
+    let mut holder: BTreeMap<String, String> = BTreeMap::new();
+    for e in events(&hosts[2], "agent.lease_taken") {
+        holder.insert(
+            e["agent"].as_str().unwrap().to_string(),
+            e["payload"]["owner"].as_str().unwrap().to_string(),
+        );
+    }
+    let mut per_worker: BTreeMap<&str, usize> = BTreeMap::new();
+    for w in holder.values() {
+        *per_worker.entry(w.as_str()).or_default() += 1;
+    }
+    let victim = per_worker
+        .iter()
+        .max_by_key(|(_, c)| **c)
+        .map(|(w, _)| w.to_string())
+        .unwrap();
+    let victim_index: usize = victim[1..].parse::<usize>().unwrap() - 1;
+    let delivered_at_kill = tasks_in_review(&hosts[2]);
+    workers[victim_index].take().unwrap().crash();
+    let orphaned: BTreeSet<String> = holder
+        .iter()
+        .filter(|(_, w)| **w == victim)
+        .map(|(a, _)| a.clone())
+        .collect();
+    let survivor = &hosts[(victim_index + 1) % 3];
+
+    let alive: Vec<&Served> = workers.iter().flatten().collect();
+    wait_seeing(
+        "every task in review",
+        Duration::from_secs(180),
+        &alive,
+        || (tasks_in_review(survivor) == n).then_some(()),
+    );
+    // Every agent of the dead worker is taken over by a survivor, and the
+    // takeover says what did not survive.
+    let taken_over = wait_for("the takeovers", Duration::from_secs(30), || {
+        let t = events(survivor, "agent.taken_over");
+        let agents: BTreeSet<String> = t
+            .iter()
+            .filter(|e| e["payload"]["previous_owner"] == victim.as_str())
+            .map(|e| e["agent"].as_str().unwrap().to_string())
+            .collect();
+        orphaned.is_subset(&agents).then_some(t)
+    });
+    let leases = events(survivor, "agent.lease_taken");
+    for e in &taken_over {
+        assert!(!e["payload"]["lost"].as_array().unwrap().is_empty(), "{e}");
+        let last = leases
+            .iter()
+            .rev()
+            .find(|l| l["agent"] == e["agent"])
+            .unwrap();
+        assert_ne!(last["payload"]["owner"], victim.as_str(), "{last}");
+    }
+
+    // Exactly once: per task one executed push and PR action, one commit
+    // action per delivery round, one PR, one commit on the server's branch.
+    let restarts = events(survivor, "task.delivery_restarted");
+    let actions = survivor.json(&["actions", "--json"]);
+    let prs = survivor.json(&["pr", "list", "--json"]);
+    let prs = prs.as_array().unwrap();
+    assert_eq!(prs.len(), n, "one PR per task: {prs:?}");
+    for task in &tasks {
+        let rounds = restarts
+            .iter()
+            .filter(|e| e["task"] == task.as_str())
+            .count();
+        assert_eq!(executed(&actions, task, "git_push"), 1, "task {task}");
+        assert_eq!(executed(&actions, task, "pr_open"), 1, "task {task}");
+        assert_eq!(
+            executed(&actions, task, "git_commit"),
+            1 + rounds,
+            "task {task}"
+        );
+        let pr: Vec<&Value> = prs.iter().filter(|p| p["task"] == task.as_str()).collect();
+        assert_eq!(pr.len(), 1, "task {task}: {prs:?}");
+        let branch = pr[0]["branch"].as_str().unwrap();
+        assert_eq!(fleet.commits_ahead(branch), "1", "task {task}: {branch}");
+    }
+    // No event twice: each action executed once in the log.
+    let mut seen = BTreeSet::new();
+    for e in events(survivor, "action.executed") {
+        let id = e["action"].as_str().unwrap_or_default().to_string();
+        assert!(
+            seen.insert(id.clone()),
+            "action {id} executed twice in the log"
+        );
+    }
+    for w in workers.iter_mut().filter_map(Option::take) {
+        w.stop();
+    }
+    eprintln!(
+        "workers: {n} agents, {delivered_at_kill} delivered before the kill of {victim} \
+         (held {}), {} takeovers, {} restarted deliveries, {:.1} s",
+        orphaned.len(),
+        taken_over.len(),
+        restarts.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A commit made on a worker that dies before pushing it does not survive:
+/// the worker taking the agent over names it, cancels the push still waiting
+/// for a person, and delivers the task again in a new round; the person
+/// approves the new push on the new holder's API, and the server's branch
+/// holds one commit.
+#[test]
+fn a_commit_lost_with_its_worker_is_named_and_the_task_delivered_again() {
+    let fleet = Fleet::new(2, &["noop-1".to_string()]);
+    let hosts = &fleet.hosts;
+    hosts[0].ok(&["autonomy", "set", "noop-1", "git_push", "require_approval"]);
+    let w1 = fleet.worker(0, 10);
+    let task = hosts[0].new_task("lost and found");
+    let pending_push = |h: &State| -> Option<Value> {
+        let v = h.json(&["actions", "--pending", "--json"]);
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["action"]["type"] == "git_push")
+            .cloned()
+    };
+    let old_push = wait_for("w1's push waiting", Duration::from_secs(60), || {
+        pending_push(&hosts[0])
+    });
+    w1.crash();
+    let w2 = fleet.worker(1, 10);
+    let new_push = wait_seeing(
+        "w2's push of the new round",
+        Duration::from_secs(60),
+        &[&w2],
+        || pending_push(&hosts[1]).filter(|p| p["id"] != old_push["id"]),
+    );
+    let taken = events(&hosts[1], "agent.taken_over");
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    let t = &taken[0]["payload"];
+    assert_eq!(t["previous_owner"], "w1");
+    assert_eq!(t["round"], 1);
+    assert!(
+        t["lost"][0].as_str().unwrap().contains("never pushed"),
+        "{t}"
+    );
+    let all = hosts[1].json(&["actions", "--json"]);
+    let old = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == old_push["id"])
+        .unwrap();
+    assert_eq!(old["status"], "cancelled", "{old}");
+
+    let api = super::Api::new(w2.client(&hosts[1]));
+    api.ok(
+        "post",
+        "/api/actions/{id}/approve",
+        &[new_push["id"].as_str().unwrap()],
+        None,
+    );
+    wait_for("the task in review", Duration::from_secs(60), || {
+        (tasks_in_review(&hosts[1]) == 1).then_some(())
+    });
+    let actions = hosts[1].json(&["actions", "--json"]);
+    assert_eq!(
+        executed(&actions, &task, "git_commit"),
+        2,
+        "one lost, one kept"
+    );
+    assert_eq!(executed(&actions, &task, "git_push"), 1);
+    assert_eq!(executed(&actions, &task, "pr_open"), 1);
+    let prs = hosts[1].json(&["pr", "list", "--json"]);
+    let branch = prs[0]["branch"].as_str().unwrap();
+    assert_eq!(fleet.commits_ahead(branch), "1");
+    w2.stop();
+}
