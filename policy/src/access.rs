@@ -308,10 +308,7 @@ pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     // word, or the cwd `.`.)
     let words_matter = reads
         || base_protected
-        || seg
-            .argv
-            .first()
-            .is_some_and(|p| !p.dynamic && writes_beneath(p.basename()))
+        || may_write_beneath(&seg.argv)
         || seg
             .argv
             .iter()
@@ -762,35 +759,46 @@ fn option_at(
     None
 }
 
-/// The programs [`unknown_names_beneath`] reads: their words matter even
-/// when none names a protected place (`tar -xf x -C ~`).
-fn writes_beneath(name: &str) -> bool {
-    matches!(
-        name,
-        "tar"
-            | "gtar"
-            | "bsdtar"
-            | "unzip"
-            | "7z"
-            | "7za"
-            | "7zr"
-            | "7zz"
-            | "patch"
-            | "gpatch"
-            | "rsync"
-            | "cp"
-            | "gcp"
-            | "npm"
-            | "pnpm"
-            | "yarn"
-            | "bun"
-            | "pip"
-            | "pip3"
-            | "uv"
-            | "cargo"
-            | "gem"
-            | "git"
-    )
+/// Whether [`unknown_names_beneath`] may find a write in `argv`: the
+/// program is one it reads and a word it reads is there (most `git`,
+/// `cp` and `npm` commands have none). Cheap: the write-only shortcut of
+/// [`accesses`] skips the words of every other command.
+fn may_write_beneath(argv: &[Arg]) -> bool {
+    let Some(p) = argv.first().filter(|p| !p.dynamic) else {
+        return false;
+    };
+    let any = |f: &dyn Fn(&str) -> bool| argv[1..].iter().any(|a| !a.dynamic && f(&a.text));
+    match p.basename() {
+        // An extraction (`x`, `-x`, `--extract`): the cwd or `-C`'s directory.
+        "tar" | "gtar" | "bsdtar" => {
+            any(&|t| t.contains('x') || t.starts_with("--ext") || t == "--get")
+        }
+        "unzip" | "7z" | "7za" | "7zr" | "7zz" | "patch" | "gpatch" | "rsync" => true,
+        "cp" | "gcp" => any(&|t| t.ends_with("/.") || t.contains('*')),
+        "npm" | "pnpm" | "yarn" | "bun" => any(&|t| t.starts_with("--prefix")),
+        "pip" | "pip3" | "uv" => any(&|t| {
+            t.starts_with("--target")
+                || t.starts_with("--prefix")
+                || t.starts_with("--root")
+                || t.starts_with("-t")
+        }),
+        "cargo" => any(&|t| t.starts_with("--root")),
+        "gem" => any(&|t| {
+            t.starts_with("--install-dir")
+                || t.starts_with("--bindir")
+                || t.starts_with("-i")
+                || t.starts_with("-n")
+        }),
+        "git" => any(&|t| {
+            matches!(t, "clone" | "init" | "worktree" | "bundle" | "-o")
+                || t.starts_with("--output")
+                || t.starts_with("--work-tree")
+                || t.starts_with("--separate-git-dir")
+                || t.starts_with("--directory")
+                || t.starts_with("-o")
+        }),
+        _ => false,
+    }
 }
 
 /// Where a program writes names known only at run time beneath a

@@ -453,18 +453,38 @@ const SYSTEM_PLACES: &[(&str, &str)] = &[
     ("/boot", "the kernel and the boot loader"),
 ];
 
-/// Whether a path may lie in [`SYSTEM_PLACES`]: the cheap test.
-fn may_be_system(path: &str) -> bool {
-    [
-        "/etc",
-        "/proc/sys",
-        "/sys",
-        "/boot",
-        "/lib/systemd",
-        "/usr/lib/systemd",
-    ]
-    .iter()
-    .any(|p| crate::substring::contains(path, p))
+/// Whether a word may name a place of [`SYSTEM_PLACES`]: the cheap test.
+/// Only an absolute path or one starting with `.` can (`../../etc/x`);
+/// a bare relative word can only from a cwd that already is one (or `/`,
+/// which this test takes as one). One look after each `/`.
+fn may_be_system(word: &str) -> bool {
+    if !(word.starts_with('/') || word.starts_with('.')) {
+        return false;
+    }
+    if word == "/" {
+        return true;
+    }
+    const NAMES: [&str; 5] = ["etc", "proc/sys", "sys", "boot", "lib/systemd"];
+    // `/etc/x`, `//etc/x`: the first component. Only `..`, `/./` and the
+    // kernel's aliases (`/proc/self/root/…`) can reach one further on.
+    let first = word.trim_start_matches('/');
+    if first.len() < word.len() && NAMES.iter().any(|p| first.starts_with(p)) {
+        return true;
+    }
+    if !(crate::substring::contains(word, "..")
+        || crate::substring::contains(word, "/./")
+        || crate::substring::contains(word, "/proc/"))
+    {
+        return false;
+    }
+    let mut rest = word;
+    while let Some(i) = rest.find('/') {
+        rest = &rest[i + 1..];
+        if NAMES.iter().any(|p| rest.starts_with(p)) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The system place `path` (absolute, normalised) writes, if any; a glob
@@ -506,9 +526,6 @@ pub fn may_name(path: &str, dotglob: bool) -> bool {
 /// `-o.git/x`): the cheap test that lets the words that do not skip the
 /// search for paths inside them when only protected names matter.
 pub fn mentioned_in(word: &str) -> bool {
-    if may_be_system(word) {
-        return true;
-    }
     // Every name starts with `.`, and so does the bare-repository suffix.
     // Bytes, compared without case: a name is ASCII, so a match starts and
     // ends on a char boundary.
@@ -533,7 +550,7 @@ pub fn mentioned_in(word: &str) -> bool {
         }
         from = i + 1;
     }
-    false
+    may_be_system(word)
 }
 
 /// The bytes (lower case) that follow the `.` of a protected name, the

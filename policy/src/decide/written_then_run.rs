@@ -102,8 +102,23 @@ const METADATA_ONLY: &[&str] = &[
     "chmod", "chown", "chgrp", "touch", "chattr", "setfacl", "mkdir", "mkfifo",
 ];
 
+/// Programs that write a file's content through their words (the rest
+/// write only through redirections, or only what an unknown program may).
+const CONTENT_WRITERS: &[&str] = &[
+    "cp", "gcp", "install", "ginstall", "ln", "gln", "link", "symlink", "mv", "gmv", "tee", "dd",
+    "curl", "wget", "sed", "gsed", "perl", "yq", "truncate", "rsync", "scp", "sort", "uniq", "xxd",
+    "tar", "gtar", "bsdtar",
+];
+
 /// What `seg` writes for certain, as absolute paths.
 pub(super) fn files_written(seg: &Segment, home: &str) -> Vec<String> {
+    let writer = seg
+        .argv
+        .first()
+        .is_some_and(|p| p.dynamic || CONTENT_WRITERS.contains(&p.basename()));
+    if !writer && !seg.redirects.iter().any(|r| r.writes) && seg.assigns.is_empty() {
+        return Vec::new();
+    }
     if seg
         .argv
         .first()

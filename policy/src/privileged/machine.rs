@@ -124,8 +124,10 @@ pub(super) fn administers(name: &str, inv: &[Arg]) -> Option<Hit> {
     let first = operands.first().copied().unwrap_or("");
     let has = |opts: &[&str]| {
         words.iter().any(|w| {
-            opts.iter()
-                .any(|o| w == o || w.starts_with(&format!("{o}=")))
+            opts.iter().any(|o| {
+                w.strip_prefix(o)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+            })
         })
     };
     let yes = |what: &str| Some(Hit::Yes(format!("`{name}` {what}")));
