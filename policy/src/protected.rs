@@ -512,14 +512,12 @@ fn system_place(path: &str, glob: bool) -> Option<(String, &'static str)> {
 const BARE_REPO_SUFFIX: &str = ".git";
 
 /// Whether `path` may name a protected place at all: every protected name
-/// starts with a literal `.` or ends in `.git`, and a glob matches a
-/// leading `.` only with `dotglob`. A cheap test before [`why`].
+/// starts with a literal `.` or ends in `.git` (a glob matches a leading
+/// `.` only with `dotglob`), and every system place lies under one of a
+/// few top directories ([`mentioned_in`] looks for both). A cheap test
+/// before [`why`].
 pub fn may_name(path: &str, dotglob: bool) -> bool {
-    dotglob
-        || path.starts_with('.')
-        || crate::substring::contains(path, "/.")
-        || mentioned_in(path)
-        || may_be_system(path)
+    dotglob || path.starts_with('.') || crate::substring::contains(path, "/.") || mentioned_in(path)
 }
 
 /// Whether a word mentions a protected name anywhere (`--out=.envrc`,

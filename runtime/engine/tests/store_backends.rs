@@ -203,6 +203,14 @@ async fn postgres_fixture() -> Fixture {
     f
 }
 
+/// An engine whose PostgreSQL writers take only the narrow locks
+/// (`BERTH_STORE_LOCKS=narrow`), not the one lock every writer takes by
+/// default: what the tests below prove correct without it.
+fn narrow(engine: Engine) -> Engine {
+    engine.store().serialise_writers(false);
+    engine
+}
+
 /// Four engines on one PostgreSQL store (four processes' worth of pools
 /// and write gates) append events concurrently while a follower reads
 /// `after` its cursor, as `berth events --follow` and the outbox's
@@ -215,7 +223,7 @@ async fn on_postgres_a_follower_misses_no_event_of_concurrent_writers() {
     const EACH: usize = 25;
     let mut writers = Vec::new();
     for w in 0..WRITERS {
-        let engine = Engine::open(f.state()).await.unwrap();
+        let engine = narrow(Engine::open(f.state()).await.unwrap());
         writers.push(tokio::spawn(async move {
             for i in 0..EACH {
                 engine
@@ -293,7 +301,7 @@ async fn on_postgres_concurrent_claimers_take_each_task_once() {
     }
     let mut engines = Vec::new();
     for _ in 0..ENGINES {
-        engines.push(Arc::new(Engine::open(f.state()).await.unwrap()));
+        engines.push(Arc::new(narrow(Engine::open(f.state()).await.unwrap())));
     }
     let mut claimers = Vec::new();
     for (e, engine) in engines.iter().enumerate() {
