@@ -14,6 +14,11 @@
 //! repository and the worktree are created inside it) and unmounted only
 //! after the container is gone, the execs are killed and the worktree is
 //! recycled; the store never lives on it.
+//!
+//! A new disk is a copy of a template formatted once per size, inode count
+//! and e2fsprogs, kept in `<state>/disk-templates` (see
+//! [`berth_sandbox::disk`]); `mkfs.ext4` runs per berth only where no
+//! template can be used.
 
 use std::path::{Path, PathBuf};
 
@@ -73,6 +78,12 @@ pub(crate) fn image_path(state_root: &Path, project: &str, agent: &str) -> PathB
         .join("disks")
         .join(project)
         .join(format!("{agent}.img"))
+}
+
+/// `<state>/disk-templates`: the formatted images berths' disks are copied
+/// from (one per size, inode count and e2fsprogs), berth's alone (0700).
+pub(crate) fn templates_dir(state_root: &Path) -> PathBuf {
+    state_root.join("disk-templates")
 }
 
 /// `<state>/berths/<project>/<agent>`, the berth's directory.
@@ -151,6 +162,7 @@ impl Engine {
             mount_point: berth_dir(self.state.root(), &agent.project, &agent.name),
             bytes: config.sandbox.disk.bytes(),
             inodes: disk_inodes(config),
+            templates: Some(templates_dir(self.state.root())),
         };
         let point = spec.mount_point.clone();
         let attached = tokio::task::spawn_blocking(move || {
@@ -206,7 +218,7 @@ impl Engine {
             )),
             _ => None,
         };
-        if *attached == Attached::Created
+        if matches!(attached, Attached::Created(_))
             && let Err(e) = self.release_disk(&agent.project, &agent.name).await
         {
             tracing::warn!(agent = %agent.name, error = %e, "removing the disk of a berth that did not come up failed; reconcile removes it");

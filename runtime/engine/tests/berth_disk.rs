@@ -7,7 +7,8 @@
 //! the host's disk outside the image does not grow; file creation stops at
 //! `disk_inodes`; `down` leaves no mount, no loop device and no image; a
 //! checkout bigger than the disk fails `up` naming the key, losing nothing;
-//! reconcile removes a disk a crash left and mounts a kept one again.
+//! reconcile removes a disk a crash left and mounts a kept one again; two
+//! berths' disks are copies of one template, each with a UUID of its own.
 //!
 //! Real loop devices: without root, `/dev/loop-control` or `mkfs.ext4` the
 //! tests skip with the reason, except under `CI=true`, where they fail.
@@ -368,6 +369,7 @@ async fn reconcile_removes_a_disk_a_crash_left_and_mounts_a_kept_one_again() {
         mount_point: orphan.berth_dir.clone(),
         bytes: 64 << 20,
         inodes: 4096,
+        templates: None,
     })
     .unwrap();
     // A reboot: dev-1's disk is no longer mounted, its worktree not there.
@@ -401,4 +403,39 @@ async fn reconcile_removes_a_disk_a_crash_left_and_mounts_a_kept_one_again() {
     );
     // Nothing more to do.
     assert!(f.engine.reconcile_disks().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn berths_disks_are_copies_of_one_template_each_with_a_uuid_of_its_own() {
+    let Some(f) = fixture("64MiB", 4096).await else {
+        return;
+    };
+    f.agent("dev-2", AgentImpl::Real).await;
+    for agent in ["dev-1", "dev-2"] {
+        crate::removal::up_runner(&f, agent).await;
+    }
+    let templates = f.dir.path().join("state/disk-templates");
+    let made: Vec<PathBuf> = std::fs::read_dir(&templates)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(made.len(), 1, "one template for one key: {made:?}");
+    let ids = [
+        made[0].clone(),
+        paths(&f, "dev-1").image,
+        paths(&f, "dev-2").image,
+    ]
+    .map(|p| disk::filesystem_identity(&p).unwrap());
+    for (i, x) in ids.iter().enumerate() {
+        for y in &ids[i + 1..] {
+            assert_ne!(x.uuid, y.uuid);
+            assert_ne!(x.hash_seed, y.hash_seed);
+        }
+    }
+    for agent in ["dev-1", "dev-2"] {
+        f.engine.down(&named(agent), false, &user()).await.unwrap();
+        assert_released(&paths(&f, agent));
+    }
+    // The template stays for the next berth.
+    assert!(made[0].is_file());
 }

@@ -53,7 +53,8 @@ fn state(f: &Fixture) -> PathBuf {
     f.dir.path().join("state")
 }
 
-async fn up_runner(f: &Fixture, agent: &str) -> PathBuf {
+/// Brings `agent` of project `demo` up in runner mode; its worktree.
+pub(crate) async fn up_runner(f: &Fixture, agent: &str) -> PathBuf {
     f.engine
         .up(
             &named(agent),

@@ -10,6 +10,7 @@ mod common;
 mod host_procs;
 
 mod confined_files;
+mod disk_template;
 mod docker_berth;
 mod docker_contract;
 mod docker_dockerfile;

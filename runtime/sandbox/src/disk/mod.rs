@@ -13,6 +13,11 @@
 //! with `mount(2)`. Only root can do any of this: [`unavailable`] says, in
 //! words for a person, why a berth gets no disk of its own here.
 //!
+//! The image is a copy of a template formatted once per size, inode count
+//! and e2fsprogs ([`template`]), with a fresh UUID and directory hash seed;
+//! where no template can be used, `mkfs.ext4` makes it as before, and the log
+//! says why.
+//!
 //! A full disk is the agent's own problem (ENOSPC inside its berth); berth's
 //! store, events and state live on other file systems.
 
@@ -28,6 +33,12 @@ use std::time::Duration;
 
 use rustix::mount::{MountFlags, UnmountFlags};
 
+mod superblock;
+mod template;
+
+pub use superblock::{FsIdentity, SuperblockError};
+pub use template::TemplateError;
+
 /// What a berth's disk is and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskSpec {
@@ -41,13 +52,27 @@ pub struct DiskSpec {
     /// How many files and directories it may hold (ext4 rounds up to fill
     /// its block groups).
     pub inodes: u64,
+    /// Where formatted templates are kept (a directory of berth's state that
+    /// only berth writes): a new image is a copy of one. `None`: every
+    /// image is made by `mkfs.ext4`.
+    pub templates: Option<PathBuf>,
+}
+
+/// How a new image was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Made {
+    /// Copied from its template, with a fresh UUID and hash seed.
+    FromTemplate,
+    /// By `mkfs.ext4` (no template directory, or the template could not be
+    /// used: the log says why).
+    ByMkfs,
 }
 
 /// What [`attach`] found or did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attached {
     /// A new image was made and mounted.
-    Created,
+    Created(Made),
     /// The image was there (a berth kept across `down`, or a reboot) and
     /// has been mounted again.
     Remounted,
@@ -216,7 +241,7 @@ pub fn attach(spec: &DiskSpec) -> Result<Attached, DiskError> {
         });
     }
     let created = match std::fs::symlink_metadata(&spec.image) {
-        Ok(m) if m.is_file() => false,
+        Ok(m) if m.is_file() => None,
         Ok(_) => {
             return Err(DiskError::Io {
                 what: "using as a disk image",
@@ -224,31 +249,26 @@ pub fn attach(spec: &DiskSpec) -> Result<Attached, DiskError> {
                 source: std::io::Error::other("not a regular file"),
             });
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            make_image(spec)?;
-            true
-        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Some(make_image(spec)?),
         Err(e) => return Err(io("reading", &spec.image)(e)),
     };
     let mounted = attach_and_mount(&spec.image, mount_point);
     if let Err(e) = mounted {
-        if created {
+        if created.is_some() {
             let _ = std::fs::remove_file(&spec.image);
         }
         return Err(e);
     }
-    Ok(if created {
-        Attached::Created
-    } else {
-        Attached::Remounted
-    })
+    Ok(created.map_or(Attached::Remounted, Attached::Created))
 }
 
 /// Makes a sparse image of `spec.bytes` and an ext4 file system on it,
 /// owned by root (the agent's repository and worktree inside are given to
 /// the berth's uid; the berth's directory stays berth's). No blocks are
-/// reserved for root: the agent is never root.
-fn make_image(spec: &DiskSpec) -> Result<(), DiskError> {
+/// reserved for root: the agent is never root. A copy of the template when
+/// there is a template directory, `mkfs.ext4` otherwise or when the
+/// template fails.
+fn make_image(spec: &DiskSpec) -> Result<Made, DiskError> {
     let image = &spec.image;
     if let Some(parent) = image.parent() {
         std::fs::DirBuilder::new()
@@ -267,34 +287,78 @@ fn make_image(spec: &DiskSpec) -> Result<(), DiskError> {
     let made = file
         .set_len(spec.bytes)
         .map_err(io("sizing", image))
-        .and_then(|()| {
-            drop(file);
-            run_mkfs(image, spec.inodes)
-        });
+        .and_then(|()| fill_image(spec, file));
     if made.is_err() {
         let _ = std::fs::remove_file(image);
     }
     made
 }
 
-fn run_mkfs(image: &Path, inodes: u64) -> Result<(), DiskError> {
+/// Puts a file system on `file` (`spec.image`, all holes).
+fn fill_image(spec: &DiskSpec, file: File) -> Result<Made, DiskError> {
+    let image = &spec.image;
+    if let Some(dir) = &spec.templates {
+        match template::copy_into(dir, spec, &file) {
+            Ok(identity) => {
+                tracing::debug!(image = %image.display(), uuid = %identity.uuid_string(), "the berth's disk is a copy of its template");
+                return Ok(Made::FromTemplate);
+            }
+            Err(e) => {
+                tracing::warn!(image = %image.display(), error = %e, "the berth's disk template cannot be used: the disk is made by mkfs.ext4");
+                // Nothing of a partial copy stays: all holes again.
+                file.set_len(0)
+                    .and_then(|()| file.set_len(spec.bytes))
+                    .map_err(io("sizing", image))?;
+            }
+        }
+    }
+    drop(file);
+    run_mkfs(image, spec.inodes).map(|()| Made::ByMkfs)
+}
+
+/// The path of `spec`'s template in `dir`, whether it exists or not (its
+/// name is its key: the format, size and inode count).
+pub fn template_path(dir: &Path, spec: &DiskSpec) -> Result<PathBuf, TemplateError> {
+    template::path_for(dir, spec)
+}
+
+/// The UUID and directory hash seed of the ext4 file system in `image`.
+pub fn filesystem_identity(image: &Path) -> Result<FsIdentity, TemplateError> {
+    template::identity_of(image)
+}
+
+/// `mkfs.ext4`'s arguments for a berth's disk of `inodes` files, before the
+/// image's path.
+pub(crate) fn mkfs_args(inodes: u64) -> Vec<String> {
+    [
+        "-F",
+        "-q",
+        "-m",
+        "0",
+        "-L",
+        "berth",
+        "-N",
+        &inodes.to_string(),
+        // The file is new and sparse, so its unwritten inode tables and
+        // journal already read as zeros: writing them out (~70 MB of an
+        // 8 GiB disk, then synced) is work `berth up` waits for and leaks
+        // nothing when skipped. The mount skips the kernel's background
+        // zeroing for the same reason (`noinit_itable`).
+        "-E",
+        "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+pub(crate) fn run_mkfs(image: &Path, inodes: u64) -> Result<(), DiskError> {
     let mkfs_error = |message: String| DiskError::Mkfs {
         image: image.to_path_buf(),
         message,
     };
     let program = mkfs_program().ok_or_else(|| mkfs_error("mkfs.ext4 is not installed".into()))?;
     let out = Command::new(program)
-        .args(["-F", "-q", "-m", "0", "-L", "berth", "-N"])
-        .arg(inodes.to_string())
-        // The file is new and sparse, so its unwritten inode tables and
-        // journal already read as zeros: writing them out (~70 MB of an
-        // 8 GiB disk, then synced) is work `berth up` waits for and leaks
-        // nothing when skipped. The mount skips the kernel's background
-        // zeroing for the same reason (`noinit_itable`).
-        .args([
-            "-E",
-            "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1",
-        ])
+        .args(mkfs_args(inodes))
         .arg(image)
         .env("LC_ALL", "C")
         .output()
