@@ -1,0 +1,282 @@
+//! Writes whose names are known only when the program runs, beneath a
+//! directory it names: an archive extracted there, a patch applied, a
+//! directory's contents copied, a repository made or checked out, packages
+//! installed under a prefix; and the file git writes when told
+//! (`--output`). [`super::FileAccess::beneath`] marks them, so the
+//! decision can judge the directory by what may land beneath it (the
+//! home's protected files) rather than by its own name.
+
+use crate::arg::Arg;
+
+/// The value of option `long`/`short` at `argv[i]` (`--o v`, `--o=v`,
+/// `-o v`, `-ov`): `(index of a separate value word, attached value)`.
+pub(super) fn option_at(
+    argv: &[Arg],
+    i: usize,
+    long: &str,
+    short: &str,
+) -> Option<(Option<usize>, Option<String>)> {
+    let t = argv[i].text.as_str();
+    if argv[i].dynamic {
+        return None;
+    }
+    if t == long || !short.is_empty() && t == short {
+        return Some(((i + 1 < argv.len()).then_some(i + 1), None));
+    }
+    if let Some(v) = t.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+        return Some((None, Some(v.to_string())));
+    }
+    if !short.is_empty()
+        && !t.starts_with("--")
+        && let Some(v) = t.strip_prefix(short).filter(|v| !v.is_empty())
+    {
+        return Some((None, Some(v.to_string())));
+    }
+    None
+}
+
+/// Whether [`unknown_names_beneath`] may find a write in `argv`: the
+/// program is one it reads and a word it reads is there (most `git`,
+/// `cp` and `npm` commands have none). Cheap: the write-only shortcut of
+/// [`super::accesses`] skips the words of every other command.
+pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
+    let Some(p) = argv.first().filter(|p| !p.dynamic) else {
+        return false;
+    };
+    let any = |f: &dyn Fn(&str) -> bool| argv[1..].iter().any(|a| !a.dynamic && f(&a.text));
+    match p.basename() {
+        // An extraction (`x`, `-x`, `--extract`): the cwd or `-C`'s directory.
+        "tar" | "gtar" | "bsdtar" => {
+            any(&|t| t.contains('x') || t.starts_with("--ext") || t == "--get")
+        }
+        "unzip" | "7z" | "7za" | "7zr" | "7zz" | "patch" | "gpatch" | "rsync" => true,
+        "cp" | "gcp" => any(&|t| t.ends_with("/.") || t.contains('*')),
+        "npm" | "pnpm" | "yarn" | "bun" => any(&|t| t.starts_with("--prefix")),
+        "pip" | "pip3" | "uv" => any(&|t| {
+            t.starts_with("--target")
+                || t.starts_with("--prefix")
+                || t.starts_with("--root")
+                || t.starts_with("-t")
+        }),
+        "cargo" => any(&|t| t.starts_with("--root")),
+        "gem" => any(&|t| {
+            t.starts_with("--install-dir")
+                || t.starts_with("--bindir")
+                || t.starts_with("-i")
+                || t.starts_with("-n")
+        }),
+        "git" => any(&|t| {
+            matches!(t, "clone" | "init" | "worktree" | "bundle" | "-o")
+                || t.starts_with("--output")
+                || t.starts_with("--work-tree")
+                || t.starts_with("--separate-git-dir")
+                || t.starts_with("--directory")
+                || t.starts_with("-o")
+        }),
+        _ => false,
+    }
+}
+
+/// Where a program writes names known only at run time beneath a
+/// directory it names: archives extracted (`unzip -d D`, `7z x -oD`), a
+/// patch applied in `patch -d D`, a directory's contents copied (`rsync -a
+/// src/ D`, `cp -r src/. D`), a repository made or checked out (`git clone
+/// URL D`, `git init D`, `git worktree add D`, `git --work-tree=D`),
+/// packages installed under a prefix (`npm --prefix D`, `pip --target D`,
+/// `cargo install --root D`, `gem install -i D`); and what git writes to a
+/// file it is told (`git log --output=F`, `git archive -o F`).
+pub(super) fn unknown_names_beneath(
+    name: &str,
+    argv: &[Arg],
+    operands: &[usize],
+    recursive: bool,
+    beneath: &mut Vec<usize>,
+    attached: &mut Vec<String>,
+) {
+    let by_option =
+        |long: &str, short: &str, beneath: &mut Vec<usize>, attached: &mut Vec<String>| {
+            let mut found = false;
+            for i in 1..argv.len() {
+                if let Some((word, value)) = option_at(argv, i, long, short) {
+                    found = true;
+                    beneath.extend(word);
+                    attached.extend(value);
+                }
+            }
+            found
+        };
+    match name {
+        "unzip" => {
+            let lists = argv[1..].iter().any(|a| {
+                !a.dynamic
+                    && a.text.starts_with('-')
+                    && !a.text.starts_with("--")
+                    && a.text[1..].contains(['l', 'v', 'c', 'p', 't', 'z', 'Z'])
+            });
+            if !lists && !by_option("--extract-dir", "-d", beneath, attached) {
+                attached.push(".".to_string());
+            }
+        }
+        "7z" | "7za" | "7zr" | "7zz" => {
+            let extracts = operands
+                .first()
+                .and_then(|&i| argv[i].known())
+                .is_some_and(|v| matches!(v, "x" | "e"));
+            if extracts && !by_option("-o", "-o", beneath, attached) {
+                attached.push(".".to_string());
+            }
+        }
+        "patch" | "gpatch" => {
+            by_option("--directory", "-d", beneath, attached);
+        }
+        // The contents of a directory (`src/`, `src/.`, `src/*`) land
+        // beneath the target under their own names.
+        "rsync" | "cp" | "gcp" if recursive || name == "rsync" => {
+            let contents = operands[..operands.len().saturating_sub(1)]
+                .iter()
+                .any(|&i| {
+                    let t = argv[i].text.as_str();
+                    t.ends_with("/.") || name == "rsync" && t.ends_with('/') || argv[i].glob
+                });
+            if contents && let Some(&last) = operands.last() {
+                beneath.push(last);
+            }
+        }
+        "npm" | "pnpm" | "yarn" | "bun" => {
+            by_option("--prefix", "", beneath, attached);
+        }
+        "pip" | "pip3" | "uv" => {
+            by_option("--target", "-t", beneath, attached);
+            by_option("--prefix", "", beneath, attached);
+            by_option("--root", "", beneath, attached);
+        }
+        "cargo" => {
+            by_option("--root", "", beneath, attached);
+        }
+        "gem" => {
+            by_option("--install-dir", "-i", beneath, attached);
+            by_option("--bindir", "-n", beneath, attached);
+        }
+        "git" => git_unknown_names(argv, beneath, attached),
+        _ => {}
+    }
+}
+
+/// git's options that take a value (as the next word) before and after
+/// the subcommands read in [`git_unknown_names`].
+const GIT_VALUES: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--namespace",
+    "--exec-path",
+    "--config-env",
+    "-b",
+    "-B",
+    "--branch",
+    "-o",
+    "--origin",
+    "-u",
+    "--upload-pack",
+    "--template",
+    "--config",
+    "--depth",
+    "--reference",
+    "--reference-if-able",
+    "--shallow-since",
+    "--shallow-exclude",
+    "-j",
+    "--jobs",
+    "--filter",
+    "--server-option",
+    "--bundle-uri",
+    "--reason",
+    "--object-format",
+    "--ref-format",
+    "--initial-branch",
+    "--shared",
+];
+
+fn git_unknown_names(argv: &[Arg], beneath: &mut Vec<usize>, attached: &mut Vec<String>) {
+    let mut sub: Option<&str> = None;
+    let mut positional: Vec<usize> = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = &argv[i];
+        let t = a.text.as_str();
+        if a.dynamic || !t.starts_with('-') || t == "-" {
+            if sub.is_none() {
+                sub = a.known();
+            } else {
+                positional.push(i);
+            }
+            i += 1;
+            continue;
+        }
+        if t == "--" {
+            break;
+        }
+        // `--work-tree=D` (global) and `--separate-git-dir=D` make a tree
+        // or a git directory there.
+        for long in ["--work-tree", "--separate-git-dir"] {
+            if let Some((word, value)) = option_at(argv, i, long, "") {
+                beneath.extend(word);
+                attached.extend(value);
+            }
+        }
+        // `--output=F`: the diff, log or archive written to F.
+        let output_writes = matches!(
+            sub,
+            Some(
+                "log"
+                    | "show"
+                    | "diff"
+                    | "range-diff"
+                    | "whatchanged"
+                    | "diff-tree"
+                    | "diff-files"
+                    | "diff-index"
+                    | "archive"
+            )
+        );
+        if output_writes
+            && let Some((word, value)) = option_at(
+                argv,
+                i,
+                "--output",
+                if sub == Some("archive") { "-o" } else { "" },
+            )
+        {
+            beneath.extend(word);
+            attached.extend(value);
+        }
+        // `git apply --directory=D`: the patch's paths beneath D.
+        if sub == Some("apply")
+            && let Some((word, value)) = option_at(argv, i, "--directory", "")
+        {
+            beneath.extend(word);
+            attached.extend(value);
+        }
+        if sub == Some("format-patch")
+            && let Some((word, value)) = option_at(argv, i, "--output-directory", "-o")
+        {
+            beneath.extend(word);
+            attached.extend(value);
+        }
+        let takes_value = GIT_VALUES.contains(&t) && !(sub == Some("log") && t == "-o");
+        i += if takes_value { 2 } else { 1 };
+    }
+    match sub {
+        // `git clone URL DIR`: the last of two operands.
+        Some("clone") if positional.len() >= 2 => beneath.extend(positional.last()),
+        Some("init") => beneath.extend(positional.first()),
+        Some("worktree") if positional.first().is_some_and(|&p| argv[p].is("add")) => {
+            beneath.extend(positional.get(1));
+        }
+        // `git bundle create FILE`.
+        Some("bundle") if positional.first().is_some_and(|&p| argv[p].is("create")) => {
+            beneath.extend(positional.get(1));
+        }
+        _ => {}
+    }
+}
