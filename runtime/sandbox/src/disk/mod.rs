@@ -500,6 +500,10 @@ fn configure(dev: &File, backing: &File, image: &Path) -> std::io::Result<()> {
     }
 }
 
+/// How long [`release`] waits for the kernel to let the image's loop
+/// device go.
+const LOOP_RELEASE_WAIT: Duration = Duration::from_secs(5);
+
 /// Takes the berth's disk away: unmounts it (lazily when something still
 /// uses it: a process of the berth that outlived its kill), detaches any loop
 /// device still backed by the image, deletes the image, and removes the
@@ -539,6 +543,18 @@ pub fn release(image: &Path, mount_point: &Path) -> Result<Released, DiskError> 
             // SAFETY: LOOP_CLR_FD takes no argument.
             let _ = unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_CLR_FD as _, 0) };
         }
+    }
+    // The kernel lets a loop device go after its last opener (the unmount,
+    // the clear above) is done with it, a moment later under load: wait for
+    // that, bounded, so the device is free for the next `up` when this
+    // returns.
+    let deadline = std::time::Instant::now() + LOOP_RELEASE_WAIT;
+    while !loops_backed_by(image).is_empty() {
+        if std::time::Instant::now() >= deadline {
+            tracing::warn!(image = %image.display(), "a loop device still holds the berth's disk image; the kernel will release it when its last user closes it");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
     match std::fs::remove_file(image) {
         Ok(()) => released.image_removed = true,
