@@ -249,4 +249,12 @@ async fn a_dead_workers_containers_of_an_agent_are_removed_by_label() {
             .unwrap()
             .is_empty()
     );
+    // The live worker's own, removed the same way: the test leaves none.
+    assert_eq!(
+        backend
+            .remove_worker_containers(&layout.project, "a1", "w-live")
+            .await
+            .unwrap(),
+        vec![live.container_name().to_string()]
+    );
 }
