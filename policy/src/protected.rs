@@ -458,6 +458,12 @@ const SYSTEM_PLACES: &[(&str, &str)] = &[
 /// a bare relative word can only from a cwd that already is one (or `/`,
 /// which this test takes as one). One look after each `/`.
 fn may_be_system(word: &str) -> bool {
+    // A value attached to an option (`of=/etc/shadow`, `--output=/etc/x`).
+    if let Some((_, value)) = word.split_once('=')
+        && may_be_system(value)
+    {
+        return true;
+    }
     if !(word.starts_with('/') || word.starts_with('.')) {
         return false;
     }

@@ -220,11 +220,15 @@ pub(super) fn administers(name: &str, inv: &[Arg]) -> Option<Hit> {
         // in another network namespace.
         "ip" => {
             let verb = operands.get(1).copied().unwrap_or("");
-            let reads = verb.is_empty()
-                || ["show", "list", "lst", "get", "help"]
-                    .iter()
-                    .any(|r| r.starts_with(verb))
-                || verb == "ls";
+            // `ip link s` is `ip link set` (link's verbs put `set` first);
+            // `ip a s`, `ip r s` are show.
+            let set_first = first.starts_with('l') && "set".starts_with(verb) && !verb.is_empty();
+            let reads = !set_first
+                && (verb.is_empty()
+                    || ["show", "list", "lst", "get", "help"]
+                        .iter()
+                        .any(|r| r.starts_with(verb))
+                    || verb == "ls");
             (!reads).then(|| {
                 Hit::Yes(format!(
                     "`ip {first} {verb}` changes the machine's network configuration"
@@ -257,7 +261,16 @@ pub(super) fn administers(name: &str, inv: &[Arg]) -> Option<Hit> {
         | "gpasswd" | "adduser" | "deluser" | "addgroup" | "delgroup" | "chsh" | "chfn"
         | "vipw" | "vigr" | "newusers" => yes("changes the machine's users or groups"),
         // `date -s …`, and `date MMDDhhmm[[CC]YY][.ss]` (an operand of digits).
+        // `-s DATE`, also clustered after the flags that take no value
+        // (`-us`, `-Rs`).
         "date" => (has(&["-s", "--set"])
+            || words.iter().any(|w| {
+                w.len() > 2
+                    && w.starts_with('-')
+                    && !w.starts_with("--")
+                    && w[1..].contains('s')
+                    && w[1..].chars().take_while(|c| *c != 's').all(|c| matches!(c, 'u' | 'R'))
+            })
             || args.iter().any(|a| {
                 !a.dynamic
                     && a.text.len() >= 8
@@ -392,11 +405,18 @@ fn setuid_mode(args: &[Arg]) -> Option<bool> {
                     .is_some_and(|d| d & 0b110 != 0),
         );
     }
-    // Symbolic clauses: `[ugoa]*[+=][rwxXst]*`, comma-separated.
+    // Symbolic clauses: `[ugoa]*[+=][rwxXst]*`, comma-separated; GNU chmod
+    // also takes octal after the operator (`=4755`, `+6000`).
     Some(m.split(',').any(|clause| {
-        clause
-            .split_once(['+', '='])
-            .is_some_and(|(_, perms)| perms.contains('s'))
+        clause.split_once(['+', '=']).is_some_and(|(_, perms)| {
+            perms.contains('s')
+                || !perms.is_empty()
+                    && perms.bytes().all(|b| b.is_ascii_digit())
+                    && perms.len() >= 4
+                    && perms.as_bytes()[perms.len() - 4]
+                        .checked_sub(b'0')
+                        .is_some_and(|d| d & 0b110 != 0)
+        })
     }))
 }
 
@@ -459,6 +479,11 @@ mod tests {
             "chmod +s ./bin/tool",
             "chmod -R g+s dir",
             "chmod a=rwxs x",
+            "chmod =4755 x",
+            "chmod +6000 x",
+            "date -us 2020-01-01",
+            "ip l s eth0 down",
+            "ip link se eth0 up",
             "setcap cap_net_raw+ep ./x",
             "crontab -r",
             "crontab -e",
@@ -500,6 +525,10 @@ mod tests {
             "ip a",
             "ip -j link show",
             "ip r s",
+            "ip a s",
+            "ip link sh",
+            "chmod =755 x",
+            "date -u +%s",
             "ip route get 1.1.1.1",
             "ifconfig",
             "ifconfig eth0",
