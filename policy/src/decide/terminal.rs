@@ -62,18 +62,26 @@ impl<'a> Decider<'a> {
         let mut tally = RulesTally::default();
         // The files each segment runs as code; writes are tracked only when
         // a later segment runs one (`echo … > p.sh && sh p.sh`).
-        let track = analysis
-            .segments
-            .iter()
-            .skip(1)
-            .any(|s| !written_then_run::files_run(s).is_empty());
+        // The files each segment runs as code, read once; writes are
+        // tracked only when a later segment runs one.
+        let run_texts: Vec<Vec<&str>> = if analysis.segments.len() > 1 {
+            analysis
+                .segments
+                .iter()
+                .map(written_then_run::files_run)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let track = run_texts.iter().skip(1).any(|r| !r.is_empty());
         let runs: Vec<Vec<String>> = if track {
             analysis
                 .segments
                 .iter()
-                .map(|s| {
-                    written_then_run::files_run(s)
-                        .into_iter()
+                .zip(&run_texts)
+                .map(|(s, texts)| {
+                    texts
+                        .iter()
                         .flat_map(|t| written_then_run::resolve(s, t, home))
                         .collect()
                 })
@@ -555,7 +563,12 @@ impl<'a> Decider<'a> {
                 )
             })
             .collect();
-        let beneath: Vec<bool> = accesses.iter().map(|fa| fa.beneath).collect();
+        // Most segments write nothing beneath a directory: no list made.
+        let beneath: Vec<bool> = if accesses.iter().any(|fa| fa.beneath) {
+            accesses.iter().map(|fa| fa.beneath).collect()
+        } else {
+            Vec::new()
+        };
         let recursive: Vec<Option<access::Recursion>> =
             accesses.iter().map(|fa| fa.recursive).collect();
         if accesses.iter().any(|fa| fa.from_stdin) {
@@ -569,7 +582,9 @@ impl<'a> Decider<'a> {
             );
         }
         self.protected_writes(&resolved, idx, shown);
-        self.writes_beneath_the_home(&resolved, &beneath, idx, shown);
+        if !beneath.is_empty() {
+            self.writes_beneath_the_home(&resolved, &beneath, idx, shown);
+        }
         if self.ctx.rules.paths.is_empty() {
             return;
         }
