@@ -321,6 +321,31 @@ const PROTECTED_PAIRS: &[(&str, &str, &str)] = &[
     (".config", "direnv", "direnv runs `direnvrc` as shell code"),
     (
         ".config",
+        "berth",
+        "berth's own configuration: the rules that judge the agent's actions",
+    ),
+    (
+        "share",
+        "berth",
+        "berth's own state (`~/.local/share/berth`): its store records every decision and approval",
+    ),
+    (
+        "state",
+        "berth",
+        "berth's own state (`~/.local/state/berth`)",
+    ),
+    (
+        "Library",
+        "LaunchAgents",
+        "launchd runs its agents at every login (macOS)",
+    ),
+    (
+        "Library",
+        "LaunchDaemons",
+        "launchd runs its daemons as root at boot (macOS)",
+    ),
+    (
+        ".config",
         "tmux",
         "tmux runs its config's commands at every start",
     ),
@@ -451,6 +476,24 @@ const SYSTEM_PLACES: &[(&str, &str)] = &[
     ),
     ("/sys", "the kernel's devices and settings"),
     ("/boot", "the kernel and the boot loader"),
+    (
+        "/usr/lib/python3",
+        "every Python imports its packages (a `.pth` line runs code)",
+    ),
+    // Where every command is looked up: a program placed there shadows
+    // the tools the person, their scripts and berth run by name.
+    (
+        "/usr/local/bin",
+        "commands are looked up there first (`PATH`)",
+    ),
+    (
+        "/usr/local/sbin",
+        "commands are looked up there first (`PATH`)",
+    ),
+    ("/usr/bin", "the machine's commands (`PATH`)"),
+    ("/usr/sbin", "the machine's commands (`PATH`)"),
+    ("/bin", "the machine's commands (`PATH`)"),
+    ("/sbin", "the machine's commands (`PATH`)"),
 ];
 
 /// Whether a word may name a place of [`SYSTEM_PLACES`]: the cheap test.
@@ -470,7 +513,16 @@ fn may_be_system(word: &str) -> bool {
     if word == "/" {
         return true;
     }
-    const NAMES: [&str; 5] = ["etc", "proc/sys", "sys", "boot", "lib/systemd"];
+    const NAMES: [&str; 8] = [
+        "etc",
+        "proc/sys",
+        "sys",
+        "boot",
+        "lib/systemd",
+        "usr/",
+        "bin",
+        "sbin",
+    ];
     // `/etc/x`, `//etc/x`: the first component. Only `..`, `/./` and the
     // kernel's aliases (`/proc/self/root/…`) can reach one further on.
     let first = word.trim_start_matches('/');
@@ -513,6 +565,55 @@ fn system_place(path: &str, glob: bool) -> Option<(String, &'static str)> {
         .map(|(place, why)| ((*place).to_string(), *why))
 }
 
+/// Places held only where a command is known to write them, not where it
+/// merely names them: programs are named by their path as arguments all
+/// the time (`--editor /usr/bin/nano`, `-p /usr/bin/python3`).
+const HELD_ONLY_WHEN_WRITTEN: &[&str] = &[
+    "/usr/local/bin",
+    "/usr/local/sbin",
+    "/usr/bin",
+    "/usr/sbin",
+    "/bin",
+    "/sbin",
+    "/usr/lib/python3",
+];
+
+/// Whether the place [`why`] named is held only for a known write.
+pub fn held_only_when_written(place: &str) -> bool {
+    HELD_ONLY_WHEN_WRITTEN.contains(&place)
+}
+
+/// Whether an absolute path (as written) lies in a place held only for a
+/// known write.
+pub fn in_place_held_only_when_written(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.contains("..")
+        && !path.contains("/./")
+        && !path.contains("//")
+        && HELD_ONLY_WHEN_WRITTEN.iter().any(|p| {
+            path.strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+}
+
+/// The system place a write of names known only at run time beneath
+/// `dir` (absolute, normalised) may reach: one `dir` lies in, or one
+/// below it (`tar -x -C /usr/local` may write `/usr/local/bin/…`).
+pub fn system_place_beneath(dir: &str) -> Option<(String, &'static str)> {
+    let dir = dir.trim_end_matches('/');
+    if let Some(hit) = system_place(if dir.is_empty() { "/" } else { dir }, false) {
+        return Some(hit);
+    }
+    SYSTEM_PLACES
+        .iter()
+        .find(|(place, _)| {
+            place
+                .strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+        .map(|(place, why)| ((*place).to_string(), *why))
+}
+
 /// A bare repository's directory (`p.git`) is a git directory too: its
 /// `config` and `hooks/` run code like a `.git/` directory's.
 const BARE_REPO_SUFFIX: &str = ".git";
@@ -523,8 +624,19 @@ const BARE_REPO_SUFFIX: &str = ".git";
 /// few top directories ([`mentioned_in`] looks for both). A cheap test
 /// before [`why`].
 pub fn may_name(path: &str, dotglob: bool) -> bool {
-    dotglob || path.starts_with('.') || crate::substring::contains(path, "/.") || mentioned_in(path)
+    dotglob
+        || path.starts_with('.')
+        || crate::substring::contains(path, "/.")
+        || mentioned_in(path)
+        || UNDOTTED_PAIRS
+            .iter()
+            .any(|p| crate::substring::contains(path, p))
 }
+
+/// The pairs of [`PROTECTED_PAIRS`] with no dot in a parent: what the
+/// cheap test looks for besides a dot (berth's state under `~/.local`
+/// has one).
+const UNDOTTED_PAIRS: &[&str] = &["Library/Launch"];
 
 /// Whether a word mentions a protected name anywhere (`--out=.envrc`,
 /// `-o.git/x`): the cheap test that lets the words that do not skip the
@@ -555,6 +667,9 @@ pub fn mentioned_in(word: &str) -> bool {
         from = i + 1;
     }
     may_be_system(word)
+        || UNDOTTED_PAIRS
+            .iter()
+            .any(|p| crate::substring::contains(word, p))
 }
 
 /// The bytes (lower case) that follow the `.` of a protected name, the
@@ -569,7 +684,11 @@ static AFTER_DOT: [bool; 256] = {
     }
     let mut i = 0;
     while i < PROTECTED_PAIRS.len() {
-        table[PROTECTED_PAIRS[i].0.as_bytes()[1].to_ascii_lowercase() as usize] = true;
+        // Only pairs that start with a dot: the others (`Library/LaunchAgents`,
+        // `share/berth`) are found by [`UNDOTTED_PAIRS`] or a dotted parent.
+        if PROTECTED_PAIRS[i].0.as_bytes()[0] == b'.' {
+            table[PROTECTED_PAIRS[i].0.as_bytes()[1].to_ascii_lowercase() as usize] = true;
+        }
         i += 1;
     }
     table
@@ -700,6 +819,20 @@ mod tests {
             ("/proc/sysrq-trigger", false, Some("/proc/sysrq-trigger")),
             ("/etc/profile.d/x.sh", false, Some("/etc/profile.d")),
             ("/etc/hosts", false, None),
+            ("/usr/local/bin/git", false, Some("/usr/local/bin")),
+            ("/usr/bin", false, Some("/usr/bin")),
+            ("/usr/local/lib/x.so", false, None),
+            ("/binary/x", false, None),
+            (
+                "/home/agent/Library/LaunchAgents/x.plist",
+                false,
+                Some("Library/LaunchAgents"),
+            ),
+            (
+                "/home/agent/.local/share/berth/berth.db",
+                false,
+                Some("share/berth"),
+            ),
             ("/etc/passwd-", false, None),
             ("/system/x", false, None),
             ("/work/etc/sudoers", false, None),

@@ -8,7 +8,10 @@
 //!   `/proc/self/root`, `/proc/self/cwd/..`) or glob that can match one or
 //!   every child of one (`/**`, `/?*`, `/[!.]*`, `~/.[!.]*`);
 //!   `find … -delete` and `find … -exec rm {}` from there;
-//! - `chmod`/`chown`/`chgrp -R` of `/`;
+//! - `chmod`/`chown`/`chgrp -R` (or through `find -exec … {}`) of `/` or a
+//!   system directory; of the home or above it, held for a person;
+//! - recursive removal by another name: `cmake -E remove_directory`,
+//!   `cmake -E rm -r`, `rimraf`;
 //! - a block device written by any program (`dd of=`, `mkfs.*`, `wipefs`,
 //!   `sgdisk`, `curl -o`, `tee`, `cp`, a redirection) in any path spelling
 //!   (`//dev/sda`, `./../../dev/sda`, `sda` after `cd /dev`, `/dev/sd[a]`);
@@ -85,6 +88,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
             "rsync" => rsync_delete(inv, &removal),
             "mv" => mv_away(inv, &removal),
             "kill" | "pkill" | "killall" => kill_all(inv),
+            "cmake" | "rimraf" => removal_by_other_name(inv, &removal),
             _ => None,
         }
         .or_else(|| device_write(inv, &seg.cwd))
@@ -1021,24 +1025,46 @@ fn mv_away(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
 /// `chmod -R`, `chown -R`, `chgrp -R` of `/` (in any spelling of `/`).
 fn recursive_on_root(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
     let recursive = recursion(inv);
-    if recursive == Some(false) {
-        return None;
-    }
     let name = inv.first()?.basename();
-    let root = ["/".to_string()];
+    let system = system_guarded();
+    let home = guarded(r.home);
     let mut maybe = None;
-    for op in operands(inv) {
-        match target_danger(op, r, &root) {
-            Danger::Yes if recursive == Some(true) || op.find_placeholder => {
-                return Some(Hit::Deny(format!("recursive `{name}` of /")));
+    // The first operand is the mode or the owner, not a file, unless
+    // `--reference=F` gives them.
+    let by_reference = inv
+        .iter()
+        .any(|a| !a.dynamic && a.text.starts_with("--reference"));
+    for op in operands(inv).into_iter().skip(usize::from(!by_reference)) {
+        // Without recursion only `find`'s placeholder reaches a tree
+        // (`find / -exec chmod 777 {} +` is `chmod -R 777 /`).
+        if recursive == Some(false) && !op.find_placeholder {
+            continue;
+        }
+        let whole = recursive == Some(true) || op.find_placeholder;
+        match target_danger(op, r, &system) {
+            Danger::Yes if whole => {
+                return Some(Hit::Deny(format!(
+                    "recursive `{name}` of {}: the system's files",
+                    describe(op)
+                )));
             }
             Danger::No => {}
             _ => {
                 maybe = Some(Hit::Maybe(format!(
-                    "recursive `{name}` of {}, which may be /",
+                    "recursive `{name}` of {}, which may be / or a system directory",
                     describe(op)
-                )))
+                )));
+                continue;
             }
+        }
+        // The home and the directories above it: every file of the person
+        // changes owner or mode at once. Held for a person, not denied
+        // (`chown -R me ~` mends a home after a root-run tool).
+        if target_danger(op, r, &home) != Danger::No {
+            maybe = Some(Hit::Maybe(format!(
+                "recursive `{name}` of {}, which is or may be the home directory or above it",
+                describe(op)
+            )));
         }
     }
     if maybe.is_none() && r.trailing && recursive == Some(true) {
@@ -1047,6 +1073,54 @@ fn recursive_on_root(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
         )));
     }
     maybe
+}
+
+/// `/` and the system's directories, without the home.
+fn system_guarded() -> Vec<String> {
+    let mut out = vec!["/".to_string()];
+    out.extend(SYSTEM_DIRS.iter().map(|d| (*d).to_string()));
+    out
+}
+
+/// Recursive removal by another program's name: `cmake -E remove_directory
+/// D` and `cmake -E rm -r D` (its portable `rm -rf`), `rimraf D` (npm's):
+/// judged as `rm -rf` of the same operands.
+fn removal_by_other_name(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    let name = inv.first()?.basename();
+    let operands: Vec<Arg> = match name {
+        "cmake" => {
+            let e = inv.iter().position(|a| a.is("-E"))?;
+            let verb = inv.get(e + 1)?;
+            let rest = &inv[e + 2..];
+            let recursive = match verb.text.as_str() {
+                "remove_directory" => true,
+                "rm" => rest
+                    .iter()
+                    .any(|a| a.text.starts_with('-') && a.text[1..].contains(['r', 'R'])),
+                _ if verb.dynamic => true,
+                _ => false,
+            };
+            if !recursive {
+                return None;
+            }
+            rest.iter()
+                .filter(|a| !a.text.starts_with('-'))
+                .cloned()
+                .collect()
+        }
+        "rimraf" => inv[1..]
+            .iter()
+            .filter(|a| a.dynamic || !a.text.starts_with('-'))
+            .cloned()
+            .collect(),
+        _ => return None,
+    };
+    let mut argv = vec![Arg::lit("rm"), Arg::lit("-rf"), Arg::lit("--")];
+    argv.extend(operands);
+    rm(&argv, r).map(|hit| match hit {
+        Hit::Deny(d) => Hit::Deny(format!("`{name}`: {d}")),
+        Hit::Maybe(m) => Hit::Maybe(format!("`{name}`: {m}")),
+    })
 }
 
 /// `rsync --delete SRC /` (any `--del…` option): whatever the source lacks

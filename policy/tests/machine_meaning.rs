@@ -12,7 +12,7 @@
 
 use berth_policy::Verdict;
 
-use crate::table::{ASK, AUTO, F, M};
+use crate::table::{ASK, AUTO, DENY, F, M};
 use F::{Container, Host};
 use M::Auto;
 
@@ -78,6 +78,10 @@ const ADMINISTERING: &[Row] = &[
     ("cloudflared tunnel --url http://localhost:8000", Auto, Host, ASK),
     ("tailscale funnel 8000", Auto, Host, ASK),
     ("git cvsexportcommit -c HEAD", Auto, Host, ASK),
+    ("install -m 4755 x /tmp/x", Auto, Host, ASK),
+    ("install -Dm6755 x /tmp/x", Auto, Container, ASK),
+    ("install --mo=u+s x /tmp/x", Auto, Host, ASK),
+    ("install -m \"$M\" x /tmp/x", Auto, Host, ASK),
     ("DOCKER_HOST=tcp://10.0.0.5:2375 docker run alpine", Auto, Host, ASK),
     ("mvn exec:exec -Dexec.executable=git -Dexec.args=push", Auto, Host, ASK),
     ("yarn config set yarnPath /tmp/x.js", Auto, Host, ASK),
@@ -124,7 +128,21 @@ const SYSTEM_PLACES: &[Row] = &[
     ("dd of=/etc/shadow if=f", Auto, Host, ASK),
     ("cd / && echo x > etc/ld.so.preload", Auto, Host, ASK),
     ("echo x > /proc/self/root/etc/sudoers", Auto, Host, ASK),
+    ("cp x /usr/local/bin/", Auto, Host, ASK),
+    ("curl -sSLo /usr/local/bin/kubectl https://example.test/k", Auto, Host, ASK),
+    ("ln -s /tmp/evil /usr/bin/git", Auto, Host, ASK),
+    ("install -D x /usr/lib/systemd/system/x.service", Auto, Host, ASK),
+    ("tar -xzf x.tgz -C /usr/local", Auto, Host, ASK),
+    ("cp x.plist ~/Library/LaunchAgents/", Auto, Host, ASK),
+    ("rm -rf ~/.local/share/berth", Auto, Host, ASK),
+    ("printf x > ~/.config/berth/config.toml", Auto, Host, ASK),
     ("echo 1.2.3.4 example.test >> /etc/hosts", Auto, Container, AUTO),
+    // A program named by its path is not written.
+    ("pip config edit --site --editor /usr/bin/nano", Auto, Host, AUTO),
+    ("virtualenv -p /usr/bin/python3 venv", Auto, Host, AUTO),
+    ("cmake -DCMAKE_C_COMPILER=/usr/bin/gcc -S . -B build", Auto, Host, AUTO),
+    ("ln -s /usr/bin/python3 venv/bin/python", Auto, Host, AUTO),
+    ("tar -xzf node.tgz -C /tmp/scratch", Auto, Host, AUTO),
     ("cat /etc/passwd", Auto, Host, AUTO),
 ];
 
@@ -143,6 +161,10 @@ const BENEATH_THE_HOME: &[Row] = &[
     ("git clone https://example.com/r ~/.ssh", Auto, Host, ASK),
     ("git clone . ~/.config/nvim", Auto, Host, ASK),
     ("git init ~/.config/git", Auto, Host, ASK),
+    ("git -C ~ init", Auto, Host, ASK),
+    ("cd ~ && git init", Auto, Host, ASK),
+    ("git -C /home/agent/.config init nvim", Auto, Host, ASK),
+    ("git init --template=/tmp/t x", Auto, Container, ASK),
     ("git --work-tree=/home/agent checkout HEAD -- .bashrc", Auto, Host, ASK),
     ("git log --format=x --output=/home/agent/.bashrc", Auto, Host, ASK),
     ("git diff --output=.git/config", Auto, Host, ASK),
@@ -164,7 +186,41 @@ const BENEATH_THE_HOME: &[Row] = &[
     ("rsync -a dist/ /tmp/site/", Auto, Host, AUTO),
     ("npm install --prefix ./tools left-pad", Auto, Host, AUTO),
     ("GIT_TRACE=1 git status", Auto, Host, AUTO),
+    ("git init", Auto, Host, AUTO),
+    ("git -C sub init", Auto, Host, AUTO),
+    ("git init --bare /tmp/scratch/r.git", Auto, Host, AUTO),
 ];
+
+/// Recursive destruction by meaning: another program's recursive removal,
+/// a recursive change of mode or owner reaching the system (through
+/// `find -exec … {}` too), the home held for a person.
+#[rustfmt::skip]
+const DESTRUCTION: &[Row] = &[
+    ("cmake -E remove_directory ~", Auto, Host, DENY),
+    ("cmake -E rm -rf /", Auto, Container, DENY),
+    ("npx rimraf ~", Auto, Host, DENY),
+    ("pnpm dlx rimraf /", Auto, Host, DENY),
+    ("cmake -E remove_directory \"$D\"", Auto, Host, ASK),
+    ("find / -perm -4000 -exec chmod 777 {} +", Auto, Host, DENY),
+    ("find /usr -exec chown nobody {} \\;", Auto, Container, DENY),
+    ("chmod -R a-x /usr", Auto, Host, DENY),
+    ("chmod -R 000 ~", Auto, Host, ASK),
+    ("chown -R nobody ~", Auto, Container, ASK),
+    ("find ~ -exec chmod 000 {} +", Auto, Host, ASK),
+    // Ordinary work beside them.
+    ("cmake -E remove_directory build", Auto, Host, AUTO),
+    ("cmake -E rm -rf build", Auto, Host, AUTO),
+    ("npx rimraf dist", Auto, Host, AUTO),
+    ("chmod -R u+w .", Auto, Host, AUTO),
+    ("chown -R $(id -u) build", Auto, Container, AUTO),
+    ("find . -name '*.sh' -exec chmod +x {} \\;", Auto, Host, AUTO),
+    ("install -m 755 build/x out/bin/x", Auto, Host, AUTO),
+];
+
+#[test]
+fn destruction_by_meaning() {
+    check(DESTRUCTION);
+}
 
 /// The home's hidden places whose contents run later (protected.rs);
 /// the project's visible build files stay its work.

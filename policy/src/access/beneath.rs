@@ -200,10 +200,26 @@ const GIT_VALUES: &[&str] = &[
 fn git_unknown_names(argv: &[Arg], beneath: &mut Vec<usize>, attached: &mut Vec<String>) {
     let mut sub: Option<&str> = None;
     let mut positional: Vec<usize> = Vec::new();
+    // `git -C D …` before the subcommand: where git's relative paths and
+    // its `.` start (`git -C ~ init` makes `~/.git`).
+    let mut c_dir: Option<String> = None;
     let mut i = 1;
     while i < argv.len() {
         let a = &argv[i];
         let t = a.text.as_str();
+        if sub.is_none()
+            && t == "-C"
+            && !a.dynamic
+            && let Some(d) = argv.get(i + 1)
+        {
+            let d = d.text.trim_end_matches('/');
+            c_dir = Some(match c_dir {
+                Some(prev) if !d.starts_with('/') && !d.starts_with('~') => {
+                    format!("{prev}/{d}")
+                }
+                _ => d.to_string(),
+            });
+        }
         if a.dynamic || !t.starts_with('-') || t == "-" {
             if sub.is_none() {
                 sub = a.known();
@@ -269,7 +285,19 @@ fn git_unknown_names(argv: &[Arg], beneath: &mut Vec<usize>, attached: &mut Vec<
     match sub {
         // `git clone URL DIR`: the last of two operands.
         Some("clone") if positional.len() >= 2 => beneath.extend(positional.last()),
-        Some("init") => beneath.extend(positional.first()),
+        // `git init [D]`: D, or the cwd (or `-C`'s directory) itself.
+        Some("init") => match (positional.first(), &c_dir) {
+            (None, Some(c)) => attached.push(c.clone()),
+            (None, None) => attached.push(".".to_string()),
+            (Some(&p), Some(c))
+                if !argv[p].dynamic
+                    && !argv[p].text.starts_with('/')
+                    && !argv[p].text.starts_with('~') =>
+            {
+                attached.push(format!("{c}/{}", argv[p].text));
+            }
+            (Some(&p), _) => beneath.push(p),
+        },
         Some("worktree") if positional.first().is_some_and(|&p| argv[p].is("add")) => {
             beneath.extend(positional.get(1));
         }

@@ -239,6 +239,18 @@ const WRITE_ALL: &[&str] = &[
     "setfacl", "chattr", "mv", "gmv", "ln", "gln", "link", "symlink",
 ];
 
+/// Whether `ln` is given its link directory by option (`-t D`,
+/// `--target-directory=D`): then every operand is a target.
+/// A dynamic word may be such an option.
+fn has_target_option(args: &[Arg]) -> bool {
+    args.iter().any(|a| {
+        let t = a.text.as_str();
+        a.dynamic
+            || t.starts_with("--t")
+            || (t.starts_with('-') && !t.starts_with("--") && t.contains('t'))
+    })
+}
+
 /// Programs that write their last operand (the target) and read the rest,
 /// unless `-t DIR` names the target.
 const WRITE_LAST: &[&str] = &["cp", "install", "rsync", "scp", "gcp", "ginstall"];
@@ -684,6 +696,21 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             && !target_dir
         {
             kinds[last] = Access::Write;
+        }
+    } else if matches!(n, "ln" | "gln") && operands.len() > 1 && !has_target_option(args) {
+        // `ln [-s] TARGET… LINK`: the link is written, and so is a target
+        // as far as protected places go (a later write through the link
+        // reaches it) — except the places held only for a known write
+        // (`ln -s /usr/bin/python3 venv/bin/python`): named, not written.
+        if let Some((&last, targets)) = operands.split_last() {
+            kinds[last] = Access::Write;
+            for &o in targets {
+                kinds[o] = if crate::protected::in_place_held_only_when_written(&argv[o].text) {
+                    Access::MayWrite
+                } else {
+                    Access::Write
+                };
+            }
         }
     } else if WRITE_ALL.contains(&n) {
         for &o in &operands {

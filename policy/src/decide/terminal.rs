@@ -756,6 +756,22 @@ impl<'a> Decider<'a> {
                 );
                 return;
             }
+            // Beneath a system place, or above one (`tar -x -C /usr/local`).
+            if let Some((p, (place, why))) = abs_list
+                .iter()
+                .find_map(|p| crate::protected::system_place_beneath(p).map(|hit| (p, hit)))
+            {
+                self.raise(
+                    Stage::NeverAuto,
+                    Verdict::RequireApproval,
+                    format!(
+                        "`{shown}` writes names known only when it runs beneath {}, which may reach {place} ({why}): never auto-approved",
+                        clip(p)
+                    ),
+                    Some(idx),
+                );
+                return;
+            }
         }
     }
 
@@ -777,7 +793,13 @@ impl<'a> Decider<'a> {
                 .iter()
                 .map(String::as_str)
                 .chain(std::iter::once(*text))
-                .find_map(|p| protected::why(p, *glob, self.dotglob).map(|w| (p, w)));
+                .find_map(|p| {
+                    protected::why(p, *glob, self.dotglob)
+                        .filter(|(name, _)| {
+                            *access == Access::Write || !protected::held_only_when_written(name)
+                        })
+                        .map(|w| (p, w))
+                });
             if let Some((p, (name, why))) = found {
                 let how = if *access == Access::Write {
                     "writes"

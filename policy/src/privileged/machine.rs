@@ -80,6 +80,7 @@ pub(super) const ADMIN: &[&str] = &[
     "hostname",
     "localectl",
     "chmod",
+    "install",
     "setcap",
     "crontab",
     "machinectl",
@@ -110,7 +111,7 @@ pub(super) fn administers(name: &str, inv: &[Arg]) -> Option<Hit> {
     let args = &inv[1..];
     // Every word static and known: a dynamic word stands wherever this
     // module would compare, so it may be the writing form.
-    if args.iter().any(|a| a.dynamic) && !matches!(name, "kill" | "chmod" | "date") {
+    if args.iter().any(|a| a.dynamic) && !matches!(name, "kill" | "chmod" | "install" | "date") {
         return Some(Hit::Maybe(format!(
             "a dynamic word where `{name}`'s administering form would be read"
         )));
@@ -304,6 +305,19 @@ pub(super) fn administers(name: &str, inv: &[Arg]) -> Option<Hit> {
                 "`chmod`'s mode is known only at run time: it may set a setuid bit".into(),
             )),
         },
+        // `install -m 4755 x /usr/local/bin/x` is chmod's setuid by
+        // another name: the mode is `-m MODE`, `-mMODE`, `--mode[=]MODE`.
+        "install" => match install_mode(args).map(|m| m.map(|m| setuid_mode(&[m]))) {
+            None => None,
+            Some(Some(Some(false))) => None,
+            Some(Some(Some(true))) => Some(Hit::Yes(
+                "`install` sets a setuid or setgid bit: the file then runs with its owner's privilege"
+                    .into(),
+            )),
+            Some(_) => Some(Hit::Maybe(
+                "`install`'s mode is known only at run time: it may set a setuid bit".into(),
+            )),
+        },
         "setcap" => (!has(&["-v", "--verify"])).then(|| {
             Hit::Yes("`setcap` gives a file capabilities: it then runs with privilege".into())
         }),
@@ -374,6 +388,55 @@ const SYSTEMCTL_READS: &[&str] = &[
     "get-default",
     "show-environment",
 ];
+
+/// `install`'s mode word: `None` when it sets none (the default 0755),
+/// `Some(None)` when the mode cannot be read (a dynamic word), else the
+/// mode alone as chmod would take it.
+fn install_mode(args: &[Arg]) -> Option<Option<Arg>> {
+    let mut words = args.iter();
+    while let Some(a) = words.next() {
+        if a.dynamic && (a.text.starts_with('-') || a.text.is_empty()) {
+            return Some(None);
+        }
+        let t = a.text.as_str();
+        if t == "--" {
+            return None;
+        }
+        let long = t
+            .starts_with("--")
+            .then(|| t.split_once('=').unwrap_or((t, "")));
+        let value = if t == "-m" || (t.len() >= 3 && "--mode".starts_with(t)) {
+            match words.next() {
+                Some(v) if !v.dynamic => v.text.clone(),
+                _ => return Some(None),
+            }
+        } else if let Some((name, v)) = long {
+            if name.len() >= 3 && "--mode".starts_with(name) {
+                v.to_string()
+            } else {
+                continue;
+            }
+        } else if let Some(rest) = t.strip_prefix('-').filter(|r| !r.starts_with('-')) {
+            // A cluster ending in `m` takes the next word; `m` inside
+            // one takes the rest of the word (`-Dm4755`).
+            match rest.find('m') {
+                Some(i) if i + 1 == rest.len() => match words.next() {
+                    Some(v) if !v.dynamic => v.text.clone(),
+                    _ => return Some(None),
+                },
+                Some(i) => rest[i + 1..].to_string(),
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        if a.dynamic {
+            return Some(None);
+        }
+        return Some(Some(Arg::lit(&value)));
+    }
+    None
+}
 
 /// Whether chmod's mode sets a setuid or setgid bit: symbolic `u+s`, `+s`,
 /// `g=rxs`, or octal with the 4000 or 2000 bit (`4755`, `02755`); `None`
@@ -481,6 +544,12 @@ mod tests {
             "chmod a=rwxs x",
             "chmod =4755 x",
             "chmod +6000 x",
+            "install -m 4755 x /tmp/x",
+            "install -m4755 x /tmp/x",
+            "install -Dm6755 x /tmp/x",
+            "install --mode=u+s x /tmp/x",
+            "install --mo u+s x /tmp/x",
+            "install -o root -g root -m 2755 x y",
             "date -us 2020-01-01",
             "ip l s eth0 down",
             "ip link se eth0 up",
@@ -505,6 +574,11 @@ mod tests {
     fn reading_the_machine_is_ordinary() {
         for c in [
             "systemctl status docker",
+            "install -m 755 build/x out/x",
+            "install -Dm644 a out/b",
+            "install x y",
+            "install -d out",
+            "install --mode=0644 a b",
             "systemctl",
             "systemctl list-units --failed",
             "systemctl --user is-active x",

@@ -601,6 +601,12 @@ pub(super) fn git(argv: &[Arg]) -> Facts {
                     .into(),
             );
         }
+        // `--template=D` copies D's hooks into the new `.git/hooks`: they
+        // run at the next commit (point 10: repository-controlled code).
+        "init" if has(&["--template"]) => {
+            facts.opaque =
+                Some("`git init --template` installs a template's hooks, which later run".into());
+        }
         "push" | "send-pack" if has(PUSH_RUNS) => {
             facts.opaque = Some("`--receive-pack`/`--exec` runs a program".into());
         }
