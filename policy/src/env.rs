@@ -167,6 +167,12 @@ const EXACT: &[&str] = &[
     "CXXFLAGS",            // the same for C++
     "CPPFLAGS",            // the same for the preprocessor
     "LDFLAGS",             // linker options (`-Wl,-plugin`, `-fuse-ld=`)
+    "PYTEST_ADDOPTS", // pytest options (`-p plugin` imports a module, `--rootdir`, `-c` config)
+    "PYTEST_PLUGINS", // modules pytest imports as plugins
+    "JDK_JAVA_OPTIONS", // the `java` launcher's options (`-javaagent:` runs code)
+    "JAVA_OPTS",      // options launcher scripts (gradlew, catalina.sh) pass to java
+    "GLIBC_TUNABLES", // the loader's tunables (read by every program, setuid ones too)
+    "PIP_CONFIG_FILE", // pip's config (`index-url`, `find-links`: where installed code comes from)
 ];
 
 /// Name prefixes.
