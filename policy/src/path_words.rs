@@ -87,6 +87,29 @@ pub fn candidates(text: &str) -> Vec<String> {
     out.0
 }
 
+/// `text` with each glob component that may match `..` written `..`
+/// (`.?/x` → `../x`, `.*/.*/x` → `../../x`): the furthest a glob word may
+/// climb, in the shells that match `..` by a pattern ([`crate::scope::may_match_dotdot`]).
+/// `None` when no component may.
+pub fn climbing(text: &str) -> Option<String> {
+    if !crate::substring::contains(text, ".") {
+        return None;
+    }
+    let mut changed = false;
+    let parts: Vec<&str> = text
+        .split('/')
+        .map(|c| {
+            if crate::scope::may_match_dotdot(c) {
+                changed = true;
+                ".."
+            } else {
+                c
+            }
+        })
+        .collect();
+    changed.then(|| parts.join("/"))
+}
+
 /// `-XYZvalue`: the value of the first letter (`-o/x`, `-Isrc/x`) and of
 /// the last letter before a byte no option letter is (`-czf/tmp/x`).
 fn short_cluster(opt: &str, out: &mut Found) {
@@ -117,6 +140,24 @@ fn short_cluster(opt: &str, out: &mut Found) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_glob_that_may_match_dotdot_climbs() {
+        for (word, want) in [
+            (".?/x", Some("../x")),
+            (".[.]/x", Some("../x")),
+            (".*", Some("..")),
+            ("src/.*/x", Some("src/../x")),
+            (".*/.?/y", Some("../../y")),
+            ("..?/x", None),
+            (".g*/x", None),
+            ("*/x", None),
+            ("../x", None),
+            (".?x", None),
+        ] {
+            assert_eq!(climbing(word).as_deref(), want, "{word}");
+        }
+    }
 
     #[test]
     fn finds_values_by_meaning() {

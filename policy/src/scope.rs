@@ -358,12 +358,25 @@ fn tok_matches(t: &Tok, c: u8) -> bool {
 /// without `dotglob`: a leading `.` only by a literal `.`; `.` and `..`
 /// never by a pattern.
 pub fn component_matches(pat: &str, name: &str) -> bool {
+    if (name == "." || name == "..") && pat != name {
+        return false;
+    }
+    name_matches(pat, name)
+}
+
+/// Whether a glob component can match `..` in the shells berth runs
+/// commands with: dash and busybox `sh` match `.?`, `.[.]` and `.*` against
+/// `..` (bash ≥ 5.2 does not, by `globskipdots`); so such a word may climb
+/// out of its directory (`cat .?/secret` reads `../secret`).
+pub fn may_match_dotdot(pat: &str) -> bool {
+    pat.starts_with('.') && first_glob(pat).is_some() && name_matches(pat, "..")
+}
+
+/// [`component_matches`] without bash's `globskipdots`.
+fn name_matches(pat: &str, name: &str) -> bool {
     let toks = tokens(pat.as_bytes());
     let text = name.as_bytes();
     if text.first() == Some(&b'.') && !matches!(toks.first(), Some(Tok::Lit(b'.'))) {
-        return false;
-    }
-    if (name == "." || name == "..") && pat != name {
         return false;
     }
     let (mut p, mut t) = (0usize, 0usize);
@@ -815,7 +828,21 @@ impl Judge<'_> {
             // `*.rs`, `e*`: a glob expands to paths under the cwd.
             self.path(&a.text, base, cwd, reach);
         }
+        // A glob that may match `..` may climb: judged climbed too.
+        let climbed: Vec<String> = if a.glob {
+            candidates
+                .iter()
+                .map(String::as_str)
+                .chain(candidates.is_empty().then_some(a.text.as_str()))
+                .filter_map(crate::path_words::climbing)
+                .collect()
+        } else {
+            Vec::new()
+        };
         for p in candidates {
+            self.path(&p, base, cwd, reach);
+        }
+        for p in climbed {
             self.path(&p, base, cwd, reach);
         }
     }

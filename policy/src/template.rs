@@ -881,6 +881,18 @@ fn target_danger(op: &Arg, r: &Removal<'_>, guarded: &[String]) -> Danger {
         };
         worst = worst.max(d);
     }
+    // A glob that may match `..` may climb (`rm -rf .?/*` from a project
+    // in the home): judged climbed too.
+    if op.glob
+        && worst != Danger::Yes
+        && let Some(climbed) = crate::path_words::climbing(&op.text)
+    {
+        let up = Arg {
+            text: climbed,
+            ..op.clone()
+        };
+        worst = worst.max(target_danger(&up, r, guarded));
+    }
     worst
 }
 

@@ -82,6 +82,16 @@ const FOUND_BY_MEANING: &[Row] = &[
     ("cpio -id --no-absolute-filenames < x.cpio", &["cpio"], &[], &[], Manual, Host, AUTO),
     ("cpio -o < list.txt", &["cpio"], &[], &[], Manual, Host, AUTO),
     ("git apply fix.patch", &["git apply"], &[], &[], Manual, Host, AUTO),
+    // A glob that may match `..` (dash and busybox `sh` match `.?`,
+    // `.[.]` and `.*` against it) may climb out of the project.
+    ("cat .?/secret", &["cat"], &[], &[], Manual, Host, ASK),
+    ("cat .[.]/secret", &["cat"], &[], &[], Manual, Host, ASK),
+    ("cat src/.*/x", &["cat"], &[], &[], Manual, Host, AUTO),
+    ("cat .*/.*/x", &["cat"], &[], &[], Manual, Host, ASK),
+    ("echo x > .?/.bashrc", &["echo"], &[], &[], AutoMode, Host, ASK),
+    ("rm -rf .?/*", &["rm"], &[], &[], AutoMode, Host, DENY),
+    ("cat ..?/x", &["cat"], &[], &[], Manual, Host, AUTO),
+    ("cat .e*", &["cat"], &[], &[], Manual, Host, AUTO),
 ];
 
 #[test]

@@ -473,9 +473,21 @@ fn collect(
             return;
         }
     }
-    for p in path_candidates(t) {
+    let candidates = path_candidates(t);
+    for p in &candidates {
         let tilde_user = p.starts_with('~') && !p.starts_with("~/") && p != "~";
-        add(&p, tilde_user || a.tilde_user);
+        add(p, tilde_user || a.tilde_user);
+    }
+    // A glob that may match `..` may climb: its climbed path too.
+    if a.glob {
+        let own = (whole || !t.starts_with('-')).then_some(t);
+        for p in own
+            .into_iter()
+            .chain(candidates.iter().map(String::as_str))
+            .filter_map(crate::path_words::climbing)
+        {
+            add(&p, a.tilde_user);
+        }
     }
 }
 
