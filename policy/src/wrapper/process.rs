@@ -567,6 +567,53 @@ const XVFB_RUN: Spec = Spec {
     ..NONE
 };
 
+/// `ssh-agent [opts] cmd…`: starts an agent, then runs the command with
+/// it (without a command it only prints the agent's variables).
+const SSH_AGENT: Spec = Spec {
+    opts: &[
+        value(b'a', ""),
+        flag(b'c', ""),
+        flag(b's', ""),
+        flag(b'D', ""),
+        flag(b'd', ""),
+        flag(b'k', "").role(Role::Itself), // kills the running agent: no command follows
+        value(b'E', ""),
+        value(b'P', ""),
+        value(b'O', ""),
+        value(b't', ""),
+    ],
+    ..NONE
+};
+
+/// `sshpass [-p PW|-f F|-d FD|-e] cmd…`: runs the command, typing the
+/// password into it.
+const SSHPASS: Spec = Spec {
+    opts: &[
+        value(b'p', ""),
+        value(b'f', ""),
+        value(b'd', ""),
+        flag(b'e', ""),
+        value(b'P', ""),
+        flag(b'v', ""),
+        flag(b'h', "").role(Role::Itself),
+        flag(b'V', "").role(Role::Itself),
+    ],
+    ..NONE
+};
+
+/// `lockf [-kns] [-t SECONDS] FILE cmd…` (BSD): runs the command holding
+/// a lock on FILE.
+const LOCKF: Spec = Spec {
+    opts: &[
+        flag(b'k', ""),
+        flag(b'n', ""),
+        flag(b's', ""),
+        value(b't', ""),
+    ],
+    positional: 1,
+    ..NONE
+};
+
 pub(super) fn spec(name: &str) -> Option<Spec> {
     Some(match name {
         "nohup" | "gnohup" => NOHUP,
@@ -612,6 +659,12 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
         "arch" => ARCH,
         "sandbox-exec" => SANDBOX_EXEC,
         "xvfb-run" => XVFB_RUN,
+        "ssh-agent" => SSH_AGENT,
+        "sshpass" => SSHPASS,
+        "lockf" => LOCKF,
+        // Their options are not modelled: with one, the segment is opaque
+        // (task spooler queues the command; heaptrack and retry run it).
+        "tsp" | "heaptrack" | "retry" => PLAIN_LESS_COMMON,
         _ => return None,
     })
 }
