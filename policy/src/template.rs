@@ -16,7 +16,9 @@
 //!   `sgdisk`, `curl -o`, `tee`, `cp`, a redirection) in any path spelling
 //!   (`//dev/sda`, `./../../dev/sda`, `sda` after `cd /dev`, `/dev/sd[a]`);
 //! - a fork bomb in any shape (see `segment::mark_fork_bombs`);
-//! - `kill -1`.
+//! - `kill -1`, and `pkill`/`killall -u USER` with no pattern (every process
+//!   of the user);
+//! - `chattr -R` of `/` or a system directory.
 //!
 //! What might meet a template — a variable where an option or operand is
 //! read, operands from stdin (`xargs rm -rf`), a glob where a subcommand is
@@ -83,7 +85,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
         let n = name.basename();
         let hit = match n {
             "rm" => rm(inv, &removal),
-            "chmod" | "chown" | "chgrp" => recursive_on_root(inv, &removal),
+            "chmod" | "chown" | "chgrp" | "chattr" => recursive_on_root(inv, &removal),
             "find" => find_delete(inv, &removal),
             "rsync" => rsync_delete(inv, &removal),
             "mv" => mv_away(inv, &removal),
@@ -1046,7 +1048,14 @@ fn recursive_on_root(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
     let by_reference = inv
         .iter()
         .any(|a| !a.dynamic && a.text.starts_with("--reference"));
-    for op in operands(inv).into_iter().skip(usize::from(!by_reference)) {
+    let ops = operands(inv);
+    let skip = if name == "chattr" {
+        // `chattr -R +i /`; a mode starting with `-` reads as an option.
+        ops.first().is_some_and(|o| o.text.starts_with(['+', '=']))
+    } else {
+        !by_reference
+    };
+    for op in ops.into_iter().skip(usize::from(skip)) {
         // Without recursion only `find`'s placeholder reaches a tree
         // (`find / -exec chmod 777 {} +` is `chmod -R 777 /`).
         if recursive == Some(false) && !op.find_placeholder {
@@ -1199,7 +1208,11 @@ fn find_delete(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
 
 /// `kill -9 -1`: every process the user may signal.
 fn kill_all(inv: &[Arg]) -> Option<Hit> {
-    if inv[0].basename() != "kill" {
+    let name = inv[0].basename();
+    if matches!(name, "pkill" | "killall") {
+        return every_process_of_a_user(name, inv);
+    }
+    if name != "kill" {
         return None;
     }
     // `-1` is a signal number in `kill -1 PID`, and the pid of every process
@@ -1220,6 +1233,87 @@ fn kill_all(inv: &[Arg]) -> Option<Hit> {
         }
     }
     None
+}
+
+/// `pkill -u USER`, `killall -u USER` with no pattern or name: every
+/// process of the user — `kill -1` by another name (berth's own among
+/// them, in runner mode).
+fn every_process_of_a_user(name: &str, inv: &[Arg]) -> Option<Hit> {
+    // Short options that take a value; long ones that do.
+    let values: &[u8] = if name == "pkill" {
+        b"gGPstuUF"
+    } else {
+        b"usoyZ"
+    };
+    const LONG_VALUES: &[&str] = &[
+        "user",
+        "euid",
+        "uid",
+        "signal",
+        "group",
+        "parent",
+        "session",
+        "terminal",
+        "pidfile",
+        "older-than",
+        "younger-than",
+        "context",
+        "ns",
+        "nslist",
+    ];
+    let mut by_user = false;
+    let mut operands = 0;
+    let mut dynamic = false;
+    let mut words = inv.iter().skip(1);
+    while let Some(a) = words.next() {
+        let t = a.text.as_str();
+        if a.dynamic {
+            // A dynamic option may be `-u`; a dynamic operand a pattern
+            // that matches everything.
+            dynamic = true;
+            if !t.starts_with('-') {
+                operands += 1;
+            }
+            continue;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let (n, v) = long.split_once('=').unwrap_or((long, ""));
+            by_user |= matches!(n, "user" | "euid" | "uid");
+            if v.is_empty() && LONG_VALUES.contains(&n) {
+                words.next();
+            }
+            continue;
+        }
+        if let Some(opts) = t.strip_prefix('-').filter(|o| !o.is_empty()) {
+            // `-9`, `-KILL`: a signal.
+            if opts
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+            {
+                continue;
+            }
+            if let Some(k) = opts.bytes().position(|b| values.contains(&b)) {
+                by_user |= matches!(opts.as_bytes()[k], b'u' | b'U');
+                if k + 1 == opts.len() {
+                    words.next();
+                }
+            }
+            continue;
+        }
+        operands += 1;
+    }
+    if !by_user {
+        return None;
+    }
+    match (operands, dynamic) {
+        (0, false) => Some(Hit::Deny(format!(
+            "`{name} -u` with no pattern: signals every process of the user"
+        ))),
+        (_, true) => Some(Hit::Maybe(format!(
+            "`{name} -u` with a word known only at run time: it may signal every process of the user"
+        ))),
+        _ => None,
+    }
 }
 
 /// Programs that write the devices they are given: every operand is a

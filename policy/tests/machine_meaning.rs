@@ -207,6 +207,12 @@ const DESTRUCTION: &[Row] = &[
     ("chmod -R 000 ~", Auto, Host, ASK),
     ("chown -R nobody ~", Auto, Container, ASK),
     ("find ~ -exec chmod 000 {} +", Auto, Host, ASK),
+    ("chattr -R +i /", Auto, Host, DENY),
+    ("chattr -R -i /usr", Auto, Container, DENY),
+    ("pkill -9 -u $USER", Auto, Host, DENY),
+    ("killall -u agent", Auto, Host, DENY),
+    ("pkill --uid=1000", Auto, Container, DENY),
+    ("pkill -u agent \"$P\"", Auto, Host, ASK),
     // Ordinary work beside them.
     ("cmake -E remove_directory build", Auto, Host, AUTO),
     ("cmake -E rm -rf build", Auto, Host, AUTO),
@@ -215,6 +221,10 @@ const DESTRUCTION: &[Row] = &[
     ("chown -R $(id -u) build", Auto, Container, AUTO),
     ("find . -name '*.sh' -exec chmod +x {} \\;", Auto, Host, AUTO),
     ("install -m 755 build/x out/bin/x", Auto, Host, AUTO),
+    ("chattr +i build/lock", Auto, Host, AUTO),
+    ("pkill -u agent node", Auto, Host, AUTO),
+    ("pkill -f 'node server.js'", Auto, Host, AUTO),
+    ("killall node", Auto, Host, AUTO),
 ];
 
 #[test]
