@@ -682,6 +682,28 @@ impl Judge<'_> {
         }
     }
 
+    /// Whether a bare word (`git`) names, beneath a known cwd, an
+    /// out-of-scope mount or a directory that holds one: words that do not
+    /// look like paths are paths there. Only a container frame has such
+    /// mounts; elsewhere this is one look at an empty list.
+    fn names_a_mount_below(&self, word: &str, base: &Cwd) -> bool {
+        let Cwd::Known(dirs) = base else {
+            return false;
+        };
+        if word.is_empty() || word.starts_with('-') || word.contains('=') {
+            return false;
+        }
+        out_of_scope_mounts(self.frame).any(|target| {
+            dirs.iter().any(|d| {
+                let d = d.trim_end_matches('/');
+                target
+                    .strip_prefix(d)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .is_some_and(|rest| rest.split('/').next() == Some(word))
+            })
+        })
+    }
+
     /// Judges a static path written relative to `base` (the cwd, or
     /// `git -C`'s directory); `cwd` is what `/proc/self/cwd` stands for.
     fn path(&mut self, written: &str, base: &Cwd, cwd: &Cwd, reach: Reach) {
@@ -826,6 +848,10 @@ impl Judge<'_> {
             && crate::path_words::url_scheme(&a.text).is_none()
         {
             // `*.rs`, `e*`: a glob expands to paths under the cwd.
+            self.path(&a.text, base, cwd, reach);
+        } else if candidates.is_empty() && self.names_a_mount_below(&a.text, base) {
+            // `cd /srv && rm -rf git`: a bare word is a path when the cwd
+            // holds an out-of-scope mount of that name.
             self.path(&a.text, base, cwd, reach);
         }
         // A glob that may match `..` may climb: judged climbed too.

@@ -2,7 +2,8 @@
 //! the brief's public policy cases (`public.jsonl`) kept in `tests/cases/`, so a fresh
 //! clone with nothing beside it runs them; and so does every case of
 //! `wrapper-regressions.jsonl` (denied programs behind wrappers, once a stray
-//! file at the repository root).
+//! file at the repository root), and of `mount-words.jsonl` (bare words
+//! naming a host mount below the cwd).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use berth_policy::case::Case;
@@ -15,6 +16,13 @@ fn public_cases_pass() {
 #[test]
 fn wrapper_regression_cases_pass() {
     cases_pass("wrapper-regressions.jsonl", 180);
+}
+
+/// A bare word is a path where the cwd holds an out-of-scope mount of that
+/// name (`cd /srv && rm -rf git` above a host mount at `/srv/git`).
+#[test]
+fn mount_word_cases_pass() {
+    cases_pass("mount-words.jsonl", 10);
 }
 
 fn cases_pass(file: &str, at_least: usize) {
