@@ -170,15 +170,17 @@ async fn a_driver_whose_lease_was_taken_over_stops_before_its_next_effect() {
 async fn an_approval_received_away_from_the_holder_runs_on_the_holder_once() {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Noop).await;
-    f.engine
-        .set_autonomy(
-            "dev-1",
-            "git_push",
-            berth_policy::Approval::RequireApproval,
-            &user(),
-        )
-        .await
-        .unwrap();
+    for kind in ["git_push", "pr_open"] {
+        f.engine
+            .set_autonomy(
+                "dev-1",
+                kind,
+                berth_policy::Approval::RequireApproval,
+                &user(),
+            )
+            .await
+            .unwrap();
+    }
     f.engine.set_worker("w1").unwrap();
     let other = f.second().await;
     other.set_worker("w2").unwrap();
@@ -235,8 +237,9 @@ async fn an_approval_received_away_from_the_holder_runs_on_the_holder_once() {
         ActionStatus::Approved
     );
 
-    // The holder's next pass runs it, and the chain goes on to review.
-    f.engine
+    // The holder's next pass runs it, and the chain goes on to the PR.
+    let run = f
+        .engine
         .run_agent_under(&named("dev-1"), true, Some(lease))
         .await
         .unwrap();
@@ -244,6 +247,19 @@ async fn an_approval_received_away_from_the_holder_runs_on_the_holder_once() {
         f.engine.action(&push).await.unwrap().status,
         ActionStatus::Executed
     );
+    let AgentRun::AwaitingApproval { action: pr, .. } = run.stopped else {
+        panic!("expected the PR to wait: {run:?}");
+    };
+    // Approved on the holder itself: it runs there and then, as before.
+    let Approval::Executed(done) = f
+        .engine
+        .approve_anywhere(&pr, &user(), false, None)
+        .await
+        .unwrap()
+    else {
+        panic!("w1 holds dev-1: the approval runs here");
+    };
+    assert!(done.outcome.succeeded, "{done:?}");
     assert_eq!(
         f.engine.task(&task.id).await.unwrap().status,
         TaskStatus::InReview
