@@ -205,8 +205,8 @@ impl Engine {
         })
     }
 
-    /// The actions of `lease.agent` a person approved in another process,
-    /// oldest first.
+    /// The actions of `agent` a person approved in another process that
+    /// have not run yet, oldest first.
     pub async fn routed_approvals(&self, agent: &str) -> Result<Vec<String>> {
         sqlx::query_scalar(
             "SELECT id FROM proposed_actions WHERE agent = $1 AND status = 'approved' \
