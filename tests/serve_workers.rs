@@ -9,6 +9,11 @@
 //! recorded with what did not survive. A module of the `serve` test binary
 //! (`cargo test --test serve workers::`).
 //!
+//! A person's approval received by a worker that does not hold the agent
+//! (its API, `berth approve` on another host) is recorded in the store and
+//! runs on the worker that holds it — or, when that worker is killed before
+//! running it, once on the worker that takes the agent over.
+//!
 //! Knobs: `BERTH_TEST_WORKER_AGENTS` (default 9) agents and tasks.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,7 +23,7 @@ use serde_json::Value;
 
 use super::fixture::{Fixture, git, git_out};
 use super::postgres;
-use super::server::{Served, State, wait_for};
+use super::server::{Served, State, signal, wait_for};
 use super::smart_http::SmartHttpServer;
 
 /// Agents (and tasks) in the run.
@@ -309,8 +314,9 @@ fn three_workers_deliver_every_task_once_through_a_kill() {
 /// A commit made on a worker that dies before pushing it does not survive:
 /// the worker taking the agent over names it, cancels the push still waiting
 /// for a person, and delivers the task again in a new round; the person
-/// approves the new push on the new holder's API, and the server's branch
-/// holds one commit.
+/// approves the new push with `berth approve` on the dead worker's host (a
+/// process that does not hold the agent), the new holder runs it, and the
+/// server's branch holds one commit.
 #[test]
 fn a_commit_lost_with_its_worker_is_named_and_the_task_delivered_again() {
     let fleet = Fleet::new(2, &["noop-1".to_string()]);
@@ -355,16 +361,16 @@ fn a_commit_lost_with_its_worker_is_named_and_the_task_delivered_again() {
         .unwrap();
     assert_eq!(old["status"], "cancelled", "{old}");
 
-    let api = super::Api::new(w2.client(&hosts[1]));
-    api.ok(
-        "post",
-        "/api/actions/{id}/approve",
-        &[new_push["id"].as_str().unwrap()],
-        None,
+    let id = new_push["id"].as_str().unwrap();
+    let said = hosts[0].ok(&["approve", id]);
+    assert!(said.contains("runs on worker w2"), "{said}");
+    wait_seeing(
+        "the task in review",
+        Duration::from_secs(60),
+        &[&w2],
+        || (tasks_in_review(&hosts[1]) == 1).then_some(()),
     );
-    wait_for("the task in review", Duration::from_secs(60), || {
-        (tasks_in_review(&hosts[1]) == 1).then_some(())
-    });
+    assert_eq!(ran_on(&hosts[1], id), vec!["w2".to_string()]);
     let actions = hosts[1].json(&["actions", "--json"]);
     assert_eq!(
         executed(&actions, &task, "git_commit"),
@@ -376,5 +382,230 @@ fn a_commit_lost_with_its_worker_is_named_and_the_task_delivered_again() {
     let prs = hosts[1].json(&["pr", "list", "--json"]);
     let branch = prs[0]["branch"].as_str().unwrap();
     assert_eq!(fleet.commits_ahead(branch), "1");
+    w2.stop();
+}
+
+/// The workers named by the `proposed_action.approval_run` events of
+/// action `id`: who ran a person's approval received elsewhere.
+fn ran_on(h: &State, id: &str) -> Vec<String> {
+    events(h, "proposed_action.approval_run")
+        .iter()
+        .filter(|e| e["action"] == id)
+        .map(|e| {
+            e["payload"]["worker"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// How many `action.executed` events action `id` has.
+fn executions(h: &State, id: &str) -> usize {
+    events(h, "action.executed")
+        .iter()
+        .filter(|e| e["action"] == id)
+        .count()
+}
+
+/// The pending action of `kind`, if any (read through `h`'s store).
+fn pending(h: &State, kind: &str) -> Option<Value> {
+    let v = h.json(&["actions", "--pending", "--json"]);
+    v.as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"]["type"] == kind)
+        .cloned()
+}
+
+/// The action `id` as the store holds it.
+fn action(h: &State, id: &str) -> Value {
+    let all = h.json(&["actions", "--json"]);
+    all.as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no action {id}: {all}"))
+}
+
+/// Who holds `agent` now: the owner of its last `agent.lease_taken`.
+fn holder(h: &State, agent: &str) -> Option<String> {
+    events(h, "agent.lease_taken")
+        .iter()
+        .rev()
+        .find(|e| e["agent"] == agent)
+        .and_then(|e| e["payload"]["owner"].as_str().map(str::to_string))
+}
+
+/// Two workers beside each other, w1 holding noop-1 with a task whose
+/// first step of `asks` waits for a person.
+struct Waiting {
+    fleet: Fleet,
+    w1: Served,
+    w2: Served,
+    task: String,
+    /// The step waiting.
+    action: Value,
+}
+
+/// noop-1's `asks` steps wait for a person; w1 takes the agent and a task
+/// (`title`) up to the first of them, then w2 starts while w1 holds it and
+/// serves the fleet's approvals.
+fn waiting_on_w1(asks: &[&str], title: &str) -> Waiting {
+    let fleet = Fleet::new(2, &["noop-1".to_string()]);
+    let hosts = &fleet.hosts;
+    for kind in asks {
+        hosts[0].ok(&["autonomy", "set", "noop-1", kind, "require_approval"]);
+    }
+    let w1 = fleet.worker(0, 10);
+    let task = hosts[0].new_task(title);
+    let action = wait_for("w1's step waiting", Duration::from_secs(60), || {
+        pending(&hosts[0], asks[0])
+    });
+    let w2 = fleet.worker(1, 10);
+    assert_eq!(holder(&hosts[1], "noop-1").as_deref(), Some("w1"));
+    Waiting {
+        fleet,
+        w1,
+        w2,
+        task,
+        action,
+    }
+}
+
+/// An approval given on the worker that does not hold the agent (its API)
+/// and one given with `berth approve` on that worker's host both run on
+/// the holder: the push and the PR are executed by w1's process, each once,
+/// and the answers say where they run.
+#[test]
+fn an_approval_on_a_worker_not_holding_the_agent_runs_on_the_holder() {
+    let Waiting {
+        fleet,
+        w1,
+        w2,
+        task,
+        action: push,
+    } = waiting_on_w1(&["git_push", "pr_open"], "approved elsewhere");
+    let hosts = &fleet.hosts;
+
+    let push_id = push["id"].as_str().unwrap();
+    let api = super::Api::new(w2.client(&hosts[1]));
+    let (status, answer) = api.call("post", "/api/actions/{id}/approve", &[push_id], "", None);
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["status"], "approved", "{answer}");
+    assert_eq!(answer["runs_on"], "w1", "{answer}");
+    assert_eq!(answer["received_by"], "w2", "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("runs on worker w1"),
+        "{answer}"
+    );
+    // A second approval of the same action is refused: it is decided.
+    api.err(
+        "post",
+        "/api/actions/{id}/approve",
+        &[push_id],
+        None,
+        409,
+        "not_pending",
+    );
+
+    let pr = wait_seeing(
+        "w1's PR waiting",
+        Duration::from_secs(60),
+        &[&w1, &w2],
+        || pending(&hosts[1], "pr_open"),
+    );
+    let pushed = action(&hosts[1], push_id);
+    assert_eq!(pushed["status"], "executed", "{pushed}");
+    // Run by w1's process (`host:pid:start`), not by w2's.
+    let executor = pushed["executor"].as_str().unwrap();
+    assert_eq!(
+        executor.split(':').nth(1),
+        Some(w1.pid().to_string().as_str()),
+        "{executor}"
+    );
+    assert_eq!(ran_on(&hosts[1], push_id), vec!["w1".to_string()]);
+    let approved = events(&hosts[1], "proposed_action.approved");
+    let approval = approved.iter().find(|e| e["action"] == push_id).unwrap();
+    assert_eq!(approval["payload"]["routed_to"], "w1", "{approval}");
+    assert_eq!(approval["actor"]["kind"], "user", "{approval}");
+
+    // `berth approve` on w2's host, a process that holds nothing.
+    let pr_id = pr["id"].as_str().unwrap();
+    let said = hosts[1].json(&["approve", pr_id, "--json"]);
+    assert_eq!(said["status"], "approved", "{said}");
+    assert_eq!(said["runs_on"], "w1", "{said}");
+    wait_seeing(
+        "the task in review",
+        Duration::from_secs(60),
+        &[&w1, &w2],
+        || (tasks_in_review(&hosts[1]) == 1).then_some(()),
+    );
+    assert_eq!(ran_on(&hosts[1], pr_id), vec!["w1".to_string()]);
+    for id in [push_id, pr_id] {
+        assert_eq!(executions(&hosts[1], id), 1, "action {id}");
+    }
+    let actions = hosts[1].json(&["actions", "--json"]);
+    assert_eq!(executed(&actions, &task, "git_push"), 1);
+    assert_eq!(executed(&actions, &task, "pr_open"), 1);
+    let prs = hosts[1].json(&["pr", "list", "--json"]);
+    assert_eq!(prs.as_array().unwrap().len(), 1, "{prs}");
+    w2.stop();
+    w1.stop();
+}
+
+/// The holder is stopped, the PR is approved on the other worker, and the
+/// holder is killed before it could run it: the approval stays in the store
+/// (`approved`), and the worker taking the agent over runs it once.
+#[test]
+fn an_approval_outlives_a_kill_of_the_holder_and_runs_once_on_the_next() {
+    let Waiting {
+        fleet,
+        w1,
+        w2,
+        task,
+        action: pr,
+    } = waiting_on_w1(&["pr_open"], "outlives its worker");
+    let hosts = &fleet.hosts;
+
+    // Stopped, w1 cannot run anything between the approval and its death.
+    signal(w1.pid(), "STOP");
+    let id = pr["id"].as_str().unwrap();
+    let api = super::Api::new(w2.client(&hosts[1]));
+    let (status, answer) = api.call("post", "/api/actions/{id}/approve", &[id], "", None);
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["status"], "approved", "{answer}");
+    // w1's lease may have run out meanwhile (a loaded machine): then no
+    // worker holds the agent and the answer says so.
+    assert!(
+        answer["runs_on"] == "w1" || answer["runs_on"].is_null(),
+        "{answer}"
+    );
+    assert_eq!(action(&hosts[1], id)["status"], "approved");
+    w1.crash();
+
+    wait_seeing(
+        "the task in review",
+        Duration::from_secs(90),
+        &[&w2],
+        || (tasks_in_review(&hosts[1]) == 1).then_some(()),
+    );
+    let taken = events(&hosts[1], "agent.taken_over");
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    let t = &taken[0]["payload"];
+    assert_eq!(t["previous_owner"], "w1", "{t}");
+    assert_eq!(t["approvals"], serde_json::json!([id]), "{t}");
+    assert_eq!(ran_on(&hosts[1], id), vec!["w2".to_string()]);
+    assert_eq!(executions(&hosts[1], id), 1);
+    let actions = hosts[1].json(&["actions", "--json"]);
+    assert_eq!(executed(&actions, &task, "pr_open"), 1);
+    let prs = hosts[1].json(&["pr", "list", "--json"]);
+    let prs = prs.as_array().unwrap();
+    assert_eq!(prs.len(), 1, "{prs:?}");
+    assert_eq!(fleet.commits_ahead(prs[0]["branch"].as_str().unwrap()), "1");
     w2.stop();
 }

@@ -12,7 +12,9 @@
 //!
 //! An `AgentIo` made under a driver's lease ([`Engine::agent_io_under`],
 //! `agent_lease.rs`) checks the lease before each effect and stops with
-//! `AgentLeaseLost` once another driver holds the agent.
+//! `AgentLeaseLost` once another driver holds the agent; it also runs the
+//! approvals a person gave the agent's actions in another process
+//! (`actions/route.rs`), each under the lease.
 
 use berth_policy::Action;
 use serde::Serialize;
@@ -80,6 +82,17 @@ impl AgentIo<'_> {
         match &self.lease {
             Some(lease) => self.engine.check_agent_lease(lease).await,
             None => Ok(()),
+        }
+    }
+
+    /// Runs the agent's actions a person approved in another process
+    /// (`actions/route.rs`) under the driver's lease: how many ran. Only a
+    /// driver holding a lease runs them (a person's own `berth agent run`
+    /// holds none, and no approval is routed to it).
+    pub async fn run_routed(&self) -> Result<usize> {
+        match &self.lease {
+            Some(lease) => Ok(self.engine.run_routed_approvals(lease).await?.len()),
+            None => Ok(0),
         }
     }
 
@@ -265,10 +278,14 @@ impl AgentIo<'_> {
         };
         Ok(match rec.status {
             ActionStatus::Executed => None,
-            ActionStatus::Pending | ActionStatus::Executing => Some(Delivery::Waiting {
-                action: rec.id.clone(),
-                step: rec.action.kind().to_string(),
-            }),
+            // Approved elsewhere: this driver's next pass runs it
+            // (`run_routed`), the approval's event having woken it.
+            ActionStatus::Pending | ActionStatus::Approved | ActionStatus::Executing => {
+                Some(Delivery::Waiting {
+                    action: rec.id.clone(),
+                    step: rec.action.kind().to_string(),
+                })
+            }
             ActionStatus::Failed
             | ActionStatus::Refused
             | ActionStatus::Denied

@@ -103,6 +103,9 @@ impl std::fmt::Display for Actor {
 pub mod kind {
     pub const ACTION_PROPOSED: &str = "proposed_action.created";
     pub const ACTION_APPROVED: &str = "proposed_action.approved";
+    /// The worker holding an agent runs an approval a person gave in
+    /// another process (`actions/route.rs`).
+    pub const ACTION_APPROVAL_RUN: &str = "proposed_action.approval_run";
     pub const ACTION_DENIED: &str = "proposed_action.denied";
     /// A pending file action refused when a person approved it: its path
     /// had come to lead out of its mount through a link.

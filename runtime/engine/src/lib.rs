@@ -113,8 +113,9 @@ pub mod worker;
 use std::sync::Arc;
 
 pub use actions::{
-    ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approved, Cancelled,
-    CreatedStatus, Outcome, OutputSink, Proposal, ProposeStatus, Proposed, WriteBase,
+    ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approval, Approved,
+    Cancelled, CreatedStatus, Outcome, OutputSink, Proposal, ProposeStatus, Proposed, Routed,
+    WriteBase,
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport};

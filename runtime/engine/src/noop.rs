@@ -144,6 +144,13 @@ impl Engine {
             self.write_work(&a, &worktree, &work_file(&task.id), text)
                 .await?;
         }
+        // Approvals received by another process, run here where the
+        // worktree is (a step of the chain among them: `deliver` finds it
+        // executed).
+        let routed = io.run_routed().await?;
+        if routed > 0 {
+            tracing::info!(agent = %a.name, routed, "ran approvals received elsewhere");
+        }
         match io.deliver(&task).await? {
             Delivery::InReview { .. } => {
                 delivered.push((task.id.clone(), "in_review".into()));

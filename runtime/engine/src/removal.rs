@@ -300,16 +300,25 @@ impl Engine {
                 a.status.as_str()
             )));
         }
-        let executing: Option<String> = sqlx::query_scalar(
-            "SELECT id FROM proposed_actions WHERE agent = $1 AND status = 'executing' LIMIT 1",
+        // An approved action waits for the worker holding the agent to run
+        // it (`actions/route.rs`): the person's decision is kept, not
+        // dropped with the agent.
+        let executing: Option<(String, String)> = sqlx::query_as(
+            "SELECT id, status FROM proposed_actions WHERE agent = $1 AND status IN ('executing', 'approved') \
+             ORDER BY status DESC LIMIT 1",
         )
         .bind(&a.name)
         .fetch_optional(self.store.pool())
         .await
         .map_err(EngineError::store(op))?;
-        if let Some(id) = executing {
+        if let Some((id, status)) = executing {
+            let what = if status == "approved" {
+                "approved, waiting for the worker holding the agent to run it"
+            } else {
+                "executing in its berth"
+            };
             return Ok(Some(format!(
-                "agent `{}` has action {} executing in its berth: let it end (`berth actions --agent {}`), then remove the agent",
+                "agent `{}` has action {} {what}: let it end (`berth actions --agent {}`), then remove the agent",
                 a.name,
                 short(&id),
                 a.name

@@ -118,6 +118,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "insertion order",
         include_str!("../migrations/0013_insertion_order.sql"),
     ),
+    (
+        14,
+        "routed approval",
+        include_str!("../migrations/0014_routed_approval.sql"),
+    ),
 ];
 
 /// PostgreSQL's migrations: SQLite's schema as of its migration 12 in one
@@ -132,6 +137,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         13,
         "insertion order",
         include_str!("../migrations/postgres/0013_insertion_order.sql"),
+    ),
+    (
+        14,
+        "routed approval",
+        include_str!("../migrations/postgres/0014_routed_approval.sql"),
     ),
 ];
 

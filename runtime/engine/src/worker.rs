@@ -40,7 +40,10 @@
 //!    again);
 //! 4. records `agent.taken_over`: who had it, the fencing token, the
 //!    containers removed, the branch tip and saved work the forge holds for
-//!    it (what survived) and what did not.
+//!    it (what survived), what did not, and the actions a person approved
+//!    that had not run (`approvals`): the agent's first pass here runs them
+//!    under the new lease (`actions/route.rs`), so an approval outlives a
+//!    `kill -9` of the worker that was to run it.
 //!
 //! Every effect after that carries the lease (the `AgentIo` fencing check,
 //! as for servers sharing one state directory), and the forge's ref
@@ -70,6 +73,10 @@ pub struct Takeover {
     pub containers_unreachable: Option<String>,
     /// Actions a dead executor left running, now marked interrupted.
     pub interrupted: Vec<String>,
+    /// Actions of the agent a person approved that had not run (status
+    /// `approved`, `actions/route.rs`): this worker runs them under its
+    /// lease, in the agent's first pass.
+    pub approvals: Vec<String>,
     /// The agent's task, if it had one.
     pub task: Option<String>,
     /// The task branch's tip on the forge (what survived of its work).
@@ -232,11 +239,12 @@ impl Engine {
                      the task's delivery starts again",
                     crate::ids::short(&c.id)
                 ));
-                // A push of the lost commit still waiting for a person
-                // would push the new round's work under the old round's
-                // action: it is denied, and the new round asks again.
+                // A push of the lost commit still waiting for a person (or
+                // approved and not run) would push the new round's work
+                // under the old round's action: it is cancelled, and the
+                // new round asks again.
                 let waiting = push
-                    .filter(|p| p.status == ActionStatus::Pending)
+                    .filter(|p| matches!(p.status, ActionStatus::Pending | ActionStatus::Approved))
                     .map(|p| p.id);
                 restart = Some((task.clone(), oid.clone(), waiting));
             }
@@ -244,6 +252,13 @@ impl Engine {
         t.lost.push(format!(
             "whatever {previous} had not committed and pushed or saved to the forge"
         ));
+        let cancelled_push = restart.as_ref().and_then(|(_, _, p)| p.clone());
+        t.approvals = self
+            .routed_approvals(&a.name)
+            .await?
+            .into_iter()
+            .filter(|id| Some(id) != cancelled_push.as_ref())
+            .collect();
         let mut tx = self.store.write("taking an agent over").await?;
         if let Some((task, oid, _)) = &restart {
             t.round += 1;
@@ -284,7 +299,7 @@ impl Engine {
             let cancelled = sqlx::query(
                 "UPDATE proposed_actions SET status = 'cancelled', decided_by = $1, \
                  decided_at = $2, diagnostic = $3, updated_at = $2 \
-                 WHERE id = $4 AND status = 'pending'",
+                 WHERE id = $4 AND status IN ('pending', 'approved')",
             )
             .bind(&Actor::system().id)
             .bind(now)

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use berth_engine::{AgentImpl, EngineError, TaskStatus};
+use berth_engine::agent_lease::AgentLease;
+use berth_engine::{ActionStatus, AgentImpl, AgentRun, Approval, EngineError, TaskStatus};
 
 use crate::common::{self, Fixture, named, user};
 
@@ -160,4 +161,119 @@ async fn a_driver_whose_lease_was_taken_over_stops_before_its_next_effect() {
     let t = other.task(&task.id).await.unwrap();
     assert_eq!(t.status, TaskStatus::InReview);
     assert_eq!(other.prs(None).await.unwrap().len(), 1);
+}
+
+/// An approval received by a process that does not hold the agent's worker
+/// lease (`actions/route.rs`) is recorded, not run; a stale lease cannot run
+/// it; the holder's next pass runs it once and says so in the log.
+#[tokio::test]
+async fn an_approval_received_away_from_the_holder_runs_on_the_holder_once() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Noop).await;
+    for kind in ["git_push", "pr_open"] {
+        f.engine
+            .set_autonomy(
+                "dev-1",
+                kind,
+                berth_policy::Approval::RequireApproval,
+                &user(),
+            )
+            .await
+            .unwrap();
+    }
+    f.engine.set_worker("w1").unwrap();
+    let other = f.second().await;
+    other.set_worker("w2").unwrap();
+    let task = f
+        .engine
+        .create_task("demo", "Add a file", &user())
+        .await
+        .unwrap();
+    let lease = f
+        .engine
+        .take_agent_lease("dev-1", "w1", LONG)
+        .await
+        .unwrap()
+        .unwrap();
+    let run = f
+        .engine
+        .run_agent_under(&named("dev-1"), true, Some(lease.clone()))
+        .await
+        .unwrap();
+    let AgentRun::AwaitingApproval { action: push, .. } = run.stopped else {
+        panic!("expected the push to wait: {run:?}");
+    };
+
+    let Approval::Routed(routed) = other
+        .approve_anywhere(&push, &user(), false, None)
+        .await
+        .unwrap()
+    else {
+        panic!("w2 does not hold dev-1: nothing runs there");
+    };
+    assert_eq!(routed.runs_on.as_deref(), Some("w1"));
+    assert_eq!(routed.received_by, "w2");
+    assert!(routed.message.contains("runs on worker w1"), "{routed:?}");
+    assert_eq!(
+        other.action(&push).await.unwrap().status,
+        ActionStatus::Approved
+    );
+    // Decided: a second approval is refused, naming who approved.
+    let again = other
+        .approve_anywhere(&push, &user(), false, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(again, EngineError::NotPending { .. }), "{again}");
+
+    // A lease that is no longer the agent's runs nothing.
+    let stale = AgentLease {
+        token: lease.token + 1,
+        ..lease.clone()
+    };
+    let err = f.engine.run_routed_approvals(&stale).await.unwrap_err();
+    assert!(matches!(err, EngineError::AgentLeaseLost { .. }), "{err}");
+    assert_eq!(
+        f.engine.action(&push).await.unwrap().status,
+        ActionStatus::Approved
+    );
+
+    // The holder's next pass runs it, and the chain goes on to the PR.
+    let run = f
+        .engine
+        .run_agent_under(&named("dev-1"), true, Some(lease))
+        .await
+        .unwrap();
+    assert_eq!(
+        f.engine.action(&push).await.unwrap().status,
+        ActionStatus::Executed
+    );
+    let AgentRun::AwaitingApproval { action: pr, .. } = run.stopped else {
+        panic!("expected the PR to wait: {run:?}");
+    };
+    // Approved on the holder itself: it runs there and then, as before.
+    let Approval::Executed(done) = f
+        .engine
+        .approve_anywhere(&pr, &user(), false, None)
+        .await
+        .unwrap()
+    else {
+        panic!("w1 holds dev-1: the approval runs here");
+    };
+    assert!(done.outcome.succeeded, "{done:?}");
+    assert_eq!(
+        f.engine.task(&task.id).await.unwrap().status,
+        TaskStatus::InReview
+    );
+    let ran = common::events_of(&f.engine, "proposed_action.approval_run").await;
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert_eq!(ran[0].payload["worker"], "w1");
+    assert_eq!(ran[0].payload["received_by"], "w2");
+    let executed = common::events_of(&f.engine, "action.executed").await;
+    assert_eq!(
+        executed
+            .iter()
+            .filter(|e| e.action.as_deref() == Some(push.as_str()))
+            .count(),
+        1
+    );
 }

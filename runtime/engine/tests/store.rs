@@ -64,9 +64,9 @@ async fn init_creates_a_wal_store_with_every_table() {
             .await
             .unwrap();
     let expected: &[i64] = match f.engine.store().backend() {
-        Backend::Sqlite => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+        Backend::Sqlite => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
         // PostgreSQL starts at SQLite's schema of 12.
-        Backend::Postgres => &[12, 13],
+        Backend::Postgres => &[12, 13, 14],
     };
     assert_eq!(applied, expected);
     // Opening again applies nothing new and keeps the data.

@@ -55,6 +55,10 @@
   }
 
   function describeApproved(a) {
+    // Another worker holds the agent: the approval is recorded for it.
+    if (a.status === 'approved') {
+      return ['approved', a.message || 'approved; it runs on the worker holding the agent'];
+    }
     const o = a.outcome || {};
     if (!o.succeeded) {
       return ['failed', 'approved; it failed: ' + (o.diagnostic || 'no diagnostic')];

@@ -24,6 +24,12 @@
 //! its leases by its name and, before the first pass of an agent it took
 //! from another, takes it over (the engine's `worker.rs`: the dead worker's
 //! containers removed, what survived in the forge compared with the store).
+//!
+//! A person's approval received by a process that does not hold the agent
+//! (another worker's page, `berth approve` elsewhere) is recorded in the
+//! store and run by the holder (the engine's `actions/route.rs`): its event
+//! moves the log, which wakes this driver (at once on PostgreSQL), and the
+//! agent's next pass runs it under the lease.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -228,7 +234,16 @@ pub(crate) async fn drive_agents(
                             }
                             let r = match a.names() {
                                 Ok((name, _)) if a.implementation == AgentImpl::Command => {
-                                    command_turns(&engine, &name).await
+                                    // Approvals a person gave elsewhere
+                                    // run here, where its berth is (a noop
+                                    // agent's pass runs them itself, once
+                                    // its worktree is up).
+                                    match engine.run_routed_approvals(&lease).await {
+                                        Ok(_) => command_turns(&engine, &name).await,
+                                        Err(e) => Err(format!(
+                                            "running approvals received elsewhere: {e}"
+                                        )),
+                                    }
                                 }
                                 Ok((name, _)) => engine
                                     .run_agent_under(&name, true, Some(lease))

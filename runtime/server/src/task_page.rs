@@ -211,6 +211,7 @@ fn timeline(v: &TaskView<'_>) -> String {
 fn status_words(s: ActionStatus) -> &'static str {
     match s {
         ActionStatus::Pending => "waits for you",
+        ActionStatus::Approved => "approved; runs on the worker holding the agent",
         ActionStatus::Executing => "running",
         ActionStatus::Executed => "executed",
         ActionStatus::Failed => "failed",

@@ -1,6 +1,6 @@
 //! `berth actions|approve|deny|cancel`.
 
-use berth_engine::{ActionFilter, ActionRecord, ActionResult, Actor, Engine};
+use berth_engine::{ActionFilter, ActionRecord, ActionResult, Actor, Approval, Engine};
 
 use super::print_json;
 
@@ -158,12 +158,24 @@ pub async fn approve(engine: &Engine, a: ApproveArgs) -> anyhow::Result<u8> {
             (Some(sink), Some(printer))
         }
     };
-    let approved = engine
-        .approve(&a.id, &Actor::current_user(), a.always, sink)
+    let approval = engine
+        .approve_anywhere(&a.id, &Actor::current_user(), a.always, sink)
         .await?;
     if let Some(p) = printer {
         p.finish().await;
     }
+    let approved = match approval {
+        Approval::Executed(approved) => approved,
+        // Another worker holds the agent: recorded for it to run.
+        Approval::Routed(routed) => {
+            if a.json {
+                print_json(&routed)?;
+            } else {
+                println!("{} {}", &routed.id[..8], routed.message);
+            }
+            return Ok(0);
+        }
+    };
     if a.json {
         print_json(&approved)?;
         return Ok(if approved.outcome.succeeded { 0 } else { 1 });

@@ -179,6 +179,11 @@ fn not_executing(record: &ActionRecord) -> EngineError {
         ActionStatus::Interrupted => format!(
             "its berth process died and nothing of it runs; `berth retry {short}` runs it again"
         ),
+        ActionStatus::Approved => {
+            "it is approved and waits for the worker holding its agent to run it; \
+             once it runs it can be cancelled"
+                .to_string()
+        }
         _ => "it has already ended, so nothing runs to cancel".to_string(),
     };
     EngineError::NotExecuting {

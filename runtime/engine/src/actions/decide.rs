@@ -47,7 +47,13 @@ impl Engine {
             .and_then(|sb| FileRecheck::at_approval(sb.as_ref(), &record));
         if let Some(refusal) = recheck.as_ref().and_then(|r| r.refusal.clone()) {
             return self
-                .refuse_at_approval(&record, user, refusal, recheck.and_then(|r| r.resolved))
+                .refuse_at_approval(
+                    &record,
+                    user,
+                    ActionStatus::Pending,
+                    refusal,
+                    recheck.and_then(|r| r.resolved),
+                )
                 .await;
         }
         let resolved_now = recheck.and_then(|r| r.resolved);
@@ -68,11 +74,14 @@ impl Engine {
     /// when `user` approved it: refused instead, with the reason naming the
     /// link and its target, recorded with an event; nothing runs. Fails
     /// like an approval of an action that is no longer pending when another
-    /// process decided it first.
-    async fn refuse_at_approval(
+    /// process decided it first. `from`: the status it is refused from
+    /// (`pending`; `approved` when the holder of its agent runs an approval
+    /// received elsewhere, `route.rs`).
+    pub(super) async fn refuse_at_approval(
         &self,
         record: &ActionRecord,
         user: &Actor,
+        from: ActionStatus,
         refusal: Decision,
         resolved: Option<String>,
     ) -> Result<Approved> {
@@ -85,7 +94,7 @@ impl Engine {
             "UPDATE proposed_actions SET status = 'refused', \
              decision_at_proposal = COALESCE(decision_at_proposal, decision), decision = $1, verdict = $2, stage = $3, \
              decided_by = $4, decided_at = $5, diagnostic = $6, resolved_path = COALESCE($7, resolved_path), \
-             updated_at = $5 WHERE id = $8 AND status = 'pending' RETURNING {ACTION_COLUMNS}"
+             updated_at = $5 WHERE id = $8 AND status = $9 RETURNING {ACTION_COLUMNS}"
         ))
         .bind(to_json(&decision)?)
         .bind(decision.verdict.as_str())
@@ -95,6 +104,7 @@ impl Engine {
         .bind(&reason)
         .bind(resolved.as_deref())
         .bind(&record.id)
+        .bind(from.as_str())
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
@@ -176,7 +186,7 @@ impl Engine {
     /// The agent of `record`, its project's configuration (loaded once: the
     /// run reads it) and the berth it runs in. The berth first: an action
     /// that cannot run now stays as it is.
-    async fn berth_to_run(&self, record: &ActionRecord) -> Result<RunInputs> {
+    pub(super) async fn berth_to_run(&self, record: &ActionRecord) -> Result<RunInputs> {
         let agent = self.agent(&record.agent).await?;
         let project = self.load_project(&record.project).await?;
         let sandbox = self
@@ -193,7 +203,7 @@ impl Engine {
     /// to `executing` checked by the row it returns (exactly one decider
     /// runs the action), `proposed_action.approved` and what the decision
     /// means for the task, in one transaction; then the run.
-    async fn claim_and_run(
+    pub(super) async fn claim_and_run(
         &self,
         record: &ActionRecord,
         run: RunInputs,
@@ -204,31 +214,70 @@ impl Engine {
         let (op, from) = match &claim {
             Claim::Approval { .. } => ("approving an action", ActionStatus::Pending),
             Claim::Retry { .. } => ("retrying an action", ActionStatus::Interrupted),
+            Claim::Routed { .. } => (
+                "running an approval received elsewhere",
+                ActionStatus::Approved,
+            ),
         };
         let resolved = match &claim {
-            Claim::Approval { resolved, .. } => resolved.as_deref(),
+            Claim::Approval { resolved, .. } | Claim::Routed { resolved, .. } => {
+                resolved.as_deref()
+            }
             Claim::Retry { .. } => None,
         };
         let now = now_ms();
         let mut tx = self.store.write(op).await?;
-        let claimed = sqlx::query(&format!(
-            "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
-             resolved_path = COALESCE($5, resolved_path), diagnostic = NULL, cancel_requested_by = NULL, updated_at = $2 \
-             WHERE id = $4 AND status = $6 RETURNING {ACTION_COLUMNS}"
-        ))
-        .bind(&user.id)
-        .bind(now)
-        .bind(crate::recovery::executor_id())
-        .bind(&record.id)
-        .bind(resolved)
-        .bind(from.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(EngineError::store(op))?;
+        // The person decided already for a routed approval (`decided_by`,
+        // `decided_at` stay theirs), and its claim holds only while the lease
+        // does, in the same statement: a holder that lost the agent runs
+        // nothing.
+        let sql = match &claim {
+            Claim::Routed { .. } => format!(
+                "UPDATE proposed_actions SET status = 'executing', executor = $1, \
+                 resolved_path = COALESCE($2, resolved_path), diagnostic = NULL, cancel_requested_by = NULL, updated_at = $3 \
+                 WHERE id = $4 AND status = 'approved' AND EXISTS (SELECT 1 FROM agent_leases l \
+                 WHERE l.agent = proposed_actions.agent AND l.owner = $5 AND l.token = $6 AND l.until_ms > $3) \
+                 RETURNING {ACTION_COLUMNS}"
+            ),
+            _ => format!(
+                "UPDATE proposed_actions SET status = 'executing', decided_by = $1, decided_at = $2, executor = $3, \
+                 resolved_path = COALESCE($5, resolved_path), diagnostic = NULL, cancel_requested_by = NULL, updated_at = $2 \
+                 WHERE id = $4 AND status = $6 RETURNING {ACTION_COLUMNS}"
+            ),
+        };
+        let query = match &claim {
+            Claim::Routed { lease, .. } => sqlx::query(&sql)
+                .bind(crate::recovery::executor_id())
+                .bind(resolved)
+                .bind(now)
+                .bind(&record.id)
+                .bind(&lease.owner)
+                .bind(lease.token),
+            _ => sqlx::query(&sql)
+                .bind(&user.id)
+                .bind(now)
+                .bind(crate::recovery::executor_id())
+                .bind(&record.id)
+                .bind(resolved)
+                .bind(from.as_str()),
+        };
+        let claimed = query
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(EngineError::store(op))?;
         let Some(claimed) = claimed else {
             let current = action_in_tx(&mut tx, &record.id, op).await?;
             return Err(match claim {
                 Claim::Approval { .. } => not_pending(&current),
+                // Still approved: it was the lease that failed the claim.
+                Claim::Routed { lease, .. } if current.status == ActionStatus::Approved => {
+                    EngineError::AgentLeaseLost {
+                        agent: lease.agent.clone(),
+                        owner: lease.owner.clone(),
+                        now_held_by: None,
+                    }
+                }
+                Claim::Routed { .. } => not_pending(&current),
                 Claim::Retry { .. } => EngineError::WrongStatus {
                     what: "action",
                     id: current.id.clone(),
@@ -238,15 +287,31 @@ impl Engine {
             });
         };
         let record = from_row(&claimed)?;
-        let payload = match &claim {
-            Claim::Approval { always, rules, .. } => {
-                serde_json::json!({ "always": always, "rules": rules })
-            }
-            Claim::Retry { payload } => payload.clone(),
+        let (event, actor, payload) = match &claim {
+            Claim::Approval { always, rules, .. } => (
+                kind::ACTION_APPROVED,
+                user.clone(),
+                serde_json::json!({ "always": always, "rules": rules }),
+            ),
+            Claim::Retry { payload } => (kind::ACTION_APPROVED, user.clone(), payload.clone()),
+            // The person's approval is in the log already; this says which
+            // worker runs it, under which lease.
+            Claim::Routed {
+                lease, approval, ..
+            } => (
+                kind::ACTION_APPROVAL_RUN,
+                Actor::system(),
+                serde_json::json!({
+                    "worker": lease.owner,
+                    "token": lease.token,
+                    "approved_by": record.decided_by,
+                    "received_by": approval.received_by,
+                }),
+            ),
         };
         emit(
             &mut tx,
-            NewEvent::new(kind::ACTION_APPROVED, user)
+            NewEvent::new(event, &actor)
                 .project(&record.project)
                 .agent(&record.agent)
                 .task(record.task.as_deref())
@@ -260,7 +325,8 @@ impl Engine {
                 Claim::Approval { .. } if crate::gate::is_chain(record.action.kind()) => {
                     resume_agent(&mut tx, &run.agent.name, task).await?;
                 }
-                Claim::Approval { .. } => {}
+                // Its agent went back to work when the person decided.
+                Claim::Approval { .. } | Claim::Routed { .. } => {}
                 // A task of this agent blocked on this interruption goes back to work.
                 Claim::Retry { .. } => unblock(&mut tx, task, &record.agent).await?,
             }
@@ -268,7 +334,7 @@ impl Engine {
         tx.commit().await.map_err(EngineError::store(op))?;
 
         let rules = match claim {
-            Claim::Approval { always, rules, .. } => {
+            Claim::Approval { always, rules, .. } | Claim::Routed { always, rules, .. } => {
                 let patterns: Vec<String> =
                     rules.iter().filter_map(|r| r.pattern.clone()).collect();
                 if always && !patterns.is_empty() {
@@ -331,15 +397,15 @@ impl Engine {
 }
 
 /// What running an action needs, resolved once before it is claimed.
-struct RunInputs {
+pub(super) struct RunInputs {
     agent: Agent,
     /// Its project's `berth.toml`, as loaded here: the run reads it.
     config: ProjectConfig,
-    sandbox: Option<Arc<dyn Sandbox>>,
+    pub(super) sandbox: Option<Arc<dyn Sandbox>>,
 }
 
 /// How a decision claims an action to run it.
-enum Claim {
+pub(super) enum Claim {
     /// A person approves a pending action (with `always`, its allow rules).
     Approval {
         always: bool,
@@ -349,6 +415,15 @@ enum Claim {
     },
     /// A person (or berth, after a crash) runs an interrupted action again.
     Retry { payload: serde_json::Value },
+    /// The worker holding the agent runs an approval a person gave in
+    /// another process (`route.rs`), under its lease.
+    Routed {
+        lease: crate::agent_lease::AgentLease,
+        approval: super::route::RoutedApproval,
+        always: bool,
+        rules: Vec<permissions::RuleChange>,
+        resolved: Option<String>,
+    },
 }
 
 /// `task`, blocked while held by `agent`, goes back to work; any other is
@@ -371,7 +446,7 @@ async fn unblock(tx: &mut crate::store::Tx, task: &str, agent: &str) -> Result<(
 
 /// The agent goes back to work on `task` (an action it waited on was approved).
 /// Only an agent that waited on `task` moves; any other is left as it is.
-async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Result<()> {
+pub(super) async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Result<()> {
     let waited: Option<String> = sqlx::query_scalar(
         "SELECT name FROM agents WHERE name = $1 AND task_id = $2 AND status = 'awaiting_approval'",
     )
@@ -393,7 +468,7 @@ async fn resume_agent(tx: &mut crate::store::Tx, agent: &str, task: &str) -> Res
 /// claimed, as a record; when it claimed none (another person decided
 /// first), `NotPending` with the action as it is now, read in the
 /// transaction (never from the pool while it is held).
-async fn claimed_or_not_pending(
+pub(super) async fn claimed_or_not_pending(
     tx: &mut crate::store::Tx,
     claimed: Option<sqlx::any::AnyRow>,
     id: &str,
@@ -406,16 +481,16 @@ async fn claimed_or_not_pending(
 }
 
 /// A pending file action checked again when a person approves it.
-struct FileRecheck {
+pub(super) struct FileRecheck {
     /// The decision as a refusal, when its path now leads out of its mount.
-    refusal: Option<Decision>,
+    pub(super) refusal: Option<Decision>,
     /// Where its path leads on the host now.
-    resolved: Option<String>,
+    pub(super) resolved: Option<String>,
 }
 
 impl FileRecheck {
     /// `None` for an action that is not a file action.
-    fn at_approval(sandbox: &dyn Sandbox, record: &ActionRecord) -> Option<FileRecheck> {
+    pub(super) fn at_approval(sandbox: &dyn Sandbox, record: &ActionRecord) -> Option<FileRecheck> {
         let cwd = record
             .params
             .cwd
@@ -433,9 +508,15 @@ impl FileRecheck {
 
 /// The answer to a second approver (or denier): where the action stands
 /// now, and who decided it.
-fn not_pending(current: &ActionRecord) -> EngineError {
+pub(super) fn not_pending(current: &ActionRecord) -> EngineError {
     let by = match (current.status, current.decided_by.as_deref()) {
-        (ActionStatus::Executing | ActionStatus::Executed | ActionStatus::Failed, Some(who)) => {
+        (
+            ActionStatus::Approved
+            | ActionStatus::Executing
+            | ActionStatus::Executed
+            | ActionStatus::Failed,
+            Some(who),
+        ) => {
             format!(" (approved by {who})")
         }
         (ActionStatus::Denied, Some(who)) => format!(" (denied by {who})"),

@@ -18,9 +18,10 @@
 //! One concern a file: `proposal` (what a caller asks and gets back),
 //! `outcome` (what an executed action produced), `record` (how the store
 //! holds an action), `propose` (the decision and the first run), `decide`
-//! (a person's approval, denial or retry: one claim-and-run), `cancel` (a
-//! person stops an executing one), `finish` (running a claimed action and
-//! recording its end).
+//! (a person's approval, denial or retry: one claim-and-run), `route` (an
+//! approval received by a process that does not hold the agent, run by the
+//! worker that does), `cancel` (a person stops an executing one), `finish`
+//! (running a claimed action and recording its end).
 
 mod cancel;
 pub(crate) mod decide;
@@ -30,9 +31,11 @@ mod preview;
 mod proposal;
 mod propose;
 mod record;
+mod route;
 
 pub use cancel::Cancelled;
 pub use outcome::{ActionResult, Outcome};
 pub use preview::WriteBase;
 pub use proposal::{ActionParams, Approved, OutputSink, Proposal, ProposeStatus, Proposed};
 pub use record::{ActionFilter, ActionRecord, ActionStatus, CreatedStatus};
+pub use route::{Approval, Routed, RoutedApproval};

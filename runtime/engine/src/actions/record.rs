@@ -37,6 +37,9 @@ impl CreatedStatus {
 pub enum ActionStatus {
     /// Waits for a person.
     Pending,
+    /// A person approved it in a process that does not hold its agent: it
+    /// waits for the worker holding the agent to run it (`route.rs`).
+    Approved,
     /// Approved and running (in the process named by `executor`).
     Executing,
     Executed,
@@ -56,6 +59,7 @@ impl ActionStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             ActionStatus::Pending => "pending",
+            ActionStatus::Approved => "approved",
             ActionStatus::Executing => "executing",
             ActionStatus::Executed => "executed",
             ActionStatus::Failed => "failed",
@@ -69,6 +73,7 @@ impl ActionStatus {
     pub fn parse(s: &str) -> Option<ActionStatus> {
         Some(match s {
             "pending" => ActionStatus::Pending,
+            "approved" => ActionStatus::Approved,
             "executing" => ActionStatus::Executing,
             "executed" => ActionStatus::Executed,
             "failed" => ActionStatus::Failed,
@@ -141,6 +146,13 @@ impl ActionRecord {
                     .hold_reason
                     .clone()
                     .unwrap_or_else(|| self.decision.reason.clone()),
+            },
+            ActionStatus::Approved => ProposeStatus::Pending {
+                reason: format!(
+                    "approved by {}; it runs on the worker holding agent {}",
+                    self.decided_by.as_deref().unwrap_or("a person"),
+                    self.agent
+                ),
             },
             ActionStatus::Executing => ProposeStatus::Pending {
                 reason: format!(

@@ -138,7 +138,7 @@ impl Engine {
                         }
                     }
                 }
-                ActionStatus::Pending | ActionStatus::Executing => {
+                ActionStatus::Pending | ActionStatus::Approved | ActionStatus::Executing => {
                     report.end = self.wait_pipeline(task, &run, i, &record).await?;
                     return Ok(report);
                 }

@@ -3,8 +3,10 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use berth_engine::{
-    ActionFilter, ActionParams, ActionRecord, AgentName, Approved, Cancelled, Proposal, Proposed,
+    ActionFilter, ActionParams, ActionRecord, AgentName, Approval, Approved, Cancelled, Proposal,
+    Proposed,
 };
 use berth_policy::Action;
 use serde::Deserialize;
@@ -105,15 +107,23 @@ pub(crate) struct ApproveBody {
 }
 
 /// Approves a pending action as the person running the server, and
-/// executes it; the answer holds the outcome.
+/// executes it (200, the answer holds the outcome) — or, when another
+/// worker holds the action's agent, records the approval for that worker
+/// to run (202, the answer names it: the engine's `actions/route.rs`).
 pub(crate) async fn approve(
     State(app): State<AppState>,
     PathArgs(id): PathArgs<String>,
     JsonBody(b): JsonBody<ApproveBody>,
-) -> Result<Json<Approved>, ApiError> {
-    Ok(Json(
-        app.engine.approve(&id, &app.user, b.always, None).await?,
-    ))
+) -> Result<(StatusCode, Json<Approval>), ApiError> {
+    let approval = app
+        .engine
+        .approve_anywhere(&id, &app.user, b.always, None)
+        .await?;
+    let status = match approval {
+        Approval::Executed(_) => StatusCode::OK,
+        Approval::Routed(_) => StatusCode::ACCEPTED,
+    };
+    Ok((status, Json(approval)))
 }
 
 #[derive(Debug, Default, Deserialize)]
