@@ -25,6 +25,17 @@
 //! the same oldest row. On SQLite every [`Tx::lock`] is a no-op: the
 //! database's one writer already holds them all.
 //!
+//! These narrow locks are PostgreSQL's default (issue 23). Two writers that
+//! lock the same things in opposite orders can still deadlock, and
+//! PostgreSQL then aborts one: the writes that can meet such a cycle run
+//! through [`Store::retrying`] (`store/retry.rs`), which runs the aborted
+//! transaction's whole body again. Where a cycle was found its order is
+//! fixed at the root too: a task's archive or removal takes its project's
+//! lock first, as a prompt's reservation does, so the two never hold each
+//! other's rows. `BERTH_STORE_LOCKS=single` (every process of the store
+//! alike) goes back to one lock every writer takes first, SQLite's single
+//! writer copied: no deadlock, and one writer at a time across hosts.
+//!
 //! Within one process, write transactions also queue on a gate *before* they
 //! take a connection from the pool: a write transaction holds at most one
 //! connection, and a writer waiting for its turn holds none, so the readers
@@ -58,6 +69,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::archive::StoreConfig;
 use crate::error::{EngineError, Result};
 use crate::state::StateDir;
+
+mod retry;
 
 /// SQLite's migrations, in order. Append; never edit one that shipped.
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -313,9 +326,9 @@ pub struct Store {
     location: StoreLocation,
     /// One write transaction at a time in this process (see the module docs).
     writer: Arc<Mutex<()>>,
-    /// On PostgreSQL, every write transaction takes [`WRITER_LOCK`] first
-    /// (one writer across processes): the default, unless
-    /// `BERTH_STORE_LOCKS=narrow` ([`narrow_locks_asked`]); the store
+    /// On PostgreSQL with `BERTH_STORE_LOCKS=single` ([`single_lock_asked`]),
+    /// every write transaction takes [`WRITER_LOCK`] first (one writer
+    /// across processes); by default only the narrow locks. The store
     /// benchmark switches it ([`Store::serialise_writers`]).
     serialised: Arc<AtomicBool>,
 }
@@ -509,7 +522,9 @@ impl Store {
             pool,
             location: location.clone(),
             writer: Arc::new(Mutex::new(())),
-            serialised: Arc::new(AtomicBool::new(!narrow_locks_asked())),
+            serialised: Arc::new(AtomicBool::new(
+                location.backend() == Backend::Postgres && single_lock_asked(),
+            )),
         };
         store.migrate().await?;
         Ok(store)
@@ -669,9 +684,10 @@ impl Store {
 
     /// With `on`, every later write transaction on PostgreSQL takes one
     /// lock every writer of every process takes first (SQLite's single
-    /// writer, copied: the default); off, only the narrow locks. For the
-    /// store benchmark and the narrow locks' own tests; all writers must
-    /// agree on it (a writer without it is not excluded by it).
+    /// writer, copied: `BERTH_STORE_LOCKS=single`); off, only the narrow
+    /// locks (the default). For the store benchmark and the locks' own
+    /// tests; all writers must agree on it (a writer without it is not
+    /// excluded by it).
     #[doc(hidden)]
     pub fn serialise_writers(&self, on: bool) {
         self.serialised.store(on, Ordering::Relaxed);
@@ -684,18 +700,32 @@ impl Store {
     }
 }
 
-/// Whether `BERTH_STORE_LOCKS=narrow` asks for the narrow locks on
-/// PostgreSQL. They are not the default yet: under contention two writers
-/// can update the same rows in opposite orders (a task's archive and a
-/// prompt's reservation did, in the engine suite), and PostgreSQL then
-/// aborts one of them as a deadlock, which berth does not yet retry. One
-/// lock for every writer (as SQLite has) cannot deadlock.
-fn narrow_locks_asked() -> bool {
-    std::env::var("BERTH_STORE_LOCKS").is_ok_and(|v| v == "narrow")
+/// Whether `BERTH_STORE_LOCKS=single` asks for one lock every PostgreSQL
+/// writer takes first, instead of the narrow locks (the default, also
+/// named by `narrow`). The narrow locks let writers on several hosts run
+/// side by side; two that update the same rows in opposite orders can
+/// deadlock, and the writes where that can happen are run again
+/// ([`Store::retrying`]). One lock for every writer (as SQLite has) cannot
+/// deadlock, at the cost of one writer at a time: the way back if a cycle
+/// the retry does not cover shows up. Another value is warned about and
+/// taken for the default.
+fn single_lock_asked() -> bool {
+    match std::env::var("BERTH_STORE_LOCKS") {
+        Ok(v) if v == "single" => true,
+        Ok(v) if v.is_empty() || v == "narrow" => false,
+        Ok(v) => {
+            tracing::warn!(
+                value = %v,
+                "BERTH_STORE_LOCKS is `single` or `narrow` (the default); taking the narrow locks"
+            );
+            false
+        }
+        Err(_) => false,
+    }
 }
 
-/// The advisory lock every PostgreSQL write transaction took first before
-/// the narrow locks ("berth" in ASCII, so it does not meet another
+/// The advisory lock every PostgreSQL write transaction takes first with
+/// `BERTH_STORE_LOCKS=single` ("berth" in ASCII, so it does not meet another
 /// application's in a shared database): [`Store::serialise_writers`].
 const WRITER_LOCK: i64 = 0x0062_6572_7468;
 
