@@ -35,6 +35,27 @@ const SCAN: i64 = 64;
 /// a dead process was running, in `tx`.
 async fn reclaim_dead(tx: &mut Tx, agent: &str) -> Result<()> {
     let op = "reclaiming prompts of a dead process";
+    // The sessions' rows first, the requeued prompts' events after: the
+    // event log's lock is the last a transaction takes (`Tx::lock`).
+    let running: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT id, runner FROM agent_sessions WHERE agent = $1 AND status = 'running'",
+    )
+    .bind(agent)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(EngineError::store(op))?;
+    for (id, runner) in running {
+        if runner.as_deref().is_none_or(executor_is_dead) {
+            let _ = move_session(
+                tx,
+                &id,
+                SessionStatus::Idle,
+                Some(SessionStatus::Running),
+                None,
+            )
+            .await?;
+        }
+    }
     let reserved: Vec<(String, Option<String>, Option<String>, String)> = sqlx::query_as(
         "SELECT id, reserved_by, task_id, project FROM prompts WHERE agent = $1 AND status = 'reserved'",
     )
@@ -70,25 +91,6 @@ async fn reclaim_dead(tx: &mut Tx, agent: &str) -> Result<()> {
                     .agent(agent)
                     .task(task.as_deref())
                     .payload(serde_json::json!({ "prompt": id, "reason": reason })),
-            )
-            .await?;
-        }
-    }
-    let running: Vec<(String, Option<String>)> = sqlx::query_as(
-        "SELECT id, runner FROM agent_sessions WHERE agent = $1 AND status = 'running'",
-    )
-    .bind(agent)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(EngineError::store(op))?;
-    for (id, runner) in running {
-        if runner.as_deref().is_none_or(executor_is_dead) {
-            let _ = move_session(
-                tx,
-                &id,
-                SessionStatus::Idle,
-                Some(SessionStatus::Running),
-                None,
             )
             .await?;
         }

@@ -13,13 +13,22 @@
 //! cannot re-run what its caller did between `BEGIN` and the failure. So
 //! the retry takes the body as a closure that builds its transaction
 //! itself ([`super::Store::retrying`]): each attempt is a new `write`, new
-//! reads, new decisions. It wraps the writes that lock several things other
-//! writers also lock, and race with them from other hosts: a prompt's
-//! reservation, acknowledgement and release, a session's turn ending, a
-//! task's archive and removal, a project's removal, a task claim and a
-//! prompt's send. The rest lock one row (or one name, then the event log,
-//! which every transaction takes last) and cannot be in a cycle; they are
-//! wrapped when a new cycle is found (the warning below names the write).
+//! reads, new decisions. It wraps the writes that lock several rows other
+//! writers also lock, from other hosts, in an order that can meet theirs
+//! the other way round: a prompt's reservation, acknowledgement and
+//! release, a session's opening, turn end and end, a task's claim, archive
+//! and removal, a project's removal, a prompt's send, and an action's
+//! outcome (`action.executed` is logged before its task and agent move, so
+//! it holds the event log's lock while it waits for their rows). Most
+//! others lock one row, or their rows and then the event log, which a
+//! transaction takes last (`Tx::lock`), and cannot close a cycle. Two are
+//! known to take the log before a row and are not wrapped yet: a PR
+//! check's claim, which requeues a dead claimer's row after logging it
+//! (`checks.rs`; the rows are the PR's own checks), and a worker taking an
+//! agent over (`worker.rs`, which logs the takeover before it cancels the
+//! agent's actions). A write found to close a cycle is wrapped the same
+//! way (the warning below names it), and `BERTH_STORE_LOCKS=single` rules
+//! every cycle out meanwhile.
 //!
 //! What an aborted attempt leaves: nothing outside the store. Its events
 //! and outbox rows are rolled back with it (the log's ids it took are
