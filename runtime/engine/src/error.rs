@@ -35,6 +35,21 @@ pub enum EngineError {
     )]
     StoreBusy { op: &'static str, secs: u64 },
 
+    /// PostgreSQL aborted a write as a deadlock or serialization failure
+    /// against concurrent writers on every attempt
+    /// ([`crate::store::Store::retrying`]).
+    #[error(
+        "store: {op}: PostgreSQL aborted this write {attempts} times against concurrent writers \
+         (SQLSTATE {code}: deadlock or serialization failure); nothing of it was written: run it again; \
+         if it keeps happening, set BERTH_STORE_LOCKS=single on every process of the store \
+         (one writer at a time) and report the write named here"
+    )]
+    StoreConflict {
+        op: &'static str,
+        attempts: u32,
+        code: &'static str,
+    },
+
     #[error("store: migrating {store}: {source}")]
     Migrate {
         store: String,
@@ -551,6 +566,7 @@ impl EngineError {
             EngineError::Sandbox(_) => (K::Internal, "sandbox_error"),
             EngineError::StoreFull { .. } => (K::StorageFull, "disk_full"),
             EngineError::StoreBusy { .. } => (K::Unavailable, "store_busy"),
+            EngineError::StoreConflict { .. } => (K::Unavailable, "store_conflict"),
             EngineError::StateMissing { .. }
             | EngineError::Store { .. }
             | EngineError::Migrate { .. }
@@ -677,6 +693,15 @@ mod tests {
                 EngineError::StoreBusy { op: "x", secs: 1 },
                 ErrorKind::Unavailable,
                 "store_busy",
+            ),
+            (
+                EngineError::StoreConflict {
+                    op: "x",
+                    attempts: 5,
+                    code: "40P01",
+                },
+                ErrorKind::Unavailable,
+                "store_conflict",
             ),
             (
                 EngineError::corrupt("reading", "x"),

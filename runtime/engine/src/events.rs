@@ -294,8 +294,10 @@ impl<'a> NewEvent<'a> {
 
 /// Writes the fact to the log, and its id to the outbox, in `tx`, holding
 /// the log's lock from here to the transaction's end. Returns the log id. The payload is stored compact, without what the reader
-/// restores ([`stored_payload`]).
-pub(crate) async fn emit(tx: &mut Tx, ev: NewEvent<'_>) -> Result<i64> {
+/// restores ([`stored_payload`]). Public, hidden, for the store's tests,
+/// which append in transactions of their own.
+#[doc(hidden)]
+pub async fn emit(tx: &mut Tx, ev: NewEvent<'_>) -> Result<i64> {
     let payload = stored_payload(ev.kind, ev.payload).to_string();
     // Ids commit in the order they are handed out (see the lock).
     tx.lock(StoreLock::EventLog).await?;

@@ -35,6 +35,27 @@ const SCAN: i64 = 64;
 /// a dead process was running, in `tx`.
 async fn reclaim_dead(tx: &mut Tx, agent: &str) -> Result<()> {
     let op = "reclaiming prompts of a dead process";
+    // The sessions' rows first, the requeued prompts' events after: the
+    // event log's lock is the last a transaction takes (`Tx::lock`).
+    let running: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT id, runner FROM agent_sessions WHERE agent = $1 AND status = 'running'",
+    )
+    .bind(agent)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(EngineError::store(op))?;
+    for (id, runner) in running {
+        if runner.as_deref().is_none_or(executor_is_dead) {
+            let _ = move_session(
+                tx,
+                &id,
+                SessionStatus::Idle,
+                Some(SessionStatus::Running),
+                None,
+            )
+            .await?;
+        }
+    }
     let reserved: Vec<(String, Option<String>, Option<String>, String)> = sqlx::query_as(
         "SELECT id, reserved_by, task_id, project FROM prompts WHERE agent = $1 AND status = 'reserved'",
     )
@@ -74,25 +95,6 @@ async fn reclaim_dead(tx: &mut Tx, agent: &str) -> Result<()> {
             .await?;
         }
     }
-    let running: Vec<(String, Option<String>)> = sqlx::query_as(
-        "SELECT id, runner FROM agent_sessions WHERE agent = $1 AND status = 'running'",
-    )
-    .bind(agent)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(EngineError::store(op))?;
-    for (id, runner) in running {
-        if runner.as_deref().is_none_or(executor_is_dead) {
-            let _ = move_session(
-                tx,
-                &id,
-                SessionStatus::Idle,
-                Some(SessionStatus::Running),
-                None,
-            )
-            .await?;
-        }
-    }
     Ok(())
 }
 
@@ -124,6 +126,14 @@ impl Engine {
     /// reservations of dead processes go back to the queue first. None:
     /// nothing is deliverable now (each waiting row's reason is updated).
     pub async fn reserve_prompt(&self, agent: &str) -> Result<Option<Reservation>> {
+        self.store
+            .retrying("reserving a prompt", || self.reserve_prompt_once(agent))
+            .await
+    }
+
+    /// [`Engine::reserve_prompt`], one attempt: run again whole when
+    /// PostgreSQL aborts it ([`crate::Store::retrying`]).
+    async fn reserve_prompt_once(&self, agent: &str) -> Result<Option<Reservation>> {
         let a = self.agent(agent).await?;
         let me = executor_id();
         let max_sessions = self
@@ -258,6 +268,15 @@ impl Engine {
     /// (`prompt.acknowledged`). Refused when the reservation lost to an
     /// archive or delete of its task (the row was purged).
     pub async fn acknowledge_prompt(&self, token: &str) -> Result<Prompt> {
+        self.store
+            .retrying("acknowledging a prompt", || {
+                self.acknowledge_prompt_once(token)
+            })
+            .await
+    }
+
+    /// [`Engine::acknowledge_prompt`], one attempt.
+    async fn acknowledge_prompt_once(&self, token: &str) -> Result<Prompt> {
         let op = "acknowledging a prompt";
         let mut tx = self.store.write(op).await?;
         let id: Option<String> = sqlx::query_scalar(
@@ -295,6 +314,15 @@ impl Engine {
     /// it: the row goes back to its place in the queue with `why`, its
     /// session back to the status it had (`prompt.requeued`).
     pub async fn release_prompt(&self, token: &str, why: &str) -> Result<Prompt> {
+        self.store
+            .retrying("releasing a prompt", || {
+                self.release_prompt_once(token, why)
+            })
+            .await
+    }
+
+    /// [`Engine::release_prompt`], one attempt.
+    async fn release_prompt_once(&self, token: &str, why: &str) -> Result<Prompt> {
         let op = "releasing a prompt";
         let mut tx = self.store.write(op).await?;
         let row: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(

@@ -400,6 +400,14 @@ impl Engine {
     /// or deleted task and for a removed agent.
     pub async fn send_prompt(&self, new: NewPrompt, actor: &Actor) -> Result<PromptSent> {
         check_new(&new)?;
+        self.store
+            .retrying("queueing a prompt", || self.send_prompt_once(&new, actor))
+            .await
+    }
+
+    /// [`Engine::send_prompt`], one attempt: run again whole when
+    /// PostgreSQL aborts it ([`crate::Store::retrying`]).
+    async fn send_prompt_once(&self, new: &NewPrompt, actor: &Actor) -> Result<PromptSent> {
         let a = self.agent(&new.agent).await?;
         let explicit = match &new.task {
             Some(t) => Some(self.task(t).await?),
@@ -479,12 +487,12 @@ impl Engine {
             None => None,
         };
         let replaced = match (coalesced.is_none() && new.replace, row.replace_key) {
-            (true, Some(key)) => replace(&mut tx, &row, key, &new, actor).await?,
+            (true, Some(key)) => replace(&mut tx, &row, key, new, actor).await?,
             _ => None,
         };
         let (sent, id, event, payload) = match coalesced.or(replaced) {
             Some(done) => done,
-            None => insert(&mut tx, &row, &new, actor).await?,
+            None => insert(&mut tx, &row, new, actor).await?,
         };
         emit(
             &mut tx,

@@ -27,6 +27,8 @@ use crate::config::BerthMode;
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{now_ms, short};
+use crate::projects::Project;
+use crate::store::StoreLock;
 use crate::tasks::{Task, TaskStatus};
 use crate::transitions::{self, AgentMove, AgentMoved};
 
@@ -439,8 +441,39 @@ impl Engine {
             self.state.root(),
         ))?;
 
+        let names: Vec<&str> = removed.iter().map(|r| r.agent.as_str()).collect();
+        let archived = self
+            .store
+            .retrying("removing a project", || {
+                self.archive_project_rows(&project, &names, discard, actor)
+            })
+            .await?;
+        Ok(ProjectRemoval {
+            project: project.name,
+            agents: removed,
+            forge: project.forge,
+            archived,
+            discarded: discard,
+        })
+    }
+
+    /// The store's part of removing a project, in one write transaction
+    /// (run again whole when PostgreSQL aborts it: [`crate::Store::retrying`]):
+    /// its tasks archived and their prompts purged, the project marked
+    /// removed, `project.removed`. Returns the tasks it archived.
+    async fn archive_project_rows(
+        &self,
+        project: &Project,
+        names: &[&str],
+        discard: bool,
+        actor: &Actor,
+    ) -> Result<Vec<String>> {
+        let name = project.name.as_str();
         let op = "removing a project";
         let mut tx = self.store.write(op).await?;
+        // Before any row: a prompt's reservation in the project takes the
+        // same lock first, so the two never hold each other's rows.
+        tx.lock(StoreLock::Project(name)).await?;
         let archived: Vec<String> = sqlx::query_scalar(
             "UPDATE tasks SET archived_at = $1, updated_at = $1 \
              WHERE project = $2 AND archived_at IS NULL RETURNING id",
@@ -460,7 +493,6 @@ impl Engine {
             .execute(&mut *tx)
             .await
             .map_err(EngineError::store(op))?;
-        let names: Vec<&str> = removed.iter().map(|r| r.agent.as_str()).collect();
         emit(
             &mut tx,
             NewEvent::new(kind::PROJECT_REMOVED, actor)
@@ -475,13 +507,7 @@ impl Engine {
         )
         .await?;
         tx.commit().await.map_err(EngineError::store(op))?;
-        Ok(ProjectRemoval {
-            project: project.name,
-            agents: removed,
-            forge: project.forge,
-            archived,
-            discarded: discard,
-        })
+        Ok(archived)
     }
 
     /// Refuses when `project`'s forge holds saved work, saying how to keep
@@ -509,6 +535,13 @@ impl Engine {
     /// no agent holds: it leaves `berth task ls` (still there with `--all`),
     /// its history stays (`task.archived`). Archiving it again changes nothing.
     pub async fn archive_task(&self, id: &str, actor: &Actor) -> Result<Task> {
+        self.store
+            .retrying("archiving a task", || self.archive_task_once(id, actor))
+            .await
+    }
+
+    /// [`Engine::archive_task`], one attempt.
+    async fn archive_task_once(&self, id: &str, actor: &Actor) -> Result<Task> {
         let t = self.task(id).await?;
         if t.archived_at.is_some() {
             return Ok(t);
@@ -532,6 +565,11 @@ impl Engine {
         }
         let op = "archiving a task";
         let mut tx = self.store.write(op).await?;
+        // Before any row: a prompt's reservation takes the project's lock
+        // first too, then the task's session and prompt rows, which the
+        // purge below updates in the other order; without it the two
+        // deadlocked on PostgreSQL (issue 23).
+        tx.lock(StoreLock::Project(&t.project)).await?;
         let held: Option<String> =
             sqlx::query_scalar("SELECT name FROM agents WHERE task_id = $1 LIMIT 1")
                 .bind(&t.id)
@@ -579,6 +617,13 @@ impl Engine {
     /// refused with the way to archive it. Its events stay in the log, with
     /// `task.removed` after them. Returns the task as it was.
     pub async fn remove_task(&self, id: &str, actor: &Actor) -> Result<Task> {
+        self.store
+            .retrying("removing a task", || self.remove_task_once(id, actor))
+            .await
+    }
+
+    /// [`Engine::remove_task`], one attempt.
+    async fn remove_task_once(&self, id: &str, actor: &Actor) -> Result<Task> {
         let t = self.task(id).await?;
         let archive = |why: String| EngineError::RemovalRefused {
             why: format!(
@@ -597,6 +642,9 @@ impl Engine {
         }
         let op = "removing a task";
         let mut tx = self.store.write(op).await?;
+        // Its prompts are purged below: the project's lock first, as a
+        // prompt's reservation takes it ([`Engine::archive_task`]).
+        tx.lock(StoreLock::Project(&t.project)).await?;
         for (table, column, what) in [
             ("proposed_actions", "task_id", "actions"),
             ("pipeline_runs", "task_id", "a pipeline run"),

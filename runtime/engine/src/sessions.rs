@@ -222,6 +222,16 @@ impl Engine {
     /// the one already open. The task must be in the agent's project and
     /// not archived.
     pub async fn open_session(&self, agent: &str, task: &str, actor: &Actor) -> Result<Session> {
+        self.store
+            .retrying("opening a session", || {
+                self.open_session_once(agent, task, actor)
+            })
+            .await
+    }
+
+    /// [`Engine::open_session`], one attempt: run again whole when
+    /// PostgreSQL aborts it ([`crate::Store::retrying`]).
+    async fn open_session_once(&self, agent: &str, task: &str, actor: &Actor) -> Result<Session> {
         let a = self.agent(agent).await?;
         let t = self.task(task).await?;
         if t.project != a.project {
@@ -378,6 +388,15 @@ impl Engine {
     /// prompt becomes deliverable. Returns whether it moved (false: it was
     /// not running).
     pub async fn finish_turn(&self, id: &str, waiting_for_input: bool) -> Result<bool> {
+        self.store
+            .retrying("finishing a session's turn", || {
+                self.finish_turn_once(id, waiting_for_input)
+            })
+            .await
+    }
+
+    /// [`Engine::finish_turn`], one attempt.
+    async fn finish_turn_once(&self, id: &str, waiting_for_input: bool) -> Result<bool> {
         let to = if waiting_for_input {
             SessionStatus::WaitingForInput
         } else {
@@ -394,6 +413,13 @@ impl Engine {
     /// Ends session `id` (`session.ended`). Its queued prompts stay queued,
     /// with their reason, for a session opened later for the task.
     pub async fn end_session(&self, id: &str, why: &str, actor: &Actor) -> Result<Session> {
+        self.store
+            .retrying("ending a session", || self.end_session_once(id, why, actor))
+            .await
+    }
+
+    /// [`Engine::end_session`], one attempt.
+    async fn end_session_once(&self, id: &str, why: &str, actor: &Actor) -> Result<Session> {
         let s = self.session(id).await?;
         let mut tx = self.store.write("ending a session").await?;
         if move_session(&mut tx, &s.id, SessionStatus::Ended, None, None).await? {

@@ -25,6 +25,17 @@
 //! the same oldest row. On SQLite every [`Tx::lock`] is a no-op: the
 //! database's one writer already holds them all.
 //!
+//! These narrow locks are PostgreSQL's default (issue 23). Two writers that
+//! lock the same things in opposite orders can still deadlock, and
+//! PostgreSQL then aborts one: the writes that can meet such a cycle run
+//! through [`Store::retrying`] (`store/retry.rs`), which runs the aborted
+//! transaction's whole body again. Where a cycle was found its order is
+//! fixed at the root too: a task's archive or removal takes its project's
+//! lock first, as a prompt's reservation does, so the two never hold each
+//! other's rows. `BERTH_STORE_LOCKS=single` (every process of the store
+//! alike) goes back to one lock every writer takes first, SQLite's single
+//! writer copied: no deadlock, and one writer at a time across hosts.
+//!
 //! Within one process, write transactions also queue on a gate *before* they
 //! take a connection from the pool: a write transaction holds at most one
 //! connection, and a writer waiting for its turn holds none, so the readers
@@ -45,8 +56,8 @@ use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
@@ -58,6 +69,11 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::archive::StoreConfig;
 use crate::error::{EngineError, Result};
 use crate::state::StateDir;
+
+mod retry;
+mod sqlite;
+
+use sqlite::sqlite_pool;
 
 /// SQLite's migrations, in order. Append; never edit one that shipped.
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -303,19 +319,6 @@ impl StoreLocation {
     }
 }
 
-/// Pages of WAL after which a commit checkpoints it (SQLite's default is
-/// 1,000, 4 MiB). The WAL is kept between processes, and the first
-/// connection of each new process reads every frame written since the
-/// last checkpoint to rebuild its index: 2.2 ms at 4 MiB against 0.4 ms
-/// small, on every one-shot `berth` command. A checkpoint costs its
-/// fsyncs once per this many pages, on the commit that crosses it; every
-/// other commit costs none (synchronous = NORMAL).
-const WAL_PAGES: u32 = 256;
-
-/// What a checkpointed WAL is truncated back to (bytes), so the file does
-/// not stay at the largest size it ever reached.
-const WAL_BYTES: u64 = 1 << 20;
-
 /// A handle on the store; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -323,9 +326,9 @@ pub struct Store {
     location: StoreLocation,
     /// One write transaction at a time in this process (see the module docs).
     writer: Arc<Mutex<()>>,
-    /// On PostgreSQL, every write transaction takes [`WRITER_LOCK`] first
-    /// (one writer across processes): the default, unless
-    /// `BERTH_STORE_LOCKS=narrow` ([`narrow_locks_asked`]); the store
+    /// On PostgreSQL with `BERTH_STORE_LOCKS=single` ([`single_lock_asked`]),
+    /// every write transaction takes [`WRITER_LOCK`] first (one writer
+    /// across processes); by default only the narrow locks. The store
     /// benchmark switches it ([`Store::serialise_writers`]).
     serialised: Arc<AtomicBool>,
 }
@@ -519,7 +522,9 @@ impl Store {
             pool,
             location: location.clone(),
             writer: Arc::new(Mutex::new(())),
-            serialised: Arc::new(AtomicBool::new(!narrow_locks_asked())),
+            serialised: Arc::new(AtomicBool::new(
+                location.backend() == Backend::Postgres && single_lock_asked(),
+            )),
         };
         store.migrate().await?;
         Ok(store)
@@ -679,97 +684,54 @@ impl Store {
 
     /// With `on`, every later write transaction on PostgreSQL takes one
     /// lock every writer of every process takes first (SQLite's single
-    /// writer, copied: the default); off, only the narrow locks. For the
-    /// store benchmark and the narrow locks' own tests; all writers must
-    /// agree on it (a writer without it is not excluded by it).
+    /// writer, copied: `BERTH_STORE_LOCKS=single`); off, only the narrow
+    /// locks (the default). For the store benchmark and the locks' own
+    /// tests; all writers must agree on it (a writer without it is not
+    /// excluded by it).
     #[doc(hidden)]
     pub fn serialise_writers(&self, on: bool) {
         self.serialised.store(on, Ordering::Relaxed);
     }
 
     /// Closes the pool. On SQLite the WAL stays as it is for the next
-    /// process ([`keep_wal`]); SQLite checkpoints it as it grows, on commit.
+    /// process (`store/sqlite.rs`); SQLite checkpoints it as it grows, on commit.
     pub async fn close(&self) {
         self.pool.close().await;
     }
 }
 
-/// Whether `BERTH_STORE_LOCKS=narrow` asks for the narrow locks on
-/// PostgreSQL. They are not the default yet: under contention two writers
-/// can update the same rows in opposite orders (a task's archive and a
-/// prompt's reservation did, in the engine suite), and PostgreSQL then
-/// aborts one of them as a deadlock, which berth does not yet retry. One
-/// lock for every writer (as SQLite has) cannot deadlock.
-fn narrow_locks_asked() -> bool {
-    std::env::var("BERTH_STORE_LOCKS").is_ok_and(|v| v == "narrow")
+/// Whether `BERTH_STORE_LOCKS=single` asks for one lock every PostgreSQL
+/// writer takes first, instead of the narrow locks (the default, also
+/// named by `narrow`). The narrow locks let writers on several hosts run
+/// side by side; two that update the same rows in opposite orders can
+/// deadlock, and the writes where that can happen are run again
+/// ([`Store::retrying`]). One lock for every writer (as SQLite has) cannot
+/// deadlock, at the cost of one writer at a time: the way back if a cycle
+/// the retry does not cover shows up. Another value is warned about and
+/// taken for the default.
+fn single_lock_asked() -> bool {
+    match std::env::var("BERTH_STORE_LOCKS") {
+        Ok(v) if v == "single" => true,
+        Ok(v) if v.is_empty() || v == "narrow" => false,
+        Ok(v) => {
+            tracing::warn!(
+                value = %v,
+                "BERTH_STORE_LOCKS is `single` or `narrow` (the default); taking the narrow locks"
+            );
+            false
+        }
+        Err(_) => false,
+    }
 }
 
-/// The advisory lock every PostgreSQL write transaction took first before
-/// the narrow locks ("berth" in ASCII, so it does not meet another
+/// The advisory lock every PostgreSQL write transaction takes first with
+/// `BERTH_STORE_LOCKS=single` ("berth" in ASCII, so it does not meet another
 /// application's in a shared database): [`Store::serialise_writers`].
 const WRITER_LOCK: i64 = 0x0062_6572_7468;
-
-/// A SQLite pool: the file in WAL mode, `synchronous = NORMAL`, the busy
-/// timeout, foreign keys (sqlx's default) and the WAL kept between processes.
-async fn sqlite_pool(path: &Path, create: bool, connections: u32) -> Result<AnyPool> {
-    keep_wal_on_open();
-    let url = sqlite_url(path, create);
-    let opts =
-        AnyConnectOptions::from_str(&url).map_err(EngineError::store("configuring the store"))?;
-    AnyPoolOptions::new()
-        .max_connections(connections)
-        .acquire_timeout(BUSY)
-        .after_connect(sqlite_settings)
-        // A local file does not hang up: the ping sqlx sends before
-        // each acquire only cost every read a round trip to the
-        // connection's worker.
-        .test_before_acquire(false)
-        .after_release(release_clean)
-        .connect_with(opts)
-        .await
-        .map_err(EngineError::store("opening the store"))
-}
 
 /// What a pool's hook on a connection returns.
 type PoolHook<'c, T> =
     Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>;
-
-/// What sqlx's SQLite options would set, which the Any driver's URL cannot
-/// carry (it carries the open mode): the busy timeout ([`BUSY`]), WAL, and
-/// `synchronous = NORMAL` (durable at each checkpoint, consistent always);
-/// and the WAL kept between processes ([`keep_wal_on_open`]) bounded: it is
-/// read whole by each process's first connection (the wal-index is rebuilt
-/// when no connection holds it), see [`WAL_PAGES`] and [`WAL_BYTES`].
-fn sqlite_settings(conn: &mut AnyConnection, _meta: PoolConnectionMetadata) -> PoolHook<'_, ()> {
-    Box::pin(async move {
-        let sql = format!(
-            "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-             PRAGMA wal_autocheckpoint = {WAL_PAGES}; PRAGMA journal_size_limit = {WAL_BYTES};",
-            BUSY.as_millis()
-        );
-        sqlx::Executor::execute(&mut *conn, sql.as_str()).await?;
-        Ok(())
-    })
-}
-
-/// `sqlite://PATH?mode=rwc|rw`, the path percent-encoded (sqlx decodes it,
-/// so a `%`, `?` or `#` in a directory name stays itself).
-fn sqlite_url(path: &Path, create: bool) -> String {
-    const PATH: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
-        .add(b' ')
-        .add(b'"')
-        .add(b'#')
-        .add(b'%')
-        .add(b'<')
-        .add(b'>')
-        .add(b'?')
-        .add(b'`')
-        .add(b'{')
-        .add(b'}');
-    let encoded = percent_encoding::percent_encode(path.as_os_str().as_encoded_bytes(), PATH);
-    let mode = if create { "rwc" } else { "rw" };
-    format!("sqlite://{encoded}?mode={mode}")
-}
 
 /// A PostgreSQL pool over `url`; sqlx pings a connection before handing it
 /// out (a server can hang up).
@@ -821,71 +783,6 @@ async fn settle_released() {
     tokio::task::yield_now().await;
 }
 
-/// Registers [`keep_wal`] with SQLite, once per process, for every
-/// connection it opens from then on.
-fn keep_wal_on_open() {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| {
-        // SAFETY: `keep_wal` has the entry point's signature and stays
-        // valid for the process's life; SQLite copies the pointer.
-        let rc = unsafe { libsqlite3_sys::sqlite3_auto_extension(Some(keep_wal)) };
-        if rc != libsqlite3_sys::SQLITE_OK {
-            tracing::debug!(rc, "the store's WAL is not kept between processes");
-        }
-    });
-}
-
-/// Keeps the WAL between processes: each one-shot `berth` process used to
-/// checkpoint the WAL into the database and delete it when it closed, and
-/// the next one to create it again (up to five fsyncs and two file
-/// creations per CLI command, for nothing another process would miss).
-/// With `SQLITE_FCNTL_PERSIST_WAL` the files stay, and with
-/// `SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE` a closing connection leaves the
-/// checkpoint to SQLite's automatic one (every 1,000 pages, on a commit).
-/// What is committed is in the WAL, which every process reads: nothing a
-/// reader sees changes. The `-wal` and `-shm` files keep the store's mode
-/// (`private_state`).
-///
-/// An SQLite auto extension: SQLite calls it as it opens each connection,
-/// with the connection's handle (which sqlx's `Any` driver does not give
-/// out). It never fails the open: a setting not taken is only a cost.
-unsafe extern "C" fn keep_wal(
-    db: *mut libsqlite3_sys::sqlite3,
-    _err: *mut *mut std::ffi::c_char,
-    _api: *const libsqlite3_sys::sqlite3_api_routines,
-) -> std::ffi::c_int {
-    let mut on: std::ffi::c_int = 1;
-    // SAFETY: SQLite passes the handle it is opening, used by no other
-    // thread until the open returns. PERSIST_WAL reads and writes one int
-    // through the pointer, which lives across the call; NO_CKPT_ON_CLOSE
-    // takes an int and an optional int pointer (null: no report back), as
-    // SQLite's documentation of sqlite3_db_config gives them.
-    let (persist, no_ckpt) = unsafe {
-        (
-            libsqlite3_sys::sqlite3_file_control(
-                db,
-                c"main".as_ptr(),
-                libsqlite3_sys::SQLITE_FCNTL_PERSIST_WAL,
-                (&raw mut on).cast(),
-            ),
-            libsqlite3_sys::sqlite3_db_config(
-                db,
-                libsqlite3_sys::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-                1 as std::ffi::c_int,
-                std::ptr::null_mut::<std::ffi::c_int>(),
-            ),
-        )
-    };
-    if persist != libsqlite3_sys::SQLITE_OK || no_ckpt != libsqlite3_sys::SQLITE_OK {
-        tracing::debug!(
-            persist,
-            no_ckpt,
-            "the store's WAL is not kept between processes"
-        );
-    }
-    libsqlite3_sys::SQLITE_OK
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -925,13 +822,5 @@ mod tests {
         let err = StoreLocation::parse("mysql://u:s3cret@h/db").unwrap_err();
         assert!(!err.to_string().contains("s3cret"), "{err}");
         assert_eq!(redacted("postgres://u@h/db"), "postgres://u@h/db");
-    }
-
-    #[test]
-    fn a_sqlite_path_keeps_its_special_characters() {
-        let url = sqlite_url(Path::new("/tmp/a b/%20?#x/berth.db"), true);
-        let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&url).unwrap();
-        assert_eq!(opts.get_filename(), Path::new("/tmp/a b/%20?#x/berth.db"));
-        assert!(url.ends_with("?mode=rwc"), "{url}");
     }
 }

@@ -296,6 +296,14 @@ impl Engine {
     /// manual one (a person's). `None` when there is none, or another process
     /// won every candidate.
     pub async fn claim_task(&self, agent: &str) -> Result<Option<Task>> {
+        self.store
+            .retrying("claiming a task", || self.claim_task_once(agent))
+            .await
+    }
+
+    /// [`Engine::claim_task`], one attempt: run again whole when
+    /// PostgreSQL aborts it ([`crate::Store::retrying`]).
+    async fn claim_task_once(&self, agent: &str) -> Result<Option<Task>> {
         let a = self.agent(agent).await?;
         for _attempt in 0..8 {
             let mut tx = self.store.write("claiming a task").await?;

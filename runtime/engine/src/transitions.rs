@@ -408,10 +408,14 @@ pub(crate) async fn task_from(
     if status.as_deref() != Some(from.as_str()) {
         return Ok(false);
     }
-    let moved = task(tx, id, TaskMove::to(to).only_from(&[from]), Some(event)).await?;
+    let moved = task(tx, id, TaskMove::to(to).only_from(&[from]), None).await?;
     let moved = matches!(moved, Moved::Moved(_));
     if moved {
         let _ = self::agent(tx, agent, AgentMove::follow(id, agent_to)).await?;
+        // The event after the agent's row: the log's lock is the last a
+        // transaction takes, so no writer holding the agent's row waits
+        // for the log while this one, holding the log, waits for the row.
+        emit(tx, event).await?;
     }
     Ok(moved)
 }

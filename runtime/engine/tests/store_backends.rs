@@ -4,13 +4,18 @@
 //! partiality), and on PostgreSQL, where ids commit out of order under
 //! concurrent writers unless appends queue, a follower reading the log by
 //! `id > $n` while several processes' worth of engines write misses no
-//! event, and their concurrent claims take each task once. These tests start PostgreSQL whichever store the suite runs on.
+//! event, and their concurrent claims take each task once; two writers
+//! that deadlock there end with the aborted one run again whole, its
+//! event appended once. These tests start PostgreSQL whichever store the
+//! suite runs on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use berth_engine::store::{Store, StoreLocation};
+use berth_engine::events::{Actor, NewEvent, emit};
+use berth_engine::store::{Store, StoreLocation, Tx};
 use berth_engine::{AgentImpl, Engine, EventFilter, LogWake, StateDir, TaskStatus};
 use sqlx::Row;
 
@@ -204,9 +209,9 @@ async fn postgres_fixture() -> Fixture {
     f
 }
 
-/// An engine whose PostgreSQL writers take only the narrow locks
-/// (`BERTH_STORE_LOCKS=narrow`), not the one lock every writer takes by
-/// default: what the tests below prove correct without it.
+/// An engine whose PostgreSQL writers take only the narrow locks (the
+/// default), whatever `BERTH_STORE_LOCKS` says: what the tests below prove
+/// correct without the one lock of `BERTH_STORE_LOCKS=single`.
 fn narrow(engine: Engine) -> Engine {
     engine.store().serialise_writers(false);
     engine
@@ -399,4 +404,117 @@ async fn on_postgres_a_follower_wakes_on_another_engines_append() {
         polled.wait(Duration::from_millis(1)).await,
         LogWake::Interval
     );
+}
+
+/// A real deadlock on PostgreSQL between two writers of two engines (two
+/// pools: two hosts' worth), each updating the same two task rows in the
+/// opposite order, held open at a barrier until both hold their first row.
+/// The second runs through [`Store::retrying`] and appended an event
+/// before the deadlock: PostgreSQL aborts it (the check runs in the writer
+/// whose `deadlock_timeout` ends first: the second's is the default 1 s,
+/// the first's 30 s), the first commits, and the second's whole body runs
+/// again and commits. The end state is the second's, and its event is in
+/// the log once: the aborted attempt's append went with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgres_a_deadlocked_write_runs_again_whole_and_appends_once() {
+    let f = postgres_fixture().await;
+    let a = f.engine.create_task("demo", "a", &user()).await.unwrap().id;
+    let b = f.engine.create_task("demo", "b", &user()).await.unwrap().id;
+    let first = narrow(Engine::open(f.state()).await.unwrap());
+    let second = narrow(Engine::open(f.state()).await.unwrap());
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+
+    let holder = tokio::spawn({
+        let (barrier, a, b) = (barrier.clone(), a.clone(), b.clone());
+        async move {
+            let mut tx = first.store().write("first").await.unwrap();
+            sqlx::query("SET LOCAL deadlock_timeout = '30s'")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            retitle(&mut tx, &a, "first").await.unwrap();
+            barrier.wait().await;
+            // Waits for the second's row b until the second is aborted.
+            retitle(&mut tx, &b, "first").await.unwrap();
+            tx.commit().await.unwrap();
+        }
+    });
+
+    let attempts = AtomicU32::new(0);
+    let system = Actor::system();
+    let outcome = second
+        .store()
+        .retrying("the second writer", || async {
+            let n = attempts.fetch_add(1, Ordering::SeqCst) + 1;
+            let mut tx = second.store().write("the second writer").await?;
+            retitle(&mut tx, &b, "second").await?;
+            emit(
+                &mut tx,
+                NewEvent::new("test.deadlock", &system)
+                    .task(Some(&b))
+                    .payload(serde_json::json!({ "attempt": n })),
+            )
+            .await?;
+            if n == 1 {
+                barrier.wait().await;
+                first_waits(&f.engine).await;
+            }
+            // The first holds row a and waits for row b: a cycle.
+            retitle(&mut tx, &a, "second").await?;
+            tx.commit().await.map_err(stored)?;
+            Ok(n)
+        })
+        .await;
+    holder.await.unwrap();
+    assert_eq!(outcome.unwrap(), 2, "aborted once, then committed");
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    for id in [&a, &b] {
+        assert_eq!(f.engine.task(id).await.unwrap().title, "second");
+    }
+    let appended = common::events_of(&f.engine, "test.deadlock").await;
+    assert_eq!(appended.len(), 1, "{appended:?}");
+    assert_eq!(appended[0].payload["attempt"], 2);
+}
+
+/// Sets task `id`'s title in `tx`.
+async fn retitle(tx: &mut Tx, id: &str, title: &str) -> berth_engine::Result<()> {
+    sqlx::query("UPDATE tasks SET title = $1 WHERE id = $2")
+        .bind(title)
+        .bind(id)
+        .execute(&mut **tx)
+        .await
+        .map_err(stored)?;
+    Ok(())
+}
+
+/// A store error as the engine makes one (its SQLSTATE kept).
+fn stored(source: sqlx::Error) -> berth_engine::EngineError {
+    berth_engine::EngineError::Store {
+        op: "the test's write",
+        source,
+    }
+}
+
+/// Returns once a backend of the store waits for a row lock (the first
+/// writer, for row b): the second closes the cycle only then, so the
+/// deadlock check runs in the second (its timeout ends first).
+async fn first_waits(engine: &Engine) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(engine.store().pool())
+        .await
+        .unwrap();
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first writer never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

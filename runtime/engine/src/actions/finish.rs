@@ -54,6 +54,29 @@ impl Engine {
     /// asked to cancel it, `action.cancelled` and the outcome rewritten to
     /// say so (returned).
     pub(crate) async fn finish(&self, record: &ActionRecord, outcome: &Outcome) -> Result<Outcome> {
+        // Its transaction logs the action's end before it moves the task
+        // and the agent, so on PostgreSQL it can deadlock with a writer of
+        // those rows: run again whole then ([`crate::Store::retrying`]).
+        // The worktree is recycled once, after the commit.
+        let (ended, after) = self
+            .store
+            .retrying("recording an action's outcome", || {
+                self.finish_once(record, outcome)
+            })
+            .await?;
+        if let Some(after) = after {
+            self.after_settle(after).await?;
+        }
+        Ok(ended)
+    }
+
+    /// [`Engine::finish`]'s transaction, one attempt: the outcome, and what
+    /// to do after its commit.
+    async fn finish_once(
+        &self,
+        record: &ActionRecord,
+        outcome: &Outcome,
+    ) -> Result<(Outcome, Option<crate::gate::AfterSettle>)> {
         let mut tx = self.store.write("recording an action's outcome").await?;
         let status = if outcome.succeeded {
             ActionStatus::Executed
@@ -93,7 +116,7 @@ impl Engine {
                 tx.commit()
                     .await
                     .map_err(EngineError::store("recording an action's outcome"))?;
-                return Ok(ended);
+                return Ok((ended, None));
             }
             // Recovery marked it interrupted while we ran (we were thought
             // dead): the log already says so; say what really happened too.
@@ -124,8 +147,7 @@ impl Engine {
         tx.commit()
             .await
             .map_err(EngineError::store("recording an action's outcome"))?;
-        self.after_settle(after).await?;
-        Ok(outcome.clone())
+        Ok((outcome.clone(), Some(after)))
     }
 
     /// Records an executing action `cancelled` by `by` with `outcome` (its

@@ -39,6 +39,9 @@ impl Engine {
         .map_err(EngineError::store("completing a pipeline"))?
         .rows_affected();
         if won == 1 {
+            // The agent's row before the task's move and its events: the
+            // log's lock is the last a transaction takes (`Tx::lock`).
+            crate::breaker::reset(&mut tx, &run.agent).await?;
             let base = |k| {
                 NewEvent::new(k, &system)
                     .project(&task.project)
@@ -86,7 +89,6 @@ impl Engine {
                     );
                 }
             }
-            crate::breaker::reset(&mut tx, &run.agent).await?;
         }
         let r = load_run(&mut *tx, &task.id)
             .await?
