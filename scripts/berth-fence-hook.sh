@@ -29,8 +29,9 @@
 #    aborted and the ref stays), raises the highest when the token is above
 #    it, and marks the push prepared. A raise then waits, outside the lock,
 #    until every prepared push of the agent with a lower token has committed
-#    or aborted (or its receive-pack died), and only then lets its own ref
-#    move, so its push returns to berth only after them;
+#    or aborted (or its receive-pack died), its mark saying `waiting`
+#    meanwhile, and only then lets its own ref move, so its push returns to
+#    berth only after them;
 #  - `committed` / `aborted` remove the mark.
 # So a stale push either was prepared before the raise (then the raise, and
 # the takeover's read after it, come after its ref moved) or is checked after
@@ -133,11 +134,13 @@ prepared() {
         for f in "$state"/inflight/*; do
             [ -f "$f" ] && [ "$f" != "$mark" ] || continue
             read -r a t s <"$f" 2>/dev/null || continue
-            if [ "$a" = "$agent" ] && [ "$s" = prepared ] && [ "$t" -lt "$token" ]; then
+            if [ "$a" = "$agent" ] && [ "$s" != pending ] && [ "$t" -lt "$token" ]; then
                 if alive "${f##*/}"; then older=1; else rm -f "$f"; fi
             fi
         done
         [ "$older" = 0 ] && exit 0
+        # Shown to whoever looks (and to berth's tests): this raise waits.
+        [ "$waited" = 0 ] && printf '%s %s waiting\n' "$agent" "$token" >"$mark"
         if [ "$waited" -ge $((wait_max * 10)) ]; then
             say "refused: an older push of $agent is still in flight after ${wait_max}s"
             exit 1

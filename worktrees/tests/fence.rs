@@ -270,14 +270,22 @@ fn a_raise_waits_for_an_older_push_already_past_the_check() {
         let (wt, info) = (f.other.clone(), f.info.clone());
         std::thread::spawn(move || wt.raise_fence(&info.name, &fence(2)))
     };
-    // The raise recorded its token and now waits for the older push.
-    while f.server_token().as_deref() != Some("2") {
+    // Until the raise returns, or says (its mark in the hook's state) that
+    // it waits for the older push.
+    let inflight = f.repo().join("berth-fence/inflight");
+    let raise_waits = || {
+        std::fs::read_dir(&inflight).unwrap().any(|e| {
+            std::fs::read_to_string(e.unwrap().path()).unwrap_or_default() == "dev-1 2 waiting\n"
+        })
+    };
+    while !raise.is_finished() && !raise_waits() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(
         !raise.is_finished(),
         "the raise returned while an older push was between its check and its ref update"
     );
+    assert_eq!(f.server_token().as_deref(), Some("2"));
     std::fs::write(&go, "").unwrap();
     raise.join().unwrap().unwrap();
     // What the new holder reads after the raise includes the stale push.
