@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::fixture::{Fixture, git, git_out};
 use super::postgres;
 use super::server::{Served, State, signal, wait_for};
-use super::smart_http::SmartHttpServer;
+use super::smart_http::{SmartHttpServer, install_fence_hook};
 
 /// Agents (and tasks) in the run.
 fn agents() -> usize {
@@ -80,6 +80,8 @@ impl Fleet {
             &srv.join("app.git"),
             &["config", "http.receivepack", "true"],
         );
+        // The forge server set up as the README says: berth's fence hook.
+        install_fence_hook(&srv.join("app.git"));
         let forge = SmartHttpServer::start(&srv);
         let url = forge.url("app.git");
         hosts[0].ok(&["project", "add", "demo", "--forge-url", &url]);
@@ -126,6 +128,21 @@ impl Fleet {
                 &cap,
             ],
         )
+    }
+
+    /// The highest fencing token the server's fence hook recorded for
+    /// `agent` (`scripts/berth-fence-hook.sh`).
+    fn fence_token(&self, agent: &str) -> i64 {
+        let path = self
+            .forge
+            .repo("app.git")
+            .join("berth-fence")
+            .join(format!("{agent}.token"));
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .unwrap_or(0)
     }
 
     /// How many commits the server's `branch` has over `main`.
@@ -263,6 +280,11 @@ fn three_workers_deliver_every_task_once_through_a_kill() {
             .find(|l| l["agent"] == e["agent"])
             .unwrap();
         assert_ne!(last["payload"]["owner"], victim.as_str(), "{last}");
+        // The takeover raised the agent's token on the forge server: a push
+        // of the dead worker's would be refused there.
+        let agent = e["agent"].as_str().unwrap();
+        let token = e["payload"]["token"].as_i64().unwrap();
+        assert!(fleet.fence_token(agent) >= token, "{agent}: {e}");
     }
 
     // Exactly once: per task one executed push and PR action, one commit
@@ -347,6 +369,8 @@ fn a_commit_lost_with_its_worker_is_named_and_the_task_delivered_again() {
     assert_eq!(taken.len(), 1, "{taken:?}");
     let t = &taken[0]["payload"];
     assert_eq!(t["previous_owner"], "w1");
+    // Raised on the forge server before the takeover read it.
+    assert_eq!(fleet.fence_token("noop-1"), t["token"].as_i64().unwrap());
     assert_eq!(t["round"], 1);
     assert!(
         t["lost"][0].as_str().unwrap().contains("never pushed"),

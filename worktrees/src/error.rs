@@ -59,6 +59,8 @@ pub enum Op {
     BranchFile,
     /// Bringing a forge server's branches into this host's mirror.
     RefreshForge,
+    /// Raising an agent's fencing token at the forge (a takeover).
+    RaiseFence,
 }
 
 impl fmt::Display for Op {
@@ -84,6 +86,7 @@ impl fmt::Display for Op {
             Op::Snapshot => "read a PR from the forge",
             Op::BranchFile => "read from a forge branch",
             Op::RefreshForge => "refresh the forge mirror",
+            Op::RaiseFence => "raise the fence at the forge",
         })
     }
 }
@@ -345,6 +348,37 @@ pub enum Error {
         refname: String,
         /// The server's per-ref status.
         status: String,
+    },
+
+    /// The forge has seen a higher fencing token for the agent than the one
+    /// this write carries: another driver took the agent's lease over, and
+    /// this one is stale (`fence.rs`).
+    #[error(
+        "the forge {forge} refused a write for agent {agent}: its lease's fencing token {token} is stale (the forge has seen {current}: another driver took the agent over); nothing was changed — this driver no longer holds the agent"
+    )]
+    ForgeFenced {
+        /// The agent.
+        agent: String,
+        /// The token the write carried.
+        token: u64,
+        /// The highest token the forge has seen.
+        current: u64,
+        /// The forge (its directory, or the server's URL).
+        forge: String,
+    },
+
+    /// A forge server that cannot fence a stale lease holder: it takes no
+    /// push options, or runs no berth fence hook (`fence.rs`).
+    #[error(
+        "{op}: the forge server {url} cannot refuse a stale lease holder's push ({reason}); berth does not push or take an agent over there under a lease. On the server: install scripts/berth-fence-hook.sh as the repository's pre-receive and reference-transaction hooks and run `git config receive.advertisePushOptions true` (see the README's forge server set-up)"
+    )]
+    ForgeUnfenced {
+        /// The operation.
+        op: Op,
+        /// The server's URL.
+        url: String,
+        /// What is missing.
+        reason: String,
     },
 
     /// A merge with conflicts; the forge is unchanged.

@@ -192,6 +192,7 @@ impl Worktrees {
             previous: Some(before),
             new: Some(source_tip),
             log: "berth: sync from source (fast-forward)",
+            fence: None,
         };
         location.publish(&forge, update, op)?;
         tracing::info!(project = %name, %before, after = %source_tip, "project synced");

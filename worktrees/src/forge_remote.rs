@@ -49,6 +49,13 @@
 //! fetched back by every refresh, so a host that takes over another's
 //! agents (a worker whose peer died) finds what that peer saved.
 //!
+//! A push made under an agent lease also carries the lease's fencing token
+//! as the push option `berth-fence=<agent>:<token>`, which berth's hook on
+//! the server checks under the ref's lock (`fence.rs`): the server refuses a
+//! stale holder's push ([`Error::ForgeFenced`]) even when its old value is
+//! right, and a server that takes no push options is not pushed to under a
+//! lease at all ([`Error::ForgeUnfenced`]).
+//!
 //! Only once the server accepted is the mirror's ref moved, with the same
 //! compare-and-swap on `previous` as a directory forge. A server that does
 //! not answer is [`Error::ForgeUnreachable`]: nothing is written anywhere,
@@ -61,6 +68,7 @@ use git2::{
 };
 
 use crate::error::{self, Error, Op, Result};
+use crate::fence::{self, Fence};
 
 /// The mirror's configuration key holding the server's URL.
 const URL_KEY: &str = "berth.forgeurl";
@@ -103,6 +111,9 @@ pub(crate) struct RefUpdate<'a> {
     pub new: Option<Oid>,
     /// The mirror's (or the directory forge's) reflog message.
     pub log: &'a str,
+    /// The lease token the write is made under (`fence.rs`): the forge
+    /// refuses it when it has seen a higher one. `None`: not fenced.
+    pub fence: Option<&'a Fence>,
 }
 
 impl Forge {
@@ -234,14 +245,18 @@ impl Forge {
     /// guarantees the compare-and-swap there), then in `repo`, the mirror or
     /// the directory forge, which must already hold `update.new`'s objects.
     pub(crate) fn publish(&self, repo: &Repository, update: RefUpdate<'_>, op: Op) -> Result<()> {
-        if let Forge::Http { url } = self {
-            self.push_to_server(url, repo, update, op)?;
+        match (self, update.fence) {
+            (Forge::Http { url }, _) => self.push_to_server(url, repo, update, op)?,
+            // Under the forge's writer lock, as the ref update below.
+            (Forge::Directory, Some(fence)) => fence::check_directory(repo, fence, op)?,
+            (Forge::Directory, None) => {}
         }
         let RefUpdate {
             refname,
             previous,
             new,
             log,
+            fence: _,
         } = update;
         let git = |e| error::git(op, repo.path(), Some(refname))(e);
         match (previous, new) {
@@ -275,17 +290,74 @@ impl Forge {
         update: RefUpdate<'_>,
         op: Op,
     ) -> Result<()> {
-        set_network_timeouts();
         let refname = update.refname;
         let expected = update.previous.unwrap_or(Oid::ZERO_SHA1);
-        let mut stale: Option<Oid> = None;
-        let mut refused: Option<String> = None;
-        let pushed = {
+        let source = update.new.map(|o| o.to_string()).unwrap_or_default();
+        let report = self.push_one(
+            url,
+            repo,
+            &format!("{source}:{refname}"),
+            Some((refname, expected)),
+            update.fence,
+            op,
+        )?;
+        if let Some(fence) = update.fence {
+            if let Some(e) = fence_refusal(url, fence, &report, op) {
+                return Err(e);
+            }
+            // The hook's check under the ref's lock aborts the transaction,
+            // and receive-pack dies without a report: the server's own
+            // record of the token says whether that is what happened.
+            if report.result.is_err()
+                && let Some(current) = self.server_fence(repo, fence)
+                && current > fence.token
+            {
+                return Err(Error::ForgeFenced {
+                    agent: fence.agent.to_string(),
+                    token: fence.token,
+                    current,
+                    forge: url.to_owned(),
+                });
+            }
+        }
+        let answered = update
+            .fence
+            .is_none_or(|f| report.said.contains(&f.accepted_line()));
+        self.push_result(url, repo, update, report, op)?;
+        if !answered {
+            tracing::warn!(url = %url, refname = %refname, "the forge server took a fenced push without berth's fence hook answering: it was not checked against a takeover (install scripts/berth-fence-hook.sh on the server)");
+        }
+        Ok(())
+    }
+
+    /// Pushes `refspec` to the server, carrying `fence` as a push option;
+    /// with `expected`, refuses (in the negotiation, before any object is
+    /// sent) unless the server's ref is at that value.
+    fn push_one(
+        &self,
+        url: &str,
+        repo: &Repository,
+        refspec: &str,
+        expected: Option<(&str, Oid)>,
+        fence: Option<&Fence>,
+        op: Op,
+    ) -> Result<PushReport> {
+        set_network_timeouts();
+        let mut report = PushReport {
+            stale: None,
+            result: Ok(()),
+            refused: None,
+            said: String::new(),
+        };
+        let result = {
             let mut callbacks = RemoteCallbacks::new();
             callbacks.push_negotiation(|updates| {
                 for u in updates {
-                    if u.dst_refname().ok() == Some(refname) && u.src() != expected {
-                        stale = Some(u.src());
+                    if let Some((refname, value)) = expected
+                        && u.dst_refname().ok() == Some(refname)
+                        && u.src() != value
+                    {
+                        report.stale = Some(u.src());
                         return Err(git2::Error::from_str(
                             "berth: the server's ref is not at the expected value",
                         ));
@@ -295,20 +367,44 @@ impl Forge {
             });
             callbacks.push_update_reference(|name, status| {
                 if let Some(status) = status {
-                    refused = Some(format!("{name}: {status}"));
+                    report.refused = Some(format!("{name}: {status}"));
                 }
                 Ok(())
             });
+            // What the server's hooks say (the fence hook's answer).
+            callbacks.sideband_progress(|text| {
+                report.said.push_str(&String::from_utf8_lossy(text));
+                true
+            });
+            let option = fence.map(Fence::push_option);
+            let option_list: Vec<&str> = option.as_deref().into_iter().collect();
             let mut options = PushOptions::new();
             options.remote_callbacks(callbacks);
+            if !option_list.is_empty() {
+                options.remote_push_options(&option_list);
+            }
             let mut remote = repo
                 .remote_anonymous(url)
-                .map_err(|e| self.network_error(op, repo, Some(refname), e))?;
-            let source = update.new.map(|o| o.to_string()).unwrap_or_default();
-            remote.push(&[format!("{source}:{refname}")], Some(&mut options))
+                .map_err(|e| self.network_error(op, repo, expected.map(|e| e.0), e))?;
+            remote.push(&[refspec], Some(&mut options))
         };
+        report.result = result;
+        Ok(report)
+    }
+
+    /// What a push's callbacks and result say, as berth's errors.
+    fn push_result(
+        &self,
+        url: &str,
+        repo: &Repository,
+        update: RefUpdate<'_>,
+        report: PushReport,
+        op: Op,
+    ) -> Result<()> {
+        let refname = update.refname;
+        let expected = update.previous.unwrap_or(Oid::ZERO_SHA1);
         let oid_or_none = |o: Oid| (!o.is_zero()).then_some(o);
-        if let Some(found) = stale {
+        if let Some(found) = report.stale {
             return Err(Error::ForgeRefStale {
                 url: url.to_owned(),
                 refname: refname.to_owned(),
@@ -316,7 +412,7 @@ impl Forge {
                 found: oid_or_none(found),
             });
         }
-        if let Err(e) = pushed {
+        if let Err(e) = report.result {
             if e.code() == git2::ErrorCode::NotFastForward {
                 return Err(Error::NonFastForward {
                     refname: refname.to_owned(),
@@ -327,7 +423,7 @@ impl Forge {
             }
             return Err(self.network_error(op, repo, Some(refname), e));
         }
-        if let Some(status) = refused {
+        if let Some(status) = report.refused {
             return Err(Error::ForgeRefused {
                 url: url.to_owned(),
                 refname: refname.to_owned(),
@@ -335,6 +431,71 @@ impl Forge {
             });
         }
         tracing::info!(url = %url, refname = %refname, oid = ?update.new, "published to the forge server");
+        Ok(())
+    }
+
+    /// The highest token the server's fence ref holds for `fence.agent`
+    /// (fetched into the mirror, berth's own), `None` when it cannot be
+    /// read.
+    fn server_fence(&self, repo: &Repository, fence: &Fence) -> Option<u64> {
+        let Forge::Http { url } = self else {
+            return None;
+        };
+        let refname = fence.refname();
+        let mut remote = repo.remote_anonymous(url).ok()?;
+        let mut options = FetchOptions::new();
+        options
+            .download_tags(AutotagOption::None)
+            .update_fetchhead(false);
+        remote
+            .fetch(&[format!("+{refname}:{refname}")], Some(&mut options), None)
+            .ok()?;
+        let blob = repo.find_reference(&refname).ok()?.peel_to_blob().ok()?;
+        std::str::from_utf8(blob.content())
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Raises `fence` on the server (`fence.rs`): pushes
+    /// `refs/berth/fence/<agent>` (a blob holding the token, forced: the
+    /// hook, not the ref, keeps the token from going down) with the token as
+    /// a push option, and requires the fence hook's answer. Call under the
+    /// forge's writer lock.
+    pub(crate) fn raise_on_server(&self, repo: &Repository, fence: &Fence, op: Op) -> Result<()> {
+        let Forge::Http { url } = self else {
+            return Ok(());
+        };
+        let refname = fence.refname();
+        let blob = repo
+            .blob(format!("{}\n", fence.token).as_bytes())
+            .map_err(error::git(op, repo.path(), Some(&refname)))?;
+        let refspec = format!("+{blob}:{refname}");
+        let report = self.push_one(url, repo, &refspec, None, Some(fence), op)?;
+        if let Some(e) = fence_refusal(url, fence, &report, op) {
+            return Err(e);
+        }
+        let answered = report.said.contains(&fence.accepted_line());
+        report
+            .result
+            .map_err(|e| self.network_error(op, repo, Some(&refname), e))?;
+        if let Some(status) = report.refused {
+            return Err(Error::ForgeRefused {
+                url: url.clone(),
+                refname,
+                status,
+            });
+        }
+        if !answered {
+            return Err(Error::ForgeUnfenced {
+                op,
+                url: url.clone(),
+                reason: "it ran no berth fence hook (the raise got no `berth-fence: ok` answer)"
+                    .to_owned(),
+            });
+        }
+        tracing::info!(url = %url, agent = %fence.agent, token = fence.token, "fence raised on the forge server");
         Ok(())
     }
 
@@ -359,6 +520,43 @@ impl Forge {
             _ => error::git(op, repo.path(), refname)(e),
         }
     }
+}
+
+/// What one push to a server came back with.
+struct PushReport {
+    /// The server's value of the ref, when it was not the one expected.
+    stale: Option<Oid>,
+    /// libgit2's result.
+    result: std::result::Result<(), git2::Error>,
+    /// The server's per-ref refusal.
+    refused: Option<String>,
+    /// What the server's hooks said (sideband).
+    said: String,
+}
+
+/// The fence's own refusals of a fenced push: a server that takes no push
+/// options ([`Error::ForgeUnfenced`], nothing was sent), or the fence hook
+/// finding the token stale ([`Error::ForgeFenced`]).
+fn fence_refusal(url: &str, fence: &Fence, report: &PushReport, op: Op) -> Option<Error> {
+    if let Err(e) = &report.result
+        && e.class() == git2::ErrorClass::Invalid
+        && e.message().contains("push-options")
+    {
+        return Some(Error::ForgeUnfenced {
+            op,
+            url: url.to_owned(),
+            reason: "it does not take push options (receive.advertisePushOptions is not set)"
+                .to_owned(),
+        });
+    }
+    let current = fence.stale_in(&report.said)?;
+    report.refused.as_ref()?;
+    Some(Error::ForgeFenced {
+        agent: fence.agent.to_string(),
+        token: fence.token,
+        current,
+        forge: url.to_owned(),
+    })
 }
 
 static TIMEOUTS_SET: Once = Once::new();

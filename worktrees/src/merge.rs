@@ -146,6 +146,7 @@ impl Worktrees {
                 previous: Some(target),
                 new: Some(new),
                 log: &log,
+                fence: None,
             };
             location.publish(&forge, update, op)
         };

@@ -39,6 +39,7 @@ use crate::Worktrees;
 use crate::agent::open_agent_repo;
 use crate::commit::agent_confinement;
 use crate::error::{self, Error, Op, Result};
+use crate::fence::Fence;
 use crate::forge::{open_forge, ref_tip};
 use crate::forge_remote::{Forge, RefUpdate};
 use crate::helper_process;
@@ -87,25 +88,48 @@ impl Worktrees {
         branch: &str,
         limits: &GitLimits,
     ) -> Result<PushOutcome> {
-        let op = Op::Push;
-        let refname = branch_ref(branch)?;
-        let prefix = agent_ref_prefix(agent);
-        if !refname.starts_with(&prefix) || refname.len() == prefix.len() {
-            return Err(Error::RefNotAllowed {
-                op,
-                agent: agent.to_string(),
-                refname,
-                allowed_prefix: prefix,
+        let refname = agent_branch_ref(agent, branch)?;
+        self.push_into(project, agent, &refname, &refname, limits, false, None)
+    }
+
+    /// [`Worktrees::push_bounded`] under an agent lease: the forge refuses
+    /// it with [`Error::ForgeFenced`] when it has seen a higher token for
+    /// the agent (another driver took the agent over), and a forge server
+    /// that cannot check the token refuses it with [`Error::ForgeUnfenced`]
+    /// before anything is sent (`fence.rs`).
+    pub fn push_fenced(
+        &self,
+        project: &ProjectName,
+        agent: &AgentName,
+        branch: &str,
+        limits: &GitLimits,
+        fence: &Fence,
+    ) -> Result<PushOutcome> {
+        if fence.agent != *agent {
+            return Err(Error::InvalidInput {
+                op: Op::Push,
+                field: "fence",
+                value: fence.agent.to_string(),
+                reason: format!("a push of agent {agent} carries that agent's own lease"),
             });
         }
-
-        self.push_into(project, agent, &refname, &refname, limits, false)
+        let refname = agent_branch_ref(agent, branch)?;
+        self.push_into(
+            project,
+            agent,
+            &refname,
+            &refname,
+            limits,
+            false,
+            Some(fence),
+        )
     }
 
     /// Copies the commit at the agent repository's `refname` into the forge
     /// under `forge_ref`, fast-forward only. With `only_new`, a commit the
     /// forge already holds is not written again (`updated: false`): what
     /// `save_unpushed` needs, where the forge's own ref is a new one.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn push_into(
         &self,
         project: &ProjectName,
@@ -114,6 +138,7 @@ impl Worktrees {
         forge_ref: &str,
         limits: &GitLimits,
         only_new: bool,
+        fence: Option<&Fence>,
     ) -> Result<PushOutcome> {
         let op = Op::Push;
         let refname = refname.to_owned();
@@ -203,6 +228,7 @@ impl Worktrees {
             previous,
             new: Some(local),
             log: &log,
+            fence,
         };
         location.publish(&forge, update, op)?;
         let objects = ready.objects;
@@ -215,6 +241,22 @@ impl Worktrees {
             objects,
         })
     }
+}
+
+/// The full ref of the agent's `branch`, refused outside the agent's own
+/// prefix (`agent/<agent>/…`).
+fn agent_branch_ref(agent: &AgentName, branch: &str) -> Result<String> {
+    let refname = branch_ref(branch)?;
+    let prefix = agent_ref_prefix(agent);
+    if !refname.starts_with(&prefix) || refname.len() == prefix.len() {
+        return Err(Error::RefNotAllowed {
+            op: Op::Push,
+            agent: agent.to_string(),
+            refname,
+            allowed_prefix: prefix,
+        });
+    }
+    Ok(refname)
 }
 
 /// The commits of the forge's branches and tags: what a push leaves out.

@@ -79,7 +79,7 @@ impl Worktrees {
         let refname = format!("refs/heads/{branch}");
         let forge_ref = format!("{SAVED_PREFIX}{agent}/{stamp}");
         let limits = GitLimits::default();
-        match self.push_into(project, agent, &refname, &forge_ref, &limits, true) {
+        match self.push_into(project, agent, &refname, &forge_ref, &limits, true, None) {
             Ok(pushed) if pushed.updated => {
                 tracing::info!(project = %project, agent = %agent, refname = %forge_ref, oid = %pushed.oid, "saved unpushed work");
                 Ok(Some(SavedWork {
@@ -146,6 +146,7 @@ impl Worktrees {
                         previous: Some(previous),
                         new: None,
                         log: "berth: drop saved work",
+                        fence: None,
                     };
                     match location.publish(&forge, update, op) {
                         Err(Error::ForgeRefStale { found: None, .. }) => {}

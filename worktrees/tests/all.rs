@@ -12,6 +12,7 @@ mod concurrency;
 mod confined_git;
 mod diagnostics;
 mod exchange;
+mod fence;
 mod forge;
 mod forge_server;
 mod isolation;

@@ -11,15 +11,15 @@ use crate::common::*;
 /// A server holding `web.git` (a bare clone of a small source repository,
 /// pushes allowed) and a state directory whose project `web` is imported
 /// from it.
-struct ServerFixture {
-    tmp: tempfile::TempDir,
-    server: SmartHttpServer,
-    wt: Worktrees,
-    info: ProjectInfo,
+pub(crate) struct ServerFixture {
+    pub(crate) tmp: tempfile::TempDir,
+    pub(crate) server: SmartHttpServer,
+    pub(crate) wt: Worktrees,
+    pub(crate) info: ProjectInfo,
 }
 
 impl ServerFixture {
-    fn new() -> ServerFixture {
+    pub(crate) fn new() -> ServerFixture {
         let tmp = tempfile::tempdir().unwrap();
         let source = source_repo(
             &tmp.path().join("source"),
@@ -53,7 +53,7 @@ impl ServerFixture {
         }
     }
 
-    fn server_repo(&self) -> std::path::PathBuf {
+    pub(crate) fn server_repo(&self) -> std::path::PathBuf {
         self.server.repo("web.git")
     }
 

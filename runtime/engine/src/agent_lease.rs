@@ -14,7 +14,10 @@
 //! of acting beside the new holder. The check is not in the effect's own
 //! transaction: between the check and the effect the old holder can still
 //! finish one step, which the steps' idempotency keys (`task:<id>:<step>`)
-//! then keep from being done twice.
+//! then keep from being done twice. The forge checks the token too: this
+//! process's pushes of the agent's work carry it, and a takeover raises it
+//! at the forge before reading there (`worker.rs`), so the forge refuses a
+//! stale holder's push even in that window (`fence.rs` in berth-worktrees).
 //!
 //! Time is each driver's own clock in milliseconds since the epoch; the
 //! hosts of one store are assumed to agree to well within a lease.
@@ -133,6 +136,8 @@ impl Engine {
             .await?;
         }
         tx.commit().await.map_err(EngineError::store(op))?;
+        // What this process's pushes of the agent carry to the forge.
+        self.git.hold_fence(agent, token);
         Ok(Some(AgentLease {
             agent: agent.to_string(),
             owner: owner.to_string(),

@@ -609,6 +609,8 @@ fn worktrees_class(e: &berth_worktrees::Error) -> (ErrorKind, &'static str) {
         W::ForgeRefStale { .. } | W::ForgeRefused { .. } => {
             (ErrorKind::Conflict, "forge_ref_moved")
         }
+        W::ForgeFenced { .. } => (ErrorKind::Conflict, "forge_fenced"),
+        W::ForgeUnfenced { .. } => (ErrorKind::Unavailable, "forge_unfenced"),
         _ => (ErrorKind::Internal, "git_error"),
     }
 }
@@ -727,6 +729,27 @@ mod tests {
                 .into(),
                 ErrorKind::Conflict,
                 "forge_ref_moved",
+            ),
+            (
+                berth_worktrees::Error::ForgeFenced {
+                    agent: "a".into(),
+                    token: 1,
+                    current: 2,
+                    forge: "http://127.0.0.1:9/r.git".into(),
+                }
+                .into(),
+                ErrorKind::Conflict,
+                "forge_fenced",
+            ),
+            (
+                berth_worktrees::Error::ForgeUnfenced {
+                    op: berth_worktrees::Op::RaiseFence,
+                    url: "http://127.0.0.1:9/r.git".into(),
+                    reason: "no hook".into(),
+                }
+                .into(),
+                ErrorKind::Unavailable,
+                "forge_unfenced",
             ),
         ];
         for (e, kind, code) in table {

@@ -4,11 +4,13 @@
 //! synchronous, so every call runs in `spawn_blocking`; writers of one
 //! repository are serialised across processes by that crate's file locks.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use berth_worktrees::{
-    AgentName, CommitRequest, Identity, MergeRequest, ProjectName, RecycleOptions, TaskName,
-    Worktrees,
+    AgentName, CommitRequest, Fence, Forge, Identity, MergeRequest, ProjectName, RecycleOptions,
+    TaskName, Worktrees,
 };
 
 use crate::Engine;
@@ -40,6 +42,10 @@ pub struct Provisioned {
 #[derive(Debug, Clone)]
 pub struct Git {
     wt: Worktrees,
+    /// The fencing token of each agent lease this process took
+    /// (`agent_lease.rs`), by agent: what its pushes carry to the forge
+    /// (`berth_worktrees::Fence`). Shared with the engine's siblings.
+    fences: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 fn project_name(p: &str) -> Result<ProjectName> {
@@ -78,7 +84,45 @@ impl Git {
     pub fn open(state_root: &Path) -> Result<Git> {
         Ok(Git {
             wt: Worktrees::open(state_root)?,
+            fences: Arc::default(),
         })
+    }
+
+    /// Notes that this process took `agent`'s lease with `token`: its
+    /// pushes of the agent's work carry it from now on.
+    pub(crate) fn hold_fence(&self, agent: &str, token: i64) {
+        let Ok(token) = u64::try_from(token) else {
+            return;
+        };
+        let mut held = self.fences.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = held.entry(agent.to_string()).or_insert(token);
+        *entry = (*entry).max(token);
+    }
+
+    /// The token this process's pushes of `agent`'s work carry, if it ever
+    /// took the agent's lease (a stale one when another driver took it
+    /// since: the forge refuses it then).
+    fn held_fence(&self, agent: &str) -> Option<Fence> {
+        let held = self.fences.lock().unwrap_or_else(PoisonError::into_inner);
+        let token = *held.get(agent)?;
+        Some(Fence {
+            agent: AgentName::new(agent).ok()?,
+            token,
+        })
+    }
+
+    /// Raises `agent`'s fencing token at `project`'s forge to `token` (a
+    /// takeover, before it reads the forge: `worker.rs`); this process's
+    /// pushes of the agent carry it from now on.
+    pub async fn raise_fence(&self, project: &str, agent: &str, token: i64) -> Result<()> {
+        self.hold_fence(agent, token);
+        let p = project_name(project)?;
+        let fence = Fence {
+            agent: agent_name(agent)?,
+            token: u64::try_from(token).unwrap_or_default(),
+        };
+        self.blocking(move |wt| Ok(wt.raise_fence(&p, &fence).map(drop)?))
+            .await
     }
 
     pub(crate) async fn blocking<T, F>(&self, f: F) -> Result<T>
@@ -510,9 +554,22 @@ impl Engine {
         let p = project_name(&record.project)?;
         let a = agent_name(&agent.name)?;
         let b = branch.to_string();
+        // Under a lease this process took, the push carries its token: to a
+        // directory forge always, to a forge server from a worker (whose
+        // server must run berth's fence hook: `fence.rs` in berth-worktrees).
+        let fence = self.git.held_fence(&agent.name);
+        let worker = self.worker().is_some();
         let result = self
             .git
-            .blocking(move |wt| Ok(wt.push_bounded(&p, &a, &b, &limits)))
+            .blocking(move |wt| {
+                let fence = fence.filter(|_| {
+                    worker || wt.project(&p).is_ok_and(|i| i.location == Forge::Directory)
+                });
+                Ok(match &fence {
+                    Some(f) => wt.push_fenced(&p, &a, &b, &limits, f),
+                    None => wt.push_bounded(&p, &a, &b, &limits),
+                })
+            })
             .await?;
         match result {
             Ok(o) => Ok(Outcome::ok(ActionResult::GitPush {

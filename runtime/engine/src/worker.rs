@@ -45,10 +45,18 @@
 //!    under the new lease (`actions/route.rs`), so an approval outlives a
 //!    `kill -9` of the worker that was to run it.
 //!
+//! Before step 1 the takeover raises the agent's fencing token at the
+//! forge (`fence.rs` in berth-worktrees): the forge refuses from then on a
+//! push carrying the previous holder's token, and a push of the previous
+//! holder's that got past the forge's check before the raise has landed by
+//! the time the raise returns, so step 3 reads all it wrote. A forge server
+//! without berth's fence hook fails the raise, and with it the takeover.
+//!
 //! Every effect after that carries the lease (the `AgentIo` fencing check,
-//! as for servers sharing one state directory), and the forge's ref
-//! compare-and-swap refuses a push from a stale holder whose idea of the
-//! branch is older than the new holder's (`forge_remote.rs`).
+//! as for servers sharing one state directory; each push carries the token
+//! to the forge), and the forge's ref compare-and-swap refuses a push from
+//! a stale holder whose idea of the branch is older than the new holder's
+//! (`forge_remote.rs`).
 
 use serde::Serialize;
 use sqlx::Row;
@@ -178,6 +186,12 @@ impl Engine {
         self.check_agent_lease(lease).await?;
         let previous = lease.taken_from.clone().unwrap_or_default();
         let a = self.agent(&crate::AgentName::new(&lease.agent)?).await?;
+        // Before anything is read at the forge: from here on it refuses a
+        // push of the previous holder's (a lower token), so what is read
+        // below is all a stale holder ever wrote.
+        self.git()
+            .raise_fence(&a.project, &a.name, lease.token)
+            .await?;
         let mut t = Takeover {
             previous_owner: previous.clone(),
             token: lease.token,

@@ -7,11 +7,52 @@
 use std::time::Duration;
 
 use berth_engine::agent_lease::AgentLease;
-use berth_engine::{ActionStatus, AgentImpl, AgentRun, Approval, EngineError, TaskStatus};
+use berth_engine::{ActionStatus, AgentImpl, AgentRun, Approval, Engine, EngineError, Task, TaskStatus};
 
 use crate::common::{self, Fixture, named, user};
 
 const LONG: Duration = Duration::from_secs(600);
+
+/// Agent dev-1 with a task, its lease taken by server-a (token 1) for no
+/// time, then by server-b (token 2) on a second engine over the same state.
+struct Handover {
+    f: Fixture,
+    other: Engine,
+    task: Task,
+    stale: AgentLease,
+    fresh: AgentLease,
+}
+
+impl Handover {
+    async fn new() -> Handover {
+        let f = Fixture::new().await;
+        f.agent("dev-1", AgentImpl::Noop).await;
+        let other = f.second().await;
+        let task = f
+            .engine
+            .create_task("demo", "Add a file", &user())
+            .await
+            .unwrap();
+        let stale = f
+            .engine
+            .take_agent_lease("dev-1", "server-a", Duration::ZERO)
+            .await
+            .unwrap()
+            .unwrap();
+        let fresh = other
+            .take_agent_lease("dev-1", "server-b", LONG)
+            .await
+            .unwrap()
+            .unwrap();
+        Handover {
+            f,
+            other,
+            task,
+            stale,
+            fresh,
+        }
+    }
+}
 
 #[tokio::test]
 async fn one_driver_holds_an_agent_until_its_lease_runs_out_then_the_next_token_takes_over() {
@@ -111,26 +152,13 @@ async fn one_driver_holds_an_agent_until_its_lease_runs_out_then_the_next_token_
 
 #[tokio::test]
 async fn a_driver_whose_lease_was_taken_over_stops_before_its_next_effect() {
-    let f = Fixture::new().await;
-    f.agent("dev-1", AgentImpl::Noop).await;
-    let other = f.second().await;
-    let task = f
-        .engine
-        .create_task("demo", "Add a file", &user())
-        .await
-        .unwrap();
-
-    let stale = f
-        .engine
-        .take_agent_lease("dev-1", "server-a", Duration::ZERO)
-        .await
-        .unwrap()
-        .unwrap();
-    let fresh = other
-        .take_agent_lease("dev-1", "server-b", LONG)
-        .await
-        .unwrap()
-        .unwrap();
+    let Handover {
+        f,
+        other,
+        task,
+        stale,
+        fresh,
+    } = Handover::new().await;
 
     // The old holder's loop stops at its first effect (the claim): the task
     // is untouched.
@@ -276,4 +304,38 @@ async fn an_approval_received_away_from_the_holder_runs_on_the_holder_once() {
             .count(),
         1
     );
+/// The window the store's check leaves: a driver that passed its check just
+/// before a takeover pushes after it. The takeover raised the token at the
+/// forge first (`worker.rs`), so the forge itself refuses the old token.
+#[tokio::test]
+async fn the_forge_refuses_a_stale_drivers_push_after_a_takeover_raised_the_token() {
+    // server-a holds token 1; server-b takes the agent over (token 2) and
+    // raises the token at the forge.
+    let Handover {
+        f,
+        other,
+        task,
+        fresh,
+        ..
+    } = Handover::new().await;
+    other.take_over_agent(&fresh).await.unwrap();
+    let fence = std::fs::read_to_string(f.forge().join("berth-fence/dev-1")).unwrap();
+    assert_eq!(fence.trim(), "2");
+
+    // server-a's effects past the store's check (no lease checked here):
+    // its push carries token 1, and the forge refuses it.
+    f.engine.run_agent(&named("dev-1"), true).await.unwrap();
+    let push = f
+        .engine
+        .action_by_key(&format!("task:{}:git_push", task.id))
+        .await
+        .unwrap()
+        .expect("the push was proposed");
+    let diagnostic = push.diagnostic.unwrap_or_default();
+    assert!(
+        diagnostic.contains("fencing token 1 is stale (the forge has seen 2"),
+        "{diagnostic}"
+    );
+    let branches = f.forge_git(&["for-each-ref", "refs/heads/agent/"]);
+    assert_eq!(branches.trim(), "", "nothing reached the forge: {branches}");
 }

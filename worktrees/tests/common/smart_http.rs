@@ -116,6 +116,36 @@ impl SmartHttpServer {
     }
 }
 
+/// berth's fence hook as shipped (`scripts/berth-fence-hook.sh`).
+pub fn fence_hook_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|d| d.join("scripts/berth-fence-hook.sh"))
+        .find(|p| p.is_file())
+        .expect("scripts/berth-fence-hook.sh above the crate")
+}
+
+/// Sets the server's bare repository `repo` up as the README says: berth's
+/// fence hook as its `pre-receive` and `reference-transaction` hooks, push
+/// options advertised.
+pub fn install_fence_hook(repo: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = fence_hook_script();
+    for hook in ["pre-receive", "reference-transaction"] {
+        let path = repo.join("hooks").join(hook);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::copy(&script, &path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["config", "receive.advertisePushOptions", "true"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 impl Drop for SmartHttpServer {
     fn drop(&mut self) {
         self.stop();
