@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use berth_engine::agent_lease::AgentLease;
-use berth_engine::{ActionStatus, AgentImpl, AgentRun, Approval, Engine, EngineError, Task, TaskStatus};
+use berth_engine::{
+    ActionStatus, AgentImpl, AgentRun, Approval, Engine, EngineError, Task, TaskStatus,
+};
 
 use crate::common::{self, Fixture, named, user};
 
@@ -191,6 +193,42 @@ async fn a_driver_whose_lease_was_taken_over_stops_before_its_next_effect() {
     assert_eq!(other.prs(None).await.unwrap().len(), 1);
 }
 
+/// The window the store's check leaves: a driver that passed its check just
+/// before a takeover pushes after it. The takeover raised the token at the
+/// forge first (`worker.rs`), so the forge itself refuses the old token.
+#[tokio::test]
+async fn the_forge_refuses_a_stale_drivers_push_after_a_takeover_raised_the_token() {
+    // server-a holds token 1; server-b takes the agent over (token 2) and
+    // raises the token at the forge.
+    let Handover {
+        f,
+        other,
+        task,
+        fresh,
+        ..
+    } = Handover::new().await;
+    other.take_over_agent(&fresh).await.unwrap();
+    let fence = std::fs::read_to_string(f.forge().join("berth-fence/dev-1")).unwrap();
+    assert_eq!(fence.trim(), "2");
+
+    // server-a's effects past the store's check (no lease checked here):
+    // its push carries token 1, and the forge refuses it.
+    f.engine.run_agent(&named("dev-1"), true).await.unwrap();
+    let push = f
+        .engine
+        .action_by_key(&format!("task:{}:git_push", task.id))
+        .await
+        .unwrap()
+        .expect("the push was proposed");
+    let diagnostic = push.diagnostic.unwrap_or_default();
+    assert!(
+        diagnostic.contains("fencing token 1 is stale (the forge has seen 2"),
+        "{diagnostic}"
+    );
+    let branches = f.forge_git(&["for-each-ref", "refs/heads/agent/"]);
+    assert_eq!(branches.trim(), "", "nothing reached the forge: {branches}");
+}
+
 /// An approval received by a process that does not hold the agent's worker
 /// lease (`actions/route.rs`) is recorded, not run; a stale lease cannot run
 /// it; the holder's next pass runs it once and says so in the log.
@@ -304,38 +342,4 @@ async fn an_approval_received_away_from_the_holder_runs_on_the_holder_once() {
             .count(),
         1
     );
-/// The window the store's check leaves: a driver that passed its check just
-/// before a takeover pushes after it. The takeover raised the token at the
-/// forge first (`worker.rs`), so the forge itself refuses the old token.
-#[tokio::test]
-async fn the_forge_refuses_a_stale_drivers_push_after_a_takeover_raised_the_token() {
-    // server-a holds token 1; server-b takes the agent over (token 2) and
-    // raises the token at the forge.
-    let Handover {
-        f,
-        other,
-        task,
-        fresh,
-        ..
-    } = Handover::new().await;
-    other.take_over_agent(&fresh).await.unwrap();
-    let fence = std::fs::read_to_string(f.forge().join("berth-fence/dev-1")).unwrap();
-    assert_eq!(fence.trim(), "2");
-
-    // server-a's effects past the store's check (no lease checked here):
-    // its push carries token 1, and the forge refuses it.
-    f.engine.run_agent(&named("dev-1"), true).await.unwrap();
-    let push = f
-        .engine
-        .action_by_key(&format!("task:{}:git_push", task.id))
-        .await
-        .unwrap()
-        .expect("the push was proposed");
-    let diagnostic = push.diagnostic.unwrap_or_default();
-    assert!(
-        diagnostic.contains("fencing token 1 is stale (the forge has seen 2"),
-        "{diagnostic}"
-    );
-    let branches = f.forge_git(&["for-each-ref", "refs/heads/agent/"]);
-    assert_eq!(branches.trim(), "", "nothing reached the forge: {branches}");
 }
