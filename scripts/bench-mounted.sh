@@ -61,17 +61,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+. scripts/bench-lib.sh
+bench_agent "$work" mounted
 src="$work/src"
-mkdir -p "$src"
-git -C "$src" init -q -b main
-printf 'bench\n' > "$src/README.md"
-git -C "$src" add README.md
-git -C "$src" -c user.name=b -c user.email=b@x commit -q -m init
-"$BERTH" init >/dev/null
-"$BERTH" project add bench --from "$src" >/dev/null
-"$BERTH" agent activate dev-1 --project bench >/dev/null
-"$BERTH" autonomy set dev-1 terminal auto_approve >/dev/null
-"$BERTH" up dev-1 --project bench --mode mounted >/dev/null
 container=$("$BERTH" ls --json | python3 -c 'import json,sys; print(next(b["container"] for b in json.load(sys.stdin) if b["agent"] == "dev-1") or "")')
 [ -n "$container" ] || { echo "bench-mounted: no container for dev-1" >&2; exit 1; }
 [ "$("$BERTH" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-mounted: berth exec true failed" >&2; exit 1; }

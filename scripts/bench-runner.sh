@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# End-to-end figures of a runner `berth exec` through the `berth` binary
+# (issue 17: runner `berth exec true` ≤ 5 ms, against the floor `sh -c true`),
+# measured the ways that hold on a shared, loaded machine:
+#
+#   1. wall time in pairs: `berth exec dev-1 -- true` against `sh -c true`
+#      with hyperfine, then interleaved (sh, berth, sh, berth …) for the
+#      median of the pairs' ratios; with BERTH_BASELINE also that binary,
+#      interleaved in the same rounds (berth / baseline per round).
+#   2. instructions of berth's own process per exec (valgrind callgrind,
+#      children not traced: the shim and the command are not counted), for
+#      each binary.
+#   3. system calls per exec, berth and its children (strace -f -c), for
+#      each binary.
+#
+#   scripts/bench-runner.sh                 # release build; BENCH_RUNS=200
+#   BERTH_BIN=target/release/berth scripts/bench-runner.sh
+#   BERTH_BASELINE=/path/to/old/berth scripts/bench-runner.sh
+#
+# The state directory is made under $HOME (BENCH_DIR to choose): a state
+# under /tmp or /var/tmp adds the skeleton of its own mounts to the berth's
+# private /tmp, which real installs (~/.local/share/berth) do not have.
+# The in-process figures (serve, MCP) are `cargo bench -p berth-engine
+# --bench exec_overhead`; mounted mode is scripts/bench-mounted.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v hyperfine >/dev/null || { echo "bench-runner: needs hyperfine (apt-get install -y hyperfine)" >&2; exit 1; }
+runs=${BENCH_RUNS:-200}
+
+if [ -n "${BERTH_BIN:-}" ]; then
+  BERTH=$(realpath "$BERTH_BIN")
+else
+  cargo build -q --release --bin berth --bin berth-exec-shim
+  target_dir=$(cargo metadata --format-version 1 --no-deps \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  BERTH="$target_dir/release/berth"
+fi
+BASELINE=${BERTH_BASELINE:+$(realpath "$BERTH_BASELINE")}
+
+work=$(mktemp -d -p "${BENCH_DIR:-$HOME}" berth-bench-runner.XXXXXX)
+export BERTH_HOME="$work/state"
+cleanup() {
+  "$BERTH" down dev-1 >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+. scripts/bench-lib.sh
+bench_agent "$work" runner
+for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
+  [ "$("$bin" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-runner: $bin exec true failed" >&2; exit 1; }
+done
+
+echo "== 1. exec of true, end to end ($(nproc) cores; $(cut -d' ' -f1-3 /proc/loadavg) load)"
+baseline_exec=()
+[ -n "$BASELINE" ] && baseline_exec=(-n "berth exec true (baseline)" "$BASELINE exec dev-1 -- true")
+hyperfine -N --warmup 10 --runs "$runs" \
+  -n "sh -c true" "sh -c true" \
+  -n "berth exec true" "$BERTH exec dev-1 -- true" \
+  "${baseline_exec[@]}"
+BERTH="$BERTH" BASELINE="$BASELINE" ROUNDS="$runs" python3 - <<'PY'
+import os, statistics, subprocess, time
+e = os.environ
+def timed(*argv):
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+cmds = {"sh": ["sh", "-c", "true"], "berth": [e["BERTH"], "exec", "dev-1", "--", "true"]}
+if e["BASELINE"]:
+    cmds["baseline"] = [e["BASELINE"], "exec", "dev-1", "--", "true"]
+times = {k: [] for k in cmds}
+for i in range(int(e["ROUNDS"]) + 5):
+    # Each round in the other order, so neither always follows the other.
+    for k in (list(cmds) if i % 2 else list(reversed(cmds))):
+        t = timed(*cmds[k])
+        if i >= 5:
+            times[k].append(t)
+ms = lambda xs: f"{statistics.median(xs) * 1000:.2f} ms (p10 {statistics.quantiles(xs, n=10)[0] * 1000:.2f}, p90 {statistics.quantiles(xs, n=10)[-1] * 1000:.2f})"
+for k, xs in times.items():
+    print(f"interleaved, {len(xs)} rounds: {k:<9} {ms(xs)}")
+ratio = lambda a, b: statistics.median(x / y for x, y in zip(times[a], times[b]))
+print(f"berth exec true / sh -c true, median of the rounds' ratios: {ratio('berth', 'sh'):.2f}x")
+print(f"berth exec true - sh -c true, median of the rounds' differences: "
+      f"{statistics.median(x - y for x, y in zip(times['berth'], times['sh'])) * 1000:.2f} ms (goal: berth exec <= 5 ms)")
+if "baseline" in times:
+    print(f"berth / baseline, median of the rounds' ratios: {ratio('berth', 'baseline'):.3f}x")
+PY
+
+echo "== 2. instructions of berth's own process per exec (callgrind, children not traced)"
+if command -v valgrind >/dev/null; then
+  for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
+    for i in 1 2 3; do
+      valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$bin" exec dev-1 -- true 2>&1 \
+        | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+    done | sort -n | head -1 | xargs printf "%s: %'d instructions (least of 3)\n" "$bin"
+  done
+else
+  echo "(no valgrind: skipped)"
+fi
+
+echo "== 3. system calls per exec (strace -f -c; berth, the shim, PID 1 and the command)"
+if command -v strace >/dev/null; then
+  for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
+    strace -f -c -o "$work/sc.txt" "$bin" exec dev-1 -- true
+    printf '%s: %s calls; ' "$bin" "$(awk '$NF == "total" {print $4}' "$work/sc.txt")"
+    awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ {print $4, $NF}' "$work/sc.txt" \
+      | sort -rn | head -8 | awk '{printf "%s %s, ", $2, $1} END {print ""}'
+  done
+else
+  echo "(no strace: skipped)"
+fi
