@@ -14,7 +14,9 @@
 //! runs on the worker that holds it — or, when that worker is killed before
 //! running it, once on the worker that takes the agent over.
 //!
-//! Knobs: `BERTH_TEST_WORKER_AGENTS` (default 9) agents and tasks.
+//! Knobs: `BERTH_TEST_WORKER_AGENTS` (default 9) agents and tasks. The
+//! ignored `fleet_throughput` is the fleet's benchmark (tasks per second
+//! with 1, 2 and 3 workers against one SQLite process).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -67,8 +69,20 @@ struct Fleet {
 
 impl Fleet {
     fn new(hosts: usize, agents: &[String]) -> Fleet {
-        let store = database();
-        let hosts: Vec<State> = (0..hosts).map(|_| host(&store)).collect();
+        Fleet::on(Some(database()), hosts, agents)
+    }
+
+    /// [`Fleet::new`] on `store` (`None`: one host on its own SQLite store,
+    /// the single-process baseline).
+    fn on(store: Option<String>, hosts: usize, agents: &[String]) -> Fleet {
+        let hosts: Vec<State> = match &store {
+            Some(store) => (0..hosts).map(|_| host(store)).collect(),
+            None => {
+                let f = Fixture::new();
+                f.ok(&["init"]);
+                vec![State(f)]
+            }
+        };
         let srv = hosts[0].root().join("srv");
         std::fs::create_dir_all(&srv).unwrap();
         let src = hosts[0].source_repo();
@@ -632,4 +646,71 @@ fn an_approval_outlives_a_kill_of_the_holder_and_runs_once_on_the_next() {
     assert_eq!(prs.len(), 1, "{prs:?}");
     assert_eq!(fleet.commits_ahead(prs[0]["branch"].as_str().unwrap()), "1");
     w2.stop();
+}
+
+/// A benchmark, not a check (ignored; it asserts no time): tasks delivered
+/// per second through the whole path — each noop agent's claim, commit,
+/// push and PR through `berth serve` and the forge server — with 1, 2 and
+/// 3 workers on PostgreSQL, against one `berth serve` on SQLite with the
+/// same forge server and agents. `BERTH_BENCH_AGENTS` (default 12) agents
+/// with one task each; one line per setup:
+///
+/// ```sh
+/// cargo test -p berth --test serve workers::fleet_throughput -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "a benchmark: run it with --ignored --nocapture"]
+fn fleet_throughput() {
+    let n: usize = std::env::var("BERTH_BENCH_AGENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let names: Vec<String> = (1..=n).map(|i| format!("noop-{i}")).collect();
+    let mut baseline = None;
+    for workers in [0usize, 1, 2, 3] {
+        let fleet = if workers == 0 {
+            Fleet::on(None, 1, &names)
+        } else {
+            Fleet::new(workers, &names)
+        };
+        let hosts = &fleet.hosts;
+        let served: Vec<Served> = if workers == 0 {
+            let sock = format!("unix:{}", hosts[0].root().join("s.sock").display());
+            vec![Served::start(&hosts[0], &["--listen", &sock])]
+        } else {
+            (0..workers).map(|i| fleet.worker(i, n)).collect()
+        };
+        let started = Instant::now();
+        for i in 1..=n {
+            hosts[0].new_task(&format!("task {i}"));
+        }
+        let alive: Vec<&Served> = served.iter().collect();
+        wait_seeing(
+            "every task in review",
+            Duration::from_secs(600),
+            &alive,
+            || (tasks_in_review(&hosts[0]) == n).then_some(()),
+        );
+        let secs = started.elapsed().as_secs_f64();
+        let actions = hosts[0].json(&["actions", "--json"]);
+        let executed = actions
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["status"] == "executed")
+            .count();
+        let per_sec = n as f64 / secs;
+        let base = *baseline.get_or_insert(per_sec);
+        let setup = if workers == 0 {
+            "1 serve, SQLite".to_string()
+        } else {
+            format!("{workers} worker(s), PostgreSQL")
+        };
+        println!(
+            "fleet_throughput: {setup}: {n} tasks in {secs:.1} s, {per_sec:.2} tasks/s ({:.2}x the SQLite process), {executed} actions executed, {:.1} actions/s",
+            per_sec / base,
+            executed as f64 / secs
+        );
+        drop(served);
+    }
 }
