@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::head::{Target, read_head};
+use crate::open::OpenConnections;
 use crate::{BerthKey, Connected, Gate, Settlement, Verdict};
 
 /// The copy buffers: a request is small, a download is not. The proxy's
@@ -39,6 +40,9 @@ pub type FixedHosts = Arc<HashMap<String, Vec<IpAddr>>>;
 pub struct Egress<G: Gate> {
     gate: Arc<G>,
     hosts: FixedHosts,
+    /// Its connections still open (`open.rs`): drained before the process
+    /// serving it exits.
+    open: Arc<OpenConnections>,
 }
 
 impl<G: Gate> Clone for Egress<G> {
@@ -46,6 +50,7 @@ impl<G: Gate> Clone for Egress<G> {
         Egress {
             gate: Arc::clone(&self.gate),
             hosts: Arc::clone(&self.hosts),
+            open: Arc::clone(&self.open),
         }
     }
 }
@@ -55,7 +60,13 @@ impl<G: Gate> Egress<G> {
         Egress {
             gate,
             hosts: FixedHosts::default(),
+            open: Arc::default(),
         }
+    }
+
+    /// Its open connections, to drain before the process exits.
+    pub fn open_connections(&self) -> Arc<OpenConnections> {
+        Arc::clone(&self.open)
     }
 
     /// Resolves the names in `hosts` (lower case, no trailing dot) to their
@@ -73,7 +84,10 @@ impl<G: Gate> Egress<G> {
             let (stream, _) = listener.accept().await?;
             let this = self.clone();
             let berth = berth.clone();
-            tokio::spawn(async move { this.handle(stream, berth).await });
+            tokio::spawn(async move {
+                let _open = this.open.open();
+                this.handle(stream, berth).await;
+            });
         }
     }
 
@@ -158,20 +172,27 @@ impl<G: Gate> Egress<G> {
         let mut bytes_out = sent.len() as u64;
         let mut bytes_in = 0;
         if upstream.write_all(&sent).await.is_ok() {
-            match tokio::io::copy_bidirectional_with_sizes(
+            let copy = tokio::io::copy_bidirectional_with_sizes(
                 &mut client,
                 &mut upstream,
                 UP_BUFFER,
                 DOWN_BUFFER,
-            )
-            .await
-            {
-                Ok((o, i)) => {
-                    bytes_out += o;
-                    bytes_in = i;
-                }
-                Err(e) => {
-                    tracing::debug!(%host, port, error = %e, "egress: a connection ended with an error")
+            );
+            tokio::select! {
+                copied = copy => match copied {
+                    Ok((o, i)) => {
+                        bytes_out += o;
+                        bytes_in = i;
+                    }
+                    Err(e) => {
+                        tracing::debug!(%host, port, error = %e, "egress: a connection ended with an error")
+                    }
+                },
+                // The process serving the proxy is exiting: recorded now,
+                // with the bytes of its head only (the copy's counts end
+                // with it).
+                () = self.open.cut() => {
+                    tracing::debug!(%host, port, "egress: a connection cut at the process's exit");
                 }
             }
         }

@@ -26,6 +26,7 @@
 
 mod connection;
 mod head;
+mod open;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use async_trait::async_trait;
 
 pub use connection::{Egress, FixedHosts};
 pub use head::{Head, HeadError, Target};
+pub use open::OpenConnections;
 
 /// Which berth a connection came from: the listener's key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

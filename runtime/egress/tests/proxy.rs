@@ -316,3 +316,83 @@ async fn a_pending_connection_is_refused_naming_the_action_when_denied_or_not_an
     );
     assert!(wait_connected(&s.gate, 1).await.is_empty());
 }
+
+/// A server that answers one request and then keeps its connection open
+/// (it never closes): the proxy's copy of such a connection does not end
+/// by itself.
+async fn lingering_server() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await;
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                .await;
+            held.push(s);
+        }
+    });
+    port
+}
+
+/// A connection still open when the process serving the proxy exits (a
+/// one-shot `berth exec` whose command ended while the server kept the
+/// connection) is recorded by the drain, which cuts it within its bound.
+#[tokio::test]
+async fn a_connection_open_at_exit_is_cut_and_recorded_by_the_drain() {
+    let s = setup(
+        &["127.0.0.1"],
+        &[],
+        &[],
+        Autonomy::manual(),
+        Duration::from_secs(5),
+    )
+    .await;
+    let proxy = Egress::new(Arc::clone(&s.gate));
+    let open = proxy.open_connections();
+    let port = proxy
+        .listen_loopback(BerthKey {
+            project: "p".into(),
+            agent: "dev-1".into(),
+        })
+        .await
+        .unwrap()
+        .port();
+    let upstream = lingering_server().await;
+
+    let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    c.write_all(
+        format!("GET http://127.0.0.1:{upstream}/pkg/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 256];
+    while !got.ends_with(b"ok\n") {
+        let n = tokio::time::timeout(Duration::from_secs(20), c.read(&mut chunk))
+            .await
+            .expect("the answer comes through")
+            .unwrap();
+        assert!(n > 0, "closed early: {got:?}");
+        got.extend_from_slice(&chunk[..n]);
+    }
+    drop(c);
+
+    // The server keeps its side open: nothing is recorded yet.
+    assert_eq!(wait_connected(&s.gate, 1).await.len(), 0);
+    assert_eq!(open.count(), 1);
+
+    let left = open
+        .drain(Duration::from_millis(100), Duration::from_secs(10))
+        .await;
+    assert_eq!(left, 0);
+    let c = s.gate.connected.lock().unwrap().clone();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!((c[0].host.as_str(), c[0].port), ("127.0.0.1", upstream));
+}

@@ -17,10 +17,11 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, TcpListener};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use berth_egress::{BerthKey, Connected, Egress, FixedHosts, Gate, Verdict};
+use berth_egress::{BerthKey, Connected, Egress, FixedHosts, Gate, OpenConnections, Verdict};
 use berth_policy::decision::RuleList;
 use berth_policy::network::{Host, HostPattern, HostRule};
 use berth_sandbox::egress_port::{ContainerDoor, EgressHook, EgressPort, EgressServing};
@@ -54,6 +55,44 @@ impl<G> std::fmt::Debug for EnginePort<G> {
     }
 }
 
+/// The open connections of every proxy this process serves, shared by an
+/// engine and its siblings (the ports' engines): [`OpenProxies::drain`]
+/// at the engine's close lets them end and be recorded.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OpenProxies(Arc<Mutex<Vec<Weak<OpenConnections>>>>);
+
+/// How long a closing process lets its proxies' open connections end by
+/// themselves, then how long it waits for the ones it cut to be recorded.
+const DRAIN_FINISH: Duration = Duration::from_secs(2);
+const DRAIN_RECORD: Duration = Duration::from_secs(3);
+
+impl OpenProxies {
+    fn add(&self, open: &Arc<OpenConnections>) {
+        if let Ok(mut v) = self.0.lock() {
+            v.retain(|w| w.strong_count() > 0);
+            v.push(Arc::downgrade(open));
+        }
+    }
+
+    /// Waits for the open connections to end (then cuts them) and be
+    /// recorded, within [`DRAIN_FINISH`] and [`DRAIN_RECORD`].
+    pub(crate) async fn drain(&self) {
+        let open: Vec<Arc<OpenConnections>> = match self.0.lock() {
+            Ok(v) => v.iter().filter_map(Weak::upgrade).collect(),
+            Err(_) => return,
+        };
+        for o in open {
+            let left = o.drain(DRAIN_FINISH, DRAIN_RECORD).await;
+            if left > 0 {
+                tracing::warn!(
+                    left,
+                    "egress: connections still open at exit could not be recorded in time"
+                );
+            }
+        }
+    }
+}
+
 /// Stops serving a listener when dropped.
 struct Serving(tokio::task::JoinHandle<()>);
 
@@ -72,6 +111,7 @@ impl<G: Gate> EgressPort for EnginePort<G> {
             .map_err(|e| format!("the proxy listener: {e}"))?;
         let hosts = self.engine.egress_hosts();
         let proxy = Egress::new(Arc::clone(&self.gate)).with_hosts(hosts);
+        self.engine.egress_open.add(&proxy.open_connections());
         let berth = self.berth.clone();
         let task = tokio::spawn(async move {
             if let Err(e) = proxy.serve(listener, berth).await {

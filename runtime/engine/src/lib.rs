@@ -168,6 +168,10 @@ pub struct Engine {
     /// How a mounted berth's proxy listener is made in its container
     /// ([`Engine::set_egress_container_door`]).
     egress_door: Arc<std::sync::Mutex<berth_sandbox::egress_port::ContainerDoor>>,
+    /// The open connections of every proxy this process serves
+    /// ([`egress_serving`]): drained by [`Engine::close`], so a connection
+    /// still open when a one-shot command ends is recorded before it exits.
+    egress_open: egress_serving::OpenProxies,
     /// This process as a worker (`berth serve --worker NAME`, `worker.rs`):
     /// the name on its agents' leases and on every container it creates.
     worker: Arc<std::sync::OnceLock<String>>,
@@ -251,6 +255,7 @@ impl Engine {
             tool_endpoints: std::sync::OnceLock::new(),
             egress_hosts: Arc::default(),
             egress_door: Arc::default(),
+            egress_open: egress_serving::OpenProxies::default(),
             worker: Arc::default(),
         };
         let interrupted = engine.recover().await?;
@@ -281,6 +286,7 @@ impl Engine {
             tool_endpoints: self.tool_endpoints.clone(),
             egress_hosts: Arc::clone(&self.egress_hosts),
             egress_door: Arc::clone(&self.egress_door),
+            egress_open: self.egress_open.clone(),
             worker: Arc::clone(&self.worker),
         }
     }
@@ -337,6 +343,8 @@ impl Engine {
 
     /// Closes the store cleanly.
     pub async fn close(&self) {
+        // The proxies' connections first: each is recorded in the store.
+        self.egress_open.drain().await;
         self.store.close().await;
     }
 }
