@@ -341,7 +341,7 @@ fn importing_from_a_server_refuses_what_it_cannot_reach_and_leaves_nothing() {
     let wt = Worktrees::open(tmp.path().join("state")).unwrap();
     let p = project("web");
     let e = wt
-        .import_project_from_server(&p, "ftp://example.com/r.git", None, &GitLimits::default())
+        .import_project_from_server(&p, "https://example.com/r.git", None, &GitLimits::default())
         .unwrap_err();
     assert!(
         matches!(
