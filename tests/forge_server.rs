@@ -29,12 +29,16 @@ fn server_for(f: &Fixture) -> SmartHttpServer {
     SmartHttpServer::start(&root)
 }
 
-/// Project `demo` added on the forge server at `url`, and the noop
-/// agent's one task delivered through it: its PR, as `pr show` says.
-fn deliver_one_task(f: &Fixture, url: &str) -> serde_json::Value {
-    let added = f.json(&["project", "add", "demo", "--forge-url", url, "--json"]);
-    assert_eq!(added["project"]["source"], url);
+#[test]
+fn a_project_on_a_forge_server_goes_round_trip_through_the_server() {
+    let f = Fixture::new();
+    let server = server_for(&f);
+    let url = server.url("app.git");
+    f.ok(&["init"]);
+    let added = f.json(&["project", "add", "demo", "--forge-url", &url, "--json"]);
+    assert_eq!(added["project"]["source"], url.as_str());
     assert_eq!(added["project"]["base_branch"], "main");
+
     f.ok(&[
         "agent",
         "activate",
@@ -47,16 +51,7 @@ fn deliver_one_task(f: &Fixture, url: &str) -> serde_json::Value {
     f.new_task("ship it");
     f.ok(&["up", "noop-1", "--project", "demo", "--mode", "runner"]);
     f.ok(&["agent", "run", "noop-1", "--until-idle"]);
-    f.json(&["pr", "show", "#1", "--json"])
-}
-
-#[test]
-fn a_project_on_a_forge_server_goes_round_trip_through_the_server() {
-    let f = Fixture::new();
-    let server = server_for(&f);
-    let url = server.url("app.git");
-    f.ok(&["init"]);
-    let pr = deliver_one_task(&f, &url);
+    let pr = f.json(&["pr", "show", "#1", "--json"]);
     let branch = pr["branch"].as_str().unwrap().to_string();
     assert!(branch.starts_with("agent/noop-1/"), "{branch}");
     let served = server.repo("app.git");
@@ -235,7 +230,21 @@ fn a_forge_server_over_tls_is_trusted_only_with_its_certificate() {
 
     // Trusted: the whole round trip to the server, over TLS.
     f.set_env("SSL_CERT_FILE", tls.cert.to_str().unwrap());
-    let pr = deliver_one_task(&f, &url);
+    let added = f.json(&["project", "add", "demo", "--forge-url", &url, "--json"]);
+    assert_eq!(added["project"]["source"], url.as_str());
+    f.ok(&[
+        "agent",
+        "activate",
+        "noop-1",
+        "--project",
+        "demo",
+        "--impl",
+        "noop",
+    ]);
+    f.new_task("ship it over TLS");
+    f.ok(&["up", "noop-1", "--project", "demo", "--mode", "runner"]);
+    f.ok(&["agent", "run", "noop-1", "--until-idle"]);
+    let pr = f.json(&["pr", "show", "#1", "--json"]);
     let branch = pr["branch"].as_str().unwrap().to_string();
     let on_server = git_out(
         &server.repo("app.git"),
