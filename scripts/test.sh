@@ -25,10 +25,6 @@ command -v chromium >/dev/null 2>&1 || apt_need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || apt_need+=(chromium-driver)
 # The per-berth disk images (ext4 on a loop device) when the tests run as root.
 command -v mkfs.ext4 >/dev/null 2>&1 || apt_need+=(e2fsprogs)
-# git2 is built with TLS (forge servers over https://): OpenSSL's headers,
-# found by pkg-config; the TLS test makes its certificate with openssl.
-pkg-config --exists openssl 2>/dev/null || apt_need+=(libssl-dev pkg-config)
-command -v openssl >/dev/null 2>&1 || apt_need+=(openssl)
 # The engine suite runs a second time on PostgreSQL (Debian's server, which
 # the tests start themselves: tests/common/postgres.rs).
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_need+=(postgresql)

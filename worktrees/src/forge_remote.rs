@@ -117,10 +117,9 @@ pub(crate) struct RefUpdate<'a> {
 }
 
 impl Forge {
-    /// A server forge at `url`, refusing what berth cannot reach: `https://`
-    /// (libgit2 over OpenSSL, the certificate checked against the system's
-    /// trust store, or `SSL_CERT_FILE`/`SSL_CERT_DIR`) or plain `http://`
-    /// (loopback or a trusted network).
+    /// A server forge at `url`, refusing what berth cannot reach: only
+    /// `http://` (libgit2 is built without TLS; `https://` needs git2's
+    /// `https` feature).
     pub fn http(url: &str, op: Op) -> Result<Forge> {
         let invalid = |reason: &str| Error::InvalidInput {
             op,
@@ -128,18 +127,17 @@ impl Forge {
             value: url.to_owned(),
             reason: reason.to_owned(),
         };
-        let Some(rest) = url
-            .strip_prefix("https://")
-            .or_else(|| url.strip_prefix("http://"))
-        else {
-            return Err(invalid(
-                "give the repository's smart-HTTP URL, https://HOST[:PORT]/PATH (or http:// on loopback or a trusted network)",
-            ));
+        let Some(rest) = url.strip_prefix("http://") else {
+            return Err(invalid(if url.starts_with("https://") {
+                "https:// needs git2's `https` feature, which this build leaves out; use http:// (on loopback or a trusted network) or a directory forge"
+            } else {
+                "give the repository's smart-HTTP URL, http://HOST[:PORT]/PATH"
+            }));
         };
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
         if host.is_empty() || path.is_empty() {
             return Err(invalid(
-                "give the repository's smart-HTTP URL, https://HOST[:PORT]/PATH (or http:// on loopback or a trusted network)",
+                "give the repository's smart-HTTP URL, http://HOST[:PORT]/PATH",
             ));
         }
         if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
@@ -512,13 +510,6 @@ impl Forge {
     ) -> Error {
         use git2::ErrorClass as C;
         match (self, e.class()) {
-            (Forge::Http { url }, _) if e.code() == git2::ErrorCode::Certificate => {
-                Error::ForgeCertificate {
-                    op,
-                    url: url.clone(),
-                    message: e.message().to_owned(),
-                }
-            }
             (Forge::Http { url }, C::Net | C::Http | C::Os | C::Ssl | C::Callback) => {
                 Error::ForgeUnreachable {
                     op,
@@ -593,24 +584,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_http_and_https_urls_with_a_path_are_servers() {
+    fn only_plain_http_urls_with_a_path_are_servers() {
         let op = Op::ImportProject;
-        for good in [
-            "http://127.0.0.1:9/r.git",
-            "https://git.example.com/org/r.git",
-        ] {
-            assert_eq!(
-                Forge::http(good, op).ok(),
-                Some(Forge::Http {
-                    url: good.to_owned()
-                }),
-                "{good}"
-            );
-        }
+        assert_eq!(
+            Forge::http("http://127.0.0.1:9/r.git", op).ok(),
+            Some(Forge::Http {
+                url: "http://127.0.0.1:9/r.git".to_owned()
+            })
+        );
         for bad in [
-            "https://",
-            "https://host",
-            "https://user:pw@h/r.git",
+            "https://example.com/r.git",
             "ftp://x/r",
             "http://",
             "http://host",
