@@ -33,6 +33,18 @@ impl Engine {
         sink: Option<OutputSink>,
     ) -> Result<Approved> {
         let record = self.action(id).await?;
+        self.approve_read(record, user, always, sink).await
+    }
+
+    /// [`Engine::approve`] of an action already read (`approve_anywhere`
+    /// reads it to route it first).
+    pub(super) async fn approve_read(
+        &self,
+        record: ActionRecord,
+        user: &Actor,
+        always: bool,
+        sink: Option<OutputSink>,
+    ) -> Result<Approved> {
         // Cheap refusal for the many when many approve at once; the claim
         // below is what decides.
         if record.status != ActionStatus::Pending {

@@ -100,7 +100,7 @@ impl Engine {
         }
         match self.approval_route(&record.agent).await? {
             None => Ok(Approval::Executed(
-                self.approve(&record.id, user, always, sink).await?,
+                self.approve_read(record, user, always, sink).await?,
             )),
             Some(runs_on) => Ok(Approval::Routed(
                 self.record_routed_approval(&record, user, always, runs_on)
