@@ -25,6 +25,8 @@ command -v chromium >/dev/null 2>&1 || apt_need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || apt_need+=(chromium-driver)
 # The per-berth disk images (ext4 on a loop device) when the tests run as root.
 command -v mkfs.ext4 >/dev/null 2>&1 || apt_need+=(e2fsprogs)
+# The https:// forge test makes its CA and certificate with openssl.
+command -v openssl >/dev/null 2>&1 || apt_need+=(openssl)
 # The engine suite runs a second time on PostgreSQL (Debian's server, which
 # the tests start themselves: tests/common/postgres.rs).
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_need+=(postgresql)

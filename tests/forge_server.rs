@@ -1,9 +1,15 @@
 //! A project whose forge is a git server: `berth project add --forge-url`
 //! against `git http-backend` on loopback (the worktrees crate's test
 //! server), and the noop agent's whole round trip — provisioning from the
-//! mirror, its push and the approved merge landing on the server.
+//! mirror, its push and the approved merge landing on the server; and the
+//! same server behind TLS (`https://`, a certificate of the test's own).
 
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::fixture::{Fixture, git, git_out};
 use crate::smart_http::SmartHttpServer;
@@ -25,16 +31,12 @@ fn server_for(f: &Fixture) -> SmartHttpServer {
     SmartHttpServer::start(&root)
 }
 
-#[test]
-fn a_project_on_a_forge_server_goes_round_trip_through_the_server() {
-    let f = Fixture::new();
-    let server = server_for(&f);
-    let url = server.url("app.git");
-    f.ok(&["init"]);
-    let added = f.json(&["project", "add", "demo", "--forge-url", &url, "--json"]);
-    assert_eq!(added["project"]["source"], url.as_str());
+/// Project `demo` added on the forge server at `url`, and the noop
+/// agent's one task delivered through it: its PR, as `pr show` says.
+fn deliver_one_task(f: &Fixture, url: &str) -> serde_json::Value {
+    let added = f.json(&["project", "add", "demo", "--forge-url", url, "--json"]);
+    assert_eq!(added["project"]["source"], url);
     assert_eq!(added["project"]["base_branch"], "main");
-
     f.ok(&[
         "agent",
         "activate",
@@ -47,7 +49,16 @@ fn a_project_on_a_forge_server_goes_round_trip_through_the_server() {
     f.new_task("ship it");
     f.ok(&["up", "noop-1", "--project", "demo", "--mode", "runner"]);
     f.ok(&["agent", "run", "noop-1", "--until-idle"]);
-    let pr = f.json(&["pr", "show", "#1", "--json"]);
+    f.json(&["pr", "show", "#1", "--json"])
+}
+
+#[test]
+fn a_project_on_a_forge_server_goes_round_trip_through_the_server() {
+    let f = Fixture::new();
+    let server = server_for(&f);
+    let url = server.url("app.git");
+    f.ok(&["init"]);
+    let pr = deliver_one_task(&f, &url);
     let branch = pr["branch"].as_str().unwrap().to_string();
     assert!(branch.starts_with("agent/noop-1/"), "{branch}");
     let served = server.repo("app.git");
@@ -117,4 +128,257 @@ fn a_forge_server_that_does_not_answer_is_named_with_what_to_do() {
     assert!(err.contains("cannot be used with"), "{err}");
     let listed = f.json(&["project", "ls", "--json"]);
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
+}
+
+/// A TLS front for a loopback HTTP server: Python's `ssl` module with a
+/// certificate for 127.0.0.1 signed by a CA of the test's own (both made by
+/// `openssl`), every connection forwarded to `backend`. Killed when
+/// dropped.
+struct TlsFront {
+    child: Child,
+    port: u16,
+    /// The CA's certificate, what a host must trust.
+    ca: std::path::PathBuf,
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const TLS_FORWARDER: &str = r#"
+import socket, ssl, sys, threading
+cert, key, backend = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(64)
+print(ls.getsockname()[1], flush=True)
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+def serve(c):
+    try:
+        t = ctx.wrap_socket(c, server_side=True)
+    except (ssl.SSLError, OSError):
+        c.close()
+        return
+    u = socket.create_connection(("127.0.0.1", backend))
+    threading.Thread(target=pump, args=(t, u), daemon=True).start()
+    pump(u, t)
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let made = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl (scripts/test.sh installs it)");
+    assert!(made.success(), "openssl {args:?}");
+}
+
+impl TlsFront {
+    fn start(dir: &Path, backend: u16) -> TlsFront {
+        let dir = dir.join("tls");
+        std::fs::create_dir_all(&dir).unwrap();
+        let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+        let ca =
+            format!("req -x509 {ec} -days 2 -subj /CN=berth-test-ca -keyout ca.key -out ca.pem");
+        openssl(&dir, &ca.split(' ').collect::<Vec<_>>());
+        let leaf = format!("req {ec} -subj /CN=127.0.0.1 -keyout key.pem -out leaf.csr");
+        openssl(&dir, &leaf.split(' ').collect::<Vec<_>>());
+        std::fs::write(
+            dir.join("leaf.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(
+            &dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "leaf.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "leaf.ext",
+                "-out",
+                "cert.pem",
+            ],
+        );
+        let mut child = Command::new("python3")
+            .args(["-c", TLS_FORWARDER])
+            .arg(dir.join("cert.pem"))
+            .arg(dir.join("key.pem"))
+            .arg(backend.to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().unwrap();
+        TlsFront {
+            child,
+            port,
+            ca: dir.join("ca.pem"),
+        }
+    }
+}
+
+/// A forge server over `https://`: trusted through `SSL_CERT_FILE`, the
+/// agent's push lands on the server; a host that does not trust the
+/// certificate is told so (`forge_certificate`), not that the server is
+/// down, and nothing is added.
+#[test]
+fn a_forge_server_over_tls_is_trusted_only_with_its_certificate() {
+    let mut f = Fixture::new();
+    let server = server_for(&f);
+    let tls = TlsFront::start(f.root(), server.addr().port());
+    let url = format!("https://127.0.0.1:{}/app.git", tls.port);
+
+    // Not trusted: the system's store does not hold the test's CA.
+    f.ok(&["init"]);
+    let (_, err) = f.err(&["project", "add", "demo", "--forge-url", &url]);
+    assert!(err.contains("does not trust"), "{err}");
+    assert!(err.contains("SSL_CERT_FILE"), "{err}");
+    let listed = f.json(&["project", "ls", "--json"]);
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
+
+    // Trusted: the whole round trip to the server, over TLS.
+    f.set_env("SSL_CERT_FILE", tls.ca.to_str().unwrap());
+    let pr = deliver_one_task(&f, &url);
+    let branch = pr["branch"].as_str().unwrap().to_string();
+    let on_server = git_out(
+        &server.repo("app.git"),
+        &["rev-parse", &format!("refs/heads/{branch}")],
+    );
+    assert_eq!(pr["head"].as_str(), Some(on_server.as_str()));
+}
+
+/// `SSL_CERT_FILE` as a FIFO, watched: a reader of it waits until the
+/// watcher sees it and hands it `content` (the watcher counts each).
+struct WatchedCertFile {
+    path: std::path::PathBuf,
+    reads: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WatchedCertFile {
+    fn new(dir: &Path, content: Vec<u8>) -> WatchedCertFile {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = dir.join("certs.fifo");
+        let made = Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(made.success());
+        let (reads, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let watcher = {
+            let (path, reads, stop) = (path.clone(), reads.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    // Opening a FIFO's write end without blocking succeeds
+                    // only while a reader holds it open.
+                    match std::fs::OpenOptions::new()
+                        .write(true)
+                        .custom_flags(libc::O_NONBLOCK)
+                        .open(&path)
+                    {
+                        Ok(mut w) => {
+                            reads.fetch_add(1, Ordering::SeqCst);
+                            let _ = w.write_all(&content);
+                            drop(w);
+                            // The same reader, until it has read to the end
+                            // and closed: not counted again.
+                            while std::fs::OpenOptions::new()
+                                .write(true)
+                                .custom_flags(libc::O_NONBLOCK)
+                                .open(&path)
+                                .is_ok()
+                            {
+                                std::thread::sleep(std::time::Duration::from_millis(5));
+                            }
+                        }
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    }
+                }
+            })
+        };
+        WatchedCertFile {
+            path,
+            reads,
+            stop,
+            watcher: Some(watcher),
+        }
+    }
+
+    fn reads(&self) -> usize {
+        self.reads.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for WatchedCertFile {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// berth reads TLS trust roots only in a process that reaches an
+/// `https://` forge: a whole round trip on a plain `http://` forge never
+/// opens `SSL_CERT_FILE` (git2's own `https` feature would, in every process
+/// at libgit2's init, ~30 ms each), and the first `https://` call does.
+#[test]
+fn trust_roots_are_read_only_by_a_process_that_reaches_an_https_forge() {
+    let mut f = Fixture::new();
+    let server = server_for(&f);
+    let tls = TlsFront::start(f.root(), server.addr().port());
+    let watched = WatchedCertFile::new(f.root(), std::fs::read(&tls.ca).unwrap());
+    f.set_env("SSL_CERT_FILE", watched.path.to_str().unwrap());
+    f.ok(&["init"]);
+    let pr = deliver_one_task(&f, &server.url("app.git"));
+    assert_eq!(pr["status"], "open", "{pr}");
+    f.json(&["actions", "--json"]);
+    assert_eq!(
+        watched.reads(),
+        0,
+        "a process with no https:// forge read SSL_CERT_FILE"
+    );
+
+    let url = format!("https://127.0.0.1:{}/app.git", tls.port);
+    let added = f.json(&["project", "add", "tls", "--forge-url", &url, "--json"]);
+    assert_eq!(added["project"]["source"], url.as_str());
+    assert_eq!(
+        watched.reads(),
+        1,
+        "the https:// forge's process read its roots once"
+    );
 }

@@ -308,6 +308,19 @@ pub enum Error {
         local_oid: Oid,
     },
 
+    /// The forge server's TLS certificate is not one this host trusts.
+    #[error(
+        "{op}: the forge server at {url} offered a certificate this host does not trust: {message}; nothing was changed. Add the server's CA to the system's trust store (or point SSL_CERT_FILE at a file holding it, for the berth processes) and retry"
+    )]
+    ForgeCertificate {
+        /// The operation.
+        op: Op,
+        /// The server's URL.
+        url: String,
+        /// libgit2's message.
+        message: String,
+    },
+
     /// The forge's server did not answer, the connection broke, or it did
     /// not serve git over HTTP (a 403 on receive-pack, say).
     #[error(

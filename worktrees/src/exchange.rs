@@ -99,6 +99,7 @@ fn utf8_url(path: &Path, op: Op) -> Result<&str> {
 fn fetch_objects(into: &Repository, from: &Path, remote_ref: &str, op: Op) -> Result<()> {
     let url = utf8_url(from, op)?;
     let git = |e| error::git(op, into.path(), Some(remote_ref))(e);
+    crate::forge_remote::prepare_network();
     let mut remote = into.remote_anonymous(url).map_err(git)?;
     let mut opts = FetchOptions::new();
     opts.update_fetchhead(false)

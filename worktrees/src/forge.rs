@@ -436,6 +436,7 @@ fn build_forge(path: &Path, source: &Path, source_url: &str, base: &str) -> Resu
     let base_ref = branch_ref(base)?;
     let forge = init_forge_repo(path, &base_ref)?;
 
+    crate::forge_remote::prepare_network();
     let mut remote = forge
         .remote_anonymous(source_url)
         .map_err(error::git(op, path, None))?;

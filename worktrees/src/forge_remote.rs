@@ -117,9 +117,10 @@ pub(crate) struct RefUpdate<'a> {
 }
 
 impl Forge {
-    /// A server forge at `url`, refusing what berth cannot reach: only
-    /// `http://` (libgit2 is built without TLS; `https://` needs git2's
-    /// `https` feature).
+    /// A server forge at `url`, refusing what berth cannot reach: `https://`
+    /// (berth's own transport over rustls, `forge_tls.rs`: the certificate
+    /// checked against the system's trust store, or `SSL_CERT_FILE` /
+    /// `SSL_CERT_DIR`) or plain `http://` (loopback or a trusted network).
     pub fn http(url: &str, op: Op) -> Result<Forge> {
         let invalid = |reason: &str| Error::InvalidInput {
             op,
@@ -127,17 +128,18 @@ impl Forge {
             value: url.to_owned(),
             reason: reason.to_owned(),
         };
-        let Some(rest) = url.strip_prefix("http://") else {
-            return Err(invalid(if url.starts_with("https://") {
-                "https:// needs git2's `https` feature, which this build leaves out; use http:// (on loopback or a trusted network) or a directory forge"
-            } else {
-                "give the repository's smart-HTTP URL, http://HOST[:PORT]/PATH"
-            }));
+        let Some(rest) = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"))
+        else {
+            return Err(invalid(
+                "give the repository's smart-HTTP URL, https://HOST[:PORT]/PATH (or http:// on loopback or a trusted network)",
+            ));
         };
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
         if host.is_empty() || path.is_empty() {
             return Err(invalid(
-                "give the repository's smart-HTTP URL, http://HOST[:PORT]/PATH",
+                "give the repository's smart-HTTP URL, https://HOST[:PORT]/PATH (or http:// on loopback or a trusted network)",
             ));
         }
         if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
@@ -196,7 +198,7 @@ impl Forge {
         let Forge::Http { url } = self else {
             return Ok(());
         };
-        set_network_timeouts();
+        prepare_network();
         let mut remote = repo
             .remote_anonymous(url)
             .map_err(|e| self.network_error(op, repo, None, e))?;
@@ -220,7 +222,7 @@ impl Forge {
         let Forge::Http { url } = self else {
             return Ok(None);
         };
-        set_network_timeouts();
+        prepare_network();
         let mut remote = repo
             .remote_anonymous(url)
             .map_err(|e| self.network_error(op, repo, None, e))?;
@@ -342,7 +344,7 @@ impl Forge {
         fence: Option<&Fence>,
         op: Op,
     ) -> Result<PushReport> {
-        set_network_timeouts();
+        prepare_network();
         let mut report = PushReport {
             stale: None,
             result: Ok(()),
@@ -510,6 +512,13 @@ impl Forge {
     ) -> Error {
         use git2::ErrorClass as C;
         match (self, e.class()) {
+            (Forge::Http { url }, _) if e.code() == git2::ErrorCode::Certificate => {
+                Error::ForgeCertificate {
+                    op,
+                    url: url.clone(),
+                    message: e.message().to_owned(),
+                }
+            }
             (Forge::Http { url }, C::Net | C::Http | C::Os | C::Ssl | C::Callback) => {
                 Error::ForgeUnreachable {
                     op,
@@ -559,11 +568,13 @@ fn fence_refusal(url: &str, fence: &Fence, report: &PushReport, op: Op) -> Optio
     })
 }
 
-static TIMEOUTS_SET: Once = Once::new();
+static NETWORK_PREPARED: Once = Once::new();
 
-/// Bounds how long libgit2 waits for a server (process-wide, set once).
-pub(crate) fn set_network_timeouts() {
-    TIMEOUTS_SET.call_once(|| {
+/// Bounds how long libgit2 waits for a server and routes `https://` through
+/// berth's own transport (process-wide, once). Cheap: nothing of TLS is
+/// loaded until an `https://` forge is first reached.
+pub(crate) fn prepare_network() {
+    NETWORK_PREPARED.call_once(|| {
         // SAFETY: git2 marks global libgit2 options unsafe because they are
         // not synchronised with concurrent libgit2 calls. These are two ints
         // libgit2 reads only when it opens a connection; `call_once` makes
@@ -576,6 +587,19 @@ pub(crate) fn set_network_timeouts() {
         if let Err(e) = set {
             tracing::warn!(error = %e, "could not bound libgit2's network timeouts");
         }
+        // SAFETY: libgit2's transport registry is an unlocked global: this
+        // is its only write in the process (`call_once`), made by
+        // `Worktrees::open` before berth opens any remote, and every other
+        // opener of a remote in this crate calls this first.
+        let registered = unsafe {
+            crate::forge_tls::register(
+                std::time::Duration::from_millis(CONNECT_TIMEOUT_MS.unsigned_abs().into()),
+                std::time::Duration::from_millis(SILENCE_TIMEOUT_MS.unsigned_abs().into()),
+            )
+        };
+        if let Err(e) = registered {
+            tracing::warn!(error = %e, "could not register the https:// forge transport");
+        }
     });
 }
 
@@ -584,16 +608,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_plain_http_urls_with_a_path_are_servers() {
+    fn only_http_and_https_urls_with_a_path_are_servers() {
         let op = Op::ImportProject;
-        assert_eq!(
-            Forge::http("http://127.0.0.1:9/r.git", op).ok(),
-            Some(Forge::Http {
-                url: "http://127.0.0.1:9/r.git".to_owned()
-            })
-        );
+        for good in [
+            "http://127.0.0.1:9/r.git",
+            "https://git.example.com/org/r.git",
+        ] {
+            assert_eq!(
+                Forge::http(good, op).ok(),
+                Some(Forge::Http {
+                    url: good.to_owned()
+                }),
+                "{good}"
+            );
+        }
         for bad in [
-            "https://example.com/r.git",
+            "https://",
+            "https://host",
+            "https://user:pw@h/r.git",
             "ftp://x/r",
             "http://",
             "http://host",

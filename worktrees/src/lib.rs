@@ -53,6 +53,7 @@ mod exchange;
 mod fence;
 mod forge;
 mod forge_remote;
+mod forge_tls;
 mod helper_process;
 mod helper_protocol;
 mod identity;
@@ -83,6 +84,7 @@ pub use exchange::{Exported, SyncStatus, Synced, pr_export_ref};
 pub use fence::Fence;
 pub use forge::ProjectInfo;
 pub use forge_remote::Forge;
+pub use forge_tls::tls_roots_loaded;
 pub use git2::Oid;
 pub use helper_process::{HELPER_NAME, locate_helper};
 pub use helper_protocol::{
@@ -141,7 +143,7 @@ impl Worktrees {
             std::fs::create_dir_all(&path).map_err(error::io(op, &path))?;
         }
         ownership::allow_agent_owned_repositories();
-        forge_remote::set_network_timeouts();
+        forge_remote::prepare_network();
         Ok(Worktrees {
             layout: Layout::new(root),
         })

@@ -341,7 +341,7 @@ fn importing_from_a_server_refuses_what_it_cannot_reach_and_leaves_nothing() {
     let wt = Worktrees::open(tmp.path().join("state")).unwrap();
     let p = project("web");
     let e = wt
-        .import_project_from_server(&p, "https://example.com/r.git", None, &GitLimits::default())
+        .import_project_from_server(&p, "ftp://example.com/r.git", None, &GitLimits::default())
         .unwrap_err();
     assert!(
         matches!(
@@ -359,11 +359,23 @@ fn importing_from_a_server_refuses_what_it_cannot_reach_and_leaves_nothing() {
         .local_addr()
         .unwrap()
         .port();
-    let url = format!("http://127.0.0.1:{port}/web.git");
+    for scheme in ["http", "https"] {
+        let url = format!("{scheme}://127.0.0.1:{port}/web.git");
+        let e = wt
+            .import_project_from_server(&p, &url, None, &GitLimits::default())
+            .unwrap_err();
+        assert!(matches!(e, Error::ForgeUnreachable { .. }), "{url}: {e}");
+    }
+    // A server that speaks plain HTTP where https:// was asked for: no TLS
+    // handshake, so unreachable (not a certificate this host refused).
+    let root = tmp.path().join("srv");
+    std::fs::create_dir_all(root.join("web.git")).unwrap();
+    let plain = SmartHttpServer::start(&root);
+    let url = format!("https://{}/web.git", plain.addr());
     let e = wt
         .import_project_from_server(&p, &url, None, &GitLimits::default())
         .unwrap_err();
-    assert!(matches!(e, Error::ForgeUnreachable { .. }), "{e}");
+    assert!(matches!(e, Error::ForgeUnreachable { .. }), "{url}: {e}");
     assert_eq!(
         std::fs::read_dir(wt.layout().forge_dir()).unwrap().count(),
         0,

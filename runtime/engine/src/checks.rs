@@ -354,10 +354,14 @@ impl Engine {
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
+        // Every row is written before the first event: the event log's lock
+        // is taken last, as by every write (on PostgreSQL's narrow locks,
+        // the other order could meet another writer's in a deadlock).
+        let mut requeued = false;
         if let Some((row, Some(by))) = claimer
             && crate::recovery::executor_is_dead(&by)
         {
-            sqlx::query(
+            requeued = sqlx::query(
                 "UPDATE pr_checks SET status = 'queued', started_at = NULL, claimed_by = NULL \
                  WHERE id = $1 AND status = 'in_progress' AND claimed_by = $2",
             )
@@ -365,15 +369,9 @@ impl Engine {
             .bind(&by)
             .execute(&mut *tx)
             .await
-            .map_err(EngineError::store(op))?;
-            emit(
-                &mut tx,
-                event(
-                    kind::CHECK_QUEUED,
-                    serde_json::json!({ "interrupted": true }),
-                ),
-            )
-            .await?;
+            .map_err(EngineError::store(op))?
+            .rows_affected()
+                == 1;
         }
         let stale = sqlx::query(
             "UPDATE pr_checks SET status = 'failure', ended_at = $1, \
@@ -401,6 +399,16 @@ impl Engine {
         .fetch_optional(&mut *tx)
         .await
         .map_err(EngineError::store(op))?;
+        if requeued {
+            emit(
+                &mut tx,
+                event(
+                    kind::CHECK_QUEUED,
+                    serde_json::json!({ "interrupted": true }),
+                ),
+            )
+            .await?;
+        }
         if stale == 1 {
             emit(
                 &mut tx,

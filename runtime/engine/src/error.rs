@@ -606,6 +606,7 @@ fn worktrees_class(e: &berth_worktrees::Error) -> (ErrorKind, &'static str) {
         W::ProjectExists { .. } => (ErrorKind::Conflict, "already_exists"),
         W::AgentBusy { .. } | W::NothingToCommit { .. } => (ErrorKind::Conflict, "invalid_state"),
         W::ForgeUnreachable { .. } => (ErrorKind::Unavailable, "forge_unreachable"),
+        W::ForgeCertificate { .. } => (ErrorKind::Unavailable, "forge_certificate"),
         W::ForgeRefStale { .. } | W::ForgeRefused { .. } => {
             (ErrorKind::Conflict, "forge_ref_moved")
         }
@@ -719,6 +720,16 @@ mod tests {
                 .into(),
                 ErrorKind::Unavailable,
                 "forge_unreachable",
+            ),
+            (
+                berth_worktrees::Error::ForgeCertificate {
+                    op: berth_worktrees::Op::ImportProject,
+                    url: "https://127.0.0.1:9/r.git".into(),
+                    message: "the SSL certificate is invalid".into(),
+                }
+                .into(),
+                ErrorKind::Unavailable,
+                "forge_certificate",
             ),
             (
                 berth_worktrees::Error::ForgeRefused {

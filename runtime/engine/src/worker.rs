@@ -274,6 +274,34 @@ impl Engine {
             .filter(|id| Some(id) != cancelled_push.as_ref())
             .collect();
         let mut tx = self.store.write("taking an agent over").await?;
+        // The push's row first, the events after: the event log's lock is
+        // taken last, as by every write (on PostgreSQL's narrow locks, the
+        // other order could meet another writer's in a deadlock).
+        let why = format!(
+            "the commit it would push was lost with {previous}; the task's delivery starts again"
+        );
+        let mut cancelled_now = None;
+        if let Some((_, _, Some(push))) = &restart {
+            // Cancelled, not denied: a denial returns the task, and the
+            // task goes on in the new round.
+            let now = crate::ids::now_ms();
+            let cancelled = sqlx::query(
+                "UPDATE proposed_actions SET status = 'cancelled', decided_by = $1, \
+                 decided_at = $2, diagnostic = $3, updated_at = $2 \
+                 WHERE id = $4 AND status IN ('pending', 'approved')",
+            )
+            .bind(&Actor::system().id)
+            .bind(now)
+            .bind(&why)
+            .bind(push)
+            .execute(&mut *tx)
+            .await
+            .map_err(EngineError::store("taking an agent over"))?
+            .rows_affected();
+            if cancelled == 1 {
+                cancelled_now = Some(push);
+            }
+        }
         if let Some((task, oid, _)) = &restart {
             t.round += 1;
             emit(
@@ -303,43 +331,22 @@ impl Engine {
                 })?),
         )
         .await?;
-        if let Some((_, _, Some(push))) = &restart {
-            // Cancelled, not denied: a denial returns the task, and the
-            // task goes on in the new round.
-            let why = format!(
-                "the commit it would push was lost with {previous}; the task's delivery starts again"
-            );
-            let now = crate::ids::now_ms();
-            let cancelled = sqlx::query(
-                "UPDATE proposed_actions SET status = 'cancelled', decided_by = $1, \
-                 decided_at = $2, diagnostic = $3, updated_at = $2 \
-                 WHERE id = $4 AND status IN ('pending', 'approved')",
+        if let Some(push) = cancelled_now {
+            emit(
+                &mut tx,
+                NewEvent::new(kind::ACTION_CANCELLED, &Actor::system())
+                    .project(&a.project)
+                    .agent(&a.name)
+                    .task(a.task.as_deref())
+                    .action(push)
+                    .payload(serde_json::json!({
+                        "action_type": "git_push",
+                        "cancelled_by": Actor::system().id,
+                        "result": null,
+                        "diagnostic": why,
+                    })),
             )
-            .bind(&Actor::system().id)
-            .bind(now)
-            .bind(&why)
-            .bind(push)
-            .execute(&mut *tx)
-            .await
-            .map_err(EngineError::store("taking an agent over"))?
-            .rows_affected();
-            if cancelled == 1 {
-                emit(
-                    &mut tx,
-                    NewEvent::new(kind::ACTION_CANCELLED, &Actor::system())
-                        .project(&a.project)
-                        .agent(&a.name)
-                        .task(a.task.as_deref())
-                        .action(push)
-                        .payload(serde_json::json!({
-                            "action_type": "git_push",
-                            "cancelled_by": Actor::system().id,
-                            "result": null,
-                            "diagnostic": why,
-                        })),
-                )
-                .await?;
-            }
+            .await?;
         }
         tx.commit()
             .await

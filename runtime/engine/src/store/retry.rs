@@ -21,14 +21,12 @@
 //! outcome (`action.executed` is logged before its task and agent move, so
 //! it holds the event log's lock while it waits for their rows). Most
 //! others lock one row, or their rows and then the event log, which a
-//! transaction takes last (`Tx::lock`), and cannot close a cycle. Two are
-//! known to take the log before a row and are not wrapped yet: a PR
-//! check's claim, which requeues a dead claimer's row after logging it
-//! (`checks.rs`; the rows are the PR's own checks), and a worker taking an
-//! agent over (`worker.rs`, which logs the takeover before it cancels the
-//! agent's actions). A write found to close a cycle is wrapped the same
-//! way (the warning below names it), and `BERTH_STORE_LOCKS=single` rules
-//! every cycle out meanwhile.
+//! transaction takes last (`Tx::lock`), and cannot close a cycle. A PR
+//! check's claim (`checks.rs`) and a worker taking an agent over
+//! (`worker.rs`) once logged before they wrote a row; they now write their
+//! rows first. A write found to close a cycle is wrapped the same way (the
+//! warning below names it), and `BERTH_STORE_LOCKS=single` rules every
+//! cycle out meanwhile.
 //!
 //! What an aborted attempt leaves: nothing outside the store. Its events
 //! and outbox rows are rolled back with it (the log's ids it took are
