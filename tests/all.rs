@@ -12,6 +12,8 @@ mod fixture;
 // The worktrees crate's smart-HTTP test server (`git http-backend` as CGI).
 #[path = "../worktrees/tests/common/smart_http.rs"]
 mod smart_http;
+#[path = "support/tls_front.rs"]
+mod tls_front;
 
 mod cancel;
 mod cli;

@@ -4,15 +4,16 @@
 //! mirror, its push and the approved merge landing on the server; and the
 //! same server behind TLS (`https://`, a certificate of the test's own).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::fixture::{Fixture, git, git_out};
 use crate::smart_http::SmartHttpServer;
+use crate::tls_front::TlsFront;
 
 /// A server holding `app.git`, a bare copy of the fixture's source
 /// repository that accepts pushes.
@@ -130,126 +131,6 @@ fn a_forge_server_that_does_not_answer_is_named_with_what_to_do() {
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
 }
 
-/// A TLS front for a loopback HTTP server: Python's `ssl` module with a
-/// certificate for 127.0.0.1 signed by a CA of the test's own (both made by
-/// `openssl`), every connection forwarded to `backend`. Killed when
-/// dropped.
-struct TlsFront {
-    child: Child,
-    port: u16,
-    /// The CA's certificate, what a host must trust.
-    ca: std::path::PathBuf,
-}
-
-impl Drop for TlsFront {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-const TLS_FORWARDER: &str = r#"
-import socket, ssl, sys, threading
-cert, key, backend = sys.argv[1], sys.argv[2], int(sys.argv[3])
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-ls = socket.socket()
-ls.bind(("127.0.0.1", 0))
-ls.listen(64)
-print(ls.getsockname()[1], flush=True)
-def pump(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    try:
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-def serve(c):
-    try:
-        t = ctx.wrap_socket(c, server_side=True)
-    except (ssl.SSLError, OSError):
-        c.close()
-        return
-    u = socket.create_connection(("127.0.0.1", backend))
-    threading.Thread(target=pump, args=(t, u), daemon=True).start()
-    pump(u, t)
-while True:
-    c, _ = ls.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-"#;
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let made = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl (scripts/test.sh installs it)");
-    assert!(made.success(), "openssl {args:?}");
-}
-
-impl TlsFront {
-    fn start(dir: &Path, backend: u16) -> TlsFront {
-        let dir = dir.join("tls");
-        std::fs::create_dir_all(&dir).unwrap();
-        let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-        let ca =
-            format!("req -x509 {ec} -days 2 -subj /CN=berth-test-ca -keyout ca.key -out ca.pem");
-        openssl(&dir, &ca.split(' ').collect::<Vec<_>>());
-        let leaf = format!("req {ec} -subj /CN=127.0.0.1 -keyout key.pem -out leaf.csr");
-        openssl(&dir, &leaf.split(' ').collect::<Vec<_>>());
-        std::fs::write(
-            dir.join("leaf.ext"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-        )
-        .unwrap();
-        openssl(
-            &dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "leaf.csr",
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "2",
-                "-extfile",
-                "leaf.ext",
-                "-out",
-                "cert.pem",
-            ],
-        );
-        let mut child = Command::new("python3")
-            .args(["-c", TLS_FORWARDER])
-            .arg(dir.join("cert.pem"))
-            .arg(dir.join("key.pem"))
-            .arg(backend.to_string())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().unwrap();
-        TlsFront {
-            child,
-            port,
-            ca: dir.join("ca.pem"),
-        }
-    }
-}
-
 /// A forge server over `https://`: trusted through `SSL_CERT_FILE`, the
 /// agent's push lands on the server; a host that does not trust the
 /// certificate is told so (`forge_certificate`), not that the server is
@@ -259,7 +140,7 @@ fn a_forge_server_over_tls_is_trusted_only_with_its_certificate() {
     let mut f = Fixture::new();
     let server = server_for(&f);
     let tls = TlsFront::start(f.root(), server.addr().port());
-    let url = format!("https://127.0.0.1:{}/app.git", tls.port);
+    let url = tls.url("app.git");
 
     // Not trusted: the system's store does not hold the test's CA.
     f.ok(&["init"]);
@@ -373,7 +254,7 @@ fn trust_roots_are_read_only_by_a_process_that_reaches_an_https_forge() {
         "a process with no https:// forge read SSL_CERT_FILE"
     );
 
-    let url = format!("https://127.0.0.1:{}/app.git", tls.port);
+    let url = tls.url("app.git");
     let added = f.json(&["project", "add", "tls", "--forge-url", &url, "--json"]);
     assert_eq!(added["project"]["source"], url.as_str());
     assert_eq!(

@@ -18,6 +18,8 @@ mod store;
 mod postgres;
 #[path = "../worktrees/tests/common/smart_http.rs"]
 mod smart_http;
+#[path = "support/tls_front.rs"]
+mod tls_front;
 #[path = "serve_workers.rs"]
 mod workers;
 

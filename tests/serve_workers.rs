@@ -1,7 +1,8 @@
 //! Workers on several hosts (issue 23's acceptance, on one machine): three
 //! `berth serve --worker` processes with state directories of their own,
 //! one PostgreSQL store (started by the engine's test harness) and one
-//! forge server (`git http-backend` on loopback), N noop agents with one
+//! forge server (`git http-backend` on loopback; the kill test reaches it
+//! over `https://` through a TLS front), N noop agents with one
 //! task each, and a `kill -9` of the worker holding the most agents while
 //! tasks are delivered. Every task is delivered exactly once: one pushed
 //! commit on the server per task, one executed push and PR action, one PR,
@@ -27,6 +28,7 @@ use super::fixture::{Fixture, git, git_out};
 use super::postgres;
 use super::server::{Served, State, signal, wait_for};
 use super::smart_http::{SmartHttpServer, install_fence_hook};
+use super::tls_front::TlsFront;
 
 /// Agents (and tasks) in the run.
 fn agents() -> usize {
@@ -65,17 +67,26 @@ fn events(state: &State, kind: &str) -> Vec<Value> {
 struct Fleet {
     hosts: Vec<State>,
     forge: SmartHttpServer,
+    /// The TLS front the hosts reach the forge through, when they do.
+    _tls: Option<TlsFront>,
 }
 
 impl Fleet {
     fn new(hosts: usize, agents: &[String]) -> Fleet {
-        Fleet::on(Some(database()), hosts, agents)
+        Fleet::on(Some(database()), hosts, agents, false)
+    }
+
+    /// [`Fleet::new`] with the forge reached over `https://` (a TLS front
+    /// with a CA of the test's own, which every host trusts through
+    /// `SSL_CERT_FILE`).
+    fn over_tls(hosts: usize, agents: &[String]) -> Fleet {
+        Fleet::on(Some(database()), hosts, agents, true)
     }
 
     /// [`Fleet::new`] on `store` (`None`: one host on its own SQLite store,
     /// the single-process baseline).
-    fn on(store: Option<String>, hosts: usize, agents: &[String]) -> Fleet {
-        let hosts: Vec<State> = match &store {
+    fn on(store: Option<String>, hosts: usize, agents: &[String], tls: bool) -> Fleet {
+        let mut hosts: Vec<State> = match &store {
             Some(store) => (0..hosts).map(|_| host(store)).collect(),
             None => {
                 let f = Fixture::new();
@@ -97,7 +108,16 @@ impl Fleet {
         // The forge server set up as the README says: berth's fence hook.
         install_fence_hook(&srv.join("app.git"));
         let forge = SmartHttpServer::start(&srv);
-        let url = forge.url("app.git");
+        let tls = tls.then(|| TlsFront::start(hosts[0].root(), forge.addr().port()));
+        let url = match &tls {
+            Some(front) => {
+                for h in &mut hosts {
+                    h.0.set_env("SSL_CERT_FILE", front.ca.to_str().unwrap());
+                }
+                front.url("app.git")
+            }
+            None => forge.url("app.git"),
+        };
         hosts[0].ok(&["project", "add", "demo", "--forge-url", &url]);
         hosts[0].edit_config(|t| {
             t.replace("\nmode = \"auto\"\n", "\nmode = \"runner\"\n")
@@ -119,7 +139,11 @@ impl Fleet {
                 "noop",
             ]);
         }
-        Fleet { hosts, forge }
+        Fleet {
+            hosts,
+            forge,
+            _tls: tls,
+        }
     }
 
     /// `berth serve --worker w<i+1>` on host `i`, with 5 s leases (short
@@ -225,7 +249,9 @@ fn three_workers_deliver_every_task_once_through_a_kill() {
     let started = Instant::now();
     let n = agents();
     let names: Vec<String> = (1..=n).map(|i| format!("noop-{i}")).collect();
-    let fleet = Fleet::new(3, &names);
+    // Over https://: the fencing token's push option and the takeovers'
+    // raises go through berth's own TLS transport.
+    let fleet = Fleet::over_tls(3, &names);
     let hosts = &fleet.hosts;
 
     // Each worker drives at most half the agents (rounded up), so the two
@@ -669,7 +695,7 @@ fn fleet_throughput() {
     let mut baseline = None;
     for workers in [0usize, 1, 2, 3] {
         let fleet = if workers == 0 {
-            Fleet::on(None, 1, &names)
+            Fleet::on(None, 1, &names, false)
         } else {
             Fleet::new(workers, &names)
         };

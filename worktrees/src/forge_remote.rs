@@ -117,6 +117,12 @@ pub(crate) struct RefUpdate<'a> {
 }
 
 impl Forge {
+    /// Whether `source` (a project's recorded source) names a forge server
+    /// rather than a directory: the one reading of it, [`Forge::http`]'s.
+    pub fn names_a_server(source: &str) -> bool {
+        Forge::http(source, Op::ImportProject).is_ok()
+    }
+
     /// A server forge at `url`, refusing what berth cannot reach: `https://`
     /// (berth's own transport over rustls, `forge_tls.rs`: the certificate
     /// checked against the system's trust store, or `SSL_CERT_FILE` /

@@ -143,7 +143,7 @@ impl Engine {
     pub async fn join_server_projects(&self) -> Result<Vec<String>> {
         let mut joined = Vec::new();
         for p in self.projects().await? {
-            if !p.source.starts_with("http://") || self.git().has_forge(&p.name) {
+            if !berth_worktrees::Forge::names_a_server(&p.source) || self.git().has_forge(&p.name) {
                 continue;
             }
             let imported = self
