@@ -1691,7 +1691,7 @@ fn doctor_names_each_part_and_what_to_do() {
     };
     let out = cli.run(&["doctor", "--json"]);
     let found = checks(&out);
-    for p in ["state", "runner", "helper", "git", "disk", "uid"] {
+    for p in ["state", "runner", "cgroups", "helper", "git", "disk", "uid"] {
         assert!(!part(&found, p).is_empty(), "no {p} check: {found:?}");
     }
     assert_eq!(part(&found, "helper")[0]["status"], "ok", "{found:?}");

@@ -104,6 +104,27 @@ impl Worktrees {
         owner: Option<Owner>,
         max_checkout_bytes: u64,
     ) -> Result<WorktreeInfo> {
+        self.provision_announcing(project, agent, task, owner, max_checkout_bytes, |_| ())
+    }
+
+    /// [`Worktrees::provision_within`], calling `ready` with the worktree's
+    /// path as soon as the agent repository and the worktree's directory
+    /// exist, owned as asked: for a new worktree before the checkout fills
+    /// it, for a live one at the end (its refs refreshed by the helper as
+    /// their current owner, then re-owned when asked). What a caller
+    /// may start then: something that needs the directories to exist but
+    /// not their content, like a container that bind-mounts them (`berth
+    /// up` creates it while the checkout runs). Not called when
+    /// provisioning fails first.
+    pub fn provision_announcing(
+        &self,
+        project: &ProjectName,
+        agent: &AgentName,
+        task: &TaskName,
+        owner: Option<Owner>,
+        max_checkout_bytes: u64,
+        ready: impl FnOnce(&Path),
+    ) -> Result<WorktreeInfo> {
         let op = Op::Provision;
         let layout = &self.layout;
         let branch = agent_branch(agent, task);
@@ -192,6 +213,10 @@ impl Worktrees {
             if let Some(owner) = owner {
                 chown_agent(layout, project, agent, owner, true, op)?;
             }
+            // Only now: the refs are refreshed by the helper as the current
+            // owner, then everything is given to the one asked for (a new
+            // uid), which is what a container checks it is mounted as.
+            ready(&worktree);
             return Ok(WorktreeInfo {
                 path: worktree,
                 agent_repo: repo_path,
@@ -227,6 +252,7 @@ impl Worktrees {
         if let Some(owner) = owner {
             chown_agent(layout, project, agent, owner, true, op)?;
         }
+        ready(&worktree);
         // One helper process writes the refs, creates the branch and checks
         // its tip out.
         let head = git_job(base_mirror, Some(start), true)?;

@@ -286,11 +286,35 @@ impl Git {
         owner: Option<berth_worktrees::Owner>,
         max_checkout_bytes: u64,
     ) -> Result<Provisioned> {
+        self.provision_announcing(project, agent, task, owner, max_checkout_bytes, None)
+            .await
+    }
+
+    /// [`Git::provision`], sending the worktree's path on `ready` once its
+    /// directories exist, before the checkout fills them
+    /// (`Worktrees::provision_announcing`): `berth up` creates a mounted
+    /// berth's container meanwhile. `ready` is dropped unsent when
+    /// provisioning fails first.
+    pub async fn provision_announcing(
+        &self,
+        project: &Project,
+        agent: &str,
+        task: &str,
+        owner: Option<berth_worktrees::Owner>,
+        max_checkout_bytes: u64,
+        ready: Option<tokio::sync::oneshot::Sender<PathBuf>>,
+    ) -> Result<Provisioned> {
         let p = project_name(&project.name)?;
         let a = agent_name(agent)?;
         let t = TaskName::new(task)?;
         self.blocking(move |wt| {
-            let info = wt.provision_within(&p, &a, &t, owner, max_checkout_bytes)?;
+            let announce = |worktree: &std::path::Path| {
+                if let Some(ready) = ready {
+                    // Nobody waiting (the caller gave up): nothing to do.
+                    let _ = ready.send(worktree.to_path_buf());
+                }
+            };
+            let info = wt.provision_announcing(&p, &a, &t, owner, max_checkout_bytes, announce)?;
             Ok(Provisioned {
                 worktree: info.path,
                 branch: info.branch,

@@ -1083,6 +1083,89 @@ async fn a_missing_image_is_an_error_that_says_what_to_do_and_provisions_nothing
     assert_eq!(a.berth, None);
 }
 
+/// `up` creates a mounted berth's container while the checkout fills the
+/// worktree (`up` takes the longer of the two, not their sum); a checkout
+/// that fails then — here over `[git] max_checkout_bytes`, found by the
+/// helper after the directories were announced — takes the container
+/// just made with it, and `up` with the bound raised brings the berth up.
+#[tokio::test]
+async fn a_checkout_failing_while_its_container_is_made_leaves_no_container() {
+    let m = mounted_or_skip!("overlap", "max_checkout_bytes = 1");
+    let (agent, project) = (named("dev-1"), named(&m.project));
+    m.engine
+        .activate_agent(&agent, &project, AgentImpl::Real, &user())
+        .await
+        .unwrap();
+    let containers = || {
+        let out = std::process::Command::new("docker")
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label=berth.project={}", m.project))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 1;
+    let err = m
+        .engine
+        .up(&agent, &project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("max_checkout_bytes"), "{err}");
+    assert_eq!(
+        containers(),
+        "",
+        "no container outlives the failed checkout"
+    );
+    // It was made meanwhile (the checkout failed after the directories
+    // were there), then removed.
+    // A moment past now: `docker events` streams until then.
+    let until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 1;
+    let events = std::process::Command::new("docker")
+        .args(["events", "--since", &since.to_string()])
+        .args(["--until", &until.to_string()])
+        .args(["--filter", &format!("label=berth.project={}", m.project)])
+        .args(["--filter", "type=container", "--format", "{{.Action}}"])
+        .output()
+        .unwrap();
+    let actions = String::from_utf8_lossy(&events.stdout).to_string();
+    assert!(
+        actions.lines().any(|l| l == "create") && actions.lines().any(|l| l == "destroy"),
+        "{actions}"
+    );
+    assert_eq!(m.engine.agent("dev-1").await.unwrap().berth, None);
+
+    let config = m
+        .state()
+        .join("projects")
+        .join(&m.project)
+        .join("berth.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "\nmax_checkout_bytes = 1\n",
+            "\nmax_checkout_bytes = 2147483648\n",
+        ),
+    )
+    .unwrap();
+    let up = m
+        .engine
+        .up(&agent, &project, Some(BerthMode::Mounted), &user())
+        .await
+        .unwrap();
+    assert!(up.worktree.unwrap().join("README.md").exists());
+    assert_ne!(containers(), "", "the berth's container runs");
+}
+
 /// Builds a directory `levels` deep at `/work/<name>` from inside the
 /// container, as an agent can: chains of 1,000 stacked under one another, so
 /// no path the shell handles exceeds PATH_MAX however deep the tree gets.

@@ -158,19 +158,61 @@ impl Engine {
                 loaded.config.git.max_checkout_bytes
             }
         };
-        let provisioned = match self
-            .git()
-            .provision(
-                &loaded.project,
-                &a.name,
-                &crate::git::task_part(a.task.as_deref()),
-                owner,
-                max_checkout_bytes,
-            )
-            .await
-        {
+        // A runner berth shares the directories with its own checks at
+        // open; a mounted berth's container only bind-mounts them: it is
+        // created and started while the checkout fills the worktree, so
+        // `up` takes about the longer of the two, not their sum.
+        let open_as = OpenAs {
+            uid: owner.is_some().then_some(uid),
+            claim_home: owner.is_some(),
+        };
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<PathBuf>();
+        let overlap = mode == BerthMode::Mounted;
+        let task_part = crate::git::task_part(a.task.as_deref());
+        let provisioning = self.git().provision_announcing(
+            &loaded.project,
+            &a.name,
+            &task_part,
+            owner,
+            max_checkout_bytes,
+            overlap.then_some(ready_tx),
+        );
+        let checked_image = Mutex::new(Some(checked_image));
+        let open_spec = |worktree: PathBuf| {
+            let mut spec = self.berth_spec(&a, mode, worktree, &loaded.config, open_as);
+            // The image the check found a moment ago: not inspected again.
+            if let berth_sandbox::BerthBackend::Mounted(container) = &mut spec.backend {
+                container.checked_image = checked_image
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .flatten();
+            }
+            spec
+        };
+        let early_open = async {
+            // Dropped unsent: provisioning failed before the directories
+            // were there (or the berth is not mounted).
+            let worktree = ready_rx.await.ok()?;
+            let spec = open_spec(worktree);
+            self.sandboxes.drop_agent(agent);
+            let opened = self.provider.open(&spec).await;
+            Some((spec, opened))
+        };
+        let (provisioned, early) = tokio::join!(provisioning, early_open);
+        let provisioned = match provisioned {
             Ok(p) => p,
             Err(e) => {
+                // A container made for a worktree that could not be
+                // provisioned is removed again.
+                if let Some((spec, Ok(opened))) = &early
+                    && opened.created_container.is_some()
+                {
+                    self.sandboxes.drop_agent(agent);
+                    if let Err(close) = self.provider.close(spec).await {
+                        tracing::warn!(agent = agent.as_str(), error = %close, "removing the container of a berth whose worktree could not be provisioned failed; reconcile removes it");
+                    }
+                }
                 return Err(self
                     .provision_failed_on_disk(&a, &loaded.config, &disk, e)
                     .await);
@@ -198,24 +240,16 @@ impl Engine {
         }
         // A runner berth's home keeps what its commands wrote before a
         // `down --keep-worktree` (as root, when runner berths had no uid):
-        // bring-up gives all of it to the berth's uid.
-        let open_as = OpenAs {
-            uid: owner.is_some().then_some(uid),
-            claim_home: owner.is_some(),
+        // bring-up gives all of it to the berth's uid (`open_as` above).
+        let (spec, opened) = match early {
+            Some((spec, opened)) => (spec, opened?),
+            None => {
+                let spec = open_spec(provisioned.worktree.clone());
+                self.sandboxes.drop_agent(agent);
+                let opened = self.provider.open(&spec).await?;
+                (spec, opened)
+            }
         };
-        let mut spec = self.berth_spec(
-            &a,
-            mode,
-            provisioned.worktree.clone(),
-            &loaded.config,
-            open_as,
-        );
-        // The image the check found a moment ago: not inspected again.
-        if let berth_sandbox::BerthBackend::Mounted(container) = &mut spec.backend {
-            container.checked_image = checked_image;
-        }
-        self.sandboxes.drop_agent(agent);
-        let opened = self.provider.open(&spec).await?;
         self.sandboxes.put(
             (a.name.clone(), provisioned.worktree.clone()),
             opened.sandbox.clone(),
