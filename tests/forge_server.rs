@@ -159,6 +159,23 @@ fn a_forge_server_over_tls_is_trusted_only_with_its_certificate() {
         &["rev-parse", &format!("refs/heads/{branch}")],
     );
     assert_eq!(pr["head"].as_str(), Some(on_server.as_str()));
+
+    // A repository that moved on the same server: followed, as git does
+    // (`http.followRedirects=initial`), and the requests after go there.
+    let moved = tls.url("moved.git");
+    let added = f.json(&["project", "add", "moved", "--forge-url", &moved, "--json"]);
+    assert_eq!(added["project"]["base_branch"], "main", "{added}");
+    let synced = f.json(&["project", "sync", "moved", "--json"]);
+    assert_eq!(synced["status"], "up_to_date", "{synced}");
+    // Never from https:// to plain http://.
+    let (_, err) = f.err(&[
+        "project",
+        "add",
+        "down",
+        "--forge-url",
+        &tls.url("downgrade.git"),
+    ]);
+    assert!(err.contains("does not leave https://"), "{err}");
 }
 
 /// `SSL_CERT_FILE` as a FIFO, watched: a reader of it waits until the

@@ -2,6 +2,8 @@
 //! a CA and a certificate for 127.0.0.1 of the test's own, made by
 //! `openssl`, and Python's `ssl` module forwarding each connection to the
 //! plain-HTTP server. Shared by the CLI tests and the workers' tests.
+//! Two paths answer a redirect instead: `/moved.git/…` to `/app.git/…` on
+//! the same front, `/downgrade.git/…` to plain `http://` on the backend.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -53,7 +55,25 @@ def serve(c):
     except (ssl.SSLError, OSError):
         c.close()
         return
+    # A repository that moved: /moved.git/ redirects to /app.git/ on this
+    # server, /downgrade.git/ to plain http:// on the backend.
+    try:
+        head = t.recv(65536)
+    except (ssl.SSLError, OSError):
+        t.close()
+        return
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    for old, new in (("/moved.git/", "/app.git/"),
+                     ("/downgrade.git/", "http://127.0.0.1:%d/app.git/" % backend)):
+        if line.startswith("GET " + old):
+            path = line.split(" ")[1]
+            where = new + path[len(old):] if new.startswith("http") else path.replace(old, new, 1)
+            t.sendall(("HTTP/1.1 301 Moved\r\nLocation: %s\r\nContent-Length: 0\r\n"
+                       "Connection: close\r\n\r\n" % where).encode())
+            t.close()
+            return
     u = socket.create_connection(("127.0.0.1", backend))
+    u.sendall(head)
     threading.Thread(target=pump, args=(t, u), daemon=True).start()
     pump(u, t)
 while True:
