@@ -86,6 +86,8 @@ const ADMINISTERING: &[Row] = &[
     ("mvn exec:exec -Dexec.executable=git -Dexec.args=push", Auto, Host, ASK),
     ("yarn config set yarnPath /tmp/x.js", Auto, Host, ASK),
     ("npm set script-shell /tmp/x", Auto, Host, ASK),
+    ("pivot_root . old", Auto, Container, ASK),
+    ("switch_root /mnt /sbin/init", Auto, Host, ASK),
 ];
 
 #[rustfmt::skip]
@@ -200,6 +202,12 @@ const DESTRUCTION: &[Row] = &[
     ("cmake -E rm -rf /", Auto, Container, DENY),
     ("npx rimraf ~", Auto, Host, DENY),
     ("pnpm dlx rimraf /", Auto, Host, DENY),
+    ("srm -r ~", Auto, Host, DENY),
+    ("wipe -rf /home/agent", Auto, Container, DENY),
+    ("trash ~", Auto, Host, DENY),
+    ("trash-put ~/..", Auto, Host, DENY),
+    ("gio trash ~", Auto, Host, DENY),
+    ("gio remove /usr", Auto, Container, DENY),
     ("cmake -E remove_directory \"$D\"", Auto, Host, ASK),
     ("find / -perm -4000 -exec chmod 777 {} +", Auto, Host, DENY),
     ("find /usr -exec chown nobody {} \\;", Auto, Container, DENY),
@@ -217,6 +225,9 @@ const DESTRUCTION: &[Row] = &[
     ("cmake -E remove_directory build", Auto, Host, AUTO),
     ("cmake -E rm -rf build", Auto, Host, AUTO),
     ("npx rimraf dist", Auto, Host, AUTO),
+    ("trash build", Auto, Host, AUTO),
+    ("gio trash ./dist", Auto, Host, AUTO),
+    ("gio info ~", Auto, Host, AUTO),
     ("chmod -R u+w .", Auto, Host, AUTO),
     ("chown -R $(id -u) build", Auto, Container, AUTO),
     ("find . -name '*.sh' -exec chmod +x {} \\;", Auto, Host, AUTO),

@@ -255,6 +255,28 @@ const MAKE_PROGRAM_VARS: &[&str] = &[
     "WINDRES",
 ];
 
+/// `cmake -E` commands whose operands are a command it runs.
+const CMAKE_E_RUNS: &[&str] = &[
+    "env",   // `cmake -E env [VAR=V]… cmd…`
+    "time",  // `cmake -E time cmd…`
+    "chdir", // `cmake -E chdir DIR cmd…`
+];
+
+/// `cmake -E env|time|chdir … cmd…` runs a command berth does not unwrap:
+/// opaque. (`cmake -E rm -rf` is judged by the deny templates.)
+pub(super) fn cmake(args: &[Arg]) -> Facts {
+    let Some(e) = args.iter().position(|a| a.is("-E")) else {
+        return Facts::default();
+    };
+    match args.get(e + 1) {
+        Some(c) if c.dynamic => Facts::opaque("`cmake -E` with a command computed at run time"),
+        Some(c) if CMAKE_E_RUNS.contains(&c.text.as_str()) => {
+            Facts::opaque(format!("`cmake -E {}` runs a command", c.text))
+        }
+        _ => Facts::default(),
+    }
+}
+
 /// GNU make's short options that take a value (attached or the next word);
 /// `-E` is `--eval`.
 const MAKE_VALUE_SHORT: &[u8] = b"CfIoWE";

@@ -16,6 +16,7 @@ mod build_tools;
 mod compilers;
 mod editors;
 mod file_tools;
+mod foreign_shells;
 mod forge;
 mod git;
 mod interpreters;
@@ -163,6 +164,8 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
             interpreter(name, argv)
         }
         "[[" => shell_builtins::cond(args),
+        _ if foreign_shells::is_foreign_shell(name) => foreign_shells::facts(name, args),
+        "cmake" => build_tools::cmake(args),
         _ => Facts::default(),
     }
 }

@@ -337,6 +337,18 @@ pub(super) fn system_guarded() -> Vec<String> {
 /// Recursive removal by another program's name: `cmake -E remove_directory
 /// D` and `cmake -E rm -r D` (its portable `rm -rf`), `rimraf D` (npm's):
 /// judged as `rm -rf` of the same operands.
+/// Programs that remove (or move to the trash) each operand with all
+/// below it: `rm -rf` by another name, judged as `rm -rf` of its operands.
+pub(super) const REMOVERS: &[&str] = &[
+    "rimraf",    // Node's `rm -rf`
+    "srm",       // secure-delete: overwrites, then removes (`-r` recurses)
+    "wipe",      // the same
+    "trash",     // trash-cli, macOS: moves a directory with all below it away
+    "trash-put", // trash-cli's own name
+    "rmtrash",
+    "gtrash",
+];
+
 pub(super) fn removal_by_other_name(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
     let name = inv.first()?.basename();
     let operands: Vec<Arg> = match name {
@@ -360,11 +372,23 @@ pub(super) fn removal_by_other_name(inv: &[Arg], r: &Removal<'_>) -> Option<Hit>
                 .cloned()
                 .collect()
         }
-        "rimraf" => inv[1..]
+        _ if REMOVERS.contains(&name) => inv[1..]
             .iter()
             .filter(|a| a.dynamic || !a.text.starts_with('-'))
             .cloned()
             .collect(),
+        // `gio trash|remove PATH…`: GNOME's file tool, a verb first.
+        "gio"
+            if inv
+                .get(1)
+                .is_some_and(|v| v.dynamic || v.is("trash") || v.is("remove")) =>
+        {
+            inv[2..]
+                .iter()
+                .filter(|a| a.dynamic || !a.text.starts_with('-'))
+                .cloned()
+                .collect()
+        }
         _ => return None,
     };
     let mut argv = vec![Arg::lit("rm"), Arg::lit("-rf"), Arg::lit("--")];

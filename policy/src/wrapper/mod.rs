@@ -20,6 +20,7 @@
 mod environment;
 mod privilege;
 mod process;
+mod rerun;
 mod runners;
 mod shells;
 
@@ -131,11 +132,11 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
     let name = first.basename();
     match name {
         "env" => return environment::unwrap_env(argv),
-        "xargs" => return process::unwrap_xargs(argv),
-        "watch" => return process::unwrap_watch(argv),
+        "xargs" => return rerun::unwrap_xargs(argv),
+        "watch" => return rerun::unwrap_watch(argv),
         "eval" => return shells::unwrap_eval(argv),
         "trap" => return shells::unwrap_trap(argv),
-        "flock" => return process::unwrap_flock(argv),
+        "flock" => return rerun::unwrap_flock(argv),
         "su" => return privilege::unwrap_su(argv, false),
         "runuser" => return privilege::unwrap_su(argv, true),
         "script" => return shells::unwrap_script_cmd(argv),
