@@ -37,6 +37,22 @@ fn check(table: &[Row]) {
 /// it uses is on the language's list of names that run nothing.
 #[rustfmt::skip]
 const INLINE_CODE: &[Row] = &[
+    // Code given under another name than `-c`/`-e`.
+    ("python3 -m timeit 'import os; os.system(\"git push\")'", &["python3"], Auto, Container, ASK),
+    ("python3 -m timeit -s 'import os' 'os.system(\"git push\")'", &["python3"], Auto, Host, ASK),
+    ("python3 -m pdb -c 'import os' x.py", &["python3"], Auto, Container, ASK),
+    ("python3 -m IPython -c 'import os'", &["python3"], Auto, Container, ASK),
+    ("python3 -m code", &["python3"], Auto, Container, ASK),
+    ("ipython -c 'import os; os.system(\"git push\")'", &["ipython"], Auto, Container, ASK),
+    ("texlua -e 'os.execute(\"git push\")'", &["texlua"], Auto, Container, ASK),
+    ("rake -e 'sh \"git push\"'", &["rake"], Auto, Container, ASK),
+    ("rake -E 'sh \"git push\"' build", &["rake"], Auto, Host, ASK),
+    ("lldb -b -o 'script import os; os.system(\"git push\")'", &["lldb"], Auto, Container, ASK),
+    ("lldb --one-line='platform shell git push'", &["lldb"], Auto, Container, ASK),
+    ("python3 -m pdb scripts/migrate.py", &["python3"], Manual, Container, AUTO),
+    ("python3 -m timeit --help", &["python3"], Auto, Container, ASK),
+    ("ipython scripts/report.py", &["ipython"], Manual, Container, AUTO),
+    ("rake build test", &["rake"], Manual, Container, AUTO),
     ("python3 -c 'from os import system as s; s(\"git push origin main\")'", &["python3"], Auto, Container, ASK),
     ("python3 -c 'import os; getattr(os, \"sys\"+\"tem\")(\"id\")'", &["python3"], Auto, Container, ASK),
     ("python3 -Ic 'import pty; pty.spawn(\"sh\")'", &["python3"], Auto, Container, ASK),
@@ -124,6 +140,16 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("cmake -E chdir build sh -c 'git push'", &["cmake"], Auto, Container, ASK),
     ("cmake -E time git push", &["cmake"], Auto, Container, ASK),
     ("cmake -E copy a b", &["cmake"], Manual, Container, AUTO),
+    // The dynamic loader runs the program it is given.
+    ("/lib64/ld-linux-x86-64.so.2 /usr/bin/git push", &["ld-linux-x86-64.so.2"], Auto, Host, ASK),
+    ("/lib/ld-musl-x86_64.so.1 /usr/bin/git push", &["ld-musl-x86_64.so.1"], Auto, Container, ASK),
+    ("ld.so --preload /tmp/x.so /bin/ls", &["ld.so"], Auto, Container, ASK),
+    // File watchers and remote executors run a command line.
+    ("watchexec -- git push", &["watchexec"], Auto, Container, ASK),
+    ("watchexec 'git push'", &["watchexec"], Auto, Host, ASK),
+    ("reflex -- git push", &["reflex"], Auto, Container, ASK),
+    ("chokidar '**' -c 'git push'", &["chokidar"], Auto, Container, ASK),
+    ("salt-call cmd.run 'git push'", &["salt-call"], Auto, Host, ASK),
     // `find -exec {}` runs each file found: a program known at run time.
     ("find . -exec {} \\;", &["find"], Auto, Container, ASK),
     ("find . -name '*.sh' -execdir ./{} +", &["find"], Auto, Host, ASK),

@@ -13,6 +13,7 @@
 
 mod awk;
 mod build_tools;
+mod code_runners;
 mod compilers;
 mod editors;
 mod file_tools;
@@ -141,6 +142,9 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
         "less" => editors::less(args),
         "vi" | "vim" | "nvim" | "view" | "ex" | "gvim" => editors::vi(name, args),
         "gdb" => editors::gdb(args),
+        "lldb" => code_runners::lldb(args),
+        "ipython" | "ipython3" => code_runners::ipython(name, args),
+        "rake" => code_runners::rake(args),
         "npm" | "pnpm" | "yarn" => build_tools::npm(name, args),
         "cargo" => build_tools::cargo(args),
         "rustc" => build_tools::rustc(args),
@@ -182,6 +186,10 @@ fn git_facts(argv: &[Arg], norm: Option<&[Arg]>) -> Facts {
 }
 
 fn interpreter(name: &str, argv: &[Arg]) -> Facts {
+    let module = code_runners::python_module(argv);
+    if module.opaque.is_some() {
+        return module;
+    }
     let as_written = interpreters::inline_code(name, &argv[1..]);
     if as_written.opaque.is_some() {
         return as_written;

@@ -119,6 +119,7 @@ fn spec(name: &str) -> Option<Spec> {
     process::spec(name)
         .or_else(|| privilege::spec(name))
         .or_else(|| runners::spec(name))
+        .or_else(|| process::is_dynamic_loader(name).then_some(process::LOADER))
 }
 
 /// Unwraps one invocation: does `argv` wrap another command, and which?
@@ -217,6 +218,14 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
         "cross-env" | "cross-env-shell" => return environment::unwrap_env(argv),
         "concurrently" => return runners::unwrap_concurrently(argv),
         "nodemon" => return runners::unwrap_nodemon(argv),
+        // File watchers and remote executors that run a command line,
+        // often one shell string, with options berth does not follow.
+        "watchexec" | "reflex" | "chokidar" | "onchange" | "watchman-make" | "watchmedo"
+        | "salt-call" => {
+            return Unwrap::Opaque(format!(
+                "`{name}` runs a command line with options berth does not follow"
+            ));
+        }
         "bwrap" | "proot" | "firejail" | "systemd-nspawn" | "pee" => {
             return Unwrap::Opaque(format!(
                 "`{name}` runs commands with options berth does not follow"

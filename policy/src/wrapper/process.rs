@@ -613,6 +613,20 @@ const LOCKF: Spec = Spec {
     ..NONE
 };
 
+/// The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2
+/// prog…`, `ld.so`, musl's `ld-musl-x86_64.so.1`): it runs the program it
+/// is given. Its options (`--preload`, `--audit`, `--library-path`) load
+/// code: not modelled, so opaque.
+pub(super) const LOADER: Spec = PLAIN_LESS_COMMON;
+
+pub(super) fn is_dynamic_loader(name: &str) -> bool {
+    name == "ld.so"
+        || (["ld-linux", "ld-musl-", "ld64.so"]
+            .iter()
+            .any(|p| name.starts_with(p))
+            && name.contains(".so"))
+}
+
 pub(super) fn spec(name: &str) -> Option<Spec> {
     Some(match name {
         "nohup" | "gnohup" => NOHUP,
