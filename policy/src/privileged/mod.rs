@@ -334,9 +334,9 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
                 task.starts_with("publish") && task != "publishToMavenLocal"
             })
             .map(|a| Hit::Yes(format!("`{name} {}` publishes artifacts", a.text))),
-        "docker" | "podman" | "nerdctl" | "buildah" | "docker-compose" | "podman-compose" => {
-            container_push_or_privilege(name, inv, &pos)
-        }
+        "lxc" | "incus" => containers::system_container_gains_host(name, inv),
+        "docker" | "podman" | "nerdctl" | "buildah" | "docker-compose" | "podman-compose"
+        | "ctr" => container_push_or_privilege(name, inv, &pos),
         "vercel" | "vc" => {
             let bare = pos.is_empty()
                 && !inv

@@ -572,6 +572,19 @@ pub(super) const READ_VERBS: &[&str] = &[
 
 /// The programs `check` reads by name past the tables (its final `match`).
 pub(super) const READ_BY_NAME: &[&str] = &[
+    // Script runners (`scripts.rs`) besides the package managers below.
+    "deno",
+    "turbo",
+    "lerna",
+    "nx",
+    "rush",
+    "npm-run-all",
+    "npm-run-all2",
+    "run-p",
+    "run-s",
+    "ctr", // containerd's client: `run --privileged`, a bind of `/` (containers.rs)
+    "lxc", // system containers' settings (containers.rs)
+    "incus",
     "scp",
     "rsync",
     "rclone",
