@@ -105,6 +105,7 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
             "mv" => mv_away(inv, &removal),
             "kill" | "pkill" | "killall" => kill_all(inv),
             "cmake" | "gio" => removal_by_other_name(inv, &removal),
+            "git" => removal::git_clean(inv, &removal),
             _ if removal::REMOVERS.contains(&n) => removal_by_other_name(inv, &removal),
             _ => None,
         }
