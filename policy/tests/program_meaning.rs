@@ -359,6 +359,10 @@ const PRIVILEGED: &[Row] = &[
     ("ctr run docker.io/library/alpine:latest x", &["ctr"], Manual, Container, AUTO),
     ("lxc config get c1 security.privileged", &["lxc"], Manual, Container, AUTO),
     ("lxc config device add c1 src disk source=/work path=/src", &["lxc"], Manual, Container, AUTO),
+    // curlie reads httpie's `METHOD URL ITEM…` as well as curl's options.
+    ("curlie post api.github.com/repos/o/r/issues title=x", &["curlie"], Auto, Container, ASK),
+    ("curlie -X POST https://api.github.com/repos/o/r/issues", &["curlie"], Auto, Container, ASK),
+    ("curlie api.github.com/repos/o/r", &["curlie"], Manual, Container, AUTO),
     // Package scripts named for publishing, by other runners.
     ("deno task deploy", &["deno"], Auto, Container, ASK),
     ("turbo run deploy --filter=web", &["turbo"], Auto, Container, ASK),
