@@ -150,6 +150,13 @@ const PROGRAM_OPTIONS: &[Row] = &[
     ("reflex -- git push", &["reflex"], Auto, Container, ASK),
     ("chokidar '**' -c 'git push'", &["chokidar"], Auto, Container, ASK),
     ("salt-call cmd.run 'git push'", &["salt-call"], Auto, Host, ASK),
+    // System containers' exec runs a command, as `docker exec` does.
+    ("lxc exec c1 -- git push", &["lxc"], Auto, Host, ASK),
+    ("incus exec c1 --env X=1 -- sh -c 'git push'", &["incus"], Auto, Host, ASK),
+    ("lxc exec c1 git push", &["lxc"], Auto, Host, ASK),
+    ("crictl exec -it abc sh -c 'git push'", &["crictl"], Auto, Host, ASK),
+    ("ctr task exec --exec-id e1 c1 git push", &["ctr"], Auto, Host, ASK),
+    ("lxc exec c1 -- ls /", &["lxc", "ls"], Manual, Container, AUTO),
     // `find -exec {}` runs each file found: a program known at run time.
     ("find . -exec {} \\;", &["find"], Auto, Container, ASK),
     ("find . -name '*.sh' -execdir ./{} +", &["find"], Auto, Host, ASK),

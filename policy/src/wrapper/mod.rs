@@ -213,6 +213,23 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
                 return unwrapped;
             }
         }
+        // `lxc|incus exec C [opts] -- cmd…`: the command runs in a system
+        // container, as under `docker exec`; without `--` it is not found.
+        // `crictl exec` and `ctr task exec` options are not modelled.
+        "lxc" | "incus" if argv.get(1).is_some_and(|a| a.is("exec")) => {
+            return match argv.iter().position(|a| a.is("--")) {
+                Some(i) if i + 1 < argv.len() => Unwrap::Command {
+                    start: i + 1,
+                    info: WrapInfo::default(),
+                },
+                _ => Unwrap::Opaque(format!("`{name} exec` runs a command berth cannot find")),
+            };
+        }
+        "crictl" | "ctr" if argv.iter().skip(1).take(2).any(|a| a.is("exec")) => {
+            return Unwrap::Opaque(format!(
+                "`{name} exec` runs a command with options berth does not follow"
+            ));
+        }
         "sg" => return privilege::unwrap_sg(argv),
         "hyperfine" => return runners::unwrap_hyperfine(argv),
         "cross-env" | "cross-env-shell" => return environment::unwrap_env(argv),
