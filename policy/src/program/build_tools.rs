@@ -47,6 +47,101 @@ pub(super) fn npm(name: &str, args: &[Arg]) -> Facts {
     Facts::default()
 }
 
+/// pnpm's and yarn's own commands: any other word after them may be a
+/// program they run (`pnpm git push`; pnpm 6.6 on runs an unknown command
+/// in the project's context, yarn runs a binary by name). Listed so their
+/// commands named like wrappers or builtins (`pnpm env`, `yarn exec`) are
+/// not read as those programs.
+const OWN_COMMANDS: &[&str] = &[
+    "add",
+    "approve-builds",
+    "audit",
+    "autoclean",
+    "bin",
+    "cache",
+    "check",
+    "config",
+    "c",
+    "constraints",
+    "create",
+    "dedupe",
+    "deploy",
+    "dlx",
+    "doctor",
+    "env",
+    "exec",
+    "explain",
+    "fetch",
+    "generate-lock-entry",
+    "get",
+    "global",
+    "help",
+    "i",
+    "import",
+    "info",
+    "init",
+    "install",
+    "install-test",
+    "it",
+    "licenses",
+    "link",
+    "list",
+    "ln",
+    "login",
+    "logout",
+    "ls",
+    "npm",
+    "outdated",
+    "owner",
+    "pack",
+    "patch",
+    "patch-commit",
+    "patch-remove",
+    "plugin",
+    "policies",
+    "prune",
+    "publish",
+    "rb",
+    "rebuild",
+    "recursive",
+    "remove",
+    "rm",
+    "root",
+    "run",
+    "run-script",
+    "search",
+    "self-update",
+    "server",
+    "set",
+    "setup",
+    "stage",
+    "start",
+    "store",
+    "t",
+    "tag",
+    "team",
+    "test",
+    "tst",
+    "un",
+    "uninstall",
+    "unlink",
+    "unplug",
+    "up",
+    "update",
+    "upgrade",
+    "upgrade-interactive",
+    "version",
+    "versions",
+    "why",
+    "workspace",
+    "workspaces",
+];
+
+/// Whether `pnpm WORD …`/`yarn WORD …` may run WORD as a program.
+pub(super) fn may_run_as_program(word: &Arg) -> bool {
+    !word.dynamic && !OWN_COMMANDS.contains(&word.text.as_str())
+}
+
 /// `mvn exec:exec -Dexec.executable=git -Dexec.args=push`: the exec
 /// plugin's `exec` goal runs any program, named in a property (or the
 /// pom), with arguments berth does not split. (`exec:java` runs the
