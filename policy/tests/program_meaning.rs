@@ -389,6 +389,7 @@ const PRIVILEGED: &[Row] = &[
     ("curlie api.github.com/repos/o/r", &["curlie"], Manual, Container, AUTO),
     // Package scripts named for publishing, by other runners.
     ("deno task deploy", &["deno"], Auto, Container, ASK),
+    ("fab deploy", &["fab"], Auto, Container, ASK),
     ("turbo run deploy --filter=web", &["turbo"], Auto, Container, ASK),
     ("nx run web:deploy", &["nx"], Auto, Container, ASK),
     ("npm-run-all build deploy", &["npm-run-all"], Auto, Container, ASK),

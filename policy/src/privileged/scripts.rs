@@ -23,6 +23,7 @@ const PACKAGE_RUNNERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
 /// Runners whose every positional word is a target or task.
 const TASK_RUNNERS: &[&str] = &[
     "make", "gmake", "just", "task", "go-task", "rake", "invoke", "inv", "mage", "gulp", "grunt",
+    "fab", // Fabric: tasks from the project's fabfile
 ];
 
 /// Runners whose script or task is the word after a verb (`deno task
@@ -123,6 +124,7 @@ mod tests {
             "gulp deploy",
             "grunt publish",
             "deno task deploy",
+            "fab deploy",
             "turbo run deploy",
             "nx run app:deploy",
             "npm-run-all build deploy",

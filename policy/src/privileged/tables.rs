@@ -599,6 +599,7 @@ pub(super) const READ_BY_NAME: &[&str] = &[
     "rake",
     "invoke",
     "inv",
+    "fab",
     "mage",
     "gulp",
     "grunt",
