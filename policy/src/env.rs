@@ -173,6 +173,18 @@ const EXACT: &[&str] = &[
     "JAVA_OPTS",      // options launcher scripts (gradlew, catalina.sh) pass to java
     "GLIBC_TUNABLES", // the loader's tunables (read by every program, setuid ones too)
     "PIP_CONFIG_FILE", // pip's config (`index-url`, `find-links`: where installed code comes from)
+    "CARGO_BUILD_RUSTFLAGS", // rustc options (`-C linker=`, `-Z` plugins)
+    "CARGO_BUILD_RUSTDOCFLAGS",
+    "YARN_RC_FILENAME", // the yarnrc yarn reads (`yarnPath` runs a script)
+    "YARN_YARN_PATH",   // `yarnPath` itself: the script yarn runs instead of itself
+    "EMACSLOADPATH",    // where emacs loads lisp from
+    "R_LIBS",           // where R loads packages from
+    "R_LIBS_USER",
+    "R_LIBS_SITE",
+    "BUNDLE_PATH", // where bundler loads gems from
+    "GNUPGHOME",   // gpg's config (`pinentry-program`, `exec-path`)
+    "CVSEDITOR",   // (no `_EDITOR` suffix)
+    "TERMINAL",    // the terminal program launchers run
 ];
 
 /// Name prefixes.
@@ -192,6 +204,11 @@ const PREFIXES: &[&str] = &[
     "SSH_ASKPASS", // `SSH_ASKPASS_REQUIRE` forces the askpass program
 ];
 
+/// Name suffixes: a tool's own pager, editor, remote shell or rustc options
+/// (`GH_PAGER`, `BAT_PAGER`, `AWS_PAGER`, `HGEDITOR`, `SVN_EDITOR`,
+/// `CVS_RSH`, `CARGO_TARGET_<triple>_RUSTFLAGS`).
+const SUFFIXES: &[&str] = &["PAGER", "EDITOR", "_RSH", "_RUSTFLAGS"];
+
 /// Whether assigning `name` can change what runs or where it loads code.
 pub fn is_dangerous_env(name: &str) -> bool {
     EXACT.contains(&name)
@@ -200,6 +217,7 @@ pub fn is_dangerous_env(name: &str) -> bool {
             && (name.ends_with("_RUNNER") || name.ends_with("_LINKER")))
         // `CMAKE_<LANG>_COMPILER_LAUNCHER`: a program cmake runs the compiler through.
         || (name.starts_with("CMAKE_") && name.ends_with("_LAUNCHER"))
+        || SUFFIXES.iter().any(|s| name.ends_with(s))
 }
 
 #[cfg(test)]
@@ -245,6 +263,17 @@ mod tests {
             "ENV",
             "PROMPT_COMMAND",
             "IFS",
+            "GH_PAGER",
+            "BAT_PAGER",
+            "DELTA_PAGER",
+            "AWS_PAGER",
+            "HGEDITOR",
+            "GH_EDITOR",
+            "CVS_RSH",
+            "CARGO_BUILD_RUSTFLAGS",
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+            "YARN_RC_FILENAME",
+            "GNUPGHOME",
         ] {
             assert!(is_dangerous_env(n), "{n}");
         }
@@ -260,6 +289,8 @@ mod tests {
             "CGO_ENABLED",
             "CARGO_TARGET_DIR",
             "PIP_NO_CACHE_DIR",
+            "CARGO_BUILD_JOBS",
+            "PAGER_WIDTH",
         ] {
             assert!(!is_dangerous_env(n), "{n}");
         }

@@ -149,6 +149,60 @@ pub(super) fn build_pushes(inv: &[Arg]) -> bool {
     false
 }
 
+/// LXD's and Incus's keys that give a system container the host: it runs
+/// as root of the host, or with raw LXC settings or id maps.
+const SYSTEM_CONTAINER_KEYS: &[&str] = &[
+    "security.privileged", // the container's root is the host's root
+    "security.nesting",    // nested containers, with the host's /proc and /sys
+    "security.idmap.isolated",
+    "raw.lxc",   // raw LXC settings: mounts, capabilities, hooks that run
+    "raw.idmap", // maps host ids into the container
+    "raw.apparmor",
+    "raw.seccomp",
+];
+
+/// `lxc|incus config set C security.privileged true`, `-c raw.lxc=…` at
+/// `launch`, or a `disk` device whose `source=` is the host's root or a
+/// system path: the container gains the host.
+pub(super) fn system_container_gains_host(name: &str, inv: &[Arg]) -> Option<Hit> {
+    // `config get|show|unset|list`, `info`: reading or removing a key.
+    if inv[1..].iter().take(3).any(|a| {
+        matches!(
+            a.text.as_str(),
+            "get" | "show" | "unset" | "info" | "list" | "ls"
+        )
+    }) {
+        return None;
+    }
+    for a in &inv[1..] {
+        if a.dynamic {
+            continue;
+        }
+        let t = a.text.as_str();
+        if let Some(key) = SYSTEM_CONTAINER_KEYS
+            .iter()
+            .find(|k| t == **k || t.starts_with(&format!("{k}=")) || t.contains(&format!("={k}")))
+        {
+            return Some(Hit::Yes(format!(
+                "`{name}` sets `{key}`: the container gains the host"
+            )));
+        }
+        if let Some(src) = t.strip_prefix("source=")
+            && src.starts_with('/')
+        {
+            let norm = crate::scope::normalize("/", src);
+            if HOST_SOURCES.contains(&norm.as_str())
+                || ENGINE_SOCKETS.iter().any(|s| norm.starts_with(s))
+            {
+                return Some(Hit::Yes(format!(
+                    "`{name}` gives a container the host's `{norm}`"
+                )));
+            }
+        }
+    }
+    None
+}
+
 /// Why a `run` gains the host, if it does.
 pub(super) fn run_gains_host(inv: &[Arg]) -> Option<String> {
     for (i, a) in inv.iter().enumerate() {

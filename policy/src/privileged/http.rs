@@ -11,11 +11,18 @@ use crate::arg::Arg;
 /// Reading requests and requests to other hosts are ordinary clients:
 /// where they may connect is the network mode's.
 pub(super) fn http_write(name: &str, inv: &[Arg]) -> Option<Hit> {
-    let req = match name {
-        "curl" | "curlie" => curl_request(inv),
-        "wget" => wget_request(inv),
-        _ => httpie_request(inv),
-    };
+    match name {
+        "curl" => judge(name, curl_request(inv)),
+        // curlie reads curl's options and httpie's `METHOD URL ITEM…` both:
+        // either reading may be the request it sends.
+        "curlie" => judge(name, curl_request(inv)).or_else(|| judge(name, httpie_request(inv))),
+        "wget" => judge(name, wget_request(inv)),
+        _ => judge(name, httpie_request(inv)),
+    }
+}
+
+/// The limit's verdict on one reading of the request.
+fn judge(name: &str, req: HttpRequest) -> Option<Hit> {
     // telnet://, gopher://, dict:// send raw bytes to any port.
     if let Some(u) = req.urls.iter().find(|u| {
         let l = u.text.to_ascii_lowercase();

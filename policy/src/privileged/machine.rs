@@ -34,6 +34,8 @@ pub(super) const ADMIN: &[&str] = &[
     "sysctl",
     "mount",
     "umount",
+    "pivot_root",  // moves the root file system
+    "switch_root", // the same, at boot
     "swapon",
     "swapoff",
     "iptables",
@@ -184,7 +186,7 @@ pub(super) fn administers(name: &str, inv: &[Arg]) -> Option<Hit> {
         // `mount` alone lists.
         "mount" => (!operands.is_empty() || has(&["-a", "--all", "-o", "--bind", "-B", "--move"]))
             .then(|| Hit::Yes("`mount` changes the machine's mounts".into())),
-        "umount" => yes("changes the machine's mounts"),
+        "umount" | "pivot_root" | "switch_root" => yes("changes the machine's mounts"),
         "swapon" | "swapoff" => (!has(&["-s", "--summary", "--show", "-h", "--help"]))
             .then(|| Hit::Yes(format!("`{name}` changes the machine's swap"))),
         "iptables" | "ip6tables" | "iptables-legacy" | "iptables-nft" | "ebtables"

@@ -296,6 +296,19 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
     {
         return Some(hit);
     }
+    // `pnpm git push`: pnpm (6.6 on) runs a word that is none of its
+    // commands as a program in the project's context, and yarn and bun run
+    // a binary by name: the line from that word on is judged as a command
+    // too (a script of that name shadows it only in the project's files).
+    if matches!(name, "pnpm" | "yarn" | "bun")
+        && let Some(first) = pos.first()
+        && !first.dynamic
+        && !matches!(first.basename(), "pnpm" | "yarn" | "bun")
+        && let Some(i) = inv.iter().position(|a| std::ptr::eq(a, *first))
+        && let Some(hit) = check_normalized(&inv[i..])
+    {
+        return Some(hit);
+    }
     // Every name this match reads is in `READ_BY_NAME` (the providers are
     // in `CLOUD_CLIS`).
     match name {
@@ -334,9 +347,9 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
                 task.starts_with("publish") && task != "publishToMavenLocal"
             })
             .map(|a| Hit::Yes(format!("`{name} {}` publishes artifacts", a.text))),
-        "docker" | "podman" | "nerdctl" | "buildah" | "docker-compose" | "podman-compose" => {
-            container_push_or_privilege(name, inv, &pos)
-        }
+        "lxc" | "incus" => containers::system_container_gains_host(name, inv),
+        "docker" | "podman" | "nerdctl" | "buildah" | "docker-compose" | "podman-compose"
+        | "ctr" => container_push_or_privilege(name, inv, &pos),
         "vercel" | "vc" => {
             let bare = pos.is_empty()
                 && !inv

@@ -23,11 +23,30 @@ const PACKAGE_RUNNERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
 /// Runners whose every positional word is a target or task.
 const TASK_RUNNERS: &[&str] = &[
     "make", "gmake", "just", "task", "go-task", "rake", "invoke", "inv", "mage", "gulp", "grunt",
+    "fab", // Fabric: tasks from the project's fabfile
 ];
+
+/// Runners whose script or task is the word after a verb (`deno task
+/// deploy`, `turbo run deploy`, `nx run app:deploy`): package scripts.
+const VERB_RUNNERS: &[(&str, &str)] = &[
+    ("deno", "task"),
+    ("turbo", "run"),
+    ("lerna", "run"),
+    ("nx", "run"),
+    ("nx", "run-many"),
+    ("rush", "run"),
+];
+
+/// Runners whose every positional word is a package script
+/// (`npm-run-all build deploy`, `run-p`, `run-s`).
+const SCRIPT_LIST_RUNNERS: &[&str] = &["npm-run-all", "npm-run-all2", "run-p", "run-s"];
 
 /// Whether `tool` is read here.
 pub(super) fn is_runner(tool: &str) -> bool {
-    PACKAGE_RUNNERS.contains(&tool) || TASK_RUNNERS.contains(&tool)
+    PACKAGE_RUNNERS.contains(&tool)
+        || TASK_RUNNERS.contains(&tool)
+        || SCRIPT_LIST_RUNNERS.contains(&tool)
+        || VERB_RUNNERS.iter().any(|(t, _)| *t == tool)
 }
 
 fn publishes(name: &str, package: bool) -> bool {
@@ -45,6 +64,15 @@ pub(super) fn named_script(tool: &str, pos: &[&Arg]) -> Option<Hit> {
             .and_then(|i| pos.get(i + 1));
         let first = pos.first().filter(|_| matches!(tool, "yarn" | "bun"));
         after_run.into_iter().chain(first).copied().collect()
+    } else if VERB_RUNNERS
+        .iter()
+        .any(|(t, v)| *t == tool && pos.first().is_some_and(|a| a.is(v)))
+    {
+        // Every word after the verb: `nx run-many -t deploy` names its
+        // targets as option values.
+        pos[1..].to_vec()
+    } else if SCRIPT_LIST_RUNNERS.contains(&tool) {
+        pos.to_vec()
     } else if TASK_RUNNERS.contains(&tool) {
         // `make CC=clang all`: an assignment is no target.
         pos.iter()
@@ -54,7 +82,7 @@ pub(super) fn named_script(tool: &str, pos: &[&Arg]) -> Option<Hit> {
     } else {
         return None;
     };
-    let package = PACKAGE_RUNNERS.contains(&tool);
+    let package = !TASK_RUNNERS.contains(&tool);
     names
         .iter()
         .find(|a| !a.dynamic && publishes(&a.text, package))
@@ -95,6 +123,12 @@ mod tests {
             "rake deploy",
             "gulp deploy",
             "grunt publish",
+            "deno task deploy",
+            "fab deploy",
+            "turbo run deploy",
+            "nx run app:deploy",
+            "npm-run-all build deploy",
+            "run-s release",
         ] {
             assert!(matches!(verdict(c), Some(Hit::Yes(_))), "{c}");
         }
@@ -114,6 +148,9 @@ mod tests {
             "make PUSH=1 all",
             "just test",
             "rake spec",
+            "deno task dev",
+            "turbo run build",
+            "run-p lint test",
         ] {
             assert_eq!(verdict(c), None, "{c}");
         }

@@ -32,6 +32,18 @@ pub(super) const PRIVILEGE: &[&str] = &[
     "setuidgid", // daemontools'
     "s6-setuidgid",
     "s6-applyuidgid",
+    "ksu",     // Kerberos su
+    "calife",  // a sudo alternative
+    "pfexec",  // runs a command with a profile's privileges (illumos)
+    "runas",   // runs a command as another user
+    "gksu",    // graphical su
+    "gksudo",  // graphical sudo
+    "kdesu",   // KDE's su
+    "kdesudo", // KDE's sudo
+    "beesu",   // a graphical su front end
+    "lxsu",    // LXDE's su
+    "lxsudo",  // LXDE's sudo
+    "sux",     // su carrying the X display
 ];
 
 /// Programs that open a raw network connection (or listen) from a shell.
@@ -401,6 +413,21 @@ pub(super) const VERBS: &[(&str, &[&str])] = &[
     ("npm", &["access", "revoke"]),
     ("npm", &["token", "create"]),
     ("npm", &["token", "revoke"]),
+    // npm ≤ 8 spelled `access set` as its value: the package's visibility
+    // or its two-factor requirement.
+    ("npm", &["access", "public"]),
+    ("npm", &["access", "restricted"]),
+    ("npm", &["access", "2fa-required"]),
+    ("npm", &["access", "2fa-not-required"]),
+    ("npm", &["access", "edit"]),
+    // Who may publish: an organisation's teams, members and roles (as
+    // `owner add`). The account's own profile and hooks publish nothing.
+    ("npm", &["team", "create"]),
+    ("npm", &["team", "destroy"]),
+    ("npm", &["team", "add"]),
+    ("npm", &["team", "rm"]),
+    ("npm", &["org", "set"]),
+    ("npm", &["org", "rm"]),
     ("goreleaser", &["release"]),
     ("goreleaser", &["publish"]),
     ("nx", &["release"]), // versions, changelogs and publishes
@@ -545,6 +572,19 @@ pub(super) const READ_VERBS: &[&str] = &[
 
 /// The programs `check` reads by name past the tables (its final `match`).
 pub(super) const READ_BY_NAME: &[&str] = &[
+    // Script runners (`scripts.rs`) besides the package managers below.
+    "deno",
+    "turbo",
+    "lerna",
+    "nx",
+    "rush",
+    "npm-run-all",
+    "npm-run-all2",
+    "run-p",
+    "run-s",
+    "ctr", // containerd's client: `run --privileged`, a bind of `/` (containers.rs)
+    "lxc", // system containers' settings (containers.rs)
+    "incus",
     "scp",
     "rsync",
     "rclone",
@@ -559,6 +599,7 @@ pub(super) const READ_BY_NAME: &[&str] = &[
     "rake",
     "invoke",
     "inv",
+    "fab",
     "mage",
     "gulp",
     "grunt",

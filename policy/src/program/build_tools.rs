@@ -47,6 +47,101 @@ pub(super) fn npm(name: &str, args: &[Arg]) -> Facts {
     Facts::default()
 }
 
+/// pnpm's and yarn's own commands: any other word after them may be a
+/// program they run (`pnpm git push`; pnpm 6.6 on runs an unknown command
+/// in the project's context, yarn runs a binary by name). Listed so their
+/// commands named like wrappers or builtins (`pnpm env`, `yarn exec`) are
+/// not read as those programs.
+const OWN_COMMANDS: &[&str] = &[
+    "add",
+    "approve-builds",
+    "audit",
+    "autoclean",
+    "bin",
+    "cache",
+    "check",
+    "config",
+    "c",
+    "constraints",
+    "create",
+    "dedupe",
+    "deploy",
+    "dlx",
+    "doctor",
+    "env",
+    "exec",
+    "explain",
+    "fetch",
+    "generate-lock-entry",
+    "get",
+    "global",
+    "help",
+    "i",
+    "import",
+    "info",
+    "init",
+    "install",
+    "install-test",
+    "it",
+    "licenses",
+    "link",
+    "list",
+    "ln",
+    "login",
+    "logout",
+    "ls",
+    "npm",
+    "outdated",
+    "owner",
+    "pack",
+    "patch",
+    "patch-commit",
+    "patch-remove",
+    "plugin",
+    "policies",
+    "prune",
+    "publish",
+    "rb",
+    "rebuild",
+    "recursive",
+    "remove",
+    "rm",
+    "root",
+    "run",
+    "run-script",
+    "search",
+    "self-update",
+    "server",
+    "set",
+    "setup",
+    "stage",
+    "start",
+    "store",
+    "t",
+    "tag",
+    "team",
+    "test",
+    "tst",
+    "un",
+    "uninstall",
+    "unlink",
+    "unplug",
+    "up",
+    "update",
+    "upgrade",
+    "upgrade-interactive",
+    "version",
+    "versions",
+    "why",
+    "workspace",
+    "workspaces",
+];
+
+/// Whether `pnpm WORD …`/`yarn WORD …` may run WORD as a program.
+pub(super) fn may_run_as_program(word: &Arg) -> bool {
+    !word.dynamic && !OWN_COMMANDS.contains(&word.text.as_str())
+}
+
 /// `mvn exec:exec -Dexec.executable=git -Dexec.args=push`: the exec
 /// plugin's `exec` goal runs any program, named in a property (or the
 /// pom), with arguments berth does not split. (`exec:java` runs the
@@ -254,6 +349,28 @@ const MAKE_PROGRAM_VARS: &[&str] = &[
     "DLLTOOL",
     "WINDRES",
 ];
+
+/// `cmake -E` commands whose operands are a command it runs.
+const CMAKE_E_RUNS: &[&str] = &[
+    "env",   // `cmake -E env [VAR=V]… cmd…`
+    "time",  // `cmake -E time cmd…`
+    "chdir", // `cmake -E chdir DIR cmd…`
+];
+
+/// `cmake -E env|time|chdir … cmd…` runs a command berth does not unwrap:
+/// opaque. (`cmake -E rm -rf` is judged by the deny templates.)
+pub(super) fn cmake(args: &[Arg]) -> Facts {
+    let Some(e) = args.iter().position(|a| a.is("-E")) else {
+        return Facts::default();
+    };
+    match args.get(e + 1) {
+        Some(c) if c.dynamic => Facts::opaque("`cmake -E` with a command computed at run time"),
+        Some(c) if CMAKE_E_RUNS.contains(&c.text.as_str()) => {
+            Facts::opaque(format!("`cmake -E {}` runs a command", c.text))
+        }
+        _ => Facts::default(),
+    }
+}
 
 /// GNU make's short options that take a value (attached or the next word);
 /// `-E` is `--eval`.

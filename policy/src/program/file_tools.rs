@@ -188,6 +188,12 @@ pub(super) fn find(argv: &[Arg]) -> Facts {
                 facts.opaque = Some(format!("`find {t}` without a command"));
                 return facts;
             }
+            // `find . -exec {} ;`, `-exec ./{} +`: the program is each file
+            // found, a name known only at run time (as `$X args`).
+            if argv[start].text.contains("{}") {
+                facts.opaque = Some(format!("`find {t}` runs each file it finds"));
+                return facts;
+            }
             let inner: Vec<Arg> = argv[start..end]
                 .iter()
                 .map(|w| {

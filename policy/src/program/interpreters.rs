@@ -328,7 +328,7 @@ fn options_for(name: &str) -> Option<&'static CodeOptions> {
         "perl" => &PERL,
         "ruby" | "irb" => &RUBY,
         "php" => &PHP,
-        "lua" | "luajit" => &LUA,
+        "lua" | "luajit" | "texlua" => &LUA, // texlua: LuaTeX's Lua interpreter
         "Rscript" | "R" => &R,
         "julia" => &JULIA,
         "osascript" => &OSASCRIPT,

@@ -13,9 +13,11 @@
 
 mod awk;
 mod build_tools;
+mod code_runners;
 mod compilers;
 mod editors;
 mod file_tools;
+mod foreign_shells;
 mod forge;
 mod git;
 mod interpreters;
@@ -110,6 +112,16 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
         *global = Some(None);
         return Facts::opaque(p.describe(first.basename()));
     }
+    // Where the tool's subcommand is, past its global options.
+    let norm_sub = match &sub {
+        Some(options::global::Sub::At { index, .. })
+            if !argv[*index].dynamic
+                && !matches!(argv[*index].basename(), "npm" | "pnpm" | "yarn" | "bun") =>
+        {
+            Some(*index)
+        }
+        _ => None,
+    };
     let norm = global.insert(sub.and_then(|sub| options::global::normalized_at(argv, sub)));
     match name {
         // Deny-template programs: every option known, or opaque.
@@ -140,7 +152,38 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
         "less" => editors::less(args),
         "vi" | "vim" | "nvim" | "view" | "ex" | "gvim" => editors::vi(name, args),
         "gdb" => editors::gdb(args),
-        "npm" | "pnpm" | "yarn" => build_tools::npm(name, args),
+        "lldb" => code_runners::lldb(args),
+        "ipython" | "ipython3" => code_runners::ipython(name, args),
+        "rake" => code_runners::rake(args),
+        "npm" | "pnpm" | "yarn" => {
+            let facts = build_tools::npm(name, args);
+            match norm_sub {
+                // `pnpm node -e …`, `pnpm sh -c …`: the word that is none of
+                // pnpm's commands is a program it runs (privileged/mod.rs).
+                Some(i)
+                    if facts.opaque.is_none()
+                        && name != "npm"
+                        && build_tools::may_run_as_program(&argv[i]) =>
+                {
+                    let inner = analyze(&argv[i..]);
+                    let wraps = !matches!(
+                        crate::wrapper::unwrap(&argv[i..]),
+                        crate::wrapper::Unwrap::NotAWrapper | crate::wrapper::Unwrap::Itself
+                    );
+                    if inner.opaque.is_some() {
+                        inner
+                    } else if wraps {
+                        Facts::opaque(format!(
+                            "`{name} {}` may run `{}` as a program, which runs another command",
+                            argv[i].text, argv[i].text
+                        ))
+                    } else {
+                        facts
+                    }
+                }
+                _ => facts,
+            }
+        }
         "cargo" => build_tools::cargo(args),
         "rustc" => build_tools::rustc(args),
         "go" => build_tools::go(args),
@@ -163,6 +206,8 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
             interpreter(name, argv)
         }
         "[[" => shell_builtins::cond(args),
+        _ if foreign_shells::is_foreign_shell(name) => foreign_shells::facts(name, args),
+        "cmake" => build_tools::cmake(args),
         _ => Facts::default(),
     }
 }
@@ -179,6 +224,10 @@ fn git_facts(argv: &[Arg], norm: Option<&[Arg]>) -> Facts {
 }
 
 fn interpreter(name: &str, argv: &[Arg]) -> Facts {
+    let module = code_runners::python_module(argv);
+    if module.opaque.is_some() {
+        return module;
+    }
     let as_written = interpreters::inline_code(name, &argv[1..]);
     if as_written.opaque.is_some() {
         return as_written;

@@ -104,7 +104,9 @@ pub fn check(seg: &Segment, home: &str, extra: &[Pattern]) -> Option<Hit> {
             "rsync" => rsync_delete(inv, &removal),
             "mv" => mv_away(inv, &removal),
             "kill" | "pkill" | "killall" => kill_all(inv),
-            "cmake" | "rimraf" => removal_by_other_name(inv, &removal),
+            "cmake" | "gio" => removal_by_other_name(inv, &removal),
+            "git" => removal::git_clean(inv, &removal),
+            _ if removal::REMOVERS.contains(&n) => removal_by_other_name(inv, &removal),
             _ => None,
         }
         .or_else(|| device_write(inv, &seg.cwd))

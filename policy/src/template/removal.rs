@@ -337,6 +337,109 @@ pub(super) fn system_guarded() -> Vec<String> {
 /// Recursive removal by another program's name: `cmake -E remove_directory
 /// D` and `cmake -E rm -r D` (its portable `rm -rf`), `rimraf D` (npm's):
 /// judged as `rm -rf` of the same operands.
+/// `git [-C D] [--work-tree=W] clean -f [-d] [-x] [paths]`: removes what
+/// git does not track below each path (the work tree when none), so in `/`
+/// or the home (a dotfiles repository) it is `rm -rf` of all that is not
+/// tracked there: judged as `rm -rf` of those paths. A dry run (`-n`)
+/// removes nothing.
+pub(super) fn git_clean(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    let mut dir = Arg::lit(".");
+    let mut work_tree: Option<Arg> = None;
+    let join = |base: &Arg, p: &Arg| -> Arg {
+        let text = if p.text.starts_with('/') {
+            p.text.clone()
+        } else {
+            format!("{}/{}", base.text, p.text)
+        };
+        Arg {
+            text,
+            dynamic: base.dynamic || p.dynamic,
+            ..p.clone()
+        }
+    };
+    let mut i = 1;
+    while let Some(a) = inv.get(i) {
+        let t = a.text.as_str();
+        if a.dynamic {
+            // `git $opt clean`: what the word is, only bash knows.
+            return None;
+        } else if t == "-C" {
+            dir = join(&dir, inv.get(i + 1)?);
+            i += 2;
+        } else if let Some(w) = t.strip_prefix("--work-tree=") {
+            work_tree = Some(join(
+                &dir,
+                &Arg {
+                    text: w.to_string(),
+                    ..a.clone()
+                },
+            ));
+            i += 1;
+        } else if t == "--work-tree" || t == "-c" || t == "--git-dir" || t == "--namespace" {
+            if t == "--work-tree" {
+                work_tree = Some(join(&dir, inv.get(i + 1)?));
+            }
+            i += 2;
+        } else if t.starts_with('-') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    if !inv.get(i)?.is("clean") {
+        return None;
+    }
+    let base = work_tree.unwrap_or(dir);
+    let mut force = false;
+    let mut paths = Vec::new();
+    let mut options_done = false;
+    let mut args = inv[i + 1..].iter();
+    while let Some(a) = args.next() {
+        let t = a.text.as_str();
+        if a.dynamic || options_done || !t.starts_with('-') || t == "-" {
+            paths.push(join(&base, a));
+        } else if t == "--" {
+            options_done = true;
+        } else if t == "--dry-run" || (!t.starts_with("--") && t.contains('n')) {
+            return None;
+        } else if t == "--force" || (!t.starts_with("--") && t.contains('f')) {
+            force = true;
+        } else if t == "-e" || t == "--exclude" {
+            args.next();
+        }
+    }
+    if !force {
+        return None;
+    }
+    if paths.is_empty() {
+        paths.push(base);
+    }
+    as_rm_rf("git clean", paths, r)
+}
+
+/// A removal by another program judged as `rm -rf -- operands…`, its
+/// finding named for the program.
+fn as_rm_rf(name: &str, operands: impl IntoIterator<Item = Arg>, r: &Removal<'_>) -> Option<Hit> {
+    let mut argv = vec![Arg::lit("rm"), Arg::lit("-rf"), Arg::lit("--")];
+    argv.extend(operands);
+    rm(&argv, r).map(|hit| match hit {
+        Hit::Deny(d) => Hit::Deny(format!("`{name}`: {d}")),
+        Hit::Maybe(m) => Hit::Maybe(format!("`{name}`: {m}")),
+    })
+}
+
+/// Programs that remove (or move to the trash) each operand with all
+/// below it: `rm -rf` by another name, judged as `rm -rf` of its operands.
+pub(super) const REMOVERS: &[&str] = &[
+    "rimraf",    // Node's `rm -rf`
+    "srm",       // secure-delete: overwrites, then removes (`-r` recurses)
+    "wipe",      // the same
+    "trash",     // trash-cli, macOS: moves a directory with all below it away
+    "trash-put", // trash-cli's own name
+    "rmtrash",
+    "gtrash",
+];
+
 pub(super) fn removal_by_other_name(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
     let name = inv.first()?.basename();
     let operands: Vec<Arg> = match name {
@@ -360,25 +463,58 @@ pub(super) fn removal_by_other_name(inv: &[Arg], r: &Removal<'_>) -> Option<Hit>
                 .cloned()
                 .collect()
         }
-        "rimraf" => inv[1..]
+        _ if REMOVERS.contains(&name) => inv[1..]
             .iter()
             .filter(|a| a.dynamic || !a.text.starts_with('-'))
             .cloned()
             .collect(),
+        // `gio trash|remove PATH…`: GNOME's file tool, a verb first.
+        "gio"
+            if inv
+                .get(1)
+                .is_some_and(|v| v.dynamic || v.is("trash") || v.is("remove")) =>
+        {
+            inv[2..]
+                .iter()
+                .filter(|a| a.dynamic || !a.text.starts_with('-'))
+                .cloned()
+                .collect()
+        }
         _ => return None,
     };
-    let mut argv = vec![Arg::lit("rm"), Arg::lit("-rf"), Arg::lit("--")];
-    argv.extend(operands);
-    rm(&argv, r).map(|hit| match hit {
-        Hit::Deny(d) => Hit::Deny(format!("`{name}`: {d}")),
-        Hit::Maybe(m) => Hit::Maybe(format!("`{name}`: {m}")),
-    })
+    as_rm_rf(name, operands, r)
 }
 
 /// `rsync --delete SRC /` (any `--del…` option): whatever the source lacks
 /// is removed from the destination, so into `/` or the home it is `rm -rf`
 /// of what is there by another name.
 pub(super) fn rsync_delete(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    rsync_removes_sources(inv, r).or_else(|| rsync_delete_into(inv, r))
+}
+
+/// `rsync --remove-source-files ~/ dest`: every file it sends is removed
+/// from the source, so a source of `/` or the home empties it (`--remove-s`
+/// and longer prefixes are the option too).
+fn rsync_removes_sources(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
+    let removes = inv.iter().skip(1).any(|a| {
+        !a.dynamic && {
+            let name = a.text.split('=').next().unwrap_or(&a.text);
+            name.len() >= "--remove-s".len() && "--remove-source-files".starts_with(name)
+        }
+    });
+    if !removes {
+        return None;
+    }
+    let ops = operands(inv);
+    let (_, sources) = ops.split_last()?;
+    as_rm_rf(
+        "rsync --remove-source-files",
+        sources.iter().map(|a| (*a).clone()),
+        r,
+    )
+}
+
+fn rsync_delete_into(inv: &[Arg], r: &Removal<'_>) -> Option<Hit> {
     let deletes = inv.iter().skip(1).any(|a| {
         !a.dynamic && {
             let name = a.text.split('=').next().unwrap_or(&a.text);

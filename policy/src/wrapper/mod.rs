@@ -20,6 +20,7 @@
 mod environment;
 mod privilege;
 mod process;
+mod rerun;
 mod runners;
 mod shells;
 
@@ -118,6 +119,7 @@ fn spec(name: &str) -> Option<Spec> {
     process::spec(name)
         .or_else(|| privilege::spec(name))
         .or_else(|| runners::spec(name))
+        .or_else(|| process::is_dynamic_loader(name).then_some(process::LOADER))
 }
 
 /// Unwraps one invocation: does `argv` wrap another command, and which?
@@ -131,11 +133,11 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
     let name = first.basename();
     match name {
         "env" => return environment::unwrap_env(argv),
-        "xargs" => return process::unwrap_xargs(argv),
-        "watch" => return process::unwrap_watch(argv),
+        "xargs" => return rerun::unwrap_xargs(argv),
+        "watch" => return rerun::unwrap_watch(argv),
         "eval" => return shells::unwrap_eval(argv),
         "trap" => return shells::unwrap_trap(argv),
-        "flock" => return process::unwrap_flock(argv),
+        "flock" => return rerun::unwrap_flock(argv),
         "su" => return privilege::unwrap_su(argv, false),
         "runuser" => return privilege::unwrap_su(argv, true),
         "script" => return shells::unwrap_script_cmd(argv),
@@ -211,11 +213,36 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
                 return unwrapped;
             }
         }
+        // `lxc|incus exec C [opts] -- cmd…`: the command runs in a system
+        // container, as under `docker exec`; without `--` it is not found.
+        // `crictl exec` and `ctr task exec` options are not modelled.
+        "lxc" | "incus" if argv.get(1).is_some_and(|a| a.is("exec")) => {
+            return match argv.iter().position(|a| a.is("--")) {
+                Some(i) if i + 1 < argv.len() => Unwrap::Command {
+                    start: i + 1,
+                    info: WrapInfo::default(),
+                },
+                _ => Unwrap::Opaque(format!("`{name} exec` runs a command berth cannot find")),
+            };
+        }
+        "crictl" | "ctr" if argv.iter().skip(1).take(2).any(|a| a.is("exec")) => {
+            return Unwrap::Opaque(format!(
+                "`{name} exec` runs a command with options berth does not follow"
+            ));
+        }
         "sg" => return privilege::unwrap_sg(argv),
         "hyperfine" => return runners::unwrap_hyperfine(argv),
         "cross-env" | "cross-env-shell" => return environment::unwrap_env(argv),
         "concurrently" => return runners::unwrap_concurrently(argv),
         "nodemon" => return runners::unwrap_nodemon(argv),
+        // File watchers and remote executors that run a command line,
+        // often one shell string, with options berth does not follow.
+        "watchexec" | "reflex" | "chokidar" | "onchange" | "watchman-make" | "watchmedo"
+        | "salt-call" => {
+            return Unwrap::Opaque(format!(
+                "`{name}` runs a command line with options berth does not follow"
+            ));
+        }
         "bwrap" | "proot" | "firejail" | "systemd-nspawn" | "pee" => {
             return Unwrap::Opaque(format!(
                 "`{name}` runs commands with options berth does not follow"

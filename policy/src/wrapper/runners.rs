@@ -260,6 +260,8 @@ pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
             ..NONE
         },
         ("yarn", "exec") => BARE,
+        // `yarn node ARGS` is `node ARGS` with the project's resolution.
+        ("yarn", "node") => return Some((BARE, sub_i)),
         ("bun", "x") => BUNX,
         ("pipx", "run") => Spec {
             opts: const {

@@ -92,6 +92,12 @@ pub fn is_shell(name: &str) -> bool {
             | "csh"
             | "pdksh"
             | "oksh"
+            | "loksh" // OpenBSD ksh, ported
+            | "lksh" // mksh's legacy mode
+            | "osh" // Oils' bash-compatible shell
+            | "hush" // BusyBox's hush, on its own
+            | "posh" // Debian's policy-compliant shell
+            | "bosh" // the Schily Bourne shell
     )
 }
 
