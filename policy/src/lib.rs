@@ -24,6 +24,7 @@ pub mod frame;
 pub mod glob_meet;
 pub mod invocation;
 mod json_spans;
+pub mod name_fold;
 pub mod network;
 pub mod options;
 pub mod path_words;

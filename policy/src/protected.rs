@@ -667,6 +667,7 @@ pub fn mentioned_in(word: &str) -> bool {
         from = i + 1;
     }
     may_be_system(word)
+        || crate::name_fold::may_fold(word)
         || UNDOTTED_PAIRS
             .iter()
             .any(|p| crate::substring::contains(word, p))
@@ -716,7 +717,7 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
             let hit = if is_glob {
                 crate::glob_meet::may_meet(&comp.to_ascii_lowercase(), name, !dotglob)
             } else {
-                comp.eq_ignore_ascii_case(name)
+                crate::name_fold::same_name(comp, name)
             };
             if hit {
                 return Some((name.to_string(), why));
@@ -728,7 +729,7 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
                 if c_glob {
                     crate::glob_meet::may_meet(&c.to_ascii_lowercase(), name, !dotglob)
                 } else {
-                    c.eq_ignore_ascii_case(name)
+                    crate::name_fold::same_name(c, name)
                 }
             };
             for (first, second, why) in PROTECTED_PAIRS {

@@ -1,0 +1,138 @@
+//! A path component as the file systems berth's hosts may sit on open it,
+//! for the protected names (`protected.rs`). git refuses these spellings
+//! of `.git` in a tree for the same reason (`is_hfs_dotgit`,
+//! `is_ntfs_dotgit` in git's `path.c`): a host that ignores case, HFS+'s
+//! ignorable code points or NTFS's trailing dots and spaces, or that
+//! answers to an 8.3 short name, opens `.GIT`, `.g\u{200c}it`, `.git. .`
+//! and `GIT~1` as `.git`. Comparing spellings byte for byte would let a
+//! write reach a protected place the decision did not see.
+
+/// Code points HFS+ ignores when it compares names, as git lists them
+/// (`next_hfs_char`), each with why it is invisible.
+const HFS_IGNORABLE: &[(char, &str)] = &[
+    ('\u{200c}', "zero width non-joiner"),
+    ('\u{200d}', "zero width joiner"),
+    ('\u{200e}', "left-to-right mark"),
+    ('\u{200f}', "right-to-left mark"),
+    ('\u{202a}', "left-to-right embedding"),
+    ('\u{202b}', "right-to-left embedding"),
+    ('\u{202c}', "pop directional formatting"),
+    ('\u{202d}', "left-to-right override"),
+    ('\u{202e}', "right-to-left override"),
+    ('\u{206a}', "inhibit symmetric swapping"),
+    ('\u{206b}', "activate symmetric swapping"),
+    ('\u{206c}', "inhibit Arabic form shaping"),
+    ('\u{206d}', "activate Arabic form shaping"),
+    ('\u{206e}', "national digit shapes"),
+    ('\u{206f}', "nominal digit shapes"),
+    ('\u{feff}', "zero width no-break space (byte order mark)"),
+];
+
+/// Whether a file system may open `comp` as the protected `name`: the
+/// same letters without case, once HFS+'s ignorable code points are
+/// dropped and NTFS's trailing dots and spaces are trimmed, or `name`'s
+/// NTFS 8.3 short name (`GIT~1` for `.git`, `CLAUDE~1` for `.claude`).
+pub fn same_name(comp: &str, name: &str) -> bool {
+    if comp.eq_ignore_ascii_case(name) {
+        return true;
+    }
+    // Most components are ASCII with no trailing dot or space and no `~`:
+    // nothing to fold.
+    if comp.is_ascii() && !comp.ends_with([' ', '.']) && !comp.contains('~') {
+        return false;
+    }
+    let kept: String = comp
+        .chars()
+        .filter(|c| !HFS_IGNORABLE.iter().any(|(i, _)| i == c))
+        .collect();
+    let trimmed = kept.trim_end_matches([' ', '.']);
+    trimmed.eq_ignore_ascii_case(name) || short_name(trimmed, name)
+}
+
+/// Whether `comp` may be `name`'s NTFS 8.3 short name: the name's letters
+/// without dots, at most six of them, `~` and a number, and an optional
+/// extension (`MCPJSO~1`, `MCP~1.JSO`) — every number, since which one a
+/// name got depends on what else the directory holds.
+fn short_name(comp: &str, name: &str) -> bool {
+    let Some((stem, tail)) = comp.split_once('~') else {
+        return false;
+    };
+    let (number, ext) = tail.split_once('.').unwrap_or((tail, "x"));
+    let ext_ok = (1..=3).contains(&ext.len()) && ext.bytes().all(|b| b.is_ascii_alphanumeric());
+    if stem.is_empty()
+        || number.is_empty()
+        || !ext_ok
+        || !number.bytes().all(|b| b.is_ascii_digit())
+    {
+        return false;
+    }
+    let letters: String = name.chars().filter(|c| *c != '.').collect();
+    let first = name.trim_start_matches('.');
+    let base: String = first.split('.').next().unwrap_or("").chars().collect();
+    // `.git` → `GIT`; `.mcp.json` → `MCPJSO` or `MCP`.
+    [letters, base].iter().any(|l| {
+        let prefix: String = l.chars().take(6).collect();
+        stem.len() <= prefix.len()
+            && stem.len() >= prefix.len().min(2)
+            && prefix
+                .get(..stem.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(stem))
+    })
+}
+
+/// Whether a word may hold a spelling [`same_name`] folds: a `~`, a
+/// non-ASCII byte, or a dot or space before a `/` or at the end.
+pub fn may_fold(word: &str) -> bool {
+    word.bytes().any(|b| b == b'~' || b >= 0x80)
+        || word.contains("./")
+        || word.contains(" /")
+        || word.ends_with(['.', ' '])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_what_git_refuses() {
+        let same = [
+            (".git", ".git"),
+            (".GIT", ".git"),
+            (".git.", ".git"),
+            (".git. . ", ".git"),
+            (".git ", ".git"),
+            (".g\u{200c}it", ".git"),
+            (".\u{feff}git", ".git"),
+            (".gi\u{206f}t.", ".git"),
+            ("git~1", ".git"),
+            ("GIT~12", ".git"),
+            ("CLAUDE~1", ".claude"),
+            ("VSCODE~1", ".vscode"),
+            ("MCPJSO~1", ".mcp.json"),
+            ("MCP~1.JSO", ".mcp.json"),
+            (".envrc.", ".envrc"),
+        ];
+        for (comp, name) in same {
+            assert!(same_name(comp, name), "{comp:?} should be {name}");
+            assert!(
+                may_fold(comp) || comp.eq_ignore_ascii_case(name),
+                "{comp:?} passes the cheap test"
+            );
+        }
+        let different = [
+            ("git", ".git"),
+            (".gitx", ".git"),
+            (".g\u{0301}it", ".git"),
+            (".gіt", ".git"),
+            ("~1", ".git"),
+            ("GIT~", ".git"),
+            ("GIT~x", ".git"),
+            ("src", ".git"),
+            ("GITHUB~1", ".git"),
+            ("login~5..feature", ".login"),
+        ];
+        for (comp, name) in different {
+            assert!(!same_name(comp, name), "{comp:?} is not {name}");
+        }
+    }
+}
