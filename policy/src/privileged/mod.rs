@@ -20,6 +20,7 @@ use scripts::{is_runner, named_script};
 use tables::{NPM_ABBREVIATED, READ_VERBS};
 
 mod by_name;
+mod container_run;
 mod containers;
 mod hosted;
 mod http;
