@@ -471,6 +471,16 @@ impl Decider<'_> {
                 None,
             );
         }
+        // Writing a block device is a deny template in every front end
+        // (POLICY.md, "Built-in deny templates"; point 12).
+        if tool == PathTool::Write && crate::template::is_block_device(&abs) {
+            self.raise(
+                Stage::DenyTemplate,
+                Verdict::Deny,
+                format!("writing {abs} meets the built-in deny template: writing a block device"),
+                None,
+            );
+        }
         if tool == PathTool::Write
             && let Some((name, why)) = crate::protected::why(&abs, false, false)
         {

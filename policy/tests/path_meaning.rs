@@ -347,6 +347,10 @@ fn file_actions_by_meaning() {
         ("file_write", "/work/CLAUDE~1/settings.json", &[], "host", ASK, Some(Stage::NeverAuto)),
         ("file_write", "/work/.envrc ", &[], "container", ASK, Some(Stage::NeverAuto)),
         ("file_write", "~/.bashrc.", &[], "container", ASK, Some(Stage::NeverAuto)),
+        // Writing a block device is a deny template in every front end.
+        ("file_write", "/dev/sda", &[], "container", DENY, Some(Stage::DenyTemplate)),
+        ("file_write", "/work/../dev//nvme0n1", &[], "host", DENY, Some(Stage::DenyTemplate)),
+        ("file_write", "/dev/null", &[], "container", AUTO, None),
         ("file_write", "/work/gitx~1/config", &[], "container", AUTO, None),
         ("file_write", "/work/.g\u{0456}t/config", &[], "container", AUTO, None),
         ("file_write", "/work/docs/v1.2./x", &[], "container", AUTO, None),
