@@ -275,6 +275,13 @@ const HOME_CODE: &[Row] = &[
     ("printf x >> .aider.conf.yml", Auto, Container, ASK),
     ("printf x >> .gemini/settings.json", Auto, Container, ASK),
     ("printf x >> .zed/tasks.json", Auto, Container, ASK),
+    // Spellings a host's file system opens as the protected name (name_fold.rs).
+    ("printf x > .git./hooks/pre-commit", Auto, Container, ASK),
+    ("cp hook GIT~1/hooks/pre-commit", Auto, Container, ASK),
+    ("tee .g\u{200c}it/config < x", Auto, Container, ASK),
+    ("printf x >> '.envrc '", Auto, Host, ASK),
+    ("printf x > src/notes~1.txt", Auto, Container, AUTO),
+    ("git revert feature/login~5..feature/login~2", Auto, Container, AUTO),
     ("printf x >> gradle.properties", Auto, Container, AUTO),
     ("printf x >> jest.config.js", Auto, Container, AUTO),
     ("printf x >> .github/workflows/ci.yml", Auto, Container, AUTO),
