@@ -36,9 +36,7 @@ pub fn same_name(comp: &str, name: &str) -> bool {
     if comp.eq_ignore_ascii_case(name) {
         return true;
     }
-    // Most components are ASCII with no trailing dot or space and no `~`:
-    // nothing to fold.
-    if comp.is_ascii() && !comp.ends_with([' ', '.']) && !comp.contains('~') {
+    if is_plain(comp) {
         return false;
     }
     let kept: String = comp
@@ -47,6 +45,14 @@ pub fn same_name(comp: &str, name: &str) -> bool {
         .collect();
     let trimmed = kept.trim_end_matches([' ', '.']);
     trimmed.eq_ignore_ascii_case(name) || short_name(trimmed, name)
+}
+
+/// Whether `comp` has nothing to fold — ASCII, with no trailing dot or
+/// space and no `~`, as most components are — so [`same_name`] is a
+/// comparison without case. A caller comparing one component with many
+/// names asks once.
+pub fn is_plain(comp: &str) -> bool {
+    comp.is_ascii() && !comp.ends_with([' ', '.']) && !comp.contains('~')
 }
 
 /// Whether `comp` may be `name`'s NTFS 8.3 short name: the name's letters
@@ -80,13 +86,37 @@ fn short_name(comp: &str, name: &str) -> bool {
     })
 }
 
-/// Whether a word may hold a spelling [`same_name`] folds: a `~`, a
-/// non-ASCII byte, or a dot or space before a `/` or at the end.
+/// Whether a word may hold a spelling [`same_name`] folds: a non-ASCII
+/// byte, an 8.3 short name's `~` between a letter or digit and a digit
+/// (`GIT~1`), or dots and spaces ending a component after a name
+/// (`.git./`, `.envrc.` at the end) — not `./` or `../`, which are common
+/// and fold to nothing, so they cost the decision nothing more.
 pub fn may_fold(word: &str) -> bool {
-    word.bytes().any(|b| b == b'~' || b >= 0x80)
-        || word.contains("./")
-        || word.contains(" /")
-        || word.ends_with(['.', ' '])
+    let b = word.as_bytes();
+    if b.iter().any(|&c| c >= 0x80) {
+        return true;
+    }
+    if b.windows(3)
+        .any(|w| w[0].is_ascii_alphanumeric() && w[1] == b'~' && w[2].is_ascii_digit())
+    {
+        return true;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'.' && b[i] != b' ' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i] == b'.' || b[i] == b' ') {
+            i += 1;
+        }
+        let ends_component = i == b.len() || b[i] == b'/';
+        if ends_component && start > 0 && b[start - 1] != b'/' {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -133,6 +163,34 @@ mod tests {
         ];
         for (comp, name) in different {
             assert!(!same_name(comp, name), "{comp:?} is not {name}");
+        }
+    }
+
+    #[test]
+    fn the_cheap_test_lets_common_words_through_and_no_folded_spelling() {
+        for word in [
+            "./gradlew",
+            "../x",
+            "src/../lib",
+            "a/./b",
+            "~/notes.txt",
+            "x.tar.gz",
+            "HEAD",
+            ".",
+            "..",
+            "-",
+        ] {
+            assert!(!may_fold(word), "{word:?} costs nothing more");
+        }
+        for word in [
+            "dir/.git./hooks/x",
+            "x/.envrc.",
+            ".git. ./config",
+            "sub/GIT~1/config",
+            "HEAD~3",
+            "caf\u{e9}",
+        ] {
+            assert!(may_fold(word), "{word:?} is looked at");
         }
     }
 }

@@ -709,15 +709,27 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
         return Some(hit);
     }
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    // Compared as a host's file system opens them (`name_fold.rs`): without
+    // case — a case-insensitive host (macOS) opens `.GIT/config` as
+    // `.git/config` — and, for a component with anything to fold, folded.
+    let same = |c: &str, plain: bool, name: &str| {
+        if plain {
+            c.eq_ignore_ascii_case(name)
+        } else {
+            crate::name_fold::same_name(c, name)
+        }
+    };
+    let plain: Vec<bool> = comps
+        .iter()
+        .map(|c| crate::name_fold::is_plain(c))
+        .collect();
     for (i, comp) in comps.iter().enumerate() {
         let is_glob = glob && comp.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
         for (name, why) in PROTECTED {
-            // Compared without case: a host on a case-insensitive file
-            // system (macOS) opens `.GIT/config` as `.git/config`.
             let hit = if is_glob {
                 crate::glob_meet::may_meet(&comp.to_ascii_lowercase(), name, !dotglob)
             } else {
-                crate::name_fold::same_name(comp, name)
+                same(comp, plain[i], name)
             };
             if hit {
                 return Some((name.to_string(), why));
@@ -725,15 +737,17 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
         }
         if let Some(next) = comps.get(i + 1) {
             let next_glob = glob && next.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
-            let meets = |c: &str, c_glob: bool, name: &str| {
+            let meets = |c: &str, c_glob: bool, c_plain: bool, name: &str| {
                 if c_glob {
                     crate::glob_meet::may_meet(&c.to_ascii_lowercase(), name, !dotglob)
                 } else {
-                    crate::name_fold::same_name(c, name)
+                    same(c, c_plain, name)
                 }
             };
             for (first, second, why) in PROTECTED_PAIRS {
-                if meets(comp, is_glob, first) && meets(next, next_glob, second) {
+                if meets(comp, is_glob, plain[i], first)
+                    && meets(next, next_glob, plain[i + 1], second)
+                {
                     return Some((format!("{first}/{second}"), why));
                 }
             }
