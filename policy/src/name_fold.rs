@@ -92,28 +92,32 @@ fn short_name(comp: &str, name: &str) -> bool {
 /// (`.git./`, `.envrc.` at the end) — not `./` or `../`, which are common
 /// and fold to nothing, so they cost the decision nothing more.
 pub fn may_fold(word: &str) -> bool {
+    // One pass: most words hold none of `~`, `.`, ` ` or a non-ASCII byte.
     let b = word.as_bytes();
-    if b.iter().any(|&c| c >= 0x80) {
-        return true;
-    }
-    if b.windows(3)
-        .any(|w| w[0].is_ascii_alphanumeric() && w[1] == b'~' && w[2].is_ascii_digit())
-    {
-        return true;
-    }
     let mut i = 0;
     while i < b.len() {
-        if b[i] != b'.' && b[i] != b' ' {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && (b[i] == b'.' || b[i] == b' ') {
-            i += 1;
-        }
-        let ends_component = i == b.len() || b[i] == b'/';
-        if ends_component && start > 0 && b[start - 1] != b'/' {
-            return true;
+        match b[i] {
+            0x80.. => return true,
+            b'~' => {
+                if i > 0
+                    && b[i - 1].is_ascii_alphanumeric()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit)
+                {
+                    return true;
+                }
+                i += 1;
+            }
+            b'.' | b' ' => {
+                let start = i;
+                while i < b.len() && (b[i] == b'.' || b[i] == b' ') {
+                    i += 1;
+                }
+                let ends_component = i == b.len() || b[i] == b'/';
+                if ends_component && start > 0 && b[start - 1] != b'/' {
+                    return true;
+                }
+            }
+            _ => i += 1,
         }
     }
     false
