@@ -502,6 +502,7 @@ async fn run() {
         backend.down(&project, &format!("c{i}")).await.unwrap();
     }
     backend.down(&project, "warm").await.unwrap();
+    backend.down(&project, "agent").await.unwrap();
     let left = backend.list_berths(Some(&project)).await.unwrap().len();
     println!("| metric | value |\n|---|---|");
     println!("| commands | 1000 (20 berths × 50) |");
