@@ -570,7 +570,9 @@
     cells.forEach(function (c, i) {
       const td = document.createElement('td');
       if (i === 2) { td.className = 'type'; }
-      if (i === 4 && e.action) {
+      // A link only to a step on the page (a pipeline shows each step's
+      // last run; a new action's step comes with the next refresh).
+      if (i === 4 && e.action && document.getElementById('step-' + e.action)) {
         const a = document.createElement('a');
         a.href = '#step-' + encodeURIComponent(e.action);
         a.textContent = c;

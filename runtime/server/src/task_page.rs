@@ -7,7 +7,7 @@
 //! Rendered on the server like the approvals ([`crate::page`]): every value
 //! through [`esc`], every output clamped with "show all".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use berth_engine::{
@@ -79,7 +79,18 @@ pub fn render_task(v: &TaskView<'_>) -> String {
     o.push_str("</div></section>");
 
     o.push_str(&crate::pr_panel::render_prs(v.prs));
-    o.push_str(&timeline(v));
+    let shown = shown_steps(v);
+    o.push_str(&timeline(v, &shown));
+    // An event's action links to its step only when the step is on the page
+    // (a pipeline shows each step's last run; an action may come after the
+    // steps were read).
+    let on_page: HashSet<&str> = shown
+        .iter()
+        .filter_map(|s| match s {
+            Shown::Ran(a) => Some(a.id.as_str()),
+            Shown::NotRun(_) => None,
+        })
+        .collect();
 
     if let Some((agent, report)) = v.agent {
         o.push_str("<section id=\"task-agent\"><h2>Its agent</h2>");
@@ -93,7 +104,7 @@ pub fn render_task(v: &TaskView<'_>) -> String {
          <th scope=\"col\">action</th><th scope=\"col\">status</th></tr></thead><tbody id=\"events\">",
     );
     for e in v.events {
-        o.push_str(&event_row(e));
+        o.push_str(&event_row(e, &on_page));
     }
     o.push_str("</tbody></table></section>");
     o
@@ -164,9 +175,36 @@ fn mode_words(mode: ExecutionMode) -> &'static str {
     }
 }
 
+/// What one line of the timeline shows.
+enum Shown<'a> {
+    /// The action that ran the step (an agent task's: each action).
+    Ran(&'a ActionRecord),
+    /// A pipeline's declared command, not run yet.
+    NotRun(&'a str),
+}
+
 /// The steps: a pipeline's declared steps, each with the action that ran
 /// it last; an agent task's actions in order.
-fn timeline(v: &TaskView<'_>) -> String {
+fn shown_steps<'a>(v: &TaskView<'a>) -> Vec<Shown<'a>> {
+    match &v.task.steps {
+        Some(steps) => steps
+            .iter()
+            .map(|step| {
+                v.actions
+                    .iter()
+                    .rev()
+                    .find(|a| {
+                        matches!(&a.action, Action::Terminal { command } if *command == step.command)
+                    })
+                    .map_or(Shown::NotRun(&step.command), Shown::Ran)
+            })
+            .collect(),
+        None => v.actions.iter().map(Shown::Ran).collect(),
+    }
+}
+
+/// The timeline of [`shown_steps`].
+fn timeline(v: &TaskView<'_>, shown: &[Shown<'_>]) -> String {
     let mut o = String::from("<section id=\"timeline\"><h2>Steps</h2><ol class=\"timeline\">");
     let mut events: HashMap<&str, Vec<&Event>> = HashMap::new();
     for e in v.events {
@@ -174,32 +212,20 @@ fn timeline(v: &TaskView<'_>) -> String {
             events.entry(a).or_default().push(e);
         }
     }
-    match &v.task.steps {
-        Some(steps) => {
-            for (i, step) in steps.iter().enumerate() {
-                let ran = v.actions.iter().rev().find(|a| {
-                    matches!(&a.action, Action::Terminal { command } if *command == step.command)
-                });
-                match ran {
-                    Some(a) => o.push_str(&step_item(i + 1, a, &events, v.now_ms)),
-                    None => {
-                        let _ = write!(
-                            o,
-                            "<li class=\"step\" data-status=\"not_run\"><div class=\"step-head\"><span class=\"n\">{n}</span> \
-                             <span class=\"status\">not run yet</span></div>{code}</li>",
-                            n = i + 1,
-                            code = card::code_block("", &step.command, "", "what"),
-                        );
-                    }
-                }
-            }
-        }
-        None => {
-            if v.actions.is_empty() {
-                o.push_str("<li class=\"empty\">No step yet: the agent has proposed nothing.</li>");
-            }
-            for (i, a) in v.actions.iter().enumerate() {
-                o.push_str(&step_item(i + 1, a, &events, v.now_ms));
+    if v.task.steps.is_none() && v.actions.is_empty() {
+        o.push_str("<li class=\"empty\">No step yet: the agent has proposed nothing.</li>");
+    }
+    for (i, step) in shown.iter().enumerate() {
+        match step {
+            Shown::Ran(a) => o.push_str(&step_item(i + 1, a, &events, v.now_ms)),
+            Shown::NotRun(command) => {
+                let _ = write!(
+                    o,
+                    "<li class=\"step\" data-status=\"not_run\"><div class=\"step-head\"><span class=\"n\">{n}</span> \
+                     <span class=\"status\">not run yet</span></div>{code}</li>",
+                    n = i + 1,
+                    code = card::code_block("", command, "", "what"),
+                );
             }
         }
     }
@@ -338,7 +364,7 @@ fn output(a: &ActionRecord) -> String {
     }
 }
 
-fn event_row(e: &Event) -> String {
+fn event_row(e: &Event, on_page: &HashSet<&str>) -> String {
     let status = e
         .payload
         .get("status")
@@ -347,7 +373,10 @@ fn event_row(e: &Event) -> String {
     let action = e
         .action
         .as_deref()
-        .map(|a| format!("<a href=\"#step-{}\">{}</a>", seg(a), esc(ids::short(a))))
+        .map(|a| match on_page.contains(a) {
+            true => format!("<a href=\"#step-{}\">{}</a>", seg(a), esc(ids::short(a))),
+            false => esc(ids::short(a)),
+        })
         .unwrap_or_default();
     format!(
         "<tr class=\"event\" id=\"event-{id}\" data-event-id=\"{id}\"><td>{id}</td><td>{at}</td><td class=\"type\">{kind}</td>\
@@ -358,4 +387,95 @@ fn event_row(e: &Event) -> String {
         actor = esc(&e.actor.to_string()),
         status = esc(status),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use berth_engine::{Actor, PipelineStep};
+
+    use super::*;
+
+    /// An executed `command` of agent dev-1, as the store would hold it.
+    fn ran(id: &str, command: &str) -> ActionRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "idempotency_key": id, "agent": "dev-1", "project": "demo",
+            "task": "t1", "action": {"type": "terminal", "command": command}, "params": {},
+            "decision": {"verdict": "auto_approve", "stage": "allow_rule", "reason": "allowed",
+                         "autonomy": {"mode": "require_approval", "origin": "wildcard"},
+                         "segments": [], "findings": [], "lifted": []},
+            "created_status": "auto_approved", "status": "executed", "hold_reason": null,
+            "proposer": {"kind": "agent", "id": "dev-1"}, "decided_by": null,
+            "decided_at": null, "executor": null, "result": null, "diagnostic": null,
+            "created_at": 0, "updated_at": 0
+        }))
+        .unwrap()
+    }
+
+    fn event_of(id: i64, action: &str) -> Event {
+        Event {
+            id,
+            at: 0,
+            kind: "action.executed".into(),
+            actor: Actor::agent("dev-1"),
+            project: None,
+            agent: None,
+            task: None,
+            action: Some(action.into()),
+            payload: serde_json::json!({}),
+        }
+    }
+
+    fn task(steps: Option<Vec<PipelineStep>>) -> Task {
+        serde_json::from_value(serde_json::json!({
+            "id": "t1", "project": "demo", "title": "t", "status": "in_progress",
+            "agent": "dev-1", "diagnosis": null, "execution_mode": null,
+            "steps": steps, "write": false, "parent": null, "source": "user",
+            "tags": [], "archived_at": null, "created_at": 0, "updated_at": 0
+        }))
+        .unwrap()
+    }
+
+    fn page(task: &Task, actions: &[ActionRecord], events: &[Event]) -> String {
+        let extras = HashMap::new();
+        render_task(&TaskView {
+            prs: &[],
+            task,
+            actions,
+            events,
+            project_mode: berth_engine::ExecutionMode::Review,
+            agent: None,
+            now_ms: 0,
+            extras: &extras,
+        })
+    }
+
+    #[test]
+    fn an_event_links_to_its_step_only_when_the_step_is_on_the_page() {
+        // A pipeline step run twice shows its last run: the first run's
+        // event names its action without a link to nowhere; an action the
+        // steps were read without (it came after) has no link either.
+        let steps: Vec<PipelineStep> =
+            serde_json::from_value(serde_json::json!([{"command": "make test"}])).unwrap();
+        let pipeline = task(Some(steps));
+        let actions = [ran("aaaa1111", "make test"), ran("bbbb2222", "make test")];
+        let events = [
+            event_of(1, "aaaa1111"),
+            event_of(2, "bbbb2222"),
+            event_of(3, "cccc3333"),
+        ];
+        let html = page(&pipeline, &actions, &events);
+        assert!(html.contains("id=\"step-bbbb2222\""), "{html}");
+        assert!(html.contains("href=\"#step-bbbb2222\""), "{html}");
+        for gone in ["aaaa1111", "cccc3333"] {
+            assert!(!html.contains(&format!("id=\"step-{gone}\"")), "{html}");
+            assert!(!html.contains(&format!("href=\"#step-{gone}\"")), "{html}");
+            assert!(html.contains(&format!("<td>{gone}</td>")), "{html}");
+        }
+        // An agent task shows every action as a step: each is linked.
+        let html = page(&task(None), &actions, &events[..2]);
+        for id in ["aaaa1111", "bbbb2222"] {
+            assert!(html.contains(&format!("href=\"#step-{id}\"")), "{html}");
+        }
+    }
 }
