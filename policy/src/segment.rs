@@ -21,6 +21,10 @@ use crate::shell::parser::{MAX_DEPTH, parse_at_depth};
 use crate::shell::word::{self, Value};
 use crate::wrapper::{self, Unwrap};
 
+/// Why a word whose expansion evaluates text as code makes its segment
+/// opaque.
+const CODE_IN_WORD: &str = "bash evaluates text as code here (arithmetic over variables, an array subscript, `${!x}`, `${x@P}` or a `${x:offset}`: a variable can hold `$(…)` that bash runs)";
+
 /// Most directories tracked as possible cwds before giving up.
 const MAX_CWDS: usize = 8;
 /// Most wrappers seen through in one command.
@@ -529,10 +533,12 @@ impl<'h> Walker<'h> {
             }
             Compound::Case { subject, arms } => {
                 self.walk_nested(&subject.parts, &state);
+                self.evaluated_code(&subject.parts, &state);
                 let mut outs = vec![state.clone()];
                 for arm in arms {
                     for p in &arm.patterns {
                         self.walk_nested(&p.parts, &state);
+                        self.evaluated_code(&p.parts, &state);
                     }
                     outs.push(self.walk_list(&arm.body, state.clone()));
                 }
@@ -544,12 +550,18 @@ impl<'h> Walker<'h> {
             }
             Compound::Cond(words) => {
                 let mut args = vec![Arg::lit("[[")];
+                let mut code = false;
                 for w in words {
                     self.walk_nested(&w.parts, &state);
-                    args.extend(self.eval_word(w).0);
+                    let (a, v) = self.eval_word(w);
+                    code |= v.arith_vars;
+                    args.extend(a);
                 }
                 args.push(Arg::lit("]]"));
                 let mut seg = Segment::new(&state);
+                if code {
+                    seg.set_opaque(CODE_IN_WORD);
+                }
                 let facts = program::analyze(&args);
                 if let Some(r) = facts.opaque {
                     seg.set_opaque(r);
@@ -571,6 +583,19 @@ impl<'h> Walker<'h> {
             seg.set_opaque("arithmetic over variables (a variable can hold `$(…)` that bash runs)");
         }
         self.push(seg);
+    }
+
+    /// A segment of its own, opaque, when expanding `parts` makes bash
+    /// evaluate text as code (`${x@P}`, `${!x}`, `${a[i]}`, `${x:i}`,
+    /// arithmetic over variables) — for the words no command's segment
+    /// holds: a `case` subject or pattern, an unquoted heredoc's body.
+    fn evaluated_code(&mut self, parts: &[Part], state: &State) {
+        if word::arith_vars_in(parts) {
+            let mut seg = Segment::new(state);
+            seg.kind = SegKind::NotACommand;
+            seg.set_opaque(CODE_IN_WORD);
+            self.push(seg);
+        }
     }
 
     /// Walks command lists nested in word parts (`$(…)`, `<(…)`, …): each is
@@ -646,6 +671,9 @@ impl<'h> Walker<'h> {
                 }
                 RedirTarget::HereDoc(doc) => {
                     self.walk_nested(&doc.parts, state);
+                    if word::arith_vars_in(&doc.parts) {
+                        seg.set_opaque(CODE_IN_WORD);
+                    }
                     if r.fd.is_none() || r.fd == Some(0) {
                         seg.stdin = Stdin::HereDoc;
                     }
@@ -725,9 +753,7 @@ impl<'h> Walker<'h> {
             }
             let (a, v) = self.eval_word(w);
             if v.arith_vars {
-                seg.set_opaque(
-                    "bash evaluates text as code here (arithmetic over variables, an array subscript, `${!x}` or `${x@P}`: a variable can hold `$(…)` that bash runs)",
-                );
+                seg.set_opaque(CODE_IN_WORD);
             }
             if i == 0 {
                 name_value = Some(v);

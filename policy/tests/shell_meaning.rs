@@ -128,6 +128,16 @@ const EVALUATED_TEXT: &[Row] = &[
     ("echo \"${x:-'$(rm -rf x)'}\"", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
     ("((rm -rf /work/src) )", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
     ("((ls) )", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    // A `${x:offset:length}` is arithmetic; so is every word a `case`, a
+    // `[[ ]]` or an unquoted heredoc expands, whatever segment holds it.
+    ("echo ${x:i}", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo ${x:1:'a[$(git push origin main)]'}", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo \"${a[@]:$i}\"", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("case ${x@P} in *) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("case x in ${!y}) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("case $(( a['$(git push origin main)'] )) in *) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("[[ ${a[i]} == 1 ]]", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("cat <<EOF\n${x@P}\nEOF", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // Negative: literal subscripts, plain names and quotes stay analysable.
     ("echo ${a[0]} ${a[@]} ${#a[@]} ${!a[@]}", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("read -r line < f", EVERYDAY, &[], &[], Manual, Container, AUTO),
@@ -140,6 +150,9 @@ const EVALUATED_TEXT: &[Row] = &[
     ("echo \"${x:-default}\"", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("[[ -v HOME ]] && echo y", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("unset a b", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("echo ${x: -1} ${x:1:2} \"${a[@]:0:3}\" ${x:-d} ${x:=d} ${x:+y}", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("case $1 in -h) echo help ;; esac; [[ $x == y ]]", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("cat <<EOF\n${HOME:0:5} $USER\nEOF", EVERYDAY, &[], &[], Manual, Container, AUTO),
 ];
 
 #[rustfmt::skip]
@@ -381,6 +394,13 @@ const BASH_EVALUATES: &[&str] = &[
     "a=(['$(mk1)']=1)",
     "i='x[$(mk1)]'; declare -a c=([i]=2)",
     "x='a[$(mk1)]'; [[ x -eq 1 ]]",
+    "i='a[$(mk1)]'; x=abc; echo ${x:i}",
+    "i='a[$(mk1)]'; x=abc; echo ${x:0:i}",
+    "x=abc; echo ${x:'a[$(mk1)]'}",
+    "i='a[$(mk1)]'; case ${b[i]} in *) ;; esac",
+    "x='$(mk1)'; case y in \"${x@P}\") ;; esac",
+    "x='$(mk1)'; [[ ${x@P} ]]",
+    "x='$(mk1)'; cat <<EOF\n${x@P}\nEOF",
 ];
 
 #[test]
