@@ -1350,9 +1350,10 @@ impl<'a> Parser<'a> {
             let mut after = self.src.len();
             let mut line_start = self.pos;
             while line_start < self.src.len() {
-                let line_end = crate::substring::find_byte(b'\n', &self.src[line_start..])
-                    .map_or(self.src.len(), |n| line_start + n);
-                let mut line = &self.src[line_start..line_end];
+                // As bash compares it: continuations joined when unquoted.
+                let (logical, line_end) =
+                    super::heredoc::logical_line(self.src, line_start, !doc.quoted);
+                let mut line: &[u8] = &logical;
                 if doc.strip_tabs {
                     while line.first() == Some(&b'\t') {
                         line = &line[1..];
