@@ -138,6 +138,9 @@ const EVALUATED_TEXT: &[Row] = &[
     ("case $(( a['$(git push origin main)'] )) in *) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("[[ ${a[i]} == 1 ]]", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("cat <<EOF\n${x@P}\nEOF", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // A descriptor variable's subscript (`{a[i]}>f` stores the descriptor).
+    ("echo x {a['$(git push origin main)']}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo x {a[i]}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // Negative: literal subscripts, plain names and quotes stay analysable.
     ("echo ${a[0]} ${a[@]} ${#a[@]} ${!a[@]}", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("read -r line < f", EVERYDAY, &[], &[], Manual, Container, AUTO),
@@ -153,6 +156,7 @@ const EVALUATED_TEXT: &[Row] = &[
     ("echo ${x: -1} ${x:1:2} \"${a[@]:0:3}\" ${x:-d} ${x:=d} ${x:+y}", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("case $1 in -h) echo help ;; esac; [[ $x == y ]]", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("cat <<EOF\n${HOME:0:5} $USER\nEOF", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("echo x {fd}>out.txt {a[1]}>>log.txt; echo {a,b}>x.txt", EVERYDAY, &[], &[], Manual, Container, AUTO),
 ];
 
 #[rustfmt::skip]
@@ -401,6 +405,8 @@ const BASH_EVALUATES: &[&str] = &[
     "x='$(mk1)'; case y in \"${x@P}\") ;; esac",
     "x='$(mk1)'; [[ ${x@P} ]]",
     "x='$(mk1)'; cat <<EOF\n${x@P}\nEOF",
+    "echo x {a['$(mk1)']}>/dev/null",
+    "i='b[$(mk1)]'; echo x {a[i]}>/dev/null",
 ];
 
 #[test]

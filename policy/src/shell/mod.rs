@@ -7,6 +7,7 @@
 
 pub mod ast;
 pub mod brace;
+mod fd_var;
 mod heredoc;
 pub mod parser;
 pub mod word;

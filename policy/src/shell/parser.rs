@@ -1137,16 +1137,14 @@ impl<'a> Parser<'a> {
                 .and_then(|s| s.parse().ok());
             self.pos = i;
         } else if self.peek() == Some(b'{') {
-            // `{var}>file`
-            let mut j = self.pos + 1;
-            while self.src.get(j).is_some_and(|&b| is_name_char(b)) {
-                j += 1;
-            }
-            if j > self.pos + 1
-                && self.src.get(j) == Some(&b'}')
-                && matches!(self.src.get(j + 1), Some(b'<') | Some(b'>'))
-            {
-                self.pos = j + 1;
+            // `{var}>file`, `{a[i]}>file`
+            if let Some((end, code)) = super::fd_var::scan(self.src, self.pos, is_meta) {
+                if code {
+                    self.fail(
+                        "a descriptor variable `{NAME[…]}` whose subscript bash evaluates as code",
+                    );
+                }
+                self.pos = end;
             }
         }
         let op = if self.starts_with(b"<<<") {
@@ -2094,7 +2092,7 @@ fn subscript_spans_words(raw: &[u8]) -> bool {
 /// Whether `raw` (an assignment word as written) starts `NAME[sub]` with a
 /// subscript bash evaluates into code: `$`, a backquote or a name in it,
 /// quoted or not. A subscript whose end cannot be found counts as code.
-fn subscript_is_code(raw: &[u8]) -> bool {
+pub(super) fn subscript_is_code(raw: &[u8]) -> bool {
     let name = raw.iter().take_while(|&&b| is_name_char(b)).count();
     if raw.get(name) != Some(&b'[') {
         return false;
