@@ -209,6 +209,10 @@ const VARIABLES_THAT_RUN: &[Row] = &[
     ("PAGER=./x git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("PROMPT_COMMAND=./x bash -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("IFS=/ git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("HISTFILE=~/.bashrc history -w", EVERYDAY, &[], &[], AutoMode, Host, ASK),
+    ("export HISTFILE=./x; history -a", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("BASH_CMDS=([ls]=/bin/rm); ls -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("EXECIGNORE=/usr/bin/git git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // Negative: ordinary variables set by builtins are fine.
     ("read -r name <<< x; echo $name", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("export NODE_ENV=test; ls", EVERYDAY, &[], &[], Manual, Container, AUTO),
