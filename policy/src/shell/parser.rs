@@ -33,6 +33,19 @@ pub struct Script {
 
 /// Parses a whole command line. Total: never panics, linear in the input.
 pub fn parse(src: &[u8]) -> Script {
+    // A NUL byte cannot reach bash in a `-c` argument, and bash drops it when
+    // it reads a script file (`g⁰it` runs `git`): no shell runs the line as
+    // written. What comes before it is judged; the line is opaque.
+    if let Some(n) = crate::substring::find_byte(0, src) {
+        let mut script = parse_at_depth(&src[..n], 0);
+        if script.error.is_none() {
+            script.error = Some(ParseError {
+                offset: n,
+                message: "a NUL byte in the command line".to_string(),
+            });
+        }
+        return script;
+    }
     parse_at_depth(src, 0)
 }
 
