@@ -157,6 +157,7 @@ const EVALUATED_TEXT: &[Row] = &[
     ("case $1 in -h) echo help ;; esac; [[ $x == y ]]", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("cat <<EOF\n${HOME:0:5} $USER\nEOF", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("echo x {fd}>out.txt {a[1]}>>log.txt; echo {a,b}>x.txt", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("compgen -W 'start stop' -- st; fc -l; wait -p pid; printf \"$fmt\" x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
 ];
 
 #[rustfmt::skip]
@@ -213,6 +214,15 @@ const VARIABLES_THAT_RUN: &[Row] = &[
     ("export HISTFILE=./x; history -a", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("BASH_CMDS=([ls]=/bin/rm); ls -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("EXECIGNORE=/usr/bin/git git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // Builtins that run code or set a variable, however spelled.
+    ("compgen -C 'git push origin main' x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("compgen -W '$(git push origin main)' x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("compgen -F f x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("fc -s", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("fc -e - ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("wait -p 'a[$(git push origin main)]'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("wait -np PATH", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("printf -vx[$(echo 1)] x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // Negative: ordinary variables set by builtins are fine.
     ("read -r name <<< x; echo $name", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("export NODE_ENV=test; ls", EVERYDAY, &[], &[], Manual, Container, AUTO),
@@ -411,6 +421,9 @@ const BASH_EVALUATES: &[&str] = &[
     "x='$(mk1)'; cat <<EOF\n${x@P}\nEOF",
     "echo x {a['$(mk1)']}>/dev/null",
     "i='b[$(mk1)]'; echo x {a[i]}>/dev/null",
+    "compgen -W '$(mk1)' x",
+    "compgen -C mk1 x",
+    "( : ) & wait -n -p 'a[$(mk1)]'",
 ];
 
 #[test]

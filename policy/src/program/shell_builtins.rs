@@ -144,21 +144,15 @@ pub(super) fn sets_variables(name: &str, args: &[Arg]) -> Facts {
             i += 1;
             continue;
         }
-        if !options_done && !a.dynamic && t.len() > 1 && t.starts_with('-') {
+        // A dynamic word whose written start is an option is one:
+        // `printf -v"a[$(cmd)]" x` names a dynamic variable.
+        if !options_done && t.len() > 1 && t.starts_with('-') && (!a.dynamic || i == 0) {
             let bytes = t.as_bytes();
             let mut j = 1;
             while j < bytes.len() {
                 let c = bytes[j];
                 if value_opts.contains(&c) {
-                    let value = if j + 1 < bytes.len() {
-                        Some(Arg {
-                            text: t[j + 1..].to_string(),
-                            ..a.clone()
-                        })
-                    } else {
-                        i += 1;
-                        args.get(i).cloned()
-                    };
+                    let value = option_value(args, &mut i, j);
                     if matches!(name, "mapfile" | "readarray") && c == b'C' {
                         return Facts::opaque(format!("`{name} -C` runs a callback command"));
                     }
@@ -255,6 +249,105 @@ pub(super) fn cond(args: &[Arg]) -> Facts {
                     return Facts::opaque("`[[ -eq ]]` evaluates arithmetic over variables");
                 }
             }
+        }
+    }
+    Facts::default()
+}
+
+/// The value of the option letter at byte `j` of `args[*i]`: the rest of
+/// the word, or the next argument (then `*i` moves to it).
+fn option_value(args: &[Arg], i: &mut usize, j: usize) -> Option<Arg> {
+    let a = &args[*i];
+    if j + 1 < a.text.len() {
+        Some(Arg {
+            text: a.text[j + 1..].to_string(),
+            ..a.clone()
+        })
+    } else {
+        *i += 1;
+        args.get(*i).cloned()
+    }
+}
+
+/// `compgen` runs code: `-C command`, `-F function`, and the `-W`
+/// wordlist, which it expands again (`compgen -W '$(cmd)'` runs `cmd`).
+/// (`complete` only registers them for an interactive shell's completion.)
+pub(super) fn compgen(args: &[Arg]) -> Facts {
+    const VALUE: &[u8] = b"AGWCFXPSo";
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let t = a.text.as_str();
+        if t == "--" || !t.starts_with('-') {
+            break;
+        }
+        if a.dynamic {
+            return Facts::opaque("`compgen` with a dynamic option");
+        }
+        for (j, c) in t.bytes().enumerate().skip(1) {
+            if !VALUE.contains(&c) {
+                continue;
+            }
+            let value = option_value(args, &mut i, j);
+            match c {
+                b'C' | b'F' => {
+                    return Facts::opaque(format!(
+                        "`compgen -{}` runs a command or function",
+                        c as char
+                    ));
+                }
+                b'W' if value
+                    .as_ref()
+                    .is_none_or(|v| v.dynamic || v.text.contains(['$', '`'])) =>
+                {
+                    return Facts::opaque("`compgen -W` expands its wordlist, which runs `$(…)`");
+                }
+                _ => {}
+            }
+            break;
+        }
+        i += 1;
+    }
+    Facts::default()
+}
+
+/// `fc` runs commands again from the history (`fc -s`, `fc -e -`, or
+/// an editor on them); only listing (`-l`) is known.
+pub(super) fn fc(args: &[Arg]) -> Facts {
+    let lists = args
+        .iter()
+        .take_while(|a| !a.dynamic && a.text.starts_with('-') && a.text != "--")
+        .any(|a| !a.text.starts_with("-e") && a.text.contains('l'));
+    if lists {
+        Facts::default()
+    } else {
+        Facts::opaque("`fc` runs commands from the history")
+    }
+}
+
+/// `wait -p NAME` sets `NAME` to a process id.
+pub(super) fn wait(args: &[Arg]) -> Facts {
+    for (i, a) in args.iter().enumerate() {
+        if a.text == "--" || (!a.dynamic && !a.text.starts_with('-')) {
+            break;
+        }
+        if let Some(rest) = a.text.strip_prefix('-')
+            && let Some(p) = rest.find('p')
+        {
+            let name = if p + 1 < rest.len() {
+                Some(&rest[p + 1..]).filter(|_| !a.dynamic)
+            } else {
+                args.get(i + 1)
+                    .filter(|n| !n.dynamic)
+                    .map(|n| n.text.as_str())
+            };
+            return match name {
+                Some(n) => match variable_set("wait", n) {
+                    Some(r) => Facts::opaque(r),
+                    None => Facts::default(),
+                },
+                None => Facts::opaque("`wait -p` of a dynamic name"),
+            };
         }
     }
     Facts::default()
