@@ -138,6 +138,11 @@ const EVALUATED_TEXT: &[Row] = &[
     ("case $(( a['$(git push origin main)'] )) in *) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("[[ ${a[i]} == 1 ]]", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("cat <<EOF\n${x@P}\nEOF", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // The parameter of `${…}` ends where bash ends it: the operator's
+    // word runs (`${x#$(…)}` is no parameter named `x#$`).
+    ("echo ${x#$(git push origin main)}", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo ${x-$(rm -rf x)}", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
+    ("echo ${x?$(rm -rf x)}", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
     // A descriptor variable's subscript (`{a[i]}>f` stores the descriptor).
     ("echo x {a['$(git push origin main)']}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("echo x {a[i]}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
@@ -421,6 +426,9 @@ const BASH_EVALUATES: &[&str] = &[
     "x='$(mk1)'; cat <<EOF\n${x@P}\nEOF",
     "echo x {a['$(mk1)']}>/dev/null",
     "i='b[$(mk1)]'; echo x {a[i]}>/dev/null",
+    "x=abc; echo ${x#$(mk1)}",
+    "echo ${x-$(mk1)}",
+    "echo ${x?$(mk1)}",
     "compgen -W '$(mk1)' x",
     "compgen -C mk1 x",
     "( : ) & wait -n -p 'a[$(mk1)]'",

@@ -9,6 +9,7 @@ pub mod ast;
 pub mod brace;
 mod fd_var;
 mod heredoc;
+mod param;
 pub mod parser;
 pub mod word;
 

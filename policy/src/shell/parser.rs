@@ -1703,15 +1703,7 @@ impl<'a> Parser<'a> {
     /// substitutions behind it are seen.
     fn parse_braced_param(&mut self, in_dquote: bool) -> Part {
         let start = self.pos;
-        let mut j = start;
-        while self.src.get(j).is_some_and(|&x| {
-            is_name_char(x) || matches!(x, b'#' | b'!' | b'@' | b'*' | b'?' | b'$' | b'-')
-        }) {
-            j += 1;
-            if j - start > 256 {
-                break;
-            }
-        }
+        let j = super::param::name_end(self.src, start);
         let name = lossy(&self.src[start..j]);
         self.pos = j;
         let mut b = PartsBuilder::new();
