@@ -143,6 +143,10 @@ const EVALUATED_TEXT: &[Row] = &[
     ("echo ${x#$(git push origin main)}", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("echo ${x-$(rm -rf x)}", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
     ("echo ${x?$(rm -rf x)}", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
+    // A quoted compound assignment to an array is expanded again.
+    ("declare -a 'x=($(git push origin main))'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("declare -A x='([k]=`git push origin main`)'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("declare -a \"x=($y)\"", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // A descriptor variable's subscript (`{a[i]}>f` stores the descriptor).
     ("echo x {a['$(git push origin main)']}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("echo x {a[i]}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
@@ -162,6 +166,7 @@ const EVALUATED_TEXT: &[Row] = &[
     ("case $1 in -h) echo help ;; esac; [[ $x == y ]]", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("cat <<EOF\n${HOME:0:5} $USER\nEOF", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("echo x {fd}>out.txt {a[1]}>>log.txt; echo {a,b}>x.txt", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("declare -a 'x=(a b)' 'y=([0]=1 [1]=2)'", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("compgen -W 'start stop' -- st; fc -l; wait -p pid; printf \"$fmt\" x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
 ];
 
@@ -429,6 +434,13 @@ const BASH_EVALUATES: &[&str] = &[
     "x=abc; echo ${x#$(mk1)}",
     "echo ${x-$(mk1)}",
     "echo ${x?$(mk1)}",
+    "declare -a 'x=($(mk1))'",
+    "declare -A 'x=([k]=$(mk1))'",
+    "f() { local -a 'x=($(mk1))'; }; f",
+    "declare -a x='($(mk1))'",
+    "readonly -a 'x=($(mk1))'",
+    "typeset -a 'x=(`mk1`)'",
+    "i='y[$(mk1)]'; declare -a 'x=([i]=1)'",
     "compgen -W '$(mk1)' x",
     "compgen -C mk1 x",
     "( : ) & wait -n -p 'a[$(mk1)]'",

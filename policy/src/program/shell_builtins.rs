@@ -50,6 +50,13 @@ pub(super) fn declaration(name: &str, args: &[Arg]) -> Facts {
             }
             continue;
         }
+        if let Some((_, value)) = a.text.split_once('=')
+            && compound_is_code(value, a.dynamic)
+        {
+            return Facts::opaque(format!(
+                "`{name}` of a quoted `NAME=(…)`: bash expands the words inside again, and evaluates their subscripts"
+            ));
+        }
         let var = a.text.split('=').next().unwrap_or("");
         if a.dynamic && (!a.text.contains('=') || !is_static_prefix_name(var)) {
             return Facts::opaque(format!("`{name}` of a dynamic name"));
@@ -75,6 +82,22 @@ pub(super) fn declaration(name: &str, args: &[Arg]) -> Facts {
         }
     }
     Facts::default()
+}
+
+/// Whether a declaration's value, written in quotes as `(…)`, is code:
+/// for an array bash parses and expands it as a compound assignment
+/// (`declare -a 'x=($(cmd))'` runs `cmd`), its subscripts as arithmetic.
+/// (The array parser splices a real `x=(…)` into words: no parentheses.)
+fn compound_is_code(value: &str, dynamic: bool) -> bool {
+    let Some(inside) = value.strip_prefix('(').and_then(|v| v.strip_suffix(')')) else {
+        return false;
+    };
+    dynamic
+        || inside.contains(['$', '`'])
+        || inside
+            .split('[')
+            .skip(1)
+            .any(|sub| subscript_is_code(&format!("a[{sub}")))
 }
 
 fn is_static_prefix_name(var: &str) -> bool {
