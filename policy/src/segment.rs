@@ -321,6 +321,10 @@ struct Walker<'h> {
     chain_budget: usize,
     /// The line names `CDPATH`: a relative `cd` may go anywhere.
     cdpath_named: bool,
+    /// A `shopt` may have set `lastpipe` (named, or a dynamic argument):
+    /// the last command of a pipeline may then run in the current shell,
+    /// and a `cd` there stays.
+    lastpipe: bool,
 }
 
 /// Whether the line names `CDPATH`, however quoted (`read CDPATH`,
@@ -370,6 +374,7 @@ impl<'h> Walker<'h> {
             expansion_budget: input_len.saturating_mul(4).saturating_add(4096),
             chain_budget: input_len.saturating_mul(4).saturating_add(4096),
             cdpath_named: false,
+            lastpipe: false,
         }
     }
 
@@ -418,6 +423,7 @@ impl<'h> Walker<'h> {
         } else {
             let saved = self.piped_or_background;
             self.piped_or_background = true;
+            let mut out = state.clone();
             for (i, c) in p.commands.iter().enumerate() {
                 let stdin = if i == 0 {
                     Stdin::Inherited
@@ -428,11 +434,16 @@ impl<'h> Walker<'h> {
                     Some(Command::Simple(w)) => printed_words(w, self.home),
                     _ => None,
                 };
-                self.walk_command(c, state.clone(), stdin);
+                let (o, _) = self.walk_command(c, state.clone(), stdin);
                 self.pipe_words = None;
+                // `shopt -s lastpipe`: bash runs the last command in the
+                // current shell (`true | cd .git; touch hooks/x`).
+                if self.lastpipe && i + 1 == p.commands.len() {
+                    out = out.union(&o);
+                }
             }
             self.piped_or_background = saved;
-            (state.clone(), state)
+            (out.clone(), out)
         };
         if p.negated { (f, s) } else { (s, f) }
     }
@@ -936,6 +947,13 @@ impl<'h> Walker<'h> {
         // cd / pushd / popd change the state.
         let out_fail = state.clone();
         let name = argv.first().map_or("", |a| a.basename());
+        if name == "shopt"
+            && argv
+                .iter()
+                .any(|a| a.dynamic || a.text.contains("lastpipe"))
+        {
+            self.lastpipe = true;
+        }
         let out_succ = if cd_ok && seg.opaque.is_none() && matches!(name, "cd" | "pushd" | "popd") {
             self.change_dir(name, &argv, &state, &mut seg)
         } else {

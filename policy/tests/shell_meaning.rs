@@ -220,6 +220,10 @@ const VARIABLES_THAT_RUN: &[Row] = &[
     ("PAGER=./x git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("PROMPT_COMMAND=./x bash -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("IFS=/ git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // `shopt -s lastpipe`: the last command of a pipeline runs in the shell.
+    ("shopt -s lastpipe; true | cd .git; touch hooks/pre-commit", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("shopt -s \"$o\"; echo .git | read d; true | cd .git && touch hooks/x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("true | cd .git; touch hooks/x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
     ("HISTFILE=~/.bashrc history -w", EVERYDAY, &[], &[], AutoMode, Host, ASK),
     ("export HISTFILE=./x; history -a", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("BASH_CMDS=([ls]=/bin/rm); ls -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
