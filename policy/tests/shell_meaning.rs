@@ -78,6 +78,9 @@ const WRAPPER_PARTS: &[Row] = &[
     // Assignments to variables that change what runs: opaque in every mode.
     ("PATH=/work/bin:$PATH sh -c 'git status'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("BASH_ENV=./x.sh bash -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // GNU parallel's `sem` runs the command it is given.
+    ("sem git push origin main", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("sem -j 2 rm -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("env PATH=/work/bin sh -c 'git status'", EVERYDAY, &["env"], &[], Manual, Container, ASK),
     ("LD_PRELOAD=./x.so eval ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // env assigns any name before the command, one no shell could assign
