@@ -232,6 +232,11 @@ const VARIABLES_THAT_RUN: &[Row] = &[
     ("BASH_CMDS=([ls]=/bin/rm); ls -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("EXECIGNORE=/usr/bin/git git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // Builtins that run code or set a variable, however spelled.
+    // History expansion replaces later lines' `!…` with earlier text.
+    ("set -o history -H\n: git push origin main\n!:1 !:2 !:3 !:4", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("set -o histexpand", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("shopt -so histexpand", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("set -euo pipefail; set +H; set -- a b; set -x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
     ("compgen -C 'git push origin main' x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("compgen -W '$(git push origin main)' x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("compgen -F f x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
@@ -448,6 +453,9 @@ const BASH_EVALUATES: &[&str] = &[
     "readonly -a 'x=($(mk1))'",
     "typeset -a 'x=(`mk1`)'",
     "i='y[$(mk1)]'; declare -a 'x=([i]=1)'",
+    "set -o history -H\n: mk1\n!:1",
+    "set -H -o history\n: mk1\n!:$",
+    "set -o history; set -H\n: mk1\n^:^mk1",
     "compgen -W '$(mk1)' x",
     "compgen -C mk1 x",
     "( : ) & wait -n -p 'a[$(mk1)]'",

@@ -203,6 +203,8 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
         "compgen" => shell_builtins::compgen(args),
         "fc" => shell_builtins::fc(args),
         "wait" => shell_builtins::wait(args),
+        "set" => shell_builtins::set(args),
+        "shopt" => shell_builtins::shopt(args),
         _ if interpreters::has_model(name)
             || (crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name)) =>
         {

@@ -375,3 +375,56 @@ pub(super) fn wait(args: &[Arg]) -> Facts {
     }
     Facts::default()
 }
+
+/// Why enabling history expansion is not analysable: bash then replaces
+/// `!…` and `^…^…` in the lines after it with earlier text
+/// (`set -o history -H` ⏎ `: cmd` ⏎ `!:1` runs `cmd`).
+const HISTEXPAND: &str =
+    "history expansion: later lines run text from the history (`!…`) that berth cannot see";
+
+/// `set`: `-H` or `-o histexpand` (or an option berth cannot read) turns
+/// on history expansion.
+pub(super) fn set(args: &[Arg]) -> Facts {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if t == "--" || t == "-" {
+            break;
+        }
+        if a.dynamic {
+            return Facts::opaque(format!(
+                "`set` with a dynamic option may turn on {HISTEXPAND}"
+            ));
+        }
+        let Some(letters) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) else {
+            break;
+        };
+        if t.starts_with('-') && letters.contains('H') {
+            return Facts::opaque(HISTEXPAND);
+        }
+        if letters.contains('o') {
+            i += 1;
+            if t.starts_with('-')
+                && args
+                    .get(i)
+                    .is_some_and(|n| n.dynamic || n.text == "histexpand")
+            {
+                return Facts::opaque(HISTEXPAND);
+            }
+        }
+        i += 1;
+    }
+    Facts::default()
+}
+
+/// `shopt -s -o histexpand` is `set -o histexpand`.
+pub(super) fn shopt(args: &[Arg]) -> Facts {
+    let set_option = args
+        .iter()
+        .any(|a| !a.dynamic && a.text.starts_with('-') && a.text.contains('o'));
+    if set_option && args.iter().any(|a| a.dynamic || a.text == "histexpand") {
+        Facts::opaque(HISTEXPAND)
+    } else {
+        Facts::default()
+    }
+}
