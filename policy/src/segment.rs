@@ -325,6 +325,9 @@ struct Walker<'h> {
     /// the last command of a pipeline may then run in the current shell,
     /// and a `cd` there stays.
     lastpipe: bool,
+    /// A `shopt` may have set `cdable_vars`: `cd name` may go where the
+    /// variable `name` says.
+    cdable_vars: bool,
 }
 
 /// Whether the line names `CDPATH`, however quoted (`read CDPATH`,
@@ -375,6 +378,7 @@ impl<'h> Walker<'h> {
             chain_budget: input_len.saturating_mul(4).saturating_add(4096),
             cdpath_named: false,
             lastpipe: false,
+            cdable_vars: false,
         }
     }
 
@@ -947,12 +951,10 @@ impl<'h> Walker<'h> {
         // cd / pushd / popd change the state.
         let out_fail = state.clone();
         let name = argv.first().map_or("", |a| a.basename());
-        if name == "shopt"
-            && argv
-                .iter()
-                .any(|a| a.dynamic || a.text.contains("lastpipe"))
-        {
-            self.lastpipe = true;
+        if name == "shopt" {
+            let sets = |opt: &str| argv.iter().any(|a| a.dynamic || a.text.contains(opt));
+            self.lastpipe |= sets("lastpipe");
+            self.cdable_vars |= sets("cdable_vars");
         }
         let out_succ = if cd_ok && seg.opaque.is_none() && matches!(name, "cd" | "pushd" | "popd") {
             self.change_dir(name, &argv, &state, &mut seg)
@@ -1101,7 +1103,7 @@ impl<'h> Walker<'h> {
                 };
                 if t.starts_with('/') {
                     seg.cd_absolute = true;
-                } else if self.cdpath_named
+                } else if (self.cdpath_named || self.cdable_vars)
                     && !(t == "." || t == ".." || t.starts_with("./") || t.starts_with("../"))
                 {
                     return State {

@@ -225,8 +225,16 @@ const VARIABLES_THAT_RUN: &[Row] = &[
     ("IFS=/ git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // `shopt -s lastpipe`: the last command of a pipeline runs in the shell.
     ("shopt -s lastpipe; true | cd .git; touch hooks/pre-commit", EVERYDAY, &[], &[], AutoMode, Container, ASK),
-    ("shopt -s \"$o\"; echo .git | read d; true | cd .git && touch hooks/x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("shopt -s \"$o\"; echo .git | read d; true | cd ./.git && touch hooks/x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("true | cd .git; touch hooks/x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
+    // `shopt -s cdable_vars`: `cd d` goes where `$d` says.
+    // (Manual mode: an unknown directory is outside the proven scope.)
+    ("shopt -s cdable_vars; read -r d < f; cd d; echo x > passwd", &["shopt", "cd", "echo", "read"], &[], &[], Manual, Host, ASK),
+    ("shopt -s \"$o\"; read -r d < f; cd d && echo x > passwd", &["shopt", "cd", "echo", "read"], &[], &[], Manual, Host, ASK),
+    ("shopt -s nullglob; read -r d < f; cd d; echo x > passwd", &["shopt", "cd", "echo", "read"], &[], &[], Manual, Host, AUTO),
+    // `set -k`: a `NAME=value` argument is an assignment.
+    ("set -k; git fetch origin GIT_SSH_COMMAND=./x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("set -o keyword", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("HISTFILE=~/.bashrc history -w", EVERYDAY, &[], &[], AutoMode, Host, ASK),
     ("export HISTFILE=./x; history -a", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("BASH_CMDS=([ls]=/bin/rm); ls -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),

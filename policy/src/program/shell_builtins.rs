@@ -382,8 +382,14 @@ pub(super) fn wait(args: &[Arg]) -> Facts {
 const HISTEXPAND: &str =
     "history expansion: later lines run text from the history (`!…`) that berth cannot see";
 
-/// `set`: `-H` or `-o histexpand` (or an option berth cannot read) turns
-/// on history expansion.
+/// Why `set -k` is not analysable: every later `NAME=value` word, not only
+/// a prefix, goes to the command's environment (`git fetch GIT_SSH_COMMAND=…`).
+const KEYWORD: &str =
+    "`set -k` puts every later `NAME=value` argument in the command's environment";
+
+/// `set`: `-H` or `-o histexpand` turns on history expansion, `-k` or
+/// `-o keyword` reads every `NAME=value` word as an assignment; an option
+/// berth cannot read may be either.
 pub(super) fn set(args: &[Arg]) -> Facts {
     let mut i = 0;
     while let Some(a) = args.get(i) {
@@ -402,14 +408,19 @@ pub(super) fn set(args: &[Arg]) -> Facts {
         if t.starts_with('-') && letters.contains('H') {
             return Facts::opaque(HISTEXPAND);
         }
+        if t.starts_with('-') && letters.contains('k') {
+            return Facts::opaque(KEYWORD);
+        }
         if letters.contains('o') {
             i += 1;
-            if t.starts_with('-')
-                && args
-                    .get(i)
-                    .is_some_and(|n| n.dynamic || n.text == "histexpand")
-            {
-                return Facts::opaque(HISTEXPAND);
+            match args.get(i) {
+                Some(n) if t.starts_with('-') && (n.dynamic || n.text == "histexpand") => {
+                    return Facts::opaque(HISTEXPAND);
+                }
+                Some(n) if t.starts_with('-') && n.text == "keyword" => {
+                    return Facts::opaque(KEYWORD);
+                }
+                _ => {}
             }
         }
         i += 1;
@@ -424,6 +435,8 @@ pub(super) fn shopt(args: &[Arg]) -> Facts {
         .any(|a| !a.dynamic && a.text.starts_with('-') && a.text.contains('o'));
     if set_option && args.iter().any(|a| a.dynamic || a.text == "histexpand") {
         Facts::opaque(HISTEXPAND)
+    } else if set_option && args.iter().any(|a| a.text == "keyword") {
+        Facts::opaque(KEYWORD)
     } else {
         Facts::default()
     }
