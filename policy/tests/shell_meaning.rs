@@ -235,6 +235,14 @@ const VARIABLES_THAT_RUN: &[Row] = &[
     // `set -k`: a `NAME=value` argument is an assignment.
     ("set -k; git fetch origin GIT_SSH_COMMAND=./x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("set -o keyword", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // …and the same options given to a shell.
+    ("bash -H -c 'set -o history\n: git push origin main\n!:1 !:2 !:3 !:4'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("sh -k -c 'git fetch GIT_SSH_COMMAND=./x'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("bash -O lastpipe -c 'true | cd ./.git; touch hooks/x'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // A dynamic `-o` name may be any of them; deny rules still see the script.
+    ("bash -o \"$o\" -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("bash -k -c 'rm -rf x'", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
+    ("bash -euo pipefail -c ls; bash -xc ls; bash -O nullglob -c ls", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
     ("HISTFILE=~/.bashrc history -w", EVERYDAY, &[], &[], AutoMode, Host, ASK),
     ("export HISTFILE=./x; history -a", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("BASH_CMDS=([ls]=/bin/rm); ls -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
