@@ -169,7 +169,7 @@ const EVALUATED_TEXT: &[Row] = &[
     ("case $1 in -h) echo help ;; esac; [[ $x == y ]]", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("cat <<EOF\n${HOME:0:5} $USER\nEOF", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("echo x {fd}>out.txt {a[1]}>>log.txt; echo {a,b}>x.txt", EVERYDAY, &[], &[], Manual, Container, AUTO),
-    ("declare -a 'x=(a b)' 'y=([0]=1 [1]=2)'", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("declare -a 'x=(a b)' 'y=([0]=1 [1]=2)'; export 'z=($(id))'", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("compgen -W 'start stop' -- st; fc -l; wait -p pid; printf \"$fmt\" x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
 ];
 

@@ -50,7 +50,9 @@ pub(super) fn declaration(name: &str, args: &[Arg]) -> Facts {
             }
             continue;
         }
-        if let Some((_, value)) = a.text.split_once('=')
+        // (`export` makes no array: bash keeps `export 'x=(…)'` as text.)
+        if name != "export"
+            && let Some((_, value)) = a.text.split_once('=')
             && compound_is_code(value, a.dynamic)
         {
             return Facts::opaque(format!(
