@@ -21,6 +21,14 @@ const EXACT: &[&str] = &[
     "BASHOPTS",
     "GLOBIGNORE",
     "BASH_LOADABLES_PATH",
+    // bash's command hash and aliases as arrays: `BASH_CMDS[ls]=/bin/rm`
+    // makes `ls` run `rm`; `EXECIGNORE` hides programs from the PATH search.
+    "BASH_CMDS",
+    "BASH_ALIASES",
+    "EXECIGNORE",
+    // The file bash writes its history to (`history -w`, `history -a`):
+    // `HISTFILE=~/.bashrc history -w` writes a startup file unseen.
+    "HISTFILE",
     "ZDOTDIR",
     "PYTHONPATH",
     "PYTHONSTARTUP",
@@ -274,6 +282,10 @@ mod tests {
             "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
             "YARN_RC_FILENAME",
             "GNUPGHOME",
+            "HISTFILE",
+            "BASH_CMDS",
+            "BASH_ALIASES",
+            "EXECIGNORE",
         ] {
             assert!(is_dangerous_env(n), "{n}");
         }

@@ -21,6 +21,10 @@ use crate::shell::parser::{MAX_DEPTH, parse_at_depth};
 use crate::shell::word::{self, Value};
 use crate::wrapper::{self, Unwrap};
 
+/// Why a word whose expansion evaluates text as code makes its segment
+/// opaque.
+const CODE_IN_WORD: &str = "bash evaluates text as code here (arithmetic over variables, an array subscript, `${!x}`, `${x@P}` or a `${x:offset}`: a variable can hold `$(…)` that bash runs)";
+
 /// Most directories tracked as possible cwds before giving up.
 const MAX_CWDS: usize = 8;
 /// Most wrappers seen through in one command.
@@ -317,6 +321,13 @@ struct Walker<'h> {
     chain_budget: usize,
     /// The line names `CDPATH`: a relative `cd` may go anywhere.
     cdpath_named: bool,
+    /// A `shopt` may have set `lastpipe` (named, or a dynamic argument):
+    /// the last command of a pipeline may then run in the current shell,
+    /// and a `cd` there stays.
+    lastpipe: bool,
+    /// A `shopt` may have set `cdable_vars`: `cd name` may go where the
+    /// variable `name` says.
+    cdable_vars: bool,
 }
 
 /// Whether the line names `CDPATH`, however quoted (`read CDPATH`,
@@ -366,6 +377,8 @@ impl<'h> Walker<'h> {
             expansion_budget: input_len.saturating_mul(4).saturating_add(4096),
             chain_budget: input_len.saturating_mul(4).saturating_add(4096),
             cdpath_named: false,
+            lastpipe: false,
+            cdable_vars: false,
         }
     }
 
@@ -414,6 +427,7 @@ impl<'h> Walker<'h> {
         } else {
             let saved = self.piped_or_background;
             self.piped_or_background = true;
+            let mut out = state.clone();
             for (i, c) in p.commands.iter().enumerate() {
                 let stdin = if i == 0 {
                     Stdin::Inherited
@@ -424,11 +438,16 @@ impl<'h> Walker<'h> {
                     Some(Command::Simple(w)) => printed_words(w, self.home),
                     _ => None,
                 };
-                self.walk_command(c, state.clone(), stdin);
+                let (o, _) = self.walk_command(c, state.clone(), stdin);
                 self.pipe_words = None;
+                // `shopt -s lastpipe`: bash runs the last command in the
+                // current shell (`true | cd .git; touch hooks/x`).
+                if self.lastpipe && i + 1 == p.commands.len() {
+                    out = out.union(&o);
+                }
             }
             self.piped_or_background = saved;
-            (state.clone(), state)
+            (out.clone(), out)
         };
         if p.negated { (f, s) } else { (s, f) }
     }
@@ -529,10 +548,12 @@ impl<'h> Walker<'h> {
             }
             Compound::Case { subject, arms } => {
                 self.walk_nested(&subject.parts, &state);
+                self.evaluated_code(&subject.parts, &state);
                 let mut outs = vec![state.clone()];
                 for arm in arms {
                     for p in &arm.patterns {
                         self.walk_nested(&p.parts, &state);
+                        self.evaluated_code(&p.parts, &state);
                     }
                     outs.push(self.walk_list(&arm.body, state.clone()));
                 }
@@ -544,12 +565,18 @@ impl<'h> Walker<'h> {
             }
             Compound::Cond(words) => {
                 let mut args = vec![Arg::lit("[[")];
+                let mut code = false;
                 for w in words {
                     self.walk_nested(&w.parts, &state);
-                    args.extend(self.eval_word(w).0);
+                    let (a, v) = self.eval_word(w);
+                    code |= v.arith_vars;
+                    args.extend(a);
                 }
                 args.push(Arg::lit("]]"));
                 let mut seg = Segment::new(&state);
+                if code {
+                    seg.set_opaque(CODE_IN_WORD);
+                }
                 let facts = program::analyze(&args);
                 if let Some(r) = facts.opaque {
                     seg.set_opaque(r);
@@ -571,6 +598,19 @@ impl<'h> Walker<'h> {
             seg.set_opaque("arithmetic over variables (a variable can hold `$(…)` that bash runs)");
         }
         self.push(seg);
+    }
+
+    /// A segment of its own, opaque, when expanding `parts` makes bash
+    /// evaluate text as code (`${x@P}`, `${!x}`, `${a[i]}`, `${x:i}`,
+    /// arithmetic over variables) — for the words no command's segment
+    /// holds: a `case` subject or pattern, an unquoted heredoc's body.
+    fn evaluated_code(&mut self, parts: &[Part], state: &State) {
+        if word::arith_vars_in(parts) {
+            let mut seg = Segment::new(state);
+            seg.kind = SegKind::NotACommand;
+            seg.set_opaque(CODE_IN_WORD);
+            self.push(seg);
+        }
     }
 
     /// Walks command lists nested in word parts (`$(…)`, `<(…)`, …): each is
@@ -646,6 +686,9 @@ impl<'h> Walker<'h> {
                 }
                 RedirTarget::HereDoc(doc) => {
                     self.walk_nested(&doc.parts, state);
+                    if word::arith_vars_in(&doc.parts) {
+                        seg.set_opaque(CODE_IN_WORD);
+                    }
                     if r.fd.is_none() || r.fd == Some(0) {
                         seg.stdin = Stdin::HereDoc;
                     }
@@ -725,9 +768,7 @@ impl<'h> Walker<'h> {
             }
             let (a, v) = self.eval_word(w);
             if v.arith_vars {
-                seg.set_opaque(
-                    "bash evaluates text as code here (arithmetic over variables, an array subscript, `${!x}` or `${x@P}`: a variable can hold `$(…)` that bash runs)",
-                );
+                seg.set_opaque(CODE_IN_WORD);
             }
             if i == 0 {
                 name_value = Some(v);
@@ -910,6 +951,11 @@ impl<'h> Walker<'h> {
         // cd / pushd / popd change the state.
         let out_fail = state.clone();
         let name = argv.first().map_or("", |a| a.basename());
+        if name == "shopt" {
+            let sets = |opt: &str| argv.iter().any(|a| a.dynamic || a.text.contains(opt));
+            self.lastpipe |= sets("lastpipe");
+            self.cdable_vars |= sets("cdable_vars");
+        }
         let out_succ = if cd_ok && seg.opaque.is_none() && matches!(name, "cd" | "pushd" | "popd") {
             self.change_dir(name, &argv, &state, &mut seg)
         } else {
@@ -1057,7 +1103,7 @@ impl<'h> Walker<'h> {
                 };
                 if t.starts_with('/') {
                     seg.cd_absolute = true;
-                } else if self.cdpath_named
+                } else if (self.cdpath_named || self.cdable_vars)
                     && !(t == "." || t == ".." || t.starts_with("./") || t.starts_with("../"))
                 {
                     return State {

@@ -252,9 +252,11 @@ fn berth_sees(a: &Analysis) -> Option<BTreeSet<String>> {
 struct ScratchDir(std::path::PathBuf);
 
 impl ScratchDir {
-    fn new() -> ScratchDir {
+    /// `tag` tells apart the tests that run at once (each removes its own).
+    fn new(tag: &str) -> ScratchDir {
         use std::os::unix::fs::PermissionsExt;
-        let path = std::env::temp_dir().join(format!("berth-bash-segments-{}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("berth-bash-segments-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
         ScratchDir(path)
@@ -269,7 +271,7 @@ impl Drop for ScratchDir {
 
 #[test]
 fn every_program_bash_runs_is_a_segment() {
-    let dir = ScratchDir::new();
+    let dir = ScratchDir::new("random");
     let scale: u32 = std::env::var("BERTH_PROPTEST_SCALE")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -331,6 +333,52 @@ fn every_program_bash_runs_is_a_segment() {
         ran_any.get(),
         compared.get()
     );
+}
+
+/// Texts of classes a probe found, each with whether bash runs `mk1`:
+/// compared as the random texts are, and — where bash does not run it —
+/// berth must not see it either (no prompt for a heredoc's text).
+const FIXED: &[(&str, bool)] = &[
+    // An unquoted heredoc's lines join at a continuation before bash
+    // compares them with the delimiter: `EO\⏎F` ends the body.
+    ("cat <<EOF\nx\nEO\\\nF\nmk1\nEOF", true),
+    ("cat <<EOF\nE\\\nOF\nmk1\nEOF", true),
+    ("cat <<-EOF\n\tE\\\nOF\nmk1\nEOF", true),
+    // …joined, `x\⏎EOF` is `xEOF`: the body goes on; an escaped backslash
+    // does not continue; a quoted delimiter reads lines verbatim.
+    ("cat <<EOF\nx\\\nEOF\nmk1\nEOF", false),
+    ("cat <<EOF\nx\\\\\nEOF\nmk1\nEOF", true),
+    ("cat <<'EOF'\nE\\\nOF\nmk1\nEOF", false),
+    ("cat <<-EOF\n\tE\\\n\tOF\nmk1\nEOF", false),
+];
+
+#[test]
+fn fixed_texts_every_program_bash_runs_is_a_segment() {
+    let dir = ScratchDir::new("fixed");
+    let mut failures = Vec::new();
+    for (k, &(text, runs)) in FIXED.iter().enumerate() {
+        let ran = bash_runs(text, &dir.0, 1_000_000 + k as u32);
+        if ran.contains("mk1") != runs {
+            failures.push(format!(
+                "{text:?}: bash ran {ran:?}, the row says mk1 {runs}"
+            ));
+            continue;
+        }
+        let analysis = analyze(text.as_bytes(), "/work", "/home/agent");
+        let seen = berth_sees(&analysis);
+        let ok = match (&seen, runs) {
+            (None, true) => true,
+            (Some(names), true) => names.contains("mk1"),
+            (Some(names), false) => !names.contains("mk1"),
+            (None, false) => false,
+        };
+        if !ok {
+            failures.push(format!(
+                "{text:?}: bash runs mk1: {runs}, berth saw {seen:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// A fixed seed, so that CI runs the same cases every time;

@@ -274,6 +274,26 @@ fn rows() -> Vec<Row> {
             deny: &[],
             want: "require_approval",
         },
+        // A raw NUL cannot reach `bash -c`; bash drops it from a script file
+        // (`\0rm` runs `rm`). The line is opaque, never approved.
+        Row {
+            why: "a NUL byte before a program name",
+            command: "\0rm -rf /".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "a NUL byte inside a program name",
+            command: "echo x; g\0it push origin main".into(),
+            deny: &[],
+            want: "require_approval",
+        },
+        Row {
+            why: "what comes before a NUL byte is still judged",
+            command: "echo x; rm -rf /\0".into(),
+            deny: &[],
+            want: "deny",
+        },
         Row {
             why: "an array argument after `export` is fine",
             command: "export a=(1 2)".into(),

@@ -78,6 +78,9 @@ const WRAPPER_PARTS: &[Row] = &[
     // Assignments to variables that change what runs: opaque in every mode.
     ("PATH=/work/bin:$PATH sh -c 'git status'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("BASH_ENV=./x.sh bash -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // GNU parallel's `sem` runs the command it is given.
+    ("sem git push origin main", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("sem -j 2 rm -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("env PATH=/work/bin sh -c 'git status'", EVERYDAY, &["env"], &[], Manual, Container, ASK),
     ("LD_PRELOAD=./x.so eval ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // env assigns any name before the command, one no shell could assign
@@ -128,6 +131,28 @@ const EVALUATED_TEXT: &[Row] = &[
     ("echo \"${x:-'$(rm -rf x)'}\"", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
     ("((rm -rf /work/src) )", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
     ("((ls) )", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    // A `${x:offset:length}` is arithmetic; so is every word a `case`, a
+    // `[[ ]]` or an unquoted heredoc expands, whatever segment holds it.
+    ("echo ${x:i}", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo ${x:1:'a[$(git push origin main)]'}", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo \"${a[@]:$i}\"", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("case ${x@P} in *) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("case x in ${!y}) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("case $(( a['$(git push origin main)'] )) in *) ;; esac", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("[[ ${a[i]} == 1 ]]", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("cat <<EOF\n${x@P}\nEOF", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // The parameter of `${…}` ends where bash ends it: the operator's
+    // word runs (`${x#$(…)}` is no parameter named `x#$`).
+    ("echo ${x#$(git push origin main)}", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo ${x-$(rm -rf x)}", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
+    ("echo ${x?$(rm -rf x)}", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
+    // A quoted compound assignment to an array is expanded again.
+    ("declare -a 'x=($(git push origin main))'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("declare -A x='([k]=`git push origin main`)'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("declare -a \"x=($y)\"", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // A descriptor variable's subscript (`{a[i]}>f` stores the descriptor).
+    ("echo x {a['$(git push origin main)']}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("echo x {a[i]}>/dev/null", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // Negative: literal subscripts, plain names and quotes stay analysable.
     ("echo ${a[0]} ${a[@]} ${#a[@]} ${!a[@]}", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("read -r line < f", EVERYDAY, &[], &[], Manual, Container, AUTO),
@@ -140,6 +165,12 @@ const EVALUATED_TEXT: &[Row] = &[
     ("echo \"${x:-default}\"", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("[[ -v HOME ]] && echo y", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("unset a b", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("echo ${x: -1} ${x:1:2} \"${a[@]:0:3}\" ${x:-d} ${x:=d} ${x:+y}", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("case $1 in -h) echo help ;; esac; [[ $x == y ]]", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("cat <<EOF\n${HOME:0:5} $USER\nEOF", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("echo x {fd}>out.txt {a[1]}>>log.txt; echo {a,b}>x.txt", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("declare -a 'x=(a b)' 'y=([0]=1 [1]=2)'; export 'z=($(id))'", EVERYDAY, &[], &[], Manual, Container, AUTO),
+    ("compgen -W 'start stop' -- st; fc -l; wait -p pid; printf \"$fmt\" x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
 ];
 
 #[rustfmt::skip]
@@ -192,6 +223,44 @@ const VARIABLES_THAT_RUN: &[Row] = &[
     ("PAGER=./x git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("PROMPT_COMMAND=./x bash -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     ("IFS=/ git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // `shopt -s lastpipe`: the last command of a pipeline runs in the shell.
+    ("shopt -s lastpipe; true | cd .git; touch hooks/pre-commit", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("shopt -s \"$o\"; echo .git | read d; true | cd ./.git && touch hooks/x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("true | cd .git; touch hooks/x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
+    // `shopt -s cdable_vars`: `cd d` goes where `$d` says.
+    // (Manual mode: an unknown directory is outside the proven scope.)
+    ("shopt -s cdable_vars; read -r d < f; cd d; echo x > passwd", &["shopt", "cd", "echo", "read"], &[], &[], Manual, Host, ASK),
+    ("shopt -s \"$o\"; read -r d < f; cd d && echo x > passwd", &["shopt", "cd", "echo", "read"], &[], &[], Manual, Host, ASK),
+    ("shopt -s nullglob; read -r d < f; cd d; echo x > passwd", &["shopt", "cd", "echo", "read"], &[], &[], Manual, Host, AUTO),
+    // `set -k`: a `NAME=value` argument is an assignment.
+    ("set -k; git fetch origin GIT_SSH_COMMAND=./x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("set -o keyword", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // …and the same options given to a shell.
+    ("bash -H -c 'set -o history\n: git push origin main\n!:1 !:2 !:3 !:4'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("sh -k -c 'git fetch GIT_SSH_COMMAND=./x'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("bash -O lastpipe -c 'true | cd ./.git; touch hooks/x'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // A dynamic `-o` name may be any of them; deny rules still see the script.
+    ("bash -o \"$o\" -c ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("bash -k -c 'rm -rf x'", EVERYDAY, &[], &["rm"], AutoMode, Container, DENY),
+    ("bash -euo pipefail -c ls; bash -xc ls; bash -O nullglob -c ls", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
+    ("HISTFILE=~/.bashrc history -w", EVERYDAY, &[], &[], AutoMode, Host, ASK),
+    ("export HISTFILE=./x; history -a", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("BASH_CMDS=([ls]=/bin/rm); ls -rf x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("EXECIGNORE=/usr/bin/git git status", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    // Builtins that run code or set a variable, however spelled.
+    // History expansion replaces later lines' `!…` with earlier text.
+    ("set -o history -H\n: git push origin main\n!:1 !:2 !:3 !:4", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("set -o histexpand", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("shopt -so histexpand", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("set -euo pipefail; set +H; set -- a b; set -x", EVERYDAY, &[], &[], AutoMode, Container, AUTO),
+    ("compgen -C 'git push origin main' x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("compgen -W '$(git push origin main)' x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("compgen -F f x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("fc -s", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("fc -e - ls", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("wait -p 'a[$(git push origin main)]'", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("wait -np PATH", EVERYDAY, &[], &[], AutoMode, Container, ASK),
+    ("printf -vx[$(echo 1)] x", EVERYDAY, &[], &[], AutoMode, Container, ASK),
     // Negative: ordinary variables set by builtins are fine.
     ("read -r name <<< x; echo $name", EVERYDAY, &[], &[], Manual, Container, AUTO),
     ("export NODE_ENV=test; ls", EVERYDAY, &[], &[], Manual, Container, AUTO),
@@ -381,6 +450,31 @@ const BASH_EVALUATES: &[&str] = &[
     "a=(['$(mk1)']=1)",
     "i='x[$(mk1)]'; declare -a c=([i]=2)",
     "x='a[$(mk1)]'; [[ x -eq 1 ]]",
+    "i='a[$(mk1)]'; x=abc; echo ${x:i}",
+    "i='a[$(mk1)]'; x=abc; echo ${x:0:i}",
+    "x=abc; echo ${x:'a[$(mk1)]'}",
+    "i='a[$(mk1)]'; case ${b[i]} in *) ;; esac",
+    "x='$(mk1)'; case y in \"${x@P}\") ;; esac",
+    "x='$(mk1)'; [[ ${x@P} ]]",
+    "x='$(mk1)'; cat <<EOF\n${x@P}\nEOF",
+    "echo x {a['$(mk1)']}>/dev/null",
+    "i='b[$(mk1)]'; echo x {a[i]}>/dev/null",
+    "x=abc; echo ${x#$(mk1)}",
+    "echo ${x-$(mk1)}",
+    "echo ${x?$(mk1)}",
+    "declare -a 'x=($(mk1))'",
+    "declare -A 'x=([k]=$(mk1))'",
+    "f() { local -a 'x=($(mk1))'; }; f",
+    "declare -a x='($(mk1))'",
+    "readonly -a 'x=($(mk1))'",
+    "typeset -a 'x=(`mk1`)'",
+    "i='y[$(mk1)]'; declare -a 'x=([i]=1)'",
+    "set -o history -H\n: mk1\n!:1",
+    "set -H -o history\n: mk1\n!:$",
+    "set -o history; set -H\n: mk1\n^:^mk1",
+    "compgen -W '$(mk1)' x",
+    "compgen -C mk1 x",
+    "( : ) & wait -n -p 'a[$(mk1)]'",
 ];
 
 #[test]

@@ -200,6 +200,11 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
             shell_builtins::sets_variables(name, args)
         }
         "test" | "[" => shell_builtins::test_v(args),
+        "compgen" => shell_builtins::compgen(args),
+        "fc" => shell_builtins::fc(args),
+        "wait" => shell_builtins::wait(args),
+        "set" => shell_builtins::set(args),
+        "shopt" => shell_builtins::shopt(args),
         _ if interpreters::has_model(name)
             || (crate::wrapper::is_interpreter(name) && !crate::wrapper::is_shell(name)) =>
         {

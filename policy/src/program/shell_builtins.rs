@@ -50,6 +50,15 @@ pub(super) fn declaration(name: &str, args: &[Arg]) -> Facts {
             }
             continue;
         }
+        // (`export` makes no array: bash keeps `export 'x=(…)'` as text.)
+        if name != "export"
+            && let Some((_, value)) = a.text.split_once('=')
+            && compound_is_code(value, a.dynamic)
+        {
+            return Facts::opaque(format!(
+                "`{name}` of a quoted `NAME=(…)`: bash expands the words inside again, and evaluates their subscripts"
+            ));
+        }
         let var = a.text.split('=').next().unwrap_or("");
         if a.dynamic && (!a.text.contains('=') || !is_static_prefix_name(var)) {
             return Facts::opaque(format!("`{name}` of a dynamic name"));
@@ -75,6 +84,22 @@ pub(super) fn declaration(name: &str, args: &[Arg]) -> Facts {
         }
     }
     Facts::default()
+}
+
+/// Whether a declaration's value, written in quotes as `(…)`, is code:
+/// for an array bash parses and expands it as a compound assignment
+/// (`declare -a 'x=($(cmd))'` runs `cmd`), its subscripts as arithmetic.
+/// (The array parser splices a real `x=(…)` into words: no parentheses.)
+fn compound_is_code(value: &str, dynamic: bool) -> bool {
+    let Some(inside) = value.strip_prefix('(').and_then(|v| v.strip_suffix(')')) else {
+        return false;
+    };
+    dynamic
+        || inside.contains(['$', '`'])
+        || inside
+            .split('[')
+            .skip(1)
+            .any(|sub| subscript_is_code(&format!("a[{sub}")))
 }
 
 fn is_static_prefix_name(var: &str) -> bool {
@@ -144,21 +169,15 @@ pub(super) fn sets_variables(name: &str, args: &[Arg]) -> Facts {
             i += 1;
             continue;
         }
-        if !options_done && !a.dynamic && t.len() > 1 && t.starts_with('-') {
+        // A dynamic word whose written start is an option is one:
+        // `printf -v"a[$(cmd)]" x` names a dynamic variable.
+        if !options_done && t.len() > 1 && t.starts_with('-') && (!a.dynamic || i == 0) {
             let bytes = t.as_bytes();
             let mut j = 1;
             while j < bytes.len() {
                 let c = bytes[j];
                 if value_opts.contains(&c) {
-                    let value = if j + 1 < bytes.len() {
-                        Some(Arg {
-                            text: t[j + 1..].to_string(),
-                            ..a.clone()
-                        })
-                    } else {
-                        i += 1;
-                        args.get(i).cloned()
-                    };
+                    let value = option_value(args, &mut i, j);
                     if matches!(name, "mapfile" | "readarray") && c == b'C' {
                         return Facts::opaque(format!("`{name} -C` runs a callback command"));
                     }
@@ -258,4 +277,169 @@ pub(super) fn cond(args: &[Arg]) -> Facts {
         }
     }
     Facts::default()
+}
+
+/// The value of the option letter at byte `j` of `args[*i]`: the rest of
+/// the word, or the next argument (then `*i` moves to it).
+fn option_value(args: &[Arg], i: &mut usize, j: usize) -> Option<Arg> {
+    let a = &args[*i];
+    if j + 1 < a.text.len() {
+        Some(Arg {
+            text: a.text[j + 1..].to_string(),
+            ..a.clone()
+        })
+    } else {
+        *i += 1;
+        args.get(*i).cloned()
+    }
+}
+
+/// `compgen` runs code: `-C command`, `-F function`, and the `-W`
+/// wordlist, which it expands again (`compgen -W '$(cmd)'` runs `cmd`).
+/// (`complete` only registers them for an interactive shell's completion.)
+pub(super) fn compgen(args: &[Arg]) -> Facts {
+    const VALUE: &[u8] = b"AGWCFXPSo";
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let t = a.text.as_str();
+        if t == "--" || !t.starts_with('-') {
+            break;
+        }
+        if a.dynamic {
+            return Facts::opaque("`compgen` with a dynamic option");
+        }
+        for (j, c) in t.bytes().enumerate().skip(1) {
+            if !VALUE.contains(&c) {
+                continue;
+            }
+            let value = option_value(args, &mut i, j);
+            match c {
+                b'C' | b'F' => {
+                    return Facts::opaque(format!(
+                        "`compgen -{}` runs a command or function",
+                        c as char
+                    ));
+                }
+                b'W' if value
+                    .as_ref()
+                    .is_none_or(|v| v.dynamic || v.text.contains(['$', '`'])) =>
+                {
+                    return Facts::opaque("`compgen -W` expands its wordlist, which runs `$(…)`");
+                }
+                _ => {}
+            }
+            break;
+        }
+        i += 1;
+    }
+    Facts::default()
+}
+
+/// `fc` runs commands again from the history (`fc -s`, `fc -e -`, or
+/// an editor on them); only listing (`-l`) is known.
+pub(super) fn fc(args: &[Arg]) -> Facts {
+    let lists = args
+        .iter()
+        .take_while(|a| !a.dynamic && a.text.starts_with('-') && a.text != "--")
+        .any(|a| !a.text.starts_with("-e") && a.text.contains('l'));
+    if lists {
+        Facts::default()
+    } else {
+        Facts::opaque("`fc` runs commands from the history")
+    }
+}
+
+/// `wait -p NAME` sets `NAME` to a process id.
+pub(super) fn wait(args: &[Arg]) -> Facts {
+    for (i, a) in args.iter().enumerate() {
+        if a.text == "--" || (!a.dynamic && !a.text.starts_with('-')) {
+            break;
+        }
+        if let Some(rest) = a.text.strip_prefix('-')
+            && let Some(p) = rest.find('p')
+        {
+            let name = if p + 1 < rest.len() {
+                Some(&rest[p + 1..]).filter(|_| !a.dynamic)
+            } else {
+                args.get(i + 1)
+                    .filter(|n| !n.dynamic)
+                    .map(|n| n.text.as_str())
+            };
+            return match name {
+                Some(n) => match variable_set("wait", n) {
+                    Some(r) => Facts::opaque(r),
+                    None => Facts::default(),
+                },
+                None => Facts::opaque("`wait -p` of a dynamic name"),
+            };
+        }
+    }
+    Facts::default()
+}
+
+/// Why enabling history expansion is not analysable: bash then replaces
+/// `!…` and `^…^…` in the lines after it with earlier text
+/// (`set -o history -H` ⏎ `: cmd` ⏎ `!:1` runs `cmd`).
+const HISTEXPAND: &str =
+    "history expansion: later lines run text from the history (`!…`) that berth cannot see";
+
+/// Why `set -k` is not analysable: every later `NAME=value` word, not only
+/// a prefix, goes to the command's environment (`git fetch GIT_SSH_COMMAND=…`).
+const KEYWORD: &str =
+    "`set -k` puts every later `NAME=value` argument in the command's environment";
+
+/// `set`: `-H` or `-o histexpand` turns on history expansion, `-k` or
+/// `-o keyword` reads every `NAME=value` word as an assignment; an option
+/// berth cannot read may be either.
+pub(super) fn set(args: &[Arg]) -> Facts {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if t == "--" || t == "-" {
+            break;
+        }
+        if a.dynamic {
+            return Facts::opaque(format!(
+                "`set` with a dynamic option may turn on {HISTEXPAND}"
+            ));
+        }
+        let Some(letters) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) else {
+            break;
+        };
+        if t.starts_with('-') && letters.contains('H') {
+            return Facts::opaque(HISTEXPAND);
+        }
+        if t.starts_with('-') && letters.contains('k') {
+            return Facts::opaque(KEYWORD);
+        }
+        if letters.contains('o') {
+            i += 1;
+            match args.get(i) {
+                Some(n) if t.starts_with('-') && (n.dynamic || n.text == "histexpand") => {
+                    return Facts::opaque(HISTEXPAND);
+                }
+                Some(n) if t.starts_with('-') && n.text == "keyword" => {
+                    return Facts::opaque(KEYWORD);
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    Facts::default()
+}
+
+/// `shopt -s -o histexpand` is `set -o histexpand`.
+pub(super) fn shopt(args: &[Arg]) -> Facts {
+    let set_option = args
+        .iter()
+        .any(|a| !a.dynamic && a.text.starts_with('-') && a.text.contains('o'));
+    if set_option && args.iter().any(|a| a.dynamic || a.text == "histexpand") {
+        Facts::opaque(HISTEXPAND)
+    } else if set_option && args.iter().any(|a| a.text == "keyword") {
+        Facts::opaque(KEYWORD)
+    } else {
+        Facts::default()
+    }
 }

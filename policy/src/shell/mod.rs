@@ -7,6 +7,9 @@
 
 pub mod ast;
 pub mod brace;
+mod fd_var;
+mod heredoc;
+mod param;
 pub mod parser;
 pub mod word;
 

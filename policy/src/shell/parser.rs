@@ -33,6 +33,19 @@ pub struct Script {
 
 /// Parses a whole command line. Total: never panics, linear in the input.
 pub fn parse(src: &[u8]) -> Script {
+    // A NUL byte cannot reach bash in a `-c` argument, and bash drops it when
+    // it reads a script file (`g⁰it` runs `git`): no shell runs the line as
+    // written. What comes before it is judged; the line is opaque.
+    if let Some(n) = crate::substring::find_byte(0, src) {
+        let mut script = parse_at_depth(&src[..n], 0);
+        if script.error.is_none() {
+            script.error = Some(ParseError {
+                offset: n,
+                message: "a NUL byte in the command line".to_string(),
+            });
+        }
+        return script;
+    }
     parse_at_depth(src, 0)
 }
 
@@ -1137,16 +1150,14 @@ impl<'a> Parser<'a> {
                 .and_then(|s| s.parse().ok());
             self.pos = i;
         } else if self.peek() == Some(b'{') {
-            // `{var}>file`
-            let mut j = self.pos + 1;
-            while self.src.get(j).is_some_and(|&b| is_name_char(b)) {
-                j += 1;
-            }
-            if j > self.pos + 1
-                && self.src.get(j) == Some(&b'}')
-                && matches!(self.src.get(j + 1), Some(b'<') | Some(b'>'))
-            {
-                self.pos = j + 1;
+            // `{var}>file`, `{a[i]}>file`
+            if let Some((end, code)) = super::fd_var::scan(self.src, self.pos, is_meta) {
+                if code {
+                    self.fail(
+                        "a descriptor variable `{NAME[…]}` whose subscript bash evaluates as code",
+                    );
+                }
+                self.pos = end;
             }
         }
         let op = if self.starts_with(b"<<<") {
@@ -1350,9 +1361,10 @@ impl<'a> Parser<'a> {
             let mut after = self.src.len();
             let mut line_start = self.pos;
             while line_start < self.src.len() {
-                let line_end = crate::substring::find_byte(b'\n', &self.src[line_start..])
-                    .map_or(self.src.len(), |n| line_start + n);
-                let mut line = &self.src[line_start..line_end];
+                // As bash compares it: continuations joined when unquoted.
+                let (logical, line_end) =
+                    super::heredoc::logical_line(self.src, line_start, !doc.quoted);
+                let mut line: &[u8] = &logical;
                 if doc.strip_tabs {
                     while line.first() == Some(&b'\t') {
                         line = &line[1..];
@@ -1691,15 +1703,7 @@ impl<'a> Parser<'a> {
     /// substitutions behind it are seen.
     fn parse_braced_param(&mut self, in_dquote: bool) -> Part {
         let start = self.pos;
-        let mut j = start;
-        while self.src.get(j).is_some_and(|&x| {
-            is_name_char(x) || matches!(x, b'#' | b'!' | b'@' | b'*' | b'?' | b'$' | b'-')
-        }) {
-            j += 1;
-            if j - start > 256 {
-                break;
-            }
-        }
+        let j = super::param::name_end(self.src, start);
         let name = lossy(&self.src[start..j]);
         self.pos = j;
         let mut b = PartsBuilder::new();
@@ -2093,7 +2097,7 @@ fn subscript_spans_words(raw: &[u8]) -> bool {
 /// Whether `raw` (an assignment word as written) starts `NAME[sub]` with a
 /// subscript bash evaluates into code: `$`, a backquote or a name in it,
 /// quoted or not. A subscript whose end cannot be found counts as code.
-fn subscript_is_code(raw: &[u8]) -> bool {
+pub(super) fn subscript_is_code(raw: &[u8]) -> bool {
     let name = raw.iter().take_while(|&&b| is_name_char(b)).count();
     if raw.get(name) != Some(&b'[') {
         return false;

@@ -171,7 +171,10 @@ fn has_bracket_glob(text: &str) -> bool {
     }
 }
 
-fn arith_vars_in(parts: &[Part]) -> bool {
+/// Whether expanding these parts makes bash evaluate text as code: an
+/// arithmetic expansion over variables, or a parameter expansion that
+/// evaluates its variable's text (see [`param_evaluates_code`]), at any depth.
+pub fn arith_vars_in(parts: &[Part]) -> bool {
     parts.iter().any(|p| match p {
         Part::Arith(a) => a.has_vars,
         Part::Param { name, inner } => param_evaluates_code(name, inner) || arith_vars_in(inner),
@@ -201,7 +204,8 @@ fn param_evaluates_code(name: &str, inner: &[Part]) -> bool {
         return true;
     }
     let Some(rest) = lit.and_then(|t| t.strip_prefix('[')) else {
-        return false;
+        // `${x:OFFSET:LENGTH}`: both are arithmetic.
+        return lit.is_some_and(|t| substring_is_code(t, &inner[1..]));
     };
     match rest.find(']') {
         Some(end) => {
@@ -209,10 +213,42 @@ fn param_evaluates_code(name: &str, inner: &[Part]) -> bool {
             let after = &rest[end + 1..];
             (sub != "@" && sub != "*" && sub.bytes().any(|b| b.is_ascii_alphabetic() || b == b'_'))
                 || after.starts_with("@P")
+                || substring_is_code(after, &inner[1..])
         }
         // The subscript holds an expansion: its value is evaluated.
         None => true,
     }
+}
+
+/// Whether the operator of a `${…}` — `op`, the literal text after the
+/// name (and subscript), then the parts `more` — is the substring operator
+/// `:OFFSET[:LENGTH]` with code in it. bash evaluates the offset and the
+/// length as arithmetic, quotes or not (`${x:i}`, `${x:'a[$(cmd)]'}`,
+/// `${x:$i}`): a name can hold `a[$(cmd)]`, a `$(…)` runs, and any
+/// expansion's value is evaluated in turn. `${x:-…}`, `:=`, `:?`, `:+` are
+/// other operators; `${x: -1}` and `${x:1:2}` are plain numbers.
+fn substring_is_code(op: &str, more: &[Part]) -> bool {
+    let Some(expr) = op.strip_prefix(':') else {
+        return false;
+    };
+    if expr.starts_with(['-', '=', '?', '+']) {
+        return false;
+    }
+    let code = |t: &str| {
+        t.bytes()
+            .any(|b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'$' | b'`'))
+    };
+    if expr.is_empty()
+        && matches!(more.first(), Some(Part::Lit { text, quoted: false }) if text.starts_with(['-', '=', '?', '+']))
+    {
+        return false;
+    }
+    code(expr)
+        || more.iter().any(|p| match p {
+            Part::Lit { text, .. } => code(text),
+            Part::Tilde(_) => false,
+            _ => true,
+        })
 }
 
 /// The command lists nested in a word: `$(…)`, backticks, `<(…)`, and those

@@ -152,7 +152,10 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
             };
         }
         "source" | "." => return Unwrap::Opaque(format!("`{name}` runs a file berth cannot see")),
-        "parallel" => return Unwrap::Opaque("`parallel` builds commands from its input".into()),
+        // `sem` is `parallel --semaphore`.
+        "parallel" | "sem" => {
+            return Unwrap::Opaque(format!("`{name}` builds commands from its input"));
+        }
         "expect" => return Unwrap::Opaque("`expect` runs a Tcl script".into()),
         "tmux" | "screen" => {
             return Unwrap::Opaque(format!(
@@ -301,6 +304,7 @@ pub fn is_wrapper(name: &str) -> bool {
                 | "source"
                 | "."
                 | "parallel"
+                | "sem"
                 | "expect"
                 | "tmux"
                 | "screen"

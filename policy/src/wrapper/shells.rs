@@ -152,7 +152,7 @@ pub fn is_interpreter(name: &str) -> bool {
 /// `sh -c 'script'`, `bash -lc …`; a shell with neither `-c` nor a script
 /// file reads its script from stdin.
 pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
-    let info = WrapInfo {
+    let mut info = WrapInfo {
         shell: true,
         ..WrapInfo::default()
     };
@@ -176,6 +176,12 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
             "`{name} {}` runs a startup file or command berth cannot see",
             f.opt.display()
         ));
+    }
+    // Opaque, but the script is still walked: deny rules see it.
+    if name != "fish"
+        && let Some(why) = changes_how_words_read(&parsed)
+    {
+        info.opaque = Some(format!("`{name}` {why}"));
     }
     if parsed.first_with(Role::Itself).is_some() {
         return Unwrap::Itself;
@@ -229,6 +235,28 @@ pub(super) fn unwrap_shell(argv: &[Arg]) -> Unwrap {
     }
     // `bash script.sh`: the shell runs a file; it is the program judged.
     Unwrap::NotAWrapper
+}
+
+/// The shell options that change what the script's text means, as `set`
+/// and `shopt` in the script would: history expansion (`-H`), every
+/// `NAME=value` word an assignment (`-k`), and by name (`-o`, `-O`; a
+/// dynamic name may be any) those two, `lastpipe` and `cdable_vars`, which
+/// move where later commands run.
+fn changes_how_words_read(parsed: &crate::options::Parsed) -> Option<&'static str> {
+    const NAMED: &[&str] = &["histexpand", "keyword", "lastpipe", "cdable_vars"];
+    if parsed.has_short(b'H') {
+        return Some("with `-H`: history expansion runs earlier text in later lines");
+    }
+    if parsed.has_short(b'k') {
+        return Some("with `-k`: every `NAME=value` argument is an assignment");
+    }
+    parsed
+        .found
+        .iter()
+        .filter(|f| matches!(f.opt.short, b'o' | b'O'))
+        .filter_map(|f| f.value.as_ref())
+        .any(|v| v.dynamic || NAMED.contains(&v.text.as_str()))
+        .then_some("with a shell option that changes how its script is read or where it runs")
 }
 
 /// `bash $X -c '…'`: `$X` may be any option (`--rcfile`, `-s`), so the
