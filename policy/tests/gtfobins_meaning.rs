@@ -36,3 +36,44 @@ const WRAPPER_WRITES: &[Row] = &[
 fn wrapper_writes() {
     check(WRAPPER_WRITES);
 }
+
+/// A path written through an option, in any spelling the program reads:
+/// an abbreviated long option (`--out`, `--t=`, `--dir=`), a value
+/// attached in a cluster (`-rt.git/hooks`), and the write options of
+/// programs otherwise read-only (`less -o`, `iconv -o`).
+#[rustfmt::skip]
+const OPTION_WRITES: &[Row] = &[
+    ("sort --out ~/.bashrc f", &["sort"], Auto, Host, ASK),
+    ("cp --target-dir=.git/hooks x", &["cp"], Auto, Host, ASK),
+    ("cp --t=.git/hooks x", &["cp"], Auto, Container, ASK),
+    ("cp -rt.git/hooks x", &["cp"], Auto, Container, ASK),
+    ("cp -vt .git/hooks x", &["cp"], Auto, Container, ASK),
+    ("mv --target-directory=.git/hooks x", &["mv"], Auto, Container, ASK),
+    ("ln --target-directory=.git/hooks -s x", &["ln"], Auto, Container, ASK),
+    ("install -d .git/hooks/x", &["install"], Auto, Container, ASK),
+    ("install --dir .husky/x", &["install"], Auto, Container, ASK),
+    ("tar -xf a.tar --dir=.git", &["tar"], Auto, Container, ASK),
+    ("git archive --out=.git/hooks/pre-commit HEAD", &["git"], Auto, Container, ASK),
+    ("wget --output-doc=.git/hooks/pre-commit http://x", &["wget"], Auto, Host, ASK),
+    ("wget --save-cookies=.envrc http://x", &["wget"], Auto, Host, ASK),
+    ("curl --etag-save .git/hooks/pre-commit http://x", &["curl"], Auto, Host, ASK),
+    ("curl --hsts .envrc http://x", &["curl"], Auto, Host, ASK),
+    ("less -o .git/hooks/pre-commit f", &["less"], Auto, Container, ASK),
+    ("less --log-file=~/.bashrc f", &["less"], Auto, Host, ASK),
+    ("less --LOG-FILE=.envrc f", &["less"], Auto, Container, ASK),
+    ("iconv -f utf8 -t ascii -o .git/hooks/pre-commit f", &["iconv"], Auto, Container, ASK),
+    ("iconv --output=~/.bashrc f", &["iconv"], Auto, Host, ASK),
+    ("cp -t dist a b", &["cp"], Manual, Container, AUTO),
+    ("cp -rt dist src", &["cp"], Manual, Container, AUTO),
+    ("install -m755 -d bin", &["install"], Manual, Container, AUTO),
+    ("install -m 755 x bin/x", &["install"], Manual, Container, AUTO),
+    ("sort --out=sorted.txt f", &["sort"], Manual, Container, AUTO),
+    ("git archive --out=release.tar HEAD", &["git"], Manual, Container, AUTO),
+    ("less -o view.log f", &["less"], Manual, Container, AUTO),
+    ("iconv -f latin1 -t utf8 -o out.txt in.txt", &["iconv"], Manual, Container, AUTO),
+];
+
+#[test]
+fn option_writes() {
+    check(OPTION_WRITES);
+}

@@ -26,6 +26,15 @@ pub(super) fn option_at(
     if let Some(v) = t.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
         return Some((None, Some(v.to_string())));
     }
+    // An abbreviation (`--out=F` for `--output`): git's parse-options, GNU
+    // getopt_long, nopt, optparse and OptionParser take any unambiguous
+    // prefix.
+    if let Some((_, v)) = abbreviation_of(t, long) {
+        return Some(match v {
+            Some(v) => (None, Some(v.to_string())),
+            None => ((i + 1 < argv.len()).then_some(i + 1), None),
+        });
+    }
     if !short.is_empty()
         && !t.starts_with("--")
         && let Some(v) = t.strip_prefix(short).filter(|v| !v.is_empty())
@@ -33,6 +42,16 @@ pub(super) fn option_at(
         return Some((None, Some(v.to_string())));
     }
     None
+}
+
+/// `t` as an abbreviation of the long option `long` (at least two letters
+/// after `--`): its name and its attached value, if any.
+fn abbreviation_of<'t>(t: &'t str, long: &str) -> Option<(&'t str, Option<&'t str>)> {
+    let (name, v) = match t.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (t, None),
+    };
+    (name.len() >= 4 && name.starts_with("--") && long.starts_with(name)).then_some((name, v))
 }
 
 /// Whether [`unknown_names_beneath`] may find a write in `argv`: the
@@ -68,6 +87,7 @@ pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
         "git" => any(&|t| {
             matches!(t, "clone" | "init" | "worktree" | "bundle" | "-o")
                 || t.starts_with("--output")
+                || abbreviation_of(t, "--output").is_some()
                 || t.starts_with("--work-tree")
                 || t.starts_with("--separate-git-dir")
                 || t.starts_with("--directory")
