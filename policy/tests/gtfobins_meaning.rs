@@ -77,3 +77,52 @@ const OPTION_WRITES: &[Row] = &[
 fn option_writes() {
     check(OPTION_WRITES);
 }
+
+/// Everyday programs with an option that runs a command, a shell or code,
+/// and programs whose purpose is to run a command line berth does not
+/// unwrap (program/option_runners.rs).
+#[rustfmt::skip]
+const OPTION_RUNNERS: &[Row] = &[
+    ("split --filter='git push origin main' f", &["split"], Auto, Container, ASK),
+    ("split --fil='gzip > $FILE.gz' f", &["split"], Auto, Container, ASK),
+    ("tcpdump -w x -G 1 -W 1 -z git-push", &["tcpdump"], Auto, Host, ASK),
+    ("aria2c --on-download-complete=git-push http://x", &["aria2c"], Auto, Host, ASK),
+    ("rpm --eval '%(git push)'", &["rpm"], Auto, Host, ASK),
+    ("rpm -E '%(git push)'", &["rpm"], Auto, Host, ASK),
+    ("latexmk -pdflatex='git-push' x.tex", &["latexmk"], Auto, Container, ASK),
+    ("latexmk -e '$pdflatex=q/git push/' x.tex", &["latexmk"], Auto, Container, ASK),
+    ("gnuplot -e 'system(\"git push\")'", &["gnuplot"], Auto, Container, ASK),
+    ("octave --eval 'system(\"git push\")'", &["octave"], Auto, Container, ASK),
+    ("dc -e '!git push origin main'", &["dc"], Auto, Container, ASK),
+    ("m4 -D'x=esyscmd(git push)' f", &["m4"], Auto, Container, ASK),
+    ("jrunscript -e 'x'", &["jrunscript"], Auto, Container, ASK),
+    ("pry -e 'system(\"git push\")'", &["pry"], Auto, Container, ASK),
+    ("mail -s x --exec='! git push' a@b", &["mail"], Auto, Host, ASK),
+    ("cmake -D CMAKE_C_COMPILER=/tmp/x .", &["cmake"], Auto, Container, ASK),
+    ("cmake -DCMAKE_CXX_COMPILER_LAUNCHER='sh -c x' -S . -B b", &["cmake"], Auto, Container, ASK),
+    ("logsave /dev/null git push origin main", &["logsave"], Auto, Host, ASK),
+    ("run-parts /tmp/d", &["run-parts"], Auto, Host, ASK),
+    ("busybox run-parts /tmp/d", &["busybox", "run-parts"], Auto, Host, ASK),
+    ("start-stop-daemon -S -x git-push", &["start-stop-daemon"], Auto, Host, ASK),
+    ("dtach -n /tmp/s git push origin main", &["dtach"], Auto, Host, ASK),
+    ("xterm -e 'git push origin main'", &["xterm"], Auto, Host, ASK),
+    ("gnome-terminal -- git push origin main", &["gnome-terminal"], Auto, Host, ASK),
+    ("softlimit -m 1 git push origin main", &["softlimit"], Auto, Host, ASK),
+    ("rr record git push origin main", &["rr"], Auto, Host, ASK),
+    ("busybox telnetd -l /bin/sh", &["busybox", "telnetd"], Auto, Host, ASK),
+    ("split -l 100 data.csv part-", &["split"], Manual, Container, AUTO),
+    ("tcpdump -w cap.pcap -c 10", &["tcpdump"], Manual, Container, AUTO),
+    ("dc -e '2 3 + p'", &["dc"], Manual, Container, AUTO),
+    ("m4 -DVERSION=1.2 config.m4", &["m4"], Manual, Container, AUTO),
+    ("rpm -qa", &["rpm"], Manual, Container, AUTO),
+    ("gnuplot plot.gp", &["gnuplot"], Manual, Container, AUTO),
+    ("latexmk -pdf paper.tex", &["latexmk"], Manual, Container, AUTO),
+    ("cmake -S . -B build -DCMAKE_BUILD_TYPE=Release", &["cmake"], Manual, Container, AUTO),
+    ("rr --version", &["rr"], Manual, Container, AUTO),
+    ("cmake -DCMAKE_C_COMPILER=clang -DCMAKE_C_COMPILER_LAUNCHER=ccache .", &["cmake"], Manual, Container, AUTO),
+];
+
+#[test]
+fn option_runners() {
+    check(OPTION_RUNNERS);
+}
