@@ -126,3 +126,34 @@ const OPTION_RUNNERS: &[Row] = &[
 fn option_runners() {
     check(OPTION_RUNNERS);
 }
+
+/// What a config file or an unnamed output does: a lesskey file sets
+/// `LESSOPEN`, an apt item names a command, yq's split names files from the
+/// data, an extraction or a download by the URL's name lands beneath a
+/// directory.
+#[rustfmt::skip]
+const NAMED_ELSEWHERE: &[Row] = &[
+    ("less -k /tmp/keys f", &["less"], Auto, Container, ASK),
+    ("less --lesskey-src=/tmp/k f", &["less"], Auto, Container, ASK),
+    ("apt-get -o APT::Update::Pre-Invoke::=git-push update", &["apt-get"], Auto, Host, ASK),
+    ("apt -o Dpkg::Pre-Invoke::=git-push install x", &["apt"], Auto, Host, ASK),
+    ("apt-get -c /tmp/apt.conf update", &["apt-get"], Auto, Host, ASK),
+    ("yq -s '\".git/hooks/pre-commit\"' f.yaml", &["yq"], Auto, Container, ASK),
+    ("yq --split-exp='.name' f.yaml", &["yq"], Auto, Container, ASK),
+    ("dpkg -x x.deb ~", &["dpkg"], Auto, Host, ASK),
+    ("dpkg-deb --extract x.deb ~", &["dpkg-deb"], Auto, Host, ASK),
+    ("curl --output-dir ~ -O http://x/.bashrc", &["curl"], Auto, Host, ASK),
+    ("wget -P ~ http://x/.bashrc", &["wget"], Auto, Host, ASK),
+    ("less README.md", &["less"], Manual, Container, AUTO),
+    ("apt-get -o Acquire::Retries=3 update", &["apt-get"], Manual, Container, AUTO),
+    ("yq -o json '.a' f.yaml", &["yq"], Manual, Container, AUTO),
+    ("yq -o=props '.a' f.yaml", &["yq"], Manual, Container, AUTO),
+    ("dpkg -x x.deb out", &["dpkg"], Manual, Container, AUTO),
+    ("curl -sSLO https://example.com/f.tar.gz", &["curl"], Manual, Container, AUTO),
+    ("wget -P downloads https://example.com/f.tar.gz", &["wget"], Manual, Container, AUTO),
+];
+
+#[test]
+fn named_elsewhere() {
+    check(NAMED_ELSEWHERE);
+}

@@ -69,6 +69,9 @@ pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
             any(&|t| t.contains('x') || t.starts_with("--ext") || t == "--get")
         }
         "unzip" | "7z" | "7za" | "7zr" | "7zz" | "patch" | "gpatch" | "rsync" => true,
+        "wget" => !wget_output_document(argv),
+        "dpkg" | "dpkg-deb" => extracts_package(argv),
+        "curl" => curl_remote_name(argv),
         "cp" | "gcp" => any(&|t| t.ends_with("/.") || t.contains('*')),
         "npm" | "pnpm" | "yarn" | "bun" => any(&|t| t.starts_with("--prefix")),
         "pip" | "pip3" | "uv" => any(&|t| {
@@ -178,8 +181,60 @@ pub(super) fn unknown_names_beneath(
             by_option("--bindir", "-n", beneath, attached);
         }
         "git" => git_unknown_names(argv, beneath, attached),
+        // `dpkg -x PKG DIR`, `dpkg-deb -R PKG DIR`: the package's files
+        // beneath DIR.
+        "dpkg" | "dpkg-deb" if extracts_package(argv) => {
+            beneath.extend(operands.last());
+        }
+        // `curl -O URL`: the file is named by the URL (or the server, `-J`)
+        // in `--output-dir` or the cwd.
+        // (`by_option` notes the directory given, if any.)
+        "curl" if curl_remote_name(argv) && !by_option("--output-dir", "", beneath, attached) => {
+            attached.push(".".to_string());
+        }
+        // `wget URL`: the file is named by the URL, in `-P DIR` or the cwd
+        // (with `-O FILE`, that file alone).
+        "wget"
+            if !wget_output_document(argv)
+                && !by_option("--directory-prefix", "-P", beneath, attached) =>
+        {
+            attached.push(".".to_string());
+        }
         _ => {}
     }
+}
+
+/// dpkg's extracting actions (`-x`, `-X`, `--extract`, `--vextract`,
+/// dpkg-deb's `-R`, `--raw-extract`).
+fn extracts_package(argv: &[Arg]) -> bool {
+    argv[1..].iter().any(|a| {
+        !a.dynamic
+            && (matches!(a.text.as_str(), "-x" | "-X" | "-R")
+                || ["--extract", "--vextract", "--raw-extract"]
+                    .iter()
+                    .any(|l| abbreviation_of(&a.text, l).is_some() || a.text == *l))
+    })
+}
+
+/// curl's `-O`/`--remote-name`/`--remote-name-all`, alone or in a cluster
+/// of flags (`-sSLO`).
+fn curl_remote_name(argv: &[Arg]) -> bool {
+    argv[1..].iter().any(|a| {
+        let t = a.text.as_str();
+        !a.dynamic
+            && (t.starts_with("--remote-name")
+                || t.starts_with('-') && !t.starts_with("--") && t.contains('O'))
+    })
+}
+
+/// wget's `-O FILE` (`--output-document`): the one file written, named.
+fn wget_output_document(argv: &[Arg]) -> bool {
+    argv[1..].iter().any(|a| {
+        let t = a.text.as_str();
+        a.dynamic
+            || t.starts_with("--output-d")
+            || t.starts_with('-') && !t.starts_with("--") && t.contains('O')
+    })
 }
 
 /// git's options that take a value (as the next word) before and after

@@ -106,13 +106,87 @@ const CMAKE_PROGRAM_VARS: &[&str] = &[
 /// Where an installed toolchain's programs live.
 const SYSTEM_BIN_DIRS: &[&str] = &["/usr/bin/", "/usr/local/bin/", "/bin/", "/usr/lib/ccache/"];
 
+/// apt's configuration items (`-o ITEM=VALUE`, compared lowercased) that
+/// name a command or program it runs, or options it passes dpkg.
+const APT_RUNS_ITEMS: &[&str] = &[
+    "invoke",                  // APT::Update::Pre-Invoke, DPkg::Post-Invoke, …: shell commands
+    "install-pkgs",            // DPkg::Pre-Install-Pkgs: commands given the packages
+    "dir::bin",                // Dir::Bin::dpkg, ::methods, …: the programs apt runs
+    "dpkg::options",           // options given to dpkg
+    "dpkg::tools",             // tool hooks
+    "methods",                 // the transport programs
+    "apt::changelogs::server", // not code, but a URL apt trusts
+];
+
+/// `apt`/`apt-get` run what a configuration item names; `-c FILE` reads
+/// such items from a file.
+fn apt(name: &str, args: &[Arg]) -> Facts {
+    let mut words = args.iter().peekable();
+    while let Some(a) = words.next() {
+        let t = a.text.as_str();
+        if a.dynamic && t.starts_with('-') {
+            return Facts::opaque(format!("`{name}` with an option computed at run time"));
+        }
+        let item = if t == "-o" || t == "--option" {
+            words
+                .next()
+                .map(|v| (v.dynamic, v.text.to_ascii_lowercase()))
+        } else {
+            t.strip_prefix("--option=")
+                .or(t.strip_prefix("-o"))
+                .map(|v| (a.dynamic, v.to_ascii_lowercase()))
+        };
+        if let Some((dynamic, item)) = item {
+            let key = item.split('=').next().unwrap_or(&item);
+            if dynamic || APT_RUNS_ITEMS.iter().any(|k| key.contains(k)) {
+                return Facts::opaque(format!("`{name} -o {key}` names a command apt runs"));
+            }
+        }
+        if t == "-c"
+            || t.starts_with("--config-file")
+            || t.starts_with("-c") && !t.starts_with("--")
+        {
+            return Facts::opaque(format!(
+                "`{name} -c` reads a configuration file that may name commands"
+            ));
+        }
+    }
+    Facts::default()
+}
+
+/// yq's `--split-exp` (mikefarah's `-s`) writes one file per document,
+/// named by an expression over the data: paths no argument names.
+fn yq(args: &[Arg]) -> Facts {
+    let splits = args.iter().take_while(|a| !a.is("--")).any(|a| {
+        let t = a.text.as_str();
+        let long = t.split('=').next().unwrap_or(t);
+        !a.dynamic && (t.starts_with("-s") || long.len() >= 4 && "--split-exp".starts_with(long))
+    });
+    if splits {
+        Facts::opaque("`yq --split-exp` writes files named by the data")
+    } else {
+        Facts::default()
+    }
+}
+
 /// Whether `name` has a model here.
 pub(super) fn has_model(name: &str) -> bool {
     RUNS_COMMANDS.iter().any(|(n, _)| *n == name)
         || CODE_OPTIONS.iter().any(|(n, _, _)| *n == name)
         || matches!(
             name,
-            "split" | "gsplit" | "tcpdump" | "aria2c" | "rpm" | "latexmk" | "dc" | "m4" | "gm4"
+            "split"
+                | "gsplit"
+                | "tcpdump"
+                | "aria2c"
+                | "rpm"
+                | "latexmk"
+                | "dc"
+                | "m4"
+                | "gm4"
+                | "apt"
+                | "apt-get"
+                | "yq"
         )
 }
 
@@ -150,6 +224,8 @@ pub(super) fn facts(name: &str, args: &[Arg]) -> Facts {
             "`rpm` expands macros given to it (`%(…)` runs a shell command)",
         ),
         "latexmk" => latexmk(args),
+        "apt" | "apt-get" => apt(name, args),
+        "yq" => yq(args),
         "dc" => dc(args),
         "m4" | "gm4" => m4(args),
         _ => Facts::default(),
