@@ -187,21 +187,66 @@ pub(super) fn unknown_names_beneath(
             beneath.extend(operands.last());
         }
         // `curl -O URL`: the file is named by the URL (or the server, `-J`)
-        // in `--output-dir` or the cwd.
-        // (`by_option` notes the directory given, if any.)
-        "curl" if curl_remote_name(argv) && !by_option("--output-dir", "", beneath, attached) => {
-            attached.push(".".to_string());
+        // in `--output-dir` or the cwd; the URL's name is judged there too
+        // (`curl -O …/.envrc`).
+        "curl" if curl_remote_name(argv) => {
+            let dir = option_value(argv, "--output-dir", "");
+            if !by_option("--output-dir", "", beneath, attached) {
+                attached.push(".".to_string());
+            }
+            attached.extend(url_names(argv, &dir, false, false));
         }
         // `wget URL`: the file is named by the URL, in `-P DIR` or the cwd
-        // (with `-O FILE`, that file alone).
-        "wget"
-            if !wget_output_document(argv)
-                && !by_option("--directory-prefix", "-P", beneath, attached) =>
-        {
-            attached.push(".".to_string());
+        // (with `-O FILE`, that file alone); with `-x` the URL's whole path
+        // (and host, unless `-nH`) is made there.
+        "wget" if !wget_output_document(argv) => {
+            let dir = option_value(argv, "--directory-prefix", "-P");
+            if !by_option("--directory-prefix", "-P", beneath, attached) {
+                attached.push(".".to_string());
+            }
+            let has = |short: &str, long: &str| {
+                argv[1..]
+                    .iter()
+                    .any(|a| a.is(short) || a.text.len() >= 5 && long.starts_with(&a.text))
+            };
+            let paths = has("-x", "--force-directories");
+            let no_host = has("-nH", "--no-host-directories");
+            attached.extend(url_names(argv, &dir, paths, no_host));
         }
         _ => {}
     }
+}
+
+/// The static value of an option (`--output-dir D`, `-PD`), or `.`.
+fn option_value(argv: &[Arg], long: &str, short: &str) -> String {
+    (1..argv.len())
+        .find_map(|i| {
+            option_at(argv, i, long, short).and_then(|(word, value)| {
+                value.or_else(|| word.and_then(|w| argv[w].known().map(String::from)))
+            })
+        })
+        .unwrap_or_else(|| ".".to_string())
+}
+
+/// The names a downloader gives the URLs among its operands, in `dir`:
+/// the last component of the URL's path, or (`paths`) the whole path,
+/// after the host unless `no_host`.
+fn url_names(argv: &[Arg], dir: &str, paths: bool, no_host: bool) -> Vec<String> {
+    argv[1..]
+        .iter()
+        .filter_map(|a| a.known()?.split_once("://").map(|(_, rest)| rest))
+        .map(|rest| {
+            let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+            let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let name = match (paths, no_host) {
+                (false, _) => path.rsplit('/').next().unwrap_or("").to_string(),
+                (true, true) => path.to_string(),
+                (true, false) => format!("{host}/{path}"),
+            };
+            format!("{}/{name}", dir.trim_end_matches('/'))
+        })
+        .filter(|n| !n.ends_with('/'))
+        .collect()
 }
 
 /// dpkg's extracting actions (`-x`, `-X`, `--extract`, `--vextract`,
