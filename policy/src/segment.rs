@@ -862,6 +862,7 @@ impl<'h> Walker<'h> {
                     }
                     let mut rest = argv.split_off(start);
                     seg.chain.push(std::mem::take(&mut argv));
+                    note_wrapper_writes(&mut seg, &info.writes);
                     for (n, v) in info.assigns {
                         if is_dangerous_env(&n) {
                             seg.set_opaque(format!(
@@ -910,6 +911,7 @@ impl<'h> Walker<'h> {
                     info,
                 } => {
                     seg.chain.push(argv.clone());
+                    note_wrapper_writes(&mut seg, &info.writes);
                     if let Some(why) = info.opaque {
                         seg.set_opaque(why);
                     }
@@ -1353,15 +1355,30 @@ fn package_name(a: &Arg) -> Arg {
 /// is its own: redirections, assignments, and what made it opaque. `None`
 /// when it has none. The segment keeps the wrapper in its chain (deny rules
 /// and the privileged limit see it) but runs no program of its own.
+/// The files a wrapper writes itself (`strace -o FILE`, `script FILE`):
+/// paths the segment writes, as a redirection's target is.
+fn note_wrapper_writes(seg: &mut Segment, writes: &[Arg]) {
+    for w in writes {
+        seg.hidden_paths.push(HiddenPath {
+            path: w.known().map(str::to_string),
+            writes: true,
+        });
+    }
+}
+
 fn wrapper_parts(seg: &Segment) -> Option<Segment> {
-    if seg.redirects.is_empty() && seg.assigns.is_empty() && seg.opaque.is_none() {
+    if seg.redirects.is_empty()
+        && seg.assigns.is_empty()
+        && seg.opaque.is_none()
+        && seg.hidden_paths.is_empty()
+    {
         return None;
     }
     let mut own = seg.clone();
     own.kind = SegKind::NotACommand;
     own.argv.clear();
     own.normalized.clear();
-    own.hidden_paths.clear();
+    // What is hidden so far is the wrappers' own writes (`script FILE`).
     own.find_roots.clear();
     own.trailing_dynamic = false;
     Some(own)

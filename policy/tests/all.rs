@@ -12,6 +12,7 @@ mod bash_quoting;
 mod bash_segments;
 mod classes;
 mod deny_meaning;
+mod gtfobins_meaning;
 mod machine_meaning;
 mod network;
 mod option_meaning;

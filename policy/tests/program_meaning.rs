@@ -13,7 +13,7 @@ use crate::table::{ASK, AUTO, DENY, F, M};
 use F::{Container, Host};
 use M::{Auto, Manual};
 
-type Row = (&'static str, &'static [&'static str], M, F, Verdict);
+pub(crate) type Row = (&'static str, &'static [&'static str], M, F, Verdict);
 
 /// A row has only allow rules.
 fn decide(row: &Row) -> berth_policy::Decision {
@@ -24,7 +24,7 @@ fn decide(row: &Row) -> berth_policy::Decision {
         .decide()
 }
 
-fn check(table: &[Row]) {
+pub(crate) fn check(table: &[Row]) {
     crate::table::check_by(
         table,
         decide,

@@ -26,6 +26,15 @@ pub(super) fn option_at(
     if let Some(v) = t.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
         return Some((None, Some(v.to_string())));
     }
+    // An abbreviation (`--out=F` for `--output`): git's parse-options, GNU
+    // getopt_long, nopt, optparse and OptionParser take any unambiguous
+    // prefix.
+    if let Some((_, v)) = abbreviation_of(t, long) {
+        return Some(match v {
+            Some(v) => (None, Some(v.to_string())),
+            None => ((i + 1 < argv.len()).then_some(i + 1), None),
+        });
+    }
     if !short.is_empty()
         && !t.starts_with("--")
         && let Some(v) = t.strip_prefix(short).filter(|v| !v.is_empty())
@@ -33,6 +42,16 @@ pub(super) fn option_at(
         return Some((None, Some(v.to_string())));
     }
     None
+}
+
+/// `t` as an abbreviation of the long option `long` (at least two letters
+/// after `--`): its name and its attached value, if any.
+fn abbreviation_of<'t>(t: &'t str, long: &str) -> Option<(&'t str, Option<&'t str>)> {
+    let (name, v) = match t.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (t, None),
+    };
+    (name.len() >= 4 && name.starts_with("--") && long.starts_with(name)).then_some((name, v))
 }
 
 /// Whether [`unknown_names_beneath`] may find a write in `argv`: the
@@ -50,6 +69,9 @@ pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
             any(&|t| t.contains('x') || t.starts_with("--ext") || t == "--get")
         }
         "unzip" | "7z" | "7za" | "7zr" | "7zz" | "patch" | "gpatch" | "rsync" => true,
+        "wget" => !wget_output_document(argv),
+        "dpkg" | "dpkg-deb" => extracts_package(argv),
+        "curl" => curl_remote_name(argv),
         "cp" | "gcp" => any(&|t| t.ends_with("/.") || t.contains('*')),
         "npm" | "pnpm" | "yarn" | "bun" => any(&|t| t.starts_with("--prefix")),
         "pip" | "pip3" | "uv" => any(&|t| {
@@ -68,6 +90,7 @@ pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
         "git" => any(&|t| {
             matches!(t, "clone" | "init" | "worktree" | "bundle" | "-o")
                 || t.starts_with("--output")
+                || abbreviation_of(t, "--output").is_some()
                 || t.starts_with("--work-tree")
                 || t.starts_with("--separate-git-dir")
                 || t.starts_with("--directory")
@@ -158,8 +181,105 @@ pub(super) fn unknown_names_beneath(
             by_option("--bindir", "-n", beneath, attached);
         }
         "git" => git_unknown_names(argv, beneath, attached),
+        // `dpkg -x PKG DIR`, `dpkg-deb -R PKG DIR`: the package's files
+        // beneath DIR.
+        "dpkg" | "dpkg-deb" if extracts_package(argv) => {
+            beneath.extend(operands.last());
+        }
+        // `curl -O URL`: the file is named by the URL (or the server, `-J`)
+        // in `--output-dir` or the cwd; the URL's name is judged there too
+        // (`curl -O …/.envrc`).
+        "curl" if curl_remote_name(argv) => {
+            let dir = option_value(argv, "--output-dir", "");
+            if !by_option("--output-dir", "", beneath, attached) {
+                attached.push(".".to_string());
+            }
+            attached.extend(url_names(argv, &dir, false, false));
+        }
+        // `wget URL`: the file is named by the URL, in `-P DIR` or the cwd
+        // (with `-O FILE`, that file alone); with `-x` the URL's whole path
+        // (and host, unless `-nH`) is made there.
+        "wget" if !wget_output_document(argv) => {
+            let dir = option_value(argv, "--directory-prefix", "-P");
+            if !by_option("--directory-prefix", "-P", beneath, attached) {
+                attached.push(".".to_string());
+            }
+            let has = |short: &str, long: &str| {
+                argv[1..]
+                    .iter()
+                    .any(|a| a.is(short) || a.text.len() >= 5 && long.starts_with(&a.text))
+            };
+            let paths = has("-x", "--force-directories");
+            let no_host = has("-nH", "--no-host-directories");
+            attached.extend(url_names(argv, &dir, paths, no_host));
+        }
         _ => {}
     }
+}
+
+/// The static value of an option (`--output-dir D`, `-PD`), or `.`.
+fn option_value(argv: &[Arg], long: &str, short: &str) -> String {
+    (1..argv.len())
+        .find_map(|i| {
+            option_at(argv, i, long, short).and_then(|(word, value)| {
+                value.or_else(|| word.and_then(|w| argv[w].known().map(String::from)))
+            })
+        })
+        .unwrap_or_else(|| ".".to_string())
+}
+
+/// The names a downloader gives the URLs among its operands, in `dir`:
+/// the last component of the URL's path, or (`paths`) the whole path,
+/// after the host unless `no_host`.
+fn url_names(argv: &[Arg], dir: &str, paths: bool, no_host: bool) -> Vec<String> {
+    argv[1..]
+        .iter()
+        .filter_map(|a| a.known()?.split_once("://").map(|(_, rest)| rest))
+        .map(|rest| {
+            let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+            let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let name = match (paths, no_host) {
+                (false, _) => path.rsplit('/').next().unwrap_or("").to_string(),
+                (true, true) => path.to_string(),
+                (true, false) => format!("{host}/{path}"),
+            };
+            format!("{}/{name}", dir.trim_end_matches('/'))
+        })
+        .filter(|n| !n.ends_with('/'))
+        .collect()
+}
+
+/// dpkg's extracting actions (`-x`, `-X`, `--extract`, `--vextract`,
+/// dpkg-deb's `-R`, `--raw-extract`).
+fn extracts_package(argv: &[Arg]) -> bool {
+    argv[1..].iter().any(|a| {
+        !a.dynamic
+            && (matches!(a.text.as_str(), "-x" | "-X" | "-R")
+                || ["--extract", "--vextract", "--raw-extract"]
+                    .iter()
+                    .any(|l| abbreviation_of(&a.text, l).is_some() || a.text == *l))
+    })
+}
+
+/// curl's `-O`/`--remote-name`/`--remote-name-all`, alone or in a cluster
+/// of flags (`-sSLO`).
+fn curl_remote_name(argv: &[Arg]) -> bool {
+    argv[1..].iter().any(|a| {
+        let t = a.text.as_str();
+        !a.dynamic
+            && (t.starts_with("--remote-name")
+                || t.starts_with('-') && !t.starts_with("--") && t.contains('O'))
+    })
+}
+
+/// wget's `-O FILE` (`--output-document`): the one file written, named.
+fn wget_output_document(argv: &[Arg]) -> bool {
+    argv[1..].iter().any(|a| {
+        let t = a.text.as_str();
+        a.dynamic
+            || t.starts_with("--output-d")
+            || t.starts_with('-') && !t.starts_with("--") && t.contains('O')
+    })
 }
 
 /// git's options that take a value (as the next word) before and after

@@ -19,8 +19,10 @@ use crate::protected;
 use crate::scope::path_candidates;
 use crate::segment::Segment;
 use beneath::{may_write_beneath, unknown_names_beneath};
+use write_options::{WRITE_OPTIONS, long_is, makes_directories, target_in_cluster};
 
 mod beneath;
+mod write_options;
 
 /// What a segment does with one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -87,6 +89,9 @@ fn reader(name: &str) -> bool {
                 | "wget"
                 | "curl"
                 | "dd"
+                | "less"
+                | "iconv"
+                | "base64"
         )
 }
 
@@ -98,7 +103,6 @@ fn reads_only(name: &str) -> bool {
             | "tac"
             | "head"
             | "tail"
-            | "less"
             | "more"
             | "bat"
             | "batcat"
@@ -174,8 +178,6 @@ fn reads_only(name: &str) -> bool {
             | "fd"
             | "fdfind"
             | "locate"
-            | "base64"
-            | "iconv"
             | "zcat"
             | "zless"
             | "zgrep"
@@ -187,49 +189,6 @@ fn reads_only(name: &str) -> bool {
             | "lsattr"
     )
 }
-
-/// Options whose value is a path the program writes, by program.
-const WRITE_OPTIONS: &[(&str, &[&str])] = &[
-    // `sort -o out`: the sorted output.
-    ("sort", &["-o", "--output"]),
-    // `curl -o out`, `-D headers`, `-c cookies`, `--trace file`: files curl writes.
-    (
-        "curl",
-        &[
-            "-o",
-            "--output",
-            "-D",
-            "--dump-header",
-            "-c",
-            "--cookie-jar",
-            "--trace",
-            "--trace-ascii",
-            "--libcurl",
-            "--stderr",
-            "--output-dir",
-        ],
-    ),
-    // `wget -O out`, `-o log`, `-a log`, `-P dir`: files wget writes.
-    (
-        "wget",
-        &[
-            "-O",
-            "--output-document",
-            "-o",
-            "--output-file",
-            "-a",
-            "--append-output",
-            "-P",
-            "--directory-prefix",
-        ],
-    ),
-    // `find -fprint f`: find writes its list there.
-    ("find", &["-fprint", "-fprint0", "-fprintf", "-fls"]),
-    // `git config --file f`: the config file written.
-    ("git", &["--file", "-f"]),
-    // `tar -f a.tar` when creating; see `tar_creates`.
-    ("tar", &["-f", "--file"]),
-];
 
 /// Programs whose operands are all written. `mv` removes its sources; `ln`
 /// makes a second name for its targets, through which a later write
@@ -558,7 +517,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
             _ => (t, None),
         };
         // A write option: `-o out`, `--output=out`, `-oout`, `-sSLo out`.
-        let long_hit = t.starts_with("--") && write_opts.contains(&opt);
+        let long_hit = t.starts_with("--") && write_opts.iter().any(|o| long_is(name, opt, o));
         let short_hit = !t.starts_with("--")
             && write_opts.iter().any(|o| {
                 o.len() == 2 && !o.starts_with("--") && t.as_bytes()[1..].contains(&o.as_bytes()[1])
@@ -589,17 +548,20 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
                 i += 1;
             }
         }
-        if t == "-t" || opt == "--target-directory" || t.starts_with("-t") && t.len() > 2 {
+        // `-t DIR`, `-rtDIR`, `--target-directory=DIR`, `--t=DIR`: the
+        // directory every operand is written into.
+        let copier = WRITE_LAST.contains(&name) || matches!(name, "mv" | "gmv" | "ln" | "gln");
+        let long_target = t.starts_with("--") && long_is(name, opt, "--target-directory");
+        if copier && let Some(v) = target_in_cluster(t).or(long_target.then_some("")) {
             target_dir = WRITE_LAST.contains(&name);
-            if target_dir {
-                if t == "-t" && idx + 1 < argv.len() {
-                    kinds[idx + 1] = Access::Write;
-                    i += 1;
-                } else if let Some(v) = t.strip_prefix("-t").filter(|v| !v.is_empty()) {
-                    attached_writes.push(v.to_string());
-                } else if let Some(v) = attached {
-                    attached_writes.push(v.to_string());
-                }
+            if let Some(v) = attached
+                .filter(|_| long_target)
+                .or(Some(v).filter(|v| !v.is_empty()))
+            {
+                attached_writes.push(v.to_string());
+            } else if idx + 1 < argv.len() {
+                kinds[idx + 1] = Access::Write;
+                i += 1;
             }
         }
         if IN_PLACE.contains(&name) {
@@ -651,7 +613,7 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
                     tar_dirs.push(v.to_string());
                 }
             }
-            if opt == "--directory" {
+            if t.starts_with("--") && long_is(name, opt, "--directory") {
                 match attached {
                     Some(v) => tar_dirs.push(v.to_string()),
                     None => tar_dirs.extend(args.get(i + 1).and_then(Arg::known).map(String::from)),
@@ -701,6 +663,11 @@ pub fn argv_accesses(argv: &[Arg]) -> ArgvAccess {
     } else if n == "uniq" || n == "xxd" {
         if let Some(&second) = operands.get(1) {
             kinds[second] = Access::Write;
+        }
+    } else if matches!(n, "install" | "ginstall") && makes_directories(args) {
+        // `install -d DIR…`: every operand is a directory made.
+        for &o in &operands {
+            kinds[o] = Access::Write;
         }
     } else if WRITE_LAST.contains(&n) {
         if let Some(&last) = operands.last()

@@ -56,6 +56,10 @@ pub enum Role {
     /// Its value is code in the program's own language (`perl -e`,
     /// `python -c`): the program's table of calls judges it.
     Code,
+    /// Its value is a file the wrapper itself writes (`strace -o`,
+    /// `valgrind --log-file`, `time -o`): judged as a written path; a value
+    /// `|cmd` or `!cmd` pipes into a command (strace): opaque.
+    Writes,
 }
 
 /// One option of a program: its short letter (0 if none), its long name

@@ -49,9 +49,24 @@ pub(super) fn vi(name: &str, args: &[Arg]) -> Facts {
     Facts::default()
 }
 
+/// less's options naming a lesskey file, whose `#env` section sets
+/// variables less reads (`LESSOPEN`, `LESSCLOSE`: commands it runs on
+/// every file) and whose key bindings may run a shell.
+const LESS_KEY_FILES_LONG: &[&str] = &["--lesskey-file", "--lesskey-src", "--lesskey-content"];
+const LESS_KEY_FILES_SHORT: &[u8] = b"k";
+
 /// `less +CMD` (and `++CMD`, every file): less commands run at start, of
 /// which `!` runs a shell command and `|` pipes to one.
 pub(super) fn less(args: &[Arg]) -> Facts {
+    let keys = opt_runs(
+        args,
+        LESS_KEY_FILES_LONG,
+        LESS_KEY_FILES_SHORT,
+        "`less` reads a lesskey file, whose `#env` section can set `LESSOPEN` (a command it runs)",
+    );
+    if keys.opaque.is_some() {
+        return keys;
+    }
     for a in args {
         let t = a.text.as_str();
         if t == "--" {

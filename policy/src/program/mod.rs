@@ -22,6 +22,7 @@ mod forge;
 mod git;
 mod interpreters;
 mod network;
+mod option_runners;
 mod sed;
 mod shell_builtins;
 mod sqlite;
@@ -212,7 +213,8 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
         }
         "[[" => shell_builtins::cond(args),
         _ if foreign_shells::is_foreign_shell(name) => foreign_shells::facts(name, args),
-        "cmake" => build_tools::cmake(args),
+        "cmake" => build_tools::cmake(args).or(option_runners::cmake_defines(args).as_deref()),
+        _ if option_runners::has_model(name) => option_runners::facts(name, args),
         _ => Facts::default(),
     }
 }

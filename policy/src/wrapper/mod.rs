@@ -75,6 +75,8 @@ pub struct WrapInfo {
     /// best guess), or a dynamic word among a shell's options with a
     /// visible script (`bash $X -c '…'`); deny rules still see it.
     pub opaque: Option<String>,
+    /// Files the wrapper itself writes (`strace -o FILE`, `script FILE`).
+    pub writes: Vec<Arg>,
 }
 
 /// A simple wrapper: its option table (read by [`crate::options`]), the
@@ -364,6 +366,11 @@ pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
                 };
             }
             Role::Chdir => info.chdir = f.value.clone(),
+            Role::Writes => {
+                if let Err(reason) = wrapper_writes(name, f, &mut info.writes) {
+                    return Unwrap::Opaque(reason);
+                }
+            }
             Role::Plain | Role::Runs | Role::SplitString | Role::Replace | Role::Code => {}
         }
     }
@@ -380,6 +387,23 @@ pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
         };
     }
     Unwrap::Command { start: i, info }
+}
+
+/// Notes the file a [`Role::Writes`] option names; a value that pipes
+/// into a command (`strace -o '|cmd'`, `-o '!cmd'`) is a program berth
+/// cannot see run.
+pub(super) fn wrapper_writes(name: &str, f: &Found, writes: &mut Vec<Arg>) -> Result<(), String> {
+    let Some(v) = &f.value else {
+        return Ok(());
+    };
+    if v.dynamic && v.text.is_empty() || v.text.starts_with(['|', '!']) {
+        return Err(format!(
+            "`{name} {}` may pipe its output into a command",
+            f.opt.display()
+        ));
+    }
+    writes.push(v.clone());
+    Ok(())
 }
 
 /// Why an option that names a program makes the segment opaque.

@@ -98,7 +98,7 @@ const TIME: Spec = Spec {
     opts: &[
         flag(b'a', "append"),
         value(b'f', "format"),
-        value(b'o', "output"),
+        value(b'o', "output").role(Role::Writes), // the report file
         flag(b'p', "portability"),
         flag(b'q', "quiet"),
         flag(b'v', "verbose"),
@@ -234,7 +234,7 @@ const SYSTEMD_RUN: Spec = Spec {
 /// `strace [opts] cmd…`: runs the command under the tracer.
 const STRACE: Spec = Spec {
     opts: &[
-        value(b'o', "output"),
+        value(b'o', "output").role(Role::Writes), // the trace file, or `|cmd` / `!cmd` it pipes into
         value(b'e', ""),
         value(b'E', "env"),
         value(b'p', "attach"),
@@ -278,7 +278,7 @@ const STRACE: Spec = Spec {
 /// `ltrace [opts] cmd…`: runs the command under the library tracer.
 const LTRACE: Spec = Spec {
     opts: &[
-        value(b'o', "output"),
+        value(b'o', "output").role(Role::Writes), // the trace file
         value(b'e', ""),
         value(b'a', "align"),
         value(b'A', ""),
@@ -315,7 +315,7 @@ const VALGRIND: Spec = Spec {
         value(0, "leak-check"),
         value(0, "show-leak-kinds"),
         value(0, "track-origins"),
-        value(0, "log-file"),
+        value(0, "log-file").role(Role::Writes), // the report file
         value(0, "error-exitcode"),
         value(0, "suppressions"),
         value(0, "gen-suppressions"),

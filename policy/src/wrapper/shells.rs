@@ -343,10 +343,10 @@ pub(super) fn unwrap_trap(argv: &[Arg]) -> Unwrap {
 const SCRIPT: &[Opt] = &[
     value(b'c', "command").role(Role::Script), // a command line run with the user's shell
     value(b'E', "echo"),
-    value(b'B', "log-io"),
-    value(b'I', "log-in"),
-    value(b'O', "log-out"),
-    value(b'T', "log-timing"),
+    value(b'B', "log-io").role(Role::Writes), // a log of input and output
+    value(b'I', "log-in").role(Role::Writes), // a log of input
+    value(b'O', "log-out").role(Role::Writes), // a log of output (the operand's role)
+    value(b'T', "log-timing").role(Role::Writes), // a timing log
     value(b'm', "logging-format"),
     value(b'o', "output-limit"),
     optional(b't', "timing"),
@@ -367,6 +367,15 @@ pub(super) fn unwrap_script_cmd(argv: &[Arg]) -> Unwrap {
     if parsed.first_with(Role::Itself).is_some() {
         return Unwrap::Itself;
     }
+    // The typescript: the operand (`script -c cmd FILE`) and the log options.
+    let mut info = WrapInfo::default();
+    for f in parsed.found.iter().filter(|f| f.opt.role == Role::Writes) {
+        if let Err(reason) = super::wrapper_writes("script", f, &mut info.writes) {
+            return Unwrap::Opaque(reason);
+        }
+    }
+    info.writes
+        .extend(parsed.operands.first().map(|&i| argv[i].clone()));
     match parsed
         .first_with(Role::Script)
         .and_then(|f| f.value.clone())
@@ -374,7 +383,7 @@ pub(super) fn unwrap_script_cmd(argv: &[Arg]) -> Unwrap {
         Some(script) => Unwrap::Script {
             script,
             new_process: true,
-            info: WrapInfo::default(),
+            info,
         },
         // `script` without -c starts an interactive shell.
         None => Unwrap::Opaque("`script` without -c starts an interactive shell".into()),
