@@ -1351,10 +1351,6 @@ fn package_name(a: &Arg) -> Arg {
     }
 }
 
-/// The part of a wrapper that runs a script (`sh -c`, `eval`, `trap`) which
-/// is its own: redirections, assignments, and what made it opaque. `None`
-/// when it has none. The segment keeps the wrapper in its chain (deny rules
-/// and the privileged limit see it) but runs no program of its own.
 /// The files a wrapper writes itself (`strace -o FILE`, `script FILE`):
 /// paths the segment writes, as a redirection's target is.
 fn note_wrapper_writes(seg: &mut Segment, writes: &[Arg]) {
@@ -1366,6 +1362,10 @@ fn note_wrapper_writes(seg: &mut Segment, writes: &[Arg]) {
     }
 }
 
+/// The part of a wrapper that runs a script (`sh -c`, `eval`, `trap`) which
+/// is its own: redirections, assignments, and what made it opaque. `None`
+/// when it has none. The segment keeps the wrapper in its chain (deny rules
+/// and the privileged limit see it) but runs no program of its own.
 fn wrapper_parts(seg: &Segment) -> Option<Segment> {
     if seg.redirects.is_empty()
         && seg.assigns.is_empty()

@@ -6,6 +6,7 @@
 //! decision can judge the directory by what may land beneath it (the
 //! home's protected files) rather than by its own name.
 
+use super::write_options::long_is;
 use crate::arg::Arg;
 
 /// The value of option `long`/`short` at `argv[i]` (`--o v`, `--o=v`,
@@ -29,7 +30,7 @@ pub(super) fn option_at(
     // An abbreviation (`--out=F` for `--output`): git's parse-options, GNU
     // getopt_long, nopt, optparse and OptionParser take any unambiguous
     // prefix.
-    if let Some((_, v)) = abbreviation_of(t, long) {
+    if let Some((_, v)) = abbreviation_of(argv[0].basename(), t, long) {
         return Some(match v {
             Some(v) => (None, Some(v.to_string())),
             None => ((i + 1 < argv.len()).then_some(i + 1), None),
@@ -44,14 +45,18 @@ pub(super) fn option_at(
     None
 }
 
-/// `t` as an abbreviation of the long option `long` (at least two letters
-/// after `--`): its name and its attached value, if any.
-fn abbreviation_of<'t>(t: &'t str, long: &str) -> Option<(&'t str, Option<&'t str>)> {
+/// `t` as the long option `long` of `program`, whole or abbreviated
+/// ([`long_is`]): its name and its attached value, if any.
+fn abbreviation_of<'t>(
+    program: &str,
+    t: &'t str,
+    long: &str,
+) -> Option<(&'t str, Option<&'t str>)> {
     let (name, v) = match t.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (t, None),
     };
-    (name.len() >= 4 && name.starts_with("--") && long.starts_with(name)).then_some((name, v))
+    (name.starts_with("--") && long_is(program, name, long)).then_some((name, v))
 }
 
 /// Whether [`unknown_names_beneath`] may find a write in `argv`: the
@@ -90,7 +95,7 @@ pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
         "git" => any(&|t| {
             matches!(t, "clone" | "init" | "worktree" | "bundle" | "-o")
                 || t.starts_with("--output")
-                || abbreviation_of(t, "--output").is_some()
+                || abbreviation_of("git", t, "--output").is_some()
                 || t.starts_with("--work-tree")
                 || t.starts_with("--separate-git-dir")
                 || t.starts_with("--directory")
@@ -207,7 +212,7 @@ pub(super) fn unknown_names_beneath(
             let has = |short: &str, long: &str| {
                 argv[1..]
                     .iter()
-                    .any(|a| a.is(short) || a.text.len() >= 5 && long.starts_with(&a.text))
+                    .any(|a| a.is(short) || abbreviation_of("wget", &a.text, long).is_some())
             };
             let paths = has("-x", "--force-directories");
             let no_host = has("-nH", "--no-host-directories");
@@ -257,7 +262,7 @@ fn extracts_package(argv: &[Arg]) -> bool {
             && (matches!(a.text.as_str(), "-x" | "-X" | "-R")
                 || ["--extract", "--vextract", "--raw-extract"]
                     .iter()
-                    .any(|l| abbreviation_of(&a.text, l).is_some() || a.text == *l))
+                    .any(|l| abbreviation_of("dpkg", &a.text, l).is_some()))
     })
 }
 
