@@ -7,6 +7,10 @@
 //! builds the namespaces and the mount tree ([`mount_tree`]), then Landlock
 //! ([`landlock_rules`]), seccomp ([`seccomp_filter`]) and rlimits, and runs
 //! the command as PID 2 of its own PID namespace.
+//!
+//! A runner berth with a state directory keeps a [`resident`] instead: one
+//! process that holds the berth's cgroups, namespaces and tree, and forks
+//! each exec from there.
 
 pub mod cgroup;
 pub mod egress_handoff;
@@ -14,6 +18,7 @@ mod error;
 pub mod git_env;
 pub mod landlock_rules;
 pub mod mount_tree;
+pub mod resident;
 pub mod seccomp_filter;
 pub mod shim;
 pub mod spec;

@@ -311,27 +311,50 @@ fn detached_bind(source: &OwnedFd, attrs: u64) -> Result<OwnedFd, ConfineError> 
     }
     // SAFETY: `fd` is a new descriptor owned by no one else.
     let tree = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+    set_attrs(
+        tree.as_raw_fd(),
+        c"",
+        libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+        attrs,
+    )
+    .map_err(|source| ConfineError::Sys {
+        op: "mount_setattr (Linux 5.12+)".into(),
+        source,
+    })?;
+    Ok(tree)
+}
+
+/// Sets `attrs` on the mount at `path` relative to `dirfd`
+/// (`mount_setattr(2)`).
+fn set_attrs(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_uint,
+    attrs: u64,
+) -> std::io::Result<()> {
     let attr = MountAttr {
         attr_set: attrs,
         attr_clr: 0,
         propagation: 0,
         userns_fd: 0,
     };
-    // SAFETY: a pointer to a local struct and its size.
+    // SAFETY: a NUL-terminated path, and a pointer to a local struct with
+    // its size.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            tree.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            dirfd,
+            path.as_ptr(),
+            flags,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
     };
-    if rc != 0 {
-        return Err(ConfineError::last("mount_setattr (Linux 5.12+)"));
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
-    Ok(tree)
 }
 
 /// Opens (`O_PATH`) the mountpoint `target` beneath the new root, making
@@ -514,6 +537,54 @@ fn dev_links(root: &Path) -> Result<(), ConfineError> {
 /// Builds the new root and pivots into it. Runs as PID 1 of the exec's PID
 /// namespace, in its private mount namespace.
 pub fn enter(spec: &ExecSpec) -> Result<(), ConfineError> {
+    build(spec, true)
+}
+
+/// Builds the new root without a `/proc` (only its mountpoint) and pivots
+/// into it: the resident's tree, shared by the berth's execs, each of which
+/// mounts the `/proc` of its own PID namespace ([`exec_mounts`]).
+pub fn enter_without_proc(spec: &ExecSpec) -> Result<(), ConfineError> {
+    build(spec, false)
+}
+
+/// What one exec adds to the resident's tree, in its own mount namespace
+/// (a copy of the resident's): the `/proc` of its PID namespace, and
+/// `/work` read-only when the exec must not write it.
+pub fn exec_mounts(work_read_only: bool) -> Result<(), ConfineError> {
+    let proc_dir = Path::new("/proc");
+    mount_proc(proc_dir)?;
+    if work_read_only {
+        // Changes only this mount namespace's copy.
+        set_attrs(libc::AT_FDCWD, c"/work", AT_RECURSIVE, MOUNT_ATTR_RDONLY).map_err(|source| {
+            ConfineError::Sys {
+                op: "make /work read-only".into(),
+                source,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn mount_proc(proc_dir: &Path) -> Result<(), ConfineError> {
+    sys_mount(
+        None,
+        proc_dir,
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )
+    .map_err(|e| match e {
+        ConfineError::Sys { source, .. } => ConfineError::Unavailable {
+            mechanism: "a /proc for the exec's PID namespace",
+            remedy: "the host's /proc is partly covered (a container?): run berth where /proc is fully visible",
+            source,
+        },
+        other => other,
+    })?;
+    proc_read_only_parts(proc_dir)
+}
+
+fn build(spec: &ExecSpec, with_proc: bool) -> Result<(), ConfineError> {
     // Nothing mounted here propagates back to the host.
     sys_mount(
         None,
@@ -566,22 +637,9 @@ pub fn enter(spec: &ExecSpec) -> Result<(), ConfineError> {
     dev_links(root)?;
     let proc_dir = root.join("proc");
     make_mountpoint(&proc_dir, true)?;
-    sys_mount(
-        None,
-        &proc_dir,
-        Some("proc"),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )
-    .map_err(|e| match e {
-        ConfineError::Sys { source, .. } => ConfineError::Unavailable {
-            mechanism: "a /proc for the exec's PID namespace",
-            remedy: "the host's /proc is partly covered (a container?): run berth where /proc is fully visible",
-            source,
-        },
-        other => other,
-    })?;
-    proc_read_only_parts(&proc_dir)?;
+    if with_proc {
+        mount_proc(&proc_dir)?;
+    }
     // The new root itself cannot be written.
     sys_mount(
         None,

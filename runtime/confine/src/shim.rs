@@ -36,7 +36,7 @@ use crate::{ConfineError, cgroup, landlock_rules, mount_tree, seccomp_filter};
 pub const SETUP_FAILED: u8 = 125;
 
 /// Signals the shim and PID 1 pass on instead of dying of.
-const FORWARDED: &[libc::c_int] = &[
+pub(crate) const FORWARDED: &[libc::c_int] = &[
     libc::SIGTERM,
     libc::SIGINT,
     libc::SIGHUP,
@@ -73,7 +73,7 @@ fn parse(args: Vec<OsString>) -> Result<Vec<CString>, ConfineError> {
     Ok(argv)
 }
 
-fn check(rc: libc::c_int, op: &str) -> Result<(), ConfineError> {
+pub(crate) fn check(rc: libc::c_int, op: &str) -> Result<(), ConfineError> {
     if rc != 0 {
         return Err(ConfineError::last(op));
     }
@@ -167,7 +167,7 @@ fn run(args: Vec<OsString>) -> Result<Infallible, ConfineError> {
     }
 }
 
-fn enter_user_namespace(uid: libc::uid_t, gid: libc::gid_t) -> Result<(), ConfineError> {
+pub(crate) fn enter_user_namespace(uid: libc::uid_t, gid: libc::gid_t) -> Result<(), ConfineError> {
     // SAFETY: unshare changes only this process's namespaces.
     if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
         return Err(ConfineError::Unavailable {
@@ -188,7 +188,7 @@ fn enter_user_namespace(uid: libc::uid_t, gid: libc::gid_t) -> Result<(), Confin
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))
 }
 
-fn block_signals() -> Result<libc::sigset_t, ConfineError> {
+pub(crate) fn block_signals() -> Result<libc::sigset_t, ConfineError> {
     // SAFETY: sigset operations on a local.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -206,7 +206,7 @@ fn block_signals() -> Result<libc::sigset_t, ConfineError> {
 /// Waits for `child`, passing each forwarded signal to `forward`; reaps any
 /// other child on the way (PID 1 adopts orphans). Returns the child's wait
 /// status.
-fn forward_until_exit(
+pub(crate) fn forward_until_exit(
     child: libc::pid_t,
     mask: &libc::sigset_t,
     mut forward: impl FnMut(libc::c_int),
@@ -337,6 +337,26 @@ fn pid1(
     status_w: libc::c_int,
     root: bool,
 ) -> Result<Infallible, ConfineError> {
+    pid1_bound_to_parent()?;
+    if spec.network == Network::None {
+        loopback_up()?;
+        // Before the mount tree hides berth's handoff socket and before
+        // the command exists: the listener is berth's from the start.
+        if let Some(h) = &spec.egress {
+            crate::egress_handoff::hand_over(h)?;
+        }
+    }
+    mount_tree::enter(spec)?;
+    let programs = seccomp_filter::programs()?;
+    let landlock = mount_tree::landlock_paths(spec);
+    let cwd = CString::new(spec.cwd.as_bytes())
+        .map_err(|_| ConfineError::Usage("the working directory holds a NUL byte".into()))?;
+    run_command(spec, argv, &cwd, &landlock, &programs, root, mask, status_w)
+}
+
+/// PID 1 dies with its parent (the shim, or the resident) and is not
+/// dumpable: no process of the berth's uid reads or traces it.
+pub(crate) fn pid1_bound_to_parent() -> Result<(), ConfineError> {
     // SAFETY: plain prctl calls on this process.
     unsafe {
         check(
@@ -354,24 +374,29 @@ fn pid1(
             "make PID 1 non-dumpable",
         )?;
     }
-    if spec.network == Network::None {
-        loopback_up()?;
-        // Before the mount tree hides berth's handoff socket and before
-        // the command exists: the listener is berth's from the start.
-        if let Some(h) = &spec.egress {
-            crate::egress_handoff::hand_over(h)?;
-        }
-    }
-    mount_tree::enter(spec)?;
-    let programs = seccomp_filter::programs()?;
-    let landlock = mount_tree::landlock_paths(spec);
-    let cwd = CString::new(spec.cwd.as_bytes())
-        .map_err(|_| ConfineError::Usage("the working directory holds a NUL byte".into()))?;
+    Ok(())
+}
+
+/// The rest of PID 1's life, the shim's and a resident exec's alike: forks
+/// the command ([`command`]), forwards the blocked signals in `mask` to
+/// every process of the namespace, writes the command's wait status on
+/// `status_w`, and exits — which ends the namespace.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_command(
+    spec: &ExecSpec,
+    argv: &[CString],
+    cwd: &CString,
+    landlock: &landlock_rules::Paths,
+    programs: &[seccompiler::BpfProgram],
+    root: bool,
+    mask: &libc::sigset_t,
+    status_w: libc::c_int,
+) -> Result<Infallible, ConfineError> {
     // SAFETY: single-threaded; the child only sets itself up and execs.
     match unsafe { libc::fork() } {
         -1 => Err(ConfineError::last("fork the command")),
         0 => {
-            let code = match command(spec, argv, &cwd, &landlock, &programs, root) {
+            let code = match command(spec, argv, cwd, landlock, programs, root) {
                 Ok(never) => match never {},
                 Err((code, e)) => {
                     let _ = writeln!(std::io::stderr(), "berth: {e}");
@@ -400,7 +425,7 @@ fn pid1(
     }
 }
 
-fn loopback_up() -> Result<(), ConfineError> {
+pub(crate) fn loopback_up() -> Result<(), ConfineError> {
     // SAFETY: a socket for the ioctl, closed below; the ifreq is plain data.
     unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);

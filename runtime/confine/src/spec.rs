@@ -86,7 +86,7 @@ pub struct ExecSpec {
 }
 
 /// Writes `spec` framed: its length in decimal and a newline, then the JSON.
-pub fn write_framed(out: &mut impl Write, spec: &ExecSpec) -> Result<(), ConfineError> {
+pub fn write_framed(out: &mut impl Write, spec: &impl Serialize) -> Result<(), ConfineError> {
     let json = serde_json::to_vec(spec).map_err(|e| ConfineError::Spec(e.to_string()))?;
     let mut framed = format!("{}\n", json.len()).into_bytes();
     framed.extend_from_slice(&json);
@@ -95,7 +95,7 @@ pub fn write_framed(out: &mut impl Write, spec: &ExecSpec) -> Result<(), Confine
 }
 
 /// The framed spec as bytes, for writers that are not `Write` (an async pipe).
-pub fn framed(spec: &ExecSpec) -> Result<Vec<u8>, ConfineError> {
+pub fn framed(spec: &impl Serialize) -> Result<Vec<u8>, ConfineError> {
     let mut out = Vec::new();
     write_framed(&mut out, spec)?;
     Ok(out)
@@ -105,6 +105,13 @@ pub fn framed(spec: &ExecSpec) -> Result<Vec<u8>, ConfineError> {
 /// its length, so not one byte of the command's input is consumed. `input`
 /// must be unbuffered (a `File` on fd 0, not `Stdin`).
 pub fn read_framed(input: &mut impl Read) -> Result<ExecSpec, ConfineError> {
+    read_framed_as(input)
+}
+
+/// [`read_framed`] for any framed value (the resident's spec).
+pub fn read_framed_as<T: serde::de::DeserializeOwned>(
+    input: &mut impl Read,
+) -> Result<T, ConfineError> {
     let mut header = Vec::new();
     let mut byte = [0u8; 1];
     loop {

@@ -101,6 +101,11 @@ pub(crate) fn disk_inodes(config: &ProjectConfig) -> u64 {
         .min(config.sandbox.disk.bytes() / 8192)
 }
 
+/// Where a runner berth's residents listen (as `BerthPlaces::residents`).
+pub(crate) fn residents_dir(state_root: &Path, project: &str, agent: &str) -> PathBuf {
+    state_root.join("residents").join(project).join(agent)
+}
+
 /// The plain words for a berth without a disk of its own.
 pub(crate) fn unbounded_note(why: &str) -> String {
     format!(
@@ -126,6 +131,15 @@ pub fn release_disks_under(state_root: &Path) -> Vec<PathBuf> {
             continue;
         };
         let image = image_path(state_root, project, agent);
+        let scope = berth_sandbox::provider::cgroup_scope(
+            &berth_sandbox::provider::instance_of(state_root),
+            project,
+        );
+        let _ = berth_sandbox::runner::end_berth_processes(
+            &residents_dir(state_root, project, agent),
+            &scope,
+            agent,
+        );
         if disk::release(&image, &point).is_ok() {
             released.push(point);
         }
@@ -242,10 +256,23 @@ impl Engine {
     /// Unmounts and deletes the berth's own disk (nothing when it has none).
     /// Run once its container is gone and its worktree recycled.
     pub(crate) async fn release_disk(&self, project: &str, agent: &str) -> Result<()> {
-        let image = image_path(self.state.root(), project, agent);
-        let point = berth_dir(self.state.root(), project, agent);
+        let root = self.state.root();
+        let image = image_path(root, project, agent);
+        let point = berth_dir(root, project, agent);
         let what = point.clone();
-        let released = tokio::task::spawn_blocking(move || disk::release(&image, &point))
+        let residents = residents_dir(root, project, agent);
+        let scope = berth_sandbox::provider::cgroup_scope(
+            &berth_sandbox::provider::instance_of(root),
+            project,
+        );
+        let agent_name = agent.to_string();
+        let released = tokio::task::spawn_blocking(move || {
+            // Nothing of the berth may still hold its filesystem.
+            if let Err(e) = berth_sandbox::runner::end_berth_processes(&residents, &scope, &agent_name) {
+                tracing::warn!(agent = %agent_name, error = %e, "could not end the berth's processes before releasing its disk");
+            }
+            disk::release(&image, &point)
+        })
             .await
             .map_err(EngineError::interrupted("releasing the berth's disk"))?
             .map_err(EngineError::disk("releasing the berth's disk"))?;

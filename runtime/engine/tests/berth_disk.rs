@@ -372,7 +372,20 @@ async fn reconcile_removes_a_disk_a_crash_left_and_mounts_a_kept_one_again() {
         templates: None,
     })
     .unwrap();
-    // A reboot: dev-1's disk is no longer mounted, its worktree not there.
+    // A reboot: every process ends (dev-1's resident, which binds its
+    // directories, too); dev-1's disk is no longer mounted, its worktree
+    // not there.
+    let state = f.dir.path().join("state");
+    let scope = berth_sandbox::provider::cgroup_scope(
+        &berth_sandbox::provider::instance_of(&state),
+        "demo",
+    );
+    berth_sandbox::runner::end_berth_processes(
+        &state.join("residents/demo/dev-1"),
+        &scope,
+        "dev-1",
+    )
+    .unwrap();
     let st = std::process::Command::new("umount")
         .arg(&kept.berth_dir)
         .status()

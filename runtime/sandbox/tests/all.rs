@@ -23,3 +23,4 @@ mod docker_tools;
 mod runner;
 mod runner_cancel;
 mod runner_contract;
+mod runner_resident;

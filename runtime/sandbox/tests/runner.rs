@@ -481,7 +481,11 @@ async fn pdeathsig_helper() {
     let dir = std::env::var("BERTH_PDEATHSIG_DIR")
         .expect("run by the_main_process_dies_with_berth, which sets BERTH_PDEATHSIG_DIR");
     let dir = PathBuf::from(dir);
-    let runner = Runner::new(RunnerConfig::new(dir.join("wt"), dir.join("home"))).unwrap();
+    let mut config = RunnerConfig::new(dir.join("wt"), dir.join("home"));
+    if std::env::var_os("BERTH_PDEATHSIG_RESIDENT").is_some() {
+        config.confinement.resident = Some(dir.join("residents"));
+    }
+    let runner = Runner::new(config).unwrap();
     let marker = std::env::var("BERTH_PDEATHSIG_MARKER").unwrap();
     let mut request = ExecRequest::shell(format!(
         "echo started > /work/main.pid.tmp; mv /work/main.pid.tmp /work/main.pid; exec sleep {marker}"
@@ -492,6 +496,17 @@ async fn pdeathsig_helper() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_process_dies_with_berth() {
+    dies_with_berth(false).await;
+}
+
+/// With a resident, berth's end of the exec's connection closing is what
+/// kills it (the resident outlives berth; the exec must not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_process_dies_with_berth_with_a_resident() {
+    dies_with_berth(true).await;
+}
+
+async fn dies_with_berth(resident: bool) {
     let (dir, worktree, _home) = dirs();
     let marker = host_procs::marker();
     let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
@@ -504,6 +519,14 @@ async fn the_main_process_dies_with_berth() {
         ])
         .env("BERTH_PDEATHSIG_DIR", dir.path())
         .env("BERTH_PDEATHSIG_MARKER", &marker)
+        .env(
+            if resident {
+                "BERTH_PDEATHSIG_RESIDENT"
+            } else {
+                "BERTH_PDEATHSIG_NONE"
+            },
+            "1",
+        )
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -88,6 +88,41 @@ async fn an_exec_is_cancelled_through_its_cgroup_named_after_its_action() {
     cancel_from_another_runner(runner, canceller, "c0ffee01").await;
 }
 
+/// With a resident the exec's cgroup2 directory is the one it was cloned
+/// into: the cancel finds it there the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_residents_exec_is_cancelled_through_its_cgroup() {
+    if berth_sandbox::identity::current_uid() != 0 {
+        eprintln!("skipping: exec cgroups need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&dir);
+    config.confinement.exec_records = None;
+    config.confinement.resident = Some(dir.path().join("residents"));
+    let runner = Runner::new(config.clone()).unwrap();
+    let canceller = Runner::new(config).unwrap();
+    cancel_from_another_runner(runner, canceller, "c0ffee04").await;
+}
+
+/// Without cgroups the record holds the resident exec's PID 1 (its own
+/// process group), whose death ends the exec's PID namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_cgroups_a_residents_exec_is_cancelled_through_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&dir);
+    let none = PathBuf::from("/proc/berth-no-cgroups");
+    config.confinement.cgroup_roots = CgroupRoots {
+        unified: none.clone(),
+        pids: none.clone(),
+        memory: none,
+    };
+    config.confinement.resident = Some(dir.path().join("residents"));
+    let runner = Runner::new(config.clone()).unwrap();
+    let canceller = Runner::new(config).unwrap();
+    cancel_from_another_runner(runner, canceller, "c0ffee05").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_cgroups_an_exec_is_cancelled_through_its_recorded_process_group() {
     let dir = tempfile::tempdir().unwrap();

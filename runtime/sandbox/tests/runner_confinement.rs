@@ -34,6 +34,9 @@ fn berth_with(configure: impl FnOnce(&mut RunnerConfig)) -> Berth {
     std::fs::create_dir_all(&home).unwrap();
     let mut config = RunnerConfig::new(&worktree, &home);
     config.kill_grace = Duration::from_secs(1);
+    if std::env::var_os("BERTH_TEST_RESIDENT").is_some() {
+        config.confinement.resident = Some(dir.path().join("residents"));
+    }
     configure(&mut config);
     Berth {
         runner: Runner::new(config).unwrap(),
@@ -438,26 +441,47 @@ async fn as_root_the_command_has_the_berths_uid() {
     );
 }
 
-/// The same cases with berth as an unprivileged user (`setpriv` to nobody):
-/// the user-namespace path. Runs when the tests run as root; the cases run in
-/// a child test process, each filtered by its exact name.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn as_an_unprivileged_user_the_confinement_holds() {
-    if !is_root() || std::env::var_os("BERTH_TEST_AS_USER").is_some() {
-        return;
-    }
-    let cases = [
-        "a_readable_ssh_key_elsewhere_on_the_host_is_not_visible",
-        "writes_outside_the_worktree_fail",
-        "no_socket_reaches_the_hosts_loopback",
-        "a_daemon_dies_at_the_deadline",
-        "kill_all_ends_every_exec_of_the_berth",
-        "nested_repository_config_starts_no_program",
-        "a_fork_loop_stops_at_the_process_limit",
-        "io_uring_and_unix_sockets_are_refused",
-        "berth_and_the_shim_are_out_of_reach",
-        "as_root_the_command_has_the_berths_uid",
-    ];
+/// The cases that hold as an unprivileged user too.
+const AS_USER: &[&str] = &[
+    "a_readable_ssh_key_elsewhere_on_the_host_is_not_visible",
+    "writes_outside_the_worktree_fail",
+    "no_socket_reaches_the_hosts_loopback",
+    "a_daemon_dies_at_the_deadline",
+    "kill_all_ends_every_exec_of_the_berth",
+    "nested_repository_config_starts_no_program",
+    "a_fork_loop_stops_at_the_process_limit",
+    "io_uring_and_unix_sockets_are_refused",
+    "berth_and_the_shim_are_out_of_reach",
+    "as_root_the_command_has_the_berths_uid",
+];
+
+/// Every case made through `berth_with`, which a resident then serves.
+const WITH_RESIDENT: &[&str] = &[
+    "a_readable_ssh_key_elsewhere_on_the_host_is_not_visible",
+    "system_secrets_are_masked",
+    "writes_outside_the_worktree_fail",
+    "no_socket_reaches_the_hosts_loopback",
+    "a_daemon_dies_at_the_deadline",
+    "kill_all_ends_every_exec_of_the_berth",
+    "nested_repository_config_starts_no_program",
+    "a_fork_loop_stops_at_the_process_limit",
+    "a_write_past_the_file_size_limit_fails",
+    "io_uring_and_unix_sockets_are_refused",
+    "berth_and_the_shim_are_out_of_reach",
+    "as_root_the_command_has_the_berths_uid",
+];
+
+/// Whether this process runs cases for a parent (which then does not
+/// start children of its own).
+fn in_child() -> bool {
+    std::env::var_os("BERTH_TEST_AS_USER").is_some()
+        || std::env::var_os("BERTH_TEST_RESIDENT").is_some()
+}
+
+/// Runs `cases` of this binary in a child test process, each filtered by
+/// its exact name: as `nobody` (`setpriv`) or as root, with or without a
+/// resident serving the berth's execs.
+async fn run_cases_in_child(as_user: bool, resident: bool, cases: &[&str]) {
     // nobody must reach both binaries wherever the clone lies (a target
     // directory under /root is closed to it): run copies from a fresh 0755
     // directory, the shim named explicitly.
@@ -471,35 +495,75 @@ async fn as_an_unprivileged_user_the_confinement_holds() {
     std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
     let shim_copy = bin_dir.path().join("berth-exec-shim");
     std::fs::copy(&shim, &shim_copy).unwrap();
-    let mut args: Vec<String> = vec![
-        "--reuid=65534".into(),
-        "--regid=65534".into(),
-        "--clear-groups".into(),
-        "--".into(),
+    let mut args: Vec<String> = Vec::new();
+    if as_user {
+        args.extend(["--reuid=65534", "--regid=65534", "--clear-groups", "--"].map(String::from));
+    }
+    args.extend([
         exe.display().to_string(),
         "--exact".into(),
         "--test-threads=2".into(),
-    ];
+    ]);
     args.extend(cases.iter().map(|c| c.to_string()));
-    let out = tokio::process::Command::new("setpriv")
+    let mut command = if as_user {
+        tokio::process::Command::new("setpriv")
+    } else {
+        tokio::process::Command::new(args.remove(0))
+    };
+    command
         .args(&args)
-        .env("BERTH_TEST_AS_USER", "1")
         .env("BERTH_EXEC_SHIM", &shim_copy)
-        .env("HOME", "/tmp")
-        .env("TMPDIR", "/tmp")
+        .env("TMPDIR", "/tmp");
+    if as_user {
+        command.env("BERTH_TEST_AS_USER", "1").env("HOME", "/tmp");
+    }
+    if resident {
+        command.env("BERTH_TEST_RESIDENT", "1");
+    }
+    let out = command
         .output()
         .await
         .expect("setpriv (util-linux) runs the cases as nobody");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "as nobody:\n{stdout}\n{}",
+        "as_user {as_user}, resident {resident}:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
         stdout.contains(&format!("{} passed", cases.len())),
         "{stdout}"
     );
+}
+
+/// The same cases with berth as an unprivileged user (`setpriv` to nobody):
+/// the user-namespace path. Runs when the tests run as root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_an_unprivileged_user_the_confinement_holds() {
+    if !is_root() || in_child() {
+        return;
+    }
+    run_cases_in_child(true, false, AS_USER).await;
+}
+
+/// The cases again with a resident serving the berth's execs (one process
+/// holding its namespaces and tree, forking each exec), as berth runs a
+/// runner berth: everything the shim holds per exec holds here too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_resident_the_confinement_holds() {
+    if in_child() {
+        return;
+    }
+    run_cases_in_child(false, true, WITH_RESIDENT).await;
+}
+
+/// A resident started by an unprivileged berth: in its user namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_resident_as_an_unprivileged_user_the_confinement_holds() {
+    if !is_root() || in_child() {
+        return;
+    }
+    run_cases_in_child(true, true, AS_USER).await;
 }
 
 /// A mountpoint under the berth's private `/tmp` (a home under the host's

@@ -176,11 +176,19 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         other => other,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    // A one-shot command runs on this thread (its blocking work on the
+    // blocking pool): no worker threads to start, and no wake-up crossing
+    // threads for each step, in a process that lives a few milliseconds.
+    let rt = match command.runs_once() {
+        true => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        false => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+    }
+    .context("starting the async runtime")?;
     if let Command::Image(cmd) = command {
         // Needs the Docker engine, not a state directory.
         return rt.block_on(image::run(state, cmd));

@@ -47,6 +47,10 @@ pub(crate) struct BerthPlaces {
     /// Where each runner exec records its process group (`<state>/execs`),
     /// so `berth cancel` finds it without cgroups.
     pub exec_records: PathBuf,
+    /// Where a runner berth's resident listens (`<state>/residents/<project>/<agent>`,
+    /// berth's own, 0700): the process that holds the berth's namespaces and
+    /// forks each exec.
+    pub residents: PathBuf,
     /// Where each container's exec agent finds its sockets
     /// (`<state>/sockets/<hash>`, mounted read-only into the container).
     pub exec_sockets: PathBuf,
@@ -96,6 +100,7 @@ impl Engine {
                 .join(&agent.name),
             exec_records: root.join("execs"),
             exec_sockets: root.join("sockets"),
+            residents: crate::berth_disk::residents_dir(root, &agent.project, &agent.name),
             worktree,
         }
     }
@@ -168,6 +173,7 @@ fn runner_berth(
     let confinement = &mut runner.confinement;
     confinement.private_tmp = Some(places.private_tmp.clone());
     confinement.exec_records = Some(places.exec_records.clone());
+    confinement.resident = Some(places.residents.clone());
     confinement.uid = open_as.uid.map(|uid| (uid, uid));
     confinement.limits = berth_sandbox::runner::CgroupLimits {
         processes: Some(sandbox.pids),

@@ -45,10 +45,16 @@ pub fn open_runner(berth: &RunnerBerth) -> ProviderResult<Arc<dyn Sandbox>> {
     Ok(Arc::new(Runner::new(config.clone())?))
 }
 
-/// Kills the berth's running execs and empties its private `/tmp`. Both are
-/// best effort (logged): the berth is going down either way, and its next
-/// `up` starts from an empty `/tmp` only if this one succeeded.
+/// Kills the berth's running execs (and its resident) and empties its
+/// private `/tmp`. Both are best effort (logged): the berth is going down
+/// either way, and its next `up` starts from an empty `/tmp` only if this
+/// one succeeded.
 pub(crate) async fn close_runner(agent: &str, berth: &RunnerBerth) {
+    if let Some(dir) = berth.config.confinement.resident.clone() {
+        // Its resident leaves once its socket is gone (where no cgroup
+        // reaches it); the cgroup kill below ends it at once as root.
+        let _ = tokio::task::spawn_blocking(move || crate::runner::dismiss_residents(&dir)).await;
+    }
     match crate::runner::kill_berth_execs(&berth.cgroup_scope, agent).await {
         Ok(killed) if !killed.is_empty() => {
             tracing::info!(

@@ -136,6 +136,12 @@ pub struct Confinement {
     pub exec_records: Option<PathBuf>,
     /// The shim; `None` looks for it (see [`locate_shim`]).
     pub shim: Option<PathBuf>,
+    /// berth's private directory for the berth's resident, which holds its
+    /// cgroups, namespaces and tree and forks each exec
+    /// (`berth_confine::resident`): the limits then bound the berth's execs
+    /// together. `None` (or an egress proxy) sets each exec up through the
+    /// shim.
+    pub resident: Option<PathBuf>,
     /// An allow-list berth's proxy, reached on the exec's loopback
     /// ([`crate::egress_port`]); only with [`Network::None`].
     pub egress: Option<crate::egress_port::EgressHook>,
@@ -159,6 +165,7 @@ impl Default for Confinement {
             cgroup_roots: CgroupRoots::default(),
             exec_records: None,
             shim: None,
+            resident: None,
             egress: None,
         }
     }
@@ -242,4 +249,22 @@ pub async fn kill_berth_execs(project: &str, agent: &str) -> Result<Vec<PathBuf>
     .await
     .map_err(|e| fail(e.to_string()))?
     .map_err(|e| fail(e.to_string()))
+}
+
+/// Ends everything a runner berth runs, before its disk goes: its
+/// residents (their sockets removed: one that no cgroup reaches leaves
+/// within a second) and every process in its cgroups — a resident binds
+/// the berth's directories in a mount namespace of its own, so it would
+/// keep the disk's filesystem alive after the unmount. Blocking.
+pub fn end_berth_processes(
+    residents: &Path,
+    project: &str,
+    agent: &str,
+) -> Result<Vec<PathBuf>, SandboxError> {
+    super::resident::dismiss_all(residents);
+    berth_confine::cgroup::kill_berth(&CgroupRoots::default(), project, agent, CGROUP_EMPTY_WAIT)
+        .map_err(|e| SandboxError::Backend {
+            op: "kill the berth's execs",
+            message: e.to_string(),
+        })
 }

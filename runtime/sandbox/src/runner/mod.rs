@@ -34,6 +34,10 @@
 //! unconfined.
 
 mod config;
+mod launch;
+mod resident;
+
+pub use resident::dismiss_all as dismiss_residents;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
@@ -53,6 +57,8 @@ use berth_policy::{Frame, PathMap};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
+
+use launch::{Launched, Stdio, launch_shim};
 use tokio::sync::watch;
 
 use crate::capture::{Stream, drain};
@@ -78,8 +84,9 @@ const DRAIN_GRACE: Duration = Duration::from_millis(1000);
 pub struct KillAll {
     /// Exec cgroups ended through `cgroup.kill`.
     pub cgroups: Vec<PathBuf>,
-    /// Running execs of this runner whose shim (and so PID namespace) got
-    /// SIGKILL.
+    /// Running execs of this runner whose process group (the shim's or a
+    /// resident exec's PID 1, and so its PID namespace) got SIGKILL, or was
+    /// already gone with its cgroup.
     pub execs: usize,
 }
 
@@ -244,16 +251,17 @@ impl Runner {
     }
 
     /// Kills every running exec of this berth: each exec cgroup under
-    /// `berth/<project>/<agent>/` (also those another berth process left), and
-    /// the shim of each exec this runner started, which ends its PID
-    /// namespace. Reports only the kills it made.
+    /// `berth/<project>/<agent>/` (also those another berth process left),
+    /// the berth's resident, and the process group of each exec this runner
+    /// started (the shim's, or a resident exec's PID 1), which ends its PID
+    /// namespace. The cgroups go first: a resident removes an exec's cgroup
+    /// as soon as its PID 1 is gone. Reports only the kills it made.
     pub async fn kill_all(&self) -> Result<KillAll, SandboxError> {
         let groups: Vec<i32> = lock(&self.running).iter().copied().collect();
-        let mut execs = 0;
-        for pgid in groups {
-            if nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL).is_ok() {
-                execs += 1;
-            }
+        if let Some(dir) = self.config.confinement.resident.clone() {
+            // The resident leaves (and its execs die) once its socket is
+            // gone; its cgroup, where there is one, is killed below.
+            blocking(move || resident::dismiss_all(&dir)).await;
         }
         let roots = self.config.confinement.cgroup_roots.clone();
         let (project, agent) = self.cgroup_name.clone();
@@ -261,6 +269,23 @@ impl Runner {
             berth_confine::cgroup::kill_berth(&roots, &project, &agent, CGROUP_EMPTY_WAIT)
         })
         .await?;
+        // Each group gets SIGKILL; one its cgroup already ended counts too.
+        let mut execs = 0;
+        for pgid in groups {
+            match nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
+                Ok(()) | Err(nix::errno::Errno::ESRCH) => execs += 1,
+                Err(_) => {}
+            }
+        }
+        // A resident's cgroup was killed too (the resident with it), but
+        // it ran no command of its own: only execs are reported.
+        let cgroups = cgroups
+            .into_iter()
+            .filter(|dir| {
+                !dir.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(resident::CGROUP_PREFIX))
+            })
+            .collect();
         Ok(KillAll { cgroups, execs })
     }
 
@@ -406,66 +431,69 @@ impl Runner {
                 EXEC_COUNTER.fetch_add(1, Ordering::Relaxed)
             ),
         };
-        let (project, agent) = self.cgroup_name.clone();
-        let roots = self.config.confinement.cgroup_roots.clone();
-        let limits = self.config.confinement.limits;
-        let cgroups =
-            blocking(move || ExecCgroups::create(&roots, &project, &agent, &action, limits))
-                .await
-                .unwrap_or_default();
-        for missing in &cgroups.missing {
-            tracing::debug!(%missing, "exec cgroup");
-        }
-        let cgroups = Arc::new(cgroups);
-        let mut spec = self.spec(&request.cwd, &cgroups);
-        // An allow-list berth: PID 1 hands berth the proxy's listener in
-        // the exec's namespace; served until `_egress` drops (the exec ended).
-        let _egress = match &self.config.confinement.egress {
-            Some(hook) if spec.network == Network::None => {
-                let (door, handoff) = crate::egress_port::RunnerDoor::open(hook)?;
-                spec.egress = Some(handoff);
-                Some(door)
-            }
+        let egress = self.config.confinement.egress.is_some()
+            && self.config.confinement.network == Network::None;
+        let resident_dir = match &self.config.confinement.resident {
+            Some(dir) if !egress => Some(dir.clone()),
             _ => None,
         };
-        let framed = berth_confine::spec::framed(&spec).map_err(|e| SandboxError::Backend {
-            op: "exec",
-            message: e.to_string(),
-        })?;
+        // With a resident the limits are its cgroups' (the berth's); the
+        // exec's own cgroup is the cgroup2 one it is cloned into.
+        let limits = match resident_dir {
+            Some(_) => CgroupLimits::default(),
+            None => self.config.confinement.limits,
+        };
+        let mut cgroups = self.exec_cgroups(&action, limits).await;
+        let mut spec = self.spec(&request.cwd, &cgroups);
+        let mut argv = vec![program];
+        argv.extend(args);
 
-        let mut command = tokio::process::Command::new(&shim);
-        command
-            .arg("--")
-            .arg(&program)
-            .args(&args)
-            .current_dir("/")
-            .env_clear()
-            .envs(&env)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = match command.spawn() {
-            Ok(child) => child,
-            Err(source) => {
-                remove_cgroups(cgroups).await;
-                return Err(SandboxError::Spawn {
-                    program: shim.display().to_string(),
-                    cwd: prepared.cwd,
-                    source,
-                });
+        let launched = match &resident_dir {
+            Some(dir) => match self
+                .launch_resident(dir, &shim, &spec, &argv, &env, &cgroups)
+                .await
+            {
+                Ok(launched) => Some(launched),
+                Err(why) => {
+                    tracing::warn!(%why, "no resident for this exec; the shim sets it up");
+                    None
+                }
+            },
+            None => None,
+        };
+        // An allow-list berth: PID 1 hands berth the proxy's listener in
+        // the exec's namespace; served until `_egress` drops (the exec ended).
+        let mut _egress = None;
+        let (mut launched, stdio) = match launched {
+            Some(launched) => launched,
+            None => {
+                if resident_dir.is_some() {
+                    // The shim joins the exec's cgroups: the limits too.
+                    cgroups = self
+                        .exec_cgroups(&action, self.config.confinement.limits)
+                        .await;
+                    spec.cgroups = cgroups.paths();
+                }
+                if egress && let Some(hook) = &self.config.confinement.egress {
+                    let (door, handoff) = crate::egress_port::RunnerDoor::open(hook)?;
+                    spec.egress = Some(handoff);
+                    _egress = Some(door);
+                }
+                match launch_shim(&shim, &spec, &argv, &env) {
+                    Ok(launched) => launched,
+                    Err(source) => {
+                        remove_cgroups(Arc::new(cgroups)).await;
+                        return Err(SandboxError::Spawn {
+                            program: shim.display().to_string(),
+                            cwd: prepared.cwd,
+                            source,
+                        });
+                    }
+                }
             }
         };
-        let Some(pid) = child.id().map(|p| p as i32) else {
-            remove_cgroups(cgroups).await;
-            return Err(SandboxError::Backend {
-                op: "exec",
-                message: format!("{} exited before its pid could be read", shim.display()),
-            });
-        };
-        // Leader of its own group: the group id is the pid.
-        let pgid = pid;
+        let cgroups = Arc::new(cgroups);
+        let pgid = launched.pid();
         let _record = crate::action_execs::ExecRecord::keep(
             self.config.confinement.exec_records.as_deref(),
             request.action.as_deref(),
@@ -481,7 +509,13 @@ impl Runner {
         };
 
         let (stop_tx, stop_rx) = watch::channel(false);
-        let stdout = child.stdout.take().map(|pipe| {
+        let Stdio {
+            stdin: stdin_pipe,
+            stdout: stdout_pipe,
+            stderr: stderr_pipe,
+            first_input,
+        } = stdio;
+        let stdout = stdout_pipe.map(|pipe| {
             tokio::spawn(drain(
                 pipe,
                 Stream::Stdout,
@@ -490,20 +524,18 @@ impl Runner {
                 stop_rx.clone(),
             ))
         });
-        let stderr = child
-            .stderr
-            .take()
-            .map(|pipe| tokio::spawn(drain(pipe, Stream::Stderr, cap, sink, stop_rx)));
+        let stderr =
+            stderr_pipe.map(|pipe| tokio::spawn(drain(pipe, Stream::Stderr, cap, sink, stop_rx)));
         guard
             .readers
             .extend(stdout.iter().chain(stderr.iter()).map(|r| r.abort_handle()));
         let input = request.stdin;
-        let stdin_writer = child.stdin.take().map(|mut pipe| {
+        let stdin_writer = stdin_pipe.map(|mut pipe| {
             tokio::spawn(async move {
-                // The spec first, then the command's input. A command that
-                // does not read its input closes the pipe: that is its
-                // choice, not an error.
-                if pipe.write_all(&framed).await.is_ok()
+                // The spec first (for the shim), then the command's input.
+                // A command that does not read its input closes the pipe:
+                // that is its choice, not an error.
+                if pipe.write_all(&first_input).await.is_ok()
                     && let Some(data) = input
                 {
                     let _ = pipe.write_all(&data).await;
@@ -519,11 +551,11 @@ impl Runner {
                 .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 86_400)),
         );
         let grace = self.config.kill_grace;
-        let (status, timed_out) = match tokio::time::timeout_at(deadline, child.wait()).await {
+        let (status, timed_out) = match tokio::time::timeout_at(deadline, launched.wait()).await {
             Ok(status) => (status, false),
             Err(_) => {
-                tracing::debug!(pid, timeout = ?request.timeout, "deadline passed; killing the exec");
-                (kill_exec(&mut child, pgid, &cgroups, grace).await, true)
+                tracing::debug!(pgid, timeout = ?request.timeout, "deadline passed; killing the exec");
+                (launched.kill(pgid, &cgroups, grace).await, true)
             }
         };
         let status = status.map_err(|source| SandboxError::Io {
@@ -540,9 +572,15 @@ impl Runner {
         lock(&self.running).remove(&pgid);
         if !cgroups.paths().is_empty() {
             let cgroups = Arc::clone(&cgroups);
+            // The resident removes its exec's cgroup once PID 1 is reaped:
+            // one try here, no wait for the namespace's teardown.
+            let wait = match launched {
+                Launched::Resident(_) => Duration::ZERO,
+                Launched::Shim(_) => CGROUP_EMPTY_WAIT,
+            };
             blocking(move || {
                 let _ = cgroups.kill();
-                cgroups.remove(CGROUP_EMPTY_WAIT);
+                cgroups.remove(wait);
             })
             .await;
         }
@@ -619,28 +657,6 @@ async fn on_blocking_pool<T: Send + 'static, E: std::fmt::Display + Send + 'stat
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
-}
-
-/// Deadline passed: SIGTERM to the shim's group (the shim and PID 1 forward
-/// it to every process of the namespace), up to `grace` to exit, then
-/// SIGKILL to the group and `cgroup.kill`. The shim's death ends its PID
-/// namespace either way.
-async fn kill_exec(
-    child: &mut tokio::process::Child,
-    pgid: i32,
-    cgroups: &Arc<ExecCgroups>,
-    grace: Duration,
-) -> std::io::Result<std::process::ExitStatus> {
-    let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGTERM);
-    if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
-        return status;
-    }
-    let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-    let cgroups = Arc::clone(cgroups);
-    if let Some(Err(e)) = blocking(move || cgroups.kill()).await {
-        tracing::warn!(error = %e, "cgroup.kill failed; the PID namespace ends the exec");
-    }
-    child.wait().await
 }
 
 type Reader = tokio::task::JoinHandle<Output>;

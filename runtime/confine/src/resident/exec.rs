@@ -1,0 +1,228 @@
+//! One exec of the resident: cloned into its own PID and mount namespaces
+//! (and, with `CLONE_INTO_CGROUP`, straight into its cgroup — no migration,
+//! so no wait for the kernel's RCU grace period), it mounts its own `/proc`,
+//! takes the exec's descriptors as 0, 1 and 2, and from there is the shim's
+//! PID 1: it forks the command ([`crate::shim::command`]: limits, uid,
+//! Landlock, seccomp, exec), forwards signals to every process of its
+//! namespace, and reports the command's wait status on a pipe. When it
+//! exits, the kernel kills whatever is left in the namespace.
+
+use std::convert::Infallible;
+use std::ffi::CString;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use seccompiler::BpfProgram;
+
+use super::wire::ExecOrder;
+use crate::shim::{self, check};
+use crate::spec::ExecSpec;
+use crate::{ConfineError, SETUP_FAILED, mount_tree};
+
+/// `CLONE_INTO_CGROUP` (Linux 5.7): the child starts in the cgroup2
+/// directory named by `cgroup`.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// `struct clone_args` of `clone3(2)`, up to `cgroup` (version 2, 88 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// What one exec is, checked before anything is cloned.
+struct Prepared {
+    spec: ExecSpec,
+    argv: Vec<CString>,
+    env: Vec<(CString, CString)>,
+    cwd: CString,
+    landlock: crate::landlock_rules::Paths,
+}
+
+fn prepare(berth: &ExecSpec, order: &ExecOrder) -> Result<Prepared, ConfineError> {
+    let nul = |what: &str| ConfineError::Usage(format!("{what} holds a NUL byte"));
+    if order.argv.is_empty() {
+        return Err(ConfineError::Usage("no program".into()));
+    }
+    if !order.cwd.starts_with("/work") {
+        return Err(ConfineError::Usage(format!(
+            "the working directory {} is not under /work",
+            order.cwd
+        )));
+    }
+    let argv = order
+        .argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| nul("an argument"))?;
+    let mut env = Vec::with_capacity(order.env.len());
+    for (name, value) in &order.env {
+        if name.is_empty() || name.contains('=') {
+            return Err(ConfineError::Usage(format!(
+                "{name:?} is not an environment name"
+            )));
+        }
+        env.push((
+            CString::new(name.as_bytes()).map_err(|_| nul("an environment name"))?,
+            CString::new(value.as_bytes()).map_err(|_| nul("an environment value"))?,
+        ));
+    }
+    let spec = ExecSpec {
+        cwd: order.cwd.clone(),
+        rlimits: order.rlimits.clone(),
+        work_read_only: order.work_read_only,
+        cgroups: Vec::new(),
+        egress: None,
+        ..berth.clone()
+    };
+    let landlock = mount_tree::landlock_paths(&spec);
+    Ok(Prepared {
+        cwd: CString::new(order.cwd.as_bytes()).map_err(|_| nul("the working directory"))?,
+        spec,
+        argv,
+        env,
+        landlock,
+    })
+}
+
+/// Starts one exec: returns its PID 1 (as the host numbers it) and the
+/// read end of the pipe its status arrives on. `fds` are stdin, stdout,
+/// stderr and, when the order names a cgroup, the cgroup's directory.
+pub(crate) fn start(
+    berth: &ExecSpec,
+    order: &ExecOrder,
+    fds: &[OwnedFd],
+    programs: &[BpfProgram],
+    root: bool,
+) -> Result<(libc::pid_t, OwnedFd), ConfineError> {
+    let want = 3 + usize::from(order.cgroup.is_some());
+    if fds.len() != want {
+        return Err(ConfineError::Usage(format!(
+            "{} descriptors with the order, {want} expected",
+            fds.len()
+        )));
+    }
+    let prepared = prepare(berth, order)?;
+    let mut pipe = [0; 2];
+    // SAFETY: a pipe into a local array.
+    check(
+        unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) },
+        "make the status pipe",
+    )?;
+    // SAFETY: both ends were just made and are owned by no one else.
+    let (status_r, status_w) =
+        unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+    let mut args = CloneArgs {
+        flags: (libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        ..CloneArgs::default()
+    };
+    if let Some(dir) = fds.get(3) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = dir.as_raw_fd() as u64;
+    }
+    // SAFETY: clone3 without CLONE_VM and without a stack is fork; the
+    // resident is single-threaded, so the child may do anything.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &mut args as *mut CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    match pid {
+        -1 => Err(ConfineError::Unavailable {
+            mechanism: "a PID and mount namespace cloned into the exec's cgroup",
+            remedy: "run berth on Linux 5.7 or later, as root or where user namespaces are allowed",
+            source: std::io::Error::last_os_error(),
+        }),
+        0 => {
+            drop(status_r);
+            let code = match pid1(&prepared, fds, status_w, programs, root) {
+                Ok(never) => match never {},
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "berth: confinement: {e}");
+                    i32::from(SETUP_FAILED)
+                }
+            };
+            // SAFETY: leaving without running the resident's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        child => Ok((child as libc::pid_t, status_r)),
+    }
+}
+
+/// The exec's PID 1, in the clone's child.
+fn pid1(
+    exec: &Prepared,
+    fds: &[OwnedFd],
+    status_w: OwnedFd,
+    programs: &[BpfProgram],
+    root: bool,
+) -> Result<Infallible, ConfineError> {
+    // SAFETY: process-local calls on this new process: it takes the exec's
+    // descriptors as 0, 1, 2 and its status pipe as 3 first (so a failure
+    // below reaches the exec's stderr), closes everything else of the
+    // resident's, dies with the resident, and leads its own process group
+    // (berth kills it by group).
+    unsafe {
+        // The status pipe first: 0–2 may be its number.
+        let status = libc::fcntl(status_w.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+        if status < 0 {
+            return Err(ConfineError::last("move the status pipe"));
+        }
+        for (target, fd) in fds.iter().take(3).enumerate() {
+            if libc::dup2(fd.as_raw_fd(), target as libc::c_int) < 0 {
+                return Err(ConfineError::last("take the exec's descriptors"));
+            }
+        }
+        if libc::dup2(status, 3) < 0 {
+            return Err(ConfineError::last("take the status pipe"));
+        }
+        libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC);
+        if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32) != 0 {
+            return Err(ConfineError::last("close the resident's descriptors"));
+        }
+        check(libc::setpgid(0, 0), "lead a process group")?;
+    }
+    // No check of getppid() after this, as the shim makes: in its own PID
+    // namespace PID 1's parent is always 0. The resident cloned it a moment
+    // ago, and a resident that died since leaves an exec whose status no one
+    // reads, as confined as any.
+    shim::pid1_bound_to_parent()?;
+    // The OwnedFds above were closed by close_range (or are 0–3 now):
+    // forgetting them keeps their drops from closing someone else's number.
+    std::mem::forget(status_w);
+    let mask = shim::block_signals()?;
+    mount_tree::exec_mounts(exec.spec.work_read_only)?;
+    // SAFETY: single-threaded; the environment is this process's alone.
+    unsafe {
+        libc::clearenv();
+        for (name, value) in &exec.env {
+            if libc::setenv(name.as_ptr(), value.as_ptr(), 1) != 0 {
+                return Err(ConfineError::last("set the command's environment"));
+            }
+        }
+    }
+    shim::run_command(
+        &exec.spec,
+        &exec.argv,
+        &exec.cwd,
+        &exec.landlock,
+        programs,
+        root,
+        &mask,
+        3,
+    )
+}

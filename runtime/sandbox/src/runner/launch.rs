@@ -1,0 +1,229 @@
+//! The two ways a runner exec starts, behind one handle: the shim, spawned
+//! per exec with its spec framed on stdin, or the berth's resident, handed
+//! the exec's descriptors over its socket ([`super::resident`]). Either way
+//! berth reads the same pipes, waits for one wait status, and kills by the
+//! exec's process group and cgroup.
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_confine::ExecSpec;
+use berth_confine::cgroup::ExecCgroups;
+use berth_confine::resident::wire::ExecOrder;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::resident::{Pipes, Place, ResidentExec};
+use super::{Runner, blocking};
+
+/// berth's ends of the exec's standard streams, and what goes on stdin
+/// before the command's own input (the shim's spec).
+pub(super) struct Stdio {
+    pub stdin: Option<Box<dyn AsyncWrite + Unpin + Send>>,
+    pub stdout: Option<Box<dyn AsyncRead + Unpin + Send>>,
+    pub stderr: Option<Box<dyn AsyncRead + Unpin + Send>>,
+    pub first_input: Vec<u8>,
+}
+
+/// A started exec.
+pub(super) enum Launched {
+    Shim(tokio::process::Child),
+    Resident(ResidentExec),
+}
+
+impl Launched {
+    /// The exec's process group: the shim's, or the resident exec's PID 1.
+    pub fn pid(&self) -> i32 {
+        match self {
+            Launched::Shim(child) => child.id().map_or(0, |p| p as i32),
+            Launched::Resident(exec) => exec.pid,
+        }
+    }
+
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Launched::Shim(child) => child.wait().await,
+            Launched::Resident(exec) => Ok(exec.wait().await),
+        }
+    }
+
+    /// Deadline passed: SIGTERM to every process of the exec (the shim and
+    /// PID 1 forward it), up to `grace` to exit, then SIGKILL to the group
+    /// and `cgroup.kill`. PID 1's death ends its PID namespace either way.
+    pub async fn kill(
+        &mut self,
+        pgid: i32,
+        cgroups: &Arc<ExecCgroups>,
+        grace: Duration,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Launched::Shim(_) => {
+                let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+            }
+            Launched::Resident(exec) => exec.signal(libc::SIGTERM).await,
+        }
+        if let Ok(status) = tokio::time::timeout(grace, self.wait()).await {
+            return status;
+        }
+        let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        let cgroups = Arc::clone(cgroups);
+        if let Some(Err(e)) = blocking(move || cgroups.kill()).await {
+            tracing::warn!(error = %e, "cgroup.kill failed; the PID namespace ends the exec");
+        }
+        self.wait().await
+    }
+}
+
+/// Spawns the shim for one exec: its own process group, the spec first on
+/// its stdin.
+pub(super) fn launch_shim(
+    shim: &Path,
+    spec: &ExecSpec,
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+) -> std::io::Result<(Launched, Stdio)> {
+    let first_input = berth_confine::spec::framed(spec)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let mut command = tokio::process::Command::new(shim);
+    command
+        .arg("--")
+        .args(argv)
+        .current_dir("/")
+        .env_clear()
+        .envs(env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn()?;
+    if child.id().is_none() {
+        return Err(std::io::Error::other(format!(
+            "{} exited before its pid could be read",
+            shim.display()
+        )));
+    }
+    let stdio = Stdio {
+        stdin: child
+            .stdin
+            .take()
+            .map(|p| Box::new(p) as Box<dyn AsyncWrite + Unpin + Send>),
+        stdout: child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
+        stderr: child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
+        first_input,
+    };
+    Ok((Launched::Shim(child), stdio))
+}
+
+/// Opens a cgroup2 directory for `CLONE_INTO_CGROUP`.
+fn open_cgroup(dir: &Path) -> std::io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)?;
+    Ok(OwnedFd::from(file))
+}
+
+impl Runner {
+    /// Hands the exec to the berth's resident (started first when none
+    /// runs). An error says why not; the caller then uses the shim.
+    pub(super) async fn launch_resident(
+        &self,
+        dir: &Path,
+        shim: &Path,
+        spec: &ExecSpec,
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        cgroups: &ExecCgroups,
+    ) -> Result<(Launched, Stdio), String> {
+        // What every exec of the berth shares: the resident's key.
+        let berth = ExecSpec {
+            parent_pid: 0,
+            cwd: berth_policy::frame::WORK.to_string(),
+            work_read_only: false,
+            rlimits: Vec::new(),
+            cgroups: Vec::new(),
+            egress: None,
+            ..spec.clone()
+        };
+        let dir: PathBuf = dir.to_path_buf();
+        let shim = shim.to_path_buf();
+        let roots = self.config.confinement.cgroup_roots.clone();
+        let (project, agent) = self.cgroup_name.clone();
+        let limits = self.config.confinement.limits;
+        let stream = tokio::task::spawn_blocking(move || {
+            super::resident::connect(Place {
+                dir: &dir,
+                shim: &shim,
+                berth,
+                roots: &roots,
+                names: (&project, &agent),
+                limits,
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        let pipes = Pipes::new().map_err(|e| format!("make the exec's pipes: {e}"))?;
+        let mut fds: Vec<OwnedFd> = pipes.theirs.into();
+        let mut cgroup = None;
+        if let Some(unified) = &cgroups.unified {
+            fds.push(open_cgroup(unified).map_err(|e| format!("{}: {e}", unified.display()))?);
+            cgroup = unified
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+        }
+        let order = ExecOrder {
+            argv: argv.to_vec(),
+            env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            cwd: spec.cwd.clone(),
+            rlimits: spec.rlimits.clone(),
+            work_read_only: spec.work_read_only,
+            cgroup,
+        };
+        let exec = ResidentExec::start(stream, order, fds).await?;
+        let wrap = |e: std::io::Error| format!("the exec's pipes: {e}");
+        let stdio = Stdio {
+            stdin: Some(Box::new(
+                tokio::net::unix::pipe::Sender::from_owned_fd(pipes.stdin).map_err(wrap)?,
+            )),
+            stdout: Some(Box::new(
+                tokio::net::unix::pipe::Receiver::from_owned_fd(pipes.stdout).map_err(wrap)?,
+            )),
+            stderr: Some(Box::new(
+                tokio::net::unix::pipe::Receiver::from_owned_fd(pipes.stderr).map_err(wrap)?,
+            )),
+            first_input: Vec::new(),
+        };
+        Ok((Launched::Resident(exec), stdio))
+    }
+
+    /// The exec's cgroups, made on the blocking pool.
+    pub(super) async fn exec_cgroups(
+        &self,
+        action: &str,
+        limits: berth_confine::cgroup::CgroupLimits,
+    ) -> ExecCgroups {
+        let (project, agent) = self.cgroup_name.clone();
+        let roots = self.config.confinement.cgroup_roots.clone();
+        let action = action.to_string();
+        let cgroups =
+            blocking(move || ExecCgroups::create(&roots, &project, &agent, &action, limits))
+                .await
+                .unwrap_or_default();
+        for missing in &cgroups.missing {
+            tracing::debug!(%missing, "exec cgroup");
+        }
+        cgroups
+    }
+}

@@ -1,0 +1,348 @@
+//! A runner berth with a resident: the process that holds the berth's
+//! namespaces, tree and cgroups and forks each exec. The exec contract runs
+//! against it (as root and with the berth's uid); the cases here are what
+//! only a long-lived process can get wrong — sharing, concurrency, a setting
+//! that changes between execs, its end, and berth's fallback to the shim.
+//! `runner_confinement` runs its attacker's cases against it too.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::host_procs;
+
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use berth_sandbox::contract::ContractFixture;
+use berth_sandbox::runner::Network;
+use berth_sandbox::{ExecRequest, ExitStatus, Runner, RunnerConfig, Sandbox, WorkAccess};
+
+struct ResidentFixture {
+    runner: Runner,
+    dir: tempfile::TempDir,
+}
+
+impl ContractFixture for ResidentFixture {
+    fn sandbox(&self) -> &dyn Sandbox {
+        &self.runner
+    }
+}
+
+impl ResidentFixture {
+    fn worktree(&self) -> &Path {
+        self.runner.worktree()
+    }
+
+    fn residents(&self) -> PathBuf {
+        self.dir.path().join("residents")
+    }
+}
+
+fn config_in(dir: &Path, uid: Option<u32>) -> RunnerConfig {
+    let worktree = dir.join("wt");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&worktree).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let root = berth_sandbox::identity::current_uid() == 0;
+    if let (Some(uid), true) = (uid, root) {
+        for dir in [&worktree, &home] {
+            std::os::unix::fs::chown(dir, Some(uid), Some(uid)).unwrap();
+        }
+    }
+    let mut config = RunnerConfig::new(&worktree, &home);
+    config.confinement.uid = uid.map(|u| (u, u));
+    config.confinement.resident = Some(dir.join("residents"));
+    config.kill_grace = Duration::from_secs(1);
+    config
+}
+
+fn fixture_with(uid: Option<u32>, configure: impl FnOnce(&mut RunnerConfig)) -> ResidentFixture {
+    let dir = tempfile::Builder::new()
+        .prefix("berth-resident-")
+        .tempdir()
+        .unwrap();
+    let mut config = config_in(dir.path(), uid);
+    configure(&mut config);
+    ResidentFixture {
+        runner: Runner::new(config).unwrap(),
+        dir,
+    }
+}
+
+async fn resident_fixture() -> ResidentFixture {
+    fixture_with(None, |_| {})
+}
+
+berth_sandbox::exec_contract_tests!(resident_fixture);
+
+/// The same contract with the berth's uid.
+mod as_berth_uid {
+    use super::*;
+
+    async fn resident_fixture_as_uid() -> ResidentFixture {
+        fixture_with(Some(0x7000_FFF1), |_| {})
+    }
+
+    berth_sandbox::exec_contract_tests!(resident_fixture_as_uid);
+}
+
+fn shell(line: &str) -> ExecRequest {
+    let mut request = ExecRequest::shell(line);
+    request.timeout = Duration::from_secs(60);
+    request
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The sockets in a residents directory.
+fn sockets(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                    name.starts_with("exec-") && name.ends_with(".sock")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// The pid of the process listening on `socket` (its peer credentials).
+fn listener_pid(socket: &Path) -> Option<i32> {
+    let stream = UnixStream::connect(socket).ok()?;
+    // SAFETY: getsockopt into a zeroed local of the right size.
+    unsafe {
+        let mut cred: libc::ucred = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        (libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        ) == 0)
+            .then_some(cred.pid)
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        !s.lines()
+            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
+    })
+}
+
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not happen within 10 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_resident_serves_every_exec_of_the_berth() {
+    let f = resident_fixture().await;
+    let first = f.runner.exec(shell("echo one"), None).await.unwrap();
+    assert_eq!(text(&first.stdout.bytes), "one\n", "{first:?}");
+    let socks = sockets(&f.residents());
+    assert_eq!(socks.len(), 1, "{socks:?}");
+    let pid = listener_pid(&socks[0]).expect("a resident listens");
+    // Each exec has its own PID namespace and /proc: the resident is not
+    // in it, and the exec's PID 1 is.
+    let second = f
+        .runner
+        .exec(shell("echo two; ls /proc | grep -c '^[0-9]'"), None)
+        .await
+        .unwrap();
+    let out = text(&second.stdout.bytes);
+    assert!(out.starts_with("two\n"), "{second:?}");
+    let procs: usize = out.lines().nth(1).unwrap().trim().parse().unwrap();
+    assert!(procs <= 6, "the exec sees {procs} processes: {out}");
+    assert_eq!(sockets(&f.residents()), socks, "no second resident");
+    assert_eq!(listener_pid(&socks[0]), Some(pid), "the same resident");
+    if berth_sandbox::identity::current_uid() == 0 {
+        // Its limits are the berth's: the exec is in the resident's pids
+        // cgroup, not one of its own.
+        let cgroup = f
+            .runner
+            .exec(shell("cat /proc/self/cgroup"), None)
+            .await
+            .unwrap();
+        let cgroup = text(&cgroup.stdout.bytes);
+        let pids = cgroup
+            .lines()
+            .find(|l| l.contains(":pids:"))
+            .unwrap_or_default();
+        assert!(pids.contains("/resident-"), "{cgroup}");
+        let unified = cgroup
+            .lines()
+            .find(|l| l.starts_with("0::"))
+            .unwrap_or_default();
+        assert!(
+            unified.contains("/exec-"),
+            "its own cgroup2 directory: {cgroup}"
+        );
+    }
+}
+
+/// Two execs at once in one resident: the second one ends the first's wait,
+/// so neither could finish if the resident served one at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execs_run_at_once() {
+    let f = resident_fixture().await;
+    f.runner.exec(shell("true"), None).await.unwrap();
+    let waiter = shell(
+        "for i in $(seq 200); do [ -e /work/flag ] && echo seen && exit 0; sleep 0.05; done; exit 1",
+    );
+    let setter = shell("sleep 0.2; touch /work/flag; echo set");
+    let (a, b) = tokio::join!(f.runner.exec(waiter, None), f.runner.exec(setter, None));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.status, ExitStatus::Exited(0), "{a:?}");
+    assert_eq!(text(&a.stdout.bytes), "seen\n");
+    assert_eq!(text(&b.stdout.bytes), "set\n", "{b:?}");
+    assert_eq!(sockets(&f.residents()).len(), 1);
+}
+
+/// `/work` read-only is each exec's own: the resident's tree stays
+/// writable, and a later exec writes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_work_is_each_execs_own() {
+    let f = resident_fixture().await;
+    let write = || shell("echo x > /work/f && echo wrote");
+    assert_eq!(
+        text(&f.runner.exec(write(), None).await.unwrap().stdout.bytes),
+        "wrote\n"
+    );
+    f.runner
+        .set_work_access(WorkAccess::ReadOnly)
+        .await
+        .unwrap();
+    let refused = f
+        .runner
+        .exec(shell("echo y > /work/f"), None)
+        .await
+        .unwrap();
+    assert_ne!(refused.status, ExitStatus::Exited(0), "{refused:?}");
+    assert_eq!(
+        std::fs::read_to_string(f.worktree().join("f")).unwrap(),
+        "x\n"
+    );
+    f.runner
+        .set_work_access(WorkAccess::ReadWrite)
+        .await
+        .unwrap();
+    let again = f
+        .runner
+        .exec(shell("echo z > /work/f && echo wrote"), None)
+        .await
+        .unwrap();
+    assert_eq!(text(&again.stdout.bytes), "wrote\n", "{again:?}");
+    assert_eq!(sockets(&f.residents()).len(), 1, "one resident throughout");
+}
+
+/// A berth whose shared setting changed (here its network) gets a resident
+/// of its own; the old one is left to leave when idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_confinement_gets_its_own_resident() {
+    let f = resident_fixture().await;
+    f.runner.exec(shell("true"), None).await.unwrap();
+    let mut config = f.runner.config().clone();
+    config.confinement.network = Network::Open;
+    let open = Runner::new(config).unwrap();
+    let out = open.exec(shell("echo open"), None).await.unwrap();
+    assert_eq!(text(&out.stdout.bytes), "open\n", "{out:?}");
+    let socks = sockets(&f.residents());
+    assert_eq!(socks.len(), 2, "{socks:?}");
+    let pids: Vec<_> = socks.iter().map(|s| listener_pid(s).unwrap()).collect();
+    assert_ne!(pids[0], pids[1]);
+}
+
+/// `kill_all` (berth down) ends the resident and every exec it runs; the
+/// next exec starts a new resident.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_all_ends_the_resident_and_its_execs() {
+    let f = resident_fixture().await;
+    let marker = host_procs::marker();
+    let runner = std::sync::Arc::new(f.runner);
+    let running = {
+        let runner = std::sync::Arc::clone(&runner);
+        let line = format!("(setsid sleep {marker} &); sleep {marker}");
+        tokio::spawn(async move { runner.exec(shell(&line), None).await })
+    };
+    assert!(host_procs::appears(&marker).await);
+    let residents = f.dir.path().join("residents");
+    let socks = sockets(&residents);
+    let pid = listener_pid(&socks[0]).unwrap();
+    runner.kill_all().await.unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the exec returns once killed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, ExitStatus::Signaled(9), "{outcome:?}");
+    assert!(
+        host_procs::gone_marked(&marker).await,
+        "an exec outlived kill_all"
+    );
+    until("the resident's exit", || !alive(pid)).await;
+    let next = runner.exec(shell("echo next"), None).await.unwrap();
+    assert_eq!(text(&next.stdout.bytes), "next\n", "{next:?}");
+    let socks = sockets(&residents);
+    assert_eq!(socks.len(), 1);
+    assert_ne!(listener_pid(&socks[0]), Some(pid), "a new resident");
+}
+
+/// A removed socket (the berth's state gone) ends the resident within a
+/// second or so, and the exec it ran with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resident_whose_socket_is_gone_leaves() {
+    let f = resident_fixture().await;
+    let marker = host_procs::marker();
+    let runner = std::sync::Arc::new(f.runner);
+    let running = {
+        let runner = std::sync::Arc::clone(&runner);
+        let line = format!("sleep {marker}");
+        tokio::spawn(async move { runner.exec(shell(&line), None).await })
+    };
+    assert!(host_procs::appears(&marker).await);
+    let socks = sockets(&f.dir.path().join("residents"));
+    let pid = listener_pid(&socks[0]).unwrap();
+    std::fs::remove_file(&socks[0]).unwrap();
+    until("the resident's exit", || !alive(pid)).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the exec returns")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, ExitStatus::Signaled(9), "{outcome:?}");
+    assert!(host_procs::gone_marked(&marker).await);
+}
+
+/// A resident that cannot start (its directory is a file) leaves the exec
+/// to the shim: the command runs, confined as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_resident_the_shim_runs_the_exec() {
+    let f = fixture_with(None, |c| {
+        let blocked = c.worktree.parent().unwrap().join("not-a-dir");
+        std::fs::write(&blocked, "").unwrap();
+        c.confinement.resident = Some(blocked);
+    });
+    let out = f
+        .runner
+        .exec(shell("echo fine; ls /proc | grep -c '^[0-9]'"), None)
+        .await
+        .unwrap();
+    let text = text(&out.stdout.bytes);
+    assert!(text.starts_with("fine\n"), "{out:?}");
+}
