@@ -1,10 +1,11 @@
 //! What the engine adds to one exec, in process: `true` proposed by an agent
 //! whose autonomy auto-approves it (decide, record, run in the warm runner
 //! berth, record the outcome) beside the runner alone (the confinement,
-//! no decision, no store) and a bare spawn of the same command line
-//! (`sh -c true`, no confinement) — all three in one run, interleaved
-//! (bare, runner, engine, bare, …), so a machine whose speed drifts moves
-//! all three alike. Prints the median, p10 and p90 of each and the medians'
+//! no decision, no store) — through its resident, as the berth runs it, and
+//! through the shim set up per exec — and a bare spawn of the same command
+//! line (`sh -c true`, no confinement), all in one run, interleaved (bare,
+//! shim, resident, engine, bare, …), so a machine whose speed drifts moves
+//! them alike. Prints the median, p10 and p90 of each and the medians'
 //! differences: what the confinement costs and what the engine costs per
 //! action over it. This is the figure `berth serve` and the MCP server pay
 //! per command (issue 17's in-process goals).
@@ -47,8 +48,11 @@ async fn main() {
     let worktree = info.worktree.unwrap();
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let runner =
+    let shim_runner =
         berth_sandbox::Runner::new(berth_sandbox::RunnerConfig::new(&worktree, &home)).unwrap();
+    let mut config = berth_sandbox::RunnerConfig::new(&worktree, &home);
+    config.confinement.resident = Some(tmp.path().join("residents"));
+    let runner = berth_sandbox::Runner::new(config).unwrap();
 
     let bare = || async {
         let status = tokio::process::Command::new("sh")
@@ -69,6 +73,13 @@ async fn main() {
             .unwrap();
         assert!(out.status.success(), "{out:?}");
     };
+    let through_shim = || async {
+        let out = shim_runner
+            .exec(berth_sandbox::ExecRequest::shell("true"), None)
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
     let proposed = || async {
         let p = common::propose_terminal(&engine, "true").await;
         match &p.status {
@@ -79,10 +90,12 @@ async fn main() {
 
     for _ in 0..n.div_ceil(10) {
         bare().await;
+        through_shim().await;
         confined().await;
         proposed().await;
     }
-    let (mut b, mut r, mut e) = (
+    let (mut b, mut sh, mut r, mut e) = (
+        Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -92,6 +105,9 @@ async fn main() {
         bare().await;
         b.push(t.elapsed());
         let t = Instant::now();
+        through_shim().await;
+        sh.push(t.elapsed());
+        let t = Instant::now();
         confined().await;
         r.push(t.elapsed());
         let t = Instant::now();
@@ -99,11 +115,13 @@ async fn main() {
         e.push(t.elapsed());
     }
     let (bm, b10, b90) = quantiles(&mut b);
+    let (sm, s10, s90) = quantiles(&mut sh);
     let (rm, r10, r90) = quantiles(&mut r);
     let (em, e10, e90) = quantiles(&mut e);
     println!("{n} of each, interleaved; median (p10–p90) per exec:");
     println!("  bare spawn of sh -c true         {bm:7.3} ms ({b10:.3}–{b90:.3})");
-    println!("  runner exec (confined)           {rm:7.3} ms ({r10:.3}–{r90:.3})");
+    println!("  runner exec through the shim     {sm:7.3} ms ({s10:.3}–{s90:.3})");
+    println!("  runner exec through its resident {rm:7.3} ms ({r10:.3}–{r90:.3})");
     println!("  engine propose → executed        {em:7.3} ms ({e10:.3}–{e90:.3})");
     println!(
         "  confinement over the bare spawn  {:7.3} ms; engine over the runner {:.3} ms; engine over the bare spawn {:.3} ms ({:.2}×)",

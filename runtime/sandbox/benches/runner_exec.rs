@@ -1,4 +1,5 @@
 //! The fixed cost of one runner exec: `true` as an argv and as a command line,
+//! through the shim set up per exec and through the berth's resident,
 //! beside a bare `tokio::process` spawn of `true` for comparison. Prints the
 //! median and p99 of each.
 //!
@@ -51,15 +52,20 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // In the system's temporary directory, not the target directory: that
+    // may lie under /work, where a home shown at its own path cannot.
     let dir = tempfile::Builder::new()
         .prefix("berth-bench-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir()
         .unwrap();
     let worktree = dir.path().join("wt");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&worktree).unwrap();
     std::fs::create_dir_all(&home).unwrap();
-    let runner = Runner::new(RunnerConfig::new(&worktree, &home)).unwrap();
+    let shim_runner = Runner::new(RunnerConfig::new(&worktree, &home)).unwrap();
+    let mut config = RunnerConfig::new(&worktree, &home);
+    config.confinement.resident = Some(dir.path().join("residents"));
+    let resident_runner = Runner::new(config).unwrap();
 
     runtime.block_on(async {
         let bare = measure(iterations, || async {
@@ -69,17 +75,35 @@ fn main() {
         .await;
         stats("bare tokio spawn of true", bare);
 
-        for (name, request) in [
-            ("runner argv [true]", ExecRequest::argv(["true"])),
-            ("runner shell `true`", ExecRequest::shell("true")),
+        for (name, runner, request) in [
             (
-                "runner shell, /work paths",
+                "shim argv [true]",
+                &shim_runner,
+                ExecRequest::argv(["true"]),
+            ),
+            (
+                "shim shell `true`",
+                &shim_runner,
+                ExecRequest::shell("true"),
+            ),
+            (
+                "shim shell, /work paths",
+                &shim_runner,
                 ExecRequest::shell("test -d /work && true"),
+            ),
+            (
+                "resident argv [true]",
+                &resident_runner,
+                ExecRequest::argv(["true"]),
+            ),
+            (
+                "resident shell `true`",
+                &resident_runner,
+                ExecRequest::shell("true"),
             ),
         ] {
             let samples = measure(iterations, || {
                 let request = request.clone();
-                let runner = &runner;
                 async move {
                     let outcome = runner.exec(request, None).await.unwrap();
                     assert!(outcome.status.success());

@@ -304,7 +304,7 @@ async fn kill_all_ends_the_resident_and_its_execs() {
 }
 
 /// A removed socket (the berth's state gone) ends the resident within a
-/// second or so, and the exec it ran with it.
+/// second or so, and the exec it ran with it; it removes its own cgroups.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resident_whose_socket_is_gone_leaves() {
     let f = resident_fixture().await;
@@ -318,8 +318,32 @@ async fn a_resident_whose_socket_is_gone_leaves() {
     assert!(host_procs::appears(&marker).await);
     let socks = sockets(&f.dir.path().join("residents"));
     let pid = listener_pid(&socks[0]).unwrap();
+    // Its own cgroups (as root), which it removes as it leaves.
+    let own: Vec<PathBuf> = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let root = match controllers {
+                "" => "/sys/fs/cgroup/unified",
+                "pids" => "/sys/fs/cgroup/pids",
+                "memory" => "/sys/fs/cgroup/memory",
+                _ => return None,
+            };
+            path.contains("/resident-")
+                .then(|| PathBuf::from(format!("{root}{path}")))
+        })
+        .collect();
+    if berth_sandbox::identity::current_uid() == 0 {
+        assert!(!own.is_empty(), "a resident of root has cgroups");
+        assert!(own.iter().all(|d| d.is_dir()), "{own:?}");
+    }
     std::fs::remove_file(&socks[0]).unwrap();
     until("the resident's exit", || !alive(pid)).await;
+    for dir in &own {
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
     let outcome = tokio::time::timeout(Duration::from_secs(10), running)
         .await
         .expect("the exec returns")

@@ -19,8 +19,8 @@
 //! unix socket in a directory only berth can write, says `ready` on its
 //! stdout, and serves orders ([`wire`]) from peers of its own uid. It leaves
 //! when idle for [`ResidentSpec::idle_secs`], when its socket is removed or
-//! replaced (`berth down`, a new resident), or when its cgroup is killed;
-//! its execs' PID 1s die with it.
+//! replaced (`berth down`), or when its cgroup is killed; its execs' PID 1s
+//! die with it, and a resident that leaves by itself removes its cgroups.
 
 mod exec;
 pub mod wire;
@@ -293,6 +293,7 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
         }
         None => None,
     };
+    let own_cgroups = open_own_cgroups(&spec.berth.cgroups)?;
     let mut berth = spec.berth.clone();
     berth.work_read_only = false;
     mount_tree::enter_without_proc(&berth)?;
@@ -380,9 +381,104 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
                 // SAFETY: removing our own socket by name in its directory.
                 unsafe { libc::unlinkat(socket_dir.as_raw_fd(), socket_name.as_ptr(), 0) };
             }
-            // SAFETY: leaving; the execs' PID 1s die with us.
+            await_children(Duration::from_secs(2));
+            if let Some(dir) = &exec_cgroups {
+                for name in execs.iter().filter_map(|e| e.cgroup.as_deref()) {
+                    if let Ok(name) = CString::new(name) {
+                        // SAFETY: removing an empty directory by name
+                        // beneath one we hold.
+                        unsafe {
+                            libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR)
+                        };
+                    }
+                }
+            }
+            leave_own_cgroups(&own_cgroups);
+            // SAFETY: leaving; any exec's PID 1 still here dies with us.
             unsafe { libc::_exit(0) }
         }
+    }
+}
+
+/// One of the resident's own cgroups: its parent directory (opened before
+/// the pivot hides `/sys/fs/cgroup`) and its name there.
+struct OwnCgroup {
+    parent: OwnedFd,
+    name: CString,
+}
+
+fn open_own_cgroups(dirs: &[PathBuf]) -> Result<Vec<OwnCgroup>, ConfineError> {
+    let mut own = Vec::new();
+    for dir in dirs {
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            continue;
+        };
+        let c = cpath(parent)?;
+        // SAFETY: an O_PATH open of a NUL-terminated path; owned below.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            continue;
+        }
+        own.push(OwnCgroup {
+            // SAFETY: just opened, owned by no one else.
+            parent: unsafe { OwnedFd::from_raw_fd(fd) },
+            name: CString::new(name.as_bytes())
+                .map_err(|_| ConfineError::Usage("a cgroup name holds a NUL byte".into()))?,
+        });
+    }
+    Ok(own)
+}
+
+/// Reaps children until none is left or `wait` has passed (killed execs'
+/// PID 1s tearing their namespaces down).
+fn await_children(wait: Duration) {
+    let until = Instant::now() + wait;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid into a local.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid < 0 || Instant::now() >= until {
+            return;
+        }
+        if pid == 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Moves the resident into each of its cgroups' parents and removes them,
+/// so a resident that ends leaves no directory behind (one still busy is
+/// left for `berth down`, which removes what is under the berth's).
+fn leave_own_cgroups(own: &[OwnCgroup]) {
+    for cgroup in own {
+        // SAFETY: opening the parent's `cgroup.procs` beneath a directory we
+        // hold, writing "0" (this process) to it, and closing it.
+        unsafe {
+            let fd = libc::openat(
+                cgroup.parent.as_raw_fd(),
+                c"cgroup.procs".as_ptr(),
+                libc::O_WRONLY | libc::O_CLOEXEC,
+            );
+            if fd >= 0 {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+            }
+        }
+    }
+    for cgroup in own {
+        // SAFETY: removing an empty directory by name beneath one we hold.
+        unsafe {
+            libc::unlinkat(
+                cgroup.parent.as_raw_fd(),
+                cgroup.name.as_ptr(),
+                libc::AT_REMOVEDIR,
+            )
+        };
     }
 }
 
