@@ -370,3 +370,41 @@ async fn without_a_resident_the_shim_runs_the_exec() {
     let text = text(&out.stdout.bytes);
     assert!(text.starts_with("fine\n"), "{out:?}");
 }
+
+/// A resident that takes the order and answers nothing (it died between
+/// the two; a fault only a stand-in on its socket can cause on demand):
+/// the command may have begun, so the exec is an error and the shim does
+/// not run it a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_without_an_answer_is_not_run_again() {
+    let f = resident_fixture().await;
+    f.runner.exec(shell("true"), None).await.unwrap();
+    let socks = sockets(&f.residents());
+    let pid = listener_pid(&socks[0]).unwrap();
+    // The real resident leaves once its socket is replaced; the stand-in
+    // reads whatever comes and hangs up.
+    std::fs::remove_file(&socks[0]).unwrap();
+    until("the resident's exit", || !alive(pid)).await;
+    let stand_in = std::os::unix::net::UnixListener::bind(&socks[0]).unwrap();
+    let taker = std::thread::spawn(move || {
+        use std::io::Read as _;
+        let (mut conn, _) = stand_in.accept().unwrap();
+        // The whole order (its length line, then its body), then hang up.
+        let mut header = Vec::new();
+        let mut byte = [0u8; 1];
+        while conn.read_exact(&mut byte).is_ok() && byte[0] != b'\n' {
+            header.push(byte[0]);
+        }
+        let len: usize = String::from_utf8(header).unwrap().parse().unwrap();
+        let mut body = vec![0u8; len];
+        conn.read_exact(&mut body).unwrap();
+    });
+    let result = f
+        .runner
+        .exec(shell("touch /work/ran; echo ran"), None)
+        .await;
+    taker.join().unwrap();
+    let err = result.expect_err("an exec whose start is unknown is an error");
+    assert!(err.to_string().contains("not run again"), "{err}");
+    assert!(!f.worktree().join("ran").exists(), "the shim ran it again");
+}

@@ -17,7 +17,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::resident::{Pipes, Place, ResidentExec};
+use super::resident::{NotStarted, Pipes, Place, ResidentExec};
 use super::{Runner, blocking};
 
 /// berth's ends of the exec's standard streams, and what goes on stdin
@@ -31,7 +31,9 @@ pub(super) struct Stdio {
 
 /// A started exec.
 pub(super) enum Launched {
-    Shim(tokio::process::Child),
+    /// The shim, and its pid (read once at the spawn: a reaped child has
+    /// none, and a group of 0 would be berth's own).
+    Shim(tokio::process::Child, i32),
     Resident(ResidentExec),
 }
 
@@ -39,14 +41,14 @@ impl Launched {
     /// The exec's process group: the shim's, or the resident exec's PID 1.
     pub fn pid(&self) -> i32 {
         match self {
-            Launched::Shim(child) => child.id().map_or(0, |p| p as i32),
+            Launched::Shim(_, pid) => *pid,
             Launched::Resident(exec) => exec.pid,
         }
     }
 
     pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
         match self {
-            Launched::Shim(child) => child.wait().await,
+            Launched::Shim(child, _) => child.wait().await,
             Launched::Resident(exec) => Ok(exec.wait().await),
         }
     }
@@ -61,7 +63,7 @@ impl Launched {
         grace: Duration,
     ) -> std::io::Result<std::process::ExitStatus> {
         match self {
-            Launched::Shim(_) => {
+            Launched::Shim(..) => {
                 let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGTERM);
             }
             Launched::Resident(exec) => exec.signal(libc::SIGTERM).await,
@@ -101,12 +103,12 @@ pub(super) fn launch_shim(
         .process_group(0)
         .kill_on_drop(true);
     let mut child = command.spawn()?;
-    if child.id().is_none() {
+    let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
         return Err(std::io::Error::other(format!(
             "{} exited before its pid could be read",
             shim.display()
         )));
-    }
+    };
     let stdio = Stdio {
         stdin: child
             .stdin
@@ -122,7 +124,7 @@ pub(super) fn launch_shim(
             .map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
         first_input,
     };
-    Ok((Launched::Shim(child), stdio))
+    Ok((Launched::Shim(child, pid), stdio))
 }
 
 /// Opens a cgroup2 directory for `CLONE_INTO_CGROUP`.
@@ -137,7 +139,8 @@ fn open_cgroup(dir: &Path) -> std::io::Result<OwnedFd> {
 
 impl Runner {
     /// Hands the exec to the berth's resident (started first when none
-    /// runs). An error says why not; the caller then uses the shim.
+    /// runs). [`NotStarted::Never`] says why not, and the caller uses the
+    /// shim; [`NotStarted::Unknown`] is the exec's error.
     pub(super) async fn launch_resident(
         &self,
         dir: &Path,
@@ -146,7 +149,7 @@ impl Runner {
         argv: &[String],
         env: &BTreeMap<String, String>,
         cgroups: &ExecCgroups,
-    ) -> Result<(Launched, Stdio), String> {
+    ) -> Result<(Launched, Stdio), NotStarted> {
         // What every exec of the berth shares: the resident's key.
         let berth = ExecSpec {
             parent_pid: 0,
@@ -173,12 +176,17 @@ impl Runner {
             })
         })
         .await
-        .map_err(|e| e.to_string())??;
-        let pipes = Pipes::new().map_err(|e| format!("make the exec's pipes: {e}"))?;
+        .map_err(|e| NotStarted::Never(e.to_string()))?
+        .map_err(NotStarted::Never)?;
+        let pipes =
+            Pipes::new().map_err(|e| NotStarted::Never(format!("make the exec's pipes: {e}")))?;
         let mut fds: Vec<OwnedFd> = pipes.theirs.into();
         let mut cgroup = None;
         if let Some(unified) = &cgroups.unified {
-            fds.push(open_cgroup(unified).map_err(|e| format!("{}: {e}", unified.display()))?);
+            fds.push(
+                open_cgroup(unified)
+                    .map_err(|e| NotStarted::Never(format!("{}: {e}", unified.display())))?,
+            );
             cgroup = unified
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned());
@@ -192,7 +200,8 @@ impl Runner {
             cgroup,
         };
         let exec = ResidentExec::start(stream, order, fds).await?;
-        let wrap = |e: std::io::Error| format!("the exec's pipes: {e}");
+        // The command has started: a pipe berth cannot read is its error.
+        let wrap = |e: std::io::Error| NotStarted::Unknown(format!("the exec's pipes: {e}"));
         let stdio = Stdio {
             stdin: Some(Box::new(
                 tokio::net::unix::pipe::Sender::from_owned_fd(pipes.stdin).map_err(wrap)?,

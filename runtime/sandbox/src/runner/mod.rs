@@ -454,9 +454,18 @@ impl Runner {
                 .await
             {
                 Ok(launched) => Some(launched),
-                Err(why) => {
+                Err(resident::NotStarted::Never(why)) => {
                     tracing::warn!(%why, "no resident for this exec; the shim sets it up");
                     None
+                }
+                Err(resident::NotStarted::Unknown(why)) => {
+                    remove_cgroups(Arc::new(cgroups)).await;
+                    return Err(SandboxError::Backend {
+                        op: "exec",
+                        message: format!(
+                            "the berth's resident took the command and gave no answer ({why}); it may have begun, so it is not run again"
+                        ),
+                    });
                 }
             },
             None => None,
@@ -576,7 +585,7 @@ impl Runner {
             // one try here, no wait for the namespace's teardown.
             let wait = match launched {
                 Launched::Resident(_) => Duration::ZERO,
-                Launched::Shim(_) => CGROUP_EMPTY_WAIT,
+                Launched::Shim(..) => CGROUP_EMPTY_WAIT,
             };
             blocking(move || {
                 let _ = cgroups.kill();

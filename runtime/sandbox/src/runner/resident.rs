@@ -271,6 +271,18 @@ impl Pipes {
     }
 }
 
+/// Why the resident is not running an exec.
+#[derive(Debug)]
+pub(super) enum NotStarted {
+    /// It certainly did not start: no resident, the order not sent, or
+    /// refused. The shim may run the command instead.
+    Never(String),
+    /// The order went out and no answer came: the command may have begun
+    /// (the resident kills it once berth's end closes) and must not run a
+    /// second time.
+    Unknown(String),
+}
+
 /// One exec the resident runs, from berth's side.
 pub(super) struct ResidentExec {
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::net::unix::OwnedReadHalf>>,
@@ -286,22 +298,29 @@ impl ResidentExec {
         mut stream: UnixStream,
         order: ExecOrder,
         fds: Vec<OwnedFd>,
-    ) -> Result<ResidentExec, String> {
+    ) -> Result<ResidentExec, NotStarted> {
         let raw: Vec<_> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
-        send_order(&mut stream, &order, &raw).map_err(|e| e.to_string())?;
+        send_order(&mut stream, &order, &raw).map_err(|e| NotStarted::Never(e.to_string()))?;
         drop(fds);
-        stream.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let stream = tokio::net::UnixStream::from_std(stream).map_err(|e| e.to_string())?;
+        // From here the resident may have started the command: no error
+        // below lets the shim run it again.
+        let unknown = |e: std::io::Error| NotStarted::Unknown(e.to_string());
+        stream.set_nonblocking(true).map_err(unknown)?;
+        let stream = tokio::net::UnixStream::from_std(stream).map_err(unknown)?;
         let (read, writer) = stream.into_split();
         let mut lines = tokio::io::BufReader::new(read).lines();
         match lines.next_line().await {
             Ok(Some(line)) => match Reply::parse(&line) {
                 Some(Reply::Started(pid)) => Ok(ResidentExec { lines, writer, pid }),
-                Some(Reply::Refused(why)) => Err(why),
-                _ => Err(format!("the resident said {line:?}")),
+                Some(Reply::Refused(why)) => Err(NotStarted::Never(why)),
+                _ => Err(NotStarted::Unknown(format!("the resident said {line:?}"))),
             },
-            Ok(None) => Err("the resident closed the connection".into()),
-            Err(e) => Err(format!("read the resident's answer: {e}")),
+            Ok(None) => Err(NotStarted::Unknown(
+                "the resident closed the connection".into(),
+            )),
+            Err(e) => Err(NotStarted::Unknown(format!(
+                "read the resident's answer: {e}"
+            ))),
         }
     }
 
