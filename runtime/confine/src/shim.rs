@@ -348,10 +348,8 @@ fn pid1(
     }
     mount_tree::enter(spec)?;
     let programs = seccomp_filter::programs()?;
-    let landlock = mount_tree::landlock_paths(spec);
-    let cwd = CString::new(spec.cwd.as_bytes())
-        .map_err(|_| ConfineError::Usage("the working directory holds a NUL byte".into()))?;
-    run_command(spec, argv, &cwd, &landlock, &programs, root, mask, status_w)
+    let setup = CommandSetup::new(spec.clone(), argv.to_vec())?;
+    run_command(&setup, &programs, root, mask, status_w)
 }
 
 /// PID 1 dies with its parent (the shim, or the resident) and is not
@@ -377,16 +375,35 @@ pub(crate) fn pid1_bound_to_parent() -> Result<(), ConfineError> {
     Ok(())
 }
 
+/// One command as PID 1 runs it — the shim's and a resident exec's alike:
+/// its spec, argv, working directory and Landlock paths, derived once.
+pub(crate) struct CommandSetup {
+    pub spec: ExecSpec,
+    pub argv: Vec<CString>,
+    pub cwd: CString,
+    pub landlock: landlock_rules::Paths,
+}
+
+impl CommandSetup {
+    pub(crate) fn new(spec: ExecSpec, argv: Vec<CString>) -> Result<Self, ConfineError> {
+        let cwd = CString::new(spec.cwd.as_bytes())
+            .map_err(|_| ConfineError::Usage("the working directory holds a NUL byte".into()))?;
+        let landlock = mount_tree::landlock_paths(&spec);
+        Ok(CommandSetup {
+            spec,
+            argv,
+            cwd,
+            landlock,
+        })
+    }
+}
+
 /// The rest of PID 1's life, the shim's and a resident exec's alike: forks
 /// the command ([`command`]), forwards the blocked signals in `mask` to
 /// every process of the namespace, writes the command's wait status on
 /// `status_w`, and exits — which ends the namespace.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_command(
-    spec: &ExecSpec,
-    argv: &[CString],
-    cwd: &CString,
-    landlock: &landlock_rules::Paths,
+    setup: &CommandSetup,
     programs: &[seccompiler::BpfProgram],
     root: bool,
     mask: &libc::sigset_t,
@@ -396,7 +413,7 @@ pub(crate) fn run_command(
     match unsafe { libc::fork() } {
         -1 => Err(ConfineError::last("fork the command")),
         0 => {
-            let code = match command(spec, argv, cwd, landlock, programs, root) {
+            let code = match command(setup, programs, root) {
                 Ok(never) => match never {},
                 Err((code, e)) => {
                     let _ = writeln!(std::io::stderr(), "berth: {e}");
@@ -470,13 +487,16 @@ fn setup_failed(e: ConfineError) -> Failed {
 
 /// The command's own process: limits, identity, walls, exec.
 fn command(
-    spec: &ExecSpec,
-    argv: &[CString],
-    cwd: &CString,
-    landlock: &landlock_rules::Paths,
+    setup: &CommandSetup,
     programs: &[seccompiler::BpfProgram],
     root: bool,
 ) -> Result<Infallible, Failed> {
+    let CommandSetup {
+        spec,
+        argv,
+        cwd,
+        landlock,
+    } = setup;
     // SAFETY: process-local system calls with local arguments.
     unsafe {
         libc::setsid();

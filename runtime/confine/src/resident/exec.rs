@@ -40,13 +40,12 @@ struct CloneArgs {
     cgroup: u64,
 }
 
-/// What one exec is, checked before anything is cloned.
+/// What one exec is, checked before anything is cloned: the command as
+/// the shim's PID 1 would run it, and its environment (the shim's is its
+/// own).
 struct Prepared {
-    spec: ExecSpec,
-    argv: Vec<CString>,
+    command: shim::CommandSetup,
     env: Vec<(CString, CString)>,
-    cwd: CString,
-    landlock: crate::landlock_rules::Paths,
 }
 
 fn prepare(berth: &ExecSpec, order: &ExecOrder) -> Result<Prepared, ConfineError> {
@@ -86,13 +85,9 @@ fn prepare(berth: &ExecSpec, order: &ExecOrder) -> Result<Prepared, ConfineError
         egress: None,
         ..berth.clone()
     };
-    let landlock = mount_tree::landlock_paths(&spec);
     Ok(Prepared {
-        cwd: CString::new(order.cwd.as_bytes()).map_err(|_| nul("the working directory"))?,
-        spec,
-        argv,
+        command: shim::CommandSetup::new(spec, argv)?,
         env,
-        landlock,
     })
 }
 
@@ -205,7 +200,7 @@ fn pid1(
     // forgetting them keeps their drops from closing someone else's number.
     std::mem::forget(status_w);
     let mask = shim::block_signals()?;
-    mount_tree::exec_mounts(exec.spec.work_read_only)?;
+    mount_tree::exec_mounts(exec.command.spec.work_read_only)?;
     // SAFETY: single-threaded; the environment is this process's alone.
     unsafe {
         libc::clearenv();
@@ -215,14 +210,5 @@ fn pid1(
             }
         }
     }
-    shim::run_command(
-        &exec.spec,
-        &exec.argv,
-        &exec.cwd,
-        &exec.landlock,
-        programs,
-        root,
-        &mask,
-        3,
-    )
+    shim::run_command(&exec.command, programs, root, &mask, 3)
 }
