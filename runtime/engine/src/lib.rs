@@ -93,6 +93,7 @@ mod policy_context;
 pub mod pr_automation;
 pub mod pr_review;
 pub mod private_state;
+mod project_files_cache;
 pub mod project_image;
 pub mod projects;
 mod prompt_delivery;
@@ -160,6 +161,9 @@ pub struct Engine {
     git: git::Git,
     provider: Arc<dyn SandboxProvider>,
     sandboxes: berths::SandboxCache,
+    /// Projects' files parsed once, read again when changed (shared with
+    /// this engine's siblings).
+    project_files: Arc<project_files_cache::ProjectFilesCache>,
     /// Where a `command` agent's turn gets its MCP endpoint (the binary's).
     tool_endpoints: std::sync::OnceLock<Arc<dyn ToolEndpoints>>,
     /// Names the egress proxy resolves without DNS ([`egress_serving`]);
@@ -252,6 +256,7 @@ impl Engine {
             store,
             provider,
             sandboxes: berths::SandboxCache::default(),
+            project_files: Arc::default(),
             tool_endpoints: std::sync::OnceLock::new(),
             egress_hosts: Arc::default(),
             egress_door: Arc::default(),
@@ -283,6 +288,7 @@ impl Engine {
             git: self.git.clone(),
             provider: Arc::clone(&self.provider),
             sandboxes: berths::SandboxCache::default(),
+            project_files: Arc::clone(&self.project_files),
             tool_endpoints: self.tool_endpoints.clone(),
             egress_hosts: Arc::clone(&self.egress_hosts),
             egress_door: Arc::clone(&self.egress_door),

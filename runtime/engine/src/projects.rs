@@ -194,10 +194,12 @@ impl Engine {
         row.as_ref().map(from_row).transpose()
     }
 
-    /// The project's configuration and rules, freshly read: a broken file is
-    /// an error naming file, line and column, and nothing is decided from it.
+    /// The project's configuration and rules as the files are now: a broken
+    /// file is an error naming file, line and column, and nothing is decided
+    /// from it. Parsed again only when a file changed
+    /// ([`crate::project_files_cache`]).
     pub fn load_project_files(&self, name: &str) -> Result<(ProjectConfig, berth_policy::RuleSet)> {
-        project_files(&self.state, name)
+        self.project_files.load(&self.state, name)
     }
 
     pub async fn load_project(&self, name: &str) -> Result<LoadedProject> {

@@ -106,6 +106,47 @@ async fn the_seeded_noop_agent_delivers_to_review_with_no_human_approval() {
     assert_eq!(f.engine.metrics(None).await.unwrap().proposed, 3);
 }
 
+/// A long-lived engine (a server) keeps its project's files parsed while
+/// they are unchanged: a rule written afterwards decides the very next
+/// proposal.
+#[tokio::test]
+async fn a_long_lived_engine_decides_with_the_rules_as_they_are_now() {
+    let f = Fixture::new().await;
+    up(&f, "dev-1").await;
+    let rules = f.state().project_rules("demo");
+    let before = std::fs::read_to_string(&rules).unwrap();
+    assert!(before.contains("\"ls\""), "{before}");
+    // Settled (older than the engine's 2 s): the first load is kept, the
+    // second reads it.
+    tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
+    for _ in 0..2 {
+        let p = f
+            .engine
+            .propose(terminal("dev-1", "ls"), None)
+            .await
+            .unwrap();
+        assert_eq!(p.decision.stage, Stage::AllowRule, "{:?}", p.decision);
+    }
+
+    // `ls` moved from allow to deny, written at once.
+    let after = before
+        .replacen("\"ls\",", "", 1)
+        .replacen("\"deny\": []", "\"deny\": [\"ls\"]", 1);
+    assert_ne!(after, before);
+    std::fs::write(&rules, &after).unwrap();
+    let p = f
+        .engine
+        .propose(terminal("dev-1", "ls"), None)
+        .await
+        .unwrap();
+    assert_eq!(p.decision.verdict, Verdict::Deny, "{:?}", p.decision);
+    assert!(
+        matches!(p.status, ProposeStatus::Refused { .. }),
+        "{:?}",
+        p.status
+    );
+}
+
 #[tokio::test]
 async fn allow_rules_auto_approve_and_always_adds_them() {
     let f = Fixture::new().await;

@@ -90,11 +90,15 @@ pub(crate) async fn drain<R: AsyncRead + Unpin>(
     mut stop: watch::Receiver<bool>,
 ) -> Output {
     let mut tail = TailBuffer::new(cap);
-    let mut buf = vec![0u8; 64 * 1024];
+    // Capacity, not zeroed bytes: `read_buf` fills the spare capacity, so
+    // a command that prints little never has 64 KiB cleared (and paged in)
+    // for each of its streams.
+    let mut buf = Vec::with_capacity(64 * 1024);
     loop {
+        buf.clear();
         let read = tokio::select! {
             biased;
-            read = pipe.read(&mut buf) => read,
+            read = pipe.read_buf(&mut buf) => read,
             _ = stop.wait_for(|stop| *stop) => {
                 tracing::debug!(?stream, "stopped reading output held open by an escaped process");
                 break;

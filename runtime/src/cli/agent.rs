@@ -20,6 +20,7 @@ pub enum Switch {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum AgentCommand {
     /// Create an agent in a project (or change its implementation) and seed
     /// auto_approve for git_commit, git_push, pr_open, pr_comment,
@@ -83,6 +84,7 @@ pub enum AgentCommand {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum AutonomyCommand {
     /// Set the mode of an action type, or of `*` (the wildcard).
     Set {

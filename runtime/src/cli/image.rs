@@ -23,6 +23,7 @@ use berth_sandbox::image::{BuildEvent, BuiltImage, ImageRef, Recipe};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum ImageCommand {
     /// Build the default agent image, or a project's (only when its recipe,
     /// inputs or build context changed).

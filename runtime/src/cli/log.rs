@@ -23,6 +23,7 @@ pub struct EventsArgs {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 enum EventsCommand {
     /// Write the events older than a date to a JSONL file (fsynced), then
     /// delete them from the store. Never archived: events not yet taken
@@ -50,6 +51,7 @@ pub struct MetricsArgs {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum OutboxCommand {
     /// Print every undelivered outbox message, then delete its row.
     Drain {

@@ -43,7 +43,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Each subcommand's arguments are built only when that subcommand is the
+/// one parsed (`defer`): building the whole tree was a tenth of a one-shot
+/// `berth exec`'s instructions.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Decide one action, or a batch of policy cases, without running anything.
     Decide(decide::DecideArgs),
@@ -335,6 +339,31 @@ mod tests {
 
     fn line(words: &[&str]) -> String {
         command_line(&words.iter().map(|w| (*w).to_string()).collect::<Vec<_>>())
+    }
+
+    /// The subcommands are built only when parsed (`defer`): clap's own
+    /// consistency checks still see every one of them.
+    #[test]
+    fn every_deferred_subcommand_is_consistent() {
+        use clap::{CommandFactory as _, Parser as _};
+        super::Cli::command().debug_assert();
+        let exec =
+            super::Cli::try_parse_from(["berth", "--state", "/s", "exec", "dev-1", "--", "true"]);
+        assert!(
+            matches!(
+                exec,
+                Ok(super::Cli {
+                    command: super::Command::Exec(_),
+                    ..
+                })
+            ),
+            "{exec:?}"
+        );
+        let bad = super::Cli::try_parse_from(["berth", "exec", "--no-such-flag", "dev-1"]);
+        assert!(
+            bad.is_err(),
+            "an unknown flag of a deferred subcommand is refused"
+        );
     }
 
     #[test]

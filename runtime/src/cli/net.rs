@@ -6,6 +6,7 @@ use berth_engine::{Engine, ids};
 use super::print_json;
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum NetCommand {
     /// The connections that went through the egress proxy, oldest first.
     Log {

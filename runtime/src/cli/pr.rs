@@ -8,6 +8,7 @@ use berth_engine::{Actor, CheckStatus, Engine, PrFeedback, ProposeStatus};
 use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum PrCommand {
     List {
         #[arg(long)]

@@ -34,6 +34,7 @@ pub enum Terminal {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum PrAutoCommand {
     /// A PR's automation: `--fix on` prompts the agent with new failed
     /// checks, review comments and conflicts (at most 10 rounds);

@@ -8,6 +8,7 @@ use berth_engine::{Actor, Engine, NewComment, PrConversation, ReviewState};
 use super::print_json;
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum PrReviewCommand {
     /// Comment on the PR, on a line of a file (`--path`, `--line`), or
     /// reply in a thread (`--reply-to`).

@@ -7,6 +7,7 @@ use berth_engine::{Actor, Engine, NewProject, ProjectName};
 use super::print_json;
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum ProjectCommand {
     /// Import a local git repository as a project, or use a git server as
     /// its forge.

@@ -6,6 +6,7 @@ use berth_engine::Engine;
 use super::print_json;
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum SavedCommand {
     /// List the saved refs and how to fetch them.
     Ls {

@@ -9,6 +9,7 @@ use berth_engine::store::{Store, StoreLocation};
 use super::print_json;
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum StoreCommand {
     /// Apply pending migrations to the store (`$BERTH_STORE`, else
     /// `store.toml`'s `[store] url`, else the state directory's SQLite file).

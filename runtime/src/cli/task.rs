@@ -30,6 +30,7 @@ pub enum TaskExecutionModeArg {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum TaskCommand {
     /// Create a task: an agent task, or with `--step` a pipeline task.
     Create {

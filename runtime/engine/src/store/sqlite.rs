@@ -92,6 +92,20 @@ fn sqlite_url(path: &Path, create: bool) -> String {
 fn keep_wal_on_open() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
+        // No allocation statistics: with them every SQLite allocation takes
+        // a process-wide mutex (a few percent of a one-shot command), and
+        // berth reads none. Only possible before SQLite initialises, which
+        // registering the extension below does; a refusal is only a cost.
+        // SAFETY: MEMSTATUS takes one int; called before any connection.
+        let rc = unsafe {
+            libsqlite3_sys::sqlite3_config(
+                libsqlite3_sys::SQLITE_CONFIG_MEMSTATUS,
+                0 as std::ffi::c_int,
+            )
+        };
+        if rc != libsqlite3_sys::SQLITE_OK {
+            tracing::debug!(rc, "SQLite keeps its allocation statistics");
+        }
         // SAFETY: `keep_wal` has the entry point's signature and stays
         // valid for the process's life; SQLite copies the pointer.
         let rc = unsafe { libsqlite3_sys::sqlite3_auto_extension(Some(keep_wal)) };

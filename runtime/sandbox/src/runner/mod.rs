@@ -106,10 +106,48 @@ pub struct Runner {
     cgroup_name: (String, String),
     /// Process groups (the shims' pids) of running execs.
     running: Arc<Mutex<BTreeSet<i32>>>,
+    /// The environment every command starts with ([`base_env`]), derived
+    /// once: reading the whole process environment per exec was a twentieth
+    /// of an action in process.
+    base_env: BTreeMap<String, String>,
 }
 
 /// Numbers the execs of this process, for their cgroup names.
 static EXEC_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The environment a command starts with, before the request's own: `PATH`,
+/// `HOME` (the berth's, `home`), `TERM`, the inherited variables of berth's
+/// own environment and the configured ones.
+fn base_env(config: &RunnerConfig, home: &str) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let path = config
+        .path
+        .clone()
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_else(|| DEFAULT_PATH.to_string());
+    env.insert("PATH".to_string(), append_path(path, &config.path_append));
+    env.insert("HOME".to_string(), home.to_string());
+    env.insert("TERM".to_string(), "dumb".to_string());
+    let allowed = |name: &str| {
+        INHERITED_ENV
+            .iter()
+            .copied()
+            .chain(config.inherit_env.iter().map(String::as_str))
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == pattern,
+            })
+    };
+    for (name, value) in std::env::vars_os() {
+        if let (Some(name), Some(value)) = (name.to_str(), value.to_str())
+            && allowed(name)
+        {
+            env.insert(name.to_string(), value.to_string());
+        }
+    }
+    env.extend(config.env.clone());
+    env
+}
 
 fn invalid_config(message: String) -> SandboxError {
     SandboxError::InvalidConfig(message)
@@ -233,6 +271,7 @@ impl Runner {
             _ => files,
         };
         config.worktree = worktree;
+        let base_env = base_env(&config, &home);
         Ok(Runner {
             files: Arc::new(files),
             frame: Frame::Host {
@@ -247,6 +286,7 @@ impl Runner {
             shim,
             cgroup_name,
             running: Arc::new(Mutex::new(BTreeSet::new())),
+            base_env,
         })
     }
 
@@ -296,42 +336,6 @@ impl Runner {
 
     pub fn config(&self) -> &RunnerConfig {
         &self.config
-    }
-
-    /// The environment a command starts with, before the request's own.
-    fn base_env(&self) -> BTreeMap<String, String> {
-        let mut env = BTreeMap::new();
-        let path = self
-            .config
-            .path
-            .clone()
-            .or_else(|| std::env::var("PATH").ok())
-            .unwrap_or_else(|| DEFAULT_PATH.to_string());
-        env.insert(
-            "PATH".to_string(),
-            append_path(path, &self.config.path_append),
-        );
-        env.insert("HOME".to_string(), self.frame.home().to_string());
-        env.insert("TERM".to_string(), "dumb".to_string());
-        let allowed = |name: &str| {
-            INHERITED_ENV
-                .iter()
-                .copied()
-                .chain(self.config.inherit_env.iter().map(String::as_str))
-                .any(|pattern| match pattern.strip_suffix('*') {
-                    Some(prefix) => name.starts_with(prefix),
-                    None => name == pattern,
-                })
-        };
-        for (name, value) in std::env::vars_os() {
-            if let (Some(name), Some(value)) = (name.to_str(), value.to_str())
-                && allowed(name)
-            {
-                env.insert(name.to_string(), value.to_string());
-            }
-        }
-        env.extend(self.config.env.clone());
-        env
     }
 
     /// The spec of one exec for the shim.
@@ -405,7 +409,7 @@ impl Runner {
             Err(why) => return Ok(self.not_confined(&request, why, sink, started)),
         };
         let cap = request.output_cap.min(self.config.max_output_cap);
-        let mut env = self.base_env();
+        let mut env = self.base_env.clone();
         for (name, value) in &request.env {
             env.insert(name.clone(), value.clone());
         }
