@@ -165,6 +165,7 @@ impl Runner {
         let roots = self.config.confinement.cgroup_roots.clone();
         let (project, agent) = self.cgroup_name.clone();
         let limits = self.config.confinement.limits;
+        let shared = Arc::clone(&self.resident_hash);
         let stream = tokio::task::spawn_blocking(move || {
             super::resident::connect(Place {
                 dir: &dir,
@@ -173,6 +174,7 @@ impl Runner {
                 roots: &roots,
                 names: (&project, &agent),
                 limits,
+                shared: &shared,
             })
         })
         .await

@@ -34,13 +34,16 @@
 //! unconfined.
 
 mod config;
+mod environment;
 mod launch;
+mod lifetime;
 mod resident;
+
+pub use environment::append_path;
 
 pub use resident::dismiss_all as dismiss_residents;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,12 +59,9 @@ use berth_policy::frame::WORK;
 use berth_policy::{Frame, PathMap};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use tokio::io::AsyncWriteExt;
 
-use launch::{Launched, Stdio, launch_shim};
-use tokio::sync::watch;
+use launch::launch_shim;
 
-use crate::capture::{Stream, drain};
 use crate::confined_files::{ConfinedFiles, FileMount, LinkTargets};
 use crate::exec::{
     ExecOutcome, ExecRequest, ExitStatus, Output, OutputChunk, OutputSink, PreparedExec, Program,
@@ -70,14 +70,6 @@ use crate::host_scope::{HostScope, ScopeFinding};
 use crate::{AccessEnforcement, BerthMode, Sandbox, SandboxError, WorkAccess};
 
 pub use config::*;
-
-/// Environment names passed from berth's environment when set. A trailing `*`
-/// matches a prefix.
-const INHERITED_ENV: &[&str] = &["LANG", "LANGUAGE", "LC_*", "TZ", "USER", "LOGNAME"];
-
-/// How long to wait for output pipes to reach their end after the exec is
-/// gone, before giving up on them.
-const DRAIN_GRACE: Duration = Duration::from_millis(1000);
 
 /// What [`Runner::kill_all`] killed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,44 +102,12 @@ pub struct Runner {
     /// once: reading the whole process environment per exec was a twentieth
     /// of an action in process.
     base_env: BTreeMap<String, String>,
+    /// The hash of what its execs share, for its resident's fingerprint.
+    resident_hash: Arc<resident::SharedHash>,
 }
 
 /// Numbers the execs of this process, for their cgroup names.
 static EXEC_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// The environment a command starts with, before the request's own: `PATH`,
-/// `HOME` (the berth's, `home`), `TERM`, the inherited variables of berth's
-/// own environment and the configured ones.
-fn base_env(config: &RunnerConfig, home: &str) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    let path = config
-        .path
-        .clone()
-        .or_else(|| std::env::var("PATH").ok())
-        .unwrap_or_else(|| DEFAULT_PATH.to_string());
-    env.insert("PATH".to_string(), append_path(path, &config.path_append));
-    env.insert("HOME".to_string(), home.to_string());
-    env.insert("TERM".to_string(), "dumb".to_string());
-    let allowed = |name: &str| {
-        INHERITED_ENV
-            .iter()
-            .copied()
-            .chain(config.inherit_env.iter().map(String::as_str))
-            .any(|pattern| match pattern.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => name == pattern,
-            })
-    };
-    for (name, value) in std::env::vars_os() {
-        if let (Some(name), Some(value)) = (name.to_str(), value.to_str())
-            && allowed(name)
-        {
-            env.insert(name.to_string(), value.to_string());
-        }
-    }
-    env.extend(config.env.clone());
-    env
-}
 
 fn invalid_config(message: String) -> SandboxError {
     SandboxError::InvalidConfig(message)
@@ -271,7 +231,7 @@ impl Runner {
             _ => files,
         };
         config.worktree = worktree;
-        let base_env = base_env(&config, &home);
+        let base_env = environment::base_env(&config, &home);
         Ok(Runner {
             files: Arc::new(files),
             frame: Frame::Host {
@@ -287,6 +247,7 @@ impl Runner {
             cgroup_name,
             running: Arc::new(Mutex::new(BTreeSet::new())),
             base_env,
+            resident_hash: Arc::default(),
         })
     }
 
@@ -408,7 +369,6 @@ impl Runner {
             Ok(shim) => shim.clone(),
             Err(why) => return Ok(self.not_confined(&request, why, sink, started)),
         };
-        let cap = request.output_cap.min(self.config.max_output_cap);
         let mut env = self.base_env.clone();
         for (name, value) in &request.env {
             env.insert(name.clone(), value.clone());
@@ -477,7 +437,7 @@ impl Runner {
         // An allow-list berth: PID 1 hands berth the proxy's listener in
         // the exec's namespace; served until `_egress` drops (the exec ended).
         let mut _egress = None;
-        let (mut launched, stdio) = match launched {
+        let (launched, stdio) = match launched {
             Some(launched) => launched,
             None => {
                 if resident_dir.is_some() {
@@ -505,155 +465,13 @@ impl Runner {
                 }
             }
         };
-        let cgroups = Arc::new(cgroups);
-        let pgid = launched.pid();
-        let _record = crate::action_execs::ExecRecord::keep(
-            self.config.confinement.exec_records.as_deref(),
-            request.action.as_deref(),
-            pgid,
-        );
-        lock(&self.running).insert(pgid);
-        let mut guard = GroupGuard {
-            pgid,
-            cgroups: Arc::clone(&cgroups),
-            running: Arc::clone(&self.running),
-            armed: true,
-            readers: Vec::new(),
-        };
-
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let Stdio {
-            stdin: stdin_pipe,
-            stdout: stdout_pipe,
-            stderr: stderr_pipe,
-            first_input,
-        } = stdio;
-        let stdout = stdout_pipe.map(|pipe| {
-            tokio::spawn(drain(
-                pipe,
-                Stream::Stdout,
-                cap,
-                sink.clone(),
-                stop_rx.clone(),
-            ))
-        });
-        let stderr =
-            stderr_pipe.map(|pipe| tokio::spawn(drain(pipe, Stream::Stderr, cap, sink, stop_rx)));
-        guard
-            .readers
-            .extend(stdout.iter().chain(stderr.iter()).map(|r| r.abort_handle()));
-        let input = request.stdin;
-        let stdin_writer = stdin_pipe.map(|mut pipe| {
-            tokio::spawn(async move {
-                // The spec first (for the shim), then the command's input.
-                // A command that does not read its input closes the pipe:
-                // that is its choice, not an error.
-                if pipe.write_all(&first_input).await.is_ok()
-                    && let Some(data) = input
-                {
-                    let _ = pipe.write_all(&data).await;
-                }
-                let _ = pipe.shutdown().await;
-            })
-        });
-
-        // A timeout too large to add is as good as none (a century).
-        let deadline = tokio::time::Instant::from_std(
-            started
-                .checked_add(request.timeout)
-                .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 86_400)),
-        );
-        let grace = self.config.kill_grace;
-        let (status, timed_out) = match tokio::time::timeout_at(deadline, launched.wait()).await {
-            Ok(status) => (status, false),
-            Err(_) => {
-                tracing::debug!(pgid, timeout = ?request.timeout, "deadline passed; killing the exec");
-                (launched.kill(pgid, &cgroups, grace).await, true)
-            }
-        };
-        let status = status.map_err(|source| SandboxError::Io {
-            op: "wait for the command",
-            source,
-        })?;
-        // The shim's PID namespace is gone with it; what the cgroup still
-        // holds (nothing, unless the kernel is slow to reap) is killed.
-        let outputs = collect_output(stdout, stderr, &stop_tx).await;
-        if let Some(writer) = stdin_writer {
-            writer.abort();
-        }
-        guard.armed = false;
-        lock(&self.running).remove(&pgid);
-        if !cgroups.paths().is_empty() {
-            let cgroups = Arc::clone(&cgroups);
-            // The resident removes its exec's cgroup once PID 1 is reaped:
-            // one try here, no wait for the namespace's teardown.
-            let wait = match launched {
-                Launched::Resident(_) => Duration::ZERO,
-                Launched::Shim(..) => CGROUP_EMPTY_WAIT,
-            };
-            blocking(move || {
-                let _ = cgroups.kill();
-                cgroups.remove(wait);
-            })
-            .await;
-        }
-        let (stdout, stderr) = outputs;
-        Ok(ExecOutcome {
-            status: exit_status(status),
-            stdout,
-            stderr,
-            timed_out,
-            // rlimits end a runner command with an error, not an OOM kill.
-            oom_killed: false,
-            container_restarted: false,
-            duration: started.elapsed(),
-        })
+        self.supervise(launched, stdio, cgroups, request, sink, started)
+            .await
     }
-}
-
-/// `path` with `dirs` after it, each once.
-pub fn append_path(path: String, dirs: &[String]) -> String {
-    let mut path = path;
-    for dir in dirs {
-        if !path.split(':').any(|p| p == dir) {
-            if !path.is_empty() {
-                path.push(':');
-            }
-            path.push_str(dir);
-        }
-    }
-    path
 }
 
 async fn remove_cgroups(cgroups: Arc<ExecCgroups>) {
     blocking(move || cgroups.remove(CGROUP_EMPTY_WAIT)).await;
-}
-
-/// Kills the exec (its shim's group, so its PID namespace, and its cgroup)
-/// and stops its output readers if the exec is dropped half-way (its caller
-/// cancelled), so nothing outlives it.
-struct GroupGuard {
-    pgid: i32,
-    cgroups: Arc<ExecCgroups>,
-    running: Arc<Mutex<BTreeSet<i32>>>,
-    armed: bool,
-    readers: Vec<tokio::task::AbortHandle>,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = nix::sys::signal::killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
-            let _ = self.cgroups.kill();
-            lock(&self.running).remove(&self.pgid);
-            for reader in &self.readers {
-                reader.abort();
-            }
-            let cgroups = Arc::clone(&self.cgroups);
-            // Removal waits for the cgroup to empty: not on this thread.
-            std::thread::spawn(move || cgroups.remove(CGROUP_EMPTY_WAIT));
-        }
-    }
 }
 
 /// Runs `f` on the blocking pool; its error, or a failed join, is `op`'s.
@@ -670,47 +488,6 @@ async fn on_blocking_pool<T: Send + 'static, E: std::fmt::Display + Send + 'stat
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
-}
-
-type Reader = tokio::task::JoinHandle<Output>;
-
-/// Waits for both output readers. Every process that could hold the pipes
-/// lived in the exec's PID namespace, gone with its shim; should one still be
-/// open after the grace (a kernel slow to reap), reading stops and what was
-/// read is kept.
-async fn collect_output(
-    stdout: Option<Reader>,
-    stderr: Option<Reader>,
-    stop: &watch::Sender<bool>,
-) -> (Output, Output) {
-    let both = async {
-        let out = match stdout {
-            Some(r) => r.await.unwrap_or_default(),
-            None => Output::default(),
-        };
-        let err = match stderr {
-            Some(r) => r.await.unwrap_or_default(),
-            None => Output::default(),
-        };
-        (out, err)
-    };
-    tokio::pin!(both);
-    if let Ok(outputs) = tokio::time::timeout(DRAIN_GRACE, &mut both).await {
-        return outputs;
-    }
-    tracing::warn!("output pipes still open after the exec ended; returning what was read");
-    let _ = stop.send(true);
-    both.await
-}
-
-fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => ExitStatus::Exited(code),
-        (None, Some(signal)) => ExitStatus::Signaled(signal),
-        // Neither code nor signal cannot happen for a waited child; report it
-        // as the shell would see an unknown failure.
-        (None, None) => ExitStatus::Exited(255),
-    }
 }
 
 #[async_trait::async_trait]
@@ -813,16 +590,6 @@ mod tests {
                 (Rlimit::FileSize, 64 << 20)
             ]
         );
-    }
-
-    #[test]
-    fn declared_programs_come_after_the_path_once() {
-        let dirs = ["/opt/a/bin".to_string(), "/usr/bin".to_string()];
-        assert_eq!(
-            append_path("/usr/bin:/bin".into(), &dirs),
-            "/usr/bin:/bin:/opt/a/bin"
-        );
-        assert_eq!(append_path(String::new(), &dirs[..1]), "/opt/a/bin");
     }
 
     #[test]

@@ -52,14 +52,46 @@ pub(super) struct Place<'a> {
     /// `(project, agent)` of the berth's cgroups.
     pub names: (&'a str, &'a str),
     pub limits: CgroupLimits,
+    /// The runner's hash of `berth` and `limits`, kept between its execs.
+    pub shared: &'a SharedHash,
+}
+
+/// The hash of what a berth's execs share (its spec and limits), kept by
+/// the runner for the spec and limits it was made from: serialising and
+/// hashing the spec anew was most of the cost of finding the resident.
+#[derive(Default)]
+pub(super) struct SharedHash(std::sync::Mutex<Option<(ExecSpec, CgroupLimits, sha2::Sha256)>>);
+
+impl std::fmt::Debug for SharedHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedHash")
+    }
+}
+
+impl SharedHash {
+    /// The hasher with `berth` and `limits` in it.
+    fn of(&self, berth: &ExecSpec, limits: CgroupLimits) -> Result<sha2::Sha256, String> {
+        if let Ok(kept) = self.0.lock()
+            && let Some((spec, l, hash)) = kept.as_ref()
+            && *l == limits
+            && spec == berth
+        {
+            return Ok(hash.clone());
+        }
+        let mut hash = sha2::Sha256::new();
+        let json = serde_json::to_vec(berth).map_err(|e| e.to_string())?;
+        hash.update(&json);
+        hash.update(format!("{limits:?}"));
+        if let Ok(mut kept) = self.0.lock() {
+            *kept = Some((berth.clone(), limits, hash.clone()));
+        }
+        Ok(hash)
+    }
 }
 
 /// The fingerprint of what a resident holds.
 fn fingerprint(place: &Place<'_>) -> Result<String, String> {
-    let mut hash = sha2::Sha256::new();
-    let json = serde_json::to_vec(&place.berth).map_err(|e| e.to_string())?;
-    hash.update(&json);
-    hash.update(format!("{:?}", place.limits));
+    let mut hash = place.shared.of(&place.berth, place.limits)?;
     // The directories as they are now: one made again (a worktree
     // recycled, a disk mounted anew) is not the one the resident bound.
     let berth = &place.berth;
@@ -344,5 +376,57 @@ impl ResidentExec {
     /// process of the exec.
     pub async fn signal(&mut self, signal: i32) {
         let _ = self.writer.write_all(signal_line(signal).as_bytes()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn spec(uid: u32) -> ExecSpec {
+        ExecSpec {
+            parent_pid: 0,
+            worktree: "/srv/wt".into(),
+            work_read_only: false,
+            cwd: "/work".into(),
+            writable: vec!["/srv/home".into()],
+            readable: vec![],
+            private_tmp: None,
+            system_dirs: vec![],
+            network: berth_confine::Network::None,
+            uid: Some(uid),
+            gid: Some(uid),
+            rlimits: vec![],
+            cgroups: vec![],
+            egress: None,
+        }
+    }
+
+    fn digest(hash: sha2::Sha256) -> Vec<u8> {
+        hash.finalize().to_vec()
+    }
+
+    /// The kept hash is the one a fresh computation gives, and a changed
+    /// spec or limit is hashed anew (it names another resident).
+    #[test]
+    fn the_kept_hash_follows_the_spec_and_limits() {
+        let kept = SharedHash::default();
+        let limits = CgroupLimits::default();
+        let first = digest(kept.of(&spec(1000), limits).unwrap());
+        assert_eq!(first, digest(kept.of(&spec(1000), limits).unwrap()));
+        assert_eq!(
+            first,
+            digest(SharedHash::default().of(&spec(1000), limits).unwrap())
+        );
+        let other_uid = digest(kept.of(&spec(1001), limits).unwrap());
+        assert_ne!(first, other_uid);
+        let limited = CgroupLimits {
+            processes: Some(64),
+            ..limits
+        };
+        let other_limits = digest(kept.of(&spec(1001), limited).unwrap());
+        assert_ne!(other_uid, other_limits);
+        assert_eq!(first, digest(kept.of(&spec(1000), limits).unwrap()));
     }
 }
