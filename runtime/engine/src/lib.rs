@@ -217,7 +217,9 @@ impl Engine {
     ) -> Result<Engine> {
         let location = Self::initialised(&state)?;
         let store = Store::open_one_shot(&location).await?;
-        Self::with_store(state, store, provider).await
+        let mut engine = Self::with_store(state, store, provider).await?;
+        engine.project_files = Arc::new(project_files_cache::ProjectFilesCache::one_shot());
+        Ok(engine)
     }
 
     /// An initialised state directory's store, and a warning for each part

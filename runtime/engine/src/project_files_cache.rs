@@ -82,12 +82,31 @@ struct Kept {
 }
 
 /// Each project's last settled load, by project name.
-#[derive(Default)]
 pub(crate) struct ProjectFilesCache {
     kept: Mutex<HashMap<String, Kept>>,
+    /// False in a process that runs one command: it would only pay the
+    /// stamps and a copy of each load for no later decision.
+    keeps: bool,
+}
+
+impl Default for ProjectFilesCache {
+    fn default() -> Self {
+        ProjectFilesCache {
+            kept: Mutex::default(),
+            keeps: true,
+        }
+    }
 }
 
 impl ProjectFilesCache {
+    /// A cache that keeps nothing: every load reads the files.
+    pub(crate) fn one_shot() -> Self {
+        ProjectFilesCache {
+            kept: Mutex::default(),
+            keeps: false,
+        }
+    }
+
     /// `project`'s configuration and rules, as [`crate::projects::project_files`]
     /// reads them: the kept load when no file changed, else a fresh one
     /// (kept when its files have settled).
@@ -96,6 +115,9 @@ impl ProjectFilesCache {
         state: &StateDir,
         project: &str,
     ) -> Result<(ProjectConfig, berth_policy::RuleSet)> {
+        if !self.keeps {
+            return crate::projects::project_files(state, project);
+        }
         let now = SystemTime::now();
         let stamps = files(state, project).map(|p| Stamp::of(&p));
         if let Ok(kept) = self.kept.lock()
@@ -194,6 +216,10 @@ mod tests {
             cache.kept.lock().unwrap().contains_key("p"),
             "settled: kept"
         );
+        // A one-shot process's cache keeps nothing, settled or not.
+        let one_shot = ProjectFilesCache::one_shot();
+        assert_eq!(one_shot.load(&state, "p").unwrap().1, settled.1);
+        assert!(one_shot.kept.lock().unwrap().is_empty());
         assert_eq!(cache.load(&state, "p").unwrap().1, settled.1);
 
         // Rewritten, same length: the next load reads it.
