@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -65,16 +65,6 @@ impl Stamp {
     }
 }
 
-/// The files a project's load reads, in a fixed order.
-fn files(state: &StateDir, project: &str) -> [PathBuf; 4] {
-    [
-        state.project_config(project),
-        state.project_rules(project),
-        crate::devcontainer::snapshot_path(state, project),
-        crate::project_image::record_path(state, project),
-    ]
-}
-
 struct Kept {
     stamps: [Stamp; 4],
     config: ProjectConfig,
@@ -119,7 +109,7 @@ impl ProjectFilesCache {
             return crate::projects::project_files(state, project);
         }
         let now = SystemTime::now();
-        let stamps = files(state, project).map(|p| Stamp::of(&p));
+        let stamps = crate::projects::project_file_paths(state, project).map(|p| Stamp::of(&p));
         if let Ok(kept) = self.kept.lock()
             && let Some(k) = kept.get(project)
             && k.stamps == stamps
@@ -184,6 +174,31 @@ mod tests {
         std::fs::write(&other, "{\"a\":1}").unwrap();
         std::fs::rename(&other, &path).unwrap();
         assert_ne!(after, Stamp::of(&path));
+    }
+
+    /// Each file the stamps cover is one the load reads: broken, it fails
+    /// the load.
+    #[test]
+    fn every_stamped_file_is_read_by_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        std::fs::create_dir_all(state.project_dir("p")).unwrap();
+        std::fs::write(state.project_config("p"), "").unwrap();
+        crate::projects::project_files(&state, "p").unwrap();
+        for path in crate::projects::project_file_paths(&state, "p") {
+            let before = std::fs::read(&path).ok();
+            std::fs::write(&path, "{").unwrap();
+            assert!(
+                crate::projects::project_files(&state, "p").is_err(),
+                "{} broken, and the load did not read it",
+                path.display()
+            );
+            match before {
+                Some(bytes) => std::fs::write(&path, bytes).unwrap(),
+                None => std::fs::remove_file(&path).unwrap(),
+            }
+        }
+        crate::projects::project_files(&state, "p").unwrap();
     }
 
     fn rules_file(allow: &str) -> String {

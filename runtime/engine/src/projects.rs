@@ -215,6 +215,18 @@ impl Engine {
     }
 }
 
+/// Every file [`project_files`] reads for `name`, in a fixed order: what a
+/// kept load is checked against (`project_files_cache`), so a file read
+/// there and not named here would let a kept load outlive its change.
+pub(crate) fn project_file_paths(state: &state::StateDir, name: &str) -> [PathBuf; 4] {
+    [
+        state.project_config(name),
+        state.project_rules(name),
+        crate::devcontainer::snapshot_path(state, name),
+        crate::project_image::record_path(state, name),
+    ]
+}
+
 /// A project's `berth.toml` and `permissions.json` from `state`, read as the
 /// engine reads them for every decision. Needs no store: the Claude Code hook
 /// decides with these before every tool call and must not open one.
@@ -222,8 +234,7 @@ pub fn project_files(
     state: &state::StateDir,
     name: &str,
 ) -> Result<(ProjectConfig, berth_policy::RuleSet)> {
-    let config_path = state.project_config(name);
-    let rules_path = state.project_rules(name);
+    let [config_path, rules_path, ..] = project_file_paths(state, name);
     let mut config = ProjectConfig::load(&config_path)?;
     config.devcontainer = crate::devcontainer::load_applied(state, name, &config)?;
     config.dockerfile_image = crate::project_image::load_record(state, name)?;
