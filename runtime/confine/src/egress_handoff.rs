@@ -8,7 +8,8 @@
 //! binds `127.0.0.1:PORT` in the new namespace (before the mount tree hides
 //! the host, before the command exists) and hands the listener to berth over
 //! a unix socket berth made for this exec alone, in its private state
-//! directory (`SCM_RIGHTS`). berth then serves it as that berth's proxy
+//! directory (`SCM_RIGHTS`) — or, for an exec a berth's resident forks, over
+//! one end of a socket pair berth attached to the exec's order. berth then serves it as that berth's proxy
 //! listener for the exec's duration: the listener it arrived on says which
 //! berth asks, never anything the client sends. No forwarder process runs
 //! beside the command, no socket file is visible to it, and the namespace
@@ -23,7 +24,7 @@
 
 use std::io::IoSlice;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd as _, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,11 +49,7 @@ pub struct EgressHandoff {
 /// sends the listener to berth. Single-threaded callers only (it changes the
 /// working directory for the connect, then goes back to `/`).
 pub fn hand_over(h: &EgressHandoff) -> Result<(), ConfineError> {
-    let listener =
-        TcpListener::bind((Ipv4Addr::LOCALHOST, h.port)).map_err(|source| ConfineError::Sys {
-            op: format!("bind the proxy's port 127.0.0.1:{}", h.port),
-            source,
-        })?;
+    let listener = bind_loopback(h.port)?;
     std::env::set_current_dir(&h.dir).map_err(|source| ConfineError::Path {
         what: "enter the egress handoff directory",
         path: h.dir.clone(),
@@ -69,10 +66,26 @@ pub fn hand_over(h: &EgressHandoff) -> Result<(), ConfineError> {
         op: "chdir /".into(),
         source,
     })?;
-    send_fd(&stream, listener.as_raw_fd())
+    send_fd(stream.as_fd(), listener.as_raw_fd())
 }
 
-fn send_fd(stream: &UnixStream, fd: libc::c_int) -> Result<(), ConfineError> {
+/// A resident exec's PID 1's side: binds `127.0.0.1:port` in the current
+/// network namespace (the exec's own) and sends the listener over
+/// `stream`, the end of a socket pair berth attached to the exec's order:
+/// no path, so the exec's mount tree may already hide berth's directories.
+pub fn hand_over_through(stream: BorrowedFd<'_>, port: u16) -> Result<(), ConfineError> {
+    let listener = bind_loopback(port)?;
+    send_fd(stream, listener.as_raw_fd())
+}
+
+fn bind_loopback(port: u16) -> Result<TcpListener, ConfineError> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, port)).map_err(|source| ConfineError::Sys {
+        op: format!("bind the proxy's port 127.0.0.1:{port}"),
+        source,
+    })
+}
+
+fn send_fd(stream: BorrowedFd<'_>, fd: libc::c_int) -> Result<(), ConfineError> {
     let byte = [b'L'];
     let iov = [IoSlice::new(&byte)];
     // SAFETY: CMSG_SPACE is a pure size computation.
@@ -161,7 +174,7 @@ pub fn receive_listener(
 /// Sends `listener` over `stream` (one byte and the descriptor,
 /// `SCM_RIGHTS`): the other side is [`receive_listener`].
 pub fn send_listener(stream: &UnixStream, listener: &TcpListener) -> Result<(), ConfineError> {
-    send_fd(stream, listener.as_raw_fd())
+    send_fd(stream.as_fd(), listener.as_raw_fd())
 }
 
 /// A listener on `127.0.0.1:port` with `SO_REUSEADDR` and `SO_REUSEPORT`,
@@ -322,7 +335,7 @@ mod tests {
         let sender = std::thread::spawn(move || {
             let l = TcpListener::bind((Ipv4Addr::LOCALHOST, h.port)).unwrap();
             let s = UnixStream::connect(h.dir.join(&h.name)).unwrap();
-            send_fd(&s, l.as_raw_fd()).unwrap();
+            send_fd(s.as_fd(), l.as_raw_fd()).unwrap();
         });
         let got = receive(&handoff, port, Duration::from_secs(5)).unwrap();
         sender.join().unwrap();
@@ -334,7 +347,7 @@ mod tests {
             move || {
                 let (a, _b) = UnixStream::pair().unwrap();
                 let s = UnixStream::connect(path).unwrap();
-                send_fd(&s, a.as_raw_fd()).unwrap();
+                send_fd(s.as_fd(), a.as_raw_fd()).unwrap();
             }
         });
         let err = receive(&handoff, port, Duration::from_secs(5)).unwrap_err();

@@ -317,7 +317,7 @@ fn check_runner(checks: &mut Vec<Check>) {
 /// by default that waits for an RCU grace period: 5–10 ms (measured here:
 /// 7–10 ms of a 13.7 ms exec of `true`). A berth's resident forks each exec
 /// straight into its cgroup and pays it once, at its start; an exec the
-/// shim sets up (a berth with an allow-list proxy) pays it every time. With
+/// shim sets up (the resident could not start) pays it every time. With
 /// a cgroup hierarchy mounted `favordynmods` (Linux 6.0+) the kernel keeps
 /// the lock ready for writers instead — 0.3 ms — at a small cost to every
 /// fork and exit on the host. Without a remount (which only a reboot
@@ -347,7 +347,7 @@ fn check_cgroup_migrations(checks: &mut Vec<Check>) {
         Some((false, mount)) => checks.push(Check::with(
             "cgroups",
             CheckStatus::Warn,
-            "a runner exec the shim sets up (a berth with an allow-list proxy), and each berth's resident as it starts, waits 5–10 ms for the kernel to move it into its cgroup (an RCU grace period: the default favours forks over migrations)",
+            "a runner exec the shim sets up (when the berth's resident cannot start), and each berth's resident as it starts, waits 5–10 ms for the kernel to move it into its cgroup (an RCU grace period: the default favours forks over migrations)",
             format!(
                 "for quicker runner execs, as root: mount -o remount,favordynmods {mount} (Linux 6.0+; host-wide, makes every fork and exit a little slower; undone only by a reboot), or echo 1 > /sys/kernel/rcu_expedited (host-wide, every RCU wait interrupts all CPUs; echo 0 undoes it)"
             ),

@@ -1,7 +1,8 @@
 //! The fixed cost of one runner exec: `true` as an argv and as a command line,
-//! through the shim set up per exec and through the berth's resident,
-//! beside a bare `tokio::process` spawn of `true` for comparison. Prints the
-//! median and p99 of each.
+//! through the shim set up per exec and through the berth's resident, and
+//! both for an allow-list berth (the exec's own network namespace, whose
+//! proxy listener PID 1 hands berth), beside a bare `tokio::process` spawn
+//! of `true` for comparison. Prints the median and p99 of each.
 //!
 //! `cargo bench -p berth-sandbox --bench runner_exec` (iterations:
 //! `BERTH_BENCH_ITERATIONS`, default 500).
@@ -10,7 +11,19 @@
 
 use std::time::{Duration, Instant};
 
+use berth_sandbox::egress_port::{ContainerDoor, EgressHook, EgressPort, EgressServing};
 use berth_sandbox::{ExecRequest, Runner, RunnerConfig, Sandbox};
+
+/// Holds each listener it is handed until the exec ends: the handoff's
+/// cost without a proxy behind it.
+#[derive(Debug)]
+struct HeldPort;
+
+impl EgressPort for HeldPort {
+    fn serve(&self, listener: std::net::TcpListener) -> Result<EgressServing, String> {
+        Ok(EgressServing(Box::new(listener)))
+    }
+}
 
 fn stats(name: &str, mut samples: Vec<Duration>) {
     samples.sort();
@@ -66,6 +79,19 @@ fn main() {
     let mut config = RunnerConfig::new(&worktree, &home);
     config.confinement.resident = Some(dir.path().join("residents"));
     let resident_runner = Runner::new(config).unwrap();
+    let allow_list = |resident: bool| {
+        let mut config = RunnerConfig::new(&worktree, &home);
+        config.confinement.egress = Some(EgressHook {
+            port: std::sync::Arc::new(HeldPort),
+            handoff_dir: dir.path().join("handoff"),
+            container_door: ContainerDoor::default(),
+        });
+        if resident {
+            config.confinement.resident = Some(dir.path().join("residents"));
+        }
+        Runner::new(config).unwrap()
+    };
+    let (shim_allow_list, resident_allow_list) = (allow_list(false), allow_list(true));
 
     runtime.block_on(async {
         let bare = measure(iterations, || async {
@@ -100,6 +126,16 @@ fn main() {
                 "resident shell `true`",
                 &resident_runner,
                 ExecRequest::shell("true"),
+            ),
+            (
+                "allow-list shim argv [true]",
+                &shim_allow_list,
+                ExecRequest::argv(["true"]),
+            ),
+            (
+                "allow-list resident argv",
+                &resident_allow_list,
+                ExecRequest::argv(["true"]),
             ),
         ] {
             let samples = measure(iterations, || {

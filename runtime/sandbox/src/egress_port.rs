@@ -11,8 +11,10 @@
 //!
 //! - **runner** — PID 1 of the exec binds it before the command exists and
 //!   hands it to berth over a unix socket berth made for that exec alone in
-//!   its private state ([`berth_confine::egress_handoff`]); the namespace
-//!   and the listener end with the exec.
+//!   its private state ([`berth_confine::egress_handoff`]) or, when the
+//!   berth's resident forks the exec, over a socket pair whose end rides
+//!   with the exec's order ([`RunnerDoor::paired`]); the namespace and the
+//!   listener end with the exec.
 //! - **mounted** — berth (root) enters the container's network namespace on
 //!   a thread of its own ([`container_listener`]), binds there with
 //!   `SO_REUSEPORT` (so `berth serve` and a one-shot `berth exec` on the same
@@ -57,7 +59,7 @@
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -166,13 +168,16 @@ pub fn proxy_env() -> BTreeMap<String, String> {
 /// serving and removes the socket.
 pub(crate) struct RunnerDoor {
     task: tokio::task::JoinHandle<()>,
-    path: PathBuf,
+    /// The handoff socket's path; `None` for a socket pair's door.
+    path: Option<PathBuf>,
 }
 
 impl Drop for RunnerDoor {
     fn drop(&mut self) {
         self.task.abort();
-        let _ = std::fs::remove_file(&self.path);
+        if let Some(path) = &self.path {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -191,39 +196,67 @@ impl RunnerDoor {
         );
         let listener = bind_in(&hook.handoff_dir, &name)?;
         let path = hook.handoff_dir.join(&name);
-        let port = Arc::clone(&hook.port);
-        let task = tokio::spawn(async move {
-            let received = tokio::task::spawn_blocking(move || {
-                berth_confine::egress_handoff::receive(&listener, EGRESS_PORT, HANDOFF_WAIT)
-            })
-            .await;
-            let listener = match received {
-                Ok(Ok(l)) => l,
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "egress: no proxy listener from the exec");
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "egress: the handoff task failed");
-                    return;
-                }
-            };
-            match port.serve(listener) {
-                Ok(serving) => {
-                    // Served until the door drops (this task is aborted).
-                    std::future::pending::<()>().await;
-                    drop(serving);
-                }
-                Err(e) => tracing::warn!(error = %e, "egress: the exec's proxy is not served"),
-            }
+        let task = serve_received(hook, move || {
+            berth_confine::egress_handoff::receive(&listener, EGRESS_PORT, HANDOFF_WAIT)
         });
         let handoff = berth_confine::EgressHandoff {
             dir: hook.handoff_dir.clone(),
             name,
             port: EGRESS_PORT,
         };
-        Ok((RunnerDoor { task, path }, handoff))
+        Ok((
+            RunnerDoor {
+                task,
+                path: Some(path),
+            },
+            handoff,
+        ))
     }
+
+    /// A door for an exec the berth's resident forks: a socket pair, whose
+    /// other end (returned) goes with the exec's order; its PID 1 sends the
+    /// listener back on it. Nothing is made on the filesystem.
+    pub(crate) fn paired(hook: &EgressHook) -> Result<(RunnerDoor, OwnedFd), SandboxError> {
+        let (ours, theirs) = UnixStream::pair().map_err(|source| SandboxError::Io {
+            op: "make the exec's egress handoff pair",
+            source,
+        })?;
+        let task = serve_received(hook, move || {
+            berth_confine::egress_handoff::receive_listener(&ours, EGRESS_PORT, HANDOFF_WAIT)
+        });
+        Ok((RunnerDoor { task, path: None }, OwnedFd::from(theirs)))
+    }
+}
+
+/// Waits (on the blocking pool) for the listener `receive` gets from the
+/// exec, then serves it until the task is aborted (its door dropped).
+fn serve_received(
+    hook: &EgressHook,
+    receive: impl FnOnce() -> Result<TcpListener, berth_confine::ConfineError> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let port = Arc::clone(&hook.port);
+    tokio::spawn(async move {
+        let received = tokio::task::spawn_blocking(receive).await;
+        let listener = match received {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "egress: no proxy listener from the exec");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "egress: the handoff task failed");
+                return;
+            }
+        };
+        match port.serve(listener) {
+            Ok(serving) => {
+                // Served until the door drops (this task is aborted).
+                std::future::pending::<()>().await;
+                drop(serving);
+            }
+            Err(e) => tracing::warn!(error = %e, "egress: the exec's proxy is not served"),
+        }
+    })
 }
 
 /// Binds a unix socket `name` in `dir` through the directory's descriptor

@@ -408,3 +408,97 @@ async fn an_order_without_an_answer_is_not_run_again() {
     assert!(err.to_string().contains("not run again"), "{err}");
     assert!(!f.worktree().join("ran").exists(), "the shim ran it again");
 }
+
+/// Serves each listener berth is handed as its own door: every connection
+/// to it reads `door N`, N counting the listeners served.
+#[derive(Debug, Default)]
+struct Doors {
+    served: std::sync::atomic::AtomicUsize,
+}
+
+impl berth_sandbox::egress_port::EgressPort for Doors {
+    fn serve(
+        &self,
+        listener: std::net::TcpListener,
+    ) -> Result<berth_sandbox::egress_port::EgressServing, String> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let n = self.served.fetch_add(1, Ordering::SeqCst) + 1;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            while !stopped.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((mut conn, _)) => {
+                        let _ = conn.write_all(format!("door {n}\n").as_bytes());
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        struct Stop(std::sync::Arc<AtomicBool>);
+        impl Drop for Stop {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        Ok(berth_sandbox::egress_port::EgressServing(Box::new(Stop(
+            stop,
+        ))))
+    }
+}
+
+/// An allow-list berth's execs go through its resident too: each is
+/// cloned into a network namespace of its own, whose `127.0.0.1:3128` is
+/// the listener its PID 1 handed berth over the socket pair sent with the
+/// order. The handoff directory cannot be made here (it lies under a
+/// file), so an exec that the shim set up instead would fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allow_list_berths_execs_each_get_their_own_proxy_port() {
+    let doors = std::sync::Arc::new(Doors::default());
+    let hook_doors = std::sync::Arc::clone(&doors);
+    let f = fixture_with(None, move |c| {
+        let blocked = c.worktree.parent().unwrap().join("a-file");
+        std::fs::write(&blocked, "").unwrap();
+        c.confinement.egress = Some(berth_sandbox::egress_port::EgressHook {
+            port: hook_doors,
+            handoff_dir: blocked.join("handoff"),
+            container_door: berth_sandbox::egress_port::ContainerDoor::default(),
+        });
+    });
+    let knock =
+        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128 && head -n 1 <&3'; readlink /proc/self/ns/net";
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let out = f.runner.exec(shell(knock), None).await.unwrap();
+        assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
+        let got = text(&out.stdout.bytes);
+        let mut lines = got.lines();
+        let (door, net) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+        assert!(net.starts_with("net:["), "{out:?}");
+        seen.push((door.to_string(), net.to_string()));
+    }
+    assert_eq!(seen[0].0, "door 1", "{seen:?}");
+    assert_eq!(
+        seen[1].0, "door 2",
+        "each exec is served its own listener: {seen:?}"
+    );
+    assert_ne!(
+        seen[0].1, seen[1].1,
+        "each exec has its own network: {seen:?}"
+    );
+    let socks = sockets(&f.residents());
+    assert_eq!(socks.len(), 1, "one resident ran both: {socks:?}");
+    // Once the exec is over, its port is closed: nothing serves it.
+    let out = f
+        .runner
+        .exec(
+            shell("sleep 0.2; bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128 && head -n 1 <&3'"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(text(&out.stdout.bytes), "door 3\n", "{out:?}");
+    assert_eq!(doors.served.load(std::sync::atomic::Ordering::SeqCst), 3);
+}

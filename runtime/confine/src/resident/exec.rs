@@ -1,6 +1,8 @@
 //! One exec of the resident: cloned into its own PID and mount namespaces
 //! (and, with `CLONE_INTO_CGROUP`, straight into its cgroup — no migration,
-//! so no wait for the kernel's RCU grace period), it mounts its own `/proc`,
+//! so no wait for the kernel's RCU grace period; for an allow-list berth,
+//! into a network namespace of its own too, where PID 1 binds the proxy's
+//! port and sends berth the listener before anything else runs), it mounts its own `/proc`,
 //! takes the exec's descriptors as 0, 1 and 2, and from there is the shim's
 //! PID 1: it forks the command ([`crate::shim::command`]: limits, uid,
 //! Landlock, seccomp, exec), forwards signals to every process of its
@@ -10,7 +12,7 @@
 use std::convert::Infallible;
 use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use seccompiler::BpfProgram;
 
@@ -93,7 +95,8 @@ fn prepare(berth: &ExecSpec, order: &ExecOrder) -> Result<Prepared, ConfineError
 
 /// Starts one exec: returns its PID 1 (as the host numbers it) and the
 /// read end of the pipe its status arrives on. `fds` are stdin, stdout,
-/// stderr and, when the order names a cgroup, the cgroup's directory.
+/// stderr, the cgroup's directory when the order names a cgroup, and the
+/// egress handoff's end when it names a proxy port.
 pub(crate) fn start(
     berth: &ExecSpec,
     order: &ExecOrder,
@@ -101,7 +104,7 @@ pub(crate) fn start(
     programs: &[BpfProgram],
     root: bool,
 ) -> Result<(libc::pid_t, OwnedFd), ConfineError> {
-    let want = 3 + usize::from(order.cgroup.is_some());
+    let want = 3 + usize::from(order.cgroup.is_some()) + usize::from(order.egress_port.is_some());
     if fds.len() != want {
         return Err(ConfineError::Usage(format!(
             "{} descriptors with the order, {want} expected",
@@ -123,10 +126,20 @@ pub(crate) fn start(
         exit_signal: libc::SIGCHLD as u64,
         ..CloneArgs::default()
     };
-    if let Some(dir) = fds.get(3) {
+    if order.cgroup.is_some()
+        && let Some(dir) = fds.get(3)
+    {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = dir.as_raw_fd() as u64;
     }
+    // The proxy's listener must be the exec's alone: a namespace of its own.
+    let egress = match (order.egress_port, fds.last()) {
+        (Some(port), Some(handoff)) => {
+            args.flags |= libc::CLONE_NEWNET as u64;
+            Some((port, handoff))
+        }
+        _ => None,
+    };
     // SAFETY: clone3 without CLONE_VM and without a stack is fork; the
     // resident is single-threaded, so the child may do anything.
     let pid = unsafe {
@@ -144,7 +157,7 @@ pub(crate) fn start(
         }),
         0 => {
             drop(status_r);
-            let code = match pid1(&prepared, fds, status_w, programs, root) {
+            let code = match pid1(&prepared, fds, egress, status_w, programs, root) {
                 Ok(never) => match never {},
                 Err(e) => {
                     let _ = writeln!(std::io::stderr(), "berth: confinement: {e}");
@@ -162,6 +175,7 @@ pub(crate) fn start(
 fn pid1(
     exec: &Prepared,
     fds: &[OwnedFd],
+    egress: Option<(u16, &OwnedFd)>,
     status_w: OwnedFd,
     programs: &[BpfProgram],
     root: bool,
@@ -171,12 +185,22 @@ fn pid1(
     // below reaches the exec's stderr), closes everything else of the
     // resident's, dies with the resident, and leads its own process group
     // (berth kills it by group).
-    unsafe {
-        // The status pipe first: 0–2 may be its number.
+    let handoff = unsafe {
+        // The status pipe and the handoff first: 0–3 may be their numbers.
         let status = libc::fcntl(status_w.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
         if status < 0 {
             return Err(ConfineError::last("move the status pipe"));
         }
+        let handoff = match egress {
+            Some((port, fd)) => {
+                let moved = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+                if moved < 0 {
+                    return Err(ConfineError::last("move the egress handoff"));
+                }
+                Some((port, moved))
+            }
+            None => None,
+        };
         for (target, fd) in fds.iter().take(3).enumerate() {
             if libc::dup2(fd.as_raw_fd(), target as libc::c_int) < 0 {
                 return Err(ConfineError::last("take the exec's descriptors"));
@@ -186,6 +210,21 @@ fn pid1(
             return Err(ConfineError::last("take the status pipe"));
         }
         libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC);
+        handoff
+    };
+    // In the exec's own network namespace, before the resident's
+    // descriptors close (the handoff's copy is one) and before the command
+    // exists: the listener is berth's from the start.
+    if let Some((port, fd)) = handoff {
+        shim::loopback_up()?;
+        // SAFETY: `fd` was duplicated above and stays open until the
+        // close_range below.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        crate::egress_handoff::hand_over_through(fd, port)?;
+    }
+    // SAFETY: closing every descriptor above 3 (the resident's, and the
+    // copies made above) and leading a process group, in this process.
+    unsafe {
         if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32) != 0 {
             return Err(ConfineError::last("close the resident's descriptors"));
         }

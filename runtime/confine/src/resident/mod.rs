@@ -1,7 +1,8 @@
 //! The resident: one long-lived process per runner berth that holds what
 //! every exec of the berth shares — its cgroups (and so its limits), its
 //! mount, IPC, UTS and network namespaces, the mount tree pivoted into — and
-//! forks each exec from there ([`exec`]).
+//! forks each exec from there ([`exec`]). An allow-list berth's exec gets a
+//! network namespace of its own, whose proxy port is that exec's alone.
 //!
 //! Why: the shim builds all of that again for every exec, and its first
 //! write to `cgroup.procs` waits for an RCU grace period (8–15 ms on this

@@ -2,8 +2,9 @@
 //!
 //! - berth sends one [`ExecOrder`] framed as the exec spec is (its length in
 //!   decimal, a newline, the JSON), with the exec's descriptors attached
-//!   (`SCM_RIGHTS`): stdin, stdout, stderr, and the exec's cgroup2 directory
-//!   when it has one;
+//!   (`SCM_RIGHTS`): stdin, stdout, stderr, the exec's cgroup2 directory
+//!   when it has one, and the end of berth's egress handoff pair when the
+//!   berth's connections go through berth's proxy;
 //! - the resident answers in [`Reply`] lines: `started PID` (the exec's
 //!   PID 1 as the host sees it), then `status WAIT_STATUS`, or `refused WHY`;
 //! - berth may send `signal N` lines meanwhile; closing its end kills the
@@ -22,8 +23,9 @@ use serde::{Deserialize, Serialize};
 use crate::ConfineError;
 use crate::spec::Rlimit;
 
-/// The most descriptors an order carries (stdin, stdout, stderr, cgroup).
-pub const MAX_FDS: usize = 4;
+/// The most descriptors an order carries (stdin, stdout, stderr, cgroup,
+/// egress handoff).
+pub const MAX_FDS: usize = 5;
 
 /// The largest order accepted (argv and environment of one command).
 const MAX_ORDER: usize = 4 << 20;
@@ -45,6 +47,12 @@ pub struct ExecOrder {
     /// descriptor is the fourth one attached: the exec is cloned into it,
     /// and the resident removes it once the exec is gone.
     pub cgroup: Option<String>,
+    /// The exec gets a network namespace of its own (only `lo`), where its
+    /// PID 1 binds the proxy's port `127.0.0.1:PORT` and sends the listener
+    /// back over the last descriptor attached (berth's egress handoff):
+    /// the listener names the exec's berth to berth's proxy.
+    #[serde(default)]
+    pub egress_port: Option<u16>,
 }
 
 /// What the resident says on an exec's connection.
@@ -265,6 +273,7 @@ mod tests {
             rlimits: vec![(Rlimit::FileSize, 1 << 20)],
             work_read_only: true,
             cgroup: Some("action-x".into()),
+            egress_port: Some(3128),
         }
     }
 
@@ -272,14 +281,27 @@ mod tests {
     fn an_order_arrives_whole_with_its_descriptors() {
         let (mut a, mut b) = UnixStream::pair().unwrap();
         let file = tempfile::tempfile().unwrap();
-        send_order(&mut a, &order(), &[file.as_raw_fd(), file.as_raw_fd()]).unwrap();
+        // As many as an order may carry: stdio, cgroup, egress handoff.
+        let raw = [file.as_raw_fd(); MAX_FDS];
+        send_order(&mut a, &order(), &raw).unwrap();
         let (got, fds) = recv_order(&mut b).unwrap();
         assert_eq!(got, order());
-        assert_eq!(fds.len(), 2);
+        assert_eq!(fds.len(), MAX_FDS);
         // The received descriptors are close-on-exec.
         // SAFETY: fcntl on a descriptor we own.
         let flags = unsafe { libc::fcntl(fds[0].as_raw_fd(), libc::F_GETFD) };
         assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+    }
+
+    /// An order from a berth built before the proxy's port was part of it
+    /// reads as one without a proxy.
+    #[test]
+    fn an_order_without_a_proxy_port_has_none() {
+        let mut json = serde_json::to_value(order()).unwrap();
+        json.as_object_mut().unwrap().remove("egress_port");
+        let back: ExecOrder = serde_json::from_value(json).unwrap();
+        assert_eq!(back.egress_port, None);
+        assert_eq!(back.argv, order().argv);
     }
 
     #[test]

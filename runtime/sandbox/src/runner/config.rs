@@ -139,8 +139,9 @@ pub struct Confinement {
     /// berth's private directory for the berth's resident, which holds its
     /// cgroups, namespaces and tree and forks each exec
     /// (`berth_confine::resident`): the limits then bound the berth's execs
-    /// together. `None` (or an egress proxy) sets each exec up through the
-    /// shim.
+    /// together (an allow-list berth's too: each of its execs gets a network
+    /// namespace of its own for the proxy's listener). `None` sets each exec
+    /// up through the shim.
     pub resident: Option<PathBuf>,
     /// An allow-list berth's proxy, reached on the exec's loopback
     /// ([`crate::egress_port`]); only with [`Network::None`].

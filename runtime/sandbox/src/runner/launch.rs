@@ -140,15 +140,16 @@ fn open_cgroup(dir: &Path) -> std::io::Result<OwnedFd> {
 impl Runner {
     /// Hands the exec to the berth's resident (started first when none
     /// runs). [`NotStarted::Never`] says why not, and the caller uses the
-    /// shim; [`NotStarted::Unknown`] is the exec's error.
+    /// shim; [`NotStarted::Unknown`] is the exec's error. `egress_handoff`:
+    /// the end of an allow-list exec's socket pair ([`crate::egress_port`]).
     pub(super) async fn launch_resident(
         &self,
-        dir: &Path,
         shim: &Path,
         spec: &ExecSpec,
         argv: &[String],
         env: &BTreeMap<String, String>,
         cgroups: &ExecCgroups,
+        egress_handoff: Option<OwnedFd>,
     ) -> Result<(Launched, Stdio), NotStarted> {
         // What every exec of the berth shares: the resident's key.
         let berth = ExecSpec {
@@ -160,7 +161,12 @@ impl Runner {
             egress: None,
             ..spec.clone()
         };
-        let dir: PathBuf = dir.to_path_buf();
+        let dir: PathBuf = self
+            .config
+            .confinement
+            .resident
+            .clone()
+            .ok_or_else(|| NotStarted::Never("the berth has no resident directory".into()))?;
         let shim = shim.to_path_buf();
         let roots = self.config.confinement.cgroup_roots.clone();
         let (project, agent) = self.cgroup_name.clone();
@@ -193,6 +199,11 @@ impl Runner {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned());
         }
+        // Last: the exec's PID 1 sends the proxy's listener back on it.
+        let egress_port = egress_handoff.map(|end| {
+            fds.push(end);
+            crate::egress_port::EGRESS_PORT
+        });
         let order = ExecOrder {
             argv: argv.to_vec(),
             env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -200,6 +211,7 @@ impl Runner {
             rlimits: spec.rlimits.clone(),
             work_read_only: spec.work_read_only,
             cgroup,
+            egress_port,
         };
         let exec = ResidentExec::start(stream, order, fds).await?;
         // The command has started: a pipe berth cannot read is its error.

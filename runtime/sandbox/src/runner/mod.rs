@@ -397,50 +397,63 @@ impl Runner {
         };
         let egress = self.config.confinement.egress.is_some()
             && self.config.confinement.network == Network::None;
-        let resident_dir = match &self.config.confinement.resident {
-            Some(dir) if !egress => Some(dir.clone()),
-            _ => None,
-        };
+        let resident = self.config.confinement.resident.is_some();
         // With a resident the limits are its cgroups' (the berth's); the
         // exec's own cgroup is the cgroup2 one it is cloned into.
-        let limits = match resident_dir {
-            Some(_) => CgroupLimits::default(),
-            None => self.config.confinement.limits,
+        let limits = match resident {
+            true => CgroupLimits::default(),
+            false => self.config.confinement.limits,
         };
         let mut cgroups = self.exec_cgroups(&action, limits).await;
         let mut spec = self.spec(&request.cwd, &cgroups);
         let mut argv = vec![program];
         argv.extend(args);
 
-        let launched = match &resident_dir {
-            Some(dir) => match self
-                .launch_resident(dir, &shim, &spec, &argv, &env, &cgroups)
-                .await
-            {
-                Ok(launched) => Some(launched),
-                Err(resident::NotStarted::Never(why)) => {
-                    tracing::warn!(%why, "no resident for this exec; the shim sets it up");
-                    None
-                }
-                Err(resident::NotStarted::Unknown(why)) => {
-                    remove_cgroups(Arc::new(cgroups)).await;
-                    return Err(SandboxError::Backend {
-                        op: "exec",
-                        message: format!(
-                            "the berth's resident took the command and gave no answer ({why}); it may have begun, so it is not run again"
-                        ),
-                    });
-                }
-            },
-            None => None,
-        };
         // An allow-list berth: PID 1 hands berth the proxy's listener in
         // the exec's namespace; served until `_egress` drops (the exec ended).
         let mut _egress = None;
+        let launched = match resident {
+            true => {
+                let door = match &self.config.confinement.egress {
+                    Some(hook) if egress => match crate::egress_port::RunnerDoor::paired(hook) {
+                        Ok(door) => Some(door),
+                        Err(e) => {
+                            remove_cgroups(Arc::new(cgroups)).await;
+                            return Err(e);
+                        }
+                    },
+                    _ => None,
+                };
+                let (door, handoff) = door.unzip();
+                match self
+                    .launch_resident(&shim, &spec, &argv, &env, &cgroups, handoff)
+                    .await
+                {
+                    Ok(launched) => {
+                        _egress = door;
+                        Some(launched)
+                    }
+                    Err(resident::NotStarted::Never(why)) => {
+                        tracing::warn!(%why, "no resident for this exec; the shim sets it up");
+                        None
+                    }
+                    Err(resident::NotStarted::Unknown(why)) => {
+                        remove_cgroups(Arc::new(cgroups)).await;
+                        return Err(SandboxError::Backend {
+                            op: "exec",
+                            message: format!(
+                                "the berth's resident took the command and gave no answer ({why}); it may have begun, so it is not run again"
+                            ),
+                        });
+                    }
+                }
+            }
+            false => None,
+        };
         let (launched, stdio) = match launched {
             Some(launched) => launched,
             None => {
-                if resident_dir.is_some() {
+                if resident {
                     // The shim joins the exec's cgroups: the limits too.
                     cgroups = self
                         .exec_cgroups(&action, self.config.confinement.limits)
@@ -448,9 +461,16 @@ impl Runner {
                     spec.cgroups = cgroups.paths();
                 }
                 if egress && let Some(hook) = &self.config.confinement.egress {
-                    let (door, handoff) = crate::egress_port::RunnerDoor::open(hook)?;
-                    spec.egress = Some(handoff);
-                    _egress = Some(door);
+                    match crate::egress_port::RunnerDoor::open(hook) {
+                        Ok((door, handoff)) => {
+                            spec.egress = Some(handoff);
+                            _egress = Some(door);
+                        }
+                        Err(e) => {
+                            remove_cgroups(Arc::new(cgroups)).await;
+                            return Err(e);
+                        }
+                    }
                 }
                 match launch_shim(&shim, &spec, &argv, &env) {
                     Ok(launched) => launched,
