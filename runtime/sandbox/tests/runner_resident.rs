@@ -502,3 +502,42 @@ async fn an_allow_list_berths_execs_each_get_their_own_proxy_port() {
     assert_eq!(text(&out.stdout.bytes), "door 3\n", "{out:?}");
     assert_eq!(doors.served.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
+
+/// A peer that connects and sends nothing, or half an order (stopped, or
+/// dying between its connect and its order), holds up no other exec: the
+/// resident reads each connection as its bytes arrive, so the exec after
+/// them runs while they still wait, and each is refused once its order
+/// has not come within the resident's deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_holds_up_no_exec() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let f = resident_fixture().await;
+    f.runner.exec(shell("true"), None).await.unwrap();
+    let socks = sockets(&f.residents());
+    let silent = UnixStream::connect(&socks[0]).unwrap();
+    let mut half = UnixStream::connect(&socks[0]).unwrap();
+    half.write_all(b"12").unwrap();
+    let out = f.runner.exec(shell("echo served"), None).await.unwrap();
+    assert_eq!(text(&out.stdout.bytes), "served\n", "{out:?}");
+    for conn in [&silent, &half] {
+        conn.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        let early = (&*conn).read(&mut byte);
+        assert_eq!(
+            early.map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::WouldBlock),
+            "nothing is said to a waiting connection before its deadline"
+        );
+    }
+    for conn in [&silent, &half] {
+        conn.set_nonblocking(false).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(conn).read_line(&mut line).unwrap();
+        assert!(
+            line.starts_with("refused ") && line.contains("did not arrive"),
+            "{line:?}"
+        );
+    }
+}

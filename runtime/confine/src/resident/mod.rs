@@ -24,6 +24,7 @@
 //! die with it, and a resident that leaves by itself removes its cgroups.
 
 mod exec;
+mod intake;
 pub mod wire;
 
 use std::convert::Infallible;
@@ -42,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::shim::{check, enter_user_namespace, loopback_up};
 use crate::spec::{ExecSpec, Network, read_framed_as};
 use crate::{ConfineError, cgroup, mount_tree, seccomp_filter};
+use intake::{Intake, Taking};
 use wire::Reply;
 
 /// The shim's first argument that makes it a resident.
@@ -52,9 +54,6 @@ pub const READY: &str = "ready";
 
 /// The most execs one resident runs at once; more are refused.
 const MAX_EXECS: usize = 256;
-
-/// How long the resident waits for an order's bytes once connected.
-const ORDER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a resident holds for its berth.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,7 +213,7 @@ fn stat_at(dir: &OwnedFd, name: &CString) -> Option<libc::stat> {
 }
 
 /// One running exec.
-struct Running {
+pub(super) struct Running {
     pid: libc::pid_t,
     /// berth's end; `None` once it closed (the exec is killed) or the
     /// status went out.
@@ -229,7 +228,7 @@ struct Running {
 }
 
 impl Running {
-    fn report(&mut self, reply: &Reply) {
+    pub(super) fn report(&mut self, reply: &Reply) {
         if let Some(conn) = &mut self.conn
             && conn.write_all(reply.line().as_bytes()).is_err()
         {
@@ -304,6 +303,7 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
     let idle = Duration::from_secs(spec.idle_secs.max(1));
     let mut last_use = Instant::now();
     let mut execs: Vec<Running> = Vec::new();
+    let mut intakes: Vec<Intake> = Vec::new();
     loop {
         let mut fds = vec![
             libc::pollfd {
@@ -317,6 +317,14 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
                 revents: 0,
             },
         ];
+        for intake in &intakes {
+            fds.push(libc::pollfd {
+                fd: intake.conn.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let exec_fds = 2 + intakes.len();
         // (index into execs, whether the fd is the status pipe)
         let mut owners = Vec::new();
         for (i, exec) in execs.iter().enumerate() {
@@ -342,7 +350,8 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
         if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             return Err(ConfineError::last("poll"));
         }
-        for (pollfd, (i, is_status)) in fds[2..].iter().zip(owners) {
+        let readable: Vec<bool> = fds[2..exec_fds].iter().map(|p| p.revents != 0).collect();
+        for (pollfd, (i, is_status)) in fds[exec_fds..].iter().zip(owners) {
             if pollfd.revents == 0 {
                 continue;
             }
@@ -365,11 +374,17 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
             drain_signalfd(&sigfd);
         }
         reap(&mut execs, exec_cgroups.as_ref());
+        let taking = Taking {
+            berth: &berth,
+            programs: &programs,
+            root,
+        };
+        intake::take_orders(&mut intakes, &readable, &mut execs, &taking);
         if fds[0].revents != 0 {
-            accept(&listener, &mut execs, &berth, &programs, root);
+            intake::accept(&listener, &mut intakes, &mut execs, &taking);
             last_use = Instant::now();
         }
-        if !execs.is_empty() {
+        if !execs.is_empty() || !intakes.is_empty() {
             last_use = Instant::now();
         }
         let ours = stat_at(&socket_dir, &socket_name).is_some_and(|st| file_id(&st) == socket_id);
@@ -583,19 +598,7 @@ fn read_signals(exec: &mut Running) {
         }
         Ok(n) => {
             exec.pending.extend_from_slice(&buf[..n]);
-            while let Some(end) = exec.pending.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = exec.pending.drain(..=end).collect();
-                if let Some(sig) = std::str::from_utf8(&line[..end])
-                    .ok()
-                    .and_then(wire::parse_signal)
-                {
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(exec.pid, sig) };
-                }
-            }
-            if exec.pending.len() > 64 {
-                exec.pending.clear();
-            }
+            apply_signals(exec);
         }
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         Err(_) => {
@@ -606,82 +609,20 @@ fn read_signals(exec: &mut Running) {
     }
 }
 
-/// The peer's uid, from the socket.
-fn peer_uid(conn: &UnixStream) -> Option<libc::uid_t> {
-    // SAFETY: getsockopt into a zeroed local of the right size.
-    unsafe {
-        let mut cred: libc::ucred = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-        (libc::getsockopt(
-            conn.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        ) == 0)
-            .then_some(cred.uid)
-    }
-}
-
-fn accept(
-    listener: &UnixListener,
-    execs: &mut Vec<Running>,
-    berth: &ExecSpec,
-    programs: &[seccompiler::BpfProgram],
-    root: bool,
-) {
-    while let Ok((mut conn, _)) = listener.accept() {
-        // SAFETY: a plain id query.
-        if peer_uid(&conn) != Some(unsafe { libc::geteuid() }) {
-            continue;
-        }
-        let _ = conn.set_nonblocking(false);
-        let _ = conn.set_read_timeout(Some(ORDER_TIMEOUT));
-        let refuse = |conn: &mut UnixStream, why: String| {
-            let _ = conn.write_all(Reply::Refused(why).line().as_bytes());
-        };
-        let (order, fds) = match wire::recv_order(&mut conn) {
-            Ok(got) => got,
-            Err(e) => {
-                refuse(&mut conn, e.to_string());
-                continue;
-            }
-        };
-        if execs.len() >= MAX_EXECS {
-            refuse(
-                &mut conn,
-                format!("{MAX_EXECS} execs already run in this berth"),
-            );
-            continue;
-        }
-        if let Some(name) = &order.cgroup
-            && !cgroup::valid_component(name)
+/// Passes on each whole `signal N` line berth sent; a runaway partial line
+/// is dropped.
+pub(super) fn apply_signals(exec: &mut Running) {
+    while let Some(end) = exec.pending.iter().position(|b| *b == b'\n') {
+        let line: Vec<u8> = exec.pending.drain(..=end).collect();
+        if let Some(sig) = std::str::from_utf8(&line[..end])
+            .ok()
+            .and_then(wire::parse_signal)
         {
-            refuse(
-                &mut conn,
-                format!("cgroup name {name:?} is not a plain name"),
-            );
-            continue;
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(exec.pid, sig) };
         }
-        match exec::start(berth, &order, &fds, programs, root) {
-            Ok((pid, status)) => {
-                drop(fds);
-                let mut running = Running {
-                    pid,
-                    conn: Some(conn),
-                    pending: Vec::new(),
-                    status: Some(status),
-                    cgroup: order.cgroup,
-                    reported: false,
-                    waited: None,
-                };
-                running.report(&Reply::Started(pid));
-                if let Some(conn) = &running.conn {
-                    let _ = conn.set_nonblocking(true);
-                }
-                execs.push(running);
-            }
-            Err(e) => refuse(&mut conn, e.to_string()),
-        }
+    }
+    if exec.pending.len() > 64 {
+        exec.pending.clear();
     }
 }

@@ -14,7 +14,7 @@
 //! write, and the resident checks its peer's uid); still, what is read is
 //! bounded and parsed totally.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
@@ -117,10 +117,19 @@ pub fn send_order(
     let mut framed = format!("{}\n", json.len()).into_bytes();
     framed.extend_from_slice(&json);
     // The descriptors ride on the first byte; the rest follows plainly.
+    send_byte_with_fds(stream, framed[0], fds)?;
+    stream
+        .write_all(&framed[1..])
+        .map_err(|e| ConfineError::Spec(format!("send the order: {e}")))
+}
+
+/// Sends one byte with `fds` attached (`SCM_RIGHTS`).
+fn send_byte_with_fds(stream: &UnixStream, byte: u8, fds: &[RawFd]) -> Result<(), ConfineError> {
+    let mut byte = [byte];
     let space = cmsg_space(fds.len());
     let mut control = vec![0u8; space];
     let mut iov = libc::iovec {
-        iov_base: framed.as_mut_ptr().cast(),
+        iov_base: byte.as_mut_ptr().cast(),
         iov_len: 1,
     };
     // SAFETY: msghdr is plain data; every pointer set below points into a
@@ -149,16 +158,13 @@ pub fn send_order(
         // SAFETY: a socket we own and the message built above.
         let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
         if n == 1 {
-            break;
+            return Ok(());
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
             return Err(ConfineError::Spec(format!("send the order: {e}")));
         }
     }
-    stream
-        .write_all(&framed[1..])
-        .map_err(|e| ConfineError::Spec(format!("send the order: {e}")))
 }
 
 fn cmsg_space(fds: usize) -> usize {
@@ -166,46 +172,114 @@ fn cmsg_space(fds: usize) -> usize {
     unsafe { libc::CMSG_SPACE((fds * std::mem::size_of::<RawFd>()) as u32) as usize }
 }
 
-/// Receives one framed order and the descriptors sent with it (received
-/// close-on-exec). The stream should carry a read timeout: the resident
-/// serves its berth's execs one read at a time.
-pub fn recv_order(stream: &mut UnixStream) -> Result<(ExecOrder, Vec<OwnedFd>), ConfineError> {
-    let mut fds = Vec::new();
-    let mut first = [0u8; 1];
-    recv_with_fds(stream, &mut first, &mut fds)?;
-    let mut header = vec![first[0]];
-    while header.last() != Some(&b'\n') {
-        if header.len() > 9 {
-            return Err(ConfineError::Spec("malformed order length".into()));
+/// An order being read, a piece at a time as it arrives: the resident
+/// reads every connection without blocking, so one peer that connects and
+/// sends nothing (stopped, or dying) holds up no other exec.
+#[derive(Default)]
+pub struct OrderIntake {
+    /// The bytes so far: the length line, then the JSON.
+    bytes: Vec<u8>,
+    /// The descriptors that came with them (close-on-exec).
+    fds: Vec<OwnedFd>,
+}
+
+/// A whole order, its descriptors, and any bytes that followed it (the
+/// first of berth's `signal` lines).
+pub struct ReceivedOrder {
+    pub order: ExecOrder,
+    pub fds: Vec<OwnedFd>,
+    pub rest: Vec<u8>,
+}
+
+impl OrderIntake {
+    /// Reads what `stream` holds now. `Ok(None)`: the order is not whole
+    /// yet (a non-blocking stream had no more); a blocking stream waits
+    /// for the next piece. Malformed, oversized or cut-short orders are
+    /// errors.
+    pub fn read_available(
+        &mut self,
+        stream: &UnixStream,
+    ) -> Result<Option<ReceivedOrder>, ConfineError> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if let Some(whole) = self.whole()? {
+                return Ok(Some(whole));
+            }
+            // Never more than the order still needs (its header's bound
+            // until the length is known).
+            let want = match frame_length(&self.bytes)? {
+                Some((header, len)) => header + len - self.bytes.len(),
+                None => 10,
+            };
+            let want = want.min(chunk.len());
+            match recv_with_fds(stream, &mut chunk[..want], &mut self.fds)? {
+                None => return Ok(None),
+                Some(0) => {
+                    return Err(ConfineError::Spec(
+                        "the connection closed before the order".into(),
+                    ));
+                }
+                Some(n) => self.bytes.extend_from_slice(&chunk[..n]),
+            }
         }
-        let mut byte = [0u8; 1];
-        stream
-            .read_exact(&mut byte)
-            .map_err(|e| ConfineError::Spec(format!("order length: {e}")))?;
-        header.push(byte[0]);
     }
-    let len: usize = std::str::from_utf8(&header[..header.len() - 1])
+
+    /// The order, once every byte of it is here.
+    fn whole(&mut self) -> Result<Option<ReceivedOrder>, ConfineError> {
+        let Some((header, len)) = frame_length(&self.bytes)? else {
+            return Ok(None);
+        };
+        if self.bytes.len() < header + len {
+            return Ok(None);
+        }
+        let order = serde_json::from_slice(&self.bytes[header..header + len])
+            .map_err(|e| ConfineError::Spec(e.to_string()))?;
+        Ok(Some(ReceivedOrder {
+            order,
+            fds: std::mem::take(&mut self.fds),
+            rest: self.bytes[header + len..].to_vec(),
+        }))
+    }
+}
+
+/// The order's length line, once whole: its size with the newline, and the
+/// JSON's length. An over-long, non-decimal or oversized length is an error.
+fn frame_length(bytes: &[u8]) -> Result<Option<(usize, usize)>, ConfineError> {
+    let Some(end) = bytes.iter().take(10).position(|b| *b == b'\n') else {
+        return match bytes.len() >= 10 {
+            true => Err(ConfineError::Spec("malformed order length".into())),
+            false => Ok(None),
+        };
+    };
+    std::str::from_utf8(&bytes[..end])
         .ok()
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|s| s.parse().ok())
         .filter(|n| *n <= MAX_ORDER)
-        .ok_or_else(|| ConfineError::Spec("order length missing or too large".into()))?;
-    let mut json = vec![0u8; len];
-    stream
-        .read_exact(&mut json)
-        .map_err(|e| ConfineError::Spec(format!("order body: {e}")))?;
-    let order = serde_json::from_slice(&json).map_err(|e| ConfineError::Spec(e.to_string()))?;
-    Ok((order, fds))
+        .map(|len| Some((end + 1, len)))
+        .ok_or_else(|| ConfineError::Spec("order length missing or too large".into()))
 }
 
-/// One `recvmsg` into `buf` (a single byte here), keeping any descriptors
-/// that came with it; more than [`MAX_FDS`] (a truncated control message)
-/// is refused, and what did arrive is closed.
+/// Receives one framed order and the descriptors sent with it (received
+/// close-on-exec), waiting for it on a blocking stream.
+pub fn recv_order(stream: &mut UnixStream) -> Result<(ExecOrder, Vec<OwnedFd>), ConfineError> {
+    let mut intake = OrderIntake::default();
+    loop {
+        if let Some(got) = intake.read_available(stream)? {
+            return Ok((got.order, got.fds));
+        }
+    }
+}
+
+/// One `recvmsg` into `buf`, keeping any descriptors that came with it;
+/// more than [`MAX_FDS`] in all (or a truncated control message) is
+/// refused, and what did arrive is closed. `None`: nothing to read now (a
+/// non-blocking stream).
 fn recv_with_fds(
     stream: &UnixStream,
     buf: &mut [u8],
     fds: &mut Vec<OwnedFd>,
-) -> Result<(), ConfineError> {
+) -> Result<Option<usize>, ConfineError> {
     let space = cmsg_space(MAX_FDS);
     let mut control = vec![0u8; space];
     let mut iov = libc::iovec {
@@ -223,11 +297,13 @@ fn recv_with_fds(
         // SAFETY: a socket we own and the message built above.
         let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
         if n >= 0 {
-            break n;
+            break n as usize;
         }
         let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(ConfineError::Spec(format!("receive the order: {e}")));
+        match e.kind() {
+            std::io::ErrorKind::Interrupted => {}
+            std::io::ErrorKind::WouldBlock => return Ok(None),
+            _ => return Err(ConfineError::Spec(format!("receive the order: {e}"))),
         }
     };
     // SAFETY: walking the control messages the kernel wrote into `control`,
@@ -246,18 +322,13 @@ fn recv_with_fds(
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() > MAX_FDS {
         fds.clear();
         return Err(ConfineError::Spec(
             "too many descriptors with the order".into(),
         ));
     }
-    if n == 0 {
-        return Err(ConfineError::Spec(
-            "the connection closed before the order".into(),
-        ));
-    }
-    Ok(())
+    Ok(Some(n))
 }
 
 #[cfg(test)]
@@ -291,6 +362,41 @@ mod tests {
         // SAFETY: fcntl on a descriptor we own.
         let flags = unsafe { libc::fcntl(fds[0].as_raw_fd(), libc::F_GETFD) };
         assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+    }
+
+    /// An order arriving in pieces on a non-blocking stream is not whole
+    /// until its last byte; its descriptors and what follows it are kept.
+    #[test]
+    fn an_order_read_piece_by_piece_is_whole_at_its_last_byte() {
+        let (mut a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let mut framed = Vec::new();
+        framed.extend(format!("{}\n", serde_json::to_vec(&order()).unwrap().len()).bytes());
+        framed.extend(serde_json::to_vec(&order()).unwrap());
+        let mut intake = OrderIntake::default();
+        assert!(intake.read_available(&b).unwrap().is_none(), "nothing yet");
+        // The descriptors ride on the first byte, as berth sends them.
+        send_byte_with_fds(&a, framed[0], &[file.as_raw_fd()]).unwrap();
+        for byte in &framed[1..] {
+            assert!(intake.read_available(&b).unwrap().is_none());
+            a.write_all(std::slice::from_ref(byte)).unwrap();
+        }
+        a.write_all(b"signal 15\n").unwrap();
+        let got = intake.read_available(&b).unwrap().unwrap();
+        assert_eq!(got.order, order());
+        assert_eq!(got.fds.len(), 1);
+        // What followed the order is berth's next line, whole: kept with
+        // the order, or still in the stream.
+        let mut after = got.rest.clone();
+        let mut buf = [0u8; 64];
+        while let Ok(n) = std::io::Read::read(&mut &b, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            after.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(after, b"signal 15\n");
     }
 
     /// An order from a berth built before the proxy's port was part of it

@@ -1,0 +1,179 @@
+//! How the resident takes orders: every connection is accepted at once and
+//! read without blocking as its bytes arrive ([`OrderIntake`]), so a
+//! peer that connects and sends nothing — stopped, or dying between its
+//! connect and its order — holds up no other exec of the berth; it is
+//! refused once [`ORDER_TIMEOUT`] has passed. A whole order is checked and
+//! started ([`exec::start`]); its connection then carries the exec's
+//! replies.
+
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::{Duration, Instant};
+
+use super::wire::{OrderIntake, ReceivedOrder, Reply};
+use super::{MAX_EXECS, Running, apply_signals, exec};
+use crate::{ExecSpec, cgroup};
+
+/// How long the resident waits for an order's bytes once connected.
+const ORDER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The most connections whose orders are still arriving; more are refused.
+const MAX_INTAKES: usize = 64;
+
+/// A connection whose order is still arriving, read without blocking.
+pub(super) struct Intake {
+    pub(super) conn: UnixStream,
+    order: OrderIntake,
+    since: Instant,
+}
+
+/// The peer's uid, from the socket.
+fn peer_uid(conn: &UnixStream) -> Option<libc::uid_t> {
+    // SAFETY: getsockopt into a zeroed local of the right size.
+    unsafe {
+        let mut cred: libc::ucred = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        (libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        ) == 0)
+            .then_some(cred.uid)
+    }
+}
+
+/// What starting an exec needs of the resident.
+pub(super) struct Taking<'a> {
+    pub(super) berth: &'a ExecSpec,
+    pub(super) programs: &'a [seccompiler::BpfProgram],
+    pub(super) root: bool,
+}
+
+/// Accepts every waiting connection of the resident's own uid, and reads
+/// what each has sent so far: an order that arrived whole at once starts
+/// now, the others wait in `intakes` for the poll.
+pub(super) fn accept(
+    listener: &UnixListener,
+    intakes: &mut Vec<Intake>,
+    execs: &mut Vec<Running>,
+    taking: &Taking<'_>,
+) {
+    while let Ok((mut conn, _)) = listener.accept() {
+        // SAFETY: a plain id query.
+        if peer_uid(&conn) != Some(unsafe { libc::geteuid() }) {
+            continue;
+        }
+        if intakes.len() >= MAX_INTAKES || conn.set_nonblocking(true).is_err() {
+            refuse(
+                &mut conn,
+                format!("{MAX_INTAKES} orders are already arriving in this berth"),
+            );
+            continue;
+        }
+        intakes.push(Intake {
+            conn,
+            order: OrderIntake::default(),
+            since: Instant::now(),
+        });
+        let last = intakes.len() - 1;
+        let mut readable = vec![false; intakes.len()];
+        readable[last] = true;
+        take_orders(intakes, &readable, execs, taking);
+    }
+}
+
+/// Reads the connections `readable` marks; starts each order that is now
+/// whole, refuses a malformed one, and one still not whole after
+/// [`ORDER_TIMEOUT`].
+pub(super) fn take_orders(
+    intakes: &mut Vec<Intake>,
+    readable: &[bool],
+    execs: &mut Vec<Running>,
+    taking: &Taking<'_>,
+) {
+    let mut i = 0;
+    let mut index = 0;
+    while i < intakes.len() {
+        let ready = readable.get(index).copied().unwrap_or(false);
+        index += 1;
+        let read = match ready {
+            true => {
+                let Intake { conn, order, .. } = &mut intakes[i];
+                order.read_available(conn)
+            }
+            false => Ok(None),
+        };
+        match read {
+            Ok(None) if intakes[i].since.elapsed() < ORDER_TIMEOUT => i += 1,
+            Ok(None) => {
+                let mut intake = intakes.remove(i);
+                refuse(
+                    &mut intake.conn,
+                    format!("the order did not arrive within {ORDER_TIMEOUT:?}"),
+                );
+            }
+            Ok(Some(order)) => {
+                let intake = intakes.remove(i);
+                start(intake.conn, order, execs, taking);
+            }
+            Err(e) => {
+                let mut intake = intakes.remove(i);
+                refuse(&mut intake.conn, e.to_string());
+            }
+        }
+    }
+}
+
+fn refuse(conn: &mut UnixStream, why: String) {
+    // A blocking write of one short line: the peer's socket buffer holds it.
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_write_timeout(Some(ORDER_TIMEOUT));
+    let _ = conn.write_all(Reply::Refused(why).line().as_bytes());
+}
+
+/// Starts one exec whose order arrived whole.
+fn start(mut conn: UnixStream, got: ReceivedOrder, execs: &mut Vec<Running>, taking: &Taking<'_>) {
+    let ReceivedOrder { order, fds, rest } = got;
+    if execs.len() >= MAX_EXECS {
+        refuse(
+            &mut conn,
+            format!("{MAX_EXECS} execs already run in this berth"),
+        );
+        return;
+    }
+    if let Some(name) = &order.cgroup
+        && !cgroup::valid_component(name)
+    {
+        refuse(
+            &mut conn,
+            format!("cgroup name {name:?} is not a plain name"),
+        );
+        return;
+    }
+    match exec::start(taking.berth, &order, &fds, taking.programs, taking.root) {
+        Ok((pid, status)) => {
+            drop(fds);
+            let _ = conn.set_nonblocking(false);
+            let _ = conn.set_write_timeout(Some(ORDER_TIMEOUT));
+            let mut running = Running {
+                pid,
+                conn: Some(conn),
+                pending: rest,
+                status: Some(status),
+                cgroup: order.cgroup,
+                reported: false,
+                waited: None,
+            };
+            running.report(&Reply::Started(pid));
+            if let Some(conn) = &running.conn {
+                let _ = conn.set_nonblocking(true);
+            }
+            apply_signals(&mut running);
+            execs.push(running);
+        }
+        Err(e) => refuse(&mut conn, e.to_string()),
+    }
+}
