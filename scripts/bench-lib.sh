@@ -17,3 +17,17 @@ bench_agent() {
   "$BERTH" autonomy set dev-1 terminal auto_approve >/dev/null
   "$BERTH" up dev-1 --project bench --mode "$2" >/dev/null 2>&1
 }
+
+# bench_network MODE: the bench project's [sandbox.network] mode (none, open
+# or allowlist: no route out but berth's egress proxy on the exec's loopback).
+bench_network() {
+  python3 - "$BERTH_HOME/projects/bench/berth.toml" "$1" <<'PY'
+import sys
+path, mode = sys.argv[1], sys.argv[2]
+text = open(path).read()
+at = text.index("[sandbox.network]")
+key = text.index("mode = ", at)
+end = text.index("\n", key)
+open(path, "w").write(text[:key] + f'mode = "{mode}"' + text[end:])
+PY
+}

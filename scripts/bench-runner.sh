@@ -16,6 +16,7 @@
 #   scripts/bench-runner.sh                 # release build; BENCH_RUNS=200
 #   BERTH_BIN=target/release/berth scripts/bench-runner.sh
 #   BERTH_BASELINE=/path/to/old/berth scripts/bench-runner.sh
+#   BENCH_NETWORK=allowlist scripts/bench-runner.sh   # an allow-list berth
 #
 # The state directory is made under $HOME (BENCH_DIR to choose): a state
 # under /tmp or /var/tmp adds the skeleton of its own mounts to the berth's
@@ -65,6 +66,7 @@ BERTH=$(copy_bin "$BERTH" "$work/bin")
 
 . scripts/bench-lib.sh
 bench_agent "$work" runner
+[ -n "${BENCH_NETWORK:-}" ] && bench_network "$BENCH_NETWORK"
 for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
   [ "$("$bin" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-runner: $bin exec true failed" >&2; exit 1; }
 done
