@@ -66,11 +66,15 @@ pub(super) fn accept(
         if peer_uid(&conn) != Some(unsafe { libc::geteuid() }) {
             continue;
         }
-        if intakes.len() >= MAX_INTAKES || conn.set_nonblocking(true).is_err() {
+        if intakes.len() >= MAX_INTAKES {
             refuse(
                 &mut conn,
                 format!("{MAX_INTAKES} orders are already arriving in this berth"),
             );
+            continue;
+        }
+        if let Err(e) = conn.set_nonblocking(true) {
+            refuse(&mut conn, format!("make the connection non-blocking: {e}"));
             continue;
         }
         intakes.push(Intake {
