@@ -9,11 +9,11 @@
 //! the host, before the command exists) and hands the listener to berth over
 //! a unix socket berth made for this exec alone, in its private state
 //! directory (`SCM_RIGHTS`) — or, for an exec a berth's resident forks, over
-//! one end of a socket pair berth attached to the exec's order. berth then serves it as that berth's proxy
-//! listener for the exec's duration: the listener it arrived on says which
-//! berth asks, never anything the client sends. No forwarder process runs
-//! beside the command, no socket file is visible to it, and the namespace
-//! and its listener end with the exec.
+//! one end of a socket pair berth attached to the exec's order. berth then
+//! serves it as that berth's proxy listener for the exec's duration: the
+//! listener it arrived on says which berth asks, never anything the client
+//! sends. No forwarder process runs beside the command, no socket file is
+//! visible to it, and the namespace and its listener end with the exec.
 //!
 //! Both ends live here so the framing (one byte, one descriptor) is in one
 //! place; berth checks what it receives is a listening IPv4 TCP socket on

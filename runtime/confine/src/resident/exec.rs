@@ -2,12 +2,13 @@
 //! (and, with `CLONE_INTO_CGROUP`, straight into its cgroup — no migration,
 //! so no wait for the kernel's RCU grace period; for an allow-list berth,
 //! into a network namespace of its own too, where PID 1 binds the proxy's
-//! port and sends berth the listener before anything else runs), it mounts its own `/proc`,
-//! takes the exec's descriptors as 0, 1 and 2, and from there is the shim's
-//! PID 1: it forks the command ([`crate::shim::command`]: limits, uid,
-//! Landlock, seccomp, exec), forwards signals to every process of its
-//! namespace, and reports the command's wait status on a pipe. When it
-//! exits, the kernel kills whatever is left in the namespace.
+//! port and sends berth the listener before the command exists), it mounts
+//! its own `/proc`, takes the exec's descriptors as 0, 1 and 2, and from
+//! there is the shim's PID 1: it forks the command
+//! ([`crate::shim::command`]: limits, uid, Landlock, seccomp, exec),
+//! forwards signals to every process of its namespace, and reports the
+//! command's wait status on a pipe. When it exits, the kernel kills
+//! whatever is left in the namespace.
 
 use std::convert::Infallible;
 use std::ffi::CString;

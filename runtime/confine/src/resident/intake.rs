@@ -98,35 +98,21 @@ pub(super) fn take_orders(
     execs: &mut Vec<Running>,
     taking: &Taking<'_>,
 ) {
-    let mut i = 0;
-    let mut index = 0;
-    while i < intakes.len() {
-        let ready = readable.get(index).copied().unwrap_or(false);
-        index += 1;
+    let polled = std::mem::take(intakes);
+    let marks = readable.iter().copied().chain(std::iter::repeat(false));
+    for (mut intake, ready) in polled.into_iter().zip(marks) {
         let read = match ready {
-            true => {
-                let Intake { conn, order, .. } = &mut intakes[i];
-                order.read_available(conn)
-            }
+            true => intake.order.read_available(&intake.conn),
             false => Ok(None),
         };
         match read {
-            Ok(None) if intakes[i].since.elapsed() < ORDER_TIMEOUT => i += 1,
-            Ok(None) => {
-                let mut intake = intakes.remove(i);
-                refuse(
-                    &mut intake.conn,
-                    format!("the order did not arrive within {ORDER_TIMEOUT:?}"),
-                );
-            }
-            Ok(Some(order)) => {
-                let intake = intakes.remove(i);
-                start(intake.conn, order, execs, taking);
-            }
-            Err(e) => {
-                let mut intake = intakes.remove(i);
-                refuse(&mut intake.conn, e.to_string());
-            }
+            Ok(None) if intake.since.elapsed() < ORDER_TIMEOUT => intakes.push(intake),
+            Ok(None) => refuse(
+                &mut intake.conn,
+                format!("the order did not arrive within {ORDER_TIMEOUT:?}"),
+            ),
+            Ok(Some(order)) => start(intake.conn, order, execs, taking),
+            Err(e) => refuse(&mut intake.conn, e.to_string()),
         }
     }
 }

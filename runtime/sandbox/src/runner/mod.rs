@@ -395,8 +395,11 @@ impl Runner {
                 EXEC_COUNTER.fetch_add(1, Ordering::Relaxed)
             ),
         };
-        let egress = self.config.confinement.egress.is_some()
-            && self.config.confinement.network == Network::None;
+        // An allow-list berth's proxy (only where the exec has no network
+        // of its own to reach out on).
+        let egress = (self.config.confinement.network == Network::None)
+            .then_some(self.config.confinement.egress.as_ref())
+            .flatten();
         let resident = self.config.confinement.resident.is_some();
         // With a resident the limits are its cgroups' (the berth's); the
         // exec's own cgroup is the cgroup2 one it is cloned into.
@@ -414,15 +417,12 @@ impl Runner {
         let mut _egress = None;
         let launched = match resident {
             true => {
-                let door = match &self.config.confinement.egress {
-                    Some(hook) if egress => match crate::egress_port::RunnerDoor::paired(hook) {
-                        Ok(door) => Some(door),
-                        Err(e) => {
-                            remove_cgroups(Arc::new(cgroups)).await;
-                            return Err(e);
-                        }
-                    },
-                    _ => None,
+                let door = match egress.map(crate::egress_port::RunnerDoor::paired) {
+                    Some(Err(e)) => {
+                        remove_cgroups(Arc::new(cgroups)).await;
+                        return Err(e);
+                    }
+                    door => door.and_then(Result::ok),
                 };
                 let (door, handoff) = door.unzip();
                 match self
@@ -460,7 +460,7 @@ impl Runner {
                         .await;
                     spec.cgroups = cgroups.paths();
                 }
-                if egress && let Some(hook) = &self.config.confinement.egress {
+                if let Some(hook) = egress {
                     match crate::egress_port::RunnerDoor::open(hook) {
                         Ok((door, handoff)) => {
                             spec.egress = Some(handoff);
