@@ -17,6 +17,9 @@
 #   BERTH_BIN=target/release/berth scripts/bench-runner.sh
 #   BERTH_BASELINE=/path/to/old/berth scripts/bench-runner.sh
 #   BENCH_NETWORK=allowlist scripts/bench-runner.sh   # an allow-list berth
+#   BENCH_SERVE=1 scripts/bench-runner.sh   # with `berth serve` running on the
+#       state: `berth exec` hands its action to it; `berth exec --local`
+#       (the same binary in its own process) is measured in the same rounds
 #
 # The state directory is made under $HOME (BENCH_DIR to choose): a state
 # under /tmp or /var/tmp adds the skeleton of its own mounts to the berth's
@@ -40,7 +43,9 @@ BASELINE=${BERTH_BASELINE:+$(realpath "$BERTH_BASELINE")}
 
 work=$(mktemp -d -p "${BENCH_DIR:-$HOME}" berth-bench-runner.XXXXXX)
 export BERTH_HOME="$work/state"
+serve_pid=
 cleanup() {
+  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null || true
   "$BERTH" down dev-1 >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -67,6 +72,12 @@ BERTH=$(copy_bin "$BERTH" "$work/bin")
 . scripts/bench-lib.sh
 bench_agent "$work" runner
 [ -n "${BENCH_NETWORK:-}" ] && bench_network "$BENCH_NETWORK"
+if [ -n "${BENCH_SERVE:-}" ]; then
+  "$BERTH" serve --no-agent-loops >/dev/null 2>"$work/serve.log" &
+  serve_pid=$!
+  for _ in $(seq 100); do [ -S "$BERTH_HOME/berth.sock" ] && break; sleep 0.1; done
+  [ -S "$BERTH_HOME/berth.sock" ] || { echo "bench-runner: berth serve did not start: $(cat "$work/serve.log")" >&2; exit 1; }
+fi
 for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
   [ "$("$bin" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-runner: $bin exec true failed" >&2; exit 1; }
 done
@@ -74,11 +85,12 @@ done
 echo "== 1. exec of true, end to end ($(nproc) cores; $(cut -d' ' -f1-3 /proc/loadavg) load)"
 baseline_exec=()
 [ -n "$BASELINE" ] && baseline_exec=(-n "berth exec true (baseline)" "$BASELINE exec dev-1 -- true")
+[ -n "${BENCH_SERVE:-}" ] && baseline_exec+=(-n "berth exec --local true" "$BERTH exec dev-1 --local -- true")
 hyperfine -N --warmup 10 --runs "$runs" \
   -n "sh -c true" "sh -c true" \
   -n "berth exec true" "$BERTH exec dev-1 -- true" \
   "${baseline_exec[@]}"
-BERTH="$BERTH" BASELINE="$BASELINE" ROUNDS="$runs" python3 - <<'PY'
+BERTH="$BERTH" BASELINE="$BASELINE" SERVE="${BENCH_SERVE:-}" ROUNDS="$runs" python3 - <<'PY'
 import os, statistics, subprocess, time
 e = os.environ
 def timed(*argv):
@@ -88,6 +100,8 @@ def timed(*argv):
 cmds = {"sh": ["sh", "-c", "true"], "berth": [e["BERTH"], "exec", "dev-1", "--", "true"]}
 if e["BASELINE"]:
     cmds["baseline"] = [e["BASELINE"], "exec", "dev-1", "--", "true"]
+if e["SERVE"]:
+    cmds["local"] = [e["BERTH"], "exec", "dev-1", "--local", "--", "true"]
 times = {k: [] for k in cmds}
 for i in range(int(e["ROUNDS"]) + 5):
     # Each round in the other order, so neither always follows the other.
@@ -104,6 +118,8 @@ print(f"berth exec true - sh -c true, median of the rounds' differences: "
       f"{statistics.median(x - y for x, y in zip(times['berth'], times['sh'])) * 1000:.2f} ms (goal: berth exec <= 5 ms)")
 if "baseline" in times:
     print(f"berth / baseline, median of the rounds' ratios: {ratio('berth', 'baseline'):.3f}x")
+if "local" in times:
+    print(f"handed to berth serve / run in its own process (--local), median of the rounds' ratios: {ratio('berth', 'local'):.3f}x")
 PY
 
 echo "== 2. instructions of berth's own process per exec (callgrind, children not traced)"
@@ -114,6 +130,12 @@ if command -v valgrind >/dev/null; then
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
     done | sort -n | head -1 | xargs printf "%s: %'d instructions (least of 3)\n" "$bin"
   done
+  if [ -n "${BENCH_SERVE:-}" ]; then
+    for i in 1 2 3; do
+      valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$BERTH" exec dev-1 --local -- true 2>&1 \
+        | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+    done | sort -n | head -1 | xargs printf "%s --local: %'d instructions (least of 3)\n" "$BERTH"
+  fi
 else
   echo "(no valgrind: skipped)"
 fi

@@ -6,6 +6,8 @@
 
 #[path = "support/fixture.rs"]
 mod fixture;
+#[path = "serve_exec_handoff.rs"]
+mod handoff;
 #[path = "support/http.rs"]
 mod http;
 #[path = "support/server.rs"]

@@ -169,6 +169,19 @@ pub trait Sandbox: Send + Sync {
         Vec::new()
     }
 
+    /// The first variable this berth's commands would see otherwise had
+    /// berth itself been started with `vars` as its environment, or `None`:
+    /// what a server checks before it runs a command another berth process
+    /// handed to it, so the hand-off never changes what the command sees. A
+    /// backend whose commands take nothing from berth's environment (a
+    /// container) never differs.
+    fn environment_differs(
+        &self,
+        _vars: &std::collections::BTreeMap<String, String>,
+    ) -> Option<String> {
+        None
+    }
+
     /// The berth's file actions: its mounts, confined (see [`confined_files`]).
     /// The engine never opens a path under a worktree itself.
     fn files(&self) -> Arc<ConfinedFiles>;

@@ -8,7 +8,8 @@ use axum::routing::{MethodFilter, on};
 
 use crate::AppState;
 use crate::api::{
-    actions, agents, events, pages, pr_automation, pr_review, projects, prompts, prs, tasks,
+    action_stream, actions, agents, events, pages, pr_automation, pr_review, projects, prompts,
+    prs, tasks,
 };
 use crate::page;
 
@@ -128,6 +129,7 @@ pub(crate) fn table() -> (Router<AppState>, Vec<Route>) {
     .post("/api/choices/{id}/resolve", tasks::resolve_choice)
     // Actions.
     .post("/api/actions", actions::propose)
+    .post("/api/actions/stream", action_stream::propose_streaming)
     .get("/api/actions", actions::list)
     .get("/api/actions/{id}", actions::show)
     .post("/api/actions/{id}/approve", actions::approve)

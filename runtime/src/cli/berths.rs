@@ -2,8 +2,8 @@
 
 use berth_engine::checkup::CheckStatus;
 use berth_engine::{
-    ActionParams, ActionResult, Actor, AgentName, BerthMode, Engine, ProjectName, Proposal,
-    ProposeStatus, UpOptions,
+    ActionParams, Actor, AgentName, BerthMode, Engine, ExecReport, ExecStatus, ProjectName,
+    Proposal, UpOptions,
 };
 use berth_policy::Action;
 
@@ -74,7 +74,7 @@ pub struct LsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
-    agent: String,
+    pub(super) agent: String,
     /// Deadline in seconds (default: the project's sandbox.timeout_secs).
     #[arg(long)]
     timeout: Option<u64>,
@@ -83,11 +83,31 @@ pub struct ExecArgs {
     cwd: Option<String>,
     /// Print one JSON object instead of streaming.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
+    /// Propose and run it in this process even when a `berth serve` runs
+    /// on this state (by default the action is handed to it).
+    #[arg(long)]
+    pub(super) local: bool,
     /// The command: one argument is a shell line (`-- 'make && make test'`); several are a
     /// program and its arguments, each passed as one word (`-- sh -c 'echo hi'`).
     #[arg(last = true, required = true)]
     command: Vec<String>,
+}
+
+impl ExecArgs {
+    /// The shell line proposed.
+    pub(super) fn command_line(&self) -> String {
+        super::command_line(&self.command)
+    }
+
+    /// Its working directory and deadline.
+    pub(super) fn params(&self) -> ActionParams {
+        ActionParams {
+            cwd: self.cwd.clone(),
+            timeout_secs: self.timeout,
+            ..ActionParams::default()
+        }
+    }
 }
 
 pub async fn up(engine: &Engine, a: UpArgs) -> anyhow::Result<u8> {
@@ -331,17 +351,16 @@ pub async fn ls(engine: &Engine, a: LsArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// `berth exec` in this process: the proposal, its output printed as it
+/// arrives, and the report.
 pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
-    let command = super::command_line(&a.command);
     let proposal = Proposal::by_agent(
         &AgentName::new(a.agent.as_str())?,
-        Action::Terminal { command },
+        Action::Terminal {
+            command: a.command_line(),
+        },
     )
-    .params(ActionParams {
-        cwd: a.cwd.clone(),
-        timeout_secs: a.timeout,
-        ..ActionParams::default()
-    });
+    .params(a.params());
     // `--json` prints the recorded output (capped) at the end: nothing streams.
     let (sink, printer) = match a.json {
         true => (None, None),
@@ -354,120 +373,68 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
     if let Some(p) = printer {
         p.finish().await;
     }
-    // A person stopped it (`berth cancel`): say so, beside its output.
-    if !a.json
-        && let ProposeStatus::Executed { outcome } = &proposed.status
-        && !outcome.succeeded
-        && engine.action(&proposed.id).await?.status == berth_engine::ActionStatus::Cancelled
-    {
-        eprintln!(
-            "berth: {}",
-            outcome.diagnostic.as_deref().unwrap_or("cancelled")
-        );
-    }
-    let terminal = match &proposed.status {
-        ProposeStatus::Executed { outcome } => match &outcome.result {
-            Some(r @ ActionResult::Terminal { .. }) => Some(r.clone()),
-            _ => None,
-        },
-        _ => None,
-    };
-    if a.json {
-        let (exit_code, stdout, stderr, timed_out, truncated, oom, restarted) = match &terminal {
-            Some(ActionResult::Terminal {
-                exit_code,
-                stdout,
-                stderr,
-                timed_out,
-                stdout_truncated,
-                stderr_truncated,
-                oom_killed,
-                container_restarted,
-                ..
-            }) => (
-                Some(*exit_code),
-                Some(stdout.clone()),
-                Some(stderr.clone()),
-                *timed_out,
-                *stdout_truncated || *stderr_truncated,
-                *oom_killed,
-                *container_restarted,
-            ),
-            _ => (None, None, None, false, false, false, false),
-        };
-        let diagnostic = match &proposed.status {
-            ProposeStatus::Executed { outcome } => outcome.diagnostic.clone(),
-            _ => None,
-        };
+    report(&engine.exec_report(&proposed).await?, a.json)
+}
+
+/// Prints what `berth exec` says about its action — wherever it ran, in
+/// this process or in a server it was handed to — and gives its exit code.
+pub(super) fn report(r: &ExecReport, json: bool) -> anyhow::Result<u8> {
+    if json {
         print_json(&serde_json::json!({
-            "action_id": proposed.id,
-            "status": proposed.status.name(),
-            "verdict": proposed.decision.verdict.as_str(),
-            "stage": proposed.decision.stage.as_str(),
-            "exit_code": exit_code,
-            "stdout": stdout,
-            "stderr": stderr,
-            "timed_out": timed_out,
-            "truncated": truncated,
-            "oom_killed": oom,
-            "container_restarted": restarted,
-            "diagnostic": diagnostic,
+            "action_id": r.action_id,
+            "status": r.status.as_str(),
+            "verdict": r.verdict,
+            "stage": r.stage,
+            "exit_code": r.exit_code,
+            "stdout": r.stdout,
+            "stderr": r.stderr,
+            "timed_out": r.timed_out,
+            "truncated": r.truncated,
+            "oom_killed": r.oom_killed,
+            "container_restarted": r.container_restarted,
+            "diagnostic": r.diagnostic,
         }))?;
     }
-    Ok(match &proposed.status {
-        ProposeStatus::Executed { outcome } => match &terminal {
-            Some(ActionResult::Terminal {
-                exit_code,
-                timed_out,
-                oom_killed,
-                container_restarted,
-                ..
-            }) => {
-                if !a.json {
+    let id = r.action_id.get(..8).unwrap_or(&r.action_id);
+    let reason = r.reason.as_deref().unwrap_or("");
+    // A person stopped it (`berth cancel`): say so, beside its output.
+    if !json && r.cancelled {
+        eprintln!("berth: {}", r.diagnostic.as_deref().unwrap_or("cancelled"));
+    }
+    Ok(match r.status {
+        ExecStatus::Executed => match r.exit_code {
+            Some(exit_code) => {
+                if !json {
                     // What the exit code alone does not say: a deadline, the
                     // memory limit, a restart of the container.
-                    if *timed_out || *oom_killed || *container_restarted {
-                        eprintln!(
-                            "berth: {}",
-                            outcome.diagnostic.as_deref().unwrap_or("timed out")
-                        );
+                    if r.timed_out || r.oom_killed || r.container_restarted {
+                        eprintln!("berth: {}", r.diagnostic.as_deref().unwrap_or("timed out"));
                     }
-                    if proposed.replayed {
-                        eprintln!(
-                            "berth: action {} had already run; its recorded result:",
-                            &proposed.id[..8]
-                        );
+                    if r.replayed {
+                        eprintln!("berth: action {id} had already run; its recorded result:");
                     }
                 }
-                u8::try_from(*exit_code).unwrap_or(1)
+                u8::try_from(exit_code).unwrap_or(1)
             }
-            _ => {
-                if !a.json {
-                    eprintln!(
-                        "berth: {}",
-                        outcome.diagnostic.as_deref().unwrap_or("failed")
-                    );
+            None => {
+                if !json {
+                    eprintln!("berth: {}", r.diagnostic.as_deref().unwrap_or("failed"));
                 }
                 1
             }
         },
-        ProposeStatus::Pending { reason } => {
-            if !a.json {
+        ExecStatus::Pending => {
+            if !json {
                 eprintln!(
-                    "berth: pending ({}: {reason}); approve with `berth approve {}` or deny with `berth deny {}`",
-                    proposed.decision.stage.as_str(),
-                    &proposed.id[..8],
-                    &proposed.id[..8]
+                    "berth: pending ({}: {reason}); approve with `berth approve {id}` or deny with `berth deny {id}`",
+                    r.stage
                 );
             }
             EXIT_PENDING
         }
-        ProposeStatus::Refused { reason } => {
-            if !a.json {
-                eprintln!(
-                    "berth: refused ({}): {reason}",
-                    proposed.decision.stage.as_str()
-                );
+        ExecStatus::Refused => {
+            if !json {
+                eprintln!("berth: refused ({}): {reason}", r.stage);
             }
             EXIT_REFUSED
         }

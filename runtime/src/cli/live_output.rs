@@ -43,8 +43,9 @@ impl Printer {
     }
 }
 
-/// One of berth's own output streams.
-struct Stream<W> {
+/// One of berth's own output streams (also a handed-off exec's:
+/// `exec_handoff`).
+pub(super) struct Stream<W> {
     writer: W,
     /// Cleared at the first failed write: a closed terminal is not the
     /// command's failure, and what follows is dropped rather than retried.
@@ -52,11 +53,11 @@ struct Stream<W> {
 }
 
 impl<W: AsyncWrite + Unpin> Stream<W> {
-    fn new(writer: W) -> Self {
+    pub(super) fn new(writer: W) -> Self {
         Stream { writer, open: true }
     }
 
-    async fn write(&mut self, bytes: &[u8]) {
+    pub(super) async fn write(&mut self, bytes: &[u8]) {
         if self.open {
             self.open =
                 self.writer.write_all(bytes).await.is_ok() && self.writer.flush().await.is_ok();

@@ -7,6 +7,7 @@ mod agent;
 mod berths;
 mod decide;
 mod devcontainer;
+mod exec_handoff;
 mod image;
 mod live_output;
 mod log;
@@ -260,6 +261,14 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
             "berth: created the state directory {}",
             dir.root().display()
         );
+    }
+    // A running `berth serve` on this state takes a `berth exec` whole:
+    // no store to open here (`exec_handoff`).
+    if let Command::Exec(a) = &command
+        && let Some(code) = exec_handoff::exec_through_server(&dir, a).await?
+    {
+        warn_exposed(&dir)?;
+        return Ok(code);
     }
     let engine = Arc::new(open_engine_for(dir.clone(), command.runs_once()).await?);
     // A `command` agent's turn run here serves its MCP tools from here.

@@ -21,10 +21,12 @@
 //! (a person's approval, denial or retry: one claim-and-run), `route` (an
 //! approval received by a process that does not hold the agent, run by the
 //! worker that does), `cancel` (a person stops an executing one), `finish`
-//! (running a claimed action and recording its end).
+//! (running a claimed action and recording its end), `exec_report` (what
+//! `berth exec` says about a terminal action, wherever it ran).
 
 mod cancel;
 pub(crate) mod decide;
+mod exec_report;
 mod finish;
 mod outcome;
 mod preview;
@@ -34,8 +36,12 @@ mod record;
 mod route;
 
 pub use cancel::Cancelled;
+pub use exec_report::{ExecReport, ExecStatus};
 pub use outcome::{ActionResult, Outcome};
 pub use preview::WriteBase;
-pub use proposal::{ActionParams, Approved, OutputSink, Proposal, ProposeStatus, Proposed};
+pub use proposal::{
+    ActionParams, Approved, OutputChunk, OutputSink, Proposal, ProposeStatus, Proposed,
+    output_channel,
+};
 pub use record::{ActionFilter, ActionRecord, ActionStatus, CreatedStatus};
 pub use route::{Approval, Routed, RoutedApproval};

@@ -146,3 +146,4 @@ pub struct Approved {
 /// A sink for a terminal action's output as it arrives: bounded, so a slow
 /// reader throttles the command ([`berth_sandbox::output_channel`]).
 pub type OutputSink = berth_sandbox::OutputSink;
+pub use berth_sandbox::{OutputChunk, output_channel};

@@ -16,11 +16,33 @@ const INHERITED_ENV: &[&str] = &["LANG", "LANGUAGE", "LC_*", "TZ", "USER", "LOGN
 /// `HOME` (the berth's, `home`), `TERM`, the inherited variables of berth's
 /// own environment and the configured ones.
 pub(super) fn base_env(config: &RunnerConfig, home: &str) -> BTreeMap<String, String> {
+    let own: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect();
+    base_env_from(
+        config,
+        home,
+        own.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+    )
+}
+
+/// [`base_env`] had berth been started with `vars` as its environment: what
+/// a server compares with its own before it runs a command handed to it by
+/// another berth process (`Sandbox::environment_differs`).
+pub(super) fn base_env_from<'a>(
+    config: &RunnerConfig,
+    home: &str,
+    vars: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     let path = config
         .path
         .clone()
-        .or_else(|| std::env::var("PATH").ok())
+        .or_else(|| {
+            vars.clone()
+                .find(|(name, _)| *name == "PATH")
+                .map(|(_, value)| value.to_string())
+        })
         .unwrap_or_else(|| DEFAULT_PATH.to_string());
     env.insert("PATH".to_string(), append_path(path, &config.path_append));
     env.insert("HOME".to_string(), home.to_string());
@@ -35,15 +57,27 @@ pub(super) fn base_env(config: &RunnerConfig, home: &str) -> BTreeMap<String, St
                 None => name == pattern,
             })
     };
-    for (name, value) in std::env::vars_os() {
-        if let (Some(name), Some(value)) = (name.to_str(), value.to_str())
-            && allowed(name)
-        {
+    for (name, value) in vars {
+        if allowed(name) {
             env.insert(name.to_string(), value.to_string());
         }
     }
     env.extend(config.env.clone());
     env
+}
+
+/// The first name whose value differs between `a` and `b` (absent in one
+/// counts), in name order.
+pub(super) fn first_difference(
+    a: &BTreeMap<String, String>,
+    b: &BTreeMap<String, String>,
+) -> Option<String> {
+    a.iter()
+        .filter(|(name, value)| b.get(*name) != Some(*value))
+        .map(|(name, _)| name)
+        .chain(b.keys().filter(|name| !a.contains_key(*name)))
+        .min()
+        .cloned()
 }
 
 /// `path` with `dirs` after it, each once.
@@ -72,5 +106,68 @@ mod tests {
             "/usr/bin:/bin:/opt/a/bin"
         );
         assert_eq!(append_path(String::new(), &dirs[..1]), "/opt/a/bin");
+    }
+
+    fn config(inherit: &[&str]) -> RunnerConfig {
+        RunnerConfig {
+            inherit_env: inherit.iter().map(|s| (*s).to_string()).collect(),
+            ..RunnerConfig::new("/w", "/h")
+        }
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| ((*n).to_string(), (*v).to_string()))
+            .collect()
+    }
+
+    fn env_of(config: &RunnerConfig, pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let v = vars(pairs);
+        base_env_from(
+            config,
+            "/h",
+            v.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+        )
+    }
+
+    #[test]
+    fn only_inherited_names_and_path_are_taken_from_the_environment() {
+        let c = config(&["CARGO_*"]);
+        let env = env_of(
+            &c,
+            &[
+                ("PATH", "/p"),
+                ("LANG", "C.UTF-8"),
+                ("LC_ALL", "C"),
+                ("CARGO_HOME", "/c"),
+                ("AWS_SECRET_ACCESS_KEY", "s"),
+                ("HOME", "/root"),
+            ],
+        );
+        assert_eq!(env.get("PATH").map(String::as_str), Some("/p"));
+        assert_eq!(env.get("HOME").map(String::as_str), Some("/h"));
+        assert_eq!(env.get("LC_ALL").map(String::as_str), Some("C"));
+        assert_eq!(env.get("CARGO_HOME").map(String::as_str), Some("/c"));
+        assert!(!env.contains_key("AWS_SECRET_ACCESS_KEY"));
+        // Without PATH in the environment, the default.
+        assert_eq!(
+            env_of(&c, &[]).get("PATH").map(String::as_str),
+            Some(DEFAULT_PATH)
+        );
+    }
+
+    #[test]
+    fn environments_that_differ_only_outside_the_selection_are_the_same() {
+        let c = config(&[]);
+        let a = env_of(&c, &[("PATH", "/p"), ("SECRET", "1"), ("TZ", "UTC")]);
+        let b = env_of(&c, &[("PATH", "/p"), ("SECRET", "2"), ("TZ", "UTC")]);
+        assert_eq!(first_difference(&a, &b), None);
+        let c2 = env_of(&c, &[("PATH", "/q"), ("TZ", "UTC")]);
+        assert_eq!(first_difference(&a, &c2).as_deref(), Some("PATH"));
+        // A name only one side has.
+        let d = env_of(&c, &[("PATH", "/p"), ("TZ", "UTC"), ("LANG", "C")]);
+        assert_eq!(first_difference(&a, &d).as_deref(), Some("LANG"));
+        assert_eq!(first_difference(&d, &a).as_deref(), Some("LANG"));
     }
 }

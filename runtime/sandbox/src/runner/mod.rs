@@ -524,6 +524,15 @@ impl Sandbox for Runner {
         &self.path_map
     }
 
+    fn environment_differs(&self, vars: &BTreeMap<String, String>) -> Option<String> {
+        let theirs = environment::base_env_from(
+            &self.config,
+            self.frame.home(),
+            vars.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+        );
+        environment::first_difference(&self.base_env, &theirs)
+    }
+
     async fn exec(
         &self,
         request: ExecRequest,

@@ -4,6 +4,7 @@
 //! not: where a handler does more than one call, it is a lookup the CLI
 //! does too (a task id prefix resolved before filtering).
 
+pub(crate) mod action_stream;
 pub(crate) mod actions;
 pub(crate) mod agents;
 pub(crate) mod events;

@@ -1,0 +1,225 @@
+//! `berth exec` handing its action to a `berth serve` on the same state
+//! (`runtime/src/cli/exec_handoff.rs`): it prints and exits exactly as a run
+//! in its own process does (output bytes, stderr, exit codes, `--json`,
+//! pending and refused), the server's process runs it, Ctrl-C on the
+//! client cancels it, and where the server would run it otherwise (another
+//! environment) or cannot (a stale socket) the client runs it itself. A
+//! module of the `serve` test binary (`cargo test --test serve handoff::`).
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::server::{Served, State, wait_for};
+
+/// A runner berth `dev-1` whose terminal actions run without asking.
+fn berth() -> State {
+    let state = State::with_project();
+    state.ok(&["agent", "activate", "dev-1", "--project", "demo"]);
+    state.ok(&["up", "dev-1", "--project", "demo", "--mode", "runner"]);
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "auto_approve"]);
+    state
+}
+
+/// The last action of `dev-1`.
+fn last_action(state: &State) -> Value {
+    let v: Value =
+        serde_json::from_str(&state.ok(&["actions", "--json", "--agent", "dev-1"])).unwrap();
+    v.as_array().unwrap().last().cloned().unwrap_or(Value::Null)
+}
+
+fn last_id(state: &State) -> String {
+    last_action(state)["id"].as_str().unwrap().to_string()
+}
+
+/// The process (pid) that recorded itself as running the last action.
+fn last_executor(state: &State) -> Option<u32> {
+    last_action(state)["executor"]
+        .as_str()?
+        .split(':')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// What a run said: exit code, stdout bytes, stderr text.
+fn said(out: &Output) -> (Option<i32>, Vec<u8>, String) {
+    (
+        out.status.code(),
+        out.stdout.clone(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `--json`'s object without its action id (each run is a new action).
+fn json_without_id(out: &Output) -> Value {
+    let mut v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert!(
+        v["action_id"].as_str().is_some_and(|id| id.len() == 32),
+        "{v}"
+    );
+    v.as_object_mut().unwrap().remove("action_id");
+    v
+}
+
+#[test]
+fn a_handed_off_exec_says_what_a_local_one_says_and_the_server_runs_it() {
+    let state = berth();
+    let served = Served::start(&state, &["--no-agent-loops"]);
+    let line = "printf 'a\\000\\377b\\n'; echo to-err >&2; exit 7";
+    let local = state.run(&["exec", "dev-1", "--local", "--", line]);
+    assert_ne!(last_executor(&state), Some(served.pid()));
+    let handed = state.run(&["exec", "dev-1", "--", line]);
+    assert_eq!(
+        last_executor(&state),
+        Some(served.pid()),
+        "the server's process ran it"
+    );
+    assert_eq!(said(&handed), said(&local));
+    assert_eq!(said(&handed).0, Some(7));
+    assert_eq!(said(&handed).1, b"a\0\xffb\n", "bytes as written");
+    assert_eq!(said(&handed).2, "to-err\n");
+
+    // 1.3 MB, streamed in many pieces.
+    let big = "seq 1 200000";
+    let handed = state.run(&["exec", "dev-1", "--", big]);
+    assert_eq!(last_executor(&state), Some(served.pid()));
+    let lines: String = (1..=200_000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(handed.stdout, lines.as_bytes());
+
+    // --json: the same object, but for the action's id.
+    for line in ["echo hi; exit 3", "sleep 0.1; echo late >&2", big] {
+        let local = state.run(&["exec", "dev-1", "--local", "--json", "--", line]);
+        let handed = state.run(&["exec", "dev-1", "--json", "--", line]);
+        assert_eq!(last_executor(&state), Some(served.pid()));
+        assert_eq!(handed.status.code(), local.status.code(), "{line}");
+        assert_eq!(json_without_id(&handed), json_without_id(&local), "{line}");
+    }
+
+    // Pending and refused: the same codes and sentences, but for the ids.
+    state.ok(&["autonomy", "set", "dev-1", "terminal", "require_approval"]);
+    let held = |args: &[&str]| {
+        let out = state.run(args);
+        let id = last_id(&state);
+        (out.status.code(), said(&out).2.replace(&id[..8], "ID"))
+    };
+    let local = held(&["exec", "dev-1", "--local", "--", "echo held"]);
+    let handed = held(&["exec", "dev-1", "--", "echo held"]);
+    assert_eq!(local.0, Some(3), "{}", local.1);
+    assert_eq!(handed, local);
+    let local = state.run(&["exec", "dev-1", "--local", "--", "sudo rm -rf /"]);
+    let handed = state.run(&["exec", "dev-1", "--", "sudo rm -rf /"]);
+    assert_eq!(local.status.code(), Some(4), "{}", said(&local).2);
+    assert_eq!(said(&handed), said(&local));
+
+    // An unknown agent (refused before the stream: the client runs it and
+    // says its own error) and a berth that is down (the server's error, in
+    // the stream): both as without a server.
+    for agent in ["ghost", "dev-1"] {
+        if agent == "dev-1" {
+            state.ok(&["down", "dev-1", "--keep-worktree"]);
+        }
+        let (code, err) = state.err(&["exec", agent, "--", "true"]);
+        let (local_code, local_err) = state.err(&["exec", agent, "--local", "--", "true"]);
+        assert_eq!((code, &err), (local_code, &local_err));
+        assert!(code == 2 && err.starts_with("berth: "), "{err}");
+    }
+    let (code, _) = served.stop();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_caller_whose_environment_would_change_the_command_runs_it_itself() {
+    let state = berth();
+    let served = Served::start(&state, &["--no-agent-loops"]);
+    // TZ is passed to a runner's commands from berth's environment.
+    let out = state
+        .command(&["exec", "dev-1", "--", "printenv TZ || echo unset"])
+        .env("TZ", "Pacific/Chatham")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Pacific/Chatham\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(
+        last_executor(&state),
+        Some(served.pid()),
+        "ran in the client"
+    );
+    // A variable the command never sees does not keep it from the server.
+    let out = state
+        .command(&["exec", "dev-1", "--", "printenv TZ || echo unset"])
+        .env("UNRELATED_SETTING", "1")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "unset\n");
+    assert_eq!(last_executor(&state), Some(served.pid()));
+    // Nor does the log level; an engine setting does.
+    state
+        .command(&["exec", "dev-1", "--", "true"])
+        .env("BERTH_LOG", "debug")
+        .output()
+        .unwrap();
+    assert_eq!(last_executor(&state), Some(served.pid()));
+    state
+        .command(&["exec", "dev-1", "--", "true"])
+        .env("DOCKER_HOST", "unix:///nowhere.sock")
+        .output()
+        .unwrap();
+    assert_ne!(last_executor(&state), Some(served.pid()));
+
+    // A server gone without removing its socket: the client runs it.
+    served.crash();
+    assert!(state.state().join("berth.sock").exists());
+    assert_eq!(state.ok(&["exec", "dev-1", "--", "echo here"]), "here\n");
+}
+
+#[test]
+fn ctrl_c_on_a_handed_off_exec_cancels_it_in_the_server() {
+    let state = berth();
+    let served = Served::start(&state, &["--no-agent-loops"]);
+    let mut child = state
+        .command(&[
+            "exec",
+            "dev-1",
+            "--",
+            "echo before; sleep 306.5; echo never",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first, "before\n", "output arrives while the command runs");
+    wait_for("the sleep started", Duration::from_secs(30), || {
+        super::runs(&["sleep", "306.5"]).then_some(())
+    });
+    assert_eq!(last_executor(&state), Some(served.pid()));
+    // SAFETY: kill(2) on a child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let action = wait_for("the action cancelled", Duration::from_secs(30), || {
+        let last = last_action(&state);
+        (last["status"] == "cancelled").then_some(last)
+    });
+    assert!(!super::runs(&["sleep", "306.5"]), "its command is gone");
+    assert_eq!(action["result"]["stdout"], "before\n", "{action}");
+    assert!(
+        action["diagnostic"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("cancelled by ")),
+        "{action}"
+    );
+    // The server goes on serving the berth.
+    assert_eq!(state.ok(&["exec", "dev-1", "--", "echo after"]), "after\n");
+    assert_eq!(last_executor(&state), Some(served.pid()));
+}
