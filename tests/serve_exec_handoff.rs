@@ -1,9 +1,10 @@
 //! `berth exec` handing its action to a `berth serve` on the same state
 //! (`runtime/src/cli/exec_handoff.rs`): it prints and exits exactly as a run
 //! in its own process does (output bytes, stderr, exit codes, `--json`,
-//! pending and refused), the server's process runs it, Ctrl-C on the
-//! client cancels it, and where the server would run it otherwise (another
-//! environment) or cannot (a stale socket) the client runs it itself. A
+//! pending and refused), the server's process runs it with the caller's
+//! environment, Ctrl-C on the client cancels it, and where the server's
+//! engine would act otherwise (an engine setting) or no server answers (a
+//! stale socket) the client runs it itself. A
 //! module of the `serve` test binary (`cargo test --test serve handoff::`).
 
 use std::io::{BufRead as _, BufReader};
@@ -132,47 +133,54 @@ fn a_handed_off_exec_says_what_a_local_one_says_and_the_server_runs_it() {
 }
 
 #[test]
-fn a_caller_whose_environment_would_change_the_command_runs_it_itself() {
+fn a_handed_off_command_sees_the_callers_environment_and_an_engine_setting_keeps_it_local() {
     let state = berth();
     let served = Served::start(&state, &["--no-agent-loops"]);
-    // TZ is passed to a runner's commands from berth's environment.
+    // TZ and PATH pass from berth's environment to a runner's commands: the
+    // caller's, not the server's.
+    let path = format!("{}:/opt/caller-only", std::env::var("PATH").unwrap());
     let out = state
-        .command(&["exec", "dev-1", "--", "printenv TZ || echo unset"])
+        .command(&["exec", "dev-1", "--", "printenv TZ PATH"])
         .env("TZ", "Pacific/Chatham")
+        .env("PATH", &path)
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "Pacific/Chatham\n",
-        "{}",
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!("Pacific/Chatham\n{path}")),
+        "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_ne!(
+    assert_eq!(
         last_executor(&state),
         Some(served.pid()),
-        "ran in the client"
+        "the server ran it"
     );
-    // A variable the command never sees does not keep it from the server.
+    // Without them, the command has none of them.
     let out = state
         .command(&["exec", "dev-1", "--", "printenv TZ || echo unset"])
-        .env("UNRELATED_SETTING", "1")
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "unset\n");
     assert_eq!(last_executor(&state), Some(served.pid()));
-    // Nor does the log level; an engine setting does.
-    state
-        .command(&["exec", "dev-1", "--", "true"])
-        .env("BERTH_LOG", "debug")
-        .output()
-        .unwrap();
-    assert_eq!(last_executor(&state), Some(served.pid()));
-    state
-        .command(&["exec", "dev-1", "--", "true"])
-        .env("DOCKER_HOST", "unix:///nowhere.sock")
-        .output()
-        .unwrap();
-    assert_ne!(last_executor(&state), Some(served.pid()));
+    // The log level is no engine setting; the Docker engine's address is:
+    // the client runs that one itself.
+    for (name, value, by_server) in [
+        ("BERTH_LOG", "debug", true),
+        ("DOCKER_HOST", "unix:///nowhere.sock", false),
+    ] {
+        let out = state
+            .command(&["exec", "dev-1", "--", "true"])
+            .env(name, value)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}");
+        assert_eq!(
+            last_executor(&state) == Some(served.pid()),
+            by_server,
+            "{name}"
+        );
+    }
 
     // A server gone without removing its socket: the client runs it.
     served.crash();

@@ -13,7 +13,7 @@ use berth_policy::Action;
 use berth_sandbox::{AccessEnforcement, ExecRequest, FileContent, Sandbox, WorkAccess};
 
 use crate::Engine;
-use crate::actions::{ActionRecord, ActionResult, Outcome, OutputSink};
+use crate::actions::{ActionRecord, ActionResult, CallerEnv, Outcome, OutputSink};
 use crate::agents::Agent;
 use crate::config::ProjectConfig;
 use crate::error::{EngineError, Result};
@@ -29,8 +29,12 @@ impl Engine {
         config: &ProjectConfig,
         sandbox: Option<Arc<dyn Sandbox>>,
         sink: Option<OutputSink>,
+        caller_env: Option<&CallerEnv>,
     ) -> Outcome {
-        match self.try_execute(record, agent, config, sandbox, sink).await {
+        match self
+            .try_execute(record, agent, config, sandbox, sink, caller_env)
+            .await
+        {
             Ok(o) => o,
             Err(e) => Outcome::failed(format!("{} failed: {e}", record.action.kind()), None),
         }
@@ -43,6 +47,7 @@ impl Engine {
         config: &ProjectConfig,
         sandbox: Option<Arc<dyn Sandbox>>,
         sink: Option<OutputSink>,
+        caller_env: Option<&CallerEnv>,
     ) -> Result<Outcome> {
         let no_berth = || EngineError::NoBerth {
             agent: agent.name.clone(),
@@ -51,7 +56,7 @@ impl Engine {
         match &record.action {
             Action::Terminal { command } => {
                 let sb = sandbox.ok_or_else(no_berth)?;
-                self.run_terminal(record, config, sb.as_ref(), command, sink)
+                self.run_terminal(record, config, sb.as_ref(), command, sink, caller_env)
                     .await
             }
             // The sandbox performs file actions, confined beneath the mount
@@ -128,6 +133,7 @@ impl Engine {
         sb: &dyn Sandbox,
         command: &str,
         sink: Option<OutputSink>,
+        caller_env: Option<&CallerEnv>,
     ) -> Result<Outcome> {
         let cwd = record
             .params
@@ -136,6 +142,9 @@ impl Engine {
             .unwrap_or_else(|| sb.frame().project_root().to_string());
         let mut req = ExecRequest::shell(command);
         req.cwd = cwd.clone();
+        // Handed over by another process: its command starts as it would
+        // have there.
+        req.base_env = caller_env.and_then(|env| sb.environment_from(env.vars()));
         // devcontainer.json's remoteEnv: each command's own variables.
         if let Some(d) = &config.devcontainer {
             req.env.extend(d.remote_env.clone());

@@ -115,8 +115,8 @@ use std::sync::Arc;
 
 pub use actions::{
     ActionFilter, ActionParams, ActionRecord, ActionResult, ActionStatus, Approval, Approved,
-    Cancelled, CreatedStatus, ExecReport, ExecStatus, Outcome, OutputChunk, OutputSink, Proposal,
-    ProposeStatus, Proposed, Routed, WriteBase, output_channel,
+    CallerEnv, Cancelled, CreatedStatus, ExecReport, ExecStatus, Outcome, OutputChunk, OutputSink,
+    Proposal, ProposeStatus, Proposed, Routed, WriteBase, output_channel,
 };
 pub use agent_io::{AgentIo, Delivery};
 pub use agents::{ACTIVATION_SEEDS, Agent, AgentImpl, AgentStatus, AutonomyReport};

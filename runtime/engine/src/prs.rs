@@ -103,6 +103,7 @@ pub(crate) fn merge_proposal(
         },
         task: pr.task.clone(),
         idempotency_key: key,
+        caller_env: None,
         proposer: by.clone(),
     })
 }

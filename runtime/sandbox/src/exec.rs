@@ -35,6 +35,15 @@ pub struct ExecRequest {
     /// ([`Sandbox::cancel`](crate::Sandbox::cancel)). ASCII letters and
     /// digits only.
     pub action: Option<String>,
+    /// The environment the command starts with in place of the backend's
+    /// own, before `env`: what a runner derives from the environment of the
+    /// process the action runs for ([`Sandbox::environment_from`]), when
+    /// that is not the process running it (a `berth exec` handed to a
+    /// server). Backends whose commands take nothing from berth's
+    /// environment (a container) ignore it.
+    ///
+    /// [`Sandbox::environment_from`]: crate::Sandbox::environment_from
+    pub base_env: Option<BTreeMap<String, String>>,
 }
 
 impl ExecRequest {
@@ -101,6 +110,7 @@ impl ExecRequest {
             timeout: crate::DEFAULT_TIMEOUT,
             output_cap: crate::DEFAULT_OUTPUT_CAP,
             action: None,
+            base_env: None,
         }
     }
 }

@@ -169,16 +169,15 @@ pub trait Sandbox: Send + Sync {
         Vec::new()
     }
 
-    /// The first variable this berth's commands would see otherwise had
-    /// berth itself been started with `vars` as its environment, or `None`:
-    /// what a server checks before it runs a command another berth process
-    /// handed to it, so the hand-off never changes what the command sees. A
-    /// backend whose commands take nothing from berth's environment (a
-    /// container) never differs.
-    fn environment_differs(
+    /// The environment this berth's commands would start with had berth
+    /// itself been started with `vars` as its environment (for
+    /// [`ExecRequest::base_env`]): a server runs a `berth exec` handed to it
+    /// as the handing process would have run it. `None` for a backend whose
+    /// commands take nothing from berth's environment (a container).
+    fn environment_from(
         &self,
         _vars: &std::collections::BTreeMap<String, String>,
-    ) -> Option<String> {
+    ) -> Option<std::collections::BTreeMap<String, String>> {
         None
     }
 

@@ -11,15 +11,16 @@
 //! different things. Ctrl-C (or any death of this process) closes the
 //! socket, and the server cancels the action.
 //!
-//! What is handed off must run exactly as it would here: the request
-//! carries this process's environment, and a server that would give the
-//! command (or its own engine) another value of any variable that matters
-//! answers 409 — and this process runs the action itself, as it does when
-//! no server answers, the socket is stale, its owner is another uid, the
-//! server is older than this route, or `--local` says so. Any answer but
-//! the stream is taken before anything was proposed, so falling back never
-//! runs an action twice; once the stream began, a failure is reported, not
-//! retried.
+//! What is handed off runs as it would have here: the request carries this
+//! process's environment, and a runner berth's command takes `PATH` and the
+//! inherited variables from it, not from the server's. Where an engine
+//! setting differs (`BERTH_*`, `DOCKER_*`: the server's engine would act
+//! otherwise) the server answers 409 — and this process runs the action
+//! itself, as it does when no server answers, the socket is stale, its
+//! owner is another uid, the server is older than this route, or `--local`
+//! says so. Any answer but the stream comes before anything was proposed,
+//! so falling back never runs an action twice; once the stream began, a
+//! failure is reported, not retried.
 //!
 //! The socket is in the state directory, which is the user's own (0700): no
 //! agent can put a socket there. The server's answer is still read as

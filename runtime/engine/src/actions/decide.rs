@@ -360,7 +360,7 @@ impl Engine {
             Claim::Retry { .. } => Vec::new(),
         };
         let outcome = self
-            .run_and_finish(&record, &run.agent, &run.config, run.sandbox, sink)
+            .run_and_finish(&record, &run.agent, &run.config, run.sandbox, sink, None)
             .await?;
         Ok(Approved {
             id: record.id,

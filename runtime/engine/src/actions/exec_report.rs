@@ -4,13 +4,10 @@
 //! stream's last line, so a handed-off exec prints, and exits with, exactly
 //! what one run in the CLI's own process would.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::{ActionResult, ActionStatus, ProposeStatus, Proposed};
 use crate::Engine;
-use crate::agents::Agent;
 use crate::error::Result;
 
 /// Where the proposal ended.
@@ -121,62 +118,5 @@ impl Engine {
             }
         }
         Ok(report)
-    }
-
-    /// The first variable that would make `agent`'s command, or this
-    /// engine, act otherwise had this process been started with `vars` as
-    /// its environment, or `None`. A server runs a command another berth
-    /// process hands to it only when this is `None`: every `BERTH_*` and
-    /// `DOCKER_*` variable (which choose the engine's parts; `BERTH_LOG` and
-    /// `BERTH_HOME` only say where to log and which state, found already)
-    /// and what the berth's commands take from berth's environment
-    /// (a runner's `PATH` and inherited variables; a container's none).
-    pub async fn caller_environment_differs(
-        &self,
-        agent: &Agent,
-        vars: &BTreeMap<String, String>,
-    ) -> Result<Option<String>> {
-        let own: BTreeMap<String, String> = std::env::vars_os()
-            .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?)))
-            .filter(|(n, _)| chooses_parts(n))
-            .collect();
-        let theirs = vars.iter().filter(|(n, _)| chooses_parts(n));
-        if let Some(name) = theirs
-            .clone()
-            .filter(|(n, v)| own.get(*n) != Some(*v))
-            .map(|(n, _)| n)
-            .chain(own.keys().filter(|n| !vars.contains_key(*n)))
-            .min()
-        {
-            return Ok(Some(name.clone()));
-        }
-        let project = self.load_project(&agent.project).await?;
-        Ok(self
-            .sandbox_for(agent, &project.config, false)
-            .await?
-            .and_then(|sandbox| sandbox.environment_differs(vars)))
-    }
-}
-
-/// Whether a variable chooses how berth itself works (see
-/// [`Engine::caller_environment_differs`]).
-fn chooses_parts(name: &str) -> bool {
-    (name.starts_with("BERTH_") || name.starts_with("DOCKER_"))
-        && name != "BERTH_LOG"
-        && name != "BERTH_HOME"
-}
-
-#[cfg(test)]
-mod tests {
-    use super::chooses_parts;
-
-    #[test]
-    fn engine_settings_count_and_logging_does_not() {
-        assert!(chooses_parts("DOCKER_HOST"));
-        assert!(chooses_parts("BERTH_EXEC_SHIM"));
-        assert!(chooses_parts("BERTH_EGRESS_HOSTS"));
-        assert!(!chooses_parts("BERTH_LOG"));
-        assert!(!chooses_parts("BERTH_HOME"));
-        assert!(!chooses_parts("PATH"));
     }
 }

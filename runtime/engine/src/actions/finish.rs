@@ -11,7 +11,7 @@ use std::sync::Arc;
 use berth_sandbox::Sandbox;
 
 use super::record::to_json;
-use super::{ActionRecord, ActionResult, ActionStatus, Outcome, OutputSink};
+use super::{ActionRecord, ActionResult, ActionStatus, CallerEnv, Outcome, OutputSink};
 use crate::Engine;
 use crate::agents::Agent;
 use crate::config::ProjectConfig;
@@ -30,8 +30,11 @@ impl Engine {
         config: &ProjectConfig,
         sandbox: Option<Arc<dyn Sandbox>>,
         sink: Option<OutputSink>,
+        caller_env: Option<&CallerEnv>,
     ) -> Result<Outcome> {
-        let outcome = self.execute(record, agent, config, sandbox, sink).await;
+        let outcome = self
+            .execute(record, agent, config, sandbox, sink, caller_env)
+            .await;
         match self.finish(record, &outcome).await {
             Ok(ended) => Ok(ended),
             Err(e) => {

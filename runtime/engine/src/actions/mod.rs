@@ -40,7 +40,7 @@ pub use exec_report::{ExecReport, ExecStatus};
 pub use outcome::{ActionResult, Outcome};
 pub use preview::WriteBase;
 pub use proposal::{
-    ActionParams, Approved, OutputChunk, OutputSink, Proposal, ProposeStatus, Proposed,
+    ActionParams, Approved, CallerEnv, OutputChunk, OutputSink, Proposal, ProposeStatus, Proposed,
     output_channel,
 };
 pub use record::{ActionFilter, ActionRecord, ActionStatus, CreatedStatus};

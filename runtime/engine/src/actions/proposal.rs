@@ -3,6 +3,9 @@
 //! look at (`executed | pending | refused`). Kept apart from how the store
 //! holds an action, so a caller's vocabulary reads in one place.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use berth_policy::{Action, Decision};
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +75,60 @@ pub struct Proposal {
     pub idempotency_key: Option<String>,
     /// Who asks: the agent, or a person acting on its berth (`berth pr merge`).
     pub proposer: Actor,
+    /// The environment of the process it is proposed for, when that is not
+    /// the one running it (`berth exec` handed to `berth serve`).
+    pub caller_env: Option<CallerEnv>,
+}
+
+/// The environment of the process an action is proposed for, when another
+/// process runs it (`berth exec` handed to `berth serve`): a runner derives
+/// the command's environment from it as the proposing process would have
+/// (`Sandbox::environment_from`). Never stored or logged: its `Debug` says
+/// only how many variables it holds.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CallerEnv(Arc<BTreeMap<String, String>>);
+
+impl CallerEnv {
+    pub fn new(vars: BTreeMap<String, String>) -> CallerEnv {
+        CallerEnv(Arc::new(vars))
+    }
+
+    pub fn vars(&self) -> &BTreeMap<String, String> {
+        &self.0
+    }
+
+    /// The first variable that chooses how berth itself works — every
+    /// `BERTH_*` and `DOCKER_*` one but `BERTH_LOG` (where to log) and
+    /// `BERTH_HOME` (which state: found already) — set otherwise here than
+    /// in this process, or `None`. A process handed an action runs it only
+    /// when `None`: its engine would act otherwise than the caller's.
+    pub fn engine_setting_differs(&self) -> Option<String> {
+        let own: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(n, _)| chooses_parts(n))
+            .collect();
+        self.0
+            .iter()
+            .filter(|(n, v)| chooses_parts(n) && own.get(*n) != Some(*v))
+            .map(|(n, _)| n)
+            .chain(own.keys().filter(|n| !self.0.contains_key(*n)))
+            .min()
+            .cloned()
+    }
+}
+
+impl std::fmt::Debug for CallerEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CallerEnv({} variables)", self.0.len())
+    }
+}
+
+/// Whether a variable chooses how berth itself works (see
+/// [`CallerEnv::engine_setting_differs`]).
+fn chooses_parts(name: &str) -> bool {
+    (name.starts_with("BERTH_") || name.starts_with("DOCKER_"))
+        && name != "BERTH_LOG"
+        && name != "BERTH_HOME"
 }
 
 impl Proposal {
@@ -84,7 +141,13 @@ impl Proposal {
             task: None,
             idempotency_key: None,
             proposer: Actor::agent(agent),
+            caller_env: None,
         }
+    }
+
+    pub fn caller_env(mut self, env: CallerEnv) -> Self {
+        self.caller_env = Some(env);
+        self
     }
 
     pub fn params(mut self, params: ActionParams) -> Self {
@@ -147,3 +210,27 @@ pub struct Approved {
 /// reader throttles the command ([`berth_sandbox::output_channel`]).
 pub type OutputSink = berth_sandbox::OutputSink;
 pub use berth_sandbox::{OutputChunk, output_channel};
+
+#[cfg(test)]
+mod tests {
+    use super::{CallerEnv, chooses_parts};
+
+    #[test]
+    fn engine_settings_count_and_logging_does_not() {
+        assert!(chooses_parts("DOCKER_HOST"));
+        assert!(chooses_parts("BERTH_EXEC_SHIM"));
+        assert!(chooses_parts("BERTH_EGRESS_HOSTS"));
+        assert!(!chooses_parts("BERTH_LOG"));
+        assert!(!chooses_parts("BERTH_HOME"));
+        assert!(!chooses_parts("PATH"));
+    }
+
+    #[test]
+    fn a_caller_env_names_its_size_not_its_values() {
+        let env =
+            CallerEnv::new([("AWS_SECRET_ACCESS_KEY".to_string(), "s3cr3t".to_string())].into());
+        let shown = format!("{env:?}");
+        assert_eq!(shown, "CallerEnv(1 variables)");
+        assert!(!shown.contains("s3cr3t"));
+    }
+}

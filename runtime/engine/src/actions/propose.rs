@@ -178,7 +178,14 @@ impl Engine {
         let status = match status {
             ActionStatus::Executing => {
                 let outcome = self
-                    .run_and_finish(&record, &agent, &project.config, sandbox, sink)
+                    .run_and_finish(
+                        &record,
+                        &agent,
+                        &project.config,
+                        sandbox,
+                        sink,
+                        proposal.caller_env.as_ref(),
+                    )
                     .await?;
                 ProposeStatus::Executed { outcome }
             }

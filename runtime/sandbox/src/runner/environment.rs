@@ -27,8 +27,8 @@ pub(super) fn base_env(config: &RunnerConfig, home: &str) -> BTreeMap<String, St
 }
 
 /// [`base_env`] had berth been started with `vars` as its environment: what
-/// a server compares with its own before it runs a command handed to it by
-/// another berth process (`Sandbox::environment_differs`).
+/// a server runs a command handed to it by another berth process with
+/// (`Sandbox::environment_from`).
 pub(super) fn base_env_from<'a>(
     config: &RunnerConfig,
     home: &str,
@@ -64,20 +64,6 @@ pub(super) fn base_env_from<'a>(
     }
     env.extend(config.env.clone());
     env
-}
-
-/// The first name whose value differs between `a` and `b` (absent in one
-/// counts), in name order.
-pub(super) fn first_difference(
-    a: &BTreeMap<String, String>,
-    b: &BTreeMap<String, String>,
-) -> Option<String> {
-    a.iter()
-        .filter(|(name, value)| b.get(*name) != Some(*value))
-        .map(|(name, _)| name)
-        .chain(b.keys().filter(|name| !a.contains_key(*name)))
-        .min()
-        .cloned()
 }
 
 /// `path` with `dirs` after it, each once.
@@ -158,16 +144,22 @@ mod tests {
     }
 
     #[test]
-    fn environments_that_differ_only_outside_the_selection_are_the_same() {
+    fn environments_that_differ_only_outside_the_selection_give_the_same_commands_environment() {
         let c = config(&[]);
         let a = env_of(&c, &[("PATH", "/p"), ("SECRET", "1"), ("TZ", "UTC")]);
         let b = env_of(&c, &[("PATH", "/p"), ("SECRET", "2"), ("TZ", "UTC")]);
-        assert_eq!(first_difference(&a, &b), None);
-        let c2 = env_of(&c, &[("PATH", "/q"), ("TZ", "UTC")]);
-        assert_eq!(first_difference(&a, &c2).as_deref(), Some("PATH"));
-        // A name only one side has.
-        let d = env_of(&c, &[("PATH", "/p"), ("TZ", "UTC"), ("LANG", "C")]);
-        assert_eq!(first_difference(&a, &d).as_deref(), Some("LANG"));
-        assert_eq!(first_difference(&d, &a).as_deref(), Some("LANG"));
+        assert_eq!(a, b);
+        assert_ne!(a, env_of(&c, &[("PATH", "/q"), ("TZ", "UTC")]));
+        // A configured PATH wins over the environment's.
+        let fixed = RunnerConfig {
+            path: Some("/fixed".into()),
+            ..config(&[])
+        };
+        assert_eq!(
+            env_of(&fixed, &[("PATH", "/q")])
+                .get("PATH")
+                .map(String::as_str),
+            Some("/fixed")
+        );
     }
 }

@@ -369,7 +369,10 @@ impl Runner {
             Ok(shim) => shim.clone(),
             Err(why) => return Ok(self.not_confined(&request, why, sink, started)),
         };
-        let mut env = self.base_env.clone();
+        let mut env = match &request.base_env {
+            Some(theirs) => theirs.clone(),
+            None => self.base_env.clone(),
+        };
         for (name, value) in &request.env {
             env.insert(name.clone(), value.clone());
         }
@@ -524,13 +527,15 @@ impl Sandbox for Runner {
         &self.path_map
     }
 
-    fn environment_differs(&self, vars: &BTreeMap<String, String>) -> Option<String> {
-        let theirs = environment::base_env_from(
+    fn environment_from(
+        &self,
+        vars: &BTreeMap<String, String>,
+    ) -> Option<BTreeMap<String, String>> {
+        Some(environment::base_env_from(
             &self.config,
             self.frame.home(),
             vars.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-        );
-        environment::first_difference(&self.base_env, &theirs)
+        ))
     }
 
     async fn exec(

@@ -18,12 +18,14 @@
 //! runs the server — found by its idempotency key, which the server makes
 //! when the request brings none.
 //!
-//! `caller_env` (the caller's whole environment) lets a caller ask to be
-//! run only as it would run the action itself: when the command, or the
-//! engine, would see a variable otherwise here (`Engine::
-//! caller_environment_differs`), the answer is 409
-//! `caller_environment_differs` and nothing is proposed. The variables are
-//! compared and dropped, never logged, stored or passed on.
+//! `caller_env` (the caller's whole environment) runs the action as the
+//! caller's own process would have: a runner berth's command takes `PATH`
+//! and the inherited variables from it rather than from the server's
+//! (`Sandbox::environment_from`). Where an engine setting (`BERTH_*`,
+//! `DOCKER_*`) differs, the server's engine would act otherwise than the
+//! caller's: the answer is 409 `caller_environment_differs` and nothing is
+//! proposed. The variables live as long as the proposal: never logged,
+//! stored or passed on beyond the command's own environment.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,8 +38,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use berth_engine::{
-    ActionParams, ActionStatus, Actor, AgentName, Engine, EngineError, OutputChunk, Proposal,
-    output_channel,
+    ActionParams, ActionStatus, Actor, AgentName, CallerEnv, Engine, EngineError, OutputChunk,
+    Proposal, output_channel,
 };
 use berth_policy::Action;
 use serde::Deserialize;
@@ -85,17 +87,17 @@ pub(crate) async fn propose_streaming(
     let example = r#"{"agent": "dev-1", "action": {"type": "terminal", "command": "cargo test"}}"#;
     let agent: AgentName = parse_name(&required(b.agent, "agent", example)?)?;
     let action = required(b.action, "action", example)?;
-    // An unknown agent is answered before the stream, as POST /api/actions does.
-    let record = app.engine.agent(agent.as_str()).await?;
-    if let Some(vars) = &b.caller_env
-        && let Some(name) = app.engine.caller_environment_differs(&record, vars).await?
+    let caller_env = b.caller_env.map(CallerEnv::new);
+    if let Some(name) = caller_env
+        .as_ref()
+        .and_then(CallerEnv::engine_setting_differs)
     {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "caller_environment_differs",
             format!(
                 "`{name}` is set otherwise in the caller's environment than in this server's, and it \
-                 would change how the action runs: run it in the caller's own process \
+                 chooses how berth works: run it in the caller's own process \
                  (`berth exec --local`), or start `berth serve` from that environment"
             ),
         ));
@@ -104,10 +106,13 @@ pub(crate) async fn propose_streaming(
     let key = b
         .idempotency_key
         .unwrap_or_else(|| format!("stream-{}", berth_engine::ids::new_id()));
-    let proposal = Proposal::by_agent(&agent, action)
+    let mut proposal = Proposal::by_agent(&agent, action)
         .params(b.params)
         .task(task)
         .key(key.clone());
+    if let Some(env) = caller_env {
+        proposal = proposal.caller_env(env);
+    }
 
     let (lines, received) = mpsc::channel::<Bytes>(LINES_AHEAD);
     let ended = Arc::new(AtomicBool::new(false));
