@@ -25,6 +25,10 @@
 #   BERTH_BASELINE=/path/to/old/berth scripts/bench-mounted.sh
 #                                       # also that binary's exec, in the same run
 #                                       # (build it from another worktree)
+#   BENCH_SERVE=1 scripts/bench-mounted.sh
+#                                       # section 1 with `berth serve` running:
+#                                       # `berth exec` hands its action to it;
+#                                       # `berth exec --local` beside it
 #
 # The in-process exec against a bare bollard exec, and 20 agents × 50
 # commands at once, are in `cargo bench -p berth-sandbox --bench docker_exec`.
@@ -52,7 +56,12 @@ work=$(mktemp -d)
 export BERTH_HOME="$work/state"
 baseline=bench-baseline-$$
 custom_tag=bench-custom-$$:1
+serve_pid=
+stop_serve() {
+  if [ -n "$serve_pid" ]; then kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null || true; serve_pid=; fi
+}
 cleanup() {
+  stop_serve
   "$BERTH" down dev-1 >/dev/null 2>&1 || true
   "$BERTH" down dev-2 >/dev/null 2>&1 || true
   docker rm -f "$baseline" >/dev/null 2>&1 || true
@@ -73,10 +82,18 @@ baseline_exec=()
 if [ -n "${BERTH_BASELINE:-}" ]; then
   baseline_exec=(-n "berth exec true (baseline)" "$BERTH_BASELINE exec dev-1 -- true")
 fi
+if [ -n "${BENCH_SERVE:-}" ]; then
+  "$BERTH" serve --no-agent-loops >/dev/null 2>"$work/serve.log" &
+  serve_pid=$!
+  for _ in $(seq 100); do [ -S "$BERTH_HOME/berth.sock" ] && break; sleep 0.1; done
+  [ -S "$BERTH_HOME/berth.sock" ] || { echo "bench-mounted: berth serve did not start: $(cat "$work/serve.log")" >&2; exit 1; }
+  baseline_exec+=(-n "berth exec --local true" "$BERTH exec dev-1 --local -- true")
+fi
 hyperfine -N --warmup 5 --runs "$runs" \
   -n "docker exec true" "docker exec $container true" \
   -n "berth exec true" "$BERTH exec dev-1 -- true" \
   "${baseline_exec[@]}"
+stop_serve
 
 echo "== 2. up from down"
 # The baseline: the same image, hardening and mounts a berth has, and a
