@@ -231,3 +231,84 @@ fn ctrl_c_on_a_handed_off_exec_cancels_it_in_the_server() {
     assert_eq!(state.ok(&["exec", "dev-1", "--", "echo after"]), "after\n");
     assert_eq!(last_executor(&state), Some(served.pid()));
 }
+
+/// `POST /api/actions/stream` as a program other than `berth exec` meets it:
+/// each line of the answer is one of the documented shapes, the output
+/// lines carry the command's bytes, an error found while proposing is the
+/// last line, and a request the server will not run as asked (an engine
+/// setting otherwise than here, a body without an agent) is a JSON error
+/// before any stream.
+#[test]
+fn the_stream_route_answers_in_its_documented_lines() {
+    use base64::Engine as _;
+    let state = berth();
+    let served = Served::start(&state, &["--no-agent-loops"]);
+    let client = served.client(&state);
+    let doc = berth_server::openapi::document().unwrap();
+    let line_schema = serde_json::json!({"$ref": "#/components/schemas/ProposeStreamLine"});
+    let stream = |body: Value| {
+        let r = client.call("POST", "/api/actions/stream", Some(&body));
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.header("content-type"), Some("application/x-ndjson"));
+        let lines: Vec<Value> = r
+            .text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for (i, l) in lines.iter().enumerate() {
+            berth_server::openapi::check(&doc, &line_schema, l, &format!("line {i}"))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        lines
+    };
+    let terminal = |command: &str| serde_json::json!({"agent": "dev-1", "action": {"type": "terminal", "command": command}});
+
+    let lines = stream(terminal("printf 'x\\001y'; printf err >&2; exit 5"));
+    let decoded = |key: &str| -> Vec<u8> {
+        lines
+            .iter()
+            .filter_map(|l| l[key].as_str())
+            .flat_map(|b| base64::engine::general_purpose::STANDARD.decode(b).unwrap())
+            .collect()
+    };
+    assert_eq!(decoded("stdout"), b"x\x01y");
+    assert_eq!(decoded("stderr"), b"err");
+    let end = &lines.last().unwrap()["end"];
+    assert_eq!(end["status"], "executed", "{end}");
+    assert_eq!(end["exit_code"], 5);
+    assert!(end["stdout"].is_null(), "streamed, not sent twice: {end}");
+
+    // Without output lines, the end holds the recorded output.
+    let mut quiet = terminal("echo kept");
+    quiet["output"] = Value::Bool(false);
+    let lines = stream(quiet);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["end"]["stdout"], "kept\n");
+
+    // An agent nobody activated: found while proposing, the last line.
+    let mut ghost = terminal("true");
+    ghost["agent"] = Value::from("ghost");
+    let lines = stream(ghost);
+    assert_eq!(lines.last().unwrap()["error"]["code"], "unknown_agent");
+
+    // An engine setting the server does not share: nothing proposed.
+    let before = last_id(&state);
+    let mut other = terminal("true");
+    // The server's environment is this test's (tests/support/server.rs),
+    // but for the Docker engine's address.
+    let mut caller: serde_json::Map<String, Value> =
+        std::env::vars().map(|(n, v)| (n, Value::from(v))).collect();
+    caller.insert("DOCKER_HOST".into(), "unix:///elsewhere.sock".into());
+    other["caller_env"] = Value::Object(caller);
+    let r = client.call("POST", "/api/actions/stream", Some(&other));
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], "caller_environment_differs");
+    assert!(r.text().contains("DOCKER_HOST"), "{}", r.text());
+    assert_eq!(last_id(&state), before, "nothing was proposed");
+    let r = client.call(
+        "POST",
+        "/api/actions/stream",
+        Some(&serde_json::json!({"action": {"type": "terminal", "command": "true"}})),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+}
