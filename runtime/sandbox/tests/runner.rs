@@ -138,6 +138,39 @@ async fn the_environment_is_an_allow_list() {
     assert_eq!(text(&outcome.stdout), "berth-sandbox|");
 }
 
+/// A command run for another process (`berth exec` handed to a server)
+/// starts from the environment the runner derives from that process's
+/// variables (`Sandbox::environment_from`): the same allow-list, applied to
+/// its values instead of berth's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_for_another_process_starts_from_its_environment() {
+    use berth_sandbox::Sandbox as _;
+    let b = berth_with(|c| c.inherit_env = vec!["CALLER_*".into()]);
+    let caller: std::collections::BTreeMap<String, String> = [
+        ("PATH", "/usr/bin:/bin:/opt/caller"),
+        ("TZ", "Pacific/Chatham"),
+        ("CALLER_SETTING", "theirs"),
+        ("NOT_INHERITED", "secret"),
+    ]
+    .into_iter()
+    .map(|(n, v)| (n.to_string(), v.to_string()))
+    .collect();
+    let mut request =
+        shell("printf '%s|' \"$PATH\" \"$TZ\" \"$CALLER_SETTING\" \"$NOT_INHERITED\" \"$HOME\"");
+    request.base_env = b.runner.environment_from(&caller);
+    let outcome = run(&b.runner, request).await;
+    assert_eq!(
+        text(&outcome.stdout),
+        format!(
+            "/usr/bin:/bin:/opt/caller|Pacific/Chatham|theirs||{}|",
+            b.home().display()
+        )
+    );
+    // Without one, berth's own environment, as ever.
+    let outcome = run(&b.runner, shell("printf '%s' \"$CALLER_SETTING\"")).await;
+    assert_eq!(text(&outcome.stdout), "");
+}
+
 /// `/work` is the worktree inside the exec: nothing is rewritten, and paths
 /// in scripts, Makefiles and `pwd` agree.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -64,7 +64,8 @@ pub(crate) struct StreamBody {
     /// output, capped).
     #[serde(default = "yes")]
     output: bool,
-    /// The caller's environment: run only as the caller would.
+    /// The caller's environment: the action runs as the caller's own
+    /// process would have run it (see the module docs).
     caller_env: Option<BTreeMap<String, String>>,
 }
 
