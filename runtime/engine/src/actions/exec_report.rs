@@ -10,7 +10,8 @@ use super::{ActionResult, ActionStatus, ProposeStatus, Proposed};
 use crate::Engine;
 use crate::error::Result;
 
-/// Where the proposal ended.
+/// Where the proposal ended: [`ProposeStatus`] without its payload, which
+/// the report carries flat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecStatus {

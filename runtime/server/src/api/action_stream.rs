@@ -85,6 +85,7 @@ pub(crate) async fn propose_streaming(
     State(app): State<AppState>,
     JsonBody(b): JsonBody<StreamBody>,
 ) -> Result<Response, ApiError> {
+    let asked_at = berth_engine::ids::now_ms();
     let example = r#"{"agent": "dev-1", "action": {"type": "terminal", "command": "cargo test"}}"#;
     let agent: AgentName = parse_name(&required(b.agent, "agent", example)?)?;
     let action = required(b.action, "action", example)?;
@@ -128,6 +129,7 @@ pub(crate) async fn propose_streaming(
         engine: app.engine.clone(),
         user: app.user.clone(),
         key,
+        asked_at,
         ended,
     };
     let body = futures_util::stream::unfold((received, watch), |(mut received, watch)| async {
@@ -226,11 +228,14 @@ fn error_line(e: &EngineError) -> serde_json::Value {
 }
 
 /// Held by the answer's body: dropped before the proposal ended, it
-/// cancels the action the request proposed.
+/// cancels the action the request proposed — never one a key already named
+/// before the request came (a retry's replay answers with that one).
 struct DroppedAnswer {
     engine: Arc<Engine>,
     user: Actor,
     key: String,
+    /// When the request came (ms since the epoch).
+    asked_at: i64,
     ended: Arc<AtomicBool>,
 }
 
@@ -242,16 +247,19 @@ impl Drop for DroppedAnswer {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (engine, user, key, ended) = (
+        let (engine, user, key, asked_at, ended) = (
             self.engine.clone(),
             self.user.clone(),
             std::mem::take(&mut self.key),
+            self.asked_at,
             self.ended.clone(),
         );
         runtime.spawn(async move {
             let deadline = tokio::time::Instant::now() + CANCEL_SEARCH;
             while !ended.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
                 match engine.action_by_key(&key).await {
+                    // Proposed before this request: not its own.
+                    Ok(Some(a)) if a.created_at < asked_at => return,
                     Ok(Some(a)) if a.status == ActionStatus::Executing => {
                         match engine.cancel_action(&a.id, &user).await {
                             Ok(_) => tracing::info!(action = %a.id, "its client went away: cancelled"),
