@@ -100,6 +100,24 @@ fn a_handed_off_exec_says_what_a_local_one_says_and_the_server_runs_it() {
         assert_eq!(json_without_id(&handed), json_without_id(&local), "{line}");
     }
 
+    // A deadline: the same exit code and the same sentence about it.
+    let timed = |local: bool| {
+        let mut args = vec!["exec", "dev-1", "--timeout", "1"];
+        if local {
+            args.push("--local");
+        }
+        args.extend(["--", "echo started; sleep 30"]);
+        let out = state.run(&args);
+        (said(&out), last_executor(&state) == Some(served.pid()))
+    };
+    let (local, local_by_server) = timed(true);
+    let (handed, by_server) = timed(false);
+    assert!(!local_by_server && by_server);
+    assert_eq!(handed, local);
+    assert_eq!(handed.1, b"started\n");
+    assert!(handed.2.starts_with("berth: "), "{}", handed.2);
+    assert_ne!(handed.0, Some(0));
+
     // Pending and refused: the same codes and sentences, but for the ids.
     state.ok(&["autonomy", "set", "dev-1", "terminal", "require_approval"]);
     let held = |args: &[&str]| {
