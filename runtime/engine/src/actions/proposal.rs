@@ -4,7 +4,7 @@
 //! holds an action, so a caller's vocabulary reads in one place.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use berth_policy::{Action, Decision};
 use serde::{Deserialize, Serialize};
@@ -103,10 +103,7 @@ impl CallerEnv {
     /// in this process, or `None`. A process handed an action runs it only
     /// when `None`: its engine would act otherwise than the caller's.
     pub fn engine_setting_differs(&self) -> Option<String> {
-        let own: BTreeMap<String, String> = std::env::vars_os()
-            .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?)))
-            .filter(|(n, _)| chooses_parts(n))
-            .collect();
+        let own = own_engine_settings();
         self.0
             .iter()
             .filter(|(n, v)| chooses_parts(n) && own.get(*n) != Some(*v))
@@ -121,6 +118,18 @@ impl std::fmt::Debug for CallerEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "CallerEnv({} variables)", self.0.len())
     }
+}
+
+/// This process's engine settings, read once: its environment does not
+/// change after start, and a server compares them at every hand-off.
+fn own_engine_settings() -> &'static BTreeMap<String, String> {
+    static OWN: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+    OWN.get_or_init(|| {
+        std::env::vars_os()
+            .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(n, _)| chooses_parts(n))
+            .collect()
+    })
 }
 
 /// Whether a variable chooses how berth itself works (see
