@@ -44,6 +44,7 @@ if [ -n "${BERTH_BIN:-}" ]; then
   BERTH=$BERTH_BIN
 else
   # berth-helper too: it is the exec agent inside the container.
+  scripts/build-deps.sh
   cargo build -q --release --bin berth --bin berth-helper
   # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
   target_dir=$(cargo metadata --format-version 1 --no-deps \

@@ -26,6 +26,7 @@ command -v valgrind >/dev/null || { echo "bench-process: needs valgrind (apt-get
 if [ -n "${BERTH_BIN:-}" ]; then
   BERTH=$(realpath "$BERTH_BIN")
 else
+  scripts/build-deps.sh
   cargo build -q --release --bin berth
   target_dir=$(cargo metadata --format-version 1 --no-deps \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -34,6 +34,7 @@ runs=${BENCH_RUNS:-200}
 if [ -n "${BERTH_BIN:-}" ]; then
   BERTH=$(realpath "$BERTH_BIN")
 else
+  scripts/build-deps.sh
   cargo build -q --release --bin berth --bin berth-exec-shim
   target_dir=$(cargo metadata --format-version 1 --no-deps \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -5,6 +5,7 @@
 # temporary directory) and state (exported as BERTH_HOME), and defines
 # unmount_temp. The caller sets its EXIT trap.
 
+scripts/build-deps.sh || fail "the build's tools are missing (above)"
 echo "== building berth"
 cargo build -q --bin berth --bin berth-helper --bin berth-exec-shim
 # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.

@@ -30,17 +30,9 @@ command -v openssl >/dev/null 2>&1 || apt_need+=(openssl)
 # The engine suite runs a second time on PostgreSQL (Debian's server, which
 # the tests start themselves: tests/common/postgres.rs).
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_need+=(postgresql)
-if [ ${#apt_need[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "scripts/test.sh: the tests need these Debian packages: ${apt_need[*]}" >&2
-    echo "  install them with: sudo apt-get install ${apt_need[*]}" >&2
-    exit 2
-  fi
-  echo "== installing: ${apt_need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${apt_need[@]}" >/dev/null
-fi
+# Installed with the build's own tools (cmake for libgit2's zlib-ng, a C
+# compiler); as a user it names the packages and stops.
+scripts/build-deps.sh ${apt_need[@]+"${apt_need[@]}"}
 # tests/mcp.rs drives `berth mcp` with the Python MCP SDK from this venv, and
 # checks conformance with a second, independent client library (FastMCP's
 # Client, which brings jsonschema) from the same venv.

@@ -25,6 +25,23 @@ fn object_files(objects: &Path) -> Vec<String> {
     found
 }
 
+/// Provisioning inflates every object of the checkout; libgit2 does it with
+/// the zlib linked into this build, which must be zlib-ng (the workspace's
+/// `git2` feature `zlib-ng-compat`), not the system's zlib: the system's
+/// inflate costs a quarter more instructions per checkout
+/// (`benches/provision.rs`).
+#[test]
+fn libgit2_inflates_with_zlib_ng() {
+    // SAFETY: zlibVersion takes nothing and returns a pointer to a static,
+    // NUL-terminated string.
+    let version = unsafe { std::ffi::CStr::from_ptr(libz_sys::zlibVersion()) };
+    let version = version.to_string_lossy();
+    assert!(
+        version.contains("zlib-ng"),
+        "libgit2's zlib is {version:?}, not zlib-ng"
+    );
+}
+
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
