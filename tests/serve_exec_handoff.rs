@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::http::Target;
 use super::server::{Served, State, wait_for};
 
 /// A runner berth `dev-1` whose terminal actions run without asking.
@@ -204,6 +205,50 @@ fn a_handed_off_command_sees_the_callers_environment_and_an_engine_setting_keeps
     served.crash();
     assert!(state.state().join("berth.sock").exists());
     assert_eq!(state.ok(&["exec", "dev-1", "--", "echo here"]), "here\n");
+}
+
+#[test]
+fn a_server_on_tcp_runs_a_shells_exec_through_the_states_socket() {
+    let state = berth();
+    let socket = state.state().join("berth.sock");
+    let page = Served::start(&state, &["--listen", "127.0.0.1:0", "--no-agent-loops"]);
+    assert!(matches!(page.target, Target::Tcp(_)));
+    assert!(
+        socket.exists(),
+        "the TCP server answers on the state's socket"
+    );
+    assert_eq!(state.ok(&["exec", "dev-1", "--", "echo here"]), "here\n");
+    assert_eq!(
+        last_executor(&state),
+        Some(page.pid()),
+        "the TCP server ran it"
+    );
+    // The socket's peers need no token; the TCP address still does.
+    assert_eq!(
+        page.client(&state).call("GET", "/api/agents", None).status,
+        200
+    );
+
+    // A second server on TCP leaves the socket to the first, and says so.
+    let second = Served::start(&state, &["--listen", "127.0.0.1:0", "--no-agent-loops"]);
+    assert!(
+        second.log().contains("not answering on the state's socket"),
+        "{}",
+        second.log()
+    );
+    assert_eq!(state.ok(&["exec", "dev-1", "--", "echo again"]), "again\n");
+    assert_eq!(last_executor(&state), Some(page.pid()));
+
+    // The first stops: its socket goes with it, and the shell's exec runs
+    // in its own process (the second server never took the socket).
+    assert_eq!(page.stop().0, Some(0));
+    assert!(!socket.exists(), "the socket was removed at stop");
+    assert_eq!(state.ok(&["exec", "dev-1", "--", "echo alone"]), "alone\n");
+    let executor = last_executor(&state);
+    assert!(
+        executor.is_some() && executor != Some(second.pid()),
+        "{executor:?}"
+    );
 }
 
 #[test]

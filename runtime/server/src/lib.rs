@@ -99,6 +99,11 @@ pub struct Options {
     /// At most this many agents driven at once (leases held); `None`: no cap.
     /// Workers sharing a fleet use it to share the agents out.
     pub max_agents: Option<usize>,
+    /// With a TCP `listen`, answer on this unix socket too (the state's
+    /// `berth.sock`, as the CLI sets it): a shell's `berth exec` hands its
+    /// action to this server while a browser uses the TCP address. One
+    /// that another live server holds is left to it (a warning).
+    pub state_socket: Option<PathBuf>,
 }
 
 impl Options {
@@ -113,6 +118,7 @@ impl Options {
             retention_every: Duration::from_secs(3600),
             agent_lease: Duration::from_secs(30),
             max_agents: None,
+            state_socket: None,
         }
     }
 }
@@ -151,6 +157,9 @@ pub struct Server {
     bound: Bound,
     access: Access,
     endpoint: Endpoint,
+    /// Beside a TCP address: the state's socket, bound (see
+    /// [`Options::state_socket`]).
+    state_socket: Option<(tokio::net::UnixListener, PathBuf)>,
 }
 
 impl Server {
@@ -194,17 +203,35 @@ impl Server {
                 )
             }
         };
+        let state_socket = match (&bound, &options.state_socket) {
+            (Bound::Tcp(_), Some(path)) => match listen::bind_unix(path) {
+                Ok(l) => Some((l, path.clone())),
+                Err(e) => {
+                    tracing::warn!(
+                        "not answering on the state's socket ({e}): `berth exec` runs its actions in its own process"
+                    );
+                    None
+                }
+            },
+            _ => None,
+        };
         Ok(Server {
             engine,
             options,
             bound,
             access,
             endpoint,
+            state_socket,
         })
     }
 
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// The unix socket a TCP server answers on too, when it bound one.
+    pub fn state_socket(&self) -> Option<&std::path::Path> {
+        self.state_socket.as_ref().map(|(_, p)| p.as_path())
     }
 
     /// Recovers, starts the background work, and serves until `signal`
@@ -262,7 +289,6 @@ impl Server {
             log,
             shutdown: stop_rx.clone(),
         };
-        let app = app(state);
         let stop = stop_tx.clone();
         let shutdown = async move {
             signal.await;
@@ -271,29 +297,37 @@ impl Server {
         };
         let served = match self.bound {
             Bound::Unix(l, path) => {
-                let app = app
-                    .layer(middleware::from_fn(listen::refuse_berth_execs))
-                    .into_make_service_with_connect_info::<listen::UnixPeer>();
-                let r = until_drained(
-                    axum::serve(l, app)
-                        .with_graceful_shutdown(shutdown)
-                        .into_future(),
-                    stop_rx.clone(),
-                )
-                .await;
-                if let Err(e) = std::fs::remove_file(&path) {
-                    tracing::warn!(path = %path.display(), "removing the socket: {e}");
-                }
+                let r = until_drained(serve_unix(l, app(state), shutdown), stop_rx.clone()).await;
+                remove_socket(&path);
                 r
             }
             Bound::Tcp(l) => {
-                until_drained(
-                    axum::serve(l, app)
-                        .with_graceful_shutdown(shutdown)
-                        .into_future(),
-                    stop_rx.clone(),
-                )
-                .await
+                let tcp = axum::serve(l, app(state.clone()))
+                    .with_graceful_shutdown(shutdown)
+                    .into_future();
+                match self.state_socket {
+                    None => until_drained(tcp, stop_rx.clone()).await,
+                    Some((unix, path)) => {
+                        // The socket's mode is its access control, as
+                        // when it is the only address.
+                        let socket_app = app(AppState {
+                            access: Access::Socket,
+                            ..state
+                        });
+                        let mut stopped = stop_rx.clone();
+                        let unix_shutdown = async move {
+                            let _ = stopped.wait_for(|s| *s).await;
+                        };
+                        let both = async {
+                            let (t, u) =
+                                tokio::join!(tcp, serve_unix(unix, socket_app, unix_shutdown));
+                            t.and(u)
+                        };
+                        let r = until_drained(both, stop_rx.clone()).await;
+                        remove_socket(&path);
+                        r
+                    }
+                }
             }
         };
         let _ = stop_tx.send(true);
@@ -309,6 +343,30 @@ impl Server {
         let _ = retention.await;
         let _ = follower.await;
         served
+    }
+}
+
+/// Serves `app` on a unix socket (each peer judged when accepted, a berth
+/// exec's refused) until `shutdown`.
+async fn serve_unix(
+    l: tokio::net::UnixListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = app
+        .layer(middleware::from_fn(listen::refuse_berth_execs))
+        .into_make_service_with_connect_info::<listen::UnixPeer>();
+    axum::serve(l, app)
+        .with_graceful_shutdown(shutdown)
+        .into_future()
+        .await
+}
+
+/// Removes a socket file this server bound, once it stopped serving (also
+/// after connections outlived the grace period).
+fn remove_socket(path: &std::path::Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(path = %path.display(), "removing the socket: {e}");
     }
 }
 

@@ -60,7 +60,12 @@ pub async fn run(engine: Arc<Engine>, a: ServeArgs) -> anyhow::Result<u8> {
         Some(v) => Listen::parse(v)?,
         None => Listen::Unix(engine.state().root().join(SOCKET_FILE)),
     };
+    // A TCP server (the approvals page) answers on the state's socket too,
+    // so `berth exec` in a shell hands its actions to it.
+    let state_socket =
+        matches!(listen, Listen::Tcp(_)).then(|| engine.state().root().join(SOCKET_FILE));
     let mut options = Options::new(listen);
+    options.state_socket = state_socket;
     options.allow_non_loopback = a.allow_non_loopback;
     options.drive_agents = !a.no_agent_loops;
     if let Some(secs) = a.session_ttl {
@@ -126,6 +131,12 @@ pub async fn run(engine: Arc<Engine>, a: ServeArgs) -> anyhow::Result<u8> {
             println!(
                 "  approvals page: open http://{addr}/login?token=<the token> once in a browser"
             );
+            if let Some(path) = server.state_socket() {
+                println!(
+                    "  `berth exec` hands its actions to this server over unix:{}",
+                    path.display()
+                );
+            }
         }
     }
     use std::io::Write as _;
