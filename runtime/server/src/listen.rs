@@ -5,7 +5,9 @@
 //! browser, which cannot open a unix socket: it is loopback only unless the
 //! person forces otherwise, and every request carries a bearer token (or
 //! the session cookie the page gets by exchanging that token), read from a
-//! file in the state directory created with mode 0600.
+//! file in the state directory created with mode 0600. A TCP server may
+//! answer on the state's socket as well (`Options::state_socket`), with the
+//! socket's access, so a shell's `berth exec` reaches it.
 //!
 //! The socket's mode lets in every process of berth's uid, and a runner
 //! berth's commands may run as that uid: each peer is identified when it is

@@ -11,6 +11,8 @@ use berth_server::{Endpoint, Listen, Options, SOCKET_FILE, Server};
 pub struct ServeArgs {
     /// Where to listen: `unix:PATH`, or a loopback `127.0.0.1:PORT` (port 0
     /// picks a free one) with a bearer token. Default: unix:<state>/berth.sock.
+    /// A TCP server answers on unix:<state>/berth.sock too (unless another
+    /// server holds it), so `berth exec` in a shell hands its actions to it.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
     /// Allow a TCP address that is not loopback. The API runs commands and
