@@ -280,6 +280,35 @@ impl Engine {
         Ok(a)
     }
 
+    /// [`Engine::agent`], and in the same read whether its project is live
+    /// (not removed): a proposal needs both before it reads the project's
+    /// files, and each read is a round trip to a store connection's worker.
+    pub(crate) async fn agent_with_project_live(&self, name: &str) -> Result<(Agent, bool)> {
+        let row = sqlx::query(&format!(
+            "SELECT {AGENT_COLUMNS}, (SELECT COUNT(*) FROM projects p \
+             WHERE p.name = agents.project AND p.removed_at IS NULL) AS project_live \
+             FROM agents WHERE name = $1"
+        ))
+        .bind(name)
+        .fetch_optional(self.store.pool())
+        .await
+        .map_err(EngineError::store("reading an agent"))?;
+        let Some(row) = row else {
+            return Err(EngineError::UnknownAgent(name.to_string()));
+        };
+        let a = agent_from_row(&row)?;
+        if a.status == AgentStatus::Removed {
+            return Err(EngineError::AgentRemoved {
+                agent: a.name,
+                project: a.project,
+            });
+        }
+        let live: i64 = row
+            .try_get("project_live")
+            .map_err(EngineError::store("reading an agent"))?;
+        Ok((a, live > 0))
+    }
+
     /// The agent's row whatever its status, a removed one included.
     pub(crate) async fn agent_record(&self, name: &str) -> Result<Agent> {
         let row = sqlx::query(&format!(

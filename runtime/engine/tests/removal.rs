@@ -215,6 +215,49 @@ async fn agent_rm_with_discard_saves_nothing() {
 }
 
 #[tokio::test]
+async fn a_proposal_of_an_agent_whose_project_is_removed_is_refused_and_recorded_nowhere() {
+    let f = Fixture::new().await;
+    f.agent("dev-1", AgentImpl::Real).await;
+    up_runner(&f, "dev-1").await;
+    autonomy(&f, "terminal", Approval::AutoApprove).await;
+    assert_eq!(terminal(&f.engine, "dev-1", "echo live").await.1, "live\n");
+    // The project's row removed under a live agent (`berth project rm`
+    // removes its agents first; a store left half-way must still refuse).
+    let pool = f.engine.store().pool().clone();
+    sqlx::query("UPDATE projects SET removed_at = 1 WHERE name = 'demo'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM proposed_actions")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let before = count().await;
+    let proposed = f
+        .engine
+        .propose(
+            berth_engine::Proposal::by_agent(
+                &named("dev-1"),
+                berth_policy::Action::Terminal {
+                    command: "echo never".into(),
+                },
+            ),
+            None,
+        )
+        .await;
+    match proposed {
+        Err(EngineError::UnknownProject(p)) => assert_eq!(p, "demo"),
+        other => panic!(
+            "not refused as an unknown project: {:?}",
+            other.map(|p| p.id)
+        ),
+    }
+    assert_eq!(count().await, before, "nothing recorded");
+}
+
+#[tokio::test]
 async fn agent_rm_refuses_while_the_agent_works_and_says_what_to_do() {
     let f = Fixture::new().await;
     f.agent("dev-1", AgentImpl::Real).await;

@@ -19,14 +19,15 @@ use crate::transitions::{self, AgentMove, AgentMoved, TaskMove};
 impl Engine {
     /// Proposes an action. See the module docs.
     pub async fn propose(&self, proposal: Proposal, sink: Option<OutputSink>) -> Result<Proposed> {
-        // The agent's row and its autonomy, read at once (each read is a hop
-        // to a store connection's worker and back: ~90 µs here). The
-        // agent's error, if any, is the one said.
+        // The agent's row (with whether its project is live) and its
+        // autonomy, read at once: each read is a hop to a store connection's
+        // worker and back (~90 µs here). The agent's error, if any, is the
+        // one said.
         let (agent, autonomy) = tokio::join!(
-            self.agent(&proposal.agent),
+            self.agent_with_project_live(&proposal.agent),
             load_autonomy(self.store.pool(), &proposal.agent)
         );
-        let agent = agent?;
+        let (agent, project_live) = agent?;
         if let Some(key) = &proposal.idempotency_key
             && let Some(existing) = self.action_by_key(key).await?
         {
@@ -48,12 +49,17 @@ impl Engine {
                 });
             }
         }
-        let project = self.load_project(&agent.project).await?;
+        // The project's files (parsed again only when one changed); its
+        // row was read with the agent's.
+        if !project_live {
+            return Err(EngineError::UnknownProject(agent.project.clone()));
+        }
+        let (config, rules) = self.load_project_files(&agent.project)?;
         let sandbox = self
-            .sandbox_for(&agent, &project.config, needs_berth(&proposal.action))
+            .sandbox_for(&agent, &config, needs_berth(&proposal.action))
             .await?;
         let autonomy = autonomy?;
-        let default_frame = crate::berths::runner_frame(&project.config);
+        let default_frame = crate::berths::runner_frame(&config);
         let frame = sandbox
             .as_ref()
             .map(|s| s.frame().clone())
@@ -63,9 +69,7 @@ impl Engine {
             .cwd
             .clone()
             .unwrap_or_else(|| frame.project_root().to_string());
-        let ctx = project
-            .config
-            .policy_context(&project.rules, &frame, &cwd, &autonomy);
+        let ctx = config.policy_context(&rules, &frame, &cwd, &autonomy);
         let mut decision = berth_policy::decide(&proposal.action, &ctx);
 
         // The host checks only raise: a file action led out of its mount by
@@ -188,7 +192,7 @@ impl Engine {
                     .run_and_finish(
                         &record,
                         &agent,
-                        &project.config,
+                        &config,
                         sandbox,
                         sink,
                         proposal.caller_env.as_ref(),
