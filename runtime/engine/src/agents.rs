@@ -105,6 +105,18 @@ pub const ACTIVATION_SEEDS: [&str; 6] = [
 pub(crate) const AGENT_COLUMNS: &str =
     "name, project, impl, status, task_id, berth_mode, worktree, branch, created_at, updated_at";
 
+/// The agent, or [`EngineError::AgentRemoved`] when `berth agent rm`
+/// removed it.
+fn not_removed(a: Agent) -> Result<Agent> {
+    if a.status == AgentStatus::Removed {
+        return Err(EngineError::AgentRemoved {
+            agent: a.name,
+            project: a.project,
+        });
+    }
+    Ok(a)
+}
+
 pub(crate) fn agent_from_row(r: &sqlx::any::AnyRow) -> Result<Agent> {
     let op = "reading an agent";
     let s =
@@ -270,14 +282,7 @@ impl Engine {
     /// The agent; [`EngineError::AgentRemoved`] for one `berth agent rm`
     /// removed, so nothing acts as it until it is activated again.
     pub async fn agent(&self, name: &str) -> Result<Agent> {
-        let a = self.agent_record(name).await?;
-        if a.status == AgentStatus::Removed {
-            return Err(EngineError::AgentRemoved {
-                agent: a.name,
-                project: a.project,
-            });
-        }
-        Ok(a)
+        not_removed(self.agent_record(name).await?)
     }
 
     /// [`Engine::agent`], and in the same read whether its project is live
@@ -296,13 +301,7 @@ impl Engine {
         let Some(row) = row else {
             return Err(EngineError::UnknownAgent(name.to_string()));
         };
-        let a = agent_from_row(&row)?;
-        if a.status == AgentStatus::Removed {
-            return Err(EngineError::AgentRemoved {
-                agent: a.name,
-                project: a.project,
-            });
-        }
+        let a = not_removed(agent_from_row(&row)?)?;
         let live: i64 = row
             .try_get("project_live")
             .map_err(EngineError::store("reading an agent"))?;
