@@ -14,6 +14,14 @@
 //!
 //! N (default 300) execs of each; a tenth as many first (2.5 s at least),
 //! not counted.
+//!
+//!   cargo bench -p berth-engine --bench exec_overhead -- N --only engine
+//!
+//! runs one kind alone (`bare`, `shim`, `resident` or `engine`), for an
+//! instruction count of it: `valgrind --tool=callgrind` at two values of N,
+//! the difference over the difference of N is what one exec costs berth's
+//! process, all its threads (the store's worker among them) — stable on a
+//! shared machine, where the wall-clock figures above swing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -38,10 +46,14 @@ fn quantiles(samples: &mut [Duration]) -> (f64, f64, f64) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(300);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(300);
+    let only = args.iter().position(|a| a == "--only").map(|i| {
+        args.get(i + 1)
+            .cloned()
+            .expect("--only bare|shim|resident|engine")
+    });
+    let runs = |kind: &str| only.as_deref().is_none_or(|o| o == kind);
     let tmp = tempfile::tempdir().unwrap();
     let user = Actor::user("bench");
     let (engine, _state) = common::runner_berth(tmp.path(), &user).await;
@@ -98,13 +110,42 @@ async fn main() {
     // written just now, have settled as a server's have (the engine parses
     // them again until they are `SETTLED`, 2 s, old).
     let settled = Instant::now() + Duration::from_millis(2500);
+    // A fixed count (with --only, the same whatever N: an instruction
+    // count compares runs at two N), the wait for
+    // the files to settle slept, then a few more to read them settled.
+    let warm_n = if only.is_some() { 20 } else { n.div_ceil(10) };
     let mut warm = 0;
-    while warm < n.div_ceil(10) || Instant::now() < settled {
-        bare().await;
-        through_shim().await;
-        confined().await;
-        proposed().await;
+    while warm < warm_n + 5 {
+        if warm == warm_n {
+            tokio::time::sleep_until(settled.into()).await;
+        }
+        if runs("bare") {
+            bare().await;
+        }
+        if runs("shim") {
+            through_shim().await;
+        }
+        if runs("resident") {
+            confined().await;
+        }
+        if runs("engine") {
+            proposed().await;
+        }
         warm += 1;
+    }
+    if let Some(kind) = &only {
+        for _ in 0..n {
+            match kind.as_str() {
+                "bare" => bare().await,
+                "shim" => through_shim().await,
+                "resident" => confined().await,
+                "engine" => proposed().await,
+                other => panic!("--only {other}: bare, shim, resident or engine"),
+            }
+        }
+        println!("{n} of {kind} alone");
+        engine.close().await;
+        return;
     }
     let (mut b, mut sh, mut r, mut e) = (
         Vec::with_capacity(n),

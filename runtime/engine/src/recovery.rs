@@ -35,10 +35,18 @@ fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// This process, as an executor id.
+/// This process, as an executor id: derived once per process (every
+/// action it claims names it; reading the host's name and this process's
+/// start time from /proc for each cost two file reads per action). Keyed
+/// by the pid, so a forked child never names itself by its parent.
 pub fn executor_id() -> String {
+    static THIS: std::sync::OnceLock<(u32, String)> = std::sync::OnceLock::new();
     let pid = std::process::id();
-    format!("{}:{pid}:{}", hostname(), start_time(pid).unwrap_or(0))
+    let derive = || format!("{}:{pid}:{}", hostname(), start_time(pid).unwrap_or(0));
+    match THIS.get_or_init(|| (pid, derive())) {
+        (of, id) if *of == pid => id.clone(),
+        _ => derive(),
+    }
 }
 
 /// The host part of executor id `id` (`host:pid:start`).
@@ -201,6 +209,14 @@ mod tests {
         // Another host: cannot tell, so never dead.
         assert!(!executor_is_dead("elsewhere:4194305:1"));
         assert!(!executor_is_dead("garbage"));
+    }
+
+    #[test]
+    fn the_executor_id_is_derived_once_and_names_this_process_as_proc_does() {
+        let pid = std::process::id();
+        let fresh = format!("{}:{pid}:{}", hostname(), start_time(pid).unwrap());
+        assert_eq!(executor_id(), fresh);
+        assert_eq!(executor_id(), executor_id());
     }
 
     #[test]

@@ -139,6 +139,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "routed approval",
         include_str!("../migrations/0014_routed_approval.sql"),
     ),
+    (
+        15,
+        "outbox trigger",
+        include_str!("../migrations/0015_outbox_trigger.sql"),
+    ),
 ];
 
 /// PostgreSQL's migrations: SQLite's schema as of its migration 12 in one
@@ -158,6 +163,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         14,
         "routed approval",
         include_str!("../migrations/postgres/0014_routed_approval.sql"),
+    ),
+    (
+        15,
+        "outbox trigger",
+        include_str!("../migrations/postgres/0015_outbox_trigger.sql"),
     ),
 ];
 

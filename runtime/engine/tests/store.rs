@@ -64,9 +64,9 @@ async fn init_creates_a_wal_store_with_every_table() {
             .await
             .unwrap();
     let expected: &[i64] = match f.engine.store().backend() {
-        Backend::Sqlite => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+        Backend::Sqlite => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
         // PostgreSQL starts at SQLite's schema of 12.
-        Backend::Postgres => &[12, 13, 14],
+        Backend::Postgres => &[12, 13, 14, 15],
     };
     assert_eq!(applied, expected);
     // Opening again applies nothing new and keeps the data.
@@ -205,6 +205,40 @@ async fn the_outbox_carries_the_same_facts_and_drains_once() {
         .await
         .unwrap();
     assert_eq!(left, 0);
+}
+
+/// The outbox row is the store's to write (migration 15's trigger), in the
+/// statement that appends the event: a row appended by any writer has
+/// one, and a transaction that rolls back leaves neither.
+#[tokio::test]
+async fn every_appended_event_has_its_outbox_row_from_the_store_itself() {
+    let f = Fixture::new().await;
+    let pool = f.engine.store().pool();
+    f.engine.drain_outbox().await.unwrap();
+    let append = "INSERT INTO session_events (at, type, actor_kind, actor_id, payload) \
+                  VALUES ($1, 'test.appended', 'user', 'test', '{}') RETURNING id";
+    let id: i64 = sqlx::query_scalar(append)
+        .bind(1_i64)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let outbox: Vec<i64> = sqlx::query_scalar("SELECT event_id FROM outbox")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    assert_eq!(outbox, [id]);
+    let mut tx = pool.begin().await.unwrap();
+    let _: i64 = sqlx::query_scalar(append)
+        .bind(2_i64)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    let outbox: Vec<i64> = sqlx::query_scalar("SELECT event_id FROM outbox")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    assert_eq!(outbox, [id], "a rolled-back event leaves no outbox row");
 }
 
 #[tokio::test]
