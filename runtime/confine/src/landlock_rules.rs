@@ -4,7 +4,7 @@
 //! ones. Scopes (ABI 6) keep it from connecting to abstract unix sockets and
 //! from signalling processes outside its domain (the shim, berth).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
@@ -32,15 +32,9 @@ pub enum Enforcement {
     None,
 }
 
-fn existing(paths: &[PathBuf]) -> Vec<&Path> {
-    paths
-        .iter()
-        .map(PathBuf::as_path)
-        .filter(|p| p.exists())
-        .collect()
-}
-
-/// Restricts the calling process (sets `PR_SET_NO_NEW_PRIVS` too).
+/// Restricts the calling process (sets `PR_SET_NO_NEW_PRIVS` too). A path
+/// that does not exist gets no rule: `path_beneath_rules` skips what it
+/// cannot open, one system call per path (no `stat` before).
 pub fn restrict(paths: &Paths) -> Result<Enforcement, ConfineError> {
     let fail = |e: landlock::RulesetError| ConfineError::Landlock(e.to_string());
     let all = AccessFs::from_all(ABI_WANTED);
@@ -53,9 +47,9 @@ pub fn restrict(paths: &Paths) -> Result<Enforcement, ConfineError> {
         .map_err(fail)?
         .create()
         .map_err(fail)?
-        .add_rules(path_beneath_rules(existing(&paths.read), read))
+        .add_rules(path_beneath_rules(&paths.read, read))
         .map_err(fail)?
-        .add_rules(path_beneath_rules(existing(&paths.write), all))
+        .add_rules(path_beneath_rules(&paths.write, all))
         .map_err(fail)?
         // Listing directories (not reading files) anywhere in the new root:
         // it holds only what the mount tree let in.

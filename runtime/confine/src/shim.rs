@@ -348,7 +348,7 @@ fn pid1(
     }
     mount_tree::enter(spec)?;
     let programs = seccomp_filter::programs()?;
-    let setup = CommandSetup::new(spec.clone(), argv.to_vec())?;
+    let setup = CommandSetup::new(spec.clone(), argv.to_vec(), Bounding::ToEmpty)?;
     run_command(&setup, &programs, root, mask, status_w)
 }
 
@@ -382,10 +382,27 @@ pub(crate) struct CommandSetup {
     pub argv: Vec<CString>,
     pub cwd: CString,
     pub landlock: landlock_rules::Paths,
+    /// Whether the command still has capabilities to take out of its
+    /// bounding set, or its process already has none there (a resident
+    /// empties its own once: every exec it forks inherits that).
+    pub bounding: Bounding,
+}
+
+/// The capability bounding set a command is forked with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bounding {
+    /// The command empties it before it execs.
+    ToEmpty,
+    /// Its parent emptied it ([`empty_bounding_set`]): nothing to drop.
+    Empty,
 }
 
 impl CommandSetup {
-    pub(crate) fn new(spec: ExecSpec, argv: Vec<CString>) -> Result<Self, ConfineError> {
+    pub(crate) fn new(
+        spec: ExecSpec,
+        argv: Vec<CString>,
+        bounding: Bounding,
+    ) -> Result<Self, ConfineError> {
         let cwd = CString::new(spec.cwd.as_bytes())
             .map_err(|_| ConfineError::Usage("the working directory holds a NUL byte".into()))?;
         let landlock = mount_tree::landlock_paths(&spec);
@@ -394,8 +411,28 @@ impl CommandSetup {
             argv,
             cwd,
             landlock,
+            bounding,
         })
     }
+}
+
+/// Empties this process's capability bounding set, so no program it (or a
+/// child) execs gains a capability: uid 0 without capabilities keeps none
+/// after exec. The capabilities this process holds now stay (the bounding
+/// set limits only what an exec grants). Capabilities are numbered from 0
+/// to the kernel's last with no gap, so the first number it rejects ends
+/// the list (a system call per capability it has, not 64).
+pub(crate) fn empty_bounding_set() -> Result<(), ConfineError> {
+    for cap in 0..=63 {
+        // SAFETY: a plain prctl on this process.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                return Ok(());
+            }
+            return Err(ConfineError::last("drop capabilities"));
+        }
+    }
+    Ok(())
 }
 
 /// The rest of PID 1's life, the shim's and a resident exec's alike: forks
@@ -496,6 +533,7 @@ fn command(
         argv,
         cwd,
         landlock,
+        bounding: _,
     } = setup;
     // SAFETY: process-local system calls with local arguments.
     unsafe {
@@ -519,13 +557,9 @@ fn command(
             }
         }
         // No capability survives exec: empty the bounding set while we still
-        // may (uid 0 without capabilities keeps none after exec).
-        for cap in 0..=63 {
-            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
-                && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
-            {
-                return Err(setup_failed(ConfineError::last("drop capabilities")));
-            }
+        // may, unless the parent did.
+        if setup.bounding == Bounding::ToEmpty {
+            empty_bounding_set().map_err(setup_failed)?;
         }
         if root && let Some(uid) = spec.uid {
             let gid = spec.gid.unwrap_or(uid);

@@ -390,7 +390,9 @@ async fn io_uring_and_unix_sockets_are_refused() {
 }
 
 /// berth and the shim are out of reach: no host process is visible, PID 1
-/// (the shim) is not dumpable, and the command holds no capability.
+/// (the shim) is not dumpable, and the command holds no capability and can
+/// gain none by exec (its bounding set is empty: emptied by the command
+/// under the shim, by the resident once for all its execs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn berth_and_the_shim_are_out_of_reach() {
     let b = berth();
@@ -400,6 +402,7 @@ async fn berth_and_the_shim_are_out_of_reach() {
             "cat /proc/1/environ >/dev/null 2>&1 && echo environ-read; \
              kill -0 1 2>/dev/null && echo signalled; \
              grep CapEff /proc/self/status; \
+             grep CapBnd /proc/self/status; \
              echo $PPID; ls /proc | grep -c '^[0-9]'",
         ),
     )
@@ -407,11 +410,12 @@ async fn berth_and_the_shim_are_out_of_reach() {
     let stdout = text(&outcome.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[0], "CapEff:\t0000000000000000", "{stdout}");
+    assert_eq!(lines[1], "CapBnd:\t0000000000000000", "{stdout}");
     assert_eq!(
-        lines[1], "1",
+        lines[2], "1",
         "the command's parent is the shim, PID 1: {stdout}"
     );
-    let visible: usize = lines[2].parse().unwrap();
+    let visible: usize = lines[3].parse().unwrap();
     assert!(visible <= 6, "{visible} processes visible: {stdout}");
 }
 

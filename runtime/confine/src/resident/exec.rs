@@ -89,7 +89,8 @@ fn prepare(berth: &ExecSpec, order: &ExecOrder) -> Result<Prepared, ConfineError
         ..berth.clone()
     };
     Ok(Prepared {
-        command: shim::CommandSetup::new(spec, argv)?,
+        // The resident emptied its bounding set once ([`super::serve`]).
+        command: shim::CommandSetup::new(spec, argv, shim::Bounding::Empty)?,
         env,
     })
 }

@@ -297,7 +297,11 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
     let mut berth = spec.berth.clone();
     berth.work_read_only = false;
     mount_tree::enter_without_proc(&berth)?;
+    // Derived once for every exec: the seccomp programs, and an empty
+    // bounding set each exec's command inherits (the resident execs
+    // nothing itself; the capabilities it holds stay).
     let programs = seccomp_filter::programs()?;
+    crate::shim::empty_bounding_set()?;
     ready()?;
     let sigfd = child_signals()?;
     let idle = Duration::from_secs(spec.idle_secs.max(1));
