@@ -286,26 +286,43 @@ impl Engine {
     }
 
     /// [`Engine::agent`], and in the same read whether its project is live
-    /// (not removed): a proposal needs both before it reads the project's
-    /// files, and each read is a round trip to a store connection's worker.
-    pub(crate) async fn agent_with_project_live(&self, name: &str) -> Result<(Agent, bool)> {
-        let row = sqlx::query(&format!(
-            "SELECT {AGENT_COLUMNS}, (SELECT COUNT(*) FROM projects p \
-             WHERE p.name = agents.project AND p.removed_at IS NULL) AS project_live \
-             FROM agents WHERE name = $1"
+    /// (not removed) and the agent's autonomy: what a proposal needs before
+    /// it decides, where each read is a round trip to a store connection's
+    /// worker.
+    pub(crate) async fn agent_for_proposal(&self, name: &str) -> Result<(Agent, bool, Autonomy)> {
+        // The agent's row once per autonomy row (or once, with none): one
+        // read, where the agent, its project and its autonomy were three.
+        let rows = sqlx::query(&format!(
+            "SELECT a.*, u.action_type AS autonomy_type, u.mode AS autonomy_mode FROM \
+             (SELECT {AGENT_COLUMNS}, (SELECT COUNT(*) FROM projects p \
+              WHERE p.name = agents.project AND p.removed_at IS NULL) AS project_live \
+              FROM agents WHERE name = $1) a \
+             LEFT JOIN autonomy u ON u.agent = a.name"
         ))
         .bind(name)
-        .fetch_optional(self.store.pool())
+        .fetch_all(self.store.pool())
         .await
         .map_err(EngineError::store("reading an agent"))?;
-        let Some(row) = row else {
+        let Some(first) = rows.first() else {
             return Err(EngineError::UnknownAgent(name.to_string()));
         };
-        let a = not_removed(agent_from_row(&row)?)?;
-        let live: i64 = row
+        let a = not_removed(agent_from_row(first)?)?;
+        let live: i64 = first
             .try_get("project_live")
             .map_err(EngineError::store("reading an agent"))?;
-        Ok((a, live > 0))
+        let mut autonomy = Autonomy::new();
+        for r in &rows {
+            let kind: Option<String> = r
+                .try_get("autonomy_type")
+                .map_err(EngineError::store("reading autonomy"))?;
+            let mode: Option<String> = r
+                .try_get("autonomy_mode")
+                .map_err(EngineError::store("reading autonomy"))?;
+            if let (Some(kind), Some(mode)) = (kind, mode) {
+                set_mode(&mut autonomy, &kind, &mode);
+            }
+        }
+        Ok((a, live > 0, autonomy))
     }
 
     /// The agent's row whatever its status, a removed one included.
@@ -503,10 +520,15 @@ pub(crate) async fn load_autonomy(pool: &sqlx::AnyPool, agent: &str) -> Result<A
         let mode: String = r
             .try_get("mode")
             .map_err(EngineError::store("reading autonomy"))?;
-        // A mode berth cannot read is the strictest one: fail closed.
-        a.set(&kind, Approval::parse(&mode).unwrap_or(Approval::Deny));
+        set_mode(&mut a, &kind, &mode);
     }
     Ok(a)
+}
+
+/// One stored autonomy row into `autonomy`: a mode berth cannot read is
+/// the strictest one (fail closed).
+fn set_mode(autonomy: &mut Autonomy, kind: &str, mode: &str) {
+    autonomy.set(kind, Approval::parse(mode).unwrap_or(Approval::Deny));
 }
 
 async fn write_mode(tx: &mut Tx, agent: &str, action_type: &str, mode: Approval) -> Result<()> {

@@ -218,6 +218,47 @@ async fn allow_rules_auto_approve_and_always_adds_them() {
     assert_eq!(again.decision.stage, Stage::AllowRule);
 }
 
+/// A proposal decides with its agent's autonomy as stored now, read with
+/// the agent: each action type's own mode, none when it has none, and a
+/// stored mode berth cannot read as the strictest (refused, not run).
+#[tokio::test]
+async fn a_proposal_reads_its_agents_autonomy_and_an_unreadable_mode_refuses() {
+    let f = Fixture::new().await;
+    let wt = up(&f, "dev-1").await;
+    let status = |command: &'static str| {
+        let engine = &f.engine;
+        async move {
+            let p = engine.propose(terminal("dev-1", command), None).await;
+            p.unwrap().status
+        }
+    };
+    // No autonomy for terminal: it waits for a person.
+    let waits = status("touch /work/a").await;
+    assert!(matches!(waits, ProposeStatus::Pending { .. }), "{waits:?}");
+    for (kind, mode) in [
+        ("file_write", Approval::Deny),
+        ("terminal", Approval::AutoApprove),
+    ] {
+        let set = f.engine.set_autonomy("dev-1", kind, mode, &user()).await;
+        set.unwrap();
+    }
+    let runs = status("touch /work/b").await;
+    assert!(matches!(runs, ProposeStatus::Executed { .. }), "{runs:?}");
+    assert!(wt.join("b").exists());
+    sqlx::query(
+        "UPDATE autonomy SET mode = 'whenever' WHERE agent = 'dev-1' AND action_type = 'terminal'",
+    )
+    .execute(f.engine.store().pool())
+    .await
+    .unwrap();
+    let refused = status("touch /work/c").await;
+    assert!(
+        matches!(refused, ProposeStatus::Refused { .. }),
+        "{refused:?}"
+    );
+    assert!(!wt.join("c").exists());
+}
+
 #[tokio::test]
 async fn refused_actions_are_logged_and_never_run() {
     let f = Fixture::new().await;

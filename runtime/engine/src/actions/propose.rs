@@ -9,7 +9,7 @@ use super::{
     record::to_json,
 };
 use crate::Engine;
-use crate::agents::{Agent, AgentStatus, load_autonomy};
+use crate::agents::{Agent, AgentStatus};
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{new_id, now_ms};
@@ -19,15 +19,10 @@ use crate::transitions::{self, AgentMove, AgentMoved, TaskMove};
 impl Engine {
     /// Proposes an action. See the module docs.
     pub async fn propose(&self, proposal: Proposal, sink: Option<OutputSink>) -> Result<Proposed> {
-        // The agent's row (with whether its project is live) and its
-        // autonomy, read at once: each read is a hop to a store connection's
-        // worker and back (~90 µs here). The agent's error, if any, is the
-        // one said.
-        let (agent, autonomy) = tokio::join!(
-            self.agent_with_project_live(&proposal.agent),
-            load_autonomy(self.store.pool(), &proposal.agent)
-        );
-        let (agent, project_live) = agent?;
+        // The agent's row, whether its project is live and its autonomy,
+        // in one read: each read is a hop to a store connection's worker and
+        // back.
+        let (agent, project_live, autonomy) = self.agent_for_proposal(&proposal.agent).await?;
         if let Some(key) = &proposal.idempotency_key
             && let Some(existing) = self.action_by_key(key).await?
         {
@@ -58,7 +53,6 @@ impl Engine {
         let sandbox = self
             .sandbox_for(&agent, &config, needs_berth(&proposal.action))
             .await?;
-        let autonomy = autonomy?;
         let default_frame = crate::berths::runner_frame(&config);
         let frame = sandbox
             .as_ref()
