@@ -50,6 +50,15 @@ pub enum EngineError {
         code: &'static str,
     },
 
+    #[error(
+        "store: {store} was migrated by a newer berth (it holds migration {found}; this berth knows up to {known}): run that berth or a newer one (a store is never migrated down)"
+    )]
+    StoreNewer {
+        store: String,
+        found: i64,
+        known: i64,
+    },
+
     #[error("store: migrating {store}: {source}")]
     Migrate {
         store: String,
@@ -570,6 +579,7 @@ impl EngineError {
             EngineError::StateMissing { .. }
             | EngineError::Store { .. }
             | EngineError::Migrate { .. }
+            | EngineError::StoreNewer { .. }
             | EngineError::Corrupt { .. }
             | EngineError::Io { .. }
             | EngineError::RepositoryGone { .. }

@@ -61,7 +61,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::migrate::{MigrateError, Migration, MigrationType, Migrator};
 use sqlx::pool::PoolConnectionMetadata;
 use sqlx::{Any, AnyConnection, AnyPool, Connection, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -592,9 +592,18 @@ impl Store {
         migrator
             .run(&self.pool)
             .await
-            .map_err(|source| EngineError::Migrate {
-                store: self.location.to_string(),
-                source,
+            .map_err(|source| match source {
+                // A migration this binary does not know, applied by a newer
+                // one: say so (sqlx says only that it is missing).
+                MigrateError::VersionMissing(found) if found > latest => EngineError::StoreNewer {
+                    store: self.location.to_string(),
+                    found,
+                    known: latest,
+                },
+                source => EngineError::Migrate {
+                    store: self.location.to_string(),
+                    source,
+                },
             })?;
         if sqlite {
             // A literal: PRAGMA takes no bound parameters.

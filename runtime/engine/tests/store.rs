@@ -90,6 +90,43 @@ async fn a_missing_state_directory_says_to_run_init() {
     );
 }
 
+/// A store a newer berth migrated (a migration this binary does not know)
+/// is not opened, and the error says whose it is and what to run: never a
+/// migration down, never sqlx's "previously applied but missing".
+#[tokio::test]
+async fn a_store_a_newer_berth_migrated_says_to_run_that_berth() {
+    let f = Fixture::new().await;
+    let pool = f.engine.store().pool();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99, 'from a newer berth', $1, $2, 0)",
+    )
+    .bind(true)
+    .bind(vec![0_u8; 48])
+    .execute(pool)
+    .await
+    .unwrap();
+    if f.engine.store().backend() == Backend::Sqlite {
+        // What the newer berth records after its migrator ran.
+        sqlx::query("PRAGMA user_version = 99")
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+    let latest = f.engine.store().latest_migration();
+    let err = match Engine::open(f.state()).await {
+        Ok(_) => panic!("a store migrated by a newer berth was opened"),
+        Err(e) => e,
+    };
+    assert!(
+        matches!(err, EngineError::StoreNewer { found: 99, known, .. } if known == latest),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("was migrated by a newer berth"), "{msg}");
+    assert!(msg.contains(&format!("knows up to {latest}")), "{msg}");
+}
+
 #[tokio::test]
 async fn unknown_names_and_ids_say_what_to_do() {
     let f = Fixture::new().await;
