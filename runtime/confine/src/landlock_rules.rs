@@ -34,7 +34,7 @@ pub enum Enforcement {
 
 /// Restricts the calling process (sets `PR_SET_NO_NEW_PRIVS` too). A path
 /// that does not exist gets no rule: `path_beneath_rules` skips what it
-/// cannot open, one system call per path (no `stat` before).
+/// cannot open (so no path is `stat`ed first).
 pub fn restrict(paths: &Paths) -> Result<Enforcement, ConfineError> {
     let fail = |e: landlock::RulesetError| ConfineError::Landlock(e.to_string());
     let all = AccessFs::from_all(ABI_WANTED);

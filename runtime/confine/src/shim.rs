@@ -533,7 +533,7 @@ fn command(
         argv,
         cwd,
         landlock,
-        bounding: _,
+        bounding,
     } = setup;
     // SAFETY: process-local system calls with local arguments.
     unsafe {
@@ -558,7 +558,7 @@ fn command(
         }
         // No capability survives exec: empty the bounding set while we still
         // may, unless the parent did.
-        if setup.bounding == Bounding::ToEmpty {
+        if *bounding == Bounding::ToEmpty {
             empty_bounding_set().map_err(setup_failed)?;
         }
         if root && let Some(uid) = spec.uid {

@@ -291,7 +291,7 @@ impl Engine {
     /// worker.
     pub(crate) async fn agent_for_proposal(&self, name: &str) -> Result<(Agent, bool, Autonomy)> {
         // The agent's row once per autonomy row (or once, with none): one
-        // read, where the agent, its project and its autonomy were three.
+        // read and one connection, where the agent and its autonomy took two.
         let rows = sqlx::query(&format!(
             "SELECT a.*, u.action_type AS autonomy_type, u.mode AS autonomy_mode FROM \
              (SELECT {AGENT_COLUMNS}, (SELECT COUNT(*) FROM projects p \
