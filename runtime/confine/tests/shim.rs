@@ -2,6 +2,8 @@
 //! status 125 and a reason, before anything runs; a good one runs the command
 //! at `/work` with its input after the spec. (Building this test also builds
 //! `berth-exec-shim`, which the runner's tests find beside their binaries.)
+//! And the command's Landlock ruleset alone, as if the mount tree above it
+//! had let everything through.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -139,4 +141,47 @@ fn an_exec_cgroup_is_removed_once_empty_and_kept_while_busy() {
     for parent in dir.ancestors().skip(1).take(2) {
         let _ = std::fs::remove_dir(parent);
     }
+}
+
+/// The command's Landlock ruleset alone (`landlock_rules::restrict`), on
+/// a thread of its own (a ruleset binds the thread that asks and what it
+/// starts): with no mount tree hiding anything, the command still reads
+/// only its readable and writable paths and writes only the writable ones;
+/// a listed path that does not exist is skipped, not an error.
+#[test]
+fn landlock_alone_keeps_a_command_to_its_paths() {
+    use berth_confine::landlock_rules::{Enforcement, Paths, restrict};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let at = move |rel: &str| root.join(rel);
+    for sub in ["ro", "rw", "out"] {
+        std::fs::create_dir(at(sub)).unwrap();
+        std::fs::write(at(&format!("{sub}/f")), sub).unwrap();
+    }
+    let paths = Paths {
+        write: vec![at("rw"), at("missing-w")],
+        read: vec![at("ro"), at("missing-r")],
+    };
+    let probe = {
+        let at = at.clone();
+        move || {
+            let enforced = restrict(&paths).unwrap();
+            let read = |rel: &str| std::fs::read_to_string(at(rel)).is_ok();
+            let write = |rel: &str| std::fs::write(at(rel), "x").is_ok();
+            (
+                enforced,
+                [read("ro/f"), read("rw/f"), read("out/f")],
+                [write("ro/new"), write("rw/new"), write("out/new")],
+            )
+        }
+    };
+    let (enforced, read, write) = std::thread::spawn(probe).join().unwrap();
+    if enforced == Enforcement::None {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    assert_eq!(read, [true, true, false], "reads of ro, rw, out");
+    assert_eq!(write, [false, true, false], "writes into ro, rw, out");
+    // This thread was never restricted.
+    assert!(std::fs::read_to_string(at("out/f")).is_ok());
 }
