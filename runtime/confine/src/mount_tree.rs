@@ -547,11 +547,15 @@ pub fn enter_without_proc(spec: &ExecSpec) -> Result<(), ConfineError> {
     build(spec, false)
 }
 
+/// What [`exec_mounts`] mounts anew for each exec: a resident never holds
+/// a descriptor of these (it would name the resident's, not the exec's).
+pub const MOUNTED_PER_EXEC: [&str; 1] = ["/proc"];
+
 /// What one exec adds to the resident's tree, in its own mount namespace
 /// (a copy of the resident's): the `/proc` of its PID namespace, and
 /// `/work` read-only when the exec must not write it.
 pub fn exec_mounts(work_read_only: bool) -> Result<(), ConfineError> {
-    let proc_dir = Path::new("/proc");
+    let proc_dir = Path::new(MOUNTED_PER_EXEC[0]);
     mount_proc(proc_dir)?;
     if work_read_only {
         // Changes only this mount namespace's copy.

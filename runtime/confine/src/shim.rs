@@ -27,7 +27,9 @@ use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use crate::landlock_rules::HeldPaths;
 use crate::spec::{ExecSpec, Network, Rlimit, read_framed};
 use crate::{ConfineError, cgroup, landlock_rules, mount_tree, seccomp_filter};
 
@@ -348,7 +350,7 @@ fn pid1(
     }
     mount_tree::enter(spec)?;
     let programs = seccomp_filter::programs()?;
-    let setup = CommandSetup::new(spec.clone(), argv.to_vec(), Bounding::ToEmpty)?;
+    let setup = CommandSetup::new(spec.clone(), argv.to_vec(), Inherited::Nothing)?;
     run_command(&setup, &programs, root, mask, status_w)
 }
 
@@ -382,26 +384,37 @@ pub(crate) struct CommandSetup {
     pub argv: Vec<CString>,
     pub cwd: CString,
     pub landlock: landlock_rules::Paths,
-    /// Whether the command still has capabilities to take out of its
-    /// bounding set, or its process already has none there (a resident
-    /// empties its own once: every exec it forks inherits that).
-    pub bounding: Bounding,
+    /// What the command's process inherits, derived once by a resident.
+    pub inherited: Inherited,
 }
 
-/// The capability bounding set a command is forked with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bounding {
-    /// The command empties it before it execs.
-    ToEmpty,
-    /// Its parent emptied it ([`empty_bounding_set`]): nothing to drop.
-    Empty,
+/// What a command's process is forked with, beyond its exec's spec.
+#[derive(Debug, Clone)]
+pub(crate) enum Inherited {
+    /// Under the shim, nothing: the command empties its capability
+    /// bounding set and opens its Landlock paths itself.
+    Nothing,
+    /// From a resident, which derived both once for all its execs: an
+    /// empty bounding set ([`empty_bounding_set`]), and the berth's
+    /// Landlock paths held open.
+    FromResident(Arc<HeldPaths>),
+}
+
+impl Inherited {
+    /// The held Landlock paths, if any.
+    pub(crate) fn held(&self) -> Option<&HeldPaths> {
+        match self {
+            Inherited::Nothing => None,
+            Inherited::FromResident(held) => Some(held),
+        }
+    }
 }
 
 impl CommandSetup {
     pub(crate) fn new(
         spec: ExecSpec,
         argv: Vec<CString>,
-        bounding: Bounding,
+        inherited: Inherited,
     ) -> Result<Self, ConfineError> {
         let cwd = CString::new(spec.cwd.as_bytes())
             .map_err(|_| ConfineError::Usage("the working directory holds a NUL byte".into()))?;
@@ -411,7 +424,7 @@ impl CommandSetup {
             argv,
             cwd,
             landlock,
-            bounding,
+            inherited,
         })
     }
 }
@@ -533,7 +546,7 @@ fn command(
         argv,
         cwd,
         landlock,
-        bounding,
+        inherited,
     } = setup;
     // SAFETY: process-local system calls with local arguments.
     unsafe {
@@ -558,7 +571,7 @@ fn command(
         }
         // No capability survives exec: empty the bounding set while we still
         // may, unless the parent did.
-        if *bounding == Bounding::ToEmpty {
+        if let Inherited::Nothing = inherited {
             empty_bounding_set().map_err(setup_failed)?;
         }
         if root && let Some(uid) = spec.uid {
@@ -582,7 +595,7 @@ fn command(
             return Err(setup_failed(ConfineError::last("set no_new_privs")));
         }
     }
-    match landlock_rules::restrict(landlock).map_err(setup_failed)? {
+    match landlock_rules::restrict(landlock, inherited.held()).map_err(setup_failed)? {
         landlock_rules::Enforcement::Full => {}
         landlock_rules::Enforcement::Partial => {
             let _ = writeln!(

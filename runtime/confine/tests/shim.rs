@@ -147,10 +147,13 @@ fn an_exec_cgroup_is_removed_once_empty_and_kept_while_busy() {
 /// a thread of its own (a ruleset binds the thread that asks and what it
 /// starts): with no mount tree hiding anything, the command still reads
 /// only its readable and writable paths and writes only the writable ones;
-/// a listed path that does not exist is skipped, not an error.
+/// a listed path that does not exist is skipped, not an error. The same
+/// with its paths opened per exec (the shim), held open by a resident, and
+/// held but for one the exec opens itself (what it mounts anew).
 #[test]
 fn landlock_alone_keeps_a_command_to_its_paths() {
-    use berth_confine::landlock_rules::{Enforcement, Paths, restrict};
+    use berth_confine::landlock_rules::{Enforcement, HeldPaths, Paths, restrict};
+    use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let at = move |rel: &str| root.join(rel);
@@ -162,26 +165,41 @@ fn landlock_alone_keeps_a_command_to_its_paths() {
         write: vec![at("rw"), at("missing-w")],
         read: vec![at("ro"), at("missing-r")],
     };
-    let probe = {
-        let at = at.clone();
-        move || {
-            let enforced = restrict(&paths).unwrap();
+    let held_all = HeldPaths::open(&paths, &[]);
+    assert!(held_all.fds().count() >= 3, "ro, rw and / are held");
+    assert!(
+        held_all.fds().all(|fd| fd >= 10),
+        "held descriptors stay clear of the 0-3 an exec's PID 1 moves to"
+    );
+    let ro = at("ro");
+    let held_but_ro = HeldPaths::open(&paths, &[ro.as_path()]);
+    let ways = [
+        ("opened per exec", None),
+        ("held", Some(Arc::new(held_all))),
+        ("held but ro", Some(Arc::new(held_but_ro))),
+    ];
+    for (way, held) in ways {
+        let (paths, at) = (paths.clone(), at.clone());
+        let probe = move || {
+            let enforced = restrict(&paths, held.as_deref()).unwrap();
             let read = |rel: &str| std::fs::read_to_string(at(rel)).is_ok();
             let write = |rel: &str| std::fs::write(at(rel), "x").is_ok();
-            (
-                enforced,
-                [read("ro/f"), read("rw/f"), read("out/f")],
-                [write("ro/new"), write("rw/new"), write("out/new")],
-            )
+            let wrote = [write("ro/new"), write("rw/new"), write("out/new")];
+            std::fs::remove_file(at("rw/new")).ok();
+            (enforced, [read("ro/f"), read("rw/f"), read("out/f")], wrote)
+        };
+        let (enforced, read, write) = std::thread::spawn(probe).join().unwrap();
+        if enforced == Enforcement::None {
+            eprintln!("skipped: no Landlock on this kernel");
+            return;
         }
-    };
-    let (enforced, read, write) = std::thread::spawn(probe).join().unwrap();
-    if enforced == Enforcement::None {
-        eprintln!("skipped: no Landlock on this kernel");
-        return;
+        assert_eq!(read, [true, true, false], "{way}: reads of ro, rw, out");
+        assert_eq!(
+            write,
+            [false, true, false],
+            "{way}: writes into ro, rw, out"
+        );
     }
-    assert_eq!(read, [true, true, false], "reads of ro, rw, out");
-    assert_eq!(write, [false, true, false], "writes into ro, rw, out");
     // This thread was never restricted.
     assert!(std::fs::read_to_string(at("out/f")).is_ok());
 }

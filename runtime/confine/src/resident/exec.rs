@@ -13,11 +13,13 @@
 use std::convert::Infallible;
 use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 
 use seccompiler::BpfProgram;
 
 use super::wire::ExecOrder;
+use crate::landlock_rules::HeldPaths;
 use crate::shim::{self, check};
 use crate::spec::ExecSpec;
 use crate::{ConfineError, SETUP_FAILED, mount_tree};
@@ -51,7 +53,11 @@ struct Prepared {
     env: Vec<(CString, CString)>,
 }
 
-fn prepare(berth: &ExecSpec, order: &ExecOrder) -> Result<Prepared, ConfineError> {
+fn prepare(
+    berth: &ExecSpec,
+    order: &ExecOrder,
+    held: &Arc<HeldPaths>,
+) -> Result<Prepared, ConfineError> {
     let nul = |what: &str| ConfineError::Usage(format!("{what} holds a NUL byte"));
     if order.argv.is_empty() {
         return Err(ConfineError::Usage("no program".into()));
@@ -89,8 +95,13 @@ fn prepare(berth: &ExecSpec, order: &ExecOrder) -> Result<Prepared, ConfineError
         ..berth.clone()
     };
     Ok(Prepared {
-        // The resident emptied its bounding set once ([`super::serve`]).
-        command: shim::CommandSetup::new(spec, argv, shim::Bounding::Empty)?,
+        // The resident emptied its bounding set and opened the berth's
+        // Landlock paths once ([`super::serve`]).
+        command: shim::CommandSetup::new(
+            spec,
+            argv,
+            shim::Inherited::FromResident(Arc::clone(held)),
+        )?,
         env,
     })
 }
@@ -104,6 +115,7 @@ pub(crate) fn start(
     order: &ExecOrder,
     fds: &[OwnedFd],
     programs: &[BpfProgram],
+    held: &Arc<HeldPaths>,
     root: bool,
 ) -> Result<(libc::pid_t, OwnedFd), ConfineError> {
     let want = 3 + usize::from(order.cgroup.is_some()) + usize::from(order.egress_port.is_some());
@@ -113,7 +125,7 @@ pub(crate) fn start(
             fds.len()
         )));
     }
-    let prepared = prepare(berth, order)?;
+    let prepared = prepare(berth, order, held)?;
     let mut pipe = [0; 2];
     // SAFETY: a pipe into a local array.
     check(
@@ -224,14 +236,18 @@ fn pid1(
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         crate::egress_handoff::hand_over_through(fd, port)?;
     }
-    // SAFETY: closing every descriptor above 3 (the resident's, and the
-    // copies made above) and leading a process group, in this process.
-    unsafe {
-        if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32) != 0 {
-            return Err(ConfineError::last("close the resident's descriptors"));
-        }
-        check(libc::setpgid(0, 0), "lead a process group")?;
-    }
+    // Every descriptor above 3 (the resident's, and the copies made above)
+    // but the berth's held Landlock paths, which the command builds its
+    // ruleset from (close-on-exec: its program never has them).
+    let held = exec
+        .command
+        .inherited
+        .held()
+        .into_iter()
+        .flat_map(HeldPaths::fds);
+    close_all_but(4, held)?;
+    // SAFETY: leading a process group, in this process.
+    check(unsafe { libc::setpgid(0, 0) }, "lead a process group")?;
     // No check of getppid() after this, as the shim makes: in its own PID
     // namespace PID 1's parent is always 0. The resident cloned it a moment
     // ago, and a resident that died since leaves an exec whose status no one
@@ -252,4 +268,29 @@ fn pid1(
         }
     }
     shim::run_command(&exec.command, programs, root, &mask, 3)
+}
+
+/// Closes every descriptor numbered `from` or above but those in `keep`.
+fn close_all_but(from: u32, keep: impl Iterator<Item = RawFd>) -> Result<(), ConfineError> {
+    let close = |first: u32, last: u32| {
+        // SAFETY: closing descriptors of this process that nothing here
+        // uses any more (the kept ones lie outside the range).
+        if unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) } != 0 {
+            return Err(ConfineError::last("close the resident's descriptors"));
+        }
+        Ok(())
+    };
+    let mut keep: Vec<u32> = keep
+        .filter_map(|fd| u32::try_from(fd).ok())
+        .filter(|&fd| fd >= from)
+        .collect();
+    keep.sort_unstable();
+    let mut low = from;
+    for kept in keep {
+        if kept > low {
+            close(low, kept - 1)?;
+        }
+        low = kept.saturating_add(1);
+    }
+    close(low, u32::MAX)
 }

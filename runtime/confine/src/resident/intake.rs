@@ -49,6 +49,8 @@ fn peer_uid(conn: &UnixStream) -> Option<libc::uid_t> {
 pub(super) struct Taking<'a> {
     pub(super) berth: &'a ExecSpec,
     pub(super) programs: &'a [seccompiler::BpfProgram],
+    /// The berth's Landlock paths, held open for every exec's ruleset.
+    pub(super) held: &'a std::sync::Arc<crate::landlock_rules::HeldPaths>,
     pub(super) root: bool,
 }
 
@@ -143,7 +145,14 @@ fn start(mut conn: UnixStream, got: ReceivedOrder, execs: &mut Vec<Running>, tak
         );
         return;
     }
-    match exec::start(taking.berth, &order, &fds, taking.programs, taking.root) {
+    match exec::start(
+        taking.berth,
+        &order,
+        &fds,
+        taking.programs,
+        taking.held,
+        taking.root,
+    ) {
         Ok((pid, status)) => {
             drop(fds);
             let _ = conn.set_nonblocking(false);

@@ -297,10 +297,15 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
     let mut berth = spec.berth.clone();
     berth.work_read_only = false;
     mount_tree::enter_without_proc(&berth)?;
-    // Derived once for every exec: the seccomp programs, and an empty
-    // bounding set each exec's command inherits (the resident execs
+    // Derived once for every exec: the seccomp programs, the berth's
+    // Landlock paths held open (all but what each exec mounts anew), and an
+    // empty bounding set each exec's command inherits (the resident execs
     // nothing itself; the capabilities it holds stay).
     let programs = seccomp_filter::programs()?;
+    let held = std::sync::Arc::new(crate::landlock_rules::HeldPaths::open(
+        &mount_tree::landlock_paths(&berth),
+        &mount_tree::MOUNTED_PER_EXEC.map(Path::new),
+    ));
     crate::shim::empty_bounding_set()?;
     ready()?;
     let sigfd = child_signals()?;
@@ -381,6 +386,7 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
         let taking = Taking {
             berth: &berth,
             programs: &programs,
+            held: &held,
             root,
         };
         intake::take_orders(&mut intakes, &readable, &mut execs, &taking);
