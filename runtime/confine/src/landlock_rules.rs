@@ -56,7 +56,7 @@ impl HeldPaths {
     /// under it). A path that cannot be opened is not held: an exec tries
     /// it again itself.
     pub fn open(paths: &Paths, fresh: &[&Path]) -> HeldPaths {
-        let mut held = Vec::new();
+        let mut held: Vec<(PathBuf, OwnedFd, bool)> = Vec::new();
         let wanted = paths
             .read
             .iter()
@@ -64,11 +64,7 @@ impl HeldPaths {
             .map(PathBuf::as_path)
             .chain([Path::new("/")]);
         for path in wanted {
-            if fresh.iter().any(|f| path.starts_with(f))
-                || held
-                    .iter()
-                    .any(|(p, _, _): &(PathBuf, OwnedFd, bool)| p == path)
-            {
+            if fresh.iter().any(|f| path.starts_with(f)) || held.iter().any(|(p, _, _)| p == path) {
                 continue;
             }
             if let Some((fd, file)) = open_held(path) {

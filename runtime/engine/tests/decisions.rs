@@ -10,16 +10,7 @@ use berth_engine::{
     Proposal, ProposeStatus, TaskStatus,
 };
 use berth_policy::{Action, Approval, Stage, Verdict};
-use common::{Fixture, named, user};
-
-fn terminal(agent: &str, command: &str) -> Proposal {
-    Proposal::by_agent(
-        &named(agent),
-        Action::Terminal {
-            command: command.into(),
-        },
-    )
-}
+use common::{Fixture, named, terminal_proposal, user};
 
 async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
     f.agent(agent, AgentImpl::Real).await;
@@ -122,7 +113,7 @@ async fn a_long_lived_engine_decides_with_the_rules_as_they_are_now() {
     for _ in 0..2 {
         let p = f
             .engine
-            .propose(terminal("dev-1", "ls"), None)
+            .propose(terminal_proposal("dev-1", "ls"), None)
             .await
             .unwrap();
         assert_eq!(p.decision.stage, Stage::AllowRule, "{:?}", p.decision);
@@ -136,7 +127,7 @@ async fn a_long_lived_engine_decides_with_the_rules_as_they_are_now() {
     std::fs::write(&rules, &after).unwrap();
     let p = f
         .engine
-        .propose(terminal("dev-1", "ls"), None)
+        .propose(terminal_proposal("dev-1", "ls"), None)
         .await
         .unwrap();
     assert_eq!(p.decision.verdict, Verdict::Deny, "{:?}", p.decision);
@@ -155,7 +146,7 @@ async fn allow_rules_auto_approve_and_always_adds_them() {
     // `ls` is allowed by the default permissions.json.
     let p = f
         .engine
-        .propose(terminal("dev-1", "ls /work"), None)
+        .propose(terminal_proposal("dev-1", "ls /work"), None)
         .await
         .unwrap();
     let ProposeStatus::Executed { outcome } = &p.status else {
@@ -170,7 +161,7 @@ async fn allow_rules_auto_approve_and_always_adds_them() {
     let p = f
         .engine
         .propose(
-            terminal("dev-1", "wc -l notes.txt && bash -c 'echo hi'"),
+            terminal_proposal("dev-1", "wc -l notes.txt && bash -c 'echo hi'"),
             None,
         )
         .await
@@ -198,7 +189,7 @@ async fn allow_rules_auto_approve_and_always_adds_them() {
     // A rule that was added makes the same command auto-approved next time.
     let p = f
         .engine
-        .propose(terminal("dev-1", "echo hi"), None)
+        .propose(terminal_proposal("dev-1", "echo hi"), None)
         .await
         .unwrap();
     let approved = f.engine.approve(&p.id, &user(), true, None).await.unwrap();
@@ -207,7 +198,7 @@ async fn allow_rules_auto_approve_and_always_adds_them() {
     assert!(rules_file.contains("\"echo hi\""), "{rules_file}");
     let again = f
         .engine
-        .propose(terminal("dev-1", "echo hi"), None)
+        .propose(terminal_proposal("dev-1", "echo hi"), None)
         .await
         .unwrap();
     assert!(
@@ -228,7 +219,9 @@ async fn a_proposal_reads_its_agents_autonomy_and_an_unreadable_mode_refuses() {
     let status = |command: &'static str| {
         let engine = &f.engine;
         async move {
-            let p = engine.propose(terminal("dev-1", command), None).await;
+            let p = engine
+                .propose(terminal_proposal("dev-1", command), None)
+                .await;
             p.unwrap().status
         }
     };
@@ -269,7 +262,7 @@ async fn refused_actions_are_logged_and_never_run() {
         .unwrap();
     let p = f
         .engine
-        .propose(terminal("dev-1", "touch /work/x"), None)
+        .propose(terminal_proposal("dev-1", "touch /work/x"), None)
         .await
         .unwrap();
     assert!(
@@ -295,7 +288,7 @@ async fn refused_actions_are_logged_and_never_run() {
         .unwrap();
     let p = f
         .engine
-        .propose(terminal("dev-1", "rm -rf /"), None)
+        .propose(terminal_proposal("dev-1", "rm -rf /"), None)
         .await
         .unwrap();
     assert!(
@@ -321,7 +314,7 @@ async fn a_symlink_out_of_the_worktree_holds_an_auto_approved_command() {
 
     let plain = f
         .engine
-        .propose(terminal("dev-1", "cat /work/README.md"), None)
+        .propose(terminal_proposal("dev-1", "cat /work/README.md"), None)
         .await
         .unwrap();
     assert!(
@@ -332,7 +325,7 @@ async fn a_symlink_out_of_the_worktree_holds_an_auto_approved_command() {
 
     let p = f
         .engine
-        .propose(terminal("dev-1", "cat /work/link/key"), None)
+        .propose(terminal_proposal("dev-1", "cat /work/link/key"), None)
         .await
         .unwrap();
     assert_eq!(
@@ -383,7 +376,7 @@ async fn auto_mode_lifts_the_path_scope_and_nothing_else() {
     let cmd = format!("cat {}", outside.display());
     let before = f
         .engine
-        .propose(terminal("dev-1", &cmd), None)
+        .propose(terminal_proposal("dev-1", &cmd), None)
         .await
         .unwrap();
     assert!(matches!(before.status, ProposeStatus::Pending { .. }));
@@ -395,7 +388,7 @@ async fn auto_mode_lifts_the_path_scope_and_nothing_else() {
         .unwrap();
     let after = f
         .engine
-        .propose(terminal("dev-1", &cmd), None)
+        .propose(terminal_proposal("dev-1", &cmd), None)
         .await
         .unwrap();
     assert!(
@@ -406,7 +399,7 @@ async fn auto_mode_lifts_the_path_scope_and_nothing_else() {
     assert!(!after.decision.lifted.is_empty());
     let push = f
         .engine
-        .propose(terminal("dev-1", "git push origin HEAD"), None)
+        .propose(terminal_proposal("dev-1", "git push origin HEAD"), None)
         .await
         .unwrap();
     assert!(

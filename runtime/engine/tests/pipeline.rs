@@ -10,16 +10,7 @@ use berth_engine::{
     EventFilter, Proposal, ProposeStatus,
 };
 use berth_policy::Action;
-use common::{Fixture, named, user};
-
-fn terminal(agent: &str, command: &str) -> Proposal {
-    Proposal::by_agent(
-        &named(agent),
-        Action::Terminal {
-            command: command.into(),
-        },
-    )
-}
+use common::{Fixture, named, terminal_proposal, user};
 
 async fn up(f: &Fixture, agent: &str) -> std::path::PathBuf {
     f.agent(agent, AgentImpl::Real).await;
@@ -48,7 +39,7 @@ async fn a_pending_command_runs_in_the_worktree_once_approved() {
     let p = f
         .engine
         .propose(
-            terminal("dev-1", "echo hi > /work/out.txt && cat /work/out.txt"),
+            terminal_proposal("dev-1", "echo hi > /work/out.txt && cat /work/out.txt"),
             None,
         )
         .await
@@ -126,7 +117,7 @@ async fn denied_actions_never_run_and_cannot_be_approved_later() {
     let wt = up(&f, "dev-1").await;
     let p = f
         .engine
-        .propose(terminal("dev-1", "touch /work/x"), None)
+        .propose(terminal_proposal("dev-1", "touch /work/x"), None)
         .await
         .unwrap();
     let rec = f
@@ -182,7 +173,7 @@ async fn failures_and_timeouts_have_diagnostics() {
         let p = f
             .engine
             .propose(
-                terminal("dev-1", cmd).params(ActionParams {
+                terminal_proposal("dev-1", cmd).params(ActionParams {
                     timeout_secs: *timeout,
                     ..Default::default()
                 }),
@@ -210,7 +201,7 @@ async fn two_processes_approving_one_action_execute_it_once() {
     let wt = up(&f, "dev-1").await;
     let p = f
         .engine
-        .propose(terminal("dev-1", "echo x >> /work/count"), None)
+        .propose(terminal_proposal("dev-1", "echo x >> /work/count"), None)
         .await
         .unwrap();
     let (a, b) = (f.second().await, f.second().await);
@@ -242,13 +233,13 @@ async fn an_idempotency_key_returns_the_first_proposal() {
     up(&f, "dev-1").await;
     let first = f
         .engine
-        .propose(terminal("dev-1", "echo a").key("k-1"), None)
+        .propose(terminal_proposal("dev-1", "echo a").key("k-1"), None)
         .await
         .unwrap();
     let again = f
         .second()
         .await
-        .propose(terminal("dev-1", "echo a").key("k-1"), None)
+        .propose(terminal_proposal("dev-1", "echo a").key("k-1"), None)
         .await
         .unwrap();
     assert_eq!(
@@ -264,7 +255,7 @@ async fn an_idempotency_key_returns_the_first_proposal() {
 
     let err = f
         .engine
-        .propose(terminal("dev-1", "echo b").key("k-1"), None)
+        .propose(terminal_proposal("dev-1", "echo b").key("k-1"), None)
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::KeyConflict { .. }), "{err}");
@@ -276,7 +267,7 @@ async fn an_idempotency_key_returns_the_first_proposal() {
         .unwrap();
     let replay = f
         .engine
-        .propose(terminal("dev-1", "echo a").key("k-1"), None)
+        .propose(terminal_proposal("dev-1", "echo a").key("k-1"), None)
         .await
         .unwrap();
     let ProposeStatus::Executed { outcome } = replay.status else {
@@ -292,7 +283,7 @@ async fn a_command_needs_a_berth() {
     f.agent("dev-1", AgentImpl::Real).await;
     let err = f
         .engine
-        .propose(terminal("dev-1", "ls"), None)
+        .propose(terminal_proposal("dev-1", "ls"), None)
         .await
         .unwrap_err();
     assert_eq!(
@@ -306,7 +297,7 @@ async fn a_command_needs_a_berth() {
     );
     let err = f
         .engine
-        .propose(terminal("ghost", "ls"), None)
+        .propose(terminal_proposal("ghost", "ls"), None)
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::UnknownAgent(_)));
@@ -325,7 +316,7 @@ async fn an_action_executing_when_its_process_died_is_interrupted_not_rerun() {
     let wt = up(&f, "dev-1").await;
     let p = f
         .engine
-        .propose(terminal("dev-1", "touch /work/ran"), None)
+        .propose(terminal_proposal("dev-1", "touch /work/ran"), None)
         .await
         .unwrap();
     // What a crash between "executing" and its outcome leaves behind.
@@ -338,7 +329,7 @@ async fn an_action_executing_when_its_process_died_is_interrupted_not_rerun() {
     // A live executor's action is left alone.
     let live = f
         .engine
-        .propose(terminal("dev-1", "true"), None)
+        .propose(terminal_proposal("dev-1", "true"), None)
         .await
         .unwrap();
     sqlx::query("UPDATE proposed_actions SET status = 'executing', executor = $1 WHERE id = $2")
@@ -425,7 +416,7 @@ async fn approving_while_the_berth_is_down_keeps_the_action_pending() {
     up(&f, "dev-1").await;
     let p = f
         .engine
-        .propose(terminal("dev-1", "true"), None)
+        .propose(terminal_proposal("dev-1", "true"), None)
         .await
         .unwrap();
     f.engine.down(&named("dev-1"), true, &user()).await.unwrap();

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use berth_engine::{AgentImpl, AgentStatus, BerthMode, EngineError, NewProject, TaskStatus};
 use berth_policy::autonomy::Approval;
-use common::{Fixture, named, terminal, user};
+use common::{Fixture, named, terminal, terminal_proposal, user};
 
 /// Every file under `dir` (its `.git` included), with its bytes and mode.
 fn tree(dir: &Path) -> Vec<(PathBuf, u32, Vec<u8>)> {
@@ -106,15 +106,7 @@ async fn agent_rm_saves_dirty_work_then_leaves_nothing_and_the_name_comes_back_f
     autonomy(&f, "terminal", Approval::RequireApproval).await;
     let pending = f
         .engine
-        .propose(
-            berth_engine::Proposal::by_agent(
-                &named("dev-1"),
-                berth_policy::Action::Terminal {
-                    command: "echo later".into(),
-                },
-            ),
-            None,
-        )
+        .propose(terminal_proposal("dev-1", "echo later"), None)
         .await
         .unwrap();
     autonomy(&f, "file_write", Approval::AutoApprove).await;
@@ -237,15 +229,7 @@ async fn a_proposal_of_an_agent_whose_project_is_removed_is_refused_and_recorded
     let before = count().await;
     let proposed = f
         .engine
-        .propose(
-            berth_engine::Proposal::by_agent(
-                &named("dev-1"),
-                berth_policy::Action::Terminal {
-                    command: "echo never".into(),
-                },
-            ),
-            None,
-        )
+        .propose(terminal_proposal("dev-1", "echo never"), None)
         .await;
     match proposed {
         Err(EngineError::UnknownProject(p)) => assert_eq!(p, "demo"),

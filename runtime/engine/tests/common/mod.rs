@@ -245,17 +245,21 @@ pub async fn events_of(engine: &Engine, kind: &str) -> Vec<berth_engine::Event> 
         .unwrap()
 }
 
+/// `command` proposed as a terminal action by `agent`.
+pub fn terminal_proposal(agent: &str, command: &str) -> berth_engine::Proposal {
+    berth_engine::Proposal::by_agent(
+        &named(agent),
+        berth_policy::Action::Terminal {
+            command: command.into(),
+        },
+    )
+}
+
 /// A terminal command proposed as `agent` (approved by the user when it
 /// waits): its exit code, stdout and stderr.
 pub async fn terminal(engine: &Engine, agent: &str, command: &str) -> (i32, String, String) {
-    let action = berth_policy::Action::Terminal {
-        command: command.into(),
-    };
     let p = engine
-        .propose(
-            berth_engine::Proposal::by_agent(&named(agent), action),
-            None,
-        )
+        .propose(terminal_proposal(agent, command), None)
         .await
         .unwrap();
     let outcome = match p.status {
