@@ -105,6 +105,19 @@ pub const ACTIVATION_SEEDS: [&str; 6] = [
 pub(crate) const AGENT_COLUMNS: &str =
     "name, project, impl, status, task_id, berth_mode, worktree, branch, created_at, updated_at";
 
+/// What a proposal reads of its agent before it decides
+/// ([`Engine::agent_for_proposal`]).
+#[derive(Debug)]
+pub(crate) struct ProposingAgent {
+    pub(crate) agent: Agent,
+    /// Its project is not removed.
+    pub(crate) project_live: bool,
+    pub(crate) autonomy: Autonomy,
+    /// An action holds the proposal's idempotency key: the proposal is a
+    /// replay, answered from that action.
+    pub(crate) key_held: bool,
+}
+
 /// The agent, or [`EngineError::AgentRemoved`] when `berth agent rm`
 /// removed it.
 fn not_removed(a: Agent) -> Result<Agent> {
@@ -286,29 +299,42 @@ impl Engine {
     }
 
     /// [`Engine::agent`], and in the same read whether its project is live
-    /// (not removed) and the agent's autonomy: what a proposal needs before
+    /// (not removed), the agent's autonomy, and whether an action already
+    /// holds the proposal's idempotency `key`: what a proposal needs before
     /// it decides, where each read is a round trip to a store connection's
     /// worker.
-    pub(crate) async fn agent_for_proposal(&self, name: &str) -> Result<(Agent, bool, Autonomy)> {
+    pub(crate) async fn agent_for_proposal(
+        &self,
+        name: &str,
+        key: Option<&str>,
+    ) -> Result<ProposingAgent> {
         // The agent's row once per autonomy row (or once, with none): one
-        // read and one connection, where the agent and its autonomy took two.
+        // read and one connection, where the agent, its autonomy and the
+        // key took three. A key names the action that holds it, or the
+        // keyless action whose id it is (`action_by_key`).
         let rows = sqlx::query(&format!(
             "SELECT a.*, u.action_type AS autonomy_type, u.mode AS autonomy_mode FROM \
              (SELECT {AGENT_COLUMNS}, (SELECT COUNT(*) FROM projects p \
-              WHERE p.name = agents.project AND p.removed_at IS NULL) AS project_live \
+              WHERE p.name = agents.project AND p.removed_at IS NULL) AS project_live, \
+              (SELECT COUNT(*) FROM proposed_actions k WHERE CAST($2 AS TEXT) IS NOT NULL \
+              AND (k.idempotency_key = $2 OR (k.idempotency_key IS NULL AND k.id = $2))) AS key_held \
               FROM agents WHERE name = $1) a \
              LEFT JOIN autonomy u ON u.agent = a.name"
         ))
         .bind(name)
+        .bind(key)
         .fetch_all(self.store.pool())
         .await
         .map_err(EngineError::store("reading an agent"))?;
         let Some(first) = rows.first() else {
             return Err(EngineError::UnknownAgent(name.to_string()));
         };
-        let a = not_removed(agent_from_row(first)?)?;
+        let agent = not_removed(agent_from_row(first)?)?;
         let live: i64 = first
             .try_get("project_live")
+            .map_err(EngineError::store("reading an agent"))?;
+        let key_held: i64 = first
+            .try_get("key_held")
             .map_err(EngineError::store("reading an agent"))?;
         let mut autonomy = Autonomy::new();
         for r in &rows {
@@ -322,7 +348,12 @@ impl Engine {
                 set_mode(&mut autonomy, &kind, &mode);
             }
         }
-        Ok((a, live > 0, autonomy))
+        Ok(ProposingAgent {
+            agent,
+            project_live: live > 0,
+            autonomy,
+            key_held: key_held > 0,
+        })
     }
 
     /// The agent's row whatever its status, a removed one included.

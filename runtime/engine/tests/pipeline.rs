@@ -260,6 +260,26 @@ async fn an_idempotency_key_returns_the_first_proposal() {
         .unwrap_err();
     assert!(matches!(err, EngineError::KeyConflict { .. }), "{err}");
 
+    // A keyless action's id is its key: proposing by it is that action
+    // again (read with the agent: the store holds the key).
+    let keyless = f
+        .engine
+        .propose(terminal_proposal("dev-1", "echo c"), None)
+        .await
+        .unwrap();
+    let by_id = f
+        .engine
+        .propose(
+            terminal_proposal("dev-1", "echo c").key(keyless.id.clone()),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (by_id.id.as_str(), by_id.replayed),
+        (keyless.id.as_str(), true)
+    );
+
     // Once executed, a replay returns the recorded outcome and runs nothing.
     f.engine
         .approve(&first.id, &user(), false, None)

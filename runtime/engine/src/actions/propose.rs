@@ -9,7 +9,7 @@ use super::{
     record::to_json,
 };
 use crate::Engine;
-use crate::agents::{Agent, AgentStatus};
+use crate::agents::{Agent, AgentStatus, ProposingAgent};
 use crate::error::{EngineError, Result};
 use crate::events::{Actor, NewEvent, emit, kind};
 use crate::ids::{new_id, now_ms};
@@ -19,11 +19,20 @@ use crate::transitions::{self, AgentMove, AgentMoved, TaskMove};
 impl Engine {
     /// Proposes an action. See the module docs.
     pub async fn propose(&self, proposal: Proposal, sink: Option<OutputSink>) -> Result<Proposed> {
-        // The agent's row, whether its project is live and its autonomy,
-        // in one read: each read is a hop to a store connection's worker and
-        // back.
-        let (agent, project_live, autonomy) = self.agent_for_proposal(&proposal.agent).await?;
-        if let Some(key) = &proposal.idempotency_key
+        // The agent's row, whether its project is live, its autonomy and
+        // whether the key is held, in one read: each read is a hop to a
+        // store connection's worker and back. The held action is read only
+        // for a replay.
+        let ProposingAgent {
+            agent,
+            project_live,
+            autonomy,
+            key_held,
+        } = self
+            .agent_for_proposal(&proposal.agent, proposal.idempotency_key.as_deref())
+            .await?;
+        if key_held
+            && let Some(key) = &proposal.idempotency_key
             && let Some(existing) = self.action_by_key(key).await?
         {
             return replay(existing, &proposal);
