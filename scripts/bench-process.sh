@@ -49,8 +49,9 @@ instructions() {
   sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/vg.err" | tail -1
 }
 
-# The page faults of "$@" (minor and major, least of five runs; children
-# of the command not counted, as above).
+# The page faults of "$@" (minor and major, least of five runs): the
+# kernel's count for the process and any child it waited for (these
+# commands start none).
 faults() {
   python3 - "$@" <<'PY'
 import resource, subprocess, sys
