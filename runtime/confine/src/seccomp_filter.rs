@@ -9,13 +9,6 @@
 //! `AF_INET`/`AF_INET6` stream and datagram sockets stay allowed (the network
 //! proxy of a later issue is reached through loopback).
 
-use std::collections::BTreeMap;
-
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
-
 use crate::ConfineError;
 
 /// When a table entry matches a call.
@@ -245,68 +238,323 @@ pub const DENIED: &[Denied] = &[
     ),
 ];
 
-fn target_arch() -> Result<TargetArch, ConfineError> {
-    TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|e| ConfineError::Seccomp(format!("architecture {}: {e}", std::env::consts::ARCH)))
+/// `AUDIT_ARCH_*` of the architecture berth was built for: the filter
+/// refuses calls made through any other ABI (a 32-bit `int 0x80` call
+/// numbers its system calls differently).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
+
+/// x86-64's x32 ABI: the same architecture, the call number with this bit
+/// set. A deny-list keyed by number would let `mount | X32` through on a
+/// kernel built with x32, so every number at or above it is refused.
+#[cfg(target_arch = "x86_64")]
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+/// Offsets in `struct seccomp_data`: the call number, the architecture, and
+/// the low 32 bits of argument `i` (the table compares 32-bit values).
+const DATA_NR: u32 = 0;
+const DATA_ARCH: u32 = 4;
+const fn data_arg_low(i: u8) -> u32 {
+    let low_half = if cfg!(target_endian = "little") { 0 } else { 4 };
+    16 + 8 * i as u32 + low_half
 }
 
-fn condition(when: Match) -> Result<Vec<SeccompCondition>, ConfineError> {
-    let make = |arg, op, value| {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
-            .map_err(|e| ConfineError::Seccomp(e.to_string()))
+/// The compiled filter: one classic BPF program for the whole table, built
+/// once per process and installed by every confined command.
+#[derive(Debug, Clone)]
+pub struct Program(Vec<libc::sock_filter>);
+
+impl Program {
+    /// How many instructions it holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One of the answers at the program's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Refuse(Refusal),
+    Allow,
+}
+
+/// An instruction before its jumps are resolved to offsets.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Load(u32),
+    And(u32),
+    /// `if A == k` go to `then`, else to `otherwise`; `Fall` continues.
+    JumpEq {
+        k: u32,
+        then: Jump,
+        otherwise: Jump,
+    },
+    #[cfg(target_arch = "x86_64")]
+    JumpGe {
+        k: u32,
+        then: Jump,
+    },
+    Return(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Jump {
+    Fall,
+    To(Target),
+    /// The start of the block of rules for one call number.
+    Block(usize),
+    /// The instruction after the current rule (its last, until known).
+    NextRule,
+    /// Step number.
+    At(usize),
+}
+
+fn answer(refusal: Refusal) -> u32 {
+    let errno = match refusal {
+        Refusal::Eperm => libc::EPERM,
+        Refusal::Enosys => libc::ENOSYS,
     };
-    Ok(match when {
-        Match::Always => Vec::new(),
-        Match::ArgEq { arg, value } => vec![make(arg, SeccompCmpOp::Eq, value)?],
-        Match::ArgMasked { arg, mask, value } => {
-            vec![make(arg, SeccompCmpOp::MaskedEq(mask), value)?]
-        }
-        Match::Socket { domain, ty } => vec![
-            make(0, SeccompCmpOp::Eq, domain)?,
-            make(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), ty)?,
-        ],
+    libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA)
+}
+
+fn low32(value: u64, what: &str) -> Result<u32, ConfineError> {
+    u32::try_from(value).map_err(|_| {
+        ConfineError::Seccomp(format!(
+            "{what}: {value:#x} does not fit the 32 bits compared"
+        ))
     })
 }
 
-/// One BPF program per refusal kind (a filter has one match action; the
-/// kernel runs every installed filter).
-pub fn programs() -> Result<Vec<BpfProgram>, ConfineError> {
-    let arch = target_arch()?;
-    let mut programs = Vec::new();
-    for (refusal, errno) in [
-        (Refusal::Eperm, libc::EPERM),
-        (Refusal::Enosys, libc::ENOSYS),
-    ] {
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-        for entry in DENIED.iter().filter(|d| d.refusal == refusal) {
-            let conditions = condition(entry.when)?;
-            let slot = rules.entry(entry.nr).or_default();
-            if conditions.is_empty() {
-                // Unconditional: an empty rule list matches every call.
-                slot.clear();
-                continue;
+/// Compiles [`DENIED`] into one program: the architecture checked, then one
+/// comparison per refused call number (an unconditional refusal jumps
+/// straight to its answer), then each conditional number's rules in turn,
+/// each condition reloading its argument; the answers last, shared. A
+/// call no entry matches is allowed. One program, not one per answer: the
+/// kernel compiles each filter a command installs and runs every one on
+/// every call it makes.
+pub fn program() -> Result<Program, ConfineError> {
+    // Per call number, in table order: `None` once an entry refuses it
+    // always (a condition beside that would be shadowed), else its rules.
+    let mut calls: Vec<(u32, Refusal, Option<Vec<Match>>)> = Vec::new();
+    for entry in DENIED {
+        let nr = low32(entry.nr as u64, entry.name)?;
+        let slot = match calls.iter().position(|(n, ..)| *n == nr) {
+            Some(i) => &mut calls[i],
+            None => {
+                calls.push((nr, entry.refusal, Some(Vec::new())));
+                let last = calls.len() - 1;
+                &mut calls[last]
             }
-            slot.push(
-                SeccompRule::new(conditions).map_err(|e| ConfineError::Seccomp(e.to_string()))?,
-            );
+        };
+        if slot.1 != entry.refusal {
+            return Err(ConfineError::Seccomp(format!(
+                "{} is listed with two answers",
+                entry.name
+            )));
         }
-        let filter = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(errno as u32),
-            arch,
-        )
-        .map_err(|e| ConfineError::Seccomp(e.to_string()))?;
-        programs
-            .push(BpfProgram::try_from(filter).map_err(|e| ConfineError::Seccomp(e.to_string()))?);
+        match (entry.when, &mut slot.2) {
+            (Match::Always, rules) => *rules = None,
+            (when, Some(rules)) => rules.push(when),
+            (_, None) => {}
+        }
     }
-    Ok(programs)
+    let mut steps = vec![
+        Step::Load(DATA_ARCH),
+        Step::JumpEq {
+            k: AUDIT_ARCH,
+            then: Jump::Fall,
+            otherwise: Jump::To(Target::Refuse(Refusal::Eperm)),
+        },
+        Step::Load(DATA_NR),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    steps.push(Step::JumpGe {
+        k: X32_SYSCALL_BIT,
+        then: Jump::To(Target::Refuse(Refusal::Eperm)),
+    });
+    let mut blocks: Vec<(Refusal, &[Match])> = Vec::new();
+    for (nr, refusal, rules) in &calls {
+        let then = match rules {
+            None => Jump::To(Target::Refuse(*refusal)),
+            Some(rules) => {
+                blocks.push((*refusal, rules));
+                Jump::Block(blocks.len() - 1)
+            }
+        };
+        steps.push(Step::JumpEq {
+            k: *nr,
+            then,
+            otherwise: Jump::Fall,
+        });
+    }
+    steps.push(Step::Return(libc::SECCOMP_RET_ALLOW));
+    let mut block_starts = Vec::with_capacity(blocks.len());
+    for (refusal, rules) in blocks {
+        block_starts.push(steps.len());
+        for when in rules {
+            rule_steps(&mut steps, *when, refusal)?;
+        }
+        steps.push(Step::Return(libc::SECCOMP_RET_ALLOW));
+    }
+    resolve(&steps, &block_starts)
 }
 
-/// Installs the filters on the calling thread (after `PR_SET_NO_NEW_PRIVS`).
-pub fn install(programs: &[BpfProgram]) -> Result<(), ConfineError> {
-    for program in programs {
-        seccompiler::apply_filter(program).map_err(|e| ConfineError::Seccomp(e.to_string()))?;
+/// One rule: every condition must hold for the refusal; the first that
+/// does not sends the call on to the next rule (`Next`).
+fn rule_steps(steps: &mut Vec<Step>, when: Match, refusal: Refusal) -> Result<(), ConfineError> {
+    let conditions: Vec<(u8, Option<u64>, u64)> = match when {
+        Match::Always => Vec::new(),
+        Match::ArgEq { arg, value } => vec![(arg, None, value)],
+        Match::ArgMasked { arg, mask, value } => vec![(arg, Some(mask), value)],
+        Match::Socket { domain, ty } => vec![(0, None, domain), (1, Some(SOCK_TYPE_MASK), ty)],
+    };
+    let start = steps.len();
+    let last = conditions.len().saturating_sub(1);
+    for (i, (arg, mask, value)) in conditions.iter().enumerate() {
+        if *arg > 5 {
+            return Err(ConfineError::Seccomp(format!(
+                "argument {arg} does not exist"
+            )));
+        }
+        steps.push(Step::Load(data_arg_low(*arg)));
+        if let Some(mask) = mask {
+            steps.push(Step::And(low32(*mask, "a mask")?));
+        }
+        steps.push(Step::JumpEq {
+            k: low32(*value, "a value")?,
+            then: if i == last {
+                Jump::To(Target::Refuse(refusal))
+            } else {
+                Jump::Fall
+            },
+            otherwise: Jump::NextRule,
+        });
+    }
+    if conditions.is_empty() {
+        steps.push(Step::Return(answer(refusal)));
+    }
+    let end = steps.len();
+    for step in &mut steps[start..] {
+        if let Step::JumpEq { otherwise, .. } = step
+            && *otherwise == Jump::NextRule
+        {
+            *otherwise = Jump::At(end);
+        }
+    }
+    Ok(())
+}
+
+/// Lays the steps out with the shared answers after them and turns every
+/// jump into its forward offset (classic BPF jumps forward only, at most
+/// 255 instructions).
+fn resolve(steps: &[Step], block_starts: &[usize]) -> Result<Program, ConfineError> {
+    let answers = [
+        Target::Refuse(Refusal::Eperm),
+        Target::Refuse(Refusal::Enosys),
+        Target::Allow,
+    ];
+    let answer_at = |t: Target| steps.len() + answers.iter().position(|a| *a == t).unwrap_or(2);
+    let offset = |at: usize, jump: Jump| -> Result<u8, ConfineError> {
+        let to = match jump {
+            Jump::Fall => at + 1,
+            Jump::To(t) => answer_at(t),
+            Jump::At(to) => to,
+            Jump::NextRule => {
+                return Err(ConfineError::Seccomp(format!(
+                    "the rule at {at} was left without its end"
+                )));
+            }
+            Jump::Block(b) => *block_starts
+                .get(b)
+                .ok_or_else(|| ConfineError::Seccomp("a block without a start".into()))?,
+        };
+        to.checked_sub(at + 1)
+            .and_then(|d| u8::try_from(d).ok())
+            .ok_or_else(|| {
+                ConfineError::Seccomp(format!("a jump from {at} to {to} is out of reach"))
+            })
+    };
+    let code = |c: u32| c as u16;
+    let mut out = Vec::with_capacity(steps.len() + answers.len());
+    for (at, step) in steps.iter().enumerate() {
+        out.push(match *step {
+            Step::Load(k) => libc::sock_filter {
+                code: code(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS),
+                jt: 0,
+                jf: 0,
+                k,
+            },
+            Step::And(k) => libc::sock_filter {
+                code: code(libc::BPF_ALU | libc::BPF_AND | libc::BPF_K),
+                jt: 0,
+                jf: 0,
+                k,
+            },
+            Step::JumpEq { k, then, otherwise } => libc::sock_filter {
+                code: code(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K),
+                jt: offset(at, then)?,
+                jf: offset(at, otherwise)?,
+                k,
+            },
+            #[cfg(target_arch = "x86_64")]
+            Step::JumpGe { k, then } => libc::sock_filter {
+                code: code(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K),
+                jt: offset(at, then)?,
+                jf: 0,
+                k,
+            },
+            Step::Return(k) => libc::sock_filter {
+                code: code(libc::BPF_RET | libc::BPF_K),
+                jt: 0,
+                jf: 0,
+                k,
+            },
+        });
+    }
+    for target in answers {
+        let k = match target {
+            Target::Refuse(r) => answer(r),
+            Target::Allow => libc::SECCOMP_RET_ALLOW,
+        };
+        out.push(libc::sock_filter {
+            code: code(libc::BPF_RET | libc::BPF_K),
+            jt: 0,
+            jf: 0,
+            k,
+        });
+    }
+    Ok(Program(out))
+}
+
+/// Installs the filter on the calling thread (after `PR_SET_NO_NEW_PRIVS`).
+pub fn install(program: &Program) -> Result<(), ConfineError> {
+    let len = u16::try_from(program.0.len())
+        .map_err(|_| ConfineError::Seccomp("the program is too long".into()))?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: program.0.as_ptr().cast_mut(),
+    };
+    // SAFETY: the kernel copies the program, which lives until the call
+    // returns; no flags.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0u32,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if rc != 0 {
+        return Err(ConfineError::Seccomp(format!(
+            "install the filter: {}",
+            std::io::Error::last_os_error()
+        )));
     }
     Ok(())
 }
@@ -371,9 +619,14 @@ mod tests {
     }
 
     #[test]
-    fn the_filters_compile() {
-        let programs = programs().unwrap();
-        assert_eq!(programs.len(), 2);
-        assert!(programs.iter().all(|p| !p.is_empty()));
+    fn the_table_compiles_to_one_short_program() {
+        let program = program().unwrap();
+        // The two programs seccompiler made of this table held 183
+        // instructions; the kernel compiles each one a command installs.
+        assert!(
+            (40..=100).contains(&program.len()),
+            "{} instructions",
+            program.len()
+        );
     }
 }

@@ -349,9 +349,9 @@ fn pid1(
         }
     }
     mount_tree::enter(spec)?;
-    let programs = seccomp_filter::programs()?;
+    let filter = seccomp_filter::program()?;
     let setup = CommandSetup::new(spec.clone(), argv.to_vec(), Inherited::Nothing)?;
-    run_command(&setup, &programs, root, mask, status_w)
+    run_command(&setup, &filter, root, mask, status_w)
 }
 
 /// PID 1 dies with its parent (the shim, or the resident) and is not
@@ -454,7 +454,7 @@ pub(crate) fn empty_bounding_set() -> Result<(), ConfineError> {
 /// `status_w`, and exits — which ends the namespace.
 pub(crate) fn run_command(
     setup: &CommandSetup,
-    programs: &[seccompiler::BpfProgram],
+    filter: &seccomp_filter::Program,
     root: bool,
     mask: &libc::sigset_t,
     status_w: libc::c_int,
@@ -463,7 +463,7 @@ pub(crate) fn run_command(
     match unsafe { libc::fork() } {
         -1 => Err(ConfineError::last("fork the command")),
         0 => {
-            let code = match command(setup, programs, root) {
+            let code = match command(setup, filter, root) {
                 Ok(never) => match never {},
                 Err((code, e)) => {
                     let _ = writeln!(std::io::stderr(), "berth: {e}");
@@ -474,6 +474,13 @@ pub(crate) fn run_command(
             unsafe { libc::_exit(code) }
         }
         child => {
+            // The command has its own copies of the exec's stdin, stdout
+            // and stderr; PID 1 writes nothing to them after the fork, so it
+            // lets them go: the output's end reaches berth when the command
+            // (and whatever it left holding them) is gone, not only once
+            // PID 1 has reported and left. `status_w` is 3 or above.
+            // SAFETY: closing this process's own 0–2, unused from here on.
+            unsafe { libc::syscall(libc::SYS_close_range, 0u32, 2u32, 0u32) };
             let status = forward_until_exit(child, mask, |sig| {
                 // SAFETY: every process of this namespace but PID 1 itself.
                 unsafe { libc::kill(-1, sig) };
@@ -538,7 +545,7 @@ fn setup_failed(e: ConfineError) -> Failed {
 /// The command's own process: limits, identity, walls, exec.
 fn command(
     setup: &CommandSetup,
-    programs: &[seccompiler::BpfProgram],
+    filter: &seccomp_filter::Program,
     root: bool,
 ) -> Result<Infallible, Failed> {
     let CommandSetup {
@@ -610,7 +617,7 @@ fn command(
             );
         }
     }
-    seccomp_filter::install(programs).map_err(setup_failed)?;
+    seccomp_filter::install(filter).map_err(setup_failed)?;
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     // SAFETY: a null-terminated argv of live C strings; on success this never

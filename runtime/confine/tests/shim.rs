@@ -2,8 +2,8 @@
 //! status 125 and a reason, before anything runs; a good one runs the command
 //! at `/work` with its input after the spec. (Building this test also builds
 //! `berth-exec-shim`, which the runner's tests find beside their binaries.)
-//! And the command's Landlock ruleset alone, as if the mount tree above it
-//! had let everything through.
+//! And the command's Landlock ruleset and seccomp filter alone, each as if
+//! the layers above it had let everything through.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -202,4 +202,119 @@ fn landlock_alone_keeps_a_command_to_its_paths() {
     }
     // This thread was never restricted.
     assert!(std::fs::read_to_string(at("out/f")).is_ok());
+}
+
+/// The arguments that make a call match `when` and would make it fail
+/// harmlessly were it let through: every other argument all ones (a bad
+/// pointer, descriptor or flag set), a masked argument with every other bit
+/// set too (`clone` with contradictory flags is `EINVAL`).
+fn matching_args(when: berth_confine::seccomp_filter::Match) -> [u64; 6] {
+    use berth_confine::seccomp_filter::Match;
+    let mut args = [u64::MAX; 6];
+    match when {
+        Match::Always => {}
+        Match::ArgEq { arg, value } => args[arg as usize] = value,
+        Match::ArgMasked { arg, mask, value } => args[arg as usize] = value | !mask,
+        Match::Socket { domain, ty } => {
+            args[0] = domain;
+            args[1] = ty | !0xf;
+        }
+    }
+    args
+}
+
+fn raw_call(nr: i64, a: [u64; 6]) -> Result<i64, i32> {
+    // SAFETY: the probes' arguments make each call fail before it acts
+    // (bad pointers, descriptors and flags), or the filter refuses it.
+    let rc = unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(rc)
+    }
+}
+
+/// The seccomp filter alone, on a thread of its own (a filter and
+/// `no_new_privs` bind the thread that sets them): every entry of the
+/// table is refused with its answer, calls made through x86-64's x32
+/// numbering are refused, and what the table leaves out still works.
+#[test]
+fn the_seccomp_filter_alone_refuses_each_entry_and_nothing_else() {
+    use berth_confine::seccomp_filter::{DENIED, Refusal, install, program};
+    let probe = |filtered: bool| {
+        move || {
+            if filtered {
+                // SAFETY: this thread's own flag.
+                assert_eq!(
+                    unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
+                    0
+                );
+                install(&program().unwrap()).unwrap();
+            }
+            let entries: Vec<_> = DENIED
+                .iter()
+                .map(|d| (d.name, d.refusal, raw_call(d.nr, matching_args(d.when))))
+                .collect();
+            let x32 = raw_call(0x4000_0000 | libc::SYS_getpid, [0; 6]);
+            // SAFETY: plain calls; the descriptors are closed at once.
+            let allowed = unsafe {
+                let mut pair = [0; 2];
+                let fds = [
+                    libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0),
+                    libc::socket(libc::AF_INET6, libc::SOCK_DGRAM, 0),
+                    libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, 0),
+                    if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, pair.as_mut_ptr()) == 0
+                    {
+                        libc::close(pair[1]);
+                        pair[0]
+                    } else {
+                        -1
+                    },
+                ];
+                for fd in fds.iter().filter(|fd| **fd >= 0) {
+                    libc::close(*fd);
+                }
+                fds.map(|fd| fd >= 0)
+            };
+            (
+                entries,
+                x32,
+                allowed,
+                raw_call(libc::SYS_getpid, [0; 6]).is_ok(),
+            )
+        }
+    };
+    let (entries, x32, allowed, getpid) = std::thread::spawn(probe(true)).join().unwrap();
+    for (name, refusal, result) in entries {
+        let errno = match refusal {
+            Refusal::Eperm => libc::EPERM,
+            Refusal::Enosys => libc::ENOSYS,
+        };
+        assert_eq!(result, Err(errno), "{name} under the filter");
+    }
+    assert_eq!(
+        x32,
+        Err(libc::EPERM),
+        "an x32-numbered getpid under the filter"
+    );
+    assert_eq!(
+        allowed, [true; 4],
+        "inet stream, inet6 datagram, netlink, socketpair"
+    );
+    assert!(getpid);
+    // Unfiltered, the same probes fail otherwise (or succeed): the answers
+    // above are the filter's. (As root: an unprivileged caller gets EPERM
+    // from mount and pivot_root themselves.)
+    // SAFETY: a plain id query.
+    if unsafe { libc::geteuid() } == 0 {
+        let (entries, x32, ..) = std::thread::spawn(probe(false)).join().unwrap();
+        for (name, refusal, result) in entries {
+            let errno = match refusal {
+                Refusal::Eperm => libc::EPERM,
+                Refusal::Enosys => libc::ENOSYS,
+            };
+            assert_ne!(result, Err(errno), "{name} unfiltered");
+        }
+        assert_ne!(x32, Err(libc::EPERM), "an x32-numbered getpid unfiltered");
+    }
 }

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
-use seccompiler::BpfProgram;
+use crate::seccomp_filter::Program;
 
 use super::wire::ExecOrder;
 use crate::landlock_rules::HeldPaths;
@@ -114,7 +114,7 @@ pub(crate) fn start(
     berth: &ExecSpec,
     order: &ExecOrder,
     fds: &[OwnedFd],
-    programs: &[BpfProgram],
+    filter: &Program,
     held: &Arc<HeldPaths>,
     root: bool,
 ) -> Result<(libc::pid_t, OwnedFd), ConfineError> {
@@ -171,7 +171,7 @@ pub(crate) fn start(
         }),
         0 => {
             drop(status_r);
-            let code = match pid1(&prepared, fds, egress, status_w, programs, root) {
+            let code = match pid1(&prepared, fds, egress, status_w, filter, root) {
                 Ok(never) => match never {},
                 Err(e) => {
                     let _ = writeln!(std::io::stderr(), "berth: confinement: {e}");
@@ -191,7 +191,7 @@ fn pid1(
     fds: &[OwnedFd],
     egress: Option<(u16, &OwnedFd)>,
     status_w: OwnedFd,
-    programs: &[BpfProgram],
+    filter: &Program,
     root: bool,
 ) -> Result<Infallible, ConfineError> {
     // SAFETY: process-local calls on this new process: it takes the exec's
@@ -267,7 +267,7 @@ fn pid1(
             }
         }
     }
-    shim::run_command(&exec.command, programs, root, &mask, 3)
+    shim::run_command(&exec.command, filter, root, &mask, 3)
 }
 
 /// Closes every descriptor numbered `from` or above but those in `keep`.

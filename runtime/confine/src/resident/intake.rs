@@ -48,7 +48,7 @@ fn peer_uid(conn: &UnixStream) -> Option<libc::uid_t> {
 /// What starting an exec needs of the resident.
 pub(super) struct Taking<'a> {
     pub(super) berth: &'a ExecSpec,
-    pub(super) programs: &'a [seccompiler::BpfProgram],
+    pub(super) filter: &'a crate::seccomp_filter::Program,
     /// The berth's Landlock paths, held open for every exec's ruleset.
     pub(super) held: &'a std::sync::Arc<crate::landlock_rules::HeldPaths>,
     pub(super) root: bool,
@@ -149,7 +149,7 @@ fn start(mut conn: UnixStream, got: ReceivedOrder, execs: &mut Vec<Running>, tak
         taking.berth,
         &order,
         &fds,
-        taking.programs,
+        taking.filter,
         taking.held,
         taking.root,
     ) {

@@ -297,11 +297,11 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
     let mut berth = spec.berth.clone();
     berth.work_read_only = false;
     mount_tree::enter_without_proc(&berth)?;
-    // Derived once for every exec: the seccomp programs, the berth's
+    // Derived once for every exec: the seccomp filter, the berth's
     // Landlock paths held open (all but what each exec mounts anew), and an
     // empty bounding set each exec's command inherits (the resident execs
     // nothing itself; the capabilities it holds stay).
-    let programs = seccomp_filter::programs()?;
+    let filter = seccomp_filter::program()?;
     let held = std::sync::Arc::new(crate::landlock_rules::HeldPaths::open(
         &mount_tree::landlock_paths(&berth),
         &mount_tree::MOUNTED_PER_EXEC.map(Path::new),
@@ -385,7 +385,7 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
         reap(&mut execs, exec_cgroups.as_ref());
         let taking = Taking {
             berth: &berth,
-            programs: &programs,
+            filter: &filter,
             held: &held,
             root,
         };
