@@ -4,7 +4,7 @@
 //! into a network namespace of its own too, where PID 1 binds the proxy's
 //! port and sends berth the listener before the command exists), it mounts
 //! its own `/proc`, takes the exec's descriptors as 0, 1 and 2, and from
-//! there is the shim's PID 1: it forks the command
+//! there is the shim's PID 1: it starts the command
 //! ([`crate::shim::command`]: limits, uid, Landlock, seccomp, exec),
 //! forwards signals to every process of its namespace, and reports the
 //! command's wait status on a pipe. When it exits, the kernel kills
