@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,6 +127,10 @@ pub(super) fn launch_shim(
     Ok((Launched::Shim(child, pid), stdio))
 }
 
+/// The berth's resident being reached ([`Runner::connect_resident`]).
+pub(super) type ResidentStream =
+    tokio::task::JoinHandle<Result<std::os::unix::net::UnixStream, String>>;
+
 /// Opens a cgroup2 directory for `CLONE_INTO_CGROUP`.
 fn open_cgroup(dir: &Path) -> std::io::Result<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt as _;
@@ -138,19 +142,10 @@ fn open_cgroup(dir: &Path) -> std::io::Result<OwnedFd> {
 }
 
 impl Runner {
-    /// Hands the exec to the berth's resident (started first when none
-    /// runs). [`NotStarted::Never`] says why not, and the caller uses the
-    /// shim; [`NotStarted::Unknown`] is the exec's error. `egress_handoff`:
-    /// the end of an allow-list exec's socket pair ([`crate::egress_port`]).
-    pub(super) async fn launch_resident(
-        &self,
-        shim: &Path,
-        spec: &ExecSpec,
-        argv: &[String],
-        env: &BTreeMap<String, String>,
-        cgroups: &ExecCgroups,
-        egress_handoff: Option<OwnedFd>,
-    ) -> Result<(Launched, Stdio), NotStarted> {
+    /// Reaches the berth's resident (started first when none runs) on the
+    /// blocking pool: the caller makes the exec's cgroup meanwhile, and
+    /// hands the stream to [`Runner::launch_resident`].
+    pub(super) fn connect_resident(&self, shim: &Path, spec: &ExecSpec) -> ResidentStream {
         // What every exec of the berth shares: the resident's key.
         let berth = ExecSpec {
             parent_pid: 0,
@@ -161,18 +156,14 @@ impl Runner {
             egress: None,
             ..spec.clone()
         };
-        let dir: PathBuf = self
-            .config
-            .confinement
-            .resident
-            .clone()
-            .ok_or_else(|| NotStarted::Never("the berth has no resident directory".into()))?;
+        let dir = self.config.confinement.resident.clone();
         let shim = shim.to_path_buf();
         let roots = self.config.confinement.cgroup_roots.clone();
         let (project, agent) = self.cgroup_name.clone();
         let limits = self.config.confinement.limits;
         let shared = Arc::clone(&self.resident_hash);
-        let stream = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
+            let dir = dir.ok_or_else(|| "the berth has no resident directory".to_string())?;
             super::resident::connect(Place {
                 dir: &dir,
                 shim: &shim,
@@ -183,9 +174,26 @@ impl Runner {
                 shared: &shared,
             })
         })
-        .await
-        .map_err(|e| NotStarted::Never(e.to_string()))?
-        .map_err(NotStarted::Never)?;
+    }
+
+    /// Hands the exec to the berth's resident, through `stream`
+    /// ([`Runner::connect_resident`]). [`NotStarted::Never`] says why not,
+    /// and the caller uses the shim; [`NotStarted::Unknown`] is the exec's
+    /// error. `egress_handoff`: the end of an allow-list exec's socket pair
+    /// ([`crate::egress_port`]).
+    pub(super) async fn launch_resident(
+        &self,
+        stream: ResidentStream,
+        spec: &ExecSpec,
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        cgroups: &ExecCgroups,
+        egress_handoff: Option<OwnedFd>,
+    ) -> Result<(Launched, Stdio), NotStarted> {
+        let stream = stream
+            .await
+            .map_err(|e| NotStarted::Never(e.to_string()))?
+            .map_err(NotStarted::Never)?;
         let pipes =
             Pipes::new().map_err(|e| NotStarted::Never(format!("make the exec's pipes: {e}")))?;
         let mut fds: Vec<OwnedFd> = pipes.theirs.into();

@@ -119,17 +119,22 @@ impl Runner {
         lock(&self.running).remove(&pgid);
         if !cgroups.paths().is_empty() {
             let cgroups = Arc::clone(&cgroups);
-            // The resident removes its exec's cgroup once PID 1 is reaped:
-            // one try here, no wait for the namespace's teardown.
-            let wait = match launched {
-                Launched::Resident(_) => Duration::ZERO,
-                Launched::Shim(..) => CGROUP_EMPTY_WAIT,
-            };
-            blocking(move || {
+            let clean_up = move |wait| {
                 let _ = cgroups.kill();
                 cgroups.remove(wait);
-            })
-            .await;
+            };
+            match launched {
+                // The resident removes its exec's cgroup once PID 1 is
+                // reaped, and PID 1's exit ended every process of the exec:
+                // one try here, in case the resident is gone, which the
+                // outcome does not wait for.
+                Launched::Resident(_) => {
+                    tokio::task::spawn_blocking(move || clean_up(Duration::ZERO));
+                }
+                Launched::Shim(..) => {
+                    blocking(move || clean_up(CGROUP_EMPTY_WAIT)).await;
+                }
+            }
         }
         let (stdout, stderr) = outputs;
         Ok(ExecOutcome {

@@ -410,6 +410,11 @@ impl Runner {
             true => CgroupLimits::default(),
             false => self.config.confinement.limits,
         };
+        // The resident is reached while the exec's cgroup is made: two
+        // trips to the blocking pool at once, not one after the other.
+        let stream = resident.then(|| {
+            self.connect_resident(&shim, &self.spec(&request.cwd, &ExecCgroups::default()))
+        });
         let mut cgroups = self.exec_cgroups(&action, limits).await;
         let mut spec = self.spec(&request.cwd, &cgroups);
         let mut argv = vec![program];
@@ -418,8 +423,8 @@ impl Runner {
         // An allow-list berth: PID 1 hands berth the proxy's listener in
         // the exec's namespace; served until `_egress` drops (the exec ended).
         let mut _egress = None;
-        let launched = match resident {
-            true => {
+        let launched = match stream {
+            Some(stream) => {
                 let door = match egress.map(crate::egress_port::RunnerDoor::paired) {
                     Some(Err(e)) => {
                         remove_cgroups(Arc::new(cgroups)).await;
@@ -429,7 +434,7 @@ impl Runner {
                 };
                 let (door, handoff) = door.unzip();
                 match self
-                    .launch_resident(&shim, &spec, &argv, &env, &cgroups, handoff)
+                    .launch_resident(stream, &spec, &argv, &env, &cgroups, handoff)
                     .await
                 {
                     Ok(launched) => {
@@ -451,7 +456,7 @@ impl Runner {
                     }
                 }
             }
-            false => None,
+            None => None,
         };
         let (launched, stdio) = match launched {
             Some(launched) => launched,
