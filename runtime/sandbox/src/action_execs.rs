@@ -176,7 +176,8 @@ impl ExecRecord {
             .truncate(true)
             .mode(0o600)
             .open(&partial)?;
-        writeln!(file, "{pid} {start}")?;
+        // One write: `writeln!` on an unbuffered file makes one per piece.
+        file.write_all(format!("{pid} {start}\n").as_bytes())?;
         drop(file);
         std::fs::rename(&partial, &path)?;
         Ok(ExecRecord { path })
