@@ -125,12 +125,12 @@ impl Runner {
             };
             match launched {
                 // The resident removes its exec's cgroup once PID 1 is
-                // reaped, and PID 1's exit ended every process of the exec:
-                // one try here, in case the resident is gone, which the
-                // outcome does not wait for.
-                Launched::Resident(_) => {
-                    tokio::task::spawn_blocking(move || clean_up(Duration::ZERO));
-                }
+                // reaped, and PID 1's exit ends every process of the exec:
+                // one try here, in case the resident is gone — an open and
+                // a rmdir, made on this thread, not worth a trip to the
+                // blocking pool; and before the outcome, so a later exec of
+                // the same action never meets this one's cleanup.
+                Launched::Resident(_) => clean_up(Duration::ZERO),
                 Launched::Shim(..) => {
                     blocking(move || clean_up(CGROUP_EMPTY_WAIT)).await;
                 }
