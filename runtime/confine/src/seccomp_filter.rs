@@ -277,13 +277,6 @@ impl Program {
     }
 }
 
-/// One of the answers at the program's end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    Refuse(Refusal),
-    Allow,
-}
-
 /// An instruction before its jumps are resolved to offsets.
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -306,11 +299,10 @@ enum Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Jump {
     Fall,
-    To(Target),
+    /// The refusal's answer, at the program's end.
+    Refuse(Refusal),
     /// The start of the block of rules for one call number.
     Block(usize),
-    /// The instruction after the current rule (its last, until known).
-    NextRule,
     /// Step number.
     At(usize),
 }
@@ -369,19 +361,19 @@ pub fn program() -> Result<Program, ConfineError> {
         Step::JumpEq {
             k: AUDIT_ARCH,
             then: Jump::Fall,
-            otherwise: Jump::To(Target::Refuse(Refusal::Eperm)),
+            otherwise: Jump::Refuse(Refusal::Eperm),
         },
         Step::Load(DATA_NR),
     ];
     #[cfg(target_arch = "x86_64")]
     steps.push(Step::JumpGe {
         k: X32_SYSCALL_BIT,
-        then: Jump::To(Target::Refuse(Refusal::Eperm)),
+        then: Jump::Refuse(Refusal::Eperm),
     });
     let mut blocks: Vec<(Refusal, &[Match])> = Vec::new();
     for (nr, refusal, rules) in &calls {
         let then = match rules {
-            None => Jump::To(Target::Refuse(*refusal)),
+            None => Jump::Refuse(*refusal),
             Some(rules) => {
                 blocks.push((*refusal, rules));
                 Jump::Block(blocks.len() - 1)
@@ -406,7 +398,7 @@ pub fn program() -> Result<Program, ConfineError> {
 }
 
 /// One rule: every condition must hold for the refusal; the first that
-/// does not sends the call on to the next rule (`Next`).
+/// does not sends the call on to the next rule, just past this one.
 fn rule_steps(steps: &mut Vec<Step>, when: Match, refusal: Refusal) -> Result<(), ConfineError> {
     let conditions: Vec<(u8, Option<u64>, u64)> = match when {
         Match::Always => Vec::new(),
@@ -414,7 +406,12 @@ fn rule_steps(steps: &mut Vec<Step>, when: Match, refusal: Refusal) -> Result<()
         Match::ArgMasked { arg, mask, value } => vec![(arg, Some(mask), value)],
         Match::Socket { domain, ty } => vec![(0, None, domain), (1, Some(SOCK_TYPE_MASK), ty)],
     };
-    let start = steps.len();
+    // Each condition: a load, its mask, a comparison.
+    let end = steps.len()
+        + conditions
+            .iter()
+            .map(|(_, mask, _)| 2 + usize::from(mask.is_some()))
+            .sum::<usize>();
     let last = conditions.len().saturating_sub(1);
     for (i, (arg, mask, value)) in conditions.iter().enumerate() {
         if *arg > 5 {
@@ -429,23 +426,15 @@ fn rule_steps(steps: &mut Vec<Step>, when: Match, refusal: Refusal) -> Result<()
         steps.push(Step::JumpEq {
             k: low32(*value, "a value")?,
             then: if i == last {
-                Jump::To(Target::Refuse(refusal))
+                Jump::Refuse(refusal)
             } else {
                 Jump::Fall
             },
-            otherwise: Jump::NextRule,
+            otherwise: Jump::At(end),
         });
     }
     if conditions.is_empty() {
         steps.push(Step::Return(answer(refusal)));
-    }
-    let end = steps.len();
-    for step in &mut steps[start..] {
-        if let Step::JumpEq { otherwise, .. } = step
-            && *otherwise == Jump::NextRule
-        {
-            *otherwise = Jump::At(end);
-        }
     }
     Ok(())
 }
@@ -454,22 +443,12 @@ fn rule_steps(steps: &mut Vec<Step>, when: Match, refusal: Refusal) -> Result<()
 /// jump into its forward offset (classic BPF jumps forward only, at most
 /// 255 instructions).
 fn resolve(steps: &[Step], block_starts: &[usize]) -> Result<Program, ConfineError> {
-    let answers = [
-        Target::Refuse(Refusal::Eperm),
-        Target::Refuse(Refusal::Enosys),
-        Target::Allow,
-    ];
-    let answer_at = |t: Target| steps.len() + answers.iter().position(|a| *a == t).unwrap_or(2);
+    let answers = [Refusal::Eperm, Refusal::Enosys];
     let offset = |at: usize, jump: Jump| -> Result<u8, ConfineError> {
         let to = match jump {
             Jump::Fall => at + 1,
-            Jump::To(t) => answer_at(t),
+            Jump::Refuse(r) => steps.len() + usize::from(r == Refusal::Enosys),
             Jump::At(to) => to,
-            Jump::NextRule => {
-                return Err(ConfineError::Seccomp(format!(
-                    "the rule at {at} was left without its end"
-                )));
-            }
             Jump::Block(b) => *block_starts
                 .get(b)
                 .ok_or_else(|| ConfineError::Seccomp("a block without a start".into()))?,
@@ -517,16 +496,12 @@ fn resolve(steps: &[Step], block_starts: &[usize]) -> Result<Program, ConfineErr
             },
         });
     }
-    for target in answers {
-        let k = match target {
-            Target::Refuse(r) => answer(r),
-            Target::Allow => libc::SECCOMP_RET_ALLOW,
-        };
+    for refusal in answers {
         out.push(libc::sock_filter {
             code: code(libc::BPF_RET | libc::BPF_K),
             jt: 0,
             jf: 0,
-            k,
+            k: answer(refusal),
         });
     }
     Ok(Program(out))
