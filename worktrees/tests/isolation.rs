@@ -252,11 +252,13 @@ fn redirecting_where_berth_finds_objects_or_admin_files_is_refused() {
         (
             "an object directory replaced by a symlink",
             |repo, victim_repo, _| {
-                std::os::unix::fs::symlink(
-                    victim_repo.join("objects/info"),
-                    repo.join("objects/ab"),
-                )
-                .unwrap();
+                // A fan-out directory the repository does not have yet (which
+                // two hex digits its objects took varies from run to run).
+                let free = (0..=255u8)
+                    .map(|b| repo.join(format!("objects/{b:02x}")))
+                    .find(|d| !d.exists())
+                    .unwrap();
+                std::os::unix::fs::symlink(victim_repo.join("objects/info"), free).unwrap();
             },
             true,
         ),
