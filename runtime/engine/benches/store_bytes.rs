@@ -19,7 +19,7 @@ use berth_engine::{Actor, Proposal, ProposeStatus};
 use berth_policy::{Action, Approval};
 
 /// The store's size once compacted: checkpointed and vacuumed.
-async fn compacted_bytes(pool: &sqlx::AnyPool) -> i64 {
+async fn compacted_bytes(pool: &berth_engine::store::StorePool) -> i64 {
     sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
         .execute(pool)
         .await

@@ -537,7 +537,7 @@ impl Engine {
     }
 }
 
-pub(crate) async fn load_autonomy(pool: &sqlx::AnyPool, agent: &str) -> Result<Autonomy> {
+pub(crate) async fn load_autonomy(pool: &crate::store::StorePool, agent: &str) -> Result<Autonomy> {
     let rows = sqlx::query("SELECT action_type, mode FROM autonomy WHERE agent = $1")
         .bind(agent)
         .fetch_all(pool)

@@ -450,7 +450,7 @@ pub struct EventFilter {
     pub limit: Option<i64>,
 }
 
-pub(crate) async fn list(pool: &sqlx::AnyPool, f: &EventFilter) -> Result<Vec<Event>> {
+pub(crate) async fn list(pool: &crate::store::StorePool, f: &EventFilter) -> Result<Vec<Event>> {
     let rows = sqlx::query(&format!(
         "SELECT {EVENT_COLUMNS} FROM session_events e {EVENT_JOIN} \
          WHERE (CAST($1 AS TEXT) IS NULL OR e.agent = $1) AND (CAST($2 AS TEXT) IS NULL OR e.type = $2) \
@@ -472,7 +472,7 @@ pub(crate) async fn list(pool: &sqlx::AnyPool, f: &EventFilter) -> Result<Vec<Ev
 
 /// The id of the newest event (0 when the log is empty): where a follower
 /// that only wants what comes next starts its `after` cursor.
-pub(crate) async fn latest_id(pool: &sqlx::AnyPool) -> Result<i64> {
+pub(crate) async fn latest_id(pool: &crate::store::StorePool) -> Result<i64> {
     let id: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM session_events")
         .fetch_one(pool)
         .await

@@ -69,8 +69,8 @@ pub(crate) async fn drain(store: &Store) -> Result<(Vec<OutboxMessage>, u64)> {
     let op = "draining the outbox";
     let mut tx = store.write(op).await?;
     tx.lock(StoreLock::OutboxDrain).await?;
-    let out = read_undelivered(&mut tx).await?;
-    let deleted = delete_up_to(&mut tx, out.last().map_or(0, |m| m.id)).await?;
+    let out = read_undelivered(&mut *tx).await?;
+    let deleted = delete_up_to(&mut *tx, out.last().map_or(0, |m| m.id)).await?;
     tx.commit().await.map_err(EngineError::store(op))?;
     Ok((out, deleted))
 }
@@ -79,12 +79,7 @@ pub(crate) async fn drain(store: &Store) -> Result<(Vec<OutboxMessage>, u64)> {
 /// delivers them, then deletes them with [`delivered`] (at least once: a
 /// crash between the two delivers them again).
 pub(crate) async fn pending(store: &Store) -> Result<Vec<OutboxMessage>> {
-    let mut conn = store
-        .pool()
-        .acquire()
-        .await
-        .map_err(EngineError::store("reading the outbox"))?;
-    read_undelivered(&mut conn).await
+    read_undelivered(store.pool()).await
 }
 
 /// Deletes the rows up to `up_to` (an id [`pending`] returned), delivered.
@@ -92,17 +87,19 @@ pub(crate) async fn pending(store: &Store) -> Result<Vec<OutboxMessage>> {
 pub(crate) async fn delivered(store: &Store, up_to: i64) -> Result<u64> {
     let op = "deleting delivered outbox rows";
     let mut tx = store.write(op).await?;
-    let deleted = delete_up_to(&mut tx, up_to).await?;
+    let deleted = delete_up_to(&mut *tx, up_to).await?;
     tx.commit().await.map_err(EngineError::store(op))?;
     Ok(deleted)
 }
 
-async fn read_undelivered(conn: &mut sqlx::AnyConnection) -> Result<Vec<OutboxMessage>> {
+async fn read_undelivered<'e>(
+    conn: impl sqlx::Executor<'e, Database = sqlx::Any>,
+) -> Result<Vec<OutboxMessage>> {
     let rows = sqlx::query(&format!(
         "SELECT {EVENT_COLUMNS} FROM outbox o JOIN session_events e ON e.id = o.event_id \
          {EVENT_JOIN} ORDER BY o.event_id"
     ))
-    .fetch_all(&mut *conn)
+    .fetch_all(conn)
     .await
     .map_err(EngineError::store("reading the outbox"))?;
     rows.iter()
@@ -110,10 +107,13 @@ async fn read_undelivered(conn: &mut sqlx::AnyConnection) -> Result<Vec<OutboxMe
         .collect()
 }
 
-async fn delete_up_to(conn: &mut sqlx::AnyConnection, up_to: i64) -> Result<u64> {
+async fn delete_up_to<'e>(
+    conn: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    up_to: i64,
+) -> Result<u64> {
     Ok(sqlx::query("DELETE FROM outbox WHERE event_id <= $1")
         .bind(up_to)
-        .execute(&mut *conn)
+        .execute(conn)
         .await
         .map_err(EngineError::store("deleting delivered outbox rows"))?
         .rows_affected())

@@ -1,5 +1,5 @@
-//! The store: berth's database, through sqlx's `Any` driver over one of two
-//! backends. SQLite on disk, in WAL mode, is the embedded default;
+//! The store: berth's database, one of two backends behind sqlx's `Any`
+//! types. SQLite on disk, in WAL mode, is the embedded default;
 //! PostgreSQL is the store when berth runs across hosts, chosen by a URL
 //! (`BERTH_STORE`, or `[store] url` in the state directory's `store.toml`:
 //! [`StoreLocation::resolve`]). Each backend has its own migrations, embedded
@@ -9,7 +9,11 @@
 //! Every query the engine runs is plain SQL both accept (`$N` parameters, no
 //! SQLite-only functions), and every row is read as an [`AnyRow`] (i64,
 //! text, blob, floats: the types both stores have), so the row readers and
-//! queries are written once. On SQLite, write transactions start with
+//! queries are written once. They run on [`Store::pool`] or on a
+//! transaction ([`Tx`]): sqlx's pool and transactions on PostgreSQL; on
+//! SQLite, berth's own connections, which run each statement on the
+//! calling thread instead of sending it to a worker thread and waiting for
+//! the answer (`store/direct.rs`, `store/pool.rs`). On SQLite, write transactions start with
 //! `BEGIN IMMEDIATE` so that two processes never both read-then-upgrade and
 //! fail with "database is locked"; the busy timeout makes them queue
 //! instead. On PostgreSQL a write transaction is a `BEGIN` (read committed)
@@ -37,18 +41,20 @@
 //! writer copied: no deadlock, and one writer at a time across hosts.
 //!
 //! Within one process, write transactions also queue on a gate *before* they
-//! take a connection from the pool: a write transaction holds at most one
-//! connection, and a writer waiting for its turn holds none, so the readers
-//! a transaction does (and every other reader) always find a connection.
-//! Without the gate, twenty concurrent approvals each held a connection while
-//! waiting for SQLite's write lock, and the one holding the lock waited for a
-//! connection to read with: 30 s stalls, 500s, and outcomes lost.
+//! take a connection: a write transaction holds at most one connection, and
+//! a writer waiting for its turn holds none, so the readers a transaction
+//! does (and every other reader) always find a connection. Without the gate,
+//! twenty concurrent approvals each held a connection of sqlx's bounded pool
+//! while waiting for SQLite's write lock, and the one holding the lock
+//! waited for a connection to read with: 30 s stalls, 500s, and outcomes
+//! lost. On SQLite the gate also keeps this process's writers from taking
+//! turns at SQLite's lock by sleeping: one waits at the gate, in order.
 //!
 //! A connection goes back to the pool clean or not at all: after a failed
 //! write (a full disk fails the `COMMIT`, and SQLite may already have rolled
-//! the transaction back, so the driver's own `ROLLBACK` fails and it still
-//! counts a transaction open) the pool closes the connection instead of
-//! handing out one on which every later `BEGIN` fails.
+//! the transaction back, so a `ROLLBACK` fails and the driver still counts
+//! a transaction open) the connection is closed instead of handed out again
+//! with every later `BEGIN` failing on it.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -63,17 +69,21 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::{MigrateError, Migration, MigrationType, Migrator};
 use sqlx::pool::PoolConnectionMetadata;
-use sqlx::{Any, AnyConnection, AnyPool, Connection, Transaction};
+use sqlx::{AnyConnection, AnyPool, Connection};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::archive::StoreConfig;
 use crate::error::{EngineError, Result};
 use crate::state::StateDir;
 
+mod direct;
+mod pool;
 mod retry;
 mod sqlite;
 
-use sqlite::sqlite_pool;
+use pool::TxInner;
+pub use pool::{DirectPool, StorePool, TxConn};
+use sqlite::{direct_pool, sqlite_pool};
 
 /// SQLite's migrations, in order. Append; never edit one that shipped.
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -332,7 +342,7 @@ impl StoreLocation {
 /// A handle on the store; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: AnyPool,
+    pool: StorePool,
     location: StoreLocation,
     /// One write transaction at a time in this process (see the module docs).
     writer: Arc<Mutex<()>>,
@@ -401,13 +411,13 @@ pub(crate) const LOG_CHANNEL: &str = "berth_events";
 const LOCK_SPACE: i32 = 0x6274_0000;
 
 /// A write transaction, holding this process's write gate until it is
-/// committed or dropped (a drop rolls back). It derefs to the connection, so
-/// queries run on it with `.execute(&mut *tx)`.
+/// committed or dropped (a drop rolls back). It derefs to its connection,
+/// so queries run on it with `.execute(&mut *tx)`.
 #[derive(Debug)]
 pub struct Tx {
     // Field order is drop order: the transaction (rolled back when still
     // open) goes before the gate opens for the next writer.
-    tx: Transaction<'static, Any>,
+    conn: TxConn,
     _turn: OwnedMutexGuard<()>,
     backend: Backend,
     /// Whether this transaction took the writer lock ([`Store::serialise_writers`]),
@@ -422,14 +432,22 @@ impl Tx {
     /// Commits. On failure the transaction is rolled back and its
     /// connection closed if the rollback could not make it clean.
     pub async fn commit(self) -> std::result::Result<(), sqlx::Error> {
-        let Tx { tx, .. } = self;
-        tx.commit().await
+        let Tx { conn, .. } = self;
+        match conn.0 {
+            // On failure the connection's drop rolls back and closes it
+            // when that did not leave it clean.
+            TxInner::Sqlite(mut held) => held.exec_plain("COMMIT"),
+            TxInner::Postgres(tx) => tx.commit().await,
+        }
     }
 
     /// Rolls back explicitly (a drop does the same).
     pub async fn rollback(self) -> std::result::Result<(), sqlx::Error> {
-        let Tx { tx, .. } = self;
-        tx.rollback().await
+        let Tx { conn, .. } = self;
+        match conn.0 {
+            TxInner::Sqlite(mut held) => held.exec_plain("ROLLBACK"),
+            TxInner::Postgres(tx) => tx.rollback().await,
+        }
     }
 
     /// Takes `lock` until this transaction ends (PostgreSQL; on SQLite the
@@ -462,7 +480,7 @@ impl Tx {
             .bind(LOCK_SPACE | class)
             .bind(name)
             .bind(LOG_CHANNEL)
-            .execute(&mut *self.tx)
+            .execute(&mut self.conn)
             .await
             .map_err(EngineError::store("taking a store lock"))?;
         Ok(())
@@ -475,15 +493,15 @@ impl Tx {
 }
 
 impl Deref for Tx {
-    type Target = AnyConnection;
-    fn deref(&self) -> &AnyConnection {
-        &self.tx
+    type Target = TxConn;
+    fn deref(&self) -> &TxConn {
+        &self.conn
     }
 }
 
 impl DerefMut for Tx {
-    fn deref_mut(&mut self) -> &mut AnyConnection {
-        &mut self.tx
+    fn deref_mut(&mut self) -> &mut TxConn {
+        &mut self.conn
     }
 }
 
@@ -501,19 +519,18 @@ impl Store {
         Store::connect_pool(location, create, CONNECTIONS).await
     }
 
-    /// Opens the store at `location` with a single connection, for a process
-    /// that runs one command and exits (the CLI). sqlx gives a released
-    /// connection back through a task it spawns, after a ping on the
-    /// connection's worker thread: a pool with room for more found none idle
-    /// when the next query came a moment later and opened another — a file
-    /// open and a parse of the whole schema, the largest cost of a one-shot
-    /// `berth exec` (two connections in most runs). With one, the next query
-    /// waits for that return instead. The write gate is unchanged (one write
-    /// transaction at a time); what one connection adds is that a read on
-    /// the pool while this task holds a [`Tx`] would wait for the
-    /// transaction's own connection until `BUSY`: the engine reads through
-    /// the transaction inside one, and the CLI's tests run every one-shot
-    /// command on this store.
+    /// Opens the store at `location` for a process that runs one command
+    /// and exits (the CLI). On PostgreSQL, with a single connection: sqlx
+    /// gives a released connection back through a task it spawns, after a
+    /// ping on the connection's worker, and a pool with room for more found
+    /// none idle when the next query came a moment later and opened another
+    /// (a connection's set-up, each time). With one, the next query waits
+    /// for that return instead; a read on the pool while this task holds a
+    /// [`Tx`] would wait for the transaction's own connection until `BUSY`:
+    /// the engine reads through the transaction inside one, and the CLI's
+    /// tests run every one-shot command on this store. SQLite's connections
+    /// are berth's own (`store/direct.rs`), given back at once: one serves a
+    /// one-shot command's reads and writes in turn.
     pub async fn open_one_shot(location: &StoreLocation) -> Result<Store> {
         Store::connect_pool(location, false, 1).await
     }
@@ -525,8 +542,10 @@ impl Store {
     ) -> Result<Store> {
         sqlx::any::install_default_drivers();
         let pool = match location {
-            StoreLocation::Sqlite(path) => sqlite_pool(path, create, connections).await?,
-            StoreLocation::Postgres(url) => postgres_pool(url, connections).await?,
+            StoreLocation::Sqlite(path) => StorePool::Sqlite(direct_pool(path)),
+            StoreLocation::Postgres(url) => {
+                StorePool::Postgres(postgres_pool(url, connections).await?)
+            }
         };
         let store = Store {
             pool,
@@ -536,7 +555,7 @@ impl Store {
                 location.backend() == Backend::Postgres && single_lock_asked(),
             )),
         };
-        store.migrate().await?;
+        store.migrate(create).await?;
         Ok(store)
     }
 
@@ -557,21 +576,39 @@ impl Store {
     /// already names the last migration skips the migrator (which reads its
     /// table and re-hashes every migration's SQL on every open: a cost each
     /// one-shot CLI process paid); only this function writes that version,
-    /// after the migrator succeeded. PostgreSQL runs the migrator, which
+    /// after the migrator succeeded, which runs on a sqlx pool of one
+    /// connection opened for it alone. PostgreSQL runs the migrator, which
     /// takes an advisory lock: workers starting together migrate once.
-    async fn migrate(&self) -> Result<()> {
+    async fn migrate(&self, create: bool) -> Result<()> {
         let latest = self.latest_migration();
-        let sqlite = self.backend() == Backend::Sqlite;
-        if sqlite {
-            settle_released().await;
-            let version: i64 = sqlx::query_scalar("PRAGMA user_version")
-                .fetch_one(&self.pool)
-                .await
-                .map_err(EngineError::store("reading the store's version"))?;
-            if version == latest {
-                return Ok(());
+        let migrating = match &self.pool {
+            StorePool::Sqlite(direct) => {
+                // The first connection, which creates the file when asked,
+                // back in the idle list for the next query.
+                drop(
+                    direct
+                        .take(create)
+                        .await
+                        .map_err(EngineError::store("opening the store"))?,
+                );
+                let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(EngineError::store("reading the store's version"))?;
+                if version == latest {
+                    return Ok(());
+                }
+                let StoreLocation::Sqlite(path) = &self.location else {
+                    return Err(EngineError::corrupt(
+                        "opening the store",
+                        "backend mismatch",
+                    ));
+                };
+                sqlite_pool(path, false, 1).await?
             }
-        }
+            StorePool::Postgres(pool) => pool.clone(),
+        };
+        let sqlite = self.backend() == Backend::Sqlite;
         let migrations: Vec<Migration> = self
             .migrations()
             .iter()
@@ -590,7 +627,7 @@ impl Store {
             ..Migrator::DEFAULT
         };
         migrator
-            .run(&self.pool)
+            .run(&migrating)
             .await
             .map_err(|source| match source {
                 // A migration this binary does not know, applied by a newer
@@ -607,10 +644,11 @@ impl Store {
             })?;
         if sqlite {
             // A literal: PRAGMA takes no bound parameters.
-            sqlx::query(&format!("PRAGMA user_version = {latest}"))
-                .execute(&self.pool)
-                .await
-                .map_err(EngineError::store("recording the store's version"))?;
+            let recorded = sqlx::query(&format!("PRAGMA user_version = {latest}"))
+                .execute(&migrating)
+                .await;
+            migrating.close().await;
+            recorded.map_err(EngineError::store("recording the store's version"))?;
         }
         Ok(())
     }
@@ -648,7 +686,8 @@ impl Store {
         .map_err(EngineError::store("reading the store's migrations"))
     }
 
-    pub fn pool(&self) -> &AnyPool {
+    /// Where reads and single statements run: `sqlx::query(…)` on it.
+    pub fn pool(&self) -> &StorePool {
         &self.pool
     }
 
@@ -673,27 +712,40 @@ impl Store {
                 op,
                 secs: BUSY.as_secs(),
             })?;
-        settle_released().await;
-        let begin = match self.backend() {
-            Backend::Sqlite => "BEGIN IMMEDIATE",
-            Backend::Postgres => "BEGIN",
+        let (conn, serialised) = match &self.pool {
+            StorePool::Sqlite(direct) => {
+                let mut held = direct.take(false).await.map_err(EngineError::store(op))?;
+                // SQLite's write lock up front; another process holding it
+                // is waited for with async sleeps, never on this thread.
+                held.run("BEGIN IMMEDIATE", &[], direct::Want::All, false)
+                    .await
+                    .map_err(|e| match e {
+                        sqlx::Error::Database(db) if db.code().as_deref() == Some("5") => {
+                            EngineError::StoreBusy {
+                                op,
+                                secs: BUSY.as_secs(),
+                            }
+                        }
+                        e => EngineError::store(op)(e),
+                    })?;
+                (TxConn(TxInner::Sqlite(held)), false)
+            }
+            StorePool::Postgres(pool) => {
+                settle_released().await;
+                let mut tx = pool.begin().await.map_err(EngineError::store(op))?;
+                let serialised = self.serialised.load(Ordering::Relaxed);
+                if serialised {
+                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                        .bind(WRITER_LOCK)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(EngineError::store(op))?;
+                }
+                (TxConn(TxInner::Postgres(tx)), serialised)
+            }
         };
-        let mut tx = self
-            .pool
-            .begin_with(begin)
-            .await
-            .map_err(EngineError::store(op))?;
-        let serialised =
-            self.backend() == Backend::Postgres && self.serialised.load(Ordering::Relaxed);
-        if serialised {
-            sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(WRITER_LOCK)
-                .execute(&mut *tx)
-                .await
-                .map_err(EngineError::store(op))?;
-        }
         Ok(Tx {
-            tx,
+            conn,
             _turn: turn,
             backend: self.backend(),
             serialised,
@@ -829,6 +881,67 @@ mod tests {
         for bad in ["", "sqlite:", "/srv/b.db", "mysql://u@h/db", "postgres:/x"] {
             assert!(StoreLocation::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Another process's write lock is waited for with async sleeps (the
+    /// runtime's one thread goes on running other tasks meanwhile), and the
+    /// write then starts; a transaction dropped unfinished leaves nothing,
+    /// and its connection serves the next write.
+    #[tokio::test]
+    async fn a_write_waits_for_another_writer_off_the_thread_and_a_dropped_one_leaves_nothing() {
+        use std::sync::atomic::AtomicU32;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("berth.db");
+        let store = Store::open(&path, true).await.unwrap();
+        let mut other = direct::DirectSqlite::open(&path, false, "").unwrap();
+        other.exec_plain("BEGIN IMMEDIATE").unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            other.exec_plain("COMMIT").unwrap();
+        });
+        let ticks = Arc::new(AtomicU32::new(0));
+        let ticker = tokio::spawn({
+            let ticks = Arc::clone(&ticks);
+            async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    ticks.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        let tx = store.write("a test").await.unwrap();
+        ticker.abort();
+        releaser.join().unwrap();
+        assert!(
+            ticks.load(Ordering::Relaxed) >= 3,
+            "the wait held the thread"
+        );
+        tx.commit().await.unwrap();
+
+        let append = "INSERT INTO session_events (at, type, actor_kind, actor_id, payload) \
+                      VALUES ($1, 'test.appended', 'user', 'test', '{}')";
+        let mut tx = store.write("a test").await.unwrap();
+        sqlx::query(append)
+            .bind(1_i64)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        drop(tx);
+        let count = || async {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM session_events")
+                .fetch_one(store.pool())
+                .await
+                .unwrap()
+        };
+        assert_eq!(count().await, 0);
+        let mut tx = store.write("a test").await.unwrap();
+        sqlx::query(append)
+            .bind(2_i64)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(count().await, 1);
     }
 
     #[test]

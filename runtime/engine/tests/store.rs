@@ -264,7 +264,7 @@ async fn every_appended_event_has_its_outbox_row_from_the_store_itself() {
         .await
         .unwrap();
     assert_eq!(outbox, [id]);
-    let mut tx = pool.begin().await.unwrap();
+    let mut tx = f.engine.store().write("a test").await.unwrap();
     let _: i64 = sqlx::query_scalar(append)
         .bind(2_i64)
         .fetch_one(&mut *tx)

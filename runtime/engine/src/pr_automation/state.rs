@@ -134,7 +134,7 @@ where
 
 /// Every row with a switch on, oldest PR first (what the watcher
 /// evaluates), read from `pool`.
-pub(crate) async fn enabled(pool: &sqlx::AnyPool) -> Result<Vec<AutomationRow>> {
+pub(crate) async fn enabled(pool: &crate::store::StorePool) -> Result<Vec<AutomationRow>> {
     let rows = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM pr_automation \
          WHERE fix = 1 OR merge = 1 OR on_review_request = 1 OR on_merged = 1 OR on_closed = 1 \

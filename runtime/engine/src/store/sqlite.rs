@@ -1,19 +1,20 @@
-//! The SQLite side of the store's connections: the pool over the file,
-//! each connection's settings (WAL, `synchronous = NORMAL`, the busy
-//! timeout) and the WAL kept between processes. Its own file because
-//! `store.rs` holds what both backends share and had grown past 900 lines;
-//! nothing here runs on PostgreSQL.
+//! The SQLite side of the store's connections: berth's own connections to
+//! the file ([`direct_pool`]), the sqlx pool the migrator runs on
+//! ([`sqlite_pool`]), each connection's settings (WAL, `synchronous =
+//! NORMAL`, the busy timeout) and the WAL kept between processes. Its own
+//! file because `store.rs` holds what both backends share and had grown
+//! past 900 lines; nothing here runs on PostgreSQL.
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 
 use sqlx::AnyConnection;
 use sqlx::AnyPool;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::pool::PoolConnectionMetadata;
 
-use super::{BUSY, PoolHook, release_clean};
+use super::{BUSY, DirectPool, PoolHook, release_clean};
 use crate::error::{EngineError, Result};
 
 /// Pages of WAL after which a commit checkpoints it (SQLite's default is
@@ -29,8 +30,9 @@ const WAL_PAGES: u32 = 256;
 /// not stay at the largest size it ever reached.
 const WAL_BYTES: u64 = 1 << 20;
 
-/// A SQLite pool: the file in WAL mode, `synchronous = NORMAL`, the busy
-/// timeout, foreign keys (sqlx's default) and the WAL kept between processes.
+/// A sqlx SQLite pool, for the migrator: the file in WAL mode, `synchronous
+/// = NORMAL`, the busy timeout, foreign keys (sqlx's default) and the WAL
+/// kept between processes.
 pub(super) async fn sqlite_pool(path: &Path, create: bool, connections: u32) -> Result<AnyPool> {
     keep_wal_on_open();
     let url = sqlite_url(path, create);
@@ -50,6 +52,26 @@ pub(super) async fn sqlite_pool(path: &Path, create: bool, connections: u32) -> 
         .map_err(EngineError::store("opening the store"))
 }
 
+/// The store's SQLite connections (`store/direct.rs`) to the file at
+/// `path`, with the settings [`sqlite_settings`] gives sqlx's, and the
+/// foreign keys sqlx turns on by default.
+pub(super) fn direct_pool(path: &Path) -> Arc<DirectPool> {
+    keep_wal_on_open();
+    Arc::new(DirectPool::new(
+        path.to_path_buf(),
+        format!("{} PRAGMA foreign_keys = ON;", settings_sql()),
+    ))
+}
+
+/// The PRAGMAs every connection to the store runs as it opens.
+fn settings_sql() -> String {
+    format!(
+        "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+         PRAGMA wal_autocheckpoint = {WAL_PAGES}; PRAGMA journal_size_limit = {WAL_BYTES};",
+        BUSY.as_millis()
+    )
+}
+
 /// What sqlx's SQLite options would set, which the Any driver's URL cannot
 /// carry (it carries the open mode): the busy timeout ([`BUSY`]), WAL, and
 /// `synchronous = NORMAL` (durable at each checkpoint, consistent always);
@@ -58,11 +80,7 @@ pub(super) async fn sqlite_pool(path: &Path, create: bool, connections: u32) -> 
 /// when no connection holds it), see [`WAL_PAGES`] and [`WAL_BYTES`].
 fn sqlite_settings(conn: &mut AnyConnection, _meta: PoolConnectionMetadata) -> PoolHook<'_, ()> {
     Box::pin(async move {
-        let sql = format!(
-            "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-             PRAGMA wal_autocheckpoint = {WAL_PAGES}; PRAGMA journal_size_limit = {WAL_BYTES};",
-            BUSY.as_millis()
-        );
+        let sql = settings_sql();
         sqlx::Executor::execute(&mut *conn, sql.as_str()).await?;
         Ok(())
     })
