@@ -188,7 +188,7 @@ impl DirectSqlite {
         let mut rest = sql;
         let mut first = true;
         while !rest.trim().is_empty() {
-            let (stmt, tail) = self.prepare(rest)?;
+            let (stmt, tail) = self.prepare(rest, cache)?;
             let Some(stmt) = stmt else {
                 // Only a comment or white space was left.
                 break;
@@ -222,11 +222,13 @@ impl DirectSqlite {
         Ok(out)
     }
 
-    /// Prepares the first statement of `sql`: the statement (none for only
-    /// white space or a comment) and the text after it.
+    /// Prepares the first statement of `sql` (to be kept with `keep`): the
+    /// statement (none for only white space or a comment) and the text
+    /// after it.
     fn prepare<'s>(
         &mut self,
         sql: &'s str,
+        keep: bool,
     ) -> Result<(Option<NonNull<ffi::sqlite3_stmt>>, &'s str), RunError> {
         let len = c_int::try_from(sql.len()).map_err(|_| {
             RunError::Failed(sqlx::Error::Protocol(
@@ -243,7 +245,13 @@ impl DirectSqlite {
                 self.db.as_ptr(),
                 sql.as_ptr().cast(),
                 len,
-                ffi::SQLITE_PREPARE_PERSISTENT,
+                // A statement kept for reuse says so (SQLite then keeps it
+                // out of the connection's small lookaside memory).
+                if keep {
+                    ffi::SQLITE_PREPARE_PERSISTENT
+                } else {
+                    0
+                },
                 &mut stmt,
                 &mut tail,
             )
@@ -311,16 +319,12 @@ impl DirectSqlite {
         want: Want,
         out: &mut Vec<Either<AnyQueryResult, AnyRow>>,
     ) -> Result<(), RunError> {
-        let result = self
-            .bind(stmt, args)
-            .and_then(|()| self.step(stmt, columns.as_ref(), want, out));
-        // SAFETY: as above; a reset statement holds no lock and no
-        // reference to the arguments (bound as copies).
-        unsafe {
-            ffi::sqlite3_reset(stmt.as_ptr());
-            ffi::sqlite3_clear_bindings(stmt.as_ptr());
-        }
-        result
+        // Reset however this ends, a panic included: a statement left
+        // mid-way would hold its read snapshot, and every later read on
+        // this connection would see the store as it was then.
+        let _reset = ResetOnDrop(stmt);
+        self.bind(stmt, args)
+            .and_then(|()| self.step(stmt, columns.as_ref(), want, out))
     }
 
     /// Steps the bound `stmt` to its end (or its first row), its rows and
@@ -549,6 +553,22 @@ impl DirectSqlite {
         for (_, prepared) in self.cache.drain() {
             // SAFETY: a statement of this connection, used no more.
             unsafe { ffi::sqlite3_finalize(prepared.stmt.as_ptr()) };
+        }
+    }
+}
+
+/// Resets a statement and clears its bindings when dropped.
+struct ResetOnDrop(NonNull<ffi::sqlite3_stmt>);
+
+impl Drop for ResetOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: a prepared statement of the connection that is stepping
+        // it, still alive (statements are finalized only by that
+        // connection, after this guard's scope); a reset statement holds no
+        // lock and no reference to the arguments (bound as copies).
+        unsafe {
+            ffi::sqlite3_reset(self.0.as_ptr());
+            ffi::sqlite3_clear_bindings(self.0.as_ptr());
         }
     }
 }
@@ -807,6 +827,35 @@ mod tests {
         let row = out.into_iter().find_map(Either::right).unwrap();
         assert_eq!(row.try_get::<i64, _>(0).unwrap(), 1);
         assert!(!direct.in_transaction());
+    }
+
+    /// A read that fails mid-row (text that is not UTF-8) leaves no
+    /// snapshot behind: the connection's next read sees what another
+    /// connection committed since.
+    #[test]
+    fn a_read_that_fails_mid_row_leaves_no_snapshot_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let wal = "PRAGMA journal_mode = WAL;";
+        let mut writer = DirectSqlite::open(&path, true, wal).unwrap();
+        writer
+            .exec_plain(
+                "CREATE TABLE t (s TEXT); INSERT INTO t VALUES ('ok'), (CAST(x'ff' AS TEXT))",
+            )
+            .unwrap();
+        let mut reader = DirectSqlite::open(&path, false, wal).unwrap();
+        let all = "SELECT s FROM t WHERE s IS NOT NULL";
+        assert!(matches!(
+            reader.run(all, &[], Want::All, true),
+            Err(RunError::Failed(sqlx::Error::ColumnDecode { .. }))
+        ));
+        writer.exec_plain("INSERT INTO t VALUES (NULL)").unwrap();
+        let count = "SELECT COUNT(*) FROM t";
+        let out = reader.run(count, &[], Want::FirstRow, true).ok().unwrap();
+        let row = out.into_iter().find_map(Either::right).unwrap();
+        assert_eq!(row.try_get::<i64, _>(0).unwrap(), 3);
+        // And the failed statement, kept, runs again from its start.
+        assert!(reader.run(all, &[], Want::All, true).is_err());
     }
 
     /// Another connection's write lock makes `BEGIN IMMEDIATE` busy, at
