@@ -9,8 +9,9 @@
 //!   `exec-<pid>-<n>`). The kill writes the cgroup2 `cgroup.kill` when there
 //!   is one, and kills every pid listed in each hierarchy's `cgroup.procs`
 //!   until it is empty (cgroup v1 has no `cgroup.kill`).
-//! - **Its process group.** Without cgroups (berth is not root, nothing
-//!   delegated) the executing process writes a record, `<dir>/<id>`, holding
+//! - **Its process group.** Without a cgroup2 directory to kill through
+//!   (berth is not root, nothing delegated, a kernel without `cgroup.kill`)
+//!   the executing process writes a record, `<dir>/<id>`, holding
 //!   the shim's pid (its process group, and the PID namespace that dies with
 //!   it) and its start time, in berth's private state directory — never a
 //!   path an agent can write. The kill checks the start time, so a reused

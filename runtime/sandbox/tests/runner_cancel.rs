@@ -25,9 +25,24 @@ fn config(dir: &tempfile::TempDir) -> RunnerConfig {
     config
 }
 
+/// What the exec's record must be while the command runs.
+enum Record {
+    /// Not looked at.
+    Any,
+    /// Written: the exec has no cgroup to be found by.
+    Present(PathBuf),
+    /// Not written: the exec's cgroup finds it.
+    Absent(PathBuf),
+}
+
 /// Runs `sh -c 'echo before; …'` as `action` in `runner`, cancels it from
 /// `canceller` once "before" arrived, and checks what is left.
-async fn cancel_from_another_runner(runner: Runner, canceller: Runner, action: &str) {
+async fn cancel_from_another_runner(
+    runner: Runner,
+    canceller: Runner,
+    action: &str,
+    record: Record,
+) {
     let marker = host_procs::marker();
     let daemon = host_procs::marker();
     let mut request = ExecRequest::shell(format!(
@@ -48,6 +63,11 @@ async fn cancel_from_another_runner(runner: Runner, canceller: Runner, action: &
     }
     assert!(host_procs::appears(&marker).await);
     assert!(host_procs::appears(&daemon).await);
+    match &record {
+        Record::Any => {}
+        Record::Present(path) => assert!(path.exists(), "no record at {}", path.display()),
+        Record::Absent(path) => assert!(!path.exists(), "a record at {}", path.display()),
+    }
     assert!(
         !canceller.cancel("0000ffff").await.unwrap(),
         "an action that runs nothing here"
@@ -85,11 +105,14 @@ async fn an_exec_is_cancelled_through_its_cgroup_named_after_its_action() {
     config.confinement.exec_records = None;
     let runner = Runner::new(config.clone()).unwrap();
     let canceller = Runner::new(config).unwrap();
-    cancel_from_another_runner(runner, canceller, "c0ffee01").await;
+    cancel_from_another_runner(runner, canceller, "c0ffee01", Record::Any).await;
 }
 
 /// With a resident the exec's cgroup2 directory is the one it was cloned
-/// into: the cancel finds it there the same way.
+/// into: the cancel finds it there the same way. A berth's records
+/// directory is configured, as the engine configures it: an exec with a
+/// cgroup to kill through writes no record there (a file made and removed
+/// per exec, for nothing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_residents_exec_is_cancelled_through_its_cgroup() {
     if berth_sandbox::identity::current_uid() != 0 {
@@ -98,11 +121,12 @@ async fn a_residents_exec_is_cancelled_through_its_cgroup() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(&dir);
-    config.confinement.exec_records = None;
+    let records = dir.path().join("execs");
     config.confinement.resident = Some(dir.path().join("residents"));
     let runner = Runner::new(config.clone()).unwrap();
     let canceller = Runner::new(config).unwrap();
-    cancel_from_another_runner(runner, canceller, "c0ffee04").await;
+    let record = Record::Absent(records.join("c0ffee04"));
+    cancel_from_another_runner(runner, canceller, "c0ffee04", record).await;
 }
 
 /// Without cgroups the record holds the resident exec's PID 1 (its own
@@ -120,7 +144,8 @@ async fn without_cgroups_a_residents_exec_is_cancelled_through_its_record() {
     config.confinement.resident = Some(dir.path().join("residents"));
     let runner = Runner::new(config.clone()).unwrap();
     let canceller = Runner::new(config).unwrap();
-    cancel_from_another_runner(runner, canceller, "c0ffee05").await;
+    let record = Record::Present(dir.path().join("execs").join("c0ffee05"));
+    cancel_from_another_runner(runner, canceller, "c0ffee05", record).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,7 +162,8 @@ async fn without_cgroups_an_exec_is_cancelled_through_its_recorded_process_group
     let records: PathBuf = dir.path().join("execs");
     let runner = Runner::new(config.clone()).unwrap();
     let canceller = Runner::new(config).unwrap();
-    cancel_from_another_runner(runner, canceller, "c0ffee02").await;
+    let record = Record::Present(records.join("c0ffee02"));
+    cancel_from_another_runner(runner, canceller, "c0ffee02", record).await;
     assert!(
         !records.join("c0ffee02").exists(),
         "the record goes with its exec"

@@ -41,11 +41,18 @@ impl Runner {
         let cap = request.output_cap.min(self.config.max_output_cap);
         let cgroups = Arc::new(cgroups);
         let pgid = launched.pid();
-        let _record = crate::action_execs::ExecRecord::keep(
-            self.config.confinement.exec_records.as_deref(),
-            request.action.as_deref(),
-            pgid,
-        );
+        // Another process finds the exec by its action: through its cgroup2
+        // directory, named after the action, whose `cgroup.kill` ends every
+        // process in it at once; only an exec without one needs the record
+        // of its process group (a file made and removed per exec).
+        let _record = match &cgroups.unified {
+            Some(_) => None,
+            None => crate::action_execs::ExecRecord::keep(
+                self.config.confinement.exec_records.as_deref(),
+                request.action.as_deref(),
+                pgid,
+            ),
+        };
         lock(&self.running).insert(pgid);
         let mut guard = GroupGuard {
             pgid,
