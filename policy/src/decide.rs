@@ -30,6 +30,7 @@ use crate::scope::{self, normalize};
 use crate::wrapper;
 use crate::{pattern, privileged};
 
+mod repeats;
 mod rule_index;
 mod shown;
 mod terminal;

@@ -5,6 +5,7 @@
 //! command. Stage 3 (never-auto action types) does not apply to commands;
 //! stage 6 (autonomy) is `Decider::finish`'s.
 
+use super::repeats::Repeats;
 use super::rule_index::CommandRules;
 use super::shown::{Shown, display};
 use super::written_then_run;
@@ -49,6 +50,37 @@ struct RulesTally<'a> {
     unmatched: Vec<usize>,
 }
 
+/// What one segment adds to the [`RulesTally`].
+#[derive(Clone, Copy)]
+enum Counted<'a> {
+    /// Not a command: rules do not apply.
+    NotACommand,
+    /// A command this allow rule matched.
+    Allowed(&'a CommandRule),
+    /// A command no allow rule matched.
+    Unmatched,
+}
+
+impl<'a> RulesTally<'a> {
+    /// Counts the segment at `idx`.
+    fn count(&mut self, idx: usize, counted: Counted<'a>) {
+        match counted {
+            Counted::NotACommand => {}
+            Counted::Allowed(rule) => {
+                self.commands += 1;
+                if self.allowed == 0 {
+                    self.first_allowed = Some((idx, rule));
+                }
+                self.allowed += 1;
+            }
+            Counted::Unmatched => {
+                self.commands += 1;
+                self.unmatched.push(idx);
+            }
+        }
+    }
+}
+
 impl<'a> Decider<'a> {
     pub(super) fn terminal(&mut self, command: &str) -> RulesOutcome {
         // With `dotglob` (or `GLOBIGNORE`, which sets it) a glob matches
@@ -91,7 +123,34 @@ impl<'a> Decider<'a> {
         };
         let mut written: Vec<String> = Vec::new();
         let mut cwds = scope::CwdLocations::default();
+        // Without reports, a segment equal to an earlier one is counted as
+        // it was, not judged again (see `repeats`).
+        let mut repeats = (!self.reports && analysis.segments.len() > 1)
+            .then(|| Repeats::new(analysis.segments.len()));
         for (idx, seg) in analysis.segments.iter().enumerate() {
+            // Running what an earlier part of the command wrote: what runs is
+            // not read.
+            let runs_written = if track {
+                written_then_run::written_and_run(&written, &runs[idx]).map(|file| {
+                    format!(
+                        "it runs {}, which an earlier part of this command wrote: what runs is not read",
+                        clip(file)
+                    )
+                })
+            } else {
+                None
+            };
+            // A repeat of a segment judged with nothing of this kind; what it
+            // writes is in `written` already (where the first match is what
+            // counts, so a second copy changes nothing).
+            if runs_written.is_none()
+                && let Some(counted) = repeats
+                    .as_mut()
+                    .and_then(|r| r.earlier(&analysis.segments, idx))
+            {
+                tally.count(idx, counted);
+                continue;
+            }
             // Without reports (`decide_brief`) the report stays empty: no
             // finding reads it.
             let report = if self.reports {
@@ -130,18 +189,17 @@ impl<'a> Decider<'a> {
                 report,
                 opaque: seg.opaque.clone(),
             };
-            if track && let Some(file) = written_then_run::written_and_run(&written, &runs[idx]) {
-                judged.opaque.get_or_insert_with(|| {
-                    format!(
-                        "it runs {}, which an earlier part of this command wrote: what runs is not read",
-                        clip(file)
-                    )
-                });
+            if let Some(why) = &runs_written {
+                judged.opaque.get_or_insert_with(|| why.clone());
             }
             self.deny(&mut judged, &rules, home);
             self.privileged_limit(&mut judged);
             self.scope_limit(&mut judged, all_in_scope, &mut cwds);
-            self.rules_file(&mut judged, &rules, &mut tally);
+            let counted = self.rules_file(&mut judged, &rules);
+            tally.count(idx, counted);
+            if let Some(r) = repeats.as_mut().filter(|_| runs_written.is_none()) {
+                r.judged(idx, counted);
+            }
             if self.reports {
                 self.segments.push(judged.report);
             }
@@ -334,13 +392,8 @@ impl<'a> Decider<'a> {
     }
 
     /// Stage 5, per segment: an opaque segment, `ask` rules, then the
-    /// allow rule that matches what runs.
-    fn rules_file(
-        &mut self,
-        j: &mut Judged<'_>,
-        rules: &CommandRules<'a>,
-        tally: &mut RulesTally<'a>,
-    ) {
+    /// allow rule that matches what runs; says how the segment counts.
+    fn rules_file(&mut self, j: &mut Judged<'_>, rules: &CommandRules<'a>) -> Counted<'a> {
         let (seg, idx) = (j.seg, j.idx);
         let shown = &j.shown;
         if let Some(reason) = &j.opaque {
@@ -355,9 +408,8 @@ impl<'a> Decider<'a> {
             }
         }
         if seg.kind != SegKind::Command {
-            return;
+            return Counted::NotACommand;
         }
-        tally.commands += 1;
         let mut asked = false;
         for (rule, found) in command_rule_matches(&rules.ask, seg) {
             match found {
@@ -403,12 +455,9 @@ impl<'a> Decider<'a> {
                         rule: rule_ref(rule),
                     };
                 }
-                if tally.allowed == 0 {
-                    tally.first_allowed = Some((idx, rule));
-                }
-                tally.allowed += 1;
+                Counted::Allowed(rule)
             }
-            None => tally.unmatched.push(idx),
+            None => Counted::Unmatched,
         }
     }
 
