@@ -224,14 +224,16 @@ const IN_PLACE: &[&str] = &["sed", "gsed", "perl", "yq"];
 pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
     let mut out = Vec::new();
     // Only writes wanted, for the protected names: a word that mentions
-    // none, under a directory that names none, cannot write one.
-    let base_protected = match &seg.cwd {
-        crate::segment::Cwd::Known(dirs) => dirs.iter().any(|d| protected::mentioned_in(d)),
-        crate::segment::Cwd::Unknown => false,
-    } || seg
-        .arg_dir
-        .as_ref()
-        .is_some_and(|d| protected::mentioned_in(&d.text));
+    // none, under a directory that names none, cannot write one. (With
+    // reads wanted every word is collected: not looked at.)
+    let base_protected = !reads
+        && (match &seg.cwd {
+            crate::segment::Cwd::Known(dirs) => dirs.iter().any(|d| protected::mentioned_in(d)),
+            crate::segment::Cwd::Unknown => false,
+        } || seg
+            .arg_dir
+            .as_ref()
+            .is_some_and(|d| protected::mentioned_in(&d.text)));
     let push = |out: &mut Vec<FileAccess>, a: &Arg, access, in_argv, whole, reads: bool| {
         // `collect` keeps no read when reads are not wanted: asked first,
         // it spares the search for a protected name in most words.
