@@ -30,6 +30,7 @@ use crate::scope::{self, normalize};
 use crate::wrapper;
 use crate::{pattern, privileged};
 
+mod cwd_names;
 mod repeats;
 mod rule_index;
 mod shown;
@@ -116,6 +117,7 @@ fn judge<'a>(
         segments: Vec::new(),
         omitted: None,
         dotglob: false,
+        cwd_names: cwd_names::CwdNames::default(),
     };
     if resolved.mode == Approval::Deny {
         d.raise(
@@ -248,6 +250,8 @@ struct Decider<'a> {
     omitted: Option<String>,
     /// The command may turn on `dotglob`: globs match hidden names.
     dotglob: bool,
+    /// What the cwd of the command's segments names, asked once.
+    cwd_names: cwd_names::CwdNames,
 }
 
 impl Decider<'_> {

@@ -582,17 +582,16 @@ impl<'a> Decider<'a> {
         report: &mut SegmentReport,
     ) {
         let rules = !self.ctx.rules.paths.is_empty();
-        let accesses = access::accesses(seg, rules);
+        let cwd_protected = !rules && self.cwd_names.mentions_protected(&seg.cwd);
+        let accesses = access::accesses_under(seg, rules, cwd_protected);
         // Without path rules only the protected names matter: a path is
         // resolved only when it or the directory it is relative to may name
         // one (most words of most commands do not).
-        let base_may_protect = match &seg.cwd {
-            Cwd::Known(dirs) => dirs.iter().any(|d| protected::may_name(d, self.dotglob)),
-            Cwd::Unknown => false,
-        } || seg
-            .arg_dir
-            .as_ref()
-            .is_some_and(|d| protected::may_name(&d.text, self.dotglob));
+        let base_may_protect = self.cwd_names.may_name_protected(&seg.cwd, self.dotglob)
+            || seg
+                .arg_dir
+                .as_ref()
+                .is_some_and(|d| protected::may_name(&d.text, self.dotglob));
         let resolved: Vec<(Access, bool, Vec<String>, &str)> = accesses
             .iter()
             .map(|fa| {
