@@ -33,6 +33,7 @@ use crate::{pattern, privileged};
 mod cwd_names;
 mod repeats;
 mod rule_index;
+mod rules_tally;
 mod shown;
 mod terminal;
 mod written_then_run;

@@ -7,6 +7,7 @@
 
 use super::repeats::Repeats;
 use super::rule_index::CommandRules;
+use super::rules_tally::{Counted, RulesTally};
 use super::shown::{Shown, display};
 use super::written_then_run;
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
@@ -34,51 +35,6 @@ struct Judged<'s> {
     report: SegmentReport,
     /// Why the segment cannot be analysed, when it cannot.
     opaque: Option<String>,
-}
-
-/// What stage 5 has seen so far over the segments of one command.
-#[derive(Default)]
-struct RulesTally<'a> {
-    /// Segments that are commands.
-    commands: usize,
-    /// Segments an allow rule matched.
-    allowed: usize,
-    /// The first of them and its rule: why it is allowed is the reason
-    /// when it is the only one (worded then, not for every command).
-    first_allowed: Option<(usize, &'a CommandRule)>,
-    /// The commands no allow rule matched.
-    unmatched: Vec<usize>,
-}
-
-/// What one segment adds to the [`RulesTally`].
-#[derive(Clone, Copy)]
-enum Counted<'a> {
-    /// Not a command: rules do not apply.
-    NotACommand,
-    /// A command this allow rule matched.
-    Allowed(&'a CommandRule),
-    /// A command no allow rule matched.
-    Unmatched,
-}
-
-impl<'a> RulesTally<'a> {
-    /// Counts the segment at `idx`.
-    fn count(&mut self, idx: usize, counted: Counted<'a>) {
-        match counted {
-            Counted::NotACommand => {}
-            Counted::Allowed(rule) => {
-                self.commands += 1;
-                if self.allowed == 0 {
-                    self.first_allowed = Some((idx, rule));
-                }
-                self.allowed += 1;
-            }
-            Counted::Unmatched => {
-                self.commands += 1;
-                self.unmatched.push(idx);
-            }
-        }
-    }
 }
 
 impl<'a> Decider<'a> {
