@@ -9,13 +9,13 @@
 //!   target/release/examples/decide_cases policy/tests/cases/replay-tldr-dev.jsonl 1
 //! ```
 //!
-//! The cases are parsed (and their rules compiled, cached) before the
-//! rounds; with `rounds` = 0 only that set-up runs, so the difference of two
+//! The cases are parsed as the batch parses them (and their rules
+//! compiled, cached) before the rounds; with `rounds` = 0 only that set-up runs, so the difference of two
 //! runs is the decisions' own cost. A third argument `brief` decides with
 //! `decide_brief` (verdict, stage and reason alone, as the batch does).
 use std::collections::BTreeMap;
 
-use berth_policy::case::{Case, RulesCache};
+use berth_policy::case::{CaseLine, RulesCache};
 
 /// The berth binary's allocator (runtime/src/main.rs): the figures are the
 /// binary's.
@@ -31,7 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut cache = RulesCache::default();
     let mut inputs = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let case: Case = serde_json::from_str(line)?;
+        // As the batch reads a line: its strings borrowed.
+        let case: CaseLine<'_> = serde_json::from_str(line)?;
         inputs.push(case.inputs_cached(&mut cache)?);
     }
     let mut verdicts: BTreeMap<&'static str, usize> = BTreeMap::new();

@@ -4,6 +4,7 @@
 //! `terminal`, mode `manual`, frame `host`, project root `/work`, cwd the
 //! root, home `/home/agent`, protected branches `main` and `master`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -111,7 +112,13 @@ impl Inputs {
 /// few rules files, and compiling them is a good part of a decision's cost.
 #[derive(Debug, Default)]
 pub struct RulesCache {
-    sets: rustc_hash::FxHashMap<CaseRules, Arc<RuleSet>>,
+    /// Keyed by the three lists written out as one byte string
+    /// ([`RulesCache::key`]): a case's lists are looked up as borrowed from
+    /// its line, and only a set not seen yet stores a key (one buffer, not
+    /// a string a rule).
+    sets: rustc_hash::FxHashMap<Vec<u8>, Arc<RuleSet>>,
+    /// The key of the case being looked up, reused from case to case.
+    key: Vec<u8>,
     /// The patterns of the sets, by text: most sets of a batch differ, but
     /// share most of their rules.
     patterns: PatternCache,
@@ -121,20 +128,132 @@ impl RulesCache {
     /// Most rule sets kept; past it the cache starts over.
     const CAPACITY: usize = 256;
 
-    pub fn get(&mut self, rules: &CaseRules) -> Result<Arc<RuleSet>, String> {
-        if let Some(set) = self.sets.get(rules) {
+    /// The compiled set of these lists, compiled now if not seen before.
+    pub fn get<S: AsRef<str>>(
+        &mut self,
+        allow: &[S],
+        ask: &[S],
+        deny: &[S],
+    ) -> Result<Arc<RuleSet>, String> {
+        Self::key(&mut self.key, [allow, ask, deny]);
+        if let Some(set) = self.sets.get(self.key.as_slice()) {
             return Ok(set.clone());
         }
         let set = Arc::new(
-            RuleSet::from_lists_cached(&rules.allow, &rules.ask, &rules.deny, &mut self.patterns)
+            RuleSet::from_lists_cached(allow, ask, deny, &mut self.patterns)
                 .map_err(|e| e.to_string())?,
         );
         if self.sets.len() >= Self::CAPACITY {
             self.sets.clear();
         }
-        self.sets.insert(rules.clone(), set.clone());
+        self.sets.insert(self.key.clone(), set.clone());
         Ok(set)
     }
+
+    /// The lists written into `key` so that two keys are equal exactly when
+    /// the lists are: each list's length, then each entry's length and
+    /// bytes (lengths in 8 bytes each, before what they measure, so no text
+    /// can pass for a boundary).
+    fn key<S: AsRef<str>>(key: &mut Vec<u8>, lists: [&[S]; 3]) {
+        key.clear();
+        for list in lists {
+            key.extend_from_slice(&list.len().to_le_bytes());
+            for e in list {
+                let e = e.as_ref().as_bytes();
+                key.extend_from_slice(&e.len().to_le_bytes());
+                key.extend_from_slice(e);
+            }
+        }
+    }
+}
+
+/// A string of a case, borrowed from the JSON line when it holds no escape
+/// (most do not), owned when it does. Read like `String`: the same errors
+/// for what is not a string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl AsRef<str> for Text<'_> {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> serde::de::Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            // What `String`'s visitor says it expected.
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_string(TextVisitor)
+    }
+}
+
+/// [`CaseRules`] borrowed from a JSON line (serde's messages name it
+/// `CaseRules`, as they did the owned one).
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "struct CaseRules")]
+pub struct CaseRulesLine<'a> {
+    #[serde(default, borrow)]
+    pub allow: Vec<Text<'a>>,
+    #[serde(default, borrow)]
+    pub ask: Vec<Text<'a>>,
+    #[serde(default, borrow)]
+    pub deny: Vec<Text<'a>>,
+}
+
+/// One policy case as `berth decide --batch` reads it: [`Case`] with its
+/// strings borrowed from the line (a command, and a list of rules a case,
+/// are most of a line: copying them cost more than reading them). serde's
+/// messages name it `Case`: a line that is not a case is told what it was.
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "struct Case")]
+pub struct CaseLine<'a> {
+    #[serde(default, borrow)]
+    pub id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub action: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub command: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub path: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub branch: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub rules: Option<CaseRulesLine<'a>>,
+    #[serde(default, borrow)]
+    pub mode: Option<Text<'a>>,
+    #[serde(default)]
+    pub autonomy: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, borrow)]
+    pub frame: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub project_root: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub cwd: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub home: Option<Text<'a>>,
+    #[serde(default)]
+    pub mounts: Option<Vec<CaseMount>>,
+    #[serde(default, borrow)]
+    pub extra_roots: Option<Vec<Text<'a>>>,
+    #[serde(default, borrow)]
+    pub protected_branches: Option<Vec<Text<'a>>>,
+    #[serde(default, borrow)]
+    pub expect: Option<Text<'a>>,
 }
 
 impl Case {
@@ -145,7 +264,55 @@ impl Case {
 
     /// Builds the inputs, compiling the rules through `cache`.
     pub fn inputs_cached(&self, cache: &mut RulesCache) -> Result<Inputs, String> {
-        let kind = self.action.as_deref().unwrap_or("terminal");
+        fn text(s: &Option<String>) -> Option<Text<'_>> {
+            s.as_deref().map(|s| Text(Cow::Borrowed(s)))
+        }
+        fn list(v: &[String]) -> Vec<Text<'_>> {
+            v.iter().map(|s| Text(Cow::Borrowed(s.as_str()))).collect()
+        }
+        fn texts(v: &Option<Vec<String>>) -> Option<Vec<Text<'_>>> {
+            v.as_deref().map(list)
+        }
+        let line = CaseLine {
+            id: text(&self.id),
+            action: text(&self.action),
+            command: text(&self.command),
+            path: text(&self.path),
+            branch: text(&self.branch),
+            rules: self.rules.as_ref().map(|r| CaseRulesLine {
+                allow: list(&r.allow),
+                ask: list(&r.ask),
+                deny: list(&r.deny),
+            }),
+            mode: text(&self.mode),
+            autonomy: self.autonomy.clone(),
+            frame: text(&self.frame),
+            project_root: text(&self.project_root),
+            cwd: text(&self.cwd),
+            home: text(&self.home),
+            mounts: self.mounts.clone(),
+            extra_roots: texts(&self.extra_roots),
+            protected_branches: texts(&self.protected_branches),
+            expect: text(&self.expect),
+        };
+        line.inputs_cached(cache)
+    }
+}
+
+/// An optional string of a case.
+fn text<'t>(t: &'t Option<Text<'_>>) -> Option<&'t str> {
+    t.as_ref().map(|t| t.0.as_ref())
+}
+
+/// A list of strings of a case, owned.
+fn owned(v: &[Text<'_>]) -> Vec<String> {
+    v.iter().map(|t| t.0.to_string()).collect()
+}
+
+impl CaseLine<'_> {
+    /// Builds the inputs, compiling the rules through `cache`.
+    pub fn inputs_cached(&self, cache: &mut RulesCache) -> Result<Inputs, String> {
+        let kind = text(&self.action).unwrap_or("terminal");
         if kind == "terminal" && self.command.is_none() {
             return Err("a terminal case needs `command`".into());
         }
@@ -154,9 +321,9 @@ impl Case {
         }
         let action = Action::from_parts(
             kind,
-            self.command.as_deref(),
-            self.path.as_deref(),
-            self.branch.as_deref(),
+            text(&self.command),
+            text(&self.path),
+            text(&self.branch),
         );
         let autonomy = match &self.autonomy {
             Some(map) => {
@@ -167,24 +334,18 @@ impl Case {
                 }
                 a
             }
-            None => match self.mode.as_deref().unwrap_or("manual") {
+            None => match text(&self.mode).unwrap_or("manual") {
                 "manual" => Autonomy::manual(),
                 "auto" => Autonomy::auto(),
                 other => return Err(format!("unknown mode `{other}` (manual or auto)")),
             },
         };
-        let root = self
-            .project_root
-            .clone()
-            .unwrap_or_else(|| WORK.to_string());
-        let home = self
-            .home
-            .clone()
-            .unwrap_or_else(|| DEFAULT_HOME.to_string());
-        let frame = match self.frame.as_deref().unwrap_or("host") {
+        let root = text(&self.project_root).unwrap_or(WORK).to_string();
+        let home = text(&self.home).unwrap_or(DEFAULT_HOME).to_string();
+        let frame = match text(&self.frame).unwrap_or("host") {
             "host" => Frame::Host {
                 project_root: root.clone(),
-                extra_roots: self.extra_roots.clone().unwrap_or_default(),
+                extra_roots: self.extra_roots.as_deref().map(owned).unwrap_or_default(),
                 home,
             },
             "container" => {
@@ -216,18 +377,19 @@ impl Case {
             other => return Err(format!("unknown frame `{other}` (host or container)")),
         };
         let rules = match &self.rules {
-            Some(r) => cache.get(r)?,
+            Some(r) => cache.get(&r.allow, &r.ask, &r.deny)?,
             None => Arc::new(RuleSet::default()),
         };
         Ok(Inputs {
             action,
             frame,
-            cwd: self.cwd.clone().unwrap_or(root),
+            cwd: text(&self.cwd).map_or(root, str::to_string),
             autonomy,
             rules,
             protected_branches: self
                 .protected_branches
-                .clone()
+                .as_deref()
+                .map(owned)
                 .unwrap_or_else(|| vec!["main".into(), "master".into()]),
             limits: Limits::default(),
         })

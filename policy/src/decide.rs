@@ -30,7 +30,10 @@ use crate::scope::{self, normalize};
 use crate::wrapper;
 use crate::{pattern, privileged};
 
+mod cwd_names;
+mod repeats;
 mod rule_index;
+mod rules_tally;
 mod shown;
 mod terminal;
 mod written_then_run;
@@ -115,6 +118,7 @@ fn judge<'a>(
         segments: Vec::new(),
         omitted: None,
         dotglob: false,
+        cwd_names: cwd_names::CwdNames::default(),
     };
     if resolved.mode == Approval::Deny {
         d.raise(
@@ -247,6 +251,8 @@ struct Decider<'a> {
     omitted: Option<String>,
     /// The command may turn on `dotglob`: globs match hidden names.
     dotglob: bool,
+    /// What the cwd of the command's segments names, asked once.
+    cwd_names: cwd_names::CwdNames,
 }
 
 impl Decider<'_> {

@@ -15,6 +15,7 @@ pub mod access;
 pub mod action;
 pub mod arg;
 pub mod autonomy;
+pub mod batch;
 pub mod case;
 pub mod decide;
 pub mod decision;

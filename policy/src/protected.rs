@@ -529,10 +529,11 @@ fn may_be_system(word: &str) -> bool {
     if first.len() < word.len() && NAMES.iter().any(|p| first.starts_with(p)) {
         return true;
     }
-    if !(crate::substring::contains(word, "..")
-        || crate::substring::contains(word, "/./")
-        || crate::substring::contains(word, "/proc/"))
-    {
+    // `..` and `/./` hold a dot: most paths have none, and are not searched
+    // for them.
+    let dotted = word.as_bytes().contains(&b'.')
+        && (crate::substring::contains(word, "..") || crate::substring::contains(word, "/./"));
+    if !(dotted || crate::substring::contains(word, "/proc/")) {
         return false;
     }
     let mut rest = word;
@@ -642,6 +643,16 @@ const UNDOTTED_PAIRS: &[&str] = &["Library/Launch"];
 /// `-o.git/x`): the cheap test that lets the words that do not skip the
 /// search for paths inside them when only protected names matter.
 pub fn mentioned_in(word: &str) -> bool {
+    // Each test below needs one of these bytes: a name's `.`, a system
+    // path's `/` or `.` (after `=` too), a fold's `~`, `.`, ` ` or non-ASCII
+    // byte, the undotted pair's `/`. Most words (`-n`, `add`, `+%s`) hold
+    // none, and are answered by one pass over their bytes.
+    if !word
+        .bytes()
+        .any(|b| matches!(b, b'.' | b'/' | b'~' | b' ' | 0x80..))
+    {
+        return false;
+    }
     // Every name starts with `.`, and so does the bare-repository suffix.
     // Bytes, compared without case: a name is ASCII, so a match starts and
     // ends on a char boundary.

@@ -165,10 +165,10 @@ impl RuleSet {
 
     /// [`RuleSet::from_lists`], its plain patterns compiled through
     /// `patterns`: a batch of cases builds many sets of the same few rules.
-    pub fn from_lists_cached(
-        allow: &[String],
-        ask: &[String],
-        deny: &[String],
+    pub fn from_lists_cached<S: AsRef<str>>(
+        allow: &[S],
+        ask: &[S],
+        deny: &[S],
         patterns: &mut PatternCache,
     ) -> Result<RuleSet, RulesError> {
         let mut set = RuleSet::default();
@@ -183,7 +183,7 @@ impl RuleSet {
                     line: i + 1,
                     column: 1,
                 };
-                set.add_entry(list, e, Some(loc), patterns)?;
+                set.add_entry(list, e.as_ref(), Some(loc), patterns)?;
             }
         }
         Ok(set)

@@ -10,6 +10,7 @@ mod actions;
 mod auto_mode_limits;
 mod bash_quoting;
 mod bash_segments;
+mod brief_matches_full;
 mod classes;
 mod deny_meaning;
 mod gtfobins_meaning;

@@ -222,16 +222,32 @@ const IN_PLACE: &[&str] = &["sed", "gsed", "perl", "yq"];
 /// With `reads` unset, only what it writes (or may write): what the
 /// protected paths need when no path rule is loaded.
 pub fn accesses(seg: &Segment, reads: bool) -> Vec<FileAccess> {
-    let mut out = Vec::new();
-    // Only writes wanted, for the protected names: a word that mentions
-    // none, under a directory that names none, cannot write one.
-    let base_protected = match &seg.cwd {
+    let cwd_protected = !reads && cwd_mentions_protected(&seg.cwd);
+    accesses_under(seg, reads, cwd_protected)
+}
+
+/// Whether a directory the segment may run in mentions a protected name.
+pub fn cwd_mentions_protected(cwd: &crate::segment::Cwd) -> bool {
+    match cwd {
         crate::segment::Cwd::Known(dirs) => dirs.iter().any(|d| protected::mentioned_in(d)),
         crate::segment::Cwd::Unknown => false,
-    } || seg
-        .arg_dir
-        .as_ref()
-        .is_some_and(|d| protected::mentioned_in(&d.text));
+    }
+}
+
+/// [`accesses`], told [`cwd_mentions_protected`] of the segment's cwd (read
+/// only when `reads` is unset): the segments of one command mostly share
+/// their cwd, and the caller asks once.
+pub fn accesses_under(seg: &Segment, reads: bool, cwd_protected: bool) -> Vec<FileAccess> {
+    let mut out = Vec::new();
+    // Only writes wanted, for the protected names: a word that mentions
+    // none, under a directory that names none, cannot write one. (With
+    // reads wanted every word is collected: not looked at.)
+    let base_protected = !reads
+        && (cwd_protected
+            || seg
+                .arg_dir
+                .as_ref()
+                .is_some_and(|d| protected::mentioned_in(&d.text)));
     let push = |out: &mut Vec<FileAccess>, a: &Arg, access, in_argv, whole, reads: bool| {
         // `collect` keeps no read when reads are not wanted: asked first,
         // it spares the search for a protected name in most words.

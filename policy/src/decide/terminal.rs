@@ -5,7 +5,9 @@
 //! command. Stage 3 (never-auto action types) does not apply to commands;
 //! stage 6 (autonomy) is `Decider::finish`'s.
 
+use super::repeats::Repeats;
 use super::rule_index::CommandRules;
+use super::rules_tally::{Counted, RulesTally};
 use super::shown::{Shown, display};
 use super::written_then_run;
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
@@ -33,20 +35,6 @@ struct Judged<'s> {
     report: SegmentReport,
     /// Why the segment cannot be analysed, when it cannot.
     opaque: Option<String>,
-}
-
-/// What stage 5 has seen so far over the segments of one command.
-#[derive(Default)]
-struct RulesTally<'a> {
-    /// Segments that are commands.
-    commands: usize,
-    /// Segments an allow rule matched.
-    allowed: usize,
-    /// The first of them and its rule: why it is allowed is the reason
-    /// when it is the only one (worded then, not for every command).
-    first_allowed: Option<(usize, &'a CommandRule)>,
-    /// The commands no allow rule matched.
-    unmatched: Vec<usize>,
 }
 
 impl<'a> Decider<'a> {
@@ -91,7 +79,34 @@ impl<'a> Decider<'a> {
         };
         let mut written: Vec<String> = Vec::new();
         let mut cwds = scope::CwdLocations::default();
+        // Without reports, a segment equal to an earlier one is counted as
+        // it was, not judged again (see `repeats`).
+        let mut repeats = (!self.reports && analysis.segments.len() > 1)
+            .then(|| Repeats::new(analysis.segments.len()));
         for (idx, seg) in analysis.segments.iter().enumerate() {
+            // Running what an earlier part of the command wrote: what runs is
+            // not read.
+            let runs_written = if track {
+                written_then_run::written_and_run(&written, &runs[idx]).map(|file| {
+                    format!(
+                        "it runs {}, which an earlier part of this command wrote: what runs is not read",
+                        clip(file)
+                    )
+                })
+            } else {
+                None
+            };
+            // A repeat of a segment judged with nothing of this kind; what it
+            // writes is in `written` already (where the first match is what
+            // counts, so a second copy changes nothing).
+            if runs_written.is_none()
+                && let Some(counted) = repeats
+                    .as_mut()
+                    .and_then(|r| r.earlier(&analysis.segments, idx))
+            {
+                tally.count(idx, counted);
+                continue;
+            }
             // Without reports (`decide_brief`) the report stays empty: no
             // finding reads it.
             let report = if self.reports {
@@ -130,18 +145,17 @@ impl<'a> Decider<'a> {
                 report,
                 opaque: seg.opaque.clone(),
             };
-            if track && let Some(file) = written_then_run::written_and_run(&written, &runs[idx]) {
-                judged.opaque.get_or_insert_with(|| {
-                    format!(
-                        "it runs {}, which an earlier part of this command wrote: what runs is not read",
-                        clip(file)
-                    )
-                });
+            if let Some(why) = &runs_written {
+                judged.opaque.get_or_insert_with(|| why.clone());
             }
             self.deny(&mut judged, &rules, home);
             self.privileged_limit(&mut judged);
             self.scope_limit(&mut judged, all_in_scope, &mut cwds);
-            self.rules_file(&mut judged, &rules, &mut tally);
+            let counted = self.rules_file(&mut judged, &rules);
+            tally.count(idx, counted);
+            if let Some(r) = repeats.as_mut().filter(|_| runs_written.is_none()) {
+                r.judged(idx, counted);
+            }
             if self.reports {
                 self.segments.push(judged.report);
             }
@@ -334,13 +348,8 @@ impl<'a> Decider<'a> {
     }
 
     /// Stage 5, per segment: an opaque segment, `ask` rules, then the
-    /// allow rule that matches what runs.
-    fn rules_file(
-        &mut self,
-        j: &mut Judged<'_>,
-        rules: &CommandRules<'a>,
-        tally: &mut RulesTally<'a>,
-    ) {
+    /// allow rule that matches what runs; says how the segment counts.
+    fn rules_file(&mut self, j: &mut Judged<'_>, rules: &CommandRules<'a>) -> Counted<'a> {
         let (seg, idx) = (j.seg, j.idx);
         let shown = &j.shown;
         if let Some(reason) = &j.opaque {
@@ -355,9 +364,8 @@ impl<'a> Decider<'a> {
             }
         }
         if seg.kind != SegKind::Command {
-            return;
+            return Counted::NotACommand;
         }
-        tally.commands += 1;
         let mut asked = false;
         for (rule, found) in command_rule_matches(&rules.ask, seg) {
             match found {
@@ -403,12 +411,9 @@ impl<'a> Decider<'a> {
                         rule: rule_ref(rule),
                     };
                 }
-                if tally.allowed == 0 {
-                    tally.first_allowed = Some((idx, rule));
-                }
-                tally.allowed += 1;
+                Counted::Allowed(rule)
             }
-            None => tally.unmatched.push(idx),
+            None => Counted::Unmatched,
         }
     }
 
@@ -533,17 +538,16 @@ impl<'a> Decider<'a> {
         report: &mut SegmentReport,
     ) {
         let rules = !self.ctx.rules.paths.is_empty();
-        let accesses = access::accesses(seg, rules);
+        let cwd_protected = !rules && self.cwd_names.mentions_protected(&seg.cwd);
+        let accesses = access::accesses_under(seg, rules, cwd_protected);
         // Without path rules only the protected names matter: a path is
         // resolved only when it or the directory it is relative to may name
         // one (most words of most commands do not).
-        let base_may_protect = match &seg.cwd {
-            Cwd::Known(dirs) => dirs.iter().any(|d| protected::may_name(d, self.dotglob)),
-            Cwd::Unknown => false,
-        } || seg
-            .arg_dir
-            .as_ref()
-            .is_some_and(|d| protected::may_name(&d.text, self.dotglob));
+        let base_may_protect = self.cwd_names.may_name_protected(&seg.cwd, self.dotglob)
+            || seg
+                .arg_dir
+                .as_ref()
+                .is_some_and(|d| protected::may_name(&d.text, self.dotglob));
         let resolved: Vec<(Access, bool, Vec<String>, &str)> = accesses
             .iter()
             .map(|fa| {

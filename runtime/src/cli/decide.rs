@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 use berth_engine::config::ProjectConfig;
-use berth_policy::case::Case;
+use berth_policy::batch::decide_lines;
 use berth_policy::frame::{DEFAULT_HOME, WORK};
 use berth_policy::{Action, Approval, Autonomy, Frame, RuleSet, Verdict, decide};
 
@@ -158,117 +158,6 @@ fn run_batch(source: &str) -> anyhow::Result<u8> {
     decide_lines(reader, &mut out)?;
     out.flush()?;
     Ok(0)
-}
-
-/// One line of batch output.
-#[derive(serde::Serialize)]
-struct Line<'a> {
-    id: Id<'a>,
-    verdict: &'static str,
-    stage: &'static str,
-    reason: &'a str,
-}
-
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum Id<'a> {
-    Given(&'a str),
-    LineNumber(usize),
-}
-
-/// Decides each line; malformed lines get an error line and the batch goes on.
-fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> anyhow::Result<()> {
-    let mut line = Vec::new();
-    let mut n = 0usize;
-    let mut cache = berth_policy::case::RulesCache::default();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        n += 1;
-        let text = line.trim_ascii();
-        if text.is_empty() {
-            continue;
-        }
-        let case: Case = match serde_json::from_slice(text) {
-            Ok(c) => c,
-            Err(e) => {
-                // Say whether it is JSON at all, and name the case if it can.
-                match serde_json::from_slice::<serde_json::Value>(text) {
-                    Ok(v) => {
-                        let id = v.get("id").and_then(|v| v.as_str());
-                        write_error(out, id, n, &format!("not a policy case: {e}"))?;
-                    }
-                    Err(e) => write_error(out, None, n, &format!("not JSON: {e}"))?,
-                }
-                continue;
-            }
-        };
-        let inputs = match case.inputs_cached(&mut cache) {
-            Ok(i) => i,
-            Err(e) => {
-                write_error(out, case.id.as_deref(), n, &e)?;
-                continue;
-            }
-        };
-        // The batch prints the verdict, stage and reason alone.
-        let d = inputs.decide_brief();
-        let line = Line {
-            id: case.id.as_deref().map_or(Id::LineNumber(n), Id::Given),
-            verdict: d.verdict.as_str(),
-            stage: d.stage.as_str(),
-            reason: &d.reason,
-        };
-        write_line(out, &line)?;
-    }
-    Ok(())
-}
-
-/// Writes one JSON record and its newline. U+2028, U+2029 and U+0085 are
-/// line terminators to some line-oriented readers (JavaScript's, Python's
-/// `str.splitlines`): escaped, a record is always one line for them too.
-fn write_line(out: &mut impl Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(&mut *out, LineSafe);
-    value.serialize(&mut ser)?;
-    out.write_all(b"\n")?;
-    Ok(())
-}
-
-/// serde_json's compact output with the line terminators JSON leaves raw
-/// escaped as `\uXXXX`.
-struct LineSafe;
-
-impl serde_json::ser::Formatter for LineSafe {
-    fn write_string_fragment<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> std::io::Result<()> {
-        let mut rest = fragment;
-        while let Some((i, c)) = rest
-            .char_indices()
-            .find(|(_, c)| matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}'))
-        {
-            writer.write_all(&rest.as_bytes()[..i])?;
-            write!(writer, "\\u{:04x}", u32::from(c))?;
-            rest = &rest[i + c.len_utf8()..];
-        }
-        writer.write_all(rest.as_bytes())
-    }
-}
-
-fn write_error(
-    out: &mut impl Write,
-    id: Option<&str>,
-    line: usize,
-    message: &str,
-) -> anyhow::Result<()> {
-    let v = match id {
-        Some(id) => serde_json::json!({"id": id, "line": line, "error": message}),
-        None => serde_json::json!({"id": serde_json::Value::Null, "line": line, "error": message}),
-    };
-    write_line(out, &v)
 }
 
 #[cfg(test)]
