@@ -19,7 +19,10 @@
 #   BENCH_NETWORK=allowlist scripts/bench-runner.sh   # an allow-list berth
 #   BENCH_SERVE=1 scripts/bench-runner.sh   # with `berth serve` running on the
 #       state: `berth exec` hands its action to it; `berth exec --local`
-#       (the same binary in its own process) is measured in the same rounds
+#       (the same binary in its own process) is measured in the same rounds.
+#       With BERTH_BASELINE too, the baseline gets a state and a `berth
+#       serve` of its own, so the comparison covers the server's side of
+#       the exec as well as the client's
 #
 # The state directory is made under $HOME (BENCH_DIR to choose): a state
 # under /tmp or /var/tmp adds the skeleton of its own mounts to the berth's
@@ -45,9 +48,14 @@ BASELINE=${BERTH_BASELINE:+$(realpath "$BERTH_BASELINE")}
 work=$(mktemp -d -p "${BENCH_DIR:-$HOME}" berth-bench-runner.XXXXXX)
 export BERTH_HOME="$work/state"
 serve_pid=
+base_serve_pid=
+base_args=()
 cleanup() {
-  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null || true
+  for pid in "$serve_pid" "$base_serve_pid"; do
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  done
   "$BERTH" down dev-1 >/dev/null 2>&1 || true
+  [ ${#base_args[@]} -gt 0 ] && "$BASELINE" "${base_args[@]}" down dev-1 >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -73,25 +81,43 @@ BERTH=$(copy_bin "$BERTH" "$work/bin")
 . scripts/bench-lib.sh
 bench_agent "$work" runner
 [ -n "${BENCH_NETWORK:-}" ] && bench_network "$BENCH_NETWORK"
+# start_serve BIN STATE LOG: `BIN serve` on STATE, once its socket answers;
+# its pid in $started.
+start_serve() {
+  "$1" --state "$2" serve --no-agent-loops >/dev/null 2>"$3" &
+  started=$!
+  for _ in $(seq 100); do [ -S "$2/berth.sock" ] && break; sleep 0.1; done
+  [ -S "$2/berth.sock" ] || { echo "bench-runner: berth serve did not start: $(cat "$3")" >&2; exit 1; }
+}
 if [ -n "${BENCH_SERVE:-}" ]; then
-  "$BERTH" serve --no-agent-loops >/dev/null 2>"$work/serve.log" &
-  serve_pid=$!
-  for _ in $(seq 100); do [ -S "$BERTH_HOME/berth.sock" ] && break; sleep 0.1; done
-  [ -S "$BERTH_HOME/berth.sock" ] || { echo "bench-runner: berth serve did not start: $(cat "$work/serve.log")" >&2; exit 1; }
+  start_serve "$BERTH" "$BERTH_HOME" "$work/serve.log"
+  serve_pid=$started
+  if [ -n "$BASELINE" ]; then
+    # The baseline's own state and server: each binary's exec is measured
+    # through its own server, not the new one's.
+    base_args=(--state "$work/base/state")
+    (BERTH="$BASELINE" BERTH_HOME="$work/base/state" bench_agent "$work/base" runner)
+    if [ -n "${BENCH_NETWORK:-}" ]; then
+      (BERTH_HOME="$work/base/state" bench_network "$BENCH_NETWORK")
+    fi
+    start_serve "$BASELINE" "$work/base/state" "$work/base-serve.log"
+    base_serve_pid=$started
+  fi
 fi
-for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
-  [ "$("$bin" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-runner: $bin exec true failed" >&2; exit 1; }
-done
+[ "$("$BERTH" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-runner: $BERTH exec true failed" >&2; exit 1; }
+if [ -n "$BASELINE" ]; then
+  [ "$("$BASELINE" "${base_args[@]}" exec dev-1 -- true; echo $?)" = 0 ] || { echo "bench-runner: $BASELINE exec true failed" >&2; exit 1; }
+fi
 
 echo "== 1. exec of true, end to end ($(nproc) cores; $(cut -d' ' -f1-3 /proc/loadavg) load)"
 baseline_exec=()
-[ -n "$BASELINE" ] && baseline_exec=(-n "berth exec true (baseline)" "$BASELINE exec dev-1 -- true")
+[ -n "$BASELINE" ] && baseline_exec=(-n "berth exec true (baseline)" "$BASELINE ${base_args[*]} exec dev-1 -- true")
 [ -n "${BENCH_SERVE:-}" ] && baseline_exec+=(-n "berth exec --local true" "$BERTH exec dev-1 --local -- true")
 hyperfine -N --warmup 10 --runs "$runs" \
   -n "sh -c true" "sh -c true" \
   -n "berth exec true" "$BERTH exec dev-1 -- true" \
   "${baseline_exec[@]}"
-BERTH="$BERTH" BASELINE="$BASELINE" SERVE="${BENCH_SERVE:-}" ROUNDS="$runs" python3 - <<'PY'
+BERTH="$BERTH" BASELINE="$BASELINE" BASE_ARGS="${base_args[*]}" SERVE="${BENCH_SERVE:-}" ROUNDS="$runs" python3 - <<'PY'
 import os, statistics, subprocess, time
 e = os.environ
 def timed(*argv):
@@ -100,7 +126,7 @@ def timed(*argv):
     return time.perf_counter() - t
 cmds = {"sh": ["sh", "-c", "true"], "berth": [e["BERTH"], "exec", "dev-1", "--", "true"]}
 if e["BASELINE"]:
-    cmds["baseline"] = [e["BASELINE"], "exec", "dev-1", "--", "true"]
+    cmds["baseline"] = [e["BASELINE"], *e["BASE_ARGS"].split(), "exec", "dev-1", "--", "true"]
 if e["SERVE"]:
     cmds["local"] = [e["BERTH"], "exec", "dev-1", "--local", "--", "true"]
 times = {k: [] for k in cmds}
@@ -123,11 +149,18 @@ if "local" in times:
     print(f"handed to berth serve / run in its own process (--local), median of the rounds' ratios: {ratio('berth', 'local'):.3f}x")
 PY
 
+# state_of BIN: the arguments that point BIN at its own state (the
+# baseline's, when it has one; none for the binary measured).
+state_of() {
+  if [ "$1" = "$BASELINE" ] && [ ${#base_args[@]} -gt 0 ]; then echo "${base_args[@]}"; fi
+}
+
 echo "== 2. instructions of berth's own process per exec (callgrind, children not traced)"
 if command -v valgrind >/dev/null; then
   for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
     for i in 1 2 3; do
-      valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$bin" exec dev-1 -- true 2>&1 \
+      # shellcheck disable=SC2046 # state_of gives whole words
+      valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$bin" $(state_of "$bin") exec dev-1 -- true 2>&1 \
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
     done | sort -n | head -1 | xargs printf "%s: %'d instructions (least of 3)\n" "$bin"
   done
@@ -144,7 +177,8 @@ fi
 echo "== 3. system calls per exec (strace -f -c; berth, the shim, PID 1 and the command)"
 if command -v strace >/dev/null; then
   for bin in "$BERTH" ${BASELINE:+"$BASELINE"}; do
-    strace -f -c -o "$work/sc.txt" "$bin" exec dev-1 -- true
+    # shellcheck disable=SC2046 # state_of gives whole words
+    strace -f -c -o "$work/sc.txt" "$bin" $(state_of "$bin") exec dev-1 -- true
     printf '%s: %s calls; ' "$bin" "$(awk '$NF == "total" {print $4}' "$work/sc.txt")"
     awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ {print $4, $NF}' "$work/sc.txt" \
       | sort -rn | head -8 | awk '{printf "%s %s, ", $2, $1} END {print ""}'
