@@ -1,4 +1,7 @@
-//! The `berth` command: one binary for the CLI, the server and the adapters.
+//! `berth-full`: the whole `berth` program — the CLI, the server and the
+//! adapters in one binary. Users run `berth` (`front.rs`), which hands an
+//! exec to a running server itself and runs this binary, with the same
+//! arguments, for everything else.
 
 mod cli;
 mod hook;

@@ -137,7 +137,13 @@ impl Fixture {
     /// `berth ARGS` against this state, as user `ada`, without the
     /// caller's `RUST_LOG`.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_berth"));
+        self.command_of(Path::new(env!("CARGO_BIN_EXE_berth")), args)
+    }
+
+    /// [`command`](Self::command) with another binary than the `berth`
+    /// front (`berth-full`, a copy of the front).
+    pub fn command_of(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .envs(self.env.iter().cloned())
             .env("BERTH_HOME", self.state())

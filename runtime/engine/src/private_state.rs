@@ -13,39 +13,12 @@
 //! keeps working, and says what to fix.
 
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{EngineError, Result};
 use crate::state::StateDir;
 
-/// The state directory's mode when berth creates it.
-pub const STATE_DIR_MODE: u32 = 0o700;
-/// The store's mode when berth creates it (SQLite gives its `-wal` and
-/// `-shm` files the store's own mode).
-pub const STORE_MODE: u32 = 0o600;
-
-/// A part of the state that group or other can reach.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exposed {
-    pub path: PathBuf,
-    /// Its permission bits.
-    pub mode: u32,
-    /// The mode it should have.
-    pub wanted: u32,
-}
-
-impl std::fmt::Display for Exposed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} is open to other users (mode {:04o}): it holds berth's store, token and agents' repositories; run `chmod {:o} {}`",
-            self.path.display(),
-            self.mode,
-            self.wanted,
-            self.path.display()
-        )
-    }
-}
+pub use berth_handoff::state::{Exposed, STATE_DIR_MODE, STORE_MODE};
 
 /// Creates the state directory (mode 0700 for what is created) and the
 /// store's file `store` (mode 0600; `None` for a PostgreSQL store) when they
@@ -80,35 +53,11 @@ pub fn create(state: &StateDir, store: Option<&Path>) -> Result<()> {
 }
 
 /// The parts of the state that group or other can read (or, for the
-/// directory, traverse): the directory and the store with its WAL files.
+/// directory, traverse): the directory and the store with its WAL files
+/// (`berth_handoff::state::exposure`, which the `berth` front asks too).
 pub fn exposure(state: &StateDir) -> Result<Vec<Exposed>> {
-    let db = state.db();
-    let mut candidates = vec![(state.root().to_path_buf(), STATE_DIR_MODE)];
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = db.clone().into_os_string();
-        p.push(suffix);
-        candidates.push((PathBuf::from(p), STORE_MODE));
-    }
-    let mut out = Vec::new();
-    for (path, wanted) in candidates {
-        if let Some(mode) = open_mode(&path)? {
-            out.push(Exposed { path, mode, wanted });
-        }
-    }
-    Ok(out)
-}
-
-/// The permission bits of `path` when group or other have any of them;
-/// `None` when they have none or the file does not exist.
-fn open_mode(path: &Path) -> Result<Option<u32>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) => {
-            let mode = meta.permissions().mode() & 0o7777;
-            Ok((mode & 0o077 != 0).then_some(mode))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(EngineError::io("reading the mode of", path)(e)),
-    }
+    berth_handoff::state::exposure(state.root())
+        .map_err(|e| EngineError::io("reading the mode of", &e.path)(e.source))
 }
 
 #[cfg(test)]

@@ -19,16 +19,10 @@ impl StateDir {
     }
 
     /// `--state`, else `$BERTH_HOME`, else `~/.local/share/berth`.
+    /// (`berth_handoff::state::locate`: the `berth` front finds the state
+    /// the same way before it hands an exec to a server.)
     pub fn locate(explicit: Option<&Path>) -> Option<StateDir> {
-        if let Some(p) = explicit {
-            return Some(StateDir::new(p));
-        }
-        if let Some(p) = std::env::var_os("BERTH_HOME").filter(|v| !v.is_empty()) {
-            return Some(StateDir::new(PathBuf::from(p)));
-        }
-        std::env::var_os("HOME")
-            .filter(|v| !v.is_empty())
-            .map(|h| StateDir::new(PathBuf::from(h).join(".local/share/berth")))
+        berth_handoff::state::locate(explicit).map(StateDir::new)
     }
 
     pub fn root(&self) -> &Path {
@@ -37,7 +31,7 @@ impl StateDir {
 
     /// The SQLite store.
     pub fn db(&self) -> PathBuf {
-        self.root.join("berth.db")
+        self.root.join(berth_handoff::state::STORE_FILE)
     }
 
     /// `<state>/store.toml`: the store's own settings (the events' retention).

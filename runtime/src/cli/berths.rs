@@ -2,12 +2,12 @@
 
 use berth_engine::checkup::CheckStatus;
 use berth_engine::{
-    ActionParams, Actor, AgentName, BerthMode, Engine, ExecReport, ExecStatus, ProjectName,
-    Proposal, UpOptions,
+    ActionParams, Actor, AgentName, BerthMode, Engine, ProjectName, Proposal, UpOptions,
 };
+use berth_handoff::ExecRequest;
 use berth_policy::Action;
 
-use super::{EXIT_PENDING, EXIT_REFUSED, print_json};
+use super::print_json;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum BerthModeArg {
@@ -98,6 +98,18 @@ impl ExecArgs {
     /// The shell line proposed.
     pub(super) fn command_line(&self) -> String {
         super::command_line(&self.command)
+    }
+
+    /// What is proposed, as the `berth` front would hand it to a server
+    /// (`berth_handoff::argv` reads the same fields without clap).
+    pub(super) fn request(&self) -> ExecRequest {
+        ExecRequest {
+            agent: self.agent.clone(),
+            command: self.command_line(),
+            cwd: self.cwd.clone(),
+            timeout_secs: self.timeout,
+            json: self.json,
+        }
     }
 
     /// Its working directory and deadline.
@@ -373,70 +385,6 @@ pub async fn exec(engine: &Engine, a: ExecArgs) -> anyhow::Result<u8> {
     if let Some(p) = printer {
         p.finish().await;
     }
-    report(&engine.exec_report(&proposed).await?, a.json)
-}
-
-/// Prints what `berth exec` says about its action — wherever it ran, in
-/// this process or in a server it was handed to — and gives its exit code.
-pub(super) fn report(r: &ExecReport, json: bool) -> anyhow::Result<u8> {
-    if json {
-        print_json(&serde_json::json!({
-            "action_id": r.action_id,
-            "status": r.status.as_str(),
-            "verdict": r.verdict,
-            "stage": r.stage,
-            "exit_code": r.exit_code,
-            "stdout": r.stdout,
-            "stderr": r.stderr,
-            "timed_out": r.timed_out,
-            "truncated": r.truncated,
-            "oom_killed": r.oom_killed,
-            "container_restarted": r.container_restarted,
-            "diagnostic": r.diagnostic,
-        }))?;
-    }
-    let id = r.action_id.get(..8).unwrap_or(&r.action_id);
-    let reason = r.reason.as_deref().unwrap_or("");
-    // A person stopped it (`berth cancel`): say so, beside its output.
-    if !json && r.cancelled {
-        eprintln!("berth: {}", r.diagnostic.as_deref().unwrap_or("cancelled"));
-    }
-    Ok(match r.status {
-        ExecStatus::Executed => match r.exit_code {
-            Some(exit_code) => {
-                if !json {
-                    // What the exit code alone does not say: a deadline, the
-                    // memory limit, a restart of the container.
-                    if r.timed_out || r.oom_killed || r.container_restarted {
-                        eprintln!("berth: {}", r.diagnostic.as_deref().unwrap_or("timed out"));
-                    }
-                    if r.replayed {
-                        eprintln!("berth: action {id} had already run; its recorded result:");
-                    }
-                }
-                u8::try_from(exit_code).unwrap_or(1)
-            }
-            None => {
-                if !json {
-                    eprintln!("berth: {}", r.diagnostic.as_deref().unwrap_or("failed"));
-                }
-                1
-            }
-        },
-        ExecStatus::Pending => {
-            if !json {
-                eprintln!(
-                    "berth: pending ({}: {reason}); approve with `berth approve {id}` or deny with `berth deny {id}`",
-                    r.stage
-                );
-            }
-            EXIT_PENDING
-        }
-        ExecStatus::Refused => {
-            if !json {
-                eprintln!("berth: refused ({}): {reason}", r.stage);
-            }
-            EXIT_REFUSED
-        }
-    })
+    let report = engine.exec_report(&proposed).await?;
+    Ok(berth_handoff::report::print(&report, a.json)?)
 }

@@ -43,9 +43,9 @@ impl Printer {
     }
 }
 
-/// One of berth's own output streams (also a handed-off exec's:
-/// `exec_handoff`).
-pub(super) struct Stream<W> {
+/// One of berth's own output streams (a handed-off exec's, in the `berth`
+/// front, are `berth_handoff`'s: blocking, with the same rule).
+struct Stream<W> {
     writer: W,
     /// Cleared at the first failed write: a closed terminal is not the
     /// command's failure, and what follows is dropped rather than retried.
@@ -53,11 +53,11 @@ pub(super) struct Stream<W> {
 }
 
 impl<W: AsyncWrite + Unpin> Stream<W> {
-    pub(super) fn new(writer: W) -> Self {
+    fn new(writer: W) -> Self {
         Stream { writer, open: true }
     }
 
-    pub(super) async fn write(&mut self, bytes: &[u8]) {
+    async fn write(&mut self, bytes: &[u8]) {
         if self.open {
             self.open =
                 self.writer.write_all(bytes).await.is_ok() && self.writer.flush().await.is_ok();

@@ -7,7 +7,6 @@ mod agent;
 mod berths;
 mod decide;
 mod devcontainer;
-mod exec_handoff;
 mod image;
 mod live_output;
 mod log;
@@ -27,6 +26,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use berth_engine::{DockerProvider, Engine, StateDir};
+use berth_handoff::Handoff;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -181,6 +181,18 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         other => other,
     };
+    // A running `berth serve` on this state takes a `berth exec` whole: no
+    // runtime to start, no store to open here. (The `berth` front does the
+    // same before it runs this program; here for `berth-full` run itself,
+    // and to say why the front did not: `berth_handoff::client`.)
+    if let Command::Exec(a) = &command
+        && !a.local
+        && let Some(dir) = StateDir::locate(state.as_deref())
+        && let Handoff::Ended(code) = berth_handoff::exec_through_server(dir.root(), &a.request())?
+    {
+        warn_exposed(&dir)?;
+        return Ok(code);
+    }
     // A one-shot command runs on this thread (its blocking work on the
     // blocking pool): no worker threads to start, and no wake-up crossing
     // threads for each step, in a process that lives a few milliseconds.
@@ -262,14 +274,6 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
             dir.root().display()
         );
     }
-    // A running `berth serve` on this state takes a `berth exec` whole:
-    // no store to open here (`exec_handoff`).
-    if let Command::Exec(a) = &command
-        && let Some(code) = exec_handoff::exec_through_server(&dir, a).await?
-    {
-        warn_exposed(&dir)?;
-        return Ok(code);
-    }
     let engine = Arc::new(open_engine_for(dir.clone(), command.runs_once()).await?);
     // A `command` agent's turn run here serves its MCP tools from here.
     crate::mcp::http::HttpEndpoints::register(&engine);
@@ -321,16 +325,9 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
 /// shell line as written (`-- 'make && make test'`); several are a
 /// program's argv, each word quoted so the shell hands it over as one
 /// word (`-- sh -c 'echo hi'` runs `echo hi`, as `docker exec` would).
-fn command_line(words: &[String]) -> String {
-    match words {
-        [line] => line.clone(),
-        _ => words
-            .iter()
-            .map(|w| berth_policy::shell::quote_word(w))
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
-}
+/// The shell line of a command's words after `--` (`berth exec`, `berth
+/// decide`): one word as written, several each quoted as one word.
+use berth_handoff::client::command_line;
 
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(v)?);
@@ -338,9 +335,8 @@ fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
 }
 
 /// Exit codes of commands that propose: executed → the action's own result,
-/// pending and refused → these.
-pub const EXIT_PENDING: u8 = 3;
-pub const EXIT_REFUSED: u8 = 4;
+/// pending and refused → these (`berth exec`'s, wherever it runs).
+pub use berth_handoff::report::{EXIT_PENDING, EXIT_REFUSED};
 
 #[cfg(test)]
 mod tests {
@@ -373,6 +369,108 @@ mod tests {
             bad.is_err(),
             "an unknown flag of a deferred subcommand is refused"
         );
+    }
+
+    /// The `berth` front reads an exec's command line without clap
+    /// (`berth_handoff::argv`); whatever it takes must be what clap makes of
+    /// the same words, or the front would propose something the full
+    /// program would not. Over the forms agents and scripts use, the odd
+    /// ones, and each of them with every flag moved around the agent.
+    #[test]
+    fn the_fronts_reading_of_an_exec_is_claps() {
+        use clap::Parser as _;
+        let bases: &[&[&str]] = &[
+            &["exec", "dev-1", "--", "true"],
+            &["exec", "dev-1", "--", "make && make test"],
+            &["exec", "dev-1", "--", "sh", "-c", "echo 'hi'"],
+            &["exec", "dev-1", "--", "printf", ""],
+            &["exec", "dev-1", "--", ""],
+            &["exec", "dev-1", "--", "ls", "--json", "--", "-h"],
+            &["exec", "dev-1", "--json", "--", "true"],
+            &["exec", "--json", "dev-1", "--", "true"],
+            &["exec", "dev-1", "--cwd", "/work/a b", "--", "pwd"],
+            &["exec", "dev-1", "--cwd=/work", "--timeout=0", "--", "pwd"],
+            &["exec", "--timeout", "30", "dev-1", "--json", "--", "pwd"],
+            &[
+                "exec",
+                "--timeout",
+                "18446744073709551615",
+                "dev-1",
+                "--",
+                "pwd",
+            ],
+            &[
+                "exec",
+                "--timeout",
+                "18446744073709551616",
+                "dev-1",
+                "--",
+                "pwd",
+            ],
+            &["exec", "--timeout", "007", "dev-1", "--", "pwd"],
+            &["exec", "--timeout", " 7", "dev-1", "--", "pwd"],
+            &["exec", "dev-1", "--state", "/s", "--", "true"],
+            &["exec", "dev-1", "--state=/s", "--", "true"],
+            &["--state=/s", "exec", "dev-1", "--", "true"],
+            &["--state", "/s", "exec", "dev-1", "--", "true"],
+            &[
+                "--state", "/s", "exec", "dev-1", "--state", "/t", "--", "true",
+            ],
+            &["exec", "dev-1", "--local", "--", "true"],
+            &["exec", "dev-1", "--json", "--json", "--", "true"],
+            &["exec", "dev-1", "--cwd", "--json", "--", "true"],
+            &["exec", "dev-1", "--cwd", "-", "--", "true"],
+            &["exec", "dev-1", "--cwd=", "--", "true"],
+            &["exec", "dev-1", "dev-2", "--", "true"],
+            &["exec", "dev-1", "true"],
+            &["exec", "dev-1", "--"],
+            &["exec", "-", "--", "true"],
+            &["exec", "dev-1", "--timeout", "-1", "--", "true"],
+            &["exec", "dev-1", "--time", "5", "--", "true"],
+            &["exec", "dev-1", "--js", "--", "true"],
+            &["exec", "dev-1", "-j", "--", "true"],
+            &["exec", "dev-1", "--help"],
+            &["exec", "dev-1", "--version", "--", "true"],
+            &["exec", "dev-1", "---", "true"],
+            &["exe", "dev-1", "--", "true"],
+            &["exec", "dev-1", "--", "--", "true"],
+        ];
+        let mut taken = 0;
+        for base in bases {
+            // The base, and the agent moved to each other place before `--`.
+            let end = base.iter().position(|w| *w == "--").unwrap_or(base.len());
+            let exec_at = base.iter().position(|w| *w == "exec").unwrap_or(0);
+            let mut forms = vec![base.to_vec()];
+            if let Some(agent_at) = (exec_at + 1..end).find(|&i| base[i] == "dev-1") {
+                for to in exec_at + 1..end {
+                    let mut moved = base.to_vec();
+                    let agent = moved.remove(agent_at);
+                    moved.insert(to, agent);
+                    forms.push(moved);
+                }
+            }
+            for words in forms {
+                let args: Vec<std::ffi::OsString> = std::iter::once("berth")
+                    .chain(words.iter().copied())
+                    .map(Into::into)
+                    .collect();
+                let Some(front) = berth_handoff::argv::exec_request(&args) else {
+                    continue;
+                };
+                taken += 1;
+                let cli = super::Cli::try_parse_from(&args)
+                    .unwrap_or_else(|e| panic!("the front took {words:?}, clap refuses it: {e}"));
+                let super::Command::Exec(exec) = cli.command else {
+                    panic!("the front took {words:?}, clap reads another command");
+                };
+                assert!(!exec.local, "{words:?}");
+                assert_eq!(front.state, cli.state, "{words:?}");
+                assert_eq!(front.request, exec.request(), "{words:?}");
+            }
+        }
+        // The front takes the ordinary forms: a reader that took nothing
+        // would pass the comparison and save nothing.
+        assert!(taken >= 40, "the front took {taken} forms");
     }
 
     #[test]

@@ -2,61 +2,15 @@
 //! from the proposal's answer. The CLI prints and exits with it; a server the
 //! CLI handed the action to (`POST /api/actions/stream`) sends it whole as its
 //! stream's last line, so a handed-off exec prints, and exits with, exactly
-//! what one run in the CLI's own process would.
-
-use serde::{Deserialize, Serialize};
+//! what one run in the CLI's own process would. The report's type and its
+//! printer live in `berth-handoff`, which the `berth` front links without
+//! the engine; the engine derives it here.
 
 use super::{ActionResult, ActionStatus, ProposeStatus, Proposed};
 use crate::Engine;
 use crate::error::Result;
 
-/// Where the proposal ended: [`ProposeStatus`] without its payload, which
-/// the report carries flat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecStatus {
-    Executed,
-    Pending,
-    Refused,
-}
-
-impl ExecStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExecStatus::Executed => "executed",
-            ExecStatus::Pending => "pending",
-            ExecStatus::Refused => "refused",
-        }
-    }
-}
-
-/// A terminal action's end as `berth exec` reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExecReport {
-    pub action_id: String,
-    pub status: ExecStatus,
-    /// The decision's verdict and the stage that made it.
-    pub verdict: String,
-    pub stage: String,
-    /// Why it waits or was refused.
-    pub reason: Option<String>,
-    /// Executed and succeeded.
-    pub succeeded: bool,
-    /// The command's own exit code, when it ran and ended.
-    pub exit_code: Option<i32>,
-    /// Its recorded output (capped).
-    pub stdout: Option<String>,
-    pub stderr: Option<String>,
-    pub timed_out: bool,
-    pub truncated: bool,
-    pub oom_killed: bool,
-    pub container_restarted: bool,
-    pub diagnostic: Option<String>,
-    /// The idempotency key had been used: nothing new ran.
-    pub replayed: bool,
-    /// A person (or its proposer going away) cancelled it while it ran.
-    pub cancelled: bool,
-}
+pub use berth_handoff::report::{ExecReport, ExecStatus};
 
 impl Engine {
     /// The report of `proposed`: reads the action again only when it ran
