@@ -11,6 +11,7 @@ mod fd_var;
 mod heredoc;
 mod param;
 pub mod parser;
+mod plain_subs;
 pub mod word;
 
 pub use parser::{MAX_DEPTH, ParseError, Script, parse};

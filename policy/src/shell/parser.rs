@@ -11,7 +11,10 @@
 //! matches them) and treats the rest as opaque. Anything it does not support
 //! is an error, so it fails closed.
 
+use std::sync::Arc;
+
 use super::ast::*;
+use super::plain_subs::{self, PlainSubs};
 
 /// Nesting deeper than this is an error (and so opaque). Each level costs a
 /// few stack frames; 100 levels fit comfortably in a 2 MiB test thread.
@@ -139,6 +142,8 @@ struct Parser<'a> {
     pending: Vec<PendingHereDoc>,
     /// Bodies read so far, by heredoc id; moved into the tree at the end.
     bodies: Vec<Option<HereDoc>>,
+    /// Plain `$(…)` texts parsed so far in this command line.
+    plain_subs: PlainSubs,
 }
 
 fn is_blank(b: u8) -> bool {
@@ -258,6 +263,7 @@ impl<'a> Parser<'a> {
             error: None,
             pending: Vec::new(),
             bodies: Vec::new(),
+            plain_subs: PlainSubs::default(),
         }
     }
 
@@ -1389,7 +1395,9 @@ impl<'a> Parser<'a> {
                 Vec::new()
             } else {
                 let mut sub = Parser::new(body, self.depth);
+                sub.plain_subs = std::mem::take(&mut self.plain_subs);
                 let mut parts = sub.parse_heredoc_content();
+                self.plain_subs = std::mem::take(&mut sub.plain_subs);
                 let mut sub_bodies = std::mem::take(&mut sub.bodies);
                 fill_parts(&mut parts, &mut sub_bodies, 0);
                 if let Some(e) = sub.error {
@@ -1461,7 +1469,7 @@ impl<'a> Parser<'a> {
                 let list = self.parse_list(Stop::PAREN);
                 self.leave();
                 self.expect_byte(b')', "`)` closing a process substitution");
-                b.push(Part::ProcSub(list));
+                b.push(Part::ProcSub(Arc::new(list)));
             }
         }
         while let Some(c) = self.peek() {
@@ -1651,10 +1659,27 @@ impl<'a> Parser<'a> {
             }
             Some(b'(') => {
                 self.pos += 2;
-                if self.enter() {
-                    let list = self.parse_list(Stop::PAREN);
+                // A plain text met before shares its tree (see
+                // `plain_subs`); its parse would enter two levels (the
+                // substitution, its command), so only below the bound.
+                let start = self.pos;
+                let plain =
+                    plain_subs::plain_close(self.src, start).filter(|_| self.depth + 2 < MAX_DEPTH);
+                if let Some(close) = plain
+                    && let Some(list) = self.plain_subs.get(&self.src[start..close])
+                {
+                    self.pos = close + 1;
+                    b.push(Part::CmdSub(list));
+                } else if self.enter() {
+                    let list = Arc::new(self.parse_list(Stop::PAREN));
                     self.leave();
                     self.expect_byte(b')', "`)` closing `$(`");
+                    if let Some(close) = plain
+                        && self.error.is_none()
+                        && self.pos == close + 1
+                    {
+                        self.plain_subs.keep(&self.src[start..close], &list);
+                    }
                     b.push(Part::CmdSub(list));
                 }
             }
@@ -1780,7 +1805,7 @@ impl<'a> Parser<'a> {
         if let Some(e) = sub.error {
             self.fail(format!("in a backquoted command: {}", e.message));
         }
-        b.push(Part::CmdSub(sub.list));
+        b.push(Part::CmdSub(Arc::new(sub.list)));
     }
 
     /// `$'…'` after the opening quote: bash's ANSI-C escapes.
@@ -2032,7 +2057,7 @@ fn decode_ansi_c(body: &[u8]) -> Vec<u8> {
 fn collect_subs(parts: &[Part], out: &mut Vec<List>) {
     for part in parts {
         match part {
-            Part::CmdSub(l) | Part::ProcSub(l) => out.push(l.clone()),
+            Part::CmdSub(l) | Part::ProcSub(l) => out.push(List::clone(l)),
             Part::Arith(a) => out.extend(a.subs.iter().cloned()),
             Part::Param { inner, .. } => collect_subs(inner, out),
             Part::Lit { .. } | Part::Tilde(_) => {}
@@ -2299,7 +2324,13 @@ fn fill_redirects(rs: &mut [Redirect], bodies: &mut [Option<HereDoc>], depth: us
 fn fill_parts(parts: &mut [Part], bodies: &mut [Option<HereDoc>], depth: usize) {
     for part in parts {
         match part {
-            Part::CmdSub(l) | Part::ProcSub(l) => fill_list(l, bodies, depth + 1),
+            // A tree held elsewhere too is a plain text's, kept by
+            // `plain_subs`: it holds no heredoc to fill.
+            Part::CmdSub(l) | Part::ProcSub(l) => {
+                if let Some(l) = Arc::get_mut(l) {
+                    fill_list(l, bodies, depth + 1);
+                }
+            }
             Part::Param { inner, .. } => fill_parts(inner, bodies, depth + 1),
             Part::Arith(a) => {
                 for l in &mut a.subs {
