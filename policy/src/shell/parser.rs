@@ -1472,6 +1472,22 @@ impl<'a> Parser<'a> {
                 b.push(Part::ProcSub(Arc::new(list)));
             }
         }
+        if self.pos == start
+            && !self.failed()
+            && let Some(end) = self.plain_word_end()
+        {
+            // The loop below would take these bytes as one literal piece
+            // and stop at the metacharacter (or the end) after them: the
+            // same word, without building it byte run by byte run.
+            let text = lossy(&self.src[start..end]);
+            self.pos = end;
+            return Word {
+                parts: vec![Part::Lit {
+                    text,
+                    quoted: false,
+                }],
+            };
+        }
         while let Some(c) = self.peek() {
             if self.failed() {
                 break;
@@ -1580,6 +1596,17 @@ impl<'a> Parser<'a> {
                 self.pos = end;
             }
         }
+    }
+
+    /// Where the word at the cursor ends when it is unquoted literal bytes
+    /// alone — none a quote, `\\`, `$`, a backquote, `~` or CR — up to a
+    /// metacharacter or the end of the input.
+    fn plain_word_end(&self) -> Option<usize> {
+        let end = self.plain_run_end(self.pos, |x| {
+            is_meta(x) || matches!(x, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'~' | b'\r')
+        });
+        let ends_word = self.src.get(end).is_none_or(|&c| is_meta(c));
+        (end > self.pos && ends_word).then_some(end)
     }
 
     /// Where the run of bytes from `from` that `stops` none of ends.
