@@ -166,8 +166,14 @@ fn is_name_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// `bytes` as text, each invalid sequence replaced by U+FFFD. Valid UTF-8
+/// (nearly every command) is checked by `from_utf8`, faster than the
+/// replacing reader, which only the rest goes through.
 fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
 }
 
 /// Appends literal bytes to a parts list, merging with a previous literal of
