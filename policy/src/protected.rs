@@ -18,6 +18,10 @@
 //! `build.rs`, `package.json`) are its work, not hidden config: writing
 //! them is ordinary. Reading any of them is fine.
 
+mod mentions;
+
+pub use mentions::{may_name, mentioned_in};
+
 /// The protected names, each with why writing there runs code later.
 /// A name matches as a path component anywhere: the file or directory
 /// itself and everything under it.
@@ -618,93 +622,6 @@ pub fn system_place_beneath(dir: &str) -> Option<(String, &'static str)> {
 /// A bare repository's directory (`p.git`) is a git directory too: its
 /// `config` and `hooks/` run code like a `.git/` directory's.
 const BARE_REPO_SUFFIX: &str = ".git";
-
-/// Whether `path` may name a protected place at all: every protected name
-/// starts with a literal `.` or ends in `.git` (a glob matches a leading
-/// `.` only with `dotglob`), and every system place lies under one of a
-/// few top directories ([`mentioned_in`] looks for both). A cheap test
-/// before [`why`].
-pub fn may_name(path: &str, dotglob: bool) -> bool {
-    dotglob
-        || path.starts_with('.')
-        || crate::substring::contains(path, "/.")
-        || mentioned_in(path)
-        || UNDOTTED_PAIRS
-            .iter()
-            .any(|p| crate::substring::contains(path, p))
-}
-
-/// The pairs of [`PROTECTED_PAIRS`] with no dot in a parent: what the
-/// cheap test looks for besides a dot (berth's state under `~/.local`
-/// has one).
-const UNDOTTED_PAIRS: &[&str] = &["Library/Launch"];
-
-/// Whether a word mentions a protected name anywhere (`--out=.envrc`,
-/// `-o.git/x`): the cheap test that lets the words that do not skip the
-/// search for paths inside them when only protected names matter.
-pub fn mentioned_in(word: &str) -> bool {
-    // Each test below needs one of these bytes: a name's `.`, a system
-    // path's `/` or `.` (after `=` too), a fold's `~`, `.`, ` ` or non-ASCII
-    // byte, the undotted pair's `/`. Most words (`-n`, `add`, `+%s`) hold
-    // none, and are answered by one pass over their bytes.
-    if !word
-        .bytes()
-        .any(|b| matches!(b, b'.' | b'/' | b'~' | b' ' | 0x80..))
-    {
-        return false;
-    }
-    // Every name starts with `.`, and so does the bare-repository suffix.
-    // Bytes, compared without case: a name is ASCII, so a match starts and
-    // ends on a char boundary.
-    let starts = |rest: &[u8], n: &str| {
-        rest.get(..n.len())
-            .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
-    };
-    let bytes = word.as_bytes();
-    let mut from = 0;
-    while let Some(i) = crate::substring::find_byte(b'.', &bytes[from..]).map(|i| from + i) {
-        let rest = &bytes[i..];
-        // Most dots start no name (`.rs`, `.txt`): the byte after the dot
-        // rules them out without comparing each name.
-        if rest
-            .get(1)
-            .is_some_and(|&c| AFTER_DOT[usize::from(c.to_ascii_lowercase())])
-            && (starts(rest, BARE_REPO_SUFFIX)
-                || PROTECTED.iter().any(|(n, _)| starts(rest, n))
-                || PROTECTED_PAIRS.iter().any(|(n, _, _)| starts(rest, n)))
-        {
-            return true;
-        }
-        from = i + 1;
-    }
-    may_be_system(word)
-        || crate::name_fold::may_fold(word)
-        || UNDOTTED_PAIRS
-            .iter()
-            .any(|p| crate::substring::contains(word, p))
-}
-
-/// The bytes (lower case) that follow the `.` of a protected name, the
-/// bare-repository suffix included.
-static AFTER_DOT: [bool; 256] = {
-    let mut table = [false; 256];
-    table[BARE_REPO_SUFFIX.as_bytes()[1].to_ascii_lowercase() as usize] = true;
-    let mut i = 0;
-    while i < PROTECTED.len() {
-        table[PROTECTED[i].0.as_bytes()[1].to_ascii_lowercase() as usize] = true;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < PROTECTED_PAIRS.len() {
-        // Only pairs that start with a dot: the others (`Library/LaunchAgents`,
-        // `share/berth`) are found by [`UNDOTTED_PAIRS`] or a dotted parent.
-        if PROTECTED_PAIRS[i].0.as_bytes()[0] == b'.' {
-            table[PROTECTED_PAIRS[i].0.as_bytes()[1].to_ascii_lowercase() as usize] = true;
-        }
-        i += 1;
-    }
-    table
-};
 
 /// Why writing `path` (absolute, normalised; components may be globs when
 /// `glob` is set) would write a protected place, if it would. A glob is

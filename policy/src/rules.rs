@@ -172,6 +172,9 @@ impl RuleSet {
         patterns: &mut PatternCache,
     ) -> Result<RuleSet, RulesError> {
         let mut set = RuleSet::default();
+        // Nearly every entry is a command rule: room for all at once.
+        set.commands
+            .reserve_exact(allow.len() + ask.len() + deny.len());
         for (list, file, entries) in [
             (RuleList::Allow, "<allow>", allow),
             (RuleList::Ask, "<ask>", ask),

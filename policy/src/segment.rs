@@ -21,6 +21,10 @@ use crate::shell::parser::{MAX_DEPTH, parse_at_depth};
 use crate::shell::word::{self, Value};
 use crate::wrapper::{self, Unwrap};
 
+mod substitution_walks;
+
+use substitution_walks::SubstitutionWalks;
+
 /// Why a word whose expansion evaluates text as code makes its segment
 /// opaque.
 const CODE_IN_WORD: &str = "bash evaluates text as code here (arithmetic over variables, an array subscript, `${!x}`, `${x@P}` or a `${x:offset}`: a variable can hold `$(…)` that bash runs)";
@@ -264,8 +268,20 @@ pub struct Analysis {
 
 /// Splits a command line into segments. `cwd` and `home` are frame paths.
 pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
+    analyze_with(command, cwd, home, true)
+}
+
+/// [`analyze`] walking every copy of a substitution (the reference for
+/// `substitution_walks`' replays).
+#[cfg(test)]
+fn analyze_walking_each(command: &[u8], cwd: &str, home: &str) -> Analysis {
+    analyze_with(command, cwd, home, false)
+}
+
+fn analyze_with(command: &[u8], cwd: &str, home: &str, reuse_walks: bool) -> Analysis {
     let script = crate::shell::parse(command);
     let mut walker = Walker::new(home, command.len());
+    walker.reuse_walks = reuse_walks;
     walker.cdpath_named = names_cdpath(command);
     let state = State {
         cwd: Cwd::Known(Arc::from([normalize("/", cwd)])),
@@ -328,6 +344,10 @@ struct Walker<'h> {
     /// A `shopt` may have set `cdable_vars`: `cd name` may go where the
     /// variable `name` says.
     cdable_vars: bool,
+    /// Walks of shared substitution trees, pushed again for their copies.
+    substitution_walks: SubstitutionWalks,
+    /// Whether those walks are used (off: the reference in tests).
+    reuse_walks: bool,
 }
 
 /// Whether the line names `CDPATH`, however quoted (`read CDPATH`,
@@ -379,6 +399,8 @@ impl<'h> Walker<'h> {
             cdpath_named: false,
             lastpipe: false,
             cdable_vars: false,
+            substitution_walks: SubstitutionWalks::default(),
+            reuse_walks: true,
         }
     }
 
@@ -622,10 +644,17 @@ impl<'h> Walker<'h> {
         {
             return;
         }
-        let mut lists = Vec::new();
-        word::nested_lists(parts, &mut lists);
-        for l in lists {
-            self.walk_subshell(l, state);
+        for part in parts {
+            match part {
+                Part::CmdSub(l) | Part::ProcSub(l) => self.walk_substitution(l, state),
+                Part::Param { inner, .. } => self.walk_nested(inner, state),
+                Part::Arith(a) => {
+                    for l in &a.subs {
+                        self.walk_subshell(l, state);
+                    }
+                }
+                Part::Lit { .. } | Part::Tilde(_) => {}
+            }
         }
     }
 

@@ -538,7 +538,9 @@ fn file_option_is_stdin(name: &str, args: &[Arg], opts: &[&str]) -> Option<Strin
         for o in opts {
             let value = if a.is(o) {
                 args.get(k + 1).cloned()
-            } else if o.starts_with("--") && a.text.starts_with(&format!("{o}=")) {
+            } else if o.starts_with("--")
+                && a.text.strip_prefix(o).is_some_and(|r| r.starts_with('='))
+            {
                 Some(Arg {
                     text: a.text[o.len() + 1..].to_string(),
                     ..a.clone()
@@ -557,4 +559,49 @@ fn file_option_is_stdin(name: &str, args: &[Arg], opts: &[&str]) -> Option<Strin
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<Arg> {
+        words
+            .iter()
+            .map(|w| Arg {
+                text: (*w).to_string(),
+                ..Arg::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_long_file_option_with_its_value_attached_names_stdin() {
+        for (name, words) in [
+            ("make", &["--file=-"][..]),
+            ("make", &["all", "--makefile=/dev/stdin"]),
+            ("awk", &["--file=-", "x"]),
+            ("awk", &["--include=/dev/stdin"]),
+            ("sed", &["--file=-"]),
+            ("emacs", &["--script=/dev/stdin"]),
+        ] {
+            assert!(
+                reads_program(name, &args(words)).is_some(),
+                "{name} {words:?}"
+            );
+        }
+        for (name, words) in [
+            ("make", &["--file-"][..]),
+            ("make", &["--filex=-"]),
+            ("make", &["--fil=-"]),
+            ("make", &["--file=Makefile"]),
+            ("make", &["--", "--file=-"]),
+            ("sed", &["--file"]),
+        ] {
+            assert!(
+                reads_program(name, &args(words)).is_none(),
+                "{name} {words:?}"
+            );
+        }
+    }
 }

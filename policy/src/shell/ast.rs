@@ -185,10 +185,11 @@ pub enum Part {
     /// `$name`, `${…}`: the inner parts are the operator's words
     /// (`${X:-$(cmd)}` runs `cmd`).
     Param { name: String, inner: Vec<Part> },
-    /// `$(…)` or backticks.
-    CmdSub(List),
+    /// `$(…)` or backticks. Shared: the copies of a plain text in one
+    /// line hold one tree (see `plain_subs`).
+    CmdSub(std::sync::Arc<List>),
     /// `$((…))`.
     Arith(Arith),
     /// `<(…)` or `>(…)`.
-    ProcSub(List),
+    ProcSub(std::sync::Arc<List>),
 }

@@ -11,6 +11,7 @@ mod fd_var;
 mod heredoc;
 mod param;
 pub mod parser;
+mod plain_subs;
 pub mod word;
 
 pub use parser::{MAX_DEPTH, ParseError, Script, parse};
@@ -32,6 +33,68 @@ pub fn quote_word(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::parse;
+
+    #[test]
+    fn a_plain_word_parses_as_the_piece_by_piece_reading_does() {
+        // A line continuation after a word ends the plain run with a byte
+        // that is not a metacharacter: the parser then reads the word piece
+        // by piece (and drops the continuation). Both readings give the
+        // same tree, for words of every kind the plain reading takes.
+        let words: &[&[u8]] = &[
+            b"ls",
+            b"-la",
+            b"a=b",
+            b"PATH=/x:/y",
+            b"x~",
+            b"*.rs",
+            b"{a,b}",
+            b"[ab]",
+            b"%s+%s",
+            b"@{u}",
+            b"caf\xc3\xa9",
+            b"\xff\xfe",
+            b"!",
+            b"a#b",
+            b"--opt=v",
+            b"if",
+            b"{",
+            b"}",
+            b"x]",
+            b"a$b",
+            b"a'b'c",
+            b"a\"b\"",
+            b"a`id`b",
+            b"a\\b",
+            b"a\rb",
+        ];
+        for w in words {
+            for (before, after) in [
+                (&b"echo "[..], &b""[..]),
+                (b"", b" x"),
+                (b"echo ", b";ls"),
+                (b"echo ", b"|cat"),
+                (b"echo ", b")"),
+                (b"(echo ", b")"),
+                (b"echo ", b"\n"),
+                (b"echo ", b"&"),
+                (b"echo ", b">f"),
+            ] {
+                // Reserved words are told before a word is read, as
+                // written: in command position only the others.
+                if before.is_empty() && matches!(*w, b"if" | b"{" | b"}" | b"!") {
+                    continue;
+                }
+                let line = [before, w, after].concat();
+                let pieces = [before, w, b"\\\n", after].concat();
+                let (plain, by_pieces) = (parse(&line), parse(&pieces));
+                let shown = String::from_utf8_lossy(&line);
+                assert_eq!(plain.list, by_pieces.list, "{shown}");
+                assert_eq!(plain.error.is_some(), by_pieces.error.is_some(), "{shown}");
+            }
+        }
+    }
+
     #[test]
     fn a_quoted_word_parses_back_to_itself() {
         for w in [

@@ -11,7 +11,10 @@
 //! matches them) and treats the rest as opaque. Anything it does not support
 //! is an error, so it fails closed.
 
+use std::sync::Arc;
+
 use super::ast::*;
+use super::plain_subs::{self, PlainSubs};
 
 /// Nesting deeper than this is an error (and so opaque). Each level costs a
 /// few stack frames; 100 levels fit comfortably in a 2 MiB test thread.
@@ -139,6 +142,8 @@ struct Parser<'a> {
     pending: Vec<PendingHereDoc>,
     /// Bodies read so far, by heredoc id; moved into the tree at the end.
     bodies: Vec<Option<HereDoc>>,
+    /// Plain `$(…)` texts parsed so far in this command line.
+    plain_subs: PlainSubs,
 }
 
 fn is_blank(b: u8) -> bool {
@@ -161,8 +166,14 @@ fn is_name_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// `bytes` as text, each invalid sequence replaced by U+FFFD. Valid UTF-8
+/// (nearly every command) is checked by `from_utf8`, faster than the
+/// replacing reader, which only the rest goes through.
 fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
 }
 
 /// Appends literal bytes to a parts list, merging with a previous literal of
@@ -258,6 +269,7 @@ impl<'a> Parser<'a> {
             error: None,
             pending: Vec::new(),
             bodies: Vec::new(),
+            plain_subs: PlainSubs::default(),
         }
     }
 
@@ -1389,7 +1401,9 @@ impl<'a> Parser<'a> {
                 Vec::new()
             } else {
                 let mut sub = Parser::new(body, self.depth);
+                sub.plain_subs = std::mem::take(&mut self.plain_subs);
                 let mut parts = sub.parse_heredoc_content();
+                self.plain_subs = std::mem::take(&mut sub.plain_subs);
                 let mut sub_bodies = std::mem::take(&mut sub.bodies);
                 fill_parts(&mut parts, &mut sub_bodies, 0);
                 if let Some(e) = sub.error {
@@ -1461,8 +1475,24 @@ impl<'a> Parser<'a> {
                 let list = self.parse_list(Stop::PAREN);
                 self.leave();
                 self.expect_byte(b')', "`)` closing a process substitution");
-                b.push(Part::ProcSub(list));
+                b.push(Part::ProcSub(Arc::new(list)));
             }
+        }
+        if self.pos == start
+            && !self.failed()
+            && let Some(end) = self.plain_word_end()
+        {
+            // The loop below would take these bytes as one literal piece
+            // and stop at the metacharacter (or the end) after them: the
+            // same word, without building it byte run by byte run.
+            let text = lossy(&self.src[start..end]);
+            self.pos = end;
+            return Word {
+                parts: vec![Part::Lit {
+                    text,
+                    quoted: false,
+                }],
+            };
         }
         while let Some(c) = self.peek() {
             if self.failed() {
@@ -1574,6 +1604,17 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Where the word at the cursor ends when it is unquoted literal bytes
+    /// alone — none a quote, `\\`, `$`, a backquote, `~` or CR — up to a
+    /// metacharacter or the end of the input.
+    fn plain_word_end(&self) -> Option<usize> {
+        let end = self.plain_run_end(self.pos, |x| {
+            is_meta(x) || matches!(x, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'~' | b'\r')
+        });
+        let ends_word = self.src.get(end).is_none_or(|&c| is_meta(c));
+        (end > self.pos && ends_word).then_some(end)
+    }
+
     /// Where the run of bytes from `from` that `stops` none of ends.
     fn plain_run_end(&self, from: usize, stops: impl Fn(u8) -> bool) -> usize {
         let rest = self.src.get(from..).unwrap_or_default();
@@ -1651,10 +1692,27 @@ impl<'a> Parser<'a> {
             }
             Some(b'(') => {
                 self.pos += 2;
-                if self.enter() {
-                    let list = self.parse_list(Stop::PAREN);
+                // A plain text met before shares its tree (see
+                // `plain_subs`); its parse would enter two levels (the
+                // substitution, its command), so only below the bound.
+                let start = self.pos;
+                let plain =
+                    plain_subs::plain_close(self.src, start).filter(|_| self.depth + 2 < MAX_DEPTH);
+                if let Some(close) = plain
+                    && let Some(list) = self.plain_subs.get(&self.src[start..close])
+                {
+                    self.pos = close + 1;
+                    b.push(Part::CmdSub(list));
+                } else if self.enter() {
+                    let list = Arc::new(self.parse_list(Stop::PAREN));
                     self.leave();
                     self.expect_byte(b')', "`)` closing `$(`");
+                    if let Some(close) = plain
+                        && self.error.is_none()
+                        && self.pos == close + 1
+                    {
+                        self.plain_subs.keep(&self.src[start..close], &list);
+                    }
                     b.push(Part::CmdSub(list));
                 }
             }
@@ -1780,7 +1838,7 @@ impl<'a> Parser<'a> {
         if let Some(e) = sub.error {
             self.fail(format!("in a backquoted command: {}", e.message));
         }
-        b.push(Part::CmdSub(sub.list));
+        b.push(Part::CmdSub(Arc::new(sub.list)));
     }
 
     /// `$'…'` after the opening quote: bash's ANSI-C escapes.
@@ -2032,7 +2090,7 @@ fn decode_ansi_c(body: &[u8]) -> Vec<u8> {
 fn collect_subs(parts: &[Part], out: &mut Vec<List>) {
     for part in parts {
         match part {
-            Part::CmdSub(l) | Part::ProcSub(l) => out.push(l.clone()),
+            Part::CmdSub(l) | Part::ProcSub(l) => out.push(List::clone(l)),
             Part::Arith(a) => out.extend(a.subs.iter().cloned()),
             Part::Param { inner, .. } => collect_subs(inner, out),
             Part::Lit { .. } | Part::Tilde(_) => {}
@@ -2299,7 +2357,13 @@ fn fill_redirects(rs: &mut [Redirect], bodies: &mut [Option<HereDoc>], depth: us
 fn fill_parts(parts: &mut [Part], bodies: &mut [Option<HereDoc>], depth: usize) {
     for part in parts {
         match part {
-            Part::CmdSub(l) | Part::ProcSub(l) => fill_list(l, bodies, depth + 1),
+            // A tree held elsewhere too is a plain text's, kept by
+            // `plain_subs`: it holds no heredoc to fill.
+            Part::CmdSub(l) | Part::ProcSub(l) => {
+                if let Some(l) = Arc::get_mut(l) {
+                    fill_list(l, bodies, depth + 1);
+                }
+            }
             Part::Param { inner, .. } => fill_parts(inner, bodies, depth + 1),
             Part::Arith(a) => {
                 for l in &mut a.subs {

@@ -4,7 +4,7 @@
 //! give its value; it is *dynamic* when it holds a parameter, a command or
 //! process substitution, or arithmetic — its value is then unknowable here.
 
-use super::ast::{List, Part, Word};
+use super::ast::{Part, Word};
 use super::brace::{self, Tagged};
 
 /// A word's value as far as it can be known before running anything.
@@ -249,19 +249,6 @@ fn substring_is_code(op: &str, more: &[Part]) -> bool {
             Part::Tilde(_) => false,
             _ => true,
         })
-}
-
-/// The command lists nested in a word: `$(…)`, backticks, `<(…)`, and those
-/// inside `${…}` operators and arithmetic. Each runs when the word expands.
-pub fn nested_lists<'w>(parts: &'w [Part], out: &mut Vec<&'w List>) {
-    for part in parts {
-        match part {
-            Part::CmdSub(l) | Part::ProcSub(l) => out.push(l),
-            Part::Param { inner, .. } => nested_lists(inner, out),
-            Part::Arith(a) => out.extend(a.subs.iter()),
-            Part::Lit { .. } | Part::Tilde(_) => {}
-        }
-    }
 }
 
 /// The word's text when it is entirely unquoted literal text (reserved

@@ -1,0 +1,205 @@
+//! The cheap tests before [`super::why`]: whether a word or path may
+//! mention a protected place at all. They run on every word of every
+//! segment that writes, and most words (`-n`, `src/main.rs`) mention none:
+//! each test answers those in about one pass over their bytes, and leaves
+//! the names' comparisons to the few words with a dot that may start one.
+
+use super::{BARE_REPO_SUFFIX, PROTECTED, PROTECTED_PAIRS, may_be_system};
+
+/// Whether `path` may name a protected place at all: every protected name
+/// starts with a literal `.` or ends in `.git` (a glob matches a leading
+/// `.` only with `dotglob`), and every system place lies under one of a
+/// few top directories ([`mentioned_in`] looks for both). A cheap test
+/// before [`why`](super::why).
+pub fn may_name(path: &str, dotglob: bool) -> bool {
+    dotglob
+        || path.starts_with('.')
+        || crate::substring::contains(path, "/.")
+        || mentioned_in(path)
+        || UNDOTTED_PAIRS
+            .iter()
+            .any(|p| crate::substring::contains(path, p))
+}
+
+/// The pairs of [`PROTECTED_PAIRS`] with no dot in a parent: what the
+/// cheap test looks for besides a dot (berth's state under `~/.local`
+/// has one).
+const UNDOTTED_PAIRS: &[&str] = &["Library/Launch"];
+
+/// Whether a word mentions a protected name anywhere (`--out=.envrc`,
+/// `-o.git/x`): the cheap test that lets the words that do not skip the
+/// search for paths inside them when only protected names matter.
+pub fn mentioned_in(word: &str) -> bool {
+    // Each test below needs one of these bytes: a name's `.`, a system
+    // path's `/` or `.` (after `=` too), a fold's `~`, `.`, ` ` or non-ASCII
+    // byte, the undotted pair's `/`. Most words (`-n`, `add`, `+%s`) hold
+    // none, and are answered by one pass over their bytes.
+    if !word
+        .bytes()
+        .any(|b| matches!(b, b'.' | b'/' | b'~' | b' ' | 0x80..))
+    {
+        return false;
+    }
+    // Every name starts with `.`, and so does the bare-repository suffix.
+    // Bytes, compared without case: a name is ASCII, so a match starts and
+    // ends on a char boundary.
+    let starts = |rest: &[u8], n: &str| {
+        rest.get(..n.len())
+            .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
+    };
+    let bytes = word.as_bytes();
+    let mut from = 0;
+    while let Some(i) = crate::substring::find_byte(b'.', &bytes[from..]).map(|i| from + i) {
+        let rest = &bytes[i..];
+        // Most dots start no name (`.rs`, `.txt`, `.json`): the two bytes
+        // after the dot rule them out without comparing each name.
+        if may_start_name(rest)
+            && (starts(rest, BARE_REPO_SUFFIX)
+                || PROTECTED.iter().any(|(n, _)| starts(rest, n))
+                || PROTECTED_PAIRS.iter().any(|(n, _, _)| starts(rest, n)))
+        {
+            return true;
+        }
+        from = i + 1;
+    }
+    may_be_system(word)
+        || crate::name_fold::may_fold(word)
+        || UNDOTTED_PAIRS
+            .iter()
+            .any(|p| crate::substring::contains(word, p))
+}
+
+/// Whether `rest` (from a `.`) may start a protected name or the
+/// bare-repository suffix: its next two bytes, without case, are those of
+/// one ([`AFTER_DOT`]). A name is ASCII: a non-ASCII byte starts none.
+fn may_start_name(rest: &[u8]) -> bool {
+    let Some(&c1) = rest.get(1).filter(|c| c.is_ascii()) else {
+        return false;
+    };
+    let follows = AFTER_DOT[usize::from(c1.to_ascii_lowercase())];
+    match rest.get(2) {
+        Some(&c2) => c2.is_ascii() && follows & (1 << c2.to_ascii_lowercase()) != 0,
+        // Only a name of two bytes could end here: its entry has every bit.
+        None => follows == u128::MAX,
+    }
+}
+
+/// For each byte (lower case) after the `.` of a protected name, the bare-
+/// repository suffix included, the bytes (lower case) that follow it in
+/// one, as bits; every bit for a name that ends after one byte. Names are
+/// ASCII, and compared without case.
+static AFTER_DOT: [u128; 128] = {
+    let mut table = [0u128; 128];
+    const fn add(table: &mut [u128; 128], name: &str) {
+        let b = name.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            assert!(b[i].is_ascii(), "protected names are ASCII");
+            i += 1;
+        }
+        let c1 = b[1].to_ascii_lowercase() as usize;
+        if b.len() > 2 {
+            table[c1] |= 1 << b[2].to_ascii_lowercase();
+        } else {
+            table[c1] = u128::MAX;
+        }
+    }
+    add(&mut table, BARE_REPO_SUFFIX);
+    let mut i = 0;
+    while i < PROTECTED.len() {
+        add(&mut table, PROTECTED[i].0);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < PROTECTED_PAIRS.len() {
+        // Only pairs that start with a dot: the others (`Library/LaunchAgents`,
+        // `share/berth`) are found by [`UNDOTTED_PAIRS`] or a dotted parent.
+        if PROTECTED_PAIRS[i].0.as_bytes()[0] == b'.' {
+            add(&mut table, PROTECTED_PAIRS[i].0);
+        }
+        i += 1;
+    }
+    table
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name [`mentioned_in`] compares after a dot.
+    fn dotted_names() -> Vec<&'static str> {
+        std::iter::once(BARE_REPO_SUFFIX)
+            .chain(PROTECTED.iter().map(|(n, _)| *n))
+            .chain(PROTECTED_PAIRS.iter().map(|(n, _, _)| *n))
+            .filter(|n| n.starts_with('.'))
+            .collect()
+    }
+
+    /// [`mentioned_in`] without its filters: every name compared at every
+    /// dot.
+    fn mentioned_in_unfiltered(word: &str) -> bool {
+        let b = word.as_bytes();
+        let names = dotted_names();
+        (0..b.len()).any(|i| {
+            b[i] == b'.'
+                && names.iter().any(|n| {
+                    b[i..]
+                        .get(..n.len())
+                        .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
+                })
+        }) || may_be_system(word)
+            || crate::name_fold::may_fold(word)
+            || UNDOTTED_PAIRS.iter().any(|p| word.contains(p))
+    }
+
+    #[test]
+    fn the_filters_keep_every_name() {
+        let mut words: Vec<String> = [
+            "",
+            ".",
+            "x.",
+            "x.c",
+            "src/main.rs",
+            "a.json",
+            "a.js",
+            "--out=.envrc",
+            "-o.git/x",
+            "p.git",
+            "p.GIT",
+            "/etc/passwd",
+            "x.é",
+            ".é",
+            "~/Library/LaunchAgents/x",
+        ]
+        .map(String::from)
+        .to_vec();
+        for n in dotted_names() {
+            // The name, in other cases, in a path, with more after it or
+            // before it, and each cut short.
+            for w in [
+                n.to_string(),
+                n.to_uppercase(),
+                format!("a/{n}/b"),
+                format!("--x={}", n.to_uppercase()),
+                format!("{n}x"),
+                format!("x{n}"),
+            ] {
+                for end in (0..=w.len()).filter(|&e| w.is_char_boundary(e)) {
+                    words.push(w[..end].to_string());
+                }
+            }
+        }
+        for w in &words {
+            assert_eq!(mentioned_in(w), mentioned_in_unfiltered(w), "{w:?}");
+        }
+        // Every pair of bytes after a dot, and every byte alone.
+        for a in 0u8..=255 {
+            for b in 0u8..=255 {
+                let w = String::from_utf8_lossy(&[b'x', b'.', a, b]).into_owned();
+                assert_eq!(mentioned_in(&w), mentioned_in_unfiltered(&w), "{w:?}");
+            }
+            let w = String::from_utf8_lossy(&[b'.', a]).into_owned();
+            assert_eq!(mentioned_in(&w), mentioned_in_unfiltered(&w), "{w:?}");
+        }
+    }
+}
