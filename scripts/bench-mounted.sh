@@ -16,8 +16,8 @@
 #   4. The injected tools' cost per exec: `berth exec` of `true` in a
 #      berth of the custom image (tools mounted at /opt/berth) against the
 #      same in a berth of the default image (none), and git through the
-#      injected loader against the image's own git — with farm-bench, in
-#      pairs (A B A B …), so the ratio holds on a loaded machine.
+#      injected loader against the image's own git — with hyperfine, each
+#      pair of commands in one run.
 #
 #   scripts/bench-mounted.sh            # release build; BENCH_RUNS=50 by default
 #   BERTH_BIN=target/debug/berth scripts/bench-mounted.sh
@@ -35,7 +35,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v hyperfine >/dev/null || { echo "bench-mounted: needs hyperfine (apt-get install -y hyperfine)" >&2; exit 1; }
-command -v farm-bench >/dev/null || echo "bench-mounted: no farm-bench: section 4 (paired) is left out" >&2
 docker version >/dev/null 2>&1 || { echo "bench-mounted: the Docker engine does not answer" >&2; exit 1; }
 runs=${BENCH_RUNS:-50}
 
@@ -172,15 +171,15 @@ print(f"berth up / (docker run + git worktree add), median of the pairs' ratios:
       f"(quartiles {statistics.quantiles(ratios, n=4)[0]:.2f}-{statistics.quantiles(ratios, n=4)[2]:.2f}; goal <= 1.0x)")
 PY
 
-if command -v farm-bench >/dev/null; then
-  echo "== 4. the injected tools' cost per exec (A: custom image, tools at /opt/berth; B: default image)"
-  "$BERTH" up dev-1 --project bench --mode mounted >/dev/null
-  "$BERTH" up dev-2 --project custom --mode mounted >/dev/null
-  uptime
-  farm-bench -n "$((runs > 100 ? 100 : runs))" --warmup 5 --timeout 600 \
-    --vs "$BERTH exec dev-1 -- true" -- "$BERTH" exec dev-2 -- true
-  echo "-- git --version: A through the injected loader (/opt/berth/bin/git), B the image's own git"
-  farm-bench -n "$((runs > 100 ? 100 : runs))" --warmup 5 --timeout 600 \
-    --vs "$BERTH exec dev-1 -- git --version" -- "$BERTH" exec dev-2 -- /opt/berth/bin/git --version
-  uptime
-fi
+echo "== 4. the injected tools' cost per exec (custom image, tools at /opt/berth; default image)"
+"$BERTH" up dev-1 --project bench --mode mounted >/dev/null
+"$BERTH" up dev-2 --project custom --mode mounted >/dev/null
+uptime
+hyperfine -N --warmup 5 --runs "$((runs > 100 ? 100 : runs))" \
+  -n "true, default image" "$BERTH exec dev-1 -- true" \
+  -n "true, custom image" "$BERTH exec dev-2 -- true"
+echo "-- git --version: through the injected loader (/opt/berth/bin/git), and the image's own git"
+hyperfine -N --warmup 5 --runs "$((runs > 100 ? 100 : runs))" \
+  -n "the image's git" "$BERTH exec dev-1 -- git --version" \
+  -n "the injected git" "$BERTH exec dev-2 -- /opt/berth/bin/git --version"
+uptime
