@@ -163,30 +163,49 @@ impl Browser {
         let url = format!("/session/{}/element/{el}/text", self.session);
         let r = self.wd.call("GET", &url, None);
         let v = r.json();
-        // Replaced meanwhile (a reload): chromedriver says so as a stale
-        // reference, or, mid-navigation, as a node no longer in the document.
-        let gone = v["value"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("does not belong to the document"));
-        if (r.status == 404 && v["value"]["error"] == "stale element reference") || gone {
+        // Replaced meanwhile (a reload).
+        if self.went_stale(r.status, &v) {
             return None;
         }
         assert_eq!(r.status, 200, "GET {url}: {v}");
         Some(v["value"].as_str().unwrap().to_string())
     }
 
+    /// Clicks the element `css` finds; found again when the page replaced
+    /// it between the finding and the click (it re-renders as it polls).
     pub fn click(&self, css: &str) {
-        let el = self.find(css);
-        self.cmd("POST", &format!("/element/{el}/click"), Some(json!({})));
+        self.act_on(css, "click", json!({}));
     }
 
     pub fn type_in(&self, css: &str, text: &str) {
-        let el = self.find(css);
-        self.cmd(
-            "POST",
-            &format!("/element/{el}/value"),
-            Some(json!({ "text": text })),
-        );
+        self.act_on(css, "value", json!({ "text": text }));
+    }
+
+    /// `POST /element/<el>/<verb>` on the element `css` finds, again on a
+    /// fresh find while the one found went stale.
+    fn act_on(&self, css: &str, verb: &str, body: Value) {
+        for _ in 0..STALE_RETRIES {
+            let el = self.find(css);
+            let url = format!("/session/{}/element/{el}/{verb}", self.session);
+            let r = self.wd.call("POST", &url, Some(&body));
+            let v = r.json();
+            if self.went_stale(r.status, &v) {
+                continue;
+            }
+            assert_eq!(r.status, 200, "POST {url}: {v}");
+            return;
+        }
+        panic!("{css}: the element went stale {STALE_RETRIES} times in a row");
+    }
+
+    /// Whether chromedriver's answer says the element is no longer the
+    /// page's: a stale reference, or, mid-navigation, a node no longer in
+    /// the document.
+    fn went_stale(&self, status: u16, v: &Value) -> bool {
+        let gone = v["value"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("does not belong to the document"));
+        (status == 404 && v["value"]["error"] == "stale element reference") || gone
     }
 
     pub fn script(&self, js: &str) -> Value {
