@@ -72,9 +72,10 @@ pub enum Handoff {
     Ended(u8),
 }
 
-/// The shell line of `berth exec`'s words after `--`: one word is a line
-/// as written (`-- 'make && make test'`); several are a program and its
-/// arguments, each quoted as one word.
+/// The command line `berth exec|decide -- …` proposes. One argument is a
+/// shell line as written (`-- 'make && make test'`); several are a
+/// program's argv, each word quoted so the shell hands it over as one
+/// word (`-- sh -c 'echo hi'` runs `echo hi`, as `docker exec` would).
 pub fn command_line(words: &[String]) -> String {
     match words {
         [line] => line.clone(),

@@ -320,15 +320,11 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
     Ok(code)
 }
 
-/// Prints a value as one line of JSON.
-/// The command line `berth exec|decide -- …` proposes. One argument is a
-/// shell line as written (`-- 'make && make test'`); several are a
-/// program's argv, each word quoted so the shell hands it over as one
-/// word (`-- sh -c 'echo hi'` runs `echo hi`, as `docker exec` would).
-/// The shell line of a command's words after `--` (`berth exec`, `berth
-/// decide`): one word as written, several each quoted as one word.
+// The shell line `berth exec|decide -- …` proposes (the `berth` front
+// builds it too, so it lives in berth-handoff).
 use berth_handoff::client::command_line;
 
+/// Prints a value as one line of JSON.
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(v)?);
     Ok(())
