@@ -111,6 +111,10 @@ async fn serve(state: Option<PathBuf>, args: McpArgs) -> anyhow::Result<u8> {
             .map(Arc::new)
             .map_err(|e| e.to_string()),
     };
+    if let Ok(e) = &engine {
+        // A request never waits for the WAL's checkpoint.
+        e.store().checkpoint_in_background();
+    }
     match &engine {
         Ok(e) => match e.agent(&args.agent).await {
             Ok(a) => tracing::info!(agent = %a.name, project = %a.project, "berth mcp serving"),

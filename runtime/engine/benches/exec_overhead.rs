@@ -15,6 +15,12 @@
 //! N (default 300) execs of each; a tenth as many first (2.5 s at least),
 //! not counted.
 //!
+//!   cargo bench -p berth-engine --bench exec_overhead -- N --inline-checkpoints
+//!
+//! leaves the WAL's checkpoints to the commits that cross its size, as a
+//! one-shot command does, instead of the store's thread (as `berth serve`
+//! and the MCP server run): the two compared, by their p90s and means.
+//!
 //!   cargo bench -p berth-engine --bench exec_overhead -- N --only engine
 //!
 //! runs one kind alone (`bare`, `shim`, `resident` or `engine`), for an
@@ -36,12 +42,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use berth_engine::{Actor, ProposeStatus};
 use berth_sandbox::Sandbox as _;
 
-/// Median, p10 and p90 of `samples`, in milliseconds.
-fn quantiles(samples: &mut [Duration]) -> (f64, f64, f64) {
+/// Median, p10, p90 and mean of `samples`, in milliseconds.
+fn quantiles(samples: &mut [Duration]) -> (f64, f64, f64, f64) {
     samples.sort();
     let n = samples.len();
     let at = |q: f64| samples[((n as f64 * q).ceil() as usize).clamp(1, n) - 1].as_secs_f64() * 1e3;
-    (at(0.5), at(0.1), at(0.9))
+    let mean = samples.iter().map(Duration::as_secs_f64).sum::<f64>() / n as f64 * 1e3;
+    (at(0.5), at(0.1), at(0.9), mean)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -57,6 +64,12 @@ async fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let user = Actor::user("bench");
     let (engine, _state) = common::runner_berth(tmp.path(), &user).await;
+    // As `berth serve` and the MCP server run it; `--inline-checkpoints`:
+    // as a one-shot command does (each commit that crosses the WAL's size
+    // checkpoints), for the comparison.
+    if !args.iter().any(|a| a == "--inline-checkpoints") {
+        engine.store().checkpoint_in_background();
+    }
     let _disks = common::DiskGuard(tmp.path().join("state"));
 
     // The runner alone, on the same worktree: the berth's own sandbox is
@@ -167,21 +180,26 @@ async fn main() {
         proposed().await;
         e.push(t.elapsed());
     }
-    let (bm, b10, b90) = quantiles(&mut b);
-    let (sm, s10, s90) = quantiles(&mut sh);
-    let (rm, r10, r90) = quantiles(&mut r);
-    let (em, e10, e90) = quantiles(&mut e);
-    println!("{n} of each, interleaved; median (p10–p90) per exec:");
-    println!("  bare spawn of sh -c true         {bm:7.3} ms ({b10:.3}–{b90:.3})");
-    println!("  runner exec through the shim     {sm:7.3} ms ({s10:.3}–{s90:.3})");
-    println!("  runner exec through its resident {rm:7.3} ms ({r10:.3}–{r90:.3})");
-    println!("  engine propose → executed        {em:7.3} ms ({e10:.3}–{e90:.3})");
+    let (bm, b10, b90, ba) = quantiles(&mut b);
+    let (sm, s10, s90, sa) = quantiles(&mut sh);
+    let (rm, r10, r90, ra) = quantiles(&mut r);
+    let (em, e10, e90, ea) = quantiles(&mut e);
+    println!("{n} of each, interleaved; median (p10–p90) and mean per exec:");
+    println!("  bare spawn of sh -c true         {bm:7.3} ms ({b10:.3}–{b90:.3}) mean {ba:.3}");
+    println!("  runner exec through the shim     {sm:7.3} ms ({s10:.3}–{s90:.3}) mean {sa:.3}");
+    println!("  runner exec through its resident {rm:7.3} ms ({r10:.3}–{r90:.3}) mean {ra:.3}");
+    println!("  engine propose → executed        {em:7.3} ms ({e10:.3}–{e90:.3}) mean {ea:.3}");
     println!(
         "  confinement over the bare spawn  {:7.3} ms; engine over the runner {:.3} ms; engine over the bare spawn {:.3} ms ({:.2}×)",
         rm - bm,
         em - rm,
         em - bm,
         em / bm
+    );
+    println!(
+        "  means: engine over the runner {:.3} ms; engine over the bare spawn {:.3} ms",
+        ea - ra,
+        ea - ba
     );
     engine.close().await;
 }

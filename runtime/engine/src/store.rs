@@ -76,6 +76,7 @@ use crate::archive::StoreConfig;
 use crate::error::{EngineError, Result};
 use crate::state::StateDir;
 
+mod checkpoints;
 mod direct;
 mod pool;
 mod retry;
@@ -762,6 +763,17 @@ impl Store {
     #[doc(hidden)]
     pub fn serialise_writers(&self, on: bool) {
         self.serialised.store(on, Ordering::Relaxed);
+    }
+
+    /// For a process that serves many requests (`berth serve`, the MCP
+    /// server): on SQLite, the WAL's checkpoints run on a thread of the
+    /// store's own instead of in the commit that crosses the WAL's size,
+    /// so no request waits for one (`store/checkpoints.rs`). Nothing on
+    /// PostgreSQL.
+    pub fn checkpoint_in_background(&self) {
+        if let StorePool::Sqlite(direct) = &self.pool {
+            direct.checkpoint_in_background();
+        }
     }
 
     /// Closes the pool. On SQLite the WAL stays as it is for the next

@@ -279,6 +279,8 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
     crate::mcp::http::HttpEndpoints::register(&engine);
     warn_exposed(&dir)?;
     if let Command::Serve(a) = command {
+        // A request never waits for the WAL's checkpoint.
+        engine.store().checkpoint_in_background();
         return serve::run(engine, a).await;
     }
     let code = match command {

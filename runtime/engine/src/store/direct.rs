@@ -31,6 +31,8 @@ use sqlx_core::any::{
 };
 use sqlx_core::ext::ustr::UStr;
 
+use super::checkpoints::Checkpoints;
+
 /// Prepared statements kept per connection, by their SQL; past this many
 /// the cache is emptied (SQL built from a variable list of values would
 /// otherwise grow it without bound).
@@ -91,6 +93,9 @@ struct Prepared {
 pub(super) struct DirectSqlite {
     db: NonNull<ffi::sqlite3>,
     cache: HashMap<String, Prepared>,
+    /// Who checkpoints the WAL after this connection's commits, kept for
+    /// as long as SQLite may call the hook that points to it.
+    wal: Option<Arc<Checkpoints>>,
 }
 
 impl std::fmt::Debug for DirectSqlite {
@@ -134,6 +139,7 @@ impl DirectSqlite {
         let mut conn = DirectSqlite {
             db,
             cache: HashMap::new(),
+            wal: None,
         };
         if rc != ffi::SQLITE_OK {
             return Err(conn.error());
@@ -155,6 +161,13 @@ impl DirectSqlite {
             Err(RunError::Failed(e)) => Err(e),
             Err(RunError::Busy(_)) => Err(self.error_with(ffi::SQLITE_BUSY)),
         }
+    }
+
+    /// Leaves the checkpoints after this connection's commits to
+    /// `checkpoints` (`store/checkpoints.rs`).
+    pub(super) fn checkpoint_with(&mut self, checkpoints: &Arc<Checkpoints>) {
+        checkpoints.watch(self.db);
+        self.wal = Some(Arc::clone(checkpoints));
     }
 
     /// Whether a transaction is open on this connection.

@@ -23,6 +23,7 @@ use sqlx_core::any::AnyValueKind;
 use sqlx_core::describe::Describe;
 
 use super::BUSY;
+use super::checkpoints::Checkpoints;
 use super::direct::{DirectSqlite, RunError, Want};
 
 type BoxStream<'a, T> = std::pin::Pin<Box<dyn futures_util::Stream<Item = T> + Send + 'a>>;
@@ -59,6 +60,7 @@ pub struct DirectPool {
     /// The PRAGMAs each connection runs once, as it opens.
     settings: String,
     idle: Mutex<Idle>,
+    checkpoints: Arc<Checkpoints>,
 }
 
 #[derive(Debug, Default)]
@@ -70,10 +72,22 @@ struct Idle {
 impl DirectPool {
     pub(super) fn new(path: PathBuf, settings: String) -> DirectPool {
         DirectPool {
+            checkpoints: Checkpoints::new(path.clone(), settings.clone()),
             path,
             settings,
             idle: Mutex::new(Idle::default()),
         }
+    }
+
+    /// A long-running process's checkpoints: on a thread of their own, not
+    /// on the commit that crosses the WAL's size (`store/checkpoints.rs`).
+    pub(super) fn checkpoint_in_background(&self) {
+        self.checkpoints.in_background();
+    }
+
+    #[cfg(test)]
+    pub(super) fn checkpoints(&self) -> &Arc<Checkpoints> {
+        &self.checkpoints
     }
 
     /// An idle connection, or a new one (opened on the blocking pool: the
@@ -87,7 +101,9 @@ impl DirectPool {
         }
         let pool = Arc::clone(self);
         let conn = tokio::task::spawn_blocking(move || {
-            DirectSqlite::open(&pool.path, create, &pool.settings)
+            let mut conn = DirectSqlite::open(&pool.path, create, &pool.settings)?;
+            conn.checkpoint_with(&pool.checkpoints);
+            Ok::<_, sqlx::Error>(conn)
         })
         .await
         .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))??;
@@ -117,6 +133,8 @@ impl DirectPool {
         let mut idle = self.lock_idle();
         idle.closed = true;
         idle.connections.clear();
+        drop(idle);
+        self.checkpoints.close();
     }
 
     fn lock_idle(&self) -> std::sync::MutexGuard<'_, Idle> {

@@ -24,7 +24,7 @@ use crate::error::{EngineError, Result};
 /// small, on every one-shot `berth` command. A checkpoint costs its
 /// fsyncs once per this many pages, on the commit that crosses it; every
 /// other commit costs none (synchronous = NORMAL).
-const WAL_PAGES: u32 = 256;
+pub(super) const WAL_PAGES: u32 = 256;
 
 /// What a checkpointed WAL is truncated back to (bytes), so the file does
 /// not stay at the largest size it ever reached.
