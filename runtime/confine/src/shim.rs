@@ -352,7 +352,7 @@ fn pid1(
     mount_tree::enter(spec)?;
     let filter = seccomp_filter::program()?;
     let setup = CommandSetup::new(spec.clone(), argv.to_vec(), Inherited::Nothing)?;
-    run_command(&setup, &filter, root, mask, status_w)
+    run_command(&setup, &filter, root, mask, &[status_w])
 }
 
 /// PID 1 dies with its parent (the shim, or the resident) and is not
@@ -452,13 +452,14 @@ pub(crate) fn empty_bounding_set() -> Result<(), ConfineError> {
 /// The rest of PID 1's life, the shim's and a resident exec's alike: starts
 /// the command ([`spawn_command`]), forwards the blocked signals in `mask`
 /// to every process of the namespace, writes the command's wait status on
-/// `status_w`, and exits — which ends the namespace.
+/// each of `status_w` (the shim's pipe; a resident exec's pipe to its
+/// resident, then berth's own), and exits — which ends the namespace.
 pub(crate) fn run_command(
     setup: &CommandSetup,
     filter: &seccomp_filter::Program,
     root: bool,
     mask: &libc::sigset_t,
-    status_w: libc::c_int,
+    status_w: &[libc::c_int],
 ) -> Result<Infallible, ConfineError> {
     let child = spawn_command(&CommandStart {
         setup,
@@ -469,7 +470,7 @@ pub(crate) fn run_command(
     // stderr; PID 1 writes nothing to them from here on, so it lets them
     // go: the output's end reaches berth when the command (and whatever it
     // left holding them) is gone, not only once PID 1 has reported and
-    // left. `status_w` is 3 or above.
+    // left. Each of `status_w` is 3 or above.
     // SAFETY: closing this process's own 0–2, unused from here on.
     unsafe { libc::syscall(libc::SYS_close_range, 0u32, 2u32, 0u32) };
     let status = forward_until_exit(child, mask, |sig| {
@@ -477,8 +478,10 @@ pub(crate) fn run_command(
         unsafe { libc::kill(-1, sig) };
     });
     let bytes = status.to_ne_bytes();
-    // SAFETY: writing a local buffer to our pipe.
-    unsafe { libc::write(status_w, bytes.as_ptr().cast(), bytes.len()) };
+    for &fd in status_w {
+        // SAFETY: writing a local buffer to our pipe.
+        unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    }
     let code = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {

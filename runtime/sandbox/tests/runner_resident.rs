@@ -11,6 +11,7 @@ use crate::host_procs;
 
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -371,21 +372,28 @@ async fn without_a_resident_the_shim_runs_the_exec() {
     assert!(text.starts_with("fine\n"), "{out:?}");
 }
 
+/// A berth whose resident ran one exec and then gave its socket to a
+/// stand-in listening in its place (the real resident leaves once its
+/// socket is replaced).
+async fn stand_in_resident() -> (ResidentFixture, std::os::unix::net::UnixListener) {
+    let f = resident_fixture().await;
+    f.runner.exec(shell("true"), None).await.unwrap();
+    let socks = sockets(&f.residents());
+    let pid = listener_pid(&socks[0]).unwrap();
+    std::fs::remove_file(&socks[0]).unwrap();
+    until("the resident's exit", || !alive(pid)).await;
+    let stand_in = std::os::unix::net::UnixListener::bind(&socks[0]).unwrap();
+    (f, stand_in)
+}
+
 /// A resident that takes the order and answers nothing (it died between
 /// the two; a fault only a stand-in on its socket can cause on demand):
 /// the command may have begun, so the exec is an error and the shim does
 /// not run it a second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_order_without_an_answer_is_not_run_again() {
-    let f = resident_fixture().await;
-    f.runner.exec(shell("true"), None).await.unwrap();
-    let socks = sockets(&f.residents());
-    let pid = listener_pid(&socks[0]).unwrap();
-    // The real resident leaves once its socket is replaced; the stand-in
-    // reads whatever comes and hangs up.
-    std::fs::remove_file(&socks[0]).unwrap();
-    until("the resident's exit", || !alive(pid)).await;
-    let stand_in = std::os::unix::net::UnixListener::bind(&socks[0]).unwrap();
+    let (f, stand_in) = stand_in_resident().await;
+    // The stand-in reads whatever comes and hangs up.
     let taker = std::thread::spawn(move || {
         use std::io::Read as _;
         let (mut conn, _) = stand_in.accept().unwrap();
@@ -407,6 +415,58 @@ async fn an_order_without_an_answer_is_not_run_again() {
     let err = result.expect_err("an exec whose start is unknown is an error");
     assert!(err.to_string().contains("not run again"), "{err}");
     assert!(!f.worktree().join("ran").exists(), "the shim ran it again");
+}
+
+/// berth takes the command's status from PID 1's own pipe (sent with the
+/// order), not from the resident's `status` line, which it reads only when
+/// the pipe ended without one (PID 1 killed before it wrote). A stand-in on
+/// the resident's socket answers two orders: the first with a status on
+/// the pipe and another on its line, the second with the pipe closed empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_comes_from_pid_1s_pipe_and_else_from_the_residents_line() {
+    let (f, stand_in) = stand_in_resident().await;
+    // A process of its own group for the exec's "PID 1" (berth signals it
+    // only on a deadline or a cancel, neither of which comes here).
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = sleeper.id();
+    let taker = std::thread::spawn(move || {
+        use std::io::Write as _;
+        let mut statuses = Vec::new();
+        for (pipe, line) in [(Some(7 << 8), 0), (None, 3 << 8)] {
+            let (mut conn, _) = stand_in.accept().unwrap();
+            let (order, mut fds) = berth_confine::resident::wire::recv_order(&mut conn).unwrap();
+            statuses.push(order.status_pipe);
+            let status = fds.remove(3 + usize::from(order.cgroup.is_some()));
+            drop(fds);
+            conn.write_all(format!("started {group}\n").as_bytes())
+                .unwrap();
+            if let Some(code) = pipe {
+                std::fs::File::from(status)
+                    .write_all(&i32::to_ne_bytes(code))
+                    .unwrap();
+            } else {
+                drop(status);
+            }
+            conn.write_all(format!("status {line}\n").as_bytes())
+                .unwrap();
+        }
+        statuses
+    });
+    let from_pipe = f.runner.exec(shell("exit 5"), None).await.unwrap();
+    let from_line = f.runner.exec(shell("exit 5"), None).await.unwrap();
+    assert_eq!(
+        taker.join().unwrap(),
+        [true, true],
+        "orders with a status pipe"
+    );
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(from_pipe.status, ExitStatus::Exited(7), "{from_pipe:?}");
+    assert_eq!(from_line.status, ExitStatus::Exited(3), "{from_line:?}");
 }
 
 /// Serves each listener berth is handed as its own door: every connection

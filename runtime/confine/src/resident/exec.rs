@@ -106,10 +106,46 @@ fn prepare(
     })
 }
 
+/// The descriptors attached to an order, by what each is: stdin, stdout,
+/// stderr, then the cgroup's directory, berth's status pipe and the egress
+/// handoff's end, each when the order names it, in that order.
+struct Attached<'a> {
+    stdio: &'a [OwnedFd],
+    cgroup: Option<&'a OwnedFd>,
+    berth_status: Option<&'a OwnedFd>,
+    egress: Option<(u16, &'a OwnedFd)>,
+}
+
+impl<'a> Attached<'a> {
+    fn sort(order: &ExecOrder, fds: &'a [OwnedFd]) -> Result<Attached<'a>, ConfineError> {
+        let want = 3
+            + usize::from(order.cgroup.is_some())
+            + usize::from(order.status_pipe)
+            + usize::from(order.egress_port.is_some());
+        if fds.len() != want {
+            return Err(ConfineError::Usage(format!(
+                "{} descriptors with the order, {want} expected",
+                fds.len()
+            )));
+        }
+        let (stdio, rest) = fds.split_at(3);
+        let mut rest = rest.iter();
+        let mut next = |named: bool| if named { rest.next() } else { None };
+        let cgroup = next(order.cgroup.is_some());
+        let berth_status = next(order.status_pipe);
+        let egress = order.egress_port.zip(next(order.egress_port.is_some()));
+        Ok(Attached {
+            stdio,
+            cgroup,
+            berth_status,
+            egress,
+        })
+    }
+}
+
 /// Starts one exec: returns its PID 1 (as the host numbers it) and the
-/// read end of the pipe its status arrives on. `fds` are stdin, stdout,
-/// stderr, the cgroup's directory when the order names a cgroup, and the
-/// egress handoff's end when it names a proxy port.
+/// read end of the pipe its status arrives on. `fds` are the order's
+/// descriptors ([`Attached`]).
 pub(crate) fn start(
     berth: &ExecSpec,
     order: &ExecOrder,
@@ -118,13 +154,7 @@ pub(crate) fn start(
     held: &Arc<HeldPaths>,
     root: bool,
 ) -> Result<(libc::pid_t, OwnedFd), ConfineError> {
-    let want = 3 + usize::from(order.cgroup.is_some()) + usize::from(order.egress_port.is_some());
-    if fds.len() != want {
-        return Err(ConfineError::Usage(format!(
-            "{} descriptors with the order, {want} expected",
-            fds.len()
-        )));
-    }
+    let attached = Attached::sort(order, fds)?;
     let prepared = prepare(berth, order, held)?;
     let mut pipe = [0; 2];
     // SAFETY: a pipe into a local array.
@@ -140,20 +170,14 @@ pub(crate) fn start(
         exit_signal: libc::SIGCHLD as u64,
         ..CloneArgs::default()
     };
-    if order.cgroup.is_some()
-        && let Some(dir) = fds.get(3)
-    {
+    if let Some(dir) = attached.cgroup {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = dir.as_raw_fd() as u64;
     }
     // The proxy's listener must be the exec's alone: a namespace of its own.
-    let egress = match (order.egress_port, fds.last()) {
-        (Some(port), Some(handoff)) => {
-            args.flags |= libc::CLONE_NEWNET as u64;
-            Some((port, handoff))
-        }
-        _ => None,
-    };
+    if attached.egress.is_some() {
+        args.flags |= libc::CLONE_NEWNET as u64;
+    }
     // SAFETY: clone3 without CLONE_VM and without a stack is fork; the
     // resident is single-threaded, so the child may do anything.
     let pid = unsafe {
@@ -171,7 +195,7 @@ pub(crate) fn start(
         }),
         0 => {
             drop(status_r);
-            let code = match pid1(&prepared, fds, egress, status_w, filter, root) {
+            let code = match pid1(&prepared, &attached, status_w, filter, root) {
                 Ok(never) => match never {},
                 Err(e) => {
                     let _ = writeln!(std::io::stderr(), "berth: confinement: {e}");
@@ -188,24 +212,33 @@ pub(crate) fn start(
 /// The exec's PID 1, in the clone's child.
 fn pid1(
     exec: &Prepared,
-    fds: &[OwnedFd],
-    egress: Option<(u16, &OwnedFd)>,
+    attached: &Attached<'_>,
     status_w: OwnedFd,
     filter: &Program,
     root: bool,
 ) -> Result<Infallible, ConfineError> {
     // SAFETY: process-local calls on this new process: it takes the exec's
-    // descriptors as 0, 1, 2 and its status pipe as 3 first (so a failure
-    // below reaches the exec's stderr), closes everything else of the
-    // resident's, dies with the resident, and leads its own process group
-    // (berth kills it by group).
-    let handoff = unsafe {
-        // The status pipe and the handoff first: 0–3 may be their numbers.
+    // descriptors as 0, 1, 2, its status pipe as 3 and berth's as 4 first
+    // (so a failure below reaches the exec's stderr), closes everything
+    // else of the resident's, dies with the resident, and leads its own
+    // process group (berth kills it by group).
+    let (handoff, status_fds) = unsafe {
+        // The status pipes and the handoff first: 0–4 may be their numbers.
         let status = libc::fcntl(status_w.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
         if status < 0 {
             return Err(ConfineError::last("move the status pipe"));
         }
-        let handoff = match egress {
+        let berth_status = match attached.berth_status {
+            Some(fd) => {
+                let moved = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+                if moved < 0 {
+                    return Err(ConfineError::last("move berth's status pipe"));
+                }
+                Some(moved)
+            }
+            None => None,
+        };
+        let handoff = match attached.egress {
             Some((port, fd)) => {
                 let moved = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
                 if moved < 0 {
@@ -215,7 +248,7 @@ fn pid1(
             }
             None => None,
         };
-        for (target, fd) in fds.iter().take(3).enumerate() {
+        for (target, fd) in attached.stdio.iter().enumerate() {
             if libc::dup2(fd.as_raw_fd(), target as libc::c_int) < 0 {
                 return Err(ConfineError::last("take the exec's descriptors"));
             }
@@ -223,8 +256,18 @@ fn pid1(
         if libc::dup2(status, 3) < 0 {
             return Err(ConfineError::last("take the status pipe"));
         }
+        // Close-on-exec: the command never holds a status pipe (it could
+        // write a status of its choosing).
         libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC);
-        handoff
+        let mut status_fds = vec![3];
+        if let Some(moved) = berth_status {
+            if libc::dup2(moved, 4) < 0 {
+                return Err(ConfineError::last("take berth's status pipe"));
+            }
+            libc::fcntl(4, libc::F_SETFD, libc::FD_CLOEXEC);
+            status_fds.push(4);
+        }
+        (handoff, status_fds)
     };
     // In the exec's own network namespace, before the resident's
     // descriptors close (the handoff's copy is one) and before the command
@@ -236,16 +279,17 @@ fn pid1(
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         crate::egress_handoff::hand_over_through(fd, port)?;
     }
-    // Every descriptor above 3 (the resident's, and the copies made above)
-    // but the berth's held Landlock paths, which the command builds its
-    // ruleset from (close-on-exec: its program never has them).
+    // Every descriptor above the status pipes (the resident's, and the
+    // copies made above) but the berth's held Landlock paths, which the
+    // command builds its ruleset from (close-on-exec: its program never
+    // has them).
     let held = exec
         .command
         .inherited
         .held()
         .into_iter()
         .flat_map(HeldPaths::fds);
-    close_all_but(4, held)?;
+    close_all_but(3 + status_fds.len() as u32, held)?;
     // SAFETY: leading a process group, in this process.
     check(unsafe { libc::setpgid(0, 0) }, "lead a process group")?;
     // No check of getppid() after this, as the shim makes: in its own PID
@@ -267,7 +311,7 @@ fn pid1(
             }
         }
     }
-    shim::run_command(&exec.command, filter, root, &mask, 3)
+    shim::run_command(&exec.command, filter, root, &mask, &status_fds)
 }
 
 /// Closes every descriptor numbered `from` or above but those in `keep`.

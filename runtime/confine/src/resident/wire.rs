@@ -24,8 +24,8 @@ use crate::ConfineError;
 use crate::spec::Rlimit;
 
 /// The most descriptors an order carries (stdin, stdout, stderr, cgroup,
-/// egress handoff).
-pub const MAX_FDS: usize = 5;
+/// berth's status pipe, egress handoff).
+pub const MAX_FDS: usize = 6;
 
 /// The largest order accepted (argv and environment of one command).
 const MAX_ORDER: usize = 4 << 20;
@@ -47,6 +47,14 @@ pub struct ExecOrder {
     /// descriptor is the fourth one attached: the exec is cloned into it,
     /// and the resident removes it once the exec is gone.
     pub cgroup: Option<String>,
+    /// berth's own status pipe is attached next (after the cgroup's
+    /// descriptor, before the egress handoff): PID 1 writes the command's
+    /// wait status on it (four bytes, native order) as it does on the
+    /// resident's, so berth hears of the end one wake-up sooner than
+    /// through the resident's `status` line, which still follows (and is
+    /// what berth reads when PID 1 died without writing).
+    #[serde(default)]
+    pub status_pipe: bool,
     /// The exec gets a network namespace of its own (only `lo`), where its
     /// PID 1 binds the proxy's port `127.0.0.1:PORT` and sends the listener
     /// back over the last descriptor attached (berth's egress handoff):
@@ -344,6 +352,7 @@ mod tests {
             rlimits: vec![(Rlimit::FileSize, 1 << 20)],
             work_read_only: true,
             cgroup: Some("action-x".into()),
+            status_pipe: true,
             egress_port: Some(3128),
         }
     }

@@ -207,6 +207,11 @@ impl Runner {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned());
         }
+        // PID 1 writes the command's status here too: berth hears of the
+        // end straight from it, not through the resident's relay.
+        let (status_r, status_w) = super::resident::pipe()
+            .map_err(|e| NotStarted::Never(format!("make the exec's status pipe: {e}")))?;
+        fds.push(status_w);
         // Last: the exec's PID 1 sends the proxy's listener back on it.
         let egress_port = egress_handoff.map(|end| {
             fds.push(end);
@@ -219,9 +224,10 @@ impl Runner {
             rlimits: spec.rlimits.clone(),
             work_read_only: spec.work_read_only,
             cgroup,
+            status_pipe: true,
             egress_port,
         };
-        let exec = ResidentExec::start(stream, order, fds).await?;
+        let exec = ResidentExec::start(stream, order, fds, status_r).await?;
         // The command has started: a pipe berth cannot read is its error.
         let wrap = |e: std::io::Error| NotStarted::Unknown(format!("the exec's pipes: {e}"));
         let stdio = Stdio {

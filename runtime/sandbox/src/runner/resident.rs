@@ -279,7 +279,7 @@ pub(super) struct Pipes {
     pub theirs: [OwnedFd; 3],
 }
 
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: a pipe into a local array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -321,6 +321,11 @@ pub(super) struct ResidentExec {
     writer: tokio::net::unix::OwnedWriteHalf,
     /// The exec's PID 1 (its process group), as the host numbers it.
     pub pid: i32,
+    /// The status PID 1 writes to berth directly, and what of its four
+    /// bytes has arrived (kept across a cancelled [`Self::wait`]); `None`
+    /// once it ended without them (PID 1 was killed): the resident's line
+    /// then says how PID 1 ended.
+    status: Option<(tokio::net::unix::pipe::Receiver, [u8; 4], usize)>,
 }
 
 impl ResidentExec {
@@ -330,20 +335,29 @@ impl ResidentExec {
         mut stream: UnixStream,
         order: ExecOrder,
         fds: Vec<OwnedFd>,
+        status: OwnedFd,
     ) -> Result<ResidentExec, NotStarted> {
         let raw: Vec<_> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
         send_order(&mut stream, &order, &raw).map_err(|e| NotStarted::Never(e.to_string()))?;
+        // berth's copy of the status pipe's write end closes here: the read
+        // end ends when PID 1's does.
         drop(fds);
         // From here the resident may have started the command: no error
         // below lets the shim run it again.
         let unknown = |e: std::io::Error| NotStarted::Unknown(e.to_string());
+        let status = tokio::net::unix::pipe::Receiver::from_owned_fd(status).map_err(unknown)?;
         stream.set_nonblocking(true).map_err(unknown)?;
         let stream = tokio::net::UnixStream::from_std(stream).map_err(unknown)?;
         let (read, writer) = stream.into_split();
         let mut lines = tokio::io::BufReader::new(read).lines();
         match lines.next_line().await {
             Ok(Some(line)) => match Reply::parse(&line) {
-                Some(Reply::Started(pid)) => Ok(ResidentExec { lines, writer, pid }),
+                Some(Reply::Started(pid)) => Ok(ResidentExec {
+                    lines,
+                    writer,
+                    pid,
+                    status: Some((status, [0; 4], 0)),
+                }),
                 Some(Reply::Refused(why)) => Err(NotStarted::Never(why)),
                 _ => Err(NotStarted::Unknown(format!("the resident said {line:?}"))),
             },
@@ -356,10 +370,26 @@ impl ResidentExec {
         }
     }
 
-    /// The command's wait status. A resident gone without one reports the
-    /// exec killed.
+    /// The command's wait status: from PID 1's own pipe, else from the
+    /// resident's line. A resident gone without one reports the exec killed.
+    /// Cancel-safe: what arrived stays for the next call.
     pub async fn wait(&mut self) -> std::process::ExitStatus {
         use std::os::unix::process::ExitStatusExt as _;
+        use tokio::io::AsyncReadExt as _;
+        while let Some((pipe, bytes, got)) = &mut self.status {
+            match pipe.read(&mut bytes[*got..]).await {
+                Ok(n) if n > 0 => {
+                    *got += n;
+                    if *got == bytes.len() {
+                        let status = i32::from_ne_bytes(*bytes);
+                        self.status = None;
+                        return std::process::ExitStatus::from_raw(status);
+                    }
+                }
+                // Ended short: PID 1 died before it wrote.
+                _ => self.status = None,
+            }
+        }
         loop {
             match self.lines.next_line().await {
                 Ok(Some(line)) => {
