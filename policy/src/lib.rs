@@ -17,6 +17,7 @@ pub mod arg;
 pub mod autonomy;
 pub mod batch;
 pub mod case;
+mod case_json;
 pub mod decide;
 pub mod decision;
 pub mod env;
