@@ -260,21 +260,13 @@ impl<'a> Reader<'a> {
             self.i = end + 1;
             return self.text.get(start..end).map(Cow::Borrowed);
         }
-        // Find the closing quote first (an escape is two bytes), then
-        // unescape into a string of about the right size.
+        // Unescaped in one pass, each search going on from the escape: the
+        // string is at most the rest of the line.
+        let mut owned = String::with_capacity(self.s.len() - start);
+        let mut plain = start;
         while self.s.get(end) == Some(&b'\\') {
-            end += 2;
-            end += memchr::memchr2(b'"', b'\\', self.s.get(end..)?)?;
-        }
-        let mut owned = String::with_capacity(end - start);
-        let mut i = start;
-        while i < end {
-            let plain = i + memchr::memchr(b'\\', self.s.get(i..end)?).unwrap_or(end - i);
-            owned.push_str(self.text.get(i..plain)?);
-            if plain == end {
-                break;
-            }
-            owned.push(match self.s.get(plain + 1)? {
+            owned.push_str(self.text.get(plain..end)?);
+            owned.push(match self.s.get(end + 1)? {
                 b'"' => '"',
                 b'\\' => '\\',
                 b'/' => '/',
@@ -285,8 +277,10 @@ impl<'a> Reader<'a> {
                 b't' => '\t',
                 _ => return None,
             });
-            i = plain + 2;
+            plain = end + 2;
+            end = plain + memchr::memchr2(b'"', b'\\', self.s.get(plain..)?)?;
         }
+        owned.push_str(self.text.get(plain..end)?);
         self.i = end + 1;
         Some(Cow::Owned(owned))
     }
