@@ -32,6 +32,7 @@ pub mod options;
 pub mod path_words;
 pub mod pathmap;
 pub mod pattern;
+mod plain_path;
 pub mod privileged;
 pub mod program;
 pub mod protected;

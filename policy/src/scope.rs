@@ -148,14 +148,8 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
 /// that is no alias (`root`, `cwd`) and no glob — the common case, built
 /// without collecting the pieces.
 fn already_normal(base: &str, path: &str) -> Option<String> {
-    let plain = |s: &str| {
-        slash_parts(s).all(|p| {
-            !matches!(p, "" | "." | "..")
-                && !p.ends_with("root")
-                && !p.ends_with("cwd")
-                && first_glob(p).is_none()
-        })
-    };
+    // Each piece plain, read in one pass (`plain_path`).
+    let plain = crate::plain_path::is_plain;
     if let Some(rest) = path.strip_prefix('/') {
         return plain(rest).then(|| path.to_string());
     }
