@@ -477,6 +477,14 @@ fn is_special(path: &str) -> bool {
         })
 }
 
+/// Whether `path` may be special or a descriptor ([`is_special`],
+/// [`is_other_descriptor`]): those lie under `/dev` or `/proc`, so their
+/// first piece starts `dev` or `proc`. Most paths need neither test.
+fn may_be_special(path: &str) -> bool {
+    let first = path.trim_start_matches('/');
+    first.starts_with("dev") || first.starts_with("proc")
+}
+
 /// A descriptor path that is not a standard stream: unknown.
 fn is_other_descriptor(path: &str) -> bool {
     if under(path, "/dev/fd") {
@@ -514,11 +522,13 @@ pub fn ignored_extra_roots(frame: &Frame) -> Vec<String> {
 
 /// Where an absolute, normalised frame path lies.
 pub fn locate(frame: &Frame, path: &str) -> Location {
-    if is_special(path) {
-        return Location::Special;
-    }
-    if is_other_descriptor(path) {
-        return Location::Unknown;
+    if may_be_special(path) {
+        if is_special(path) {
+            return Location::Special;
+        }
+        if is_other_descriptor(path) {
+            return Location::Unknown;
+        }
     }
     match frame {
         Frame::Host {
@@ -1176,6 +1186,39 @@ mod tests {
                 want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
                 "{arg}"
             );
+        }
+    }
+
+    #[test]
+    fn special_paths_pass_the_cheap_test() {
+        let mut paths: Vec<String> = [
+            "/dev/null",
+            "/dev/fd",
+            "/dev/fd/0",
+            "/dev/fd/5",
+            "//dev/fd/7",
+            "/dev//fd/3",
+            "/proc/self/fd/1",
+            "//proc/self/fd/9",
+            "/proc/123/fd/4",
+            "/proc//self//fd/2",
+            "/proc/thread-self/fd/2",
+            "/work/dev/null",
+            "/work/proc/self/fd/3",
+            "/",
+            "",
+            "/devices",
+            "/process/fd/1",
+            "dev/null",
+            "proc/self/fd/3",
+        ]
+        .map(String::from)
+        .to_vec();
+        paths.extend(SPECIAL.iter().map(|s| s.to_string()));
+        for p in &paths {
+            if is_special(p) || is_other_descriptor(p) {
+                assert!(may_be_special(p), "{p}");
+            }
         }
     }
 }
