@@ -445,7 +445,8 @@ fn normal(p: &str) -> std::borrow::Cow<'_, str> {
     let already = p.starts_with('/')
         && (p == "/" || !p.ends_with('/'))
         && !crate::substring::contains(p, "//")
-        && !slash_parts(p).any(|c| c == "." || c == "..");
+        // A `.` or `..` piece holds a dot: most roots hold none.
+        && (!crate::substring::has_byte(p, b'.') || !slash_parts(p).any(|c| c == "." || c == ".."));
     if already {
         std::borrow::Cow::Borrowed(p)
     } else {
