@@ -746,16 +746,15 @@ impl Judge<'_> {
     /// `/proc/self/cwd`.
     fn resolved(&mut self, written: &str, base: &str, cwd: Option<&str>, reach: Reach) {
         match resolve(base, written, cwd) {
+            Ok(abs) if !reach.glob => self.located(written, abs, reach),
             Ok(abs) => {
-                self.located(written, &abs, reach);
-                if reach.glob {
-                    // A glob that may or may not pass a kernel alias
-                    // (`/*/*/root/…`) reaches both ways.
-                    match walk(base, written, cwd_alias(cwd), false) {
-                        Ok(plain) if plain != abs => self.located(written, &plain, reach),
-                        Ok(_) => {}
-                        Err(_) => self.report(written, None, Location::Unknown),
-                    }
+                self.located(written, abs.clone(), reach);
+                // A glob that may or may not pass a kernel alias
+                // (`/*/*/root/…`) reaches both ways.
+                match walk(base, written, cwd_alias(cwd), false) {
+                    Ok(plain) if plain != abs => self.located(written, plain, reach),
+                    Ok(_) => {}
+                    Err(_) => self.report(written, None, Location::Unknown),
                 }
             }
             Err(Unresolved::UnknownCwd) => self.report(written, None, Location::Unknown),
@@ -765,20 +764,21 @@ impl Judge<'_> {
 
     /// Reports a resolved path (or glob pattern) and the out-of-scope
     /// mounts it reaches.
-    fn located(&mut self, written: &str, abs: &str, reach: Reach) {
+    fn located(&mut self, written: &str, abs: String, reach: Reach) {
         let loc = if reach.glob {
-            let (_, dir) = glob_prefix(abs);
+            let (_, dir) = glob_prefix(&abs);
             locate(self.frame, &dir)
         } else {
-            locate(self.frame, abs)
+            locate(self.frame, &abs)
         };
-        self.report(written, Some(abs.to_string()), loc);
         if !(reach.glob || reach.below) {
+            self.report(written, Some(abs), loc);
             return;
         }
+        self.report(written, Some(abs.clone()), loc);
         let frame = self.frame;
         for t in out_of_scope_mounts(frame) {
-            if reaches(abs, &t, reach.below) {
+            if reaches(&abs, &t, reach.below) {
                 self.report(written, Some(t.into_owned()), Location::Outside);
             }
         }
