@@ -31,7 +31,9 @@ pub fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> std::io::
         // bytes, each string was checked again. Either way the same answer,
         // and the same message for what is not a case.
         let parsed = match std::str::from_utf8(text) {
-            Ok(t) => serde_json::from_str::<CaseLine<'_>>(t),
+            // The usual shape without serde (`case_json`), the rest with it.
+            Ok(t) => crate::case_json::read(t)
+                .map_or_else(|| serde_json::from_str::<CaseLine<'_>>(t), Ok),
             Err(_) => serde_json::from_slice::<CaseLine<'_>>(text),
         };
         let case = match parsed {

@@ -125,8 +125,11 @@ pub struct RulesCache {
 }
 
 impl RulesCache {
-    /// Most rule sets kept; past it the cache starts over.
-    const CAPACITY: usize = 256;
+    /// Most rule sets kept; past it the cache starts over. A set of a few
+    /// dozen rules is a few KB, so this is a few MB at most; with 256 the
+    /// 4 MB corpus (2,854 distinct sets among 5,079 cases) compiled 4,295
+    /// sets, with this 2,854.
+    const CAPACITY: usize = 4096;
 
     /// The compiled set of these lists, compiled now if not seen before.
     pub fn get<S: AsRef<str>>(

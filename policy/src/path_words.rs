@@ -7,8 +7,10 @@
 //! where a program reads a file (`curl -d @file`, `-F k=@file`, response
 //! files); colon lists (`/a:/b`); `file://` URLs. Other URLs are not paths.
 
+use crate::substring::{find_byte, has_byte};
+
 fn looks_like_path(s: &str) -> bool {
-    s.contains('/') || s.starts_with('~') || s.starts_with('.')
+    has_byte(s, b'/') || s.starts_with('~') || s.starts_with('.')
 }
 
 pub(crate) fn url_scheme(s: &str) -> Option<&str> {
@@ -60,17 +62,19 @@ pub fn candidates(text: &str) -> Vec<String> {
         return out.0;
     }
     if let Some(opt) = text.strip_prefix('-') {
-        if !opt.starts_with('-') && !opt.contains('=') {
+        if !opt.starts_with('-') && !has_byte(opt, b'=') {
             short_cluster(opt, &mut out);
         }
     } else {
         out.value(text);
     }
     // After any `=`: `--out=/x`, `if=~root/x`, `-F k=@file`, `a=b=/x`.
-    for (i, _) in text.match_indices('=') {
-        out.value(&text[i + 1..]);
+    let mut from = 0;
+    while let Some(i) = text.get(from..).and_then(|t| find_byte(b'=', t.as_bytes())) {
+        out.value(&text[from + i + 1..]);
+        from += i + 1;
     }
-    if text.contains(':') {
+    if has_byte(text, b':') {
         for part in text.split(':').skip(1) {
             let part = part.split_once('=').map_or(part, |(_, v)| v);
             if part.starts_with('/') || part.starts_with('~') {

@@ -506,8 +506,8 @@ const SYSTEM_PLACES: &[(&str, &str)] = &[
 /// which this test takes as one). One look after each `/`.
 fn may_be_system(word: &str) -> bool {
     // A value attached to an option (`of=/etc/shadow`, `--output=/etc/x`).
-    if let Some((_, value)) = word.split_once('=')
-        && may_be_system(value)
+    if let Some(i) = crate::substring::find_byte(b'=', word.as_bytes())
+        && may_be_system(&word[i + 1..])
     {
         return true;
     }
@@ -541,7 +541,7 @@ fn may_be_system(word: &str) -> bool {
         return false;
     }
     let mut rest = word;
-    while let Some(i) = rest.find('/') {
+    while let Some(i) = crate::substring::find_byte(b'/', rest.as_bytes()) {
         rest = &rest[i + 1..];
         if NAMES.iter().any(|p| rest.starts_with(p)) {
             return true;

@@ -148,14 +148,8 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
 /// that is no alias (`root`, `cwd`) and no glob — the common case, built
 /// without collecting the pieces.
 fn already_normal(base: &str, path: &str) -> Option<String> {
-    let plain = |s: &str| {
-        slash_parts(s).all(|p| {
-            !matches!(p, "" | "." | "..")
-                && !p.ends_with("root")
-                && !p.ends_with("cwd")
-                && first_glob(p).is_none()
-        })
-    };
+    // Each piece plain, read in one pass (`plain_path`).
+    let plain = crate::plain_path::is_plain;
     if let Some(rest) = path.strip_prefix('/') {
         return plain(rest).then(|| path.to_string());
     }
@@ -451,7 +445,8 @@ fn normal(p: &str) -> std::borrow::Cow<'_, str> {
     let already = p.starts_with('/')
         && (p == "/" || !p.ends_with('/'))
         && !crate::substring::contains(p, "//")
-        && !slash_parts(p).any(|c| c == "." || c == "..");
+        // A `.` or `..` piece holds a dot: most roots hold none.
+        && (!crate::substring::has_byte(p, b'.') || !slash_parts(p).any(|c| c == "." || c == ".."));
     if already {
         std::borrow::Cow::Borrowed(p)
     } else {
@@ -481,6 +476,14 @@ fn is_special(path: &str) -> bool {
             path.strip_prefix(d)
                 .is_some_and(|n| matches!(n, "0" | "1" | "2"))
         })
+}
+
+/// Whether `path` may be special or a descriptor ([`is_special`],
+/// [`is_other_descriptor`]): those lie under `/dev` or `/proc`, so their
+/// first piece starts `dev` or `proc`. Most paths need neither test.
+fn may_be_special(path: &str) -> bool {
+    let first = path.trim_start_matches('/');
+    first.starts_with("dev") || first.starts_with("proc")
 }
 
 /// A descriptor path that is not a standard stream: unknown.
@@ -520,11 +523,13 @@ pub fn ignored_extra_roots(frame: &Frame) -> Vec<String> {
 
 /// Where an absolute, normalised frame path lies.
 pub fn locate(frame: &Frame, path: &str) -> Location {
-    if is_special(path) {
-        return Location::Special;
-    }
-    if is_other_descriptor(path) {
-        return Location::Unknown;
+    if may_be_special(path) {
+        if is_special(path) {
+            return Location::Special;
+        }
+        if is_other_descriptor(path) {
+            return Location::Unknown;
+        }
     }
     match frame {
         Frame::Host {
@@ -741,16 +746,15 @@ impl Judge<'_> {
     /// `/proc/self/cwd`.
     fn resolved(&mut self, written: &str, base: &str, cwd: Option<&str>, reach: Reach) {
         match resolve(base, written, cwd) {
+            Ok(abs) if !reach.glob => self.located(written, abs, reach),
             Ok(abs) => {
-                self.located(written, &abs, reach);
-                if reach.glob {
-                    // A glob that may or may not pass a kernel alias
-                    // (`/*/*/root/…`) reaches both ways.
-                    match walk(base, written, cwd_alias(cwd), false) {
-                        Ok(plain) if plain != abs => self.located(written, &plain, reach),
-                        Ok(_) => {}
-                        Err(_) => self.report(written, None, Location::Unknown),
-                    }
+                self.located(written, abs.clone(), reach);
+                // A glob that may or may not pass a kernel alias
+                // (`/*/*/root/…`) reaches both ways.
+                match walk(base, written, cwd_alias(cwd), false) {
+                    Ok(plain) if plain != abs => self.located(written, plain, reach),
+                    Ok(_) => {}
+                    Err(_) => self.report(written, None, Location::Unknown),
                 }
             }
             Err(Unresolved::UnknownCwd) => self.report(written, None, Location::Unknown),
@@ -760,20 +764,21 @@ impl Judge<'_> {
 
     /// Reports a resolved path (or glob pattern) and the out-of-scope
     /// mounts it reaches.
-    fn located(&mut self, written: &str, abs: &str, reach: Reach) {
+    fn located(&mut self, written: &str, abs: String, reach: Reach) {
         let loc = if reach.glob {
-            let (_, dir) = glob_prefix(abs);
+            let (_, dir) = glob_prefix(&abs);
             locate(self.frame, &dir)
         } else {
-            locate(self.frame, abs)
+            locate(self.frame, &abs)
         };
-        self.report(written, Some(abs.to_string()), loc);
         if !(reach.glob || reach.below) {
+            self.report(written, Some(abs), loc);
             return;
         }
+        self.report(written, Some(abs.clone()), loc);
         let frame = self.frame;
         for t in out_of_scope_mounts(frame) {
-            if reaches(abs, &t, reach.below) {
+            if reaches(&abs, &t, reach.below) {
                 self.report(written, Some(t.into_owned()), Location::Outside);
             }
         }
@@ -1182,6 +1187,39 @@ mod tests {
                 want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
                 "{arg}"
             );
+        }
+    }
+
+    #[test]
+    fn special_paths_pass_the_cheap_test() {
+        let mut paths: Vec<String> = [
+            "/dev/null",
+            "/dev/fd",
+            "/dev/fd/0",
+            "/dev/fd/5",
+            "//dev/fd/7",
+            "/dev//fd/3",
+            "/proc/self/fd/1",
+            "//proc/self/fd/9",
+            "/proc/123/fd/4",
+            "/proc//self//fd/2",
+            "/proc/thread-self/fd/2",
+            "/work/dev/null",
+            "/work/proc/self/fd/3",
+            "/",
+            "",
+            "/devices",
+            "/process/fd/1",
+            "dev/null",
+            "proc/self/fd/3",
+        ]
+        .map(String::from)
+        .to_vec();
+        paths.extend(SPECIAL.iter().map(|s| s.to_string()));
+        for p in &paths {
+            if is_special(p) || is_other_descriptor(p) {
+                assert!(may_be_special(p), "{p}");
+            }
         }
     }
 }

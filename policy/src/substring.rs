@@ -50,6 +50,13 @@ pub fn slash_parts(s: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Does `hay` hold the byte `b`? `hay.contains(c)` for an ASCII `c`,
+/// without std's `memchr` searcher (set up for each call, it costs more
+/// than the whole look at a short word).
+pub fn has_byte(hay: &str, b: u8) -> bool {
+    find_byte(b, hay.as_bytes()).is_some()
+}
+
 /// The index of the first `needle` in `hay`, as `position` finds it: eight
 /// bytes at a time until a chunk holds it, then byte by byte. (A line's `C`s,
 /// for `CDPATH`, and a heredoc body's line ends are far apart.)
@@ -124,6 +131,9 @@ mod tests {
                 // Every suffix: the needle at each place, and cut off.
                 for start in (0..=hay.len()).filter(|&i| hay.is_char_boundary(i)) {
                     let hay = &hay[start..];
+                    if let [b] = needle.as_bytes() {
+                        assert_eq!(has_byte(hay, *b), hay.contains(*b as char), "{hay:?}");
+                    }
                     assert_eq!(
                         contains(hay, needle),
                         hay.contains(needle),

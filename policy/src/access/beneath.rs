@@ -8,6 +8,7 @@
 
 use super::write_options::long_is;
 use crate::arg::Arg;
+use crate::substring::has_byte;
 
 /// The value of option `long`/`short` at `argv[i]` (`--o v`, `--o=v`,
 /// `-o v`, `-ov`): `(index of a separate value word, attached value)`.
@@ -71,13 +72,13 @@ pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
     match p.basename() {
         // An extraction (`x`, `-x`, `--extract`): the cwd or `-C`'s directory.
         "tar" | "gtar" | "bsdtar" => {
-            any(&|t| t.contains('x') || t.starts_with("--ext") || t == "--get")
+            any(&|t| has_byte(t, b'x') || t.starts_with("--ext") || t == "--get")
         }
         "unzip" | "7z" | "7za" | "7zr" | "7zz" | "patch" | "gpatch" | "rsync" => true,
         "wget" => !wget_output_document(argv),
         "dpkg" | "dpkg-deb" => extracts_package(argv),
         "curl" => curl_remote_name(argv),
-        "cp" | "gcp" => any(&|t| t.ends_with("/.") || t.contains('*')),
+        "cp" | "gcp" => any(&|t| t.ends_with("/.") || has_byte(t, b'*')),
         "npm" | "pnpm" | "yarn" | "bun" => any(&|t| t.starts_with("--prefix")),
         "pip" | "pip3" | "uv" => any(&|t| {
             t.starts_with("--target")

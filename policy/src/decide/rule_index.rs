@@ -9,8 +9,6 @@
 //! and those naming none (globs, `*`) — in the file's order, so the first
 //! match is the one a full scan finds.
 
-use rustc_hash::FxHashMap;
-
 use crate::arg::Arg;
 use crate::decision::RuleList;
 use crate::rules::{CommandRule, RuleSet};
@@ -29,43 +27,44 @@ pub(super) struct CommandRules<'r> {
     /// Whether the allow rules are indexed (there are more than
     /// [`SCAN_ALLOW`]).
     indexed: bool,
-    /// Positions in `all` of the allow rules with a fixed first word, by
-    /// that word.
-    by_program: FxHashMap<&'r str, Vec<usize>>,
+    /// The allow rules with a fixed first word: that word and the rule's
+    /// position in `all`, sorted (so by word, then in the file's order).
+    /// A sorted list, not a map of lists: one allocation a command.
+    by_program: Vec<(&'r str, usize)>,
     /// Positions in `all` of the allow rules with no fixed first word.
     any_program: Vec<usize>,
 }
 
 impl<'r> CommandRules<'r> {
     pub fn new(rules: &'r RuleSet) -> CommandRules<'r> {
+        let count = |list: RuleList| rules.commands.iter().filter(|r| r.list == list).count();
+        let (deny, ask) = (count(RuleList::Deny), count(RuleList::Ask));
+        let allow = rules.commands.len() - deny - ask;
         let mut split = CommandRules {
-            deny: Vec::new(),
-            ask: Vec::new(),
+            deny: Vec::with_capacity(deny),
+            ask: Vec::with_capacity(ask),
             all: &rules.commands,
-            indexed: false,
-            by_program: FxHashMap::default(),
+            indexed: allow > SCAN_ALLOW,
+            by_program: Vec::new(),
             any_program: Vec::new(),
         };
-        let mut allow = 0;
-        for r in &rules.commands {
+        if split.indexed {
+            split.by_program.reserve_exact(allow);
+        }
+        for (i, r) in rules.commands.iter().enumerate() {
             match r.list {
                 RuleList::Deny => split.deny.push(r),
                 RuleList::Ask => split.ask.push(r),
-                RuleList::Allow => allow += 1,
-            }
-        }
-        if allow > SCAN_ALLOW {
-            split.indexed = true;
-            for (i, r) in rules.commands.iter().enumerate() {
-                if r.list != RuleList::Allow {
-                    continue;
-                }
-                match r.pattern.program() {
-                    Some(p) => split.by_program.entry(p).or_default().push(i),
+                RuleList::Allow if split.indexed => match r.pattern.program() {
+                    Some(p) => split.by_program.push((p, i)),
                     None => split.any_program.push(i),
-                }
+                },
+                RuleList::Allow => {}
             }
         }
+        // Pushed in the file's order: a stable sort by word keeps it
+        // within each word.
+        split.by_program.sort_by(|a, b| a.0.cmp(b.0));
         split
     }
 
@@ -85,12 +84,19 @@ impl<'r> CommandRules<'r> {
                 .iter()
                 .find(|r| r.list == RuleList::Allow && matches(r));
         }
-        let named = self
-            .by_program
-            .get(program.text.as_str())
-            .map_or(&[][..], Vec::as_slice);
+        let name = program.text.as_str();
+        let from = self.by_program.partition_point(|(p, _)| *p < name);
+        let to = from
+            + self
+                .by_program
+                .get(from..)
+                .map_or(0, |rest| rest.partition_point(|(p, _)| *p == name));
+        let named = self.by_program.get(from..to).unwrap_or_default();
         // The two position lists merged in ascending order.
-        let (mut a, mut b) = (named.iter().peekable(), self.any_program.iter().peekable());
+        let (mut a, mut b) = (
+            named.iter().map(|(_, i)| i).peekable(),
+            self.any_program.iter().peekable(),
+        );
         loop {
             let i = match (a.peek(), b.peek()) {
                 (Some(&&x), Some(&&y)) if x < y => a.next(),

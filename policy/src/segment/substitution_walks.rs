@@ -59,23 +59,16 @@ pub(super) struct SubstitutionWalks {
     walked: Vec<Walked>,
 }
 
-impl SubstitutionWalks {
-    fn replay(&self, tree: &Arc<List>, inputs: &WalkInputs) -> Option<&[Segment]> {
-        self.walked
-            .iter()
-            .find(|w| Arc::ptr_eq(&w.tree, tree) && w.inputs == *inputs)
-            .map(|w| w.segments.as_slice())
-    }
-}
-
 impl Walker<'_> {
-    /// What a walk of a substitution would read, when it can be compared:
-    /// no function defined or being defined, no pipe words waiting.
+    /// Whether a walk's inputs can be compared: no function defined or
+    /// being defined, no pipe words waiting.
+    fn comparable(&self) -> bool {
+        self.functions.is_empty() && self.current_function.is_none() && self.pipe_words.is_none()
+    }
+
+    /// What a walk of a substitution would read, when it can be compared.
     fn walk_inputs(&self, state: &State) -> Option<WalkInputs> {
-        if !self.functions.is_empty()
-            || self.current_function.is_some()
-            || self.pipe_words.is_some()
-        {
+        if !self.comparable() {
             return None;
         }
         Some(WalkInputs {
@@ -90,22 +83,45 @@ impl Walker<'_> {
         })
     }
 
+    /// Whether `inputs` are what a walk would read now: `walk_inputs(state)
+    /// == Some(inputs)`, compared field by field without the copies.
+    fn reads(&self, state: &State, inputs: &WalkInputs) -> bool {
+        self.comparable()
+            && inputs.state == *state
+            && inputs.via == self.via
+            && inputs.depth == self.depth
+            && inputs.budget == self.budget
+            && inputs.expansion_budget == self.expansion_budget
+            && inputs.chain_budget == self.chain_budget
+            && inputs.lastpipe == self.lastpipe
+            && inputs.cdable_vars == self.cdable_vars
+    }
+
     /// Walks the command list of a `$(…)` or `<(…)`, or pushes again what
     /// the walk of the same shared tree in the same circumstances pushed.
     pub(super) fn walk_substitution(&mut self, tree: &Arc<List>, state: &State) {
         // A tree held only here is met once: nothing to keep or find.
         let shared = self.reuse_walks && Arc::strong_count(tree) > 1;
-        let Some(inputs) = self.walk_inputs(state).filter(|_| shared) else {
+        if !shared || !self.comparable() {
+            self.walk_subshell(tree, state);
+            return;
+        }
+        let replay = self
+            .substitution_walks
+            .walked
+            .iter()
+            .position(|w| Arc::ptr_eq(&w.tree, tree) && self.reads(state, &w.inputs));
+        if let Some(walked) = replay.and_then(|i| self.substitution_walks.walked.get(i)) {
+            self.segments.extend_from_slice(&walked.segments);
+            return;
+        }
+        let Some(inputs) = self.walk_inputs(state) else {
             self.walk_subshell(tree, state);
             return;
         };
-        if let Some(segments) = self.substitution_walks.replay(tree, &inputs) {
-            self.segments.extend_from_slice(segments);
-            return;
-        }
         let start = self.segments.len();
         self.walk_subshell(tree, state);
-        let unchanged = self.walk_inputs(state).is_some_and(|after| after == inputs);
+        let unchanged = self.reads(state, &inputs);
         let walks = &mut self.substitution_walks.walked;
         if unchanged && walks.len() < MAX_WALKS {
             walks.push(Walked {
