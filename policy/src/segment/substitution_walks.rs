@@ -86,15 +86,27 @@ impl Walker<'_> {
     /// Whether `inputs` are what a walk would read now: `walk_inputs(state)
     /// == Some(inputs)`, compared field by field without the copies.
     fn reads(&self, state: &State, inputs: &WalkInputs) -> bool {
+        // Every field named: one added to `WalkInputs` must be compared
+        // here before this compiles.
+        let WalkInputs {
+            state: kept_state,
+            via,
+            depth,
+            budget,
+            expansion_budget,
+            chain_budget,
+            lastpipe,
+            cdable_vars,
+        } = inputs;
         self.comparable()
-            && inputs.state == *state
-            && inputs.via == self.via
-            && inputs.depth == self.depth
-            && inputs.budget == self.budget
-            && inputs.expansion_budget == self.expansion_budget
-            && inputs.chain_budget == self.chain_budget
-            && inputs.lastpipe == self.lastpipe
-            && inputs.cdable_vars == self.cdable_vars
+            && kept_state == state
+            && *via == self.via
+            && *depth == self.depth
+            && *budget == self.budget
+            && *expansion_budget == self.expansion_budget
+            && *chain_budget == self.chain_budget
+            && *lastpipe == self.lastpipe
+            && *cdable_vars == self.cdable_vars
     }
 
     /// Walks the command list of a `$(…)` or `<(…)`, or pushes again what
