@@ -22,8 +22,10 @@ use crate::error::{EngineError, Result};
 /// connection of each new process reads every frame written since the
 /// last checkpoint to rebuild its index: 2.2 ms at 4 MiB against 0.4 ms
 /// small, on every one-shot `berth` command. A checkpoint costs its
-/// fsyncs once per this many pages, on the commit that crosses it; every
-/// other commit costs none (synchronous = NORMAL).
+/// fsyncs once per this many pages: in a one-shot command on the commit
+/// that crosses it, in a server on the store's own thread
+/// (`store/checkpoints.rs`); every other commit costs none (synchronous =
+/// NORMAL).
 pub(super) const WAL_PAGES: u32 = 256;
 
 /// What a checkpointed WAL is truncated back to (bytes), so the file does
