@@ -190,6 +190,14 @@ impl Held {
     }
 }
 
+/// A store dropped without [`StorePool::close`] lets its checkpoint thread
+/// (if one started) leave too, with its connection.
+impl Drop for DirectPool {
+    fn drop(&mut self) {
+        self.checkpoints.close();
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         let Some(mut conn) = self.conn.take() else {
