@@ -13,6 +13,7 @@
 //! each exec from there.
 
 pub mod cgroup;
+mod command_clone;
 pub mod egress_handoff;
 mod error;
 pub mod git_env;

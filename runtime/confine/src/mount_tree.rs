@@ -555,18 +555,27 @@ pub const MOUNTED_PER_EXEC: [&str; 1] = ["/proc"];
 /// (a copy of the resident's): the `/proc` of its PID namespace, and
 /// `/work` read-only when the exec must not write it.
 pub fn exec_mounts(work_read_only: bool) -> Result<(), ConfineError> {
-    let proc_dir = Path::new(MOUNTED_PER_EXEC[0]);
-    mount_proc(proc_dir)?;
+    exec_proc()?;
     if work_read_only {
-        // Changes only this mount namespace's copy.
-        set_attrs(libc::AT_FDCWD, c"/work", AT_RECURSIVE, MOUNT_ATTR_RDONLY).map_err(|source| {
-            ConfineError::Sys {
-                op: "make /work read-only".into(),
-                source,
-            }
-        })?;
+        make_work_read_only()?;
     }
     Ok(())
+}
+
+/// The `/proc` of the calling PID 1's namespace, in its own mount
+/// namespace: what a standby PID 1 mounts before its order comes.
+pub fn exec_proc() -> Result<(), ConfineError> {
+    mount_proc(Path::new(MOUNTED_PER_EXEC[0]))
+}
+
+/// `/work` read-only, in the calling process's own mount namespace only.
+pub fn make_work_read_only() -> Result<(), ConfineError> {
+    set_attrs(libc::AT_FDCWD, c"/work", AT_RECURSIVE, MOUNT_ATTR_RDONLY).map_err(|source| {
+        ConfineError::Sys {
+            op: "make /work read-only".into(),
+            source,
+        }
+    })
 }
 
 fn mount_proc(proc_dir: &Path) -> Result<(), ConfineError> {

@@ -25,14 +25,14 @@ use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
+use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::landlock_rules::HeldPaths;
 use crate::spec::{ExecSpec, Network, Rlimit, read_framed};
-use crate::{ConfineError, cgroup, landlock_rules, mount_tree, seccomp_filter};
+use crate::{ConfineError, cgroup, command_clone, landlock_rules, mount_tree, seccomp_filter};
 
 /// The exit code of a confinement that could not be set up (as `env` and
 /// container runtimes use 125 for "the wrapper failed").
@@ -352,7 +352,7 @@ fn pid1(
     mount_tree::enter(spec)?;
     let filter = seccomp_filter::program()?;
     let setup = CommandSetup::new(spec.clone(), argv.to_vec(), Inherited::Nothing)?;
-    run_command(&setup, &filter, root, mask, &[status_w])
+    run_command(&setup, &filter, root, mask, &[status_w], None)
 }
 
 /// PID 1 dies with its parent (the shim, or the resident) and is not
@@ -453,19 +453,25 @@ pub(crate) fn empty_bounding_set() -> Result<(), ConfineError> {
 /// the command ([`spawn_command`]), forwards the blocked signals in `mask`
 /// to every process of the namespace, writes the command's wait status on
 /// each of `status_w` (the shim's pipe; a resident exec's pipe to its
-/// resident, then berth's own), and exits — which ends the namespace.
+/// resident, then berth's own), and exits — which ends the namespace. A
+/// standby PID 1, cloned before its exec's cgroup was named, starts the
+/// command `into_cgroup`.
 pub(crate) fn run_command(
     setup: &CommandSetup,
     filter: &seccomp_filter::Program,
     root: bool,
     mask: &libc::sigset_t,
     status_w: &[libc::c_int],
+    into_cgroup: Option<RawFd>,
 ) -> Result<Infallible, ConfineError> {
-    let child = spawn_command(&CommandStart {
-        setup,
-        filter,
-        root,
-    })?;
+    let child = spawn_command(
+        &CommandStart {
+            setup,
+            filter,
+            root,
+        },
+        into_cgroup,
+    )?;
     // The command has its own copies of the exec's stdin, stdout and
     // stderr; PID 1 writes nothing to them from here on, so it lets them
     // go: the output's end reaches berth when the command (and whatever it
@@ -498,67 +504,23 @@ struct CommandStart<'a> {
     root: bool,
 }
 
-/// The stack the command's process sets itself up on, in PID 1's memory
-/// until it execs (its lowest page a guard): ample for [`command`], which
-/// builds a Landlock ruleset and at worst formats an error.
-const COMMAND_STACK: usize = 1 << 20;
-
-/// Starts the command's process as `posix_spawn` does: `clone(CLONE_VM |
-/// CLONE_VFORK)` on a stack of its own, so PID 1's memory is neither copied
-/// nor faulted in page by page (a fork of PID 1 cost ~60–100 µs an exec
-/// here); PID 1 waits until the command has exec'd or failed to. The child
-/// changes only what is its own despite the shared memory: its process
-/// (session, limits, credentials, working directory, descriptors, Landlock,
-/// seccomp — none shared without `CLONE_THREAD`, `CLONE_FS` or
-/// `CLONE_FILES`) — and PID 1's heap, where its allocations stay behind,
-/// consistent, as PID 1 is stopped meanwhile.
-fn spawn_command(start: &CommandStart<'_>) -> Result<libc::pid_t, ConfineError> {
-    // SAFETY: a fresh private anonymous mapping, unmapped below once the
-    // child no longer runs on it; the guard page is inside it.
-    let stack = unsafe {
-        let stack = libc::mmap(
-            std::ptr::null_mut(),
-            COMMAND_STACK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        if stack == libc::MAP_FAILED {
-            return Err(ConfineError::last("map the command's stack"));
-        }
-        if libc::mprotect(stack, page_size(), libc::PROT_NONE) != 0 {
-            let e = ConfineError::last("guard the command's stack");
-            libc::munmap(stack, COMMAND_STACK);
-            return Err(e);
-        }
-        stack
-    };
-    // SAFETY: the child runs `command_entry` on the top of the new stack
-    // (it grows down; the mapping is page-aligned, so the top is 16-byte
-    // aligned) with `start`, which outlives it: CLONE_VFORK returns here
-    // only once the child has exec'd or exited, and only then is the stack
-    // unmapped.
-    let pid = unsafe {
-        let pid = libc::clone(
+/// Starts the command's process ([`command_entry`]) on a stack of its own,
+/// into `into_cgroup` when PID 1 is not in the exec's cgroup itself
+/// ([`command_clone`]).
+fn spawn_command(
+    start: &CommandStart<'_>,
+    into_cgroup: Option<RawFd>,
+) -> Result<libc::pid_t, ConfineError> {
+    // SAFETY: `command_entry` reads the `CommandStart` it is given, which
+    // lives on this frame until the vfork'd child has exec'd or exited;
+    // PID 1 is single-threaded.
+    unsafe {
+        command_clone::start_on_own_stack(
             command_entry,
-            stack.cast::<u8>().add(COMMAND_STACK).cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (start as *const CommandStart<'_>).cast_mut().cast(),
-        );
-        let error = (pid < 0).then(|| ConfineError::last("start the command"));
-        libc::munmap(stack, COMMAND_STACK);
-        match error {
-            Some(e) => return Err(e),
-            None => pid,
-        }
-    };
-    Ok(pid)
-}
-
-fn page_size() -> usize {
-    // SAFETY: a plain query.
-    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+            into_cgroup,
+        )
+    }
 }
 
 /// The command's process, on its own stack in PID 1's memory.

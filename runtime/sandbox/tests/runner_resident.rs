@@ -197,6 +197,69 @@ async fn one_resident_serves_every_exec_of_the_berth() {
     }
 }
 
+/// A process's start time, in clock ticks since boot, from the text of its
+/// `/proc/PID/stat` (field 22; the name before it may hold spaces).
+fn start_ticks(stat: &str) -> u64 {
+    let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+    after_name
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The next exec's PID 1 is cloned while the berth is idle, before its
+/// order exists — so it is older than the command it starts — and still
+/// the command is born in the exec's own cgroup (not PID 1's), and gets
+/// the order's `/work` access.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_execs_pid_1_stands_by_before_its_order() {
+    let f = resident_fixture().await;
+    f.runner.exec(shell("true"), None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let probe = "cat /proc/1/stat; cat /proc/self/stat; \
+                 grep '^0::' /proc/1/cgroup; grep '^0::' /proc/self/cgroup";
+    let out = f.runner.exec(shell(probe), None).await.unwrap();
+    assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
+    let out = text(&out.stdout.bytes);
+    let lines: Vec<&str> = out.lines().collect();
+    let (pid1, command) = (start_ticks(lines[0]), start_ticks(lines[1]));
+    // 500 ms is 50 ticks at the usual 100 Hz; a PID 1 cloned for its
+    // order starts within a tick of its command.
+    assert!(
+        command >= pid1 + 20,
+        "PID 1 started at tick {pid1}, its command at {command}: not cloned ahead\n{out}"
+    );
+    if berth_sandbox::identity::current_uid() == 0 {
+        assert!(
+            lines[3].contains("/exec-") && !lines[2].contains("/exec-"),
+            "the command in the exec's cgroup2 directory, PID 1 in the resident's:\n{out}"
+        );
+    }
+    f.runner
+        .set_work_access(WorkAccess::ReadOnly)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = f
+        .runner
+        .exec(
+            shell("cat /proc/1/stat /proc/self/stat; echo y > /work/g"),
+            None,
+        )
+        .await
+        .unwrap();
+    let listed = text(&refused.stdout.bytes);
+    let stats: Vec<&str> = listed.lines().collect();
+    assert!(
+        start_ticks(stats[1]) >= start_ticks(stats[0]) + 10,
+        "a standby ran it: {listed}"
+    );
+    assert_ne!(refused.status, ExitStatus::Exited(0), "{refused:?}");
+    assert!(!f.worktree().join("g").exists());
+}
+
 /// Two execs at once in one resident: the second one ends the first's wait,
 /// so neither could finish if the resident served one at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,17 +3,19 @@
 //! peer that connects and sends nothing — stopped, or dying between its
 //! connect and its order — holds up no other exec of the berth; it is
 //! refused once [`ORDER_TIMEOUT`] has passed. A whole order is checked and
-//! started ([`exec::start`]); its connection then carries the exec's
-//! replies.
+//! handed to the PID 1 standing by ([`super::standby`]), or started by a
+//! clone of its own ([`exec::start`]); its connection then carries the
+//! exec's replies.
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
 
-use super::wire::{OrderIntake, ReceivedOrder, Reply};
+use super::standby::StandbySlot;
+use super::wire::{ExecOrder, OrderIntake, ReceivedOrder, Reply};
 use super::{MAX_EXECS, Running, apply_signals, exec};
-use crate::{ExecSpec, cgroup};
+use crate::{ConfineError, ExecSpec, cgroup};
 
 /// How long the resident waits for an order's bytes once connected.
 const ORDER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -61,6 +63,7 @@ pub(super) fn accept(
     listener: &UnixListener,
     intakes: &mut Vec<Intake>,
     execs: &mut Vec<Running>,
+    standby: &mut StandbySlot,
     taking: &Taking<'_>,
 ) {
     while let Ok((mut conn, _)) = listener.accept() {
@@ -87,7 +90,7 @@ pub(super) fn accept(
         let last = intakes.len() - 1;
         let mut readable = vec![false; intakes.len()];
         readable[last] = true;
-        take_orders(intakes, &readable, execs, taking);
+        take_orders(intakes, &readable, execs, standby, taking);
     }
 }
 
@@ -98,6 +101,7 @@ pub(super) fn take_orders(
     intakes: &mut Vec<Intake>,
     readable: &[bool],
     execs: &mut Vec<Running>,
+    standby: &mut StandbySlot,
     taking: &Taking<'_>,
 ) {
     let polled = std::mem::take(intakes);
@@ -113,7 +117,7 @@ pub(super) fn take_orders(
                 &mut intake.conn,
                 format!("the order did not arrive within {ORDER_TIMEOUT:?}"),
             ),
-            Ok(Some(order)) => start(intake.conn, order, execs, taking),
+            Ok(Some(order)) => start(intake.conn, order, execs, standby, taking),
             Err(e) => refuse(&mut intake.conn, e.to_string()),
         }
     }
@@ -126,8 +130,15 @@ fn refuse(conn: &mut UnixStream, why: String) {
     let _ = conn.write_all(Reply::Refused(why).line().as_bytes());
 }
 
-/// Starts one exec whose order arrived whole.
-fn start(mut conn: UnixStream, got: ReceivedOrder, execs: &mut Vec<Running>, taking: &Taking<'_>) {
+/// Starts one exec whose order arrived whole: checked, then handed to the
+/// standby when there is one that can run it, else cloned for it.
+fn start(
+    mut conn: UnixStream,
+    got: ReceivedOrder,
+    execs: &mut Vec<Running>,
+    standby: &mut StandbySlot,
+    taking: &Taking<'_>,
+) {
     let ReceivedOrder { order, fds, rest } = got;
     if execs.len() >= MAX_EXECS {
         refuse(
@@ -145,14 +156,21 @@ fn start(mut conn: UnixStream, got: ReceivedOrder, execs: &mut Vec<Running>, tak
         );
         return;
     }
-    match exec::start(
-        taking.berth,
-        &order,
-        &fds,
-        taking.filter,
-        taking.held,
-        taking.root,
-    ) {
+    let started = match standby.take_for(&order) {
+        Some(ready) => match exec::check_order(&order, &fds) {
+            // A standby that cannot take it (it died) leaves the order to
+            // a clone of its own.
+            Ok(()) => ready
+                .start(&order, &fds)
+                .or_else(|_| cold(&order, &fds, taking)),
+            Err(e) => {
+                standby.put_back(ready);
+                Err(e)
+            }
+        },
+        None => cold(&order, &fds, taking),
+    };
+    match started {
         Ok((pid, status)) => {
             drop(fds);
             let _ = conn.set_nonblocking(false);
@@ -175,4 +193,20 @@ fn start(mut conn: UnixStream, got: ReceivedOrder, execs: &mut Vec<Running>, tak
         }
         Err(e) => refuse(&mut conn, e.to_string()),
     }
+}
+
+/// Clones the exec's PID 1 for its order ([`exec::start`]).
+fn cold(
+    order: &ExecOrder,
+    fds: &[OwnedFd],
+    taking: &Taking<'_>,
+) -> Result<(libc::pid_t, OwnedFd), ConfineError> {
+    exec::start(
+        taking.berth,
+        order,
+        fds,
+        taking.filter,
+        taking.held,
+        taking.root,
+    )
 }

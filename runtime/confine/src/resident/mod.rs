@@ -12,7 +12,8 @@
 //! migration; a copy of a small mount namespace costs a fraction of a
 //! millisecond. Each exec still gets its own PID and mount namespace, its
 //! own `/proc`, and the command its limits, uid, Landlock and seccomp, as
-//! with the shim.
+//! with the shim. The next exec's PID 1 is cloned ahead while the berth is
+//! idle ([`standby`]), so an order finds its namespaces and `/proc` made.
 //!
 //! The resident is started by the first exec that finds none
 //! (`berth-exec-shim --resident`, a [`ResidentSpec`] framed on stdin),
@@ -25,6 +26,7 @@
 
 mod exec;
 mod intake;
+mod standby;
 pub mod wire;
 
 use std::convert::Infallible;
@@ -44,6 +46,7 @@ use crate::shim::{check, enter_user_namespace, loopback_up};
 use crate::spec::{ExecSpec, Network, read_framed_as};
 use crate::{ConfineError, cgroup, mount_tree, seccomp_filter};
 use intake::{Intake, Taking};
+use standby::StandbySlot;
 use wire::Reply;
 
 /// The shim's first argument that makes it a resident.
@@ -313,6 +316,7 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
     let mut last_use = Instant::now();
     let mut execs: Vec<Running> = Vec::new();
     let mut intakes: Vec<Intake> = Vec::new();
+    let mut standby = StandbySlot::new();
     loop {
         let mut fds = vec![
             libc::pollfd {
@@ -382,23 +386,29 @@ fn serve(spec: &ResidentSpec) -> Result<Infallible, ConfineError> {
         if fds[1].revents != 0 {
             drain_signalfd(&sigfd);
         }
-        reap(&mut execs, exec_cgroups.as_ref());
+        reap(&mut execs, &mut standby, exec_cgroups.as_ref());
         let taking = Taking {
             berth: &berth,
             filter: &filter,
             held: &held,
             root,
         };
-        intake::take_orders(&mut intakes, &readable, &mut execs, &taking);
+        intake::take_orders(&mut intakes, &readable, &mut execs, &mut standby, &taking);
         if fds[0].revents != 0 {
-            intake::accept(&listener, &mut intakes, &mut execs, &taking);
+            intake::accept(&listener, &mut intakes, &mut execs, &mut standby, &taking);
             last_use = Instant::now();
+        }
+        // Off the next order's path: with no order arriving, the next
+        // exec's PID 1 is cloned ahead.
+        if intakes.is_empty() {
+            standby.fill(&taking);
         }
         if !execs.is_empty() || !intakes.is_empty() {
             last_use = Instant::now();
         }
         let ours = stat_at(&socket_dir, &socket_name).is_some_and(|st| file_id(&st) == socket_id);
         if !ours || last_use.elapsed() >= idle {
+            standby.kill();
             for exec in &execs {
                 // SAFETY: killing our own children's groups.
                 unsafe { libc::kill(exec.pid, libc::SIGKILL) };
@@ -560,10 +570,11 @@ fn drain_signalfd(sigfd: &OwnedFd) {
     }
 }
 
-/// Reaps every exited PID 1. A status PID 1 did not write (it was killed)
+/// Reaps every exited PID 1 (a standby that died unused too). A status
+/// PID 1 did not write (it was killed)
 /// goes out from the wait once its pipe has ended; a gone exec's cgroup is
 /// removed.
-fn reap(execs: &mut Vec<Running>, exec_cgroups: Option<&OwnedFd>) {
+fn reap(execs: &mut Vec<Running>, standby: &mut StandbySlot, exec_cgroups: Option<&OwnedFd>) {
     loop {
         let mut status = 0;
         // SAFETY: waitpid into a local.
@@ -574,6 +585,7 @@ fn reap(execs: &mut Vec<Running>, exec_cgroups: Option<&OwnedFd>) {
         if let Some(exec) = execs.iter_mut().find(|e| e.pid == pid) {
             exec.waited = Some(status);
         }
+        standby.reaped(pid);
     }
     execs.retain_mut(|exec| {
         let Some(waited) = exec.waited else {
