@@ -260,6 +260,61 @@ async fn the_next_execs_pid_1_stands_by_before_its_order() {
     assert!(!f.worktree().join("g").exists());
 }
 
+/// The children of `pid` (`/proc/PID/task/PID/children`).
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// A standby PID 1 killed before its order (by anyone who may) costs
+/// nothing but its time: the order goes to a PID 1 cloned for it, and
+/// the one after finds a new standby. (An order handed over in the
+/// moment between such a kill and the standby's death ends as the exec of
+/// a PID 1 killed then would: `Signaled(9)`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_whose_standby_died_is_cloned_for() {
+    let f = resident_fixture().await;
+    f.runner.exec(shell("true"), None).await.unwrap();
+    let resident = listener_pid(&sockets(&f.residents())[0]).expect("a resident listens");
+    until("a standby PID 1", || !children(resident).is_empty()).await;
+    let standbys = children(resident);
+    for pid in &standbys {
+        // SAFETY: signalling a process of this test's own berth.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    until("the killed standby gone", || {
+        children(resident).iter().all(|p| !standbys.contains(p))
+    })
+    .await;
+    let out = f
+        .runner
+        .exec(shell("echo after; cat /proc/1/stat /proc/self/stat"), None)
+        .await
+        .unwrap();
+    assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
+    let listed = text(&out.stdout.bytes);
+    assert!(listed.starts_with("after\n"), "{listed}");
+    until("a new standby PID 1", || {
+        children(resident).iter().any(|p| !standbys.contains(p))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = f
+        .runner
+        .exec(shell("cat /proc/1/stat /proc/self/stat"), None)
+        .await
+        .unwrap();
+    let stats = text(&again.stdout.bytes);
+    let lines: Vec<&str> = stats.lines().collect();
+    assert!(
+        start_ticks(lines[1]) >= start_ticks(lines[0]) + 10,
+        "the exec after found a standby again: {stats}"
+    );
+}
+
 /// Two execs at once in one resident: the second one ends the first's wait,
 /// so neither could finish if the resident served one at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
