@@ -56,7 +56,7 @@ impl<'a> Decider<'a> {
             analysis
                 .segments
                 .iter()
-                .map(written_then_run::files_run)
+                .map(|s| written_then_run::files_run(s))
                 .collect()
         } else {
             Vec::new()
@@ -421,7 +421,11 @@ impl<'a> Decider<'a> {
     /// `allow`; some allowed and some not is a synthesized partial-allow
     /// `require_approval` (a file without opinion, lifted in auto mode);
     /// none allowed names the unmatched ones for the autonomy stage.
-    fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally<'_>) -> RulesOutcome {
+    fn rules_file_outcome(
+        &mut self,
+        segments: &[std::sync::Arc<Segment>],
+        tally: RulesTally<'_>,
+    ) -> RulesOutcome {
         let RulesTally {
             commands,
             allowed,
@@ -436,7 +440,7 @@ impl<'a> Decider<'a> {
                 .iter()
                 .take(6)
                 .filter_map(|i| segments.get(*i))
-                .map(display)
+                .map(|s| display(s))
                 .collect();
             self.liftable(
                 Stage::PartialAllow,
@@ -462,7 +466,7 @@ impl<'a> Decider<'a> {
                 .iter()
                 .take(6)
                 .filter_map(|i| segments.get(*i))
-                .map(display)
+                .map(|s| display(s))
                 .collect();
             return RulesOutcome::Unmatched(format!("no rule matches {}", name_list(&names)));
         }
