@@ -136,6 +136,10 @@ struct PendingHereDoc {
 
 struct Parser<'a> {
     src: &'a [u8],
+    /// `src` as text when it is UTF-8 (nearly every command line): a
+    /// piece of it between two char boundaries is text too, found without
+    /// checking its bytes again ([`Parser::text`]).
+    text: Option<&'a str>,
     pos: usize,
     depth: usize,
     error: Option<ParseError>,
@@ -262,8 +266,14 @@ impl PartsBuilder {
 
 impl<'a> Parser<'a> {
     fn new(src: &'a [u8], depth: usize) -> Self {
+        Parser::with_text(src, std::str::from_utf8(src).ok(), depth)
+    }
+
+    /// A parser of `src`, which is `text` when that is given.
+    fn with_text(src: &'a [u8], text: Option<&'a str>, depth: usize) -> Self {
         Parser {
             src,
+            text,
             pos: 0,
             depth,
             error: None,
@@ -285,6 +295,16 @@ impl<'a> Parser<'a> {
                 offset: self.pos,
                 message: message.into(),
             });
+        }
+    }
+
+    /// The bytes `start..end` of the line as text: [`lossy`], without
+    /// checking them again when the line is UTF-8 and both ends are char
+    /// boundaries (the same text: a valid piece is its own lossy reading).
+    fn text(&self, start: usize, end: usize) -> String {
+        match self.text.and_then(|t| t.get(start..end)) {
+            Some(piece) => piece.to_owned(),
+            None => lossy(self.src.get(start..end).unwrap_or_default()),
         }
     }
 
@@ -1400,7 +1420,10 @@ impl<'a> Parser<'a> {
             let parts = if doc.quoted {
                 Vec::new()
             } else {
-                let mut sub = Parser::new(body, self.depth);
+                let body_text = self
+                    .text
+                    .and_then(|t| t.get(body_start..body_end.max(body_start)));
+                let mut sub = Parser::with_text(body, body_text, self.depth);
                 sub.plain_subs = std::mem::take(&mut self.plain_subs);
                 let mut parts = sub.parse_heredoc_content();
                 self.plain_subs = std::mem::take(&mut sub.plain_subs);
@@ -1485,7 +1508,7 @@ impl<'a> Parser<'a> {
             // The loop below would take these bytes as one literal piece
             // and stop at the metacharacter (or the end) after them: the
             // same word, without building it byte run by byte run.
-            let text = lossy(&self.src[start..end]);
+            let text = self.text(start, end);
             self.pos = end;
             return Word {
                 parts: vec![Part::Lit {
@@ -1730,7 +1753,7 @@ impl<'a> Parser<'a> {
                 while self.src.get(j).is_some_and(|&x| is_name_char(x)) {
                     j += 1;
                 }
-                let name = lossy(&self.src[start..j]);
+                let name = self.text(start, j);
                 self.pos = j;
                 b.push(Part::Param {
                     name,
@@ -1762,7 +1785,7 @@ impl<'a> Parser<'a> {
     fn parse_braced_param(&mut self, in_dquote: bool) -> Part {
         let start = self.pos;
         let j = super::param::name_end(self.src, start);
-        let name = lossy(&self.src[start..j]);
+        let name = self.text(start, j);
         self.pos = j;
         let mut b = PartsBuilder::new();
         loop {
