@@ -156,10 +156,40 @@ fn is_blank(b: u8) -> bool {
 
 /// Bytes that end an unquoted word.
 fn is_meta(b: u8) -> bool {
-    matches!(
-        b,
-        b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>'
-    )
+    BYTE_CLASS[usize::from(b)] & META != 0
+}
+
+/// [`BYTE_CLASS`] bits: a metacharacter ([`is_meta`]).
+const META: u8 = 1;
+/// …a byte that ends a run of plain word bytes: a quote, `\\`, `$`, a
+/// backquote, CR.
+const WORD_STOP: u8 = 2;
+/// …`~`, which may start a tilde expansion.
+const TILDE: u8 = 4;
+
+/// The classes of each byte, as bits: the scans over a word's bytes test
+/// one table entry a byte, not a chain of comparisons.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let meta = b" \t\n|&;()<>";
+    let mut i = 0;
+    while i < meta.len() {
+        table[meta[i] as usize] |= META;
+        i += 1;
+    }
+    let stops = b"'\"\\$`\r";
+    let mut i = 0;
+    while i < stops.len() {
+        table[stops[i] as usize] |= WORD_STOP;
+        i += 1;
+    }
+    table[b'~' as usize] |= TILDE;
+    table
+};
+
+/// Whether `b` is of one of the `classes` ([`BYTE_CLASS`] bits).
+fn is_class(b: u8, classes: u8) -> bool {
+    BYTE_CLASS[usize::from(b)] & classes != 0
 }
 
 fn is_name_start(b: u8) -> bool {
@@ -420,7 +450,7 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let mut i = start;
         while let Some(&b) = self.src.get(i) {
-            if is_meta(b) || matches!(b, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'\r') {
+            if is_class(b, META | WORD_STOP) {
                 break;
             }
             i += 1;
@@ -1631,9 +1661,7 @@ impl<'a> Parser<'a> {
     /// alone — none a quote, `\\`, `$`, a backquote, `~` or CR — up to a
     /// metacharacter or the end of the input.
     fn plain_word_end(&self) -> Option<usize> {
-        let end = self.plain_run_end(self.pos, |x| {
-            is_meta(x) || matches!(x, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'~' | b'\r')
-        });
+        let end = self.plain_run_end(self.pos, |x| is_class(x, META | WORD_STOP | TILDE));
         let ends_word = self.src.get(end).is_none_or(|&c| is_meta(c));
         (end > self.pos && ends_word).then_some(end)
     }
@@ -2463,6 +2491,30 @@ fn fill_command(c: &mut Command, bodies: &mut [Option<HereDoc>], depth: usize) {
                 }
                 Compound::Cond(ws) => fill_words(ws, bodies, depth),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table holds the byte sets the scans compared before it.
+    #[test]
+    fn byte_classes_are_the_sets_compared() {
+        for b in 0..=u8::MAX {
+            let meta = matches!(
+                b,
+                b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>'
+            );
+            let stop = matches!(b, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'\r');
+            assert_eq!(is_meta(b), meta, "{b:#x}");
+            assert_eq!(is_class(b, META | WORD_STOP), meta || stop, "{b:#x}");
+            assert_eq!(
+                is_class(b, META | WORD_STOP | TILDE),
+                meta || stop || b == b'~',
+                "{b:#x}"
+            );
         }
     }
 }
