@@ -34,6 +34,30 @@ pub fn contains(hay: &str, needle: &str) -> bool {
     false
 }
 
+/// `dotglob` and `GLOBIGNORE`, which the terminal action looks for in every
+/// command line, as `memmem` searchers built once: over a long line they
+/// read many bytes at a time, where std's searcher, built for each call,
+/// read about one.
+static GLOB_SETTINGS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 2]> =
+    std::sync::LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new("dotglob"),
+            memchr::memmem::Finder::new("GLOBIGNORE"),
+        ]
+    });
+
+/// Whether `command` names `dotglob` or `GLOBIGNORE` (which sets it): the
+/// answer of `contains(command, "dotglob") || contains(command,
+/// "GLOBIGNORE")`.
+pub fn names_glob_settings(command: &str) -> bool {
+    if command.len() <= SHORT {
+        return contains(command, "dotglob") || contains(command, "GLOBIGNORE");
+    }
+    GLOB_SETTINGS
+        .iter()
+        .any(|f| f.find(command.as_bytes()).is_some())
+}
+
 /// `s.split('/')`, the same pieces, by a byte scan.
 pub fn slash_parts(s: &str) -> impl Iterator<Item = &str> {
     let b = s.as_bytes();

@@ -41,8 +41,7 @@ impl<'a> Decider<'a> {
     pub(super) fn terminal(&mut self, command: &str) -> RulesOutcome {
         // With `dotglob` (or `GLOBIGNORE`, which sets it) a glob matches
         // names that start with `.`.
-        self.dotglob = crate::substring::contains(command, "dotglob")
-            || crate::substring::contains(command, "GLOBIGNORE");
+        self.dotglob = crate::substring::names_glob_settings(command);
         let home = self.ctx.frame.home();
         let analysis = segment::analyze(command.as_bytes(), &self.cwd_abs(), home);
         let all_in_scope = scope::all_in_scope(self.ctx.frame);

@@ -187,7 +187,7 @@ pub fn arith_vars_in(parts: &[Part]) -> bool {
 /// array subscript (evaluated as arithmetic: `${a[$i]}`, `${a[i]}`), or
 /// prompt expansion (`${x@P}` runs the `$(…)` in the value).
 fn param_evaluates_code(name: &str, inner: &[Part]) -> bool {
-    if name.contains("@P") {
+    if crate::substring::contains(name, "@P") {
         return true;
     }
     let lit = match inner.first() {
