@@ -1496,8 +1496,11 @@ impl<'a> Parser<'a> {
                 b'$' => self.parse_dollar(&mut b, true),
                 b'`' => self.parse_backtick(&mut b, true),
                 _ => {
-                    let end =
-                        self.plain_run_end(self.pos + 1, |x| matches!(x, b'\\' | b'$' | b'`'));
+                    // A body's plain runs are long (whole lines): memchr3's
+                    // vector search finds their end.
+                    let from = self.pos + 1;
+                    let rest = self.src.get(from..).unwrap_or_default();
+                    let end = from + memchr::memchr3(b'\\', b'$', b'`', rest).unwrap_or(rest.len());
                     b.lit_bytes(&self.src[self.pos..end], true);
                     self.pos = end;
                 }
