@@ -46,13 +46,24 @@ impl Value {
 pub fn single_literal(word: &Word) -> Option<&str> {
     match word.parts.as_slice() {
         [Part::Lit { text, quoted }]
-            if *quoted || !text.bytes().any(|b| matches!(b, b'{' | b'*' | b'?' | b'[')) =>
+            if *quoted || !text.bytes().any(|b| MAY_EXPAND[usize::from(b)]) =>
         {
             Some(text)
         }
         _ => None,
     }
 }
+
+/// `{`, `*`, `?` and `[`: the bytes that may start a brace expansion or a
+/// glob in unquoted text, looked up a byte at a time over every word.
+static MAY_EXPAND: [bool; 256] = {
+    let mut table = [false; 256];
+    table[b'{' as usize] = true;
+    table[b'*' as usize] = true;
+    table[b'?' as usize] = true;
+    table[b'[' as usize] = true;
+    table
+};
 
 /// Evaluates a word; `home` replaces `~`.
 pub fn evaluate(word: &Word, home: &str) -> Value {
