@@ -56,14 +56,7 @@ pub fn single_literal(word: &Word) -> Option<&str> {
 
 /// `{`, `*`, `?` and `[`: the bytes that may start a brace expansion or a
 /// glob in unquoted text, looked up a byte at a time over every word.
-static MAY_EXPAND: [bool; 256] = {
-    let mut table = [false; 256];
-    table[b'{' as usize] = true;
-    table[b'*' as usize] = true;
-    table[b'?' as usize] = true;
-    table[b'[' as usize] = true;
-    table
-};
+static MAY_EXPAND: [bool; 256] = crate::byte_set::byte_set(b"{*?[", false);
 
 /// Evaluates a word; `home` replaces `~`.
 pub fn evaluate(word: &Word, home: &str) -> Value {
