@@ -105,7 +105,9 @@ fn write_decision(
     line: usize,
     d: &crate::decision::Brief,
 ) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(64 + d.reason.len());
+    // The fixed part (keys, verdict, stage) is under 96 bytes; an id and a
+    // reason with a few escapes fit in the rest: one allocation, no growth.
+    let mut buf = Vec::with_capacity(128 + id.map_or(0, str::len) + d.reason.len());
     buf.extend_from_slice(b"{\"id\":");
     match id {
         Some(id) => push_json_string(&mut buf, id),

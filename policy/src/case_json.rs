@@ -233,7 +233,8 @@ impl<'a> Reader<'a> {
         if self.eat(b']') {
             return Some(Vec::new());
         }
-        let mut list = Vec::with_capacity(8);
+        // Room for the rules of most lists at once.
+        let mut list = Vec::with_capacity(16);
         loop {
             list.push(self.string()?);
             if self.eat(b',') {
