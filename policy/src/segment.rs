@@ -17,7 +17,7 @@ use crate::invocation::{AS_WRITTEN, Invocation, Normalized};
 use crate::program::{self, HiddenPath, Inner};
 use crate::scope::normalize;
 use crate::shell::ast::*;
-use crate::shell::parser::{MAX_DEPTH, parse_at_depth};
+use crate::shell::parser::{MAX_DEPTH, parse_text_at_depth};
 use crate::shell::word::{self, Value};
 use crate::wrapper::{self, Unwrap};
 
@@ -270,18 +270,33 @@ pub struct Analysis {
 
 /// Splits a command line into segments. `cwd` and `home` are frame paths.
 pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
-    analyze_with(command, cwd, home, true)
+    analyze_with(command, None, cwd, home, true)
+}
+
+/// [`analyze`] of a command line known to be text (a case's command).
+pub fn analyze_text(command: &str, cwd: &str, home: &str) -> Analysis {
+    analyze_with(command.as_bytes(), Some(command), cwd, home, true)
 }
 
 /// [`analyze`] walking every copy of a substitution (the reference for
 /// `substitution_walks`' replays).
 #[cfg(test)]
 fn analyze_walking_each(command: &[u8], cwd: &str, home: &str) -> Analysis {
-    analyze_with(command, cwd, home, false)
+    analyze_with(command, None, cwd, home, false)
 }
 
-fn analyze_with(command: &[u8], cwd: &str, home: &str, reuse_walks: bool) -> Analysis {
-    let script = crate::shell::parse(command);
+/// [`analyze`] of `command`, which is `text` when that is given.
+fn analyze_with(
+    command: &[u8],
+    text: Option<&str>,
+    cwd: &str,
+    home: &str,
+    reuse_walks: bool,
+) -> Analysis {
+    let script = match text {
+        Some(t) => crate::shell::parse_text(t),
+        None => crate::shell::parse(command),
+    };
     let mut walker = Walker::new(home, command.len());
     walker.reuse_walks = reuse_walks;
     walker.cdpath_named = names_cdpath(command);
@@ -1100,7 +1115,7 @@ impl<'h> Walker<'h> {
             return State::unknown();
         }
         self.budget -= text.len();
-        let script = parse_at_depth(text.as_bytes(), self.depth + 1);
+        let script = parse_text_at_depth(text.as_bytes(), Some(text), self.depth + 1);
         let saved_via = std::mem::replace(&mut self.via, outer.chain.clone());
         self.depth += 1;
         let out = self.walk_list(

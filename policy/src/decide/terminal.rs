@@ -43,7 +43,7 @@ impl<'a> Decider<'a> {
         // names that start with `.`.
         self.dotglob = crate::substring::names_glob_settings(command);
         let home = self.ctx.frame.home();
-        let analysis = segment::analyze(command.as_bytes(), &self.cwd_abs(), home);
+        let analysis = segment::analyze_text(command, &self.cwd_abs(), home);
         let all_in_scope = scope::all_in_scope(self.ctx.frame);
         let rules = CommandRules::new(self.ctx.rules);
         let mut tally = RulesTally::default();

@@ -36,11 +36,23 @@ pub struct Script {
 
 /// Parses a whole command line. Total: never panics, linear in the input.
 pub fn parse(src: &[u8]) -> Script {
+    parse_line(src, None)
+}
+
+/// [`parse`] of a line known to be text (a case's command): its bytes are
+/// not checked as UTF-8 again.
+pub fn parse_text(src: &str) -> Script {
+    parse_line(src.as_bytes(), Some(src))
+}
+
+/// [`parse`] of `src`, which is `text` when that is given.
+fn parse_line(src: &[u8], text: Option<&str>) -> Script {
     // A NUL byte cannot reach bash in a `-c` argument, and bash drops it when
     // it reads a script file (`g⁰it` runs `git`): no shell runs the line as
     // written. What comes before it is judged; the line is opaque.
     if let Some(n) = crate::substring::find_byte(0, src) {
-        let mut script = parse_at_depth(&src[..n], 0);
+        // (A NUL is one byte: `n` is a char boundary of `text`.)
+        let mut script = parse_text_at_depth(&src[..n], text.and_then(|t| t.get(..n)), 0);
         if script.error.is_none() {
             script.error = Some(ParseError {
                 offset: n,
@@ -49,11 +61,20 @@ pub fn parse(src: &[u8]) -> Script {
         }
         return script;
     }
-    parse_at_depth(src, 0)
+    parse_text_at_depth(src, text, 0)
 }
 
 pub(crate) fn parse_at_depth(src: &[u8], depth: usize) -> Script {
-    let mut p = Parser::new(src, depth);
+    parse_text_at_depth(src, None, depth)
+}
+
+/// [`parse_at_depth`] of `src`, which is `text` when that is given (else
+/// checked here).
+pub(crate) fn parse_text_at_depth(src: &[u8], text: Option<&str>, depth: usize) -> Script {
+    let mut p = match text {
+        Some(t) => Parser::with_text(src, Some(t), depth),
+        None => Parser::new(src, depth),
+    };
     let mut list = p.parse_list(Stop::EOF);
     if p.error.is_none() && !p.at_end() {
         let msg = format!("unexpected {}", p.describe_here());
