@@ -1214,12 +1214,19 @@ impl<'a> Parser<'a> {
 
     // ---- redirections ---------------------------------------------------
 
+    #[inline]
     fn try_redirect(&mut self) -> Option<Redirect> {
         // Every redirection starts with a digit, `{`, `<`, `>` or `&`: most
-        // words start with none, and need none of the tests below.
+        // words start with none, and need none of the tests below (asked
+        // where the word is, without a call).
         if !matches!(self.peek(), Some(b'0'..=b'9' | b'{' | b'<' | b'>' | b'&')) {
             return None;
         }
+        self.redirect()
+    }
+
+    /// [`Parser::try_redirect`] past its first test.
+    fn redirect(&mut self) -> Option<Redirect> {
         let start = self.pos;
         let mut fd = None;
         // `2>`, `10<`: digits directly followed by an operator.
