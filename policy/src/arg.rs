@@ -87,26 +87,129 @@ pub fn render(argv: &[Arg]) -> String {
 /// [`render`] appended to `out` (a segment's wrappers and program in one
 /// string, no string per part).
 pub fn render_into(out: &mut String, argv: &[Arg]) {
+    render_within(out, argv, usize::MAX);
+}
+
+/// [`render_into`] that stops once `out` holds `limit` bytes: what it
+/// appends is what `render_into` appends, or a prefix of it (cut at a char
+/// boundary) at least `limit` bytes long. A reason quotes the first few
+/// dozen characters of a segment: a word of a hundred KB (a heredoc's
+/// text, a long argument) is not copied, nor its quotes escaped, past them.
+pub fn render_within(out: &mut String, argv: &[Arg], limit: usize) {
+    // `s`, or as much of it as fills `out` to `limit` (at least that much).
+    let prefix = |out: &String, s: &'_ str| -> usize {
+        let mut cut = limit.saturating_sub(out.len()).min(s.len());
+        while !s.is_char_boundary(cut) {
+            cut += 1;
+        }
+        cut
+    };
     for (i, a) in argv.iter().enumerate() {
+        if out.len() >= limit {
+            return;
+        }
         if i > 0 {
             out.push(' ');
         }
         let t = &a.text;
         if a.dynamic {
             out.push('⟨');
-            out.push_str(t);
+            let cut = prefix(out, t);
+            out.push_str(&t[..cut]);
+            if cut < t.len() {
+                return;
+            }
             out.push('⟩');
-        } else if t.is_empty()
-            || t.bytes().any(|b| {
-                b.is_ascii_whitespace()
-                    || matches!(b, b'\'' | b'"' | b'\\' | b'$' | b'`' | b';' | b'&' | b'|')
-            })
-        {
+        } else if t.is_empty() || t.bytes().any(|b| QUOTED[usize::from(b)]) {
             out.push('\'');
-            out.push_str(&t.replace('\'', "'\\''"));
+            // `'` is one char: the prefix's escaped text is a prefix of
+            // the whole word's.
+            let cut = prefix(out, t);
+            out.push_str(&t[..cut].replace('\'', "'\\''"));
+            if cut < t.len() {
+                return;
+            }
             out.push('\'');
         } else {
-            out.push_str(t);
+            let cut = prefix(out, t);
+            out.push_str(&t[..cut]);
+        }
+    }
+}
+
+/// The bytes that make [`render_into`] quote a word: ASCII whitespace,
+/// quotes, `\\`, `$`, a backquote, `;`, `&` and `|`.
+static QUOTED: [bool; 256] = crate::byte_set::byte_set(b" \t\n\x0c\r'\"\\$`;&|", false);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `render_into` appended before it had a limit.
+    fn unbounded(argv: &[Arg]) -> String {
+        let mut out = String::new();
+        for (i, a) in argv.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            let t = &a.text;
+            if a.dynamic {
+                out.push('⟨');
+                out.push_str(t);
+                out.push('⟩');
+            } else if t.is_empty()
+                || t.bytes().any(|b| {
+                    b.is_ascii_whitespace()
+                        || matches!(b, b'\'' | b'"' | b'\\' | b'$' | b'`' | b';' | b'&' | b'|')
+                })
+            {
+                out.push('\'');
+                out.push_str(&t.replace('\'', "'\\''"));
+                out.push('\'');
+            } else {
+                out.push_str(t);
+            }
+        }
+        out
+    }
+
+    /// Within a limit the text is the whole one, or a prefix of it at
+    /// least the limit long.
+    #[test]
+    fn a_limited_rendering_is_the_whole_or_a_long_enough_prefix() {
+        let words = [
+            "git",
+            "",
+            "it's",
+            "a b",
+            "ünï'cödé",
+            "日本語",
+            "x\u{b}y",
+            "'''",
+            "plain-word",
+        ];
+        for (i, w) in words.iter().enumerate() {
+            for n in [1, 3, 17] {
+                let long = w.repeat(n);
+                let argv = vec![
+                    Arg::lit("cmd"),
+                    Arg::lit(long.clone()),
+                    Arg::dynamic(long.clone()),
+                    Arg::lit(words[(i + 1) % words.len()]),
+                ];
+                let whole = unbounded(&argv);
+                assert_eq!(render(&argv), whole);
+                for limit in 0..whole.len() + 2 {
+                    let mut out = String::from("> ");
+                    render_within(&mut out, &argv, limit + 2);
+                    let got = &out[2..];
+                    assert!(whole.starts_with(got), "{argv:?} {limit}: {got:?}");
+                    assert!(
+                        got.len() >= limit.min(whole.len()),
+                        "{argv:?} {limit}: {got:?}"
+                    );
+                }
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod action;
 pub mod arg;
 pub mod autonomy;
 pub mod batch;
+mod byte_set;
 pub mod case;
 mod case_json;
 pub mod decide;

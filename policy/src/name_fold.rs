@@ -96,6 +96,11 @@ pub fn may_fold(word: &str) -> bool {
     let b = word.as_bytes();
     let mut i = 0;
     while i < b.len() {
+        // Most bytes are none of those: one table look for them.
+        if !MAY_FOLD[usize::from(b[i])] {
+            i += 1;
+            continue;
+        }
         match b[i] {
             0x80.. => return true,
             b'~' => {
@@ -122,6 +127,9 @@ pub fn may_fold(word: &str) -> bool {
     }
     false
 }
+
+/// The bytes [`may_fold`] looks at: the non-ASCII ones, `~`, `.` and ` `.
+static MAY_FOLD: [bool; 256] = crate::byte_set::byte_set(b"~. ", true);
 
 #[cfg(test)]
 mod tests {

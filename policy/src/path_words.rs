@@ -46,7 +46,11 @@ impl Found {
 /// The paths a word's text names (none for plain words and URLs).
 pub fn candidates(text: &str) -> Vec<String> {
     let mut out = Found(Vec::new());
-    if let Some(scheme) = crate::substring::contains(text, "://")
+    // Each byte looked for once: a URL and a colon list need a `:`, a value
+    // after an option an `=`.
+    let colon = has_byte(text, b':');
+    let first_equals = find_byte(b'=', text.as_bytes());
+    if let Some(scheme) = (colon && crate::substring::contains(text, "://"))
         .then(|| url_scheme(text))
         .flatten()
     {
@@ -62,19 +66,23 @@ pub fn candidates(text: &str) -> Vec<String> {
         return out.0;
     }
     if let Some(opt) = text.strip_prefix('-') {
-        if !opt.starts_with('-') && !has_byte(opt, b'=') {
+        // (The `=` of `text` is `opt`'s: `text` starts with `-`.)
+        if !opt.starts_with('-') && first_equals.is_none() {
             short_cluster(opt, &mut out);
         }
     } else {
         out.value(text);
     }
     // After any `=`: `--out=/x`, `if=~root/x`, `-F k=@file`, `a=b=/x`.
-    let mut from = 0;
-    while let Some(i) = text.get(from..).and_then(|t| find_byte(b'=', t.as_bytes())) {
-        out.value(&text[from + i + 1..]);
-        from += i + 1;
+    let mut next = first_equals;
+    while let Some(at) = next {
+        out.value(&text[at + 1..]);
+        next = text
+            .get(at + 1..)
+            .and_then(|t| find_byte(b'=', t.as_bytes()))
+            .map(|i| at + 1 + i);
     }
-    if has_byte(text, b':') {
+    if colon {
         for part in text.split(':').skip(1) {
             let part = part.split_once('=').map_or(part, |(_, v)| v);
             if part.starts_with('/') || part.starts_with('~') {

@@ -180,6 +180,11 @@ fn either(a: Match, b: Match) -> Match {
     }
 }
 
+/// The last byte of `s` that is not a `/`.
+fn last_name_byte(s: &str) -> Option<u8> {
+    s.bytes().rev().find(|&b| b != b'/')
+}
+
 /// A glob over argv's words joined by spaces.
 fn glob_matches(g: &str, argv: &[Arg], trailing_dynamic: bool, side: Side) -> Match {
     if argv.iter().any(|a| a.dynamic) || trailing_dynamic {
@@ -235,7 +240,11 @@ fn compare(
             continue;
         }
         let equal = if i == 0 && side == Side::Restrict {
-            a.basename() == basename(w)
+            // A basename ends in its word's last byte before any trailing
+            // `/` (a package name, its whole word, never equals one that
+            // ends in `/`): most programs differ from the rule's there,
+            // answered without finding either basename.
+            last_name_byte(&a.text) == last_name_byte(w) && a.basename() == basename(w)
         } else {
             a.text == *w
         };
@@ -398,6 +407,41 @@ mod tests {
         assert_eq!(p.matches(&b, false, Side::Restrict), Match::No);
         let c = vec![Arg::lit("git")];
         assert_eq!(p.matches(&c, true, Side::Restrict), Match::Maybe);
+    }
+
+    #[test]
+    fn basenames_that_differ_in_their_last_byte_differ() {
+        let words = [
+            "",
+            "/",
+            "//",
+            "git",
+            "/usr/bin/git",
+            "git/",
+            "x/git//",
+            "rm",
+            "/bin/rm",
+            "a/b",
+            "b",
+            "b/",
+            "é",
+            "/é/",
+            "@scope/pkg",
+            "pkg/",
+        ];
+        for x in words {
+            for package in [false, true] {
+                let a = Arg {
+                    package,
+                    ..Arg::lit(x)
+                };
+                for y in words {
+                    if last_name_byte(x) != last_name_byte(y) {
+                        assert_ne!(a.basename(), basename(y), "{x:?} {package} {y:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

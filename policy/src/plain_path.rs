@@ -15,6 +15,10 @@ pub(crate) fn is_plain(s: &str) -> bool {
     // Where the piece's first `[` is, if it has one.
     let mut open = false;
     for (i, &c) in b.iter().enumerate() {
+        // Most bytes are none of the five: one table look for them.
+        if !SPECIAL[usize::from(c)] {
+            continue;
+        }
         match c {
             b'/' => {
                 if !plain_piece(&b[start..i]) {
@@ -31,6 +35,9 @@ pub(crate) fn is_plain(s: &str) -> bool {
     }
     plain_piece(&b[start..])
 }
+
+/// The bytes [`is_plain`] looks at: `/`, `*`, `?`, `[` and `]`.
+static SPECIAL: [bool; 256] = crate::byte_set::byte_set(b"/*?[]", false);
 
 /// The tests of a piece that look at its ends: not empty, `.` or `..`,
 /// and no `root` or `cwd` at its end (the glob bytes are [`is_plain`]'s).

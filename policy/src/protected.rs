@@ -504,10 +504,14 @@ const SYSTEM_PLACES: &[(&str, &str)] = &[
 /// Only an absolute path or one starting with `.` can (`../../etc/x`);
 /// a bare relative word can only from a cwd that already is one (or `/`,
 /// which this test takes as one). One look after each `/`.
-fn may_be_system(word: &str) -> bool {
+/// `equals` false says the word holds no `=`, `dot` false no `.`: the
+/// searches for them are skipped.
+fn may_be_system(word: &str, equals: bool, dot: bool) -> bool {
     // A value attached to an option (`of=/etc/shadow`, `--output=/etc/x`).
-    if let Some(i) = crate::substring::find_byte(b'=', word.as_bytes())
-        && may_be_system(&word[i + 1..])
+    // (What follows the `=` holds no byte the word does not.)
+    if equals
+        && let Some(i) = crate::substring::find_byte(b'=', word.as_bytes())
+        && may_be_system(&word[i + 1..], equals, dot)
     {
         return true;
     }
@@ -535,7 +539,8 @@ fn may_be_system(word: &str) -> bool {
     }
     // `..` and `/./` hold a dot: most paths have none, and are not searched
     // for them.
-    let dotted = word.as_bytes().contains(&b'.')
+    let dotted = dot
+        && word.as_bytes().contains(&b'.')
         && (crate::substring::contains(word, "..") || crate::substring::contains(word, "/./"));
     if !(dotted || crate::substring::contains(word, "/proc/")) {
         return false;

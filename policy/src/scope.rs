@@ -716,7 +716,7 @@ impl Judge<'_> {
             return;
         }
         // `/proc/self/cwd` (or a glob that may be it) needs the cwd.
-        let alias_needed = reach.glob || written.contains("cwd");
+        let alias_needed = reach.glob || crate::substring::contains(written, "cwd");
         let absolute = written.starts_with('/');
         match (base, cwd) {
             _ if absolute && !alias_needed => self.resolved(written, "/", None, reach),

@@ -17,7 +17,7 @@ use crate::invocation::{AS_WRITTEN, Invocation, Normalized};
 use crate::program::{self, HiddenPath, Inner};
 use crate::scope::normalize;
 use crate::shell::ast::*;
-use crate::shell::parser::{MAX_DEPTH, parse_at_depth};
+use crate::shell::parser::{MAX_DEPTH, parse_text_at_depth};
 use crate::shell::word::{self, Value};
 use crate::wrapper::{self, Unwrap};
 
@@ -260,7 +260,9 @@ impl Segment {
 /// The segments of a command line, and the parse error if there was one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Analysis {
-    pub segments: Vec<Segment>,
+    /// Shared: the copies of a substitution walked once and replayed
+    /// (`substitution_walks`) are one segment, met again at each copy.
+    pub segments: Vec<Arc<Segment>>,
     /// The first parse error (the segment list then also holds an opaque
     /// segment for the unparsed rest).
     pub parse_error: Option<String>,
@@ -268,18 +270,33 @@ pub struct Analysis {
 
 /// Splits a command line into segments. `cwd` and `home` are frame paths.
 pub fn analyze(command: &[u8], cwd: &str, home: &str) -> Analysis {
-    analyze_with(command, cwd, home, true)
+    analyze_with(command, None, cwd, home, true)
+}
+
+/// [`analyze`] of a command line known to be text (a case's command).
+pub fn analyze_text(command: &str, cwd: &str, home: &str) -> Analysis {
+    analyze_with(command.as_bytes(), Some(command), cwd, home, true)
 }
 
 /// [`analyze`] walking every copy of a substitution (the reference for
 /// `substitution_walks`' replays).
 #[cfg(test)]
 fn analyze_walking_each(command: &[u8], cwd: &str, home: &str) -> Analysis {
-    analyze_with(command, cwd, home, false)
+    analyze_with(command, None, cwd, home, false)
 }
 
-fn analyze_with(command: &[u8], cwd: &str, home: &str, reuse_walks: bool) -> Analysis {
-    let script = crate::shell::parse(command);
+/// [`analyze`] of `command`, which is `text` when that is given.
+fn analyze_with(
+    command: &[u8],
+    text: Option<&str>,
+    cwd: &str,
+    home: &str,
+    reuse_walks: bool,
+) -> Analysis {
+    let script = match text {
+        Some(t) => crate::shell::parse_text(t),
+        None => crate::shell::parse(command),
+    };
     let mut walker = Walker::new(home, command.len());
     walker.reuse_walks = reuse_walks;
     walker.cdpath_named = names_cdpath(command);
@@ -296,16 +313,39 @@ fn analyze_with(command: &[u8], cwd: &str, home: &str, reuse_walks: bool) -> Ana
             "the command line does not parse at byte {}: {}",
             e.offset, e.message
         ));
-        walker.segments.push(seg);
+        walker.segments.push(Arc::new(seg));
         parse_error = Some(e.message.clone());
     }
     walker.mark_fork_bombs();
-    for seg in &mut walker.segments {
-        seg.derive_normalized();
-    }
+    // The kept walks hold their segments too: let go of them, so that only
+    // replayed segments stay shared.
+    walker.substitution_walks = SubstitutionWalks::default();
+    derive_normalized(&mut walker.segments);
     Analysis {
         segments: walker.segments,
         parse_error,
+    }
+}
+
+/// Derives each segment's normalised views ([`Segment::derive_normalized`]).
+/// A shared segment (a replayed substitution's) is derived once and every
+/// copy of it gets the one result: the views are a function of the segment.
+fn derive_normalized(segments: &mut [Arc<Segment>]) {
+    // Each shared segment met so far, by address, with its derived copy;
+    // the original is held so that its address stays its own.
+    let mut derived: rustc_hash::FxHashMap<*const Segment, (Arc<Segment>, Arc<Segment>)> =
+        rustc_hash::FxHashMap::default();
+    for seg in segments {
+        if let Some(own) = Arc::get_mut(seg) {
+            own.derive_normalized();
+            continue;
+        }
+        let (_, copy) = derived.entry(Arc::as_ptr(seg)).or_insert_with(|| {
+            let mut copy = Segment::clone(seg);
+            copy.derive_normalized();
+            (Arc::clone(seg), Arc::new(copy))
+        });
+        *seg = Arc::clone(copy);
     }
 }
 
@@ -315,7 +355,7 @@ struct FunctionInfo {
 
 struct Walker<'h> {
     home: &'h str,
-    segments: Vec<Segment>,
+    segments: Vec<Arc<Segment>>,
     /// Functions defined so far, by name (a later definition replaces one).
     functions: std::collections::HashMap<String, FunctionInfo>,
     current_function: Option<String>,
@@ -407,7 +447,7 @@ impl<'h> Walker<'h> {
     fn push(&mut self, mut seg: Segment) {
         seg.in_function = self.current_function.clone();
         seg.piped_or_background |= self.piped_or_background;
-        self.segments.push(seg);
+        self.segments.push(Arc::new(seg));
     }
 
     fn walk_list(&mut self, list: &List, mut state: State) -> State {
@@ -1075,7 +1115,7 @@ impl<'h> Walker<'h> {
             return State::unknown();
         }
         self.budget -= text.len();
-        let script = parse_at_depth(text.as_bytes(), self.depth + 1);
+        let script = parse_text_at_depth(text.as_bytes(), Some(text), self.depth + 1);
         let saved_via = std::mem::replace(&mut self.via, outer.chain.clone());
         self.depth += 1;
         let out = self.walk_list(
@@ -1268,7 +1308,7 @@ impl<'h> Walker<'h> {
                 && component[from] == component[to]
                 && let Some(seg) = self.segments.get_mut(i)
             {
-                seg.fork_bomb = true;
+                Arc::make_mut(seg).fork_bomb = true;
             }
         }
     }

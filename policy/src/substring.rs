@@ -34,6 +34,30 @@ pub fn contains(hay: &str, needle: &str) -> bool {
     false
 }
 
+/// `dotglob` and `GLOBIGNORE`, which the terminal action looks for in every
+/// command line, as `memmem` searchers built once: over a long line they
+/// read many bytes at a time, where std's searcher, built for each call,
+/// read about one.
+static GLOB_SETTINGS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 2]> =
+    std::sync::LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new("dotglob"),
+            memchr::memmem::Finder::new("GLOBIGNORE"),
+        ]
+    });
+
+/// Whether `command` names `dotglob` or `GLOBIGNORE` (which sets it): the
+/// answer of `contains(command, "dotglob") || contains(command,
+/// "GLOBIGNORE")`.
+pub fn names_glob_settings(command: &str) -> bool {
+    if command.len() <= SHORT {
+        return contains(command, "dotglob") || contains(command, "GLOBIGNORE");
+    }
+    GLOB_SETTINGS
+        .iter()
+        .any(|f| f.find(command.as_bytes()).is_some())
+}
+
 /// `s.split('/')`, the same pieces, by a byte scan.
 pub fn slash_parts(s: &str) -> impl Iterator<Item = &str> {
     let b = s.as_bytes();
@@ -58,32 +82,65 @@ pub fn has_byte(hay: &str, b: u8) -> bool {
 }
 
 /// The index of the first `needle` in `hay`, as `position` finds it: eight
-/// bytes at a time until a chunk holds it, then byte by byte. (A line's `C`s,
-/// for `CDPATH`, and a heredoc body's line ends are far apart.)
+/// bytes at a time for the first few words (a word, a path), then by
+/// `memchr`'s vector search (a command line's `C`s, for `CDPATH`, its NUL
+/// bytes, a heredoc body's line ends: far apart).
 pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
+    /// Words read before `memchr` (which costs more to set up) takes over.
+    const WORDS: usize = 4;
     let pattern = ONES * u64::from(needle);
-    let mut skipped = 0;
-    for chunk in hay.chunks_exact(8) {
+    let mut at = 0;
+    for chunk in hay.chunks_exact(8).take(WORDS) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let x = u64::from_le_bytes(word) ^ pattern;
-        // A zero byte in `x` (the needle in the chunk) sets its high bit.
-        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
-            break;
+        // A zero byte in `x` (the needle in the chunk) sets its high bit;
+        // the lowest bit set is the first (a borrow only sets bits above a
+        // zero byte).
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(at + found.trailing_zeros() as usize / 8);
         }
-        skipped += 8;
+        at += 8;
     }
-    hay[skipped..]
-        .iter()
-        .position(|&b| b == needle)
-        .map(|i| skipped + i)
+    let rest = hay.get(at..)?;
+    if at < WORDS * 8 {
+        // Fewer than eight bytes left, the needle in none before them.
+        return rest.iter().position(|&b| b == needle).map(|i| at + i);
+    }
+    memchr::memchr(needle, rest).map(|i| at + i)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`find_byte`] finds what `position` finds, wherever the byte stands
+    /// (in the words read eight bytes at a time or in `memchr`'s part) and
+    /// whatever stands after it.
+    #[test]
+    fn bytes_are_found_as_position_finds_them() {
+        for len in 0..100 {
+            for at in 0..=len {
+                let mut hay: Vec<u8> = (0..len).map(|i| [b'a', b'/', 0xc3, b'.'][i % 4]).collect();
+                if at < len {
+                    hay[at] = b'C';
+                    if at + 3 < len {
+                        hay[at + 3] = b'C';
+                    }
+                }
+                for needle in [b'C', b'/', b'.', 0] {
+                    assert_eq!(
+                        find_byte(needle, &hay),
+                        hay.iter().position(|&b| b == needle),
+                        "{hay:?} {needle}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn agrees_with_std() {

@@ -53,6 +53,11 @@ fn abbreviation_of<'t>(
     t: &'t str,
     long: &str,
 ) -> Option<(&'t str, Option<&'t str>)> {
+    // Most words are no long option: answered before looking for a `=`
+    // (the name is a prefix of `t`, so it starts with `--` only if `t` does).
+    if !t.starts_with("--") {
+        return None;
+    }
     let (name, v) = match t.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (t, None),

@@ -17,6 +17,7 @@
 //! that does is judged on its own, and no later one reuses its judgement.
 
 use std::hash::Hasher;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
@@ -42,10 +43,15 @@ impl<T: Copy> Repeats<T> {
     /// What the segment at `idx` left when judged before, if it equals an
     /// earlier segment that was judged; otherwise `None`, and it may be
     /// repeated by a later one once [`Repeats::judged`] records it.
-    pub fn earlier(&mut self, segments: &[Segment], idx: usize) -> Option<T> {
+    pub fn earlier(&mut self, segments: &[Arc<Segment>], idx: usize) -> Option<T> {
         let seg = segments.get(idx)?;
         let first = *self.first.entry(fingerprint(seg)).or_insert(idx);
-        if first == idx || segments.get(first) != Some(seg) {
+        // One shared segment (a replayed substitution's) is equal to itself
+        // without a comparison.
+        let equal = segments
+            .get(first)
+            .is_some_and(|f| Arc::ptr_eq(f, seg) || **f == **seg);
+        if first == idx || !equal {
             return None;
         }
         self.outcomes.get(first).copied().flatten()

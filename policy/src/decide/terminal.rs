@@ -41,10 +41,9 @@ impl<'a> Decider<'a> {
     pub(super) fn terminal(&mut self, command: &str) -> RulesOutcome {
         // With `dotglob` (or `GLOBIGNORE`, which sets it) a glob matches
         // names that start with `.`.
-        self.dotglob = crate::substring::contains(command, "dotglob")
-            || crate::substring::contains(command, "GLOBIGNORE");
+        self.dotglob = crate::substring::names_glob_settings(command);
         let home = self.ctx.frame.home();
-        let analysis = segment::analyze(command.as_bytes(), &self.cwd_abs(), home);
+        let analysis = segment::analyze_text(command, &self.cwd_abs(), home);
         let all_in_scope = scope::all_in_scope(self.ctx.frame);
         let rules = CommandRules::new(self.ctx.rules);
         let mut tally = RulesTally::default();
@@ -56,7 +55,7 @@ impl<'a> Decider<'a> {
             analysis
                 .segments
                 .iter()
-                .map(written_then_run::files_run)
+                .map(|s| written_then_run::files_run(s))
                 .collect()
         } else {
             Vec::new()
@@ -421,7 +420,11 @@ impl<'a> Decider<'a> {
     /// `allow`; some allowed and some not is a synthesized partial-allow
     /// `require_approval` (a file without opinion, lifted in auto mode);
     /// none allowed names the unmatched ones for the autonomy stage.
-    fn rules_file_outcome(&mut self, segments: &[Segment], tally: RulesTally<'_>) -> RulesOutcome {
+    fn rules_file_outcome(
+        &mut self,
+        segments: &[std::sync::Arc<Segment>],
+        tally: RulesTally<'_>,
+    ) -> RulesOutcome {
         let RulesTally {
             commands,
             allowed,
@@ -436,7 +439,7 @@ impl<'a> Decider<'a> {
                 .iter()
                 .take(6)
                 .filter_map(|i| segments.get(*i))
-                .map(display)
+                .map(|s| display(s))
                 .collect();
             self.liftable(
                 Stage::PartialAllow,
@@ -462,7 +465,7 @@ impl<'a> Decider<'a> {
                 .iter()
                 .take(6)
                 .filter_map(|i| segments.get(*i))
-                .map(display)
+                .map(|s| display(s))
                 .collect();
             return RulesOutcome::Unmatched(format!("no rule matches {}", name_list(&names)));
         }

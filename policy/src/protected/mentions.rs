@@ -34,10 +34,10 @@ pub fn mentioned_in(word: &str) -> bool {
     // path's `/` or `.` (after `=` too), a fold's `~`, `.`, ` ` or non-ASCII
     // byte, the undotted pair's `/`. Most words (`-n`, `add`, `+%s`) hold
     // none, and are answered by one pass over their bytes.
-    if !word
-        .bytes()
-        .any(|b| matches!(b, b'.' | b'/' | b'~' | b' ' | 0x80..))
-    {
+    // The bytes the word holds, of those the tests look for, in one pass:
+    // each test below is skipped when a byte it needs is not there.
+    let held = word.bytes().fold(0, |held, b| held | HELD[usize::from(b)]);
+    if held & (DOT | SLASH | TILDE | SPACE | HIGH) == 0 {
         return false;
     }
     // Every name starts with `.`, and so does the bare-repository suffix.
@@ -62,12 +62,49 @@ pub fn mentioned_in(word: &str) -> bool {
         }
         from = i + 1;
     }
-    may_be_system(word)
-        || crate::name_fold::may_fold(word)
-        || UNDOTTED_PAIRS
-            .iter()
-            .any(|p| crate::substring::contains(word, p))
+    may_be_system(word, held & EQUALS != 0, held & DOT != 0)
+        || held & (DOT | SPACE | TILDE | HIGH) != 0 && crate::name_fold::may_fold(word)
+        || held & PAIR_START != 0
+            && UNDOTTED_PAIRS
+                .iter()
+                .any(|p| crate::substring::contains(word, p))
 }
+
+/// [`HELD`] bits: `.`, the first byte of a name and of the bare-repository
+/// suffix, and a byte [`name_fold::may_fold`](crate::name_fold::may_fold)
+/// needs (with ` `, `~` and the non-ASCII ones).
+const DOT: u8 = 1;
+/// `/`, of a system path.
+const SLASH: u8 = 2;
+const TILDE: u8 = 4;
+const SPACE: u8 = 8;
+/// A non-ASCII byte.
+const HIGH: u8 = 16;
+/// `=`, before a value [`may_be_system`] looks at too.
+const EQUALS: u8 = 32;
+/// The first byte of one of [`UNDOTTED_PAIRS`].
+const PAIR_START: u8 = 64;
+
+/// For each byte, which of the bytes [`mentioned_in`]'s tests need it is.
+static HELD: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'.' as usize] |= DOT;
+    table[b'/' as usize] |= SLASH;
+    table[b'~' as usize] |= TILDE;
+    table[b' ' as usize] |= SPACE;
+    table[b'=' as usize] |= EQUALS;
+    let mut b = 0x80;
+    while b < 256 {
+        table[b] |= HIGH;
+        b += 1;
+    }
+    let mut i = 0;
+    while i < UNDOTTED_PAIRS.len() {
+        table[UNDOTTED_PAIRS[i].as_bytes()[0] as usize] |= PAIR_START;
+        i += 1;
+    }
+    table
+};
 
 /// Whether `rest` (from a `.`) may start a protected name or the
 /// bare-repository suffix: its next two bytes, without case, are those of
@@ -147,7 +184,7 @@ mod tests {
                         .get(..n.len())
                         .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
                 })
-        }) || may_be_system(word)
+        }) || may_be_system(word, true, true)
             || crate::name_fold::may_fold(word)
             || UNDOTTED_PAIRS.iter().any(|p| word.contains(p))
     }
@@ -170,6 +207,10 @@ mod tests {
             "x.é",
             ".é",
             "~/Library/LaunchAgents/x",
+            "Library/LaunchAgents",
+            "of=/etc/x",
+            "a=b=../../etc",
+            "x/../etc",
         ]
         .map(String::from)
         .to_vec();

@@ -5,9 +5,12 @@
 //! line (`shell/plain_subs.rs`): a heredoc that logs `$(date +%s)` on each
 //! of its lines holds one tree many times. Walking each copy made the same
 //! segments again (words evaluated, wrappers and the program looked at),
-//! ~3.9 K instructions a copy; cloning them is a fraction of that.
+//! ~3.9 K instructions a copy; a replay pushes the kept segments again,
+//! shared (`Arc`): neither copied nor, once the walk is done, derived,
+//! dropped or compared with an earlier copy again (`derive_normalized`,
+//! `decide::repeats`).
 //!
-//! Why the clones are the segments a walk would push: the walk of a
+//! Why the replayed segments are the segments a walk would push: the walk of a
 //! substitution is a function of its tree, the state it starts in (cwd,
 //! `pushd` stack) and the walker's fields; it pushes segments and may
 //! change those fields. A walk is kept only when it ran with no function
@@ -50,7 +53,7 @@ pub(super) struct WalkInputs {
 struct Walked {
     tree: Arc<List>,
     inputs: WalkInputs,
-    segments: Vec<Segment>,
+    segments: Vec<Arc<Segment>>,
 }
 
 /// The walks of shared substitution trees kept in one line.

@@ -14,7 +14,7 @@ pub mod parser;
 mod plain_subs;
 pub mod word;
 
-pub use parser::{MAX_DEPTH, ParseError, Script, parse};
+pub use parser::{MAX_DEPTH, ParseError, Script, parse, parse_text};
 
 /// `s` as one shell word that bash hands over unchanged: as written when
 /// every byte is plain (letters, digits, `-_./:,+@%`), else in single
@@ -33,7 +33,22 @@ pub fn quote_word(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, parse_text};
+
+    /// A line given as text parses as its bytes do.
+    #[test]
+    fn text_parses_as_its_bytes() {
+        for line in [
+            "git status && echo é",
+            "cat <<E\nü $(date) `id`\nE",
+            "echo a\0rm -rf /",
+            "sh -c 'echo \"日本\"' x",
+            "x=${y:-$(z)} w",
+            "",
+        ] {
+            assert_eq!(parse_text(line), parse(line.as_bytes()), "{line:?}");
+        }
+    }
 
     #[test]
     fn a_plain_word_parses_as_the_piece_by_piece_reading_does() {

@@ -36,11 +36,23 @@ pub struct Script {
 
 /// Parses a whole command line. Total: never panics, linear in the input.
 pub fn parse(src: &[u8]) -> Script {
+    parse_line(src, None)
+}
+
+/// [`parse`] of a line known to be text (a case's command): its bytes are
+/// not checked as UTF-8 again.
+pub fn parse_text(src: &str) -> Script {
+    parse_line(src.as_bytes(), Some(src))
+}
+
+/// [`parse`] of `src`, which is `text` when that is given.
+fn parse_line(src: &[u8], text: Option<&str>) -> Script {
     // A NUL byte cannot reach bash in a `-c` argument, and bash drops it when
     // it reads a script file (`g⁰it` runs `git`): no shell runs the line as
     // written. What comes before it is judged; the line is opaque.
     if let Some(n) = crate::substring::find_byte(0, src) {
-        let mut script = parse_at_depth(&src[..n], 0);
+        // (A NUL is one byte: `n` is a char boundary of `text`.)
+        let mut script = parse_text_at_depth(&src[..n], text.and_then(|t| t.get(..n)), 0);
         if script.error.is_none() {
             script.error = Some(ParseError {
                 offset: n,
@@ -49,11 +61,20 @@ pub fn parse(src: &[u8]) -> Script {
         }
         return script;
     }
-    parse_at_depth(src, 0)
+    parse_text_at_depth(src, text, 0)
 }
 
 pub(crate) fn parse_at_depth(src: &[u8], depth: usize) -> Script {
-    let mut p = Parser::new(src, depth);
+    parse_text_at_depth(src, None, depth)
+}
+
+/// [`parse_at_depth`] of `src`, which is `text` when that is given (else
+/// checked here).
+pub(crate) fn parse_text_at_depth(src: &[u8], text: Option<&str>, depth: usize) -> Script {
+    let mut p = match text {
+        Some(t) => Parser::with_text(src, Some(t), depth),
+        None => Parser::new(src, depth),
+    };
     let mut list = p.parse_list(Stop::EOF);
     if p.error.is_none() && !p.at_end() {
         let msg = format!("unexpected {}", p.describe_here());
@@ -136,6 +157,10 @@ struct PendingHereDoc {
 
 struct Parser<'a> {
     src: &'a [u8],
+    /// `src` as text when it is UTF-8 (nearly every command line): a
+    /// piece of it between two char boundaries is text too, found without
+    /// checking its bytes again ([`Parser::text`]).
+    text: Option<&'a str>,
     pos: usize,
     depth: usize,
     error: Option<ParseError>,
@@ -152,10 +177,40 @@ fn is_blank(b: u8) -> bool {
 
 /// Bytes that end an unquoted word.
 fn is_meta(b: u8) -> bool {
-    matches!(
-        b,
-        b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>'
-    )
+    BYTE_CLASS[usize::from(b)] & META != 0
+}
+
+/// [`BYTE_CLASS`] bits: a metacharacter ([`is_meta`]).
+const META: u8 = 1;
+/// …a byte that ends a run of plain word bytes: a quote, `\\`, `$`, a
+/// backquote, CR.
+const WORD_STOP: u8 = 2;
+/// …`~`, which may start a tilde expansion.
+const TILDE: u8 = 4;
+
+/// The classes of each byte, as bits: the scans over a word's bytes test
+/// one table entry a byte, not a chain of comparisons.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let meta = b" \t\n|&;()<>";
+    let mut i = 0;
+    while i < meta.len() {
+        table[meta[i] as usize] |= META;
+        i += 1;
+    }
+    let stops = b"'\"\\$`\r";
+    let mut i = 0;
+    while i < stops.len() {
+        table[stops[i] as usize] |= WORD_STOP;
+        i += 1;
+    }
+    table[b'~' as usize] |= TILDE;
+    table
+};
+
+/// Whether `b` is of one of the `classes` ([`BYTE_CLASS`] bits).
+fn is_class(b: u8, classes: u8) -> bool {
+    BYTE_CLASS[usize::from(b)] & classes != 0
 }
 
 fn is_name_start(b: u8) -> bool {
@@ -262,8 +317,14 @@ impl PartsBuilder {
 
 impl<'a> Parser<'a> {
     fn new(src: &'a [u8], depth: usize) -> Self {
+        Parser::with_text(src, std::str::from_utf8(src).ok(), depth)
+    }
+
+    /// A parser of `src`, which is `text` when that is given.
+    fn with_text(src: &'a [u8], text: Option<&'a str>, depth: usize) -> Self {
         Parser {
             src,
+            text,
             pos: 0,
             depth,
             error: None,
@@ -285,6 +346,16 @@ impl<'a> Parser<'a> {
                 offset: self.pos,
                 message: message.into(),
             });
+        }
+    }
+
+    /// The bytes `start..end` of the line as text: [`lossy`], without
+    /// checking them again when the line is UTF-8 and both ends are char
+    /// boundaries (the same text: a valid piece is its own lossy reading).
+    fn text(&self, start: usize, end: usize) -> String {
+        match self.text.and_then(|t| t.get(start..end)) {
+            Some(piece) => piece.to_owned(),
+            None => lossy(self.src.get(start..end).unwrap_or_default()),
         }
     }
 
@@ -400,7 +471,7 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let mut i = start;
         while let Some(&b) = self.src.get(i) {
-            if is_meta(b) || matches!(b, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'\r') {
+            if is_class(b, META | WORD_STOP) {
                 break;
             }
             i += 1;
@@ -1143,12 +1214,19 @@ impl<'a> Parser<'a> {
 
     // ---- redirections ---------------------------------------------------
 
+    #[inline]
     fn try_redirect(&mut self) -> Option<Redirect> {
         // Every redirection starts with a digit, `{`, `<`, `>` or `&`: most
-        // words start with none, and need none of the tests below.
+        // words start with none, and need none of the tests below (asked
+        // where the word is, without a call).
         if !matches!(self.peek(), Some(b'0'..=b'9' | b'{' | b'<' | b'>' | b'&')) {
             return None;
         }
+        self.redirect()
+    }
+
+    /// [`Parser::try_redirect`] past its first test.
+    fn redirect(&mut self) -> Option<Redirect> {
         let start = self.pos;
         let mut fd = None;
         // `2>`, `10<`: digits directly followed by an operator.
@@ -1400,7 +1478,10 @@ impl<'a> Parser<'a> {
             let parts = if doc.quoted {
                 Vec::new()
             } else {
-                let mut sub = Parser::new(body, self.depth);
+                let body_text = self
+                    .text
+                    .and_then(|t| t.get(body_start..body_end.max(body_start)));
+                let mut sub = Parser::with_text(body, body_text, self.depth);
                 sub.plain_subs = std::mem::take(&mut self.plain_subs);
                 let mut parts = sub.parse_heredoc_content();
                 self.plain_subs = std::mem::take(&mut sub.plain_subs);
@@ -1443,8 +1524,11 @@ impl<'a> Parser<'a> {
                 b'$' => self.parse_dollar(&mut b, true),
                 b'`' => self.parse_backtick(&mut b, true),
                 _ => {
-                    let end =
-                        self.plain_run_end(self.pos + 1, |x| matches!(x, b'\\' | b'$' | b'`'));
+                    // A body's plain runs are long (whole lines): memchr3's
+                    // vector search finds their end.
+                    let from = self.pos + 1;
+                    let rest = self.src.get(from..).unwrap_or_default();
+                    let end = from + memchr::memchr3(b'\\', b'$', b'`', rest).unwrap_or(rest.len());
                     b.lit_bytes(&self.src[self.pos..end], true);
                     self.pos = end;
                 }
@@ -1485,7 +1569,7 @@ impl<'a> Parser<'a> {
             // The loop below would take these bytes as one literal piece
             // and stop at the metacharacter (or the end) after them: the
             // same word, without building it byte run by byte run.
-            let text = lossy(&self.src[start..end]);
+            let text = self.text(start, end);
             self.pos = end;
             return Word {
                 parts: vec![Part::Lit {
@@ -1608,9 +1692,7 @@ impl<'a> Parser<'a> {
     /// alone — none a quote, `\\`, `$`, a backquote, `~` or CR — up to a
     /// metacharacter or the end of the input.
     fn plain_word_end(&self) -> Option<usize> {
-        let end = self.plain_run_end(self.pos, |x| {
-            is_meta(x) || matches!(x, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'~' | b'\r')
-        });
+        let end = self.plain_run_end(self.pos, |x| is_class(x, META | WORD_STOP | TILDE));
         let ends_word = self.src.get(end).is_none_or(|&c| is_meta(c));
         (end > self.pos && ends_word).then_some(end)
     }
@@ -1730,7 +1812,7 @@ impl<'a> Parser<'a> {
                 while self.src.get(j).is_some_and(|&x| is_name_char(x)) {
                     j += 1;
                 }
-                let name = lossy(&self.src[start..j]);
+                let name = self.text(start, j);
                 self.pos = j;
                 b.push(Part::Param {
                     name,
@@ -1762,7 +1844,7 @@ impl<'a> Parser<'a> {
     fn parse_braced_param(&mut self, in_dquote: bool) -> Part {
         let start = self.pos;
         let j = super::param::name_end(self.src, start);
-        let name = lossy(&self.src[start..j]);
+        let name = self.text(start, j);
         self.pos = j;
         let mut b = PartsBuilder::new();
         loop {
@@ -2440,6 +2522,30 @@ fn fill_command(c: &mut Command, bodies: &mut [Option<HereDoc>], depth: usize) {
                 }
                 Compound::Cond(ws) => fill_words(ws, bodies, depth),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table holds the byte sets the scans compared before it.
+    #[test]
+    fn byte_classes_are_the_sets_compared() {
+        for b in 0..=u8::MAX {
+            let meta = matches!(
+                b,
+                b' ' | b'\t' | b'\n' | b'|' | b'&' | b';' | b'(' | b')' | b'<' | b'>'
+            );
+            let stop = matches!(b, b'\'' | b'"' | b'\\' | b'$' | b'`' | b'\r');
+            assert_eq!(is_meta(b), meta, "{b:#x}");
+            assert_eq!(is_class(b, META | WORD_STOP), meta || stop, "{b:#x}");
+            assert_eq!(
+                is_class(b, META | WORD_STOP | TILDE),
+                meta || stop || b == b'~',
+                "{b:#x}"
+            );
         }
     }
 }

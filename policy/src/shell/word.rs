@@ -46,13 +46,17 @@ impl Value {
 pub fn single_literal(word: &Word) -> Option<&str> {
     match word.parts.as_slice() {
         [Part::Lit { text, quoted }]
-            if *quoted || !text.bytes().any(|b| matches!(b, b'{' | b'*' | b'?' | b'[')) =>
+            if *quoted || !text.bytes().any(|b| MAY_EXPAND[usize::from(b)]) =>
         {
             Some(text)
         }
         _ => None,
     }
 }
+
+/// `{`, `*`, `?` and `[`: the bytes that may start a brace expansion or a
+/// glob in unquoted text, looked up a byte at a time over every word.
+static MAY_EXPAND: [bool; 256] = crate::byte_set::byte_set(b"{*?[", false);
 
 /// Evaluates a word; `home` replaces `~`.
 pub fn evaluate(word: &Word, home: &str) -> Value {
@@ -187,7 +191,7 @@ pub fn arith_vars_in(parts: &[Part]) -> bool {
 /// array subscript (evaluated as arithmetic: `${a[$i]}`, `${a[i]}`), or
 /// prompt expansion (`${x@P}` runs the `$(…)` in the value).
 fn param_evaluates_code(name: &str, inner: &[Part]) -> bool {
-    if name.contains("@P") {
+    if crate::substring::contains(name, "@P") {
         return true;
     }
     let lit = match inner.first() {
