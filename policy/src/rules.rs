@@ -93,7 +93,7 @@ impl RuleSet {
     /// Parses rules from JSON text; `file` names it in errors and `explain`.
     pub fn from_json(text: &str, file: &str) -> Result<RuleSet, RulesError> {
         let loc = |pos: Pos| SourceLoc {
-            file: file.to_string(),
+            file: file.to_string().into(),
             line: pos.line,
             column: pos.column,
         };
@@ -182,7 +182,7 @@ impl RuleSet {
         ] {
             for (i, e) in entries.iter().enumerate() {
                 let loc = SourceLoc {
-                    file: file.to_string(),
+                    file: file.into(),
                     line: i + 1,
                     column: 1,
                 };
