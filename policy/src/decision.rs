@@ -92,7 +92,10 @@ impl RuleList {
 /// Where a rule was written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SourceLoc {
-    pub file: String,
+    /// The file's name, or what stands for it (`<allow>`: a case's list),
+    /// borrowed when it is such a name: a batch of cases gives each of its
+    /// rules one, and none is copied.
+    pub file: std::borrow::Cow<'static, str>,
     pub line: usize,
     pub column: usize,
 }

@@ -24,17 +24,18 @@ pub(crate) fn url_scheme(s: &str) -> Option<&str> {
     ok.then_some(scheme)
 }
 
-struct Found(Vec<String>);
+/// The paths found so far, each a piece of the word (none copied).
+struct Found<'a>(Vec<&'a str>);
 
-impl Found {
-    fn add(&mut self, p: &str) {
-        if !p.is_empty() && !self.0.iter().any(|x| x == p) {
-            self.0.push(p.to_string());
+impl<'a> Found<'a> {
+    fn add(&mut self, p: &'a str) {
+        if !p.is_empty() && !self.0.contains(&p) {
+            self.0.push(p);
         }
     }
 
     /// A value: itself when path-shaped, and the file of `@file`.
-    fn value(&mut self, v: &str) {
+    fn value(&mut self, v: &'a str) {
         match v.strip_prefix('@') {
             Some(file) if !file.is_empty() && !file.starts_with(['{', '@']) => self.add(file),
             _ if looks_like_path(v) => self.add(v),
@@ -43,8 +44,9 @@ impl Found {
     }
 }
 
-/// The paths a word's text names (none for plain words and URLs).
-pub fn candidates(text: &str) -> Vec<String> {
+/// The paths a word's text names (none for plain words and URLs): pieces
+/// of it.
+pub fn candidates(text: &str) -> Vec<&str> {
     let mut out = Found(Vec::new());
     // Each byte looked for once: a URL and a colon list need a `:`, a value
     // after an option an `=`.
@@ -124,7 +126,7 @@ pub fn climbing(text: &str) -> Option<String> {
 
 /// `-XYZvalue`: the value of the first letter (`-o/x`, `-Isrc/x`) and of
 /// the last letter before a byte no option letter is (`-czf/tmp/x`).
-fn short_cluster(opt: &str, out: &mut Found) {
+fn short_cluster<'a>(opt: &'a str, out: &mut Found<'a>) {
     let b = opt.as_bytes();
     if b.len() < 2 {
         return;
@@ -201,11 +203,7 @@ mod tests {
             ("file:///etc/passwd", &["/etc/passwd"]),
         ];
         for (word, want) in cases {
-            assert_eq!(
-                candidates(word),
-                want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                "{word}"
-            );
+            assert_eq!(candidates(word), want.to_vec(), "{word}");
         }
     }
 }

@@ -93,7 +93,7 @@ impl RuleSet {
     /// Parses rules from JSON text; `file` names it in errors and `explain`.
     pub fn from_json(text: &str, file: &str) -> Result<RuleSet, RulesError> {
         let loc = |pos: Pos| SourceLoc {
-            file: file.to_string(),
+            file: file.to_string().into(),
             line: pos.line,
             column: pos.column,
         };
@@ -182,7 +182,7 @@ impl RuleSet {
         ] {
             for (i, e) in entries.iter().enumerate() {
                 let loc = SourceLoc {
-                    file: file.to_string(),
+                    file: file.into(),
                     line: i + 1,
                     column: 1,
                 };
@@ -277,7 +277,7 @@ impl RuleSet {
             }),
             message,
         };
-        let e = entry.trim();
+        let e = trimmed(entry);
         if e.is_empty() {
             return Err(invalid(format!("an empty `{}` entry", list.as_str())));
         }
@@ -409,13 +409,31 @@ const CLAUDE_TOOLS: &[&str] = &[
     "Skill",
 ];
 
+/// `entry.trim()`: an entry that starts and ends with a printable ASCII
+/// byte (nearly every one) has nothing to trim, and its chars are not
+/// decoded to find that out (every whitespace char is ASCII at or below a
+/// space, or not ASCII).
+fn trimmed(entry: &str) -> &str {
+    let printable = |b: Option<&u8>| b.is_some_and(|b| (b'!'..=b'~').contains(b));
+    let b = entry.as_bytes();
+    if printable(b.first()) && printable(b.last()) {
+        entry
+    } else {
+        entry.trim()
+    }
+}
+
+/// The tool form of an entry, read byte by byte: a tool's name is ASCII (a
+/// byte past it is the first byte of a char, so `name_end` is a char
+/// boundary).
 fn tool_form(e: &str) -> ToolForm<'_> {
     let name_end = e
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b == b'_'))
         .unwrap_or(e.len());
-    let name = &e[..name_end];
-    let rest = &e[name_end..];
-    let capitalized = name.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+    let (name, rest) = e.split_at(name_end);
+    // Every name of `CLAUDE_TOOLS` is capitalized: no other is looked up.
+    let capitalized = name.as_bytes().first().is_some_and(u8::is_ascii_uppercase);
     if name.starts_with("mcp__") {
         return ToolForm::Tool {
             tool: "an MCP server",
@@ -423,7 +441,7 @@ fn tool_form(e: &str) -> ToolForm<'_> {
         };
     }
     if rest.is_empty() {
-        return if CLAUDE_TOOLS.contains(&name) {
+        return if capitalized && CLAUDE_TOOLS.contains(&name) {
             ToolForm::Tool {
                 tool: name,
                 inner: None,
@@ -451,6 +469,36 @@ fn tool_form(e: &str) -> ToolForm<'_> {
 mod tests {
     use super::*;
     use crate::pattern::Kind;
+
+    /// `tool_form` looks up capitalized names only.
+    #[test]
+    fn claude_tools_are_capitalized() {
+        for t in CLAUDE_TOOLS {
+            assert!(t.as_bytes()[0].is_ascii_uppercase(), "{t}");
+        }
+    }
+
+    /// [`trimmed`] is `trim`, whatever stands at either end.
+    #[test]
+    fn trimmed_is_trim() {
+        for e in [
+            "",
+            " ",
+            "git",
+            " git",
+            "git ",
+            "\tgit\n",
+            "\u{a0}git",
+            "git\u{3000}",
+            "é",
+            "\u{1c}x",
+            "x\u{85}",
+            "~",
+            "!",
+        ] {
+            assert_eq!(trimmed(e), e.trim(), "{e:?}");
+        }
+    }
 
     #[test]
     fn native_file() {

@@ -590,8 +590,9 @@ fn looks_like_path(s: &str) -> bool {
     s.contains('/') || s.starts_with('~') || s.starts_with('.')
 }
 
-/// The paths an argument's text names (none for plain words and URLs).
-pub fn path_candidates(text: &str) -> Vec<String> {
+/// The paths an argument's text names (none for plain words and URLs):
+/// pieces of it.
+pub fn path_candidates(text: &str) -> Vec<&str> {
     crate::path_words::candidates(text)
 }
 
@@ -863,7 +864,7 @@ impl Judge<'_> {
         let climbed: Vec<String> = if a.glob {
             candidates
                 .iter()
-                .map(String::as_str)
+                .copied()
                 .chain(candidates.is_empty().then_some(a.text.as_str()))
                 .filter_map(crate::path_words::climbing)
                 .collect()
@@ -871,7 +872,7 @@ impl Judge<'_> {
             Vec::new()
         };
         for p in candidates {
-            self.path(&p, base, cwd, reach);
+            self.path(p, base, cwd, reach);
         }
         for p in climbed {
             self.path(&p, base, cwd, reach);
@@ -1182,11 +1183,7 @@ mod tests {
             (".gitignore", &[".gitignore"]),
         ];
         for (arg, want) in cases {
-            assert_eq!(
-                path_candidates(arg),
-                want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                "{arg}"
-            );
+            assert_eq!(path_candidates(arg), want.to_vec(), "{arg}");
         }
     }
 

@@ -449,7 +449,7 @@ fn collect(
         }
     }
     let candidates = path_candidates(t);
-    for p in &candidates {
+    for &p in &candidates {
         let tilde_user = p.starts_with('~') && !p.starts_with("~/") && p != "~";
         add(p, tilde_user || a.tilde_user);
     }
@@ -458,7 +458,7 @@ fn collect(
         let own = (whole || !t.starts_with('-')).then_some(t);
         for p in own
             .into_iter()
-            .chain(candidates.iter().map(String::as_str))
+            .chain(candidates.iter().copied())
             .filter_map(crate::path_words::climbing)
         {
             add(&p, a.tilde_user);

@@ -229,16 +229,22 @@ pub fn check_normalized(inv: &[Arg]) -> Option<Hit> {
         None => {}
     }
     // `git-push`, `/usr/lib/git-core/git-push`: the dashed form of `git push`.
-    if let Some(undashed) = crate::program::git_undashed(inv) {
+    // (Each test below first looks at `name`, which the function it calls
+    // needs: most names are answered without finding it again.)
+    if name.starts_with("git-")
+        && let Some(undashed) = crate::program::git_undashed(inv)
+    {
         return check(&crate::program::git_normalized(&undashed));
     }
     // `python -m twine upload` is `twine upload`.
-    if let Some(module) = crate::program::python_module_argv(inv) {
+    let python = name.starts_with('p');
+    if python && let Some(module) = crate::program::python_module_argv(inv) {
         return check(&module);
     }
     // `python setup.py sdist upload`: distutils' `upload` and `register`
     // publish to the package index.
-    if let Some(script) = crate::program::python_script_argv(inv)
+    if python
+        && let Some(script) = crate::program::python_script_argv(inv)
         && script[0].basename() == "setup.py"
         && let Some(cmd) = script[1..]
             .iter()

@@ -102,7 +102,10 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
     if let Some(why) = stdin_program::reads_program(name, args) {
         return Facts::opaque(why);
     }
-    if let Some(undashed) = git_undashed(argv) {
+    // Only a `git-…` name is dashed git: no other is looked at again.
+    if name.starts_with("git-")
+        && let Some(undashed) = git_undashed(argv)
+    {
         let norm = options::global::normalized(&undashed);
         return git_facts(&undashed, norm.as_deref());
     }

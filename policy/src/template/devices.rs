@@ -88,8 +88,9 @@ pub(super) fn reads_only(program: &str) -> bool {
 /// named to any other program that is not known to only read: it may
 /// write it, so it is not auto-approved.
 pub(super) fn device_write(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
-    let program = inv.first()?.basename();
-    // Most commands name nothing under `/dev` and run far from it.
+    let first = inv.first()?;
+    // Most commands name nothing under `/dev` and run far from it: their
+    // program's name is not looked for.
     if !near_dev(cwd)
         && !inv[1..]
             .iter()
@@ -97,6 +98,7 @@ pub(super) fn device_write(inv: &[Arg], cwd: &Cwd) -> Option<Hit> {
     {
         return None;
     }
+    let program = first.basename();
     let listing = inv[1..]
         .iter()
         .any(|a| a.is("-l") || a.is("--list") || a.is("-L"));

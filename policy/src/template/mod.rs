@@ -154,17 +154,18 @@ pub fn normalized_argv(inv: &[Arg]) -> Cow<'_, [Arg]> {
 /// [`normalized_argv`] when the tool's table found nothing to change:
 /// git's dashed or global-option spellings, a rustup toolchain selector.
 pub fn normalized_argv_unmodelled(inv: &[Arg]) -> Cow<'_, [Arg]> {
-    if inv
-        .first()
-        .is_some_and(|a| !a.dynamic && (a.basename() == "git" || a.basename().starts_with("git-")))
-    {
+    // The program's name found once: this runs for every invocation.
+    let Some(name) = inv.first().filter(|a| !a.dynamic).map(Arg::basename) else {
+        return Cow::Borrowed(inv);
+    };
+    if name == "git" || name.starts_with("git-") {
         // `git status`: no global option, not dashed — nothing to change.
-        if inv[0].basename() == "git" && git_split(inv).sub == Some(1) {
+        if name == "git" && git_split(inv).sub == Some(1) {
             return Cow::Borrowed(inv);
         }
         Cow::Owned(git_normalized(inv))
     } else {
-        without_toolchain(inv)
+        toolchain_removed(inv, name)
     }
 }
 
@@ -185,10 +186,15 @@ const RUSTUP_PROXIES: &[&str] = &[
 
 /// argv without a rustup `+toolchain` selector.
 pub fn without_toolchain(inv: &[Arg]) -> Cow<'_, [Arg]> {
-    let proxy = inv
-        .first()
-        .is_some_and(|a| !a.dynamic && RUSTUP_PROXIES.contains(&a.basename()));
-    if proxy
+    match inv.first().filter(|a| !a.dynamic) {
+        Some(program) => toolchain_removed(inv, program.basename()),
+        None => Cow::Borrowed(inv),
+    }
+}
+
+/// [`without_toolchain`] of an argv whose program, static, is `name`.
+fn toolchain_removed<'a>(inv: &'a [Arg], name: &str) -> Cow<'a, [Arg]> {
+    if RUSTUP_PROXIES.contains(&name)
         && inv
             .get(1)
             .is_some_and(|a| !a.dynamic && a.text.starts_with('+') && a.text.len() > 1)

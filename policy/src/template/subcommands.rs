@@ -133,8 +133,12 @@ pub(super) const DEEP_SUBCOMMANDS: &[(&str, usize)] =
 /// subcommand group.
 pub(super) fn subcommand_glob(inv: &[Arg], argv: &[Arg]) -> Option<Hit> {
     let name = inv.first()?;
+    // Most commands hold no glob: their program's name is not looked for.
+    if name.dynamic || !inv.iter().any(|a| a.glob) {
+        return None;
+    }
     let program = name.basename();
-    if name.dynamic || !inv.iter().any(|a| a.glob) || !SUBCOMMAND_PROGRAMS.contains(&program) {
+    if !SUBCOMMAND_PROGRAMS.contains(&program) {
         return None;
     }
     let mut depth = DEEP_SUBCOMMANDS

@@ -107,7 +107,7 @@ impl Engine {
             deny: Vec::new(),
         };
         for r in &rules.network {
-            let file = r.source.as_ref().map(|s| s.file.as_str()).unwrap_or("");
+            let file = r.source.as_ref().map(|s| s.file.as_ref()).unwrap_or("");
             let (host, source, removable) =
                 if let Some(key) = file.strip_prefix("berth.toml [sandbox.network] ") {
                     match key.strip_prefix("allow_presets ") {

@@ -57,7 +57,7 @@ pub(super) fn load(path: &Path) -> Result<(RuleSet, Vec<String>), String> {
     let mut warnings = Vec::new();
     for entry in &entries {
         let loc = SourceLoc {
-            file: file.clone(),
+            file: file.clone().into(),
             line: entry.line,
             column: entry.column,
         };

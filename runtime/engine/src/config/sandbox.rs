@@ -449,7 +449,7 @@ impl NetworkConfig {
             );
         for (list, host, key, i) in entries {
             let loc = SourceLoc {
-                file: format!("berth.toml [sandbox.network] {key}"),
+                file: format!("berth.toml [sandbox.network] {key}").into(),
                 line: i + 1,
                 column: 1,
             };
