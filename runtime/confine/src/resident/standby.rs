@@ -174,12 +174,10 @@ fn stand_by(
     let mask = shim::block_signals()?;
     mount_tree::exec_proc()?;
     let mut orders = orders;
-    let (order, fds) = match wire::recv_order(&mut orders) {
-        Ok(got) => got,
-        // The resident left or dropped this standby: nothing to run.
-        // SAFETY: leaving at once; nothing was started.
-        Err(_) => unsafe { libc::_exit(0) },
-    };
+    // An error here — the resident left or dropped this standby, or an
+    // order it could not read — ends it as a setup failure, never as a
+    // success: an exec handed an order it did not run must not look run.
+    let (order, fds) = wire::recv_order(&mut orders)?;
     if order.egress_port.is_some() {
         return Err(ConfineError::Usage(
             "a standby PID 1 has no network namespace of its own for a proxy port".into(),
