@@ -111,10 +111,10 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
     }
     // A modelled tool whose subcommand cannot be found past its global
     // options (`npm --weird publish`). Found once: git's facts read it too.
-    let sub = options::global::subcommand(argv);
+    let sub = options::global::subcommand_named(argv, name);
     if let Some(options::global::Sub::Unknown(p)) = &sub {
         *global = Some(None);
-        return Facts::opaque(p.describe(first.basename()));
+        return Facts::opaque(p.describe(name));
     }
     // Where the tool's subcommand is, past its global options.
     let norm_sub = match &sub {
