@@ -29,6 +29,7 @@ mod sqlite;
 mod stdin_program;
 
 pub use awk::awk_program;
+pub(crate) use git::git_harmless_settings_removed;
 pub use git::{
     GitSplit, git_key_harmless, git_key_runs_program, git_normalized, git_split, git_undashed,
     git_without_harmless_settings,
