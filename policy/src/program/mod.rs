@@ -98,8 +98,17 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
     if first.dynamic {
         return Facts::default();
     }
-    let name = first.basename();
-    let args = &argv[1..];
+    analyze_named(argv, first.basename(), global)
+}
+
+/// [`analyze_noting`] of an argv whose program, static, has the basename
+/// `name` (the caller holds it already).
+pub(crate) fn analyze_named(
+    argv: &[Arg],
+    name: &str,
+    global: &mut Option<Option<Vec<Arg>>>,
+) -> Facts {
+    let args = argv.get(1..).unwrap_or_default();
     if let Some(why) = stdin_program::reads_program(name, args) {
         return Facts::opaque(why);
     }
