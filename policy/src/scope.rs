@@ -915,7 +915,8 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
 pub fn judge_with(seg: &Segment, frame: &Frame, cwds: &mut CwdLocations) -> Vec<PathReport> {
     let mut j = Judge {
         frame,
-        reports: Vec::new(),
+        // Room for the cwd and a few words: most segments report no more.
+        reports: Vec::with_capacity(4),
         seen: rustc_hash::FxHashMap::default(),
     };
     // The cwd itself, unless a `cd` to a static absolute target.

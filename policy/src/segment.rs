@@ -925,8 +925,7 @@ impl<'h> Walker<'h> {
                     if let Some(reason) = &info.opaque {
                         seg.set_opaque(reason.clone());
                     }
-                    let name = argv[0].basename().to_string();
-                    if name != "builtin" && name != "command" {
+                    if !matches!(argv[0].basename(), "builtin" | "command") {
                         cd_ok = false;
                     }
                     let mut rest = argv.split_off(start);
@@ -1034,7 +1033,11 @@ impl<'h> Walker<'h> {
         };
         // Program-specific facts.
         let mut global = None;
-        let facts = program::analyze_noting(&argv, &mut global);
+        // The basename above, when the program is static: not found again.
+        let facts = match argv.first() {
+            Some(first) if !first.dynamic => program::analyze_named(&argv, name, &mut global),
+            _ => program::analyze_noting(&argv, &mut global),
+        };
         if let Some(r) = facts.opaque {
             seg.set_opaque(r);
         }

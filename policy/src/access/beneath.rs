@@ -69,12 +69,11 @@ fn abbreviation_of<'t>(
 /// program is one it reads and a word it reads is there (most `git`,
 /// `cp` and `npm` commands have none). Cheap: the write-only shortcut of
 /// [`super::accesses`] skips the words of every other command.
-pub(super) fn may_write_beneath(argv: &[Arg]) -> bool {
-    let Some(p) = argv.first().filter(|p| !p.dynamic) else {
-        return false;
-    };
-    let any = |f: &dyn Fn(&str) -> bool| argv[1..].iter().any(|a| !a.dynamic && f(&a.text));
-    match p.basename() {
+///
+/// `name` is the basename of `argv[0]`, a static word.
+pub(super) fn may_write_beneath(argv: &[Arg], name: &str) -> bool {
+    let any = |f: &dyn Fn(&str) -> bool| argv.iter().skip(1).any(|a| !a.dynamic && f(&a.text));
+    match name {
         // An extraction (`x`, `-x`, `--extract`): the cwd or `-C`'s directory.
         "tar" | "gtar" | "bsdtar" => {
             any(&|t| has_byte(t, b'x') || t.starts_with("--ext") || t == "--get")

@@ -282,13 +282,10 @@ pub fn accesses_under(seg: &Segment, reads: bool, cwd_protected: bool) -> Vec<Fi
     for r in &seg.find_roots {
         push(&mut out, r, Access::Read, false, false, reads);
     }
+    // The program's basename, once: asked below several times.
+    let name = seg.argv.first().filter(|p| !p.dynamic).map(Arg::basename);
     // A program that only reads writes nothing through its words.
-    if !reads
-        && seg
-            .argv
-            .first()
-            .is_some_and(|p| !p.dynamic && reads_only(p.basename()))
-    {
+    if !reads && name.is_some_and(reads_only) {
         return out;
     }
     // Only writes wanted, and no word of argv can name a protected place
@@ -298,7 +295,7 @@ pub fn accesses_under(seg: &Segment, reads: bool, cwd_protected: bool) -> Vec<Fi
     // word, or the cwd `.`.)
     let words_matter = reads
         || base_protected
-        || may_write_beneath(&seg.argv)
+        || name.is_some_and(|n| may_write_beneath(&seg.argv, n))
         || seg
             .argv
             .iter()
@@ -323,12 +320,7 @@ pub fn accesses_under(seg: &Segment, reads: bool, cwd_protected: bool) -> Vec<Fi
     // `… | xargs sed -i s/a/b/`: what the appended words are written as,
     // read from stdin.
     // (`mkdir` makes empty directories: nothing that runs.)
-    if seg.trailing_dynamic
-        && seg
-            .argv
-            .first()
-            .is_some_and(|p| !p.dynamic && p.basename() != "mkdir")
-    {
+    if seg.trailing_dynamic && name.is_some_and(|n| n != "mkdir") {
         let mut with_appended = seg.argv.clone();
         with_appended.push(Arg::dynamic(""));
         let k = argv_accesses(&with_appended).kinds.last().copied();

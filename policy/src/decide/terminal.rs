@@ -12,7 +12,7 @@ use super::shown::{Shown, display};
 use super::written_then_run;
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
 use crate::access::{self, Access, FileAccess};
-use crate::arg::{self, Arg};
+use crate::arg::Arg;
 use crate::decision::{
     Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict,
 };
@@ -24,6 +24,7 @@ use crate::rules::PathTool;
 use crate::scope::{self, normalize};
 use crate::segment::{self, Cwd, SegKind, Segment};
 use crate::template;
+use std::borrow::Cow;
 
 /// One segment as the stages judge it: what it is, how people read it,
 /// what is reported of it, and why it cannot be analysed when it cannot.
@@ -478,12 +479,16 @@ impl<'a> Decider<'a> {
     /// allow whatever npx runs).
     fn allow_rule(&self, seg: &Segment, rules: &CommandRules<'a>) -> Option<&'a CommandRule> {
         // `git -c user.name=x commit` is `git commit` to an allow rule.
-        let toolchain_removed = template::without_toolchain(&seg.argv);
-        let mut argv = crate::program::git_without_harmless_settings(&toolchain_removed);
+        // The program's basename, once (a dynamic program matches no rule):
+        // neither step below changes `argv[0]`.
+        let base = seg.argv.first().filter(|a| !a.dynamic)?.basename();
+        let toolchain_removed = template::toolchain_removed(&seg.argv, base);
+        let mut argv = if base == "git" {
+            crate::program::git_harmless_settings_removed(&toolchain_removed)
+        } else {
+            Cow::Borrowed(&*toolchain_removed)
+        };
         let name = argv.first()?;
-        if name.dynamic {
-            return None;
-        }
         // A path matches a basename rule only in a system directory.
         if !name.package && name.text.contains('/') {
             let dir = normalize("/", &name.text);
@@ -492,7 +497,7 @@ impl<'a> Decider<'a> {
                 .map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
             if SYSTEM_DIRS.contains(&parent) {
                 let first = Arg {
-                    text: arg::basename(&name.text).to_string(),
+                    text: base.to_string(),
                     ..name.clone()
                 };
                 argv.to_mut()[0] = first;

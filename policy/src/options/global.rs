@@ -534,7 +534,13 @@ pub fn subcommand(argv: &[Arg]) -> Option<Sub<'_>> {
     if first.dynamic {
         return None;
     }
-    let t = table(first.basename())?;
+    subcommand_named(argv, first.basename())
+}
+
+/// [`subcommand`], told `name`, the basename of `argv[0]`, a static word
+/// (the callers hold it already).
+pub(crate) fn subcommand_named<'a>(argv: &'a [Arg], name: &str) -> Option<Sub<'a>> {
+    let t = table(name)?;
     let mut start = 1;
     if t.toolchain
         && argv

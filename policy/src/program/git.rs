@@ -144,6 +144,12 @@ pub fn git_without_harmless_settings(argv: &[Arg]) -> Cow<'_, [Arg]> {
     if !is_git {
         return Cow::Borrowed(argv);
     }
+    git_harmless_settings_removed(argv)
+}
+
+/// [`git_without_harmless_settings`] of an argv whose program, static, is
+/// `git` (the caller holds its basename already).
+pub(crate) fn git_harmless_settings_removed(argv: &[Arg]) -> Cow<'_, [Arg]> {
     // Nothing before the subcommand (most commands): argv as written.
     let sub = match git_split(argv).sub {
         Some(1) | None => return Cow::Borrowed(argv),

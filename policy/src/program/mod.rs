@@ -29,6 +29,7 @@ mod sqlite;
 mod stdin_program;
 
 pub use awk::awk_program;
+pub(crate) use git::git_harmless_settings_removed;
 pub use git::{
     GitSplit, git_key_harmless, git_key_runs_program, git_normalized, git_split, git_undashed,
     git_without_harmless_settings,
@@ -97,8 +98,17 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
     if first.dynamic {
         return Facts::default();
     }
-    let name = first.basename();
-    let args = &argv[1..];
+    analyze_named(argv, first.basename(), global)
+}
+
+/// [`analyze_noting`] of an argv whose program, static, has the basename
+/// `name` (the caller holds it already).
+pub(crate) fn analyze_named(
+    argv: &[Arg],
+    name: &str,
+    global: &mut Option<Option<Vec<Arg>>>,
+) -> Facts {
+    let args = argv.get(1..).unwrap_or_default();
     if let Some(why) = stdin_program::reads_program(name, args) {
         return Facts::opaque(why);
     }
@@ -111,10 +121,10 @@ pub fn analyze_noting(argv: &[Arg], global: &mut Option<Option<Vec<Arg>>>) -> Fa
     }
     // A modelled tool whose subcommand cannot be found past its global
     // options (`npm --weird publish`). Found once: git's facts read it too.
-    let sub = options::global::subcommand(argv);
+    let sub = options::global::subcommand_named(argv, name);
     if let Some(options::global::Sub::Unknown(p)) = &sub {
         *global = Some(None);
-        return Facts::opaque(p.describe(first.basename()));
+        return Facts::opaque(p.describe(name));
     }
     // Where the tool's subcommand is, past its global options.
     let norm_sub = match &sub {

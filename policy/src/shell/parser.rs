@@ -1072,7 +1072,11 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_simple(&mut self) -> Command {
-        let mut cmd = Simple::default();
+        // Room for the words of most commands: grown once, not four times.
+        let mut cmd = Simple {
+            words: Vec::with_capacity(8),
+            ..Simple::default()
+        };
         loop {
             self.skip_blanks();
             if self.failed() {

@@ -193,7 +193,7 @@ pub fn without_toolchain(inv: &[Arg]) -> Cow<'_, [Arg]> {
 }
 
 /// [`without_toolchain`] of an argv whose program, static, is `name`.
-fn toolchain_removed<'a>(inv: &'a [Arg], name: &str) -> Cow<'a, [Arg]> {
+pub(crate) fn toolchain_removed<'a>(inv: &'a [Arg], name: &str) -> Cow<'a, [Arg]> {
     if RUSTUP_PROXIES.contains(&name)
         && inv
             .get(1)

@@ -176,7 +176,7 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
                 .get(1)
                 .is_some_and(|a| a.is("stat") || a.is("record") || a.is("trace")) =>
         {
-            return unwrap_with(argv, 2, &NONE);
+            return unwrap_with(argv, name, 2, &NONE);
         }
         // `sops exec-env FILE 'cmd'`: a command line run by a shell, with
         // the file's secrets in its environment.
@@ -214,7 +214,7 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
         // `docker exec [opts] CONTAINER cmd…`: the command runs in another
         // container; its own parts are judged as any command's.
         "docker" | "podman" | "nerdctl" => {
-            if let Some(unwrapped) = runners::unwrap_container_exec(argv) {
+            if let Some(unwrapped) = runners::unwrap_container_exec(argv, name) {
                 return unwrapped;
             }
         }
@@ -263,6 +263,7 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
                 },
                 _ if name == "env-cmd" => unwrap_with(
                     argv,
+                    name,
                     1,
                     &Spec {
                         opts: ENV_CMD,
@@ -277,11 +278,11 @@ pub fn unwrap(argv: &[Arg]) -> Unwrap {
     if is_shell(name) {
         return shells::unwrap_shell(argv);
     }
-    if let Some((spec, skip)) = runners::sub_spec(argv) {
-        return unwrap_with(argv, skip, &spec);
+    if let Some((spec, skip)) = runners::sub_spec(argv, name) {
+        return unwrap_with(argv, name, skip, &spec);
     }
     if let Some(spec) = spec(name) {
-        return unwrap_with(argv, 1, &spec);
+        return unwrap_with(argv, name, 1, &spec);
     }
     Unwrap::NotAWrapper
 }
@@ -325,9 +326,9 @@ pub fn is_wrapper(name: &str) -> bool {
 /// Generic option parsing for a wrapper described by `spec`: the options
 /// are read as the wrapper's getopt reads them (abbreviations, clusters,
 /// attached values), an unknown one makes the segment opaque, and the
-/// command starts after the options and positional words.
-pub(super) fn unwrap_with(argv: &[Arg], skip: usize, spec: &Spec) -> Unwrap {
-    let name = argv.first().map_or("", |a| a.basename());
+/// command starts after the options and positional words. `name` is the
+/// basename of `argv[0]`, a static word.
+pub(super) fn unwrap_with(argv: &[Arg], name: &str, skip: usize, spec: &Spec) -> Unwrap {
     let syntax = Syntax {
         numeric: spec.numeric,
         guess: true,

@@ -170,8 +170,8 @@ pub(super) fn spec(name: &str) -> Option<Spec> {
 /// Subcommand-style wrappers: `tool [global opts] SUB [opts] cmd…`
 /// (`npm --prefix . exec`, `uv --directory . run`). Returns the spec and the
 /// number of words before the subcommand's own options.
-pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
-    let name = argv.first()?.basename();
+/// `name` is the basename of `argv[0]`, a static word.
+pub(super) fn sub_spec(argv: &[Arg], name: &str) -> Option<(Spec, usize)> {
     // Only the tools the `match` below names run a command by subcommand:
     // any other name needs no search for its subcommand (keep the two in step).
     if !matches!(
@@ -209,7 +209,7 @@ pub(super) fn sub_spec(argv: &[Arg]) -> Option<(Spec, usize)> {
         return None;
     }
     // Global options before the subcommand, where the tool's are modelled.
-    let (sub_i, sub) = match global::subcommand(argv) {
+    let (sub_i, sub) = match global::subcommand_named(argv, name) {
         Some(Sub::At { index, canonical }) => (index, canonical),
         Some(_) => return None,
         None => (
@@ -404,8 +404,8 @@ const COMPOSE_EXEC: Spec = Spec {
 /// `None` when the invocation is no exec (or its shape is not read here:
 /// compose's own options before `exec`), so the engine is judged as
 /// itself.
-pub(super) fn unwrap_container_exec(argv: &[Arg]) -> Option<Unwrap> {
-    let Some(Sub::At { index, canonical }) = global::subcommand(argv) else {
+pub(super) fn unwrap_container_exec(argv: &[Arg], name: &str) -> Option<Unwrap> {
+    let Some(Sub::At { index, canonical }) = global::subcommand_named(argv, name) else {
         return None;
     };
     let (at, spec) = match &*canonical {
@@ -424,7 +424,7 @@ pub(super) fn unwrap_container_exec(argv: &[Arg]) -> Option<Unwrap> {
         }
         _ => return None,
     };
-    Some(super::unwrap_with(argv, at + 1, spec))
+    Some(super::unwrap_with(argv, name, at + 1, spec))
 }
 
 pub(super) fn unwrap_nix_shell(argv: &[Arg]) -> Unwrap {
