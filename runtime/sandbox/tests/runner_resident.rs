@@ -209,6 +209,17 @@ fn start_ticks(stat: &str) -> u64 {
         .unwrap()
 }
 
+/// What an exec prints to show who cloned its PID 1 and when.
+const STATS: &str = "cat /proc/1/stat /proc/self/stat";
+
+/// How many clock ticks the exec's PID 1 started before its command, from
+/// [`STATS`]'s two lines in `out` (its other lines hold no `) `).
+fn pid1_lead(out: &str) -> u64 {
+    let mut stats = out.lines().filter(|l| l.contains(") ")).map(start_ticks);
+    let (pid1, command) = (stats.next().unwrap(), stats.next().unwrap());
+    command.saturating_sub(pid1)
+}
+
 /// The next exec's PID 1 is cloned while the berth is idle, before its
 /// order exists — so it is older than the command it starts — and still
 /// the command is born in the exec's own cgroup (not PID 1's), and gets
@@ -218,19 +229,14 @@ async fn the_next_execs_pid_1_stands_by_before_its_order() {
     let f = resident_fixture().await;
     f.runner.exec(shell("true"), None).await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let probe = "cat /proc/1/stat; cat /proc/self/stat; \
-                 grep '^0::' /proc/1/cgroup; grep '^0::' /proc/self/cgroup";
-    let out = f.runner.exec(shell(probe), None).await.unwrap();
+    let probe = format!("{STATS}; grep '^0::' /proc/1/cgroup; grep '^0::' /proc/self/cgroup");
+    let out = f.runner.exec(shell(&probe), None).await.unwrap();
     assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
     let out = text(&out.stdout.bytes);
     let lines: Vec<&str> = out.lines().collect();
-    let (pid1, command) = (start_ticks(lines[0]), start_ticks(lines[1]));
     // 500 ms is 50 ticks at the usual 100 Hz; a PID 1 cloned for its
     // order starts within a tick of its command.
-    assert!(
-        command >= pid1 + 20,
-        "PID 1 started at tick {pid1}, its command at {command}: not cloned ahead\n{out}"
-    );
+    assert!(pid1_lead(&out) >= 20, "not cloned ahead:\n{out}");
     if berth_sandbox::identity::current_uid() == 0 {
         assert!(
             lines[3].contains("/exec-") && !lines[2].contains("/exec-"),
@@ -244,18 +250,11 @@ async fn the_next_execs_pid_1_stands_by_before_its_order() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let refused = f
         .runner
-        .exec(
-            shell("cat /proc/1/stat /proc/self/stat; echo y > /work/g"),
-            None,
-        )
+        .exec(shell(&format!("{STATS}; echo y > /work/g")), None)
         .await
         .unwrap();
     let listed = text(&refused.stdout.bytes);
-    let stats: Vec<&str> = listed.lines().collect();
-    assert!(
-        start_ticks(stats[1]) >= start_ticks(stats[0]) + 10,
-        "a standby ran it: {listed}"
-    );
+    assert!(pid1_lead(&listed) >= 10, "a standby ran it: {listed}");
     assert_ne!(refused.status, ExitStatus::Exited(0), "{refused:?}");
     assert!(!f.worktree().join("g").exists());
 }
@@ -291,7 +290,7 @@ async fn an_order_whose_standby_died_is_cloned_for() {
     .await;
     let out = f
         .runner
-        .exec(shell("echo after; cat /proc/1/stat /proc/self/stat"), None)
+        .exec(shell(&format!("echo after; {STATS}")), None)
         .await
         .unwrap();
     assert_eq!(out.status, ExitStatus::Exited(0), "{out:?}");
@@ -302,15 +301,10 @@ async fn an_order_whose_standby_died_is_cloned_for() {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let again = f
-        .runner
-        .exec(shell("cat /proc/1/stat /proc/self/stat"), None)
-        .await
-        .unwrap();
+    let again = f.runner.exec(shell(STATS), None).await.unwrap();
     let stats = text(&again.stdout.bytes);
-    let lines: Vec<&str> = stats.lines().collect();
     assert!(
-        start_ticks(lines[1]) >= start_ticks(lines[0]) + 10,
+        pid1_lead(&stats) >= 10,
         "the exec after found a standby again: {stats}"
     );
 }
