@@ -379,7 +379,7 @@ pub enum EngineError {
     Interrupted {
         op: &'static str,
         #[source]
-        source: tokio::task::JoinError,
+        source: berth_sandbox::blocking_work::BlockingWorkError,
     },
 
     /// The berth's own disk: attaching, finding or releasing it.
@@ -450,7 +450,10 @@ impl EngineError {
     pub(crate) fn interrupted(
         op: &'static str,
     ) -> impl FnOnce(tokio::task::JoinError) -> EngineError {
-        move |source| EngineError::Interrupted { op, source }
+        move |source| EngineError::Interrupted {
+            op,
+            source: source.into(),
+        }
     }
 
     pub(crate) fn disk(

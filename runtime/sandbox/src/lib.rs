@@ -7,6 +7,7 @@
 //! paths with its [`path_map`](Sandbox::path_map) only after the decision.
 
 pub mod action_execs;
+pub mod blocking_work;
 pub mod capture;
 pub mod confined_files;
 #[cfg(feature = "contract")]

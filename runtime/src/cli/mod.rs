@@ -193,13 +193,17 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         warn_exposed(&dir)?;
         return Ok(code);
     }
-    // A one-shot command runs on this thread (its blocking work on the
-    // blocking pool): no worker threads to start, and no wake-up crossing
-    // threads for each step, in a process that lives a few milliseconds.
+    // A one-shot command runs on this thread, and so does its short
+    // blocking work (`berth_sandbox::blocking_work`): no threads to start,
+    // and no wake-up crossing threads for each step, in a process that
+    // lives a few milliseconds.
     let rt = match command.runs_once() {
-        true => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
+        true => {
+            berth_sandbox::blocking_work::run_inline();
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
         false => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

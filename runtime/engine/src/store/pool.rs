@@ -90,8 +90,9 @@ impl DirectPool {
         &self.checkpoints
     }
 
-    /// An idle connection, or a new one (opened on the blocking pool: the
-    /// file's open and its settings can wait on the disk).
+    /// An idle connection, or a new one (opened off the async threads: the
+    /// file's open and its settings can wait on the disk;
+    /// `berth_sandbox::blocking_work`).
     pub(super) async fn take(self: &Arc<Self>, create: bool) -> Result<Held, sqlx::Error> {
         if let Some(conn) = self.lock_idle().connections.pop() {
             return Ok(Held {
@@ -100,7 +101,7 @@ impl DirectPool {
             });
         }
         let pool = Arc::clone(self);
-        let conn = tokio::task::spawn_blocking(move || {
+        let conn = berth_sandbox::blocking_work::spawn(move || {
             let mut conn = DirectSqlite::open(&pool.path, create, &pool.settings)?;
             conn.checkpoint_with(&pool.checkpoints);
             Ok::<_, sqlx::Error>(conn)

@@ -157,7 +157,7 @@ pub enum ProviderError {
     Interrupted {
         op: &'static str,
         #[source]
-        source: tokio::task::JoinError,
+        source: crate::blocking_work::BlockingWorkError,
     },
     #[error(transparent)]
     Sandbox(#[from] SandboxError),

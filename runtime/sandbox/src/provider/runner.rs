@@ -11,10 +11,10 @@ use super::{ProviderError, ProviderResult, RunnerBerth};
 use crate::{Runner, Sandbox};
 
 /// Opens a runner berth off the async threads (giving a home to the
-/// berth's uid walks all of it).
+/// berth's uid walks all of it): [`crate::blocking_work`].
 pub(crate) async fn open_runner_blocking(berth: &RunnerBerth) -> ProviderResult<Arc<dyn Sandbox>> {
     let berth = berth.clone();
-    tokio::task::spawn_blocking(move || open_runner(&berth))
+    crate::blocking_work::spawn(move || open_runner(&berth))
         .await
         .map_err(|source| ProviderError::Interrupted {
             op: "opening a runner berth",

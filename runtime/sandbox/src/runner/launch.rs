@@ -129,7 +129,7 @@ pub(super) fn launch_shim(
 
 /// The berth's resident being reached ([`Runner::connect_resident`]).
 pub(super) type ResidentStream =
-    tokio::task::JoinHandle<Result<std::os::unix::net::UnixStream, String>>;
+    crate::blocking_work::BlockingWork<Result<std::os::unix::net::UnixStream, String>>;
 
 /// Opens a cgroup2 directory for `CLONE_INTO_CGROUP`.
 fn open_cgroup(dir: &Path) -> std::io::Result<OwnedFd> {
@@ -142,9 +142,10 @@ fn open_cgroup(dir: &Path) -> std::io::Result<OwnedFd> {
 }
 
 impl Runner {
-    /// Reaches the berth's resident (started first when none runs) on the
-    /// blocking pool: the caller makes the exec's cgroup meanwhile, and
-    /// hands the stream to [`Runner::launch_resident`].
+    /// Reaches the berth's resident (started first when none runs) off the
+    /// async threads ([`crate::blocking_work`]): where that is the blocking
+    /// pool, the caller makes the exec's cgroup meanwhile; it hands the
+    /// stream to [`Runner::launch_resident`].
     pub(super) fn connect_resident(&self, shim: &Path, spec: &ExecSpec) -> ResidentStream {
         // What every exec of the berth shares: the resident's key.
         let berth = ExecSpec {
@@ -162,7 +163,7 @@ impl Runner {
         let (project, agent) = self.cgroup_name.clone();
         let limits = self.config.confinement.limits;
         let shared = Arc::clone(&self.resident_hash);
-        tokio::task::spawn_blocking(move || {
+        crate::blocking_work::spawn(move || {
             let dir = dir.ok_or_else(|| "the berth has no resident directory".to_string())?;
             super::resident::connect(Place {
                 dir: &dir,
@@ -245,7 +246,7 @@ impl Runner {
         Ok((Launched::Resident(exec), stdio))
     }
 
-    /// The exec's cgroups, made on the blocking pool.
+    /// The exec's cgroups, made off the async threads.
     pub(super) async fn exec_cgroups(
         &self,
         action: &str,

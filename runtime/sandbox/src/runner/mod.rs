@@ -266,7 +266,7 @@ impl Runner {
         }
         let roots = self.config.confinement.cgroup_roots.clone();
         let (project, agent) = self.cgroup_name.clone();
-        let cgroups = on_blocking_pool("kill the berth's execs", move || {
+        let cgroups = blocking_step("kill the berth's execs", move || {
             berth_confine::cgroup::kill_berth(&roots, &project, &agent, CGROUP_EMPTY_WAIT)
         })
         .await?;
@@ -411,7 +411,8 @@ impl Runner {
             false => self.config.confinement.limits,
         };
         // The resident is reached while the exec's cgroup is made: two
-        // trips to the blocking pool at once, not one after the other.
+        // trips to the blocking pool at once, not one after the other (in
+        // a one-shot process, both on its thread: `blocking_work`).
         let stream = resident.then(|| {
             self.connect_resident(&shim, &self.spec(&request.cwd, &ExecCgroups::default()))
         });
@@ -502,20 +503,23 @@ async fn remove_cgroups(cgroups: Arc<ExecCgroups>) {
     blocking(move || cgroups.remove(CGROUP_EMPTY_WAIT)).await;
 }
 
-/// Runs `f` on the blocking pool; its error, or a failed join, is `op`'s.
-async fn on_blocking_pool<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
+/// Runs `f` off the async threads ([`crate::blocking_work`]); its error, or
+/// its panic, is `op`'s.
+async fn blocking_step<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
     op: &'static str,
     f: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, SandboxError> {
     let fail = |message: String| SandboxError::Backend { op, message };
-    tokio::task::spawn_blocking(f)
+    crate::blocking_work::spawn(f)
         .await
         .map_err(|e| fail(e.to_string()))?
         .map_err(|e| fail(e.to_string()))
 }
 
+/// Runs `f` off the async threads ([`crate::blocking_work`]); `None` when
+/// it panicked.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    tokio::task::spawn_blocking(f).await.ok()
+    crate::blocking_work::spawn(f).await.ok()
 }
 
 #[async_trait::async_trait]
@@ -571,7 +575,7 @@ impl Sandbox for Runner {
         let (project, agent) = self.cgroup_name.clone();
         let records = self.config.confinement.exec_records.clone();
         let action = action.to_string();
-        let killed = on_blocking_pool("cancel an exec", move || {
+        let killed = blocking_step("cancel an exec", move || {
             crate::action_execs::kill_action(&roots, &project, &agent, records.as_deref(), &action)
         })
         .await?;
