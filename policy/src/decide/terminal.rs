@@ -442,14 +442,10 @@ impl<'a> Decider<'a> {
                 .filter_map(|i| segments.get(*i))
                 .map(|s| display(s))
                 .collect();
-            self.liftable(
-                Stage::PartialAllow,
-                format!(
-                    "only part of the command is allowed: no allow rule matches {}",
-                    name_list(&names)
-                ),
-                unmatched.first().copied(),
-            );
+            let mut reason =
+                String::from("only part of the command is allowed: no allow rule matches ");
+            push_name_list(&mut reason, &names);
+            self.liftable(Stage::PartialAllow, reason, unmatched.first().copied());
             return RulesOutcome::NoOpinion;
         }
         if commands > 0 && unmatched.is_empty() {
@@ -468,7 +464,9 @@ impl<'a> Decider<'a> {
                 .filter_map(|i| segments.get(*i))
                 .map(|s| display(s))
                 .collect();
-            return RulesOutcome::Unmatched(format!("no rule matches {}", name_list(&names)));
+            let mut reason = String::from("no rule matches ");
+            push_name_list(&mut reason, &names);
+            return RulesOutcome::Unmatched(reason);
         }
         RulesOutcome::NoOpinion
     }
@@ -912,17 +910,54 @@ fn clip(s: &str) -> String {
     }
 }
 
-/// `a`, `b`, `c` and N more: a reason names a few segments, not thousands.
-fn name_list(names: &[String]) -> String {
+/// `` `a`, `b`, `c` and more `` onto `out`: a reason names a few segments,
+/// not thousands. Written in place, not a string a name joined after.
+fn push_name_list(out: &mut String, names: &[String]) {
     const SHOWN: usize = 5;
-    let mut s = names
-        .iter()
-        .take(SHOWN)
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > SHOWN {
-        s.push_str(" and more");
+    for (i, n) in names.iter().take(SHOWN).enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push('`');
+        out.push_str(n);
+        out.push('`');
     }
-    s
+    if names.len() > SHOWN {
+        out.push_str(" and more");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The list as it was built before: a `format!` a name, joined.
+    fn name_list_joined(names: &[String]) -> String {
+        const SHOWN: usize = 5;
+        let mut s = names
+            .iter()
+            .take(SHOWN)
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > SHOWN {
+            s.push_str(" and more");
+        }
+        s
+    }
+
+    #[test]
+    fn name_list_in_place_is_the_joined_list() {
+        for n in 0..=8 {
+            let names: Vec<String> = (0..n)
+                .map(|i| format!("cmd {i} `x`, ⟨$f⟩"))
+                .chain(std::iter::once(String::new()))
+                .collect();
+            for names in [&names[..], &names[..n]] {
+                let mut s = String::from("no rule matches ");
+                push_name_list(&mut s, names);
+                assert_eq!(s, format!("no rule matches {}", name_list_joined(names)));
+            }
+        }
+    }
 }
