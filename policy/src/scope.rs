@@ -803,7 +803,12 @@ impl Judge<'_> {
     }
 
     fn dynamic(&mut self, written: &str) {
-        self.report(&format!("⟨{written}⟩"), None, Location::Unknown);
+        // `⟨written⟩`, without the formatting machinery.
+        let mut shown = String::with_capacity(written.len() + 2 * '⟨'.len_utf8());
+        shown.push('⟨');
+        shown.push_str(written);
+        shown.push('⟩');
+        self.report(&shown, None, Location::Unknown);
     }
 
     fn arg(&mut self, a: &Arg, base: &Cwd, roots: &[Arg], cwd: &Cwd, below: bool) {

@@ -317,18 +317,23 @@ impl<'a> Decider<'a> {
             if counts {
                 let why = match (&p.resolved, p.location) {
                     (Some(r), Location::Outside) => {
-                        format!("`{shown}` touches {}, outside the project scope", clip(r))
+                        let mut why = shown_then(shown, &["` touches "]);
+                        push_clipped(&mut why, r);
+                        why.push_str(", outside the project scope");
+                        why
                     }
                     (None, Location::Outside) => {
-                        format!(
-                            "`{shown}` touches {}, outside the project scope",
-                            clip(&p.written)
-                        )
+                        let mut why = shown_then(shown, &["` touches "]);
+                        push_clipped(&mut why, &p.written);
+                        why.push_str(", outside the project scope");
+                        why
                     }
-                    _ => format!(
-                        "`{shown}`: {} cannot be proven inside the project scope",
-                        clip(&p.written)
-                    ),
+                    _ => {
+                        let mut why = shown_then(shown, &["`: "]);
+                        push_clipped(&mut why, &p.written);
+                        why.push_str(" cannot be proven inside the project scope");
+                        why
+                    }
                 };
                 self.liftable(Stage::Scope, why, Some(j.idx));
             }
@@ -356,7 +361,7 @@ impl<'a> Decider<'a> {
             self.raise(
                 Stage::Opaque,
                 Verdict::RequireApproval,
-                format!("`{shown}` cannot be analysed: {reason}"),
+                shown_then(shown, &["` cannot be analysed: ", reason]),
                 Some(idx),
             );
             if self.reports {
@@ -454,7 +459,12 @@ impl<'a> Decider<'a> {
                 .and_then(|(idx, rule)| Some((segments.get(idx)?, rule)));
             return RulesOutcome::Allow(match only {
                 Some((seg, rule)) => allow_reason(&Shown::new(seg), rule),
-                None => format!("every segment matches an allow rule ({allowed} segments)"),
+                None => {
+                    let mut why = String::from("every segment matches an allow rule (");
+                    push_decimal(&mut why, allowed);
+                    why.push_str(" segments)");
+                    why
+                }
             });
         }
         if !unmatched.is_empty() {
@@ -902,12 +912,38 @@ fn hit_dynamic(shown: &str) -> bool {
 
 /// A long word shortened for a reason.
 fn clip(s: &str) -> String {
-    const MAX: usize = 100;
-    if s.chars().count() > MAX {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    } else {
-        s.to_string()
+    let mut out = String::new();
+    push_clipped(&mut out, s);
+    out
+}
+
+/// Most characters of a path a reason quotes.
+const CLIP: usize = 100;
+
+/// [`clip`]`(s)` appended to `out`: the first [`CLIP`] chars and `…`
+/// when there are more.
+fn push_clipped(out: &mut String, s: &str) {
+    match s.char_indices().nth(CLIP) {
+        Some((cut, _)) => {
+            out.push_str(&s[..cut]);
+            out.push('…');
+        }
+        None => out.push_str(s),
     }
+}
+
+/// `` `{shown}`` `` and `pieces` after it, in one buffer: a reason that
+/// quotes its segment, without the formatting machinery.
+fn shown_then(shown: &Shown<'_>, pieces: &[&str]) -> String {
+    let text = shown.as_str();
+    let mut out =
+        String::with_capacity(1 + text.len() + pieces.iter().map(|p| p.len()).sum::<usize>() + 48);
+    out.push('`');
+    out.push_str(text);
+    for p in pieces {
+        out.push_str(p);
+    }
+    out
 }
 
 /// `` `a`, `b`, `c` and more `` onto `out`: a reason names a few segments,
@@ -944,6 +980,53 @@ mod tests {
             s.push_str(" and more");
         }
         s
+    }
+
+    /// The clip as it was written before: chars counted, then taken.
+    fn clip_counted(s: &str) -> String {
+        const MAX: usize = 100;
+        if s.chars().count() > MAX {
+            format!("{}…", s.chars().take(MAX).collect::<String>())
+        } else {
+            s.to_string()
+        }
+    }
+
+    #[test]
+    fn clipped_in_place_is_the_counted_clip() {
+        for s in ["", "x", "/work/a b/c"] {
+            assert_eq!(clip(s), clip_counted(s));
+        }
+        for unit in ["a", "é", "日", "😀", "a日"] {
+            for n in [49, 50, 99, 100, 101, 150] {
+                let s = unit.repeat(n);
+                assert_eq!(clip(&s), clip_counted(&s), "{unit} × {n}");
+                let mut out = String::from("`x` touches ");
+                push_clipped(&mut out, &s);
+                assert_eq!(out, format!("`x` touches {}", clip_counted(&s)));
+            }
+        }
+    }
+
+    /// A reason quoting its segment reads as `format!` wrote it.
+    #[test]
+    fn shown_then_is_the_formatted_reason() {
+        let analysis = crate::segment::analyze(b"sudo rm -rf '/a b' && ls", "/work", "/home/agent");
+        for seg in &analysis.segments {
+            let shown = Shown::new(seg);
+            assert_eq!(
+                shown_then(&shown, &["` cannot be analysed: ", "why"]),
+                format!("`{shown}` cannot be analysed: why")
+            );
+            assert_eq!(shown_then(&shown, &["`: "]), format!("`{shown}`: "));
+        }
+        let mut s = String::from("every segment matches an allow rule (");
+        push_decimal(&mut s, 12);
+        s.push_str(" segments)");
+        assert_eq!(
+            s,
+            format!("every segment matches an allow rule ({} segments)", 12)
+        );
     }
 
     #[test]
