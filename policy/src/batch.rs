@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, Write};
 
-use crate::case::{CaseLine, RulesCache};
+use crate::case::{CaseLine, CaseShared};
 
 /// Decides each line of `reader` onto `out`; a malformed line gets an
 /// error line and the batch goes on. Fails only when reading or writing
@@ -15,7 +15,7 @@ use crate::case::{CaseLine, RulesCache};
 pub fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> std::io::Result<()> {
     let mut line = Vec::new();
     let mut n = 0usize;
-    let mut cache = RulesCache::default();
+    let mut shared = CaseShared::default();
     loop {
         line.clear();
         if read_line(&mut reader, &mut line)? == 0 {
@@ -51,15 +51,14 @@ pub fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> std::io::
             }
         };
         let id = case.id.as_ref().map(|t| t.as_ref());
-        let inputs = match case.inputs_cached(&mut cache) {
-            Ok(i) => i,
+        // The batch prints the verdict, stage and reason alone.
+        let d = match case.decide_brief_shared(&mut shared) {
+            Ok(d) => d,
             Err(e) => {
                 write_error(out, id, n, &e)?;
                 continue;
             }
         };
-        // The batch prints the verdict, stage and reason alone.
-        let d = inputs.decide_brief();
         write_decision(out, id, n, &d)?;
     }
     Ok(())
