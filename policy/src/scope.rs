@@ -16,6 +16,8 @@
 //! it is given (`rm -r`, `grep -r`, `find`, `du`, `tar c`) reaches every
 //! out-of-scope mount below a directory it names.
 
+use std::borrow::Cow;
+
 use crate::arg::Arg;
 use crate::decision::{Location, PathReport};
 use crate::frame::{Frame, MountKind};
@@ -630,7 +632,7 @@ fn reaches(pattern: &str, target: &str, below: bool) -> bool {
 
 struct Judge<'a> {
     frame: &'a Frame,
-    reports: Vec<PathReport>,
+    reports: Vec<Reported<'a>>,
     /// The hash of each `(written, resolved)` reported (one report each),
     /// to the first report with that hash; kept once there are
     /// [`SCAN_REPORTS`] reports (fewer are compared one by one).
@@ -649,14 +651,46 @@ struct Reach {
     below: bool,
 }
 
-impl Judge<'_> {
+/// A judged path as [`Judge`] keeps it: a [`PathReport`] whose text may
+/// be borrowed from the segment judged (the cwd's, reported for every
+/// segment) until it is handed out.
+pub(crate) struct Reported<'a> {
+    pub written: Cow<'a, str>,
+    pub resolved: Option<Cow<'a, str>>,
+    pub location: Location,
+}
+
+impl Reported<'_> {
+    pub fn into_report(self) -> PathReport {
+        PathReport {
+            written: self.written.into_owned(),
+            resolved: self.resolved.map(Cow::into_owned),
+            location: self.location,
+        }
+    }
+}
+
+impl<'a> Judge<'a> {
     fn report(&mut self, written: &str, resolved: Option<String>, location: Location) {
         if self.is_reported(written, resolved.as_deref()) {
             return;
         }
-        self.reports.push(PathReport {
-            written: written.to_string(),
-            resolved,
+        self.reports.push(Reported {
+            written: Cow::Owned(written.to_string()),
+            resolved: resolved.map(Cow::Owned),
+            location,
+        });
+    }
+
+    /// [`Judge::report`] of text that lives as long as the judge: kept
+    /// borrowed, not copied.
+    fn report_borrowed(&mut self, written: &'a str, resolved: Option<&'a str>, location: Location) {
+        if self.is_reported(written, resolved) {
+            return;
+        }
+        self.reports.push(Reported {
+            written: Cow::Borrowed(written),
+            resolved: resolved.map(Cow::Borrowed),
             location,
         });
     }
@@ -666,14 +700,14 @@ impl Judge<'_> {
     /// each only when another pair has the same hash).
     fn is_reported(&mut self, written: &str, resolved: Option<&str>) -> bool {
         use std::hash::BuildHasher as _;
-        let same = |r: &PathReport| r.written == written && r.resolved.as_deref() == resolved;
+        let same = |r: &Reported<'_>| r.written == written && r.resolved.as_deref() == resolved;
         if self.reports.len() < SCAN_REPORTS {
             return self.reports.iter().any(same);
         }
         let hasher = rustc_hash::FxBuildHasher;
         if self.seen.is_empty() {
             for (i, r) in self.reports.iter().enumerate() {
-                let h = hasher.hash_one((r.written.as_str(), r.resolved.as_deref()));
+                let h = hasher.hash_one((r.written.as_ref(), r.resolved.as_deref()));
                 self.seen.entry(h).or_insert(i);
             }
         }
@@ -918,6 +952,19 @@ pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
 /// [`judge`], the cwd located through `cwds` (kept across the segments of
 /// one command, in one frame).
 pub fn judge_with(seg: &Segment, frame: &Frame, cwds: &mut CwdLocations) -> Vec<PathReport> {
+    judge_borrowed(seg, frame, cwds)
+        .into_iter()
+        .map(Reported::into_report)
+        .collect()
+}
+
+/// [`judge_with`], the reports of the cwd borrowed from the segment: a
+/// decision that hands out no report reads them and copies none.
+pub(crate) fn judge_borrowed<'s>(
+    seg: &'s Segment,
+    frame: &'s Frame,
+    cwds: &mut CwdLocations,
+) -> Vec<Reported<'s>> {
     let mut j = Judge {
         frame,
         // Room for the cwd and a few words: most segments report no more.
@@ -930,10 +977,10 @@ pub fn judge_with(seg: &Segment, frame: &Frame, cwds: &mut CwdLocations) -> Vec<
             Cwd::Known(dirs) => {
                 for d in dirs.iter() {
                     let loc = cwds.of(frame, dirs, d);
-                    j.report("(working directory)", Some(d.clone()), loc);
+                    j.report_borrowed("(working directory)", Some(d), loc);
                 }
             }
-            Cwd::Unknown => j.report("(working directory)", None, Location::Unknown),
+            Cwd::Unknown => j.report_borrowed("(working directory)", None, Location::Unknown),
         }
     }
     // Relative arguments of the program resolve against `git -C` when given.

@@ -13,9 +13,7 @@ use super::written_then_run;
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
 use crate::access::{self, Access, FileAccess};
 use crate::arg::Arg;
-use crate::decision::{
-    Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict,
-};
+use crate::decision::{Location, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict};
 use crate::pattern::{self, Match, Side};
 use crate::privileged;
 use crate::protected;
@@ -307,7 +305,7 @@ impl<'a> Decider<'a> {
             self.path_rules_for_command(j.seg, &[], j.idx, shown, &mut j.report);
             return;
         }
-        let paths = scope::judge_with(j.seg, self.ctx.frame, cwds);
+        let paths = scope::judge_borrowed(j.seg, self.ctx.frame, cwds);
         for p in &paths {
             let counts = match p.location {
                 Location::Outside => true,
@@ -349,7 +347,13 @@ impl<'a> Decider<'a> {
         }
         // Path rules (Read/Edit deny and ask) apply to the paths a command touches.
         self.path_rules_for_command(j.seg, &paths, j.idx, shown, &mut j.report);
-        j.report.paths = paths;
+        // Without reports (`decide_brief`) no one reads them: none copied.
+        if self.reports {
+            j.report.paths = paths
+                .into_iter()
+                .map(scope::Reported::into_report)
+                .collect();
+        }
     }
 
     /// Stage 5, per segment: an opaque segment, `ask` rules, then the
@@ -548,7 +552,7 @@ impl<'a> Decider<'a> {
     fn path_rules_for_command(
         &mut self,
         seg: &Segment,
-        paths: &[PathReport],
+        paths: &[scope::Reported<'_>],
         idx: usize,
         shown: &Shown<'_>,
         report: &mut SegmentReport,
@@ -659,9 +663,9 @@ impl<'a> Decider<'a> {
             if hit.is_none() && rule.tool == PathTool::Read {
                 hit = paths
                     .iter()
-                    .filter_map(|p| p.resolved.as_ref())
+                    .filter_map(|p| p.resolved.as_deref())
                     .find(|abs| self.path_rule_matches(rule, abs))
-                    .map(|abs| (abs.clone(), Access::Read));
+                    .map(|abs| (abs.to_string(), Access::Read));
             }
             let Some((abs, access)) = hit else { continue };
             let r = RuleRef {
