@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, Write};
 
-use crate::case::{CaseLine, RulesCache};
+use crate::case::{CaseLine, CaseShared};
 
 /// Decides each line of `reader` onto `out`; a malformed line gets an
 /// error line and the batch goes on. Fails only when reading or writing
@@ -15,7 +15,7 @@ use crate::case::{CaseLine, RulesCache};
 pub fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> std::io::Result<()> {
     let mut line = Vec::new();
     let mut n = 0usize;
-    let mut cache = RulesCache::default();
+    let mut shared = CaseShared::default();
     loop {
         line.clear();
         if read_line(&mut reader, &mut line)? == 0 {
@@ -51,15 +51,14 @@ pub fn decide_lines(mut reader: impl BufRead, out: &mut impl Write) -> std::io::
             }
         };
         let id = case.id.as_ref().map(|t| t.as_ref());
-        let inputs = match case.inputs_cached(&mut cache) {
-            Ok(i) => i,
+        // The batch prints the verdict, stage and reason alone.
+        let d = match case.decide_brief_shared(&mut shared) {
+            Ok(d) => d,
             Err(e) => {
                 write_error(out, id, n, &e)?;
                 continue;
             }
         };
-        // The batch prints the verdict, stage and reason alone.
-        let d = inputs.decide_brief();
         write_decision(out, id, n, &d)?;
     }
     Ok(())
@@ -132,12 +131,21 @@ fn push_json_string(buf: &mut Vec<u8>, s: &str) {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        // Most bytes are neither escaped nor the start of a terminator.
-        if !MAY_ESCAPE[usize::from(b)] {
-            i += 1;
-            continue;
+        // Most of a reason is plain ASCII: eight bytes a test, to the first
+        // byte that may be escaped.
+        match bytes.get(i..i + 8).map(first_unplain) {
+            Some(None) => {
+                i += 8;
+                continue;
+            }
+            Some(Some(at)) => i += at,
+            None if !MAY_ESCAPE[usize::from(bytes[i])] => {
+                i += 1;
+                continue;
+            }
+            None => {}
         }
+        let b = bytes[i];
         // The escaped characters: ASCII, or the three line terminators
         // (U+0085 is C2 85; U+2028 and U+2029 are E2 80 A8 and E2 80 A9).
         let escape: Option<(&[u8], usize)> = match b {
@@ -176,6 +184,27 @@ fn push_json_string(buf: &mut Vec<u8>, s: &str) {
     }
     buf.extend_from_slice(&bytes[start..]);
     buf.push(b'"');
+}
+
+/// The place of the first of the eight bytes of `chunk` that [`MAY_ESCAPE`]
+/// holds or that is not ASCII (the first bytes of the escaped terminators
+/// are C2 and E2), if any. Each test below may also flag a byte after the
+/// first it flags (a borrow), never one before it: the lowest flag is the
+/// first such byte.
+fn first_unplain(chunk: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    let x = u64::from_le_bytes(word);
+    let (q, b) = (x ^ (ONES * u64::from(b'"')), x ^ (ONES * u64::from(b'\\')));
+    // A byte below 0x20 (a borrow sets its high bit where it had none), a
+    // zero byte of `q` or `b` (a `"` or `\`), or a byte with its high bit.
+    let control = x.wrapping_sub(ONES * 0x20) & !x;
+    let quote = q.wrapping_sub(ONES) & !q;
+    let backslash = b.wrapping_sub(ONES) & !b;
+    let found = (control | quote | backslash | x) & HIGHS;
+    (found != 0).then(|| found.trailing_zeros() as usize / 8)
 }
 
 /// The bytes [`push_json_string`] looks at twice: the ones JSON escapes,
@@ -292,6 +321,35 @@ mod tests {
         out
     }
 
+    /// [`first_unplain`] finds the first byte [`MAY_ESCAPE`] holds or
+    /// that is not ASCII: each byte value at each place among plain ones,
+    /// and beside each of a few others.
+    #[test]
+    fn first_unplain_is_the_first_to_look_at() {
+        let first = |c: &[u8]| {
+            c.iter()
+                .position(|&b| !b.is_ascii() || MAY_ESCAPE[usize::from(b)])
+        };
+        for b in 0u8..=255 {
+            for at in 0..8 {
+                let mut chunk = *b"abcdefgh";
+                chunk[at] = b;
+                assert_eq!(first_unplain(&chunk), first(&chunk), "{b:#x} at {at}");
+                for c in [
+                    0u8, 0x1f, 0x20, b'"', b'\\', b'!', b'#', b'[', b']', 0x7f, 0x80,
+                ] {
+                    for other in [at.wrapping_sub(1), at + 1] {
+                        if other < 8 {
+                            let mut two = chunk;
+                            two[other] = c;
+                            assert_eq!(first_unplain(&two), first(&two), "{b:#x} {c:#x} {at}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn direct_lines_are_serde_json_lines() {
         let texts = [
@@ -305,6 +363,9 @@ mod tests {
             "\u{2028}",
             "\u{85}\u{85}",
             "ends with \\",
+            "a longer reason, past several chunks: `rm -rf /tmp/x` touches /tmp/x \"quoted\" \\ and\tmore",
+            "0123456\u{85}01234567\u{2028}0123456\"0123456789abcdef\u{1}",
+            "⟨$f⟩ plain plain plain plain ⟨$g⟩ plain plain \u{2029}",
         ];
         for (i, t) in texts.iter().enumerate() {
             let d = Brief {

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::action::Action;
 use crate::autonomy::{Approval, Autonomy};
 use crate::decide::{Context, Limits, decide};
-use crate::decision::Decision;
+use crate::decision::{Brief, Decision};
 use crate::frame::{DEFAULT_HOME, Frame, Mount, MountKind, WORK};
 use crate::rules::{PatternCache, RuleSet};
 
@@ -312,9 +312,36 @@ fn owned(v: &[Text<'_>]) -> Vec<String> {
     v.iter().map(|t| t.0.to_string()).collect()
 }
 
+/// Which frame a case asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    Host,
+    Container,
+}
+
+/// The autonomy a case asks for: its own map, or a mode's.
+enum Modes {
+    Map(Autonomy),
+    Manual,
+    Auto,
+}
+
+/// A case's inputs as its line gives them, checked, before anything is
+/// copied out of the line: [`CaseLine::inputs_cached`] makes them owned
+/// [`Inputs`], [`CaseLine::decide_brief_shared`] lends them to a decision.
+struct Parts<'l> {
+    action: Action,
+    modes: Modes,
+    root: &'l str,
+    home: &'l str,
+    frame: FrameKind,
+    rules: Arc<RuleSet>,
+}
+
 impl CaseLine<'_> {
-    /// Builds the inputs, compiling the rules through `cache`.
-    pub fn inputs_cached(&self, cache: &mut RulesCache) -> Result<Inputs, String> {
+    /// Checks the case and reads its parts, compiling the rules through
+    /// `cache`; the errors in the order the checks run.
+    fn parts(&self, cache: &mut RulesCache) -> Result<Parts<'_>, String> {
         let kind = text(&self.action).unwrap_or("terminal");
         if kind == "terminal" && self.command.is_none() {
             return Err("a terminal case needs `command`".into());
@@ -328,30 +355,51 @@ impl CaseLine<'_> {
             text(&self.path),
             text(&self.branch),
         );
-        let autonomy = match &self.autonomy {
+        let modes = match &self.autonomy {
             Some(map) => {
                 let mut a = Autonomy::new();
                 for (k, v) in map {
                     let m = Approval::parse(v).ok_or_else(|| format!("autonomy `{k}`: unknown mode `{v}` (auto_approve, require_approval or deny)"))?;
                     a.set(k, m);
                 }
-                a
+                Modes::Map(a)
             }
             None => match text(&self.mode).unwrap_or("manual") {
-                "manual" => Autonomy::manual(),
-                "auto" => Autonomy::auto(),
+                "manual" => Modes::Manual,
+                "auto" => Modes::Auto,
                 other => return Err(format!("unknown mode `{other}` (manual or auto)")),
             },
         };
-        let root = text(&self.project_root).unwrap_or(WORK).to_string();
-        let home = text(&self.home).unwrap_or(DEFAULT_HOME).to_string();
+        let root = text(&self.project_root).unwrap_or(WORK);
+        let home = text(&self.home).unwrap_or(DEFAULT_HOME);
         let frame = match text(&self.frame).unwrap_or("host") {
-            "host" => Frame::Host {
-                project_root: root.clone(),
+            "host" => FrameKind::Host,
+            "container" => FrameKind::Container,
+            other => return Err(format!("unknown frame `{other}` (host or container)")),
+        };
+        let rules = match &self.rules {
+            Some(r) => cache.get(&r.allow, &r.ask, &r.deny)?,
+            None => Arc::new(RuleSet::default()),
+        };
+        Ok(Parts {
+            action,
+            modes,
+            root,
+            home,
+            frame,
+            rules,
+        })
+    }
+
+    /// The frame of the case, from its parts.
+    fn frame_of(&self, p: &Parts<'_>) -> Frame {
+        match p.frame {
+            FrameKind::Host => Frame::Host {
+                project_root: p.root.to_string(),
                 extra_roots: self.extra_roots.as_deref().map(owned).unwrap_or_default(),
-                home,
+                home: p.home.to_string(),
             },
-            "container" => {
+            FrameKind::Container => {
                 let mounts = match &self.mounts {
                     Some(ms) => ms
                         .iter()
@@ -367,34 +415,196 @@ impl CaseLine<'_> {
                         })
                         .collect(),
                     None => vec![Mount {
-                        target: root.clone(),
+                        target: p.root.to_string(),
                         kind: MountKind::Project,
                     }],
                 };
                 Frame::Container {
-                    project_root: root.clone(),
+                    project_root: p.root.to_string(),
                     mounts,
-                    home,
+                    home: p.home.to_string(),
                 }
             }
-            other => return Err(format!("unknown frame `{other}` (host or container)")),
-        };
-        let rules = match &self.rules {
-            Some(r) => cache.get(&r.allow, &r.ask, &r.deny)?,
-            None => Arc::new(RuleSet::default()),
-        };
+        }
+    }
+
+    /// Builds the inputs, compiling the rules through `cache`.
+    pub fn inputs_cached(&self, cache: &mut RulesCache) -> Result<Inputs, String> {
+        let p = self.parts(cache)?;
+        let frame = self.frame_of(&p);
         Ok(Inputs {
-            action,
             frame,
-            cwd: text(&self.cwd).map_or(root, str::to_string),
-            autonomy,
-            rules,
+            cwd: text(&self.cwd).unwrap_or(p.root).to_string(),
+            autonomy: match p.modes {
+                Modes::Map(a) => a,
+                Modes::Manual => Autonomy::manual(),
+                Modes::Auto => Autonomy::auto(),
+            },
+            rules: p.rules,
             protected_branches: self
                 .protected_branches
                 .as_deref()
                 .map(owned)
-                .unwrap_or_else(|| vec!["main".into(), "master".into()]),
+                .unwrap_or_else(default_branches),
             limits: Limits::default(),
+            action: p.action,
         })
+    }
+
+    /// `self.inputs_cached(..)?.decide_brief()`, with the inputs most cases
+    /// share lent by `shared` (made once a batch, or once a frame) instead
+    /// of made for each case: the same context, so the same decision, and
+    /// the same errors.
+    pub fn decide_brief_shared(&self, shared: &mut CaseShared) -> Result<Brief, String> {
+        let p = self.parts(&mut shared.rules)?;
+        let own_frame;
+        let frame: &Frame = if self.mounts.is_none() && self.extra_roots.is_none() {
+            // Then the frame is the kind's, of the root and the home alone.
+            match &mut shared.frame {
+                Some((kind, root, home, frame))
+                    if *kind == p.frame && root == p.root && home == p.home =>
+                {
+                    frame
+                }
+                slot => {
+                    &slot
+                        .insert((
+                            p.frame,
+                            p.root.to_string(),
+                            p.home.to_string(),
+                            self.frame_of(&p),
+                        ))
+                        .3
+                }
+            }
+        } else {
+            own_frame = self.frame_of(&p);
+            &own_frame
+        };
+        let own_branches;
+        let protected_branches: &[String] = match self.protected_branches.as_deref() {
+            Some(b) => {
+                own_branches = owned(b);
+                &own_branches
+            }
+            None => &shared.branches,
+        };
+        let autonomy = match &p.modes {
+            Modes::Map(a) => a,
+            Modes::Manual => &shared.manual,
+            Modes::Auto => &shared.auto,
+        };
+        let ctx = Context {
+            frame,
+            cwd: text(&self.cwd).unwrap_or(p.root),
+            autonomy,
+            rules: &p.rules,
+            protected_branches,
+            limits: &shared.limits,
+        };
+        Ok(crate::decide::decide_brief(&p.action, &ctx))
+    }
+}
+
+/// The protected branches of a case that names none.
+fn default_branches() -> Vec<String> {
+    vec!["main".into(), "master".into()]
+}
+
+/// What a batch lends each case that does not give its own, made once: the
+/// compiled rule sets ([`RulesCache`]), the two modes, the protected
+/// branches and the limits by default, and the frame of the last case
+/// (most cases of a batch share theirs). Made for each case, these were
+/// about ten allocations a case.
+#[derive(Debug)]
+pub struct CaseShared {
+    rules: RulesCache,
+    manual: Autonomy,
+    auto: Autonomy,
+    branches: Vec<String>,
+    limits: Limits,
+    /// The last frame made for a case without mounts or extra roots, with
+    /// its kind, root and home.
+    frame: Option<(FrameKind, String, String, Frame)>,
+}
+
+impl Default for CaseShared {
+    fn default() -> Self {
+        CaseShared {
+            rules: RulesCache::default(),
+            manual: Autonomy::manual(),
+            auto: Autonomy::auto(),
+            branches: default_branches(),
+            limits: Limits::default(),
+            frame: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each case read as the batch reads it.
+    fn read(line: &str) -> Option<CaseLine<'_>> {
+        crate::case_json::read(line).or_else(|| serde_json::from_str(line).ok())
+    }
+
+    /// The shared inputs decide every case as its own inputs do, and fail
+    /// it with the same message: the case files in turn, one `CaseShared`
+    /// across all of them, and lines that change the frame, root, home,
+    /// mounts, roots, branches and modes from one case to the next.
+    #[test]
+    fn shared_inputs_decide_as_each_cases_own() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases");
+        let mut lines: Vec<String> = Vec::new();
+        for file in [
+            "replay-tldr-dev.jsonl",
+            "public.jsonl",
+            "mount-words.jsonl",
+            "wrapper-regressions.jsonl",
+        ] {
+            let text = std::fs::read_to_string(format!("{dir}/{file}")).expect("a case file");
+            lines.extend(
+                text.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(String::from),
+            );
+        }
+        for command in [
+            "rm -rf ~/x",
+            "cat /work/.git/config > /tmp/x",
+            "git push origin main",
+            "ls",
+        ] {
+            for fields in [
+                r#""frame":"container""#,
+                r#""frame":"container","home":"/root""#,
+                r#""frame":"container","project_root":"/srv/p","cwd":"/srv""#,
+                r#""frame":"host","project_root":"/srv/p""#,
+                r#""frame":"host","extra_roots":["/data"]"#,
+                r#""frame":"container","mounts":[{"target":"/work","project":true},{"target":"/data","in_scope":false}]"#,
+                r#""frame":"container","mode":"auto""#,
+                r#""mode":"auto","protected_branches":["dev"]"#,
+                r#""autonomy":{"terminal":"auto_approve"}"#,
+                r#""autonomy":{"terminal":"sometimes"}"#,
+                r#""frame":"moon""#,
+                r#""mode":"never""#,
+                r#""frame":"container","rules":{"allow":["ls","rm"],"deny":["git push"]}"#,
+            ] {
+                let command = serde_json::to_string(command).expect("a JSON string");
+                lines.push(format!(r#"{{"command":{command},{fields}}}"#));
+            }
+        }
+        let mut shared = CaseShared::default();
+        let mut cache = RulesCache::default();
+        let mut compared = 0;
+        for line in &lines {
+            let Some(case) = read(line) else { continue };
+            let own = case.inputs_cached(&mut cache).map(|i| i.decide_brief());
+            assert_eq!(case.decide_brief_shared(&mut shared), own, "{line}");
+            compared += 1;
+        }
+        assert!(compared > 100, "{compared} cases compared");
     }
 }

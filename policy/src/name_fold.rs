@@ -39,12 +39,38 @@ pub fn same_name(comp: &str, name: &str) -> bool {
     if is_plain(comp) {
         return false;
     }
-    let kept: String = comp
-        .chars()
-        .filter(|c| !HFS_IGNORABLE.iter().any(|(i, _)| i == c))
-        .collect();
-    let trimmed = kept.trim_end_matches([' ', '.']);
-    trimmed.eq_ignore_ascii_case(name) || short_name(trimmed, name)
+    Folded::of(comp).is(name)
+}
+
+/// A component with something to fold (not [`is_plain`]), folded once to
+/// be compared with many names: [`Folded::is`] answers what [`same_name`]
+/// answers, without dropping the ignorable code points again for each
+/// name.
+pub struct Folded<'a> {
+    comp: &'a str,
+    /// `comp` without HFS+'s ignorable code points.
+    kept: String,
+}
+
+impl<'a> Folded<'a> {
+    pub fn of(comp: &'a str) -> Folded<'a> {
+        Folded {
+            comp,
+            kept: comp
+                .chars()
+                .filter(|c| !HFS_IGNORABLE.iter().any(|(i, _)| i == c))
+                .collect(),
+        }
+    }
+
+    /// [`same_name`]`(comp, name)`.
+    pub fn is(&self, name: &str) -> bool {
+        if self.comp.eq_ignore_ascii_case(name) {
+            return true;
+        }
+        let trimmed = self.kept.trim_end_matches([' ', '.']);
+        trimmed.eq_ignore_ascii_case(name) || short_name(trimmed, name)
+    }
 }
 
 /// Whether `comp` has nothing to fold — ASCII, with no trailing dot or

@@ -644,43 +644,35 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     // Compared as a host's file system opens them (`name_fold.rs`): without
     // case — a case-insensitive host (macOS) opens `.GIT/config` as
-    // `.git/config` — and, for a component with anything to fold, folded.
-    let same = |c: &str, plain: bool, name: &str| {
-        if plain {
-            c.eq_ignore_ascii_case(name)
-        } else {
-            crate::name_fold::same_name(c, name)
-        }
-    };
-    let plain: Vec<bool> = comps
+    // `.git/config` — and, for a component with anything to fold, folded
+    // (once a component, not once a name: `Folded`). A glob component is
+    // compared in lower case (also made once a component).
+    let forms: Vec<Form<'_>> = comps
         .iter()
-        .map(|c| crate::name_fold::is_plain(c))
-        .collect();
-    for (i, comp) in comps.iter().enumerate() {
-        let is_glob = glob && comp.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
-        for (name, why) in PROTECTED {
-            let hit = if is_glob {
-                crate::glob_meet::may_meet(&comp.to_ascii_lowercase(), name, !dotglob)
+        .map(|c| {
+            if glob && c.bytes().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+                Form::Glob(c.to_ascii_lowercase())
+            } else if crate::name_fold::is_plain(c) {
+                Form::Plain(c)
             } else {
-                same(comp, plain[i], name)
-            };
-            if hit {
+                Form::Folded(crate::name_fold::Folded::of(c))
+            }
+        })
+        .collect();
+    let meets = |form: &Form<'_>, name: &str| match form {
+        Form::Glob(lower) => crate::glob_meet::may_meet(lower, name, !dotglob),
+        Form::Plain(c) => c.eq_ignore_ascii_case(name),
+        Form::Folded(f) => f.is(name),
+    };
+    for (i, comp) in comps.iter().enumerate() {
+        for (name, why) in PROTECTED {
+            if meets(&forms[i], name) {
                 return Some((name.to_string(), why));
             }
         }
-        if let Some(next) = comps.get(i + 1) {
-            let next_glob = glob && next.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
-            let meets = |c: &str, c_glob: bool, c_plain: bool, name: &str| {
-                if c_glob {
-                    crate::glob_meet::may_meet(&c.to_ascii_lowercase(), name, !dotglob)
-                } else {
-                    same(c, c_plain, name)
-                }
-            };
+        if let Some(next) = forms.get(i + 1) {
             for (first, second, why) in PROTECTED_PAIRS {
-                if meets(comp, is_glob, plain[i], first)
-                    && meets(next, next_glob, plain[i + 1], second)
-                {
+                if meets(&forms[i], first) && meets(next, second) {
                     return Some((format!("{first}/{second}"), why));
                 }
             }
@@ -699,9 +691,127 @@ pub fn why(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static st
     None
 }
 
+/// How [`why`] compares one component of a path with the names.
+enum Form<'a> {
+    /// A glob, in lower case: by what it can match.
+    Glob(String),
+    /// Nothing to fold: without case.
+    Plain(&'a str),
+    /// As a host's file system may open it (`name_fold.rs`).
+    Folded(crate::name_fold::Folded<'a>),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`why`] as it was before each component was folded once: every
+    /// name compared through `same_name`, every glob lowered again.
+    fn why_per_name(path: &str, glob: bool, dotglob: bool) -> Option<(String, &'static str)> {
+        if !may_name(path, glob && dotglob) {
+            return None;
+        }
+        if path.starts_with('/')
+            && let Some(hit) = system_place(path, glob)
+        {
+            return Some(hit);
+        }
+        let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        let meets = |c: &str, name: &str| {
+            if glob && c.bytes().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+                crate::glob_meet::may_meet(&c.to_ascii_lowercase(), name, !dotglob)
+            } else {
+                crate::name_fold::same_name(c, name)
+            }
+        };
+        for (i, comp) in comps.iter().enumerate() {
+            for (name, why) in PROTECTED {
+                if meets(comp, name) {
+                    return Some((name.to_string(), why));
+                }
+            }
+            if let Some(next) = comps.get(i + 1) {
+                for (first, second, why) in PROTECTED_PAIRS {
+                    if meets(comp, first) && meets(next, second) {
+                        return Some((format!("{first}/{second}"), why));
+                    }
+                }
+            }
+            let bare = comp.len() > BARE_REPO_SUFFIX.len()
+                && comp.is_char_boundary(comp.len() - BARE_REPO_SUFFIX.len())
+                && comp[comp.len() - BARE_REPO_SUFFIX.len()..]
+                    .eq_ignore_ascii_case(BARE_REPO_SUFFIX);
+            if bare && i + 1 < comps.len() {
+                return Some((
+                    comp.to_string(),
+                    "a bare git repository: git runs its hooks and the programs its config names",
+                ));
+            }
+        }
+        None
+    }
+
+    /// [`why`] answers as [`why_per_name`] on each protected name and pair
+    /// written in the ways a host may fold, as globs, and beside others.
+    #[test]
+    fn folded_once_answers_as_per_name() {
+        let mut names: Vec<String> = PROTECTED.iter().map(|(n, _)| (*n).to_string()).collect();
+        for (a, b, _) in PROTECTED_PAIRS {
+            names.push(format!("{a}/{b}"));
+        }
+        let mut paths = Vec::new();
+        for n in &names {
+            for form in [
+                n.clone(),
+                n.to_uppercase(),
+                format!("{n}."),
+                format!("{n} ."),
+                n.replacen('.', ".\u{200c}", 1),
+                format!("{}\u{feff}", n.to_uppercase()),
+                n.replacen('.', "", 1)
+                    .to_uppercase()
+                    .chars()
+                    .take(6)
+                    .collect::<String>()
+                    + "~1",
+                n.replacen(|c: char| c.is_ascii_alphabetic(), "*", 1),
+                n.replacen(|c: char| c.is_ascii_alphabetic(), "?", 1),
+                format!("{n}[x]"),
+                format!("{n}~"),
+                format!("p{n}"),
+            ] {
+                for p in [
+                    format!("/work/{form}"),
+                    format!("/work/{form}/x"),
+                    format!("/work/a/{form}/b/c"),
+                    format!("/{form}"),
+                ] {
+                    paths.push(p);
+                }
+            }
+        }
+        paths.extend(
+            [
+                "/work/a.git/config",
+                "/work/src/main.rs",
+                "/work/*/x",
+                "/work/.*/hooks",
+                "/etc/passwd",
+                "/work/é.git/x",
+                "/work/x~y/.envrc.",
+            ]
+            .map(String::from),
+        );
+        for p in &paths {
+            for (glob, dotglob) in [(false, false), (true, false), (true, true)] {
+                assert_eq!(
+                    why(p, glob, dotglob),
+                    why_per_name(p, glob, dotglob),
+                    "{p:?} glob {glob} dotglob {dotglob}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn finds_protected_components() {

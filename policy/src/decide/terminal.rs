@@ -13,9 +13,7 @@ use super::written_then_run;
 use super::{Decider, MAX_SEGMENTS, RulesOutcome, SYSTEM_DIRS, rule_ref};
 use crate::access::{self, Access, FileAccess};
 use crate::arg::Arg;
-use crate::decision::{
-    Location, PathReport, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict,
-};
+use crate::decision::{Location, RuleList, RuleMatch, RuleRef, SegmentReport, Stage, Verdict};
 use crate::pattern::{self, Match, Side};
 use crate::privileged;
 use crate::protected;
@@ -307,7 +305,7 @@ impl<'a> Decider<'a> {
             self.path_rules_for_command(j.seg, &[], j.idx, shown, &mut j.report);
             return;
         }
-        let paths = scope::judge_with(j.seg, self.ctx.frame, cwds);
+        let paths = scope::judge_borrowed(j.seg, self.ctx.frame, cwds);
         for p in &paths {
             let counts = match p.location {
                 Location::Outside => true,
@@ -317,18 +315,23 @@ impl<'a> Decider<'a> {
             if counts {
                 let why = match (&p.resolved, p.location) {
                     (Some(r), Location::Outside) => {
-                        format!("`{shown}` touches {}, outside the project scope", clip(r))
+                        let mut why = shown_then(shown, &["` touches "]);
+                        push_clipped(&mut why, r);
+                        why.push_str(", outside the project scope");
+                        why
                     }
                     (None, Location::Outside) => {
-                        format!(
-                            "`{shown}` touches {}, outside the project scope",
-                            clip(&p.written)
-                        )
+                        let mut why = shown_then(shown, &["` touches "]);
+                        push_clipped(&mut why, &p.written);
+                        why.push_str(", outside the project scope");
+                        why
                     }
-                    _ => format!(
-                        "`{shown}`: {} cannot be proven inside the project scope",
-                        clip(&p.written)
-                    ),
+                    _ => {
+                        let mut why = shown_then(shown, &["`: "]);
+                        push_clipped(&mut why, &p.written);
+                        why.push_str(" cannot be proven inside the project scope");
+                        why
+                    }
                 };
                 self.liftable(Stage::Scope, why, Some(j.idx));
             }
@@ -344,7 +347,13 @@ impl<'a> Decider<'a> {
         }
         // Path rules (Read/Edit deny and ask) apply to the paths a command touches.
         self.path_rules_for_command(j.seg, &paths, j.idx, shown, &mut j.report);
-        j.report.paths = paths;
+        // Without reports (`decide_brief`) no one reads them: none copied.
+        if self.reports {
+            j.report.paths = paths
+                .into_iter()
+                .map(scope::Reported::into_report)
+                .collect();
+        }
     }
 
     /// Stage 5, per segment: an opaque segment, `ask` rules, then the
@@ -356,7 +365,7 @@ impl<'a> Decider<'a> {
             self.raise(
                 Stage::Opaque,
                 Verdict::RequireApproval,
-                format!("`{shown}` cannot be analysed: {reason}"),
+                shown_then(shown, &["` cannot be analysed: ", reason]),
                 Some(idx),
             );
             if self.reports {
@@ -442,14 +451,10 @@ impl<'a> Decider<'a> {
                 .filter_map(|i| segments.get(*i))
                 .map(|s| display(s))
                 .collect();
-            self.liftable(
-                Stage::PartialAllow,
-                format!(
-                    "only part of the command is allowed: no allow rule matches {}",
-                    name_list(&names)
-                ),
-                unmatched.first().copied(),
-            );
+            let mut reason =
+                String::from("only part of the command is allowed: no allow rule matches ");
+            push_name_list(&mut reason, &names);
+            self.liftable(Stage::PartialAllow, reason, unmatched.first().copied());
             return RulesOutcome::NoOpinion;
         }
         if commands > 0 && unmatched.is_empty() {
@@ -458,7 +463,12 @@ impl<'a> Decider<'a> {
                 .and_then(|(idx, rule)| Some((segments.get(idx)?, rule)));
             return RulesOutcome::Allow(match only {
                 Some((seg, rule)) => allow_reason(&Shown::new(seg), rule),
-                None => format!("every segment matches an allow rule ({allowed} segments)"),
+                None => {
+                    let mut why = String::from("every segment matches an allow rule (");
+                    push_decimal(&mut why, allowed);
+                    why.push_str(" segments)");
+                    why
+                }
             });
         }
         if !unmatched.is_empty() {
@@ -468,7 +478,9 @@ impl<'a> Decider<'a> {
                 .filter_map(|i| segments.get(*i))
                 .map(|s| display(s))
                 .collect();
-            return RulesOutcome::Unmatched(format!("no rule matches {}", name_list(&names)));
+            let mut reason = String::from("no rule matches ");
+            push_name_list(&mut reason, &names);
+            return RulesOutcome::Unmatched(reason);
         }
         RulesOutcome::NoOpinion
     }
@@ -540,7 +552,7 @@ impl<'a> Decider<'a> {
     fn path_rules_for_command(
         &mut self,
         seg: &Segment,
-        paths: &[PathReport],
+        paths: &[scope::Reported<'_>],
         idx: usize,
         shown: &Shown<'_>,
         report: &mut SegmentReport,
@@ -651,9 +663,9 @@ impl<'a> Decider<'a> {
             if hit.is_none() && rule.tool == PathTool::Read {
                 hit = paths
                     .iter()
-                    .filter_map(|p| p.resolved.as_ref())
+                    .filter_map(|p| p.resolved.as_deref())
                     .find(|abs| self.path_rule_matches(rule, abs))
-                    .map(|abs| (abs.clone(), Access::Read));
+                    .map(|abs| (abs.to_string(), Access::Read));
             }
             let Some((abs, access)) = hit else { continue };
             let r = RuleRef {
@@ -904,25 +916,135 @@ fn hit_dynamic(shown: &str) -> bool {
 
 /// A long word shortened for a reason.
 fn clip(s: &str) -> String {
-    const MAX: usize = 100;
-    if s.chars().count() > MAX {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    } else {
-        s.to_string()
+    let mut out = String::new();
+    push_clipped(&mut out, s);
+    out
+}
+
+/// Most characters of a path a reason quotes.
+const CLIP: usize = 100;
+
+/// [`clip`]`(s)` appended to `out`: the first [`CLIP`] chars and `…`
+/// when there are more.
+fn push_clipped(out: &mut String, s: &str) {
+    match s.char_indices().nth(CLIP) {
+        Some((cut, _)) => {
+            out.push_str(&s[..cut]);
+            out.push('…');
+        }
+        None => out.push_str(s),
     }
 }
 
-/// `a`, `b`, `c` and N more: a reason names a few segments, not thousands.
-fn name_list(names: &[String]) -> String {
-    const SHOWN: usize = 5;
-    let mut s = names
-        .iter()
-        .take(SHOWN)
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > SHOWN {
-        s.push_str(" and more");
+/// `` `{shown}`` `` and `pieces` after it, in one buffer: a reason that
+/// quotes its segment, without the formatting machinery.
+fn shown_then(shown: &Shown<'_>, pieces: &[&str]) -> String {
+    let text = shown.as_str();
+    let mut out =
+        String::with_capacity(1 + text.len() + pieces.iter().map(|p| p.len()).sum::<usize>() + 48);
+    out.push('`');
+    out.push_str(text);
+    for p in pieces {
+        out.push_str(p);
     }
-    s
+    out
+}
+
+/// `` `a`, `b`, `c` and more `` onto `out`: a reason names a few segments,
+/// not thousands. Written in place, not a string a name joined after.
+fn push_name_list(out: &mut String, names: &[String]) {
+    const SHOWN: usize = 5;
+    for (i, n) in names.iter().take(SHOWN).enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push('`');
+        out.push_str(n);
+        out.push('`');
+    }
+    if names.len() > SHOWN {
+        out.push_str(" and more");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The list as it was built before: a `format!` a name, joined.
+    fn name_list_joined(names: &[String]) -> String {
+        const SHOWN: usize = 5;
+        let mut s = names
+            .iter()
+            .take(SHOWN)
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > SHOWN {
+            s.push_str(" and more");
+        }
+        s
+    }
+
+    /// The clip as it was written before: chars counted, then taken.
+    fn clip_counted(s: &str) -> String {
+        const MAX: usize = 100;
+        if s.chars().count() > MAX {
+            format!("{}…", s.chars().take(MAX).collect::<String>())
+        } else {
+            s.to_string()
+        }
+    }
+
+    #[test]
+    fn clipped_in_place_is_the_counted_clip() {
+        for s in ["", "x", "/work/a b/c"] {
+            assert_eq!(clip(s), clip_counted(s));
+        }
+        for unit in ["a", "é", "日", "😀", "a日"] {
+            for n in [49, 50, 99, 100, 101, 150] {
+                let s = unit.repeat(n);
+                assert_eq!(clip(&s), clip_counted(&s), "{unit} × {n}");
+                let mut out = String::from("`x` touches ");
+                push_clipped(&mut out, &s);
+                assert_eq!(out, format!("`x` touches {}", clip_counted(&s)));
+            }
+        }
+    }
+
+    /// A reason quoting its segment reads as `format!` wrote it.
+    #[test]
+    fn shown_then_is_the_formatted_reason() {
+        let analysis = crate::segment::analyze(b"sudo rm -rf '/a b' && ls", "/work", "/home/agent");
+        for seg in &analysis.segments {
+            let shown = Shown::new(seg);
+            assert_eq!(
+                shown_then(&shown, &["` cannot be analysed: ", "why"]),
+                format!("`{shown}` cannot be analysed: why")
+            );
+            assert_eq!(shown_then(&shown, &["`: "]), format!("`{shown}`: "));
+        }
+        let mut s = String::from("every segment matches an allow rule (");
+        push_decimal(&mut s, 12);
+        s.push_str(" segments)");
+        assert_eq!(
+            s,
+            format!("every segment matches an allow rule ({} segments)", 12)
+        );
+    }
+
+    #[test]
+    fn name_list_in_place_is_the_joined_list() {
+        for n in 0..=8 {
+            let names: Vec<String> = (0..n)
+                .map(|i| format!("cmd {i} `x`, ⟨$f⟩"))
+                .chain(std::iter::once(String::new()))
+                .collect();
+            for names in [&names[..], &names[..n]] {
+                let mut s = String::from("no rule matches ");
+                push_name_list(&mut s, names);
+                assert_eq!(s, format!("no rule matches {}", name_list_joined(names)));
+            }
+        }
+    }
 }
