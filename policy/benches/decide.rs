@@ -14,10 +14,13 @@ use std::time::Duration;
 use berth_policy::case::{Case, CaseRules, Inputs};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
-/// The berth binary's allocator (runtime/src/main.rs): the figures are the
+#[path = "../../runtime/src/allocator.rs"]
+mod allocator;
+
+/// The berth binary's allocator (runtime/src/allocator.rs): the figures are the
 /// binary's.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
 /// Cases from a policy-case JSON-lines file, every `step`-th terminal one.
 fn sample(path: &str, step: usize) -> Vec<Inputs> {

@@ -12,10 +12,13 @@
 
 use std::io::Write;
 
-/// The berth binary's allocator (runtime/src/main.rs): the figures are the
+#[path = "../../runtime/src/allocator.rs"]
+mod allocator;
+
+/// The berth binary's allocator (runtime/src/allocator.rs): the figures are the
 /// binary's.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: decide_batch FILE")?;

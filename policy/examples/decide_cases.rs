@@ -17,10 +17,13 @@ use std::collections::BTreeMap;
 
 use berth_policy::case::{CaseLine, RulesCache};
 
-/// The berth binary's allocator (runtime/src/main.rs): the figures are the
+#[path = "../../runtime/src/allocator.rs"]
+mod allocator;
+
+/// The berth binary's allocator (runtime/src/allocator.rs): the figures are the
 /// binary's.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -34,10 +34,13 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-/// The berth binary's allocator (runtime/src/main.rs): the figures are what
+#[path = "../../src/allocator.rs"]
+mod allocator;
+
+/// The berth binary's allocator (runtime/src/allocator.rs): the figures are what
 /// `berth serve` and the MCP server pay.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
 use berth_engine::{Actor, ProposeStatus};
 use berth_sandbox::Sandbox as _;

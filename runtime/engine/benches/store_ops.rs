@@ -18,9 +18,12 @@
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-/// The berth binary's allocator (runtime/src/main.rs).
+#[path = "../../src/allocator.rs"]
+mod allocator;
+
+/// The berth binary's allocator (runtime/src/allocator.rs).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
 use berth_engine::store::Store;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
