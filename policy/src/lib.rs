@@ -41,6 +41,8 @@ pub mod rules;
 pub mod scope;
 pub mod segment;
 pub mod shell;
+#[cfg(test)]
+mod short_strings;
 mod substring;
 pub mod template;
 pub mod wrapper;

@@ -63,19 +63,9 @@ mod tests {
 
     #[test]
     fn equals_the_piecewise_reading_on_every_short_string() {
-        const BYTES: &[u8] = b"a/.*?[]rotcw";
-        let mut s = Vec::new();
-        for len in 0..=6u32 {
-            for mut n in 0..BYTES.len().pow(len) {
-                s.clear();
-                for _ in 0..len {
-                    s.push(BYTES[n % BYTES.len()]);
-                    n /= BYTES.len();
-                }
-                let text = std::str::from_utf8(&s).expect("ASCII");
-                assert_eq!(is_plain(text), piecewise(text), "{text:?}");
-            }
-        }
+        crate::short_strings::each(b"a/.*?[]rotcw", 6, |text| {
+            assert_eq!(is_plain(text), piecewise(text), "{text:?}");
+        });
         for text in [
             "/work/src/main.rs",
             "src/a[1]/b",

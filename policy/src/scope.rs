@@ -1130,19 +1130,9 @@ mod tests {
                 && !p.contains("//")
                 && !slash_parts(p).any(|c| c == "." || c == "..")
         };
-        const BYTES: &[u8] = b"/.a";
-        let mut s = Vec::new();
-        for len in 0..=7u32 {
-            for mut n in 0..BYTES.len().pow(len) {
-                s.clear();
-                for _ in 0..len {
-                    s.push(BYTES[n % BYTES.len()]);
-                    n /= BYTES.len();
-                }
-                let text = std::str::from_utf8(&s).expect("ASCII");
-                assert_eq!(is_normal_absolute(text), searched(text), "{text:?}");
-            }
-        }
+        crate::short_strings::each(b"/.a", 7, |text| {
+            assert_eq!(is_normal_absolute(text), searched(text), "{text:?}");
+        });
         for p in [
             "/work",
             "/work/",
