@@ -256,35 +256,79 @@ impl<'a> Reader<'a> {
     /// no escape. The line holds no control character ([`read`]).
     fn string_body(&mut self) -> Option<Cow<'a, str>> {
         let start = self.i;
-        let mut end = start + quote_or_backslash(self.s.get(start..)?)?;
+        let end = start + quote_or_backslash(self.s.get(start..)?)?;
         if self.s.get(end) == Some(&b'"') {
             self.i = end + 1;
             return self.text.get(start..end).map(Cow::Borrowed);
         }
-        // Unescaped in one pass, each search going on from the escape: the
-        // string is at most the rest of the line.
-        let mut owned = String::with_capacity(self.s.len() - start);
-        let mut plain = start;
-        while self.s.get(end) == Some(&b'\\') {
-            owned.push_str(self.text.get(plain..end)?);
-            owned.push(match self.s.get(end + 1)? {
-                b'"' => '"',
-                b'\\' => '\\',
-                b'/' => '/',
-                b'b' => '\u{8}',
-                b'f' => '\u{c}',
-                b'n' => '\n',
-                b'r' => '\r',
-                b't' => '\t',
-                _ => return None,
-            });
-            plain = end + 2;
-            end = plain + quote_or_backslash(self.s.get(plain..)?)?;
-        }
-        owned.push_str(self.text.get(plain..end)?);
-        self.i = end + 1;
+        let (owned, after) = unescaped(self.s, start, end)?;
+        self.i = after;
         Some(Cow::Owned(owned))
     }
+}
+
+/// The string that starts at `start` in `s`, `first` the index of its
+/// first backslash: unescaped, with the index after its closing quote.
+///
+/// A command's escapes (`\"`, `\n`) come every few dozen bytes, so the
+/// plain runs between them are copied eight bytes a step, each word
+/// written whole and the bytes past the run's end taken back (the length
+/// set back), not searched for and then copied by `memcpy` a run. Every
+/// escape it reads stands for one ASCII byte, and the rest is copied
+/// from between ASCII bytes of a `str`: the result is UTF-8, which
+/// `String::from_utf8` checks rather than assumes.
+fn unescaped(s: &[u8], start: usize, first: usize) -> Option<(String, usize)> {
+    // Whole words may overrun the string by seven bytes: room for them.
+    let mut out = Vec::with_capacity(s.len().saturating_sub(start) + 8);
+    out.extend_from_slice(s.get(start..first)?);
+    let mut i = first;
+    // `s[i]` is a quote or a backslash.
+    while *s.get(i)? == b'\\' {
+        out.push(match *s.get(i + 1)? {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            _ => return None,
+        });
+        i += 2;
+        // The plain run after the escape, to the next quote or backslash.
+        loop {
+            let Some(word) = s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) else {
+                let run = s.get(i..)?.iter().position(|&c| c == b'"' || c == b'\\')?;
+                out.extend_from_slice(s.get(i..i + run)?);
+                i += run;
+                break;
+            };
+            out.extend_from_slice(&word);
+            let found = quotes_or_backslashes(u64::from_le_bytes(word));
+            if found != 0 {
+                let run = found.trailing_zeros() as usize / 8;
+                out.truncate(out.len() - (8 - run));
+                i += run;
+                break;
+            }
+            i += 8;
+        }
+    }
+    let text = String::from_utf8(out).ok()?;
+    Some((text, i + 1))
+}
+
+/// The high bit of each byte of `x` that is a `"` or a `\\`, and maybe of
+/// bytes after the first such one (a borrow only sets bits above a zero
+/// byte): the lowest bit set is the first such byte's.
+fn quotes_or_backslashes(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const QUOTES: u64 = ONES * b'"' as u64;
+    const BACKSLASHES: u64 = ONES * b'\\' as u64;
+    let (q, b) = (x ^ QUOTES, x ^ BACKSLASHES);
+    (q.wrapping_sub(ONES) & !q | b.wrapping_sub(ONES) & !b) & HIGHS
 }
 
 /// The index of the first `"` or `\\` in `s`: `memchr2`'s answer. Most
@@ -292,22 +336,13 @@ impl<'a> Reader<'a> {
 /// `memchr2` costs more to set up than they cost to read eight bytes at a
 /// time; the rest of a longer one (a command) goes to `memchr2`.
 fn quote_or_backslash(s: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const QUOTES: u64 = ONES * b'"' as u64;
-    const BACKSLASHES: u64 = ONES * b'\\' as u64;
     /// Words read before `memchr2` takes over.
     const WORDS: usize = 8;
     let mut at = 0;
     for chunk in s.chunks_exact(8).take(WORDS) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        let (q, b) = (x ^ QUOTES, x ^ BACKSLASHES);
-        // A zero byte of `q` or `b` (a quote or backslash) sets its high
-        // bit; the lowest bit set is the first such byte (a borrow only
-        // sets bits above a zero byte).
-        let found = (q.wrapping_sub(ONES) & !q | b.wrapping_sub(ONES) & !b) & HIGHS;
+        let found = quotes_or_backslashes(u64::from_le_bytes(word));
         if found != 0 {
             return Some(at + found.trailing_zeros() as usize / 8);
         }
@@ -380,6 +415,30 @@ mod tests {
                         memchr::memchr2(b'"', b'\\', &s),
                         "{s:?}"
                     );
+                }
+            }
+        }
+    }
+
+    /// Escapes at every place against a word's bytes, between plain runs
+    /// of every length up to three words (non-ASCII bytes among them), the
+    /// string last on its line or not: read, and read as serde reads them.
+    #[test]
+    fn escapes_anywhere_read_as_serde_reads_them() {
+        const ESCAPES: [&str; 8] = [r#"\""#, r"\\", r"\/", r"\b", r"\f", r"\n", r"\r", r"\t"];
+        let run = |len: usize| -> String { "ab\u{e9}c/d x".chars().cycle().take(len).collect() };
+        for before in 0..26 {
+            for between in 0..26 {
+                for (k, esc) in ESCAPES.iter().enumerate() {
+                    let other = ESCAPES[(k + 3) % ESCAPES.len()];
+                    let body = format!("{}{esc}{}{other}{}", run(before), run(between), run(k));
+                    for line in [
+                        format!(r#"{{"command":"{body}"}}"#),
+                        format!(r#"{{"command":"{body}","id":"x"}}"#),
+                    ] {
+                        assert!(read(&line).is_some(), "{line}");
+                        agrees(&line);
+                    }
                 }
             }
         }
