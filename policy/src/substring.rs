@@ -107,8 +107,17 @@ pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
     }
     let rest = hay.get(at..)?;
     if at < WORDS * 8 {
-        // Fewer than eight bytes left, the needle in none before them.
-        return rest.iter().position(|&b| b == needle).map(|i| at + i);
+        // Fewer than eight bytes left, the needle in none before them: the
+        // last eight bytes as one word when there are eight (those read
+        // already hold no needle, so the lowest bit found is still the
+        // first needle), else a byte at a time.
+        let Some(last) = hay.len().checked_sub(8) else {
+            return rest.iter().position(|&b| b == needle).map(|i| at + i);
+        };
+        let word: [u8; 8] = hay.get(last..)?.try_into().ok()?;
+        let x = u64::from_le_bytes(word) ^ pattern;
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        return (found != 0).then(|| last + found.trailing_zeros() as usize / 8);
     }
     memchr::memchr(needle, rest).map(|i| at + i)
 }
