@@ -80,6 +80,24 @@ fn exec_cgroup(id: &str) -> Option<(PathBuf, Vec<i32>)> {
     None
 }
 
+/// [`exec_cgroup`] once it holds `at_least` processes, or as it is after
+/// `within`: the command's first output line comes before the shell forks
+/// what follows it (`sleep 300 &`), and the test once counted too early.
+fn exec_cgroup_holding(id: &str, at_least: usize, within: Duration) -> Option<(PathBuf, Vec<i32>)> {
+    let until = Instant::now() + within;
+    loop {
+        let found = exec_cgroup(id);
+        // No cgroup (not root): nothing to wait for.
+        let enough = found
+            .as_ref()
+            .is_none_or(|(_, pids)| pids.len() >= at_least);
+        if enough || Instant::now() >= until {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
     let until = Instant::now() + within;
     loop {
@@ -112,7 +130,7 @@ fn cancel_stops_a_running_command_from_another_process_and_the_berth_stays_up() 
 
     // Named by its action: any process finds it. As root, every process
     // of the command is in that cgroup (the background `sleep 300` too).
-    let cgroup = exec_cgroup(&id);
+    let cgroup = exec_cgroup_holding(&id, 3, Duration::from_secs(5));
     if berth_sandbox::identity::current_uid() == 0 {
         let (_, pids) = cgroup
             .as_ref()
