@@ -172,7 +172,95 @@ pub struct HereDoc {
 /// A shell word: parts concatenated.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Word {
-    pub parts: Vec<Part>,
+    pub parts: WordParts,
+}
+
+/// A word's parts, read as a slice. Most words are one literal (`git`,
+/// `-n`, `src/main.rs`): that part is held in place ([`WordParts::One`]),
+/// not in a vector of its own, which cost an allocation and a free for
+/// nearly every word of every command.
+#[derive(Clone)]
+pub enum WordParts {
+    One(Part),
+    Many(Vec<Part>),
+}
+
+impl WordParts {
+    pub fn as_slice(&self) -> &[Part] {
+        match self {
+            WordParts::One(part) => std::slice::from_ref(part),
+            WordParts::Many(parts) => parts,
+        }
+    }
+
+    pub fn into_vec(self) -> Vec<Part> {
+        match self {
+            WordParts::One(part) => vec![part],
+            WordParts::Many(parts) => parts,
+        }
+    }
+}
+
+impl Default for WordParts {
+    fn default() -> Self {
+        WordParts::Many(Vec::new())
+    }
+}
+
+/// One part is held in place.
+impl From<Vec<Part>> for WordParts {
+    fn from(mut parts: Vec<Part>) -> Self {
+        match parts.pop() {
+            Some(part) if parts.is_empty() => WordParts::One(part),
+            Some(part) => {
+                parts.push(part);
+                WordParts::Many(parts)
+            }
+            None => WordParts::Many(parts),
+        }
+    }
+}
+
+impl std::ops::Deref for WordParts {
+    type Target = [Part];
+
+    fn deref(&self) -> &[Part] {
+        self.as_slice()
+    }
+}
+
+impl std::ops::DerefMut for WordParts {
+    fn deref_mut(&mut self) -> &mut [Part] {
+        match self {
+            WordParts::One(part) => std::slice::from_mut(part),
+            WordParts::Many(parts) => parts,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a WordParts {
+    type Item = &'a Part;
+    type IntoIter = std::slice::Iter<'a, Part>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+/// Equal when the parts are, however they are held.
+impl PartialEq for WordParts {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for WordParts {}
+
+/// As a list, whatever holds it (as a vector of the parts shows).
+impl std::fmt::Debug for WordParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,4 +280,41 @@ pub enum Part {
     Arith(Arith),
     /// `<(…)` or `>(…)`.
     ProcSub(std::sync::Arc<List>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(text: &str) -> Part {
+        Part::Lit {
+            text: text.into(),
+            quoted: false,
+        }
+    }
+
+    /// However the parts are held, a word reads, compares and prints as
+    /// the vector of its parts did.
+    #[test]
+    fn word_parts_read_as_the_vector_of_them() {
+        for parts in [
+            vec![],
+            vec![lit("git")],
+            vec![lit("a"), Part::Tilde(String::new())],
+            vec![lit("a"), lit("b"), Part::Tilde("u".into())],
+        ] {
+            let held = WordParts::from(parts.clone());
+            assert_eq!(held.as_slice(), parts.as_slice());
+            assert_eq!(matches!(held, WordParts::One(_)), parts.len() == 1);
+            assert_eq!(format!("{held:?}"), format!("{parts:?}"));
+            assert_eq!(format!("{held:#?}"), format!("{parts:#?}"));
+            assert_eq!(held.clone().into_vec(), parts);
+            assert_eq!(held, WordParts::Many(parts.clone()));
+            assert_eq!((&held).into_iter().count(), parts.len());
+        }
+        assert_ne!(WordParts::One(lit("a")), WordParts::One(lit("b")));
+        let mut one = WordParts::One(lit("a"));
+        one[0] = lit("b");
+        assert_eq!(one.as_slice(), [lit("b")]);
+    }
 }

@@ -966,10 +966,10 @@ impl<'a> Parser<'a> {
             if let Some(op) = op {
                 self.pos += op.len();
                 words.push(Word {
-                    parts: vec![Part::Lit {
+                    parts: WordParts::One(Part::Lit {
                         text: lossy(op),
                         quoted: false,
-                    }],
+                    }),
                 });
                 continue;
             }
@@ -1014,7 +1014,9 @@ impl<'a> Parser<'a> {
                 _ => self.word_piece(&mut b, false),
             }
         }
-        Word { parts: b.finish() }
+        Word {
+            parts: b.finish().into(),
+        }
     }
 
     fn parse_function_keyword(&mut self) -> Command {
@@ -1182,7 +1184,9 @@ impl<'a> Parser<'a> {
         }
         Ok(Assign {
             name,
-            value: AssignValue::Scalar(Word { parts: value_parts }),
+            value: AssignValue::Scalar(Word {
+                parts: value_parts.into(),
+            }),
             subscript_code: false,
         })
     }
@@ -1576,10 +1580,10 @@ impl<'a> Parser<'a> {
             let text = self.text(start, end);
             self.pos = end;
             return Word {
-                parts: vec![Part::Lit {
+                parts: WordParts::One(Part::Lit {
                     text,
                     quoted: false,
-                }],
+                }),
             };
         }
         while let Some(c) = self.peek() {
@@ -1595,7 +1599,9 @@ impl<'a> Parser<'a> {
             let at_start = self.pos == start;
             self.word_piece_tilde(&mut b, at_start);
         }
-        Word { parts: b.finish() }
+        Word {
+            parts: b.finish().into(),
+        }
     }
 
     /// One piece of an unquoted word, recognising tilde expansion at the
@@ -2386,7 +2392,7 @@ fn into_assignment(word: Word) -> Result<(String, Vec<Part>), Word> {
     let Some(split) = assignment_split(&word) else {
         return Err(word);
     };
-    let mut parts = word.parts.into_iter();
+    let mut parts = word.parts.into_vec().into_iter();
     let mut value: Vec<Part> = parts
         .by_ref()
         .take(split.at)
