@@ -48,8 +48,14 @@ pub fn mentioned_in(word: &str) -> bool {
             .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
     };
     let bytes = word.as_bytes();
+    // Whether a dot ends a component (before a `/` or at the end): what
+    // [`may_fold`](crate::name_fold::may_fold) needs of a word whose only
+    // byte it looks at is `.` (`x/.git./`, `.envrc.`), found on the way.
+    let mut dot_ends_component = false;
     let mut from = 0;
-    while let Some(i) = crate::substring::find_byte(b'.', &bytes[from..]).map(|i| from + i) {
+    while held & DOT != 0
+        && let Some(i) = crate::substring::find_byte(b'.', &bytes[from..]).map(|i| from + i)
+    {
         let rest = &bytes[i..];
         // Most dots start no name (`.rs`, `.txt`, `.json`): the two bytes
         // after the dot rule them out without comparing each name.
@@ -60,10 +66,18 @@ pub fn mentioned_in(word: &str) -> bool {
         {
             return true;
         }
+        dot_ends_component |= rest.get(1).is_none_or(|&c| c == b'/');
         from = i + 1;
     }
-    may_be_system(word, held & EQUALS != 0, held & DOT != 0)
-        || held & (DOT | SPACE | TILDE | HIGH) != 0 && crate::name_fold::may_fold(word)
+    // Only a word that starts with `/` or `.`, or holds a `=`, may be a
+    // system path: most are answered here without the call.
+    (held & EQUALS != 0 || matches!(bytes.first(), Some(b'/' | b'.')))
+        && may_be_system(word, held & EQUALS != 0, held & DOT != 0)
+        // `may_fold` takes any non-ASCII byte for a fold, whatever else the
+        // word holds; a dot only where it ends a component.
+        || held & HIGH != 0
+        || (held & (SPACE | TILDE) != 0 || dot_ends_component)
+            && crate::name_fold::may_fold(word)
         || held & PAIR_START != 0
             && UNDOTTED_PAIRS
                 .iter()
@@ -184,7 +198,7 @@ mod tests {
                         .get(..n.len())
                         .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
                 })
-        }) || may_be_system(word, true, true)
+        }) || crate::protected::tests::may_be_system_unfiltered(word, true, true)
             || crate::name_fold::may_fold(word)
             || UNDOTTED_PAIRS.iter().any(|p| word.contains(p))
     }
@@ -211,6 +225,20 @@ mod tests {
             "of=/etc/x",
             "a=b=../../etc",
             "x/../etc",
+            "/work",
+            "/work/gen",
+            "/tmp/x.txt",
+            "a./b",
+            "a.",
+            "a. ",
+            "./x",
+            "../x",
+            "x/./y",
+            "GIT~1",
+            "HEAD~3",
+            "caf\u{e9}",
+            "/\u{e9}",
+            "--out=/etc/x",
         ]
         .map(String::from)
         .to_vec();
@@ -233,6 +261,11 @@ mod tests {
         for w in &words {
             assert_eq!(mentioned_in(w), mentioned_in_unfiltered(w), "{w:?}");
         }
+        // Every short word of dots, slashes, spaces, `~`, `=`, letters and
+        // a digit: where a dot ends a component, a fold, a system path.
+        crate::short_strings::each(b"./ ~g1=e", 6, |w| {
+            assert_eq!(mentioned_in(w), mentioned_in_unfiltered(w), "{w:?}");
+        });
         // Every pair of bytes after a dot, and every byte alone.
         for a in 0u8..=255 {
             for b in 0u8..=255 {
