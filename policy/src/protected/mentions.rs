@@ -58,11 +58,13 @@ pub fn mentioned_in(word: &str) -> bool {
     {
         let rest = &bytes[i..];
         // Most dots start no name (`.rs`, `.txt`, `.json`): the two bytes
-        // after the dot rule them out without comparing each name.
+        // after the dot rule them out without comparing each name; the
+        // rest (`.com`, `.py`) are compared with the few names that have
+        // the same byte after the dot.
         if may_start_name(rest)
-            && (starts(rest, BARE_REPO_SUFFIX)
-                || PROTECTED.iter().any(|(n, _)| starts(rest, n))
-                || PROTECTED_PAIRS.iter().any(|(n, _, _)| starts(rest, n)))
+            && rest
+                .get(1)
+                .is_some_and(|&c| dotted_after(c).iter().any(|n| starts(rest, n)))
         {
             return true;
         }
@@ -134,6 +136,105 @@ fn may_start_name(rest: &[u8]) -> bool {
         None => follows == u128::MAX,
     }
 }
+
+/// The names [`mentioned_in`] compares after a dot whose next byte is `c`
+/// without case: a group of [`DOTTED`].
+fn dotted_after(c: u8) -> &'static [&'static str] {
+    let (names, from) = &DOTTED;
+    let c = usize::from(c.to_ascii_lowercase());
+    match (from.get(c), from.get(c + 1)) {
+        (Some(&start), Some(&end)) => names.get(start..end).unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
+/// How many names [`mentioned_in`] compares after a dot: the bare-repository
+/// suffix, [`PROTECTED`]'s names and [`PROTECTED_PAIRS`]' first names that
+/// start with `.`, in that order.
+const CANDIDATES: usize = 1 + PROTECTED.len() + PROTECTED_PAIRS.len();
+
+/// The `i`th of the [`CANDIDATES`].
+const fn candidate(i: usize) -> &'static str {
+    if i == 0 {
+        BARE_REPO_SUFFIX
+    } else if i <= PROTECTED.len() {
+        PROTECTED[i - 1].0
+    } else {
+        PROTECTED_PAIRS[i - 1 - PROTECTED.len()].0
+    }
+}
+
+/// Whether the `i`th candidate is compared after a dot: it starts with one
+/// (`Library` does not), and no candidate before it is the same name
+/// (`.config` starts nine pairs).
+const fn compared(i: usize) -> bool {
+    let name = candidate(i).as_bytes();
+    if name[0] != b'.' {
+        return false;
+    }
+    let mut j = 0;
+    while j < i {
+        let earlier = candidate(j).as_bytes();
+        if earlier.len() == name.len() {
+            let mut k = 0;
+            while k < name.len() && earlier[k] == name[k] {
+                k += 1;
+            }
+            if k == name.len() {
+                return false;
+            }
+        }
+        j += 1;
+    }
+    true
+}
+
+/// How many names are [`compared`].
+const COMPARED: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < CANDIDATES {
+        if compared(i) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The names [`mentioned_in`] compares after a dot, each once, grouped by
+/// their byte after the dot (lower case), with where each group starts:
+/// the group of byte `c` is `names[from[c]..from[c + 1]]`.
+static DOTTED: ([&str; COMPARED], [usize; 129]) = {
+    // Each candidate's group (its byte after the dot, lower case), or
+    // none: worked out once, not for each group.
+    let mut group = [usize::MAX; CANDIDATES];
+    let mut i = 0;
+    while i < CANDIDATES {
+        if compared(i) {
+            group[i] = candidate(i).as_bytes()[1].to_ascii_lowercase() as usize;
+        }
+        i += 1;
+    }
+    let mut names = [""; COMPARED];
+    let mut from = [0; 129];
+    let mut n = 0;
+    let mut c = 0;
+    while c < 128 {
+        from[c] = n;
+        let mut i = 0;
+        while i < CANDIDATES {
+            if group[i] == c {
+                names[n] = candidate(i);
+                n += 1;
+            }
+            i += 1;
+        }
+        c += 1;
+    }
+    from[128] = n;
+    (names, from)
+};
 
 /// For each byte (lower case) after the `.` of a protected name, the bare-
 /// repository suffix included, the bytes (lower case) that follow it in
