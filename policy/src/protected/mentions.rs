@@ -4,7 +4,7 @@
 //! each test answers those in about one pass over their bytes, and leaves
 //! the names' comparisons to the few words with a dot that may start one.
 
-use super::{BARE_REPO_SUFFIX, PROTECTED, PROTECTED_PAIRS, may_be_system};
+use super::{BARE_REPO_SUFFIX, PROTECTED, PROTECTED_PAIRS, SYSTEM_NAME_START, may_be_system};
 
 /// Whether `path` may name a protected place at all: every protected name
 /// starts with a literal `.` or ends in `.git` (a glob matches a leading
@@ -72,8 +72,11 @@ pub fn mentioned_in(word: &str) -> bool {
         from = i + 1;
     }
     // Only a word that starts with `/` or `.`, or holds a `=`, may be a
-    // system path: most are answered here without the call.
+    // system path, and only one with the first byte of a system name or a
+    // `/` at the end (`/`, `of=/`): most (`/work`) are answered here
+    // without the call.
     (held & EQUALS != 0 || matches!(bytes.first(), Some(b'/' | b'.')))
+        && (held & SYSTEM_START != 0 || bytes.last() == Some(&b'/'))
         && may_be_system(word, held & EQUALS != 0, held & DOT != 0)
         // `may_fold` takes any non-ASCII byte for a fold, whatever else the
         // word holds; a dot only where it ends a component.
@@ -100,6 +103,9 @@ const HIGH: u8 = 16;
 const EQUALS: u8 = 32;
 /// The first byte of one of [`UNDOTTED_PAIRS`].
 const PAIR_START: u8 = 64;
+/// The first byte of one of [`SYSTEM_NAMES`](super::SYSTEM_NAMES), which
+/// [`may_be_system`] looks for after a `/`.
+const SYSTEM_START: u8 = 128;
 
 /// For each byte, which of the bytes [`mentioned_in`]'s tests need it is.
 static HELD: [u8; 256] = {
@@ -118,6 +124,13 @@ static HELD: [u8; 256] = {
     while i < UNDOTTED_PAIRS.len() {
         table[UNDOTTED_PAIRS[i].as_bytes()[0] as usize] |= PAIR_START;
         i += 1;
+    }
+    let mut b = 0;
+    while b < 256 {
+        if SYSTEM_NAME_START[b] {
+            table[b] |= SYSTEM_START;
+        }
+        b += 1;
     }
     table
 };
@@ -343,6 +356,8 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
+        words.extend(crate::protected::tests::system_words());
+        words.extend(["/", "of=/", "a=b=/", "/work/", "./", "=/"].map(String::from));
         for n in dotted_names() {
             // The name, in other cases, in a path, with more after it or
             // before it, and each cut short.
