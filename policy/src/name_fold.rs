@@ -48,28 +48,35 @@ pub fn same_name(comp: &str, name: &str) -> bool {
 /// name.
 pub struct Folded<'a> {
     comp: &'a str,
-    /// `comp` without HFS+'s ignorable code points.
-    kept: String,
+    /// `comp` without HFS+'s ignorable code points, and without NTFS's
+    /// trailing dots and spaces.
+    trimmed: String,
+    /// Whether `trimmed` holds a `~`: without one it is no 8.3 short name
+    /// ([`short_name`] answers `false`), and is not searched for one again
+    /// for each name.
+    tilde: bool,
 }
 
 impl<'a> Folded<'a> {
     pub fn of(comp: &'a str) -> Folded<'a> {
+        let mut trimmed: String = comp
+            .chars()
+            .filter(|c| !HFS_IGNORABLE.iter().any(|(i, _)| i == c))
+            .collect();
+        trimmed.truncate(trimmed.trim_end_matches([' ', '.']).len());
+        let tilde = trimmed.contains('~');
         Folded {
             comp,
-            kept: comp
-                .chars()
-                .filter(|c| !HFS_IGNORABLE.iter().any(|(i, _)| i == c))
-                .collect(),
+            trimmed,
+            tilde,
         }
     }
 
     /// [`same_name`]`(comp, name)`.
     pub fn is(&self, name: &str) -> bool {
-        if self.comp.eq_ignore_ascii_case(name) {
-            return true;
-        }
-        let trimmed = self.kept.trim_end_matches([' ', '.']);
-        trimmed.eq_ignore_ascii_case(name) || short_name(trimmed, name)
+        self.comp.eq_ignore_ascii_case(name)
+            || self.trimmed.eq_ignore_ascii_case(name)
+            || self.tilde && short_name(&self.trimmed, name)
     }
 }
 
@@ -160,6 +167,46 @@ static MAY_FOLD: [bool; 256] = crate::byte_set::byte_set(b"~. ", true);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`Folded::is`] as it was: the ignorable code points dropped, the
+    /// trailing dots and spaces trimmed and the short name looked for on
+    /// every comparison.
+    fn same_name_each_time(comp: &str, name: &str) -> bool {
+        let kept: String = comp
+            .chars()
+            .filter(|c| !HFS_IGNORABLE.iter().any(|(i, _)| i == c))
+            .collect();
+        let trimmed = kept.trim_end_matches([' ', '.']);
+        comp.eq_ignore_ascii_case(name)
+            || trimmed.eq_ignore_ascii_case(name)
+            || short_name(trimmed, name)
+    }
+
+    #[test]
+    fn folding_once_answers_as_folding_each_time() {
+        let names = [".git", "git", ".mcp.json", ".claude", ".gi"];
+        let check = |comp: &str| {
+            let folded = Folded::of(comp);
+            for name in names {
+                assert_eq!(
+                    folded.is(name),
+                    same_name_each_time(comp, name),
+                    "{comp:?} {name:?}"
+                );
+            }
+        };
+        crate::short_strings::each(b".gi~1 tG", 6, check);
+        for comp in [
+            ".g\u{200c}it",
+            ".gi\u{206f}t.",
+            "GIT~1\u{200c}.",
+            "MCP~1.JSO",
+            "MCPJSO~1 .",
+            "\u{feff}~",
+        ] {
+            check(comp);
+        }
+    }
 
     #[test]
     fn folds_what_git_refuses() {

@@ -521,20 +521,20 @@ fn may_be_system(word: &str, equals: bool, dot: bool) -> bool {
     if word == "/" {
         return true;
     }
-    const NAMES: [&str; 8] = [
-        "etc",
-        "proc/sys",
-        "sys",
-        "boot",
-        "lib/systemd",
-        "usr/",
-        "bin",
-        "sbin",
-    ];
+    // Each test below needs a `/` right before the first letter of one of
+    // [`SYSTEM_NAMES`]: most paths hold none (`/work`, `/tmp/out.txt`), and are
+    // answered by one pass over their bytes.
+    if !word
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'/' && SYSTEM_NAME_START[usize::from(w[1])])
+    {
+        return false;
+    }
     // `/etc/x`, `//etc/x`: the first component. Only `..`, `/./` and the
     // kernel's aliases (`/proc/self/root/…`) can reach one further on.
     let first = word.trim_start_matches('/');
-    if first.len() < word.len() && NAMES.iter().any(|p| first.starts_with(p)) {
+    if first.len() < word.len() && SYSTEM_NAMES.iter().any(|p| first.starts_with(p)) {
         return true;
     }
     // `..` and `/./` hold a dot: most paths have none, and are not searched
@@ -548,12 +548,37 @@ fn may_be_system(word: &str, equals: bool, dot: bool) -> bool {
     let mut rest = word;
     while let Some(i) = crate::substring::find_byte(b'/', rest.as_bytes()) {
         rest = &rest[i + 1..];
-        if NAMES.iter().any(|p| rest.starts_with(p)) {
+        if SYSTEM_NAMES.iter().any(|p| rest.starts_with(p)) {
             return true;
         }
     }
     false
 }
+
+/// The components right after a `/` that [`may_be_system`] takes for a
+/// way into [`SYSTEM_PLACES`] (`/etc`, `../../etc`, `/proc/self/root/etc`).
+const SYSTEM_NAMES: [&str; 8] = [
+    "etc",
+    "proc/sys",
+    "sys",
+    "boot",
+    "lib/systemd",
+    "usr/",
+    "bin",
+    "sbin",
+];
+
+/// The first bytes of [`SYSTEM_NAMES`]: after a `/`, the only bytes that
+/// may start one.
+static SYSTEM_NAME_START: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < SYSTEM_NAMES.len() {
+        table[SYSTEM_NAMES[i].as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// The system place `path` (absolute, normalised) writes, if any; a glob
 /// is judged by its static prefix (`/etc/sudo*` may be `/etc/sudoers`).
@@ -704,6 +729,66 @@ enum Form<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`may_be_system`] without its filter (the look for a `/` before a
+    /// name's first letter), as one expression.
+    pub(super) fn may_be_system_unfiltered(word: &str, equals: bool, dot: bool) -> bool {
+        let after_equals = word.split_once('=').filter(|_| equals).map(|(_, v)| v);
+        let starts_system = |w: &str| SYSTEM_NAMES.iter().any(|p| w.starts_with(p));
+        let first = word.trim_start_matches('/');
+        let climbs =
+            dot && (word.contains("..") || word.contains("/./")) || word.contains("/proc/");
+        after_equals.is_some_and(|v| may_be_system_unfiltered(v, equals, dot))
+            || word.starts_with(['/', '.'])
+                && (word == "/"
+                    || first.len() < word.len() && starts_system(first)
+                    || climbs
+                        && word
+                            .match_indices('/')
+                            .any(|(i, _)| starts_system(&word[i + 1..])))
+    }
+
+    /// Every system name in the spellings that reach it (`//etc`,
+    /// `../etc`, `/proc/self/root/etc`, `of=/etc`) and that do not
+    /// (`x/etc`), each cut short at every byte.
+    pub(super) fn system_words() -> Vec<String> {
+        let mut words = Vec::new();
+        for name in SYSTEM_NAMES {
+            for w in [
+                format!("/{name}"),
+                format!("//{name}/x"),
+                format!("../{name}"),
+                format!("./a/../{name}"),
+                format!("/a/./{name}"),
+                format!("/proc/self/root/{name}"),
+                format!("/x/proc/{name}"),
+                format!("of=/{name}"),
+                format!("a=b=/{name}"),
+                format!("--o=../{name}"),
+                format!("/work/{name}"),
+                format!("x/{name}"),
+            ] {
+                words.extend((0..=w.len()).map(|end| w[..end].to_string()));
+            }
+        }
+        words
+    }
+
+    #[test]
+    fn the_cheap_system_test_answers_as_the_unfiltered_one() {
+        let check = |w: &str| {
+            let (equals, dot) = (w.contains('='), w.contains('.'));
+            assert_eq!(
+                may_be_system(w, equals, dot),
+                may_be_system_unfiltered(w, equals, dot),
+                "{w:?}"
+            );
+        };
+        crate::short_strings::each(b"/.=etcwb", 7, check);
+        for w in system_words() {
+            check(&w);
+        }
+    }
 
     /// [`why`] as it was before each component was folded once: every
     /// name compared through `same_name`, every glob lowered again.

@@ -81,6 +81,16 @@ pub fn has_byte(hay: &str, b: u8) -> bool {
     find_byte(b, hay.as_bytes()).is_some()
 }
 
+/// `s` before its first `b` (ASCII), and whether it holds one: the answers
+/// of `s.split(c).next()` and `s.contains(c)` for that char, by one
+/// [`find_byte`] (`--name=value`'s name, and whether a value is attached).
+pub fn before_byte(s: &str, b: u8) -> (&str, bool) {
+    match find_byte(b, s.as_bytes()).and_then(|i| s.get(..i)) {
+        Some(before) => (before, true),
+        None => (s, false),
+    }
+}
+
 /// The index of the first `needle` in `hay`, as `position` finds it: eight
 /// bytes at a time for the first few words (a word, a path), then by
 /// `memchr`'s vector search (a command line's `C`s, for `CDPATH`, its NUL
@@ -125,6 +135,19 @@ pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn before_byte_answers_as_split_and_contains() {
+        crate::short_strings::each(b"=a-", 8, |s| {
+            assert_eq!(
+                before_byte(s, b'='),
+                (s.split('=').next().unwrap_or(s), s.contains('=')),
+                "{s:?}"
+            );
+        });
+        let s = "\u{e9}-x=\u{e9}";
+        assert_eq!(before_byte(s, b'='), ("\u{e9}-x", true));
+    }
 
     /// [`find_byte`] finds what `position` finds, wherever the byte stands
     /// (in the words read eight bytes at a time or in `memchr`'s part) and

@@ -165,16 +165,14 @@ pub(super) fn positionals(inv: &[Arg]) -> (Vec<&Arg>, bool) {
                 continue;
             }
             if t.starts_with('-') && t.len() > 1 {
-                let name = t.split('=').next().unwrap_or(t);
-                if vals.contains(&name) && !t.contains('=') {
+                // The option's name, and whether a value is attached: one
+                // look for the `=`.
+                let (name, attached) = crate::substring::before_byte(t, b'=');
+                if vals.contains(&name) && !attached {
                     i += 2;
                     continue;
                 }
-                if out.is_empty()
-                    && !t.contains('=')
-                    && !vals.contains(&name)
-                    && t.starts_with("--")
-                {
+                if out.is_empty() && !attached && !vals.contains(&name) && t.starts_with("--") {
                     uncertain = true;
                 }
                 i += 1;

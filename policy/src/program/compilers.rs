@@ -110,22 +110,80 @@ pub(super) fn cc(name: &str, args: &[Arg]) -> Facts {
 }
 
 /// C and C++ compiler drivers, by name (`x86_64-linux-gnu-gcc-12`,
-/// `clang++-17` included).
+/// `clang++-17` included): the name without its trailing version
+/// (digits, `.`, `-`), after its last `-`. Bytes, not chars: what is
+/// trimmed and where it is cut are ASCII, and std's char searchers cost
+/// more than the whole look at a name (every program not matched before
+/// is asked).
 pub(super) fn is_compiler_driver(name: &str) -> bool {
-    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
-    let base = base.rsplit('-').next().unwrap_or(base);
+    let b = name.as_bytes();
+    let mut end = b.len();
+    while end > 0 && matches!(b[end - 1], b'0'..=b'9' | b'.' | b'-') {
+        end -= 1;
+    }
+    let mut start = end;
+    while start > 0 && b[start - 1] != b'-' {
+        start -= 1;
+    }
     matches!(
-        base,
-        "gcc"
-            | "g++"
-            | "cc"
-            | "c++"
-            | "clang"
-            | "clang++"
-            | "cpp"
-            | "gfortran"
-            | "tcc"
-            | "icx"
-            | "icpx"
+        &b[start..end],
+        b"gcc"
+            | b"g++"
+            | b"cc"
+            | b"c++"
+            | b"clang"
+            | b"clang++"
+            | b"cpp"
+            | b"gfortran"
+            | b"tcc"
+            | b"icx"
+            | b"icpx"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`is_compiler_driver`] as it was, by std's char searchers.
+    fn is_compiler_driver_by_chars(name: &str) -> bool {
+        let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+        let base = base.rsplit('-').next().unwrap_or(base);
+        [
+            "gcc", "g++", "cc", "c++", "clang", "clang++", "cpp", "gfortran", "tcc", "icx", "icpx",
+        ]
+        .contains(&base)
+    }
+
+    #[test]
+    fn the_byte_reading_names_the_same_drivers() {
+        crate::short_strings::each(b"gc+-.1x", 6, |name| {
+            assert_eq!(
+                is_compiler_driver(name),
+                is_compiler_driver_by_chars(name),
+                "{name:?}"
+            );
+        });
+        for name in [
+            "x86_64-linux-gnu-gcc-12",
+            "clang++-17",
+            "gfortran",
+            "icpx.2",
+            "arm-none-eabi-g++",
+            "tcc-",
+            "\u{e9}-cc",
+            "cc-\u{e9}",
+            "clang-\u{e9}1",
+            "git",
+            "",
+        ] {
+            assert_eq!(
+                is_compiler_driver(name),
+                is_compiler_driver_by_chars(name),
+                "{name:?}"
+            );
+        }
+        assert!(is_compiler_driver("x86_64-linux-gnu-gcc-12"));
+        assert!(!is_compiler_driver("npm"));
+    }
 }

@@ -4,7 +4,7 @@
 //! each test answers those in about one pass over their bytes, and leaves
 //! the names' comparisons to the few words with a dot that may start one.
 
-use super::{BARE_REPO_SUFFIX, PROTECTED, PROTECTED_PAIRS, may_be_system};
+use super::{BARE_REPO_SUFFIX, PROTECTED, PROTECTED_PAIRS, SYSTEM_NAME_START, may_be_system};
 
 /// Whether `path` may name a protected place at all: every protected name
 /// starts with a literal `.` or ends in `.git` (a glob matches a leading
@@ -48,22 +48,41 @@ pub fn mentioned_in(word: &str) -> bool {
             .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
     };
     let bytes = word.as_bytes();
+    // Whether a dot ends a component (before a `/` or at the end): what
+    // [`may_fold`](crate::name_fold::may_fold) needs of a word whose only
+    // byte it looks at is `.` (`x/.git./`, `.envrc.`), found on the way.
+    let mut dot_ends_component = false;
     let mut from = 0;
-    while let Some(i) = crate::substring::find_byte(b'.', &bytes[from..]).map(|i| from + i) {
+    while held & DOT != 0
+        && let Some(i) = crate::substring::find_byte(b'.', &bytes[from..]).map(|i| from + i)
+    {
         let rest = &bytes[i..];
         // Most dots start no name (`.rs`, `.txt`, `.json`): the two bytes
-        // after the dot rule them out without comparing each name.
+        // after the dot rule them out without comparing each name; the
+        // rest (`.com`, `.py`) are compared with the few names that have
+        // the same byte after the dot.
         if may_start_name(rest)
-            && (starts(rest, BARE_REPO_SUFFIX)
-                || PROTECTED.iter().any(|(n, _)| starts(rest, n))
-                || PROTECTED_PAIRS.iter().any(|(n, _, _)| starts(rest, n)))
+            && rest
+                .get(1)
+                .is_some_and(|&c| dotted_after(c).iter().any(|n| starts(rest, n)))
         {
             return true;
         }
+        dot_ends_component |= rest.get(1).is_none_or(|&c| c == b'/');
         from = i + 1;
     }
-    may_be_system(word, held & EQUALS != 0, held & DOT != 0)
-        || held & (DOT | SPACE | TILDE | HIGH) != 0 && crate::name_fold::may_fold(word)
+    // Only a word that starts with `/` or `.`, or holds a `=`, may be a
+    // system path, and only one with the first byte of a system name or a
+    // `/` at the end (`/`, `of=/`): most (`/work`) are answered here
+    // without the call.
+    (held & EQUALS != 0 || matches!(bytes.first(), Some(b'/' | b'.')))
+        && (held & SYSTEM_START != 0 || bytes.last() == Some(&b'/'))
+        && may_be_system(word, held & EQUALS != 0, held & DOT != 0)
+        // `may_fold` takes any non-ASCII byte for a fold, whatever else the
+        // word holds; a dot only where it ends a component.
+        || held & HIGH != 0
+        || (held & (SPACE | TILDE) != 0 || dot_ends_component)
+            && crate::name_fold::may_fold(word)
         || held & PAIR_START != 0
             && UNDOTTED_PAIRS
                 .iter()
@@ -84,6 +103,9 @@ const HIGH: u8 = 16;
 const EQUALS: u8 = 32;
 /// The first byte of one of [`UNDOTTED_PAIRS`].
 const PAIR_START: u8 = 64;
+/// The first byte of one of [`SYSTEM_NAMES`](super::SYSTEM_NAMES), which
+/// [`may_be_system`] looks for after a `/`.
+const SYSTEM_START: u8 = 128;
 
 /// For each byte, which of the bytes [`mentioned_in`]'s tests need it is.
 static HELD: [u8; 256] = {
@@ -103,6 +125,13 @@ static HELD: [u8; 256] = {
         table[UNDOTTED_PAIRS[i].as_bytes()[0] as usize] |= PAIR_START;
         i += 1;
     }
+    let mut b = 0;
+    while b < 256 {
+        if SYSTEM_NAME_START[b] {
+            table[b] |= SYSTEM_START;
+        }
+        b += 1;
+    }
     table
 };
 
@@ -120,6 +149,105 @@ fn may_start_name(rest: &[u8]) -> bool {
         None => follows == u128::MAX,
     }
 }
+
+/// The names [`mentioned_in`] compares after a dot whose next byte is `c`
+/// without case: a group of [`DOTTED`].
+fn dotted_after(c: u8) -> &'static [&'static str] {
+    let (names, from) = &DOTTED;
+    let c = usize::from(c.to_ascii_lowercase());
+    match (from.get(c), from.get(c + 1)) {
+        (Some(&start), Some(&end)) => names.get(start..end).unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
+/// How many names [`mentioned_in`] compares after a dot: the bare-repository
+/// suffix, [`PROTECTED`]'s names and [`PROTECTED_PAIRS`]' first names that
+/// start with `.`, in that order.
+const CANDIDATES: usize = 1 + PROTECTED.len() + PROTECTED_PAIRS.len();
+
+/// The `i`th of the [`CANDIDATES`].
+const fn candidate(i: usize) -> &'static str {
+    if i == 0 {
+        BARE_REPO_SUFFIX
+    } else if i <= PROTECTED.len() {
+        PROTECTED[i - 1].0
+    } else {
+        PROTECTED_PAIRS[i - 1 - PROTECTED.len()].0
+    }
+}
+
+/// Whether the `i`th candidate is compared after a dot: it starts with one
+/// (`Library` does not), and no candidate before it is the same name
+/// (`.config` starts nine pairs).
+const fn compared(i: usize) -> bool {
+    let name = candidate(i).as_bytes();
+    if name[0] != b'.' {
+        return false;
+    }
+    let mut j = 0;
+    while j < i {
+        let earlier = candidate(j).as_bytes();
+        if earlier.len() == name.len() {
+            let mut k = 0;
+            while k < name.len() && earlier[k] == name[k] {
+                k += 1;
+            }
+            if k == name.len() {
+                return false;
+            }
+        }
+        j += 1;
+    }
+    true
+}
+
+/// How many names are [`compared`].
+const COMPARED: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < CANDIDATES {
+        if compared(i) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The names [`mentioned_in`] compares after a dot, each once, grouped by
+/// their byte after the dot (lower case), with where each group starts:
+/// the group of byte `c` is `names[from[c]..from[c + 1]]`.
+static DOTTED: ([&str; COMPARED], [usize; 129]) = {
+    // Each candidate's group (its byte after the dot, lower case), or
+    // none: worked out once, not for each group.
+    let mut group = [usize::MAX; CANDIDATES];
+    let mut i = 0;
+    while i < CANDIDATES {
+        if compared(i) {
+            group[i] = candidate(i).as_bytes()[1].to_ascii_lowercase() as usize;
+        }
+        i += 1;
+    }
+    let mut names = [""; COMPARED];
+    let mut from = [0; 129];
+    let mut n = 0;
+    let mut c = 0;
+    while c < 128 {
+        from[c] = n;
+        let mut i = 0;
+        while i < CANDIDATES {
+            if group[i] == c {
+                names[n] = candidate(i);
+                n += 1;
+            }
+            i += 1;
+        }
+        c += 1;
+    }
+    from[128] = n;
+    (names, from)
+};
 
 /// For each byte (lower case) after the `.` of a protected name, the bare-
 /// repository suffix included, the bytes (lower case) that follow it in
@@ -184,7 +312,7 @@ mod tests {
                         .get(..n.len())
                         .is_some_and(|r| r.eq_ignore_ascii_case(n.as_bytes()))
                 })
-        }) || may_be_system(word, true, true)
+        }) || crate::protected::tests::may_be_system_unfiltered(word, true, true)
             || crate::name_fold::may_fold(word)
             || UNDOTTED_PAIRS.iter().any(|p| word.contains(p))
     }
@@ -211,9 +339,25 @@ mod tests {
             "of=/etc/x",
             "a=b=../../etc",
             "x/../etc",
+            "/work",
+            "/work/gen",
+            "/tmp/x.txt",
+            "a./b",
+            "a.",
+            "a. ",
+            "./x",
+            "../x",
+            "x/./y",
+            "GIT~1",
+            "HEAD~3",
+            "caf\u{e9}",
+            "/\u{e9}",
+            "--out=/etc/x",
         ]
         .map(String::from)
         .to_vec();
+        words.extend(crate::protected::tests::system_words());
+        words.extend(["/", "of=/", "a=b=/", "/work/", "./", "=/"].map(String::from));
         for n in dotted_names() {
             // The name, in other cases, in a path, with more after it or
             // before it, and each cut short.
@@ -233,6 +377,11 @@ mod tests {
         for w in &words {
             assert_eq!(mentioned_in(w), mentioned_in_unfiltered(w), "{w:?}");
         }
+        // Every short word of dots, slashes, spaces, `~`, `=`, letters and
+        // a digit: where a dot ends a component, a fold, a system path.
+        crate::short_strings::each(b"./ ~g1=e", 6, |w| {
+            assert_eq!(mentioned_in(w), mentioned_in_unfiltered(w), "{w:?}");
+        });
         // Every pair of bytes after a dot, and every byte alone.
         for a in 0u8..=255 {
             for b in 0u8..=255 {
