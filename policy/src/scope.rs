@@ -45,7 +45,7 @@ const SPECIAL: &[&str] = &[
 /// too). `/proc/self/cwd` needs the cwd: see [`resolve`].
 pub fn normalize(base: &str, path: &str) -> String {
     match walk(base, path, CwdAlias::Lexical, true) {
-        Ok(s) => s,
+        Ok(s) => s.into_owned(),
         // Lexical mode never fails; keep the plain lexical form regardless.
         Err(_) => lexical(base, path),
     }
@@ -110,8 +110,14 @@ fn alias_at(parts: &[&str], globs: bool) -> Option<(&'static str, bool)> {
 }
 
 /// The normaliser behind [`normalize`] and [`resolve`]. `globs`: a glob
-/// component that may name an alias (`/proc/*/root`) is taken as it.
-fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String, Unresolved> {
+/// component that may name an alias (`/proc/*/root`) is taken as it. An
+/// absolute path that is already normal comes back borrowed.
+fn walk<'p>(
+    base: &str,
+    path: &'p str,
+    cwd: CwdAlias<'_>,
+    globs: bool,
+) -> Result<Cow<'p, str>, Unresolved> {
     if let Some(plain) = already_normal(base, path) {
         return Ok(plain);
     }
@@ -142,18 +148,33 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
             }
         }
     }
-    Ok(join(&parts, path.len() + base.len() + 1))
+    Ok(Cow::Owned(join(&parts, path.len() + base.len() + 1)))
+}
+
+/// [`walk`] of a path that is borrowed for `'w` or owned: the result
+/// borrowed from it when it is already normal, else owned.
+fn walk_written<'w>(
+    base: &str,
+    written: &Written<'w>,
+    cwd: CwdAlias<'_>,
+    globs: bool,
+) -> Result<Cow<'w, str>, Unresolved> {
+    match &written.0 {
+        Cow::Borrowed(w) => walk(base, w, cwd, globs),
+        Cow::Owned(w) => walk(base, w, cwd, globs).map(|r| Cow::Owned(r.into_owned())),
+    }
 }
 
 /// The walk's result when no piece of the path (nor, for a relative
 /// path, of the absolute base) changes anything: every piece a plain name
 /// that is no alias (`root`, `cwd`) and no glob — the common case, built
-/// without collecting the pieces.
-fn already_normal(base: &str, path: &str) -> Option<String> {
+/// without collecting the pieces (an absolute one is `path` itself,
+/// borrowed).
+fn already_normal<'p>(base: &str, path: &'p str) -> Option<Cow<'p, str>> {
     // Each piece plain, read in one pass (`plain_path`).
     let plain = crate::plain_path::is_plain;
     if let Some(rest) = path.strip_prefix('/') {
-        return plain(rest).then(|| path.to_string());
+        return plain(rest).then_some(Cow::Borrowed(path));
     }
     let b = base.strip_prefix('/')?;
     if !(plain(b) && plain(path)) {
@@ -163,7 +184,7 @@ fn already_normal(base: &str, path: &str) -> Option<String> {
     out.push_str(base);
     out.push('/');
     out.push_str(path);
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
 fn join(parts: &[&str], capacity: usize) -> String {
@@ -197,7 +218,7 @@ fn lexical(base: &str, path: &str) -> String {
 /// `path` resolved against `base` as the kernel would, with `cwd` standing
 /// for `/proc/self/cwd` (`None`: not known).
 pub fn resolve(base: &str, path: &str, cwd: Option<&str>) -> Result<String, Unresolved> {
-    walk(base, path, cwd_alias(cwd), true)
+    walk(base, path, cwd_alias(cwd), true).map(Cow::into_owned)
 }
 
 fn cwd_alias(cwd: Option<&str>) -> CwdAlias<'_> {
@@ -662,6 +683,31 @@ struct Judge<'a> {
 /// past it, [`Judge::seen`] finds it by its hash. No key is copied.
 const SCAN_REPORTS: usize = 16;
 
+/// A path as written, as a report keeps it: borrowed from the segment
+/// judged (almost always), or built for the judge (a glob's climbed form,
+/// a program's file in the home, a dynamic word as shown) and moved into
+/// the report.
+#[derive(Clone)]
+struct Written<'a>(Cow<'a, str>);
+
+impl<'a> Written<'a> {
+    fn of(text: &'a str) -> Self {
+        Written(Cow::Borrowed(text))
+    }
+
+    fn built(text: String) -> Self {
+        Written(Cow::Owned(text))
+    }
+}
+
+impl std::ops::Deref for Written<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 /// How a path is judged: as a glob (by what it can match), and whether the
 /// command walks everything below it.
 #[derive(Clone, Copy, Default)]
@@ -690,26 +736,22 @@ impl Reported<'_> {
 }
 
 impl<'a> Judge<'a> {
-    fn report(&mut self, written: &str, resolved: Option<String>, location: Location) {
+    /// Reports `(written, resolved)` unless it is reported already. Text
+    /// that lives as long as the judge (the segment's words, the frame's
+    /// mounts, an absolute path already normal) stays borrowed: a decision
+    /// that hands out no report copies none of it.
+    fn report(
+        &mut self,
+        written: &Written<'a>,
+        resolved: Option<Cow<'a, str>>,
+        location: Location,
+    ) {
         if self.is_reported(written, resolved.as_deref()) {
             return;
         }
         self.reports.push(Reported {
-            written: Cow::Owned(written.to_string()),
-            resolved: resolved.map(Cow::Owned),
-            location,
-        });
-    }
-
-    /// [`Judge::report`] of text that lives as long as the judge: kept
-    /// borrowed, not copied.
-    fn report_borrowed(&mut self, written: &'a str, resolved: Option<&'a str>, location: Location) {
-        if self.is_reported(written, resolved) {
-            return;
-        }
-        self.reports.push(Reported {
-            written: Cow::Borrowed(written),
-            resolved: resolved.map(Cow::Borrowed),
+            written: written.0.clone(),
+            resolved,
             location,
         });
     }
@@ -765,7 +807,7 @@ impl<'a> Judge<'a> {
 
     /// Judges a static path written relative to `base` (the cwd, or
     /// `git -C`'s directory); `cwd` is what `/proc/self/cwd` stands for.
-    fn path(&mut self, written: &str, base: &Cwd, cwd: &Cwd, reach: Reach) {
+    fn path(&mut self, written: &Written<'a>, base: &Cwd, cwd: &Cwd, reach: Reach) {
         if written.starts_with('~') && self.tilde(written) {
             return;
         }
@@ -798,14 +840,14 @@ impl<'a> Judge<'a> {
 
     /// Judges `written` resolved against `base`, with `cwd` standing for
     /// `/proc/self/cwd`.
-    fn resolved(&mut self, written: &str, base: &str, cwd: Option<&str>, reach: Reach) {
-        match resolve(base, written, cwd) {
+    fn resolved(&mut self, written: &Written<'a>, base: &str, cwd: Option<&str>, reach: Reach) {
+        match walk_written(base, written, cwd_alias(cwd), true) {
             Ok(abs) if !reach.glob => self.located(written, abs, reach),
             Ok(abs) => {
                 self.located(written, abs.clone(), reach);
                 // A glob that may or may not pass a kernel alias
                 // (`/*/*/root/…`) reaches both ways.
-                match walk(base, written, cwd_alias(cwd), false) {
+                match walk_written(base, written, cwd_alias(cwd), false) {
                     Ok(plain) if plain != abs => self.located(written, plain, reach),
                     Ok(_) => {}
                     Err(_) => self.report(written, None, Location::Unknown),
@@ -818,7 +860,7 @@ impl<'a> Judge<'a> {
 
     /// Reports a resolved path (or glob pattern) and the out-of-scope
     /// mounts it reaches.
-    fn located(&mut self, written: &str, abs: String, reach: Reach) {
+    fn located(&mut self, written: &Written<'a>, abs: Cow<'a, str>, reach: Reach) {
         let loc = if reach.glob {
             let (_, dir) = glob_prefix(&abs);
             locate(self.frame, &dir)
@@ -833,7 +875,7 @@ impl<'a> Judge<'a> {
         let frame = self.frame;
         for t in out_of_scope_mounts(frame) {
             if reaches(&abs, &t, reach.below) {
-                self.report(written, Some(t.into_owned()), Location::Outside);
+                self.report(written, Some(t), Location::Outside);
             }
         }
     }
@@ -843,12 +885,12 @@ impl<'a> Judge<'a> {
     /// runs as is not known here); `~/x` is the frame's home to a program
     /// that expands it, and a relative path to one that does not — judged
     /// both ways. Returns whether the path is fully judged.
-    fn tilde(&mut self, written: &str) -> bool {
+    fn tilde(&mut self, written: &Written<'a>) -> bool {
         let rest = &written[1..];
         if rest.is_empty() || rest.starts_with('/') {
             let abs = normalize(self.frame.home(), rest.trim_start_matches('/'));
             let loc = locate(self.frame, &abs);
-            self.report(written, Some(abs), loc);
+            self.report(written, Some(Cow::Owned(abs)), loc);
             return false;
         }
         self.report(written, None, Location::Outside);
@@ -861,16 +903,17 @@ impl<'a> Judge<'a> {
         shown.push('⟨');
         shown.push_str(written);
         shown.push('⟩');
-        self.report(&shown, None, Location::Unknown);
+        self.report(&Written::built(shown), None, Location::Unknown);
     }
 
-    fn arg(&mut self, a: &Arg, base: &Cwd, roots: &[Arg], cwd: &Cwd, below: bool) {
+    fn arg(&mut self, a: &'a Arg, base: &Cwd, roots: &'a [Arg], cwd: &Cwd, below: bool) {
         if a.package {
             return;
         }
+        let text = Written::of(&a.text);
         if a.proc_sub {
             // `<(…)`: the shell's own descriptor for the substitution.
-            self.report(&a.text, None, Location::Special);
+            self.report(&text, None, Location::Special);
             return;
         }
         if a.find_placeholder {
@@ -880,7 +923,7 @@ impl<'a> Judge<'a> {
                 if !r.dynamic && !looks_like_path(&r.text) {
                     // A plain root like `src` still lies under the cwd.
                     self.path(
-                        &r.text,
+                        &Written::of(&r.text),
                         cwd,
                         cwd,
                         Reach {
@@ -898,7 +941,7 @@ impl<'a> Judge<'a> {
         }
         if a.tilde_user {
             // Another user's home: outside in both frames (point 9).
-            self.report(&a.text, None, Location::Outside);
+            self.report(&text, None, Location::Outside);
             return;
         }
         let reach = Reach {
@@ -912,11 +955,11 @@ impl<'a> Judge<'a> {
             && crate::path_words::url_scheme(&a.text).is_none()
         {
             // `*.rs`, `e*`: a glob expands to paths under the cwd.
-            self.path(&a.text, base, cwd, reach);
+            self.path(&text, base, cwd, reach);
         } else if candidates.is_empty() && self.names_a_mount_below(&a.text, base) {
             // `cd /srv && rm -rf git`: a bare word is a path when the cwd
             // holds an out-of-scope mount of that name.
-            self.path(&a.text, base, cwd, reach);
+            self.path(&text, base, cwd, reach);
         }
         // A glob that may match `..` may climb: judged climbed too.
         let climbed: Vec<String> = if a.glob {
@@ -930,10 +973,10 @@ impl<'a> Judge<'a> {
             Vec::new()
         };
         for p in candidates {
-            self.path(p, base, cwd, reach);
+            self.path(&Written::of(p), base, cwd, reach);
         }
         for p in climbed {
-            self.path(&p, base, cwd, reach);
+            self.path(&Written::built(p), base, cwd, reach);
         }
     }
 }
@@ -962,6 +1005,9 @@ impl CwdLocations {
         }
     }
 }
+
+/// What the cwd's report is written as.
+const WORKING_DIRECTORY: Written<'static> = Written(Cow::Borrowed("(working directory)"));
 
 /// Judges every path a segment touches.
 pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
@@ -996,10 +1042,10 @@ pub(crate) fn judge_borrowed<'s>(
             Cwd::Known(dirs) => {
                 for d in dirs.iter() {
                     let loc = cwds.of(frame, dirs, d);
-                    j.report_borrowed("(working directory)", Some(d), loc);
+                    j.report(&WORKING_DIRECTORY, Some(Cow::Borrowed(d)), loc);
                 }
             }
-            Cwd::Unknown => j.report_borrowed("(working directory)", None, Location::Unknown),
+            Cwd::Unknown => j.report(&WORKING_DIRECTORY, None, Location::Unknown),
         }
     }
     // Relative arguments of the program resolve against `git -C` when given.
@@ -1027,7 +1073,7 @@ pub(crate) fn judge_borrowed<'s>(
             && !name.dynamic
             && name.text.contains('/')
         {
-            j.path(&name.text, cwd, cwd, Reach::default());
+            j.path(&Written::of(&name.text), cwd, cwd, Reach::default());
         }
         for a in inv.iter().skip(1) {
             j.arg(a, cwd, &seg.find_roots, cwd, false);
@@ -1038,7 +1084,7 @@ pub(crate) fn judge_borrowed<'s>(
         && !name.package
         && name.text.contains('/')
     {
-        j.path(&name.text, cwd, cwd, Reach::default());
+        j.path(&Written::of(&name.text), cwd, cwd, Reach::default());
     }
     // A command that walks its operands reaches what lies below them.
     let below = crate::template::walks_operands(&seg.argv);
@@ -1063,7 +1109,7 @@ pub(crate) fn judge_borrowed<'s>(
                 && crate::path_words::url_scheme(&a.text).is_none()
             {
                 j.path(
-                    &a.text,
+                    &Written::of(&a.text),
                     arg_base,
                     cwd,
                     Reach {
@@ -1075,7 +1121,7 @@ pub(crate) fn judge_borrowed<'s>(
         }
         if operands == 0 {
             j.path(
-                ".",
+                &Written::of("."),
                 arg_base,
                 cwd,
                 Reach {
@@ -1093,7 +1139,7 @@ pub(crate) fn judge_borrowed<'s>(
                 glob: r.target.glob,
                 below: false,
             };
-            j.path(&r.target.text, cwd, cwd, reach);
+            j.path(&Written::of(&r.target.text), cwd, cwd, reach);
         }
     }
     for (_, v) in &seg.assigns {
@@ -1104,14 +1150,22 @@ pub(crate) fn judge_borrowed<'s>(
             // A program's own file in the home (`git config --global`).
             Some(p) if p.starts_with("~/") => {
                 let abs = format!("{}/{}", frame.home().trim_end_matches('/'), &p[2..]);
-                j.path(&abs, cwd, cwd, Reach::default());
+                j.path(&Written::built(abs), cwd, cwd, Reach::default());
             }
-            Some(p) => j.path(p, cwd, cwd, Reach::default()),
-            None => j.report("(a path known only at run time)", None, Location::Unknown),
+            Some(p) => j.path(&Written::of(p), cwd, cwd, Reach::default()),
+            None => j.report(
+                &Written::of("(a path known only at run time)"),
+                None,
+                Location::Unknown,
+            ),
         }
     }
     if seg.trailing_dynamic {
-        j.report("(arguments read from stdin)", None, Location::Unknown);
+        j.report(
+            &Written::of("(arguments read from stdin)"),
+            None,
+            Location::Unknown,
+        );
     }
     j.reports
 }
