@@ -565,6 +565,35 @@ pub fn ignored_extra_roots(frame: &Frame) -> Vec<String> {
 
 /// Where an absolute, normalised frame path lies.
 pub fn locate(frame: &Frame, path: &str) -> Location {
+    locate_with(frame, path, false)
+}
+
+/// Whether the frame's roots — its project root and every mount's target
+/// — are absolute and normal already (they almost always are): then
+/// [`locate_with`] takes them as they are, not asking each again.
+fn roots_normal(frame: &Frame) -> bool {
+    match frame {
+        Frame::Host { project_root, .. } => is_normal_absolute(project_root),
+        Frame::Container {
+            project_root,
+            mounts,
+            ..
+        } => {
+            is_normal_absolute(project_root) && mounts.iter().all(|m| is_normal_absolute(&m.target))
+        }
+    }
+}
+
+/// [`locate`], the frame's roots taken as they are when `roots_normal`
+/// (what [`roots_normal`] answered for `frame`).
+fn locate_with(frame: &Frame, path: &str, roots_normal: bool) -> Location {
+    let root = |r| {
+        if roots_normal {
+            Cow::Borrowed(r)
+        } else {
+            normal(r)
+        }
+    };
     if may_be_special(path) {
         if is_special(path) {
             return Location::Special;
@@ -579,7 +608,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
             extra_roots,
             ..
         } => {
-            if under(path, &normal(project_root)) {
+            if under(path, &root(project_root)) {
                 Location::Project
             } else if extra_roots
                 .iter()
@@ -597,7 +626,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
         } => {
             let mut best: Option<(usize, MountKind)> = None;
             for m in mounts {
-                let target = normal(&m.target);
+                let target = root(&m.target);
                 if under(path, &target) && best.is_none_or(|(len, _)| target.len() > len) {
                     best = Some((target.len(), m.kind));
                 }
@@ -606,7 +635,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
                 Some((_, MountKind::Project)) => Location::Project,
                 Some((_, MountKind::Host { in_scope: true })) => Location::DeclaredMount,
                 Some((_, MountKind::Host { in_scope: false })) => Location::Outside,
-                None if under(path, &normal(project_root)) => Location::Project,
+                None if under(path, &root(project_root)) => Location::Project,
                 None => Location::ContainerPrivate,
             }
         }
@@ -672,6 +701,8 @@ fn reaches(pattern: &str, target: &str, below: bool) -> bool {
 
 struct Judge<'a> {
     frame: &'a Frame,
+    /// Whether the frame's roots are normal already ([`roots_normal`]).
+    roots_normal: bool,
     reports: Vec<Reported<'a>>,
     /// The hash of each `(written, resolved)` reported (one report each),
     /// to the first report with that hash; kept once there are
@@ -788,13 +819,15 @@ impl<'a> Judge<'a> {
     /// look like paths are paths there. Only a container frame has such
     /// mounts; elsewhere this is one look at an empty list.
     fn names_a_mount_below(&self, word: &str, base: &Cwd) -> bool {
-        let Cwd::Known(dirs) = base else {
+        // Most frames have no such mount: answered before the word is read.
+        let mut targets = out_of_scope_mounts(self.frame).peekable();
+        let (Cwd::Known(dirs), Some(_)) = (base, targets.peek()) else {
             return false;
         };
         if word.is_empty() || word.starts_with('-') || word.contains('=') {
             return false;
         }
-        out_of_scope_mounts(self.frame).any(|target| {
+        targets.any(|target| {
             dirs.iter().any(|d| {
                 let d = d.trim_end_matches('/');
                 target
@@ -863,9 +896,9 @@ impl<'a> Judge<'a> {
     fn located(&mut self, written: &Written<'a>, abs: Cow<'a, str>, reach: Reach) {
         let loc = if reach.glob {
             let (_, dir) = glob_prefix(&abs);
-            locate(self.frame, &dir)
+            locate_with(self.frame, &dir, self.roots_normal)
         } else {
-            locate(self.frame, &abs)
+            locate_with(self.frame, &abs, self.roots_normal)
         };
         if !(reach.glob || reach.below) {
             self.report(written, Some(abs), loc);
@@ -889,7 +922,7 @@ impl<'a> Judge<'a> {
         let rest = &written[1..];
         if rest.is_empty() || rest.starts_with('/') {
             let abs = normalize(self.frame.home(), rest.trim_start_matches('/'));
-            let loc = locate(self.frame, &abs);
+            let loc = locate_with(self.frame, &abs, self.roots_normal);
             self.report(written, Some(Cow::Owned(abs)), loc);
             return false;
         }
@@ -982,23 +1015,32 @@ impl<'a> Judge<'a> {
 }
 
 /// Where the last single-directory cwd judged lies: the segments of one
-/// command mostly share their cwd (one `Arc`), and it is located once.
+/// command mostly share their cwd (one `Arc`), and it is located once;
+/// and whether the frame's roots are normal ([`roots_normal`]), asked once
+/// a command.
 #[derive(Debug, Default)]
 pub struct CwdLocations {
     last: Option<(std::sync::Arc<[String]>, Location)>,
+    roots_normal: Option<bool>,
 }
 
 impl CwdLocations {
+    /// [`roots_normal`] of `frame` (the same frame every call).
+    fn roots_normal(&mut self, frame: &Frame) -> bool {
+        *self.roots_normal.get_or_insert_with(|| roots_normal(frame))
+    }
+
     /// Where `d`, one of `dirs`, lies in `frame` (the same frame every
     /// call).
     fn of(&mut self, frame: &Frame, dirs: &std::sync::Arc<[String]>, d: &str) -> Location {
+        let roots_normal = self.roots_normal(frame);
         if dirs.len() != 1 {
-            return locate(frame, d);
+            return locate_with(frame, d, roots_normal);
         }
         match &self.last {
             Some((known, loc)) if std::sync::Arc::ptr_eq(known, dirs) => *loc,
             _ => {
-                let loc = locate(frame, d);
+                let loc = locate_with(frame, d, roots_normal);
                 self.last = Some((dirs.clone(), loc));
                 loc
             }
@@ -1032,6 +1074,7 @@ pub(crate) fn judge_borrowed<'s>(
 ) -> Vec<Reported<'s>> {
     let mut j = Judge {
         frame,
+        roots_normal: cwds.roots_normal(frame),
         // Room for the cwd and a few words: most segments report no more.
         reports: Vec::with_capacity(4),
         seen: rustc_hash::FxHashMap::default(),
@@ -1315,6 +1358,51 @@ mod tests {
         for (frame, path, want) in cases {
             assert_eq!(locate(frame, path), want, "{path}");
         }
+    }
+
+    /// [`locate_with`] with the frame's roots taken as they are answers
+    /// as [`locate`] wherever [`roots_normal`] says they are normal, on
+    /// every short path over the bytes that matter.
+    #[test]
+    fn normal_roots_are_located_as_normalised_ones() {
+        let mount = |target: &str, kind| Mount {
+            target: target.into(),
+            kind,
+        };
+        let outside = MountKind::Host { in_scope: false };
+        let frames = [
+            Frame::host("/w"),
+            Frame::host("/w/"),
+            Frame::container("/w"),
+            Frame::Container {
+                project_root: "/w".into(),
+                mounts: vec![
+                    mount("/w", MountKind::Project),
+                    mount("/s/g", outside),
+                    mount("/s", MountKind::Host { in_scope: true }),
+                ],
+                home: "/h".into(),
+            },
+            Frame::Container {
+                project_root: "/w/./".into(),
+                mounts: vec![mount("/s//g/", outside), mount("/w/../s", outside)],
+                home: "/h".into(),
+            },
+        ];
+        for frame in &frames {
+            let normal_roots = roots_normal(frame);
+            crate::short_strings::each(b"/wsg.", 6, |path| {
+                if normal_roots {
+                    assert_eq!(
+                        locate_with(frame, path, true),
+                        locate(frame, path),
+                        "{path}"
+                    );
+                }
+            });
+        }
+        assert!(roots_normal(&frames[3]) && !roots_normal(&frames[1]));
+        assert!(!roots_normal(&frames[4]));
     }
 
     #[test]
