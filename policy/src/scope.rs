@@ -703,6 +703,8 @@ struct Judge<'a> {
     frame: &'a Frame,
     /// Whether the frame's roots are normal already ([`roots_normal`]).
     roots_normal: bool,
+    /// Whether the frame has an out-of-scope mount ([`out_of_scope_mounts`]).
+    mounts_outside: bool,
     reports: Vec<Reported<'a>>,
     /// The hash of each `(written, resolved)` reported (one report each),
     /// to the first report with that hash; kept once there are
@@ -817,17 +819,16 @@ impl<'a> Judge<'a> {
     /// Whether a bare word (`git`) names, beneath a known cwd, an
     /// out-of-scope mount or a directory that holds one: words that do not
     /// look like paths are paths there. Only a container frame has such
-    /// mounts; elsewhere this is one look at an empty list.
+    /// mounts; elsewhere (and in most containers) the caller asks
+    /// [`Judge::mounts_outside`] first.
     fn names_a_mount_below(&self, word: &str, base: &Cwd) -> bool {
-        // Most frames have no such mount: answered before the word is read.
-        let mut targets = out_of_scope_mounts(self.frame).peekable();
-        let (Cwd::Known(dirs), Some(_)) = (base, targets.peek()) else {
+        let Cwd::Known(dirs) = base else {
             return false;
         };
         if word.is_empty() || word.starts_with('-') || word.contains('=') {
             return false;
         }
-        targets.any(|target| {
+        out_of_scope_mounts(self.frame).any(|target| {
             dirs.iter().any(|d| {
                 let d = d.trim_end_matches('/');
                 target
@@ -989,7 +990,10 @@ impl<'a> Judge<'a> {
         {
             // `*.rs`, `e*`: a glob expands to paths under the cwd.
             self.path(&text, base, cwd, reach);
-        } else if candidates.is_empty() && self.names_a_mount_below(&a.text, base) {
+        } else if candidates.is_empty()
+            && self.mounts_outside
+            && self.names_a_mount_below(&a.text, base)
+        {
             // `cd /srv && rm -rf git`: a bare word is a path when the cwd
             // holds an out-of-scope mount of that name.
             self.path(&text, base, cwd, reach);
@@ -1075,6 +1079,7 @@ pub(crate) fn judge_borrowed<'s>(
     let mut j = Judge {
         frame,
         roots_normal: cwds.roots_normal(frame),
+        mounts_outside: out_of_scope_mounts(frame).next().is_some(),
         // Room for the cwd and a few words: most segments report no more.
         reports: Vec::with_capacity(4),
         seen: rustc_hash::FxHashMap::default(),
