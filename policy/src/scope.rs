@@ -118,7 +118,19 @@ fn walk<'p>(
     cwd: CwdAlias<'_>,
     globs: bool,
 ) -> Result<Cow<'p, str>, Unresolved> {
-    if let Some(plain) = already_normal(base, path) {
+    walk_from(base, None, path, cwd, globs)
+}
+
+/// [`walk`], with what [`plain_base`] answers for `base` when it is known
+/// already (`None`: asked here, when a relative path needs it).
+fn walk_from<'p>(
+    base: &str,
+    base_plain: Option<bool>,
+    path: &'p str,
+    cwd: CwdAlias<'_>,
+    globs: bool,
+) -> Result<Cow<'p, str>, Unresolved> {
+    if let Some(plain) = already_normal(base, base_plain, path) {
         return Ok(plain);
     }
     let mut parts: Vec<&str> = Vec::new();
@@ -155,14 +167,24 @@ fn walk<'p>(
 /// borrowed from it when it is already normal, else owned.
 fn walk_written<'w>(
     base: &str,
+    base_plain: Option<bool>,
     written: &Written<'w>,
     cwd: CwdAlias<'_>,
     globs: bool,
 ) -> Result<Cow<'w, str>, Unresolved> {
     match &written.0 {
-        Cow::Borrowed(w) => walk(base, w, cwd, globs),
-        Cow::Owned(w) => walk(base, w, cwd, globs).map(|r| Cow::Owned(r.into_owned())),
+        Cow::Borrowed(w) => walk_from(base, base_plain, w, cwd, globs),
+        Cow::Owned(w) => {
+            walk_from(base, base_plain, w, cwd, globs).map(|r| Cow::Owned(r.into_owned()))
+        }
     }
+}
+
+/// Whether a base directory leaves a plain relative path as it is joined:
+/// absolute, and every piece plain ([`crate::plain_path::is_plain`]).
+fn plain_base(base: &str) -> bool {
+    base.strip_prefix('/')
+        .is_some_and(crate::plain_path::is_plain)
 }
 
 /// The walk's result when no piece of the path (nor, for a relative
@@ -170,14 +192,13 @@ fn walk_written<'w>(
 /// that is no alias (`root`, `cwd`) and no glob — the common case, built
 /// without collecting the pieces (an absolute one is `path` itself,
 /// borrowed).
-fn already_normal<'p>(base: &str, path: &'p str) -> Option<Cow<'p, str>> {
+fn already_normal<'p>(base: &str, base_plain: Option<bool>, path: &'p str) -> Option<Cow<'p, str>> {
     // Each piece plain, read in one pass (`plain_path`).
     let plain = crate::plain_path::is_plain;
     if let Some(rest) = path.strip_prefix('/') {
         return plain(rest).then_some(Cow::Borrowed(path));
     }
-    let b = base.strip_prefix('/')?;
-    if !(plain(b) && plain(path)) {
+    if !(base_plain.unwrap_or_else(|| plain_base(base)) && plain(path)) {
         return None;
     }
     let mut out = String::with_capacity(base.len() + 1 + path.len());
@@ -705,6 +726,9 @@ struct Judge<'a> {
     roots_normal: bool,
     /// Whether the frame has an out-of-scope mount ([`out_of_scope_mounts`]).
     mounts_outside: bool,
+    /// The last single directory a path was resolved against, and
+    /// [`plain_base`] of it ([`Judge::plain_dir`]).
+    plain_dirs: Option<(std::sync::Arc<[String]>, bool)>,
     reports: Vec<Reported<'a>>,
     /// The hash of each `(written, resolved)` reported (one report each),
     /// to the first report with that hash; kept once there are
@@ -849,39 +873,65 @@ impl<'a> Judge<'a> {
         let alias_needed = reach.glob || crate::substring::contains(written, "cwd");
         let absolute = written.starts_with('/');
         match (base, cwd) {
-            _ if absolute && !alias_needed => self.resolved(written, "/", None, reach),
+            _ if absolute && !alias_needed => self.resolved(written, "/", None, None, reach),
             (Cwd::Unknown, _) if !absolute => self.report(written, None, Location::Unknown),
             (_, Cwd::Known(cwds)) if alias_needed => {
                 for c in cwds.iter() {
                     match base {
                         Cwd::Known(dirs) if !absolute => {
                             for b in dirs.iter() {
-                                self.resolved(written, b, Some(c), reach);
+                                self.resolved(written, b, None, Some(c), reach);
                             }
                         }
-                        _ => self.resolved(written, "/", Some(c), reach),
+                        _ => self.resolved(written, "/", None, Some(c), reach),
                     }
                 }
             }
             (Cwd::Known(dirs), _) if !absolute => {
+                let plain = self.plain_dir(dirs);
                 for b in dirs.iter() {
-                    self.resolved(written, b, None, reach);
+                    self.resolved(written, b, plain, None, reach);
                 }
             }
-            _ => self.resolved(written, "/", None, reach),
+            _ => self.resolved(written, "/", None, None, reach),
         }
     }
 
-    /// Judges `written` resolved against `base`, with `cwd` standing for
+    /// [`plain_base`] of the only directory of `dirs` (`None` for
+    /// several), asked once a judge for the same `Arc`: the cwd most paths
+    /// are relative to.
+    fn plain_dir(&mut self, dirs: &std::sync::Arc<[String]>) -> Option<bool> {
+        let [dir] = &dirs[..] else {
+            return None;
+        };
+        if let Some((known, plain)) = &self.plain_dirs
+            && std::sync::Arc::ptr_eq(known, dirs)
+        {
+            return Some(*plain);
+        }
+        let plain = plain_base(dir);
+        self.plain_dirs = Some((dirs.clone(), plain));
+        Some(plain)
+    }
+
+    /// Judges `written` resolved against `base` ([`plain_base`] of it
+    /// `base_plain`, when known), with `cwd` standing for
     /// `/proc/self/cwd`.
-    fn resolved(&mut self, written: &Written<'a>, base: &str, cwd: Option<&str>, reach: Reach) {
-        match walk_written(base, written, cwd_alias(cwd), true) {
+    fn resolved(
+        &mut self,
+        written: &Written<'a>,
+        base: &str,
+        base_plain: Option<bool>,
+        cwd: Option<&str>,
+        reach: Reach,
+    ) {
+        match walk_written(base, base_plain, written, cwd_alias(cwd), true) {
             Ok(abs) if !reach.glob => self.located(written, abs, reach),
             Ok(abs) => {
                 self.located(written, abs.clone(), reach);
                 // A glob that may or may not pass a kernel alias
                 // (`/*/*/root/…`) reaches both ways.
-                match walk_written(base, written, cwd_alias(cwd), false) {
+                match walk_written(base, base_plain, written, cwd_alias(cwd), false) {
                     Ok(plain) if plain != abs => self.located(written, plain, reach),
                     Ok(_) => {}
                     Err(_) => self.report(written, None, Location::Unknown),
@@ -1080,6 +1130,7 @@ pub(crate) fn judge_borrowed<'s>(
         frame,
         roots_normal: cwds.roots_normal(frame),
         mounts_outside: out_of_scope_mounts(frame).next().is_some(),
+        plain_dirs: None,
         // Room for the cwd and a few words: most segments report no more.
         reports: Vec::with_capacity(4),
         seen: rustc_hash::FxHashMap::default(),
@@ -1248,6 +1299,24 @@ mod tests {
         }
     }
     use crate::frame::Mount;
+
+    /// A walk told [`plain_base`] of its base answers as one that asks it,
+    /// on every short path over the bytes that matter.
+    #[test]
+    fn a_known_plain_base_walks_as_an_asked_one() {
+        for base in ["/w", "/", "/w/root", "/a*", "w", "/w/./x", "/proc/self"] {
+            let plain = Some(plain_base(base));
+            crate::short_strings::each(b"/.w*r", 5, |path| {
+                for cwd in [CwdAlias::Lexical, CwdAlias::Known("/w"), CwdAlias::Unknown] {
+                    assert_eq!(
+                        walk_from(base, plain, path, cwd, true),
+                        walk(base, path, cwd, true),
+                        "{base} {path}"
+                    );
+                }
+            });
+        }
+    }
 
     #[test]
     fn normalizes_lexically() {
