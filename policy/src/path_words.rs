@@ -47,27 +47,32 @@ impl<'a> Found<'a> {
 /// The paths a word's text names (none for plain words and URLs): pieces
 /// of it.
 pub fn candidates(text: &str) -> Vec<&str> {
-    // Most words hold none of the bytes that make a value (`:`, `=`, `@`):
-    // one pass over their bytes answers for them.
+    match quick(text) {
+        Some(one) => one.into_iter().collect(),
+        None => read(text),
+    }
+}
+
+/// [`candidates`] of most words, answered from one pass over their bytes:
+/// a word that holds none of the bytes that make a value (`:`, `=`, `@`)
+/// names itself or nothing, an option with no byte a path needs nothing.
+/// `None`: the full reading ([`candidates`]) is needed.
+pub fn quick(text: &str) -> Option<Option<&str>> {
     let seen = text
         .bytes()
         .fold(0, |seen, b| seen | BYTE_CLASS[usize::from(b)]);
     if seen & VALUE == 0 {
         if !text.starts_with('-') {
             // The word is a value itself and nothing else (`Found::value`).
-            return if seen & SLASH != 0 || text.starts_with(['~', '.']) {
-                vec![text]
-            } else {
-                Vec::new()
-            };
+            return Some((seen & SLASH != 0 || text.starts_with(['~', '.'])).then_some(text));
         }
         if seen == 0 {
             // An option with no byte a path or a value needs (`-la`,
             // `--release`).
-            return Vec::new();
+            return Some(None);
         }
     }
-    read(text)
+    None
 }
 
 /// The classes of the bytes [`candidates`] looks for: [`SLASH`],
@@ -215,8 +220,9 @@ mod tests {
         }
     }
 
-    /// The one-pass answers of [`candidates`] are what the full reading
-    /// finds, on every short string of the bytes that matter.
+    /// The one-pass answers of [`quick`] (as [`candidates`] gives them)
+    /// are what the full reading finds, on every short string of the
+    /// bytes that matter.
     #[test]
     fn quick_answers_are_the_full_reading() {
         let same = |text: &str| assert_eq!(candidates(text), read(text), "{text:?}");

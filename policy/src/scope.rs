@@ -1032,7 +1032,19 @@ impl<'a> Judge<'a> {
             glob: a.glob,
             below,
         };
-        let candidates = path_candidates(&a.text);
+        // Most words are answered without a list ([`crate::path_words::quick`]).
+        let (read, one);
+        let candidates: &[&str] = match crate::path_words::quick(&a.text) {
+            Some(None) => &[],
+            Some(Some(text)) => {
+                one = text;
+                std::slice::from_ref(&one)
+            }
+            None => {
+                read = path_candidates(&a.text);
+                &read
+            }
+        };
         if candidates.is_empty()
             && a.glob
             && !a.text.starts_with('-')
@@ -1059,7 +1071,7 @@ impl<'a> Judge<'a> {
         } else {
             Vec::new()
         };
-        for p in candidates {
+        for &p in candidates {
             self.path(&Written::of(p), base, cwd, reach);
         }
         for p in climbed {
