@@ -545,8 +545,11 @@ fn is_special(path: &str) -> bool {
 /// [`is_other_descriptor`]): those lie under `/dev` or `/proc`, so their
 /// first piece starts `dev` or `proc`. Most paths need neither test.
 fn may_be_special(path: &str) -> bool {
-    let first = path.trim_start_matches('/');
-    first.starts_with("dev") || first.starts_with("proc")
+    // The bytes after the leading `/`s (read as bytes: std's
+    // `trim_start_matches('/')` decodes each character).
+    let b = path.as_bytes();
+    let first = &b[b.iter().take_while(|&&c| c == b'/').count()..];
+    first.starts_with(b"dev") || first.starts_with(b"proc")
 }
 
 /// A descriptor path that is not a standard stream: unknown.
@@ -1511,6 +1514,19 @@ mod tests {
         for (arg, want) in cases {
             assert_eq!(path_candidates(arg), want.to_vec(), "{arg}");
         }
+    }
+
+    /// [`may_be_special`] answers as the character trim it replaced, on
+    /// every short string of the bytes that matter.
+    #[test]
+    fn may_be_special_is_the_trim_it_replaced() {
+        let trimmed = |p: &str| {
+            let first = p.trim_start_matches('/');
+            first.starts_with("dev") || first.starts_with("proc")
+        };
+        crate::short_strings::each(b"/devprc", 6, |path| {
+            assert_eq!(may_be_special(path), trimmed(path), "{path:?}");
+        });
     }
 
     #[test]
