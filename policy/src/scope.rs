@@ -1063,22 +1063,18 @@ impl<'a> Judge<'a> {
             // holds an out-of-scope mount of that name.
             self.path(&text, base, cwd, reach);
         }
-        // A glob that may match `..` may climb: judged climbed too.
-        let climbed: Vec<String> = if a.glob {
-            candidates
-                .iter()
-                .copied()
-                .chain(candidates.is_empty().then_some(a.text.as_str()))
-                .filter_map(crate::path_words::climbing)
-                .collect()
-        } else {
-            Vec::new()
-        };
         for &p in candidates {
             self.path(&Written::of(p), base, cwd, reach);
         }
-        for p in climbed {
-            self.path(&Written::built(p), base, cwd, reach);
+        if a.glob {
+            // A glob that may match `..` may climb: judged climbed too.
+            let words = candidates
+                .iter()
+                .copied()
+                .chain(candidates.is_empty().then_some(a.text.as_str()));
+            for p in words.filter_map(crate::path_words::climbing) {
+                self.path(&Written::built(p), base, cwd, reach);
+            }
         }
     }
 }
