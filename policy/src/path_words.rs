@@ -47,6 +47,53 @@ impl<'a> Found<'a> {
 /// The paths a word's text names (none for plain words and URLs): pieces
 /// of it.
 pub fn candidates(text: &str) -> Vec<&str> {
+    match quick(text) {
+        Some(one) => one.into_iter().collect(),
+        None => read(text),
+    }
+}
+
+/// [`candidates`] of most words, answered from one pass over their bytes:
+/// a word that holds none of the bytes that make a value (`:`, `=`, `@`)
+/// names itself or nothing, an option with no byte a path needs nothing.
+/// `None`: the full reading ([`candidates`]) is needed.
+pub fn quick(text: &str) -> Option<Option<&str>> {
+    let seen = text
+        .bytes()
+        .fold(0, |seen, b| seen | BYTE_CLASS[usize::from(b)]);
+    if seen & VALUE == 0 {
+        if !text.starts_with('-') {
+            // The word is a value itself and nothing else (`Found::value`).
+            return Some((seen & SLASH != 0 || text.starts_with(['~', '.'])).then_some(text));
+        }
+        if seen == 0 {
+            // An option with no byte a path or a value needs (`-la`,
+            // `--release`).
+            return Some(None);
+        }
+    }
+    None
+}
+
+/// The classes of the bytes [`candidates`] looks for: [`SLASH`],
+/// [`VALUE`] for `:`, `=` and `@`, [`LEAD`] for `~` and `.`; no other
+/// byte has one.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'/' as usize] = SLASH;
+    table[b':' as usize] = VALUE;
+    table[b'=' as usize] = VALUE;
+    table[b'@' as usize] = VALUE;
+    table[b'~' as usize] = LEAD;
+    table[b'.' as usize] = LEAD;
+    table
+};
+const SLASH: u8 = 1;
+const VALUE: u8 = 2;
+const LEAD: u8 = 4;
+
+/// [`candidates`], every way of naming a path read.
+fn read(text: &str) -> Vec<&str> {
     let mut out = Found(Vec::new());
     // Each byte looked for once: a URL and a colon list need a `:`, a value
     // after an option an `=`.
@@ -171,6 +218,25 @@ mod tests {
         ] {
             assert_eq!(climbing(word).as_deref(), want, "{word}");
         }
+    }
+
+    /// The one-pass answers of [`quick`] (as [`candidates`] gives them)
+    /// are what the full reading finds, on every short string of the
+    /// bytes that matter.
+    #[test]
+    fn quick_answers_are_the_full_reading() {
+        let same = |text: &str| assert_eq!(candidates(text), read(text), "{text:?}");
+        crate::short_strings::each(b"-=:/~.@a", 6, same);
+        [
+            "-czf/tmp/x",
+            "--out=/x",
+            "file:///etc/x",
+            "a/é",
+            "é",
+            "-é/x",
+        ]
+        .into_iter()
+        .for_each(same);
     }
 
     #[test]

@@ -45,7 +45,7 @@ const SPECIAL: &[&str] = &[
 /// too). `/proc/self/cwd` needs the cwd: see [`resolve`].
 pub fn normalize(base: &str, path: &str) -> String {
     match walk(base, path, CwdAlias::Lexical, true) {
-        Ok(s) => s,
+        Ok(s) => s.into_owned(),
         // Lexical mode never fails; keep the plain lexical form regardless.
         Err(_) => lexical(base, path),
     }
@@ -110,9 +110,27 @@ fn alias_at(parts: &[&str], globs: bool) -> Option<(&'static str, bool)> {
 }
 
 /// The normaliser behind [`normalize`] and [`resolve`]. `globs`: a glob
-/// component that may name an alias (`/proc/*/root`) is taken as it.
-fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String, Unresolved> {
-    if let Some(plain) = already_normal(base, path) {
+/// component that may name an alias (`/proc/*/root`) is taken as it. An
+/// absolute path that is already normal comes back borrowed.
+fn walk<'p>(
+    base: &str,
+    path: &'p str,
+    cwd: CwdAlias<'_>,
+    globs: bool,
+) -> Result<Cow<'p, str>, Unresolved> {
+    walk_from(base, None, path, cwd, globs)
+}
+
+/// [`walk`], with what [`plain_base`] answers for `base` when it is known
+/// already (`None`: asked here, when a relative path needs it).
+fn walk_from<'p>(
+    base: &str,
+    base_plain: Option<bool>,
+    path: &'p str,
+    cwd: CwdAlias<'_>,
+    globs: bool,
+) -> Result<Cow<'p, str>, Unresolved> {
+    if let Some(plain) = already_normal(base, base_plain, path) {
         return Ok(plain);
     }
     let mut parts: Vec<&str> = Vec::new();
@@ -142,28 +160,52 @@ fn walk(base: &str, path: &str, cwd: CwdAlias<'_>, globs: bool) -> Result<String
             }
         }
     }
-    Ok(join(&parts, path.len() + base.len() + 1))
+    Ok(Cow::Owned(join(&parts, path.len() + base.len() + 1)))
+}
+
+/// [`walk`] of a path that is borrowed for `'w` or owned: the result
+/// borrowed from it when it is already normal, else owned.
+fn walk_written<'w>(
+    base: &str,
+    base_plain: Option<bool>,
+    written: &Written<'w>,
+    cwd: CwdAlias<'_>,
+    globs: bool,
+) -> Result<Cow<'w, str>, Unresolved> {
+    match &written.0 {
+        Cow::Borrowed(w) => walk_from(base, base_plain, w, cwd, globs),
+        Cow::Owned(w) => {
+            walk_from(base, base_plain, w, cwd, globs).map(|r| Cow::Owned(r.into_owned()))
+        }
+    }
+}
+
+/// Whether a base directory leaves a plain relative path as it is joined:
+/// absolute, and every piece plain ([`crate::plain_path::is_plain`]).
+fn plain_base(base: &str) -> bool {
+    base.strip_prefix('/')
+        .is_some_and(crate::plain_path::is_plain)
 }
 
 /// The walk's result when no piece of the path (nor, for a relative
 /// path, of the absolute base) changes anything: every piece a plain name
 /// that is no alias (`root`, `cwd`) and no glob — the common case, built
-/// without collecting the pieces.
-fn already_normal(base: &str, path: &str) -> Option<String> {
+/// without collecting the pieces (an absolute one is `path` itself,
+/// borrowed).
+fn already_normal<'p>(base: &str, base_plain: Option<bool>, path: &'p str) -> Option<Cow<'p, str>> {
     // Each piece plain, read in one pass (`plain_path`).
     let plain = crate::plain_path::is_plain;
     if let Some(rest) = path.strip_prefix('/') {
-        return plain(rest).then(|| path.to_string());
+        return plain(rest).then_some(Cow::Borrowed(path));
     }
-    let b = base.strip_prefix('/')?;
-    if !(plain(b) && plain(path)) {
+    if !(base_plain.unwrap_or_else(|| plain_base(base)) && plain(path)) {
         return None;
     }
     let mut out = String::with_capacity(base.len() + 1 + path.len());
     out.push_str(base);
     out.push('/');
     out.push_str(path);
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
 fn join(parts: &[&str], capacity: usize) -> String {
@@ -197,7 +239,7 @@ fn lexical(base: &str, path: &str) -> String {
 /// `path` resolved against `base` as the kernel would, with `cwd` standing
 /// for `/proc/self/cwd` (`None`: not known).
 pub fn resolve(base: &str, path: &str, cwd: Option<&str>) -> Result<String, Unresolved> {
-    walk(base, path, cwd_alias(cwd), true)
+    walk(base, path, cwd_alias(cwd), true).map(Cow::into_owned)
 }
 
 fn cwd_alias(cwd: Option<&str>) -> CwdAlias<'_> {
@@ -503,8 +545,11 @@ fn is_special(path: &str) -> bool {
 /// [`is_other_descriptor`]): those lie under `/dev` or `/proc`, so their
 /// first piece starts `dev` or `proc`. Most paths need neither test.
 fn may_be_special(path: &str) -> bool {
-    let first = path.trim_start_matches('/');
-    first.starts_with("dev") || first.starts_with("proc")
+    // The bytes after the leading `/`s (read as bytes: std's
+    // `trim_start_matches('/')` decodes each character).
+    let b = path.as_bytes();
+    let first = &b[b.iter().take_while(|&&c| c == b'/').count()..];
+    first.starts_with(b"dev") || first.starts_with(b"proc")
 }
 
 /// A descriptor path that is not a standard stream: unknown.
@@ -544,6 +589,35 @@ pub fn ignored_extra_roots(frame: &Frame) -> Vec<String> {
 
 /// Where an absolute, normalised frame path lies.
 pub fn locate(frame: &Frame, path: &str) -> Location {
+    locate_with(frame, path, false)
+}
+
+/// Whether the frame's roots — its project root and every mount's target
+/// — are absolute and normal already (they almost always are): then
+/// [`locate_with`] takes them as they are, not asking each again.
+fn roots_normal(frame: &Frame) -> bool {
+    match frame {
+        Frame::Host { project_root, .. } => is_normal_absolute(project_root),
+        Frame::Container {
+            project_root,
+            mounts,
+            ..
+        } => {
+            is_normal_absolute(project_root) && mounts.iter().all(|m| is_normal_absolute(&m.target))
+        }
+    }
+}
+
+/// [`locate`], the frame's roots taken as they are when `roots_normal`
+/// (what [`roots_normal`] answered for `frame`).
+fn locate_with(frame: &Frame, path: &str, roots_normal: bool) -> Location {
+    let root = |r| {
+        if roots_normal {
+            Cow::Borrowed(r)
+        } else {
+            normal(r)
+        }
+    };
     if may_be_special(path) {
         if is_special(path) {
             return Location::Special;
@@ -558,7 +632,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
             extra_roots,
             ..
         } => {
-            if under(path, &normal(project_root)) {
+            if under(path, &root(project_root)) {
                 Location::Project
             } else if extra_roots
                 .iter()
@@ -576,7 +650,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
         } => {
             let mut best: Option<(usize, MountKind)> = None;
             for m in mounts {
-                let target = normal(&m.target);
+                let target = root(&m.target);
                 if under(path, &target) && best.is_none_or(|(len, _)| target.len() > len) {
                     best = Some((target.len(), m.kind));
                 }
@@ -585,7 +659,7 @@ pub fn locate(frame: &Frame, path: &str) -> Location {
                 Some((_, MountKind::Project)) => Location::Project,
                 Some((_, MountKind::Host { in_scope: true })) => Location::DeclaredMount,
                 Some((_, MountKind::Host { in_scope: false })) => Location::Outside,
-                None if under(path, &normal(project_root)) => Location::Project,
+                None if under(path, &root(project_root)) => Location::Project,
                 None => Location::ContainerPrivate,
             }
         }
@@ -651,6 +725,13 @@ fn reaches(pattern: &str, target: &str, below: bool) -> bool {
 
 struct Judge<'a> {
     frame: &'a Frame,
+    /// Whether the frame's roots are normal already ([`roots_normal`]).
+    roots_normal: bool,
+    /// Whether the frame has an out-of-scope mount ([`out_of_scope_mounts`]).
+    mounts_outside: bool,
+    /// The last single directory a path was resolved against, and
+    /// [`plain_base`] of it ([`Judge::plain_dir`]).
+    plain_dirs: Option<(std::sync::Arc<[String]>, bool)>,
     reports: Vec<Reported<'a>>,
     /// The hash of each `(written, resolved)` reported (one report each),
     /// to the first report with that hash; kept once there are
@@ -661,6 +742,31 @@ struct Judge<'a> {
 /// Up to this many reports, a new one is compared with each (no table);
 /// past it, [`Judge::seen`] finds it by its hash. No key is copied.
 const SCAN_REPORTS: usize = 16;
+
+/// A path as written, as a report keeps it: borrowed from the segment
+/// judged (almost always), or built for the judge (a glob's climbed form,
+/// a program's file in the home, a dynamic word as shown) and moved into
+/// the report.
+#[derive(Clone)]
+struct Written<'a>(Cow<'a, str>);
+
+impl<'a> Written<'a> {
+    fn of(text: &'a str) -> Self {
+        Written(Cow::Borrowed(text))
+    }
+
+    fn built(text: String) -> Self {
+        Written(Cow::Owned(text))
+    }
+}
+
+impl std::ops::Deref for Written<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
 
 /// How a path is judged: as a glob (by what it can match), and whether the
 /// command walks everything below it.
@@ -690,26 +796,22 @@ impl Reported<'_> {
 }
 
 impl<'a> Judge<'a> {
-    fn report(&mut self, written: &str, resolved: Option<String>, location: Location) {
+    /// Reports `(written, resolved)` unless it is reported already. Text
+    /// that lives as long as the judge (the segment's words, the frame's
+    /// mounts, an absolute path already normal) stays borrowed: a decision
+    /// that hands out no report copies none of it.
+    fn report(
+        &mut self,
+        written: &Written<'a>,
+        resolved: Option<Cow<'a, str>>,
+        location: Location,
+    ) {
         if self.is_reported(written, resolved.as_deref()) {
             return;
         }
         self.reports.push(Reported {
-            written: Cow::Owned(written.to_string()),
-            resolved: resolved.map(Cow::Owned),
-            location,
-        });
-    }
-
-    /// [`Judge::report`] of text that lives as long as the judge: kept
-    /// borrowed, not copied.
-    fn report_borrowed(&mut self, written: &'a str, resolved: Option<&'a str>, location: Location) {
-        if self.is_reported(written, resolved) {
-            return;
-        }
-        self.reports.push(Reported {
-            written: Cow::Borrowed(written),
-            resolved: resolved.map(Cow::Borrowed),
+            written: written.0.clone(),
+            resolved,
             location,
         });
     }
@@ -744,7 +846,8 @@ impl<'a> Judge<'a> {
     /// Whether a bare word (`git`) names, beneath a known cwd, an
     /// out-of-scope mount or a directory that holds one: words that do not
     /// look like paths are paths there. Only a container frame has such
-    /// mounts; elsewhere this is one look at an empty list.
+    /// mounts; elsewhere (and in most containers) the caller asks
+    /// [`Judge::mounts_outside`] first.
     fn names_a_mount_below(&self, word: &str, base: &Cwd) -> bool {
         let Cwd::Known(dirs) = base else {
             return false;
@@ -765,7 +868,7 @@ impl<'a> Judge<'a> {
 
     /// Judges a static path written relative to `base` (the cwd, or
     /// `git -C`'s directory); `cwd` is what `/proc/self/cwd` stands for.
-    fn path(&mut self, written: &str, base: &Cwd, cwd: &Cwd, reach: Reach) {
+    fn path(&mut self, written: &Written<'a>, base: &Cwd, cwd: &Cwd, reach: Reach) {
         if written.starts_with('~') && self.tilde(written) {
             return;
         }
@@ -773,39 +876,65 @@ impl<'a> Judge<'a> {
         let alias_needed = reach.glob || crate::substring::contains(written, "cwd");
         let absolute = written.starts_with('/');
         match (base, cwd) {
-            _ if absolute && !alias_needed => self.resolved(written, "/", None, reach),
+            _ if absolute && !alias_needed => self.resolved(written, "/", None, None, reach),
             (Cwd::Unknown, _) if !absolute => self.report(written, None, Location::Unknown),
             (_, Cwd::Known(cwds)) if alias_needed => {
                 for c in cwds.iter() {
                     match base {
                         Cwd::Known(dirs) if !absolute => {
                             for b in dirs.iter() {
-                                self.resolved(written, b, Some(c), reach);
+                                self.resolved(written, b, None, Some(c), reach);
                             }
                         }
-                        _ => self.resolved(written, "/", Some(c), reach),
+                        _ => self.resolved(written, "/", None, Some(c), reach),
                     }
                 }
             }
             (Cwd::Known(dirs), _) if !absolute => {
+                let plain = self.plain_dir(dirs);
                 for b in dirs.iter() {
-                    self.resolved(written, b, None, reach);
+                    self.resolved(written, b, plain, None, reach);
                 }
             }
-            _ => self.resolved(written, "/", None, reach),
+            _ => self.resolved(written, "/", None, None, reach),
         }
     }
 
-    /// Judges `written` resolved against `base`, with `cwd` standing for
+    /// [`plain_base`] of the only directory of `dirs` (`None` for
+    /// several), asked once a judge for the same `Arc`: the cwd most paths
+    /// are relative to.
+    fn plain_dir(&mut self, dirs: &std::sync::Arc<[String]>) -> Option<bool> {
+        let [dir] = &dirs[..] else {
+            return None;
+        };
+        if let Some((known, plain)) = &self.plain_dirs
+            && std::sync::Arc::ptr_eq(known, dirs)
+        {
+            return Some(*plain);
+        }
+        let plain = plain_base(dir);
+        self.plain_dirs = Some((dirs.clone(), plain));
+        Some(plain)
+    }
+
+    /// Judges `written` resolved against `base` ([`plain_base`] of it
+    /// `base_plain`, when known), with `cwd` standing for
     /// `/proc/self/cwd`.
-    fn resolved(&mut self, written: &str, base: &str, cwd: Option<&str>, reach: Reach) {
-        match resolve(base, written, cwd) {
+    fn resolved(
+        &mut self,
+        written: &Written<'a>,
+        base: &str,
+        base_plain: Option<bool>,
+        cwd: Option<&str>,
+        reach: Reach,
+    ) {
+        match walk_written(base, base_plain, written, cwd_alias(cwd), true) {
             Ok(abs) if !reach.glob => self.located(written, abs, reach),
             Ok(abs) => {
                 self.located(written, abs.clone(), reach);
                 // A glob that may or may not pass a kernel alias
                 // (`/*/*/root/…`) reaches both ways.
-                match walk(base, written, cwd_alias(cwd), false) {
+                match walk_written(base, base_plain, written, cwd_alias(cwd), false) {
                     Ok(plain) if plain != abs => self.located(written, plain, reach),
                     Ok(_) => {}
                     Err(_) => self.report(written, None, Location::Unknown),
@@ -818,12 +947,12 @@ impl<'a> Judge<'a> {
 
     /// Reports a resolved path (or glob pattern) and the out-of-scope
     /// mounts it reaches.
-    fn located(&mut self, written: &str, abs: String, reach: Reach) {
+    fn located(&mut self, written: &Written<'a>, abs: Cow<'a, str>, reach: Reach) {
         let loc = if reach.glob {
             let (_, dir) = glob_prefix(&abs);
-            locate(self.frame, &dir)
+            locate_with(self.frame, &dir, self.roots_normal)
         } else {
-            locate(self.frame, &abs)
+            locate_with(self.frame, &abs, self.roots_normal)
         };
         if !(reach.glob || reach.below) {
             self.report(written, Some(abs), loc);
@@ -833,7 +962,7 @@ impl<'a> Judge<'a> {
         let frame = self.frame;
         for t in out_of_scope_mounts(frame) {
             if reaches(&abs, &t, reach.below) {
-                self.report(written, Some(t.into_owned()), Location::Outside);
+                self.report(written, Some(t), Location::Outside);
             }
         }
     }
@@ -843,12 +972,12 @@ impl<'a> Judge<'a> {
     /// runs as is not known here); `~/x` is the frame's home to a program
     /// that expands it, and a relative path to one that does not — judged
     /// both ways. Returns whether the path is fully judged.
-    fn tilde(&mut self, written: &str) -> bool {
+    fn tilde(&mut self, written: &Written<'a>) -> bool {
         let rest = &written[1..];
         if rest.is_empty() || rest.starts_with('/') {
             let abs = normalize(self.frame.home(), rest.trim_start_matches('/'));
-            let loc = locate(self.frame, &abs);
-            self.report(written, Some(abs), loc);
+            let loc = locate_with(self.frame, &abs, self.roots_normal);
+            self.report(written, Some(Cow::Owned(abs)), loc);
             return false;
         }
         self.report(written, None, Location::Outside);
@@ -861,16 +990,17 @@ impl<'a> Judge<'a> {
         shown.push('⟨');
         shown.push_str(written);
         shown.push('⟩');
-        self.report(&shown, None, Location::Unknown);
+        self.report(&Written::built(shown), None, Location::Unknown);
     }
 
-    fn arg(&mut self, a: &Arg, base: &Cwd, roots: &[Arg], cwd: &Cwd, below: bool) {
+    fn arg(&mut self, a: &'a Arg, base: &Cwd, roots: &'a [Arg], cwd: &Cwd, below: bool) {
         if a.package {
             return;
         }
+        let text = Written::of(&a.text);
         if a.proc_sub {
             // `<(…)`: the shell's own descriptor for the substitution.
-            self.report(&a.text, None, Location::Special);
+            self.report(&text, None, Location::Special);
             return;
         }
         if a.find_placeholder {
@@ -880,7 +1010,7 @@ impl<'a> Judge<'a> {
                 if !r.dynamic && !looks_like_path(&r.text) {
                     // A plain root like `src` still lies under the cwd.
                     self.path(
-                        &r.text,
+                        &Written::of(&r.text),
                         cwd,
                         cwd,
                         Reach {
@@ -898,70 +1028,93 @@ impl<'a> Judge<'a> {
         }
         if a.tilde_user {
             // Another user's home: outside in both frames (point 9).
-            self.report(&a.text, None, Location::Outside);
+            self.report(&text, None, Location::Outside);
             return;
         }
         let reach = Reach {
             glob: a.glob,
             below,
         };
-        let candidates = path_candidates(&a.text);
+        // Most words are answered without a list ([`crate::path_words::quick`]).
+        let (read, one);
+        let candidates: &[&str] = match crate::path_words::quick(&a.text) {
+            Some(None) => &[],
+            Some(Some(text)) => {
+                one = text;
+                std::slice::from_ref(&one)
+            }
+            None => {
+                read = path_candidates(&a.text);
+                &read
+            }
+        };
         if candidates.is_empty()
             && a.glob
             && !a.text.starts_with('-')
             && crate::path_words::url_scheme(&a.text).is_none()
         {
             // `*.rs`, `e*`: a glob expands to paths under the cwd.
-            self.path(&a.text, base, cwd, reach);
-        } else if candidates.is_empty() && self.names_a_mount_below(&a.text, base) {
+            self.path(&text, base, cwd, reach);
+        } else if candidates.is_empty()
+            && self.mounts_outside
+            && self.names_a_mount_below(&a.text, base)
+        {
             // `cd /srv && rm -rf git`: a bare word is a path when the cwd
             // holds an out-of-scope mount of that name.
-            self.path(&a.text, base, cwd, reach);
+            self.path(&text, base, cwd, reach);
         }
-        // A glob that may match `..` may climb: judged climbed too.
-        let climbed: Vec<String> = if a.glob {
-            candidates
+        for &p in candidates {
+            self.path(&Written::of(p), base, cwd, reach);
+        }
+        if a.glob {
+            // A glob that may match `..` may climb: judged climbed too.
+            let words = candidates
                 .iter()
                 .copied()
-                .chain(candidates.is_empty().then_some(a.text.as_str()))
-                .filter_map(crate::path_words::climbing)
-                .collect()
-        } else {
-            Vec::new()
-        };
-        for p in candidates {
-            self.path(p, base, cwd, reach);
-        }
-        for p in climbed {
-            self.path(&p, base, cwd, reach);
+                .chain(candidates.is_empty().then_some(a.text.as_str()));
+            for p in words.filter_map(crate::path_words::climbing) {
+                self.path(&Written::built(p), base, cwd, reach);
+            }
         }
     }
 }
 
 /// Where the last single-directory cwd judged lies: the segments of one
-/// command mostly share their cwd (one `Arc`), and it is located once.
+/// command mostly share their cwd (one `Arc`), and it is located once;
+/// and whether the frame's roots are normal ([`roots_normal`]), asked once
+/// a command.
 #[derive(Debug, Default)]
 pub struct CwdLocations {
     last: Option<(std::sync::Arc<[String]>, Location)>,
+    roots_normal: Option<bool>,
 }
 
 impl CwdLocations {
+    /// [`roots_normal`] of `frame` (the same frame every call).
+    fn roots_normal(&mut self, frame: &Frame) -> bool {
+        *self.roots_normal.get_or_insert_with(|| roots_normal(frame))
+    }
+
     /// Where `d`, one of `dirs`, lies in `frame` (the same frame every
     /// call).
     fn of(&mut self, frame: &Frame, dirs: &std::sync::Arc<[String]>, d: &str) -> Location {
+        let roots_normal = self.roots_normal(frame);
         if dirs.len() != 1 {
-            return locate(frame, d);
+            return locate_with(frame, d, roots_normal);
         }
         match &self.last {
             Some((known, loc)) if std::sync::Arc::ptr_eq(known, dirs) => *loc,
             _ => {
-                let loc = locate(frame, d);
+                let loc = locate_with(frame, d, roots_normal);
                 self.last = Some((dirs.clone(), loc));
                 loc
             }
         }
     }
 }
+
+/// What the cwd's report is written as.
+const WORKING_DIRECTORY: Written<'static> = Written(Cow::Borrowed("(working directory)"));
 
 /// Judges every path a segment touches.
 pub fn judge(seg: &Segment, frame: &Frame) -> Vec<PathReport> {
@@ -986,6 +1139,9 @@ pub(crate) fn judge_borrowed<'s>(
 ) -> Vec<Reported<'s>> {
     let mut j = Judge {
         frame,
+        roots_normal: cwds.roots_normal(frame),
+        mounts_outside: out_of_scope_mounts(frame).next().is_some(),
+        plain_dirs: None,
         // Room for the cwd and a few words: most segments report no more.
         reports: Vec::with_capacity(4),
         seen: rustc_hash::FxHashMap::default(),
@@ -996,10 +1152,10 @@ pub(crate) fn judge_borrowed<'s>(
             Cwd::Known(dirs) => {
                 for d in dirs.iter() {
                     let loc = cwds.of(frame, dirs, d);
-                    j.report_borrowed("(working directory)", Some(d), loc);
+                    j.report(&WORKING_DIRECTORY, Some(Cow::Borrowed(d)), loc);
                 }
             }
-            Cwd::Unknown => j.report_borrowed("(working directory)", None, Location::Unknown),
+            Cwd::Unknown => j.report(&WORKING_DIRECTORY, None, Location::Unknown),
         }
     }
     // Relative arguments of the program resolve against `git -C` when given.
@@ -1027,7 +1183,7 @@ pub(crate) fn judge_borrowed<'s>(
             && !name.dynamic
             && name.text.contains('/')
         {
-            j.path(&name.text, cwd, cwd, Reach::default());
+            j.path(&Written::of(&name.text), cwd, cwd, Reach::default());
         }
         for a in inv.iter().skip(1) {
             j.arg(a, cwd, &seg.find_roots, cwd, false);
@@ -1038,7 +1194,7 @@ pub(crate) fn judge_borrowed<'s>(
         && !name.package
         && name.text.contains('/')
     {
-        j.path(&name.text, cwd, cwd, Reach::default());
+        j.path(&Written::of(&name.text), cwd, cwd, Reach::default());
     }
     // A command that walks its operands reaches what lies below them.
     let below = crate::template::walks_operands(&seg.argv);
@@ -1063,7 +1219,7 @@ pub(crate) fn judge_borrowed<'s>(
                 && crate::path_words::url_scheme(&a.text).is_none()
             {
                 j.path(
-                    &a.text,
+                    &Written::of(&a.text),
                     arg_base,
                     cwd,
                     Reach {
@@ -1075,7 +1231,7 @@ pub(crate) fn judge_borrowed<'s>(
         }
         if operands == 0 {
             j.path(
-                ".",
+                &Written::of("."),
                 arg_base,
                 cwd,
                 Reach {
@@ -1093,7 +1249,7 @@ pub(crate) fn judge_borrowed<'s>(
                 glob: r.target.glob,
                 below: false,
             };
-            j.path(&r.target.text, cwd, cwd, reach);
+            j.path(&Written::of(&r.target.text), cwd, cwd, reach);
         }
     }
     for (_, v) in &seg.assigns {
@@ -1104,14 +1260,22 @@ pub(crate) fn judge_borrowed<'s>(
             // A program's own file in the home (`git config --global`).
             Some(p) if p.starts_with("~/") => {
                 let abs = format!("{}/{}", frame.home().trim_end_matches('/'), &p[2..]);
-                j.path(&abs, cwd, cwd, Reach::default());
+                j.path(&Written::built(abs), cwd, cwd, Reach::default());
             }
-            Some(p) => j.path(p, cwd, cwd, Reach::default()),
-            None => j.report("(a path known only at run time)", None, Location::Unknown),
+            Some(p) => j.path(&Written::of(p), cwd, cwd, Reach::default()),
+            None => j.report(
+                &Written::of("(a path known only at run time)"),
+                None,
+                Location::Unknown,
+            ),
         }
     }
     if seg.trailing_dynamic {
-        j.report("(arguments read from stdin)", None, Location::Unknown);
+        j.report(
+            &Written::of("(arguments read from stdin)"),
+            None,
+            Location::Unknown,
+        );
     }
     j.reports
 }
@@ -1146,6 +1310,24 @@ mod tests {
         }
     }
     use crate::frame::Mount;
+
+    /// A walk told [`plain_base`] of its base answers as one that asks it,
+    /// on every short path over the bytes that matter.
+    #[test]
+    fn a_known_plain_base_walks_as_an_asked_one() {
+        for base in ["/w", "/", "/w/root", "/a*", "w", "/w/./x", "/proc/self"] {
+            let plain = Some(plain_base(base));
+            crate::short_strings::each(b"/.w*r", 5, |path| {
+                for cwd in [CwdAlias::Lexical, CwdAlias::Known("/w"), CwdAlias::Unknown] {
+                    assert_eq!(
+                        walk_from(base, plain, path, cwd, true),
+                        walk(base, path, cwd, true),
+                        "{base} {path}"
+                    );
+                }
+            });
+        }
+    }
 
     #[test]
     fn normalizes_lexically() {
@@ -1263,6 +1445,51 @@ mod tests {
         }
     }
 
+    /// [`locate_with`] with the frame's roots taken as they are answers
+    /// as [`locate`] wherever [`roots_normal`] says they are normal, on
+    /// every short path over the bytes that matter.
+    #[test]
+    fn normal_roots_are_located_as_normalised_ones() {
+        let mount = |target: &str, kind| Mount {
+            target: target.into(),
+            kind,
+        };
+        let outside = MountKind::Host { in_scope: false };
+        let frames = [
+            Frame::host("/w"),
+            Frame::host("/w/"),
+            Frame::container("/w"),
+            Frame::Container {
+                project_root: "/w".into(),
+                mounts: vec![
+                    mount("/w", MountKind::Project),
+                    mount("/s/g", outside),
+                    mount("/s", MountKind::Host { in_scope: true }),
+                ],
+                home: "/h".into(),
+            },
+            Frame::Container {
+                project_root: "/w/./".into(),
+                mounts: vec![mount("/s//g/", outside), mount("/w/../s", outside)],
+                home: "/h".into(),
+            },
+        ];
+        for frame in &frames {
+            let normal_roots = roots_normal(frame);
+            crate::short_strings::each(b"/wsg.", 6, |path| {
+                if normal_roots {
+                    assert_eq!(
+                        locate_with(frame, path, true),
+                        locate(frame, path),
+                        "{path}"
+                    );
+                }
+            });
+        }
+        assert!(roots_normal(&frames[3]) && !roots_normal(&frames[1]));
+        assert!(!roots_normal(&frames[4]));
+    }
+
     #[test]
     fn finds_paths_in_arguments() {
         let cases: &[(&str, &[&str])] = &[
@@ -1283,6 +1510,19 @@ mod tests {
         for (arg, want) in cases {
             assert_eq!(path_candidates(arg), want.to_vec(), "{arg}");
         }
+    }
+
+    /// [`may_be_special`] answers as the character trim it replaced, on
+    /// every short string of the bytes that matter.
+    #[test]
+    fn may_be_special_is_the_trim_it_replaced() {
+        let trimmed = |p: &str| {
+            let first = p.trim_start_matches('/');
+            first.starts_with("dev") || first.starts_with("proc")
+        };
+        crate::short_strings::each(b"/devprc", 6, |path| {
+            assert_eq!(may_be_special(path), trimmed(path), "{path:?}");
+        });
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Test support: every string of a few bytes, for the tests that hold a
 //! fast reading of a string equal to the plain reading it replaced
-//! (`plain_path`, `scope`, `protected`, `name_fold`, `program::compilers`,
-//! `substring`).
+//! (`plain_path`, `path_words`, `scope`, `protected`, `name_fold`,
+//! `program::compilers`, `substring`).
 
 /// Calls `check` with every string of at most `max_len` bytes, each byte
 /// one of `bytes` (ASCII).
