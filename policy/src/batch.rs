@@ -192,18 +192,14 @@ fn push_json_string(buf: &mut Vec<u8>, s: &str) {
 /// first it flags (a borrow), never one before it: the lowest flag is the
 /// first such byte.
 fn first_unplain(chunk: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    use crate::substring::{HIGHS, ONES, bytes_equal_to};
     let mut word = [0u8; 8];
     word.copy_from_slice(chunk);
     let x = u64::from_le_bytes(word);
-    let (q, b) = (x ^ (ONES * u64::from(b'"')), x ^ (ONES * u64::from(b'\\')));
     // A byte below 0x20 (a borrow sets its high bit where it had none), a
-    // zero byte of `q` or `b` (a `"` or `\`), or a byte with its high bit.
+    // `"` or `\`, or a byte with its high bit.
     let control = x.wrapping_sub(ONES * 0x20) & !x;
-    let quote = q.wrapping_sub(ONES) & !q;
-    let backslash = b.wrapping_sub(ONES) & !b;
-    let found = (control | quote | backslash | x) & HIGHS;
+    let found = (control | x) & HIGHS | bytes_equal_to(x, b'"') | bytes_equal_to(x, b'\\');
     (found != 0).then(|| found.trailing_zeros() as usize / 8)
 }
 

@@ -323,12 +323,8 @@ fn unescaped(s: &[u8], start: usize, first: usize) -> Option<(String, usize)> {
 /// bytes after the first such one (a borrow only sets bits above a zero
 /// byte): the lowest bit set is the first such byte's.
 fn quotes_or_backslashes(x: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const QUOTES: u64 = ONES * b'"' as u64;
-    const BACKSLASHES: u64 = ONES * b'\\' as u64;
-    let (q, b) = (x ^ QUOTES, x ^ BACKSLASHES);
-    (q.wrapping_sub(ONES) & !q | b.wrapping_sub(ONES) & !b) & HIGHS
+    use crate::substring::bytes_equal_to;
+    bytes_equal_to(x, b'"') | bytes_equal_to(x, b'\\')
 }
 
 /// The index of the first `"` or `\\` in `s`: `memchr2`'s answer. Most

@@ -91,25 +91,34 @@ pub fn before_byte(s: &str, b: u8) -> (&str, bool) {
     }
 }
 
+/// Eight ones, one in each byte: a byte repeated over a word is this times it.
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
+/// The high bit of each byte.
+pub(crate) const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` (eight bytes, little-endian) that
+/// is `byte`, and maybe of bytes after the first such one (a borrow only
+/// sets bits above a zero byte): the lowest bit set is the first such
+/// byte's. What every eight-bytes-a-step search here and in the batch's
+/// reader and writer tests.
+#[inline(always)]
+pub(crate) fn bytes_equal_to(word: u64, byte: u8) -> u64 {
+    let x = word ^ (ONES * u64::from(byte));
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
 /// The index of the first `needle` in `hay`, as `position` finds it: eight
 /// bytes at a time for the first few words (a word, a path), then by
 /// `memchr`'s vector search (a command line's `C`s, for `CDPATH`, its NUL
 /// bytes, a heredoc body's line ends: far apart).
 pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     /// Words read before `memchr` (which costs more to set up) takes over.
     const WORDS: usize = 4;
-    let pattern = ONES * u64::from(needle);
     let mut at = 0;
     for chunk in hay.chunks_exact(8).take(WORDS) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word) ^ pattern;
-        // A zero byte in `x` (the needle in the chunk) sets its high bit;
-        // the lowest bit set is the first (a borrow only sets bits above a
-        // zero byte).
-        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        let found = bytes_equal_to(u64::from_le_bytes(word), needle);
         if found != 0 {
             return Some(at + found.trailing_zeros() as usize / 8);
         }
@@ -125,8 +134,7 @@ pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
             return rest.iter().position(|&b| b == needle).map(|i| at + i);
         };
         let word: [u8; 8] = hay.get(last..)?.try_into().ok()?;
-        let x = u64::from_le_bytes(word) ^ pattern;
-        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        let found = bytes_equal_to(u64::from_le_bytes(word), needle);
         return (found != 0).then(|| last + found.trailing_zeros() as usize / 8);
     }
     memchr::memchr(needle, rest).map(|i| at + i)
