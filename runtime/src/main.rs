@@ -7,6 +7,7 @@ mod allocator;
 mod cli;
 mod hook;
 mod mcp;
+mod sqlite_allocator;
 
 use clap::Parser;
 
@@ -20,6 +21,10 @@ fn main() -> std::process::ExitCode {
     if let Err(err) = berth_confine::make_non_dumpable() {
         eprintln!("berth: {err}");
         return std::process::ExitCode::from(2);
+    }
+    // Before anything opens the store: SQLite allocates through mimalloc too.
+    if let Err(sqlite_allocator::NotTaken(rc)) = sqlite_allocator::use_mimalloc() {
+        tracing::debug!(rc, "SQLite keeps C's allocator");
     }
     let args = cli::Cli::parse();
     // A listing piped into `head` ends quietly; the long-running commands
