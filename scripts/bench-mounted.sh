@@ -44,7 +44,7 @@ if [ -n "${BERTH_BIN:-}" ]; then
 else
   # berth-helper too: it is the exec agent inside the container.
   scripts/build-deps.sh
-  cargo build -q --release --bin berth --bin berth-full --bin berth-helper
+  cargo build -q --release --bin berth --bin berth-helper
   # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
   target_dir=$(cargo metadata --format-version 1 --no-deps \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -30,7 +30,7 @@ if [ -n "${BERTH_BIN:-}" ]; then
   BERTH=$(realpath "$BERTH_BIN")
 else
   scripts/build-deps.sh
-  cargo build -q --release --bin berth --bin berth-full
+  cargo build -q --release --bin berth
   target_dir=$(cargo metadata --format-version 1 --no-deps \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
   BERTH="$target_dir/release/berth"
@@ -43,9 +43,9 @@ trap 'rm -rf "$work"' EXIT
 export BERTH_HOME="$work/state"
 "$BASELINE" init >/dev/null
 
-# Instructions of one run of "$@": the process, through the programs it
-# execs (the `berth` front replaces itself with `berth-full` for every
-# command but a handed-off exec), summed; these commands spawn no children.
+# Instructions of one run of "$@": the process, through any program it
+# execs (a baseline from before berth was one binary replaced itself with
+# `berth-full`), summed; these commands spawn no children.
 instructions() {
   valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$work/cg.%p.%n" "$@" >/dev/null 2>"$work/vg.err" || true
   sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/vg.err" | awk '{ s += $1 } END { print s }'

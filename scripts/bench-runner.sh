@@ -38,7 +38,7 @@ if [ -n "${BERTH_BIN:-}" ]; then
   BERTH=$(realpath "$BERTH_BIN")
 else
   scripts/build-deps.sh
-  cargo build -q --release --bin berth --bin berth-full --bin berth-exec-shim
+  cargo build -q --release --bin berth --bin berth-exec-shim
   target_dir=$(cargo metadata --format-version 1 --no-deps \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
   BERTH="$target_dir/release/berth"
@@ -67,6 +67,7 @@ trap cleanup EXIT
 copy_bin() {
   mkdir -p "$2"
   cp "$1" "$2/berth"
+  # (`berth-full`: a baseline from when berth was a front and the program.)
   for f in berth-full berth-exec-shim berth-helper; do
     if [ -e "$(dirname "$1")/$f" ]; then cp "$(dirname "$1")/$f" "$2/"; fi
   done
@@ -165,8 +166,9 @@ if command -v valgrind >/dev/null; then
     done | sort -n | head -1 | xargs printf "%s: %'d instructions (least of 3)\n" "$bin"
   done
   if [ -n "${BENCH_SERVE:-}" ]; then
-    # `--local` runs in the full program: the `berth` front execs it, and
-    # callgrind does not follow an exec, so it is measured directly.
+    # `--local` runs in berth's own process; a baseline's `berth-full`
+    # (from when berth was a front that exec'd it: callgrind does not
+    # follow an exec) is measured directly.
     full="$(dirname "$BERTH")/berth-full"
     [ -x "$full" ] || full=$BERTH
     for i in 1 2 3; do

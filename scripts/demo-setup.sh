@@ -7,7 +7,7 @@
 
 scripts/build-deps.sh || fail "the build's tools are missing (above)"
 echo "== building berth"
-cargo build -q --bin berth --bin berth-full --bin berth-helper --bin berth-exec-shim
+cargo build -q --bin berth --bin berth-helper --bin berth-exec-shim
 # Where cargo put it: CARGO_TARGET_DIR and .cargo/config.toml move it.
 target_dir=$(cargo metadata --format-version 1 --no-deps \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

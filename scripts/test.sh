@@ -77,7 +77,7 @@ fi
 
 # --- the suite ----------------------------------------------------------------
 echo "== building the binaries the tests run"
-cargo build --bin berth --bin berth-full --bin berth-helper --bin berth-exec-shim
+cargo build --bin berth --bin berth-helper --bin berth-exec-shim
 echo "== cargo test --workspace $*"
 cargo test --workspace "$@"
 # The engine suite again with PostgreSQL as the store (one database per

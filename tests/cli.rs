@@ -768,7 +768,7 @@ fn as_a_user_up_and_doctor_say_the_disk_is_not_limited() {
     let berth = PathBuf::from(env!("CARGO_BIN_EXE_berth"));
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    for name in ["berth", "berth-full", "berth-helper", "berth-exec-shim"] {
+    for name in ["berth", "berth-helper", "berth-exec-shim"] {
         std::fs::copy(berth.with_file_name(name), bin.join(name)).unwrap();
     }
     let home = dir.path().join("home");

@@ -1,5 +1,5 @@
 //! `berth exec` handing its action to a `berth serve` on the same state
-//! (`runtime/handoff/src/client.rs`, from the `berth` front and from `berth-full`): it prints and exits exactly as a run
+//! (`runtime/handoff/src/client.rs`, offered first in `berth`'s `main`): it prints and exits exactly as a run
 //! in its own process does (output bytes, stderr, exit codes, `--json`,
 //! pending and refused), the server's process runs it with the caller's
 //! environment, Ctrl-C on the client cancels it, and where the server's
@@ -151,53 +151,38 @@ fn a_handed_off_exec_says_what_a_local_one_says_and_the_server_runs_it() {
     assert_eq!(code, Some(0));
 }
 
-/// `berth` is a small front that hands an exec off itself and runs
-/// `berth-full` for everything else (`runtime/src/front.rs`): the full
-/// program run directly hands off the same way, and a front without
-/// `berth-full` beside it still hands off, and says what is missing for
-/// anything else.
+/// `berth` hands an exec to the server first, before it starts anything
+/// else (`runtime/src/early_handoff.rs`): a copy of the binary alone, with
+/// no shim beside it to confine a command of its own, hands off and prints
+/// as a run does; the same copy with `--local` runs the exec itself and
+/// says what it lacks.
 #[test]
-fn the_front_and_the_full_program_each_hand_an_exec_off() {
+fn berth_hands_an_exec_off_before_it_needs_anything_beside_it() {
     let state = berth();
     let served = Served::start(&state, &["--no-agent-loops"]);
-    let full = std::path::Path::new(env!("CARGO_BIN_EXE_berth-full"));
-    let out = state
-        .command_of(full, &["exec", "dev-1", "--", "echo via-full"])
-        .output()
-        .unwrap();
-    assert_eq!(said(&out), (Some(0), b"via-full\n".to_vec(), String::new()));
-    assert_eq!(last_executor(&state), Some(served.pid()));
-
     let alone = tempfile::tempdir().unwrap();
-    let front = alone.path().join("berth");
-    std::fs::copy(env!("CARGO_BIN_EXE_berth"), &front).unwrap();
+    let lone = alone.path().join("berth");
+    std::fs::copy(env!("CARGO_BIN_EXE_berth"), &lone).unwrap();
     let out = state
-        .command_of(&front, &["exec", "dev-1", "--json", "--", "echo alone"])
+        .command_of(&lone, &["exec", "dev-1", "--json", "--", "echo alone"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", said(&out).2);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["stdout"], "alone\n");
     assert_eq!(last_executor(&state), Some(served.pid()));
-    let before = last_id(&state);
-    for args in [
-        &["--version"][..],
-        &["exec", "dev-1", "--local", "--", "echo not-run"],
-    ] {
-        let out = state.command_of(&front, args).output().unwrap();
-        let (code, _, err) = said(&out);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains("berth-full")
-                && err.contains(&front.with_file_name("berth-full").display().to_string()),
-            "{args:?}: {err}"
-        );
-    }
-    assert_eq!(
-        last_id(&state),
-        before,
-        "nothing proposed without berth-full"
-    );
+    let handed = last_id(&state);
+
+    let out = state
+        .command_of(&lone, &["exec", "dev-1", "--local", "--", "echo not-run"])
+        .output()
+        .unwrap();
+    let (code, stdout, err) = said(&out);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(!String::from_utf8_lossy(&stdout).contains("not-run"));
+    assert!(err.contains("berth-exec-shim"), "{err}");
+    assert_ne!(last_id(&state), handed, "run here, as its own action");
+    assert_ne!(last_executor(&state), Some(served.pid()));
     let (code, _) = served.stop();
     assert_eq!(code, Some(0));
 }

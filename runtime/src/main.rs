@@ -1,10 +1,10 @@
-//! `berth-full`: the whole `berth` program — the CLI, the server and the
-//! adapters in one binary. Users run `berth` (`front.rs`), which hands an
-//! exec to a running server itself and runs this binary, with the same
-//! arguments, for everything else.
+//! `berth`: the whole program — the CLI, the server and the adapters in one
+//! binary. An exec that a running `berth serve` takes is handed to it first
+//! (`early_handoff.rs`), before the rest starts.
 
 mod allocator;
 mod cli;
+mod early_handoff;
 mod hook;
 mod mcp;
 mod sqlite_allocator;
@@ -26,7 +26,13 @@ fn main() -> std::process::ExitCode {
     if let Err(sqlite_allocator::NotTaken(rc)) = sqlite_allocator::use_mimalloc() {
         tracing::debug!(rc, "SQLite keeps C's allocator");
     }
-    let args = cli::Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let handoff_tried = match early_handoff::hand_off(&argv) {
+        early_handoff::Early::Ended(code) => return code,
+        early_handoff::Early::NotTaken => true,
+        early_handoff::Early::NotRead => false,
+    };
+    let args = cli::Cli::parse_from(argv);
     // A listing piped into `head` ends quietly; the long-running commands
     // (serve, the MCP server, the hook, the agent loop) keep SIGPIPE ignored
     // so a closed peer is an error they handle, not their death.
@@ -36,7 +42,7 @@ fn main() -> std::process::ExitCode {
         eprintln!("berth: {err}");
         return std::process::ExitCode::from(2);
     }
-    match cli::run(args) {
+    match cli::run(args, handoff_tried) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
             eprintln!("berth: {}", error_text(&err));

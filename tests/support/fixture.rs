@@ -141,7 +141,7 @@ impl Fixture {
     }
 
     /// [`command`](Self::command) with another binary than the `berth`
-    /// front (`berth-full`, a copy of the front).
+    /// the build made (a copy of it elsewhere).
     pub fn command_of(&self, program: &Path, args: &[&str]) -> Command {
         let mut c = Command::new(program);
         c.args(args)

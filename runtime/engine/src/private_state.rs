@@ -54,7 +54,7 @@ pub fn create(state: &StateDir, store: Option<&Path>) -> Result<()> {
 
 /// The parts of the state that group or other can read (or, for the
 /// directory, traverse): the directory and the store with its WAL files
-/// (`berth_handoff::state::exposure`, which the `berth` front asks too).
+/// (`berth_handoff::state::exposure`, which a handed-off exec asks too).
 pub fn exposure(state: &StateDir) -> Result<Vec<Exposed>> {
     berth_handoff::state::exposure(state.root())
         .map_err(|e| EngineError::io("reading the mode of", &e.path)(e.source))

@@ -19,7 +19,7 @@ impl StateDir {
     }
 
     /// `--state`, else `$BERTH_HOME`, else `~/.local/share/berth`.
-    /// (`berth_handoff::state::locate`: the `berth` front finds the state
+    /// (`berth_handoff::state::locate`: `berth` finds the state
     /// the same way before it hands an exec to a server.)
     pub fn locate(explicit: Option<&Path>) -> Option<StateDir> {
         berth_handoff::state::locate(explicit).map(StateDir::new)

@@ -1,23 +1,23 @@
-//! The `berth` front's reading of its command line: is this an exec it can
-//! hand to a server itself, and what does it propose?
+//! berth's first reading of its command line, before clap's: is this an
+//! exec it can hand to a server at once, and what does it propose?
 //!
-//! The full program reads its command line with clap, whose grammar for
+//! berth reads its command line with clap, whose grammar for
 //! `exec` is `berth [--state DIR] exec [--timeout N] [--cwd DIR] [--json]
 //! [--local] AGENT -- WORDS…` (`--state` anywhere before `--`, flags in any
-//! order around the agent, each once). The front reads a strict part of it
+//! order around the agent, each once). This reader takes a strict part of it
 //! and answers `None` for anything else — `--local`, help, a flag it does
 //! not know, a repeated flag, a value it would have to guess about (empty,
-//! starting with `-`, not UTF-8) — and then the full program reads the
-//! same arguments with clap and says what is wrong, or runs it. So a
-//! command line the front takes means exactly what clap would make of it:
-//! the full program's tests compare the two over a table of command lines.
+//! starting with `-`, not UTF-8) — and then clap reads the same arguments
+//! and berth says what is wrong, or runs it. So a command line this reader
+//! takes means exactly what clap would make of it: the `berth` binary's
+//! tests compare the two over a table of command lines.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::client::{ExecRequest, command_line};
 
-/// An exec the front can hand off: the state it names, and the request.
+/// An exec berth can hand off at once: the state it names, and the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrontExec {
     /// `--state`, when given.
@@ -25,8 +25,8 @@ pub struct FrontExec {
     pub request: ExecRequest,
 }
 
-/// `args` (with the program's name first) as an exec the front takes, or
-/// `None`: everything else is the full program's.
+/// `args` (with the program's name first) as an exec this reader takes, or
+/// `None`: everything else is clap's.
 pub fn exec_request(args: &[OsString]) -> Option<FrontExec> {
     let mut words = args.iter().skip(1).map(|a| a.to_str());
     let mut state: Option<PathBuf> = None;

@@ -1,8 +1,8 @@
 //! Just enough HTTP/1.1 for one request to `berth serve` over its unix
 //! socket and its streamed answer: a `POST` with a length, then a status
 //! line, headers and a body that is chunked, sized, or runs to the end of
-//! the connection. Blocking, on std's socket: the front has no async
-//! runtime to start.
+//! the connection. Blocking, on std's socket: the hand-off runs before
+//! berth starts its async runtime, and without one.
 //!
 //! The answer is read as input: every line (the status line, a header, a
 //! chunk's size) is bounded, every number parsed whole, and anything this

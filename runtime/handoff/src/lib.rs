@@ -1,21 +1,18 @@
-//! `berth exec` handed to a `berth serve` running on the same state: all the
-//! `berth` front binary needs to do it without the engine.
+//! `berth exec` handed to a `berth serve` running on the same state: all
+//! berth needs to do it without the engine.
 //!
-//! A handed-off exec spends most of its client's time starting the client:
-//! the whole `berth` binary (the engine, the server, the adapters: tens of
-//! megabytes of code, tens of thousands of relocations written at every
-//! start) to send one request and print its answer. So `berth` is a small
-//! front (`runtime/src/front.rs`) built on this crate alone: it reads its
-//! command line ([`argv`]); when that is an exec and a server answers on the
-//! state's socket ([`client`]), it proposes the action there and prints what
-//! the server streams back; for everything else it runs the full program
-//! (`berth-full`, beside it), which also calls [`client`] first for an exec.
+//! A handed-off exec needs one request sent and its answer printed, so
+//! berth does it first, before clap, its async runtime or its store
+//! (`runtime/src/early_handoff.rs`): it reads its command line ([`argv`]);
+//! when that is an exec and a server answers on the state's socket
+//! ([`client`]), it proposes the action there and prints what the server
+//! streams back; otherwise berth goes on and runs the command itself.
 //!
-//! What both binaries print about an action's end is [`report`]: the engine
+//! What both paths print about an action's end is [`report`]: the engine
 //! builds the [`ExecReport`], the server sends it as its stream's last line,
 //! and one function prints it, so the paths cannot say different things.
 //! Where the state lives and what in it others can read ([`state`]) is here
-//! for the same reason: the front warns as the full program does.
+//! for the same reason: a handed-off exec warns as a run here does.
 
 pub mod argv;
 pub mod client;

@@ -1,5 +1,5 @@
 //! Where berth's state directory is, and which parts of it other users can
-//! read: what the `berth` front needs before and after it hands an exec to
+//! read: what berth needs before and after it hands an exec to
 //! the server on that state, and what the engine uses for the same answers
 //! (`berth_engine::StateDir`, `berth_engine::private_state`).
 

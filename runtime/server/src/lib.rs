@@ -60,7 +60,7 @@ use crate::background::LogFollower;
 /// The name of the token file in the state directory.
 pub const TOKEN_FILE: &str = "api-token";
 /// The name of the default socket in the state directory (where the
-/// `berth` front looks for a server to hand an exec to).
+/// `berth exec` looks for a server to hand its action to).
 pub use berth_handoff::state::SOCKET_FILE;
 /// How long shutdown waits for open connections to finish.
 const GRACE: Duration = Duration::from_secs(10);

@@ -100,7 +100,7 @@ impl ExecArgs {
         super::command_line(&self.command)
     }
 
-    /// What is proposed, as the `berth` front would hand it to a server
+    /// What is proposed, as berth's first reading would hand it to a server
     /// (`berth_handoff::argv` reads the same fields without clap).
     pub(super) fn request(&self) -> ExecRequest {
         ExecRequest {

@@ -43,8 +43,8 @@ impl Printer {
     }
 }
 
-/// One of berth's own output streams (a handed-off exec's, in the `berth`
-/// front, are `berth_handoff`'s: blocking, with the same rule).
+/// One of berth's own output streams (a handed-off exec's are
+/// `berth_handoff`'s: blocking, with the same rule).
 struct Stream<W> {
     writer: W,
     /// Cleared at the first failed write: a closed terminal is not the

@@ -166,7 +166,9 @@ impl Command {
     }
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<u8> {
+/// Runs `cli`; `handoff_tried`: the exec it holds was already offered to
+/// the state's server, which did not take it (`early_handoff.rs`).
+pub fn run(cli: Cli, handoff_tried: bool) -> anyhow::Result<u8> {
     let state = cli.state;
     let command = match cli.command {
         Command::Decide(args) => return decide::run(args),
@@ -182,11 +184,12 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         other => other,
     };
     // A running `berth serve` on this state takes a `berth exec` whole: no
-    // runtime to start, no store to open here. (The `berth` front does the
-    // same before it runs this program; here for `berth-full` run itself,
-    // and to say why the front did not: `berth_handoff::client`.)
+    // runtime to start, no store to open here. (`main` offers the forms
+    // `berth_handoff::argv` reads before clap; here the ones clap alone
+    // reads.)
     if let Command::Exec(a) = &command
         && !a.local
+        && !handoff_tried
         && let Some(dir) = StateDir::locate(state.as_deref())
         && let Handoff::Ended(code) = berth_handoff::exec_through_server(dir.root(), &a.request())?
     {
@@ -326,7 +329,7 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
     Ok(code)
 }
 
-// The shell line `berth exec|decide -- …` proposes (the `berth` front
+// The shell line `berth exec|decide -- …` proposes (the early hand-off
 // builds it too, so it lives in berth-handoff).
 use berth_handoff::client::command_line;
 
@@ -373,13 +376,13 @@ mod tests {
         );
     }
 
-    /// The `berth` front reads an exec's command line without clap
-    /// (`berth_handoff::argv`); whatever it takes must be what clap makes of
-    /// the same words, or the front would propose something the full
-    /// program would not. Over the forms agents and scripts use, the odd
+    /// berth reads an exec's command line without clap first
+    /// (`berth_handoff::argv`, for the early hand-off); whatever it takes
+    /// must be what clap makes of the same words, or a handed-off exec would
+    /// propose something a run here would not. Over the forms agents and scripts use, the odd
     /// ones, and each of them with every flag moved around the agent.
     #[test]
-    fn the_fronts_reading_of_an_exec_is_claps() {
+    fn the_first_reading_of_an_exec_is_claps() {
         use clap::Parser as _;
         let bases: &[&[&str]] = &[
             &["exec", "dev-1", "--", "true"],
@@ -456,23 +459,24 @@ mod tests {
                     .chain(words.iter().copied())
                     .map(Into::into)
                     .collect();
-                let Some(front) = berth_handoff::argv::exec_request(&args) else {
+                let Some(first) = berth_handoff::argv::exec_request(&args) else {
                     continue;
                 };
                 taken += 1;
-                let cli = super::Cli::try_parse_from(&args)
-                    .unwrap_or_else(|e| panic!("the front took {words:?}, clap refuses it: {e}"));
+                let cli = super::Cli::try_parse_from(&args).unwrap_or_else(|e| {
+                    panic!("the first reading took {words:?}, clap refuses it: {e}")
+                });
                 let super::Command::Exec(exec) = cli.command else {
-                    panic!("the front took {words:?}, clap reads another command");
+                    panic!("the first reading took {words:?}, clap reads another command");
                 };
                 assert!(!exec.local, "{words:?}");
-                assert_eq!(front.state, cli.state, "{words:?}");
-                assert_eq!(front.request, exec.request(), "{words:?}");
+                assert_eq!(first.state, cli.state, "{words:?}");
+                assert_eq!(first.request, exec.request(), "{words:?}");
             }
         }
-        // The front takes the ordinary forms: a reader that took nothing
+        // The first reading takes the ordinary forms: a reader that took nothing
         // would pass the comparison and save nothing.
-        assert!(taken >= 40, "the front took {taken} forms");
+        assert!(taken >= 40, "the first reading took {taken} forms");
     }
 
     #[test]

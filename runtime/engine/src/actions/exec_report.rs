@@ -3,8 +3,8 @@
 //! CLI handed the action to (`POST /api/actions/stream`) sends it whole as its
 //! stream's last line, so a handed-off exec prints, and exits with, exactly
 //! what one run in the CLI's own process would. The report's type and its
-//! printer live in `berth-handoff`, which the `berth` front links without
-//! the engine; the engine derives it here.
+//! printer live in `berth-handoff`, whose client prints it without the
+//! engine; the engine derives it here.
 
 use super::{ActionResult, ActionStatus, ProposeStatus, Proposed};
 use crate::Engine;
