@@ -22,8 +22,9 @@ fn main() -> std::process::ExitCode {
         eprintln!("berth: {err}");
         return std::process::ExitCode::from(2);
     }
-    // Before anything opens the store: SQLite allocates through mimalloc too.
-    if let Err(sqlite_allocator::NotTaken(rc)) = sqlite_allocator::use_mimalloc() {
+    // Before anything opens the store: SQLite allocates through mimalloc
+    // alone.
+    if let Err(sqlite_allocator::NotTaken(rc)) = sqlite_allocator::use_mimalloc_alone() {
         tracing::debug!(rc, "SQLite keeps C's allocator");
     }
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
