@@ -25,7 +25,7 @@ fn main() -> std::process::ExitCode {
     // Before anything opens the store: SQLite allocates through mimalloc
     // alone.
     if let Err(sqlite_allocator::NotTaken(rc)) = sqlite_allocator::use_mimalloc_alone() {
-        tracing::debug!(rc, "SQLite keeps C's allocator");
+        tracing::debug!(rc, "SQLite keeps its own allocation settings");
     }
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let handoff_tried = match early_handoff::hand_off(&argv) {

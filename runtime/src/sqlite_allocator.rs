@@ -22,8 +22,8 @@ unsafe extern "C" {
     fn mi_usable_size(block: *const c_void) -> usize;
 }
 
-/// SQLite refused the setting (it had already initialised): it keeps
-/// calling C's allocator, which works as before.
+/// SQLite refused a setting (it had already initialised): it keeps its
+/// own, which work as before.
 #[derive(Debug)]
 pub struct NotTaken(pub c_int);
 

@@ -378,9 +378,10 @@ mod tests {
 
     /// berth reads an exec's command line without clap first
     /// (`berth_handoff::argv`, for the early hand-off); whatever it takes
-    /// must be what clap makes of the same words, or a handed-off exec would
-    /// propose something a run here would not. Over the forms agents and scripts use, the odd
-    /// ones, and each of them with every flag moved around the agent.
+    /// must be what clap makes of the same words, or a handed-off exec
+    /// would propose something a run here would not. Over the forms agents
+    /// and scripts use, the odd ones, and each of them with every flag moved
+    /// around the agent.
     #[test]
     fn the_first_reading_of_an_exec_is_claps() {
         use clap::Parser as _;
@@ -474,8 +475,8 @@ mod tests {
                 assert_eq!(first.request, exec.request(), "{words:?}");
             }
         }
-        // The first reading takes the ordinary forms: a reader that took nothing
-        // would pass the comparison and save nothing.
+        // The first reading takes the ordinary forms: a reader that took
+        // nothing would pass the comparison and save nothing.
         assert!(taken >= 40, "the first reading took {taken} forms");
     }
 
