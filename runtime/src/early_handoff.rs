@@ -63,8 +63,11 @@ pub fn hand_off(args: &[OsString]) -> Early {
 }
 
 /// Says on stderr which parts of the state other users can read, and the
-/// `chmod` that fixes each (what berth says after every command it runs).
-fn warn_exposed(root: &Path) {
+/// `chmod` that fixes each (what berth says after every command it runs),
+/// after an exec a server ran, early or late (`cli::run`): a mode it
+/// cannot read is a warning too, never an error that would replace the
+/// command's exit code.
+pub(crate) fn warn_exposed(root: &Path) {
     match berth_handoff::state::exposure(root) {
         Ok(found) => {
             for exposed in found {

@@ -193,7 +193,8 @@ pub fn run(cli: Cli, handoff_tried: bool) -> anyhow::Result<u8> {
         && let Some(dir) = StateDir::locate(state.as_deref())
         && let Handoff::Ended(code) = berth_handoff::exec_through_server(dir.root(), &a.request())?
     {
-        warn_exposed(&dir)?;
+        // The server ran it: its code stands, whatever the warning finds.
+        crate::early_handoff::warn_exposed(dir.root());
         return Ok(code);
     }
     // A one-shot command runs on this thread, and so does its short
