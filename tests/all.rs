@@ -32,3 +32,4 @@ mod pr_checks;
 mod pr_review;
 mod project_dockerfile;
 mod prompts;
+mod store_keeper;

@@ -78,6 +78,7 @@ use crate::state::StateDir;
 
 mod checkpoints;
 mod direct;
+pub mod keeper;
 mod pool;
 mod retry;
 mod sqlite;

@@ -2,9 +2,13 @@
 //! which are applied. Every process migrates the store it opens; this is
 //! the explicit step for a PostgreSQL store that several hosts share (one
 //! host migrates before the others start) and for a look at the version.
+//! And, hidden, `berth store keep`: the store's keeper, which one-shot
+//! commands start ([`start_keeper`]).
 
 use berth_engine::StateDir;
-use berth_engine::store::{Store, StoreLocation};
+use std::os::unix::process::CommandExt as _;
+
+use berth_engine::store::{Store, StoreLocation, keeper};
 
 use super::print_json;
 
@@ -16,6 +20,14 @@ pub enum StoreCommand {
     Migrate {
         #[arg(long)]
         json: bool,
+    },
+    /// Hold the SQLite store open until it idles (the store's keeper,
+    /// which one-shot commands start: `berth_engine::store::keeper`).
+    #[command(hide = true)]
+    Keep {
+        /// Leave after this many seconds without a commit.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        idle_secs: Option<u64>,
     },
 }
 
@@ -38,5 +50,36 @@ pub async fn run(dir: &StateDir, c: StoreCommand) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
+        StoreCommand::Keep { idle_secs } => {
+            let idle = idle_secs.map_or(keeper::IDLE, std::time::Duration::from_secs);
+            let end = keeper::keep(dir, idle).await?;
+            tracing::debug!(?end, "the store's keeper leaves");
+            Ok(0)
+        }
+    }
+}
+
+/// Starts the store's keeper for `dir` when its SQLite store has none
+/// (`berth_engine::store::keeper`): this program, `store keep`, its own
+/// process group, no standard streams (a caller reading this process's
+/// output to its end never waits for the keeper). Not waited for; a keeper
+/// that cannot start is only a saving lost.
+pub fn start_keeper(dir: &StateDir) {
+    if !keeper::wanted(dir) {
+        return;
+    }
+    let started = std::env::current_exe().and_then(|program| {
+        std::process::Command::new(program)
+            .arg("--state")
+            .arg(dir.root())
+            .args(["store", "keep"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+    });
+    if let Err(err) = started {
+        tracing::debug!("the store's keeper did not start: {err}");
     }
 }
