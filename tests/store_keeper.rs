@@ -190,3 +190,42 @@ fn a_second_keeper_leaves_at_once_and_a_postgres_state_has_none() {
     assert!(wait_exit(&mut keeper).success());
     assert!(!g.state().join("store-keeper.lock").exists());
 }
+
+#[test]
+fn a_keeper_keeps_no_pipe_its_starter_inherited() {
+    use std::io::Read as _;
+    let f = Fixture::new().with_project();
+    let started = keeper_pid(&f);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(started as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    wait_gone(started);
+    // `berth ls` with a pipe on descriptor 3, as a shell's `3>` leaves it
+    // (no close-on-exec); the keeper it starts inherits it too.
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let status = std::process::Command::new("sh")
+        .args(["-c", "exec \"$0\" --state \"$1\" ls 3>&2 2>/dev/null"])
+        .arg(env!("CARGO_BIN_EXE_berth"))
+        .arg(f.state())
+        .stdout(Stdio::null())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let pid = keeper_pid(&f);
+    assert_ne!(pid, started);
+    // Every writer gone (berth exited, the keeper closed its copy): the
+    // reader sees the end.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let _ = tx.send(reader.read_to_end(&mut rest).map(|_| rest.len()));
+    });
+    let read = rx
+        .recv_timeout(WAIT)
+        .expect("the keeper kept the pipe open");
+    assert!(read.is_ok());
+    assert!(alive(pid));
+}

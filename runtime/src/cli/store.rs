@@ -51,6 +51,7 @@ pub async fn run(dir: &StateDir, c: StoreCommand) -> anyhow::Result<u8> {
             Ok(0)
         }
         StoreCommand::Keep { idle_secs } => {
+            close_inherited();
             let idle = idle_secs.map_or(keeper::IDLE, std::time::Duration::from_secs);
             let end = keeper::keep(dir, idle).await?;
             tracing::debug!(?end, "the store's keeper leaves");
@@ -81,5 +82,33 @@ pub fn start_keeper(dir: &StateDir) {
     });
     if let Err(err) = started {
         tracing::debug!("the store's keeper did not start: {err}");
+    }
+}
+
+/// Closes what the keeper inherited and does not use: every descriptor past
+/// the standard three without close-on-exec. berth opens each of its own
+/// with the flag (std, tokio and SQLite do), so one without it crossed the
+/// exec that started this process: a pipe its starter's caller passed on
+/// (a shell's `3>`, a build tool's) would otherwise stay open in a process
+/// that lives for minutes, and whoever reads that pipe to its end would
+/// wait for the keeper.
+fn close_inherited() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<libc::c_int> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_GETFD reads a descriptor's flags and nothing else; a
+        // number no longer open (the listing's own) only gives EBADF.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+            // SAFETY: no object of this process owns `fd` (each of
+            // berth's own carries FD_CLOEXEC, checked above): it is an
+            // inherited descriptor nothing here reads or writes.
+            unsafe { libc::close(fd) };
+        }
     }
 }

@@ -21,7 +21,8 @@ use crate::error::{EngineError, Result};
 /// 1,000, 4 MiB). The WAL is kept between processes, and the first
 /// connection of each new process reads every frame written since the
 /// last checkpoint to rebuild its index: 2.2 ms at 4 MiB against 0.4 ms
-/// small, on every one-shot `berth` command. A checkpoint costs its
+/// small, on every one-shot `berth` command that finds no store keeper
+/// holding the index (`store/keeper.rs`). A checkpoint costs its
 /// fsyncs once per this many pages: in a one-shot command on the commit
 /// that crosses it, in a server on the store's own thread
 /// (`store/checkpoints.rs`); every other commit costs none (synchronous =
