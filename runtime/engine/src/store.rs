@@ -777,6 +777,15 @@ impl Store {
         }
     }
 
+    /// For a one-shot process on a state whose store keeper runs: a commit
+    /// that crosses the WAL's size leaves the checkpoint to the keeper
+    /// (`store/keeper.rs`). Nothing on PostgreSQL.
+    pub fn checkpoint_by_keeper(&self) {
+        if let StorePool::Sqlite(direct) = &self.pool {
+            direct.checkpoint_by_keeper();
+        }
+    }
+
     /// Closes the pool. On SQLite the WAL stays as it is for the next
     /// process (`store/sqlite.rs`); SQLite checkpoints it as it grows, on commit.
     pub async fn close(&self) {

@@ -284,8 +284,9 @@ async fn dispatch(state: Option<PathBuf>, command: Command) -> anyhow::Result<u8
     }
     let engine = Arc::new(open_engine_for(dir.clone(), command.runs_once()).await?);
     if command.runs_once() {
-        // The next one-shot command finds the store's WAL index whole.
-        store::start_keeper(&dir);
+        // The next one-shot command finds the store's WAL index whole, and
+        // this one leaves its checkpoints to the keeper.
+        store::use_keeper(&dir, engine.store());
     }
     // A `command` agent's turn run here serves its MCP tools from here.
     crate::mcp::http::HttpEndpoints::register(&engine);

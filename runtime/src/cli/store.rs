@@ -3,12 +3,13 @@
 //! the explicit step for a PostgreSQL store that several hosts share (one
 //! host migrates before the others start) and for a look at the version.
 //! And, hidden, `berth store keep`: the store's keeper, which one-shot
-//! commands start ([`start_keeper`]).
+//! commands start ([`use_keeper`]).
 
 use berth_engine::StateDir;
 use std::os::unix::process::CommandExt as _;
 
-use berth_engine::store::{Store, StoreLocation, keeper};
+use berth_engine::store::keeper::{self, KeeperFound};
+use berth_engine::store::{Store, StoreLocation};
 
 use super::print_json;
 
@@ -60,28 +61,32 @@ pub async fn run(dir: &StateDir, c: StoreCommand) -> anyhow::Result<u8> {
     }
 }
 
-/// Starts the store's keeper for `dir` when its SQLite store has none
-/// (`berth_engine::store::keeper`): this program, `store keep`, its own
-/// process group, no standard streams (a caller reading this process's
-/// output to its end never waits for the keeper). Not waited for; a keeper
-/// that cannot start is only a saving lost.
-pub fn start_keeper(dir: &StateDir) {
-    if !keeper::wanted(dir) {
-        return;
-    }
-    let started = std::env::current_exe().and_then(|program| {
-        std::process::Command::new(program)
-            .arg("--state")
-            .arg(dir.root())
-            .args(["store", "keep"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-    });
-    if let Err(err) = started {
-        tracing::debug!("the store's keeper did not start: {err}");
+/// The store's keeper for a one-shot command on `dir`
+/// (`berth_engine::store::keeper`): with one running, `store` leaves its
+/// checkpoints to it; with none, this starts one: this program, `store
+/// keep`, in its own process group, with no standard streams (a caller
+/// reading this process's output to its end never waits for the keeper).
+/// Not waited for; a keeper that cannot start is only a saving lost.
+pub fn use_keeper(dir: &StateDir, store: &Store) {
+    match keeper::find(dir) {
+        KeeperFound::Running => store.checkpoint_by_keeper(),
+        KeeperFound::NotApplicable => {}
+        KeeperFound::Missing => {
+            let started = std::env::current_exe().and_then(|program| {
+                std::process::Command::new(program)
+                    .arg("--state")
+                    .arg(dir.root())
+                    .args(["store", "keep"])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .process_group(0)
+                    .spawn()
+            });
+            if let Err(err) = started {
+                tracing::debug!("the store's keeper did not start: {err}");
+            }
+        }
     }
 }
 

@@ -14,6 +14,12 @@
 //! commit that finds the WAL at [`INLINE_PAGES`] checkpoints itself, as
 //! before: the WAL stays bounded whatever happens to the thread.
 //!
+//! A one-shot command on a state whose store keeper runs
+//! (`store/keeper.rs`) leaves its checkpoints to the keeper
+//! ([`Checkpoints::to_keeper`]): its commits cross the size without
+//! waiting for a copy and two fsyncs, and [`INLINE_PAGES`] bounds the WAL
+//! should the keeper be gone.
+//!
 //! The hook is SQLite's `sqlite3_wal_hook`, set on each of berth's own
 //! connections (`store/direct.rs`); it replaces the automatic checkpoint's
 //! own hook on that connection, and does what it did when nothing asked for
@@ -41,6 +47,8 @@ pub(super) struct Checkpoints {
     /// The PRAGMAs the thread's connection runs as it opens.
     settings: String,
     background: AtomicBool,
+    /// A store keeper checkpoints (`store/keeper.rs`).
+    keeper: AtomicBool,
     wanted: Mutex<Wanted>,
     wake: Condvar,
     /// Checkpoints run by a committing connection, and by the thread.
@@ -63,6 +71,7 @@ impl Checkpoints {
             path,
             settings,
             background: AtomicBool::new(false),
+            keeper: AtomicBool::new(false),
             wanted: Mutex::new(Wanted::default()),
             wake: Condvar::new(),
             inline_runs: AtomicU64::new(0),
@@ -74,6 +83,13 @@ impl Checkpoints {
     /// checkpoint to the store's thread (started on the first such commit).
     pub(super) fn in_background(&self) {
         self.background.store(true, Ordering::Relaxed);
+    }
+
+    /// From now on a commit that crosses [`WAL_PAGES`] leaves the
+    /// checkpoint to the state's store keeper, which looks at the WAL's
+    /// size several times a second while the store is written.
+    pub(super) fn to_keeper(&self) {
+        self.keeper.store(true, Ordering::Relaxed);
     }
 
     /// Sets the hook on `db`, a connection that holds `self` (an `Arc`)
@@ -194,6 +210,9 @@ unsafe extern "C" fn committed(
     // SAFETY: `arg` is the `Checkpoints` that `watch` set, which the
     // connection keeps alive while it can commit.
     let checkpoints = unsafe { &*arg.cast::<Checkpoints>() };
+    if checkpoints.keeper.load(Ordering::Relaxed) && pages < INLINE_PAGES {
+        return ffi::SQLITE_OK;
+    }
     if checkpoints.background.load(Ordering::Relaxed) && pages < INLINE_PAGES {
         // SAFETY: the pointer came from an `Arc` (`watch`), alive here:
         // this borrows it for one more owner without taking the caller's.

@@ -13,18 +13,26 @@
 //! - **One per state.** The keeper holds an exclusive `flock` on
 //!   `<state>/store-keeper.lock` for its life, and writes its pid there. A
 //!   one-shot command that can take the lock finds no keeper
-//!   ([`wanted`]) and starts one (the binary's part: `berth store keep`);
+//!   ([`find`]) and starts one (the binary's part: `berth store keep`);
 //!   two commands that race start two, and the second to lock leaves.
 //! - **Holding nothing else.** The keeper runs no statement but `PRAGMA
-//!   data_version`, holds no transaction (writers and checkpoints never
-//!   wait for it), accepts no input, and leaves its checkpoints to the
-//!   committing connections as before.
+//!   data_version` and checkpoints, holds no transaction (writers never
+//!   wait for it), and accepts no input.
+//! - **Checkpoints.** A one-shot command that finds the keeper running
+//!   leaves its checkpoints to it (`store/checkpoints.rs`): the commit
+//!   that crossed `WAL_PAGES` used to wait for the copy and its two fsyncs
+//!   (about 3 ms, one `berth exec` in twenty). The keeper reads the WAL's
+//!   size from the index's header in the `-shm` file ([`WalIndex`]) ten
+//!   times a second while the store is written, and checkpoints past
+//!   `WAL_PAGES`; past `INLINE_PAGES` a commit checkpoints itself, so the
+//!   WAL stays bounded should the keeper be gone.
 //! - **Leaving.** After [`IDLE`] without a commit by anyone, or once the
 //!   store's file or the lock file is no longer the one it opened (the
 //!   state removed, or made again). A crash of the keeper loses nothing: a
 //!   connection holds no state of its own.
 //!
-//! PostgreSQL stores have no keeper (the server keeps its own state).
+//! PostgreSQL stores have no keeper: the database server holds what a
+//! connection would.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -34,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, flock};
 
+use super::sqlite::WAL_PAGES;
 use super::{Store, StoreLocation};
 use crate::error::{EngineError, Result};
 use crate::state::StateDir;
@@ -45,8 +54,10 @@ pub const LOCK_FILE: &str = "store-keeper.lock";
 /// idle time: `berth_sandbox`'s runner).
 pub const IDLE: Duration = Duration::from_secs(300);
 
-/// How often the keeper looks at the store and the lock file.
-const LOOK_EVERY: Duration = Duration::from_secs(1);
+/// How often the keeper looks at the store while it is written, and
+/// while it is not.
+const LOOK_BUSY: Duration = Duration::from_millis(100);
+const LOOK_IDLE: Duration = Duration::from_secs(1);
 
 /// Why a keeper ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,19 +72,32 @@ pub enum KeeperEnd {
     StateGone,
 }
 
-/// Whether `state` has a SQLite store and no keeper: a one-shot command
-/// then starts one. Anything that keeps the lock from being looked at (a
-/// read-only state, another user's) is a no: a keeper is only a saving.
-pub fn wanted(state: &StateDir) -> bool {
+/// What a one-shot command finds of the state's keeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeeperFound {
+    /// One holds the lock: leave the checkpoints to it.
+    Running,
+    /// None: start one.
+    Missing,
+    /// Not a SQLite store, or a lock that cannot be looked at (a read-only
+    /// state, another user's): no keeper, which is only a saving lost.
+    NotApplicable,
+}
+
+/// Looks for the keeper of `state`'s store.
+pub fn find(state: &StateDir) -> KeeperFound {
     if !matches!(StoreLocation::resolve(state), Ok(StoreLocation::Sqlite(_))) {
-        return false;
+        return KeeperFound::NotApplicable;
     }
     match open_lock(&state.root().join(LOCK_FILE)) {
-        // The lock is dropped (and released) as this returns.
-        Ok(lock) => flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok(),
+        // Taken, the lock is released as `lock` drops on return.
+        Ok(lock) => match flock(&lock, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => KeeperFound::Missing,
+            Err(_) => KeeperFound::Running,
+        },
         Err(err) => {
             tracing::debug!("the store's keeper not looked for: {err}");
-            false
+            KeeperFound::NotApplicable
         }
     }
 }
@@ -100,7 +124,7 @@ pub async fn keep(state: &StateDir, idle: Duration) -> Result<KeeperEnd> {
         return Ok(KeeperEnd::StateGone);
     }
     let store = Store::open_one_shot(&StoreLocation::Sqlite(path.clone())).await?;
-    let end = watch(&store, idle, || {
+    let end = watch(&store, &path, idle, || {
         identity(&path) == store_id && identity(&lock_path) == lock_id
     })
     .await;
@@ -108,9 +132,20 @@ pub async fn keep(state: &StateDir, idle: Duration) -> Result<KeeperEnd> {
     end
 }
 
-/// Looks at the store every [`LOOK_EVERY`] until it idles or `same` says
-/// the state is no longer the one opened.
-async fn watch(store: &Store, idle: Duration, same: impl Fn() -> bool) -> Result<KeeperEnd> {
+/// Looks at the store until it idles for `idle` or `same` says the state
+/// is no longer the one opened; checkpoints the WAL past `WAL_PAGES`.
+async fn watch(
+    store: &Store,
+    path: &Path,
+    idle: Duration,
+    same: impl Fn() -> bool,
+) -> Result<KeeperEnd> {
+    // Opened once the store is (which makes the file); without it the
+    // commits' own bound (INLINE_PAGES) checkpoints.
+    let wal = WalIndex::open(path);
+    if wal.is_none() {
+        tracing::debug!("the store's keeper cannot read the WAL index; commits checkpoint");
+    }
     let mut seen: Option<i64> = None;
     let mut last_commit = Instant::now();
     loop {
@@ -123,13 +158,65 @@ async fn watch(store: &Store, idle: Duration, same: impl Fn() -> bool) -> Result
             .fetch_one(store.pool())
             .await
             .map_err(EngineError::store("reading the store's data version"))?;
-        if seen != Some(version) {
+        let written = seen != Some(version);
+        if written {
             seen = Some(version);
             last_commit = Instant::now();
+            let pending = wal.as_ref().and_then(WalIndex::pending);
+            if pending.is_some_and(|frames| frames >= WAL_PAGES) {
+                // PASSIVE: what no reader still needs, waiting for no one;
+                // busy (another process checkpointing) is fine.
+                if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                    .fetch_all(store.pool())
+                    .await
+                {
+                    tracing::debug!(error = %e, "the keeper's checkpoint");
+                }
+            }
         } else if last_commit.elapsed() >= idle {
             return Ok(KeeperEnd::Idle);
         }
-        tokio::time::sleep(LOOK_EVERY.min(idle)).await;
+        let look = if written { LOOK_BUSY } else { LOOK_IDLE };
+        tokio::time::sleep(look.min(idle)).await;
+    }
+}
+
+/// The header of the WAL's index in the store's `-shm` file, as SQLite's
+/// documentation of its WAL format gives it (native byte order): two
+/// copies of a 48-byte header, `mxFrame` (the frames in the WAL) at offset
+/// 16 of each, then the checkpoint's record, `nBackfill` (the frames
+/// already copied back) at offset 96. Read, never written.
+struct WalIndex {
+    shm: File,
+}
+
+impl WalIndex {
+    fn open(store: &Path) -> Option<WalIndex> {
+        let mut name = store.as_os_str().to_owned();
+        name.push("-shm");
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(o_nofollow())
+            .open(name)
+            .ok()
+            .map(|shm| WalIndex { shm })
+    }
+
+    /// Frames in the WAL not yet copied back; `None` while a writer is
+    /// changing the header (its two copies differ) or it cannot be read.
+    fn pending(&self) -> Option<u32> {
+        use std::os::unix::fs::FileExt as _;
+        let mut head = [0u8; 100];
+        self.shm.read_exact_at(&mut head, 0).ok()?;
+        if head[..48] != head[48..96] {
+            return None;
+        }
+        let word = |at: usize| {
+            head.get(at..at + 4)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(u32::from_ne_bytes)
+        };
+        Some(word(16)?.saturating_sub(word(96)?))
     }
 }
 
@@ -141,6 +228,90 @@ fn open_lock(path: &Path) -> std::io::Result<File> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .custom_flags(o_nofollow())
         .open(path)
+}
+
+/// `O_NOFOLLOW`, as `OpenOptions::custom_flags` takes it.
+fn o_nofollow() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StorePool;
+    use crate::store::checkpoints::INLINE_PAGES;
+
+    /// A one-shot store whose keeper runs leaves its checkpoints to it:
+    /// more than `INLINE_PAGES` written in commits of a few pages, and no
+    /// commit checkpointed (without the keeper's, the bound would have
+    /// made one do it); the keeper leaves when the state goes.
+    #[tokio::test]
+    async fn a_kept_store_leaves_its_checkpoints_to_the_keeper() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        Store::open(&state.db(), true).await.unwrap().close().await;
+        assert_eq!(find(&state), KeeperFound::Missing);
+        let kept = {
+            let state = state.clone();
+            tokio::spawn(async move { keep(&state, IDLE).await })
+        };
+        while find(&state) != KeeperFound::Running {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+
+        let store = Store::open_one_shot(&StoreLocation::Sqlite(state.db()))
+            .await
+            .unwrap();
+        store.checkpoint_by_keeper();
+        sqlx::query("CREATE TABLE scratch (b BLOB)")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        let commits = 2 * INLINE_PAGES as usize;
+        for i in 0..commits {
+            sqlx::query("INSERT INTO scratch (b) VALUES ($1)")
+                .bind(vec![i as u8; 6000])
+                .execute(store.pool())
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let StorePool::Sqlite(direct) = store.pool() else {
+            unreachable!("a SQLite store")
+        };
+        let (inline, _) = direct.checkpoints().runs();
+        assert_eq!(
+            inline, 0,
+            "{commits} commits, {inline} checkpointed themselves"
+        );
+        let pending = WalIndex::open(&state.db()).and_then(|w| w.pending());
+        assert!(
+            pending.is_some_and(|p| p < INLINE_PAGES as u32),
+            "{pending:?} frames not checkpointed"
+        );
+        store.close().await;
+
+        std::fs::remove_file(state.db()).unwrap();
+        let end = tokio::time::timeout(Duration::from_secs(20), kept)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(end, KeeperEnd::StateGone);
+    }
+
+    /// A keeper's idle time runs from the last commit by anyone.
+    #[tokio::test]
+    async fn a_keeper_leaves_when_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        Store::open(&state.db(), true).await.unwrap().close().await;
+        let started = Instant::now();
+        let end = keep(&state, Duration::from_secs(1)).await.unwrap();
+        assert_eq!(end, KeeperEnd::Idle);
+        assert!(started.elapsed() >= Duration::from_secs(1));
+        assert_eq!(find(&state), KeeperFound::Missing);
+    }
 }

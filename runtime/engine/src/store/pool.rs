@@ -85,6 +85,12 @@ impl DirectPool {
         self.checkpoints.in_background();
     }
 
+    /// A one-shot process on a state whose store keeper runs: its commits
+    /// leave the checkpoints to the keeper (`store/keeper.rs`).
+    pub(super) fn checkpoint_by_keeper(&self) {
+        self.checkpoints.to_keeper();
+    }
+
     #[cfg(test)]
     pub(super) fn checkpoints(&self) -> &Arc<Checkpoints> {
         &self.checkpoints
