@@ -1206,3 +1206,19 @@ fn protected_paths_and_read_denies_are_never_allowed() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The hook opens the store before each tool call that names an agent,
+/// and starts the store's keeper when there is none, as one-shot commands
+/// do (`tests/store_keeper.rs`).
+#[test]
+fn the_hook_starts_the_stores_keeper() {
+    use crate::store_keeper::{keeper_pid, stop_keeper};
+    let f = Hook::new();
+    let started = stop_keeper(&f);
+    let (_, stderr, code) = f.hook(
+        &["--agent", "dev-1"],
+        &f.payload("Bash", json!({"command": "ls"})),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_ne!(keeper_pid(&f), started);
+}

@@ -28,7 +28,7 @@ fn lock_held(path: &Path) -> bool {
 }
 
 /// The pid the keeper wrote, once it holds the lock.
-fn keeper_pid(f: &Fixture) -> u32 {
+pub(crate) fn keeper_pid(f: &Fixture) -> u32 {
     let path = lock_path(f);
     let start = Instant::now();
     loop {
@@ -69,6 +69,18 @@ fn keepers_of(state: &Path) -> usize {
                 .unwrap_or(false)
         })
         .count()
+}
+
+/// Stops the keeper a fixture's commands started (SIGTERM); its pid.
+pub(crate) fn stop_keeper(f: &Fixture) -> u32 {
+    let pid = keeper_pid(f);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    wait_gone(pid);
+    pid
 }
 
 fn wait_gone(pid: u32) {
@@ -142,13 +154,7 @@ fn one_shot_commands_start_one_keeper_which_leaves_with_its_state() {
 fn a_keeper_stays_while_the_store_is_written_and_leaves_when_idle() {
     let f = Fixture::new().with_project();
     // The keeper `project add` started gives way to one that idles sooner.
-    let started = keeper_pid(&f);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(started as i32).unwrap(),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
-    wait_gone(started);
+    stop_keeper(&f);
     let mut keeper = spawn_keeper(&f, &["--idle-secs", "3"]);
     let pid = keeper_pid(&f);
     assert_eq!(pid, keeper.id());
@@ -195,13 +201,7 @@ fn a_second_keeper_leaves_at_once_and_a_postgres_state_has_none() {
 fn a_keeper_keeps_no_pipe_its_starter_inherited() {
     use std::io::Read as _;
     let f = Fixture::new().with_project();
-    let started = keeper_pid(&f);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(started as i32).unwrap(),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
-    wait_gone(started);
+    let started = stop_keeper(&f);
     // `berth ls` with a pipe on descriptor 3, as a shell's `3>` leaves it
     // (no close-on-exec); the keeper it starts inherits it too.
     let (mut reader, writer) = std::io::pipe().unwrap();

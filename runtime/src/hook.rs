@@ -597,7 +597,12 @@ fn agent_autonomy(state: StateDir, agent: &str) -> Result<(String, Autonomy), St
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
     rt.block_on(async {
-        let engine = Engine::open(state).await.map_err(|e| e.to_string())?;
+        let engine = Engine::open(state.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        // Before every tool call: with the store's keeper, the next one
+        // finds the WAL's index whole.
+        crate::cli::use_keeper(&state, engine.store());
         let result = async {
             let a = engine.agent(agent).await?;
             let autonomy = engine.autonomy(agent).await?;

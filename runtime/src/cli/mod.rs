@@ -21,6 +21,8 @@ mod serve;
 mod store;
 mod task;
 
+pub(crate) use store::use_keeper;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
