@@ -16,7 +16,7 @@ use crate::fixture::Fixture;
 const WAIT: Duration = Duration::from_secs(20);
 
 fn lock_path(f: &Fixture) -> std::path::PathBuf {
-    f.state().join("store-keeper.lock")
+    f.state().join("berth.db-keeper.lock")
 }
 
 /// Whether the lock is held by someone (a keeper): this process cannot take it.
@@ -194,7 +194,14 @@ fn a_second_keeper_leaves_at_once_and_a_postgres_state_has_none() {
     .unwrap();
     let mut keeper = spawn_keeper(&g, &[]);
     assert!(wait_exit(&mut keeper).success());
-    assert!(!g.state().join("store-keeper.lock").exists());
+    let files: Vec<_> = std::fs::read_dir(g.state())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        !files.iter().any(|n| n.to_string_lossy().contains("keeper")),
+        "{files:?}"
+    );
 }
 
 #[test]

@@ -5,9 +5,9 @@
 //! And, hidden, `berth store keep`: the store's keeper, which one-shot
 //! commands start ([`use_keeper`]).
 
-use berth_engine::StateDir;
 use std::os::unix::process::CommandExt as _;
 
+use berth_engine::StateDir;
 use berth_engine::store::keeper::{self, KeeperFound};
 use berth_engine::store::{Store, StoreLocation};
 

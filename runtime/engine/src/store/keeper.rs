@@ -10,8 +10,11 @@
 //! 5 ms `berth exec true`. With a keeper holding a connection, a command
 //! finds the index whole and reads only its header.
 //!
-//! - **One per state.** The keeper holds an exclusive `flock` on
-//!   `<state>/store-keeper.lock` for its life, and writes its pid there. A
+//! - **One per store.** The keeper holds an exclusive `flock` on the
+//!   lock beside the store's file ([`lock_path`]: `berth.db-keeper.lock`)
+//!   for its life, and writes its pid there: beside the file, not in the
+//!   state directory, so a store named elsewhere (`sqlite:PATH`) has its
+//!   own whichever state directory a command names. A
 //!   one-shot command that can take the lock finds no keeper
 //!   ([`find`]) and starts one (the binary's part: `berth store keep`);
 //!   two commands that race start two, and the second to lock leaves.
@@ -37,7 +40,7 @@
 use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, flock};
@@ -47,8 +50,13 @@ use super::{Store, StoreLocation};
 use crate::error::{EngineError, Result};
 use crate::state::StateDir;
 
-/// The keeper's lock, in the state directory.
-pub const LOCK_FILE: &str = "store-keeper.lock";
+/// The keeper's lock of the SQLite store at `store`: beside it, with the
+/// WAL's files (`berth.db-keeper.lock`).
+pub fn lock_path(store: &Path) -> PathBuf {
+    let mut name = store.as_os_str().to_owned();
+    name.push("-keeper.lock");
+    PathBuf::from(name)
+}
 
 /// How long a keeper stays without a commit to the store (the residents'
 /// idle time: `berth_sandbox`'s runner).
@@ -86,10 +94,10 @@ pub enum KeeperFound {
 
 /// Looks for the keeper of `state`'s store.
 pub fn find(state: &StateDir) -> KeeperFound {
-    if !matches!(StoreLocation::resolve(state), Ok(StoreLocation::Sqlite(_))) {
+    let Ok(StoreLocation::Sqlite(store)) = StoreLocation::resolve(state) else {
         return KeeperFound::NotApplicable;
-    }
-    match open_lock(&state.root().join(LOCK_FILE)) {
+    };
+    match open_lock(&lock_path(&store)) {
         // Taken, the lock is released as `lock` drops on return.
         Ok(lock) => match flock(&lock, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => KeeperFound::Missing,
@@ -109,7 +117,7 @@ pub async fn keep(state: &StateDir, idle: Duration) -> Result<KeeperEnd> {
         StoreLocation::Sqlite(path) => path,
         StoreLocation::Postgres(_) => return Ok(KeeperEnd::NotSqlite),
     };
-    let lock_path = state.root().join(LOCK_FILE);
+    let lock_path = lock_path(&path);
     let mut lock = open_lock(&lock_path).map_err(EngineError::io("opening", &lock_path))?;
     if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
         return Ok(KeeperEnd::AlreadyKept);
