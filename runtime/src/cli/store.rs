@@ -68,7 +68,7 @@ pub async fn run(dir: &StateDir, c: StoreCommand) -> anyhow::Result<u8> {
 /// reading this process's output to its end never waits for the keeper).
 /// Not waited for; a keeper that cannot start is only a saving lost.
 pub fn use_keeper(dir: &StateDir, store: &Store) {
-    match keeper::find(dir) {
+    match keeper::find(store.location()) {
         KeeperFound::Running => store.checkpoint_by_keeper(),
         KeeperFound::NotApplicable => {}
         KeeperFound::Missing => {

@@ -53,8 +53,14 @@ use crate::state::StateDir;
 /// The keeper's lock of the SQLite store at `store`: beside it, with the
 /// WAL's files (`berth.db-keeper.lock`).
 pub fn lock_path(store: &Path) -> PathBuf {
+    beside(store, "-keeper.lock")
+}
+
+/// `store`'s path with `suffix` after it, as SQLite names its `-wal` and
+/// `-shm` files.
+fn beside(store: &Path, suffix: &str) -> PathBuf {
     let mut name = store.as_os_str().to_owned();
-    name.push("-keeper.lock");
+    name.push(suffix);
     PathBuf::from(name)
 }
 
@@ -92,12 +98,13 @@ pub enum KeeperFound {
     NotApplicable,
 }
 
-/// Looks for the keeper of `state`'s store.
-pub fn find(state: &StateDir) -> KeeperFound {
-    let Ok(StoreLocation::Sqlite(store)) = StoreLocation::resolve(state) else {
+/// Looks for the keeper of the store at `location` (the one a command
+/// opened: nothing is read again to find it).
+pub fn find(location: &StoreLocation) -> KeeperFound {
+    let StoreLocation::Sqlite(store) = location else {
         return KeeperFound::NotApplicable;
     };
-    match open_lock(&lock_path(&store)) {
+    match open_lock(&lock_path(store)) {
         // Taken, the lock is released as `lock` drops on return.
         Ok(lock) => match flock(&lock, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => KeeperFound::Missing,
@@ -200,12 +207,10 @@ struct WalIndex {
 
 impl WalIndex {
     fn open(store: &Path) -> Option<WalIndex> {
-        let mut name = store.as_os_str().to_owned();
-        name.push("-shm");
         std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(o_nofollow())
-            .open(name)
+            .open(beside(store, "-shm"))
             .ok()
             .map(|shm| WalIndex { shm })
     }
@@ -260,12 +265,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::new(dir.path());
         Store::open(&state.db(), true).await.unwrap().close().await;
-        assert_eq!(find(&state), KeeperFound::Missing);
+        assert_eq!(
+            find(&StoreLocation::Sqlite(state.db())),
+            KeeperFound::Missing
+        );
         let kept = {
             let state = state.clone();
             tokio::spawn(async move { keep(&state, IDLE).await })
         };
-        while find(&state) != KeeperFound::Running {
+        while find(&StoreLocation::Sqlite(state.db())) != KeeperFound::Running {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
 
@@ -320,6 +328,9 @@ mod tests {
         let end = keep(&state, Duration::from_secs(1)).await.unwrap();
         assert_eq!(end, KeeperEnd::Idle);
         assert!(started.elapsed() >= Duration::from_secs(1));
-        assert_eq!(find(&state), KeeperFound::Missing);
+        assert_eq!(
+            find(&StoreLocation::Sqlite(state.db())),
+            KeeperFound::Missing
+        );
     }
 }
